@@ -1,6 +1,7 @@
 // ArrayView: a non-owning, recursive view of an ArrowArray read through its ArrowSchema.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -105,9 +106,11 @@ class ArrayView {
   int64_t RunIndex(int64_t i) const noexcept;
 
  private:
-  friend class ArrayViewBuilderAccess;
-  Status InitFromSchema(const ArrowSchema* schema);
-  Status SetArrayImpl(const ArrowArray* array, bool read_offsets);
+  friend class ArrayValidator;
+  Status InitFromSchema(const ArrowSchema* schema, int depth);
+  Status SetArrayImpl(const ArrowArray* array, bool read_offsets, int depth);
+  // Bytes of view element i (binary/string view), from its inline or out-of-line storage.
+  std::string_view GetViewBytes(int64_t i) const noexcept;
 
   SchemaView type_;
   const ArrowArray* array_ = nullptr;
@@ -118,6 +121,8 @@ class ArrayView {
   std::vector<ArrayView> children_;
   std::unique_ptr<ArrayView> dictionary_;
   std::array<int8_t, 128> union_child_index_{};
+  // The int64 sizes of the variadic buffers of a view type (host-resident, last buffer).
+  const int64_t* variadic_sizes_ = nullptr;
 };
 
 }  // namespace ferry

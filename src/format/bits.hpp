@@ -1,0 +1,34 @@
+// Bit-packed buffer helpers (validity bitmaps and boolean data), least-significant bit first.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace ferry::internal {
+
+inline bool GetBit(const uint8_t* bits, int64_t i) noexcept {
+  return (bits[i >> 3] >> (i & 7)) & 1;
+}
+
+inline void SetBit(uint8_t* bits, int64_t i, bool value) noexcept {
+  const uint8_t mask = static_cast<uint8_t>(1u << (i & 7));
+  bits[i >> 3] = value ? static_cast<uint8_t>(bits[i >> 3] | mask)
+                       : static_cast<uint8_t>(bits[i >> 3] & ~mask);
+}
+
+/// Number of set bits in [offset, offset + length); whole 64-bit words are popcounted.
+inline int64_t CountSetBits(const uint8_t* bits, int64_t offset, int64_t length) noexcept {
+  int64_t count = 0;
+  int64_t i = offset;
+  const int64_t end = offset + length;
+  while (i < end && (i & 63) != 0) count += GetBit(bits, i++);
+  for (; i + 64 <= end; i += 64) {
+    uint64_t word;
+    std::memcpy(&word, bits + (i >> 3), sizeof(word));
+    count += __builtin_popcountll(word);
+  }
+  while (i < end) count += GetBit(bits, i++);
+  return count;
+}
+
+}  // namespace ferry::internal

@@ -1,0 +1,36 @@
+#include "support/test_util.hpp"
+
+#include <cstdlib>
+
+#include "ferry/format/type.hpp"
+
+namespace ferry::testing {
+
+Result<Array> ArrayFromJson(const Field& field, const std::string& json) {
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, field.Export());
+  FERRY_ASSIGN_OR_RAISE(UniqueArray array, ::ferry::ArrayFromJson(schema.get(), json));
+  return Array::Import(std::move(schema), std::move(array));
+}
+
+std::string ToJson(const ArrayView& view) {
+  auto json = ArrayToJson(view);
+  EXPECT_TRUE(json.ok()) << json.status().message();
+  return json.ok() ? *json : std::string("<error: ") + json.status().message() + ">";
+}
+
+void ExpectArraysEqual(const ArrayView& expected, const ArrayView& actual) {
+  auto expected_type = SchemaToString(expected.type().schema);
+  auto actual_type = SchemaToString(actual.type().schema);
+  ASSERT_TRUE(expected_type.ok()) << expected_type.status().message();
+  ASSERT_TRUE(actual_type.ok()) << actual_type.status().message();
+  EXPECT_EQ(*expected_type, *actual_type);
+  EXPECT_EQ(expected.length(), actual.length());
+  EXPECT_EQ(ToJson(expected), ToJson(actual));
+}
+
+std::string SharedTestDataDir() {
+  if (const char* dir = std::getenv("FERRY_SHARED_DIR")) return std::string(dir) + "/testdata";
+  return std::string(FERRY_SOURCE_DIR) + "/../shared/testdata";
+}
+
+}  // namespace ferry::testing

@@ -1,0 +1,68 @@
+// Shared test support: status assertions, arrays from JSON, array equality and test data paths.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ferry/format/array.hpp"
+#include "ferry/format/json.hpp"
+#include "ferry/format/result.hpp"
+#include "ferry/format/schema.hpp"
+
+#define FERRY_TEST_CONCAT_INNER(a, b) a##b
+#define FERRY_TEST_CONCAT(a, b) FERRY_TEST_CONCAT_INNER(a, b)
+
+/// Assert that a Status or Result expression is OK, printing its message otherwise.
+#define ASSERT_OK(expr)                                                  \
+  do {                                                                   \
+    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr));      \
+    ASSERT_TRUE(_st.ok()) << #expr << " failed: " << _st.message();      \
+  } while (false)
+
+#define EXPECT_OK(expr)                                                  \
+  do {                                                                   \
+    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr));      \
+    EXPECT_TRUE(_st.ok()) << #expr << " failed: " << _st.message();      \
+  } while (false)
+
+#define ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, rexpr)                          \
+  auto tmp = (rexpr);                                                       \
+  ASSERT_TRUE(tmp.ok()) << #rexpr << " failed: " << tmp.status().message(); \
+  lhs = std::move(tmp).value()
+
+/// Assert that a Result is OK and move its value into `lhs`.
+#define ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
+  ASSERT_OK_AND_ASSIGN_IMPL(FERRY_TEST_CONCAT(_res_, __LINE__), lhs, rexpr)
+
+/// Assert that an expression fails with errno-style `code` and a message containing `substr`.
+#define ASSERT_RAISES_WITH(code, substr, expr)                                     \
+  do {                                                                             \
+    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr));                \
+    ASSERT_FALSE(_st.ok()) << #expr << " unexpectedly succeeded";                  \
+    EXPECT_EQ(_st.code(), (code)) << _st.message();                                \
+    EXPECT_THAT(_st.message(), ::testing::HasSubstr(substr));                      \
+  } while (false)
+
+namespace ferry::testing {
+
+inline Status ToStatus(const Status& st) { return st; }
+template <typename T>
+Status ToStatus(const Result<T>& r) {
+  return r.status();
+}
+
+/// Build an owned array of `field`'s type from JSON values; fails the test on error.
+Result<Array> ArrayFromJson(const Field& field, const std::string& json);
+
+/// Render an array's values as JSON (see ferry/format/json.hpp).
+std::string ToJson(const ArrayView& view);
+
+/// Expect two views to hold the same type and values.
+void ExpectArraysEqual(const ArrayView& expected, const ArrayView& actual);
+
+/// `../shared/testdata` beside the repository (or $FERRY_SHARED_DIR/testdata).
+std::string SharedTestDataDir();
+
+}  // namespace ferry::testing
