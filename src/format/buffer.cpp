@@ -1,0 +1,119 @@
+// Buffer, BitmapBuilder and the default allocator.
+#include "ferry/format/buffer.hpp"
+
+#include <cstdlib>
+#include <limits>
+
+namespace ferry {
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+int64_t RoundUp64(int64_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
+
+class AlignedAllocator final : public Allocator {
+ public:
+  Result<uint8_t*> Allocate(int64_t size) override {
+    if (size < 0) return Status::Invalid("allocation of negative size");
+    const int64_t rounded = RoundUp64(size == 0 ? kAlignment : size);
+    void* p = std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
+    if (p == nullptr) {
+      return Status::OutOfMemory("failed to allocate " + std::to_string(size) + " bytes");
+    }
+    return static_cast<uint8_t*>(p);
+  }
+  void Free(uint8_t* ptr, int64_t /*size*/) noexcept override { std::free(ptr); }
+};
+
+}  // namespace
+
+Allocator* DefaultAllocator() noexcept {
+  static AlignedAllocator allocator;
+  return &allocator;
+}
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : allocator_(other.allocator_), data_(other.data_), size_(other.size_),
+      capacity_(other.capacity_) {
+  other.data_ = nullptr;
+  other.size_ = other.capacity_ = 0;
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    Free();
+    allocator_ = other.allocator_;
+    data_ = other.data_;
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    other.data_ = nullptr;
+    other.size_ = other.capacity_ = 0;
+  }
+  return *this;
+}
+
+void Buffer::Free() noexcept {
+  if (data_ != nullptr) allocator_->Free(data_, capacity_);
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+}
+
+Status Buffer::Reserve(int64_t capacity) {
+  if (capacity < 0) return Status::Invalid("negative buffer capacity");
+  if (capacity <= capacity_) return Status::OK();
+  if (capacity > std::numeric_limits<int64_t>::max() / 2) {
+    return Status::OutOfMemory("buffer capacity overflows");
+  }
+  const int64_t grown = RoundUp64(std::max(capacity, capacity_ * 2));
+  FERRY_ASSIGN_OR_RAISE(uint8_t * fresh, allocator_->Allocate(grown));
+  if (size_ > 0) std::memcpy(fresh, data_, static_cast<size_t>(size_));
+  std::memset(fresh + size_, 0, static_cast<size_t>(grown - size_));
+  if (data_ != nullptr) allocator_->Free(data_, capacity_);
+  data_ = fresh;
+  capacity_ = grown;
+  return Status::OK();
+}
+
+Status Buffer::Resize(int64_t size) {
+  FERRY_RETURN_NOT_OK(Reserve(size));
+  if (size > size_) std::memset(data_ + size_, 0, static_cast<size_t>(size - size_));
+  size_ = size;
+  return Status::OK();
+}
+
+Status Buffer::Append(const void* bytes, int64_t n) {
+  if (n == 0) return Status::OK();
+  FERRY_RETURN_NOT_OK(Reserve(size_ + n));
+  std::memcpy(data_ + size_, bytes, static_cast<size_t>(n));
+  size_ += n;
+  return Status::OK();
+}
+
+Status Buffer::AppendZeros(int64_t n) { return Resize(size_ + n); }
+
+Status BitmapBuilder::Append(bool bit, int64_t n) {
+  if (n <= 0) return Status::OK();
+  const int64_t new_length = length_ + n;
+  FERRY_RETURN_NOT_OK(bytes_.Resize((new_length + 7) / 8));
+  uint8_t* bits = bytes_.data();
+  int64_t i = length_;
+  if (bit) {
+    for (; i < new_length && (i & 7) != 0; ++i) bits[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+    for (; i + 8 <= new_length; i += 8) bits[i >> 3] = 0xFF;
+    for (; i < new_length; ++i) bits[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+  } else {
+    false_count_ += n;  // Resize zeroed the new bytes
+  }
+  length_ = new_length;
+  return Status::OK();
+}
+
+Buffer BitmapBuilder::Finish() {
+  Buffer out = std::move(bytes_);
+  bytes_ = Buffer(out.allocator());
+  length_ = false_count_ = 0;
+  return out;
+}
+
+}  // namespace ferry
