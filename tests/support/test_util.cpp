@@ -34,3 +34,34 @@ std::string SharedTestDataDir() {
 }
 
 }  // namespace ferry::testing
+
+namespace ferry::testing {
+
+namespace {
+
+void ReleaseSlice(ArrowArray* array) {
+  delete static_cast<UniqueArray*>(array->private_data);
+  array->release = nullptr;
+}
+
+}  // namespace
+
+UniqueArray SliceArray(UniqueArray parent, int64_t offset, int64_t length) {
+  auto* owner = new UniqueArray(std::move(parent));
+  ArrowArray slice = *owner->get();
+  slice.offset = owner->get()->offset + offset;
+  slice.length = length;
+  slice.null_count = -1;  // unknown for the slice
+  slice.private_data = owner;
+  slice.release = &ReleaseSlice;
+  return UniqueArray(&slice);
+}
+
+Result<Array> SlicedArrayFromJson(const Field& field, const std::string& json, int64_t offset,
+                                  int64_t length) {
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, field.Export());
+  FERRY_ASSIGN_OR_RAISE(UniqueArray array, ::ferry::ArrayFromJson(schema.get(), json));
+  return Array::Import(std::move(schema), SliceArray(std::move(array), offset, length));
+}
+
+}  // namespace ferry::testing

@@ -37,11 +37,11 @@
   ASSERT_OK_AND_ASSIGN_IMPL(FERRY_TEST_CONCAT(_res_, __LINE__), lhs, rexpr)
 
 /// Assert that an expression fails with errno-style `code` and a message containing `substr`.
-#define ASSERT_RAISES_WITH(code, substr, expr)                                     \
+#define ASSERT_RAISES_WITH(expected_code, substr, expr)                                     \
   do {                                                                             \
     const ::ferry::Status _st = ::ferry::testing::ToStatus((expr));                \
     ASSERT_FALSE(_st.ok()) << #expr << " unexpectedly succeeded";                  \
-    EXPECT_EQ(_st.code(), (code)) << _st.message();                                \
+    EXPECT_EQ(_st.code(), (expected_code)) << _st.message();                              \
     EXPECT_THAT(_st.message(), ::testing::HasSubstr(substr));                      \
   } while (false)
 
@@ -64,5 +64,17 @@ void ExpectArraysEqual(const ArrayView& expected, const ArrayView& actual);
 
 /// `../shared/testdata` beside the repository (or $FERRY_SHARED_DIR/testdata).
 std::string SharedTestDataDir();
+
+}  // namespace ferry::testing
+
+namespace ferry::testing {
+
+/// A view of rows [offset, offset + length) of `parent`: a new ArrowArray that shares the
+/// parent's buffers and children (no copy) and releases the parent when released.
+UniqueArray SliceArray(UniqueArray parent, int64_t offset, int64_t length);
+
+/// Build, slice and import: rows [offset, offset + length) of the array built from `json`.
+Result<Array> SlicedArrayFromJson(const Field& field, const std::string& json, int64_t offset,
+                                  int64_t length);
 
 }  // namespace ferry::testing
