@@ -1,0 +1,221 @@
+"""A ctypes loader for ferry's C surface, used by the tests until the nanobind binding lands."""
+import ctypes
+import glob
+import json
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class ArrowSchema(ctypes.Structure):
+    pass
+
+
+ArrowSchema._fields_ = [
+    ("format", ctypes.c_char_p),
+    ("name", ctypes.c_char_p),
+    ("metadata", ctypes.c_char_p),
+    ("flags", ctypes.c_int64),
+    ("n_children", ctypes.c_int64),
+    ("children", ctypes.POINTER(ctypes.POINTER(ArrowSchema))),
+    ("dictionary", ctypes.POINTER(ArrowSchema)),
+    ("release", ctypes.c_void_p),
+    ("private_data", ctypes.c_void_p),
+]
+
+
+class ArrowArray(ctypes.Structure):
+    pass
+
+
+ArrowArray._fields_ = [
+    ("length", ctypes.c_int64),
+    ("null_count", ctypes.c_int64),
+    ("offset", ctypes.c_int64),
+    ("n_buffers", ctypes.c_int64),
+    ("n_children", ctypes.c_int64),
+    ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+    ("children", ctypes.POINTER(ctypes.POINTER(ArrowArray))),
+    ("dictionary", ctypes.POINTER(ArrowArray)),
+    ("release", ctypes.c_void_p),
+    ("private_data", ctypes.c_void_p),
+]
+
+
+class ArrowArrayStream(ctypes.Structure):
+    _fields_ = [
+        ("get_schema", ctypes.c_void_p),
+        ("get_next", ctypes.c_void_p),
+        ("get_last_error", ctypes.c_void_p),
+        ("release", ctypes.c_void_p),
+        ("private_data", ctypes.c_void_p),
+    ]
+
+
+class FerryErrorStruct(ctypes.Structure):
+    _fields_ = [("message", ctypes.c_char * 1024)]
+
+
+class FerryArrayView(ctypes.Structure):
+    _fields_ = [
+        ("length", ctypes.c_int64),
+        ("offset", ctypes.c_int64),
+        ("null_count", ctypes.c_int64),
+        ("n_buffers", ctypes.c_int64),
+        ("n_children", ctypes.c_int64),
+        ("storage_type", ctypes.c_int32),
+        ("private_data", ctypes.c_void_p),
+    ]
+
+
+MINIMAL, DEFAULT, FULL = 1, 2, 3
+
+
+class FerryError(Exception):
+    """An error code and message from ferry's C surface."""
+
+    def __init__(self, code, message):
+        super().__init__(f"[errno {code}] {message}")
+        self.code = code
+        self.message = message
+
+
+def _find_library():
+    path = os.environ.get("FERRY_LIBRARY")
+    if path:
+        return path
+    found = sorted(glob.glob(os.path.join(REPO, "build", "*", "libferry.so")), key=os.path.getmtime)
+    if not found:
+        raise RuntimeError("libferry.so not found: build ferry or set FERRY_LIBRARY")
+    return found[-1]
+
+
+lib = ctypes.CDLL(_find_library())
+_P = ctypes.POINTER
+lib.FerryArrayViewInitFromSchema.argtypes = [_P(FerryArrayView), _P(ArrowSchema), _P(FerryErrorStruct)]
+lib.FerryArrayViewSetArray.argtypes = [_P(FerryArrayView), _P(ArrowArray), _P(FerryErrorStruct)]
+lib.FerryArrayViewSetArrayMinimal.argtypes = [_P(FerryArrayView), _P(ArrowArray), _P(FerryErrorStruct)]
+lib.FerryArrayViewValidate.argtypes = [_P(FerryArrayView), ctypes.c_int, _P(FerryErrorStruct)]
+lib.FerryArrayViewReset.argtypes = [_P(FerryArrayView)]
+lib.FerryArrayViewReset.restype = None
+lib.FerryArrayViewToJson.argtypes = [_P(FerryArrayView), _P(ctypes.c_void_p), _P(FerryErrorStruct)]
+lib.FerryFree.argtypes = [ctypes.c_void_p]
+lib.FerryFree.restype = None
+lib.FerrySchemaToString.argtypes = [_P(ArrowSchema), ctypes.c_char_p, ctypes.c_size_t,
+                                    _P(ctypes.c_size_t), _P(FerryErrorStruct)]
+lib.FerryArrayFromJson.argtypes = [_P(ArrowSchema), ctypes.c_char_p, _P(ArrowArray), _P(FerryErrorStruct)]
+lib.FerrySchemaDeepCopy.argtypes = [_P(ArrowSchema), _P(ArrowSchema), _P(FerryErrorStruct)]
+lib.FerryArrayStreamInit.argtypes = [_P(ArrowArrayStream), _P(ArrowSchema), ctypes.c_int64,
+                                     _P(ArrowArray), _P(FerryErrorStruct)]
+
+
+def check(code, error):
+    if code != 0:
+        raise FerryError(code, error.message.decode("utf-8", "replace"))
+
+
+def release(struct):
+    """Call a C struct's release callback if it is still live."""
+    if struct.release:
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(struct.release)(ctypes.addressof(struct))
+
+
+class Exported:
+    """A pyarrow array exported through the C data interface; releases what it holds."""
+
+    def __init__(self, arr):
+        self.schema = ArrowSchema()
+        self.array = ArrowArray()
+        arr._export_to_c(ctypes.addressof(self.array), ctypes.addressof(self.schema))
+
+    def close(self):
+        release(self.array)
+        release(self.schema)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class View:
+    """A FerryArrayView over an exported array."""
+
+    def __init__(self, exported, minimal=False):
+        self.view = FerryArrayView()
+        error = FerryErrorStruct()
+        check(lib.FerryArrayViewInitFromSchema(ctypes.byref(self.view), ctypes.byref(exported.schema),
+                                               ctypes.byref(error)), error)
+        setter = lib.FerryArrayViewSetArrayMinimal if minimal else lib.FerryArrayViewSetArray
+        code = setter(ctypes.byref(self.view), ctypes.byref(exported.array), ctypes.byref(error))
+        if code != 0:
+            lib.FerryArrayViewReset(ctypes.byref(self.view))
+            check(code, error)
+
+    def validate(self, level):
+        error = FerryErrorStruct()
+        check(lib.FerryArrayViewValidate(ctypes.byref(self.view), level, ctypes.byref(error)), error)
+
+    def to_json(self):
+        error = FerryErrorStruct()
+        out = ctypes.c_void_p()
+        check(lib.FerryArrayViewToJson(ctypes.byref(self.view), ctypes.byref(out), ctypes.byref(error)),
+              error)
+        try:
+            return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+        finally:
+            lib.FerryFree(out)
+
+    def close(self):
+        lib.FerryArrayViewReset(ctypes.byref(self.view))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def validate(arr, level=FULL, minimal=False):
+    """Validate a pyarrow array with ferry at `level`; raises FerryError."""
+    with Exported(arr) as exported, View(exported, minimal=minimal) as view:
+        view.validate(level)
+
+
+def to_json(arr):
+    """ferry's JSON rendering of a pyarrow array, after full validation."""
+    with Exported(arr) as exported, View(exported) as view:
+        view.validate(FULL)
+        return view.to_json()
+
+
+def schema_to_string(pa_type):
+    import pyarrow as pa
+
+    schema = ArrowSchema()
+    pa.field("", pa_type)._export_to_c(ctypes.addressof(schema))
+    try:
+        out = ctypes.create_string_buffer(4096)
+        error = FerryErrorStruct()
+        check(lib.FerrySchemaToString(ctypes.byref(schema), out, 4096, None, ctypes.byref(error)), error)
+        return out.value.decode()
+    finally:
+        release(schema)
+
+
+def array_from_json(pa_type, values):
+    """Build an array of `pa_type` with ferry's builders and import it into pyarrow."""
+    import pyarrow as pa
+
+    schema = ArrowSchema()
+    pa.field("", pa_type)._export_to_c(ctypes.addressof(schema))
+    array = ArrowArray()
+    error = FerryErrorStruct()
+    try:
+        check(lib.FerryArrayFromJson(ctypes.byref(schema), json.dumps(values).encode(),
+                                     ctypes.byref(array), ctypes.byref(error)), error)
+        return pa.Array._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
+    except Exception:
+        release(schema)
+        raise

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries (apt),
+# and a Python virtual environment at .venv with the test peers (pip). Idempotent: it installs
+# nothing when everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang
+  libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  libflatbuffers-dev flatbuffers-compiler liblz4-dev libzstd-dev
+  python3 python3-venv python3-dev
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c "import pyarrow, pytest, numpy" >/dev/null 2>&1; then
+  echo "setup: installing pyarrow, pytest and numpy into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q pyarrow pytest numpy
+fi

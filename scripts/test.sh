@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Set up what is missing, build ferry with warnings as errors, and run every test suite: the C++
+# and C suites (ctest) and the Python suite (pytest, against pyarrow). With --sanitize (CI uses
+# it) the C++ and C suites run a second time under AddressSanitizer and UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize=0
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) sanitize=1 ;;
+    -h|--help) echo "usage: scripts/test.sh [--sanitize]"; exit 0 ;;
+    *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+bash scripts/setup.sh
+jobs=$(nproc)
+
+echo "== build (warnings are errors)"
+cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_WERROR=ON >/dev/null
+cmake --build build/test -j"$jobs"
+
+echo "== C++ and C suites"
+ctest --test-dir build/test --output-on-failure -j"$jobs"
+
+echo "== Python suite (pytest)"
+FERRY_LIBRARY="$PWD/build/test/libferry.so" .venv/bin/python -m pytest -q python/tests
+
+if ((sanitize)); then
+  echo "== C++ and C suites under ASan + UBSan"
+  cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRY_WERROR=ON \
+    -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_TOOLS=OFF >/dev/null
+  cmake --build build/asan -j"$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ctest --test-dir build/asan --output-on-failure -j"$jobs"
+fi
+echo "== all suites passed"
