@@ -69,11 +69,11 @@ FerryErrorCode FerryArrayViewSetArrayMinimal(struct FerryArrayView* view,
   });
 }
 
-FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, enum FerryValidationLevel level,
+FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, int32_t level,
                                       struct FerryError* error) {
   return ferry::capi::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
-    const int raw = static_cast<int>(level);
+    const int32_t raw = level;
     if (raw < FERRY_VALIDATION_LEVEL_NONE || raw > FERRY_VALIDATION_LEVEL_FULL) {
       return Status::Invalid("unknown validation level " + std::to_string(raw));
     }

@@ -40,9 +40,13 @@ FerryErrorCode FerryFormatParse(const char* format, struct FerryFormatInfo* out,
     if (info.timezone.size() >= sizeof(out->timezone)) {
       return Status::OutOfRange("time zone longer than 255 bytes");
     }
-    std::memcpy(out->timezone, info.timezone.data(), info.timezone.size());
+    if (!info.timezone.empty()) {
+      std::memcpy(out->timezone, info.timezone.data(), info.timezone.size());
+    }
     out->n_union_type_ids = static_cast<int32_t>(info.union_type_ids.size());
-    std::memcpy(out->union_type_ids, info.union_type_ids.data(), info.union_type_ids.size());
+    if (!info.union_type_ids.empty()) {
+      std::memcpy(out->union_type_ids, info.union_type_ids.data(), info.union_type_ids.size());
+    }
     return Status::OK();
   });
 }

@@ -415,7 +415,7 @@ Status ArrayBuilder::AppendBytes(std::string_view value) {
     const auto size = static_cast<int32_t>(n);
     std::memcpy(view, &size, 4);
     if (n <= 12) {
-      std::memcpy(view + 4, value.data(), value.size());
+      if (n > 0) std::memcpy(view + 4, value.data(), value.size());
     } else {
       constexpr int64_t kBlock = 32 << 20;
       if (variadic_.empty() || variadic_.back().size() + n > std::max<int64_t>(kBlock, n)) {

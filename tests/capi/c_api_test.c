@@ -80,7 +80,7 @@ static void TestValidation(void) {
   CHECK(FerryArrayViewValidate(&view, FERRY_VALIDATION_LEVEL_DEFAULT, &error) == 0);
   CHECK(FerryArrayViewValidate(&view, FERRY_VALIDATION_LEVEL_FULL, &error) == EINVAL);
   CHECK(strstr(error.message, "element 1: offset 2 < previous offset 4") != NULL);
-  CHECK(FerryArrayViewValidate(&view, (enum FerryValidationLevel)7, &error) == EINVAL);
+  CHECK(FerryArrayViewValidate(&view, 7, &error) == EINVAL);
 
   FerryArrayViewReset(&view);
   FerryArrayViewReset(&view); /* idempotent */

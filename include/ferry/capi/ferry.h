@@ -67,9 +67,10 @@ FerryErrorCode FerryArrayViewSetArrayMinimal(struct FerryArrayView* view,
                                              const struct ArrowArray* array,
                                              struct FerryError* error);
 
-/** Validate the array the view points at, at `level`. The message names the path to the
- * failing element, e.g. `field "a" > child 0 > element 17: offset 40 > data size 32`. */
-FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, enum FerryValidationLevel level,
+/** Validate the array the view points at, at `level` (a FerryValidationLevel; any other value
+ * is EINVAL). The message names the path to the failing element, e.g.
+ * `field "a" > child 0 > element 17: offset 40 > data size 32`. */
+FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, int32_t level,
                                       struct FerryError* error);
 
 /** Free the view's private data; safe to call more than once and on a zeroed view. */
