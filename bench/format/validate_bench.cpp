@@ -1,0 +1,231 @@
+// Full validation: ferry's ArrayView against Arrow C++ (ImportArray + ValidateFull) on the same
+// buffers, in the same run. Also the raw speed of ferry's UTF-8 validator.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ferry/format/array_view.hpp"
+#include "ferry/format/builder.hpp"
+#include "ferry/format/schema.hpp"
+#include "format/utf8.hpp"
+
+#ifdef FERRY_BENCH_WITH_ARROW
+#include <arrow/array.h>
+#include <arrow/c/bridge.h>
+#include <arrow/type.h>
+#endif
+
+namespace ferry {
+namespace {
+
+// One data set: an owned schema and array, built once per process.
+struct Dataset {
+  UniqueSchema schema;
+  UniqueArray array;
+  int64_t bytes = 0;
+};
+
+void Check(const Status& st) {
+  if (!st.ok()) {
+    std::fprintf(stderr, "benchmark setup failed: %s\n", st.message().c_str());
+    std::abort();
+  }
+}
+
+int64_t ViewBytes(const ArrayView& v) {
+  int64_t total = 0;
+  for (int64_t i = 0; i < v.n_buffers(); ++i) total += std::max<int64_t>(v.buffer(i).size_bytes, 0);
+  for (int64_t c = 0; c < v.n_children(); ++c) total += ViewBytes(v.child(c));
+  return total;
+}
+
+Dataset Finish(Field field, const std::function<void(ArrayBuilder*)>& fill) {
+  Dataset d;
+  auto schema = field.Export();
+  Check(schema.status());
+  d.schema = std::move(schema).ValueOrDie();
+  auto builder = ArrayBuilder::Make(d.schema.get());
+  Check(builder.status());
+  fill(builder->get());
+  auto array = (*builder)->Finish();
+  Check(array.status());
+  d.array = std::move(array).ValueOrDie();
+  auto view = ArrayView::Make(d.schema.get());
+  Check(view.status());
+  Check(view->SetArray(d.array.get()));
+  Check(view->Validate(ValidationLevel::kFull));
+  d.bytes = ViewBytes(*view);
+  return d;
+}
+
+std::string ShortString(std::mt19937_64& rng) {
+  static const char* kMultibyte[] = {"é", "ß", "日", "€", "😀"};
+  std::string s;
+  const int n = static_cast<int>(rng() % 17);
+  for (int i = 0; i < n; ++i) {
+    if (rng() % 50 == 0) {
+      s += kMultibyte[rng() % 5];
+    } else {
+      s.push_back(static_cast<char>('a' + rng() % 26));
+    }
+  }
+  return s;
+}
+
+const Dataset& Int64s() {
+  static Dataset d = Finish(Field::Make("l", "x"), [](ArrayBuilder* b) {
+    std::mt19937_64 rng(1);
+    for (int64_t i = 0; i < 10'000'000; ++i) {
+      Check(rng() % 10 == 0 ? b->AppendNull() : b->AppendInt(static_cast<int64_t>(rng())));
+    }
+  });
+  return d;
+}
+
+const Dataset& Strings() {
+  static Dataset d = Finish(Field::Make("u", "x"), [](ArrayBuilder* b) {
+    std::mt19937_64 rng(2);
+    for (int64_t i = 0; i < 10'000'000; ++i) {
+      Check(rng() % 10 == 0 ? b->AppendNull() : b->AppendBytes(ShortString(rng)));
+    }
+  });
+  return d;
+}
+
+const Dataset& ListsOfStructs() {
+  Field item = Field::Make("+s", "item", {Field::Make("i", "a"), Field::Make("u", "b")});
+  static Dataset d = Finish(Field::Make("+l", "x", {item}), [](ArrayBuilder* b) {
+    std::mt19937_64 rng(3);
+    ArrayBuilder* s = b->child(0);
+    for (int64_t i = 0; i < 1'000'000; ++i) {
+      if (rng() % 10 == 0) {
+        Check(b->AppendNull());
+        continue;
+      }
+      const int n = static_cast<int>(rng() % 6);
+      for (int k = 0; k < n; ++k) {
+        Check(s->child(0)->AppendInt(static_cast<int32_t>(rng())));
+        Check(s->child(1)->AppendBytes(ShortString(rng)));
+        Check(s->FinishElement());
+      }
+      Check(b->FinishElement());
+    }
+  });
+  return d;
+}
+
+void RunFerry(benchmark::State& state, const Dataset& d) {
+  for (auto _ : state) {
+    auto view = ArrayView::Make(d.schema.get());
+    Status st = view.ok() ? view->SetArray(d.array.get()) : view.status();
+    if (st.ok()) st = view->Validate(ValidationLevel::kFull);
+    if (!st.ok()) {
+      state.SkipWithError(st.message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(view);
+  }
+  state.SetBytesProcessed(state.iterations() * d.bytes);
+  state.SetItemsProcessed(state.iterations() * d.array->length);
+}
+
+#ifdef FERRY_BENCH_WITH_ARROW
+// A shallow copy of an ArrowArray tree that Arrow may import and release: its release frees only
+// the copied structs, never the buffers, which stay owned by the dataset.
+struct Shallow {
+  std::vector<std::unique_ptr<ArrowArray>> nodes;
+  std::vector<std::vector<ArrowArray*>> child_lists;
+};
+
+ArrowArray* CopyNode(const ArrowArray* src, Shallow* owner) {
+  owner->nodes.push_back(std::make_unique<ArrowArray>(*src));
+  ArrowArray* dst = owner->nodes.back().get();
+  dst->release = [](ArrowArray* a) { a->release = nullptr; };
+  dst->private_data = nullptr;
+  if (src->n_children > 0) {
+    owner->child_lists.emplace_back();
+    auto& list = owner->child_lists.back();
+    for (int64_t i = 0; i < src->n_children; ++i) list.push_back(CopyNode(src->children[i], owner));
+    dst->children = list.data();
+  }
+  if (src->dictionary != nullptr) dst->dictionary = CopyNode(src->dictionary, owner);
+  return dst;
+}
+
+void RunArrow(benchmark::State& state, const Dataset& d) {
+  auto type = arrow::ImportType(CopySchema(d.schema.get()).ValueOrDie().get());
+  if (!type.ok()) {
+    state.SkipWithError(type.status().ToString().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    Shallow shallow;
+    shallow.child_lists.reserve(64);
+    ArrowArray* c_array = CopyNode(d.array.get(), &shallow);
+    state.ResumeTiming();
+    auto imported = arrow::ImportArray(c_array, *type);
+    arrow::Status st = imported.ok() ? (*imported)->ValidateFull() : imported.status();
+    if (!st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(imported);
+  }
+  state.SetBytesProcessed(state.iterations() * d.bytes);
+  state.SetItemsProcessed(state.iterations() * d.array->length);
+}
+#endif
+
+void BM_ValidateFull_Int64_10M_Ferry(benchmark::State& s) { RunFerry(s, Int64s()); }
+void BM_ValidateFull_Strings_10M_Ferry(benchmark::State& s) { RunFerry(s, Strings()); }
+void BM_ValidateFull_ListStruct_1M_Ferry(benchmark::State& s) { RunFerry(s, ListsOfStructs()); }
+BENCHMARK(BM_ValidateFull_Int64_10M_Ferry)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ValidateFull_Strings_10M_Ferry)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ValidateFull_ListStruct_1M_Ferry)->Unit(benchmark::kMillisecond);
+
+#ifdef FERRY_BENCH_WITH_ARROW
+void BM_ValidateFull_Int64_10M_ArrowCpp(benchmark::State& s) { RunArrow(s, Int64s()); }
+void BM_ValidateFull_Strings_10M_ArrowCpp(benchmark::State& s) { RunArrow(s, Strings()); }
+void BM_ValidateFull_ListStruct_1M_ArrowCpp(benchmark::State& s) { RunArrow(s, ListsOfStructs()); }
+BENCHMARK(BM_ValidateFull_Int64_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ValidateFull_Strings_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ValidateFull_ListStruct_1M_ArrowCpp)->Unit(benchmark::kMillisecond);
+#endif
+
+// 64 MiB of text: ASCII only, or with a multi-byte character about every 50 bytes.
+const std::string& Text(bool multibyte) {
+  static std::string ascii;
+  static std::string mixed;
+  std::string& out = multibyte ? mixed : ascii;
+  if (out.empty()) {
+    std::mt19937_64 rng(4);
+    while (out.size() < (64u << 20)) {
+      out += (multibyte && rng() % 50 == 0) ? std::string("é") : std::string(1, 'a' + rng() % 26);
+    }
+  }
+  return out;
+}
+
+void BM_Utf8(benchmark::State& state) {
+  const std::string& text = Text(state.range(0) != 0);
+  for (auto _ : state) {
+    bool ok = internal::ValidateUtf8(reinterpret_cast<const uint8_t*>(text.data()),
+                                     static_cast<int64_t>(text.size()));
+    if (!ok) state.SkipWithError("text rejected");
+    benchmark::DoNotOptimize(ok);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_Utf8)->Arg(0)->Arg(1)->ArgNames({"multibyte"})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace ferry
+
+BENCHMARK_MAIN();
