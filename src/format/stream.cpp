@@ -117,6 +117,32 @@ Result<std::optional<Array>> ArrayStreamReader::Next() {
   return std::optional<Array>(std::move(out));
 }
 
+ArrayStreamReader::Iterator ArrayStreamReader::begin() {
+  Iterator it(this);
+  ++it;
+  return it;
+}
+
+ArrayStreamReader::Iterator& ArrayStreamReader::Iterator::operator++() {
+  if (reader_ == nullptr) return *this;
+  if (current_.has_value() && !current_->ok()) {
+    // The error was the last item.
+    reader_ = nullptr;
+    current_.reset();
+    return *this;
+  }
+  Result<std::optional<Array>> next = reader_->Next();
+  if (!next.ok()) {
+    current_.emplace(next.status());
+  } else if (!next->has_value()) {
+    reader_ = nullptr;
+    current_.reset();
+  } else {
+    current_.emplace(std::move(**next));
+  }
+  return *this;
+}
+
 Result<std::vector<Array>> ArrayStreamReader::ReadAll() {
   std::vector<Array> out;
   while (true) {

@@ -38,6 +38,26 @@ class ArrayStreamReader {
   /// Read every remaining array.
   Result<std::vector<Array>> ReadAll();
 
+  /// An input iterator over the remaining arrays. Each item is a Result<Array>; iteration ends at
+  /// the end of the stream, or right after yielding the first error.
+  class Iterator {
+   public:
+    Result<Array>& operator*() { return *current_; }
+    Result<Array>* operator->() { return &*current_; }
+    Iterator& operator++();
+    bool operator==(const Iterator& other) const { return reader_ == other.reader_; }
+    bool operator!=(const Iterator& other) const { return reader_ != other.reader_; }
+
+   private:
+    friend class ArrayStreamReader;
+    explicit Iterator(ArrayStreamReader* reader) : reader_(reader) {}
+    ArrayStreamReader* reader_;
+    std::optional<Result<Array>> current_;
+  };
+  /// Fetch the first array and point at it (or at end()).
+  Iterator begin();
+  Iterator end() { return Iterator(nullptr); }
+
  private:
   ArrayStreamReader() = default;
   UniqueArrayStream stream_;
