@@ -1,9 +1,10 @@
 // C surface of ArrayView: init, set, validate, reset and JSON rendering.
+#include "ferry/format/array_view.hpp"
+
 #include <cstdlib>
 #include <cstring>
 
 #include "capi/error.hpp"
-#include "ferry/format/array_view.hpp"
 #include "ferry/format/json.hpp"
 
 using ferry::ArrayView;

@@ -1,8 +1,9 @@
 // C surface of format strings and schemas.
+#include "ferry/format/schema.hpp"
+
 #include <cstring>
 
 #include "capi/error.hpp"
-#include "ferry/format/schema.hpp"
 #include "ferry/format/type.hpp"
 
 using ferry::Status;
@@ -62,7 +63,8 @@ FerryErrorCode FerryFormatToString(const struct FerryFormatInfo* info, char* out
     cpp.decimal_precision = info->decimal_precision;
     cpp.decimal_scale = info->decimal_scale;
     cpp.time_unit = static_cast<ferry::TimeUnit>(info->time_unit & 3);
-    cpp.timezone = std::string_view(info->timezone, strnlen(info->timezone, sizeof(info->timezone)));
+    cpp.timezone =
+        std::string_view(info->timezone, strnlen(info->timezone, sizeof(info->timezone)));
     if (info->n_union_type_ids < 0 || info->n_union_type_ids > 128) {
       return Status::Invalid("n_union_type_ids must be in [0, 128]");
     }

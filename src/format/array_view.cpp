@@ -47,8 +47,8 @@ Status ArrayView::InitFromSchema(const ArrowSchema* schema, int depth) {
   children_.clear();
   children_.resize(static_cast<size_t>(schema->n_children));
   for (int64_t i = 0; i < schema->n_children; ++i) {
-    FERRY_RETURN_NOT_OK(children_[static_cast<size_t>(i)].InitFromSchema(schema->children[i],
-                                                                          depth + 1));
+    FERRY_RETURN_NOT_OK(
+        children_[static_cast<size_t>(i)].InitFromSchema(schema->children[i], depth + 1));
   }
   dictionary_.reset();
   if (schema->dictionary != nullptr) {
@@ -85,7 +85,8 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
     return Status::Invalid(Where(type_.schema) + ": " + why);
   };
   if (depth > kMaxDepth) return Status::Invalid("array nests deeper than 64 levels");
-  if (type_.schema == nullptr) return Status::Invalid("array view was not initialised from a schema");
+  if (type_.schema == nullptr)
+    return Status::Invalid("array view was not initialised from a schema");
   if (array == nullptr) return fail("array is NULL");
   if (array->release == nullptr) return fail("array is released");
   if (array->length < 0) return fail("length is negative (" + std::to_string(array->length) + ")");
@@ -121,8 +122,9 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
     return fail("children is NULL but n_children is " + std::to_string(array->n_children));
   }
   if ((array->dictionary != nullptr) != (dictionary_ != nullptr)) {
-    return fail(dictionary_ ? "the schema is dictionary-encoded but the array has no dictionary"
-                            : "the array has a dictionary but the schema is not dictionary-encoded");
+    return fail(dictionary_
+                    ? "the schema is dictionary-encoded but the array has no dictionary"
+                    : "the array has a dictionary but the schema is not dictionary-encoded");
   }
 
   array_ = array;
@@ -249,28 +251,39 @@ int64_t ArrayView::GetInt(int64_t i) const noexcept {
   const uint8_t* data = buffers_.size() > 1 ? buffers_[1].data : nullptr;
   const int64_t j = offset_ + i;
   switch (type_.storage_type) {
-    case TypeId::kBool: return internal::GetBit(data, j) ? 1 : 0;
-    case TypeId::kInt8: return Load<int8_t>(data, j);
-    case TypeId::kUInt8: return Load<uint8_t>(data, j);
-    case TypeId::kInt16: return Load<int16_t>(data, j);
-    case TypeId::kUInt16: return Load<uint16_t>(data, j);
+    case TypeId::kBool:
+      return internal::GetBit(data, j) ? 1 : 0;
+    case TypeId::kInt8:
+      return Load<int8_t>(data, j);
+    case TypeId::kUInt8:
+      return Load<uint8_t>(data, j);
+    case TypeId::kInt16:
+      return Load<int16_t>(data, j);
+    case TypeId::kUInt16:
+      return Load<uint16_t>(data, j);
     case TypeId::kInt32:
     case TypeId::kDate32:
     case TypeId::kTime32:
     case TypeId::kIntervalMonths:
-    case TypeId::kDecimal32: return Load<int32_t>(data, j);
-    case TypeId::kUInt32: return Load<uint32_t>(data, j);
+    case TypeId::kDecimal32:
+      return Load<int32_t>(data, j);
+    case TypeId::kUInt32:
+      return Load<uint32_t>(data, j);
     case TypeId::kInt64:
     case TypeId::kDate64:
     case TypeId::kTime64:
     case TypeId::kTimestamp:
     case TypeId::kDuration:
-    case TypeId::kDecimal64: return Load<int64_t>(data, j);
-    case TypeId::kUInt64: return static_cast<int64_t>(Load<uint64_t>(data, j));
+    case TypeId::kDecimal64:
+      return Load<int64_t>(data, j);
+    case TypeId::kUInt64:
+      return static_cast<int64_t>(Load<uint64_t>(data, j));
     case TypeId::kHalfFloat:
     case TypeId::kFloat:
-    case TypeId::kDouble: return static_cast<int64_t>(GetDouble(i));
-    default: return 0;
+    case TypeId::kDouble:
+      return static_cast<int64_t>(GetDouble(i));
+    default:
+      return 0;
   }
 }
 
@@ -284,11 +297,16 @@ uint64_t ArrayView::GetUInt(int64_t i) const noexcept {
 double ArrayView::GetDouble(int64_t i) const noexcept {
   const int64_t j = offset_ + i;
   switch (type_.storage_type) {
-    case TypeId::kHalfFloat: return internal::HalfToDouble(Load<uint16_t>(buffers_[1].data, j));
-    case TypeId::kFloat: return Load<float>(buffers_[1].data, j);
-    case TypeId::kDouble: return Load<double>(buffers_[1].data, j);
-    case TypeId::kUInt64: return static_cast<double>(GetUInt(i));
-    default: return static_cast<double>(GetInt(i));
+    case TypeId::kHalfFloat:
+      return internal::HalfToDouble(Load<uint16_t>(buffers_[1].data, j));
+    case TypeId::kFloat:
+      return Load<float>(buffers_[1].data, j);
+    case TypeId::kDouble:
+      return Load<double>(buffers_[1].data, j);
+    case TypeId::kUInt64:
+      return static_cast<double>(GetUInt(i));
+    default:
+      return static_cast<double>(GetInt(i));
   }
 }
 
@@ -340,11 +358,15 @@ int64_t ArrayView::ListStart(int64_t i) const noexcept {
   switch (type_.storage_type) {
     case TypeId::kList:
     case TypeId::kMap:
-    case TypeId::kListView: return Load<int32_t>(buffers_[1].data, j);
+    case TypeId::kListView:
+      return Load<int32_t>(buffers_[1].data, j);
     case TypeId::kLargeList:
-    case TypeId::kLargeListView: return Load<int64_t>(buffers_[1].data, j);
-    case TypeId::kFixedSizeList: return j * type_.fixed_size;
-    default: return 0;
+    case TypeId::kLargeListView:
+      return Load<int64_t>(buffers_[1].data, j);
+    case TypeId::kFixedSizeList:
+      return j * type_.fixed_size;
+    default:
+      return 0;
   }
 }
 
@@ -352,15 +374,19 @@ int64_t ArrayView::ListEnd(int64_t i) const noexcept {
   const int64_t j = offset_ + i;
   switch (type_.storage_type) {
     case TypeId::kList:
-    case TypeId::kMap: return Load<int32_t>(buffers_[1].data, j + 1);
-    case TypeId::kLargeList: return Load<int64_t>(buffers_[1].data, j + 1);
+    case TypeId::kMap:
+      return Load<int32_t>(buffers_[1].data, j + 1);
+    case TypeId::kLargeList:
+      return Load<int64_t>(buffers_[1].data, j + 1);
     case TypeId::kListView:
       return static_cast<int64_t>(Load<int32_t>(buffers_[1].data, j)) +
              Load<int32_t>(buffers_[2].data, j);
     case TypeId::kLargeListView:
       return Load<int64_t>(buffers_[1].data, j) + Load<int64_t>(buffers_[2].data, j);
-    case TypeId::kFixedSizeList: return (j + 1) * type_.fixed_size;
-    default: return 0;
+    case TypeId::kFixedSizeList:
+      return (j + 1) * type_.fixed_size;
+    default:
+      return 0;
   }
 }
 

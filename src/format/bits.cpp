@@ -14,7 +14,8 @@ namespace {
 #if FERRY_X86_DISPATCH
 __attribute__((target("popcnt")))
 #endif
-int64_t CountWordsScalar(const uint8_t* words, int64_t n_words) noexcept {
+int64_t
+CountWordsScalar(const uint8_t* words, int64_t n_words) noexcept {
   // Four independent accumulators keep several popcounts in flight per cycle.
   int64_t c0 = 0;
   int64_t c1 = 0;
@@ -51,8 +52,8 @@ int64_t CountWordsPortable(const uint8_t* words, int64_t n_words) noexcept {
 // Counts bits per byte with a 16-entry table over nibbles, summing bytes with SAD (W. Mula).
 __attribute__((target("avx2,popcnt"))) int64_t CountWordsAvx2(const uint8_t* words,
                                                               int64_t n_words) noexcept {
-  const __m256i table = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1,
-                                         2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+  const __m256i table = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2,
+                                         1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
   __m256i total = _mm256_setzero_si256();
   int64_t w = 0;

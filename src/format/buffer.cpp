@@ -34,7 +34,9 @@ Allocator* DefaultAllocator() noexcept {
 }
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : allocator_(other.allocator_), data_(other.data_), size_(other.size_),
+    : allocator_(other.allocator_),
+      data_(other.data_),
+      size_(other.size_),
       capacity_(other.capacity_) {
   other.data_ = nullptr;
   other.size_ = other.capacity_ = 0;

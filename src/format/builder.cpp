@@ -23,8 +23,10 @@ bool IsBinaryLike(TypeId t) {
     case TypeId::kLargeBinary:
     case TypeId::kLargeString:
     case TypeId::kBinaryView:
-    case TypeId::kStringView: return true;
-    default: return false;
+    case TypeId::kStringView:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -169,7 +171,8 @@ Status ArrayBuilder::AppendNull(int64_t n) {
       return Status::OK();
     case TypeId::kSparseUnion:
     case TypeId::kDenseUnion:
-      if (children_.empty()) return Status::Invalid("cannot append a null to a union with no children");
+      if (children_.empty())
+        return Status::Invalid("cannot append a null to a union with no children");
       for (int64_t i = 0; i < n; ++i) {
         FERRY_RETURN_NOT_OK(AppendUnion(type_.union_type_ids[0]));
         FERRY_RETURN_NOT_OK(children_[0]->AppendNull(1));
@@ -190,9 +193,9 @@ Status ArrayBuilder::AppendNull(int64_t n) {
     case TypeId::kMap: {
       const int64_t last = (t == TypeId::kList || t == TypeId::kMap || t == TypeId::kLargeList)
                                ? children_[0]->length()
-                               : (t == TypeId::kLargeBinary || t == TypeId::kLargeString)
-                                     ? data_.size()
-                                     : data_.size();
+                           : (t == TypeId::kLargeBinary || t == TypeId::kLargeString)
+                               ? data_.size()
+                               : data_.size();
       for (int64_t i = 0; i < n; ++i) FERRY_RETURN_NOT_OK(AppendOffsetValue(&offsets_, last));
       break;
     }
@@ -233,19 +236,27 @@ Status ArrayBuilder::AppendEmpty(int64_t n) {
   }
   for (int64_t i = 0; i < n; ++i) {
     switch (t) {
-      case TypeId::kNull: FERRY_RETURN_NOT_OK(AppendNull(1)); break;
-      case TypeId::kBool: FERRY_RETURN_NOT_OK(AppendInt(0)); break;
+      case TypeId::kNull:
+        FERRY_RETURN_NOT_OK(AppendNull(1));
+        break;
+      case TypeId::kBool:
+        FERRY_RETURN_NOT_OK(AppendInt(0));
+        break;
       case TypeId::kBinary:
       case TypeId::kString:
       case TypeId::kLargeBinary:
       case TypeId::kLargeString:
       case TypeId::kBinaryView:
-      case TypeId::kStringView: FERRY_RETURN_NOT_OK(AppendBytes({})); break;
+      case TypeId::kStringView:
+        FERRY_RETURN_NOT_OK(AppendBytes({}));
+        break;
       case TypeId::kList:
       case TypeId::kLargeList:
       case TypeId::kListView:
       case TypeId::kLargeListView:
-      case TypeId::kMap: FERRY_RETURN_NOT_OK(FinishElement()); break;
+      case TypeId::kMap:
+        FERRY_RETURN_NOT_OK(FinishElement());
+        break;
       case TypeId::kFixedSizeList:
         FERRY_RETURN_NOT_OK(children_[0]->AppendEmpty(type_.fixed_size));
         FERRY_RETURN_NOT_OK(FinishElement());
@@ -280,18 +291,42 @@ Status ArrayBuilder::CheckIntRange(int64_t v) const {
   int64_t lo = std::numeric_limits<int64_t>::min();
   int64_t hi = std::numeric_limits<int64_t>::max();
   switch (type_.storage_type) {
-    case TypeId::kInt8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case TypeId::kUInt8: lo = 0; hi = UINT8_MAX; break;
-    case TypeId::kInt16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case TypeId::kUInt16: lo = 0; hi = UINT16_MAX; break;
+    case TypeId::kInt8:
+      lo = INT8_MIN;
+      hi = INT8_MAX;
+      break;
+    case TypeId::kUInt8:
+      lo = 0;
+      hi = UINT8_MAX;
+      break;
+    case TypeId::kInt16:
+      lo = INT16_MIN;
+      hi = INT16_MAX;
+      break;
+    case TypeId::kUInt16:
+      lo = 0;
+      hi = UINT16_MAX;
+      break;
     case TypeId::kInt32:
     case TypeId::kDate32:
     case TypeId::kTime32:
-    case TypeId::kIntervalMonths: lo = INT32_MIN; hi = INT32_MAX; break;
-    case TypeId::kUInt32: lo = 0; hi = UINT32_MAX; break;
-    case TypeId::kUInt64: lo = 0; break;
-    case TypeId::kBool: lo = 0; hi = 1; break;
-    default: break;
+    case TypeId::kIntervalMonths:
+      lo = INT32_MIN;
+      hi = INT32_MAX;
+      break;
+    case TypeId::kUInt32:
+      lo = 0;
+      hi = UINT32_MAX;
+      break;
+    case TypeId::kUInt64:
+      lo = 0;
+      break;
+    case TypeId::kBool:
+      lo = 0;
+      hi = 1;
+      break;
+    default:
+      break;
   }
   if (v < lo || v > hi) {
     return Status::OutOfRange("value " + std::to_string(v) + " is out of range for " +
@@ -441,8 +476,8 @@ Status ArrayBuilder::AppendBytes(std::string_view value) {
   const int64_t width = DataWidth(type_);
   if (width == 0 || t == TypeId::kBool) return TypeError("bytes");
   if (n != width) {
-    return Status::Invalid("expected " + std::to_string(width) + " bytes for " +
-                           TypeIdName(t) + ", got " + std::to_string(n));
+    return Status::Invalid("expected " + std::to_string(width) + " bytes for " + TypeIdName(t) +
+                           ", got " + std::to_string(n));
   }
   return AppendFixed(value.data(), n);
 }
@@ -616,8 +651,8 @@ Result<UniqueArray> ArrayBuilder::Finish() {
   }
   for (size_t i = 0; i < owned->buffers.size(); ++i) {
     const Buffer& b = owned->buffers[i];
-    const bool is_validity = i == 0 && layout.n_fixed_buffers > 0 &&
-                             layout.buffer_type[0] == BufferType::kValidity;
+    const bool is_validity =
+        i == 0 && layout.n_fixed_buffers > 0 && layout.buffer_type[0] == BufferType::kValidity;
     owned->buffer_ptrs.push_back(is_validity && null_count_ == 0 ? nullptr : b.data());
   }
   a->n_buffers = static_cast<int64_t>(owned->buffer_ptrs.size());

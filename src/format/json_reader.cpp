@@ -3,7 +3,6 @@
 #include <cstring>
 #include <limits>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "ferry/format/builder.hpp"

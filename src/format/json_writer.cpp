@@ -17,11 +17,21 @@ void AppendEscaped(std::string_view s, std::string* out) {
   out->push_back('"');
   for (char c : s) {
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -185,7 +195,8 @@ Status AppendStorageValue(const ArrayView& v, int64_t i, std::string* out, int d
     case TypeId::kDenseUnion: {
       const int8_t id = v.UnionTypeId(i);
       const int8_t child = v.union_child_index(id);
-      if (child < 0) return Status::Invalid("union type id " + std::to_string(id) + " is not declared");
+      if (child < 0)
+        return Status::Invalid("union type id " + std::to_string(id) + " is not declared");
       *out += "[" + std::to_string(id) + ", ";
       FERRY_RETURN_NOT_OK(AppendValue(v.child(child), v.UnionChildOffset(i), out, depth + 1));
       *out += ']';

@@ -119,8 +119,8 @@ Field Field::Dictionary(std::string name, std::string index_format, Field values
   return f;
 }
 
-Field Field::Extension(std::string name, std::string extension_name,
-                       std::string extension_metadata, Field storage) {
+Field Field::Extension(std::string name, std::string extension_name, std::string extension_metadata,
+                       Field storage) {
   Field f = std::move(storage);
   f.name = std::move(name);
   f.metadata.emplace_back("ARROW:extension:name", std::move(extension_name));

@@ -99,7 +99,8 @@ Result<ArrayStreamReader> ArrayStreamReader::Open(ArrowArrayStream* stream) {
     const char* msg = reader.stream_->get_last_error(reader.stream_.get());
     return Status(code, std::string("stream get_schema failed: ") + (msg ? msg : "no message"));
   }
-  if (!reader.schema_.valid()) return Status::Invalid("stream get_schema returned a released schema");
+  if (!reader.schema_.valid())
+    return Status::Invalid("stream get_schema returned a released schema");
   return reader;
 }
 

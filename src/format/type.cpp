@@ -11,52 +11,98 @@ namespace ferry {
 
 const char* TypeIdName(TypeId id) noexcept {
   switch (id) {
-    case TypeId::kUninitialized: return "uninitialized";
-    case TypeId::kNull: return "null";
-    case TypeId::kBool: return "bool";
-    case TypeId::kInt8: return "int8";
-    case TypeId::kUInt8: return "uint8";
-    case TypeId::kInt16: return "int16";
-    case TypeId::kUInt16: return "uint16";
-    case TypeId::kInt32: return "int32";
-    case TypeId::kUInt32: return "uint32";
-    case TypeId::kInt64: return "int64";
-    case TypeId::kUInt64: return "uint64";
-    case TypeId::kHalfFloat: return "halffloat";
-    case TypeId::kFloat: return "float";
-    case TypeId::kDouble: return "double";
-    case TypeId::kDecimal32: return "decimal32";
-    case TypeId::kDecimal64: return "decimal64";
-    case TypeId::kDecimal128: return "decimal128";
-    case TypeId::kDecimal256: return "decimal256";
-    case TypeId::kFixedSizeBinary: return "fixed_size_binary";
-    case TypeId::kBinary: return "binary";
-    case TypeId::kLargeBinary: return "large_binary";
-    case TypeId::kString: return "string";
-    case TypeId::kLargeString: return "large_string";
-    case TypeId::kBinaryView: return "binary_view";
-    case TypeId::kStringView: return "string_view";
-    case TypeId::kDate32: return "date32";
-    case TypeId::kDate64: return "date64";
-    case TypeId::kTime32: return "time32";
-    case TypeId::kTime64: return "time64";
-    case TypeId::kTimestamp: return "timestamp";
-    case TypeId::kDuration: return "duration";
-    case TypeId::kIntervalMonths: return "interval_months";
-    case TypeId::kIntervalDayTime: return "interval_day_time";
-    case TypeId::kIntervalMonthDayNano: return "interval_month_day_nano";
-    case TypeId::kList: return "list";
-    case TypeId::kLargeList: return "large_list";
-    case TypeId::kListView: return "list_view";
-    case TypeId::kLargeListView: return "large_list_view";
-    case TypeId::kFixedSizeList: return "fixed_size_list";
-    case TypeId::kStruct: return "struct";
-    case TypeId::kMap: return "map";
-    case TypeId::kSparseUnion: return "sparse_union";
-    case TypeId::kDenseUnion: return "dense_union";
-    case TypeId::kRunEndEncoded: return "run_end_encoded";
-    case TypeId::kDictionary: return "dictionary";
-    case TypeId::kExtension: return "extension";
+    case TypeId::kUninitialized:
+      return "uninitialized";
+    case TypeId::kNull:
+      return "null";
+    case TypeId::kBool:
+      return "bool";
+    case TypeId::kInt8:
+      return "int8";
+    case TypeId::kUInt8:
+      return "uint8";
+    case TypeId::kInt16:
+      return "int16";
+    case TypeId::kUInt16:
+      return "uint16";
+    case TypeId::kInt32:
+      return "int32";
+    case TypeId::kUInt32:
+      return "uint32";
+    case TypeId::kInt64:
+      return "int64";
+    case TypeId::kUInt64:
+      return "uint64";
+    case TypeId::kHalfFloat:
+      return "halffloat";
+    case TypeId::kFloat:
+      return "float";
+    case TypeId::kDouble:
+      return "double";
+    case TypeId::kDecimal32:
+      return "decimal32";
+    case TypeId::kDecimal64:
+      return "decimal64";
+    case TypeId::kDecimal128:
+      return "decimal128";
+    case TypeId::kDecimal256:
+      return "decimal256";
+    case TypeId::kFixedSizeBinary:
+      return "fixed_size_binary";
+    case TypeId::kBinary:
+      return "binary";
+    case TypeId::kLargeBinary:
+      return "large_binary";
+    case TypeId::kString:
+      return "string";
+    case TypeId::kLargeString:
+      return "large_string";
+    case TypeId::kBinaryView:
+      return "binary_view";
+    case TypeId::kStringView:
+      return "string_view";
+    case TypeId::kDate32:
+      return "date32";
+    case TypeId::kDate64:
+      return "date64";
+    case TypeId::kTime32:
+      return "time32";
+    case TypeId::kTime64:
+      return "time64";
+    case TypeId::kTimestamp:
+      return "timestamp";
+    case TypeId::kDuration:
+      return "duration";
+    case TypeId::kIntervalMonths:
+      return "interval_months";
+    case TypeId::kIntervalDayTime:
+      return "interval_day_time";
+    case TypeId::kIntervalMonthDayNano:
+      return "interval_month_day_nano";
+    case TypeId::kList:
+      return "list";
+    case TypeId::kLargeList:
+      return "large_list";
+    case TypeId::kListView:
+      return "list_view";
+    case TypeId::kLargeListView:
+      return "large_list_view";
+    case TypeId::kFixedSizeList:
+      return "fixed_size_list";
+    case TypeId::kStruct:
+      return "struct";
+    case TypeId::kMap:
+      return "map";
+    case TypeId::kSparseUnion:
+      return "sparse_union";
+    case TypeId::kDenseUnion:
+      return "dense_union";
+    case TypeId::kRunEndEncoded:
+      return "run_end_encoded";
+    case TypeId::kDictionary:
+      return "dictionary";
+    case TypeId::kExtension:
+      return "extension";
   }
   return "unknown";
 }
@@ -103,8 +149,8 @@ class FormatCursor {
     }
     if (ec != std::errc() || ptr == first) return Error(start, "expected " + what);
     if (value < lo || value > hi) {
-      return Error(start, what + " " + std::to_string(value) + " is outside [" + std::to_string(lo) +
-                              ", " + std::to_string(hi) + "]");
+      return Error(start, what + " " + std::to_string(value) + " is outside [" +
+                              std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     pos_ = static_cast<size_t>(ptr - format_.data());
     *out = value;
@@ -119,11 +165,20 @@ class FormatCursor {
 Status ParseTimeUnit(FormatCursor& cur, TimeUnit* unit) {
   size_t at = cur.pos();
   switch (cur.next()) {
-    case 's': *unit = TimeUnit::kSecond; return Status::OK();
-    case 'm': *unit = TimeUnit::kMilli; return Status::OK();
-    case 'u': *unit = TimeUnit::kMicro; return Status::OK();
-    case 'n': *unit = TimeUnit::kNano; return Status::OK();
-    default: return cur.Error(at, "expected a time unit (s, m, u, n)");
+    case 's':
+      *unit = TimeUnit::kSecond;
+      return Status::OK();
+    case 'm':
+      *unit = TimeUnit::kMilli;
+      return Status::OK();
+    case 'u':
+      *unit = TimeUnit::kMicro;
+      return Status::OK();
+    case 'n':
+      *unit = TimeUnit::kNano;
+      return Status::OK();
+    default:
+      return cur.Error(at, "expected a time unit (s, m, u, n)");
   }
 }
 
@@ -148,29 +203,66 @@ Status ParseFormatImpl(FormatCursor& cur, FormatInfo* info) {
   size_t at = cur.pos();
   char c = cur.next();
   switch (c) {
-    case 'n': info->type = TypeId::kNull; return Status::OK();
-    case 'b': info->type = TypeId::kBool; return Status::OK();
-    case 'c': info->type = TypeId::kInt8; return Status::OK();
-    case 'C': info->type = TypeId::kUInt8; return Status::OK();
-    case 's': info->type = TypeId::kInt16; return Status::OK();
-    case 'S': info->type = TypeId::kUInt16; return Status::OK();
-    case 'i': info->type = TypeId::kInt32; return Status::OK();
-    case 'I': info->type = TypeId::kUInt32; return Status::OK();
-    case 'l': info->type = TypeId::kInt64; return Status::OK();
-    case 'L': info->type = TypeId::kUInt64; return Status::OK();
-    case 'e': info->type = TypeId::kHalfFloat; return Status::OK();
-    case 'f': info->type = TypeId::kFloat; return Status::OK();
-    case 'g': info->type = TypeId::kDouble; return Status::OK();
-    case 'z': info->type = TypeId::kBinary; return Status::OK();
-    case 'Z': info->type = TypeId::kLargeBinary; return Status::OK();
-    case 'u': info->type = TypeId::kString; return Status::OK();
-    case 'U': info->type = TypeId::kLargeString; return Status::OK();
+    case 'n':
+      info->type = TypeId::kNull;
+      return Status::OK();
+    case 'b':
+      info->type = TypeId::kBool;
+      return Status::OK();
+    case 'c':
+      info->type = TypeId::kInt8;
+      return Status::OK();
+    case 'C':
+      info->type = TypeId::kUInt8;
+      return Status::OK();
+    case 's':
+      info->type = TypeId::kInt16;
+      return Status::OK();
+    case 'S':
+      info->type = TypeId::kUInt16;
+      return Status::OK();
+    case 'i':
+      info->type = TypeId::kInt32;
+      return Status::OK();
+    case 'I':
+      info->type = TypeId::kUInt32;
+      return Status::OK();
+    case 'l':
+      info->type = TypeId::kInt64;
+      return Status::OK();
+    case 'L':
+      info->type = TypeId::kUInt64;
+      return Status::OK();
+    case 'e':
+      info->type = TypeId::kHalfFloat;
+      return Status::OK();
+    case 'f':
+      info->type = TypeId::kFloat;
+      return Status::OK();
+    case 'g':
+      info->type = TypeId::kDouble;
+      return Status::OK();
+    case 'z':
+      info->type = TypeId::kBinary;
+      return Status::OK();
+    case 'Z':
+      info->type = TypeId::kLargeBinary;
+      return Status::OK();
+    case 'u':
+      info->type = TypeId::kString;
+      return Status::OK();
+    case 'U':
+      info->type = TypeId::kLargeString;
+      return Status::OK();
     case 'v': {
       size_t vat = cur.pos();
       char v = cur.next();
-      if (v == 'z') info->type = TypeId::kBinaryView;
-      else if (v == 'u') info->type = TypeId::kStringView;
-      else return cur.Error(vat, "expected 'z' or 'u' after 'v' (binary or string view)");
+      if (v == 'z')
+        info->type = TypeId::kBinaryView;
+      else if (v == 'u')
+        info->type = TypeId::kStringView;
+      else
+        return cur.Error(vat, "expected 'z' or 'u' after 'v' (binary or string view)");
       return Status::OK();
     }
     case 'd': {
@@ -222,9 +314,12 @@ Status ParseFormatImpl(FormatCursor& cur, FormatInfo* info) {
         case 'd': {
           size_t uat = cur.pos();
           char u = cur.next();
-          if (u == 'D') info->type = TypeId::kDate32;
-          else if (u == 'm') info->type = TypeId::kDate64;
-          else return cur.Error(uat, "expected 'D' (days) or 'm' (milliseconds) after \"td\"");
+          if (u == 'D')
+            info->type = TypeId::kDate32;
+          else if (u == 'm')
+            info->type = TypeId::kDate64;
+          else
+            return cur.Error(uat, "expected 'D' (days) or 'm' (milliseconds) after \"td\"");
           return Status::OK();
         }
         case 't': {
@@ -252,10 +347,14 @@ Status ParseFormatImpl(FormatCursor& cur, FormatInfo* info) {
         case 'i': {
           size_t uat = cur.pos();
           char u = cur.next();
-          if (u == 'M') info->type = TypeId::kIntervalMonths;
-          else if (u == 'D') info->type = TypeId::kIntervalDayTime;
-          else if (u == 'n') info->type = TypeId::kIntervalMonthDayNano;
-          else return cur.Error(uat, "expected an interval unit (M, D, n)");
+          if (u == 'M')
+            info->type = TypeId::kIntervalMonths;
+          else if (u == 'D')
+            info->type = TypeId::kIntervalDayTime;
+          else if (u == 'n')
+            info->type = TypeId::kIntervalMonthDayNano;
+          else
+            return cur.Error(uat, "expected an interval unit (M, D, n)");
           return Status::OK();
         }
         default:
@@ -266,17 +365,30 @@ Status ParseFormatImpl(FormatCursor& cur, FormatInfo* info) {
       size_t kat = cur.pos();
       char kind = cur.next();
       switch (kind) {
-        case 'l': info->type = TypeId::kList; return Status::OK();
-        case 'L': info->type = TypeId::kLargeList; return Status::OK();
-        case 's': info->type = TypeId::kStruct; return Status::OK();
-        case 'm': info->type = TypeId::kMap; return Status::OK();
-        case 'r': info->type = TypeId::kRunEndEncoded; return Status::OK();
+        case 'l':
+          info->type = TypeId::kList;
+          return Status::OK();
+        case 'L':
+          info->type = TypeId::kLargeList;
+          return Status::OK();
+        case 's':
+          info->type = TypeId::kStruct;
+          return Status::OK();
+        case 'm':
+          info->type = TypeId::kMap;
+          return Status::OK();
+        case 'r':
+          info->type = TypeId::kRunEndEncoded;
+          return Status::OK();
         case 'v': {
           size_t vat = cur.pos();
           char v = cur.next();
-          if (v == 'l') info->type = TypeId::kListView;
-          else if (v == 'L') info->type = TypeId::kLargeListView;
-          else return cur.Error(vat, "expected 'l' or 'L' after \"+v\" (list view)");
+          if (v == 'l')
+            info->type = TypeId::kListView;
+          else if (v == 'L')
+            info->type = TypeId::kLargeListView;
+          else
+            return cur.Error(vat, "expected 'l' or 'L' after \"+v\" (list view)");
           return Status::OK();
         }
         case 'w': {
@@ -291,14 +403,18 @@ Status ParseFormatImpl(FormatCursor& cur, FormatInfo* info) {
         case 'u': {
           size_t mat = cur.pos();
           char mode = cur.next();
-          if (mode == 'd') info->type = TypeId::kDenseUnion;
-          else if (mode == 's') info->type = TypeId::kSparseUnion;
-          else return cur.Error(mat, "expected 'd' (dense) or 's' (sparse) after \"+u\"");
+          if (mode == 'd')
+            info->type = TypeId::kDenseUnion;
+          else if (mode == 's')
+            info->type = TypeId::kSparseUnion;
+          else
+            return cur.Error(mat, "expected 'd' (dense) or 's' (sparse) after \"+u\"");
           FERRY_RETURN_NOT_OK(cur.Expect(':', "expected ':' and the union type ids"));
           return ParseUnionIds(cur, info);
         }
         default:
-          return cur.Error(kat, "expected a nested kind (l, L, vl, vL, w, s, m, ud, us, r) after '+'");
+          return cur.Error(kat,
+                           "expected a nested kind (l, L, vl, vL, w, s, m, ud, us, r) after '+'");
       }
     }
     default:
@@ -321,25 +437,44 @@ Result<FormatInfo> ParseFormat(std::string_view format) {
 Result<std::string> FormatToString(const FormatInfo& info) {
   std::string out;
   switch (info.type) {
-    case TypeId::kNull: return std::string("n");
-    case TypeId::kBool: return std::string("b");
-    case TypeId::kInt8: return std::string("c");
-    case TypeId::kUInt8: return std::string("C");
-    case TypeId::kInt16: return std::string("s");
-    case TypeId::kUInt16: return std::string("S");
-    case TypeId::kInt32: return std::string("i");
-    case TypeId::kUInt32: return std::string("I");
-    case TypeId::kInt64: return std::string("l");
-    case TypeId::kUInt64: return std::string("L");
-    case TypeId::kHalfFloat: return std::string("e");
-    case TypeId::kFloat: return std::string("f");
-    case TypeId::kDouble: return std::string("g");
-    case TypeId::kBinary: return std::string("z");
-    case TypeId::kLargeBinary: return std::string("Z");
-    case TypeId::kString: return std::string("u");
-    case TypeId::kLargeString: return std::string("U");
-    case TypeId::kBinaryView: return std::string("vz");
-    case TypeId::kStringView: return std::string("vu");
+    case TypeId::kNull:
+      return std::string("n");
+    case TypeId::kBool:
+      return std::string("b");
+    case TypeId::kInt8:
+      return std::string("c");
+    case TypeId::kUInt8:
+      return std::string("C");
+    case TypeId::kInt16:
+      return std::string("s");
+    case TypeId::kUInt16:
+      return std::string("S");
+    case TypeId::kInt32:
+      return std::string("i");
+    case TypeId::kUInt32:
+      return std::string("I");
+    case TypeId::kInt64:
+      return std::string("l");
+    case TypeId::kUInt64:
+      return std::string("L");
+    case TypeId::kHalfFloat:
+      return std::string("e");
+    case TypeId::kFloat:
+      return std::string("f");
+    case TypeId::kDouble:
+      return std::string("g");
+    case TypeId::kBinary:
+      return std::string("z");
+    case TypeId::kLargeBinary:
+      return std::string("Z");
+    case TypeId::kString:
+      return std::string("u");
+    case TypeId::kLargeString:
+      return std::string("U");
+    case TypeId::kBinaryView:
+      return std::string("vz");
+    case TypeId::kStringView:
+      return std::string("vu");
     case TypeId::kDecimal32:
     case TypeId::kDecimal64:
     case TypeId::kDecimal128:
@@ -362,8 +497,10 @@ Result<std::string> FormatToString(const FormatInfo& info) {
       out = "w:";
       AppendInt(&out, info.fixed_size);
       return out;
-    case TypeId::kDate32: return std::string("tdD");
-    case TypeId::kDate64: return std::string("tdm");
+    case TypeId::kDate32:
+      return std::string("tdD");
+    case TypeId::kDate64:
+      return std::string("tdm");
     case TypeId::kTime32:
     case TypeId::kTime64:
     case TypeId::kTimestamp:
@@ -384,20 +521,30 @@ Result<std::string> FormatToString(const FormatInfo& info) {
       }
       return std::string(info.type == TypeId::kDuration ? "tD" : "tt") + unit;
     }
-    case TypeId::kIntervalMonths: return std::string("tiM");
-    case TypeId::kIntervalDayTime: return std::string("tiD");
-    case TypeId::kIntervalMonthDayNano: return std::string("tin");
-    case TypeId::kList: return std::string("+l");
-    case TypeId::kLargeList: return std::string("+L");
-    case TypeId::kListView: return std::string("+vl");
-    case TypeId::kLargeListView: return std::string("+vL");
+    case TypeId::kIntervalMonths:
+      return std::string("tiM");
+    case TypeId::kIntervalDayTime:
+      return std::string("tiD");
+    case TypeId::kIntervalMonthDayNano:
+      return std::string("tin");
+    case TypeId::kList:
+      return std::string("+l");
+    case TypeId::kLargeList:
+      return std::string("+L");
+    case TypeId::kListView:
+      return std::string("+vl");
+    case TypeId::kLargeListView:
+      return std::string("+vL");
     case TypeId::kFixedSizeList:
       out = "+w:";
       AppendInt(&out, info.fixed_size);
       return out;
-    case TypeId::kStruct: return std::string("+s");
-    case TypeId::kMap: return std::string("+m");
-    case TypeId::kRunEndEncoded: return std::string("+r");
+    case TypeId::kStruct:
+      return std::string("+s");
+    case TypeId::kMap:
+      return std::string("+m");
+    case TypeId::kRunEndEncoded:
+      return std::string("+r");
     case TypeId::kSparseUnion:
     case TypeId::kDenseUnion: {
       out = info.type == TypeId::kDenseUnion ? "+ud:" : "+us:";
@@ -430,20 +577,30 @@ Layout LayoutOf(TypeId storage_type) noexcept {
   };
   using B = BufferType;
   switch (storage_type) {
-    case TypeId::kNull: set({}, 0); break;
-    case TypeId::kBool: set({{B::kValidity, 1}, {B::kData, 1}}, 0); break;
+    case TypeId::kNull:
+      set({}, 0);
+      break;
+    case TypeId::kBool:
+      set({{B::kValidity, 1}, {B::kData, 1}}, 0);
+      break;
     case TypeId::kInt8:
-    case TypeId::kUInt8: set({{B::kValidity, 1}, {B::kData, 8}}, 0); break;
+    case TypeId::kUInt8:
+      set({{B::kValidity, 1}, {B::kData, 8}}, 0);
+      break;
     case TypeId::kInt16:
     case TypeId::kUInt16:
-    case TypeId::kHalfFloat: set({{B::kValidity, 1}, {B::kData, 16}}, 0); break;
+    case TypeId::kHalfFloat:
+      set({{B::kValidity, 1}, {B::kData, 16}}, 0);
+      break;
     case TypeId::kInt32:
     case TypeId::kUInt32:
     case TypeId::kFloat:
     case TypeId::kDate32:
     case TypeId::kTime32:
     case TypeId::kIntervalMonths:
-    case TypeId::kDecimal32: set({{B::kValidity, 1}, {B::kData, 32}}, 0); break;
+    case TypeId::kDecimal32:
+      set({{B::kValidity, 1}, {B::kData, 32}}, 0);
+      break;
     case TypeId::kInt64:
     case TypeId::kUInt64:
     case TypeId::kDouble:
@@ -452,36 +609,63 @@ Layout LayoutOf(TypeId storage_type) noexcept {
     case TypeId::kTimestamp:
     case TypeId::kDuration:
     case TypeId::kIntervalDayTime:
-    case TypeId::kDecimal64: set({{B::kValidity, 1}, {B::kData, 64}}, 0); break;
+    case TypeId::kDecimal64:
+      set({{B::kValidity, 1}, {B::kData, 64}}, 0);
+      break;
     case TypeId::kDecimal128:
-    case TypeId::kIntervalMonthDayNano: set({{B::kValidity, 1}, {B::kData, 128}}, 0); break;
-    case TypeId::kDecimal256: set({{B::kValidity, 1}, {B::kData, 256}}, 0); break;
-    case TypeId::kFixedSizeBinary: set({{B::kValidity, 1}, {B::kData, 0}}, 0); break;
+    case TypeId::kIntervalMonthDayNano:
+      set({{B::kValidity, 1}, {B::kData, 128}}, 0);
+      break;
+    case TypeId::kDecimal256:
+      set({{B::kValidity, 1}, {B::kData, 256}}, 0);
+      break;
+    case TypeId::kFixedSizeBinary:
+      set({{B::kValidity, 1}, {B::kData, 0}}, 0);
+      break;
     case TypeId::kBinary:
-    case TypeId::kString: set({{B::kValidity, 1}, {B::kDataOffset, 32}, {B::kData, 0}}, 0); break;
+    case TypeId::kString:
+      set({{B::kValidity, 1}, {B::kDataOffset, 32}, {B::kData, 0}}, 0);
+      break;
     case TypeId::kLargeBinary:
     case TypeId::kLargeString:
       set({{B::kValidity, 1}, {B::kDataOffset, 64}, {B::kData, 0}}, 0);
       break;
     case TypeId::kBinaryView:
-    case TypeId::kStringView: set({{B::kValidity, 1}, {B::kView, 128}}, 0); break;
+    case TypeId::kStringView:
+      set({{B::kValidity, 1}, {B::kView, 128}}, 0);
+      break;
     case TypeId::kList:
-    case TypeId::kMap: set({{B::kValidity, 1}, {B::kListOffset, 32}}, 1); break;
-    case TypeId::kLargeList: set({{B::kValidity, 1}, {B::kListOffset, 64}}, 1); break;
+    case TypeId::kMap:
+      set({{B::kValidity, 1}, {B::kListOffset, 32}}, 1);
+      break;
+    case TypeId::kLargeList:
+      set({{B::kValidity, 1}, {B::kListOffset, 64}}, 1);
+      break;
     case TypeId::kListView:
       set({{B::kValidity, 1}, {B::kListOffset, 32}, {B::kListSize, 32}}, 1);
       break;
     case TypeId::kLargeListView:
       set({{B::kValidity, 1}, {B::kListOffset, 64}, {B::kListSize, 64}}, 1);
       break;
-    case TypeId::kFixedSizeList: set({{B::kValidity, 1}}, 1); break;
-    case TypeId::kStruct: set({{B::kValidity, 1}}, -1); break;
-    case TypeId::kSparseUnion: set({{B::kTypeId, 8}}, -1); break;
-    case TypeId::kDenseUnion: set({{B::kTypeId, 8}, {B::kUnionOffset, 32}}, -1); break;
-    case TypeId::kRunEndEncoded: set({}, 2); break;
+    case TypeId::kFixedSizeList:
+      set({{B::kValidity, 1}}, 1);
+      break;
+    case TypeId::kStruct:
+      set({{B::kValidity, 1}}, -1);
+      break;
+    case TypeId::kSparseUnion:
+      set({{B::kTypeId, 8}}, -1);
+      break;
+    case TypeId::kDenseUnion:
+      set({{B::kTypeId, 8}, {B::kUnionOffset, 32}}, -1);
+      break;
+    case TypeId::kRunEndEncoded:
+      set({}, 2);
+      break;
     case TypeId::kUninitialized:
     case TypeId::kDictionary:
-    case TypeId::kExtension: break;
+    case TypeId::kExtension:
+      break;
   }
   return l;
 }
@@ -497,8 +681,10 @@ bool IsIntegerType(TypeId t) {
     case TypeId::kInt32:
     case TypeId::kUInt32:
     case TypeId::kInt64:
-    case TypeId::kUInt64: return true;
-    default: return false;
+    case TypeId::kUInt64:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -567,7 +753,8 @@ Result<SchemaView> SchemaView::Make(const ArrowSchema* schema) {
       const ArrowSchema* entries = schema->children[0];
       if (entries->format == nullptr || std::strcmp(entries->format, "+s") != 0 ||
           entries->n_children != 2) {
-        return Status::Invalid(where + ": a map's child must be a struct of two fields (key, value)");
+        return Status::Invalid(where +
+                               ": a map's child must be a struct of two fields (key, value)");
       }
       break;
     }
@@ -597,7 +784,8 @@ Result<SchemaView> SchemaView::Make(const ArrowSchema* schema) {
       }
       break;
     }
-    default: break;
+    default:
+      break;
   }
 
   if (schema->dictionary != nullptr) {
@@ -629,10 +817,14 @@ namespace {
 
 const char* UnitName(TimeUnit u) {
   switch (u) {
-    case TimeUnit::kSecond: return "s";
-    case TimeUnit::kMilli: return "ms";
-    case TimeUnit::kMicro: return "us";
-    case TimeUnit::kNano: return "ns";
+    case TimeUnit::kSecond:
+      return "s";
+    case TimeUnit::kMilli:
+      return "ms";
+    case TimeUnit::kMicro:
+      return "us";
+    case TimeUnit::kNano:
+      return "ns";
   }
   return "?";
 }

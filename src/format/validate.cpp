@@ -91,16 +91,16 @@ class ArrayValidator {
       const BufferView& b = v.buffer(i);
       if (b.data == nullptr && b.size_bytes > 0 && v.buffer_type(i) != BufferType::kValidity) {
         return Fail(path, -1,
-                    "buffer " + std::to_string(i) + " is NULL but " +
-                        std::to_string(b.size_bytes) + " bytes are required");
+                    "buffer " + std::to_string(i) + " is NULL but " + std::to_string(b.size_bytes) +
+                        " bytes are required");
       }
     }
     const bool has_validity_slot =
         t.layout.n_fixed_buffers > 0 && t.layout.buffer_type[0] == BufferType::kValidity;
     if (has_validity_slot && v.buffer(0).data == nullptr && v.null_count() > 0) {
-      return Fail(path, -1,
-                  "null_count is " + std::to_string(v.null_count()) +
-                      " but there is no validity buffer");
+      return Fail(
+          path, -1,
+          "null_count is " + std::to_string(v.null_count()) + " but there is no validity buffer");
     }
     switch (t.storage_type) {
       case TypeId::kNull:
@@ -181,14 +181,14 @@ class ArrayValidator {
       return Fail(path, -1, "first offset " + std::to_string(first) + " is negative");
     }
     if (last < first) {
-      return Fail(path, -1,
-                  "last offset " + std::to_string(last) + " < first offset " +
-                      std::to_string(first));
+      return Fail(
+          path, -1,
+          "last offset " + std::to_string(last) + " < first offset " + std::to_string(first));
     }
     if (limit >= 0 && last > limit) {
-      return Fail(path, -1,
-                  "last offset " + std::to_string(last) + " > " + limit_name + " " +
-                      std::to_string(limit));
+      return Fail(
+          path, -1,
+          "last offset " + std::to_string(last) + " > " + limit_name + " " + std::to_string(limit));
     }
     return Status::OK();
   }
@@ -338,9 +338,9 @@ class ArrayValidator {
                     "offset " + std::to_string(b) + " < previous offset " + std::to_string(a));
       }
       if (b > child_length) {
-        return Fail(path, i,
-                    "offset " + std::to_string(b) + " > child length " +
-                        std::to_string(child_length));
+        return Fail(
+            path, i,
+            "offset " + std::to_string(b) + " > child length " + std::to_string(child_length));
       }
     }
     return Status::OK();
@@ -429,12 +429,11 @@ class ArrayValidator {
     }
     const uint8_t* validity = v.buffer(0).data;
     if (validity == nullptr) return Status::OK();  // Minimal already required null_count == 0
-    const int64_t nulls =
-        v.length() - internal::CountSetBits(validity, v.offset(), v.length());
+    const int64_t nulls = v.length() - internal::CountSetBits(validity, v.offset(), v.length());
     if (nulls != v.null_count()) {
       return Fail(path, -1,
-                  "null_count is " + std::to_string(v.null_count()) + " but the validity buffer has " +
-                      std::to_string(nulls) + " nulls");
+                  "null_count is " + std::to_string(v.null_count()) +
+                      " but the validity buffer has " + std::to_string(nulls) + " nulls");
     }
     return Status::OK();
   }

@@ -36,7 +36,6 @@ struct ArrowArray {
 #endif
 
 #include "ferry/abi/arrow_c_abi.h"
-#include "ferry/abi/arrow_c_abi.h"
 #include "layout_check.h"
 
 int main(void) {

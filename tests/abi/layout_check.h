@@ -44,12 +44,14 @@ FERRY_STATIC_ASSERT(offsetof(struct ArrowArray, private_data) == 72, "ArrowArray
 
 FERRY_STATIC_ASSERT(sizeof(struct ArrowDeviceArray) == 128, "ArrowDeviceArray size");
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArray, array) == 0, "ArrowDeviceArray.array");
-FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArray, device_id) == 80, "ArrowDeviceArray.device_id");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArray, device_id) == 80,
+                    "ArrowDeviceArray.device_id");
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArray, device_type) == 88,
                     "ArrowDeviceArray.device_type");
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArray, sync_event) == 96,
                     "ArrowDeviceArray.sync_event");
-FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArray, reserved) == 104, "ArrowDeviceArray.reserved");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArray, reserved) == 104,
+                    "ArrowDeviceArray.reserved");
 
 FERRY_STATIC_ASSERT(sizeof(struct ArrowArrayStream) == 40, "ArrowArrayStream size");
 FERRY_STATIC_ASSERT(offsetof(struct ArrowArrayStream, get_schema) == 0, "get_schema");
@@ -68,13 +70,13 @@ FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, private_data) == 40,
 #endif
 
 FERRY_STATIC_ASSERT(sizeof(ArrowDeviceType) == 4, "ArrowDeviceType is int32_t");
-FERRY_STATIC_ASSERT(ARROW_DEVICE_CPU == 1 && ARROW_DEVICE_CUDA == 2 && ARROW_DEVICE_CUDA_HOST == 3 &&
-                        ARROW_DEVICE_OPENCL == 4 && ARROW_DEVICE_VULKAN == 7 &&
-                        ARROW_DEVICE_METAL == 8 && ARROW_DEVICE_VPI == 9 &&
-                        ARROW_DEVICE_ROCM == 10 && ARROW_DEVICE_ROCM_HOST == 11 &&
-                        ARROW_DEVICE_EXT_DEV == 12 && ARROW_DEVICE_CUDA_MANAGED == 13 &&
-                        ARROW_DEVICE_ONEAPI == 14 && ARROW_DEVICE_WEBGPU == 15 &&
-                        ARROW_DEVICE_HEXAGON == 16,
+FERRY_STATIC_ASSERT(ARROW_DEVICE_CPU == 1 && ARROW_DEVICE_CUDA == 2 &&
+                        ARROW_DEVICE_CUDA_HOST == 3 && ARROW_DEVICE_OPENCL == 4 &&
+                        ARROW_DEVICE_VULKAN == 7 && ARROW_DEVICE_METAL == 8 &&
+                        ARROW_DEVICE_VPI == 9 && ARROW_DEVICE_ROCM == 10 &&
+                        ARROW_DEVICE_ROCM_HOST == 11 && ARROW_DEVICE_EXT_DEV == 12 &&
+                        ARROW_DEVICE_CUDA_MANAGED == 13 && ARROW_DEVICE_ONEAPI == 14 &&
+                        ARROW_DEVICE_WEBGPU == 15 && ARROW_DEVICE_HEXAGON == 16,
                     "ARROW_DEVICE_* values");
 FERRY_STATIC_ASSERT(ARROW_FLAG_DICTIONARY_ORDERED == 1 && ARROW_FLAG_NULLABLE == 2 &&
                         ARROW_FLAG_MAP_KEYS_SORTED == 4,

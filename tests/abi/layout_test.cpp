@@ -1,9 +1,8 @@
 // Pins the Arrow C ABI layouts from C++ and checks the Unique<T> owners' move/release contract.
-#include "layout_check.h"
-
 #include <gtest/gtest.h>
 
 #include "ferry/abi/unique.hpp"
+#include "layout_check.h"
 
 namespace ferry {
 namespace {

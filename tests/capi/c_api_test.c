@@ -10,14 +10,14 @@
 static int g_passed = 0;
 static int g_failed = 0;
 
-#define CHECK(cond)                                                       \
-  do {                                                                    \
-    if (cond) {                                                           \
-      ++g_passed;                                                         \
-    } else {                                                              \
-      ++g_failed;                                                         \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (cond) {                                                                \
+      ++g_passed;                                                              \
+    } else {                                                                   \
+      ++g_failed;                                                              \
       fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                     \
+    }                                                                          \
   } while (0)
 
 /* A one-node schema with a static format, released by clearing `release`. */

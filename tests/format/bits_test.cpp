@@ -1,10 +1,10 @@
 // Bitmap popcount against a bit-by-bit count, across offsets and lengths that cross word edges.
+#include "format/bits.hpp"
+
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
-
-#include "format/bits.hpp"
 
 namespace ferry::internal {
 namespace {

@@ -1,4 +1,6 @@
 // Buffers, the allocator contract and the builders' exact bytes, checked by hand.
+#include "ferry/format/buffer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -6,7 +8,6 @@
 #include <map>
 #include <mutex>
 
-#include "ferry/format/buffer.hpp"
 #include "ferry/format/builder.hpp"
 #include "ferry/format/schema.hpp"
 #include "support/test_util.hpp"
@@ -109,7 +110,8 @@ TEST(Builder, ViewsInlineAndOutOfLine) {
 TEST(Builder, HalfFloatsRoundToNearestEven) {
   ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("e", "h").Export());
   ASSERT_OK_AND_ASSIGN(auto b, ArrayBuilder::Make(schema.get()));
-  for (double v : {1.0, 65504.0, -2.0, 0.1, 1e-8, 1e6, 5.960464477539063e-08}) ASSERT_OK(b->AppendDouble(v));
+  for (double v : {1.0, 65504.0, -2.0, 0.1, 1e-8, 1e6, 5.960464477539063e-08})
+    ASSERT_OK(b->AppendDouble(v));
   ASSERT_OK_AND_ASSIGN(UniqueArray a, b->Finish());
   const auto* h = static_cast<const uint16_t*>(a->buffers[1]);
   EXPECT_EQ(h[0], 0x3C00);
@@ -144,9 +146,11 @@ TEST(Builder, MisuseIsAClearError) {
   ASSERT_RAISES_WITH(EINVAL, "expected 4 bytes for int32, got 1", b->AppendBytes("x"));
   ASSERT_RAISES_WITH(EINVAL, "cannot append a union element to a int32 builder (field \"n\")",
                      b->AppendUnion(0));
-  ASSERT_RAISES_WITH(ERANGE, "value 3000000000 is out of range for int32", b->AppendInt(3000000000));
+  ASSERT_RAISES_WITH(ERANGE, "value 3000000000 is out of range for int32",
+                     b->AppendInt(3000000000));
   ASSERT_RAISES_WITH(EINVAL, "cannot append a nested element", b->FinishElement());
-  ASSERT_OK_AND_ASSIGN(UniqueSchema fsl, Field::Make("+w:2", "f", {Field::Make("i", "x")}).Export());
+  ASSERT_OK_AND_ASSIGN(UniqueSchema fsl,
+                       Field::Make("+w:2", "f", {Field::Make("i", "x")}).Export());
   ASSERT_OK_AND_ASSIGN(auto fb, ArrayBuilder::Make(fsl.get()));
   ASSERT_OK(fb->child(0)->AppendInt(1));
   ASSERT_RAISES_WITH(EINVAL, "fixed-size list element 0 has 1 values, expected 2",
@@ -156,12 +160,14 @@ TEST(Builder, MisuseIsAClearError) {
 TEST(Builder, EveryBufferIsFreedExactlyOnce) {
   CountingAllocator allocator;
   {
-    Field f = Field::Make("+s", "", {Field::Make("+l", "l", {Field::Make("vu", "item")}),
-                                     Field::Dictionary("d", "i", Field::Make("u", "v"))});
+    Field f = Field::Make("+s", "",
+                          {Field::Make("+l", "l", {Field::Make("vu", "item")}),
+                           Field::Dictionary("d", "i", Field::Make("u", "v"))});
     ASSERT_OK_AND_ASSIGN(UniqueSchema schema, f.Export());
     ASSERT_OK_AND_ASSIGN(auto b, ArrayBuilder::Make(schema.get(), &allocator));
     for (int i = 0; i < 100; ++i) {
-      ASSERT_OK(b->child(0)->child(0)->AppendBytes("a string longer than twelve " + std::to_string(i)));
+      ASSERT_OK(
+          b->child(0)->child(0)->AppendBytes("a string longer than twelve " + std::to_string(i)));
       ASSERT_OK(b->child(0)->FinishElement());
       ASSERT_OK(b->child(1)->AppendBytes(i % 2 ? "odd" : "even"));
       ASSERT_OK(b->FinishElement());

@@ -1,9 +1,8 @@
 // The core conformance suite: every type x nulls x slice offset x length. Each case builds an
 // array from generated JSON values, slices it, validates it fully and renders it back; the oracle
 // is the generated value list itself, sliced in the test.
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "ferry/format/type.hpp"
@@ -24,7 +23,7 @@ struct TypeCase {
 };
 
 Json Str(std::mt19937_64& rng, int64_t i) {
-  static const char* kWords[] = {"", "a", "héllo", "ferry", "a longer string value over 12",
+  static const char* kWords[] = {"",       "a",   "héllo", "ferry", "a longer string value over 12",
                                  "日本語", "x\ny"};
   return std::string(kWords[(rng() + static_cast<uint64_t>(i)) % 7]);
 }
@@ -54,7 +53,8 @@ std::vector<TypeCase> AllTypes() {
     return [lo, hi](std::mt19937_64& r, int64_t) { return IntIn(r, lo, hi); };
   };
   add("null", Field::Make("n", "x"), [](std::mt19937_64&, int64_t) { return Json(nullptr); });
-  add("bool", Field::Make("b", "x"), [](std::mt19937_64& r, int64_t) { return Json((r() & 1) != 0); });
+  add("bool", Field::Make("b", "x"),
+      [](std::mt19937_64& r, int64_t) { return Json((r() & 1) != 0); });
   add("int8", Field::Make("c", "x"), ints(-128, 127));
   add("uint8", Field::Make("C", "x"), ints(0, 255));
   add("int16", Field::Make("s", "x"), ints(-32768, 32767));
@@ -63,24 +63,29 @@ std::vector<TypeCase> AllTypes() {
   add("uint32", Field::Make("I", "x"), ints(0, UINT32_MAX));
   add("int64", Field::Make("l", "x"), ints(INT64_MIN, INT64_MAX));
   add("uint64", Field::Make("L", "x"), [](std::mt19937_64& r, int64_t) { return Json(r()); });
-  add("halffloat", Field::Make("e", "x"),
-      [](std::mt19937_64& r, int64_t) { return Json(static_cast<double>(IntIn(r, -400, 400)) / 4); });
-  add("float", Field::Make("f", "x"),
-      [](std::mt19937_64& r, int64_t) { return Json(static_cast<double>(IntIn(r, -1 << 20, 1 << 20)) / 8); });
+  add("halffloat", Field::Make("e", "x"), [](std::mt19937_64& r, int64_t) {
+    return Json(static_cast<double>(IntIn(r, -400, 400)) / 4);
+  });
+  add("float", Field::Make("f", "x"), [](std::mt19937_64& r, int64_t) {
+    return Json(static_cast<double>(IntIn(r, -1 << 20, 1 << 20)) / 8);
+  });
   add("double", Field::Make("g", "x"), [](std::mt19937_64& r, int64_t) {
     return Json(std::ldexp(static_cast<double>(IntIn(r, -1'000'000'000, 1'000'000'000)), -7));
   });
-  add("decimal32", Field::Make("d:9,2,32", "x"),
-      [](std::mt19937_64& r, int64_t) { return Json(std::to_string(IntIn(r, -9999999, 9999999).get<int64_t>() / 100) + ".25"); });
-  add("decimal64", Field::Make("d:18,3,64", "x"),
-      [](std::mt19937_64& r, int64_t) { return Json("-" + std::to_string(IntIn(r, 0, 999999999999).get<int64_t>()) + ".125"); });
+  add("decimal32", Field::Make("d:9,2,32", "x"), [](std::mt19937_64& r, int64_t) {
+    return Json(std::to_string(IntIn(r, -9999999, 9999999).get<int64_t>() / 100) + ".25");
+  });
+  add("decimal64", Field::Make("d:18,3,64", "x"), [](std::mt19937_64& r, int64_t) {
+    return Json("-" + std::to_string(IntIn(r, 0, 999999999999).get<int64_t>()) + ".125");
+  });
   add("decimal128", Field::Make("d:38,10", "x"), [](std::mt19937_64& r, int64_t) {
     return Json(std::to_string(IntIn(r, 1, 999999999999999999).get<int64_t>()) + "12345678." +
                 "0123456789");
   });
   add("decimal256", Field::Make("d:76,0,256", "x"), [](std::mt19937_64& r, int64_t i) {
     std::string digits = (i % 2 ? "-" : "") + std::to_string(IntIn(r, 1, 999999999).get<int64_t>());
-    for (int k = 0; k < 6; ++k) digits += std::to_string(IntIn(r, 100000000, 999999999).get<int64_t>());
+    for (int k = 0; k < 6; ++k)
+      digits += std::to_string(IntIn(r, 100000000, 999999999).get<int64_t>());
     return Json(digits);
   });
   add("fixed_size_binary", Field::Make("w:5", "x"),
@@ -132,8 +137,8 @@ std::vector<TypeCase> AllTypes() {
         o["b"] = Str(r, i);
         return o;
       });
-  Field entries = Field::Make(
-      "+s", "entries", {Field::Make("u", "key").WithFlags(0), Field::Make("l", "value")});
+  Field entries = Field::Make("+s", "entries",
+                              {Field::Make("u", "key").WithFlags(0), Field::Make("l", "value")});
   add("map", Field::Make("+m", "x", {entries.WithFlags(0)}), [](std::mt19937_64& r, int64_t i) {
     Json m = Json::array();
     for (int64_t k = 0; k < i % 3; ++k) {
@@ -162,8 +167,7 @@ std::vector<TypeCase> AllTypes() {
       [](std::mt19937_64& r, int64_t) { return Json("v" + std::to_string(r() % 5)); });
   add("dictionary_int32_string", Field::Dictionary("x", "i", Field::Make("u", "values"), true),
       [](std::mt19937_64& r, int64_t) { return Json("w" + std::to_string(r() % 50)); });
-  add("extension_uuid",
-      Field::Extension("x", "arrow.uuid", "", Field::Make("w:16", "x")),
+  add("extension_uuid", Field::Extension("x", "arrow.uuid", "", Field::Make("w:16", "x")),
       [](std::mt19937_64& r, int64_t) { return HexBytes(r, 16); });
   add("list_struct_int32_string",
       Field::Make("+l", "x",
@@ -214,7 +218,8 @@ TEST_P(ConformanceTest, BuildSliceValidateRender) {
 
   ASSERT_OK_AND_ASSIGN(Array sliced,
                        testing::SlicedArrayFromJson(tc.field, values.dump(), p.offset, p.length));
-  for (auto level : {ValidationLevel::kMinimal, ValidationLevel::kDefault, ValidationLevel::kFull}) {
+  for (auto level :
+       {ValidationLevel::kMinimal, ValidationLevel::kDefault, ValidationLevel::kFull}) {
     ASSERT_OK(sliced.Validate(level));
   }
   ASSERT_EQ(sliced.length(), p.length);

@@ -1,10 +1,11 @@
 // Field export/import and metadata encoding.
+#include "ferry/format/schema.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "ferry/format/metadata.hpp"
-#include "ferry/format/schema.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry {
@@ -13,8 +14,8 @@ namespace {
 TEST(Metadata, EncodesTheCDataLayout) {
   std::string bytes = EncodeMetadata({{"k", "vv"}, {"", ""}});
   // int32 count, then int32 length + bytes for each key and value (little-endian here).
-  const char expected[] = {2, 0, 0, 0, 1, 0, 0, 0, 'k', 2, 0, 0, 0, 'v', 'v',
-                           0, 0, 0, 0, 0, 0, 0, 0};
+  const char expected[] = {2, 0,   0,   0, 1, 0, 0, 0, 'k', 2, 0, 0,
+                           0, 'v', 'v', 0, 0, 0, 0, 0, 0,   0, 0};
   ASSERT_EQ(bytes.size(), sizeof(expected));
   EXPECT_EQ(std::memcmp(bytes.data(), expected, sizeof(expected)), 0);
   ASSERT_OK_AND_ASSIGN(MetadataView pairs, DecodeMetadata(bytes.data()));
@@ -59,9 +60,9 @@ TEST(Field, ExportImportRoundTrip) {
 }
 
 TEST(Field, ReleaseRunsOnceAndMovedChildrenAreSkipped) {
-  ASSERT_OK_AND_ASSIGN(UniqueSchema schema,
-                       Field::Make("+s", "r", {Field::Make("i", "a"), Field::Make("u", "b")})
-                           .Export());
+  ASSERT_OK_AND_ASSIGN(
+      UniqueSchema schema,
+      Field::Make("+s", "r", {Field::Make("i", "a"), Field::Make("u", "b")}).Export());
   // A consumer may move a child out; the parent's release must then leave it alone.
   ArrowSchema moved = *schema->children[0];
   schema->children[0]->release = nullptr;

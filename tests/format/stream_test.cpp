@@ -1,9 +1,10 @@
 // ArrowArrayStream producers and the C++ consumer.
+#include "ferry/format/stream.hpp"
+
 #include <gtest/gtest.h>
 
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
-#include "ferry/format/stream.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry {
@@ -21,7 +22,8 @@ TEST(ArrayStream, YieldsArraysThenTheEnd) {
   arrays.push_back(Ints(schema.get(), "[1, 2]"));
   arrays.push_back(Ints(schema.get(), "[3]"));
   ASSERT_OK_AND_ASSIGN(UniqueSchema copy, CopySchema(schema.get()));
-  ASSERT_OK_AND_ASSIGN(UniqueArrayStream stream, MakeArrayStream(std::move(copy), std::move(arrays)));
+  ASSERT_OK_AND_ASSIGN(UniqueArrayStream stream,
+                       MakeArrayStream(std::move(copy), std::move(arrays)));
   ASSERT_OK_AND_ASSIGN(ArrayStreamReader reader, ArrayStreamReader::Open(stream.get()));
   EXPECT_FALSE(stream.valid());  // the reader owns it now
   EXPECT_STREQ(reader.schema()->format, "l");

@@ -1,9 +1,10 @@
 // Format strings: every valid form parses and round-trips; every error names its position.
+#include "ferry/format/type.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "ferry/format/schema.hpp"
-#include "ferry/format/type.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry {
@@ -149,8 +150,9 @@ TEST(SchemaView, DictionaryExtensionAndFlags) {
   EXPECT_EQ(ev.extension_metadata, "meta");
   EXPECT_EQ(ev.layout.element_size_bits[1], 128);
 
-  Field m = Field::Make("+m", "m", {Field::Make("+s", "entries", {Field::Make("u", "key"),
-                                                                 Field::Make("i", "value")})});
+  Field m = Field::Make(
+      "+m", "m",
+      {Field::Make("+s", "entries", {Field::Make("u", "key"), Field::Make("i", "value")})});
   m.flags |= ARROW_FLAG_MAP_KEYS_SORTED;
   ASSERT_OK_AND_ASSIGN(UniqueSchema map, m.Export());
   ASSERT_OK_AND_ASSIGN(SchemaView mv, SchemaView::Make(map.get()));
@@ -166,23 +168,23 @@ TEST(SchemaView, RejectsBadTrees) {
                      Field::Make("i", "a", {Field::Make("i", "b")}).Export());
   ASSERT_RAISES_WITH(EINVAL, "a map's child must be a struct of two fields",
                      Field::Make("+m", "m", {Field::Make("i", "x")}).Export());
-  ASSERT_RAISES_WITH(EINVAL, "run ends must be int16, int32 or int64",
-                     Field::Make("+r", "r", {Field::Make("u", "e"), Field::Make("u", "v")}).Export());
-  ASSERT_RAISES_WITH(EINVAL, "union lists 1 type ids for 2 children",
-                     Field::Make("+us:1", "u", {Field::Make("i", "a"), Field::Make("i", "b")})
-                         .Export());
+  ASSERT_RAISES_WITH(
+      EINVAL, "run ends must be int16, int32 or int64",
+      Field::Make("+r", "r", {Field::Make("u", "e"), Field::Make("u", "v")}).Export());
+  ASSERT_RAISES_WITH(
+      EINVAL, "union lists 1 type ids for 2 children",
+      Field::Make("+us:1", "u", {Field::Make("i", "a"), Field::Make("i", "b")}).Export());
   ASSERT_RAISES_WITH(EINVAL, "dictionary indices must be an integer type",
                      Field::Dictionary("d", "u", Field::Make("u", "v")).Export());
-  ASSERT_RAISES_WITH(EINVAL, "field \"t\": format \"tsq:\"",
-                     Field::Make("tsq:", "t").Export());
+  ASSERT_RAISES_WITH(EINVAL, "field \"t\": format \"tsq:\"", Field::Make("tsq:", "t").Export());
 }
 
 TEST(SchemaToString, ReadableNestedTypes) {
   Field f = Field::Make(
       "+s", "",
       {Field::Make("tsu:UTC", "t"), Field::Make("d:10,2", "d"),
-       Field::Make("+l", "l", {Field::Make("+s", "item", {Field::Make("i", "a"),
-                                                          Field::Make("u", "b")})}),
+       Field::Make("+l", "l",
+                   {Field::Make("+s", "item", {Field::Make("i", "a"), Field::Make("u", "b")})}),
        Field::Dictionary("dict", "c", Field::Make("u", "values"), true),
        Field::Make("+ud:3,4", "u", {Field::Make("i", "x"), Field::Make("vu", "y")}),
        Field::Make("+r", "r", {Field::Make("i", "run_ends"), Field::Make("g", "values")}),

@@ -21,7 +21,8 @@ T* Mut(const ArrowArray* array, int64_t buffer) {
 
 // Passes every level below `fails_at`, then fails there with `message`.
 void ExpectFailsAt(const Array& array, ValidationLevel fails_at, const std::string& message) {
-  for (auto level : {ValidationLevel::kMinimal, ValidationLevel::kDefault, ValidationLevel::kFull}) {
+  for (auto level :
+       {ValidationLevel::kMinimal, ValidationLevel::kDefault, ValidationLevel::kFull}) {
     Status st = array.Validate(level);
     if (level < fails_at) {
       EXPECT_TRUE(st.ok()) << "level " << static_cast<int>(level) << ": " << st.message();
@@ -41,8 +42,7 @@ Array Build(const Field& f, const std::string& json) {
 TEST(Validate, StringOffsetsGoingBackwards) {
   Array a = Build(Field::Make("u", "s"), R"(["ab", "cd", "ef"])");
   Mut<int32_t>(a.array(), 1)[2] = 0;  // offsets 0, 2, 0, 6
-  ExpectFailsAt(a, ValidationLevel::kFull,
-                "field \"s\" > element 1: offset 0 < previous offset 2");
+  ExpectFailsAt(a, ValidationLevel::kFull, "field \"s\" > element 1: offset 0 < previous offset 2");
 }
 
 TEST(Validate, StringOffsetPastTheData) {
@@ -94,14 +94,16 @@ TEST(Validate, UndeclaredUnionTypeId) {
   Array a = Build(Field::Make("+us:3,7", "u", {Field::Make("i", "a"), Field::Make("u", "b")}),
                   R"([[3, 1], [7, "x"]])");
   Mut<int8_t>(a.array(), 0)[1] = 9;
-  ExpectFailsAt(a, ValidationLevel::kFull, "field \"u\" > element 1: union type id 9 is not declared");
+  ExpectFailsAt(a, ValidationLevel::kFull,
+                "field \"u\" > element 1: union type id 9 is not declared");
 }
 
 TEST(Validate, DenseUnionOffsetOutOfRange) {
   Array a = Build(Field::Make("+ud:0,1", "u", {Field::Make("i", "a"), Field::Make("u", "b")}),
                   R"([[0, 1], [1, "x"], [0, 2]])");
   Mut<int32_t>(a.array(), 1)[2] = 5;
-  ExpectFailsAt(a, ValidationLevel::kFull, "element 2: dense union offset 5 is outside child 0 of length 2");
+  ExpectFailsAt(a, ValidationLevel::kFull,
+                "element 2: dense union offset 5 is outside child 0 of length 2");
 }
 
 TEST(Validate, DictionaryIndexOutOfRange) {
@@ -111,8 +113,8 @@ TEST(Validate, DictionaryIndexOutOfRange) {
 }
 
 TEST(Validate, RunEndsThatDoNotIncrease) {
-  Field f = Field::Make("+r", "r", {Field::Make("i", "run_ends").WithFlags(0),
-                                    Field::Make("u", "values")});
+  Field f = Field::Make("+r", "r",
+                        {Field::Make("i", "run_ends").WithFlags(0), Field::Make("u", "values")});
   Array a = Build(f, R"(["a", "a", "b", "c", "c", "c"])");  // run ends 2, 3, 6
   ArrowArray* run_ends = a.array()->children[0];
   static_cast<int32_t*>(const_cast<void*>(run_ends->buffers[1]))[1] = 2;  // 2, 2, 6
@@ -121,8 +123,8 @@ TEST(Validate, RunEndsThatDoNotIncrease) {
 }
 
 TEST(Validate, RunEndsTooShortFailAtDefault) {
-  Field f = Field::Make("+r", "r", {Field::Make("s", "run_ends").WithFlags(0),
-                                    Field::Make("l", "values")});
+  Field f = Field::Make("+r", "r",
+                        {Field::Make("s", "run_ends").WithFlags(0), Field::Make("l", "values")});
   Array a = Build(f, "[1, 1, 2, 2]");  // run ends 2, 4
   ArrowArray* run_ends = a.array()->children[0];
   static_cast<int16_t*>(const_cast<void*>(run_ends->buffers[1]))[1] = 3;
@@ -195,7 +197,8 @@ TEST(SetArrayMinimal, ReadsNoDataBuffer) {
   // Buffers that would fault if read: minimal setup and validation must not touch them.
   Array a = Build(Field::Make("u", "s"), R"(["abc", "de"])");
   ArrowArray fake = *a.array();
-  const void* bogus[3] = {nullptr, reinterpret_cast<const void*>(0x10), reinterpret_cast<const void*>(0x20)};
+  const void* bogus[3] = {nullptr, reinterpret_cast<const void*>(0x10),
+                          reinterpret_cast<const void*>(0x20)};
   fake.buffers = bogus;
   ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("u", "s").Export());
   ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
@@ -212,21 +215,21 @@ TEST(Utf8, AcceptsAndRejectsByTheStandard) {
   };
   EXPECT_TRUE(ok(""));
   EXPECT_TRUE(ok("plain ascii"));
-  EXPECT_TRUE(ok("\xC2\x80"));              // U+0080
-  EXPECT_TRUE(ok("\xE0\xA0\x80"));          // U+0800
-  EXPECT_TRUE(ok("\xED\x9F\xBF"));          // U+D7FF
-  EXPECT_TRUE(ok("\xEE\x80\x80"));          // U+E000
-  EXPECT_TRUE(ok("\xF0\x90\x80\x80"));      // U+10000
-  EXPECT_TRUE(ok("\xF4\x8F\xBF\xBF"));      // U+10FFFF
-  EXPECT_FALSE(ok("\x80"));                 // lone continuation
-  EXPECT_FALSE(ok("\xC0\xAF"));             // overlong '/'
-  EXPECT_FALSE(ok("\xC1\xBF"));             // overlong
-  EXPECT_FALSE(ok("\xE0\x9F\xBF"));         // overlong 3-byte
-  EXPECT_FALSE(ok("\xED\xA0\x80"));         // surrogate U+D800
-  EXPECT_FALSE(ok("\xF0\x8F\xBF\xBF"));     // overlong 4-byte
-  EXPECT_FALSE(ok("\xF4\x90\x80\x80"));     // above U+10FFFF
+  EXPECT_TRUE(ok("\xC2\x80"));           // U+0080
+  EXPECT_TRUE(ok("\xE0\xA0\x80"));       // U+0800
+  EXPECT_TRUE(ok("\xED\x9F\xBF"));       // U+D7FF
+  EXPECT_TRUE(ok("\xEE\x80\x80"));       // U+E000
+  EXPECT_TRUE(ok("\xF0\x90\x80\x80"));   // U+10000
+  EXPECT_TRUE(ok("\xF4\x8F\xBF\xBF"));   // U+10FFFF
+  EXPECT_FALSE(ok("\x80"));              // lone continuation
+  EXPECT_FALSE(ok("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(ok("\xC1\xBF"));          // overlong
+  EXPECT_FALSE(ok("\xE0\x9F\xBF"));      // overlong 3-byte
+  EXPECT_FALSE(ok("\xED\xA0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(ok("\xF0\x8F\xBF\xBF"));  // overlong 4-byte
+  EXPECT_FALSE(ok("\xF4\x90\x80\x80"));  // above U+10FFFF
   EXPECT_FALSE(ok("\xF5\x80\x80\x80"));
-  EXPECT_FALSE(ok("\xE2\x82"));             // truncated
+  EXPECT_FALSE(ok("\xE2\x82"));  // truncated
   EXPECT_FALSE(ok("\xC3"));
   EXPECT_FALSE(ok("\xFF"));
   // Errors right at the edges of the 16- and 64-byte ASCII blocks.

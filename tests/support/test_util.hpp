@@ -15,16 +15,16 @@
 #define FERRY_TEST_CONCAT(a, b) FERRY_TEST_CONCAT_INNER(a, b)
 
 /// Assert that a Status or Result expression is OK, printing its message otherwise.
-#define ASSERT_OK(expr)                                                  \
-  do {                                                                   \
-    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr));      \
-    ASSERT_TRUE(_st.ok()) << #expr << " failed: " << _st.message();      \
+#define ASSERT_OK(expr)                                             \
+  do {                                                              \
+    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr)); \
+    ASSERT_TRUE(_st.ok()) << #expr << " failed: " << _st.message(); \
   } while (false)
 
-#define EXPECT_OK(expr)                                                  \
-  do {                                                                   \
-    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr));      \
-    EXPECT_TRUE(_st.ok()) << #expr << " failed: " << _st.message();      \
+#define EXPECT_OK(expr)                                             \
+  do {                                                              \
+    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr)); \
+    EXPECT_TRUE(_st.ok()) << #expr << " failed: " << _st.message(); \
   } while (false)
 
 #define ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, rexpr)                          \
@@ -37,12 +37,12 @@
   ASSERT_OK_AND_ASSIGN_IMPL(FERRY_TEST_CONCAT(_res_, __LINE__), lhs, rexpr)
 
 /// Assert that an expression fails with errno-style `code` and a message containing `substr`.
-#define ASSERT_RAISES_WITH(expected_code, substr, expr)                                     \
-  do {                                                                             \
-    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr));                \
-    ASSERT_FALSE(_st.ok()) << #expr << " unexpectedly succeeded";                  \
-    EXPECT_EQ(_st.code(), (expected_code)) << _st.message();                              \
-    EXPECT_THAT(_st.message(), ::testing::HasSubstr(substr));                      \
+#define ASSERT_RAISES_WITH(expected_code, substr, expr)             \
+  do {                                                              \
+    const ::ferry::Status _st = ::ferry::testing::ToStatus((expr)); \
+    ASSERT_FALSE(_st.ok()) << #expr << " unexpectedly succeeded";   \
+    EXPECT_EQ(_st.code(), (expected_code)) << _st.message();        \
+    EXPECT_THAT(_st.message(), ::testing::HasSubstr(substr));       \
   } while (false)
 
 namespace ferry::testing {

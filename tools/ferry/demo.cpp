@@ -2,8 +2,8 @@
 #include "demo.hpp"
 
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "ferry/format/array.hpp"
@@ -28,17 +28,43 @@ Field DemoSchema() {
   Field entries = Field::Make("+s", "entries", {f("u", "key").WithFlags(0), f("l", "value")});
   return Field::Make(
       "+s", "",
-      {f("n", "null"), f("b", "bool"), f("c", "int8"), f("C", "uint8"), f("s", "int16"),
-       f("S", "uint16"), f("i", "int32"), f("I", "uint32"), f("l", "int64"), f("L", "uint64"),
-       f("e", "float16"), f("f", "float32"), f("g", "float64"), f("d:9,2,32", "decimal32"),
-       f("d:18,2,64", "decimal64"), f("d:38,4", "decimal128"), f("d:76,6,256", "decimal256"),
-       f("w:8", "fixed_size_binary"), f("z", "binary"), f("Z", "large_binary"),
-       f("vz", "binary_view"), f("u", "string"), f("U", "large_string"), f("vu", "string_view"),
-       f("tdD", "date32"), f("tdm", "date64"), f("tts", "time32"), f("ttn", "time64"),
-       f("tsu:UTC", "timestamp"), f("tDm", "duration"), f("tiM", "interval_months"),
-       f("tiD", "interval_day_time"), f("tin", "interval_month_day_nano"),
-       Field::Make("+l", "list", {item}), Field::Make("+L", "large_list", {item}),
-       Field::Make("+vl", "list_view", {item}), Field::Make("+vL", "large_list_view", {item}),
+      {f("n", "null"),
+       f("b", "bool"),
+       f("c", "int8"),
+       f("C", "uint8"),
+       f("s", "int16"),
+       f("S", "uint16"),
+       f("i", "int32"),
+       f("I", "uint32"),
+       f("l", "int64"),
+       f("L", "uint64"),
+       f("e", "float16"),
+       f("f", "float32"),
+       f("g", "float64"),
+       f("d:9,2,32", "decimal32"),
+       f("d:18,2,64", "decimal64"),
+       f("d:38,4", "decimal128"),
+       f("d:76,6,256", "decimal256"),
+       f("w:8", "fixed_size_binary"),
+       f("z", "binary"),
+       f("Z", "large_binary"),
+       f("vz", "binary_view"),
+       f("u", "string"),
+       f("U", "large_string"),
+       f("vu", "string_view"),
+       f("tdD", "date32"),
+       f("tdm", "date64"),
+       f("tts", "time32"),
+       f("ttn", "time64"),
+       f("tsu:UTC", "timestamp"),
+       f("tDm", "duration"),
+       f("tiM", "interval_months"),
+       f("tiD", "interval_day_time"),
+       f("tin", "interval_month_day_nano"),
+       Field::Make("+l", "list", {item}),
+       Field::Make("+L", "large_list", {item}),
+       Field::Make("+vl", "list_view", {item}),
+       Field::Make("+vL", "large_list_view", {item}),
        Field::Make("+w:2", "fixed_size_list", {item}),
        Field::Make("+s", "struct", {f("i", "a"), f("u", "b")}),
        Field::Make("+m", "map", {entries.WithFlags(0)}),
@@ -59,19 +85,25 @@ Status AppendGenerated(ArrayBuilder* b, int64_t i, int depth) {
   if (b->dictionary() != nullptr) return b->AppendBytes("category-" + std::to_string(i % 8));
   const std::string text = "value-" + std::to_string(i) + (i % 3 ? "" : "-with-a-longer-tail");
   switch (t.storage_type) {
-    case TypeId::kNull: return b->AppendNull();
-    case TypeId::kBool: return b->AppendInt(i % 2);
+    case TypeId::kNull:
+      return b->AppendNull();
+    case TypeId::kBool:
+      return b->AppendInt(i % 2);
     case TypeId::kInt8:
-    case TypeId::kUInt8: return b->AppendInt(i % 100);
+    case TypeId::kUInt8:
+      return b->AppendInt(i % 100);
     case TypeId::kInt16:
-    case TypeId::kUInt16: return b->AppendInt(i % 30000);
+    case TypeId::kUInt16:
+      return b->AppendInt(i % 30000);
     case TypeId::kHalfFloat:
     case TypeId::kFloat:
-    case TypeId::kDouble: return b->AppendDouble(static_cast<double>(i % 1000) * 0.5);
+    case TypeId::kDouble:
+      return b->AppendDouble(static_cast<double>(i % 1000) * 0.5);
     case TypeId::kDecimal32:
     case TypeId::kDecimal64:
     case TypeId::kDecimal128:
-    case TypeId::kDecimal256: return b->AppendDecimal(std::to_string(i % 1000000) + ".25");
+    case TypeId::kDecimal256:
+      return b->AppendDecimal(std::to_string(i % 1000000) + ".25");
     case TypeId::kFixedSizeBinary: {
       std::string bytes(static_cast<size_t>(t.fixed_size), '\0');
       for (size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<char>((i + k) & 0xFF);
@@ -82,9 +114,11 @@ Status AppendGenerated(ArrayBuilder* b, int64_t i, int depth) {
     case TypeId::kLargeBinary:
     case TypeId::kLargeString:
     case TypeId::kBinaryView:
-    case TypeId::kStringView: return b->AppendBytes(text);
+    case TypeId::kStringView:
+      return b->AppendBytes(text);
     case TypeId::kTime32:
-    case TypeId::kTime64: return b->AppendInt(i % 86400);
+    case TypeId::kTime64:
+      return b->AppendInt(i % 86400);
     case TypeId::kIntervalDayTime: {
       int32_t parts[2] = {static_cast<int32_t>(i % 30), static_cast<int32_t>(i % 1000)};
       return b->AppendBytes(std::string_view(reinterpret_cast<const char*>(parts), 8));
@@ -99,13 +133,16 @@ Status AppendGenerated(ArrayBuilder* b, int64_t i, int depth) {
     case TypeId::kLargeList:
     case TypeId::kListView:
     case TypeId::kLargeListView:
-      for (int64_t k = 0; k < i % 4; ++k) FERRY_RETURN_NOT_OK(AppendGenerated(b->child(0), i + k, depth + 1));
+      for (int64_t k = 0; k < i % 4; ++k)
+        FERRY_RETURN_NOT_OK(AppendGenerated(b->child(0), i + k, depth + 1));
       return b->FinishElement();
     case TypeId::kFixedSizeList:
-      for (int32_t k = 0; k < t.fixed_size; ++k) FERRY_RETURN_NOT_OK(AppendGenerated(b->child(0), i + k, depth + 1));
+      for (int32_t k = 0; k < t.fixed_size; ++k)
+        FERRY_RETURN_NOT_OK(AppendGenerated(b->child(0), i + k, depth + 1));
       return b->FinishElement();
     case TypeId::kStruct:
-      for (int64_t c = 0; c < b->n_children(); ++c) FERRY_RETURN_NOT_OK(AppendGenerated(b->child(c), i, depth + 1));
+      for (int64_t c = 0; c < b->n_children(); ++c)
+        FERRY_RETURN_NOT_OK(AppendGenerated(b->child(c), i, depth + 1));
       return b->FinishElement();
     case TypeId::kMap: {
       ArrayBuilder* entries = b->child(0);
@@ -126,7 +163,8 @@ Status AppendGenerated(ArrayBuilder* b, int64_t i, int depth) {
       if (i % 10 != 0 && b->length() > 0) return b->ExtendLastRun(1);
       FERRY_RETURN_NOT_OK(AppendGenerated(b->child(1), i, depth + 1));
       return b->AppendRun(1);
-    default: return b->AppendInt(i);
+    default:
+      return b->AppendInt(i);
   }
 }
 
@@ -193,10 +231,11 @@ int RunDemo(const DemoOptions& options) {
     std::printf("%-26s %-58s %10lld %14lld\n", std::string(col.name()).c_str(), type_text.c_str(),
                 static_cast<long long>(nulls), static_cast<long long>(bytes));
   }
-  std::printf("\ntotal: %.1f MiB in buffers; built in %.3f s, imported in %.6f s, "
-              "fully validated in %.3f s (%.2f GB/s)\n",
-              static_cast<double>(total_bytes) / (1 << 20), build_s, import_s, validate_s,
-              validate_s > 0 ? static_cast<double>(total_bytes) / validate_s / 1e9 : 0.0);
+  std::printf(
+      "\ntotal: %.1f MiB in buffers; built in %.3f s, imported in %.6f s, "
+      "fully validated in %.3f s (%.2f GB/s)\n",
+      static_cast<double>(total_bytes) / (1 << 20), build_s, import_s, validate_s,
+      validate_s > 0 ? static_cast<double>(total_bytes) / validate_s / 1e9 : 0.0);
   std::printf("validation: OK (full)\n");
   return 0;
 }

@@ -1,6 +1,5 @@
 // The ferry command-line tool: subcommands over the library.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 
 #include "demo.hpp"

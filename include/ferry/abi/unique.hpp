@@ -38,9 +38,7 @@ struct CStructTraits<ArrowDeviceArray> {
 
 template <>
 struct CStructTraits<ArrowDeviceArrayStream> {
-  static bool is_released(const ArrowDeviceArrayStream& s) noexcept {
-    return s.release == nullptr;
-  }
+  static bool is_released(const ArrowDeviceArrayStream& s) noexcept { return s.release == nullptr; }
   static void mark_released(ArrowDeviceArrayStream& s) noexcept { s.release = nullptr; }
 };
 

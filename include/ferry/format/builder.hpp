@@ -89,10 +89,10 @@ class ArrayBuilder {
   int64_t length_ = 0;
   int64_t null_count_ = 0;
   BitmapBuilder validity_;
-  Buffer data_;       // values, bool bits, views, union type ids
+  Buffer data_;         // values, bool bits, views, union type ids
   BitmapBuilder bits_;  // boolean values
-  Buffer offsets_;    // data, list or union offsets
-  Buffer sizes_;      // list-view sizes
+  Buffer offsets_;      // data, list or union offsets
+  Buffer sizes_;        // list-view sizes
   std::vector<Buffer> variadic_;
   int64_t list_view_start_ = 0;
   int64_t last_run_end_ = 0;

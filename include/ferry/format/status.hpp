@@ -49,10 +49,10 @@ class [[nodiscard]] Status {
 }  // namespace ferry
 
 /// Return the status from the enclosing function if it is not OK.
-#define FERRY_RETURN_NOT_OK(expr)                  \
-  do {                                             \
-    ::ferry::Status _ferry_st = (expr);            \
-    if (!_ferry_st.ok()) return _ferry_st;         \
+#define FERRY_RETURN_NOT_OK(expr)          \
+  do {                                     \
+    ::ferry::Status _ferry_st = (expr);    \
+    if (!_ferry_st.ok()) return _ferry_st; \
   } while (false)
 
 #define FERRY_CONCAT_INNER(a, b) a##b

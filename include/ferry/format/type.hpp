@@ -73,16 +73,16 @@ enum class TimeUnit : int8_t { kSecond = 0, kMilli = 1, kMicro = 2, kNano = 3 };
 /// What a buffer of a layout holds.
 enum class BufferType : int8_t {
   kNone = 0,
-  kValidity,     ///< one bit per element, 1 = valid
-  kTypeId,       ///< int8 union type ids
-  kUnionOffset,  ///< int32 dense-union child offsets
-  kDataOffset,   ///< int32 or int64 offsets into a data buffer (binary, string)
-  kData,         ///< fixed-width values or variable-length bytes
-  kListOffset,   ///< int32 or int64 offsets into a child (list, list view, map)
-  kListSize,     ///< int32 or int64 sizes (list views)
-  kView,         ///< 16-byte binary/string view structs
-  kVariadicData, ///< one of the data buffers of a view type
-  kVariadicSize, ///< int64 sizes of the variadic data buffers (last buffer of a view type)
+  kValidity,      ///< one bit per element, 1 = valid
+  kTypeId,        ///< int8 union type ids
+  kUnionOffset,   ///< int32 dense-union child offsets
+  kDataOffset,    ///< int32 or int64 offsets into a data buffer (binary, string)
+  kData,          ///< fixed-width values or variable-length bytes
+  kListOffset,    ///< int32 or int64 offsets into a child (list, list view, map)
+  kListSize,      ///< int32 or int64 sizes (list views)
+  kView,          ///< 16-byte binary/string view structs
+  kVariadicData,  ///< one of the data buffers of a view type
+  kVariadicSize,  ///< int64 sizes of the variadic data buffers (last buffer of a view type)
 };
 
 /// The physical layout implied by a storage type: the fixed buffers (at most three) and their
