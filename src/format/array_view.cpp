@@ -319,7 +319,7 @@ std::string_view ArrayView::GetViewBytes(int64_t i) const noexcept {
   int32_t buffer_offset;
   std::memcpy(&buffer_index, view + 8, 4);
   std::memcpy(&buffer_offset, view + 12, 4);
-  const uint8_t* data = buffers_[static_cast<size_t>(2 + buffer_index)].data;
+  const uint8_t* data = buffers_[2 + static_cast<size_t>(buffer_index)].data;
   return {reinterpret_cast<const char*>(data + buffer_offset), static_cast<size_t>(size)};
 }
 

@@ -191,11 +191,8 @@ Status ArrayBuilder::AppendNull(int64_t n) {
     case TypeId::kList:
     case TypeId::kLargeList:
     case TypeId::kMap: {
-      const int64_t last = (t == TypeId::kList || t == TypeId::kMap || t == TypeId::kLargeList)
-                               ? children_[0]->length()
-                           : (t == TypeId::kLargeBinary || t == TypeId::kLargeString)
-                               ? data_.size()
-                               : data_.size();
+      const bool is_list = t == TypeId::kList || t == TypeId::kMap || t == TypeId::kLargeList;
+      const int64_t last = is_list ? children_[0]->length() : data_.size();
       for (int64_t i = 0; i < n; ++i) FERRY_RETURN_NOT_OK(AppendOffsetValue(&offsets_, last));
       break;
     }
@@ -614,12 +611,11 @@ Result<UniqueArray> ArrayBuilder::Finish() {
   a->offset = 0;
   a->null_count = (t == TypeId::kNull) ? length_ : null_count_;
 
-  Buffer validity = validity_.Finish();
   for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
     switch (layout.buffer_type[static_cast<size_t>(i)]) {
       case BufferType::kValidity:
         // No nulls: export no validity buffer at all.
-        owned->buffers.push_back(null_count_ > 0 ? std::move(validity) : Buffer(allocator_));
+        owned->buffers.push_back(null_count_ > 0 ? validity_.Finish() : Buffer(allocator_));
         break;
       case BufferType::kData:
         owned->buffers.push_back(t == TypeId::kBool ? bits_.Finish() : std::move(data_));

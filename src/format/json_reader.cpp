@@ -174,7 +174,9 @@ class JsonAppender {
             FERRY_RETURN_NOT_OK(child->AppendNull());
           } else {
             ++used;
-            FERRY_RETURN_NOT_OK(Append(child, *it, path + " > field \"" + key + "\""));
+            std::string where = path;
+            where.append(" > field \"").append(key).append("\"");
+            FERRY_RETURN_NOT_OK(Append(child, *it, where));
           }
         }
         if (used != v.size()) return Status::Invalid("object has fields the struct does not");

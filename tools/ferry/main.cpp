@@ -4,7 +4,9 @@
 
 #include "demo.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Run(int argc, char** argv) {
   CLI::App app{
       "ferry: move Arrow columnar data and N-d arrays between devices, libraries and processes "
       "without copying."};
@@ -29,4 +31,16 @@ int main(int argc, char** argv) {
   }
   if (*demo_cmd) return ferry::cli::RunDemo(demo);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    // CLI11 reports parse errors itself; anything else is a bug worth a clear last word.
+    std::fprintf(stderr, "ferry: %s\n", e.what());
+    return 1;
+  }
 }

@@ -36,10 +36,13 @@ class [[nodiscard]] Result {
 
 }  // namespace ferry
 
+// `tmp` and `lhs` name a variable and a declaration, so they cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define FERRY_ASSIGN_OR_RAISE_IMPL(tmp, lhs, rexpr) \
   auto tmp = (rexpr);                               \
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 /// Evaluate a Result expression; on error return its Status, else assign its value to `lhs`.
 #define FERRY_ASSIGN_OR_RAISE(lhs, rexpr) \
