@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets with clang (ASan + UBSan) and run each for a bounded time over its
+# seed corpus. Crashes are saved as fuzz/crash-*; keep them as regression seeds once fixed.
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 20)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-20}
+CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DFERRY_BUILD_FUZZ=ON -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_TOOLS=OFF \
+  -DFERRY_SANITIZE=address,undefined >/dev/null
+cmake --build build/fuzz -j"$(nproc)"
+status=0
+for target in build/fuzz/fuzz/ferry_*_fuzz; do
+  name=$(basename "$target" | sed -E 's/^ferry_//; s/_fuzz$//')
+  corpus="fuzz/corpus/$name"
+  work=$(mktemp -d)
+  [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+  echo "== fuzz $name for ${seconds}s"
+  if ! "$target" -max_total_time="$seconds" -rss_limit_mb=2048 -artifact_prefix=fuzz/crash- \
+       -print_final_stats=1 "$work" 2>&1 | tail -n 12; then
+    status=1
+  fi
+  rm -rf "$work"
+done
+exit $status
