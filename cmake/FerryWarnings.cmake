@@ -5,6 +5,7 @@ if(FERRY_SANITIZE)
 endif()
 
 function(ferry_set_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow=local
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic
+                         $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wshadow=local>
                          $<$<BOOL:${FERRY_WERROR}>:-Werror>)
 endfunction()

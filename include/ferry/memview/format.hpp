@@ -1,0 +1,49 @@
+// Item formats of memory views: Ruby's pack-template dialect (the one MemoryView uses).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ferry/format/result.hpp"
+
+namespace ferry::memview {
+
+/// One member of an item: a run of `repeat` values of the type `format` names, `size` bytes
+/// each, starting `offset` bytes into the item.
+struct ItemComponent {
+  char format = 0;
+  bool native_size = false;    ///< `!` or `_` was given
+  bool little_endian = false;  ///< byte order of the stored values
+  int64_t offset = 0;
+  int64_t size = 0;
+  int64_t repeat = 1;
+};
+
+/// A parsed item format: its byte size (with `|` padding) and its members. Padding (`x`) makes
+/// no member.
+struct ItemDesc {
+  int64_t item_size = 0;
+  bool aligned = false;  ///< a leading `|`: C struct alignment, tail padding included
+  std::vector<ItemComponent> components;
+};
+
+/// Parse a pack template: `x c C s S n v i I l L N V f e g q Q d E G j J`; after
+/// `s S i I l L q Q j J` the modifiers `!`/`_` (native size) and one of `<`/`>` (byte order); a
+/// decimal count after each token (`c3`); whitespace between tokens; a leading `|` for C
+/// alignment. `l` is 4 bytes and `l!` the native long. Errors name the byte offset of the bad
+/// token and why. An empty format is an item of 0 bytes.
+Result<ItemDesc> ParseItemFormat(std::string_view format);
+
+/// A decoded value: signed integers (`c` is always signed), unsigned integers, or floats.
+using ItemScalar = std::variant<int64_t, uint64_t, double>;
+/// A decoded item: nothing (no members), one scalar (one member, repeat 1), or a flat list of
+/// members x repeats in order.
+using ItemValue = std::variant<std::monostate, ItemScalar, std::vector<ItemScalar>>;
+
+/// Decode the item at `item` (which must hold `desc.item_size` readable bytes). Values stored in
+/// the other byte order are swapped first.
+ItemValue DecodeItem(const ItemDesc& desc, const uint8_t* item);
+
+}  // namespace ferry::memview
