@@ -19,14 +19,13 @@ struct Letter {
   int64_t align;        // alignment under `|`; 0 = none
   int64_t native_size;  // size with `!`/`_`; 0 = modifiers not allowed
   int64_t native_align;
-  int8_t order;  // 0 native, 1 forced little, 2 forced big
+  int order;  // 0 native, 1 forced little, 2 forced big
 };
 
-// The size, alignment and byte-order rules of one format letter; nullopt-like size 0 = unknown.
+// The size, alignment and byte-order rules of one format letter; size 0 means not a letter.
 Letter LetterInfo(char c) {
   switch (c) {
-    case 'x':
-      return {1, 0, 0, 0, 0};
+    case 'x':  // padding: no member
     case 'c':
     case 'C':
       return {1, 0, 0, 0, 0};

@@ -51,6 +51,8 @@ struct MemoryView {
   void* sync_event = nullptr;
   /// Exporter-private data, released with the view by the exporter.
   std::shared_ptr<void> private_data;
+  /// Set by the exporter registry for views it handed out, so that release happens once.
+  std::shared_ptr<void> export_token;
 
   /// Number of items (the product of the shape; 1 for ndim 0).
   int64_t n_items() const noexcept;

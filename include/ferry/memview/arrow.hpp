@@ -1,0 +1,30 @@
+// Memory views of Arrow arrays: fixed-width arrays (1-D), fixed-size lists (2-D) and
+// arrow.fixed_shape_tensor arrays (N-D, permutation honoured through strides). Zero-copy.
+#pragma once
+
+#include "ferry/format/array.hpp"
+#include "ferry/memview/memory_view.hpp"
+#include "ferry/memview/registry.hpp"
+
+namespace ferry::memview {
+
+/// Options for viewing an Arrow array.
+struct ArrowViewOptions {
+  /// Export the values of an array that has nulls anyway (null slots hold unspecified data).
+  bool allow_nulls = false;
+};
+
+/// The pack-template item format for the values of a fixed-width storage type ("l" for int32,
+/// "q2" for decimal128, "C16" for fixed_size_binary[16]); fails for types with no item format
+/// (bool is bit-packed, half floats have no pack letter).
+Result<std::string> ItemFormatOf(const SchemaView& type);
+
+/// A view of `array`'s values, sharing its buffers (`owner` keeps them alive). The array must be
+/// on the CPU and have no nulls unless options allow them. The view is read-only.
+Result<MemoryView> ViewOfArray(std::shared_ptr<const Array> array, int32_t flags,
+                               const ArrowViewOptions& options = {});
+
+/// Register ViewOfArray as the exporter of `std::shared_ptr<const Array>` objects.
+void RegisterArrowExporters(ExporterRegistry& registry);
+
+}  // namespace ferry::memview

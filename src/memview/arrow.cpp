@@ -1,0 +1,195 @@
+// Memory views of Arrow arrays.
+#include "ferry/memview/arrow.hpp"
+
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+namespace ferry::memview {
+
+Result<std::string> ItemFormatOf(const SchemaView& type) {
+  switch (type.storage_type) {
+    case TypeId::kInt8:
+      return std::string("c");
+    case TypeId::kUInt8:
+      return std::string("C");
+    case TypeId::kInt16:
+      return std::string("s");
+    case TypeId::kUInt16:
+      return std::string("S");
+    case TypeId::kInt32:
+    case TypeId::kDate32:
+    case TypeId::kTime32:
+    case TypeId::kIntervalMonths:
+    case TypeId::kDecimal32:
+      return std::string("l");
+    case TypeId::kUInt32:
+      return std::string("L");
+    case TypeId::kInt64:
+    case TypeId::kDate64:
+    case TypeId::kTime64:
+    case TypeId::kTimestamp:
+    case TypeId::kDuration:
+    case TypeId::kDecimal64:
+      return std::string("q");
+    case TypeId::kUInt64:
+      return std::string("Q");
+    case TypeId::kFloat:
+      return std::string("f");
+    case TypeId::kDouble:
+      return std::string("d");
+    case TypeId::kIntervalDayTime:
+      return std::string("l2");
+    case TypeId::kIntervalMonthDayNano:
+      return std::string("l2q");
+    case TypeId::kDecimal128:
+      return std::string("q2");
+    case TypeId::kDecimal256:
+      return std::string("q4");
+    case TypeId::kFixedSizeBinary:
+      return "C" + std::to_string(type.fixed_size);
+    case TypeId::kBool:
+      return Status::NotSupported("bool arrays are bit-packed and have no item format");
+    case TypeId::kHalfFloat:
+      return Status::NotSupported("half floats have no pack-template item format");
+    default:
+      return Status::NotSupported(std::string(TypeIdName(type.storage_type)) +
+                                  " is not a fixed-width type");
+  }
+}
+
+namespace {
+
+Status CheckNoNulls(const ArrayView& v, const char* what, const ArrowViewOptions& options) {
+  if (options.allow_nulls) return Status::OK();
+  int64_t nulls = 0;
+  for (int64_t i = 0; i < v.length() && nulls == 0; ++i) nulls += v.IsNull(i) ? 1 : 0;
+  if (nulls > 0) {
+    return Status::Invalid(std::string("memory view: the ") + what +
+                           " has nulls; ask for allow_nulls to export the values anyway");
+  }
+  return Status::OK();
+}
+
+// Parse the arrow.fixed_shape_tensor metadata: shape and optional permutation.
+Status ParseTensorMetadata(std::string_view text, std::vector<int64_t>* shape,
+                           std::vector<int64_t>* permutation) {
+  auto json = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("shape") ||
+      !json["shape"].is_array()) {
+    return Status::Invalid("arrow.fixed_shape_tensor metadata has no \"shape\" array");
+  }
+  for (const auto& d : json["shape"]) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      return Status::Invalid(
+          "arrow.fixed_shape_tensor shape entries must be non-negative integers");
+    }
+    shape->push_back(d.get<int64_t>());
+  }
+  permutation->resize(shape->size());
+  std::iota(permutation->begin(), permutation->end(), 0);
+  if (json.contains("permutation")) {
+    const auto& p = json["permutation"];
+    if (!p.is_array() || p.size() != shape->size()) {
+      return Status::Invalid("arrow.fixed_shape_tensor permutation must list every dimension");
+    }
+    std::vector<bool> seen(shape->size(), false);
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (!p[i].is_number_integer()) return Status::Invalid("permutation entries must be integers");
+      const int64_t v = p[i].get<int64_t>();
+      if (v < 0 || v >= static_cast<int64_t>(shape->size()) || seen[static_cast<size_t>(v)]) {
+        return Status::Invalid("arrow.fixed_shape_tensor permutation is not a permutation");
+      }
+      seen[static_cast<size_t>(v)] = true;
+      (*permutation)[i] = v;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<MemoryView> ViewOfArray(std::shared_ptr<const Array> array, int32_t flags,
+                               const ArrowViewOptions& options) {
+  if (!array) return Status::Invalid("memory view: array is NULL");
+  const ArrayView& v = array->view();
+  const SchemaView& t = v.type();
+  const bool tensor =
+      t.type == TypeId::kExtension && t.extension_name == "arrow.fixed_shape_tensor";
+  MemoryView view;
+  view.readonly = true;
+  if (t.storage_type == TypeId::kFixedSizeList) {
+    const ArrayView& values = v.child(0);
+    FERRY_RETURN_NOT_OK(CheckNoNulls(v, "array", options));
+    FERRY_RETURN_NOT_OK(CheckNoNulls(values, "values child", options));
+    FERRY_ASSIGN_OR_RAISE(view.format, ItemFormatOf(values.type()));
+    FERRY_ASSIGN_OR_RAISE(view.item_desc, ParseItemFormat(view.format));
+    view.item_size = view.item_desc.item_size;
+    const int64_t size = t.fixed_size;
+    const int64_t first = values.offset() + v.offset() * size;
+    view.data = const_cast<uint8_t*>(values.buffer(1).data) + first * view.item_size;
+    std::vector<int64_t> inner = {size};
+    std::vector<int64_t> permutation = {0};
+    if (tensor) {
+      inner.clear();
+      FERRY_RETURN_NOT_OK(ParseTensorMetadata(t.extension_metadata, &inner, &permutation));
+      int64_t product = 1;
+      for (int64_t d : inner) product *= d;
+      if (product != size) {
+        return Status::Invalid("arrow.fixed_shape_tensor shape has " + std::to_string(product) +
+                               " elements but the list size is " + std::to_string(size));
+      }
+    }
+    // Physical (storage) order is row-major over the permuted shape.
+    const size_t n = inner.size();
+    std::vector<int64_t> physical_shape(n);
+    for (size_t i = 0; i < n; ++i) physical_shape[i] = inner[static_cast<size_t>(permutation[i])];
+    std::vector<int64_t> physical_strides(n);
+    int64_t stride = view.item_size;
+    for (size_t k = n; k-- > 0;) {
+      physical_strides[k] = stride;
+      stride *= physical_shape[k];
+    }
+    view.ndim = static_cast<int64_t>(n) + 1;
+    view.shape = {v.length()};
+    view.strides = {stride};
+    view.shape.resize(n + 1);
+    view.strides.resize(n + 1);
+    for (size_t i = 0; i < n; ++i) {
+      const auto logical = static_cast<size_t>(permutation[i]);
+      view.shape[1 + logical] = inner[logical];
+      view.strides[1 + logical] = physical_strides[i];
+    }
+    view.byte_size = v.length() * stride;
+  } else {
+    FERRY_RETURN_NOT_OK(CheckNoNulls(v, "array", options));
+    FERRY_ASSIGN_OR_RAISE(view.format, ItemFormatOf(t));
+    FERRY_ASSIGN_OR_RAISE(view.item_desc, ParseItemFormat(view.format));
+    view.item_size = view.item_desc.item_size;
+    view.data = const_cast<uint8_t*>(v.buffer(1).data) + v.offset() * view.item_size;
+    view.ndim = 1;
+    view.shape = {v.length()};
+    view.byte_size = v.length() * view.item_size;
+  }
+  view.owner = std::move(array);
+  FERRY_RETURN_NOT_OK(ConformToRequest(&view, flags));
+  return view;
+}
+
+void RegisterArrowExporters(ExporterRegistry& registry) {
+  Exporter exporter;
+  exporter.get = [](const void* object, int32_t flags, MemoryView* out) -> Status {
+    const auto& array = *static_cast<const std::shared_ptr<const Array>*>(object);
+    FERRY_ASSIGN_OR_RAISE(*out, ViewOfArray(array, flags));
+    return Status::OK();
+  };
+  exporter.available = [](const void* object) {
+    const auto& array = *static_cast<const std::shared_ptr<const Array>*>(object);
+    return array && ItemFormatOf(array->view().type().storage_type == TypeId::kFixedSizeList
+                                     ? array->view().child(0).type()
+                                     : array->view().type())
+                        .ok();
+  };
+  registry.Register<std::shared_ptr<const Array>>(std::move(exporter));
+}
+
+}  // namespace ferry::memview

@@ -1,0 +1,127 @@
+// Memory views of Arrow arrays: fixed-width, fixed-size lists and fixed_shape_tensor.
+#include "ferry/memview/arrow.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/test_util.hpp"
+
+namespace ferry::memview {
+namespace {
+
+std::shared_ptr<const Array> Make(const Field& field, const std::string& json, int64_t offset = 0,
+                                  int64_t length = -1) {
+  auto whole = testing::ArrayFromJson(field, json);
+  EXPECT_TRUE(whole.ok()) << whole.status().message();
+  if (length < 0) return std::make_shared<Array>(std::move(whole).ValueOrDie());
+  auto sliced = testing::SlicedArrayFromJson(field, json, offset, length);
+  EXPECT_TRUE(sliced.ok()) << sliced.status().message();
+  return std::make_shared<Array>(std::move(sliced).ValueOrDie());
+}
+
+template <typename T>
+T At(const MemoryView& v, std::vector<int64_t> idx) {
+  T out;
+  std::memcpy(&out, GetItemPointer(v, idx.data()), sizeof(T));
+  return out;
+}
+
+TEST(ArrowViews, FixedWidthSlicedIsZeroCopy) {
+  auto array = Make(Field::Make("i", "x"), "[10, 11, 12, 13, 14]", 2, 3);
+  ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(array, kFormat | kStrides));
+  EXPECT_EQ(v.format, "l");
+  EXPECT_EQ(v.shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(At<int32_t>(v, {0}), 12);
+  EXPECT_EQ(At<int32_t>(v, {2}), 14);
+  EXPECT_EQ(v.data, array->view().buffer(1).data + 8);  // points into the array's buffer
+  EXPECT_TRUE(v.readonly);
+  ASSERT_RAISES_WITH(EINVAL, "WRITABLE was requested", ViewOfArray(array, kWritable));
+}
+
+TEST(ArrowViews, FormatsByType) {
+  struct Case {
+    const char* format;
+    const char* item;
+  };
+  for (const Case& c :
+       {Case{"c", "c"}, Case{"S", "S"}, Case{"L", "Q"}, Case{"g", "d"}, Case{"tsu:", "q"},
+        Case{"d:38,2", "q2"}, Case{"d:76,2,256", "q4"}, Case{"w:16", "C16"}, Case{"tin", "l2q"}}) {
+    auto array = Make(Field::Make(c.format, "x"), "[]");
+    ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(array, kFormat));
+    EXPECT_EQ(v.format, c.item) << c.format;
+  }
+  ASSERT_RAISES_WITH(ENOTSUP, "bit-packed",
+                     ViewOfArray(Make(Field::Make("b", "x"), "[]"), kFormat));
+  ASSERT_RAISES_WITH(ENOTSUP, "half floats",
+                     ViewOfArray(Make(Field::Make("e", "x"), "[]"), kFormat));
+}
+
+TEST(ArrowViews, NullsAreRefusedUnlessAllowed) {
+  auto array = Make(Field::Make("l", "x"), "[1, null, 3]");
+  ASSERT_RAISES_WITH(EINVAL, "the array has nulls", ViewOfArray(array, kFormat));
+  ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(array, kFormat, {/*allow_nulls=*/true}));
+  EXPECT_EQ(At<int64_t>(v, {2}), 3);
+}
+
+TEST(ArrowViews, FixedSizeListIsTwoDimensional) {
+  auto array = Make(Field::Make("+w:3", "x", {Field::Make("s", "item")}),
+                    "[[1, 2, 3], [4, 5, 6], [7, 8, 9]]", 1, 2);
+  ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(array, kFormat | kStrides));
+  EXPECT_EQ(v.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(v.strides, (std::vector<int64_t>{6, 2}));
+  EXPECT_EQ(At<int16_t>(v, {0, 0}), 4);
+  EXPECT_EQ(At<int16_t>(v, {1, 2}), 9);
+  EXPECT_TRUE(IsRowMajorContiguous(v));
+  ASSERT_RAISES_WITH(EINVAL, "MULTI_DIMENSIONAL was not requested", ViewOfArray(array, kFormat));
+}
+
+Field Tensor(const std::string& metadata, int32_t size) {
+  return Field::Extension(
+      "t", "arrow.fixed_shape_tensor", metadata,
+      Field::Make("+w:" + std::to_string(size), "t", {Field::Make("i", "item")}));
+}
+
+TEST(ArrowViews, FixedShapeTensorHonoursPermutation) {
+  // Logical shape [2, 3] stored with permutation [1, 0]: physical (3, 2) row-major.
+  auto array = Make(Tensor(R"({"shape": [2, 3], "permutation": [1, 0]})", 6),
+                    "[[0, 1, 2, 3, 4, 5], [10, 11, 12, 13, 14, 15]]");
+  ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(array, kFormat | kStrides));
+  EXPECT_EQ(v.shape, (std::vector<int64_t>{2, 2, 3}));
+  EXPECT_EQ(v.strides, (std::vector<int64_t>{24, 4, 8}));
+  // Logical [i, j] is physical [j, i] = storage index j * 2 + i.
+  EXPECT_EQ(At<int32_t>(v, {0, 0, 1}), 2);
+  EXPECT_EQ(At<int32_t>(v, {0, 1, 0}), 1);
+  EXPECT_EQ(At<int32_t>(v, {1, 1, 2}), 15);
+  EXPECT_TRUE(IsColumnMajorContiguous(v) == false);
+  ASSERT_RAISES_WITH(EINVAL, "ROW_MAJOR was requested", ViewOfArray(array, kRowMajor | kFormat));
+}
+
+TEST(ArrowViews, TensorEdgeCases) {
+  auto empty = Make(Tensor(R"({"shape": [0, 4]})", 0), "[[], []]");
+  ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(empty, kFormat | kStrides));
+  EXPECT_EQ(v.shape, (std::vector<int64_t>{2, 0, 4}));
+  EXPECT_EQ(v.n_items(), 0);
+  auto with_nulls = Make(Tensor(R"({"shape": [2]})", 2), "[[1, 2], null]");
+  ASSERT_RAISES_WITH(EINVAL, "has nulls", ViewOfArray(with_nulls, kFormat | kStrides));
+  auto bad = Make(Tensor(R"({"shape": [2, 2]})", 3), "[[1, 2, 3]]");
+  ASSERT_RAISES_WITH(EINVAL, "shape has 4 elements but the list size is 3",
+                     ViewOfArray(bad, kFormat | kStrides));
+  auto bad_perm = Make(Tensor(R"({"shape": [1, 2], "permutation": [0, 0]})", 2), "[[1, 2]]");
+  ASSERT_RAISES_WITH(EINVAL, "is not a permutation", ViewOfArray(bad_perm, kFormat | kStrides));
+}
+
+TEST(ArrowViews, RegisteredExporterKeepsTheArrayAlive) {
+  ExporterRegistry registry;
+  RegisterArrowExporters(registry);
+  auto array = Make(Field::Make("d:9,1,32", "x"), R"(["1.5", "2.5"])");
+  std::weak_ptr<const Array> weak = array;
+  ASSERT_OK_AND_ASSIGN(MemoryView v, registry.Get(array, kFormat));
+  array.reset();
+  EXPECT_FALSE(weak.expired());  // the view's owner holds it
+  EXPECT_EQ(At<int32_t>(v, {1}), 25);
+  ASSERT_OK(registry.Release(&v));
+  EXPECT_TRUE(weak.expired());
+}
+
+}  // namespace
+}  // namespace ferry::memview
