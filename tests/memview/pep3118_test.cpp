@@ -1,0 +1,107 @@
+// PEP 3118 and NumPy typestr bridges: sizes and offsets agree with Python's struct rules.
+#include "ferry/memview/pep3118.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/test_util.hpp"
+
+namespace ferry::memview {
+namespace {
+
+using ::testing::HasSubstr;
+
+ItemDesc FromPep3118(const char* format) {
+  auto pack = PackFormatFromPep3118(format);
+  EXPECT_TRUE(pack.ok()) << format << ": " << pack.status().message();
+  auto desc = ParseItemFormat(pack.ok() ? *pack : "");
+  EXPECT_TRUE(desc.ok()) << desc.status().message();
+  return desc.ok() ? *desc : ItemDesc{};
+}
+
+TEST(Pep3118, MapsBySizeAndOrder) {
+  EXPECT_EQ(*PackFormatFromPep3118("<i"), "l<");
+  EXPECT_EQ(*PackFormatFromPep3118(">d"), "G");
+  EXPECT_EQ(*PackFormatFromPep3118("<f"), "e");  // Ruby's 'e' is a little-endian float
+  EXPECT_EQ(*PackFormatFromPep3118("=l"), "l");  // standard size: 4 bytes
+  EXPECT_EQ(FromPep3118("@l").item_size, static_cast<int64_t>(sizeof(long)));
+  EXPECT_EQ(*PackFormatFromPep3118("!H"), "S>");
+  EXPECT_EQ(*PackFormatFromPep3118("B"), "C");
+  EXPECT_EQ(*PackFormatFromPep3118("b"), "c");
+  EXPECT_EQ(*PackFormatFromPep3118("?"), "C");
+  EXPECT_EQ(*PackFormatFromPep3118("<4h"), "s<4");
+  EXPECT_EQ(*PackFormatFromPep3118("10s"), "C10");
+}
+
+TEST(Pep3118, NativeAlignmentWithoutTailPadding) {
+  ItemDesc d = FromPep3118("@iqb");  // Python: struct.calcsize("@iqb") == 17
+  EXPECT_EQ(d.item_size, 17);
+  ASSERT_EQ(d.components.size(), 3u);
+  EXPECT_EQ(d.components[1].offset, 8);
+  EXPECT_EQ(d.components[2].offset, 16);
+  EXPECT_EQ(FromPep3118("<iqb").item_size, 13);  // standard: no alignment
+  EXPECT_EQ(FromPep3118("^iqb").item_size, 13);
+}
+
+TEST(Pep3118, StructsNamesAndPadding) {
+  ItemDesc d = FromPep3118("T{<h:x: 2x >d:y:}");
+  EXPECT_EQ(d.item_size, 12);
+  ASSERT_EQ(d.components.size(), 2u);
+  EXPECT_EQ(d.components[1].offset, 4);
+  EXPECT_FALSE(d.components[1].little_endian);
+}
+
+TEST(Pep3118, UnsupportedFormsAreClearErrors) {
+  ASSERT_RAISES_WITH(EINVAL, "half floats ('e') have no pack-template type at offset 0",
+                     PackFormatFromPep3118("e"));
+  ASSERT_RAISES_WITH(EINVAL, "complex numbers", PackFormatFromPep3118("Zf"));
+  ASSERT_RAISES_WITH(EINVAL, "sub-array shapes", PackFormatFromPep3118("(2,2)i"));
+  ASSERT_RAISES_WITH(EINVAL, "unterminated 'T{'", PackFormatFromPep3118("T{i"));
+  ASSERT_RAISES_WITH(EINVAL, "unmatched '}' at offset 1", PackFormatFromPep3118("i}"));
+  ASSERT_RAISES_WITH(EINVAL, "unknown format character 'y'", PackFormatFromPep3118("y"));
+}
+
+TEST(Pep3118, FromItemDescRoundTripsLayout) {
+  for (const char* pack : {"|iqc", "l>2 x3 E", "C", "Q<", "s v N"}) {
+    ASSERT_OK_AND_ASSIGN(ItemDesc desc, ParseItemFormat(pack));
+    ASSERT_OK_AND_ASSIGN(std::string pep, Pep3118FromItemDesc(desc));
+    ItemDesc back = FromPep3118(pep.c_str());
+    EXPECT_EQ(back.item_size, desc.item_size) << pack << " -> " << pep;
+    ASSERT_EQ(back.components.size(), desc.components.size()) << pep;
+    for (size_t i = 0; i < desc.components.size(); ++i) {
+      EXPECT_EQ(back.components[i].offset, desc.components[i].offset) << pep;
+      EXPECT_EQ(back.components[i].size * back.components[i].repeat,
+                desc.components[i].size * desc.components[i].repeat)
+          << pep;
+      if (desc.components[i].size > 1) {
+        EXPECT_EQ(back.components[i].little_endian, desc.components[i].little_endian) << pep;
+      }
+    }
+  }
+}
+
+TEST(NumpyTypestr, BothDirections) {
+  auto typestr = [](const char* pack) {
+    auto desc = ParseItemFormat(pack);
+    EXPECT_TRUE(desc.ok());
+    auto t = NumpyTypestrFromItemDesc(*desc);
+    return t.ok() ? *t : t.status().message();
+  };
+  EXPECT_EQ(typestr("l<"), "<i4");
+  EXPECT_EQ(typestr("Q>"), ">u8");
+  EXPECT_EQ(typestr("G"), ">f8");
+  EXPECT_EQ(typestr("c"), "|i1");
+  EXPECT_EQ(typestr("C16"), "|V16");
+  EXPECT_THAT(typestr("ll"), HasSubstr("one scalar type"));
+  EXPECT_EQ(*PackFormatFromNumpyTypestr("<i4"), "l<");
+  EXPECT_EQ(*PackFormatFromNumpyTypestr(">f8"), "G");
+  EXPECT_EQ(*PackFormatFromNumpyTypestr("|u1"), "C");
+  EXPECT_EQ(*PackFormatFromNumpyTypestr("|b1"), "C");
+  EXPECT_EQ(*PackFormatFromNumpyTypestr("|V12"), "C12");
+  ASSERT_RAISES_WITH(ENOTSUP, "kind 'c'", PackFormatFromNumpyTypestr("<c8"));
+  ASSERT_RAISES_WITH(ENOTSUP, "of 2 bytes", PackFormatFromNumpyTypestr("<f2"));
+  ASSERT_RAISES_WITH(EINVAL, "bad byte order", PackFormatFromNumpyTypestr("?i4"));
+}
+
+}  // namespace
+}  // namespace ferry::memview
