@@ -1,0 +1,122 @@
+// DLPack bridge: round trips per dtype, version mismatch, read-only, strides and ownership.
+#include "ferry/memview/dlpack.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <numeric>
+
+#include "support/test_util.hpp"
+
+namespace ferry::memview {
+namespace {
+
+bool HostIsLittle() { return std::endian::native == std::endian::little; }
+
+MemoryView Owned(const char* format, int64_t n, bool readonly) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(64 * 8);
+  std::iota(bytes->begin(), bytes->end(), 0);
+  auto view = MakeContiguousView(bytes, bytes->data(), static_cast<int64_t>(bytes->size()), format,
+                                 {n}, readonly);
+  EXPECT_TRUE(view.ok()) << view.status().message();
+  return std::move(view).ValueOrDie();
+}
+
+TEST(DLPack, RoundTripsEveryDtype) {
+  struct Case {
+    const char* format;
+    uint8_t code;
+    uint8_t bits;
+  };
+  for (const Case& c :
+       {Case{"c", kDLInt, 8}, Case{"s", kDLInt, 16}, Case{"l", kDLInt, 32}, Case{"q", kDLInt, 64},
+        Case{"C", kDLUInt, 8}, Case{"S", kDLUInt, 16}, Case{"L", kDLUInt, 32},
+        Case{"Q", kDLUInt, 64}, Case{"f", kDLFloat, 32}, Case{"d", kDLFloat, 64}}) {
+    MemoryView v = Owned(c.format, 5, false);
+    ASSERT_OK_AND_ASSIGN(DLManagedTensorVersioned * t, ToDLPack(v));
+    EXPECT_EQ(t->version.major, 1u);
+    EXPECT_EQ(t->dl_tensor.dtype.code, c.code) << c.format;
+    EXPECT_EQ(t->dl_tensor.dtype.bits, c.bits) << c.format;
+    EXPECT_EQ(t->dl_tensor.device.device_type, kDLCPU);
+    EXPECT_EQ(t->dl_tensor.data, v.data);  // zero-copy
+    EXPECT_EQ(t->flags & DLPACK_FLAG_BITMASK_READ_ONLY, 0u);
+    ASSERT_OK_AND_ASSIGN(MemoryView back, FromDLPack(t));
+    EXPECT_EQ(back.data, v.data);
+    EXPECT_EQ(back.shape, v.shape);
+    EXPECT_EQ(back.item_size, v.item_size);
+    EXPECT_EQ(back.item_desc.components[0].size, v.item_desc.components[0].size);
+  }
+}
+
+TEST(DLPack, OwnershipFollowsTheDeleter) {
+  MemoryView v = Owned("l", 4, true);
+  std::weak_ptr<const void> owner = v.owner;
+  ASSERT_OK_AND_ASSIGN(DLManagedTensorVersioned * t, ToDLPack(v));
+  EXPECT_NE(t->flags & DLPACK_FLAG_BITMASK_READ_ONLY, 0u);
+  v = MemoryView();
+  EXPECT_FALSE(owner.expired());  // the tensor keeps the memory alive
+  {
+    ASSERT_OK_AND_ASSIGN(MemoryView back, FromDLPack(t));
+    EXPECT_TRUE(back.readonly);
+  }
+  EXPECT_TRUE(owner.expired());  // the view's owner called the deleter
+}
+
+int g_deleted = 0;
+
+TEST(DLPack, MajorVersionMismatchOnlyCallsTheDeleter) {
+  g_deleted = 0;
+  auto* t = new DLManagedTensorVersioned{};
+  t->version.major = 2;
+  t->deleter = [](DLManagedTensorVersioned* self) {
+    ++g_deleted;
+    delete self;
+  };
+  ASSERT_RAISES_WITH(ENOTSUP, "major version 2 is not supported", FromDLPack(t));
+  EXPECT_EQ(g_deleted, 1);
+}
+
+TEST(DLPack, RefusalsAreClear) {
+  MemoryView ro = Owned("l", 3, true);
+  ASSERT_RAISES_WITH(ENOTSUP, "cannot mark data read-only", ToDLPackLegacy(ro));
+  MemoryView odd = Owned("l", 3, false);
+  odd.strides = {6};
+  ASSERT_RAISES_WITH(EINVAL, "stride 6 of dimension 0 is not a multiple of the item size 4",
+                     ToDLPack(odd));
+  MemoryView swapped = Owned(HostIsLittle() ? "l>" : "l<", 3, false);
+  ASSERT_RAISES_WITH(ENOTSUP, "native byte order", ToDLPack(swapped));
+  MemoryView pair = Owned("l2", 3, false);
+  ASSERT_RAISES_WITH(ENOTSUP, "one scalar", ToDLPack(pair));
+}
+
+TEST(DLPack, LegacyAndBoolAndStrides) {
+  MemoryView v = Owned("q", 6, false);
+  v.shape = {2, 3};
+  v.ndim = 2;
+  v.strides = {8, 16};  // column-major
+  ASSERT_OK_AND_ASSIGN(DLManagedTensor * legacy, ToDLPackLegacy(v));
+  EXPECT_EQ(legacy->dl_tensor.strides[0], 1);
+  EXPECT_EQ(legacy->dl_tensor.strides[1], 2);
+  ASSERT_OK_AND_ASSIGN(MemoryView back, FromDLPackLegacy(legacy));
+  EXPECT_EQ(back.strides, (std::vector<int64_t>{8, 16}));
+  EXPECT_FALSE(back.readonly);
+
+  static uint8_t bools[3] = {1, 0, 1};
+  auto* t = new DLManagedTensorVersioned{};
+  static int64_t shape[1] = {3};
+  t->version.major = 1;
+  t->dl_tensor.data = bools;
+  t->dl_tensor.device = {kDLCPU, 0};
+  t->dl_tensor.ndim = 1;
+  t->dl_tensor.dtype = {kDLBool, 8, 1};
+  t->dl_tensor.shape = shape;
+  t->deleter = [](DLManagedTensorVersioned* self) { delete self; };
+  ASSERT_OK_AND_ASSIGN(MemoryView b, FromDLPack(t));
+  EXPECT_EQ(b.format, "C");
+  EXPECT_TRUE(b.strides.empty());  // NULL strides: row-major
+  EXPECT_EQ(b.byte_size, 3);
+}
+
+}  // namespace
+}  // namespace ferry::memview
