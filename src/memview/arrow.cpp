@@ -1,8 +1,14 @@
 // Memory views of Arrow arrays.
 #include "ferry/memview/arrow.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <numeric>
+
+#include "ferry/format/schema.hpp"
 
 namespace ferry::memview {
 
@@ -190,6 +196,190 @@ void RegisterArrowExporters(ExporterRegistry& registry) {
                         .ok();
   };
   registry.Register<std::shared_ptr<const Array>>(std::move(exporter));
+}
+
+}  // namespace ferry::memview
+
+namespace ferry::memview {
+
+namespace {
+
+// The Arrow format of a one-member, native-order item.
+Result<std::string> ArrowFormatOf(const MemoryView& view) {
+  const ItemDesc& desc = view.item_desc;
+  if (desc.components.size() != 1 || desc.components[0].repeat != 1 ||
+      desc.components[0].size != view.item_size) {
+    return Status::NotSupported("an Arrow array needs one scalar per item, not \"" + view.format +
+                                "\"");
+  }
+  const ItemComponent& c = desc.components[0];
+  if (c.size > 1 && c.little_endian != (std::endian::native == std::endian::little)) {
+    return Status::NotSupported("an Arrow array needs native byte order");
+  }
+  switch (c.format) {
+    case 'c':
+      return std::string("c");
+    case 'C':
+      return std::string("C");
+    case 'f':
+    case 'e':
+    case 'g':
+      return std::string("f");
+    case 'd':
+    case 'E':
+    case 'G':
+      return std::string("g");
+    case 'n':
+    case 'v':
+      return std::string("S");
+    case 'N':
+    case 'V':
+      return std::string("I");
+    default:
+      break;
+  }
+  const bool is_signed = std::islower(static_cast<unsigned char>(c.format)) != 0;
+  switch (c.size) {
+    case 2:
+      return std::string(is_signed ? "s" : "S");
+    case 4:
+      return std::string(is_signed ? "i" : "I");
+    case 8:
+      return std::string(is_signed ? "l" : "L");
+    default:
+      return Status::NotSupported("no Arrow type for this item");
+  }
+}
+
+// An exported array node that keeps `keep` alive and points at caller-given buffers.
+struct ViewArrayData {
+  std::shared_ptr<const void> keep;
+  std::vector<const void*> buffers;
+  ArrowArray child{};
+  ArrowArray* child_ptr = nullptr;
+};
+
+void ReleaseViewArray(ArrowArray* array) {
+  auto* data = static_cast<ViewArrayData*>(array->private_data);
+  if (data->child.release != nullptr) data->child.release(&data->child);
+  delete data;
+  array->release = nullptr;
+}
+
+void ReleaseLeaf(ArrowArray* array) {
+  delete static_cast<ViewArrayData*>(array->private_data);
+  array->release = nullptr;
+}
+
+}  // namespace
+
+Result<Array> ArrayFromView(const MemoryView& input, const FromViewOptions& options) {
+  if (input.device_type != ARROW_DEVICE_CPU) {
+    return Status::NotSupported("ArrayFromView reads host memory; move the view to the CPU first");
+  }
+  if (!input.sub_offsets.empty())
+    return Status::NotSupported("indirect views have no Arrow layout");
+  FERRY_ASSIGN_OR_RAISE(std::string value_format, ArrowFormatOf(input));
+  MemoryView view = input;
+  const int64_t n = view.ndim == 0 ? 1 : view.shape[0];
+  const size_t inner_n = view.ndim > 1 ? static_cast<size_t>(view.ndim - 1) : 0;
+  int64_t inner_items = 1;
+  for (size_t d = 0; d < inner_n; ++d) inner_items *= view.shape[d + 1];
+
+  // Physical order of the inner dimensions: by decreasing stride, the innermost last.
+  std::vector<int64_t> order(inner_n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return view.stride(a + 1) > view.stride(b + 1); });
+  bool shareable = true;
+  if (view.ndim == 1) shareable = view.shape[0] <= 1 || view.stride(0) == view.item_size;
+  if (view.ndim > 1) {
+    int64_t expected = view.item_size;
+    for (size_t k = inner_n; k-- > 0;) {
+      const int64_t d = order[k] + 1;
+      if (view.shape[static_cast<size_t>(d)] > 1 && view.stride(d) != expected) shareable = false;
+      expected *= view.shape[static_cast<size_t>(d)];
+    }
+    if (n > 1 && view.stride(0) != expected) shareable = false;
+  }
+  if (view.n_items() == 0) shareable = true;
+  std::shared_ptr<const void> keep = view.owner;
+  const uint8_t* base = view.data;
+  if (!shareable) {
+    if (!options.allow_copy) {
+      return Status::Invalid(
+          "the view's layout cannot be shared by an Arrow array (dimension 0 "
+          "must be outermost and the items dense); allow a copy to convert");
+    }
+    // Copy into row-major order over the logical shape.
+    auto copy = std::make_shared<std::vector<uint8_t>>(
+        static_cast<size_t>(view.n_items() * view.item_size));
+    std::vector<int64_t> idx(static_cast<size_t>(view.ndim), 0);
+    for (int64_t item = 0; item < view.n_items(); ++item) {
+      std::memcpy(copy->data() + item * view.item_size, GetItemPointer(view, idx.data()),
+                  static_cast<size_t>(view.item_size));
+      for (int64_t d = view.ndim - 1; d >= 0; --d) {
+        if (++idx[static_cast<size_t>(d)] < view.shape[static_cast<size_t>(d)]) break;
+        idx[static_cast<size_t>(d)] = 0;
+      }
+    }
+    base = copy->data();
+    keep = copy;
+    std::iota(order.begin(), order.end(), 0);
+  }
+
+  Field field;
+  if (view.ndim <= 1) {
+    field = Field::Make(value_format, "");
+  } else {
+    Field storage = Field::Make("+w:" + std::to_string(inner_items), "",
+                                {Field::Make(value_format, "item").WithFlags(0)});
+    if (view.ndim == 2) {
+      field = storage;
+    } else {
+      std::string shape = "[";
+      std::string permutation = "[";
+      for (size_t d = 0; d < inner_n; ++d) {
+        shape += (d ? ", " : "") + std::to_string(view.shape[d + 1]);
+        permutation += (d ? ", " : "") + std::to_string(order[d]);
+      }
+      field = Field::Extension("", "arrow.fixed_shape_tensor",
+                               "{\"shape\": " + shape + "], \"permutation\": " + permutation + "]}",
+                               storage);
+    }
+  }
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, field.Export());
+
+  auto* data = new ViewArrayData();
+  data->keep = keep;
+  UniqueArray array;
+  ArrowArray* a = array.get();
+  a->length = n;
+  a->null_count = 0;
+  a->offset = 0;
+  a->private_data = data;
+  a->release = &ReleaseViewArray;
+  if (view.ndim <= 1) {
+    data->buffers = {nullptr, base};
+    a->n_buffers = 2;
+    a->buffers = data->buffers.data();
+  } else {
+    data->buffers = {nullptr};
+    a->n_buffers = 1;
+    a->buffers = data->buffers.data();
+    auto* leaf = new ViewArrayData();
+    leaf->keep = keep;
+    leaf->buffers = {nullptr, base};
+    data->child.length = n * inner_items;
+    data->child.n_buffers = 2;
+    data->child.buffers = leaf->buffers.data();
+    data->child.private_data = leaf;
+    data->child.release = &ReleaseLeaf;
+    data->child_ptr = &data->child;
+    a->n_children = 1;
+    a->children = &data->child_ptr;
+  }
+  return Array::Import(std::move(schema), std::move(array));
 }
 
 }  // namespace ferry::memview

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include "support/test_util.hpp"
 
 namespace ferry::memview {
@@ -121,6 +123,80 @@ TEST(ArrowViews, RegisteredExporterKeepsTheArrayAlive) {
   EXPECT_EQ(At<int32_t>(v, {1}), 25);
   ASSERT_OK(registry.Release(&v));
   EXPECT_TRUE(weak.expired());
+}
+
+}  // namespace
+}  // namespace ferry::memview
+
+namespace ferry::memview {
+namespace {
+
+MemoryView Ints(std::shared_ptr<std::vector<int32_t>> data, std::vector<int64_t> shape,
+                std::vector<int64_t> strides = {}) {
+  auto v = MakeContiguousView(data, reinterpret_cast<uint8_t*>(data->data()),
+                              static_cast<int64_t>(data->size() * 4), "l", std::move(shape), true);
+  EXPECT_TRUE(v.ok()) << v.status().message();
+  v->strides = std::move(strides);
+  return std::move(v).ValueOrDie();
+}
+
+std::shared_ptr<std::vector<int32_t>> Iota(int n) {
+  auto d = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(n));
+  std::iota(d->begin(), d->end(), 0);
+  return d;
+}
+
+TEST(ArrayFromView, OneDimensionIsZeroCopy) {
+  auto data = Iota(4);
+  MemoryView v = Ints(data, {4});
+  ASSERT_OK_AND_ASSIGN(Array a, ArrayFromView(v));
+  ASSERT_OK(a.Validate(ValidationLevel::kFull));
+  EXPECT_EQ(testing::ToJson(a.view()), "[0, 1, 2, 3]");
+  EXPECT_EQ(a.view().buffer(1).data, reinterpret_cast<const uint8_t*>(data->data()));
+  std::weak_ptr<std::vector<int32_t>> weak = data;
+  data.reset();
+  v = MemoryView();
+  EXPECT_FALSE(weak.expired());  // the array keeps the view's owner
+}
+
+TEST(ArrayFromView, TwoDimensionsBecomeAFixedSizeList) {
+  MemoryView v = Ints(Iota(6), {2, 3});
+  ASSERT_OK_AND_ASSIGN(Array a, ArrayFromView(v));
+  ASSERT_OK(a.Validate(ValidationLevel::kFull));
+  EXPECT_EQ(testing::ToJson(a.view()), "[[0, 1, 2], [3, 4, 5]]");
+  EXPECT_STREQ(a.schema()->format, "+w:3");
+}
+
+TEST(ArrayFromView, InnerPermutationsBecomeTensorPermutations) {
+  // Two 2x3 tensors whose inner dimensions are stored transposed (column-major inside).
+  auto data = Iota(12);
+  MemoryView v = Ints(data, {2, 2, 3}, {24, 4, 8});
+  ASSERT_OK_AND_ASSIGN(Array a, ArrayFromView(v));
+  ASSERT_OK(a.Validate(ValidationLevel::kFull));
+  EXPECT_EQ(a.view().type().extension_name, "arrow.fixed_shape_tensor");
+  EXPECT_THAT(std::string(a.view().type().extension_metadata),
+              ::testing::HasSubstr("\"permutation\": [1, 0]"));
+  auto shared = std::make_shared<Array>(std::move(a));
+  ASSERT_OK_AND_ASSIGN(MemoryView back, ViewOfArray(shared, kFormat | kStrides));
+  EXPECT_EQ(back.shape, v.shape);
+  EXPECT_EQ(back.strides, v.strides);
+  EXPECT_EQ(back.data, v.data);  // zero-copy both ways
+}
+
+TEST(ArrayFromView, OtherLayoutsCopyOnlyWhenAllowed) {
+  MemoryView t = Ints(Iota(6), {3, 2}, {4, 12});  // dimension 0 innermost
+  ASSERT_RAISES_WITH(EINVAL, "allow a copy to convert", ArrayFromView(t));
+  ASSERT_OK_AND_ASSIGN(Array a, ArrayFromView(t, {/*allow_copy=*/true}));
+  EXPECT_EQ(testing::ToJson(a.view()), "[[0, 3], [1, 4], [2, 5]]");
+  MemoryView rev = Ints(Iota(3), {3}, {-4});
+  rev.data += 8;
+  ASSERT_OK_AND_ASSIGN(Array r, ArrayFromView(rev, {true}));
+  EXPECT_EQ(testing::ToJson(r.view()), "[2, 1, 0]");
+  MemoryView pairs = Ints(Iota(4), {2});
+  pairs.format = "l2";
+  pairs.item_desc = *ParseItemFormat("l2");
+  pairs.item_size = 8;
+  ASSERT_RAISES_WITH(ENOTSUP, "one scalar per item", ArrayFromView(pairs));
 }
 
 }  // namespace

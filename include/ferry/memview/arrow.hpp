@@ -24,6 +24,19 @@ Result<std::string> ItemFormatOf(const SchemaView& type);
 Result<MemoryView> ViewOfArray(std::shared_ptr<const Array> array, int32_t flags,
                                const ArrowViewOptions& options = {});
 
+/// Options for ArrayFromView.
+struct FromViewOptions {
+  /// When the layout cannot be shared (dimension 0 not outermost, gaps, negative strides), copy
+  /// the items into a fresh row-major buffer instead of failing.
+  bool allow_copy = false;
+};
+
+/// An Arrow array over a view's memory: 1-D views become fixed-width arrays, 2-D views
+/// fixed-size lists, N-D views `arrow.fixed_shape_tensor` arrays (inner dimensions in any order
+/// become a permutation). Zero-copy when dimension 0 is outermost and the items are dense; the
+/// array then keeps the view's owner alive. Items must be one native-order integer or float.
+Result<Array> ArrayFromView(const MemoryView& view, const FromViewOptions& options = {});
+
 /// Register ViewOfArray as the exporter of `std::shared_ptr<const Array>` objects.
 void RegisterArrowExporters(ExporterRegistry& registry);
 
