@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets with clang (ASan + UBSan) and run each for a bounded time over its
-# seed corpus. Crashes are saved as fuzz/crash-*; keep them as regression seeds once fixed.
+# seed corpus. Crashes are saved as fuzz/crash-*; once fixed, keep them in the target's corpus as
+# regression seeds.
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ for target in build/fuzz/fuzz/ferry_*_fuzz; do
   work=$(mktemp -d)
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
   echo "== fuzz $name for ${seconds}s"
-  if ! "$target" -max_total_time="$seconds" -rss_limit_mb=2048 -artifact_prefix=fuzz/crash- \
+  if ! "$target" -max_total_time="$seconds" -rss_limit_mb=2048 -artifact_prefix=fuzz/ \
        -print_final_stats=1 "$work" 2>&1 | tail -n 12; then
     status=1
   fi

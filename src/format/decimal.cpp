@@ -75,6 +75,11 @@ Status ParseDecimal(std::string_view text, int32_t precision, int32_t scale, int
   if (!any) return Status::Invalid("decimal \"" + shown + "\": no digits");
   // Align to the scale: drop trailing zeros beyond it, or pad with zeros up to it.
   while (frac > scale) {
+    if (digits.empty()) {
+      // Every digit was a dropped zero: the value is 0 at any scale.
+      frac = scale;
+      break;
+    }
     if (digits.back() != '0') {
       return Status::Invalid("decimal \"" + shown + "\" has more fractional digits than scale " +
                              std::to_string(scale));

@@ -216,30 +216,12 @@ Result<std::string> ArrowFormatOf(const MemoryView& view) {
   if (c.size > 1 && c.little_endian != (std::endian::native == std::endian::little)) {
     return Status::NotSupported("an Arrow array needs native byte order");
   }
-  switch (c.format) {
-    case 'c':
-      return std::string("c");
-    case 'C':
-      return std::string("C");
-    case 'f':
-    case 'e':
-    case 'g':
-      return std::string("f");
-    case 'd':
-    case 'E':
-    case 'G':
-      return std::string("g");
-    case 'n':
-    case 'v':
-      return std::string("S");
-    case 'N':
-    case 'V':
-      return std::string("I");
-    default:
-      break;
-  }
-  const bool is_signed = std::islower(static_cast<unsigned char>(c.format)) != 0;
+  const char kind = ItemKind(c.format);
+  if (kind == 'f') return std::string(c.size == 4 ? "f" : "g");
+  const bool is_signed = kind == 'i';
   switch (c.size) {
+    case 1:
+      return std::string(is_signed ? "c" : "C");
     case 2:
       return std::string(is_signed ? "s" : "S");
     case 4:

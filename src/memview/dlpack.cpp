@@ -27,27 +27,8 @@ Status FillTensor(const MemoryView& view, ExportContext* ctx, DLTensor* t) {
   if (c.size > 1 && c.little_endian != kHostLittle) {
     return Status::NotSupported("DLPack: data must be in native byte order");
   }
-  switch (c.format) {
-    case 'f':
-    case 'e':
-    case 'g':
-    case 'd':
-    case 'E':
-    case 'G':
-      t->dtype.code = kDLFloat;
-      break;
-    case 'c':
-    case 's':
-    case 'i':
-    case 'l':
-    case 'q':
-    case 'j':
-      t->dtype.code = kDLInt;
-      break;
-    default:
-      t->dtype.code = kDLUInt;
-      break;
-  }
+  const char kind = ItemKind(c.format);
+  t->dtype.code = kind == 'f' ? kDLFloat : kind == 'i' ? kDLInt : kDLUInt;
   t->dtype.bits = static_cast<uint8_t>(c.size * 8);
   t->dtype.lanes = 1;
   ctx->shape = view.shape;

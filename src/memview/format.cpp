@@ -157,6 +157,38 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
   return desc;
 }
 
+char ItemKind(char letter) noexcept {
+  switch (letter) {
+    case 'c':
+    case 's':
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'j':
+      return 'i';
+    case 'C':
+    case 'S':
+    case 'I':
+    case 'L':
+    case 'Q':
+    case 'J':
+    case 'n':
+    case 'v':
+    case 'N':
+    case 'V':
+      return 'u';
+    case 'f':
+    case 'e':
+    case 'g':
+    case 'd':
+    case 'E':
+    case 'G':
+      return 'f';
+    default:
+      return 0;
+  }
+}
+
 namespace {
 
 template <typename T>
@@ -193,7 +225,7 @@ ItemScalar DecodeOne(const ItemComponent& c, const uint8_t* p) {
     default:
       break;
   }
-  const bool is_signed = std::islower(static_cast<unsigned char>(c.format)) != 0;
+  const bool is_signed = ItemKind(c.format) == 'i';
   switch (c.size) {
     case 2:
       return is_signed ? ItemScalar(static_cast<int64_t>(LoadOrdered<int16_t>(p, le)))

@@ -211,30 +211,6 @@ Status ParsePep3118(std::string_view format, size_t* pos, Pep3118State* st, int 
   return Status::OK();
 }
 
-char KindOf(char letter) {
-  switch (letter) {
-    case 'f':
-    case 'e':
-    case 'g':
-    case 'd':
-    case 'E':
-    case 'G':
-      return 'f';
-    case 'C':
-    case 'S':
-    case 'L':
-    case 'Q':
-    case 'J':
-    case 'n':
-    case 'v':
-    case 'N':
-    case 'V':
-      return 'u';
-    default:
-      return 'i';
-  }
-}
-
 }  // namespace
 
 Result<std::string> PackFormatFromPep3118(std::string_view format) {
@@ -250,7 +226,7 @@ Result<std::string> Pep3118FromItemDesc(const ItemDesc& desc) {
   int64_t offset = 0;
   for (const ItemComponent& c : desc.components) {
     if (c.offset > offset) out += std::to_string(c.offset - offset) + "x";
-    const char kind = KindOf(c.format);
+    const char kind = ItemKind(c.format);
     char letter = 0;
     if (kind == 'f') {
       letter = c.size == 4 ? 'f' : 'd';
@@ -293,7 +269,7 @@ Result<std::string> NumpyTypestrFromItemDesc(const ItemDesc& desc) {
     if (c.format == 'C') return "|V" + std::to_string(c.repeat);
     return Status::NotSupported("a repeated member has no NumPy typestr");
   }
-  const char kind = KindOf(c.format);
+  const char kind = ItemKind(c.format);
   const char order = c.size == 1 ? '|' : (c.little_endian ? '<' : '>');
   return std::string(1, order) + kind + std::to_string(c.size);
 }

@@ -140,6 +140,19 @@ TEST(Builder, DecimalsParseToTwosComplement) {
   EXPECT_EQ(v[2], 500);
 }
 
+TEST(Builder, ZeroAtNegativeScale) {
+  // Found by the JSON fuzzer: "-0" at scale -2 dropped every digit, then read past the string.
+  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("d:76,-2,256", "d").Export());
+  ASSERT_OK_AND_ASSIGN(auto b, ArrayBuilder::Make(schema.get()));
+  ASSERT_OK(b->AppendDecimal("-0"));
+  ASSERT_OK(b->AppendDecimal("1200"));
+  ASSERT_RAISES_WITH(EINVAL, "more fractional digits than scale -2", b->AppendDecimal("1210"));
+  ASSERT_OK_AND_ASSIGN(UniqueArray a, b->Finish());
+  const auto* limbs = static_cast<const uint64_t*>(a->buffers[1]);
+  EXPECT_EQ(limbs[0], 0u);
+  EXPECT_EQ(limbs[4], 12u);  // 1200 at scale -2 is 12
+}
+
 TEST(Builder, MisuseIsAClearError) {
   ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("i", "n").Export());
   ASSERT_OK_AND_ASSIGN(auto b, ArrayBuilder::Make(schema.get()));

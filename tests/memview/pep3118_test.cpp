@@ -80,6 +80,18 @@ TEST(Pep3118, FromItemDescRoundTripsLayout) {
   }
 }
 
+TEST(Pep3118, UnsignedLettersStayUnsigned) {
+  for (const char* pack : {"I", "J", "n", "V", "L!"}) {
+    ASSERT_OK_AND_ASSIGN(ItemDesc desc, ParseItemFormat(pack));
+    ASSERT_OK_AND_ASSIGN(std::string pep, Pep3118FromItemDesc(desc));
+    EXPECT_TRUE(pep.find_first_of("BHIQ") != std::string::npos) << pack << " -> " << pep;
+  }
+  EXPECT_EQ(ItemKind('I'), 'u');
+  EXPECT_EQ(ItemKind('j'), 'i');
+  EXPECT_EQ(ItemKind('G'), 'f');
+  EXPECT_EQ(ItemKind('x'), 0);
+}
+
 TEST(NumpyTypestr, BothDirections) {
   auto typestr = [](const char* pack) {
     auto desc = ParseItemFormat(pack);

@@ -36,6 +36,10 @@ struct ItemDesc {
 /// token and why. An empty format is an item of 0 bytes.
 Result<ItemDesc> ParseItemFormat(std::string_view format);
 
+/// The kind of values a format letter stores: 'i' signed integer (`c s i l q j`), 'u' unsigned
+/// integer (`C S I L Q J n v N V`), 'f' float (`f e g d E G`), or 0 for `x` and unknown letters.
+char ItemKind(char letter) noexcept;
+
 /// A decoded value: signed integers (`c` is always signed), unsigned integers, or floats.
 using ItemScalar = std::variant<int64_t, uint64_t, double>;
 /// A decoded item: nothing (no members), one scalar (one member, repeat 1), or a flat list of
