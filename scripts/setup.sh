@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries (apt),
+# Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries, clang
+# with libFuzzer and the clang-format/clang-tidy gates (apt),
 # and a Python virtual environment at .venv with the test peers (pip). Idempotent: it installs
 # nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang
+  build-essential cmake ninja-build pkg-config
+  clang libclang-rt-dev clang-format clang-tidy
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libflatbuffers-dev flatbuffers-compiler liblz4-dev libzstd-dev
   python3 python3-venv python3-dev
