@@ -50,7 +50,8 @@ Result<MemoryView> FromCudaArrayInterface(const CudaArrayInterface& cai,
     if (extent < 0) return Status::Invalid("__cuda_array_interface__ shape has a negative extent");
   }
   view.strides = cai.strides;
-  view.data = reinterpret_cast<uint8_t*>(cai.data);
+  // The protocol hands over the address as an integer.
+  view.data = reinterpret_cast<uint8_t*>(cai.data);  // NOLINT(performance-no-int-to-ptr)
   view.byte_size = view.n_items() * view.item_size;
   view.readonly = cai.readonly;
   view.device_type = ARROW_DEVICE_CUDA;
