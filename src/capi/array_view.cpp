@@ -1,6 +1,8 @@
 // C surface of ArrayView: init, set, validate, reset and JSON rendering.
 #include "ferry/format/array_view.hpp"
 
+#include "ferry/device/device_array_view.hpp"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -12,7 +14,11 @@ using ferry::Status;
 
 namespace {
 
-ArrayView* Cpp(const FerryArrayView* view) { return static_cast<ArrayView*>(view->private_data); }
+// The private data is a DeviceArrayView so the same struct serves FerryDeviceArrayView.
+ferry::DeviceArrayView* Dev(const FerryArrayView* view) {
+  return static_cast<ferry::DeviceArrayView*>(view->private_data);
+}
+ArrayView* Cpp(const FerryArrayView* view) { return &Dev(view)->array_view(); }
 
 void Mirror(FerryArrayView* view) {
   const ArrayView* v = Cpp(view);
@@ -42,8 +48,8 @@ FerryErrorCode FerryArrayViewInitFromSchema(struct FerryArrayView* view,
   return ferry::capi::Guard(error, [&]() -> Status {
     if (view == nullptr) return Status::Invalid("view is NULL");
     std::memset(view, 0, sizeof(*view));
-    FERRY_ASSIGN_OR_RAISE(ArrayView cpp, ArrayView::Make(schema));
-    view->private_data = new ArrayView(std::move(cpp));
+    FERRY_ASSIGN_OR_RAISE(ferry::DeviceArrayView cpp, ferry::DeviceArrayView::Make(schema));
+    view->private_data = new ferry::DeviceArrayView(std::move(cpp));
     Mirror(view);
     return Status::OK();
   });
@@ -84,7 +90,7 @@ FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, int32_t level
 
 void FerryArrayViewReset(struct FerryArrayView* view) {
   if (view == nullptr) return;
-  delete Cpp(view);
+  delete Dev(view);
   std::memset(view, 0, sizeof(*view));
 }
 

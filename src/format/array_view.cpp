@@ -164,6 +164,12 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
         break;
       case BufferType::kDataOffset:
       case BufferType::kListOffset:
+        // A list view has one offset per element; other offsets buffers have one more.
+        if (type_.storage_type == TypeId::kListView ||
+            type_.storage_type == TypeId::kLargeListView) {
+          size = MulOrNeg(end, bits / 8);
+          break;
+        }
         // An empty array may omit its offsets buffer entirely.
         size = (length_ == 0 && buf.data == nullptr) ? 0 : MulOrNeg(end + 1, bits / 8);
         break;

@@ -208,6 +208,20 @@ TEST(SetArrayMinimal, ReadsNoDataBuffer) {
   ASSERT_OK(view.Validate(ValidationLevel::kMinimal));
 }
 
+TEST(SetArray, ListViewBuffersHoldOneEntryPerElement) {
+  // Unlike list offsets, list view offsets have no trailing entry: 3 elements, 12 bytes each.
+  for (const char* format : {"+vl", "+vL"}) {
+    const int64_t width = format[2] == 'l' ? 4 : 8;
+    Field f = Field::Make(format, "lv", {Field::Make("i", "item")});
+    Array a = Build(f, "[[1], null, [2, 3]]");
+    ASSERT_OK_AND_ASSIGN(UniqueSchema schema, f.Export());
+    ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
+    ASSERT_OK(view.SetArray(a.array()));
+    EXPECT_EQ(view.buffer(1).size_bytes, 3 * width) << format;
+    EXPECT_EQ(view.buffer(2).size_bytes, 3 * width) << format;
+  }
+}
+
 TEST(Utf8, AcceptsAndRejectsByTheStandard) {
   auto ok = [](std::string_view s) {
     return internal::ValidateUtf8(reinterpret_cast<const uint8_t*>(s.data()),

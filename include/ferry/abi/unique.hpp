@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ferry/abi/arrow_c_abi.h"
+#include "ferry/abi/device_abi.h"
 
 namespace ferry {
 
@@ -42,7 +43,21 @@ struct CStructTraits<ArrowDeviceArrayStream> {
   static void mark_released(ArrowDeviceArrayStream& s) noexcept { s.release = nullptr; }
 };
 
+template <>
+struct CStructTraits<FerryDevice> {
+  static bool is_released(const FerryDevice& s) noexcept { return s.release == nullptr; }
+  static void mark_released(FerryDevice& s) noexcept { s.release = nullptr; }
+};
+
+template <>
+struct CStructTraits<FerryBuffer> {
+  static bool is_released(const FerryBuffer& s) noexcept { return s.release == nullptr; }
+  static void mark_released(FerryBuffer& s) noexcept { s.release = nullptr; }
+};
+
 namespace detail {
+inline void release_struct(FerryDevice& s) noexcept { s.release(&s); }
+inline void release_struct(FerryBuffer& s) noexcept { s.release(&s); }
 inline void release_struct(ArrowSchema& s) noexcept { s.release(&s); }
 inline void release_struct(ArrowArray& s) noexcept { s.release(&s); }
 inline void release_struct(ArrowArrayStream& s) noexcept { s.release(&s); }
@@ -108,5 +123,9 @@ using UniqueArray = Unique<ArrowArray>;
 using UniqueArrayStream = Unique<ArrowArrayStream>;
 using UniqueDeviceArray = Unique<ArrowDeviceArray>;
 using UniqueDeviceArrayStream = Unique<ArrowDeviceArrayStream>;
+/// Owner of a caller-initialised FerryDevice (e.g. FerryDeviceInitCpu); releases it once.
+using UniqueDevice = Unique<FerryDevice>;
+/// Owner of a device buffer; releasing frees the memory through its device.
+using UniqueBuffer = Unique<FerryBuffer>;
 
 }  // namespace ferry

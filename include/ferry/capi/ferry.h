@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ferry/abi/arrow_c_abi.h"
+#include "ferry/abi/device_abi.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,12 +19,6 @@ extern "C" {
 
 /** An errno-compatible code: 0 on success. */
 typedef int FerryErrorCode;
-
-/** Holds the message of the last failure of a call it was passed to. Lives on the caller's
- * stack; never needs releasing. */
-struct FerryError {
-  char message[1024];
-};
 
 /** How much an ArrayView validation checks; each level includes the ones before it. */
 enum FerryValidationLevel {
@@ -130,6 +125,128 @@ FerryErrorCode FerryArrayStreamInit(struct ArrowArrayStream* out, struct ArrowSc
 
 /** Free memory that ferry allocated for the caller (e.g. FerryArrayViewToJson's string). */
 void FerryFree(void* ptr);
+
+/* -- Devices (docs/device.md) ------------------------------------------------------------------
+ * The functions of nanoarrow's device extension under the same names with Arrow replaced by
+ * Ferry, each with a trailing `struct FerryError*`. Streams and events are pointers to the
+ * native handle (`CUstream*`, `cl_command_queue*`; `CUevent*`, `cl_event*`). */
+
+/** OK when ferry's device layer can run in this process (struct layouts match the spec). */
+FerryErrorCode FerryDeviceCheckRuntime(struct FerryError* error);
+
+/** The CPU device (owned by ferry; never NULL). */
+struct FerryDevice* FerryDeviceCpu(void);
+
+/** Fill `device` with a copy of the CPU device that the caller owns; its `release` marks it
+ * released. */
+void FerryDeviceInitCpu(struct FerryDevice* device);
+
+/** The device for (type, id), owned by ferry: CPU, CUDA/CUDA_HOST/CUDA_MANAGED (GPU ordinal;
+ * the driver is loaded at run time), OPENCL (ordinal among SVM devices) or EXT_DEV 0 (the
+ * guarded test device). NULL when there is none; FerryDeviceResolveError then says why. */
+struct FerryDevice* FerryDeviceResolve(ArrowDeviceType device_type, int64_t device_id);
+
+/** Why the last FerryDeviceResolve on this thread returned NULL ("" after a success). */
+const char* FerryDeviceResolveError(void);
+
+/** Wrap `array` (moved in) as `device_array` on `device`; a non-NULL `sync_event` is owned by
+ * the result. `reserved` is zeroed. */
+FerryErrorCode FerryDeviceArrayInit(struct FerryDevice* device,
+                                    struct ArrowDeviceArray* device_array,
+                                    struct ArrowArray* array, void* sync_event,
+                                    struct FerryError* error);
+
+/** FerryDeviceArrayInit with a stream: given only a stream, an event is created, recorded on
+ * it and owned by the result. */
+FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,
+                                         struct ArrowDeviceArray* device_array,
+                                         struct ArrowArray* array, void* sync_event, void* stream,
+                                         struct FerryError* error);
+
+/** Wrap `array_stream` (moved in) as a device stream whose arrays are labelled `device`. The
+ * end of the stream stays an array with a NULL release. */
+FerryErrorCode FerryDeviceBasicArrayStreamInit(struct ArrowDeviceArrayStream* device_array_stream,
+                                               struct ArrowArrayStream* array_stream,
+                                               struct FerryDevice* device,
+                                               struct FerryError* error);
+
+/** A view of a device array: its device (set by SetArray*) and the array view. Initialise with
+ * FerryDeviceArrayViewInit, then FerryArrayViewInitFromSchema(&view.array_view, ...). */
+struct FerryDeviceArrayView {
+  struct FerryDevice* device;
+  struct FerryArrayView array_view;
+};
+
+/** Zero `device_array_view`. */
+void FerryDeviceArrayViewInit(struct FerryDeviceArrayView* device_array_view);
+
+/** Free the view's private data (safe to repeat). */
+void FerryDeviceArrayViewReset(struct FerryDeviceArrayView* device_array_view);
+
+/** Point the view at `device_array` without reading any buffer. */
+FerryErrorCode FerryDeviceArrayViewSetArrayMinimal(struct FerryDeviceArrayView* device_array_view,
+                                                   struct ArrowDeviceArray* device_array,
+                                                   struct FerryError* error);
+
+/** Point the view at `device_array` and learn the data sizes with one device round trip,
+ * using the device's internal stream. */
+FerryErrorCode FerryDeviceArrayViewSetArray(struct FerryDeviceArrayView* device_array_view,
+                                            struct ArrowDeviceArray* device_array,
+                                            struct FerryError* error);
+
+/** FerryDeviceArrayViewSetArray ordered on `stream` (required on devices with streams). */
+FerryErrorCode FerryDeviceArrayViewSetArrayAsync(struct FerryDeviceArrayView* device_array_view,
+                                                 struct ArrowDeviceArray* device_array,
+                                                 void* stream, struct FerryError* error);
+
+/** Copy the visible part of the viewed array to `device_dst` (one allocation; complete on
+ * return). `dst` is owned by the caller. */
+FerryErrorCode FerryDeviceArrayViewCopy(struct FerryDeviceArrayView* src,
+                                        struct FerryDevice* device_dst,
+                                        struct ArrowDeviceArray* dst, struct FerryError* error);
+
+/** FerryDeviceArrayViewCopy ordered on `stream`; a device result owns an event recorded on it. */
+FerryErrorCode FerryDeviceArrayViewCopyAsync(struct FerryDeviceArrayView* src,
+                                             struct FerryDevice* device_dst,
+                                             struct ArrowDeviceArray* dst, void* stream,
+                                             struct FerryError* error);
+
+/** Move `src` to `device_dst` without copying; ENOTSUP (src untouched) when no zero-copy path
+ * exists. */
+FerryErrorCode FerryDeviceArrayMoveToDevice(struct ArrowDeviceArray* src,
+                                            struct FerryDevice* device_dst,
+                                            struct ArrowDeviceArray* dst, struct FerryError* error);
+
+/** Allocate `dst` on `device_dst` and copy `src` into it (complete on return). */
+FerryErrorCode FerryDeviceBufferInit(struct FerryDevice* device_src, struct FerryBufferView src,
+                                     struct FerryDevice* device_dst, struct FerryBuffer* dst,
+                                     struct FerryError* error);
+
+/** FerryDeviceBufferInit ordered on `stream`. */
+FerryErrorCode FerryDeviceBufferInitAsync(struct FerryDevice* device_src,
+                                          struct FerryBufferView src,
+                                          struct FerryDevice* device_dst, struct FerryBuffer* dst,
+                                          void* stream, struct FerryError* error);
+
+/** Move `src` to `dst` without copying; ENOTSUP when not possible. */
+FerryErrorCode FerryDeviceBufferMove(struct FerryDevice* device_src, struct FerryBuffer* src,
+                                     struct FerryDevice* device_dst, struct FerryBuffer* dst,
+                                     struct FerryError* error);
+
+/** Copy `src` into the existing `dst` (complete on return). */
+FerryErrorCode FerryDeviceBufferCopy(struct FerryDevice* device_src, struct FerryBufferView src,
+                                     struct FerryDevice* device_dst, struct FerryBufferView dst,
+                                     struct FerryError* error);
+
+/** FerryDeviceBufferCopy ordered on `stream`. */
+FerryErrorCode FerryDeviceBufferCopyAsync(struct FerryDevice* device_src,
+                                          struct FerryBufferView src,
+                                          struct FerryDevice* device_dst,
+                                          struct FerryBufferView dst, void* stream,
+                                          struct FerryError* error);
+
+/** Move the struct `src` into `dst` and mark `src` released. */
+void FerryDeviceArrayMove(struct ArrowDeviceArray* src, struct ArrowDeviceArray* dst);
 
 #ifdef __cplusplus
 }

@@ -57,6 +57,11 @@ class ArrayView {
   Status SetArray(const ArrowArray* array);
   /// Forget the array (keeps the schema-derived tree).
   void Reset();
+  /// Record a buffer size learnt elsewhere: device-aware populators read offsets through the
+  /// device and store the result here. No effect when `i` is out of range.
+  void set_buffer_size(int64_t i, int64_t size_bytes) noexcept {
+    if (i >= 0 && i < n_buffers()) buffers_[static_cast<size_t>(i)].size_bytes = size_bytes;
+  }
 
   /// Check the array at `level`. Errors name the path, e.g.
   /// `field "a" > child 0 > element 17: offset 40 > data size 32`.

@@ -1,0 +1,39 @@
+// The guarded test device (ARROW_DEVICE_EXT_DEV, id 0): device memory the host cannot touch.
+//
+// Every buffer pointer it hands out lies in a PROT_NONE mapping of a memfd; the device's own
+// copies go through a second, read-write mapping of the same memfd. Any host dereference of its
+// memory faults, so a test that runs an algorithm on this device proves the algorithm only
+// reaches device memory through the device. Its events and streams count what is done to them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "ferry/device/device.hpp"
+
+namespace ferry {
+
+/// The guarded device's native event. A sync_event on this device is a `GuardedEvent**` (a
+/// pointer to the handle, as with `CUevent*`). Create with `new`; an array that takes
+/// ownership deletes it.
+struct GuardedEvent {
+  /// Times the host waited on it, a stream waited on it, and it was recorded.
+  std::atomic<int64_t> host_waits{0};
+  std::atomic<int64_t> stream_waits{0};
+  std::atomic<int64_t> records{0};
+};
+
+/// The guarded device's native stream; a stream argument is a `GuardedStream**`. Work on it is
+/// synchronous (copies are memcpy through the alias), but waits and synchronizes are counted.
+struct GuardedStream {
+  std::atomic<int64_t> event_waits{0};
+  std::atomic<int64_t> synchronizes{0};
+};
+
+/// The guarded device (a process-wide singleton; never null).
+Device* GuardedDevice() noexcept;
+
+/// Whether [ptr, ptr + size) lies inside one live guarded allocation.
+bool IsGuardedMemory(const void* ptr, int64_t size) noexcept;
+
+}  // namespace ferry

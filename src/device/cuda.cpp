@@ -1,0 +1,463 @@
+// CUDA devices (CUDA, CUDA_HOST, CUDA_MANAGED per GPU ordinal) over the driver API, loaded with
+// dlopen. Contexts are the GPUs' primary contexts, retained on first use of an ordinal.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device/cuda_driver.hpp"
+#include "device/device_internal.hpp"
+
+namespace ferry::internal {
+
+namespace cuda {
+
+namespace {
+
+template <typename F>
+bool Bind(void* lib, const char* name, F* out) {
+  *out = reinterpret_cast<F>(dlsym(lib, name));
+  return *out != nullptr;
+}
+
+struct Loaded {
+  Driver driver{};
+  Status status;
+};
+
+Loaded LoadDriver() {
+  Loaded out;
+  const char* path = std::getenv("FERRY_CUDA_DRIVER");
+  if (path == nullptr || *path == '\0') path = "libcuda.so.1";
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* why = dlerror();
+    out.status = Status::NotFound(std::string("no CUDA driver: dlopen(") + path +
+                                  ") failed: " + (why ? why : "unknown error"));
+    return out;
+  }
+  Driver& d = out.driver;
+  const char* missing = nullptr;
+  auto need = [&](const char* name, auto* fn) {
+    if (!Bind(lib, name, fn) && missing == nullptr) missing = name;
+  };
+  need("cuInit", &d.Init);
+  need("cuDriverGetVersion", &d.DriverGetVersion);
+  need("cuDeviceGetCount", &d.DeviceGetCount);
+  need("cuDeviceGet", &d.DeviceGet);
+  need("cuDeviceGetName", &d.DeviceGetName);
+  need("cuDeviceGetAttribute", &d.DeviceGetAttribute);
+  need("cuDevicePrimaryCtxRetain", &d.DevicePrimaryCtxRetain);
+  need("cuDevicePrimaryCtxRelease_v2", &d.DevicePrimaryCtxRelease);
+  need("cuCtxPushCurrent_v2", &d.CtxPushCurrent);
+  need("cuCtxPopCurrent_v2", &d.CtxPopCurrent);
+  need("cuGetErrorName", &d.GetErrorName);
+  need("cuGetErrorString", &d.GetErrorString);
+  need("cuMemAlloc_v2", &d.MemAlloc);
+  need("cuMemFree_v2", &d.MemFree);
+  need("cuMemAllocHost_v2", &d.MemAllocHost);
+  need("cuMemFreeHost", &d.MemFreeHost);
+  need("cuMemAllocManaged", &d.MemAllocManaged);
+  need("cuMemcpy", &d.Memcpy);
+  need("cuMemcpyAsync", &d.MemcpyAsync);
+  need("cuMemcpyPeerAsync", &d.MemcpyPeerAsync);
+  need("cuStreamCreate", &d.StreamCreate);
+  need("cuStreamDestroy_v2", &d.StreamDestroy);
+  need("cuStreamSynchronize", &d.StreamSynchronize);
+  need("cuStreamWaitEvent", &d.StreamWaitEvent);
+  need("cuEventCreate", &d.EventCreate);
+  need("cuEventDestroy_v2", &d.EventDestroy);
+  need("cuEventRecord", &d.EventRecord);
+  need("cuEventSynchronize", &d.EventSynchronize);
+  need("cuPointerGetAttribute", &d.PointerGetAttribute);
+  Bind(lib, "cuMemAllocAsync", &d.MemAllocAsync);  // optional (driver 11.2+)
+  if (missing != nullptr) {
+    out.status = Status::NotFound(std::string("the CUDA driver at ") + path + " lacks " + missing);
+    return out;
+  }
+  CUresult rc = d.Init(0);
+  if (rc != kSuccess) out.status = Error(d, rc, "cuInit").WithContext("CUDA driver found but unusable");
+  if (!out.status.ok()) out.status = Status::NotFound(out.status.message());
+  return out;
+}
+
+}  // namespace
+
+Result<const Driver*> GetDriver() {
+  static const Loaded loaded = LoadDriver();
+  if (!loaded.status.ok()) return loaded.status;
+  return &loaded.driver;
+}
+
+Status Error(const Driver& d, CUresult code, const char* call) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (d.GetErrorName == nullptr || d.GetErrorName(code, &name) != kSuccess) name = nullptr;
+  if (d.GetErrorString == nullptr || d.GetErrorString(code, &text) != kSuccess) text = nullptr;
+  return Status::IOError(std::string("cu") + call + ": " +
+                         (name ? name : ("CUresult " + std::to_string(code)).c_str()) +
+                         (text ? std::string(" (") + text + ")" : std::string()));
+}
+
+}  // namespace cuda
+
+namespace {
+
+using cuda::CUcontext;
+using cuda::CUdeviceptr;
+using cuda::CUevent;
+using cuda::CUresult;
+using cuda::CUstream;
+using cuda::Driver;
+
+CUdeviceptr Ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+// One GPU ordinal: its primary context (retained on first use) and ferry's internal stream.
+class Gpu {
+ public:
+  Gpu(const Driver& d, int ordinal) : d_(d), ordinal_(ordinal) {}
+  ~Gpu() {
+    // Symmetric with the retain in Context(); runs at exit for ordinals that were used.
+    if (ctx_ != nullptr) {
+      if (stream_ != nullptr) {
+        d_.CtxPushCurrent(ctx_);
+        d_.StreamDestroy(stream_);
+        CUcontext ignored = nullptr;
+        d_.CtxPopCurrent(&ignored);
+      }
+      d_.DevicePrimaryCtxRelease(device_);
+    }
+  }
+
+  Result<CUcontext> Context() {
+    std::call_once(once_, [&] { init_ = Init(); });
+    if (!init_.ok()) return init_;
+    return ctx_;
+  }
+  Result<void*> InternalStream() {
+    FERRY_RETURN_NOT_OK(Context().status());
+    return static_cast<void*>(&stream_);
+  }
+  bool unified_addressing() const { return unified_; }
+  bool memory_pools() const { return pools_; }
+  int ordinal() const { return ordinal_; }
+  const Driver& driver() const { return d_; }
+
+ private:
+  Status Init() {
+    FERRY_CUDA_CALL(d_, DeviceGet(&device_, ordinal_));
+    FERRY_CUDA_CALL(d_, DevicePrimaryCtxRetain(&ctx_, device_));
+    int value = 0;
+    if (d_.DeviceGetAttribute(&value, cuda::kDeviceAttributeUnifiedAddressing, device_) ==
+        cuda::kSuccess) {
+      unified_ = value != 0;
+    }
+    value = 0;
+    if (d_.MemAllocAsync != nullptr &&
+        d_.DeviceGetAttribute(&value, cuda::kDeviceAttributeMemoryPoolsSupported, device_) ==
+            cuda::kSuccess) {
+      pools_ = value != 0;
+    }
+    FERRY_CUDA_CALL(d_, CtxPushCurrent(ctx_));
+    CUresult rc = d_.StreamCreate(&stream_, cuda::kStreamNonBlocking);
+    CUcontext ignored = nullptr;
+    d_.CtxPopCurrent(&ignored);
+    if (rc != cuda::kSuccess) return cuda::Error(d_, rc, "StreamCreate");
+    return Status::OK();
+  }
+
+  const Driver& d_;
+  int ordinal_;
+  std::once_flag once_;
+  Status init_;
+  int device_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  bool unified_ = false;
+  bool pools_ = false;
+};
+
+// Makes a GPU's context current for the scope of one call.
+class ScopedContext {
+ public:
+  explicit ScopedContext(const Driver& d) : d_(d) {}
+  Status Push(Gpu& gpu) {
+    FERRY_ASSIGN_OR_RAISE(CUcontext ctx, gpu.Context());
+    FERRY_CUDA_CALL(d_, CtxPushCurrent(ctx));
+    pushed_ = true;
+    return Status::OK();
+  }
+  ~ScopedContext() {
+    if (pushed_) {
+      CUcontext ignored = nullptr;
+      d_.CtxPopCurrent(&ignored);
+    }
+  }
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+ private:
+  const Driver& d_;
+  bool pushed_ = false;
+};
+
+bool IsCudaType(ArrowDeviceType t) {
+  return t == ARROW_DEVICE_CUDA || t == ARROW_DEVICE_CUDA_HOST || t == ARROW_DEVICE_CUDA_MANAGED;
+}
+
+MemoryKind KindOf(ArrowDeviceType t) {
+  switch (t) {
+    case ARROW_DEVICE_CUDA_HOST:
+      return MemoryKind{t, true, true, "CUDA_HOST"};
+    case ARROW_DEVICE_CUDA_MANAGED:
+      return MemoryKind{t, true, true, "CUDA_MANAGED"};
+    default:
+      return MemoryKind{ARROW_DEVICE_CUDA, false, true, "CUDA"};
+  }
+}
+
+const Driver* g_driver = nullptr;  // set before any CUDA event can exist
+
+void DestroyEvent(void* handle) {
+  if (g_driver != nullptr) g_driver->EventDestroy(*static_cast<CUevent*>(handle));
+}
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(ArrowDeviceType type, Gpu& gpu)
+      : Device(KindOf(type), gpu.ordinal()), gpu_(gpu), d_(gpu.driver()) {}
+
+  Result<void*> Allocate(int64_t size, void* stream) override {
+    if (size < 0) return Status::Invalid(ToString() + ": allocation of a negative size");
+    if (size == 0) return static_cast<void*>(nullptr);
+    ScopedContext scope(d_);
+    FERRY_RETURN_NOT_OK(scope.Push(gpu_));
+    CountAllocation();
+    const auto n = static_cast<size_t>(size);
+    switch (device_type()) {
+      case ARROW_DEVICE_CUDA_HOST: {
+        void* p = nullptr;
+        FERRY_CUDA_CALL(d_, MemAllocHost(&p, n));
+        return p;
+      }
+      case ARROW_DEVICE_CUDA_MANAGED: {
+        CUdeviceptr p = 0;
+        FERRY_CUDA_CALL(d_, MemAllocManaged(&p, n, cuda::kMemAttachGlobal));
+        return reinterpret_cast<void*>(p);  // NOLINT(performance-no-int-to-ptr)
+      }
+      default: {
+        CUdeviceptr p = 0;
+        if (stream != nullptr && gpu_.memory_pools()) {
+          FERRY_CUDA_CALL(d_, MemAllocAsync(&p, n, *static_cast<CUstream*>(stream)));
+        } else {
+          FERRY_CUDA_CALL(d_, MemAlloc(&p, n));
+        }
+        return reinterpret_cast<void*>(p);  // NOLINT(performance-no-int-to-ptr)
+      }
+    }
+  }
+
+  void Free(void* ptr, int64_t /*size*/) noexcept override {
+    if (ptr == nullptr) return;
+    ScopedContext scope(d_);
+    if (!scope.Push(gpu_).ok()) return;
+    if (device_type() == ARROW_DEVICE_CUDA_HOST) {
+      d_.MemFreeHost(ptr);
+    } else {
+      d_.MemFree(Ptr(ptr));
+    }
+  }
+
+  Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst, int64_t n,
+                   void* stream) override {
+    const bool src_ok = src_dev.device_type() == ARROW_DEVICE_CPU || IsCudaType(src_dev.device_type());
+    const bool dst_ok = dst_dev.device_type() == ARROW_DEVICE_CPU || IsCudaType(dst_dev.device_type());
+    if (!src_ok || !dst_ok) return Status::NotSupported("CUDA copies only to and from CPU and CUDA");
+    if (src_dev.host_accessible() && dst_dev.host_accessible()) {
+      std::memcpy(dst, src, static_cast<size_t>(n));
+      CountCopy(n);
+      return Status::OK();
+    }
+    ScopedContext scope(d_);
+    FERRY_RETURN_NOT_OK(scope.Push(gpu_));
+    CUstream s = nullptr;
+    if (stream != nullptr) {
+      s = *static_cast<CUstream*>(stream);
+    } else {
+      FERRY_ASSIGN_OR_RAISE(void* internal, gpu_.InternalStream());
+      s = *static_cast<CUstream*>(internal);
+    }
+    auto* other = dynamic_cast<CudaDevice*>(&src_dev == this ? &dst_dev : &src_dev);
+    if (other != nullptr && &other->gpu_ != &gpu_ && !src_dev.host_accessible() &&
+        !dst_dev.host_accessible()) {
+      auto* s_dev = dynamic_cast<CudaDevice*>(&src_dev);
+      auto* d_dev = dynamic_cast<CudaDevice*>(&dst_dev);
+      FERRY_ASSIGN_OR_RAISE(CUcontext src_ctx, s_dev->gpu_.Context());
+      FERRY_ASSIGN_OR_RAISE(CUcontext dst_ctx, d_dev->gpu_.Context());
+      FERRY_CUDA_CALL(d_, MemcpyPeerAsync(Ptr(dst), dst_ctx, Ptr(src), src_ctx,
+                                          static_cast<size_t>(n), s));
+    } else {
+      FERRY_CUDA_CALL(d_, MemcpyAsync(Ptr(dst), Ptr(src), static_cast<size_t>(n), s));
+    }
+    CountCopy(n);
+    if (stream == nullptr) {
+      FERRY_CUDA_CALL(d_, StreamSynchronize(s));
+      CountRoundTrip();
+    }
+    return Status::OK();
+  }
+
+  Status SynchronizeEvent(void* event, void* stream) override {
+    ScopedContext scope(d_);
+    FERRY_RETURN_NOT_OK(scope.Push(gpu_));
+    if (event != nullptr) {
+      CUevent ev = *static_cast<CUevent*>(event);
+      CountEventWait();
+      if (stream != nullptr) {
+        FERRY_CUDA_CALL(d_, StreamWaitEvent(*static_cast<CUstream*>(stream), ev, 0));
+      } else {
+        FERRY_CUDA_CALL(d_, EventSynchronize(ev));
+        CountRoundTrip();
+      }
+    } else if (stream != nullptr) {
+      // A stream-only synchronize really drains the stream.
+      FERRY_CUDA_CALL(d_, StreamSynchronize(*static_cast<CUstream*>(stream)));
+      CountRoundTrip();
+    }
+    return Status::OK();
+  }
+
+  Status InitArray(ArrowDeviceArray* out, ArrowArray* array, void* event,
+                   void* stream) override {
+    FERRY_RETURN_NOT_OK(internal::CheckInitArgs(out, array));
+    if (event == nullptr && stream == nullptr) {
+      internal::MoveIntoDeviceArray(*this, out, array, nullptr);
+      return Status::OK();
+    }
+    ScopedContext scope(d_);
+    FERRY_RETURN_NOT_OK(scope.Push(gpu_));
+    CUevent ev = nullptr;
+    bool created = false;
+    if (event != nullptr) {
+      ev = *static_cast<CUevent*>(event);
+    } else {
+      FERRY_CUDA_CALL(d_, EventCreate(&ev, cuda::kEventDisableTiming));
+      created = true;
+    }
+    if (stream != nullptr) {
+      CUresult rc = d_.EventRecord(ev, *static_cast<CUstream*>(stream));
+      if (rc != cuda::kSuccess) {
+        if (created) d_.EventDestroy(ev);
+        return cuda::Error(d_, rc, "EventRecord");
+      }
+    }
+    Status st = internal::MoveIntoDeviceArrayWithEvent(*this, out, array, &ev, sizeof(ev),
+                                                       &DestroyEvent);
+    if (!st.ok() && created) d_.EventDestroy(ev);
+    return st;
+  }
+
+  Status MoveArray(Device& src_dev, ArrowDeviceArray* src, Device& dst_dev,
+                   ArrowDeviceArray* dst) override {
+    const ArrowDeviceType from = src_dev.device_type();
+    const ArrowDeviceType to = dst_dev.device_type();
+    auto* s = dynamic_cast<CudaDevice*>(&src_dev);
+    auto* t = dynamic_cast<CudaDevice*>(&dst_dev);
+    const bool same_gpu = s != nullptr && t != nullptr && &s->gpu_ == &t->gpu_;
+    // Pinned or managed memory to the CPU: the host waits, then the buffers are the host's.
+    if ((from == ARROW_DEVICE_CUDA_HOST || from == ARROW_DEVICE_CUDA_MANAGED) &&
+        to == ARROW_DEVICE_CPU) {
+      if (src->sync_event != nullptr) FERRY_RETURN_NOT_OK(s->SynchronizeEvent(src->sync_event, nullptr));
+      internal::Relabel(src, dst_dev, dst, /*drop_event=*/true);
+      return Status::OK();
+    }
+    // Pinned (with unified addressing) or managed memory to the same GPU: keep the event.
+    if (same_gpu && to == ARROW_DEVICE_CUDA &&
+        ((from == ARROW_DEVICE_CUDA_HOST && s->gpu_.unified_addressing()) ||
+         from == ARROW_DEVICE_CUDA_MANAGED)) {
+      FERRY_RETURN_NOT_OK(s->gpu_.Context().status());
+      internal::Relabel(src, dst_dev, dst, /*drop_event=*/false);
+      return Status::OK();
+    }
+    // CPU-labelled (or CUDA-labelled) arrays whose every buffer is pinned or managed memory.
+    if (t != nullptr && (to == ARROW_DEVICE_CUDA_HOST || to == ARROW_DEVICE_CUDA_MANAGED) &&
+        (from == ARROW_DEVICE_CPU || (same_gpu && from == ARROW_DEVICE_CUDA))) {
+      ScopedContext scope(d_);
+      FERRY_RETURN_NOT_OK(scope.Push(t->gpu_));
+      bool all = internal::ForEachBuffer(&src->array, [&](const void* p) {
+        if (to == ARROW_DEVICE_CUDA_MANAGED) {
+          unsigned managed = 0;
+          return d_.PointerGetAttribute(&managed, cuda::kPointerAttributeIsManaged, Ptr(p)) ==
+                     cuda::kSuccess &&
+                 managed != 0;
+        }
+        unsigned type = 0;
+        return d_.PointerGetAttribute(&type, cuda::kPointerAttributeMemoryType, Ptr(p)) ==
+                   cuda::kSuccess &&
+               type == cuda::kMemoryTypeHost;
+      });
+      if (!all) {
+        return Status::NotSupported(std::string("not every buffer is ") +
+                                    (to == ARROW_DEVICE_CUDA_MANAGED ? "managed" : "pinned") +
+                                    " memory");
+      }
+      internal::Relabel(src, dst_dev, dst, /*drop_event=*/from == ARROW_DEVICE_CPU);
+      return Status::OK();
+    }
+    return Status::NotSupported("no zero-copy move from " + src_dev.ToString() + " to " +
+                                dst_dev.ToString());
+  }
+
+  Result<void*> InternalStream() override { return gpu_.InternalStream(); }
+
+ private:
+  Gpu& gpu_;
+  const Driver& d_;
+};
+
+// Every GPU ordinal seen so far and its three devices; created on first resolve.
+struct Registry {
+  std::mutex mu;
+  std::vector<std::unique_ptr<Gpu>> gpus;
+  std::vector<std::unique_ptr<CudaDevice>> devices;  // 3 per ordinal
+};
+
+// Destroyed at exit, which releases each retained primary context once (arrays on CUDA
+// devices must be released before then).
+Registry& GetRegistry() {
+  static Registry registry;
+  return registry;
+}
+
+}  // namespace
+
+Result<Device*> ResolveCuda(ArrowDeviceType device_type, int64_t device_id) {
+  FERRY_ASSIGN_OR_RAISE(const Driver* d, cuda::GetDriver());
+  g_driver = d;
+  int count = 0;
+  FERRY_CUDA_CALL(*d, DeviceGetCount(&count));
+  if (device_id < 0 || device_id >= count) {
+    return Status::NotFound(std::string(DeviceTypeName(device_type)) + " device " +
+                            std::to_string(device_id) + " does not exist (" +
+                            std::to_string(count) + " GPU" + (count == 1 ? "" : "s") + ")");
+  }
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.gpus.size() < static_cast<size_t>(count)) {
+    for (int i = static_cast<int>(r.gpus.size()); i < count; ++i) {
+      r.gpus.push_back(std::make_unique<Gpu>(*d, i));
+      for (ArrowDeviceType t :
+           {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST, ARROW_DEVICE_CUDA_MANAGED}) {
+        r.devices.push_back(std::make_unique<CudaDevice>(t, *r.gpus.back()));
+      }
+    }
+  }
+  const size_t kind = device_type == ARROW_DEVICE_CUDA ? 0 : device_type == ARROW_DEVICE_CUDA_HOST ? 1 : 2;
+  return static_cast<Device*>(r.devices[static_cast<size_t>(device_id) * 3 + kind].get());
+}
+
+}  // namespace ferry::internal

@@ -1,0 +1,205 @@
+// The guarded device: memfd-backed memory mapped twice, PROT_NONE for the pointers it hands
+// out and read-write for its own copies.
+#include "ferry/device/guarded.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "device/device_internal.hpp"
+
+namespace ferry {
+
+namespace {
+
+constexpr size_t kSlabSize = size_t{64} << 20;
+constexpr size_t kPage = 4096;
+
+struct Chunk {
+  uint8_t* guard = nullptr;  // PROT_NONE: what callers see
+  uint8_t* alias = nullptr;  // read-write: what the device uses
+  size_t size = 0;
+  size_t used = 0;
+  int64_t live = 0;
+};
+
+class Guarded final : public Device {
+ public:
+  Guarded() : Device(MemoryKind{ARROW_DEVICE_EXT_DEV, false, true, "GUARDED"}, 0) {}
+
+  Result<void*> Allocate(int64_t size, void* /*stream*/) override {
+    if (size < 0) return Status::Invalid("guarded: allocation of a negative size");
+    CountAllocation();
+    const size_t rounded = (static_cast<size_t>(size) + 63) / 64 * 64 + 64;
+    std::lock_guard<std::mutex> lock(mu_);
+    Chunk* chunk = nullptr;
+    if (rounded > kSlabSize / 4) {
+      FERRY_ASSIGN_OR_RAISE(chunk, MapChunk((rounded + kPage - 1) / kPage * kPage));
+    } else {
+      if (current_ == nullptr || current_->size - current_->used < rounded) {
+        Chunk* old = current_;
+        FERRY_ASSIGN_OR_RAISE(current_, MapChunk(kSlabSize));
+        if (old != nullptr && old->live == 0) UnmapChunk(old);
+      }
+      chunk = current_;
+    }
+    uint8_t* p = chunk->guard + chunk->used;
+    chunk->used += rounded;
+    chunk->live += 1;
+    return static_cast<void*>(p);
+  }
+
+  void Free(void* ptr, int64_t /*size*/) noexcept override {
+    if (ptr == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    Chunk* chunk = Find(ptr, 0);
+    if (chunk == nullptr) return;
+    chunk->live -= 1;
+    if (chunk->live == 0 && chunk != current_) UnmapChunk(chunk);
+  }
+
+  Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst, int64_t n,
+                   void* /*stream*/) override {
+    const bool src_guarded = &src_dev == this;
+    const bool dst_guarded = &dst_dev == this;
+    if ((!src_guarded && !src_dev.host_accessible()) ||
+        (!dst_guarded && !dst_dev.host_accessible())) {
+      return Status::NotSupported("guarded copies only to and from host memory");
+    }
+    const void* from = src;
+    void* to = dst;
+    if (src_guarded) {
+      FERRY_ASSIGN_OR_RAISE(from, Alias(src, n, "source"));
+    }
+    if (dst_guarded) {
+      FERRY_ASSIGN_OR_RAISE(const void* a, Alias(dst, n, "destination"));
+      to = const_cast<void*>(a);
+    }
+    std::memmove(to, from, static_cast<size_t>(n));
+    CountCopy(n);
+    return Status::OK();
+  }
+
+  Status SynchronizeEvent(void* event, void* stream) override {
+    GuardedEvent* ev = event ? *static_cast<GuardedEvent**>(event) : nullptr;
+    GuardedStream* st = stream ? *static_cast<GuardedStream**>(stream) : nullptr;
+    if (event != nullptr && ev == nullptr) return Status::Invalid("guarded: the event handle is NULL");
+    if (stream != nullptr && st == nullptr) return Status::Invalid("guarded: the stream handle is NULL");
+    if (ev != nullptr) {
+      CountEventWait();
+      if (st != nullptr) {
+        ev->stream_waits += 1;
+        st->event_waits += 1;
+      } else {
+        ev->host_waits += 1;
+        CountRoundTrip();
+      }
+    } else if (st != nullptr) {
+      st->synchronizes += 1;
+      CountRoundTrip();
+    }
+    return Status::OK();
+  }
+
+  Status InitArray(ArrowDeviceArray* out, ArrowArray* array, void* event,
+                   void* stream) override {
+    FERRY_RETURN_NOT_OK(internal::CheckInitArgs(out, array));
+    GuardedStream* st = stream ? *static_cast<GuardedStream**>(stream) : nullptr;
+    GuardedEvent* ev = nullptr;
+    if (event != nullptr) {
+      ev = *static_cast<GuardedEvent**>(event);
+      if (ev == nullptr) return Status::Invalid("guarded: the event handle is NULL");
+    } else if (st != nullptr) {
+      ev = new GuardedEvent();
+    }
+    if (ev == nullptr) {
+      internal::MoveIntoDeviceArray(*this, out, array, nullptr);
+      return Status::OK();
+    }
+    if (st != nullptr) ev->records += 1;
+    return internal::MoveIntoDeviceArrayWithEvent(
+        *this, out, array, &ev, sizeof(ev),
+        [](void* handle) { delete *static_cast<GuardedEvent**>(handle); });
+  }
+
+  Result<void*> InternalStream() override { return static_cast<void*>(&internal_stream_); }
+
+  bool Contains(const void* ptr, int64_t n) noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    return Find(ptr, n) != nullptr;
+  }
+
+ private:
+  Result<Chunk*> MapChunk(size_t size) {
+    int fd = memfd_create("ferry-guarded", MFD_CLOEXEC);
+    if (fd < 0) return Status::IOError(std::string("guarded: memfd_create: ") + strerror(errno));
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      close(fd);
+      return Status::OutOfMemory("guarded: cannot size a memfd to " + std::to_string(size));
+    }
+    void* guard = mmap(nullptr, size, PROT_NONE, MAP_SHARED, fd, 0);
+    void* alias = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);  // the mappings keep the memory alive
+    if (guard == MAP_FAILED || alias == MAP_FAILED) {
+      if (guard != MAP_FAILED) munmap(guard, size);
+      if (alias != MAP_FAILED) munmap(alias, size);
+      return Status::OutOfMemory("guarded: cannot map " + std::to_string(size) + " bytes");
+    }
+    auto* chunk = new Chunk{static_cast<uint8_t*>(guard), static_cast<uint8_t*>(alias), size, 0, 0};
+    chunks_[reinterpret_cast<uintptr_t>(guard)] = chunk;
+    return chunk;
+  }
+
+  void UnmapChunk(Chunk* chunk) noexcept {
+    chunks_.erase(reinterpret_cast<uintptr_t>(chunk->guard));
+    munmap(chunk->guard, chunk->size);
+    munmap(chunk->alias, chunk->size);
+    delete chunk;
+  }
+
+  Chunk* Find(const void* ptr, int64_t n) noexcept {
+    const auto p = reinterpret_cast<uintptr_t>(ptr);
+    auto it = chunks_.upper_bound(p);
+    if (it == chunks_.begin()) return nullptr;
+    --it;
+    Chunk* c = it->second;
+    if (p + static_cast<uintptr_t>(n) > it->first + c->used) return nullptr;
+    return c;
+  }
+
+  Result<const void*> Alias(const void* ptr, int64_t n, const char* role) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Chunk* c = Find(ptr, n);
+    if (c == nullptr) {
+      return Status::Invalid(std::string("guarded: the ") + role + " range of " +
+                             std::to_string(n) + " bytes is not guarded device memory");
+    }
+    return static_cast<const void*>(c->alias + (static_cast<const uint8_t*>(ptr) - c->guard));
+  }
+
+  std::mutex mu_;
+  std::map<uintptr_t, Chunk*> chunks_;
+  Chunk* current_ = nullptr;
+  GuardedStream stream_object_;
+  GuardedStream* internal_stream_ = &stream_object_;
+};
+
+Guarded* Instance() noexcept {
+  static Guarded* device = new Guarded();  // never destroyed, like the CPU device
+  return device;
+}
+
+}  // namespace
+
+Device* GuardedDevice() noexcept { return Instance(); }
+
+bool IsGuardedMemory(const void* ptr, int64_t size) noexcept {
+  return Instance()->Contains(ptr, size);
+}
+
+}  // namespace ferry

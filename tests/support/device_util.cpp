@@ -1,0 +1,39 @@
+// Device test support (see device_util.hpp).
+#include "support/device_util.hpp"
+
+#include "ferry/device/device_array.hpp"
+#include "ferry/device/device_array_view.hpp"
+
+namespace ferry::testing {
+
+const std::vector<DeviceCase>& ConformanceDevices() {
+  static const std::vector<DeviceCase> devices = {
+      {ARROW_DEVICE_CPU, -1, "CPU"},
+      {ARROW_DEVICE_EXT_DEV, 0, "GUARDED"},
+      {ARROW_DEVICE_OPENCL, 0, "OPENCL0"},
+      {ARROW_DEVICE_CUDA, 0, "CUDA0"},
+      {ARROW_DEVICE_CUDA_HOST, 0, "CUDA_HOST0"},
+      {ARROW_DEVICE_CUDA_MANAGED, 0, "CUDA_MANAGED0"},
+  };
+  return devices;
+}
+
+Result<Device*> ResolveForTest(const DeviceCase& c) { return ResolveDevice(c.type, c.id); }
+
+UniqueDeviceArray ToCpuDeviceArray(Array array, UniqueSchema* schema_out) {
+  UniqueArray raw;
+  std::move(array).Export(schema_out->get(), raw.get());
+  UniqueDeviceArray out;
+  Status st = DeviceArrayInit(*CpuDevice(), out.get(), raw.get(), nullptr);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return out;
+}
+
+Result<UniqueDeviceArray> CopyToDevice(const ArrowSchema* schema, const ArrowDeviceArray* src,
+                                       Device& device) {
+  FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(schema));
+  FERRY_RETURN_NOT_OK(view.SetArray(src));
+  return view.Copy(device);
+}
+
+}  // namespace ferry::testing

@@ -1,0 +1,48 @@
+// Device test support: the devices a conformance suite runs on, skip-or-resolve, and helpers to
+// move test arrays onto a device.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ferry/abi/unique.hpp"
+#include "ferry/device/device.hpp"
+#include "ferry/format/array.hpp"
+
+namespace ferry::testing {
+
+/// One device a conformance suite is parameterised over.
+struct DeviceCase {
+  ArrowDeviceType type;
+  int64_t id;
+  std::string name;  // for test names: CPU, GUARDED, OPENCL0, CUDA0, CUDA_HOST0, CUDA_MANAGED0
+};
+
+/// Every device kind ferry supports; those this machine lacks skip with the reason.
+const std::vector<DeviceCase>& ConformanceDevices();
+
+/// Resolve `c`, or the reason it cannot be resolved here (for GTEST_SKIP).
+Result<Device*> ResolveForTest(const DeviceCase& c);
+
+/// Export `array` and wrap it as a CPU device array.
+UniqueDeviceArray ToCpuDeviceArray(Array array, UniqueSchema* schema_out);
+
+/// Copy a CPU device array to `device` with ferry (complete on return).
+Result<UniqueDeviceArray> CopyToDevice(const ArrowSchema* schema, const ArrowDeviceArray* src,
+                                       Device& device);
+
+}  // namespace ferry::testing
+
+/// Resolve a DeviceCase or skip the test, saying which device is missing and why.
+#define FERRY_RESOLVE_OR_SKIP(var, device_case)                                          \
+  ::ferry::Device* var = nullptr;                                                        \
+  do {                                                                                   \
+    auto _r = ::ferry::testing::ResolveForTest(device_case);                             \
+    if (!_r.ok()) {                                                                      \
+      GTEST_SKIP() << "no " << (device_case).name << " device on this machine: "         \
+                   << _r.status().message();                                             \
+    }                                                                                    \
+    var = *_r;                                                                           \
+  } while (false)
