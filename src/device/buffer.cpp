@@ -89,8 +89,19 @@ Status BufferMove(Device& src_dev, FerryBuffer* src, Device& dst_dev, FerryBuffe
 
 }  // namespace internal
 
+namespace {
+
+Status CheckSameSize(FerryBufferView src, FerryBufferView dst) {
+  if (src.size_bytes == dst.size_bytes) return Status::OK();
+  return Status::Invalid("buffer copy: source has " + std::to_string(src.size_bytes) +
+                         " bytes but the destination " + std::to_string(dst.size_bytes));
+}
+
+}  // namespace
+
 Result<UniqueBuffer> BufferInitAsync(Device& src_dev, FerryBufferView src, Device& dst_dev,
                                      void* stream) {
+  FERRY_RETURN_NOT_OK(internal::NeedStream(src_dev, dst_dev, stream, "BufferInitAsync"));
   UniqueBuffer out;
   FERRY_RETURN_NOT_OK(internal::BufferInit(src_dev, src, dst_dev, out.get(), stream));
   return out;
@@ -98,7 +109,8 @@ Result<UniqueBuffer> BufferInitAsync(Device& src_dev, FerryBufferView src, Devic
 
 Result<UniqueBuffer> BufferInit(Device& src_dev, FerryBufferView src, Device& dst_dev) {
   FERRY_ASSIGN_OR_RAISE(void* stream, InternalStreamFor(src_dev, dst_dev));
-  FERRY_ASSIGN_OR_RAISE(UniqueBuffer out, BufferInitAsync(src_dev, src, dst_dev, stream));
+  UniqueBuffer out;
+  FERRY_RETURN_NOT_OK(internal::BufferInit(src_dev, src, dst_dev, out.get(), stream));
   FERRY_RETURN_NOT_OK(internal::SynchronizeStream(src_dev, dst_dev, stream));
   return out;
 }
@@ -109,17 +121,17 @@ Status BufferMove(Device& src_dev, FerryBuffer* src, Device& dst_dev, FerryBuffe
 
 Status BufferCopyAsync(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBufferView dst,
                        void* stream) {
-  if (src.size_bytes != dst.size_bytes) {
-    return Status::Invalid("buffer copy: source has " + std::to_string(src.size_bytes) +
-                           " bytes but the destination " + std::to_string(dst.size_bytes));
-  }
+  FERRY_RETURN_NOT_OK(internal::NeedStream(src_dev, dst_dev, stream, "BufferCopyAsync"));
+  FERRY_RETURN_NOT_OK(CheckSameSize(src, dst));
   return CopyBytes(src_dev, src.data, dst_dev, const_cast<void*>(dst.data), src.size_bytes,
                    stream);
 }
 
 Status BufferCopy(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBufferView dst) {
   FERRY_ASSIGN_OR_RAISE(void* stream, InternalStreamFor(src_dev, dst_dev));
-  FERRY_RETURN_NOT_OK(BufferCopyAsync(src_dev, src, dst_dev, dst, stream));
+  FERRY_RETURN_NOT_OK(CheckSameSize(src, dst));
+  FERRY_RETURN_NOT_OK(CopyBytes(src_dev, src.data, dst_dev, const_cast<void*>(dst.data),
+                                src.size_bytes, stream));
   return internal::SynchronizeStream(src_dev, dst_dev, stream);
 }
 

@@ -212,4 +212,17 @@ Status CheckDeviceRuntime() {
   return Status::OK();
 }
 
+namespace internal {
+
+Status NeedStream(Device& a, Device& b, void* stream, const char* what) {
+  if (stream != nullptr) return Status::OK();
+  FERRY_ASSIGN_OR_RAISE(void* internal_stream, InternalStreamFor(a, b));
+  if (internal_stream == nullptr) return Status::OK();
+  return Status::Invalid(std::string(what) + " on " +
+                         (a.device_type() != ARROW_DEVICE_CPU ? a : b).ToString() +
+                         " needs a stream (the stream-less variant uses an internal one)");
+}
+
+}  // namespace internal
+
 }  // namespace ferry

@@ -25,6 +25,7 @@ int GetSchema(ArrowDeviceArrayStream* self, ArrowSchema* out) {
 
 int GetNext(ArrowDeviceArrayStream* self, ArrowDeviceArray* out) {
   StreamState* st = State(self);
+  st->last_error.clear();  // an earlier failure must not shadow the producer's message
   ArrowArray array;
   std::memset(&array, 0, sizeof(array));
   int rc = st->inner.get_next(&st->inner, &array);

@@ -63,15 +63,6 @@ Status ReadValues(Device& device, const std::vector<Read>& reads, void* stream,
   return Status::OK();
 }
 
-Status NeedStream(Device& a, Device& b, void* stream, const char* what) {
-  if (stream != nullptr) return Status::OK();
-  FERRY_ASSIGN_OR_RAISE(void* internal, InternalStreamFor(a, b));
-  if (internal == nullptr) return Status::OK();
-  return Status::Invalid(std::string(what) + " on " +
-                         (a.device_type() != ARROW_DEVICE_CPU ? a : b).ToString() +
-                         " needs a stream (the stream-less variant uses an internal one)");
-}
-
 }  // namespace
 
 Result<DeviceArrayView> DeviceArrayView::Make(const ArrowSchema* schema) {
@@ -140,7 +131,7 @@ Status DeviceArrayView::Learn(void* stream) {
 Status DeviceArrayView::SetArrayAsync(const ArrowDeviceArray* array, void* stream) {
   FERRY_RETURN_NOT_OK(SetArrayMinimal(array));
   round_trips_ = 0;
-  FERRY_RETURN_NOT_OK(NeedStream(*device_, *device_, stream, "SetArrayAsync"));
+  FERRY_RETURN_NOT_OK(internal::NeedStream(*device_, *device_, stream, "SetArrayAsync"));
   return Learn(stream);
 }
 
@@ -302,7 +293,7 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
   }
   if (array_->array.release == nullptr) return Status::Invalid("the viewed array was released");
   Device& src = *device_;
-  FERRY_RETURN_NOT_OK(NeedStream(src, dst, stream, "CopyAsync"));
+  FERRY_RETURN_NOT_OK(internal::NeedStream(src, dst, stream, "CopyAsync"));
   round_trips_ = 0;
   // Every read below must follow the producer's work.
   FERRY_RETURN_NOT_OK(WaitSourceEvent(stream, src.host_accessible()));

@@ -48,6 +48,10 @@ Status BufferMove(Device& src_dev, FerryBuffer* src, Device& dst_dev, FerryBuffe
 /// Wrap a block from `device.Allocate` as a FerryBuffer whose release frees it there.
 Status WrapBlock(Device& device, void* data, int64_t size, FerryBuffer* out);
 
+/// OK when `stream` is given, or when neither `a` nor `b` has streams; otherwise an error naming
+/// `what`: a stream-ordered call on a device with streams needs one.
+Status NeedStream(Device& a, Device& b, void* stream, const char* what);
+
 /// Wait on the host for `stream` on whichever of `a`/`b` owns it (no-op for a null stream).
 Status SynchronizeStream(Device& a, Device& b, void* stream);
 

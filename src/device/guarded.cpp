@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -58,7 +60,11 @@ class Guarded final : public Device {
     if (ptr == nullptr) return;
     std::lock_guard<std::mutex> lock(mu_);
     Chunk* chunk = Find(ptr, 0);
-    if (chunk == nullptr) return;
+    // A double free must be loud: it would hand one block to two owners.
+    if (chunk == nullptr || chunk->live == 0) {
+      std::fprintf(stderr, "ferry: guarded device: free of %p, which is not a live block\n", ptr);
+      std::abort();
+    }
     chunk->live -= 1;
     if (chunk->live == 0 && chunk != current_) UnmapChunk(chunk);
   }
@@ -128,6 +134,13 @@ class Guarded final : public Device {
   }
 
   Result<void*> InternalStream() override { return static_cast<void*>(&internal_stream_); }
+
+  int64_t LiveAllocations() noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t n = 0;
+    for (const auto& entry : chunks_) n += entry.second->live;
+    return n;
+  }
 
   bool Contains(const void* ptr, int64_t n) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
@@ -201,5 +214,7 @@ Device* GuardedDevice() noexcept { return Instance(); }
 bool IsGuardedMemory(const void* ptr, int64_t size) noexcept {
   return Instance()->Contains(ptr, size);
 }
+
+int64_t GuardedLiveAllocations() noexcept { return Instance()->LiveAllocations(); }
 
 }  // namespace ferry

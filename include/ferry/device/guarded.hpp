@@ -17,6 +17,12 @@ namespace ferry {
 /// pointer to the handle, as with `CUevent*`). Create with `new`; an array that takes
 /// ownership deletes it.
 struct GuardedEvent {
+  GuardedEvent() noexcept { live.fetch_add(1, std::memory_order_relaxed); }
+  ~GuardedEvent() { live.fetch_sub(1, std::memory_order_relaxed); }
+  GuardedEvent(const GuardedEvent&) = delete;
+  GuardedEvent& operator=(const GuardedEvent&) = delete;
+  /// Events alive in the process: tests assert that an owning array deletes its event.
+  static inline std::atomic<int64_t> live{0};
   /// Times the host waited on it, a stream waited on it, and it was recorded.
   std::atomic<int64_t> host_waits{0};
   std::atomic<int64_t> stream_waits{0};
@@ -33,7 +39,10 @@ struct GuardedStream {
 /// The guarded device (a process-wide singleton; never null).
 Device* GuardedDevice() noexcept;
 
-/// Whether [ptr, ptr + size) lies inside one live guarded allocation.
+/// Whether [ptr, ptr + size) lies inside guarded device memory (a mapped chunk of the device).
 bool IsGuardedMemory(const void* ptr, int64_t size) noexcept;
+
+/// Guarded allocations not yet freed (tests assert that releases free each block once).
+int64_t GuardedLiveAllocations() noexcept;
 
 }  // namespace ferry
