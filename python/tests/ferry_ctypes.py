@@ -219,3 +219,72 @@ def array_from_json(pa_type, values):
     except Exception:
         release(schema)
         raise
+
+
+# -- The device layer (docs/device.md) ------------------------------------------------------------
+
+ARROW_DEVICE_CPU = 1
+ARROW_DEVICE_EXT_DEV = 12
+
+
+class ArrowDeviceArray(ctypes.Structure):
+    _fields_ = [
+        ("array", ArrowArray),
+        ("device_id", ctypes.c_int64),
+        ("device_type", ctypes.c_int32),
+        ("sync_event", ctypes.c_void_p),
+        ("reserved", ctypes.c_int64 * 3),
+    ]
+
+
+class FerryDeviceArrayView(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_void_p), ("array_view", FerryArrayView)]
+
+
+lib.FerryDeviceResolve.argtypes = [ctypes.c_int32, ctypes.c_int64]
+lib.FerryDeviceResolve.restype = ctypes.c_void_p
+lib.FerryDeviceResolveError.restype = ctypes.c_char_p
+lib.FerryDeviceCpu.restype = ctypes.c_void_p
+lib.FerryDeviceArrayInit.argtypes = [ctypes.c_void_p, _P(ArrowDeviceArray), _P(ArrowArray), ctypes.c_void_p,
+                                     _P(FerryErrorStruct)]
+lib.FerryDeviceArrayViewInit.argtypes = [_P(FerryDeviceArrayView)]
+lib.FerryDeviceArrayViewInit.restype = None
+lib.FerryDeviceArrayViewReset.argtypes = [_P(FerryDeviceArrayView)]
+lib.FerryDeviceArrayViewReset.restype = None
+lib.FerryDeviceArrayViewSetArray.argtypes = [_P(FerryDeviceArrayView), _P(ArrowDeviceArray),
+                                             _P(FerryErrorStruct)]
+lib.FerryDeviceArrayViewCopy.argtypes = [_P(FerryDeviceArrayView), ctypes.c_void_p, _P(ArrowDeviceArray),
+                                         _P(FerryErrorStruct)]
+
+
+def resolve_device(device_type, device_id):
+    """A ferry device, or FerryError(ENOENT/ENOTSUP) with the reason there is none."""
+    device = lib.FerryDeviceResolve(device_type, device_id)
+    if not device:
+        raise FerryError(2, lib.FerryDeviceResolveError().decode())
+    return device
+
+
+def device_copy(schema, device_array, device):
+    """Copy `device_array` (of `schema`) to `device` with ferry; returns a new ArrowDeviceArray."""
+    view = FerryDeviceArrayView()
+    lib.FerryDeviceArrayViewInit(ctypes.byref(view))
+    error = FerryErrorStruct()
+    out = ArrowDeviceArray()
+    try:
+        check(lib.FerryArrayViewInitFromSchema(ctypes.byref(view.array_view), ctypes.byref(schema),
+                                               ctypes.byref(error)), error)
+        check(lib.FerryDeviceArrayViewSetArray(ctypes.byref(view), ctypes.byref(device_array),
+                                               ctypes.byref(error)), error)
+        check(lib.FerryDeviceArrayViewCopy(ctypes.byref(view), device, ctypes.byref(out),
+                                           ctypes.byref(error)), error)
+        return out
+    finally:
+        lib.FerryDeviceArrayViewReset(ctypes.byref(view))
+
+
+def deep_copy_schema(schema):
+    out = ArrowSchema()
+    error = FerryErrorStruct()
+    check(lib.FerrySchemaDeepCopy(ctypes.byref(schema), ctypes.byref(out), ctypes.byref(error)), error)
+    return out

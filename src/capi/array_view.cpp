@@ -108,6 +108,22 @@ FerryErrorCode FerryArrayViewToJson(const struct FerryArrayView* view, char** ou
   });
 }
 
+FerryErrorCode FerryArrayViewBufferView(const struct FerryArrayView* view, int64_t i,
+                                        struct FerryBufferView* out, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    FERRY_RETURN_NOT_OK(CheckView(view));
+    if (out == nullptr) return Status::Invalid("out is NULL");
+    const ferry::ArrayView& v = *Cpp(view);
+    if (i < 0 || i >= v.n_buffers()) {
+      return Status::Invalid("buffer " + std::to_string(i) + " is outside [0, " +
+                             std::to_string(v.n_buffers()) + ")");
+    }
+    out->data = v.buffer(i).data;
+    out->size_bytes = v.buffer(i).size_bytes;
+    return Status::OK();
+  });
+}
+
 void FerryFree(void* ptr) { std::free(ptr); }
 
 }  // extern "C"

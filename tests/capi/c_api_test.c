@@ -126,10 +126,98 @@ static void TestStream(void) {
   CHECK(FerryArrayStreamInit(NULL, NULL, 0, NULL, &error) == EINVAL);
 }
 
+/* The device layer from C: resolve, wrap, copy CPU -> guarded -> CPU, refused moves, buffers. */
+static void TestDevices(void) {
+  struct ArrowSchema schema = MakeSchema("u");
+  struct ArrowArray array;
+  struct ArrowDeviceArray cpu_array;
+  struct ArrowDeviceArray guarded_array;
+  struct ArrowDeviceArray back;
+  struct ArrowDeviceArray refused;
+  struct FerryDeviceArrayView view;
+  struct FerryDeviceArrayView guarded_view;
+  struct FerryDevice* cpu = FerryDeviceCpu();
+  struct FerryDevice* guarded = FerryDeviceResolve(ARROW_DEVICE_EXT_DEV, 0);
+  struct FerryDevice local_cpu;
+  struct FerryBuffer buffer;
+  struct FerryBufferView src_view;
+  struct FerryBufferView dst_view;
+  struct FerryError error;
+  char* json = NULL;
+  char bytes[6] = "hello";
+  char read_back[6] = {0};
+
+  CHECK(FerryDeviceCheckRuntime(&error) == 0);
+  CHECK(cpu != NULL && cpu->device_type == ARROW_DEVICE_CPU && cpu == FerryDeviceCpu());
+  FerryDeviceInitCpu(&local_cpu);
+  CHECK(local_cpu.device_type == ARROW_DEVICE_CPU && local_cpu.buffer_copy != NULL);
+  CHECK(guarded != NULL && guarded->device_type == ARROW_DEVICE_EXT_DEV);
+  CHECK(FerryDeviceResolve(ARROW_DEVICE_EXT_DEV, 9) == NULL);
+  CHECK(strstr(FerryDeviceResolveError(), "EXT_DEV device 9 does not exist") != NULL);
+  CHECK(FerryDeviceResolve((ArrowDeviceType)99, 0) == NULL);
+  CHECK(strstr(FerryDeviceResolveError(), "device type 99") != NULL);
+
+  CHECK(FerryArrayFromJson(&schema, "[\"ab\", null, \"cde\"]", &array, &error) == 0);
+  CHECK(FerryDeviceArrayInit(cpu, &cpu_array, &array, NULL, &error) == 0);
+  CHECK(array.release == NULL && cpu_array.device_type == ARROW_DEVICE_CPU);
+
+  /* CPU -> guarded -> CPU. */
+  FerryDeviceArrayViewInit(&view);
+  CHECK(FerryArrayViewInitFromSchema(&view.array_view, &schema, &error) == 0);
+  CHECK(FerryDeviceArrayViewSetArray(&view, &cpu_array, &error) == 0);
+  CHECK(FerryDeviceArrayViewCopy(&view, guarded, &guarded_array, &error) == 0);
+  CHECK(guarded_array.device_type == ARROW_DEVICE_EXT_DEV);
+  FerryDeviceArrayViewInit(&guarded_view);
+  CHECK(FerryArrayViewInitFromSchema(&guarded_view.array_view, &schema, &error) == 0);
+  CHECK(FerryDeviceArrayViewSetArray(&guarded_view, &guarded_array, &error) == 0);
+  CHECK(FerryArrayViewBufferView(&guarded_view.array_view, 2, &src_view, &error) == 0);
+  CHECK(src_view.size_bytes == 5); /* learnt from the device */
+  CHECK(FerryArrayViewBufferView(&guarded_view.array_view, 3, &src_view, &error) == EINVAL);
+  CHECK(FerryDeviceArrayViewSetArrayAsync(&guarded_view, &guarded_array, NULL, &error) == EINVAL);
+  CHECK(strstr(error.message, "needs a stream") != NULL);
+  CHECK(FerryDeviceArrayViewSetArray(&guarded_view, &guarded_array, &error) == 0);
+  CHECK(FerryDeviceArrayViewCopy(&guarded_view, cpu, &back, &error) == 0);
+  CHECK(back.device_type == ARROW_DEVICE_CPU);
+  CHECK(FerryArrayViewSetArray(&view.array_view, &back.array, &error) == 0);
+  CHECK(FerryArrayViewToJson(&view.array_view, &json, &error) == 0);
+  CHECK(json != NULL && strcmp(json, "[\"ab\", null, \"cde\"]") == 0);
+  FerryFree(json);
+
+  /* Guarded memory cannot move to the host: ENOTSUP, the source untouched. */
+  CHECK(FerryDeviceArrayMoveToDevice(&guarded_array, cpu, &refused, &error) == ENOTSUP);
+  CHECK(strstr(error.message, "no zero-copy move") != NULL);
+  CHECK(guarded_array.array.release != NULL);
+  CHECK(FerryDeviceArrayMoveToDevice(NULL, cpu, &refused, &error) == EINVAL);
+
+  /* Buffers: CPU -> guarded, then back into existing memory. */
+  src_view.data = bytes;
+  src_view.size_bytes = 6;
+  CHECK(FerryDeviceBufferInit(cpu, src_view, guarded, &buffer, &error) == 0);
+  CHECK(buffer.size_bytes == 6);
+  src_view.data = buffer.data;
+  dst_view.data = read_back;
+  dst_view.size_bytes = 6;
+  CHECK(FerryDeviceBufferCopy(guarded, src_view, cpu, dst_view, &error) == 0);
+  CHECK(strcmp(read_back, "hello") == 0);
+  buffer.release(&buffer);
+
+  /* Moving marks the source released. */
+  FerryDeviceArrayMove(&back, &refused);
+  CHECK(back.array.release == NULL && refused.array.release != NULL);
+
+  refused.array.release(&refused.array);
+  guarded_array.array.release(&guarded_array.array);
+  cpu_array.array.release(&cpu_array.array);
+  FerryDeviceArrayViewReset(&guarded_view);
+  FerryDeviceArrayViewReset(&view);
+  FerryDeviceArrayViewReset(&view); /* idempotent */
+}
+
 int main(void) {
   TestFormats();
   TestValidation();
   TestStream();
+  TestDevices();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

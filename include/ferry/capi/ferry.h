@@ -71,6 +71,11 @@ FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, int32_t level
 /** Free the view's private data; safe to call more than once and on a zeroed view. */
 void FerryArrayViewReset(struct FerryArrayView* view);
 
+/** Buffer `i` of the viewed node: its address and size in bytes (-1 while unknown, as after
+ * SetArrayMinimal). The memory belongs to the viewed array; nothing is read. */
+FerryErrorCode FerryArrayViewBufferView(const struct FerryArrayView* view, int64_t i,
+                                        struct FerryBufferView* out, struct FerryError* error);
+
 /** Render the viewed array's values as JSON (ferry's rendering, docs/json.md) into a string
  * that the caller frees with FerryFree. Reads every element (host memory only). */
 FerryErrorCode FerryArrayViewToJson(const struct FerryArrayView* view, char** out_json,
