@@ -2,6 +2,7 @@
 // SVM pointers, streams are `cl_command_queue*`, events `cl_event*`. libOpenCL.so.1 is loaded
 // at run time; the types below are the OpenCL ABI, declared here so no headers are needed.
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -31,6 +32,8 @@ using cl_event = ClOpaque*;
 constexpr cl_int kClSuccess = 0;
 constexpr cl_bitfield kClDeviceTypeAll = 0xFFFFFFFF;
 constexpr cl_uint kClDeviceName = 0x102B;
+constexpr cl_uint kClDeviceType = 0x1000;
+constexpr cl_bitfield kClDeviceTypeCpu = 1 << 1;
 constexpr cl_uint kClDeviceSvmCapabilities = 0x1053;
 constexpr cl_bitfield kClSvmCoarseGrainBuffer = 1;
 constexpr cl_bitfield kClMemReadWrite = 1;
@@ -86,10 +89,23 @@ class OpenClDevice final : public Device {
     FERRY_RETURN_NOT_OK(Ensure());
     if (size == 0) return static_cast<void*>(nullptr);
     CountAllocation();
+    // On a CPU device SVM is ordinary host memory: large blocks get huge pages, as the CPU
+    // device's do, so first-touch page faults do not dominate a copy into a fresh block.
+    const bool huge = cpu_device_ && size >= kHugeThreshold;
     void* p = cl_.SVMAlloc(context_, kClMemReadWrite, static_cast<size_t>(size), 64);
     if (p == nullptr) {
       return Status::OutOfMemory(ToString() + ": clSVMAlloc of " + std::to_string(size) +
                                  " bytes failed");
+    }
+    if (huge) {
+      // SVM alignment is capped by the largest OpenCL type, so advise the huge-page-aligned
+      // interior; a refusal only costs speed.
+      const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;
+      const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(size)) /
+                            kHugePage * kHugePage;
+      if (end > begin) {
+        (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // NOLINT(performance-no-int-to-ptr)
+      }
     }
     return p;
   }
@@ -176,6 +192,10 @@ class OpenClDevice final : public Device {
     if (rc != kClSuccess || context_ == nullptr) return ClError(rc, "CreateContext");
     queue_ = cl_.CreateCommandQueueWithProperties(context_, id_, nullptr, &rc);
     if (rc != kClSuccess || queue_ == nullptr) return ClError(rc, "CreateCommandQueueWithProperties");
+    cl_bitfield type = 0;
+    if (cl_.GetDeviceInfo(id_, kClDeviceType, sizeof(type), &type, nullptr) == kClSuccess) {
+      cpu_device_ = (type & kClDeviceTypeCpu) != 0;
+    }
     return Status::OK();
   }
 
@@ -186,6 +206,9 @@ class OpenClDevice final : public Device {
   Status init_;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
+  bool cpu_device_ = false;
+  static constexpr int64_t kHugeThreshold = int64_t{4} << 20;
+  static constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
 };
 
 struct Platform {
