@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries, clang
-# with libFuzzer and the clang-format/clang-tidy gates (apt),
+# with libFuzzer and the clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for
+# the device suites) (apt),
 # and a Python virtual environment at .venv with the test peers (pip). Idempotent: it installs
 # nothing when everything is present.
 set -euo pipefail
@@ -12,6 +13,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libflatbuffers-dev flatbuffers-compiler liblz4-dev libzstd-dev
   python3 python3-venv python3-dev
+  pocl-opencl-icd ocl-icd-libopencl1 clinfo
 )
 
 missing=()

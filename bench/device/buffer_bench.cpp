@@ -1,7 +1,5 @@
 // Device buffer copies: pinned host <-> CUDA with ferry's BufferCopy against the driver's own
 // cuMemcpy on the same buffers, in the same run. Skips (saying why) where there is no GPU.
-#include "ferry/device/buffer.hpp"
-
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "device/cuda_driver.hpp"
+#include "ferry/device/buffer.hpp"
 
 namespace ferry {
 namespace {
@@ -79,13 +78,21 @@ void BM_Pinned(benchmark::State& state, bool to_device, bool use_ferry) {
 }
 
 BENCHMARK_CAPTURE(BM_Pinned, HostToDevice_ferry, true, true)
-    ->Arg(int64_t{1} << 30)->Arg(int64_t{1} << 16)->UseRealTime();
+    ->Arg(int64_t{1} << 30)
+    ->Arg(int64_t{1} << 16)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pinned, HostToDevice_cuMemcpy, true, false)
-    ->Arg(int64_t{1} << 30)->Arg(int64_t{1} << 16)->UseRealTime();
+    ->Arg(int64_t{1} << 30)
+    ->Arg(int64_t{1} << 16)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pinned, DeviceToHost_ferry, false, true)
-    ->Arg(int64_t{1} << 30)->Arg(int64_t{1} << 16)->UseRealTime();
+    ->Arg(int64_t{1} << 30)
+    ->Arg(int64_t{1} << 16)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pinned, DeviceToHost_cuMemcpy, false, false)
-    ->Arg(int64_t{1} << 30)->Arg(int64_t{1} << 16)->UseRealTime();
+    ->Arg(int64_t{1} << 30)
+    ->Arg(int64_t{1} << 16)
+    ->UseRealTime();
 
 // Copy bandwidth into an existing destination (no allocation in the loop), 1 GiB, between the
 // CPU and another device. With `raw`, the same blocks are copied with std::memcpy instead: the
@@ -127,21 +134,28 @@ void BM_BufferCopy_1GiB(benchmark::State& state, ArrowDeviceType from, ArrowDevi
   state.SetBytesProcessed(state.iterations() * n);
 }
 BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, CPU_to_CPU_memcpy, ARROW_DEVICE_CPU, ARROW_DEVICE_CPU, true)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, GUARDED_to_CPU, ARROW_DEVICE_EXT_DEV, ARROW_DEVICE_CPU, false)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, CPU_to_OPENCL, ARROW_DEVICE_CPU, ARROW_DEVICE_OPENCL, false)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, CPU_to_OPENCL_memcpy, ARROW_DEVICE_CPU, ARROW_DEVICE_OPENCL,
                   true)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, OPENCL_to_CPU, ARROW_DEVICE_OPENCL, ARROW_DEVICE_CPU, false)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, OPENCL_to_CPU_memcpy, ARROW_DEVICE_OPENCL, ARROW_DEVICE_CPU,
                   true)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, CPU_to_CUDA, ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA, false)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace ferry

@@ -1,7 +1,5 @@
 // Device array views: SetArray on nested strings (with its round trips counted), copy bandwidth
 // between devices against raw memcpy in the same run, and the fixed cost per small array.
-#include "ferry/device/device_array_view.hpp"
-
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "ferry/device/device_array.hpp"
+#include "ferry/device/device_array_view.hpp"
 #include "ferry/device/guarded.hpp"
 #include "ferry/format/schema.hpp"
 
@@ -79,13 +78,15 @@ T OrDie(Result<T> r) {
   return std::move(r).ValueOrDie();
 }
 
-// -- SetArray on 1 M strings in lists, on the guarded device ---------------------------------------
+// -- SetArray on 1 M strings in lists, on the guarded device
+// ---------------------------------------
 
 void BM_SetArray_ListOfStrings_1M(benchmark::State& state) {
   constexpr int64_t kStrings = 1 << 20;
   constexpr int64_t kLists = kStrings / 4;
   std::vector<int32_t> list_offsets(kLists + 1);
-  for (int64_t i = 0; i <= kLists; ++i) list_offsets[static_cast<size_t>(i)] = static_cast<int32_t>(4 * i);
+  for (int64_t i = 0; i <= kLists; ++i)
+    list_offsets[static_cast<size_t>(i)] = static_cast<int32_t>(4 * i);
   std::vector<int32_t> string_offsets(kStrings + 1);
   for (int64_t i = 0; i < kStrings; ++i) {
     string_offsets[static_cast<size_t>(i + 1)] =
@@ -116,7 +117,8 @@ void BM_SetArray_ListOfStrings_1M(benchmark::State& state) {
 }
 BENCHMARK(BM_SetArray_ListOfStrings_1M)->Unit(benchmark::kMicrosecond);
 
-// -- 1 GiB copies ----------------------------------------------------------------------------------
+// -- 1 GiB copies
+// ----------------------------------------------------------------------------------
 
 // 1 GiB of uint8 on the CPU, touched, as a device array.
 struct BigHost {
@@ -212,19 +214,26 @@ void BM_Copy_1GiB_RoundTrip(benchmark::State& state, ArrowDeviceType type) {
 }
 
 BENCHMARK_CAPTURE(BM_Copy_1GiB_DeviceToCpu, GUARDED, ARROW_DEVICE_EXT_DEV)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Copy_1GiB_CpuToDevice, CPU, ARROW_DEVICE_CPU)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Copy_1GiB_CpuToDevice, OPENCL, ARROW_DEVICE_OPENCL)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Copy_1GiB_DeviceToCpu, OPENCL, ARROW_DEVICE_OPENCL)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Copy_1GiB_RoundTrip, OPENCL, ARROW_DEVICE_OPENCL)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Copy_1GiB_CpuToDevice, CUDA, ARROW_DEVICE_CUDA)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Copy_1GiB_DeviceToCpu, CUDA, ARROW_DEVICE_CUDA)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // -- 10,000 small arrays (int32 x 16 with a validity bitmap) -----------------------------------
 
@@ -261,8 +270,8 @@ void BM_Small_10000_Memcpy(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.counters["per_array"] = benchmark::Counter(
-      static_cast<double>(kSmallArrays), benchmark::Counter::kIsIterationInvariantRate |
-                                             benchmark::Counter::kInvert);
+      static_cast<double>(kSmallArrays),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_Small_10000_Memcpy)->Unit(benchmark::kMicrosecond);
 
@@ -293,8 +302,8 @@ void BM_Small_10000(benchmark::State& state, ArrowDeviceType from, ArrowDeviceTy
     }
   }
   state.counters["per_array"] = benchmark::Counter(
-      static_cast<double>(kSmallArrays), benchmark::Counter::kIsIterationInvariantRate |
-                                             benchmark::Counter::kInvert);
+      static_cast<double>(kSmallArrays),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK_CAPTURE(BM_Small_10000, CPU_to_CPU, ARROW_DEVICE_CPU, ARROW_DEVICE_CPU)
     ->Unit(benchmark::kMicrosecond);

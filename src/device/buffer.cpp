@@ -52,8 +52,8 @@ Status BufferInit(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBu
     return Status::Invalid("buffer init: negative size " + std::to_string(src.size_bytes));
   }
   if (src.size_bytes > 0 && src.data == nullptr) {
-    return Status::Invalid("buffer init: source is NULL but has " +
-                           std::to_string(src.size_bytes) + " bytes");
+    return Status::Invalid("buffer init: source is NULL but has " + std::to_string(src.size_bytes) +
+                           " bytes");
   }
   FERRY_ASSIGN_OR_RAISE(void* block, dst_dev.Allocate(src.size_bytes, stream));
   Status st = CopyBytes(src_dev, src.data, dst_dev, block, src.size_bytes, stream);
@@ -123,15 +123,14 @@ Status BufferCopyAsync(Device& src_dev, FerryBufferView src, Device& dst_dev, Fe
                        void* stream) {
   FERRY_RETURN_NOT_OK(internal::NeedStream(src_dev, dst_dev, stream, "BufferCopyAsync"));
   FERRY_RETURN_NOT_OK(CheckSameSize(src, dst));
-  return CopyBytes(src_dev, src.data, dst_dev, const_cast<void*>(dst.data), src.size_bytes,
-                   stream);
+  return CopyBytes(src_dev, src.data, dst_dev, const_cast<void*>(dst.data), src.size_bytes, stream);
 }
 
 Status BufferCopy(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBufferView dst) {
   FERRY_ASSIGN_OR_RAISE(void* stream, InternalStreamFor(src_dev, dst_dev));
   FERRY_RETURN_NOT_OK(CheckSameSize(src, dst));
-  FERRY_RETURN_NOT_OK(CopyBytes(src_dev, src.data, dst_dev, const_cast<void*>(dst.data),
-                                src.size_bytes, stream));
+  FERRY_RETURN_NOT_OK(
+      CopyBytes(src_dev, src.data, dst_dev, const_cast<void*>(dst.data), src.size_bytes, stream));
   return internal::SynchronizeStream(src_dev, dst_dev, stream);
 }
 

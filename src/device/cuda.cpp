@@ -80,7 +80,8 @@ Loaded LoadDriver() {
     return out;
   }
   CUresult rc = d.Init(0);
-  if (rc != kSuccess) out.status = Error(d, rc, "cuInit").WithContext("CUDA driver found but unusable");
+  if (rc != kSuccess)
+    out.status = Error(d, rc, "cuInit").WithContext("CUDA driver found but unusable");
   if (!out.status.ok()) out.status = Status::NotFound(out.status.message());
   return out;
 }
@@ -274,9 +275,12 @@ class CudaDevice final : public Device {
 
   Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst, int64_t n,
                    void* stream) override {
-    const bool src_ok = src_dev.device_type() == ARROW_DEVICE_CPU || IsCudaType(src_dev.device_type());
-    const bool dst_ok = dst_dev.device_type() == ARROW_DEVICE_CPU || IsCudaType(dst_dev.device_type());
-    if (!src_ok || !dst_ok) return Status::NotSupported("CUDA copies only to and from CPU and CUDA");
+    const bool src_ok =
+        src_dev.device_type() == ARROW_DEVICE_CPU || IsCudaType(src_dev.device_type());
+    const bool dst_ok =
+        dst_dev.device_type() == ARROW_DEVICE_CPU || IsCudaType(dst_dev.device_type());
+    if (!src_ok || !dst_ok)
+      return Status::NotSupported("CUDA copies only to and from CPU and CUDA");
     if (src_dev.host_accessible() && dst_dev.host_accessible()) {
       std::memcpy(dst, src, static_cast<size_t>(n));
       CountCopy(n);
@@ -298,8 +302,8 @@ class CudaDevice final : public Device {
       auto* d_dev = dynamic_cast<CudaDevice*>(&dst_dev);
       FERRY_ASSIGN_OR_RAISE(CUcontext src_ctx, s_dev->gpu_.Context());
       FERRY_ASSIGN_OR_RAISE(CUcontext dst_ctx, d_dev->gpu_.Context());
-      FERRY_CUDA_CALL(d_, MemcpyPeerAsync(Ptr(dst), dst_ctx, Ptr(src), src_ctx,
-                                          static_cast<size_t>(n), s));
+      FERRY_CUDA_CALL(
+          d_, MemcpyPeerAsync(Ptr(dst), dst_ctx, Ptr(src), src_ctx, static_cast<size_t>(n), s));
     } else {
       FERRY_CUDA_CALL(d_, MemcpyAsync(Ptr(dst), Ptr(src), static_cast<size_t>(n), s));
     }
@@ -331,8 +335,7 @@ class CudaDevice final : public Device {
     return Status::OK();
   }
 
-  Status InitArray(ArrowDeviceArray* out, ArrowArray* array, void* event,
-                   void* stream) override {
+  Status InitArray(ArrowDeviceArray* out, ArrowArray* array, void* event, void* stream) override {
     FERRY_RETURN_NOT_OK(internal::CheckInitArgs(out, array));
     if (event == nullptr && stream == nullptr) {
       internal::MoveIntoDeviceArray(*this, out, array, nullptr);
@@ -355,8 +358,8 @@ class CudaDevice final : public Device {
         return cuda::Error(d_, rc, "EventRecord");
       }
     }
-    Status st = internal::MoveIntoDeviceArrayWithEvent(*this, out, array, &ev, sizeof(ev),
-                                                       &DestroyEvent);
+    Status st =
+        internal::MoveIntoDeviceArrayWithEvent(*this, out, array, &ev, sizeof(ev), &DestroyEvent);
     if (!st.ok() && created) d_.EventDestroy(ev);
     return st;
   }
@@ -371,7 +374,8 @@ class CudaDevice final : public Device {
     // Pinned or managed memory to the CPU: the host waits, then the buffers are the host's.
     if ((from == ARROW_DEVICE_CUDA_HOST || from == ARROW_DEVICE_CUDA_MANAGED) &&
         to == ARROW_DEVICE_CPU) {
-      if (src->sync_event != nullptr) FERRY_RETURN_NOT_OK(s->SynchronizeEvent(src->sync_event, nullptr));
+      if (src->sync_event != nullptr)
+        FERRY_RETURN_NOT_OK(s->SynchronizeEvent(src->sync_event, nullptr));
       internal::Relabel(src, dst_dev, dst, /*drop_event=*/true);
       return Status::OK();
     }
@@ -456,7 +460,9 @@ Result<Device*> ResolveCuda(ArrowDeviceType device_type, int64_t device_id) {
       }
     }
   }
-  const size_t kind = device_type == ARROW_DEVICE_CUDA ? 0 : device_type == ARROW_DEVICE_CUDA_HOST ? 1 : 2;
+  const size_t kind = device_type == ARROW_DEVICE_CUDA        ? 0
+                      : device_type == ARROW_DEVICE_CUDA_HOST ? 1
+                                                              : 2;
   return static_cast<Device*>(r.devices[static_cast<size_t>(device_id) * 3 + kind].get());
 }
 

@@ -101,8 +101,7 @@ Status ZeroCopyMove(Device& src_dev, ArrowDeviceArray* src, Device& dst_dev,
 
 }  // namespace internal
 
-Status DeviceArrayInit(Device& device, ArrowDeviceArray* out, ArrowArray* array,
-                       void* sync_event) {
+Status DeviceArrayInit(Device& device, ArrowDeviceArray* out, ArrowArray* array, void* sync_event) {
   return device.InitArray(out, array, sync_event, nullptr);
 }
 
@@ -118,7 +117,8 @@ void DeviceArrayMove(ArrowDeviceArray* src, ArrowDeviceArray* dst) noexcept {
 
 Status MoveToDevice(ArrowDeviceArray* src, Device& dst_device, ArrowDeviceArray* dst) {
   if (src == nullptr) return Status::Invalid("move to device: the source is NULL");
-  if (src->array.release == nullptr) return Status::Invalid("move to device: the source is released");
+  if (src->array.release == nullptr)
+    return Status::Invalid("move to device: the source is released");
   FERRY_ASSIGN_OR_RAISE(Device * src_device, ResolveDevice(src->device_type, src->device_id));
   return internal::ZeroCopyMove(*src_device, src, dst_device, dst);
 }

@@ -122,7 +122,8 @@ Status DeviceArrayView::Learn(void* stream) {
   FERRY_RETURN_NOT_OK(ReadValues(*device_, reads, stream, &round_trips_));
   for (auto& [v, range] : offsets_) {
     if (v->type().layout.buffer_type[1] == BufferType::kDataOffset) {
-      const_cast<ArrayView*>(v)->set_buffer_size(2, v->buffer(1).data == nullptr ? 0 : range.second);
+      const_cast<ArrayView*>(v)->set_buffer_size(2,
+                                                 v->buffer(1).data == nullptr ? 0 : range.second);
     }
   }
   return Status::OK();
@@ -151,8 +152,8 @@ Status DeviceArrayView::Validate(ValidationLevel level) const {
   for (const auto& [v, range] : offsets_) {
     const std::string where = "field \"" + std::string(v->name()) + "\"";
     if (range.first < 0 || range.second < range.first) {
-      return Status::Invalid(where + ": offsets run from " + std::to_string(range.first) +
-                             " to " + std::to_string(range.second));
+      return Status::Invalid(where + ": offsets run from " + std::to_string(range.first) + " to " +
+                             std::to_string(range.second));
     }
     if (v->type().layout.buffer_type[1] == BufferType::kListOffset && v->n_children() > 0 &&
         range.second > v->child(0).length()) {
@@ -182,10 +183,10 @@ struct Piece {
   const uint8_t* src = nullptr;
   int64_t src_bytes = 0;  // bytes read from src
   int64_t dst_bytes = 0;
-  int64_t dst_pos = 0;    // in the block (kHost: in the host arena)
-  int64_t arg = 0;        // bit shift, or offset base
-  int64_t nbits = 0;      // kShiftBits: bits to keep
-  int width = 0;          // kRebase/kZeroOffset: offset width
+  int64_t dst_pos = 0;           // in the block (kHost: in the host arena)
+  int64_t arg = 0;               // bit shift, or offset base
+  int64_t nbits = 0;             // kShiftBits: bits to keep
+  int width = 0;                 // kRebase/kZeroOffset: offset width
   const uint8_t* raw = nullptr;  // host copy of the source bytes for transforms
 };
 
@@ -452,8 +453,8 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
       }
       if (p.src == nullptr && p.op != Op::kZeroOffset && p.dst_bytes > 0) {
         return Status::Invalid("field \"" + std::string(v.name()) + "\": buffer " +
-                               std::to_string(b) + " is NULL but " +
-                               std::to_string(p.dst_bytes) + " bytes are needed");
+                               std::to_string(b) + " is NULL but " + std::to_string(p.dst_bytes) +
+                               " bytes are needed");
       }
       p.dst_pos = block_size;
       block_size += Align64(p.dst_bytes);

@@ -94,8 +94,10 @@ class Guarded final : public Device {
   Status SynchronizeEvent(void* event, void* stream) override {
     GuardedEvent* ev = event ? *static_cast<GuardedEvent**>(event) : nullptr;
     GuardedStream* st = stream ? *static_cast<GuardedStream**>(stream) : nullptr;
-    if (event != nullptr && ev == nullptr) return Status::Invalid("guarded: the event handle is NULL");
-    if (stream != nullptr && st == nullptr) return Status::Invalid("guarded: the stream handle is NULL");
+    if (event != nullptr && ev == nullptr)
+      return Status::Invalid("guarded: the event handle is NULL");
+    if (stream != nullptr && st == nullptr)
+      return Status::Invalid("guarded: the stream handle is NULL");
     if (ev != nullptr) {
       CountEventWait();
       if (st != nullptr) {
@@ -112,8 +114,7 @@ class Guarded final : public Device {
     return Status::OK();
   }
 
-  Status InitArray(ArrowDeviceArray* out, ArrowArray* array, void* event,
-                   void* stream) override {
+  Status InitArray(ArrowDeviceArray* out, ArrowArray* array, void* event, void* stream) override {
     FERRY_RETURN_NOT_OK(internal::CheckInitArgs(out, array));
     GuardedStream* st = stream ? *static_cast<GuardedStream**>(stream) : nullptr;
     GuardedEvent* ev = nullptr;

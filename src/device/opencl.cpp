@@ -44,8 +44,8 @@ struct Cl {
   cl_int (*GetDeviceInfo)(cl_device_id, cl_uint, size_t, void*, size_t*);
   cl_context (*CreateContext)(const intptr_t*, cl_uint, const cl_device_id*,
                               void (*)(const char*, const void*, size_t, void*), void*, cl_int*);
-  cl_command_queue (*CreateCommandQueueWithProperties)(cl_context, cl_device_id,
-                                                       const cl_ulong*, cl_int*);
+  cl_command_queue (*CreateCommandQueueWithProperties)(cl_context, cl_device_id, const cl_ulong*,
+                                                       cl_int*);
   cl_int (*ReleaseCommandQueue)(cl_command_queue);
   cl_int (*ReleaseContext)(cl_context);
   void* (*SVMAlloc)(cl_context, cl_bitfield, size_t, cl_uint);
@@ -64,9 +64,9 @@ Status ClError(cl_int code, const char* call) {
                          std::to_string(code));
 }
 
-#define FERRY_CL_CALL(call)                                  \
-  do {                                                       \
-    cl_int _ferry_cl = cl_.call;                             \
+#define FERRY_CL_CALL(call)                                        \
+  do {                                                             \
+    cl_int _ferry_cl = cl_.call;                                   \
     if (_ferry_cl != kClSuccess) return ClError(_ferry_cl, #call); \
   } while (false)
 
@@ -100,11 +100,13 @@ class OpenClDevice final : public Device {
     if (huge) {
       // SVM alignment is capped by the largest OpenCL type, so advise the huge-page-aligned
       // interior; a refusal only costs speed.
-      const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;
-      const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(size)) /
-                            kHugePage * kHugePage;
+      const uintptr_t begin =
+          (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;
+      const uintptr_t end =
+          (reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(size)) / kHugePage * kHugePage;
       if (end > begin) {
-        (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // NOLINT(performance-no-int-to-ptr)
+        (void)madvise(reinterpret_cast<void*>(begin), end - begin,
+                      MADV_HUGEPAGE);  // NOLINT(performance-no-int-to-ptr)
       }
     }
     return p;
@@ -138,8 +140,8 @@ class OpenClDevice final : public Device {
       cl_event ev = *static_cast<cl_event*>(event);
       CountEventWait();
       if (stream != nullptr) {
-        FERRY_CL_CALL(EnqueueBarrierWithWaitList(*static_cast<cl_command_queue*>(stream), 1,
-                                                 &ev, nullptr));
+        FERRY_CL_CALL(
+            EnqueueBarrierWithWaitList(*static_cast<cl_command_queue*>(stream), 1, &ev, nullptr));
       } else {
         FERRY_CL_CALL(WaitForEvents(1, &ev));
         CountRoundTrip();
@@ -151,8 +153,7 @@ class OpenClDevice final : public Device {
     return Status::OK();
   }
 
-  Status InitArray(ArrowDeviceArray* out, ArrowArray* array, void* event,
-                   void* stream) override {
+  Status InitArray(ArrowDeviceArray* out, ArrowArray* array, void* event, void* stream) override {
     FERRY_RETURN_NOT_OK(internal::CheckInitArgs(out, array));
     if (event == nullptr && stream == nullptr) {
       internal::MoveIntoDeviceArray(*this, out, array, nullptr);
@@ -163,8 +164,8 @@ class OpenClDevice final : public Device {
       // An OpenCL event is recorded when its command is enqueued; a given one is kept as is.
       ev = *static_cast<cl_event*>(event);
     } else {
-      FERRY_CL_CALL(EnqueueMarkerWithWaitList(*static_cast<cl_command_queue*>(stream), 0,
-                                              nullptr, &ev));
+      FERRY_CL_CALL(
+          EnqueueMarkerWithWaitList(*static_cast<cl_command_queue*>(stream), 0, nullptr, &ev));
     }
     static const Cl* cl = &cl_;
     Status st = internal::MoveIntoDeviceArrayWithEvent(
@@ -191,7 +192,8 @@ class OpenClDevice final : public Device {
     context_ = cl_.CreateContext(nullptr, 1, &id_, nullptr, nullptr, &rc);
     if (rc != kClSuccess || context_ == nullptr) return ClError(rc, "CreateContext");
     queue_ = cl_.CreateCommandQueueWithProperties(context_, id_, nullptr, &rc);
-    if (rc != kClSuccess || queue_ == nullptr) return ClError(rc, "CreateCommandQueueWithProperties");
+    if (rc != kClSuccess || queue_ == nullptr)
+      return ClError(rc, "CreateCommandQueueWithProperties");
     cl_bitfield type = 0;
     if (cl_.GetDeviceInfo(id_, kClDeviceType, sizeof(type), &type, nullptr) == kClSuccess) {
       cpu_device_ = (type & kClDeviceTypeCpu) != 0;
@@ -254,8 +256,8 @@ void Load(Platform& p) {
   need("clFinish", &c.Finish);
   need("clReleaseEvent", &c.ReleaseEvent);
   if (missing != nullptr) {
-    p.status = Status::NotFound(std::string("the OpenCL runtime at ") + path + " lacks " +
-                                missing + " (OpenCL 2.0 is needed for shared virtual memory)");
+    p.status = Status::NotFound(std::string("the OpenCL runtime at ") + path + " lacks " + missing +
+                                " (OpenCL 2.0 is needed for shared virtual memory)");
     return;
   }
   cl_uint n_platforms = 0;
@@ -274,8 +276,7 @@ void Load(Platform& p) {
     c.GetDeviceIDs(platform, kClDeviceTypeAll, n, ids.data(), nullptr);
     for (cl_device_id id : ids) {
       cl_bitfield svm = 0;
-      if (c.GetDeviceInfo(id, kClDeviceSvmCapabilities, sizeof(svm), &svm, nullptr) !=
-              kClSuccess ||
+      if (c.GetDeviceInfo(id, kClDeviceSvmCapabilities, sizeof(svm), &svm, nullptr) != kClSuccess ||
           (svm & kClSvmCoarseGrainBuffer) == 0) {
         continue;
       }

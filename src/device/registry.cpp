@@ -9,21 +9,36 @@ namespace ferry {
 
 const char* DeviceTypeName(ArrowDeviceType device_type) noexcept {
   switch (device_type) {
-    case ARROW_DEVICE_CPU: return "CPU";
-    case ARROW_DEVICE_CUDA: return "CUDA";
-    case ARROW_DEVICE_CUDA_HOST: return "CUDA_HOST";
-    case ARROW_DEVICE_OPENCL: return "OPENCL";
-    case ARROW_DEVICE_VULKAN: return "VULKAN";
-    case ARROW_DEVICE_METAL: return "METAL";
-    case ARROW_DEVICE_VPI: return "VPI";
-    case ARROW_DEVICE_ROCM: return "ROCM";
-    case ARROW_DEVICE_ROCM_HOST: return "ROCM_HOST";
-    case ARROW_DEVICE_EXT_DEV: return "EXT_DEV";
-    case ARROW_DEVICE_CUDA_MANAGED: return "CUDA_MANAGED";
-    case ARROW_DEVICE_ONEAPI: return "ONEAPI";
-    case ARROW_DEVICE_WEBGPU: return "WEBGPU";
-    case ARROW_DEVICE_HEXAGON: return "HEXAGON";
-    default: return "unknown";
+    case ARROW_DEVICE_CPU:
+      return "CPU";
+    case ARROW_DEVICE_CUDA:
+      return "CUDA";
+    case ARROW_DEVICE_CUDA_HOST:
+      return "CUDA_HOST";
+    case ARROW_DEVICE_OPENCL:
+      return "OPENCL";
+    case ARROW_DEVICE_VULKAN:
+      return "VULKAN";
+    case ARROW_DEVICE_METAL:
+      return "METAL";
+    case ARROW_DEVICE_VPI:
+      return "VPI";
+    case ARROW_DEVICE_ROCM:
+      return "ROCM";
+    case ARROW_DEVICE_ROCM_HOST:
+      return "ROCM_HOST";
+    case ARROW_DEVICE_EXT_DEV:
+      return "EXT_DEV";
+    case ARROW_DEVICE_CUDA_MANAGED:
+      return "CUDA_MANAGED";
+    case ARROW_DEVICE_ONEAPI:
+      return "ONEAPI";
+    case ARROW_DEVICE_WEBGPU:
+      return "WEBGPU";
+    case ARROW_DEVICE_HEXAGON:
+      return "HEXAGON";
+    default:
+      return "unknown";
   }
 }
 

@@ -34,8 +34,8 @@ TEST_P(BufferConformance, RoundTripsThroughTheDevice) {
   ASSERT_OK(BufferCopy(*device, {static_cast<const uint8_t*>(on_device->data) + 500, 10},
                        *CpuDevice(), {window.data(), 10}));
   EXPECT_EQ(window, std::vector<uint8_t>(bytes.begin() + 500, bytes.begin() + 510));
-  ASSERT_RAISES_WITH(EINVAL, "but the destination 9", BufferCopy(*device, {on_device->data, 10}, *CpuDevice(),
-                                                 {window.data(), 9}));
+  ASSERT_RAISES_WITH(EINVAL, "but the destination 9",
+                     BufferCopy(*device, {on_device->data, 10}, *CpuDevice(), {window.data(), 9}));
 }
 
 TEST_P(BufferConformance, MovesOnTheSameDeviceKeepThePointer) {
@@ -71,14 +71,14 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, BufferConformance,
                          });
 
 TEST(Buffer, ZeroBytesAndNullInputs) {
-  ASSERT_OK_AND_ASSIGN(UniqueBuffer empty, BufferInit(*CpuDevice(), {nullptr, 0}, *GuardedDevice()));
+  ASSERT_OK_AND_ASSIGN(UniqueBuffer empty,
+                       BufferInit(*CpuDevice(), {nullptr, 0}, *GuardedDevice()));
   EXPECT_EQ(empty->size_bytes, 0);
   UniqueBuffer released;
   UniqueBuffer dst;
   ASSERT_RAISES_WITH(EINVAL, "released",
                      BufferMove(*GuardedDevice(), released.get(), *GuardedDevice(), dst.get()));
-  ASSERT_RAISES_WITH(EINVAL, "NULL",
-                     BufferInit(*CpuDevice(), {nullptr, 16}, *GuardedDevice()));
+  ASSERT_RAISES_WITH(EINVAL, "NULL", BufferInit(*CpuDevice(), {nullptr, 16}, *GuardedDevice()));
 }
 
 TEST(Buffer, AsyncCopiesNeedAStreamOnDevicesThatHaveThem) {

@@ -24,7 +24,8 @@ TEST(BasicDeviceArrayStream, LabelsEveryArrayAndKeepsTheEnd) {
   std::vector<UniqueArray> arrays;
   arrays.push_back(Int32s("[1, 2]", &schema));
   arrays.push_back(Int32s("[3]", &schema));
-  ASSERT_OK_AND_ASSIGN(UniqueArrayStream inner, MakeArrayStream(std::move(schema), std::move(arrays)));
+  ASSERT_OK_AND_ASSIGN(UniqueArrayStream inner,
+                       MakeArrayStream(std::move(schema), std::move(arrays)));
   UniqueDeviceArrayStream stream;
   ASSERT_OK(BasicDeviceArrayStreamInit(stream.get(), inner.get(), *CpuDevice()));
   EXPECT_EQ(inner->release, nullptr);  // moved in
@@ -106,8 +107,8 @@ TEST(BasicDeviceArrayStream, NeverReadsAForeignProducersPrivateData) {
 TEST(BasicDeviceArrayStream, RejectsReleasedInput) {
   ArrowArrayStream released{};
   UniqueDeviceArrayStream stream;
-  ASSERT_RAISES_WITH(EINVAL, "released", BasicDeviceArrayStreamInit(stream.get(), &released,
-                                                                    *CpuDevice()));
+  ASSERT_RAISES_WITH(EINVAL, "released",
+                     BasicDeviceArrayStreamInit(stream.get(), &released, *CpuDevice()));
   EXPECT_EQ(stream->release, nullptr);
 }
 

@@ -44,7 +44,8 @@ void ExpectSameBytes(const ArrayView& a, const ArrayView& b, const std::string& 
     ExpectSameBytes(a.child(c), b.child(c), path + " > child " + std::to_string(c));
   }
   ASSERT_EQ(a.dictionary() == nullptr, b.dictionary() == nullptr) << path;
-  if (a.dictionary() != nullptr) ExpectSameBytes(*a.dictionary(), *b.dictionary(), path + " > dict");
+  if (a.dictionary() != nullptr)
+    ExpectSameBytes(*a.dictionary(), *b.dictionary(), path + " > dict");
 }
 
 class DeviceConformance : public ::testing::TestWithParam<Param> {};
@@ -97,7 +98,8 @@ TEST_P(DeviceConformance, RoundTripThroughDevice) {
 
   // Oracle 1: the generated values.
   Json expected = Json::array();
-  for (int64_t i = p.offset; i < total; ++i) expected.push_back(generated.rendered[static_cast<size_t>(i)]);
+  for (int64_t i = p.offset; i < total; ++i)
+    expected.push_back(generated.rendered[static_cast<size_t>(i)]);
   ASSERT_OK_AND_ASSIGN(std::string json, ArrayToJson(back_view));
   EXPECT_EQ(Json::parse(json), expected) << tc.name << " on " << dc.name;
 
@@ -147,15 +149,15 @@ TEST(DeviceArrayView, SetArrayLearnsNestedStringSizesInOneRoundTrip) {
   Field field = Field::Make(
       "+l", "x",
       {Field::Make("+s", "item",
-                   {Field::Make("u", "a"),
-                    Field::Make("+l", "b", {Field::Make("U", "item")})})});
+                   {Field::Make("u", "a"), Field::Make("+l", "b", {Field::Make("U", "item")})})});
   UniqueSchema schema;
   ASSERT_OK_AND_ASSIGN(
       UniqueDeviceArray dev,
-      GuardedFromJson(field,
-                      R"([[{"a": "xy", "b": ["p", "qq"]}], null, [{"a": "long string here", "b": []},
+      GuardedFromJson(
+          field,
+          R"([[{"a": "xy", "b": ["p", "qq"]}], null, [{"a": "long string here", "b": []},
                           {"a": "", "b": null}]])",
-                      &schema));
+          &schema));
   ASSERT_OK_AND_ASSIGN(DeviceArrayView view, DeviceArrayView::Make(schema.get()));
   const DeviceStats before = GuardedDevice()->stats();
   ASSERT_OK(view.SetArray(dev.get()));
@@ -203,7 +205,7 @@ TEST(DeviceArrayView, SlicedNestedCopyNeedsOneRoundTripPerOffsetLevel) {
   ASSERT_OK_AND_ASSIGN(std::string json, ArrayToJson(hv));
   EXPECT_EQ(Json::parse(json), Json::parse(R"([["bb","ccc"],null,["dddd"],[]])"));
   EXPECT_EQ(hv.offset(), 0);
-  EXPECT_EQ(hv.ListStart(0), 0);  // re-based
+  EXPECT_EQ(hv.ListStart(0), 0);       // re-based
   EXPECT_EQ(hv.child(0).length(), 3);  // only the visible strings were copied
 }
 

@@ -35,10 +35,10 @@ TEST(Device, TheCStructLeadsBackToTheDevice) {
     FerryDevice* c = d->c_device();
     EXPECT_EQ(c->device_type, d->device_type());
     EXPECT_EQ(c->device_id, d->device_id());
-    for (auto* fn : {reinterpret_cast<void*>(c->array_init), reinterpret_cast<void*>(c->array_move),
-                     reinterpret_cast<void*>(c->buffer_init), reinterpret_cast<void*>(c->buffer_move),
-                     reinterpret_cast<void*>(c->buffer_copy),
-                     reinterpret_cast<void*>(c->synchronize_event)}) {
+    for (auto* fn :
+         {reinterpret_cast<void*>(c->array_init), reinterpret_cast<void*>(c->array_move),
+          reinterpret_cast<void*>(c->buffer_init), reinterpret_cast<void*>(c->buffer_move),
+          reinterpret_cast<void*>(c->buffer_copy), reinterpret_cast<void*>(c->synchronize_event)}) {
       EXPECT_NE(fn, nullptr);
     }
     EXPECT_EQ(Device::FromC(c), d);
@@ -63,7 +63,8 @@ TEST(Device, UnknownDevicesNameWhatWasAsked) {
 
 TEST(Device, OutOfRangeOrdinalsAreNotFound) {
   auto opencl = ResolveDevice(ARROW_DEVICE_OPENCL, 0);
-  if (!opencl.ok()) GTEST_SKIP() << "no OpenCL device on this machine: " << opencl.status().message();
+  if (!opencl.ok())
+    GTEST_SKIP() << "no OpenCL device on this machine: " << opencl.status().message();
   ASSERT_RAISES_WITH(ENOENT, "OPENCL device 999 does not exist",
                      ResolveDevice(ARROW_DEVICE_OPENCL, 999));
   ASSERT_RAISES_WITH(ENOENT, "OPENCL device -1 does not exist",
@@ -134,9 +135,9 @@ TEST(Device, GuardedCopiesGoThroughTheAlias) {
   ASSERT_OK(CopyBytes(g, p, *CpuDevice(), back, 16, nullptr));
   EXPECT_STREQ(back, "fifteen letters");
   // A range that runs outside the allocation's chunk is refused, not copied.
-  ASSERT_RAISES_WITH(EINVAL, "not guarded device memory",
-                     CopyBytes(g, static_cast<char*>(p) + 8, *CpuDevice(), back,
-                               int64_t{1} << 40, nullptr));
+  ASSERT_RAISES_WITH(
+      EINVAL, "not guarded device memory",
+      CopyBytes(g, static_cast<char*>(p) + 8, *CpuDevice(), back, int64_t{1} << 40, nullptr));
   g.Free(p, 16);
 }
 

@@ -1,6 +1,9 @@
 // Device test support (see device_util.hpp).
 #include "support/device_util.hpp"
 
+#include <cstdlib>
+#include <string>
+
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 
@@ -19,6 +22,13 @@ const std::vector<DeviceCase>& ConformanceDevices() {
 }
 
 Result<Device*> ResolveForTest(const DeviceCase& c) { return ResolveDevice(c.type, c.id); }
+
+bool DeviceRequired(const DeviceCase& c) {
+  const char* env = std::getenv("FERRY_REQUIRE_DEVICES");
+  if (env == nullptr) return false;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + c.name + ",") != std::string::npos;
+}
 
 UniqueDeviceArray ToCpuDeviceArray(Array array, UniqueSchema* schema_out) {
   UniqueArray raw;

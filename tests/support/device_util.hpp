@@ -26,6 +26,11 @@ const std::vector<DeviceCase>& ConformanceDevices();
 /// Resolve `c`, or the reason it cannot be resolved here (for GTEST_SKIP).
 Result<Device*> ResolveForTest(const DeviceCase& c);
 
+/// Whether $FERRY_REQUIRE_DEVICES (a comma-separated list of DeviceCase names, e.g.
+/// "OPENCL0,CUDA0") names `c`: then a missing device fails the test instead of skipping it, so a
+/// CI machine that should have the device cannot pass by skipping.
+bool DeviceRequired(const DeviceCase& c);
+
 /// Export `array` and wrap it as a CPU device array.
 UniqueDeviceArray ToCpuDeviceArray(Array array, UniqueSchema* schema_out);
 
@@ -36,13 +41,17 @@ Result<UniqueDeviceArray> CopyToDevice(const ArrowSchema* schema, const ArrowDev
 }  // namespace ferry::testing
 
 /// Resolve a DeviceCase or skip the test, saying which device is missing and why.
-#define FERRY_RESOLVE_OR_SKIP(var, device_case)                                          \
-  ::ferry::Device* var = nullptr;                                                        \
-  do {                                                                                   \
-    auto _r = ::ferry::testing::ResolveForTest(device_case);                             \
-    if (!_r.ok()) {                                                                      \
-      GTEST_SKIP() << "no " << (device_case).name << " device on this machine: "         \
-                   << _r.status().message();                                             \
-    }                                                                                    \
-    var = *_r;                                                                           \
+#define FERRY_RESOLVE_OR_SKIP(var, device_case)                                           \
+  ::ferry::Device* var = nullptr;                                                         \
+  do {                                                                                    \
+    auto _r = ::ferry::testing::ResolveForTest(device_case);                              \
+    if (!_r.ok()) {                                                                       \
+      if (::ferry::testing::DeviceRequired(device_case)) {                                \
+        FAIL() << (device_case).name                                                      \
+               << " is required ($FERRY_REQUIRE_DEVICES) but: " << _r.status().message(); \
+      }                                                                                   \
+      GTEST_SKIP() << "no " << (device_case).name                                         \
+                   << " device on this machine: " << _r.status().message();               \
+    }                                                                                     \
+    var = *_r;                                                                            \
   } while (false)
