@@ -227,4 +227,3 @@ BENCHMARK(BM_Utf8)->Arg(0)->Arg(1)->ArgNames({"multibyte"})->Unit(benchmark::kMi
 
 }  // namespace
 }  // namespace ferry
-

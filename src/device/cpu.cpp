@@ -69,7 +69,9 @@ class Cpu final : public Device {
 }  // namespace
 
 Device* CpuDevice() noexcept {
-  static Cpu* cpu = new Cpu();  // never destroyed: arrays may outlive static destructors
+  // Never destroyed: arrays may outlive static destructors. Allocation failure at start-up is
+  // fatal, as for any static.
+  static Cpu* cpu = new Cpu();  // NOLINT(bugprone-unhandled-exception-at-new)
   return cpu;
 }
 

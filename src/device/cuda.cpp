@@ -358,8 +358,7 @@ class CudaDevice final : public Device {
         return cuda::Error(d_, rc, "EventRecord");
       }
     }
-    Status st =
-        internal::MoveIntoDeviceArrayWithEvent(*this, out, array, &ev, sizeof(ev), &DestroyEvent);
+    Status st = internal::MoveIntoDeviceArrayWithHandle(*this, out, array, ev, &DestroyEvent);
     if (!st.ok() && created) d_.EventDestroy(ev);
     return st;
   }

@@ -77,9 +77,9 @@ Status Error(const Driver& d, CUresult code, const char* call);
 }  // namespace ferry::internal::cuda
 
 /// Return an EIO status naming the call when a driver call fails.
-#define FERRY_CUDA_CALL(driver, call)                                                     \
-  do {                                                                                    \
-    ::ferry::internal::cuda::CUresult _ferry_cu = (driver).call;                          \
-    if (_ferry_cu != ::ferry::internal::cuda::kSuccess)                                   \
-      return ::ferry::internal::cuda::Error((driver), _ferry_cu, #call);                  \
+#define FERRY_CUDA_CALL(driver, call)                                    \
+  do {                                                                   \
+    ::ferry::internal::cuda::CUresult _ferry_cu = (driver).call;         \
+    if (_ferry_cu != ::ferry::internal::cuda::kSuccess)                  \
+      return ::ferry::internal::cuda::Error((driver), _ferry_cu, #call); \
   } while (false)

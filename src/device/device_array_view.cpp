@@ -590,7 +590,7 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
   owner->refs = static_cast<int64_t>(nodes.size());
   ArrowArray root = owner->arrays[0];
   owner->arrays[0].release = nullptr;  // the root struct now lives in `root`
-  owner.release();                     // owned by the ArrowArray nodes from here on
+  owner.release();  // NOLINT(bugprone-unused-return-value): the ArrowArray nodes own it now
 
   UniqueDeviceArray out;
   Status st = dst.InitArray(out.get(), &root, nullptr, must_finish ? nullptr : stream);

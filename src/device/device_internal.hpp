@@ -29,14 +29,21 @@ Status MoveIntoDeviceArrayWithEvent(Device& device, ArrowDeviceArray* out, Arrow
                                     const void* handle, size_t handle_size,
                                     void (*destroy)(void* handle));
 
+/// MoveIntoDeviceArrayWithEvent for a native handle (a CUevent, a cl_event, ...) passed by value.
+template <typename Handle>
+Status MoveIntoDeviceArrayWithHandle(Device& device, ArrowDeviceArray* out, ArrowArray* array,
+                                     Handle handle, void (*destroy)(void* handle)) {
+  static_assert(sizeof(Handle) <= 16, "the event wrapper stores at most 16 bytes");
+  return MoveIntoDeviceArrayWithEvent(device, out, array, &handle, sizeof(Handle), destroy);
+}
+
 /// Move `src` to `dst` relabelled as `dst_device`. With `drop_event`, `dst->sync_event` becomes
 /// NULL (the caller has already waited on it; the event itself is still freed with the array).
 void Relabel(ArrowDeviceArray* src, Device& dst_device, ArrowDeviceArray* dst,
              bool drop_event) noexcept;
 
 /// Ask the source device, then the destination, for a zero-copy move; ENOTSUP names the pair.
-Status ZeroCopyMove(Device& src_dev, ArrowDeviceArray* src, Device& dst_dev,
-                    ArrowDeviceArray* dst);
+Status ZeroCopyMove(Device& src_dev, ArrowDeviceArray* src, Device& dst_dev, ArrowDeviceArray* dst);
 
 /// Allocate `src.size_bytes` on `dst_dev` and copy `src` into it on `stream`.
 Status BufferInit(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBuffer* dst,

@@ -129,9 +129,8 @@ class Guarded final : public Device {
       return Status::OK();
     }
     if (st != nullptr) ev->records += 1;
-    return internal::MoveIntoDeviceArrayWithEvent(
-        *this, out, array, &ev, sizeof(ev),
-        [](void* handle) { delete *static_cast<GuardedEvent**>(handle); });
+    return internal::MoveIntoDeviceArrayWithHandle(
+        *this, out, array, ev, [](void* handle) { delete *static_cast<GuardedEvent**>(handle); });
   }
 
   Result<void*> InternalStream() override { return static_cast<void*>(&internal_stream_); }
@@ -204,7 +203,8 @@ class Guarded final : public Device {
 };
 
 Guarded* Instance() noexcept {
-  static Guarded* device = new Guarded();  // never destroyed, like the CPU device
+  // Never destroyed, like the CPU device.
+  static Guarded* device = new Guarded();  // NOLINT(bugprone-unhandled-exception-at-new)
   return device;
 }
 

@@ -105,8 +105,8 @@ class OpenClDevice final : public Device {
       const uintptr_t end =
           (reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(size)) / kHugePage * kHugePage;
       if (end > begin) {
-        (void)madvise(reinterpret_cast<void*>(begin), end - begin,
-                      MADV_HUGEPAGE);  // NOLINT(performance-no-int-to-ptr)
+        void* first = reinterpret_cast<void*>(begin);  // NOLINT(performance-no-int-to-ptr)
+        (void)madvise(first, end - begin, MADV_HUGEPAGE);
       }
     }
     return p;
@@ -168,9 +168,9 @@ class OpenClDevice final : public Device {
           EnqueueMarkerWithWaitList(*static_cast<cl_command_queue*>(stream), 0, nullptr, &ev));
     }
     static const Cl* cl = &cl_;
-    Status st = internal::MoveIntoDeviceArrayWithEvent(
-        *this, out, array, &ev, sizeof(ev),
-        [](void* handle) { cl->ReleaseEvent(*static_cast<cl_event*>(handle)); });
+    Status st = internal::MoveIntoDeviceArrayWithHandle(*this, out, array, ev, [](void* handle) {
+      cl->ReleaseEvent(*static_cast<cl_event*>(handle));
+    });
     if (!st.ok() && event == nullptr) cl_.ReleaseEvent(ev);
     return st;
   }

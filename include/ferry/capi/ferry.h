@@ -157,9 +157,8 @@ const char* FerryDeviceResolveError(void);
 /** Wrap `array` (moved in) as `device_array` on `device`; a non-NULL `sync_event` is owned by
  * the result. `reserved` is zeroed. */
 FerryErrorCode FerryDeviceArrayInit(struct FerryDevice* device,
-                                    struct ArrowDeviceArray* device_array,
-                                    struct ArrowArray* array, void* sync_event,
-                                    struct FerryError* error);
+                                    struct ArrowDeviceArray* device_array, struct ArrowArray* array,
+                                    void* sync_event, struct FerryError* error);
 
 /** FerryDeviceArrayInit with a stream: given only a stream, an event is created, recorded on
  * it and owned by the result. */

@@ -64,8 +64,8 @@ class Device {
   /// Copy `n` bytes between `src_dev` and `dst_dev`, one of which is this device, ordered on
   /// `stream`. Returns ENOTSUP when this device does not handle the pair (the caller then asks
   /// the other device). Host-side copies complete before returning.
-  virtual Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst,
-                           int64_t n, void* stream) = 0;
+  virtual Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst, int64_t n,
+                           void* stream) = 0;
   /// Event and stream: the stream waits on the event. Event only: the host waits. Stream only:
   /// the host waits for the stream to drain (really synchronizes). Neither: nothing.
   virtual Status SynchronizeEvent(void* event, void* stream) = 0;
@@ -131,6 +131,5 @@ Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst, i
 /// The stream a stream-less call between `a` and `b` uses: the internal stream of whichever is
 /// not the CPU (the source when both are not).
 Result<void*> InternalStreamFor(Device& a, Device& b);
-
 
 }  // namespace ferry

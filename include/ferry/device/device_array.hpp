@@ -11,8 +11,7 @@ namespace ferry {
 /// Wrap `array` (moved in: marked released on success, untouched on failure) as `out` on
 /// `device`. A non-null `sync_event` (a pointer to the native event) is owned by `out` from now
 /// on. `out->reserved` is zeroed. No copy.
-Status DeviceArrayInit(Device& device, ArrowDeviceArray* out, ArrowArray* array,
-                       void* sync_event);
+Status DeviceArrayInit(Device& device, ArrowDeviceArray* out, ArrowArray* array, void* sync_event);
 /// DeviceArrayInit with a stream: given only a stream, an event is created, recorded on it and
 /// owned by `out`; given both, the given event is recorded on the stream.
 Status DeviceArrayInitAsync(Device& device, ArrowDeviceArray* out, ArrowArray* array,

@@ -68,7 +68,6 @@ class DeviceArrayView {
   // gathered by SetArray; Copy reuses them where its range is the node's own.
   std::unordered_map<const ArrayView*, std::pair<int64_t, int64_t>> offsets_;
   mutable int64_t round_trips_ = 0;
-  mutable bool event_waited_ = false;
 };
 
 }  // namespace ferry
