@@ -1,12 +1,11 @@
 // C surface of ArrayView: init, set, validate, reset and JSON rendering.
 #include "ferry/format/array_view.hpp"
 
-#include "ferry/device/device_array_view.hpp"
-
 #include <cstdlib>
 #include <cstring>
 
 #include "capi/error.hpp"
+#include "ferry/device/device_array_view.hpp"
 #include "ferry/format/json.hpp"
 
 using ferry::ArrayView;
