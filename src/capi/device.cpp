@@ -1,4 +1,6 @@
 // C surface of the device layer: nanoarrow's device functions under ferry's names.
+#include "ferry/device/device.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -6,7 +8,6 @@
 #include "capi/error.hpp"
 #include "ferry/capi/ferry.h"
 #include "ferry/device/buffer.hpp"
-#include "ferry/device/device.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_stream.hpp"
 #include "ferry/device/device_array_view.hpp"
@@ -23,8 +24,8 @@ ferry::Result<Device*> Ferry(FerryDevice* device, const char* role) {
   if (device == nullptr) return Status::Invalid(std::string(role) + " device is NULL");
   Device* d = Device::FromC(device);
   if (d == nullptr) {
-    return Status::NotSupported(std::string(role) +
-                                " device was not made by ferry (resolve it with FerryDeviceResolve)");
+    return Status::NotSupported(
+        std::string(role) + " device was not made by ferry (resolve it with FerryDeviceResolve)");
   }
   return d;
 }
@@ -76,7 +77,9 @@ FerryErrorCode FerryDeviceCheckRuntime(struct FerryError* error) {
   return ferry::capi::Guard(error, [] { return ferry::CheckDeviceRuntime(); });
 }
 
-struct FerryDevice* FerryDeviceCpu(void) { return ferry::CpuDevice()->c_device(); }
+struct FerryDevice* FerryDeviceCpu(void) {
+  return ferry::CpuDevice()->c_device();
+}
 
 void FerryDeviceInitCpu(struct FerryDevice* device) {
   if (device == nullptr) return;
@@ -111,7 +114,8 @@ FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,
   }
   // A device without array_init (a caller's own struct) gets a plain, event-less wrap.
   if (sync_event != nullptr) {
-    return ferry::capi::SetError(error, EINVAL, "the device has no array_init but an event was given");
+    return ferry::capi::SetError(error, EINVAL,
+                                 "the device has no array_init but an event was given");
   }
   if (device_array == nullptr || array == nullptr || array->release == nullptr) {
     return ferry::capi::SetError(error, EINVAL, "device array init: NULL or released array");
@@ -125,9 +129,8 @@ FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,
 }
 
 FerryErrorCode FerryDeviceArrayInit(struct FerryDevice* device,
-                                    struct ArrowDeviceArray* device_array,
-                                    struct ArrowArray* array, void* sync_event,
-                                    struct FerryError* error) {
+                                    struct ArrowDeviceArray* device_array, struct ArrowArray* array,
+                                    void* sync_event, struct FerryError* error) {
   return FerryDeviceArrayInitAsync(device, device_array, array, sync_event, nullptr, error);
 }
 
@@ -213,7 +216,8 @@ FerryErrorCode FerryDeviceArrayViewCopy(struct FerryDeviceArrayView* src,
 
 FerryErrorCode FerryDeviceArrayMoveToDevice(struct ArrowDeviceArray* src,
                                             struct FerryDevice* device_dst,
-                                            struct ArrowDeviceArray* dst, struct FerryError* error) {
+                                            struct ArrowDeviceArray* dst,
+                                            struct FerryError* error) {
   return ferry::capi::Guard(error, [&]() -> Status {
     FERRY_ASSIGN_OR_RAISE(Device * d, Ferry(device_dst, "the destination"));
     return ferry::MoveToDevice(src, *d, dst);

@@ -186,5 +186,4 @@ GeneratedValues GenerateValues(const TypeCase& tc, uint64_t seed, int64_t total,
   return out;
 }
 
-
 }  // namespace ferry::testing
