@@ -15,6 +15,7 @@ UniqueArray Int32s(const std::string& json, UniqueSchema* schema) {
   auto array = testing::ArrayFromJson(Field::Make("i", "x"), json);
   EXPECT_TRUE(array.ok());
   UniqueArray out;
+  schema->reset();  // a second export replaces the first schema rather than leaking it
   std::move(array).ValueOrDie().Export(schema->get(), out.get());
   return out;
 }
