@@ -288,3 +288,179 @@ def deep_copy_schema(schema):
     error = FerryErrorStruct()
     check(lib.FerrySchemaDeepCopy(ctypes.byref(schema), ctypes.byref(out), ctypes.byref(error)), error)
     return out
+
+
+# -- Memory views and DLPack ------------------------------------------------------------------
+
+
+class FerryMemoryViewStruct(ctypes.Structure):
+    _fields_ = [
+        ("obj", ctypes.c_void_p),
+        ("data", ctypes.c_void_p),
+        ("byte_size", ctypes.c_int64),
+        ("readonly", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("item_size", ctypes.c_int64),
+        ("ndim", ctypes.c_int64),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("sub_offsets", ctypes.POINTER(ctypes.c_int64)),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int64),
+        ("sync_event", ctypes.c_void_p),
+        ("private_data", ctypes.c_void_p),
+        ("reserved", ctypes.c_void_p),
+    ]
+
+
+DLPACK_FLAG_READ_ONLY = 1
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensorVersionedHead(ctypes.Structure):
+    """The leading fields of DLManagedTensorVersioned (enough to call its deleter)."""
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", _DELETER),
+        ("flags", ctypes.c_uint64),
+    ]
+
+
+_MV = _P(FerryMemoryViewStruct)
+_E = _P(FerryErrorStruct)
+lib.FerryMemoryViewRelease.argtypes = [_MV, _E]
+lib.FerryMemoryViewGetItemPointer.argtypes = [_MV, _P(ctypes.c_int64), _P(ctypes.c_void_p), _E]
+lib.FerryMemoryViewToDLPack.argtypes = [_MV, _P(ctypes.c_void_p), _E]
+lib.FerryMemoryViewToDLPackLegacy.argtypes = [_MV, _P(ctypes.c_void_p), _E]
+lib.FerryMemoryViewFromDLPack.argtypes = [ctypes.c_void_p, _MV, _E]
+lib.FerryMemoryViewFromDLPackLegacy.argtypes = [ctypes.c_void_p, _MV, _E]
+lib.FerryMemoryViewExportCount.argtypes = [ctypes.c_void_p]
+lib.FerryMemoryViewExportCount.restype = ctypes.c_int64
+lib.FerryMemoryViewToDeviceArray.argtypes = [_MV, ctypes.c_void_p, ctypes.c_int, _P(ArrowSchema),
+                                             _P(ArrowDeviceArray), _E]
+
+# The CPython capsule API, in two flavours: on live objects, and on a capsule being destroyed
+# (whose destructor must not take a new reference to it).
+_api = ctypes.pythonapi
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_api.PyCapsule_New.restype = ctypes.py_object
+_raw_get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(("PyCapsule_GetName", _api))
+_raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+
+# Capsule names live as module constants: PyCapsule_SetName keeps the pointer, not a copy.
+_VERSIONED, _USED_VERSIONED = b"dltensor_versioned", b"used_dltensor_versioned"
+_LEGACY, _USED_LEGACY = b"dltensor", b"used_dltensor"
+
+
+@ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule):
+    # An unconsumed capsule still owns its tensor: delete it (the DLPack capsule rule).
+    name = _raw_get_name(capsule)
+    if name in (_VERSIONED, _LEGACY):
+        tensor = _raw_get_pointer(capsule, name)
+        if name == _VERSIONED:
+            head = DLManagedTensorVersionedHead.from_address(tensor)
+            if head.deleter:
+                head.deleter(tensor)
+        else:
+            # DLManagedTensor: the deleter follows the DLTensor and manager_ctx.
+            deleter = _DELETER.from_address(tensor + _LEGACY_DELETER_OFFSET)
+            if deleter:
+                deleter(tensor)
+
+
+# sizeof(DLTensor) on 64-bit: data, device(8), ndim(4)+dtype(4), shape, strides, byte_offset.
+_LEGACY_DELETER_OFFSET = 48 + 8
+
+
+class MemoryView:
+    """A ferry memory view held by ferry (released on release() or garbage collection)."""
+
+    def __init__(self):
+        self.c = FerryMemoryViewStruct()
+
+    @property
+    def data(self):
+        return self.c.data or 0
+
+    @property
+    def shape(self):
+        return tuple(self.c.shape[i] for i in range(self.c.ndim))
+
+    @property
+    def strides(self):
+        if not self.c.strides:
+            return None
+        return tuple(self.c.strides[i] for i in range(self.c.ndim))
+
+    @property
+    def format(self):
+        return (self.c.format or b"C").decode()
+
+    @property
+    def readonly(self):
+        return bool(self.c.readonly)
+
+    def item_pointer(self, *indices):
+        error = FerryErrorStruct()
+        idx = (ctypes.c_int64 * max(1, len(indices)))(*indices)
+        out = ctypes.c_void_p()
+        check(lib.FerryMemoryViewGetItemPointer(ctypes.byref(self.c), idx, ctypes.byref(out),
+                                                ctypes.byref(error)), error)
+        return out.value
+
+    def release(self):
+        error = FerryErrorStruct()
+        check(lib.FerryMemoryViewRelease(ctypes.byref(self.c), ctypes.byref(error)), error)
+
+    def __del__(self):
+        if self.c.reserved:
+            self.release()
+
+    def __dlpack_device__(self):
+        return (self.c.device_type, 0 if self.c.device_type == ARROW_DEVICE_CPU else self.c.device_id)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export as a DLPack capsule: versioned when the consumer allows (1, x), else legacy."""
+        if copy:
+            raise BufferError("ferry exports DLPack without copying")
+        error = FerryErrorStruct()
+        tensor = ctypes.c_void_p()
+        if max_version is not None and max_version[0] >= 1:
+            check(lib.FerryMemoryViewToDLPack(ctypes.byref(self.c), ctypes.byref(tensor),
+                                              ctypes.byref(error)), error)
+            return _api.PyCapsule_New(tensor, _VERSIONED, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+        check(lib.FerryMemoryViewToDLPackLegacy(ctypes.byref(self.c), ctypes.byref(tensor),
+                                                ctypes.byref(error)), error)
+        return _api.PyCapsule_New(tensor, _LEGACY, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+
+
+def consume_dlpack_capsule(capsule):
+    """Take the tensor out of a DLPack capsule into a ferry MemoryView, renaming the capsule to
+    used_* first, so that it is consumed once and its destructor no longer deletes the tensor."""
+    for name, used, take in ((_VERSIONED, _USED_VERSIONED, lib.FerryMemoryViewFromDLPack),
+                             (_LEGACY, _USED_LEGACY, lib.FerryMemoryViewFromDLPackLegacy)):
+        if _api.PyCapsule_IsValid(capsule, name):
+            tensor = _api.PyCapsule_GetPointer(capsule, name)
+            _api.PyCapsule_SetName(capsule, used)
+            view = MemoryView()
+            error = FerryErrorStruct()
+            check(take(tensor, ctypes.byref(view.c), ctypes.byref(error)), error)
+            return view
+    raise ValueError("not an unconsumed DLPack capsule (a capsule can be consumed only once; "
+                     "its name is now used_dltensor*)")
+
+
+def from_dlpack(obj, versioned=True):
+    """A ferry MemoryView over any __dlpack__ exporter's memory (zero-copy)."""
+    capsule = obj.__dlpack__(max_version=(1, 1)) if versioned else obj.__dlpack__()
+    return consume_dlpack_capsule(capsule)

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "ferry/device/device.hpp"
 #include "ferry/format/schema.hpp"
+#include "memview/arrow_internal.hpp"
 
 namespace ferry::memview {
 
@@ -65,10 +67,13 @@ Result<std::string> ItemFormatOf(const SchemaView& type) {
 
 namespace {
 
-Status CheckNoNulls(const ArrayView& v, const char* what, const ArrowViewOptions& options) {
-  if (options.allow_nulls) return Status::OK();
-  int64_t nulls = 0;
-  for (int64_t i = 0; i < v.length() && nulls == 0; ++i) nulls += v.IsNull(i) ? 1 : 0;
+// Refuse an array with nulls: a declared count decides; an unknown one (-1) is counted.
+Status CheckNoNullsOnHost(const ArrayView& v, const char* what) {
+  int64_t nulls = v.null_count();
+  if (nulls < 0) {
+    nulls = 0;
+    for (int64_t i = 0; i < v.length() && nulls == 0; ++i) nulls += v.IsNull(i) ? 1 : 0;
+  }
   if (nulls > 0) {
     return Status::Invalid(std::string("memory view: the ") + what +
                            " has nulls; ask for allow_nulls to export the values anyway");
@@ -114,10 +119,9 @@ Status ParseTensorMetadata(std::string_view text, std::vector<int64_t>* shape,
 
 }  // namespace
 
-Result<MemoryView> ViewOfArray(std::shared_ptr<const Array> array, int32_t flags,
-                               const ArrowViewOptions& options) {
-  if (!array) return Status::Invalid("memory view: array is NULL");
-  const ArrayView& v = array->view();
+namespace internal {
+
+Result<MemoryView> ViewOfValues(const ArrayView& v, const NullCheck& check_no_nulls) {
   const SchemaView& t = v.type();
   const bool tensor =
       t.type == TypeId::kExtension && t.extension_name == "arrow.fixed_shape_tensor";
@@ -125,8 +129,8 @@ Result<MemoryView> ViewOfArray(std::shared_ptr<const Array> array, int32_t flags
   view.readonly = true;
   if (t.storage_type == TypeId::kFixedSizeList) {
     const ArrayView& values = v.child(0);
-    FERRY_RETURN_NOT_OK(CheckNoNulls(v, "array", options));
-    FERRY_RETURN_NOT_OK(CheckNoNulls(values, "values child", options));
+    FERRY_RETURN_NOT_OK(check_no_nulls(v, "array"));
+    FERRY_RETURN_NOT_OK(check_no_nulls(values, "values child"));
     FERRY_ASSIGN_OR_RAISE(view.format, ItemFormatOf(values.type()));
     FERRY_ASSIGN_OR_RAISE(view.item_desc, ParseItemFormat(view.format));
     view.item_size = view.item_desc.item_size;
@@ -167,7 +171,7 @@ Result<MemoryView> ViewOfArray(std::shared_ptr<const Array> array, int32_t flags
     }
     view.byte_size = v.length() * stride;
   } else {
-    FERRY_RETURN_NOT_OK(CheckNoNulls(v, "array", options));
+    FERRY_RETURN_NOT_OK(check_no_nulls(v, "array"));
     FERRY_ASSIGN_OR_RAISE(view.format, ItemFormatOf(t));
     FERRY_ASSIGN_OR_RAISE(view.item_desc, ParseItemFormat(view.format));
     view.item_size = view.item_desc.item_size;
@@ -176,6 +180,18 @@ Result<MemoryView> ViewOfArray(std::shared_ptr<const Array> array, int32_t flags
     view.shape = {v.length()};
     view.byte_size = v.length() * view.item_size;
   }
+  return view;
+}
+
+}  // namespace internal
+
+Result<MemoryView> ViewOfArray(std::shared_ptr<const Array> array, int32_t flags,
+                               const ArrowViewOptions& options) {
+  if (!array) return Status::Invalid("memory view: array is NULL");
+  auto check = [&](const ArrayView& v, const char* what) {
+    return options.allow_nulls ? Status::OK() : CheckNoNullsOnHost(v, what);
+  };
+  FERRY_ASSIGN_OR_RAISE(MemoryView view, internal::ViewOfValues(array->view(), check));
   view.owner = std::move(array);
   FERRY_RETURN_NOT_OK(ConformToRequest(&view, flags));
   return view;
@@ -255,10 +271,10 @@ void ReleaseLeaf(ArrowArray* array) {
 
 }  // namespace
 
-Result<Array> ArrayFromView(const MemoryView& input, const FromViewOptions& options) {
-  if (input.device_type != ARROW_DEVICE_CPU) {
-    return Status::NotSupported("ArrayFromView reads host memory; move the view to the CPU first");
-  }
+namespace internal {
+
+Result<ExportedArray> ExportView(const MemoryView& input, const FromViewOptions& options,
+                                 bool host_readable) {
   if (!input.sub_offsets.empty())
     return Status::NotSupported("indirect views have no Arrow layout");
   FERRY_ASSIGN_OR_RAISE(std::string value_format, ArrowFormatOf(input));
@@ -292,6 +308,13 @@ Result<Array> ArrayFromView(const MemoryView& input, const FromViewOptions& opti
       return Status::Invalid(
           "the view's layout cannot be shared by an Arrow array (dimension 0 "
           "must be outermost and the items dense); allow a copy to convert");
+    }
+    if (!host_readable) {
+      return Status::NotSupported(
+          std::string("the view's layout cannot be shared by an Arrow array, and making it "
+                      "dense would read ") +
+          DeviceTypeName(input.device_type) +
+          " memory from the host; copy the view's bytes to the CPU first");
     }
     // Copy into row-major order over the logical shape.
     auto copy = std::make_shared<std::vector<uint8_t>>(
@@ -361,7 +384,20 @@ Result<Array> ArrayFromView(const MemoryView& input, const FromViewOptions& opti
     a->n_children = 1;
     a->children = &data->child_ptr;
   }
-  return Array::Import(std::move(schema), std::move(array));
+  return ExportedArray{std::move(schema), std::move(array)};
+}
+
+}  // namespace internal
+
+Result<Array> ArrayFromView(const MemoryView& view, const FromViewOptions& options) {
+  if (view.device_type != ARROW_DEVICE_CPU) {
+    return Status::NotSupported(
+        std::string("ArrayFromView builds a CPU array, but the view is on ") +
+        DeviceTypeName(view.device_type) + "; use DeviceArrayFromView to keep it there");
+  }
+  FERRY_ASSIGN_OR_RAISE(internal::ExportedArray out,
+                        internal::ExportView(view, options, /*host_readable=*/true));
+  return Array::Import(std::move(out.schema), std::move(out.array));
 }
 
 }  // namespace ferry::memview

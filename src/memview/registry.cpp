@@ -102,6 +102,17 @@ bool ExporterRegistry::Available(std::type_index type, const void* object) {
   return !exporter.available || exporter.available(object);
 }
 
+bool ExporterRegistry::AvailableByTag(const std::string& tag, const void* object) {
+  Exporter exporter;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_tag_.find(tag);
+    if (it == by_tag_.end()) return false;
+    exporter = it->second;
+  }
+  return !exporter.available || exporter.available(object);
+}
+
 Status ExporterRegistry::Release(MemoryView* view) {
   if (view == nullptr) return Status::Invalid("memory view is NULL");
   auto token = std::static_pointer_cast<Token>(view->export_token);

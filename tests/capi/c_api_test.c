@@ -213,11 +213,150 @@ static void TestDevices(void) {
   FerryDeviceArrayViewReset(&view); /* idempotent */
 }
 
+/* A C library's matrix type, exported through a tag. `transposed` makes it column-major. */
+struct TestMatrix {
+  double values[6];
+  int64_t shape[2];
+  int64_t strides[2];
+  int transposed;
+  int fail;
+  int releases;
+};
+
+static FerryErrorCode MatrixGet(void* obj, int32_t flags, struct FerryMemoryView* view,
+                                struct FerryError* error) {
+  struct TestMatrix* m = (struct TestMatrix*)obj;
+  (void)flags;
+  if (m->fail) {
+    snprintf(error->message, sizeof(error->message), "matrix is busy");
+    return EBUSY;
+  }
+  m->shape[0] = m->transposed ? 3 : 2;
+  m->shape[1] = m->transposed ? 2 : 3;
+  m->strides[0] = m->transposed ? 8 : 24;
+  m->strides[1] = m->transposed ? 24 : 8;
+  view->data = m->values;
+  view->byte_size = (int64_t)sizeof(m->values);
+  view->readonly = 0;
+  view->format = "d";
+  view->item_size = 8;
+  view->ndim = 2;
+  view->shape = m->shape;
+  view->strides = m->strides;
+  view->private_data = m;
+  return 0;
+}
+
+static void MatrixRelease(struct FerryMemoryView* view) {
+  ((struct TestMatrix*)view->private_data)->releases += 1;
+}
+
+static int MatrixAvailable(void* obj) { return obj != NULL; }
+
+static void TestMemoryViews(void) {
+  struct FerryMemoryViewExporter exporter = {&MatrixGet, &MatrixRelease, &MatrixAvailable};
+  struct TestMatrix m = {{1, 2, 3, 4, 5, 6}, {0, 0}, {0, 0}, 0, 0, 0};
+  struct FerryMemoryView v1;
+  struct FerryMemoryView v2;
+  struct FerryMemoryView refused;
+  struct FerryMemoryView of_array;
+  struct ArrowSchema schema_out;
+  struct ArrowDeviceArray array_out;
+  struct ArrowSchema int_schema = MakeSchema("i");
+  struct ArrowArray int_array;
+  struct ArrowDeviceArray int_device;
+  struct FerryError error;
+  int64_t item_size = 0;
+  int64_t idx[2] = {1, 2};
+  void* p = NULL;
+  const double* child_values = NULL;
+
+  CHECK(FerryMemoryViewItemSize("|iqc", &item_size, &error) == 0 && item_size == 24);
+  CHECK(FerryMemoryViewItemSize("iqc", &item_size, &error) == 0 && item_size == 13);
+  CHECK(FerryMemoryViewItemSize("i y", &item_size, &error) == EINVAL);
+  CHECK(strstr(error.message, "offset 2") != NULL);
+
+  CHECK(FerryMemoryViewRegister("test.Matrix", NULL, &error) == EINVAL);
+  CHECK(FerryMemoryViewRegister("test.Matrix", &exporter, &error) == 0);
+  CHECK(FerryMemoryViewAvailable("test.Matrix", &m) == 1);
+  CHECK(FerryMemoryViewAvailable("test.Matrix", NULL) == 0);
+  CHECK(FerryMemoryViewAvailable("test.Unknown", &m) == 0);
+  CHECK(FerryMemoryViewGet("test.Unknown", &m, 0, &v1, &error) == ENOTSUP);
+  CHECK(strstr(error.message, "test.Unknown") != NULL);
+
+  /* Two nested exports, counted; items found through the strides; bounds checked. */
+  CHECK(FerryMemoryViewGet("test.Matrix", &m,
+                           FERRY_MEMORY_VIEW_ROW_MAJOR | FERRY_MEMORY_VIEW_FORMAT, &v1,
+                           &error) == 0);
+  CHECK(v1.ndim == 2 && v1.shape[0] == 2 && v1.shape[1] == 3 && v1.item_size == 8);
+  CHECK(v1.format != NULL && strcmp(v1.format, "d") == 0);
+  CHECK(v1.data == m.values && v1.device_type == ARROW_DEVICE_CPU && v1.reserved != NULL);
+  CHECK(FerryMemoryViewGetItemPointer(&v1, idx, &p, &error) == 0 && *(double*)p == 6.0);
+  idx[0] = 2;
+  CHECK(FerryMemoryViewGetItemPointer(&v1, idx, &p, &error) == ERANGE);
+  CHECK(strstr(error.message, "index 2 is out of range [0, 2) in dimension 0") != NULL);
+  CHECK(FerryMemoryViewGet("test.Matrix", &m, FERRY_MEMORY_VIEW_WRITABLE, &v2, &error) == EINVAL);
+  CHECK(strstr(error.message, "2 dimensions") != NULL); /* 2-D needs MULTI_DIMENSIONAL or more */
+  CHECK(m.releases == 1);
+  m.releases = 0;
+  CHECK(FerryMemoryViewGet("test.Matrix", &m,
+                           FERRY_MEMORY_VIEW_WRITABLE | FERRY_MEMORY_VIEW_STRIDES, &v2,
+                           &error) == 0);
+  CHECK(FerryMemoryViewExportCount(&m) == 2);
+  CHECK(FerryMemoryViewRelease(&v2, &error) == 0);
+  CHECK(FerryMemoryViewRelease(&v2, &error) == 0); /* a double release is a no-op */
+  CHECK(m.releases == 1 && FerryMemoryViewExportCount(&m) == 1);
+
+  /* A request the exporter's view cannot meet is refused, and what get made is released. */
+  m.transposed = 1;
+  CHECK(FerryMemoryViewGet("test.Matrix", &m, FERRY_MEMORY_VIEW_ROW_MAJOR, &refused, &error) ==
+        EINVAL);
+  CHECK(strstr(error.message, "ROW_MAJOR was requested") != NULL);
+  CHECK(m.releases == 2 && FerryMemoryViewExportCount(&m) == 1);
+  CHECK(FerryMemoryViewGet("test.Matrix", &m, FERRY_MEMORY_VIEW_COLUMN_MAJOR, &v2, &error) == 0);
+  CHECK(FerryMemoryViewRelease(&v2, &error) == 0 && m.releases == 3);
+  m.transposed = 0;
+  m.fail = 1;
+  CHECK(FerryMemoryViewGet("test.Matrix", &m, 0, &refused, &error) == EBUSY);
+  CHECK(strstr(error.message, "exporter of \"test.Matrix\": matrix is busy") != NULL);
+  m.fail = 0;
+
+  /* The view becomes a fixed-size list without a copy; the array keeps the export alive. */
+  CHECK(FerryMemoryViewToDeviceArray(&v1, NULL, 0, &schema_out, &array_out, &error) == 0);
+  CHECK(strcmp(schema_out.format, "+w:3") == 0 && array_out.array.length == 2);
+  child_values = (const double*)array_out.array.children[0]->buffers[1];
+  CHECK(child_values == m.values);
+  CHECK(FerryMemoryViewRelease(&v1, &error) == 0);
+  CHECK(m.releases == 3 && FerryMemoryViewExportCount(&m) == 1); /* the array still holds it */
+  CHECK(FerryMemoryViewToDeviceArray(&v1, NULL, 0, &schema_out, &array_out, &error) == EINVAL);
+  CHECK(strstr(error.message, "released") != NULL);
+  array_out.array.release(&array_out.array);
+  schema_out.release(&schema_out);
+  CHECK(m.releases == 4 && FerryMemoryViewExportCount(&m) == 0);
+
+  /* A device array's values, moved in; the view outlives the caller's structs. */
+  CHECK(FerryArrayFromJson(&int_schema, "[7, 8, 9]", &int_array, &error) == 0);
+  CHECK(FerryDeviceArrayInit(FerryDeviceCpu(), &int_device, &int_array, NULL, &error) == 0);
+  CHECK(FerryMemoryViewOfDeviceArray(&int_schema, &int_device, FERRY_MEMORY_VIEW_WRITABLE, 0,
+                                     &of_array, &error) == EINVAL);
+  CHECK(strstr(error.message, "WRITABLE") != NULL);
+  CHECK(int_schema.release != NULL && int_device.array.release != NULL); /* untouched */
+  CHECK(FerryMemoryViewOfDeviceArray(&int_schema, &int_device, FERRY_MEMORY_VIEW_FORMAT, 0,
+                                     &of_array, &error) == 0);
+  CHECK(int_schema.release == NULL && int_device.array.release == NULL); /* moved in */
+  CHECK(of_array.ndim == 1 && of_array.shape[0] == 3 && strcmp(of_array.format, "l") == 0);
+  CHECK(((const int32_t*)of_array.data)[2] == 9 && of_array.readonly == 1);
+  CHECK(FerryMemoryViewRelease(&of_array, &error) == 0 && of_array.reserved == NULL);
+  CHECK(FerryMemoryViewOfDeviceArray(&int_schema, &int_device, 0, 0, &of_array, &error) == EINVAL);
+  CHECK(strstr(error.message, "released") != NULL);
+}
+
 int main(void) {
   TestFormats();
   TestValidation();
   TestStream();
   TestDevices();
+  TestMemoryViews();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

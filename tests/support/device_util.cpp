@@ -6,6 +6,7 @@
 
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
+#include "ferry/format/json.hpp"
 
 namespace ferry::testing {
 
@@ -44,6 +45,18 @@ Result<UniqueDeviceArray> CopyToDevice(const ArrowSchema* schema, const ArrowDev
   FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(schema));
   FERRY_RETURN_NOT_OK(view.SetArray(src));
   return view.Copy(device);
+}
+
+std::string DeviceArrayToJson(const ArrowSchema* schema, const ArrowDeviceArray* array) {
+  auto json = [&]() -> Result<std::string> {
+    FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(schema));
+    FERRY_RETURN_NOT_OK(view.SetArray(array));
+    FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray host, view.Copy(*CpuDevice()));
+    FERRY_ASSIGN_OR_RAISE(ArrayView host_view, ArrayView::Make(schema));
+    FERRY_RETURN_NOT_OK(host_view.SetArray(&host->array));
+    return ArrayToJson(host_view);
+  }();
+  return json.ok() ? *json : "error: " + json.status().message();
 }
 
 }  // namespace ferry::testing

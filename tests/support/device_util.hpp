@@ -38,6 +38,9 @@ UniqueDeviceArray ToCpuDeviceArray(Array array, UniqueSchema* schema_out);
 Result<UniqueDeviceArray> CopyToDevice(const ArrowSchema* schema, const ArrowDeviceArray* src,
                                        Device& device);
 
+/// The JSON of a device array on any device (copied to the CPU with ferry), or the error text.
+std::string DeviceArrayToJson(const ArrowSchema* schema, const ArrowDeviceArray* array);
+
 }  // namespace ferry::testing
 
 /// Resolve a DeviceCase or skip the test, saying which device is missing and why.

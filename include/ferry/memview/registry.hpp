@@ -44,6 +44,8 @@ class ExporterRegistry {
   Result<MemoryView> GetByTag(const std::string& tag, const void* object, int32_t flags);
   /// Whether an exporter exists for `type` (or a base) and says it can export `object`.
   bool Available(std::type_index type, const void* object);
+  /// Whether an exporter is registered for `tag` and says it can export `object`.
+  bool AvailableByTag(const std::string& tag, const void* object);
   /// Release a view handed out by this registry. A second release is a no-op; a view the
   /// registry did not hand out is an error.
   Status Release(MemoryView* view);
