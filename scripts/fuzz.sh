@@ -16,9 +16,17 @@ for target in build/fuzz/fuzz/ferry_*_fuzz; do
   corpus="fuzz/corpus/$name"
   work=$(mktemp -d)
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+  # Extra seed directories, read in place (libFuzzer writes only to the first directory).
+  extra=()
+  if [[ $name == ipc_* ]]; then
+    for d in ../shared/testdata/arrow-testing/ipc-integration/cpp-21.0.0 \
+             ../shared/testdata/arrow-testing/ipc-malformed; do
+      [ -d "$d" ] && extra+=("$d")
+    done
+  fi
   echo "== fuzz $name for ${seconds}s"
   if ! "$target" -max_total_time="$seconds" -rss_limit_mb=2048 -artifact_prefix=fuzz/ \
-       -print_final_stats=1 "$work" 2>&1 | tail -n 12; then
+       -print_final_stats=1 "$work" "${extra[@]}" 2>&1 | tail -n 12; then
     status=1
   fi
   rm -rf "$work"

@@ -464,3 +464,179 @@ def from_dlpack(obj, versioned=True):
     """A ferry MemoryView over any __dlpack__ exporter's memory (zero-copy)."""
     capsule = obj.__dlpack__(max_version=(1, 1)) if versioned else obj.__dlpack__()
     return consume_dlpack_capsule(capsule)
+
+
+# -- Arrow IPC -------------------------------------------------------------------------------
+
+
+class FerryIpcReadOptions(ctypes.Structure):
+    _fields_ = [("validation_level", ctypes.c_int32), ("max_decompressed_bytes", ctypes.c_int64)]
+
+
+class FerryIpcWriteOptions(ctypes.Structure):
+    _fields_ = [("format", ctypes.c_int32), ("compression", ctypes.c_int32),
+                ("compression_level", ctypes.c_int32), ("alignment", ctypes.c_int32),
+                ("big_endian", ctypes.c_int32)]
+
+
+class FerryIpcBytes(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_int64),
+                ("release", ctypes.c_void_p), ("private_data", ctypes.c_void_p)]
+
+
+_RELEASE_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_held_inputs = {}
+
+
+@_RELEASE_CB
+def _release_input(key):
+    _held_inputs.pop(key, None)
+
+
+lib.FerryIpcReadPath.argtypes = [ctypes.c_char_p, _P(FerryIpcReadOptions), _P(ArrowArrayStream),
+                                 _P(FerryErrorStruct)]
+lib.FerryIpcReadBuffer.argtypes = [ctypes.c_void_p, ctypes.c_int64, _RELEASE_CB, ctypes.c_void_p,
+                                   _P(FerryIpcReadOptions), _P(ArrowArrayStream), _P(FerryErrorStruct)]
+lib.FerryIpcWritePath.argtypes = [_P(ArrowArrayStream), ctypes.c_char_p, _P(FerryIpcWriteOptions),
+                                  _P(FerryErrorStruct)]
+lib.FerryIpcWriteBuffer.argtypes = [_P(ArrowArrayStream), _P(FerryIpcWriteOptions), _P(FerryIpcBytes),
+                                    _P(FerryErrorStruct)]
+lib.FerryIpcFileReaderOpen.argtypes = [ctypes.c_char_p, _P(FerryIpcReadOptions), _P(ctypes.c_void_p),
+                                       _P(FerryErrorStruct)]
+lib.FerryIpcFileReaderNumRecordBatches.argtypes = [ctypes.c_void_p]
+lib.FerryIpcFileReaderNumRecordBatches.restype = ctypes.c_int64
+lib.FerryIpcFileReaderSchema.argtypes = [ctypes.c_void_p, _P(ArrowSchema), _P(FerryErrorStruct)]
+lib.FerryIpcFileReaderRead.argtypes = [ctypes.c_void_p, ctypes.c_int64, _P(ArrowArray), _P(FerryErrorStruct)]
+lib.FerryIpcFileReaderRelease.argtypes = [ctypes.c_void_p]
+lib.FerryIpcFileReaderRelease.restype = None
+
+COMPRESSION = {None: 0, "lz4": 1, "zstd": 2}
+
+
+def _read_options(validation):
+    return FerryIpcReadOptions(validation, 0)
+
+
+def _import_stream(stream):
+    import pyarrow as pa
+    return pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
+
+
+def ipc_read_path(path, validation=FULL):
+    """Read an IPC stream or file with ferry; returns a pyarrow RecordBatchReader over it."""
+    stream = ArrowArrayStream()
+    error = FerryErrorStruct()
+    opts = _read_options(validation)
+    check(lib.FerryIpcReadPath(str(path).encode(), ctypes.byref(opts), ctypes.byref(stream),
+                               ctypes.byref(error)), error)
+    return _import_stream(stream)
+
+
+_kept_forever = []
+
+
+def ipc_read_buffer(data, validation=FULL, track=True):
+    """Read IPC bytes in place: `data` (any buffer-protocol object) is held until ferry releases it.
+
+    With track=False the bytes are kept for the life of the process instead: use it where the
+    stream fails inside pyarrow, whose error path releases arrays while a Python exception is
+    pending, which a ctypes callback cannot run under."""
+    import pyarrow as pa
+    buf = pa.py_buffer(data)
+    key = ctypes.c_void_p(id(buf))
+    if track:
+        _held_inputs[key.value] = buf
+        release_cb = _release_input
+    else:
+        _kept_forever.append(buf)
+        release_cb = _RELEASE_CB()
+    stream = ArrowArrayStream()
+    error = FerryErrorStruct()
+    opts = _read_options(validation)
+    check(lib.FerryIpcReadBuffer(buf.address, buf.size, release_cb, key, ctypes.byref(opts),
+                                 ctypes.byref(stream), ctypes.byref(error)), error)
+    return _import_stream(stream)
+
+
+def held_input_count():
+    return len(_held_inputs)
+
+
+def _export_reader(data):
+    import pyarrow as pa
+    if isinstance(data, pa.Table):
+        data = pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
+    elif isinstance(data, pa.RecordBatch):
+        data = pa.RecordBatchReader.from_batches(data.schema, [data])
+    stream = ArrowArrayStream()
+    data._export_to_c(ctypes.addressof(stream))
+    return stream
+
+
+def _write_options(file, compression, alignment, level, big_endian=False):
+    return FerryIpcWriteOptions(1 if file else 0, COMPRESSION[compression], level, alignment,
+                                1 if big_endian else 0)
+
+
+def ipc_write_path(data, path, file=False, compression=None, alignment=8, level=0):
+    """Write a pyarrow Table, RecordBatch or RecordBatchReader with ferry."""
+    stream = _export_reader(data)
+    error = FerryErrorStruct()
+    opts = _write_options(file, compression, alignment, level)
+    check(lib.FerryIpcWritePath(ctypes.byref(stream), str(path).encode(), ctypes.byref(opts),
+                                ctypes.byref(error)), error)
+
+
+def ipc_write_bytes(data, file=False, compression=None, alignment=8, level=0, big_endian=False):
+    stream = _export_reader(data)
+    error = FerryErrorStruct()
+    out = FerryIpcBytes()
+    opts = _write_options(file, compression, alignment, level, big_endian)
+    check(lib.FerryIpcWriteBuffer(ctypes.byref(stream), ctypes.byref(opts), ctypes.byref(out),
+                                  ctypes.byref(error)), error)
+    try:
+        return ctypes.string_at(out.data, out.size)
+    finally:
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(out.release)(ctypes.addressof(out))
+
+
+class IpcFileReader:
+    """ferry's random-access reader of the IPC file format."""
+
+    def __init__(self, path, validation=FULL):
+        self._handle = ctypes.c_void_p()
+        error = FerryErrorStruct()
+        opts = _read_options(validation)
+        check(lib.FerryIpcFileReaderOpen(str(path).encode(), ctypes.byref(opts), ctypes.byref(self._handle),
+                                         ctypes.byref(error)), error)
+
+    @property
+    def num_record_batches(self):
+        return lib.FerryIpcFileReaderNumRecordBatches(self._handle)
+
+    def schema(self):
+        import pyarrow as pa
+        s = ArrowSchema()
+        error = FerryErrorStruct()
+        check(lib.FerryIpcFileReaderSchema(self._handle, ctypes.byref(s), ctypes.byref(error)), error)
+        return pa.Schema._import_from_c(ctypes.addressof(s))
+
+    def read(self, i):
+        import pyarrow as pa
+        s = ArrowSchema()
+        error = FerryErrorStruct()
+        check(lib.FerryIpcFileReaderSchema(self._handle, ctypes.byref(s), ctypes.byref(error)), error)
+        a = ArrowArray()
+        code = lib.FerryIpcFileReaderRead(self._handle, i, ctypes.byref(a), ctypes.byref(error))
+        if code != 0:
+            release(s)
+            check(code, error)
+        return pa.RecordBatch._import_from_c(ctypes.addressof(a), ctypes.addressof(s))
+
+    def close(self):
+        if self._handle:
+            lib.FerryIpcFileReaderRelease(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __del__(self):
+        self.close()

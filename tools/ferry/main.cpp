@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "demo.hpp"
+#include "ipc_commands.hpp"
 
 namespace {
 
@@ -22,6 +23,46 @@ int Run(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
       ->capture_default_str();
 
+  ferry::cli::IpcOptions ipc;
+  CLI::App* inspect_cmd = app.add_subcommand(
+      "inspect",
+      "List the messages of an Arrow IPC stream or file: schema, dictionaries, batches.");
+  inspect_cmd->add_option("input", ipc.input, "IPC stream or file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate",
+      "Read every batch of an IPC stream or file and validate it; exit 1 on the first error.");
+  validate_cmd->add_option("input", ipc.input, "IPC stream or file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  validate_cmd->add_option("--level", ipc.level, "none, minimal, default or full")
+      ->check(CLI::IsMember({"none", "minimal", "default", "full"}))
+      ->capture_default_str();
+  CLI::App* cat_cmd =
+      app.add_subcommand("cat", "Print the schema and rows of an IPC stream or file as JSON.");
+  cat_cmd->add_option("input", ipc.input, "IPC stream or file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cat_cmd->add_option("--limit", ipc.limit, "Rows shown per batch (-1: all)")
+      ->capture_default_str();
+  CLI::App* convert_cmd = app.add_subcommand(
+      "convert", "Rewrite an IPC stream or file in another format, compression or alignment.");
+  convert_cmd->add_option("input", ipc.input, "IPC stream or file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  convert_cmd->add_option("output", ipc.output, "Where to write")->required();
+  convert_cmd->add_option("--to", ipc.to, "stream or file")
+      ->check(CLI::IsMember({"stream", "file"}))
+      ->capture_default_str();
+  convert_cmd->add_option("--compression", ipc.compression, "none, lz4 or zstd")
+      ->check(CLI::IsMember({"none", "lz4", "zstd"}))
+      ->capture_default_str();
+  convert_cmd->add_option("--alignment", ipc.alignment, "Body buffer alignment: 8 or 64")
+      ->check(CLI::IsMember({8, 64}))
+      ->capture_default_str();
+  convert_cmd->add_flag("--progress", ipc.progress, "Report batches and bytes written on stderr");
+
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
@@ -30,6 +71,10 @@ int Run(int argc, char** argv) {
     return 0;
   }
   if (*demo_cmd) return ferry::cli::RunDemo(demo);
+  if (*inspect_cmd) return ferry::cli::RunInspect(ipc);
+  if (*validate_cmd) return ferry::cli::RunValidate(ipc);
+  if (*cat_cmd) return ferry::cli::RunCat(ipc);
+  if (*convert_cmd) return ferry::cli::RunConvert(ipc);
   return 0;
 }
 

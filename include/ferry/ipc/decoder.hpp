@@ -1,0 +1,108 @@
+// The IPC push decoder: fed bytes, it yields schema, dictionary and record-batch messages. It
+// does no I/O, so files, sockets, shared memory and the dissociated protocol all plug into it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "ferry/abi/unique.hpp"
+#include "ferry/format/array_view.hpp"
+#include "ferry/format/metadata.hpp"
+#include "ferry/format/result.hpp"
+#include "ferry/ipc/bytes.hpp"
+
+namespace ferry::ipc {
+
+/// Limits and checks for reading untrusted IPC input. Plain values; the defaults suit files and
+/// streams from other processes.
+struct ReadOptions {
+  /// Validation run on every dictionary and record batch after its buffers were bounds-checked.
+  /// kNone skips it (the structural checks on offsets, lengths and counts always run).
+  ValidationLevel validation = ValidationLevel::kFull;
+  /// The most bytes decompression may allocate for one message.
+  int64_t max_decompressed_bytes = int64_t{1} << 32;
+  /// The largest metadata flatbuffer accepted.
+  int64_t max_metadata_bytes = int64_t{64} << 20;
+  /// Flatbuffers Verifier limits: nesting depth and number of tables per message.
+  int32_t max_flatbuffer_depth = 128;
+  int32_t max_flatbuffer_tables = 1000000;
+  /// The deepest type nesting accepted in a schema.
+  int32_t max_type_depth = 64;
+};
+
+/// The metadata version a stream declared. ferry reads V4 and V5 and writes V5.
+enum class MetadataVersion : int16_t { kV1 = 0, kV2 = 1, kV3 = 2, kV4 = 3, kV5 = 4 };
+
+/// What a decoded message was.
+enum class MessageKind : int8_t { kSchema, kDictionary, kRecordBatch, kEndOfStream };
+
+/// One decoded message. For a record batch, `batch` is a struct array (one child per column)
+/// whose buffers point into the bytes the decoder was fed and keep them alive.
+struct DecodedMessage {
+  MessageKind kind = MessageKind::kEndOfStream;
+  /// The message's position in the stream, from 0 (the schema).
+  int64_t index = 0;
+  /// The message-level custom metadata.
+  Metadata custom_metadata;
+  /// For dictionaries: the id and whether it was a delta.
+  int64_t dictionary_id = -1;
+  bool is_delta = false;
+  /// For record batches: the batch, as a struct array.
+  UniqueArray batch;
+};
+
+class FileReader;
+
+/// A push decoder for the Arrow IPC stream format. Feed it bytes with Consume in pieces of any
+/// size; it reports how many it needs next and queues decoded messages for Next. A message body
+/// that arrives whole inside one Consume call is referenced in place (no copy); bodies split over
+/// calls are gathered into one owned buffer first. Not thread-safe; move-only.
+class Decoder {
+ public:
+  explicit Decoder(ReadOptions options = {});
+  ~Decoder();
+  Decoder(Decoder&&) noexcept;
+  Decoder& operator=(Decoder&&) noexcept;
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  /// Feed stream bytes. Decodes every message they complete; on error the decoder stops and
+  /// returns the same error from every later call. Errors name the message number, the field and
+  /// the buffer.
+  [[nodiscard]] Status Consume(const SharedBytes& bytes);
+  /// Decode one message whose metadata (a flatbuffer Message, without prefix) and body arrived
+  /// separately, as in the dissociated protocol. The body is referenced, never copied.
+  [[nodiscard]] Status ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
+                                      const SharedBytes& body);
+
+  /// How many more bytes the decoder needs before it can decode anything more (0 once the
+  /// stream ended or failed).
+  int64_t next_required_size() const noexcept;
+  /// The next decoded message, or nullopt when none is waiting.
+  std::optional<DecodedMessage> Next();
+
+  /// The stream's schema (a struct whose children are the columns), or NULL before it arrived.
+  /// Owned by the decoder.
+  const ArrowSchema* schema() const noexcept;
+  /// A deep copy of the schema, for exporting.
+  Result<UniqueSchema> ExportSchema() const;
+  /// The declared metadata version (meaningful once the schema arrived).
+  MetadataVersion version() const noexcept;
+  /// Whether the decoder stands between two messages (a stream may end there without the
+  /// end-of-stream marker, as Arrow C++ allows).
+  bool between_messages() const noexcept;
+  /// Whether the end-of-stream marker was read.
+  bool finished() const noexcept;
+  /// Messages decoded so far.
+  int64_t messages_decoded() const noexcept;
+  /// Bytes allocated by decompression and byte-swapping so far (0 for a zero-copy read).
+  int64_t bytes_copied() const noexcept;
+
+ private:
+  friend class FileReader;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ferry::ipc

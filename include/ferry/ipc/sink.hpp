@@ -1,0 +1,77 @@
+// Sinks: where the IPC writer sends its bytes. The writer hands a sink a list of pieces (metadata,
+// padding and the arrays' own buffers); a sink writes them in place, never gathering them first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "ferry/format/buffer.hpp"
+#include "ferry/format/result.hpp"
+#include "ferry/ipc/bytes.hpp"
+
+namespace ferry::ipc {
+
+/// One piece of output: bytes the caller owns until Write returns.
+struct ByteSpan {
+  const void* data = nullptr;
+  int64_t size = 0;
+};
+
+/// The interface every output implements. Write sends the pieces in order; position() counts
+/// every byte accepted so far.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  [[nodiscard]] virtual Status Write(std::span<const ByteSpan> pieces) = 0;
+  virtual int64_t position() const noexcept = 0;
+};
+
+/// A sink that appends to one growing, page-aligned region of memory (one copy of each piece,
+/// into the region). The region grows with mremap, so growing never copies what was written.
+class MemorySink final : public Sink {
+ public:
+  MemorySink() = default;
+  ~MemorySink() override;
+  MemorySink(const MemorySink&) = delete;
+  MemorySink& operator=(const MemorySink&) = delete;
+  Status Write(std::span<const ByteSpan> pieces) override;
+  int64_t position() const noexcept override { return size_; }
+  /// The bytes written so far (valid until the next Write or Finish).
+  const uint8_t* data() const noexcept { return data_; }
+  /// Hand the bytes over as SharedBytes (no copy); the sink is empty afterwards.
+  SharedBytes Finish();
+
+ private:
+  Status Grow(int64_t needed);
+  uint8_t* data_ = nullptr;
+  int64_t size_ = 0;
+  int64_t capacity_ = 0;
+};
+
+/// A sink over a file descriptor (file, pipe or socket). Pieces go out with writev, straight from
+/// the arrays' buffers; short writes and EINTR are retried.
+class FileSink final : public Sink {
+ public:
+  /// Create or truncate `path` (mode 0644).
+  static Result<std::unique_ptr<FileSink>> Open(const std::string& path);
+  /// Write to an open descriptor; `owned` closes it on Close or destruction.
+  static std::unique_ptr<FileSink> FromFd(int fd, bool owned);
+  ~FileSink() override;
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
+  Status Write(std::span<const ByteSpan> pieces) override;
+  int64_t position() const noexcept override { return position_; }
+  /// Close the descriptor if owned; errors (e.g. from a full disk) are reported here.
+  Status Close();
+
+ private:
+  FileSink(int fd, bool owned, std::string name) : fd_(fd), owned_(owned), name_(std::move(name)) {}
+  int fd_;
+  bool owned_;
+  std::string name_;
+  int64_t position_ = 0;
+};
+
+}  // namespace ferry::ipc

@@ -1,0 +1,92 @@
+// Writers of the IPC stream and file formats. Bodies go to the sink as a list of pieces that
+// point at the arrays' own buffers: nothing is gathered or copied unless compression, a
+// bit-shifted slice or rebased offsets need it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ferry/abi/unique.hpp"
+#include "ferry/format/metadata.hpp"
+#include "ferry/format/result.hpp"
+#include "ferry/ipc/sink.hpp"
+
+namespace ferry::ipc {
+
+/// Body compression, per buffer, as the IPC format defines it.
+enum class Compression : int8_t { kNone = 0, kLz4Frame = 1, kZstd = 2 };
+
+/// How to write. Plain values.
+struct WriteOptions {
+  Compression compression = Compression::kNone;
+  /// Codec level; 0 picks the codec's default.
+  int compression_level = 0;
+  /// Padding of every body buffer and of each message's metadata: 8 (the specification's
+  /// minimum) or 64 (for SIMD-friendly readers).
+  int32_t alignment = 8;
+  /// Write big-endian data (the schema says so and every multi-byte buffer is a swapped copy).
+  /// For big-endian consumers and for testing readers; native order costs nothing.
+  bool big_endian = false;
+  /// Custom metadata of the file footer (file format only).
+  Metadata file_metadata;
+};
+
+/// Counts a writer keeps.
+struct WriteStats {
+  int64_t messages = 0;
+  int64_t record_batches = 0;
+  int64_t dictionary_batches = 0;
+  /// Bytes handed to the sink.
+  int64_t bytes_written = 0;
+  /// Bytes the writer had to copy (bit-shifted or rebased slices; compression output).
+  int64_t bytes_copied = 0;
+};
+
+/// Writes the stream format to a sink: the schema on Open, then one message per dictionary that
+/// changed and per batch, then the end-of-stream marker on Close. The sink is borrowed and must
+/// outlive the writer. Move-only.
+class StreamWriter {
+ public:
+  static Result<StreamWriter> Open(Sink* sink, const ArrowSchema* schema,
+                                   WriteOptions options = {});
+  ~StreamWriter();
+  StreamWriter(StreamWriter&&) noexcept;
+  StreamWriter& operator=(StreamWriter&&) noexcept;
+
+  /// Write one batch: a struct array of the schema (no top-level nulls). Dictionaries that differ
+  /// from the ones last sent go first, as replacements. The batch is only read.
+  [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {});
+  /// Write every batch of a stream (whose schema must match) and leave the stream released.
+  [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
+  /// Write the end-of-stream marker. Further writes fail.
+  [[nodiscard]] Status Close();
+  const WriteStats& stats() const noexcept;
+
+ private:
+  friend class FileWriter;
+  StreamWriter();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Writes the file format: magic, the stream messages, then the footer with every block on
+/// Close. Dictionaries may not change between batches (the format cannot replace them).
+class FileWriter {
+ public:
+  static Result<FileWriter> Open(Sink* sink, const ArrowSchema* schema, WriteOptions options = {});
+  ~FileWriter();
+  FileWriter(FileWriter&&) noexcept;
+  FileWriter& operator=(FileWriter&&) noexcept;
+
+  [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {});
+  [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
+  /// Write the end-of-stream marker, the footer and the trailing magic.
+  [[nodiscard]] Status Close();
+  const WriteStats& stats() const noexcept;
+
+ private:
+  FileWriter();
+  std::unique_ptr<StreamWriter::Impl> impl_;
+};
+
+}  // namespace ferry::ipc

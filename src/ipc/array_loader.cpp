@@ -1,0 +1,357 @@
+// Loading RecordBatch bodies into ArrowArrays, checking everything first.
+#include "ipc/array_loader.hpp"
+
+#include <bit>
+#include <deque>
+
+#include "ferry/format/type.hpp"
+#include "ipc/endian.hpp"
+#include "ipc/shared_array.hpp"
+
+namespace ferry::ipc::internal {
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+// Non-NULL storage for buffers of length 0 (an empty array's single zero offset included).
+alignas(64) const uint8_t kZeros[64] = {};
+
+// What a loaded batch keeps alive: the body and any decompressed or synthesized buffers.
+struct BatchHolder {
+  std::shared_ptr<const void> body_owner;
+  std::deque<Buffer> decompressed;
+  std::deque<std::vector<int64_t>> variadic_sizes;
+};
+
+// Where a node sits in the batch, rendered only for error messages.
+struct Path {
+  const Path* parent = nullptr;
+  const ArrowSchema* node = nullptr;
+  int64_t index = -1;
+
+  std::string Render() const {
+    if (node == nullptr) return "";
+    const bool named = node->name != nullptr && *node->name != '\0';
+    if (parent == nullptr) return named ? "field \"" + std::string(node->name) + "\"" : "column";
+    return parent->Render() + " > " +
+           (named ? "\"" + std::string(node->name) + "\"" : "child " + std::to_string(index));
+  }
+};
+
+struct Slice {
+  const uint8_t* data;
+  int64_t size;
+};
+
+class Loader {
+ public:
+  Loader(const StreamSchema& schema, const fb::RecordBatch* batch, const Body& body,
+         const DictionaryLookup& dictionaries, int64_t decompress_limit, std::string label)
+      : schema_(schema),
+        batch_(batch),
+        body_(body),
+        dictionaries_(dictionaries),
+        budget_(decompress_limit),
+        label_(std::move(label)),
+        holder_(std::make_shared<BatchHolder>()) {
+    holder_->body_owner = body.owner;
+    swap_ = schema.big_endian != (std::endian::native == std::endian::big);
+  }
+
+  Status Init() {
+    if (batch_->length() < 0) return Fail(Path{}, "the batch length is negative");
+    if (batch_->nodes() == nullptr) return Fail(Path{}, "the batch has no nodes vector");
+    if (batch_->buffers() == nullptr) return Fail(Path{}, "the batch has no buffers vector");
+    if (const auto* c = batch_->compression()) {
+      if (c->method() != fb::BodyCompressionMethod::BUFFER) {
+        return Fail(Path{}, "unknown body compression method");
+      }
+      if (c->codec() == fb::CompressionType::LZ4_FRAME) {
+        codec_ = Codec::kLz4Frame;
+      } else if (c->codec() == fb::CompressionType::ZSTD) {
+        codec_ = Codec::kZstd;
+      } else {
+        return Fail(Path{},
+                    "unknown compression codec " + std::to_string(static_cast<int>(c->codec())));
+      }
+    }
+    return Status::OK();
+  }
+
+  Status Column(const ArrowSchema* s, ArrowArray* out) {
+    return Node(s, out, 1, Path{nullptr, s, -1});
+  }
+
+  Status Finish() const {
+    if (node_ != batch_->nodes()->size()) {
+      return Fail(Path{}, "the batch has " + std::to_string(batch_->nodes()->size()) +
+                              " field nodes but the schema uses " + std::to_string(node_));
+    }
+    if (buffer_ != batch_->buffers()->size()) {
+      return Fail(Path{}, "the batch has " + std::to_string(batch_->buffers()->size()) +
+                              " buffers but the schema uses " + std::to_string(buffer_));
+    }
+    const auto* counts = batch_->variadic_buffer_counts();
+    if (counts != nullptr && variadic_ != counts->size()) {
+      return Fail(Path{}, "the batch has " + std::to_string(counts->size()) +
+                              " variadic buffer counts but the schema has " +
+                              std::to_string(variadic_) + " view fields");
+    }
+    return Status::OK();
+  }
+
+  std::vector<std::vector<int64_t>> TakeSizes() { return std::move(sizes_); }
+  int64_t decompressed() const { return decompressed_; }
+
+ private:
+  Status Fail(const Path& path, const std::string& why) const {
+    const std::string where = path.Render();
+    return Status::Invalid(label_ + (where.empty() ? "" : ", " + where) + ": " + why);
+  }
+
+  Result<Slice> ReadBuffer(const Path& path, int64_t index_in_node) {
+    const auto* buffers = batch_->buffers();
+    if (buffer_ >= buffers->size()) {
+      return Fail(path, "buffer " + std::to_string(index_in_node) +
+                            " is missing (the batch has only " + std::to_string(buffers->size()) +
+                            " buffers)");
+    }
+    const fb::Buffer* b = buffers->Get(buffer_);
+    const flatbuffers::uoffset_t body_index = buffer_;
+    // Built only when an error needs it: this runs for every buffer of every batch.
+    auto where = [&] {
+      return (index_in_node < 0 ? std::string("the V4 union validity buffer")
+                                : "buffer " + std::to_string(index_in_node)) +
+             " (body buffer " + std::to_string(body_index) + ")";
+    };
+    ++buffer_;
+    const int64_t offset = b->offset();
+    const int64_t length = b->length();
+    if (offset < 0 || length < 0) {
+      return Fail(path, where() + " has a negative offset or length (" + std::to_string(offset) +
+                            ", " + std::to_string(length) + ")");
+    }
+    if (offset % 8 != 0) {
+      return Fail(path, where() + " starts at offset " + std::to_string(offset) +
+                            ", which is not a multiple of 8");
+    }
+    int64_t end = 0;
+    if (__builtin_add_overflow(offset, length, &end) || end > body_.size) {
+      return Fail(path, where() + " (offset " + std::to_string(offset) + ", length " +
+                            std::to_string(length) + ") runs past the body of " +
+                            std::to_string(body_.size) + " bytes");
+    }
+    if (length == 0) return Slice{kZeros, 0};
+    const uint8_t* p = body_.data + offset;
+    if (codec_ == Codec::kNone) return Slice{p, length};
+    Buffer out;
+    bool raw = false;
+    const int64_t before = budget_;
+    Status st = Decompress(codec_, p, length, &out, &raw, &budget_);
+    if (!st.ok()) return Fail(path, where() + ": " + st.message());
+    if (raw) return Slice{p + 8, length - 8};
+    decompressed_ += before - budget_;
+    holder_->decompressed.push_back(std::move(out));
+    const Buffer& kept = holder_->decompressed.back();
+    return Slice{kept.size() == 0 ? kZeros : kept.data(), kept.size()};
+  }
+
+  // A native-order copy of a buffer written in the other byte order.
+  Result<Slice> Swapped(const Slice& b, Swap kind) {
+    holder_->decompressed.emplace_back();
+    Buffer& copy = holder_->decompressed.back();
+    FERRY_RETURN_NOT_OK(copy.Resize(b.size));
+    SwapBytes(kind, b.data, copy.data(), b.size, /*to_native=*/true);
+    decompressed_ += b.size;
+    return Slice{copy.data(), b.size};
+  }
+
+  // Check that buffer `i` holds `count` elements of `bits` bits, without overflowing on lying
+  // lengths.
+  Status Need(const Path& path, int64_t i, const Slice& s, int64_t count, int64_t bits,
+              const char* what) const {
+    int64_t total_bits = 0;
+    if (__builtin_mul_overflow(count, bits, &total_bits) ||
+        __builtin_add_overflow(total_bits, 7, &total_bits)) {
+      return Fail(path, "buffer " + std::to_string(i) + " (" + what +
+                            "): " + std::to_string(count) + " elements cannot fit any body");
+    }
+    const int64_t bytes = total_bits / 8;
+    if (s.size < bytes) {
+      return Fail(path, "buffer " + std::to_string(i) + " (" + what + ") has " +
+                            std::to_string(s.size) + " bytes but " + std::to_string(bytes) +
+                            " are needed");
+    }
+    return Status::OK();
+  }
+
+  Status Node(const ArrowSchema* s, ArrowArray* out, int depth, const Path& path) {
+    if (depth > kMaxDepth) return Fail(path, "nesting is deeper than 64");
+    auto found = schema_.views.find(s);
+    if (found == schema_.views.end()) return Fail(path, "the schema node was never parsed");
+    const SchemaView& v = found->second;
+    const auto* nodes = batch_->nodes();
+    if (node_ >= nodes->size()) {
+      return Fail(
+          path, "no field node is left (the batch has only " + std::to_string(nodes->size()) + ")");
+    }
+    const fb::FieldNode* n = nodes->Get(node_++);
+    const int64_t length = n->length();
+    const int64_t null_count = n->null_count();
+    if (length < 0) return Fail(path, "the length " + std::to_string(length) + " is negative");
+    if (length > (int64_t{1} << 62)) {
+      return Fail(path, "the length " + std::to_string(length) + " is too large");
+    }
+    if (null_count < 0 || null_count > length) {
+      return Fail(path, "the null count " + std::to_string(null_count) + " is outside 0.." +
+                            std::to_string(length));
+    }
+    const size_t size_slot = sizes_.size();
+    sizes_.emplace_back();
+
+    const TypeId st = v.storage_type;
+    const bool is_union = st == TypeId::kSparseUnion || st == TypeId::kDenseUnion;
+    if (is_union && schema_.version < fb::MetadataVersion::V5) {
+      // V4 unions carry a validity buffer the C data interface has no place for.
+      FERRY_ASSIGN_OR_RAISE(Slice ignored, ReadBuffer(path, -1));
+      (void)ignored;
+    }
+    std::vector<const void*> pointers;
+    const Layout& layout = v.layout;
+    for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
+      FERRY_ASSIGN_OR_RAISE(Slice b, ReadBuffer(path, i));
+      sizes_[size_slot].push_back(b.size);
+      const auto bits = layout.element_size_bits[static_cast<size_t>(i)];
+      switch (layout.buffer_type[static_cast<size_t>(i)]) {
+        case BufferType::kValidity:
+          if (null_count == 0) {
+            pointers.push_back(nullptr);  // all valid: the bitmap may be absent or short
+            sizes_[size_slot].back() = 0;
+            continue;
+          }
+          FERRY_RETURN_NOT_OK(Need(path, i, b, length, 1, "validity bitmap"));
+          break;
+        case BufferType::kDataOffset:
+        case BufferType::kListOffset:
+          if (st == TypeId::kListView || st == TypeId::kLargeListView) {
+            FERRY_RETURN_NOT_OK(Need(path, i, b, length, bits, "offsets"));
+          } else if (length > 0) {
+            FERRY_RETURN_NOT_OK(Need(path, i, b, length + 1, bits, "offsets"));
+          }
+          break;
+        case BufferType::kData:
+          if (st == TypeId::kFixedSizeBinary) {
+            FERRY_RETURN_NOT_OK(Need(path, i, b, length, int64_t{v.fixed_size} * 8, "values"));
+          } else if (bits > 0) {
+            FERRY_RETURN_NOT_OK(Need(path, i, b, length, bits, "values"));
+          }
+          break;
+        case BufferType::kTypeId:
+        case BufferType::kUnionOffset:
+        case BufferType::kListSize:
+        case BufferType::kView:
+          FERRY_RETURN_NOT_OK(Need(path, i, b, length, bits, "values"));
+          break;
+        default:
+          break;
+      }
+      if (swap_ && b.size > 0) {
+        const Swap kind = SwapOf(v, i);
+        if (kind != Swap::kNone) {
+          FERRY_ASSIGN_OR_RAISE(b, Swapped(b, kind));
+        }
+      }
+      pointers.push_back(b.data);
+    }
+    if (st == TypeId::kBinaryView || st == TypeId::kStringView) {
+      const auto* counts = batch_->variadic_buffer_counts();
+      if (counts == nullptr || variadic_ >= counts->size()) {
+        return Fail(path, "the batch gives no variadic buffer count for this view field");
+      }
+      const int64_t count = counts->Get(variadic_++);
+      const int64_t left = static_cast<int64_t>(batch_->buffers()->size() - buffer_);
+      if (count < 0 || count > left) {
+        return Fail(path, "the variadic buffer count " + std::to_string(count) + " is outside 0.." +
+                              std::to_string(left) + " (buffers left)");
+      }
+      holder_->variadic_sizes.emplace_back();
+      std::vector<int64_t>& lengths = holder_->variadic_sizes.back();
+      for (int64_t k = 0; k < count; ++k) {
+        FERRY_ASSIGN_OR_RAISE(Slice b, ReadBuffer(path, 2 + k));
+        sizes_[size_slot].push_back(b.size);
+        pointers.push_back(b.data);
+        lengths.push_back(b.size);
+      }
+      sizes_[size_slot].push_back(count * 8);
+      pointers.push_back(lengths.empty() ? static_cast<const void*>(kZeros) : lengths.data());
+    }
+
+    const int64_t n_children = s->n_children;
+    NodeData* data = InitNode(out, length, null_count, 0, std::move(pointers), n_children, holder_);
+    for (int64_t i = 0; i < n_children; ++i) {
+      const ArrowSchema* c = s->children[i];
+      const Path child_path{&path, c, i};
+      FERRY_RETURN_NOT_OK(Node(c, &data->children[static_cast<size_t>(i)], depth + 1, child_path));
+    }
+    if (s->dictionary != nullptr) {
+      auto it = schema_.id_of.find(s);
+      if (it == schema_.id_of.end()) return Fail(path, "the field has no dictionary id");
+      Result<DictionaryRef> dict = dictionaries_(it->second);
+      if (!dict.ok()) return Fail(path, dict.status().message());
+      ShareArray(*dict->array, dict->keep, &data->dictionary);
+      out->dictionary = &data->dictionary;
+    }
+    return Status::OK();
+  }
+
+  const StreamSchema& schema_;
+  const fb::RecordBatch* batch_;
+  Body body_;
+  const DictionaryLookup& dictionaries_;
+  int64_t budget_;
+  std::string label_;
+  std::shared_ptr<BatchHolder> holder_;
+  Codec codec_ = Codec::kNone;
+  bool swap_ = false;
+  flatbuffers::uoffset_t node_ = 0;
+  flatbuffers::uoffset_t buffer_ = 0;
+  flatbuffers::uoffset_t variadic_ = 0;
+  std::vector<std::vector<int64_t>> sizes_;
+  int64_t decompressed_ = 0;
+};
+
+}  // namespace
+
+Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns,
+                                  const StreamSchema& schema, const fb::RecordBatch* batch,
+                                  const Body& body, const DictionaryLookup& dictionaries,
+                                  int64_t decompress_limit, const std::string& label) {
+  if (batch == nullptr) return Status::Invalid(label + ": the message has no record batch");
+  Body aligned = body;
+  int64_t realigned = 0;
+  if (reinterpret_cast<uintptr_t>(body.data) % 8 != 0) {
+    // Arrays must not hand out misaligned buffers (a legacy 4-byte prefix can shift a body):
+    // this is the one case where an uncompressed body is copied.
+    FERRY_ASSIGN_OR_RAISE(aligned, SharedBytes::Copy(body.data, body.size));
+    realigned = body.size;
+  }
+  Loader loader(schema, batch, aligned, dictionaries, decompress_limit, label);
+  FERRY_RETURN_NOT_OK(loader.Init());
+  LoadedColumns out;
+  for (const ArrowSchema* column : columns) {
+    UniqueArray array;
+    FERRY_RETURN_NOT_OK(loader.Column(column, array.get()));
+    if (array->length != batch->length()) {
+      return Status::Invalid(label + ": column \"" + (column->name ? column->name : "") +
+                             "\" has " + std::to_string(array->length) +
+                             " rows but the batch has " + std::to_string(batch->length()));
+    }
+    out.columns.push_back(std::move(array));
+  }
+  FERRY_RETURN_NOT_OK(loader.Finish());
+  out.buffer_sizes = loader.TakeSizes();
+  out.decompressed_bytes = loader.decompressed() + realigned;
+  return out;
+}
+
+}  // namespace ferry::ipc::internal

@@ -1,0 +1,45 @@
+// Turning a RecordBatch's nodes and buffers into ArrowArrays that point into the message body.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ferry/abi/unique.hpp"
+#include "ferry/ipc/bytes.hpp"
+#include "ipc/compression.hpp"
+#include "ipc/metadata.hpp"
+
+namespace ferry::ipc::internal {
+
+/// A message body: bytes and what keeps them alive.
+using Body = SharedBytes;
+
+/// The current dictionary of an id and what keeps it alive, or an error when none was sent.
+struct DictionaryRef {
+  const ArrowArray* array = nullptr;
+  std::shared_ptr<const void> keep;
+};
+using DictionaryLookup = std::function<Result<DictionaryRef>(int64_t id)>;
+
+/// What the loader produced: one array per column, plus the IPC length of every buffer of every
+/// node in pre-order (the C data interface carries no sizes; validation needs them).
+struct LoadedColumns {
+  std::vector<UniqueArray> columns;
+  std::vector<std::vector<int64_t>> buffer_sizes;
+  /// Bytes allocated by decompression or by realigning a misaligned body (0 when zero-copy).
+  int64_t decompressed_bytes = 0;
+};
+
+/// Load the columns described by `columns` (schema nodes of `schema.root`) from `batch` over
+/// `body`. Checks every count, offset, length and alignment against the body and the schema
+/// before any pointer is handed out; bodies are referenced, never copied, unless compressed.
+/// `label` ("message 3") starts every error.
+Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns,
+                                  const StreamSchema& schema, const fb::RecordBatch* batch,
+                                  const Body& body, const DictionaryLookup& dictionaries,
+                                  int64_t decompress_limit, const std::string& label);
+
+}  // namespace ferry::ipc::internal

@@ -1,0 +1,402 @@
+// Body layout for the writer: one pass over the array tree in pre-order.
+#include "ipc/assembler.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "ferry/format/type.hpp"
+#include "format/bits.hpp"
+#include "ipc/endian.hpp"
+
+namespace ferry::ipc::internal {
+
+namespace {
+
+alignas(64) const uint8_t kPadding[64] = {};
+
+class Assembler {
+ public:
+  Assembler(int64_t alignment, Codec codec, int level, bool swap_bytes)
+      : alignment_(alignment), codec_(codec), level_(level), swap_(swap_bytes) {}
+
+  AssembledBody& out() { return out_; }
+
+  // Write node `a` of type `s` restricted to its buffer positions [offset, offset + length).
+  Status Node(const ArrowSchema* s, const ArrowArray* a, int64_t offset, int64_t length,
+              const std::string& path, int depth) {
+    if (depth > 64) return Status::Invalid(path + ": nesting is deeper than 64");
+    FERRY_ASSIGN_OR_RAISE(SchemaView v, SchemaView::Make(s));
+    const TypeId st = v.storage_type;
+    const auto* buffers = reinterpret_cast<const uint8_t* const*>(a->buffers);
+    const bool whole = offset == a->offset && length == a->length;
+
+    int64_t null_count = 0;
+    const bool has_validity =
+        v.layout.n_fixed_buffers > 0 && v.layout.buffer_type[0] == BufferType::kValidity;
+    if (st == TypeId::kNull) {
+      null_count = length;
+    } else if (has_validity && buffers[0] != nullptr) {
+      null_count = (whole && a->null_count >= 0)
+                       ? a->null_count
+                       : length - ferry::internal::CountSetBits(buffers[0], offset, length);
+    }
+    out_.nodes.emplace_back(length, null_count);
+
+    switch (st) {
+      case TypeId::kNull:
+        return Status::OK();
+      case TypeId::kStruct:
+        FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
+        for (int64_t i = 0; i < a->n_children; ++i) {
+          const ArrowArray* c = a->children[i];
+          FERRY_RETURN_NOT_OK(Node(s->children[i], c, c->offset + offset, length,
+                                   ChildPath(path, s, i), depth + 1));
+        }
+        return Status::OK();
+      case TypeId::kBool:
+        FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
+        return Bits(buffers[1], offset, length);
+      case TypeId::kBinary:
+      case TypeId::kString:
+      case TypeId::kLargeBinary:
+      case TypeId::kLargeString: {
+        FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
+        const int width = (st == TypeId::kLargeBinary || st == TypeId::kLargeString) ? 8 : 4;
+        int64_t first = 0;
+        int64_t last = 0;
+        FERRY_RETURN_NOT_OK(Offsets(buffers[1], width, offset, length, &first, &last));
+        return Span(buffers[2] + first, last - first);
+      }
+      case TypeId::kList:
+      case TypeId::kLargeList:
+      case TypeId::kMap: {
+        FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
+        const int width = st == TypeId::kLargeList ? 8 : 4;
+        int64_t first = 0;
+        int64_t last = 0;
+        FERRY_RETURN_NOT_OK(Offsets(buffers[1], width, offset, length, &first, &last));
+        const ArrowArray* c = a->children[0];
+        return Node(s->children[0], c, c->offset + first, last - first, ChildPath(path, s, 0),
+                    depth + 1);
+      }
+      case TypeId::kListView:
+      case TypeId::kLargeListView: {
+        FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
+        const int width = st == TypeId::kLargeListView ? 8 : 4;
+        const Swap kind = width == 4 ? Swap::kWidth4 : Swap::kWidth8;
+        FERRY_RETURN_NOT_OK(Span(buffers[1] + offset * width, length * width, kind));
+        FERRY_RETURN_NOT_OK(Span(buffers[2] + offset * width, length * width, kind));
+        // Views index the whole child: write it whole.
+        const ArrowArray* c = a->children[0];
+        return Node(s->children[0], c, c->offset, c->length, ChildPath(path, s, 0), depth + 1);
+      }
+      case TypeId::kFixedSizeList: {
+        FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
+        const int64_t n = v.fixed_size;
+        const ArrowArray* c = a->children[0];
+        return Node(s->children[0], c, c->offset + offset * n, length * n, ChildPath(path, s, 0),
+                    depth + 1);
+      }
+      case TypeId::kSparseUnion:
+      case TypeId::kDenseUnion: {
+        FERRY_RETURN_NOT_OK(Span(buffers[0] + offset, length));
+        if (st == TypeId::kDenseUnion) {
+          FERRY_RETURN_NOT_OK(Span(buffers[1] + offset * 4, length * 4, Swap::kWidth4));
+        }
+        for (int64_t i = 0; i < a->n_children; ++i) {
+          const ArrowArray* c = a->children[i];
+          const bool sparse = st == TypeId::kSparseUnion;
+          FERRY_RETURN_NOT_OK(Node(s->children[i], c, sparse ? c->offset + offset : c->offset,
+                                   sparse ? length : c->length, ChildPath(path, s, i), depth + 1));
+        }
+        return Status::OK();
+      }
+      case TypeId::kRunEndEncoded:
+        return RunEndEncoded(s, a, offset, length, path, depth);
+      case TypeId::kBinaryView:
+      case TypeId::kStringView: {
+        FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
+        FERRY_RETURN_NOT_OK(Span(buffers[1] + offset * 16, length * 16, Swap::kView));
+        const int64_t n_variadic = a->n_buffers - 3;
+        if (n_variadic < 0)
+          return Status::Invalid(path + ": a view array needs at least 3 buffers");
+        const auto* sizes = reinterpret_cast<const int64_t*>(a->buffers[a->n_buffers - 1]);
+        for (int64_t k = 0; k < n_variadic; ++k) {
+          FERRY_RETURN_NOT_OK(Span(buffers[2 + k], sizes[k]));
+        }
+        out_.variadic_counts.push_back(n_variadic);
+        return Status::OK();
+      }
+      default:
+        break;
+    }
+    // Fixed-width: primitives, decimals, temporal, intervals, fixed-size binary, dictionary
+    // indices (the dictionary itself goes out in a DictionaryBatch).
+    FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
+    const int64_t width =
+        st == TypeId::kFixedSizeBinary ? v.fixed_size : v.layout.element_size_bits[1] / 8;
+    return Span(buffers[1] + offset * width, length * width, SwapOf(v, 1));
+  }
+
+ private:
+  // A run-end encoded slice: only the runs it touches, with run ends rebased to the slice (a
+  // copy of those run ends; the values go out in place).
+  Status RunEndEncoded(const ArrowSchema* s, const ArrowArray* a, int64_t offset, int64_t length,
+                       const std::string& path, int depth) {
+    const ArrowArray* ends = a->children[0];
+    const ArrowArray* values = a->children[1];
+    if (offset == 0 && length == a->length && ends->offset == 0) {
+      FERRY_RETURN_NOT_OK(
+          Node(s->children[0], ends, 0, ends->length, ChildPath(path, s, 0), depth + 1));
+      return Node(s->children[1], values, values->offset, values->length, ChildPath(path, s, 1),
+                  depth + 1);
+    }
+    FERRY_ASSIGN_OR_RAISE(SchemaView ev, SchemaView::Make(s->children[0]));
+    const int width = ev.layout.element_size_bits[1] / 8;
+    const auto* raw = static_cast<const uint8_t*>(ends->buffers[1]) + ends->offset * width;
+    auto load = [&](int64_t k) -> int64_t {
+      if (width == 2) {
+        int16_t x;
+        std::memcpy(&x, raw + k * 2, 2);
+        return x;
+      }
+      if (width == 4) {
+        int32_t x;
+        std::memcpy(&x, raw + k * 4, 4);
+        return x;
+      }
+      int64_t x;
+      std::memcpy(&x, raw + k * 8, 8);
+      return x;
+    };
+    int64_t first = 0;
+    int64_t count = 0;
+    if (length > 0) {
+      // First run ending after `offset`, then the first ending at or after the slice's end.
+      int64_t lo = 0;
+      int64_t hi = ends->length;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (load(mid) > offset)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      first = lo;
+      int64_t last = first;
+      while (last < ends->length && load(last) < offset + length) ++last;
+      if (last >= ends->length)
+        return Status::Invalid(path + ": the run ends stop before the slice's end");
+      count = last - first + 1;
+    }
+    out_.nodes.emplace_back(count, 0);
+    FERRY_RETURN_NOT_OK(Span(nullptr, 0));
+    Buffer& copy = Own();
+    FERRY_RETURN_NOT_OK(copy.Resize(count * width));
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t e = std::min(load(first + k), offset + length) - offset;
+      if (width == 2) {
+        const auto y = static_cast<int16_t>(e);
+        std::memcpy(copy.data() + k * 2, &y, 2);
+      } else if (width == 4) {
+        const auto y = static_cast<int32_t>(e);
+        std::memcpy(copy.data() + k * 4, &y, 4);
+      } else {
+        std::memcpy(copy.data() + k * 8, &e, 8);
+      }
+    }
+    out_.copied += copy.size();
+    FERRY_RETURN_NOT_OK(Span(copy.data(), copy.size(), SwapOf(ev, 1)));
+    return Node(s->children[1], values, values->offset + first, count, ChildPath(path, s, 1),
+                depth + 1);
+  }
+
+  static std::string ChildPath(const std::string& path, const ArrowSchema* s, int64_t i) {
+    const char* name = s->children[i]->name;
+    return path + " > " +
+           (name && *name ? std::string("\"") + name + "\"" : "child " + std::to_string(i));
+  }
+
+  Status Validity(const uint8_t* const* buffers, int64_t null_count, int64_t offset,
+                  int64_t length) {
+    if (null_count == 0 || buffers[0] == nullptr) return Span(nullptr, 0);
+    return Bits(buffers[0], offset, length);
+  }
+
+  // A bitmap's visible bits: in place when they start on a byte, otherwise shifted into a copy.
+  Status Bits(const uint8_t* bits, int64_t offset, int64_t length) {
+    if (length == 0) return Span(nullptr, 0);
+    const int64_t bytes = (length + 7) / 8;
+    if (offset % 8 == 0) return Span(bits + offset / 8, bytes);
+    Buffer& copy = Own();
+    FERRY_RETURN_NOT_OK(copy.Resize(bytes));
+    std::memset(copy.data(), 0, static_cast<size_t>(bytes));
+    for (int64_t i = 0; i < length; ++i) {
+      if ((bits[(offset + i) >> 3] >> ((offset + i) & 7)) & 1) {
+        copy.data()[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+      }
+    }
+    out_.copied += bytes;
+    return Span(copy.data(), bytes);
+  }
+
+  // Offsets of a slice: in place when they start at 0, otherwise rebased into a copy.
+  Status Offsets(const uint8_t* raw, int width, int64_t offset, int64_t length, int64_t* first,
+                 int64_t* last) {
+    if (length == 0) {
+      *first = *last = 0;
+      return Span(kPadding, width);  // one zero offset (the same in either byte order)
+    }
+    auto load = [&](int64_t i) -> int64_t {
+      if (width == 4) {
+        int32_t x;
+        std::memcpy(&x, raw + i * 4, 4);
+        return x;
+      }
+      int64_t x;
+      std::memcpy(&x, raw + i * 8, 8);
+      return x;
+    };
+    *first = load(offset);
+    *last = load(offset + length);
+    if (*last < *first) return Status::Invalid("offsets decrease across the written range");
+    const Swap kind = width == 4 ? Swap::kWidth4 : Swap::kWidth8;
+    if (*first == 0) return Span(raw + offset * width, (length + 1) * width, kind);
+    Buffer& copy = Own();
+    FERRY_RETURN_NOT_OK(copy.Resize((length + 1) * width));
+    for (int64_t i = 0; i <= length; ++i) {
+      const int64_t x = load(offset + i) - *first;
+      if (width == 4) {
+        const auto y = static_cast<int32_t>(x);
+        std::memcpy(copy.data() + i * 4, &y, 4);
+      } else {
+        std::memcpy(copy.data() + i * 8, &x, 8);
+      }
+    }
+    out_.copied += copy.size();
+    return Span(copy.data(), copy.size(), kind);
+  }
+
+  Buffer& Own() {
+    out_.owned.emplace_back();
+    return out_.owned.back();
+  }
+
+  // Record one body buffer (swapped into a copy when writing the other byte order); Finish lays
+  // them out once compression has fixed their sizes.
+  Status Span(const uint8_t* data, int64_t size, Swap kind = Swap::kNone) {
+    if (swap_ && kind != Swap::kNone && size > 0) {
+      Buffer& swapped = Own();
+      FERRY_RETURN_NOT_OK(swapped.Resize(size));
+      SwapBytes(kind, data, swapped.data(), size, /*to_native=*/false);
+      out_.copied += size;
+      data = swapped.data();
+    }
+    entries_.push_back(Entry{data, size});
+    return Status::OK();
+  }
+
+ public:
+  // Compress (in parallel when the body is large), then assign offsets and padding.
+  Status Finish() {
+    if (codec_ != Codec::kNone) FERRY_RETURN_NOT_OK(CompressAll());
+    for (const Entry& e : entries_) {
+      out_.buffers.emplace_back(out_.body_length, e.size);
+      if (e.size > 0) out_.pieces.push_back(ByteSpan{e.data, e.size});
+      const int64_t padded = (e.size + alignment_ - 1) / alignment_ * alignment_;
+      if (padded > e.size) out_.pieces.push_back(ByteSpan{kPadding, padded - e.size});
+      out_.body_length += padded;
+    }
+    return Status::OK();
+  }
+
+ private:
+  struct Entry {
+    const uint8_t* data;
+    int64_t size;
+  };
+
+  Status CompressAll() {
+    std::vector<Buffer> framed(entries_.size());
+    std::vector<Status> results(entries_.size());
+    int64_t total = 0;
+    for (const Entry& e : entries_) total += e.size;
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < entries_.size(); i = next++) {
+        if (entries_[i].size > 0) {
+          results[i] = Compress(codec_, entries_[i].data, entries_[i].size, level_, &framed[i]);
+        }
+      }
+    };
+    // Buffers compress independently: spread large bodies over the cores.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const auto threads = static_cast<unsigned>(
+        std::min<int64_t>({cores, static_cast<int64_t>(entries_.size()), total >> 20}));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      FERRY_RETURN_NOT_OK(results[i]);
+      if (entries_[i].size == 0) continue;
+      out_.owned.push_back(std::move(framed[i]));
+      entries_[i] = Entry{out_.owned.back().data(), out_.owned.back().size()};
+    }
+    return Status::OK();
+  }
+
+  std::vector<Entry> entries_;
+  int64_t alignment_;
+  Codec codec_;
+  int level_;
+  bool swap_;
+  AssembledBody out_;
+};
+
+}  // namespace
+
+Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray* root,
+                                    int64_t alignment, Codec codec, int level, bool swap_bytes) {
+  if (root == nullptr || root->release == nullptr) {
+    return Status::Invalid("the batch is NULL or released");
+  }
+  if (root->n_children != schema->n_children) {
+    return Status::Invalid("the batch has " + std::to_string(root->n_children) +
+                           " columns but the schema has " + std::to_string(schema->n_children));
+  }
+  if (root->null_count != 0 && root->n_buffers > 0 && root->buffers[0] != nullptr) {
+    return Status::Invalid("the batch's top-level struct has nulls, which IPC cannot carry");
+  }
+  Assembler a(alignment, codec, level, swap_bytes);
+  for (int64_t i = 0; i < root->n_children; ++i) {
+    const ArrowArray* c = root->children[i];
+    if (c == nullptr || c->release == nullptr || c->length < root->offset + root->length) {
+      return Status::Invalid("column " + std::to_string(i) +
+                             " is NULL, released or shorter than the batch");
+    }
+    const char* name = schema->children[i]->name;
+    FERRY_RETURN_NOT_OK(a.Node(
+        schema->children[i], c, c->offset + root->offset, root->length,
+        name && *name ? "field \"" + std::string(name) + "\"" : "column " + std::to_string(i), 1));
+  }
+  a.out().length = root->length;
+  FERRY_RETURN_NOT_OK(a.Finish());
+  return std::move(a.out());
+}
+
+Result<AssembledBody> AssembleArray(const ArrowSchema* schema, const ArrowArray* array,
+                                    int64_t alignment, Codec codec, int level, bool swap_bytes) {
+  if (array == nullptr || array->release == nullptr) {
+    return Status::Invalid("the dictionary is NULL or released");
+  }
+  Assembler a(alignment, codec, level, swap_bytes);
+  FERRY_RETURN_NOT_OK(a.Node(schema, array, array->offset, array->length, "dictionary", 1));
+  a.out().length = array->length;
+  FERRY_RETURN_NOT_OK(a.Finish());
+  return std::move(a.out());
+}
+
+}  // namespace ferry::ipc::internal

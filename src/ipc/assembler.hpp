@@ -1,0 +1,44 @@
+// Laying out a record batch body for writing: field nodes, buffer offsets and the list of pieces
+// (the arrays' own buffers plus padding), so the sink writes them without gathering.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "ferry/abi/arrow_c_abi.h"
+#include "ferry/format/buffer.hpp"
+#include "ferry/ipc/sink.hpp"
+#include "ipc/compression.hpp"
+#include "ipc/flatbuffers.hpp"
+
+namespace ferry::ipc::internal {
+
+/// A body ready to write. `pieces` point into the source arrays or into `owned` (slices that
+/// needed rebasing or bit-shifting, and compressed buffers).
+struct AssembledBody {
+  int64_t length = 0;
+  std::vector<fb::FieldNode> nodes;
+  std::vector<fb::Buffer> buffers;
+  std::vector<int64_t> variadic_counts;
+  std::vector<ByteSpan> pieces;
+  std::deque<Buffer> owned;
+  int64_t body_length = 0;
+  /// Bytes copied into `owned` (0 when every buffer went out in place).
+  int64_t copied = 0;
+};
+
+/// Lay out the columns of `root` (a struct array of `schema`) as one body. `alignment` (8 or 64)
+/// pads every buffer. Slices are written as their visible range only. `swap_bytes` writes the
+/// other byte order (every multi-byte buffer is then a swapped copy).
+Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray* root,
+                                    int64_t alignment, Codec codec, int level,
+                                    bool swap_bytes = false);
+
+/// Lay out one array (a dictionary's values) as a one-column body.
+Result<AssembledBody> AssembleArray(const ArrowSchema* schema, const ArrowArray* array,
+                                    int64_t alignment, Codec codec, int level,
+                                    bool swap_bytes = false);
+
+}  // namespace ferry::ipc::internal

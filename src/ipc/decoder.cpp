@@ -1,0 +1,431 @@
+// The push decoder: stream framing, message verification, and schema/dictionary/batch handling.
+#include "ferry/ipc/decoder.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ferry/format/json.hpp"
+#include "ipc/decoder_internal.hpp"
+#include "ipc/shared_array.hpp"
+
+namespace ferry::ipc {
+
+namespace {
+
+constexpr int32_t kContinuation = -1;  // 0xFFFFFFFF
+
+const char* HeaderName(fb::MessageHeader h) {
+  switch (h) {
+    case fb::MessageHeader::Schema:
+      return "Schema";
+    case fb::MessageHeader::DictionaryBatch:
+      return "DictionaryBatch";
+    case fb::MessageHeader::RecordBatch:
+      return "RecordBatch";
+    case fb::MessageHeader::Tensor:
+      return "Tensor";
+    case fb::MessageHeader::SparseTensor:
+      return "SparseTensor";
+    default:
+      return "unknown";
+  }
+}
+
+// Apply the loader's per-node IPC buffer sizes to a view tree, in the loader's pre-order
+// (children, not dictionaries: those were validated when they arrived).
+void ApplySizes(ArrayView& v, const std::vector<std::vector<int64_t>>& sizes, size_t* next) {
+  if (*next < sizes.size()) {
+    const std::vector<int64_t>& node = sizes[(*next)++];
+    for (size_t b = 0; b < node.size(); ++b) {
+      // A NULL validity bitmap (size 0) keeps the size the view derived.
+      if (node[b] == 0 && v.buffer(static_cast<int64_t>(b)).data == nullptr) continue;
+      v.set_buffer_size(static_cast<int64_t>(b), node[b]);
+    }
+  }
+  for (int64_t c = 0; c < v.n_children(); ++c) ApplySizes(v.child(c), sizes, next);
+}
+
+// A delta appends to a dictionary: the whole dictionary is rebuilt once (a copy of both parts),
+// since consumers see one contiguous dictionary.
+Result<UniqueArray> Concatenate(const ArrowSchema* schema, const ArrowArray* a,
+                                const ArrowArray* b) {
+  FERRY_ASSIGN_OR_RAISE(ArrayView va, ArrayView::Make(schema));
+  FERRY_RETURN_NOT_OK(va.SetArray(a));
+  FERRY_ASSIGN_OR_RAISE(ArrayView vb, ArrayView::Make(schema));
+  FERRY_RETURN_NOT_OK(vb.SetArray(b));
+  FERRY_ASSIGN_OR_RAISE(std::string ja, ArrayToJson(va));
+  FERRY_ASSIGN_OR_RAISE(std::string jb, ArrayToJson(vb));
+  // Both are JSON arrays: splice b's elements after a's.
+  ja.pop_back();
+  if (a->length > 0 && b->length > 0) ja.push_back(',');
+  ja.append(jb, 1, std::string::npos);
+  return ArrayFromJson(schema, ja);
+}
+
+}  // namespace
+
+int32_t LoadInt32LE(const uint8_t* p) {
+  uint32_t v = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+               static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+  return static_cast<int32_t>(v);
+}
+
+Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
+                      const std::vector<std::vector<int64_t>>& sizes, bool skip_root,
+                      ValidationLevel level, const std::string& label) {
+  if (level == ValidationLevel::kNone) return Status::OK();
+  FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
+  Status st = view.SetArray(array);
+  if (st.ok()) {
+    size_t next = 0;
+    if (skip_root) {
+      for (int64_t c = 0; c < view.n_children(); ++c) ApplySizes(view.child(c), sizes, &next);
+    } else {
+      ApplySizes(view, sizes, &next);
+    }
+    st = view.Validate(level);
+  }
+  if (!st.ok()) return Status(st.code(), label + ": " + st.message());
+  return Status::OK();
+}
+
+// ---- Decoder::Impl -----------------------------------------------------------------------------
+
+Status Decoder::Impl::CheckVersion(fb::MetadataVersion version, int64_t i) const {
+  if (version < fb::MetadataVersion::V4) {
+    return Status::NotSupported(Label(i) + ": metadata version V" +
+                                std::to_string(static_cast<int>(version) + 1) +
+                                " is too old (ferry reads V4 and V5)");
+  }
+  if (version > fb::MetadataVersion::V5) {
+    return Status::NotSupported(Label(i) + ": unknown metadata version " +
+                                std::to_string(static_cast<int>(version)) +
+                                " (ferry reads V4 and V5)");
+  }
+  if (schema && version != schema->version) {
+    return Status::Invalid(
+        Label(i) + ": metadata version V" + std::to_string(static_cast<int>(version) + 1) +
+        " differs from the schema's V" + std::to_string(static_cast<int>(schema->version) + 1));
+  }
+  return Status::OK();
+}
+
+Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int64_t size,
+                                                        Buffer* storage, int64_t i) const {
+  if (size > options.max_metadata_bytes) {
+    return Status::Invalid(Label(i) + ": metadata of " + std::to_string(size) +
+                           " bytes exceeds the limit of " +
+                           std::to_string(options.max_metadata_bytes));
+  }
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0 || data != storage->data()) {
+    // Flatbuffers reads fields in place: give it 8-aligned bytes (metadata is small).
+    storage->Clear();
+    FERRY_RETURN_NOT_OK(storage->Append(data, size));
+    data = storage->data();
+  }
+  flatbuffers::Verifier::Options vo;
+  vo.max_depth = static_cast<flatbuffers::uoffset_t>(std::max(options.max_flatbuffer_depth, 1));
+  vo.max_tables = static_cast<flatbuffers::uoffset_t>(std::max(options.max_flatbuffer_tables, 1));
+  flatbuffers::Verifier verifier(data, static_cast<size_t>(size), vo);
+  if (size < 8 || !fb::VerifyMessageBuffer(verifier)) {
+    return Status::Invalid(Label(i) + ": the metadata (" + std::to_string(size) +
+                           " bytes) is not a valid Message flatbuffer");
+  }
+  return fb::GetMessage(data);
+}
+
+Status Decoder::Impl::HandleSchema(const fb::Schema* s, fb::MetadataVersion version, int64_t i) {
+  if (schema) return Status::Invalid(Label(i) + ": a second Schema message");
+  FERRY_RETURN_NOT_OK(CheckVersion(version, i));
+  Result<internal::StreamSchema> parsed = internal::SchemaFromFlatbuffer(s, version);
+  if (!parsed.ok()) {
+    return Status(parsed.status().code(), Label(i) + " (schema): " + parsed.status().message());
+  }
+  schema = std::move(*parsed);
+  return Status::OK();
+}
+
+Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
+                                               const SharedBytes& body, const std::string& label,
+                                               int64_t* decompressed) const {
+  const ArrowSchema* root = schema->root.get();
+  std::vector<const ArrowSchema*> columns(root->children, root->children + root->n_children);
+  auto lookup = [this](int64_t id) -> Result<internal::DictionaryRef> {
+    auto it = dictionaries.find(id);
+    if (it == dictionaries.end()) {
+      return Status::Invalid("dictionary id " + std::to_string(id) +
+                             " is used before any DictionaryBatch sent it");
+    }
+    return internal::DictionaryRef{it->second->get(), it->second};
+  };
+  FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
+                        internal::LoadColumns(columns, *schema, batch, body, lookup,
+                                              options.max_decompressed_bytes, label));
+  if (decompressed != nullptr) *decompressed += loaded.decompressed_bytes;
+  UniqueArray out;
+  internal::NodeData* node =
+      internal::InitNode(out.get(), batch->length(), 0, 0, {nullptr}, root->n_children, nullptr);
+  for (size_t c = 0; c < loaded.columns.size(); ++c) loaded.columns[c].move_to(&node->children[c]);
+  FERRY_RETURN_NOT_OK(
+      ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, options.validation, label));
+  return out;
+}
+
+Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const SharedBytes& body,
+                                       int64_t i, Metadata custom_metadata) {
+  const int64_t id = d->id();
+  auto it = schema->dictionary_schema.find(id);
+  if (it == schema->dictionary_schema.end()) {
+    return Status::Invalid(Label(i) + ": dictionary id " + std::to_string(id) +
+                           " is not declared by the schema");
+  }
+  const ArrowSchema* value_schema = it->second;
+  auto lookup = [this](int64_t inner) -> Result<internal::DictionaryRef> {
+    auto found = dictionaries.find(inner);
+    if (found == dictionaries.end()) {
+      return Status::Invalid("dictionary id " + std::to_string(inner) +
+                             " is used before any DictionaryBatch sent it");
+    }
+    return internal::DictionaryRef{found->second->get(), found->second};
+  };
+  const std::string label = Label(i) + " (dictionary " + std::to_string(id) + ")";
+  FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
+                        internal::LoadColumns({value_schema}, *schema, d->data(), body, lookup,
+                                              options.max_decompressed_bytes, label));
+  copied += loaded.decompressed_bytes;
+  FERRY_RETURN_NOT_OK(ValidateLoaded(value_schema, loaded.columns[0].get(), loaded.buffer_sizes,
+                                     false, options.validation, label));
+  auto existing = dictionaries.find(id);
+  if (d->is_delta()) {
+    if (existing != dictionaries.end() && (*existing->second)->length > 0) {
+      Result<UniqueArray> merged =
+          Concatenate(value_schema, existing->second->get(), loaded.columns[0].get());
+      if (!merged.ok()) {
+        return Status(merged.status().code(),
+                      label + ": applying the delta: " + merged.status().message());
+      }
+      existing->second = std::make_shared<UniqueArray>(std::move(*merged));
+    } else {
+      dictionaries[id] = std::make_shared<UniqueArray>(std::move(loaded.columns[0]));
+    }
+  } else {
+    if (existing != dictionaries.end() && file_mode) {
+      return Status::Invalid(label + ": the file format does not allow replacing a dictionary");
+    }
+    dictionaries[id] = std::make_shared<UniqueArray>(std::move(loaded.columns[0]));
+  }
+  DecodedMessage event;
+  event.kind = MessageKind::kDictionary;
+  event.index = i;
+  event.custom_metadata = std::move(custom_metadata);
+  event.dictionary_id = id;
+  event.is_delta = d->is_delta();
+  events.push_back(std::move(event));
+  return Status::OK();
+}
+
+Status Decoder::Impl::HandleMessage(const fb::Message* m, const SharedBytes& body) {
+  const int64_t i = index;
+  FERRY_RETURN_NOT_OK(CheckVersion(m->version(), i));
+  Metadata custom = internal::MetadataFromFlatbuffer(m->custom_metadata());
+  switch (m->header_type()) {
+    case fb::MessageHeader::Schema: {
+      FERRY_RETURN_NOT_OK(HandleSchema(m->header_as_Schema(), m->version(), i));
+      DecodedMessage event;
+      event.kind = MessageKind::kSchema;
+      event.index = i;
+      event.custom_metadata = std::move(custom);
+      events.push_back(std::move(event));
+      break;
+    }
+    case fb::MessageHeader::DictionaryBatch:
+      if (!schema) return Status::Invalid(Label(i) + ": a DictionaryBatch before the Schema");
+      FERRY_RETURN_NOT_OK(
+          HandleDictionary(m->header_as_DictionaryBatch(), body, i, std::move(custom)));
+      break;
+    case fb::MessageHeader::RecordBatch: {
+      if (!schema) return Status::Invalid(Label(i) + ": a RecordBatch before the Schema");
+      FERRY_ASSIGN_OR_RAISE(UniqueArray batch,
+                            DecodeBatch(m->header_as_RecordBatch(), body, Label(i), &copied));
+      DecodedMessage event;
+      event.kind = MessageKind::kRecordBatch;
+      event.index = i;
+      event.custom_metadata = std::move(custom);
+      event.batch = std::move(batch);
+      events.push_back(std::move(event));
+      break;
+    }
+    default:
+      return Status::NotSupported(Label(i) + ": " + HeaderName(m->header_type()) +
+                                  " messages are not supported");
+  }
+  ++index;
+  return Status::OK();
+}
+
+Status Decoder::Impl::Feed(const SharedBytes& chunk) {
+  switch (state) {
+    case State::kPrefix: {
+      const int32_t v = LoadInt32LE(chunk.data);
+      if (v == kContinuation) {
+        state = State::kLength;
+        need = 4;
+      } else if (v == 0) {
+        state = State::kDone;
+        need = 0;
+        DecodedMessage event;
+        event.index = index;
+        events.push_back(std::move(event));
+      } else if (v < 0) {
+        return Status::Invalid(Label(index) + ": negative metadata length " + std::to_string(v));
+      } else {  // the pre-1.0 prefix: a bare length
+        state = State::kMetadata;
+        need = v;
+      }
+      return Status::OK();
+    }
+    case State::kLength: {
+      const int32_t v = LoadInt32LE(chunk.data);
+      if (v == 0) {
+        state = State::kDone;
+        need = 0;
+        DecodedMessage event;
+        event.index = index;
+        events.push_back(std::move(event));
+      } else if (v < 0) {
+        return Status::Invalid(Label(index) + ": negative metadata length " + std::to_string(v));
+      } else if (v > options.max_metadata_bytes) {
+        return Status::Invalid(Label(index) + ": metadata length " + std::to_string(v) +
+                               " exceeds the limit of " +
+                               std::to_string(options.max_metadata_bytes));
+      } else {
+        state = State::kMetadata;
+        need = v;
+      }
+      return Status::OK();
+    }
+    case State::kMetadata: {
+      FERRY_ASSIGN_OR_RAISE(message, VerifyMessage(chunk.data, chunk.size, &metadata, index));
+      const int64_t body_length = message->body_length();
+      if (body_length < 0) {
+        return Status::Invalid(Label(index) + ": negative body length " +
+                               std::to_string(body_length));
+      }
+      if (body_length == 0) {
+        state = State::kPrefix;
+        need = 4;
+        return HandleMessage(message, SharedBytes{});
+      }
+      state = State::kBody;
+      need = body_length;
+      return Status::OK();
+    }
+    case State::kBody:
+      state = State::kPrefix;
+      need = 4;
+      return HandleMessage(message, chunk);
+    case State::kDone:
+      return Status::OK();
+  }
+  return Status::OK();
+}
+
+// ---- Decoder -----------------------------------------------------------------------------------
+
+Decoder::Decoder(ReadOptions options) : impl_(std::make_unique<Impl>(options)) {}
+Decoder::~Decoder() = default;
+Decoder::Decoder(Decoder&&) noexcept = default;
+Decoder& Decoder::operator=(Decoder&&) noexcept = default;
+
+Status Decoder::Consume(const SharedBytes& bytes) {
+  Impl& d = *impl_;
+  if (!d.failed.ok()) return d.failed;
+  if (bytes.size < 0 || (bytes.size > 0 && bytes.data == nullptr)) {
+    return Status::Invalid("Decoder::Consume: NULL data or negative size");
+  }
+  int64_t pos = 0;
+  while (pos < bytes.size && d.state != Impl::State::kDone) {
+    const int64_t left = bytes.size - pos;
+    if (d.pending.size() == 0 && left >= d.need) {
+      // The whole piece is here: reference it in place.
+      const int64_t n = d.need;
+      Status st = d.Feed(bytes.Slice(pos, n));
+      pos += n;
+      if (!st.ok()) return d.Fail(st);
+      continue;
+    }
+    const int64_t take = std::min(left, d.need - d.pending.size());
+    // Grows with the bytes that actually arrive, so a lying length cannot allocate ahead.
+    Status st = d.pending.Append(bytes.data + pos, take);
+    if (!st.ok()) return d.Fail(st);
+    pos += take;
+    if (d.pending.size() == d.need) {
+      auto owned = std::make_shared<Buffer>(std::move(d.pending));
+      d.pending = Buffer();
+      if (d.state == Impl::State::kBody) d.copied += owned->size();
+      SharedBytes piece{owned->data(), owned->size(), owned};
+      st = d.Feed(piece);
+      if (!st.ok()) return d.Fail(st);
+    }
+  }
+  return Status::OK();
+}
+
+Status Decoder::ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
+                               const SharedBytes& body) {
+  Impl& d = *impl_;
+  if (!d.failed.ok()) return d.failed;
+  if (metadata == nullptr || metadata_size <= 0) {
+    return d.Fail(Status::Invalid(d.Label(d.index) + ": empty metadata"));
+  }
+  Result<const fb::Message*> m = d.VerifyMessage(metadata, metadata_size, &d.metadata, d.index);
+  if (!m.ok()) return d.Fail(m.status());
+  const int64_t body_length = (*m)->body_length();
+  if (body_length < 0 || body_length > body.size) {
+    return d.Fail(Status::Invalid(d.Label(d.index) + ": the metadata announces a body of " +
+                                  std::to_string(body_length) + " bytes but " +
+                                  std::to_string(body.size) + " arrived"));
+  }
+  Status st = d.HandleMessage(*m, body.Slice(0, body_length));
+  if (!st.ok()) return d.Fail(st);
+  return Status::OK();
+}
+
+int64_t Decoder::next_required_size() const noexcept {
+  return impl_->state == Impl::State::kDone ? 0 : impl_->need - impl_->pending.size();
+}
+
+std::optional<DecodedMessage> Decoder::Next() {
+  if (impl_->events.empty()) return std::nullopt;
+  DecodedMessage m = std::move(impl_->events.front());
+  impl_->events.pop_front();
+  return m;
+}
+
+const ArrowSchema* Decoder::schema() const noexcept {
+  return impl_->schema ? impl_->schema->root.get() : nullptr;
+}
+
+Result<UniqueSchema> Decoder::ExportSchema() const {
+  if (!impl_->schema) return Status::Invalid("no schema has been decoded yet");
+  return CopySchema(impl_->schema->root.get());
+}
+
+MetadataVersion Decoder::version() const noexcept {
+  return impl_->schema ? static_cast<MetadataVersion>(impl_->schema->version)
+                       : MetadataVersion::kV5;
+}
+
+bool Decoder::between_messages() const noexcept {
+  return impl_->state == Impl::State::kDone ||
+         (impl_->state == Impl::State::kPrefix && impl_->pending.size() == 0);
+}
+
+bool Decoder::finished() const noexcept {
+  return impl_->state == Impl::State::kDone && impl_->failed.ok();
+}
+
+int64_t Decoder::messages_decoded() const noexcept { return impl_->index; }
+int64_t Decoder::bytes_copied() const noexcept { return impl_->copied; }
+
+}  // namespace ferry::ipc

@@ -1,0 +1,72 @@
+// The decoder's state, shared with the file reader: the schema, the dictionaries, and message
+// decoding that does not depend on framing.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "ferry/format/buffer.hpp"
+#include "ferry/ipc/decoder.hpp"
+#include "ipc/array_loader.hpp"
+#include "ipc/metadata.hpp"
+
+namespace ferry::ipc {
+
+struct Decoder::Impl {
+  explicit Impl(ReadOptions o) : options(o) {}
+
+  enum class State : int8_t { kPrefix, kLength, kMetadata, kBody, kDone };
+
+  ReadOptions options;
+  // Framing.
+  State state = State::kPrefix;
+  int64_t need = 4;
+  Buffer pending;
+  Buffer metadata;  // the current message's flatbuffer, 8-aligned
+  const fb::Message* message = nullptr;
+  Status failed;
+  // Stream state.
+  std::optional<internal::StreamSchema> schema;
+  std::map<int64_t, std::shared_ptr<UniqueArray>> dictionaries;
+  bool file_mode = false;  // the file format forbids dictionary replacement
+  std::deque<DecodedMessage> events;
+  int64_t index = 0;
+  int64_t copied = 0;
+
+  std::string Label(int64_t i) const { return "message " + std::to_string(i); }
+
+  /// Verify `size` bytes of a Message flatbuffer (copying them to aligned storage when needed)
+  /// and return the root, which lives in `storage`.
+  Result<const fb::Message*> VerifyMessage(const uint8_t* data, int64_t size, Buffer* storage,
+                                           int64_t i) const;
+  /// Handle one verified message with its body.
+  Status HandleMessage(const fb::Message* message, const SharedBytes& body);
+  Status HandleSchema(const fb::Schema* schema, fb::MetadataVersion version, int64_t i);
+  Status HandleDictionary(const fb::DictionaryBatch* batch, const SharedBytes& body, int64_t i,
+                          Metadata custom_metadata);
+  /// Decode a record batch into a struct array (validated at options.validation). Const: the
+  /// file reader calls it for random access.
+  Result<UniqueArray> DecodeBatch(const fb::RecordBatch* batch, const SharedBytes& body,
+                                  const std::string& label, int64_t* decompressed) const;
+  Status CheckVersion(fb::MetadataVersion version, int64_t i) const;
+
+  Status Feed(const SharedBytes& chunk);
+  Status Fail(Status st) {
+    failed = st;
+    state = State::kDone;
+    need = 0;
+    return st;
+  }
+};
+
+/// Run validation on a freshly loaded tree, with the IPC buffer sizes the loader recorded.
+Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
+                      const std::vector<std::vector<int64_t>>& sizes, bool skip_root,
+                      ValidationLevel level, const std::string& label);
+
+/// Read an int32 stored little-endian.
+int32_t LoadInt32LE(const uint8_t* p);
+
+}  // namespace ferry::ipc

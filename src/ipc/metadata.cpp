@@ -1,0 +1,567 @@
+// Schemas to and from their flatbuffer form.
+#include "ipc/metadata.hpp"
+
+#include <bit>
+#include <string>
+
+#include "ferry/format/type.hpp"
+
+namespace ferry::ipc::internal {
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+std::string Path(const std::string& parent, const flatbuffers::String* name, size_t index) {
+  std::string here =
+      name != nullptr ? std::string("\"").append(name->str()) + "\"" : "#" + std::to_string(index);
+  return parent.empty() ? "field " + here : parent + " > " + here;
+}
+
+Result<std::string> IntFormat(const fb::Int* type, const std::string& where) {
+  if (type == nullptr) return Status::Invalid(where + ": Int type has no table");
+  const bool s = type->is_signed();
+  switch (type->bit_width()) {
+    case 8:
+      return std::string(s ? "c" : "C");
+    case 16:
+      return std::string(s ? "s" : "S");
+    case 32:
+      return std::string(s ? "i" : "I");
+    case 64:
+      return std::string(s ? "l" : "L");
+    default:
+      return Status::Invalid(where + ": Int bit width " + std::to_string(type->bit_width()) +
+                             " is not 8, 16, 32 or 64");
+  }
+}
+
+char UnitLetter(fb::TimeUnit unit) {
+  switch (unit) {
+    case fb::TimeUnit::SECOND:
+      return 's';
+    case fb::TimeUnit::MILLISECOND:
+      return 'm';
+    case fb::TimeUnit::MICROSECOND:
+      return 'u';
+    case fb::TimeUnit::NANOSECOND:
+      return 'n';
+  }
+  return '?';
+}
+
+// The format string of a non-dictionary field's type; `flags` may gain MAP_KEYS_SORTED.
+Result<std::string> TypeFormat(const fb::Field* field, const std::string& where, int64_t* flags) {
+  const auto n_children = field->children() ? field->children()->size() : 0;
+  auto need = [&](flatbuffers::uoffset_t count, const char* what) -> Status {
+    if (n_children != count) {
+      return Status::Invalid(where + ": " + what + " needs " + std::to_string(count) + " child" +
+                             (count == 1 ? "" : "ren") + ", has " + std::to_string(n_children));
+    }
+    return Status::OK();
+  };
+  auto unit_ok = [&](fb::TimeUnit unit) -> Status {
+    if (UnitLetter(unit) == '?') {
+      return Status::Invalid(where + ": time unit " + std::to_string(static_cast<int>(unit)) +
+                             " is not one of SECOND, MILLISECOND, MICROSECOND, NANOSECOND");
+    }
+    return Status::OK();
+  };
+  switch (field->type_type()) {
+    case fb::Type::NONE:
+      return Status::Invalid(where + ": the type is NONE");
+    case fb::Type::Null:
+      return std::string("n");
+    case fb::Type::Int:
+      return IntFormat(field->type_as_Int(), where);
+    case fb::Type::FloatingPoint: {
+      const auto* t = field->type_as_FloatingPoint();
+      switch (t ? t->precision() : fb::Precision::HALF) {
+        case fb::Precision::HALF:
+          return std::string("e");
+        case fb::Precision::SINGLE:
+          return std::string("f");
+        case fb::Precision::DOUBLE:
+          return std::string("g");
+      }
+      return Status::Invalid(where + ": unknown floating-point precision");
+    }
+    case fb::Type::Binary:
+      return std::string("z");
+    case fb::Type::Utf8:
+      return std::string("u");
+    case fb::Type::LargeBinary:
+      return std::string("Z");
+    case fb::Type::LargeUtf8:
+      return std::string("U");
+    case fb::Type::BinaryView:
+      return std::string("vz");
+    case fb::Type::Utf8View:
+      return std::string("vu");
+    case fb::Type::Bool:
+      return std::string("b");
+    case fb::Type::Decimal: {
+      const auto* t = field->type_as_Decimal();
+      if (t == nullptr) return Status::Invalid(where + ": Decimal type has no table");
+      const int32_t bw = t->bit_width();
+      if (bw != 32 && bw != 64 && bw != 128 && bw != 256) {
+        return Status::Invalid(where + ": decimal bit width " + std::to_string(bw) +
+                               " is not 32, 64, 128 or 256");
+      }
+      std::string out = "d:" + std::to_string(t->precision()) + "," + std::to_string(t->scale());
+      if (bw != 128) out += "," + std::to_string(bw);
+      return out;
+    }
+    case fb::Type::Date: {
+      const auto* t = field->type_as_Date();
+      const auto unit = t ? t->unit() : fb::DateUnit::MILLISECOND;
+      if (unit == fb::DateUnit::DAY) return std::string("tdD");
+      if (unit == fb::DateUnit::MILLISECOND) return std::string("tdm");
+      return Status::Invalid(where + ": unknown date unit");
+    }
+    case fb::Type::Time: {
+      const auto* t = field->type_as_Time();
+      const auto unit = t ? t->unit() : fb::TimeUnit::MILLISECOND;
+      const int32_t bw = t ? t->bit_width() : 32;
+      FERRY_RETURN_NOT_OK(unit_ok(unit));
+      const bool wide = unit == fb::TimeUnit::MICROSECOND || unit == fb::TimeUnit::NANOSECOND;
+      if (bw != (wide ? 64 : 32)) {
+        return Status::Invalid(where + ": time bit width " + std::to_string(bw) +
+                               " does not match its unit (" + (wide ? "64" : "32") + " expected)");
+      }
+      return std::string("tt") + UnitLetter(unit);
+    }
+    case fb::Type::Timestamp: {
+      const auto* t = field->type_as_Timestamp();
+      const auto unit = t ? t->unit() : fb::TimeUnit::SECOND;
+      FERRY_RETURN_NOT_OK(unit_ok(unit));
+      std::string tz = (t && t->timezone()) ? t->timezone()->str() : "";
+      return std::string("ts") + UnitLetter(unit) + ":" + tz;
+    }
+    case fb::Type::Duration: {
+      const auto* t = field->type_as_Duration();
+      const auto unit = t ? t->unit() : fb::TimeUnit::MILLISECOND;
+      FERRY_RETURN_NOT_OK(unit_ok(unit));
+      return std::string("tD") + UnitLetter(unit);
+    }
+    case fb::Type::Interval: {
+      const auto* t = field->type_as_Interval();
+      switch (t ? t->unit() : fb::IntervalUnit::YEAR_MONTH) {
+        case fb::IntervalUnit::YEAR_MONTH:
+          return std::string("tiM");
+        case fb::IntervalUnit::DAY_TIME:
+          return std::string("tiD");
+        case fb::IntervalUnit::MONTH_DAY_NANO:
+          return std::string("tin");
+      }
+      return Status::Invalid(where + ": unknown interval unit");
+    }
+    case fb::Type::FixedSizeBinary: {
+      const auto* t = field->type_as_FixedSizeBinary();
+      const int32_t width = t ? t->byte_width() : 0;
+      if (width < 0) return Status::Invalid(where + ": fixed-size binary width is negative");
+      return "w:" + std::to_string(width);
+    }
+    case fb::Type::List:
+      FERRY_RETURN_NOT_OK(need(1, "a list"));
+      return std::string("+l");
+    case fb::Type::LargeList:
+      FERRY_RETURN_NOT_OK(need(1, "a large list"));
+      return std::string("+L");
+    case fb::Type::ListView:
+      FERRY_RETURN_NOT_OK(need(1, "a list view"));
+      return std::string("+vl");
+    case fb::Type::LargeListView:
+      FERRY_RETURN_NOT_OK(need(1, "a large list view"));
+      return std::string("+vL");
+    case fb::Type::FixedSizeList: {
+      FERRY_RETURN_NOT_OK(need(1, "a fixed-size list"));
+      const auto* t = field->type_as_FixedSizeList();
+      const int32_t size = t ? t->list_size() : 0;
+      if (size < 0) return Status::Invalid(where + ": fixed-size list size is negative");
+      return "+w:" + std::to_string(size);
+    }
+    case fb::Type::Struct_:
+      return std::string("+s");
+    case fb::Type::Map: {
+      FERRY_RETURN_NOT_OK(need(1, "a map"));
+      const auto* t = field->type_as_Map();
+      if (t && t->keys_sorted()) *flags |= ARROW_FLAG_MAP_KEYS_SORTED;
+      return std::string("+m");
+    }
+    case fb::Type::RunEndEncoded:
+      FERRY_RETURN_NOT_OK(need(2, "a run-end encoded field"));
+      return std::string("+r");
+    case fb::Type::Union: {
+      const auto* t = field->type_as_Union();
+      if (t == nullptr) return Status::Invalid(where + ": Union type has no table");
+      std::string out;
+      if (t->mode() == fb::UnionMode::Sparse) {
+        out = "+us:";
+      } else if (t->mode() == fb::UnionMode::Dense) {
+        out = "+ud:";
+      } else {
+        return Status::Invalid(where + ": unknown union mode");
+      }
+      const auto* ids = t->type_ids();
+      if (ids != nullptr && ids->size() != n_children) {
+        return Status::Invalid(where + ": the union has " + std::to_string(ids->size()) +
+                               " type ids for " + std::to_string(n_children) + " children");
+      }
+      for (flatbuffers::uoffset_t i = 0; i < n_children; ++i) {
+        const int32_t id = ids ? ids->Get(i) : static_cast<int32_t>(i);
+        if (id < 0 || id > 127) {
+          return Status::Invalid(where + ": union type id " + std::to_string(id) +
+                                 " is outside 0..127");
+        }
+        out += (i ? "," : "") + std::to_string(id);
+      }
+      return out;
+    }
+  }
+  return Status::Invalid(where + ": unknown type ordinal " +
+                         std::to_string(static_cast<int>(field->type_type())));
+}
+
+struct Decoding {
+  StreamSchema* out;
+  std::vector<int64_t> ids;  // canonical order
+};
+
+Result<Field> FieldFrom(const fb::Field* f, const std::string& parent, size_t index, int depth,
+                        Decoding* ctx) {
+  if (f == nullptr) return Status::Invalid(parent + ": a field is NULL");
+  const std::string where = Path(parent, f->name(), index);
+  if (depth > kMaxDepth) {
+    return Status::Invalid(where + ": nesting is deeper than " + std::to_string(kMaxDepth));
+  }
+  // The id is taken before the values' children: the canonical order.
+  const fb::DictionaryEncoding* dict = f->dictionary();
+  if (dict != nullptr) {
+    ctx->ids.push_back(dict->id());
+  }
+  Field value;
+  value.name = f->name() ? f->name()->str() : "";
+  value.flags = f->nullable() ? ARROW_FLAG_NULLABLE : 0;
+  value.metadata = MetadataFromFlatbuffer(f->custom_metadata());
+  FERRY_ASSIGN_OR_RAISE(value.format, TypeFormat(f, where, &value.flags));
+  if (f->children() != nullptr) {
+    for (flatbuffers::uoffset_t i = 0; i < f->children()->size(); ++i) {
+      FERRY_ASSIGN_OR_RAISE(Field child,
+                            FieldFrom(f->children()->Get(i), where, i, depth + 1, ctx));
+      value.children.push_back(std::move(child));
+    }
+  }
+  if (dict == nullptr) return value;
+
+  // Dictionary-encoded: the node becomes the index type; the values become the dictionary.
+  if (dict->index_type() == nullptr) {
+    return Status::Invalid(where + ": the dictionary encoding has no index type");
+  }
+  FERRY_ASSIGN_OR_RAISE(std::string index_format, IntFormat(dict->index_type(), where));
+  Field encoded;
+  encoded.format = index_format;
+  encoded.name = value.name;
+  encoded.flags = value.flags & ARROW_FLAG_NULLABLE;
+  if (dict->is_ordered()) encoded.flags |= ARROW_FLAG_DICTIONARY_ORDERED;
+  encoded.metadata = std::move(value.metadata);
+  Field values = value;
+  values.name = "";
+  values.metadata.clear();
+  encoded.dictionary = std::make_shared<const Field>(std::move(values));
+  return encoded;
+}
+
+// -- Encoding ------------------------------------------------------------------------------
+
+using Builder = flatbuffers::FlatBufferBuilder;
+template <typename T>
+using Off = flatbuffers::Offset<T>;
+
+fb::TimeUnit ToUnit(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kSecond:
+      return fb::TimeUnit::SECOND;
+    case TimeUnit::kMilli:
+      return fb::TimeUnit::MILLISECOND;
+    case TimeUnit::kMicro:
+      return fb::TimeUnit::MICROSECOND;
+    case TimeUnit::kNano:
+      return fb::TimeUnit::NANOSECOND;
+  }
+  return fb::TimeUnit::SECOND;
+}
+
+Result<Off<fb::Int>> IntOf(Builder& b, TypeId id) {
+  switch (id) {
+    case TypeId::kInt8:
+      return fb::CreateInt(b, 8, true);
+    case TypeId::kUInt8:
+      return fb::CreateInt(b, 8, false);
+    case TypeId::kInt16:
+      return fb::CreateInt(b, 16, true);
+    case TypeId::kUInt16:
+      return fb::CreateInt(b, 16, false);
+    case TypeId::kInt32:
+      return fb::CreateInt(b, 32, true);
+    case TypeId::kUInt32:
+      return fb::CreateInt(b, 32, false);
+    case TypeId::kInt64:
+      return fb::CreateInt(b, 64, true);
+    case TypeId::kUInt64:
+      return fb::CreateInt(b, 64, false);
+    default:
+      return Status::Invalid(std::string("dictionary indices must be integers, not ") +
+                             TypeIdName(id));
+  }
+}
+
+Result<std::pair<fb::Type, Off<void>>> TypeOf(Builder& b, const SchemaView& v) {
+  using T = fb::Type;
+  auto done = [](T t, auto off) { return std::make_pair(t, off.Union()); };
+  switch (v.storage_type) {
+    case TypeId::kNull:
+      return done(T::Null, fb::CreateNull(b));
+    case TypeId::kBool:
+      return done(T::Bool, fb::CreateBool(b));
+    case TypeId::kInt8:
+    case TypeId::kUInt8:
+    case TypeId::kInt16:
+    case TypeId::kUInt16:
+    case TypeId::kInt32:
+    case TypeId::kUInt32:
+    case TypeId::kInt64:
+    case TypeId::kUInt64: {
+      FERRY_ASSIGN_OR_RAISE(auto off, IntOf(b, v.storage_type));
+      return done(T::Int, off);
+    }
+    case TypeId::kHalfFloat:
+      return done(T::FloatingPoint, fb::CreateFloatingPoint(b, fb::Precision::HALF));
+    case TypeId::kFloat:
+      return done(T::FloatingPoint, fb::CreateFloatingPoint(b, fb::Precision::SINGLE));
+    case TypeId::kDouble:
+      return done(T::FloatingPoint, fb::CreateFloatingPoint(b, fb::Precision::DOUBLE));
+    case TypeId::kDecimal32:
+    case TypeId::kDecimal64:
+    case TypeId::kDecimal128:
+    case TypeId::kDecimal256:
+      return done(T::Decimal,
+                  fb::CreateDecimal(b, v.decimal_precision, v.decimal_scale, v.decimal_bitwidth));
+    case TypeId::kFixedSizeBinary:
+      return done(T::FixedSizeBinary, fb::CreateFixedSizeBinary(b, v.fixed_size));
+    case TypeId::kBinary:
+      return done(T::Binary, fb::CreateBinary(b));
+    case TypeId::kLargeBinary:
+      return done(T::LargeBinary, fb::CreateLargeBinary(b));
+    case TypeId::kString:
+      return done(T::Utf8, fb::CreateUtf8(b));
+    case TypeId::kLargeString:
+      return done(T::LargeUtf8, fb::CreateLargeUtf8(b));
+    case TypeId::kBinaryView:
+      return done(T::BinaryView, fb::CreateBinaryView(b));
+    case TypeId::kStringView:
+      return done(T::Utf8View, fb::CreateUtf8View(b));
+    case TypeId::kDate32:
+      return done(T::Date, fb::CreateDate(b, fb::DateUnit::DAY));
+    case TypeId::kDate64:
+      return done(T::Date, fb::CreateDate(b, fb::DateUnit::MILLISECOND));
+    case TypeId::kTime32:
+      return done(T::Time, fb::CreateTime(b, ToUnit(v.time_unit), 32));
+    case TypeId::kTime64:
+      return done(T::Time, fb::CreateTime(b, ToUnit(v.time_unit), 64));
+    case TypeId::kTimestamp: {
+      Off<flatbuffers::String> tz;
+      if (!v.timezone.empty()) tz = b.CreateString(v.timezone.data(), v.timezone.size());
+      return done(T::Timestamp, fb::CreateTimestamp(b, ToUnit(v.time_unit), tz));
+    }
+    case TypeId::kDuration:
+      return done(T::Duration, fb::CreateDuration(b, ToUnit(v.time_unit)));
+    case TypeId::kIntervalMonths:
+      return done(T::Interval, fb::CreateInterval(b, fb::IntervalUnit::YEAR_MONTH));
+    case TypeId::kIntervalDayTime:
+      return done(T::Interval, fb::CreateInterval(b, fb::IntervalUnit::DAY_TIME));
+    case TypeId::kIntervalMonthDayNano:
+      return done(T::Interval, fb::CreateInterval(b, fb::IntervalUnit::MONTH_DAY_NANO));
+    case TypeId::kList:
+      return done(T::List, fb::CreateList(b));
+    case TypeId::kLargeList:
+      return done(T::LargeList, fb::CreateLargeList(b));
+    case TypeId::kListView:
+      return done(T::ListView, fb::CreateListView(b));
+    case TypeId::kLargeListView:
+      return done(T::LargeListView, fb::CreateLargeListView(b));
+    case TypeId::kFixedSizeList:
+      return done(T::FixedSizeList, fb::CreateFixedSizeList(b, v.fixed_size));
+    case TypeId::kStruct:
+      return done(T::Struct_, fb::CreateStruct_(b));
+    case TypeId::kMap:
+      return done(T::Map, fb::CreateMap(b, v.map_keys_sorted));
+    case TypeId::kRunEndEncoded:
+      return done(T::RunEndEncoded, fb::CreateRunEndEncoded(b));
+    case TypeId::kSparseUnion:
+    case TypeId::kDenseUnion: {
+      std::vector<int32_t> ids(v.union_type_ids.begin(), v.union_type_ids.end());
+      auto ids_off = b.CreateVector(ids);
+      return done(T::Union,
+                  fb::CreateUnion(b,
+                                  v.storage_type == TypeId::kSparseUnion ? fb::UnionMode::Sparse
+                                                                         : fb::UnionMode::Dense,
+                                  ids_off));
+    }
+    default:
+      return Status::NotSupported(std::string("IPC cannot write type ") +
+                                  TypeIdName(v.storage_type));
+  }
+}
+
+Result<Off<flatbuffers::Vector<Off<fb::KeyValue>>>> MetadataOf(Builder& b, const char* metadata) {
+  FERRY_ASSIGN_OR_RAISE(MetadataView pairs, DecodeMetadata(metadata));
+  if (pairs.empty()) return Off<flatbuffers::Vector<Off<fb::KeyValue>>>();
+  std::vector<Off<fb::KeyValue>> kvs;
+  for (const auto& [k, val] : pairs) {
+    auto ko = b.CreateString(k.data(), k.size());
+    auto vo = b.CreateString(val.data(), val.size());
+    kvs.push_back(fb::CreateKeyValue(b, ko, vo));
+  }
+  return b.CreateVector(kvs);
+}
+
+Result<Off<fb::Field>> FieldTo(Builder& b, const ArrowSchema* s, int depth,
+                               std::vector<int64_t>* ids) {
+  if (depth > kMaxDepth) return Status::Invalid("schema nesting is deeper than 64");
+  FERRY_ASSIGN_OR_RAISE(SchemaView v, SchemaView::Make(s));
+  // A dictionary node is written as its value type; its id is taken before the values' own.
+  const ArrowSchema* type_node = s;
+  int64_t dict_id = -1;
+  if (s->dictionary != nullptr) {
+    dict_id = static_cast<int64_t>(ids->size());
+    ids->push_back(dict_id);
+    type_node = s->dictionary;
+  }
+  FERRY_ASSIGN_OR_RAISE(SchemaView tv, SchemaView::Make(type_node));
+  std::vector<Off<fb::Field>> children;
+  for (int64_t i = 0; i < type_node->n_children; ++i) {
+    FERRY_ASSIGN_OR_RAISE(auto child, FieldTo(b, type_node->children[i], depth + 1, ids));
+    children.push_back(child);
+  }
+  FERRY_ASSIGN_OR_RAISE(auto type, TypeOf(b, tv));
+  Off<fb::DictionaryEncoding> dict;
+  if (dict_id >= 0) {
+    FERRY_ASSIGN_OR_RAISE(auto index, IntOf(b, v.storage_type));
+    dict = fb::CreateDictionaryEncoding(b, dict_id, index, v.dictionary_ordered);
+  }
+  FERRY_ASSIGN_OR_RAISE(auto metadata, MetadataOf(b, s->metadata));
+  auto name = b.CreateString(s->name ? s->name : "");
+  auto children_off = b.CreateVector(children);
+  return fb::CreateField(b, name, (s->flags & ARROW_FLAG_NULLABLE) != 0, type.first, type.second,
+                         dict, children_off, metadata);
+}
+
+}  // namespace
+
+Metadata MetadataFromFlatbuffer(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::KeyValue>>* pairs) {
+  Metadata out;
+  if (pairs == nullptr) return out;
+  for (flatbuffers::uoffset_t i = 0; i < pairs->size(); ++i) {
+    const fb::KeyValue* kv = pairs->Get(i);
+    if (kv == nullptr) continue;
+    out.emplace_back(kv->key() ? kv->key()->str() : "", kv->value() ? kv->value()->str() : "");
+  }
+  return out;
+}
+
+namespace {
+
+Status ParseViews(const ArrowSchema* node,
+                  std::unordered_map<const ArrowSchema*, SchemaView>* views) {
+  FERRY_ASSIGN_OR_RAISE(SchemaView v, SchemaView::Make(node));
+  views->emplace(node, std::move(v));
+  for (int64_t i = 0; i < node->n_children; ++i) {
+    FERRY_RETURN_NOT_OK(ParseViews(node->children[i], views));
+  }
+  if (node->dictionary != nullptr) FERRY_RETURN_NOT_OK(ParseViews(node->dictionary, views));
+  return Status::OK();
+}
+
+bool SameValueTypes(const ArrowSchema* a, const ArrowSchema* b) {
+  if (std::string_view(a->format) != std::string_view(b->format)) return false;
+  if (a->n_children != b->n_children) return false;
+  if ((a->dictionary == nullptr) != (b->dictionary == nullptr)) return false;
+  if (a->dictionary != nullptr && !SameValueTypes(a->dictionary, b->dictionary)) return false;
+  for (int64_t i = 0; i < a->n_children; ++i) {
+    if (!SameValueTypes(a->children[i], b->children[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<StreamSchema> SchemaFromFlatbuffer(const fb::Schema* schema, fb::MetadataVersion version) {
+  if (schema == nullptr) return Status::Invalid("the Schema message has no schema table");
+  StreamSchema out;
+  out.version = version;
+  out.big_endian = schema->endianness() == fb::Endianness::Big;
+  Decoding ctx{&out, {}};
+  Field root = Field::Make("+s", "");
+  root.flags = 0;
+  root.metadata = MetadataFromFlatbuffer(schema->custom_metadata());
+  if (schema->fields() != nullptr) {
+    for (flatbuffers::uoffset_t i = 0; i < schema->fields()->size(); ++i) {
+      FERRY_ASSIGN_OR_RAISE(Field f, FieldFrom(schema->fields()->Get(i), "", i, 1, &ctx));
+      root.children.push_back(std::move(f));
+    }
+  }
+  FERRY_ASSIGN_OR_RAISE(out.root, root.Export());
+  size_t k = 0;
+  std::string conflict;
+  ForEachDictionaryNode(out.root.get(), [&](const ArrowSchema* node) {
+    const int64_t id = ctx.ids[k++];
+    out.id_of[node] = id;
+    // Fields may share a dictionary (one id), provided its value type is the same everywhere.
+    auto [it, inserted] = out.dictionary_schema.emplace(id, node->dictionary);
+    if (!inserted && !SameValueTypes(it->second, node->dictionary) && conflict.empty()) {
+      conflict = "dictionary id " + std::to_string(id) +
+                 " is shared by fields whose dictionary value types differ";
+    }
+  });
+  if (!conflict.empty()) return Status::Invalid(conflict);
+  FERRY_RETURN_NOT_OK(ParseViews(out.root.get(), &out.views));
+  return out;
+}
+
+void ForEachDictionaryNode(const ArrowSchema* node,
+                           const std::function<void(const ArrowSchema*)>& fn) {
+  const ArrowSchema* type_node = node;
+  if (node->dictionary != nullptr) {
+    fn(node);
+    type_node = node->dictionary;
+  }
+  for (int64_t i = 0; i < type_node->n_children; ++i)
+    ForEachDictionaryNode(type_node->children[i], fn);
+}
+
+Result<flatbuffers::Offset<fb::Schema>> SchemaToFlatbuffer(flatbuffers::FlatBufferBuilder& b,
+                                                           const ArrowSchema* root,
+                                                           std::vector<int64_t>* ids,
+                                                           bool big_endian) {
+  if (root == nullptr || root->release == nullptr) {
+    return Status::Invalid("schema is NULL or released");
+  }
+  FERRY_ASSIGN_OR_RAISE(SchemaView v, SchemaView::Make(root));
+  if (v.type != TypeId::kStruct) {
+    return Status::Invalid("an IPC schema must be a struct (one child per column), not " +
+                           std::string(TypeIdName(v.type)));
+  }
+  std::vector<Off<fb::Field>> fields;
+  for (int64_t i = 0; i < root->n_children; ++i) {
+    FERRY_ASSIGN_OR_RAISE(auto f, FieldTo(b, root->children[i], 1, ids));
+    fields.push_back(f);
+  }
+  auto fields_off = b.CreateVector(fields);
+  FERRY_ASSIGN_OR_RAISE(auto metadata, MetadataOf(b, root->metadata));
+  const auto endianness = big_endian ? fb::Endianness::Big : fb::Endianness::Little;
+  return fb::CreateSchema(b, endianness, fields_off, metadata);
+}
+
+}  // namespace ferry::ipc::internal

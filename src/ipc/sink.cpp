@@ -1,0 +1,131 @@
+// Memory and file-descriptor sinks.
+#include "ferry/ipc/sink.hpp"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace ferry::ipc {
+
+namespace {
+
+constexpr int64_t kPage = 4096;
+
+struct Region {
+  void* address = nullptr;
+  size_t length = 0;
+  Region(void* a, size_t l) : address(a), length(l) {}
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+  ~Region() {
+    if (address != nullptr) munmap(address, length);
+  }
+};
+
+}  // namespace
+
+MemorySink::~MemorySink() {
+  if (data_ != nullptr) munmap(data_, static_cast<size_t>(capacity_));
+}
+
+Status MemorySink::Grow(int64_t needed) {
+  int64_t capacity = std::max<int64_t>(capacity_ * 2, int64_t{64} << 10);
+  while (capacity < needed) capacity *= 2;
+  capacity = (capacity + kPage - 1) / kPage * kPage;
+  // Fresh anonymous pages come zeroed from the kernel and mremap moves pages, not bytes.
+  void* p = data_ == nullptr ? mmap(nullptr, static_cast<size_t>(capacity), PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                             : mremap(data_, static_cast<size_t>(capacity_),
+                                      static_cast<size_t>(capacity), MREMAP_MAYMOVE);
+  if (p == MAP_FAILED) {
+    return Status::OutOfMemory("MemorySink: cannot grow to " + std::to_string(capacity) +
+                               " bytes: " + std::strerror(errno));
+  }
+  data_ = static_cast<uint8_t*>(p);
+  capacity_ = capacity;
+  // Large outputs take huge pages where the kernel offers them: 512x fewer page faults.
+  if (capacity >= (int64_t{2} << 20))
+    (void)madvise(data_, static_cast<size_t>(capacity), MADV_HUGEPAGE);
+  return Status::OK();
+}
+
+Status MemorySink::Write(std::span<const ByteSpan> pieces) {
+  int64_t total = size_;
+  for (const ByteSpan& p : pieces) {
+    if (p.size < 0 || __builtin_add_overflow(total, p.size, &total)) {
+      return Status::Invalid("MemorySink: a piece has a negative or overflowing size");
+    }
+  }
+  if (total > capacity_) FERRY_RETURN_NOT_OK(Grow(total));
+  for (const ByteSpan& p : pieces) {
+    if (p.size == 0) continue;
+    std::memcpy(data_ + size_, p.data, static_cast<size_t>(p.size));
+    size_ += p.size;
+  }
+  return Status::OK();
+}
+
+SharedBytes MemorySink::Finish() {
+  auto region = std::make_shared<Region>(data_, static_cast<size_t>(capacity_));
+  SharedBytes out{data_, size_, std::move(region)};
+  data_ = nullptr;
+  size_ = 0;
+  capacity_ = 0;
+  return out;
+}
+
+Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError("cannot create \"" + path + "\": " + std::strerror(errno));
+  return std::unique_ptr<FileSink>(new FileSink(fd, true, path));
+}
+
+std::unique_ptr<FileSink> FileSink::FromFd(int fd, bool owned) {
+  return std::unique_ptr<FileSink>(new FileSink(fd, owned, "descriptor " + std::to_string(fd)));
+}
+
+FileSink::~FileSink() { (void)Close(); }
+
+Status FileSink::Close() {
+  if (!owned_ || fd_ < 0) return Status::OK();
+  const int fd = fd_;
+  fd_ = -1;
+  if (close(fd) != 0) return Status::IOError("closing " + name_ + ": " + std::strerror(errno));
+  return Status::OK();
+}
+
+Status FileSink::Write(std::span<const ByteSpan> pieces) {
+  if (fd_ < 0) return Status::Invalid("writing to " + name_ + " after Close");
+  std::vector<iovec> iov;
+  iov.reserve(pieces.size());
+  for (const ByteSpan& p : pieces) {
+    if (p.size > 0) iov.push_back(iovec{const_cast<void*>(p.data), static_cast<size_t>(p.size)});
+  }
+  size_t first = 0;
+  while (first < iov.size()) {
+    const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+    const ssize_t n = writev(fd_, iov.data() + first, count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError("writing to " + name_ + ": " + std::strerror(errno));
+    }
+    position_ += n;
+    // Skip what was written; a short write leaves the rest of one piece.
+    auto left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (left > 0) {
+      iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace ferry::ipc

@@ -1,0 +1,369 @@
+// Stream and file writers: message framing, dictionaries, and the file footer.
+#include "ferry/ipc/writer.hpp"
+
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string_view>
+
+#include "ferry/format/array_view.hpp"
+#include "ferry/format/schema.hpp"
+#include "ipc/assembler.hpp"
+#include "ipc/metadata.hpp"
+
+namespace ferry::ipc {
+
+namespace {
+
+alignas(8) const uint8_t kZeros[64] = {};
+const uint8_t kFileMagic[8] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
+// The end-of-stream marker: continuation, then a zero length.
+const uint8_t kEndOfStream[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
+
+void StoreInt32LE(uint8_t* p, int32_t v) {
+  const auto u = static_cast<uint32_t>(v);
+  p[0] = static_cast<uint8_t>(u);
+  p[1] = static_cast<uint8_t>(u >> 8);
+  p[2] = static_cast<uint8_t>(u >> 16);
+  p[3] = static_cast<uint8_t>(u >> 24);
+}
+
+internal::Codec CodecOf(Compression c) {
+  switch (c) {
+    case Compression::kLz4Frame:
+      return internal::Codec::kLz4Frame;
+    case Compression::kZstd:
+      return internal::Codec::kZstd;
+    default:
+      return internal::Codec::kNone;
+  }
+}
+
+// Whether two schema trees have the same types (formats, children, dictionaries), names aside.
+bool SameTypes(const ArrowSchema* a, const ArrowSchema* b) {
+  if (std::string_view(a->format) != std::string_view(b->format)) return false;
+  if (a->n_children != b->n_children) return false;
+  if ((a->dictionary == nullptr) != (b->dictionary == nullptr)) return false;
+  if (a->dictionary != nullptr && !SameTypes(a->dictionary, b->dictionary)) return false;
+  for (int64_t i = 0; i < a->n_children; ++i) {
+    if (!SameTypes(a->children[i], b->children[i])) return false;
+  }
+  return true;
+}
+
+// Dictionary-encoded nodes of an array tree, in the canonical pre-order that assigns ids.
+void CollectDictionaries(const ArrowSchema* s, const ArrowArray* a,
+                         std::vector<std::pair<const ArrowSchema*, const ArrowArray*>>* out) {
+  const ArrowSchema* ts = s;
+  const ArrowArray* ta = a;
+  if (s->dictionary != nullptr) {
+    out->emplace_back(s->dictionary, a->dictionary);
+    if (a->dictionary == nullptr) return;
+    ts = s->dictionary;
+    ta = a->dictionary;
+  }
+  for (int64_t i = 0; i < ts->n_children && i < ta->n_children; ++i) {
+    CollectDictionaries(ts->children[i], ta->children[i], out);
+  }
+}
+
+uint64_t HashBody(const internal::AssembledBody& body) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](uint64_t x) { h = (h ^ x) * 1099511628211ULL; };
+  mix(static_cast<uint64_t>(body.length));
+  for (const fb::FieldNode& n : body.nodes) {
+    mix(static_cast<uint64_t>(n.length()));
+    mix(static_cast<uint64_t>(n.null_count()));
+  }
+  for (const fb::Buffer& b : body.buffers) mix(static_cast<uint64_t>(b.length()));
+  for (const ByteSpan& p : body.pieces) {
+    mix(std::hash<std::string_view>{}(
+        std::string_view(static_cast<const char*>(p.data), static_cast<size_t>(p.size))));
+  }
+  return h;
+}
+
+}  // namespace
+
+struct StreamWriter::Impl {
+  Sink* sink = nullptr;
+  WriteOptions options;
+  UniqueSchema schema;
+  std::optional<ArrayView> view;
+  bool file = false;
+  bool closed = false;
+  std::vector<int64_t> ids;
+  std::map<int64_t, uint64_t> sent;
+  std::vector<fb::Block> dictionary_blocks;
+  std::vector<fb::Block> batch_blocks;
+  WriteStats stats;
+
+  bool Swapping() const { return options.big_endian != (std::endian::native == std::endian::big); }
+
+  Status Write(std::vector<ByteSpan>& pieces) {
+    const int64_t before = sink->position();
+    FERRY_RETURN_NOT_OK(sink->Write(pieces));
+    stats.bytes_written += sink->position() - before;
+    return Status::OK();
+  }
+
+  // Frame one message (continuation, padded length, flatbuffer, padding) and its body.
+  Status WriteMessage(flatbuffers::FlatBufferBuilder& b, const internal::AssembledBody* body,
+                      std::vector<fb::Block>* blocks) {
+    const int64_t start = sink->position();
+    const auto size = static_cast<int64_t>(b.GetSize());
+    const int64_t align = options.alignment;
+    const int64_t end = (start + 8 + size + align - 1) / align * align;
+    const int64_t padded = end - start - 8;
+    uint8_t prefix[8];
+    StoreInt32LE(prefix, -1);
+    StoreInt32LE(prefix + 4, static_cast<int32_t>(padded));
+    std::vector<ByteSpan> pieces;
+    pieces.reserve(3 + (body ? body->pieces.size() : 0));
+    pieces.push_back(ByteSpan{prefix, 8});
+    pieces.push_back(ByteSpan{b.GetBufferPointer(), size});
+    if (padded > size) pieces.push_back(ByteSpan{kZeros, padded - size});
+    if (body != nullptr) pieces.insert(pieces.end(), body->pieces.begin(), body->pieces.end());
+    FERRY_RETURN_NOT_OK(Write(pieces));
+    if (blocks != nullptr) {
+      blocks->emplace_back(start, static_cast<int32_t>(8 + padded), body ? body->body_length : 0);
+    }
+    ++stats.messages;
+    return Status::OK();
+  }
+
+  Status WriteSchema() {
+    flatbuffers::FlatBufferBuilder b;
+    FERRY_ASSIGN_OR_RAISE(auto s,
+                          internal::SchemaToFlatbuffer(b, schema.get(), &ids, options.big_endian));
+    b.Finish(
+        fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::Schema, s.Union(), 0));
+    return WriteMessage(b, nullptr, nullptr);
+  }
+
+  flatbuffers::Offset<fb::RecordBatch> BatchTable(flatbuffers::FlatBufferBuilder& b,
+                                                  const internal::AssembledBody& body) {
+    flatbuffers::Offset<fb::BodyCompression> compression = 0;
+    if (options.compression != Compression::kNone) {
+      compression = fb::CreateBodyCompression(b, options.compression == Compression::kZstd
+                                                     ? fb::CompressionType::ZSTD
+                                                     : fb::CompressionType::LZ4_FRAME);
+    }
+    auto nodes = b.CreateVectorOfStructs(body.nodes);
+    auto buffers = b.CreateVectorOfStructs(body.buffers);
+    flatbuffers::Offset<flatbuffers::Vector<int64_t>> variadic = 0;
+    if (!body.variadic_counts.empty()) variadic = b.CreateVector(body.variadic_counts);
+    return fb::CreateRecordBatch(b, body.length, nodes, buffers, compression, variadic);
+  }
+
+  Status WriteDictionaries(const ArrowArray* root) {
+    std::vector<std::pair<const ArrowSchema*, const ArrowArray*>> found;
+    for (int64_t i = 0; i < schema->n_children; ++i) {
+      CollectDictionaries(schema->children[i], root->children[i], &found);
+    }
+    // Reverse pre-order: a dictionary nested in another's values goes out before it.
+    for (size_t k = found.size(); k-- > 0;) {
+      const int64_t id = ids[k];
+      const ArrowArray* dictionary = found[k].second;
+      if (dictionary == nullptr) {
+        return Status::Invalid("dictionary " + std::to_string(id) + " is missing from the batch");
+      }
+      FERRY_ASSIGN_OR_RAISE(internal::AssembledBody plain,
+                            internal::AssembleArray(found[k].first, dictionary, options.alignment,
+                                                    internal::Codec::kNone, 0, Swapping()));
+      const uint64_t h = HashBody(plain);
+      auto it = sent.find(id);
+      if (it != sent.end() && it->second == h) continue;
+      if (it != sent.end() && file) {
+        return Status::Invalid("dictionary " + std::to_string(id) +
+                               " changed between batches; the file format cannot replace "
+                               "dictionaries (write a stream instead)");
+      }
+      internal::AssembledBody body;
+      if (options.compression == Compression::kNone) {
+        body = std::move(plain);
+      } else {
+        FERRY_ASSIGN_OR_RAISE(
+            body, internal::AssembleArray(found[k].first, dictionary, options.alignment,
+                                          CodecOf(options.compression), options.compression_level,
+                                          Swapping()));
+      }
+      flatbuffers::FlatBufferBuilder b;
+      auto data = BatchTable(b, body);
+      auto d = fb::CreateDictionaryBatch(b, id, data, false);
+      b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::DictionaryBatch,
+                                 d.Union(), body.body_length));
+      FERRY_RETURN_NOT_OK(WriteMessage(b, &body, &dictionary_blocks));
+      stats.bytes_copied += body.copied;
+      ++stats.dictionary_batches;
+      sent[id] = h;
+    }
+    return Status::OK();
+  }
+
+  Status WriteBatch(const ArrowArray* batch, const Metadata& custom) {
+    if (closed) return Status::Invalid("the writer is closed");
+    if (batch == nullptr || batch->release == nullptr) {
+      return Status::Invalid("the batch is NULL or released");
+    }
+    // Structure and O(1) offset checks first: the layout below trusts them.
+    Status st = view->SetArray(batch);
+    if (st.ok()) st = view->Validate(ValidationLevel::kDefault);
+    view->Reset();
+    if (!st.ok()) {
+      return Status(st.code(), "batch " + std::to_string(stats.record_batches) +
+                                   " does not match the schema or is invalid: " + st.message());
+    }
+    FERRY_RETURN_NOT_OK(WriteDictionaries(batch));
+    FERRY_ASSIGN_OR_RAISE(internal::AssembledBody body,
+                          internal::AssembleBatch(schema.get(), batch, options.alignment,
+                                                  CodecOf(options.compression),
+                                                  options.compression_level, Swapping()));
+    flatbuffers::FlatBufferBuilder b;
+    auto table = BatchTable(b, body);
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::KeyValue>>> metadata = 0;
+    if (!custom.empty()) {
+      std::vector<flatbuffers::Offset<fb::KeyValue>> pairs;
+      for (const auto& [k, v] : custom) {
+        pairs.push_back(fb::CreateKeyValue(b, b.CreateString(k), b.CreateString(v)));
+      }
+      metadata = b.CreateVector(pairs);
+    }
+    b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::RecordBatch,
+                               table.Union(), body.body_length, metadata));
+    FERRY_RETURN_NOT_OK(WriteMessage(b, &body, &batch_blocks));
+    stats.bytes_copied += body.copied;
+    ++stats.record_batches;
+    return Status::OK();
+  }
+
+  Status WriteStream(ArrowArrayStream* stream) {
+    if (stream == nullptr || stream->release == nullptr) {
+      return Status::Invalid("the stream is NULL or released");
+    }
+    UniqueArrayStream owned(stream);
+    UniqueSchema s;
+    if (owned->get_schema(owned.get(), s.get()) != 0) {
+      const char* e = owned->get_last_error(owned.get());
+      return Status::IOError(std::string("the stream's get_schema failed: ") + (e ? e : ""));
+    }
+    if (!SameTypes(s.get(), schema.get())) {
+      return Status::Invalid("the stream's schema differs from the writer's");
+    }
+    while (true) {
+      UniqueArray a;
+      if (const int rc = owned->get_next(owned.get(), a.get()); rc != 0) {
+        const char* e = owned->get_last_error(owned.get());
+        return Status(rc, std::string("the stream's get_next failed: ") + (e ? e : ""));
+      }
+      if (!a.valid()) return Status::OK();
+      FERRY_RETURN_NOT_OK(WriteBatch(a.get(), {}));
+    }
+  }
+
+  Status WriteEndOfStream() {
+    std::vector<ByteSpan> pieces{ByteSpan{kEndOfStream, 8}};
+    return Write(pieces);
+  }
+
+  Status Init(Sink* s, const ArrowSchema* in, WriteOptions o) {
+    if (s == nullptr) return Status::Invalid("the sink is NULL");
+    if (o.alignment != 8 && o.alignment != 64) {
+      return Status::Invalid("alignment must be 8 or 64, not " + std::to_string(o.alignment));
+    }
+    if (static_cast<int>(o.compression) < 0 || static_cast<int>(o.compression) > 2) {
+      return Status::Invalid("unknown compression " +
+                             std::to_string(static_cast<int>(o.compression)));
+    }
+    sink = s;
+    options = std::move(o);
+    FERRY_ASSIGN_OR_RAISE(schema, CopySchema(in));
+    FERRY_ASSIGN_OR_RAISE(ArrayView v, ArrayView::Make(schema.get()));
+    if (v.type().type != TypeId::kStruct) {
+      return Status::Invalid("an IPC schema must be a struct (one child per column)");
+    }
+    view.emplace(std::move(v));
+    return Status::OK();
+  }
+};
+
+// ---- StreamWriter ------------------------------------------------------------------------------
+
+StreamWriter::StreamWriter() : impl_(std::make_unique<Impl>()) {}
+StreamWriter::~StreamWriter() = default;
+StreamWriter::StreamWriter(StreamWriter&&) noexcept = default;
+StreamWriter& StreamWriter::operator=(StreamWriter&&) noexcept = default;
+
+Result<StreamWriter> StreamWriter::Open(Sink* sink, const ArrowSchema* schema,
+                                        WriteOptions options) {
+  StreamWriter w;
+  FERRY_RETURN_NOT_OK(w.impl_->Init(sink, schema, std::move(options)));
+  FERRY_RETURN_NOT_OK(w.impl_->WriteSchema());
+  return w;
+}
+
+Status StreamWriter::WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata) {
+  return impl_->WriteBatch(batch, custom_metadata);
+}
+Status StreamWriter::WriteStream(ArrowArrayStream* stream) { return impl_->WriteStream(stream); }
+Status StreamWriter::Close() {
+  if (impl_->closed) return Status::OK();
+  impl_->closed = true;
+  return impl_->WriteEndOfStream();
+}
+const WriteStats& StreamWriter::stats() const noexcept { return impl_->stats; }
+
+// ---- FileWriter --------------------------------------------------------------------------------
+
+FileWriter::FileWriter() : impl_(std::make_unique<StreamWriter::Impl>()) {}
+FileWriter::~FileWriter() = default;
+FileWriter::FileWriter(FileWriter&&) noexcept = default;
+FileWriter& FileWriter::operator=(FileWriter&&) noexcept = default;
+
+Result<FileWriter> FileWriter::Open(Sink* sink, const ArrowSchema* schema, WriteOptions options) {
+  FileWriter w;
+  FERRY_RETURN_NOT_OK(w.impl_->Init(sink, schema, std::move(options)));
+  w.impl_->file = true;
+  std::vector<ByteSpan> magic{ByteSpan{kFileMagic, 8}};
+  FERRY_RETURN_NOT_OK(w.impl_->Write(magic));
+  FERRY_RETURN_NOT_OK(w.impl_->WriteSchema());
+  return w;
+}
+
+Status FileWriter::WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata) {
+  return impl_->WriteBatch(batch, custom_metadata);
+}
+Status FileWriter::WriteStream(ArrowArrayStream* stream) { return impl_->WriteStream(stream); }
+
+Status FileWriter::Close() {
+  StreamWriter::Impl& w = *impl_;
+  if (w.closed) return Status::OK();
+  w.closed = true;
+  FERRY_RETURN_NOT_OK(w.WriteEndOfStream());
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<int64_t> ids;
+  FERRY_ASSIGN_OR_RAISE(
+      auto schema, internal::SchemaToFlatbuffer(b, w.schema.get(), &ids, w.options.big_endian));
+  auto dictionaries = b.CreateVectorOfStructs(w.dictionary_blocks);
+  auto batches = b.CreateVectorOfStructs(w.batch_blocks);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::KeyValue>>> metadata = 0;
+  if (!w.options.file_metadata.empty()) {
+    std::vector<flatbuffers::Offset<fb::KeyValue>> pairs;
+    for (const auto& [k, v] : w.options.file_metadata) {
+      pairs.push_back(fb::CreateKeyValue(b, b.CreateString(k), b.CreateString(v)));
+    }
+    metadata = b.CreateVector(pairs);
+  }
+  b.Finish(fb::CreateFooter(b, fb::MetadataVersion::V5, schema, dictionaries, batches, metadata));
+  uint8_t trailer[10];
+  StoreInt32LE(trailer, static_cast<int32_t>(b.GetSize()));
+  std::memcpy(trailer + 4, kFileMagic, 6);
+  std::vector<ByteSpan> pieces{ByteSpan{b.GetBufferPointer(), static_cast<int64_t>(b.GetSize())},
+                               ByteSpan{trailer, 10}};
+  return w.Write(pieces);
+}
+
+const WriteStats& FileWriter::stats() const noexcept { return impl_->stats; }
+
+}  // namespace ferry::ipc

@@ -1,0 +1,223 @@
+// The IPC conformance suite: every catalog type x nulls x slice x codec x format is written by
+// ferry's writer and read back by ferry's reader. The oracle is the generated value list (sliced
+// in the test); pyarrow checks the same bytes in python/tests/test_ipc.py.
+#include "ferry/ipc/writer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "ferry/ipc/decoder.hpp"
+#include "ferry/ipc/reader.hpp"
+#include "support/ipc_util.hpp"
+#include "support/test_util.hpp"
+#include "support/type_catalog.hpp"
+
+namespace ferry {
+namespace {
+
+using testing::Json;
+using testing::TypeCase;
+
+const std::vector<TypeCase>& Cases() { return testing::TypeCatalog(); }
+
+struct Param {
+  size_t type_index;
+  bool nulls;
+  int64_t offset;
+  int64_t length;
+  ipc::Compression compression;
+  bool file;
+};
+
+class IpcConformanceTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(IpcConformanceTest, WriteReadRender) {
+  const Param p = GetParam();
+  const TypeCase& tc = Cases()[p.type_index];
+  const int64_t total = p.offset + p.length;
+  auto [values, rendered] = testing::GenerateValues(tc, p.type_index * 104729 + 7, total, p.nulls);
+  Json rows = Json::array();
+  for (const Json& v : values) rows.push_back(Json{{"c", v}});
+  Field column = tc.field;
+  column.name = "c";
+  const Field root = testing::BatchField({column});
+  ASSERT_OK_AND_ASSIGN(Array batch,
+                       testing::SlicedArrayFromJson(root, rows.dump(), p.offset, p.length));
+
+  ipc::WriteOptions options;
+  options.compression = p.compression;
+  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes,
+                       testing::WriteIpc(batch.schema(), {batch.array()}, p.file, options));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(bytes));
+  ASSERT_EQ(read.size(), 1u);
+
+  Json expected = Json::array();
+  for (int64_t i = p.offset; i < total; ++i) {
+    expected.push_back(Json{{"c", rendered[static_cast<size_t>(i)]}});
+  }
+  EXPECT_EQ(Json::parse(read[0]), expected) << "type " << tc.name;
+}
+
+std::vector<Param> AllParams() {
+  std::vector<Param> params;
+  for (size_t t = 0; t < Cases().size(); ++t) {
+    for (bool nulls : {false, true}) {
+      params.push_back({t, nulls, 0, 300, ipc::Compression::kNone, false});
+      params.push_back({t, nulls, 13, 300, ipc::Compression::kNone, true});
+      params.push_back({t, nulls, 3, 0, ipc::Compression::kNone, false});
+      params.push_back({t, nulls, 5, 300, ipc::Compression::kLz4Frame, false});
+      params.push_back({t, nulls, 0, 300, ipc::Compression::kZstd, true});
+    }
+  }
+  return params;
+}
+
+const char* CodecName(ipc::Compression c) {
+  switch (c) {
+    case ipc::Compression::kLz4Frame:
+      return "lz4";
+    case ipc::Compression::kZstd:
+      return "zstd";
+    default:
+      return "raw";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, IpcConformanceTest, ::testing::ValuesIn(AllParams()),
+                         [](const ::testing::TestParamInfo<Param>& param_info) {
+                           const Param& p = param_info.param;
+                           return Cases()[p.type_index].name + (p.nulls ? "_nulls" : "_dense") +
+                                  "_off" + std::to_string(p.offset) + "_len" +
+                                  std::to_string(p.length) + "_" + CodecName(p.compression) +
+                                  (p.file ? "_file" : "_stream");
+                         });
+
+// ---- Layout details ------------------------------------------------------------------------
+
+Result<Array> IntBatch(const std::string& json) {
+  return testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), json);
+}
+
+TEST(IpcWriterTest, BodiesAreZeroCopyAndAlignedAsAsked) {
+  ASSERT_OK_AND_ASSIGN(Array batch, IntBatch(R"([{"x": 1}, {"x": null}, {"x": 3}])"));
+  for (int32_t alignment : {8, 64}) {
+    ipc::WriteOptions options;
+    options.alignment = alignment;
+    ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes,
+                         testing::WriteIpc(batch.schema(), {batch.array()}, false, options));
+    ipc::Decoder decoder;
+    ASSERT_OK(decoder.Consume(bytes));
+    ASSERT_EQ(decoder.bytes_copied(), 0);
+    std::optional<ipc::DecodedMessage> m;
+    while ((m = decoder.Next()) && m->kind != ipc::MessageKind::kRecordBatch) {
+    }
+    ASSERT_TRUE(m.has_value());
+    std::vector<const void*> pointers;
+    testing::CollectBuffers(m->batch.get(), &pointers);
+    int checked = 0;
+    for (const void* ptr : pointers) {
+      if (ptr == nullptr) continue;
+      const auto* b = static_cast<const uint8_t*>(ptr);
+      // Every buffer points into the written bytes (no copy), at the asked alignment.
+      EXPECT_GE(b, bytes.data);
+      EXPECT_LT(b, bytes.data + bytes.size);
+      EXPECT_EQ((b - bytes.data) % alignment, 0) << "alignment " << alignment;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 2);  // validity and values (the root struct has no bitmap)
+  }
+}
+
+TEST(IpcWriterTest, StreamBytesFollowTheFraming) {
+  ASSERT_OK_AND_ASSIGN(Array batch, IntBatch(R"([{"x": 7}])"));
+  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes,
+                       testing::WriteIpc(batch.schema(), {batch.array()}, false));
+  // Continuation marker, then an 8-aligned metadata length; the stream ends with the
+  // end-of-stream marker (continuation + 0).
+  ASSERT_GE(bytes.size, 16);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.data, bytes.data + 4),
+            (std::vector<uint8_t>{0xFF, 0xFF, 0xFF, 0xFF}));
+  int32_t length = 0;
+  std::memcpy(&length, bytes.data + 4, 4);
+  EXPECT_EQ((8 + length) % 8, 0);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.data + bytes.size - 8, bytes.data + bytes.size),
+            (std::vector<uint8_t>{0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0}));
+  EXPECT_EQ(bytes.size % 8, 0);
+}
+
+TEST(IpcWriterTest, FileHasMagicFooterAndRandomAccess) {
+  std::vector<Array> batches;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(Array b, IntBatch("[{\"x\": " + std::to_string(i) + "}]"));
+    batches.push_back(std::move(b));
+  }
+  ipc::WriteOptions options;
+  options.file_metadata = {{"k", "v"}};
+  ASSERT_OK_AND_ASSIGN(
+      ipc::SharedBytes bytes,
+      testing::WriteIpc(batches[0].schema(),
+                        {batches[0].array(), batches[1].array(), batches[2].array()}, true,
+                        options));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data), 8),
+            std::string("ARROW1\0\0", 8));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data + bytes.size - 6), 6), "ARROW1");
+  ASSERT_OK_AND_ASSIGN(ipc::FileReader reader, ipc::FileReader::Open(bytes));
+  EXPECT_EQ(reader.num_record_batches(), 3);
+  EXPECT_EQ(reader.metadata(), (Metadata{{"k", "v"}}));
+  for (int64_t i : {2, 0, 1}) {
+    ASSERT_OK_AND_ASSIGN(UniqueArray b, reader.ReadRecordBatch(i));
+    int64_t value = 0;
+    std::memcpy(&value, b->children[0]->buffers[1], 8);
+    EXPECT_EQ(value, i);
+  }
+  ASSERT_RAISES_WITH(ERANGE, "record batch 3 is outside 0..2", reader.ReadRecordBatch(3));
+}
+
+TEST(IpcWriterTest, DictionariesAreSentOnceAndReplacedWhenTheyChange) {
+  const Field root = testing::BatchField({Field::Dictionary("d", "i", Field::Make("u", ""))});
+  ASSERT_OK_AND_ASSIGN(Array a, testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}])"));
+  ASSERT_OK_AND_ASSIGN(Array b, testing::ArrayFromJson(root, R"([{"d": "z"}])"));
+  ipc::MemorySink sink;
+  ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, a.schema()));
+  ASSERT_OK(w.WriteBatch(a.array()));
+  ASSERT_OK(w.WriteBatch(a.array()));
+  ASSERT_OK(w.WriteBatch(b.array()));
+  ASSERT_OK(w.Close());
+  EXPECT_EQ(w.stats().dictionary_batches, 2);
+  EXPECT_EQ(w.stats().record_batches, 3);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(sink.Finish()));
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(Json::parse(read[1]), Json::parse(R"([{"d": "x"}, {"d": "y"}])"));
+  EXPECT_EQ(Json::parse(read[2]), Json::parse(R"([{"d": "z"}])"));
+
+  // The file format cannot replace a dictionary: the writer says so.
+  ipc::MemorySink file_sink;
+  ASSERT_OK_AND_ASSIGN(auto fw, ipc::FileWriter::Open(&file_sink, a.schema()));
+  ASSERT_OK(fw.WriteBatch(a.array()));
+  ASSERT_RAISES_WITH(EINVAL, "cannot replace", fw.WriteBatch(b.array()));
+}
+
+TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
+  ASSERT_OK_AND_ASSIGN(Array batch, IntBatch(R"([{"x": 1}])"));
+  ipc::MemorySink sink;
+  ipc::WriteOptions odd;
+  odd.alignment = 16;
+  ASSERT_RAISES_WITH(EINVAL, "alignment must be 8 or 64",
+                     ipc::StreamWriter::Open(&sink, batch.schema(), odd));
+  const Field not_struct = Field::Make("l", "x");
+  ASSERT_OK_AND_ASSIGN(UniqueSchema s, not_struct.Export());
+  ASSERT_RAISES_WITH(EINVAL, "must be a struct", ipc::StreamWriter::Open(&sink, s.get()));
+  ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, batch.schema()));
+  ArrowArray released{};
+  ASSERT_RAISES_WITH(EINVAL, "NULL or released", w.WriteBatch(&released));
+  // A batch of another shape.
+  ASSERT_OK_AND_ASSIGN(
+      Array other,
+      testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x"), Field::Make("l", "y")}),
+                             R"([{"x": 1, "y": 2}])"));
+  ASSERT_RAISES_WITH(EINVAL, "batch 0", w.WriteBatch(other.array()));
+  ASSERT_OK(w.Close());
+  ASSERT_RAISES_WITH(EINVAL, "closed", w.WriteBatch(batch.array()));
+}
+
+}  // namespace
+}  // namespace ferry

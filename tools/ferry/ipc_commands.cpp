@@ -1,0 +1,230 @@
+// The IPC subcommands.
+#include "ipc_commands.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "ferry/format/json.hpp"
+#include "ferry/format/stream.hpp"
+#include "ferry/format/type.hpp"
+#include "ferry/ipc/decoder.hpp"
+#include "ferry/ipc/reader.hpp"
+#include "ferry/ipc/writer.hpp"
+
+namespace ferry::cli {
+
+namespace {
+
+int Fail(const std::string& what, const Status& st) {
+  std::fprintf(stderr, "ferry: %s: %s\n", what.c_str(), st.message().c_str());
+  return 1;
+}
+
+Result<ValidationLevel> LevelOf(const std::string& name) {
+  if (name == "none") return ValidationLevel::kNone;
+  if (name == "minimal") return ValidationLevel::kMinimal;
+  if (name == "default") return ValidationLevel::kDefault;
+  if (name == "full") return ValidationLevel::kFull;
+  return Status::Invalid("unknown validation level \"" + name +
+                         "\" (none, minimal, default, full)");
+}
+
+bool IsFile(const ipc::SharedBytes& bytes) {
+  return bytes.size >= 6 && std::memcmp(bytes.data, "ARROW1", 6) == 0;
+}
+
+const char* KindName(ipc::MessageKind k) {
+  switch (k) {
+    case ipc::MessageKind::kSchema:
+      return "schema";
+    case ipc::MessageKind::kDictionary:
+      return "dictionary";
+    case ipc::MessageKind::kRecordBatch:
+      return "record batch";
+    default:
+      return "end of stream";
+  }
+}
+
+void PrintSchema(const ArrowSchema* schema) {
+  for (int64_t i = 0; i < schema->n_children; ++i) {
+    Result<std::string> s = SchemaToString(schema->children[i]);
+    const char* name = schema->children[i]->name;
+    std::printf("  %s: %s\n", name != nullptr ? name : "",
+                s.ok() ? s->c_str() : s.status().message().c_str());
+  }
+}
+
+}  // namespace
+
+int RunInspect(const IpcOptions& o) {
+  Result<ipc::SharedBytes> bytes = ipc::SharedBytes::MapFile(o.input);
+  if (!bytes.ok()) return Fail(o.input, bytes.status());
+  if (IsFile(*bytes)) {
+    Result<ipc::FileReader> reader = ipc::FileReader::Open(*bytes);
+    if (!reader.ok()) return Fail(o.input, reader.status());
+    std::printf("%s: Arrow IPC file, %lld bytes, metadata V%d\n", o.input.c_str(),
+                static_cast<long long>(bytes->size), static_cast<int>(reader->version()) + 1);
+    std::printf("schema (%lld columns):\n", static_cast<long long>(reader->schema()->n_children));
+    PrintSchema(reader->schema());
+    std::printf("dictionaries: %lld, record batches: %lld\n",
+                static_cast<long long>(reader->num_dictionaries()),
+                static_cast<long long>(reader->num_record_batches()));
+    for (int64_t i = 0; i < reader->num_record_batches(); ++i) {
+      Result<UniqueArray> b = reader->ReadRecordBatch(i);
+      if (!b.ok()) return Fail(o.input, b.status());
+      std::printf("  batch %lld: %lld rows\n", static_cast<long long>(i),
+                  static_cast<long long>((*b)->length));
+    }
+    for (const auto& [k, v] : reader->metadata()) {
+      std::printf("footer metadata: %s = %s\n", k.c_str(), v.c_str());
+    }
+    return 0;
+  }
+  std::printf("%s: Arrow IPC stream, %lld bytes\n", o.input.c_str(),
+              static_cast<long long>(bytes->size));
+  ipc::Decoder decoder;
+  int64_t pos = 0;
+  while (pos < bytes->size && decoder.next_required_size() > 0) {
+    const int64_t n = std::min(decoder.next_required_size(), bytes->size - pos);
+    const int64_t start = pos;
+    Status st = decoder.Consume(bytes->Slice(pos, n));
+    pos += n;
+    if (!st.ok()) return Fail(o.input, st);
+    const long long end = start + n;
+    while (std::optional<ipc::DecodedMessage> m = decoder.Next()) {
+      std::printf("message %lld (ends at byte %lld): %s", static_cast<long long>(m->index), end,
+                  KindName(m->kind));
+      if (m->kind == ipc::MessageKind::kRecordBatch) {
+        std::printf(", %lld rows", static_cast<long long>(m->batch->length));
+      } else if (m->kind == ipc::MessageKind::kDictionary) {
+        std::printf(" id %lld%s", static_cast<long long>(m->dictionary_id),
+                    m->is_delta ? " (delta)" : "");
+      }
+      std::printf("\n");
+      if (m->kind == ipc::MessageKind::kSchema) {
+        std::printf("schema (%lld columns, metadata V%d):\n",
+                    static_cast<long long>(decoder.schema()->n_children),
+                    static_cast<int>(decoder.version()) + 1);
+        PrintSchema(decoder.schema());
+      }
+    }
+  }
+  if (!decoder.between_messages()) {
+    return Fail(o.input, Status::Invalid("the stream is truncated"));
+  }
+  if (!decoder.finished()) std::printf("(no end-of-stream marker)\n");
+  return 0;
+}
+
+int RunValidate(const IpcOptions& o) {
+  Result<ValidationLevel> level = LevelOf(o.level);
+  if (!level.ok()) return Fail("--level", level.status());
+  ipc::ReadOptions options;
+  options.validation = *level;
+  Result<UniqueArrayStream> stream = ipc::ReadPath(o.input, options);
+  if (!stream.ok()) return Fail(o.input, stream.status());
+  Result<ArrayStreamReader> reader = ArrayStreamReader::Open(stream->get());
+  if (!reader.ok()) return Fail(o.input, reader.status());
+  int64_t batches = 0;
+  int64_t rows = 0;
+  while (true) {
+    Result<std::optional<Array>> b = reader->Next();
+    if (!b.ok()) return Fail(o.input, b.status());
+    if (!*b) break;
+    ++batches;
+    rows += (*b)->length();
+  }
+  std::printf("%s: valid (%s): %lld batches, %lld rows\n", o.input.c_str(), o.level.c_str(),
+              static_cast<long long>(batches), static_cast<long long>(rows));
+  return 0;
+}
+
+int RunCat(const IpcOptions& o) {
+  Result<UniqueArrayStream> stream = ipc::ReadPath(o.input);
+  if (!stream.ok()) return Fail(o.input, stream.status());
+  Result<ArrayStreamReader> reader = ArrayStreamReader::Open(stream->get());
+  if (!reader.ok()) return Fail(o.input, reader.status());
+  std::printf("schema:\n");
+  PrintSchema(reader->schema());
+  int64_t index = 0;
+  while (true) {
+    Result<std::optional<Array>> b = reader->Next();
+    if (!b.ok()) return Fail(o.input, b.status());
+    if (!*b) break;
+    Result<std::string> json = ArrayToJson((*b)->view());
+    if (!json.ok()) return Fail(o.input, json.status());
+    const nlohmann::json rows = nlohmann::json::parse(*json);
+    std::printf("batch %lld (%zu rows):\n", static_cast<long long>(index++), rows.size());
+    size_t shown = 0;
+    for (const auto& row : rows) {
+      if (o.limit >= 0 && shown == static_cast<size_t>(o.limit)) {
+        std::printf("  ... %zu more\n", rows.size() - shown);
+        break;
+      }
+      std::printf("  %s\n", row.dump().c_str());
+      ++shown;
+    }
+  }
+  return 0;
+}
+
+int RunConvert(const IpcOptions& o) {
+  ipc::WriteOptions w;
+  if (o.compression == "lz4") {
+    w.compression = ipc::Compression::kLz4Frame;
+  } else if (o.compression == "zstd") {
+    w.compression = ipc::Compression::kZstd;
+  } else if (o.compression != "none") {
+    return Fail("--compression",
+                Status::Invalid("unknown codec \"" + o.compression + "\" (none, lz4, zstd)"));
+  }
+  w.alignment = o.alignment;
+  Result<UniqueArrayStream> stream = ipc::ReadPath(o.input);
+  if (!stream.ok()) return Fail(o.input, stream.status());
+  UniqueSchema schema;
+  if ((*stream)->get_schema(stream->get(), schema.get()) != 0) {
+    return Fail(o.input, Status::IOError("cannot read the schema"));
+  }
+  Result<std::unique_ptr<ipc::FileSink>> sink = ipc::FileSink::Open(o.output);
+  if (!sink.ok()) return Fail(o.output, sink.status());
+  auto run = [&](auto writer) -> Status {
+    while (true) {
+      UniqueArray batch;
+      if (const int rc = (*stream)->get_next(stream->get(), batch.get()); rc != 0) {
+        const char* e = (*stream)->get_last_error(stream->get());
+        return Status(rc, e ? e : "reading failed");
+      }
+      if (!batch.valid()) break;
+      FERRY_RETURN_NOT_OK(writer.WriteBatch(batch.get()));
+      if (o.progress) {
+        std::fprintf(stderr, "\rferry convert: %lld batches, %.1f MB written",
+                     static_cast<long long>(writer.stats().record_batches),
+                     static_cast<double>(writer.stats().bytes_written) / 1e6);
+      }
+    }
+    FERRY_RETURN_NOT_OK(writer.Close());
+    if (o.progress) std::fprintf(stderr, "\n");
+    std::printf("%s -> %s: %lld batches, %lld bytes (%s, %s, alignment %d)\n", o.input.c_str(),
+                o.output.c_str(), static_cast<long long>(writer.stats().record_batches),
+                static_cast<long long>(writer.stats().bytes_written), o.to.c_str(),
+                o.compression.c_str(), o.alignment);
+    return Status::OK();
+  };
+  Status st;
+  if (o.to == "file") {
+    Result<ipc::FileWriter> writer = ipc::FileWriter::Open(sink->get(), schema.get(), w);
+    st = writer.ok() ? run(std::move(*writer)) : writer.status();
+  } else if (o.to == "stream") {
+    Result<ipc::StreamWriter> writer = ipc::StreamWriter::Open(sink->get(), schema.get(), w);
+    st = writer.ok() ? run(std::move(*writer)) : writer.status();
+  } else {
+    st = Status::Invalid("unknown format \"" + o.to + "\" (stream, file)");
+  }
+  if (st.ok()) st = (*sink)->Close();
+  if (!st.ok()) return Fail(o.output, st);
+  return 0;
+}
+
+}  // namespace ferry::cli
