@@ -27,7 +27,7 @@ echo "== C++ and C suites"
 ctest --test-dir build/test --output-on-failure -j"$jobs"
 
 echo "== Python suite (pytest)"
-FERRY_LIBRARY="$PWD/build/test/libferry.so" .venv/bin/python -m pytest -q python/tests
+FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" .venv/bin/python -m pytest -q python/tests
 
 if ((sanitize)); then
   echo "== C++ and C suites under ASan + UBSan"

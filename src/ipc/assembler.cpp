@@ -342,6 +342,7 @@ class Assembler {
     for (size_t i = 0; i < entries_.size(); ++i) {
       FERRY_RETURN_NOT_OK(results[i]);
       if (entries_[i].size == 0) continue;
+      out_.copied += framed[i].size();
       out_.owned.push_back(std::move(framed[i]));
       entries_[i] = Entry{out_.owned.back().data(), out_.owned.back().size()};
     }

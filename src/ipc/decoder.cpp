@@ -64,6 +64,18 @@ Result<UniqueArray> Concatenate(const ArrowSchema* schema, const ArrowArray* a,
 
 }  // namespace
 
+std::string CompressionName(const fb::BodyCompression* c) {
+  if (c == nullptr) return "";
+  switch (c->codec()) {
+    case fb::CompressionType::LZ4_FRAME:
+      return "LZ4_FRAME";
+    case fb::CompressionType::ZSTD:
+      return "ZSTD";
+    default:
+      return "unknown";
+  }
+}
+
 int32_t LoadInt32LE(const uint8_t* p) {
   uint32_t v = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
                static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
@@ -220,6 +232,8 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
   event.custom_metadata = std::move(custom_metadata);
   event.dictionary_id = id;
   event.is_delta = d->is_delta();
+  event.body_length = body.size;
+  event.compression = CompressionName(d->data() ? d->data()->compression() : nullptr);
   events.push_back(std::move(event));
   return Status::OK();
 }
@@ -252,6 +266,8 @@ Status Decoder::Impl::HandleMessage(const fb::Message* m, const SharedBytes& bod
       event.index = i;
       event.custom_metadata = std::move(custom);
       event.batch = std::move(batch);
+      event.body_length = m->body_length();
+      event.compression = CompressionName(m->header_as_RecordBatch()->compression());
       events.push_back(std::move(event));
       break;
     }

@@ -66,6 +66,9 @@ Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
                       const std::vector<std::vector<int64_t>>& sizes, bool skip_root,
                       ValidationLevel level, const std::string& label);
 
+/// "" without compression, else the codec's name.
+std::string CompressionName(const fb::BodyCompression* compression);
+
 /// Read an int32 stored little-endian.
 int32_t LoadInt32LE(const uint8_t* p);
 

@@ -205,6 +205,23 @@ int64_t FileReader::num_dictionaries() const noexcept {
 }
 const Metadata& FileReader::metadata() const noexcept { return impl_->metadata; }
 
+Result<FileReader::BlockInfo> FileReader::RecordBatchInfo(int64_t i) const {
+  if (i < 0 || i >= num_record_batches()) {
+    return Status::OutOfRange("record batch " + std::to_string(i) + " is outside 0.." +
+                              std::to_string(num_record_batches() - 1));
+  }
+  const Block& b = impl_->batches[static_cast<size_t>(i)];
+  Buffer storage;
+  FERRY_ASSIGN_OR_RAISE(auto found,
+                        impl_->ReadBlock(b, "record batch " + std::to_string(i), &storage));
+  const fb::RecordBatch* batch = found.first->header_as_RecordBatch();
+  if (batch == nullptr) {
+    return Status::Invalid("record batch " + std::to_string(i) + ": not a RecordBatch message");
+  }
+  return BlockInfo{b.offset, b.metadata_length, b.body_length, batch->length(),
+                   CompressionName(batch->compression())};
+}
+
 Result<UniqueArray> FileReader::ReadRecordBatch(int64_t i) const {
   if (i < 0 || i >= num_record_batches()) {
     return Status::OutOfRange("record batch " + std::to_string(i) + " is outside 0.." +

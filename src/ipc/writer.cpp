@@ -7,6 +7,8 @@
 #include <map>
 #include <string_view>
 
+#include "ferry/device/device.hpp"
+#include "ferry/device/device_array_view.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/schema.hpp"
 #include "ipc/assembler.hpp"
@@ -238,6 +240,19 @@ struct StreamWriter::Impl {
     return Status::OK();
   }
 
+  Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream) {
+    if (batch == nullptr || batch->array.release == nullptr) {
+      return Status::Invalid("the device batch is NULL or released");
+    }
+    if (batch->device_type == ARROW_DEVICE_CPU) return WriteBatch(&batch->array, {});
+    FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(schema.get()));
+    FERRY_RETURN_NOT_OK(stream ? view.SetArrayAsync(batch, stream) : view.SetArray(batch));
+    Device* cpu = CpuDevice();
+    FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray host,
+                          stream ? view.CopyAsync(*cpu, stream) : view.Copy(*cpu));
+    return WriteBatch(&host->array, {});
+  }
+
   Status WriteStream(ArrowArrayStream* stream) {
     if (stream == nullptr || stream->release == nullptr) {
       return Status::Invalid("the stream is NULL or released");
@@ -306,6 +321,9 @@ Result<StreamWriter> StreamWriter::Open(Sink* sink, const ArrowSchema* schema,
 Status StreamWriter::WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata) {
   return impl_->WriteBatch(batch, custom_metadata);
 }
+Status StreamWriter::WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream) {
+  return impl_->WriteDeviceBatch(batch, stream);
+}
 Status StreamWriter::WriteStream(ArrowArrayStream* stream) { return impl_->WriteStream(stream); }
 Status StreamWriter::Close() {
   if (impl_->closed) return Status::OK();
@@ -333,6 +351,9 @@ Result<FileWriter> FileWriter::Open(Sink* sink, const ArrowSchema* schema, Write
 
 Status FileWriter::WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata) {
   return impl_->WriteBatch(batch, custom_metadata);
+}
+Status FileWriter::WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream) {
+  return impl_->WriteDeviceBatch(batch, stream);
 }
 Status FileWriter::WriteStream(ArrowArrayStream* stream) { return impl_->WriteStream(stream); }
 

@@ -11,6 +11,7 @@
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "integration_json.hpp"
 
 namespace ferry::cli {
 
@@ -72,10 +73,12 @@ int RunInspect(const IpcOptions& o) {
                 static_cast<long long>(reader->num_dictionaries()),
                 static_cast<long long>(reader->num_record_batches()));
     for (int64_t i = 0; i < reader->num_record_batches(); ++i) {
-      Result<UniqueArray> b = reader->ReadRecordBatch(i);
-      if (!b.ok()) return Fail(o.input, b.status());
-      std::printf("  batch %lld: %lld rows\n", static_cast<long long>(i),
-                  static_cast<long long>((*b)->length));
+      Result<ipc::FileReader::BlockInfo> info = reader->RecordBatchInfo(i);
+      if (!info.ok()) return Fail(o.input, info.status());
+      std::printf("  batch %lld: %lld rows, %lld body bytes at offset %lld, %s\n",
+                  static_cast<long long>(i), static_cast<long long>(info->rows),
+                  static_cast<long long>(info->body_length), static_cast<long long>(info->offset),
+                  info->compression.empty() ? "uncompressed" : info->compression.c_str());
     }
     for (const auto& [k, v] : reader->metadata()) {
       std::printf("footer metadata: %s = %s\n", k.c_str(), v.c_str());
@@ -97,7 +100,9 @@ int RunInspect(const IpcOptions& o) {
       std::printf("message %lld (ends at byte %lld): %s", static_cast<long long>(m->index), end,
                   KindName(m->kind));
       if (m->kind == ipc::MessageKind::kRecordBatch) {
-        std::printf(", %lld rows", static_cast<long long>(m->batch->length));
+        std::printf(", %lld rows, %lld body bytes, %s", static_cast<long long>(m->batch->length),
+                    static_cast<long long>(m->body_length),
+                    m->compression.empty() ? "uncompressed" : m->compression.c_str());
       } else if (m->kind == ipc::MessageKind::kDictionary) {
         std::printf(" id %lld%s", static_cast<long long>(m->dictionary_id),
                     m->is_delta ? " (delta)" : "");
@@ -146,6 +151,22 @@ int RunCat(const IpcOptions& o) {
   if (!stream.ok()) return Fail(o.input, stream.status());
   Result<ArrayStreamReader> reader = ArrayStreamReader::Open(stream->get());
   if (!reader.ok()) return Fail(o.input, reader.status());
+  if (o.json) {
+    std::vector<Array> batches;
+    while (true) {
+      Result<std::optional<Array>> b = reader->Next();
+      if (!b.ok()) return Fail(o.input, b.status());
+      if (!*b) break;
+      batches.push_back(std::move(**b));
+    }
+    std::vector<const ArrowArray*> arrays;
+    arrays.reserve(batches.size());
+    for (const Array& b : batches) arrays.push_back(b.array());
+    Result<nlohmann::json> doc = IntegrationJson(reader->schema(), arrays);
+    if (!doc.ok()) return Fail(o.input, doc.status());
+    std::printf("%s\n", doc->dump(1).c_str());
+    return 0;
+  }
   std::printf("schema:\n");
   PrintSchema(reader->schema());
   int64_t index = 0;

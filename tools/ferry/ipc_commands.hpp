@@ -13,8 +13,9 @@ struct IpcOptions {
   std::string output;
   /// Validation level name: none, minimal, default or full.
   std::string level = "full";
-  /// cat: the most rows printed per batch (-1: all).
+  /// cat: the most rows printed per batch (-1: all), or Arrow integration JSON instead.
   int64_t limit = 20;
+  bool json = false;
   /// convert: "stream" or "file", "none", "lz4" or "zstd", 8 or 64, progress on stderr.
   std::string to = "stream";
   std::string compression = "none";
@@ -26,7 +27,8 @@ struct IpcOptions {
 int RunInspect(const IpcOptions& options);
 /// Read every batch at the given validation level; exit 0 when all pass, 1 with the error.
 int RunValidate(const IpcOptions& options);
-/// Print the schema and the rows of every batch as JSON lines.
+/// Print the schema and the rows of every batch as JSON lines, or (json) the whole input as
+/// Arrow integration JSON.
 int RunCat(const IpcOptions& options);
 /// Rewrite a stream or file in another format, compression or alignment.
 int RunConvert(const IpcOptions& options);

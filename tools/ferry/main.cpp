@@ -46,6 +46,7 @@ int Run(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   cat_cmd->add_option("--limit", ipc.limit, "Rows shown per batch (-1: all)")
       ->capture_default_str();
+  cat_cmd->add_flag("--json", ipc.json, "Print Arrow integration JSON (the arrow-testing format)");
   CLI::App* convert_cmd = app.add_subcommand(
       "convert", "Rewrite an IPC stream or file in another format, compression or alignment.");
   convert_cmd->add_option("input", ipc.input, "IPC stream or file")

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "ferry/abi/unique.hpp"
 #include "ferry/format/array_view.hpp"
@@ -50,6 +51,9 @@ struct DecodedMessage {
   bool is_delta = false;
   /// For record batches: the batch, as a struct array.
   UniqueArray batch;
+  /// The body's size in bytes and its codec ("" when uncompressed, "LZ4_FRAME" or "ZSTD").
+  int64_t body_length = 0;
+  std::string compression;
 };
 
 class FileReader;

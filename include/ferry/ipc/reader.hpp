@@ -39,6 +39,16 @@ class FileReader {
   int64_t num_dictionaries() const noexcept;
   /// The footer's custom metadata.
   const Metadata& metadata() const noexcept;
+  /// Where record batch i lies and what its metadata says, without decoding its body.
+  struct BlockInfo {
+    int64_t offset = 0;
+    int64_t metadata_length = 0;
+    int64_t body_length = 0;
+    int64_t rows = 0;
+    /// "" when uncompressed, else "LZ4_FRAME" or "ZSTD".
+    std::string compression;
+  };
+  Result<BlockInfo> RecordBatchInfo(int64_t i) const;
   /// Decode record batch i (0-based) as a struct array.
   Result<UniqueArray> ReadRecordBatch(int64_t i) const;
   /// Every batch in order, as a stream (the reader is moved into it).

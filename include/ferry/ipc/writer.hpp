@@ -56,6 +56,10 @@ class StreamWriter {
   /// Write one batch: a struct array of the schema (no top-level nulls). Dictionaries that differ
   /// from the ones last sent go first, as replacements. The batch is only read.
   [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {});
+  /// Write a batch that lives on any device. CPU batches are written in place; others are first
+  /// copied to host memory through the device layer (one copy of the visible slice, ordered on
+  /// `stream` when given, after the batch's sync event), then written.
+  [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr);
   /// Write every batch of a stream (whose schema must match) and leave the stream released.
   [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
   /// Write the end-of-stream marker. Further writes fail.
@@ -79,6 +83,8 @@ class FileWriter {
   FileWriter& operator=(FileWriter&&) noexcept;
 
   [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {});
+  /// See StreamWriter::WriteDeviceBatch.
+  [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr);
   [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
   /// Write the end-of-stream marker, the footer and the trailing magic.
   [[nodiscard]] Status Close();
