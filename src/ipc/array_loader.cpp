@@ -32,9 +32,21 @@ struct Path {
   std::string Render() const {
     if (node == nullptr) return "";
     const bool named = node->name != nullptr && *node->name != '\0';
-    if (parent == nullptr) return named ? "field \"" + std::string(node->name) + "\"" : "column";
-    return parent->Render() + " > " +
-           (named ? "\"" + std::string(node->name) + "\"" : "child " + std::to_string(index));
+    // Appends only (GCC 12 warns spuriously on prepending to a temporary string).
+    std::string out;
+    if (parent == nullptr) {
+      if (!named) return "column";
+      out.append("field \"").append(node->name).append("\"");
+      return out;
+    }
+    out = parent->Render();
+    out.append(" > ");
+    if (named) {
+      out.append("\"").append(node->name).append("\"");
+    } else {
+      out.append("child ").append(std::to_string(index));
+    }
+    return out;
   }
 };
 
@@ -56,6 +68,13 @@ class Loader {
         holder_(std::make_shared<BatchHolder>()) {
     holder_->body_owner = body.owner;
     swap_ = schema.big_endian != (std::endian::native == std::endian::big);
+    arena_ = NodeArena::Make(holder_);
+    if (batch != nullptr && batch->nodes() != nullptr) {
+      // One allocation for every node of the batch (bounded by the metadata's size).
+      arena_->Reserve(batch->nodes()->size());
+      sizes_.sizes.reserve(batch->buffers() ? batch->buffers()->size() : 0);
+      sizes_.starts.reserve(batch->nodes()->size() + 1);
+    }
   }
 
   Status Init() {
@@ -100,7 +119,11 @@ class Loader {
     return Status::OK();
   }
 
-  std::vector<std::vector<int64_t>> TakeSizes() { return std::move(sizes_); }
+  BufferSizes TakeSizes() { return std::move(sizes_); }
+  void set_preorder(const StreamSchema::Preorder* p) { preorder_ = p; }
+  ~Loader() { arena_->Unref(); }
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
   int64_t decompressed() const { return decompressed_; }
 
  private:
@@ -187,9 +210,15 @@ class Loader {
 
   Status Node(const ArrowSchema* s, ArrowArray* out, int depth, const Path& path) {
     if (depth > kMaxDepth) return Fail(path, "nesting is deeper than 64");
-    auto found = schema_.views.find(s);
-    if (found == schema_.views.end()) return Fail(path, "the schema node was never parsed");
-    const SchemaView& v = found->second;
+    const SchemaView* found = nullptr;
+    if (preorder_ != nullptr && node_ < preorder_->nodes.size() && preorder_->nodes[node_] == s) {
+      found = preorder_->views[node_];  // the common case: field node k is pre-order node k
+    } else if (auto it = schema_.views.find(s); it != schema_.views.end()) {
+      found = &it->second;
+    } else {
+      return Fail(path, "the schema node was never parsed");
+    }
+    const SchemaView& v = *found;
     const auto* nodes = batch_->nodes();
     if (node_ >= nodes->size()) {
       return Fail(
@@ -206,8 +235,6 @@ class Loader {
       return Fail(path, "the null count " + std::to_string(null_count) + " is outside 0.." +
                             std::to_string(length));
     }
-    const size_t size_slot = sizes_.size();
-    sizes_.emplace_back();
 
     const TypeId st = v.storage_type;
     const bool is_union = st == TypeId::kSparseUnion || st == TypeId::kDenseUnion;
@@ -216,17 +243,20 @@ class Loader {
       FERRY_ASSIGN_OR_RAISE(Slice ignored, ReadBuffer(path, -1));
       (void)ignored;
     }
+    // Three fixed buffers at most; view types add variadic ones (then the vector is used).
+    const void* fixed[3] = {};
+    int64_t n_fixed = 0;
     std::vector<const void*> pointers;
     const Layout& layout = v.layout;
     for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
       FERRY_ASSIGN_OR_RAISE(Slice b, ReadBuffer(path, i));
-      sizes_[size_slot].push_back(b.size);
+      sizes_.sizes.push_back(b.size);
       const auto bits = layout.element_size_bits[static_cast<size_t>(i)];
       switch (layout.buffer_type[static_cast<size_t>(i)]) {
         case BufferType::kValidity:
           if (null_count == 0) {
-            pointers.push_back(nullptr);  // all valid: the bitmap may be absent or short
-            sizes_[size_slot].back() = 0;
+            fixed[n_fixed++] = nullptr;  // all valid: the bitmap may be absent or short
+            sizes_.sizes.back() = 0;
             continue;
           }
           FERRY_RETURN_NOT_OK(Need(path, i, b, length, 1, "validity bitmap"));
@@ -261,9 +291,11 @@ class Loader {
           FERRY_ASSIGN_OR_RAISE(b, Swapped(b, kind));
         }
       }
-      pointers.push_back(b.data);
+      fixed[n_fixed++] = b.data;
     }
-    if (st == TypeId::kBinaryView || st == TypeId::kStringView) {
+    const bool is_view = st == TypeId::kBinaryView || st == TypeId::kStringView;
+    if (is_view) {
+      pointers.assign(fixed, fixed + n_fixed);
       const auto* counts = batch_->variadic_buffer_counts();
       if (counts == nullptr || variadic_ >= counts->size()) {
         return Fail(path, "the batch gives no variadic buffer count for this view field");
@@ -278,28 +310,36 @@ class Loader {
       std::vector<int64_t>& lengths = holder_->variadic_sizes.back();
       for (int64_t k = 0; k < count; ++k) {
         FERRY_ASSIGN_OR_RAISE(Slice b, ReadBuffer(path, 2 + k));
-        sizes_[size_slot].push_back(b.size);
+        sizes_.sizes.push_back(b.size);
         pointers.push_back(b.data);
         lengths.push_back(b.size);
       }
-      sizes_[size_slot].push_back(count * 8);
+      sizes_.sizes.push_back(count * 8);
       pointers.push_back(lengths.empty() ? static_cast<const void*>(kZeros) : lengths.data());
     }
 
+    sizes_.starts.push_back(static_cast<uint32_t>(sizes_.sizes.size()));
     const int64_t n_children = s->n_children;
-    NodeData* data = InitNode(out, length, null_count, 0, std::move(pointers), n_children, holder_);
+    ArrowArray* children = nullptr;
+    ArrowArray* dictionary = nullptr;
+    if (is_view) {
+      arena_->Init(out, length, null_count, pointers.data(), static_cast<int64_t>(pointers.size()),
+                   n_children, &children, &dictionary);
+    } else {
+      arena_->Init(out, length, null_count, fixed, n_fixed, n_children, &children, &dictionary);
+    }
     for (int64_t i = 0; i < n_children; ++i) {
       const ArrowSchema* c = s->children[i];
       const Path child_path{&path, c, i};
-      FERRY_RETURN_NOT_OK(Node(c, &data->children[static_cast<size_t>(i)], depth + 1, child_path));
+      FERRY_RETURN_NOT_OK(Node(c, &children[i], depth + 1, child_path));
     }
     if (s->dictionary != nullptr) {
       auto it = schema_.id_of.find(s);
       if (it == schema_.id_of.end()) return Fail(path, "the field has no dictionary id");
       Result<DictionaryRef> dict = dictionaries_(it->second);
       if (!dict.ok()) return Fail(path, dict.status().message());
-      ShareArray(*dict->array, dict->keep, &data->dictionary);
-      out->dictionary = &data->dictionary;
+      ShareArray(*dict->array, dict->keep, dictionary);
+      out->dictionary = dictionary;
     }
     return Status::OK();
   }
@@ -311,12 +351,14 @@ class Loader {
   int64_t budget_;
   std::string label_;
   std::shared_ptr<BatchHolder> holder_;
+  NodeArena* arena_ = nullptr;
+  const StreamSchema::Preorder* preorder_ = nullptr;
   Codec codec_ = Codec::kNone;
   bool swap_ = false;
   flatbuffers::uoffset_t node_ = 0;
   flatbuffers::uoffset_t buffer_ = 0;
   flatbuffers::uoffset_t variadic_ = 0;
-  std::vector<std::vector<int64_t>> sizes_;
+  BufferSizes sizes_;
   int64_t decompressed_ = 0;
 };
 
@@ -337,6 +379,14 @@ Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns
   }
   Loader loader(schema, batch, aligned, dictionaries, decompress_limit, label);
   FERRY_RETURN_NOT_OK(loader.Init());
+  if (!columns.empty() && !schema.preorder.nodes.empty() &&
+      schema.preorder.nodes[0] == columns[0]) {
+    loader.set_preorder(&schema.preorder);
+  } else if (columns.size() == 1) {
+    for (const auto& [id, p] : schema.dictionary_preorder) {
+      if (!p.nodes.empty() && p.nodes[0] == columns[0]) loader.set_preorder(&p);
+    }
+  }
   LoadedColumns out;
   for (const ArrowSchema* column : columns) {
     UniqueArray array;

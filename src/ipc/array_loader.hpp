@@ -26,9 +26,17 @@ using DictionaryLookup = std::function<Result<DictionaryRef>(int64_t id)>;
 
 /// What the loader produced: one array per column, plus the IPC length of every buffer of every
 /// node in pre-order (the C data interface carries no sizes; validation needs them).
+/// Per node in pre-order, the IPC length of each of its buffers, flattened: node k's sizes are
+/// sizes[starts[k] .. starts[k + 1]).
+struct BufferSizes {
+  std::vector<int64_t> sizes;
+  std::vector<uint32_t> starts{0};
+  size_t nodes() const { return starts.size() - 1; }
+};
+
 struct LoadedColumns {
   std::vector<UniqueArray> columns;
-  std::vector<std::vector<int64_t>> buffer_sizes;
+  BufferSizes buffer_sizes;
   /// Bytes allocated by decompression or by realigning a misaligned body (0 when zero-copy).
   int64_t decompressed_bytes = 0;
 };

@@ -33,13 +33,16 @@ const char* HeaderName(fb::MessageHeader h) {
 
 // Apply the loader's per-node IPC buffer sizes to a view tree, in the loader's pre-order
 // (children, not dictionaries: those were validated when they arrived).
-void ApplySizes(ArrayView& v, const std::vector<std::vector<int64_t>>& sizes, size_t* next) {
-  if (*next < sizes.size()) {
-    const std::vector<int64_t>& node = sizes[(*next)++];
-    for (size_t b = 0; b < node.size(); ++b) {
+void ApplySizes(ArrayView& v, const internal::BufferSizes& sizes, size_t* next) {
+  if (*next < sizes.nodes()) {
+    const uint32_t begin = sizes.starts[*next];
+    const uint32_t end = sizes.starts[*next + 1];
+    ++*next;
+    for (uint32_t k = begin; k < end; ++k) {
+      const auto b = static_cast<int64_t>(k - begin);
       // A NULL validity bitmap (size 0) keeps the size the view derived.
-      if (node[b] == 0 && v.buffer(static_cast<int64_t>(b)).data == nullptr) continue;
-      v.set_buffer_size(static_cast<int64_t>(b), node[b]);
+      if (sizes.sizes[k] == 0 && v.buffer(b).data == nullptr) continue;
+      v.set_buffer_size(b, sizes.sizes[k]);
     }
   }
   for (int64_t c = 0; c < v.n_children(); ++c) ApplySizes(v.child(c), sizes, next);
@@ -83,8 +86,8 @@ int32_t LoadInt32LE(const uint8_t* p) {
 }
 
 Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
-                      const std::vector<std::vector<int64_t>>& sizes, bool skip_root,
-                      ValidationLevel level, const std::string& label) {
+                      const internal::BufferSizes& sizes, bool skip_root, ValidationLevel level,
+                      const std::string& label) {
   if (level == ValidationLevel::kNone) return Status::OK();
   FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
   Status st = view.SetArray(array);

@@ -63,8 +63,8 @@ struct Decoder::Impl {
 
 /// Run validation on a freshly loaded tree, with the IPC buffer sizes the loader recorded.
 Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
-                      const std::vector<std::vector<int64_t>>& sizes, bool skip_root,
-                      ValidationLevel level, const std::string& label);
+                      const internal::BufferSizes& sizes, bool skip_root, ValidationLevel level,
+                      const std::string& label);
 
 /// "" without compression, else the codec's name.
 std::string CompressionName(const fb::BodyCompression* compression);

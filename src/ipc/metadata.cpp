@@ -473,6 +473,14 @@ Metadata MetadataFromFlatbuffer(
 
 namespace {
 
+void Preorder(const ArrowSchema* node,
+              const std::unordered_map<const ArrowSchema*, SchemaView>& views,
+              StreamSchema::Preorder* out) {
+  out->nodes.push_back(node);
+  out->views.push_back(&views.at(node));
+  for (int64_t i = 0; i < node->n_children; ++i) Preorder(node->children[i], views, out);
+}
+
 Status ParseViews(const ArrowSchema* node,
                   std::unordered_map<const ArrowSchema*, SchemaView>* views) {
   FERRY_ASSIGN_OR_RAISE(SchemaView v, SchemaView::Make(node));
@@ -527,6 +535,12 @@ Result<StreamSchema> SchemaFromFlatbuffer(const fb::Schema* schema, fb::Metadata
   });
   if (!conflict.empty()) return Status::Invalid(conflict);
   FERRY_RETURN_NOT_OK(ParseViews(out.root.get(), &out.views));
+  for (int64_t i = 0; i < out.root->n_children; ++i) {
+    Preorder(out.root->children[i], out.views, &out.preorder);
+  }
+  for (const auto& [id, value] : out.dictionary_schema) {
+    Preorder(value, out.views, &out.dictionary_preorder[id]);
+  }
   return out;
 }
 

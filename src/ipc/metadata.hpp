@@ -28,6 +28,14 @@ struct StreamSchema {
   std::map<int64_t, const ArrowSchema*> dictionary_schema;
   /// The parsed type of every node (dictionaries included), parsed once per stream.
   std::unordered_map<const ArrowSchema*, SchemaView> views;
+  /// The nodes a record batch's field nodes describe, in their pre-order (children, not
+  /// dictionaries): field node k of a batch belongs to preorder[k]. Likewise per dictionary id.
+  struct Preorder {
+    std::vector<const ArrowSchema*> nodes;
+    std::vector<const SchemaView*> views;  // into `views`
+  };
+  Preorder preorder;
+  std::map<int64_t, Preorder> dictionary_preorder;
   bool big_endian = false;
   fb::MetadataVersion version = fb::MetadataVersion::V5;
 };
