@@ -106,6 +106,15 @@ Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
 
 // ---- Decoder::Impl -----------------------------------------------------------------------------
 
+Result<internal::DictionaryRef> Decoder::Impl::Lookup(int64_t id) const {
+  auto it = dictionaries.find(id);
+  if (it == dictionaries.end()) {
+    return Status::Invalid("dictionary id " + std::to_string(id) +
+                           " is used before any DictionaryBatch sent it");
+  }
+  return internal::DictionaryRef{it->second->get(), it->second};
+}
+
 Status Decoder::Impl::CheckVersion(fb::MetadataVersion version, int64_t i) const {
   if (version < fb::MetadataVersion::V4) {
     return Status::NotSupported(Label(i) + ": metadata version V" +
@@ -165,14 +174,7 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
                                                int64_t* decompressed) const {
   const ArrowSchema* root = schema->root.get();
   std::vector<const ArrowSchema*> columns(root->children, root->children + root->n_children);
-  auto lookup = [this](int64_t id) -> Result<internal::DictionaryRef> {
-    auto it = dictionaries.find(id);
-    if (it == dictionaries.end()) {
-      return Status::Invalid("dictionary id " + std::to_string(id) +
-                             " is used before any DictionaryBatch sent it");
-    }
-    return internal::DictionaryRef{it->second->get(), it->second};
-  };
+  auto lookup = [this](int64_t key) { return Lookup(key); };
   FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
                         internal::LoadColumns(columns, *schema, batch, body, lookup,
                                               options.max_decompressed_bytes, label));
@@ -195,14 +197,7 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
                            " is not declared by the schema");
   }
   const ArrowSchema* value_schema = it->second;
-  auto lookup = [this](int64_t inner) -> Result<internal::DictionaryRef> {
-    auto found = dictionaries.find(inner);
-    if (found == dictionaries.end()) {
-      return Status::Invalid("dictionary id " + std::to_string(inner) +
-                             " is used before any DictionaryBatch sent it");
-    }
-    return internal::DictionaryRef{found->second->get(), found->second};
-  };
+  auto lookup = [this](int64_t key) { return Lookup(key); };
   const std::string label = Label(i) + " (dictionary " + std::to_string(id) + ")";
   FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
                         internal::LoadColumns({value_schema}, *schema, d->data(), body, lookup,

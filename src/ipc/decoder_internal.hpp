@@ -51,6 +51,8 @@ struct Decoder::Impl {
   Result<UniqueArray> DecodeBatch(const fb::RecordBatch* batch, const SharedBytes& body,
                                   const std::string& label, int64_t* decompressed) const;
   Status CheckVersion(fb::MetadataVersion version, int64_t i) const;
+  /// The current dictionary of `id` and what keeps it alive.
+  Result<internal::DictionaryRef> Lookup(int64_t id) const;
 
   Status Feed(const SharedBytes& chunk);
   Status Fail(Status st) {

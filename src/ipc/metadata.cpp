@@ -492,18 +492,18 @@ Status ParseViews(const ArrowSchema* node,
   return Status::OK();
 }
 
-bool SameValueTypes(const ArrowSchema* a, const ArrowSchema* b) {
+}  // namespace
+
+bool SameTypes(const ArrowSchema* a, const ArrowSchema* b) {
   if (std::string_view(a->format) != std::string_view(b->format)) return false;
   if (a->n_children != b->n_children) return false;
   if ((a->dictionary == nullptr) != (b->dictionary == nullptr)) return false;
-  if (a->dictionary != nullptr && !SameValueTypes(a->dictionary, b->dictionary)) return false;
+  if (a->dictionary != nullptr && !SameTypes(a->dictionary, b->dictionary)) return false;
   for (int64_t i = 0; i < a->n_children; ++i) {
-    if (!SameValueTypes(a->children[i], b->children[i])) return false;
+    if (!SameTypes(a->children[i], b->children[i])) return false;
   }
   return true;
 }
-
-}  // namespace
 
 Result<StreamSchema> SchemaFromFlatbuffer(const fb::Schema* schema, fb::MetadataVersion version) {
   if (schema == nullptr) return Status::Invalid("the Schema message has no schema table");
@@ -528,7 +528,7 @@ Result<StreamSchema> SchemaFromFlatbuffer(const fb::Schema* schema, fb::Metadata
     out.id_of[node] = id;
     // Fields may share a dictionary (one id), provided its value type is the same everywhere.
     auto [it, inserted] = out.dictionary_schema.emplace(id, node->dictionary);
-    if (!inserted && !SameValueTypes(it->second, node->dictionary) && conflict.empty()) {
+    if (!inserted && !SameTypes(it->second, node->dictionary) && conflict.empty()) {
       conflict = "dictionary id " + std::to_string(id) +
                  " is shared by fields whose dictionary value types differ";
     }

@@ -56,6 +56,10 @@ Result<flatbuffers::Offset<fb::Schema>> SchemaToFlatbuffer(flatbuffers::FlatBuff
                                                            bool big_endian = std::endian::native ==
                                                                              std::endian::big);
 
+/// Whether two schema trees have the same types (formats, children, dictionaries), names and
+/// metadata aside.
+bool SameTypes(const ArrowSchema* a, const ArrowSchema* b);
+
 /// Custom metadata from a flatbuffer KeyValue vector (NULL gives none).
 Metadata MetadataFromFlatbuffer(
     const flatbuffers::Vector<flatbuffers::Offset<fb::KeyValue>>* pairs);

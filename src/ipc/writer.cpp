@@ -42,18 +42,6 @@ internal::Codec CodecOf(Compression c) {
   }
 }
 
-// Whether two schema trees have the same types (formats, children, dictionaries), names aside.
-bool SameTypes(const ArrowSchema* a, const ArrowSchema* b) {
-  if (std::string_view(a->format) != std::string_view(b->format)) return false;
-  if (a->n_children != b->n_children) return false;
-  if ((a->dictionary == nullptr) != (b->dictionary == nullptr)) return false;
-  if (a->dictionary != nullptr && !SameTypes(a->dictionary, b->dictionary)) return false;
-  for (int64_t i = 0; i < a->n_children; ++i) {
-    if (!SameTypes(a->children[i], b->children[i])) return false;
-  }
-  return true;
-}
-
 // Dictionary-encoded nodes of an array tree, in the canonical pre-order that assigns ids.
 void CollectDictionaries(const ArrowSchema* s, const ArrowArray* a,
                          std::vector<std::pair<const ArrowSchema*, const ArrowArray*>>* out) {
@@ -263,7 +251,7 @@ struct StreamWriter::Impl {
       const char* e = owned->get_last_error(owned.get());
       return Status::IOError(std::string("the stream's get_schema failed: ") + (e ? e : ""));
     }
-    if (!SameTypes(s.get(), schema.get())) {
+    if (!internal::SameTypes(s.get(), schema.get())) {
       return Status::Invalid("the stream's schema differs from the writer's");
     }
     while (true) {
