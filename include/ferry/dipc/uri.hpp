@@ -1,0 +1,40 @@
+// Dissociated IPC URIs: `scheme://authority/path?want_data=N&free_data=N&remote_handle=BASE64`.
+// The scheme names the transport (shm, ucx, inproc, ...).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ferry/format/result.hpp"
+
+namespace ferry::dipc {
+
+/// A parsed URI. `remote_handle` holds the decoded bytes (a UCX rkey, a CUDA IPC handle, ...).
+/// Unknown query parameters are kept, in order, so printing round-trips.
+struct Uri {
+  std::string scheme;
+  std::string authority;  // host[:port], or empty
+  std::string path;       // from the first '/' after the authority, or empty
+  uint64_t want_data = 0;
+  std::optional<uint64_t> free_data;
+  std::optional<std::string> remote_handle;
+  std::vector<std::pair<std::string, std::string>> other;
+
+  /// Parse; errors name the part at fault (a missing scheme, a missing or non-numeric
+  /// want_data, a duplicate parameter, bad base64 or percent-encoding).
+  static Result<Uri> Parse(std::string_view text);
+  /// Print; `Parse(ToString())` gives back an equal Uri.
+  std::string ToString() const;
+  bool operator==(const Uri&) const = default;
+};
+
+/// Standard base64 (RFC 4648, with padding).
+std::string Base64Encode(std::string_view bytes);
+/// Decode standard base64, with or without padding; errors give the offending position.
+Result<std::string> Base64Decode(std::string_view text);
+
+}  // namespace ferry::dipc

@@ -1,0 +1,137 @@
+// Dissociated IPC wire formats.
+#include "ferry/dipc/protocol.hpp"
+
+#include <string>
+
+namespace ferry::dipc {
+
+namespace {
+
+uint64_t Load64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+void Store64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+std::string Hex(uint64_t v) {
+  static const char* digits = "0123456789ABCDEF";
+  std::string out = "0x";
+  for (int i = 15; i >= 0; --i) out.push_back(digits[(v >> (4 * i)) & 15]);
+  return out;
+}
+
+}  // namespace
+
+Result<MetadataMessage> ParseMetadataMessage(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kMetadataHeaderSize) {
+    return Status::Invalid("a metadata message of " + std::to_string(bytes.size()) +
+                           " bytes is shorter than its 5-byte header");
+  }
+  MetadataMessage m;
+  m.sequence = static_cast<uint32_t>(bytes[1]) | static_cast<uint32_t>(bytes[2]) << 8 |
+               static_cast<uint32_t>(bytes[3]) << 16 | static_cast<uint32_t>(bytes[4]) << 24;
+  switch (bytes[0]) {
+    case 0:
+      m.type = MetadataType::kEndOfStream;
+      if (bytes.size() != kMetadataHeaderSize) {
+        return Status::Invalid("the end-of-stream message (sequence " + std::to_string(m.sequence) +
+                               ") has " + std::to_string(bytes.size()) +
+                               " bytes; it must have exactly 5");
+      }
+      return m;
+    case 1:
+      m.type = MetadataType::kIpcMessage;
+      if (bytes.size() == kMetadataHeaderSize) {
+        return Status::Invalid("metadata message " + std::to_string(m.sequence) +
+                               " carries no flatbuffer");
+      }
+      m.flatbuffer = bytes.subspan(kMetadataHeaderSize);
+      return m;
+    default:
+      return Status::Invalid("metadata message " + std::to_string(m.sequence) +
+                             " has unknown type " + std::to_string(bytes[0]) +
+                             " (0 = end of stream, 1 = IPC message)");
+  }
+}
+
+void EncodeMetadataHeader(MetadataType type, uint32_t sequence, uint8_t out[kMetadataHeaderSize]) {
+  out[0] = static_cast<uint8_t>(type);
+  for (int i = 0; i < 4; ++i) out[1 + i] = static_cast<uint8_t>(sequence >> (8 * i));
+}
+
+Result<BodyTag> ParseBodyTag(uint64_t tag) {
+  if ((tag & kReservedMask) != 0) {
+    return Status::Invalid("body tag " + Hex(tag) + " sets reserved bits 32-55");
+  }
+  const auto type = static_cast<uint8_t>(tag >> kBodyTypeShift);
+  if (type > 1) {
+    return Status::Invalid("body tag " + Hex(tag) + " has unknown body type " +
+                           std::to_string(type) + " (0 = packed, 1 = buffer list)");
+  }
+  return BodyTag{static_cast<BodyType>(type), static_cast<uint32_t>(tag & kSequenceMask)};
+}
+
+Result<BufferList> ParseBufferList(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 16 || bytes.size() % 16 != 0) {
+    return Status::Invalid("a buffer-list body of " + std::to_string(bytes.size()) +
+                           " bytes is not 16 + 16 x count bytes");
+  }
+  BufferList out;
+  out.total_size = Load64(bytes.data());
+  const uint64_t count = Load64(bytes.data() + 8);
+  const uint64_t present = (bytes.size() - 16) / 16;
+  if (count != present) {
+    return Status::Invalid("the buffer-list body declares " + std::to_string(count) +
+                           " buffers but holds " + std::to_string(present));
+  }
+  out.buffers.resize(static_cast<size_t>(count));
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    BufferRef& b = out.buffers[static_cast<size_t>(i)];
+    b.address = Load64(bytes.data() + 16 + 16 * i);
+    b.length = Load64(bytes.data() + 24 + 16 * i);
+    if (__builtin_add_overflow(sum, b.length, &sum)) {
+      return Status::Invalid("the buffer-list lengths overflow at buffer " + std::to_string(i));
+    }
+  }
+  if (sum != out.total_size) {
+    return Status::Invalid("the buffer-list lengths sum to " + std::to_string(sum) +
+                           " but the declared total is " + std::to_string(out.total_size));
+  }
+  return out;
+}
+
+std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers) {
+  std::vector<uint8_t> out(16 + 16 * buffers.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    total += buffers[i].length;
+    Store64(out.data() + 16 + 16 * i, buffers[i].address);
+    Store64(out.data() + 24 + 16 * i, buffers[i].length);
+  }
+  Store64(out.data(), total);
+  Store64(out.data() + 8, buffers.size());
+  return out;
+}
+
+Result<std::vector<uint64_t>> ParseFreeData(std::span<const uint8_t> bytes) {
+  if (bytes.empty() || bytes.size() % 8 != 0) {
+    return Status::Invalid("a free_data body of " + std::to_string(bytes.size()) +
+                           " bytes is not one or more uint64 addresses");
+  }
+  std::vector<uint64_t> out(bytes.size() / 8);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = Load64(bytes.data() + 8 * i);
+  return out;
+}
+
+std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses) {
+  std::vector<uint8_t> out(8 * addresses.size());
+  for (size_t i = 0; i < addresses.size(); ++i) Store64(out.data() + 8 * i, addresses[i]);
+  return out;
+}
+
+}  // namespace ferry::dipc
