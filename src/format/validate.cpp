@@ -353,7 +353,11 @@ class ArrayValidator {
       const int64_t offset = Load<Offset>(v.buffer(1).data, v.offset() + i);
       const int64_t size = Load<Offset>(v.buffer(2).data, v.offset() + i);
       if (!v.IsValid(i) && size == 0) continue;
-      if (offset < 0 || size < 0 || offset + size > child_length) {
+      int64_t end = 0;
+      // Large list views carry int64 offsets and sizes straight from the producer: the sum may
+      // overflow.
+      if (offset < 0 || size < 0 || __builtin_add_overflow(offset, size, &end) ||
+          end > child_length) {
         return Fail(path, i,
                     "list view [offset " + std::to_string(offset) + ", size " +
                         std::to_string(size) + "] is outside the child of length " +

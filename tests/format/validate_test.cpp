@@ -69,6 +69,14 @@ TEST(Validate, ListOffsetsBackwardsFailAtFull) {
   ExpectFailsAt(a, ValidationLevel::kFull, "element 1: offset 1 < previous offset 2");
 }
 
+TEST(Validate, LargeListViewOffsetPlusSizeOverflowIsAnError) {
+  // Found by the ipc_stream fuzzer: offset + size wrapped around int64 (UB, and a false pass).
+  Array a = Build(Field::Make("+vL", "lv", {Field::Make("i", "item")}), "[[1, 2], [3]]");
+  Mut<int64_t>(a.array(), 1)[1] = 599;
+  Mut<int64_t>(a.array(), 2)[1] = INT64_MAX - 2;
+  ExpectFailsAt(a, ValidationLevel::kFull, "element 1: list view [offset 599, size ");
+}
+
 TEST(Validate, RequiredBufferIsNull) {
   Array a = Build(Field::Make("i", "x"), "[1, 2, 3]");
   const_cast<ArrowArray*>(a.array())->buffers[1] = nullptr;
