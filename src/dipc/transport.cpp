@@ -2,11 +2,11 @@
 #include "ferry/dipc/transport.hpp"
 
 #include <cerrno>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <string>
 
+#include "dipc/mailbox.hpp"
+#include "ferry/dipc/shm_transport.hpp"
+#include "ferry/dipc/ucx_transport.hpp"
 #include "ferry/format/buffer.hpp"
 
 namespace ferry::dipc {
@@ -28,17 +28,9 @@ Result<ipc::SharedBytes> Gather(std::span<const ipc::ByteSpan> pieces) {
   return ipc::SharedBytes{data, total, std::move(buffer)};
 }
 
-// What one direction carries, and whether its sender closed.
-struct Queue {
-  std::deque<ipc::SharedBytes> untagged;
-  std::deque<TaggedMessage> tagged;
-  bool closed = false;
-};
-
+// Two in-process ends: each pushes into the other's mailbox.
 struct Shared {
-  std::mutex mutex;
-  std::condition_variable changed;
-  Queue to[2];  // to[i]: messages for end i
+  internal::Mailbox to[2];  // to[i]: messages for end i
 };
 
 class InProcessEnd final : public Connection {
@@ -49,90 +41,60 @@ class InProcessEnd final : public Connection {
 
   Status Send(std::span<const ipc::ByteSpan> pieces) override {
     FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes message, Gather(pieces));
-    return Push([&](Queue& q) { q.untagged.push_back(std::move(message)); });
+    return shared_->to[1 - self_].PushUntagged(std::move(message));
   }
 
   Status SendTagged(uint64_t tag, std::span<const ipc::ByteSpan> pieces) override {
     FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes message, Gather(pieces));
-    return Push([&](Queue& q) { q.tagged.push_back(TaggedMessage{tag, std::move(message)}); });
+    return shared_->to[1 - self_].PushTagged(TaggedMessage{tag, std::move(message)});
   }
 
   Result<ipc::SharedBytes> Receive(std::chrono::milliseconds timeout) override {
-    std::unique_lock lock(shared_->mutex);
-    Queue& in = shared_->to[self_];
-    const bool ready =
-        shared_->changed.wait_for(lock, timeout, [&] { return !in.untagged.empty() || Closed(); });
-    if (!in.untagged.empty()) {
-      ipc::SharedBytes m = std::move(in.untagged.front());
-      in.untagged.pop_front();
-      return m;
-    }
-    if (!ready) return TimedOut("an untagged message");
-    return PeerClosed("an untagged message");
+    return shared_->to[self_].PopUntagged(timeout);
   }
 
   Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                       std::chrono::milliseconds timeout) override {
-    std::unique_lock lock(shared_->mutex);
-    Queue& in = shared_->to[self_];
-    auto match = [&]() {
-      for (auto it = in.tagged.begin(); it != in.tagged.end(); ++it) {
-        if ((it->tag & mask) == (want & mask)) return it;
-      }
-      return in.tagged.end();
-    };
-    const bool ready = shared_->changed.wait_for(
-        lock, timeout, [&] { return match() != in.tagged.end() || Closed(); });
-    if (auto it = match(); it != in.tagged.end()) {
-      TaggedMessage m = std::move(*it);
-      in.tagged.erase(it);
-      return m;
-    }
-    if (!ready) return TimedOut("a tagged message");
-    return PeerClosed("a tagged message");
+    return shared_->to[self_].PopTagged(want, mask, timeout);
   }
 
   void Close() override {
-    {
-      std::lock_guard lock(shared_->mutex);
-      if (shared_->to[1 - self_].closed) {
-        shared_->changed.notify_all();
-        return;
-      }
-      shared_->to[1 - self_].closed = true;  // the peer sees this end gone
-      shared_->to[self_].closed = true;      // and this end receives nothing more
-    }
-    shared_->changed.notify_all();
+    shared_->to[1 - self_].Close();  // the peer sees this end gone
+    shared_->to[self_].Close("this end closed the connection");
   }
 
  private:
-  template <typename F>
-  Status Push(F&& push) {
-    {
-      std::lock_guard lock(shared_->mutex);
-      if (shared_->to[1 - self_].closed) {
-        return Status(EPIPE, "the connection is closed");
-      }
-      push(shared_->to[1 - self_]);
-    }
-    shared_->changed.notify_all();
-    return Status::OK();
-  }
-
-  bool Closed() const { return shared_->to[self_].closed; }
-
-  static Status TimedOut(const char* what) {
-    return Status(ETIMEDOUT, std::string("timed out waiting for ") + what);
-  }
-  static Status PeerClosed(const char* what) {
-    return Status(EPIPE, std::string("the peer closed the connection while waiting for ") + what);
-  }
-
   std::shared_ptr<Shared> shared_;
   int self_;
 };
 
 }  // namespace
+
+Status Connection::ShareRegion(const std::shared_ptr<Region>& /*region*/) {
+  return Status(ENOTSUP, "this transport cannot share memory regions (no type-1 bodies)");
+}
+
+Result<FetchedBody> Connection::Fetch(std::span<const BufferRef> /*refs*/,
+                                      std::chrono::milliseconds /*timeout*/) {
+  return Status(ENOTSUP, "this transport cannot fetch type-1 bodies");
+}
+
+Result<std::shared_ptr<Region>> Listener::CreateRegion(int64_t /*size*/) {
+  return Status(ENOTSUP, "this transport has no memory regions (no type-1 bodies)");
+}
+
+Result<std::unique_ptr<Listener>> Listen(const std::string& scheme, const std::string& address) {
+  if (scheme == "shm") return ListenShm(address);
+  if (scheme == "ucx") return ListenUcx(address);
+  return Status::Invalid("unknown transport \"" + scheme + "\" (expected shm or ucx)");
+}
+
+Result<std::unique_ptr<Connection>> Connect(const std::string& scheme, const std::string& address,
+                                            std::chrono::milliseconds timeout) {
+  if (scheme == "shm") return ConnectShm(address, timeout);
+  if (scheme == "ucx") return ConnectUcx(address, timeout);
+  return Status::Invalid("unknown transport \"" + scheme + "\" (expected shm or ucx)");
+}
 
 std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MakeInProcessPair() {
   auto shared = std::make_shared<Shared>();

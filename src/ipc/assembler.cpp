@@ -16,6 +16,35 @@ namespace {
 
 alignas(64) const uint8_t kPadding[64] = {};
 
+// Element i of a little-endian signed integer buffer of `width` bytes (2, 4 or 8).
+int64_t LoadSigned(const uint8_t* raw, int width, int64_t i) {
+  if (width == 2) {
+    int16_t x;
+    std::memcpy(&x, raw + i * 2, 2);
+    return x;
+  }
+  if (width == 4) {
+    int32_t x;
+    std::memcpy(&x, raw + i * 4, 4);
+    return x;
+  }
+  int64_t x;
+  std::memcpy(&x, raw + i * 8, 8);
+  return x;
+}
+
+void StoreSigned(uint8_t* raw, int width, int64_t i, int64_t v) {
+  if (width == 2) {
+    const auto y = static_cast<int16_t>(v);
+    std::memcpy(raw + i * 2, &y, 2);
+  } else if (width == 4) {
+    const auto y = static_cast<int32_t>(v);
+    std::memcpy(raw + i * 4, &y, 4);
+  } else {
+    std::memcpy(raw + i * 8, &v, 8);
+  }
+}
+
 class Assembler {
  public:
   Assembler(int64_t alignment, Codec codec, int level, bool swap_bytes)
@@ -156,21 +185,7 @@ class Assembler {
     FERRY_ASSIGN_OR_RAISE(SchemaView ev, SchemaView::Make(s->children[0]));
     const int width = ev.layout.element_size_bits[1] / 8;
     const auto* raw = static_cast<const uint8_t*>(ends->buffers[1]) + ends->offset * width;
-    auto load = [&](int64_t k) -> int64_t {
-      if (width == 2) {
-        int16_t x;
-        std::memcpy(&x, raw + k * 2, 2);
-        return x;
-      }
-      if (width == 4) {
-        int32_t x;
-        std::memcpy(&x, raw + k * 4, 4);
-        return x;
-      }
-      int64_t x;
-      std::memcpy(&x, raw + k * 8, 8);
-      return x;
-    };
+    auto load = [&](int64_t k) { return LoadSigned(raw, width, k); };
     int64_t first = 0;
     int64_t count = 0;
     if (length > 0) {
@@ -196,16 +211,7 @@ class Assembler {
     Buffer& copy = Own();
     FERRY_RETURN_NOT_OK(copy.Resize(count * width));
     for (int64_t k = 0; k < count; ++k) {
-      const int64_t e = std::min(load(first + k), offset + length) - offset;
-      if (width == 2) {
-        const auto y = static_cast<int16_t>(e);
-        std::memcpy(copy.data() + k * 2, &y, 2);
-      } else if (width == 4) {
-        const auto y = static_cast<int32_t>(e);
-        std::memcpy(copy.data() + k * 4, &y, 4);
-      } else {
-        std::memcpy(copy.data() + k * 8, &e, 8);
-      }
+      StoreSigned(copy.data(), width, k, std::min(load(first + k), offset + length) - offset);
     }
     out_.copied += copy.size();
     FERRY_RETURN_NOT_OK(Span(copy.data(), copy.size(), SwapOf(ev, 1)));
@@ -249,16 +255,7 @@ class Assembler {
       *first = *last = 0;
       return Span(kPadding, width);  // one zero offset (the same in either byte order)
     }
-    auto load = [&](int64_t i) -> int64_t {
-      if (width == 4) {
-        int32_t x;
-        std::memcpy(&x, raw + i * 4, 4);
-        return x;
-      }
-      int64_t x;
-      std::memcpy(&x, raw + i * 8, 8);
-      return x;
-    };
+    auto load = [&](int64_t i) { return LoadSigned(raw, width, i); };
     *first = load(offset);
     *last = load(offset + length);
     if (*last < *first) return Status::Invalid("offsets decrease across the written range");
@@ -267,13 +264,7 @@ class Assembler {
     Buffer& copy = Own();
     FERRY_RETURN_NOT_OK(copy.Resize((length + 1) * width));
     for (int64_t i = 0; i <= length; ++i) {
-      const int64_t x = load(offset + i) - *first;
-      if (width == 4) {
-        const auto y = static_cast<int32_t>(x);
-        std::memcpy(copy.data() + i * 4, &y, 4);
-      } else {
-        std::memcpy(copy.data() + i * 8, &x, 8);
-      }
+      StoreSigned(copy.data(), width, i, load(offset + i) - *first);
     }
     out_.copied += copy.size();
     return Span(copy.data(), copy.size(), kind);
@@ -304,6 +295,7 @@ class Assembler {
     if (codec_ != Codec::kNone) FERRY_RETURN_NOT_OK(CompressAll());
     for (const Entry& e : entries_) {
       out_.buffers.emplace_back(out_.body_length, e.size);
+      out_.buffer_data.push_back(e.size > 0 ? e.data : nullptr);
       if (e.size > 0) out_.pieces.push_back(ByteSpan{e.data, e.size});
       const int64_t padded = (e.size + alignment_ - 1) / alignment_ * alignment_;
       if (padded > e.size) out_.pieces.push_back(ByteSpan{kPadding, padded - e.size});

@@ -23,6 +23,9 @@ struct AssembledBody {
   std::vector<fb::Buffer> buffers;
   std::vector<int64_t> variadic_counts;
   std::vector<ByteSpan> pieces;
+  /// Where each of `buffers` is now (NULL for an empty buffer), for writers that send buffers
+  /// apart rather than packed.
+  std::vector<const void*> buffer_data;
   std::deque<Buffer> owned;
   int64_t body_length = 0;
   /// Bytes copied into `owned` (0 when every buffer went out in place).

@@ -277,6 +277,14 @@ Status Decoder::Impl::HandleMessage(const fb::Message* m, const SharedBytes& bod
   return Status::OK();
 }
 
+void Decoder::Impl::EndOfStream() {
+  state = State::kDone;
+  need = 0;
+  DecodedMessage event;  // kind kEndOfStream
+  event.index = index;
+  events.push_back(std::move(event));
+}
+
 Status Decoder::Impl::Feed(const SharedBytes& chunk) {
   switch (state) {
     case State::kPrefix: {
@@ -285,11 +293,7 @@ Status Decoder::Impl::Feed(const SharedBytes& chunk) {
         state = State::kLength;
         need = 4;
       } else if (v == 0) {
-        state = State::kDone;
-        need = 0;
-        DecodedMessage event;
-        event.index = index;
-        events.push_back(std::move(event));
+        EndOfStream();
       } else if (v < 0) {
         return Status::Invalid(Label(index) + ": negative metadata length " + std::to_string(v));
       } else {  // the pre-1.0 prefix: a bare length
@@ -301,11 +305,7 @@ Status Decoder::Impl::Feed(const SharedBytes& chunk) {
     case State::kLength: {
       const int32_t v = LoadInt32LE(chunk.data);
       if (v == 0) {
-        state = State::kDone;
-        need = 0;
-        DecodedMessage event;
-        event.index = index;
-        events.push_back(std::move(event));
+        EndOfStream();
       } else if (v < 0) {
         return Status::Invalid(Label(index) + ": negative metadata length " + std::to_string(v));
       } else if (v > options.max_metadata_bytes) {
@@ -401,6 +401,59 @@ Status Decoder::ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
                                   std::to_string(body.size) + " arrived"));
   }
   Status st = d.HandleMessage(*m, body.Slice(0, body_length));
+  if (!st.ok()) return d.Fail(st);
+  return Status::OK();
+}
+
+Status Decoder::ConsumeMessageBuffers(const uint8_t* metadata, int64_t metadata_size,
+                                      const SharedBytes& region,
+                                      std::span<const BufferLocation> buffers) {
+  Impl& d = *impl_;
+  if (!d.failed.ok()) return d.failed;
+  if (metadata == nullptr || metadata_size <= 0) {
+    return d.Fail(Status::Invalid(d.Label(d.index) + ": empty metadata"));
+  }
+  // VerifyMessage leaves its own copy in d.metadata, which is ours to rewrite.
+  Result<const fb::Message*> m = d.VerifyMessage(metadata, metadata_size, &d.metadata, d.index);
+  if (!m.ok()) return d.Fail(m.status());
+  const flatbuffers::Vector<const fb::Buffer*>* listed = nullptr;
+  if (const fb::RecordBatch* rb = (*m)->header_as_RecordBatch()) {
+    listed = rb->buffers();
+  } else if (const fb::DictionaryBatch* db = (*m)->header_as_DictionaryBatch()) {
+    if (db->data() != nullptr) listed = db->data()->buffers();
+  }
+  const size_t count = listed ? listed->size() : 0;
+  if (count != buffers.size()) {
+    return d.Fail(Status::Invalid(d.Label(d.index) + ": the metadata lists " +
+                                  std::to_string(count) + " body buffers but " +
+                                  std::to_string(buffers.size()) + " locations were given"));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const BufferLocation& at = buffers[i];
+    const int64_t declared = listed->Get(static_cast<flatbuffers::uoffset_t>(i))->length();
+    int64_t end = 0;
+    std::string why;
+    if (at.offset < 0 || at.length < 0 || __builtin_add_overflow(at.offset, at.length, &end) ||
+        end > region.size) {
+      why = "(" + std::to_string(at.offset) + ", " + std::to_string(at.length) +
+            ") lies outside the region of " + std::to_string(region.size) + " bytes";
+    } else if (at.length != declared) {
+      why = "has " + std::to_string(at.length) + " bytes but the metadata says " +
+            std::to_string(declared);
+    } else if (at.offset % 8 != 0) {
+      why = "starts at " + std::to_string(at.offset) + ", which is not a multiple of 8";
+    }
+    if (!why.empty()) {
+      return d.Fail(
+          Status::Invalid(d.Label(d.index) + ": body buffer " + std::to_string(i) + " " + why));
+    }
+    // fb::Buffer is a fixed struct {int64 offset; int64 length}, little-endian on the wire.
+    auto* raw = reinterpret_cast<uint8_t*>(
+        const_cast<fb::Buffer*>(listed->Get(static_cast<flatbuffers::uoffset_t>(i))));
+    const int64_t le = flatbuffers::EndianScalar(at.offset);
+    std::memcpy(raw, &le, sizeof(le));
+  }
+  Status st = d.HandleMessage(*m, region);
   if (!st.ok()) return d.Fail(st);
   return Status::OK();
 }

@@ -55,6 +55,8 @@ struct Decoder::Impl {
   Result<internal::DictionaryRef> Lookup(int64_t id) const;
 
   Status Feed(const SharedBytes& chunk);
+  /// The end-of-stream marker was read: stop and queue the event.
+  void EndOfStream();
   Status Fail(Status st) {
     failed = st;
     state = State::kDone;

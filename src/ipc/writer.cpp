@@ -78,6 +78,7 @@ uint64_t HashBody(const internal::AssembledBody& body) {
 
 struct StreamWriter::Impl {
   Sink* sink = nullptr;
+  MessageSink* message_sink = nullptr;
   WriteOptions options;
   UniqueSchema schema;
   std::optional<ArrayView> view;
@@ -101,6 +102,7 @@ struct StreamWriter::Impl {
   // Frame one message (continuation, padded length, flatbuffer, padding) and its body.
   Status WriteMessage(flatbuffers::FlatBufferBuilder& b, const internal::AssembledBody* body,
                       std::vector<fb::Block>* blocks) {
+    if (message_sink != nullptr) return SendMessage(b, body);
     const int64_t start = sink->position();
     const auto size = static_cast<int64_t>(b.GetSize());
     const int64_t align = options.alignment;
@@ -119,6 +121,27 @@ struct StreamWriter::Impl {
     if (blocks != nullptr) {
       blocks->emplace_back(start, static_cast<int32_t>(8 + padded), body ? body->body_length : 0);
     }
+    ++stats.messages;
+    return Status::OK();
+  }
+
+  // The dissociated path: metadata and body go to the message sink apart, unframed.
+  Status SendMessage(flatbuffers::FlatBufferBuilder& b, const internal::AssembledBody* body) {
+    EncodedMessage m;
+    m.metadata = {b.GetBufferPointer(), b.GetSize()};
+    std::vector<BodyBuffer> buffers;
+    if (body != nullptr) {
+      buffers.reserve(body->buffers.size());
+      for (size_t i = 0; i < body->buffers.size(); ++i) {
+        buffers.push_back(
+            BodyBuffer{body->buffers[i].offset(), body->buffers[i].length(), body->buffer_data[i]});
+      }
+      m.body = body->pieces;
+      m.body_length = body->body_length;
+      m.buffers = buffers;
+    }
+    FERRY_RETURN_NOT_OK(message_sink->WriteMessage(m));
+    stats.bytes_written += static_cast<int64_t>(m.metadata.size()) + m.body_length;
     ++stats.messages;
     return Status::OK();
   }
@@ -266,12 +289,13 @@ struct StreamWriter::Impl {
   }
 
   Status WriteEndOfStream() {
+    if (message_sink != nullptr) return message_sink->WriteEndOfStream();
     std::vector<ByteSpan> pieces{ByteSpan{kEndOfStream, 8}};
     return Write(pieces);
   }
 
   Status Init(Sink* s, const ArrowSchema* in, WriteOptions o) {
-    if (s == nullptr) return Status::Invalid("the sink is NULL");
+    if (s == nullptr && message_sink == nullptr) return Status::Invalid("the sink is NULL");
     if (o.alignment != 8 && o.alignment != 64) {
       return Status::Invalid("alignment must be 8 or 64, not " + std::to_string(o.alignment));
     }
@@ -302,6 +326,16 @@ Result<StreamWriter> StreamWriter::Open(Sink* sink, const ArrowSchema* schema,
                                         WriteOptions options) {
   StreamWriter w;
   FERRY_RETURN_NOT_OK(w.impl_->Init(sink, schema, std::move(options)));
+  FERRY_RETURN_NOT_OK(w.impl_->WriteSchema());
+  return w;
+}
+
+Result<StreamWriter> StreamWriter::Open(MessageSink* sink, const ArrowSchema* schema,
+                                        WriteOptions options) {
+  if (sink == nullptr) return Status::Invalid("the message sink is NULL");
+  StreamWriter w;
+  w.impl_->message_sink = sink;
+  FERRY_RETURN_NOT_OK(w.impl_->Init(nullptr, schema, std::move(options)));
   FERRY_RETURN_NOT_OK(w.impl_->WriteSchema());
   return w;
 }

@@ -22,11 +22,27 @@ struct TransportCase {
   std::function<Pair()> make;
 };
 
-std::vector<TransportCase> Transports() { return {{"InProcess", &MakeInProcessPair}}; }
+// A connected pair over a fresh listener of `scheme`; the listener goes once both ends exist.
+Pair ListenAndConnect(const std::string& scheme) {
+  auto listener = Listen(scheme, "");
+  if (!listener.ok()) return {};
+  auto client = Connect(scheme, (*listener)->address(), 5s);
+  if (!client.ok()) return {};
+  auto server = (*listener)->Accept(5s);
+  if (!server.ok()) return {};
+  return {std::move(*server), std::move(*client)};
+}
+
+std::vector<TransportCase> Transports() {
+  return {{"InProcess", &MakeInProcessPair}, {"Shm", [] { return ListenAndConnect("shm"); }}};
+}
 
 class TransportConformance : public ::testing::TestWithParam<size_t> {
  protected:
-  void SetUp() override { std::tie(a_, b_) = Transports()[GetParam()].make(); }
+  void SetUp() override {
+    std::tie(a_, b_) = Transports()[GetParam()].make();
+    ASSERT_TRUE(a_ && b_) << "could not connect a pair over " << Transports()[GetParam()].name;
+  }
   std::unique_ptr<Connection> a_, b_;
 };
 

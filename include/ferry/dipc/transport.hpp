@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "ferry/dipc/protocol.hpp"
 #include "ferry/format/result.hpp"
 #include "ferry/ipc/bytes.hpp"
 #include "ferry/ipc/sink.hpp"
@@ -19,6 +22,36 @@ namespace ferry::dipc {
 struct TaggedMessage {
   uint64_t tag = 0;
   ipc::SharedBytes payload;
+};
+
+/// Tag of the transports' own control messages (a region's descriptor or rkey). Its reserved
+/// bits are set, so it never matches a body, want_data or free_data tag.
+constexpr uint64_t kRegionTag = 0x00F0000000000000ULL;
+
+/// Memory a server exposes to its clients for type-1 bodies: a shared-memory segment (memfd) or
+/// UCX-registered memory. The server writes bodies into it and sends (wire address, length)
+/// pairs. Owned by the listener that made it and by every connection it was shared on.
+class Region {
+ public:
+  virtual ~Region() = default;
+  /// The local mapping, writable by the server.
+  virtual uint8_t* data() const noexcept = 0;
+  virtual int64_t size() const noexcept = 0;
+  /// The number a pair carries for the byte at `offset`: an offset tagged with the region's
+  /// index for shared memory, a virtual address for UCX.
+  virtual uint64_t WireAddress(int64_t offset) const noexcept = 0;
+  /// The URI's remote_handle for this region (a packed UCX rkey), or empty.
+  virtual std::string remote_handle() const = 0;
+};
+
+/// Type-1 buffers brought to the client. `bytes` covers them all; `buffers[i]` is buffer i's
+/// offset and length within `bytes`. When `borrowed`, the bytes are the server's memory, mapped
+/// in place (no copy), and free_data may go only once every array over them is released;
+/// otherwise they are a local copy and free_data can go at once.
+struct FetchedBody {
+  ipc::SharedBytes bytes;
+  std::vector<BufferRef> buffers;
+  bool borrowed = false;
 };
 
 /// One end of a connection. Sends gather `pieces` into one message (a transport may send them
@@ -36,10 +69,43 @@ class Connection {
                                               std::chrono::milliseconds timeout) = 0;
   /// Close this end; the peer's receives drain what was sent, then fail with EPIPE.
   virtual void Close() = 0;
+
+  /// Server side: make `region` readable by the peer (shared memory passes its descriptor; UCX
+  /// sends the packed rkey), before the first pair that points into it. ENOTSUP by default.
+  [[nodiscard]] virtual Status ShareRegion(const std::shared_ptr<Region>& region);
+  /// Client side: bring the buffers `refs` (wire addresses into regions the peer shared) here.
+  /// A ref outside every shared region is an error naming it. Shared memory maps them in place;
+  /// UCX gets them into one local allocation. ENOTSUP by default.
+  virtual Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
+                                    std::chrono::milliseconds timeout);
+};
+
+/// A listening endpoint of one transport. Thread-safe.
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  /// The next client, waiting up to `timeout` (ETIMEDOUT), or ECANCELED once closed.
+  virtual Result<std::unique_ptr<Connection>> Accept(std::chrono::milliseconds timeout) = 0;
+  /// The URI scheme ("shm", "ucx") and the authority clients connect to (a socket path, or
+  /// host:port).
+  virtual std::string scheme() const = 0;
+  virtual std::string address() const = 0;
+  /// Memory for type-1 bodies, `size` bytes, to be shared on connections. ENOTSUP where the
+  /// transport has none.
+  virtual Result<std::shared_ptr<Region>> CreateRegion(int64_t size);
+  /// Stop accepting; blocked Accept calls return ECANCELED.
+  virtual void Close() = 0;
 };
 
 /// Two connected in-process ends (for tests and threads). Messages are copied once, into the
 /// receiver's queue.
 std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MakeInProcessPair();
+
+/// Listen with the transport a URI scheme names ("shm" or "ucx") at `address` (a socket path or
+/// host:port; empty picks a fresh one). Errors name an unknown scheme, or one this build lacks.
+Result<std::unique_ptr<Listener>> Listen(const std::string& scheme, const std::string& address);
+/// Connect to a listener, waiting up to `timeout`.
+Result<std::unique_ptr<Connection>> Connect(const std::string& scheme, const std::string& address,
+                                            std::chrono::milliseconds timeout);
 
 }  // namespace ferry::dipc

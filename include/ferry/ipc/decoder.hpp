@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "ferry/abi/unique.hpp"
@@ -58,6 +59,13 @@ struct DecodedMessage {
 
 class FileReader;
 
+/// Where one body buffer of a message lies in some region of memory, for bodies whose buffers are
+/// not packed at the metadata's offsets (the dissociated protocol's body type 1).
+struct BufferLocation {
+  int64_t offset = 0;
+  int64_t length = 0;
+};
+
 /// A push decoder for the Arrow IPC stream format. Feed it bytes with Consume in pieces of any
 /// size; it reports how many it needs next and queues decoded messages for Next. A message body
 /// that arrives whole inside one Consume call is referenced in place (no copy); bodies split over
@@ -79,6 +87,14 @@ class Decoder {
   /// separately, as in the dissociated protocol. The body is referenced, never copied.
   [[nodiscard]] Status ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
                                       const SharedBytes& body);
+
+  /// Decode one message whose body buffers lie at `buffers` (one per buffer of the metadata, in
+  /// order) inside `region` rather than packed. Each must lie inside the region, start 8-aligned
+  /// and have the length the metadata gives; errors name the buffer. No copy: the arrays
+  /// reference `region`.
+  [[nodiscard]] Status ConsumeMessageBuffers(const uint8_t* metadata, int64_t metadata_size,
+                                             const SharedBytes& region,
+                                             std::span<const BufferLocation> buffers);
 
   /// How many more bytes the decoder needs before it can decode anything more (0 once the
   /// stream ended or failed).

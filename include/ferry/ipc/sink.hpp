@@ -28,6 +28,35 @@ class Sink {
   virtual int64_t position() const noexcept = 0;
 };
 
+/// One body buffer of an encoded message: its place in the packed body and where its bytes are
+/// now (the array's own memory, or a copy the writer made; NULL when empty).
+struct BodyBuffer {
+  int64_t offset = 0;
+  int64_t length = 0;
+  const void* data = nullptr;
+};
+
+/// One IPC message with its metadata and body apart, as the dissociated protocol sends it. Every
+/// span is valid only during the WriteMessage call.
+struct EncodedMessage {
+  /// The flatbuffer Message, without the stream format's prefix or padding.
+  std::span<const uint8_t> metadata;
+  /// The packed body's pieces, padding included (empty for a schema).
+  std::span<const ByteSpan> body;
+  int64_t body_length = 0;
+  /// Each body buffer, in metadata order.
+  std::span<const BodyBuffer> buffers;
+};
+
+/// Where a writer sends whole messages when metadata and body travel apart (the dissociated
+/// protocol's server). The writer gathers nothing: bodies arrive as pieces.
+class MessageSink {
+ public:
+  virtual ~MessageSink() = default;
+  [[nodiscard]] virtual Status WriteMessage(const EncodedMessage& message) = 0;
+  [[nodiscard]] virtual Status WriteEndOfStream() = 0;
+};
+
 /// A sink that appends to one growing, page-aligned region of memory (one copy of each piece,
 /// into the region). The region grows with mremap, so growing never copies what was written.
 class MemorySink final : public Sink {

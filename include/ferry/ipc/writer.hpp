@@ -49,6 +49,10 @@ class StreamWriter {
  public:
   static Result<StreamWriter> Open(Sink* sink, const ArrowSchema* schema,
                                    WriteOptions options = {});
+  /// Write messages to a MessageSink, metadata and body apart (the dissociated protocol). The
+  /// sink is borrowed and must outlive the writer.
+  static Result<StreamWriter> Open(MessageSink* sink, const ArrowSchema* schema,
+                                   WriteOptions options = {});
   ~StreamWriter();
   StreamWriter(StreamWriter&&) noexcept;
   StreamWriter& operator=(StreamWriter&&) noexcept;

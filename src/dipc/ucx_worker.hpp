@@ -1,0 +1,166 @@
+// Internal to the UCX transport: one UCP context and worker with its own progress thread, the
+// connections (peers) it carries, and the message pipeline from the wire to each peer's inbox.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ferry/dipc/transport.hpp"
+
+namespace ferry::dipc::ucx {
+
+/// UCX tags of the transport's own messages. Their reserved bits (32-55) are set and they differ
+/// from kRegionTag, so no protocol tag equals them; SendTagged refuses them.
+constexpr uint64_t kControlTagBase = 0x00E0000000000000ULL;
+constexpr uint64_t kUntaggedTag = kControlTagBase | 1;  // the metadata channel
+constexpr uint64_t kHelloTag = kControlTagBase | 2;     // server to client: its connection number
+constexpr uint64_t kCloseTag = kControlTagBase | 3;     // "I closed; drain, then fail"
+constexpr uint64_t kCloseAckTag = kControlTagBase | 4;  // "your close marker arrived"
+
+/// Whether `tag` is one of the transport's own tags (kRegionTag included).
+constexpr bool IsTransportTag(uint64_t tag) {
+  return tag == kRegionTag || (tag & 0xFFFFFFFF00000000ULL) == kControlTagBase;
+}
+
+/// A region the peer shared: its address range and packed rkey, unpacked on first use.
+struct RemoteRegion {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  std::string packed_rkey;
+  ucp_rkey_h rkey = nullptr;  // touched only on the progress thread
+};
+
+/// One connection as the worker sees it: its endpoint, its inbox and its close state. Shared by
+/// the Connection object and the worker (the endpoint's error handler points at it).
+struct Peer {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<ipc::SharedBytes> untagged;
+  std::deque<TaggedMessage> tagged;
+  std::vector<std::shared_ptr<RemoteRegion>> regions;
+  bool hello = false;        // client: the server accepted and named this connection
+  bool peer_closed = false;  // the peer's close marker arrived, or its endpoint failed
+  bool failed = false;       // the endpoint failed (the peer died or disconnected)
+  bool close_acked = false;  // the peer saw this end's close marker
+  bool closed = false;       // this end closed
+  std::string failure;       // why the endpoint failed
+
+  // Progress thread only.
+  ucp_ep_h ep = nullptr;
+  uint64_t id = 0;  // the server's number for this connection, carried in every message
+};
+
+/// Waits for one or more UCX operations started on the progress thread.
+class Completion {
+ public:
+  explicit Completion(int count = 1) : remaining_(count) {}
+  /// Record one finished operation (progress thread).
+  void Done(ucs_status_t status);
+  /// Wait until every operation finished or `deadline` passed; false on timeout.
+  bool Wait(std::chrono::steady_clock::time_point deadline);
+  /// Wait with no deadline (the endpoint's error handling bounds it).
+  void Wait();
+  ucs_status_t status();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  int remaining_;
+  ucs_status_t status_ = UCS_OK;
+};
+
+/// A UCP context and one worker, progressed by a thread that sleeps in epoll on the worker's
+/// event descriptor (ucp_worker_arm) and an eventfd for its task queue, so an idle worker uses
+/// no CPU. Every endpoint operation runs on that thread; other threads post tasks and wait.
+class Worker {
+ public:
+  /// Initialise UCX (TAG, RMA and WAKEUP features, a multi-threaded worker) and start progress.
+  static Result<std::shared_ptr<Worker>> Create();
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  ucp_context_h context() const { return context_; }
+
+  /// Run `task` on the progress thread (soon, in posting order).
+  void Post(std::function<void()> task);
+
+  /// Listen on `addr`; accepted connections queue for Accept. Returns the bound port.
+  Result<int> Listen(const sockaddr* addr, socklen_t addrlen);
+  /// The next accepted peer, or ETIMEDOUT / ECANCELED.
+  Result<std::shared_ptr<Peer>> Accept(std::chrono::milliseconds timeout);
+  /// Stop listening; Accept calls return ECANCELED.
+  void StopListening();
+
+  /// Connect to a listener and wait for its hello (this worker then carries only that peer).
+  Result<std::shared_ptr<Peer>> Connect(const sockaddr* addr, socklen_t addrlen,
+                                        const std::string& address,
+                                        std::chrono::milliseconds timeout);
+
+  /// Send one tag message of `pieces` (plus the connection number) and wait for completion.
+  [[nodiscard]] Status Send(const std::shared_ptr<Peer>& peer, uint64_t tag,
+                            std::span<const ipc::ByteSpan> pieces);
+  /// Get `refs[i]` from `regions[i]` into `dest + offsets[i]`, waiting until `deadline`.
+  [[nodiscard]] Status Get(const std::shared_ptr<Peer>& peer,
+                           const std::vector<std::shared_ptr<RemoteRegion>>& regions,
+                           std::span<const BufferRef> refs, const std::vector<uint64_t>& offsets,
+                           const std::shared_ptr<uint8_t>& dest,
+                           std::chrono::steady_clock::time_point deadline);
+  /// Close `peer`: send the close marker, wait (bounded) for its acknowledgement, then close
+  /// the endpoint and forget the peer.
+  void Close(const std::shared_ptr<Peer>& peer);
+
+ private:
+  struct Incoming;
+  Worker() = default;
+  Status Init();
+  void Loop();
+  void Wake();
+  void PollMessages();
+  void Deliver(Incoming& in);
+  void AcceptPending();
+  void SendControl(Peer& peer, uint64_t tag, uint64_t value);
+  void CloseEndpoint(const std::shared_ptr<Peer>& peer, bool force,
+                     const std::shared_ptr<Completion>& done);
+  ucp_ep_params_t EndpointParams(Peer* peer) const;
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void OnConnectionRequest(ucp_conn_request_h request, void* arg);
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex tasks_mutex_;
+  std::vector<std::function<void()>> tasks_;
+
+  // Progress thread only.
+  ucp_listener_h listener_ = nullptr;
+  std::vector<ucp_conn_request_h> requests_;
+  std::deque<std::unique_ptr<Incoming>> incoming_;
+  std::map<uint64_t, std::shared_ptr<Peer>> peers_;
+  std::shared_ptr<Peer> only_peer_;  // a client worker's one connection
+  uint64_t next_id_ = 1;
+
+  std::mutex accept_mutex_;
+  std::condition_variable accept_changed_;
+  std::deque<std::shared_ptr<Peer>> accepted_;
+  bool listening_ = false;
+};
+
+}  // namespace ferry::dipc::ucx
