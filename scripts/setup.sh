@@ -11,7 +11,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   clang libclang-rt-dev clang-format clang-tidy
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-  libflatbuffers-dev flatbuffers-compiler liblz4-dev libzstd-dev
+  libflatbuffers-dev flatbuffers-compiler liblz4-dev libzstd-dev libucx-dev ucx-utils
   python3 python3-venv python3-dev
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
 )

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ferry/dipc/protocol.hpp"
+#include "ferry/dipc/ucx_transport.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry::dipc {
@@ -34,13 +35,23 @@ Pair ListenAndConnect(const std::string& scheme) {
 }
 
 std::vector<TransportCase> Transports() {
-  return {{"InProcess", &MakeInProcessPair}, {"Shm", [] { return ListenAndConnect("shm"); }}};
+  return {{"InProcess", &MakeInProcessPair},
+          {"Shm", [] { return ListenAndConnect("shm"); }},
+          {"Ucx", [] {
+             // A build without UCX skips this case (SetUp sees the skip) instead of failing.
+             if (!UcxAvailable()) {
+               [] { GTEST_SKIP() << "this build of ferry has no UCX transport"; }();
+               return Pair{};
+             }
+             return ListenAndConnect("ucx");
+           }}};
 }
 
 class TransportConformance : public ::testing::TestWithParam<size_t> {
  protected:
   void SetUp() override {
     std::tie(a_, b_) = Transports()[GetParam()].make();
+    if (IsSkipped()) return;
     ASSERT_TRUE(a_ && b_) << "could not connect a pair over " << Transports()[GetParam()].name;
   }
   std::unique_ptr<Connection> a_, b_;

@@ -1,0 +1,603 @@
+// The UCX worker: context and worker set-up, the event-driven progress thread, connection set-up
+// and teardown, and the pipeline that probes each tag message, receives it into an allocation of
+// its size and hands it, in arrival order, to its connection's inbox.
+#if FERRY_WITH_UCX
+
+#include "dipc/ucx_worker.hpp"
+
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace ferry::dipc::ucx {
+
+namespace {
+
+constexpr size_t kTrailerSize = sizeof(uint64_t);
+constexpr auto kCloseAckWait = std::chrono::seconds(2);
+constexpr auto kEndpointCloseWait = std::chrono::seconds(5);
+
+// Keeps what an operation touches alive until UCX reports it done, whoever waits or gives up.
+struct Pending {
+  std::shared_ptr<Completion> done;
+  std::shared_ptr<const void> keep;
+};
+
+void OnSendOrGetDone(void* request, ucs_status_t status, void* user_data) {
+  auto* pending = static_cast<Pending*>(user_data);
+  pending->done->Done(status);
+  delete pending;
+  ucp_request_free(request);
+}
+
+// An operation UCX may finish at once (nullptr), fail at once, or finish later in the callback.
+void Settle(ucs_status_ptr_t request, Pending* pending) {
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+    pending->done->Done(UCS_PTR_STATUS(request));
+    delete pending;
+  }
+}
+
+std::shared_ptr<uint8_t> AlignedAlloc(size_t size) {
+  const size_t rounded = (std::max<size_t>(size, 1) + 63) / 64 * 64;
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)),
+                                  [](uint8_t* p) { std::free(p); });
+}
+
+// UCX's defaults, unless the user's environment names its own: TCP for the wire (it carries
+// peer-failure detection and works between hosts), shared memory and self for local lanes.
+void SetDefaults(ucp_config_t* config) {
+  if (std::getenv("UCX_TLS") == nullptr) ucp_config_modify(config, "TLS", "tcp,sm,self");
+}
+
+}  // namespace
+
+struct Worker::Incoming {
+  uint64_t tag = 0;
+  size_t length = 0;
+  std::shared_ptr<uint8_t> buffer;
+  bool done = false;
+  ucs_status_t status = UCS_OK;
+};
+
+void Completion::Done(ucs_status_t status) {
+  std::lock_guard lock(mutex_);
+  if (status != UCS_OK && status_ == UCS_OK) status_ = status;
+  if (--remaining_ <= 0) done_.notify_all();
+}
+
+bool Completion::Wait(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  return done_.wait_until(lock, deadline, [&] { return remaining_ <= 0; });
+}
+
+void Completion::Wait() {
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [&] { return remaining_ <= 0; });
+}
+
+ucs_status_t Completion::status() {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+
+Result<std::shared_ptr<Worker>> Worker::Create() {
+  std::shared_ptr<Worker> worker(new Worker());
+  FERRY_RETURN_NOT_OK(worker->Init());
+  return worker;
+}
+
+Status Worker::Init() {
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return Status(EIO, std::string("UCX: ") + ucs_status_string(st));
+  SetDefaults(config);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 1;
+  st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (st != UCS_OK) return Status(EIO, std::string("UCX: ucp_init: ") + ucs_status_string(st));
+
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_MULTI;
+  st = ucp_worker_create(context_, &worker_params, &worker_);
+  if (st != UCS_OK) {
+    return Status(EIO, std::string("UCX: ucp_worker_create: ") + ucs_status_string(st));
+  }
+  int event_fd = -1;
+  st = ucp_worker_get_efd(worker_, &event_fd);
+  if (st != UCS_OK) {
+    return Status(EIO, std::string("UCX: ucp_worker_get_efd: ") + ucs_status_string(st));
+  }
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status(errno, "UCX worker: epoll or eventfd failed");
+  for (int fd : {event_fd, wake_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return Status(errno, "UCX worker: epoll_ctl failed");
+    }
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return Status::OK();
+}
+
+Worker::~Worker() {
+  if (thread_.joinable()) {
+    stop_ = true;
+    Wake();
+    thread_.join();
+  }
+  // The progress thread is gone: this thread now owns the worker. Force-close what is left.
+  std::vector<std::shared_ptr<Peer>> left;
+  for (auto& [id, peer] : peers_) left.push_back(peer);
+  if (only_peer_) left.push_back(only_peer_);
+  for (auto& peer : left) {
+    for (auto& region : peer->regions) {
+      if (region->rkey != nullptr) ucp_rkey_destroy(region->rkey);
+      region->rkey = nullptr;
+    }
+    if (peer->ep == nullptr) continue;
+    ucp_request_param_t params{};
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(peer->ep, &params);
+    if (UCS_PTR_IS_PTR(request)) {
+      while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+      ucp_request_free(request);
+    }
+    peer->ep = nullptr;
+  }
+  if (listener_ != nullptr) {
+    for (ucp_conn_request_h r : requests_) ucp_listener_reject(listener_, r);
+    ucp_listener_destroy(listener_);
+  }
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  incoming_.clear();
+  if (context_ != nullptr) ucp_cleanup(context_);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void Worker::Post(std::function<void()> task) {
+  {
+    std::lock_guard lock(tasks_mutex_);
+    tasks_.push_back(std::move(task));
+  }
+  Wake();
+}
+
+void Worker::Wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+}
+
+void Worker::Loop() {
+  while (!stop_) {
+    std::vector<std::function<void()>> tasks;
+    {
+      std::lock_guard lock(tasks_mutex_);
+      tasks.swap(tasks_);
+    }
+    for (auto& task : tasks) task();
+    while (ucp_worker_progress(worker_) != 0) {
+    }
+    PollMessages();
+    AcceptPending();
+    {
+      std::lock_guard lock(tasks_mutex_);
+      if (!tasks_.empty()) continue;
+    }
+    // Sleep until the network or a poster wakes us; BUSY means events arrived since progress.
+    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+    epoll_event events[2];
+    const int n = epoll_wait(epoll_fd_, events, 2, -1);
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.fd == wake_fd_) {
+        uint64_t count = 0;
+        [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof(count));
+      }
+    }
+  }
+}
+
+void Worker::PollMessages() {
+  for (;;) {
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h message = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
+    if (message == nullptr) break;
+    auto in = std::make_unique<Incoming>();
+    in->tag = info.sender_tag;
+    in->length = info.length;
+    in->buffer = AlignedAlloc(info.length);
+    ucp_request_param_t params{};
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    params.cb.recv = [](void* request, ucs_status_t status, const ucp_tag_recv_info_t*,
+                        void* user_data) {
+      auto* incoming = static_cast<Incoming*>(user_data);
+      incoming->status = status;
+      incoming->done = true;
+      ucp_request_free(request);
+    };
+    params.user_data = in.get();
+    uint8_t scratch[64];
+    // Without memory the message is still taken off the wire (truncated), then dropped.
+    void* into = in->buffer ? static_cast<void*>(in->buffer.get()) : scratch;
+    const size_t size = in->buffer ? info.length : sizeof(scratch);
+    ucs_status_ptr_t request = ucp_tag_msg_recv_nbx(worker_, into, size, message, &params);
+    if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+      in->status = UCS_PTR_STATUS(request);
+      in->done = true;
+    }
+    if (!in->buffer) {
+      if (!in->done) {
+        while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+      }
+      continue;
+    }
+    incoming_.push_back(std::move(in));
+  }
+  // Deliver in arrival order: a large message still landing holds back the ones behind it, so
+  // untagged messages and the close marker never overtake what was sent before them.
+  while (!incoming_.empty() && incoming_.front()->done) {
+    Deliver(*incoming_.front());
+    incoming_.pop_front();
+  }
+}
+
+void Worker::Deliver(Incoming& in) {
+  if (in.status != UCS_OK || in.length < kTrailerSize) return;  // a failed endpoint's leftovers
+  const size_t size = in.length - kTrailerSize;
+  uint64_t id = 0;
+  std::memcpy(&id, in.buffer.get() + size, sizeof(id));
+  std::shared_ptr<Peer> peer = only_peer_;
+  if (!peer) {
+    auto it = peers_.find(id);
+    if (it == peers_.end()) return;  // a connection closed here already
+    peer = it->second;
+  }
+  ipc::SharedBytes payload{in.buffer.get(), static_cast<int64_t>(size), in.buffer};
+  uint64_t value = 0;
+  if (size >= sizeof(value)) std::memcpy(&value, payload.data, sizeof(value));
+  bool ack = false;
+  {
+    std::lock_guard lock(peer->mutex);
+    switch (in.tag) {
+      case kUntaggedTag:
+        peer->untagged.push_back(std::move(payload));
+        break;
+      case kHelloTag:
+        peer->id = value;
+        peer->hello = true;
+        break;
+      case kCloseTag:
+        peer->peer_closed = true;
+        ack = !peer->failed;
+        break;
+      case kCloseAckTag:
+        peer->close_acked = true;
+        break;
+      case kRegionTag:
+        if (size >= 2 * sizeof(uint64_t)) {
+          auto region = std::make_shared<RemoteRegion>();
+          std::memcpy(&region->base, payload.data, sizeof(uint64_t));
+          std::memcpy(&region->size, payload.data + sizeof(uint64_t), sizeof(uint64_t));
+          region->packed_rkey.assign(reinterpret_cast<const char*>(payload.data) + 16, size - 16);
+          peer->regions.push_back(std::move(region));
+        }
+        break;
+      default:
+        peer->tagged.push_back(TaggedMessage{in.tag, std::move(payload)});
+        break;
+    }
+  }
+  peer->changed.notify_all();
+  if (ack) SendControl(*peer, kCloseAckTag, 0);
+}
+
+void Worker::SendControl(Peer& peer, uint64_t tag, uint64_t value) {
+  if (peer.ep == nullptr) return;
+  auto buffer = std::make_shared<uint64_t[]>(2);
+  buffer[0] = value;
+  buffer[1] = peer.id;
+  auto* pending = new Pending{std::make_shared<Completion>(), buffer};
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  params.cb.send = OnSendOrGetDone;
+  params.user_data = pending;
+  Settle(ucp_tag_send_nbx(peer.ep, buffer.get(), 2 * sizeof(uint64_t), tag, &params), pending);
+}
+
+ucp_ep_params_t Worker::EndpointParams(Peer* peer) const {
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = &Worker::OnEndpointError;
+  params.err_handler.arg = peer;
+  return params;
+}
+
+void Worker::OnEndpointError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+  auto* peer = static_cast<Peer*>(arg);
+  {
+    std::lock_guard lock(peer->mutex);
+    peer->failed = true;
+    peer->peer_closed = true;
+    peer->failure = ucs_status_string(status);
+  }
+  peer->changed.notify_all();
+}
+
+void Worker::OnConnectionRequest(ucp_conn_request_h request, void* arg) {
+  static_cast<Worker*>(arg)->requests_.push_back(request);
+}
+
+Result<int> Worker::Listen(const sockaddr* addr, socklen_t addrlen) {
+  Completion done;
+  ucs_status_t st = UCS_OK;
+  int port = 0;
+  Post([&] {
+    ucp_listener_params_t params{};
+    params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    params.sockaddr.addr = addr;
+    params.sockaddr.addrlen = addrlen;
+    params.conn_handler.cb = &Worker::OnConnectionRequest;
+    params.conn_handler.arg = this;
+    st = ucp_listener_create(worker_, &params, &listener_);
+    if (st == UCS_OK) {
+      ucp_listener_attr_t attr{};
+      attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+      st = ucp_listener_query(listener_, &attr);
+      if (attr.sockaddr.ss_family == AF_INET) {
+        port = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
+      } else if (attr.sockaddr.ss_family == AF_INET6) {
+        port = ntohs(reinterpret_cast<const sockaddr_in6*>(&attr.sockaddr)->sin6_port);
+      }
+    }
+    done.Done(UCS_OK);
+  });
+  done.Wait();
+  if (st != UCS_OK) return Status(EADDRNOTAVAIL, std::string("UCX: ") + ucs_status_string(st));
+  {
+    std::lock_guard lock(accept_mutex_);
+    listening_ = true;
+  }
+  return port;
+}
+
+void Worker::AcceptPending() {
+  std::vector<ucp_conn_request_h> requests;
+  requests.swap(requests_);
+  for (ucp_conn_request_h request : requests) {
+    bool listening = false;
+    {
+      std::lock_guard lock(accept_mutex_);
+      listening = listening_;
+    }
+    if (!listening) {
+      ucp_listener_reject(listener_, request);
+      continue;
+    }
+    auto peer = std::make_shared<Peer>();
+    ucp_ep_params_t params = EndpointParams(peer.get());
+    params.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
+    params.conn_request = request;
+    if (ucp_ep_create(worker_, &params, &peer->ep) != UCS_OK) continue;
+    peer->id = next_id_++;
+    peers_[peer->id] = peer;
+    SendControl(*peer, kHelloTag, peer->id);
+    {
+      std::lock_guard lock(accept_mutex_);
+      accepted_.push_back(peer);
+    }
+    accept_changed_.notify_all();
+  }
+}
+
+Result<std::shared_ptr<Peer>> Worker::Accept(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(accept_mutex_);
+  const bool ready =
+      accept_changed_.wait_for(lock, timeout, [&] { return !accepted_.empty() || !listening_; });
+  if (!listening_) return Status(ECANCELED, "the UCX listener is closed");
+  if (!ready) return Status(ETIMEDOUT, "timed out waiting for a UCX connection");
+  std::shared_ptr<Peer> peer = std::move(accepted_.front());
+  accepted_.pop_front();
+  return peer;
+}
+
+void Worker::StopListening() {
+  {
+    std::lock_guard lock(accept_mutex_);
+    if (!listening_) return;
+    listening_ = false;
+  }
+  accept_changed_.notify_all();
+  Completion done;
+  Post([&] {
+    if (listener_ != nullptr) {
+      for (ucp_conn_request_h r : requests_) ucp_listener_reject(listener_, r);
+      requests_.clear();
+      ucp_listener_destroy(listener_);
+      listener_ = nullptr;
+    }
+    done.Done(UCS_OK);
+  });
+  done.Wait();
+}
+
+Result<std::shared_ptr<Peer>> Worker::Connect(const sockaddr* addr, socklen_t addrlen,
+                                              const std::string& address,
+                                              std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto peer = std::make_shared<Peer>();
+  Completion created;
+  ucs_status_t st = UCS_OK;
+  Post([&] {
+    only_peer_ = peer;
+    ucp_ep_params_t params = EndpointParams(peer.get());
+    params.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+    params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    params.sockaddr.addr = addr;
+    params.sockaddr.addrlen = addrlen;
+    st = ucp_ep_create(worker_, &params, &peer->ep);
+    if (st != UCS_OK) peer->ep = nullptr;
+    created.Done(UCS_OK);
+  });
+  created.Wait();
+  if (st != UCS_OK) {
+    return Status(ECONNREFUSED, "could not connect to the UCX listener at " + address + ": " +
+                                    ucs_status_string(st));
+  }
+  std::unique_lock lock(peer->mutex);
+  peer->changed.wait_until(lock, deadline, [&] { return peer->hello || peer->failed; });
+  if (peer->hello) return peer;
+  Status error = peer->failed
+                     ? Status(ECONNREFUSED, "could not connect to the UCX listener at " + address +
+                                                ": " + peer->failure)
+                     : Status(ETIMEDOUT, "timed out waiting for the UCX listener at " + address);
+  lock.unlock();
+  Close(peer);
+  return error;
+}
+
+Status Worker::Send(const std::shared_ptr<Peer>& peer, uint64_t tag,
+                    std::span<const ipc::ByteSpan> pieces) {
+  std::vector<ucp_dt_iov_t> iov;
+  iov.reserve(pieces.size() + 1);
+  for (const ipc::ByteSpan& p : pieces) {
+    if (p.size < 0 || (p.size > 0 && p.data == nullptr)) {
+      return Status::Invalid("a message piece is NULL or has a negative size");
+    }
+    if (p.size > 0) iov.push_back({const_cast<void*>(p.data), static_cast<size_t>(p.size)});
+  }
+  auto done = std::make_shared<Completion>();
+  uint64_t trailer = 0;
+  Post([&, done] {
+    if (peer->ep == nullptr) {
+      done->Done(UCS_ERR_NOT_CONNECTED);
+      return;
+    }
+    trailer = peer->id;
+    iov.push_back({&trailer, sizeof(trailer)});
+    auto* pending = new Pending{done, nullptr};
+    ucp_request_param_t params{};
+    params.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+    params.cb.send = OnSendOrGetDone;
+    params.user_data = pending;
+    params.datatype = ucp_dt_make_iov();
+    Settle(ucp_tag_send_nbx(peer->ep, iov.data(), iov.size(), tag, &params), pending);
+  });
+  // Unbounded: the endpoint's error handling (peer mode) fails the send if the peer goes away.
+  done->Wait();
+  const ucs_status_t st = done->status();
+  if (st == UCS_OK) return Status::OK();
+  return Status(EPIPE,
+                std::string("the connection is closed (UCX: ") + ucs_status_string(st) + ")");
+}
+
+Status Worker::Get(const std::shared_ptr<Peer>& peer,
+                   const std::vector<std::shared_ptr<RemoteRegion>>& regions,
+                   std::span<const BufferRef> refs, const std::vector<uint64_t>& offsets,
+                   const std::shared_ptr<uint8_t>& dest,
+                   std::chrono::steady_clock::time_point deadline) {
+  int count = 0;
+  for (const BufferRef& ref : refs) count += ref.length > 0 ? 1 : 0;
+  if (count == 0) return Status::OK();
+  auto done = std::make_shared<Completion>(count);
+  std::vector<BufferRef> wanted(refs.begin(), refs.end());
+  Post([peer, regions, wanted = std::move(wanted), offsets, dest, done] {
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      if (wanted[i].length == 0) continue;
+      RemoteRegion& region = *regions[i];
+      ucs_status_t st = peer->ep == nullptr ? UCS_ERR_NOT_CONNECTED : UCS_OK;
+      if (st == UCS_OK && region.rkey == nullptr) {
+        st = ucp_ep_rkey_unpack(peer->ep, region.packed_rkey.data(), &region.rkey);
+      }
+      if (st != UCS_OK) {
+        done->Done(st);
+        continue;
+      }
+      auto* pending = new Pending{done, dest};
+      ucp_request_param_t params{};
+      params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      params.cb.send = OnSendOrGetDone;
+      params.user_data = pending;
+      Settle(ucp_get_nbx(peer->ep, dest.get() + offsets[i], wanted[i].length, wanted[i].address,
+                         region.rkey, &params),
+             pending);
+    }
+  });
+  if (!done->Wait(deadline)) {
+    return Status(ETIMEDOUT, "timed out waiting for a UCX get of type-1 buffers");
+  }
+  const ucs_status_t st = done->status();
+  if (st == UCS_OK) return Status::OK();
+  return Status(EPIPE, std::string("a UCX get of type-1 buffers failed: ") + ucs_status_string(st));
+}
+
+void Worker::Close(const std::shared_ptr<Peer>& peer) {
+  bool marker = false;
+  {
+    std::lock_guard lock(peer->mutex);
+    if (peer->closed) return;
+    peer->closed = true;
+    marker = !peer->peer_closed && !peer->failed;
+  }
+  peer->changed.notify_all();
+  if (marker && Send(peer, kCloseTag, {}).ok()) {
+    // The acknowledgement proves the peer took everything sent before the marker off the wire.
+    std::unique_lock lock(peer->mutex);
+    peer->changed.wait_for(lock, kCloseAckWait, [&] { return peer->close_acked || peer->failed; });
+  }
+  auto done = std::make_shared<Completion>();
+  Post([this, peer, done] {
+    bool force = false;
+    {
+      std::lock_guard lock(peer->mutex);
+      force = peer->failed;
+    }
+    CloseEndpoint(peer, force, done);
+  });
+  done->Wait(std::chrono::steady_clock::now() + kEndpointCloseWait);
+}
+
+void Worker::CloseEndpoint(const std::shared_ptr<Peer>& peer, bool force,
+                           const std::shared_ptr<Completion>& done) {
+  for (auto& region : peer->regions) {
+    if (region->rkey != nullptr) ucp_rkey_destroy(region->rkey);
+    region->rkey = nullptr;
+  }
+  peers_.erase(peer->id);
+  if (peer->ep == nullptr) {
+    done->Done(UCS_OK);
+    return;
+  }
+  auto* pending = new Pending{done, peer};
+  ucp_request_param_t params{};
+  params.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  params.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  params.cb.send = OnSendOrGetDone;
+  params.user_data = pending;
+  ucp_ep_h ep = peer->ep;
+  peer->ep = nullptr;
+  Settle(ucp_ep_close_nbx(ep, &params), pending);
+}
+
+}  // namespace ferry::dipc::ucx
+
+#endif  // FERRY_WITH_UCX
