@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libflatbuffers-dev flatbuffers-compiler liblz4-dev libzstd-dev libucx-dev ucx-utils
   python3 python3-venv python3-dev
+  ruby ruby-dev ruby-test-unit
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
 )
 

@@ -29,10 +29,13 @@ ctest --test-dir build/test --output-on-failure -j"$jobs"
 echo "== Python suite (pytest)"
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" .venv/bin/python -m pytest -q python/tests
 
+echo "== Ruby suite (test-unit)"
+ruby -I build/test/ruby -I ruby/lib ruby/test/run_all.rb
+
 if ((sanitize)); then
   echo "== C++ and C suites under ASan + UBSan"
   cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRY_WERROR=ON \
-    -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_TOOLS=OFF >/dev/null
+    -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_RUBY=OFF >/dev/null
   cmake --build build/asan -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
