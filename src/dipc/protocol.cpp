@@ -51,6 +51,10 @@ Result<MetadataMessage> ParseMetadataMessage(std::span<const uint8_t> bytes) {
       }
       m.flatbuffer = bytes.subspan(kMetadataHeaderSize);
       return m;
+    case 0xFF:
+      m.type = MetadataType::kFerryError;
+      m.flatbuffer = bytes.subspan(kMetadataHeaderSize);
+      return m;
     default:
       return Status::Invalid("metadata message " + std::to_string(m.sequence) +
                              " has unknown type " + std::to_string(bytes[0]) +

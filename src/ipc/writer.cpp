@@ -139,6 +139,7 @@ struct StreamWriter::Impl {
       m.body = body->pieces;
       m.body_length = body->body_length;
       m.buffers = buffers;
+      m.has_body = true;
     }
     FERRY_RETURN_NOT_OK(message_sink->WriteMessage(m));
     stats.bytes_written += static_cast<int64_t>(m.metadata.size()) + m.body_length;

@@ -11,8 +11,10 @@
 
 namespace ferry::dipc {
 
-/// Byte 0 of a metadata message.
-enum class MetadataType : uint8_t { kEndOfStream = 0, kIpcMessage = 1 };
+/// Byte 0 of a metadata message. kFerryError is ferry's extension: a server's error, as UTF-8
+/// text after the header (in `flatbuffer`); other implementations refuse it as an unknown type,
+/// which ends their stream with an error too.
+enum class MetadataType : uint8_t { kEndOfStream = 0, kIpcMessage = 1, kFerryError = 0xFF };
 
 /// A decoded metadata message: its type, sequence number and (for kIpcMessage) the flatbuffer
 /// Message bytes, which point into the input.

@@ -46,6 +46,8 @@ struct EncodedMessage {
   int64_t body_length = 0;
   /// Each body buffer, in metadata order.
   std::span<const BodyBuffer> buffers;
+  /// Whether the message has a body (dictionary and record batches), even an empty one.
+  bool has_body = false;
 };
 
 /// Where a writer sends whole messages when metadata and body travel apart (the dissociated

@@ -1,0 +1,37 @@
+// The dissociated-IPC client: connect with a URI and a ticket, and read the dataset as an
+// ArrowDeviceArrayStream whose batches land on the device asked for.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "ferry/abi/unique.hpp"
+#include "ferry/device/device.hpp"
+#include "ferry/dipc/uri.hpp"
+#include "ferry/format/result.hpp"
+#include "ferry/ipc/decoder.hpp"
+
+namespace ferry::dipc {
+
+/// How a client reads. Plain values.
+struct ClientOptions {
+  /// Where batches land: the CPU (in place over shared memory: no copy), or any device of the
+  /// device layer (one copy of each batch, through the device layer). NULL means the CPU.
+  Device* device = nullptr;
+  /// Checks on what arrives (full validation by default: the peer is not trusted).
+  ipc::ReadOptions read;
+  /// How long the server may stay silent before the stream fails.
+  std::chrono::milliseconds timeout{30000};
+  /// How many messages may arrive ahead of their turn.
+  uint32_t reorder_window = 64;
+};
+
+/// Connect to `uri`, send `ticket` as the want_data request and return the stream. The schema
+/// arrives before this returns, so a refused ticket or a dead server fails here, with the
+/// server's message. Batches borrowed from shared memory keep their segment until released,
+/// then the client sends free_data (batched).
+Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
+                                              ClientOptions options = {});
+
+}  // namespace ferry::dipc

@@ -1,0 +1,285 @@
+// The dissociated-IPC client: metadata in sequence order through a Sequencer, bodies matched by
+// tag, decoded zero-copy by the IPC decoder, and free_data sent when borrowed bodies are released.
+#include "ferry/dipc/client.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "ferry/device/device_array_view.hpp"
+#include "ferry/dipc/protocol.hpp"
+#include "ferry/dipc/sequencer.hpp"
+#include "ferry/dipc/server.hpp"
+#include "ferry/dipc/transport.hpp"
+#include "ferry/format/schema.hpp"
+
+namespace ferry::dipc {
+
+namespace {
+
+// Sends free_data for released bodies, coalescing those released while a send is under way.
+// Owned by the session and by every borrowed body, so it outlives both.
+class Freer {
+ public:
+  Freer(std::shared_ptr<Connection> conn, uint64_t tag) : conn_(std::move(conn)), tag_(tag) {}
+
+  void Free(uint64_t address) {
+    std::unique_lock lock(mutex_);
+    pending_.push_back(address);
+    if (flushing_) return;  // the thread already sending picks this one up
+    flushing_ = true;
+    while (!pending_.empty()) {
+      std::vector<uint64_t> batch;
+      batch.swap(pending_);
+      lock.unlock();
+      const std::vector<uint8_t> body = EncodeFreeData(batch);
+      const ipc::ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+      (void)conn_->SendTagged(tag_, {&piece, 1});  // a gone server freed everything itself
+      lock.lock();
+    }
+    flushing_ = false;
+  }
+
+ private:
+  std::shared_ptr<Connection> conn_;
+  uint64_t tag_;
+  std::mutex mutex_;
+  std::vector<uint64_t> pending_;
+  bool flushing_ = false;
+};
+
+// The owner of a borrowed body: keeps the mapping, and frees the body when the last array over
+// it goes.
+struct BorrowedBody {
+  std::shared_ptr<const void> mapping;
+  std::shared_ptr<Freer> freer;
+  uint64_t address = 0;
+  ~BorrowedBody() { freer->Free(address); }
+};
+
+class Session {
+ public:
+  Session(std::shared_ptr<Connection> conn, const Uri& uri, ClientOptions options)
+      : conn_(std::move(conn)),
+        options_(std::move(options)),
+        decoder_(options_.read),
+        metadata_(options_.reorder_window),
+        freer_(std::make_shared<Freer>(conn_, uri.free_data.value_or(kDefaultFreeDataTag))) {}
+
+  Status Handshake(const std::string& ticket, uint64_t want_data) {
+    const ipc::ByteSpan piece{ticket.data(), static_cast<int64_t>(ticket.size())};
+    FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "sending the ticket"));
+    FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes bytes, NextMetadata());
+    FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+    if (m.type != MetadataType::kIpcMessage) {
+      return Status::Invalid("the stream ended before its schema (message 0)");
+    }
+    FERRY_RETURN_NOT_OK(decoder_.ConsumeMessage(m.flatbuffer.data(),
+                                                static_cast<int64_t>(m.flatbuffer.size()), {}));
+    std::optional<ipc::DecodedMessage> first = decoder_.Next();
+    if (!first || first->kind != ipc::MessageKind::kSchema) {
+      return Status::Invalid("message 0 is not a schema");
+    }
+    FERRY_ASSIGN_OR_RAISE(schema_, decoder_.ExportSchema());
+    return Status::OK();
+  }
+
+  const ArrowSchema* schema() const { return schema_.get(); }
+
+  // The next batch on the target device; a released `out` at the end of the stream.
+  Status Next(ArrowDeviceArray* out) {
+    std::memset(out, 0, sizeof(*out));
+    while (!finished_) {
+      if (std::optional<ipc::DecodedMessage> d = decoder_.Next()) {
+        if (d->kind == ipc::MessageKind::kRecordBatch) return Deliver(std::move(d->batch), out);
+        continue;  // a dictionary: kept by the decoder for the batches after it
+      }
+      FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes bytes, NextMetadata());
+      FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+      if (m.type == MetadataType::kEndOfStream) {
+        finished_ = true;
+        break;
+      }
+      FERRY_RETURN_NOT_OK(ReadBody(m));
+    }
+    return Status::OK();
+  }
+
+ private:
+  Status Check(Status st, const std::string& doing) {
+    if (st.ok()) return st;
+    // A server that failed says why on the metadata channel before it closes: prefer its words.
+    if (st.code() == EPIPE || st.code() == ETIMEDOUT) {
+      while (true) {
+        Result<ipc::SharedBytes> m = conn_->Receive(std::chrono::milliseconds(0));
+        if (!m.ok()) break;
+        if (m->size >= 1 && m->data[0] == static_cast<uint8_t>(MetadataType::kFerryError)) {
+          return Parse(*m).status();
+        }
+      }
+    }
+    if (st.code() == ETIMEDOUT) {
+      return Status(ETIMEDOUT, doing + ": the server sent nothing for " +
+                                   std::to_string(options_.timeout.count()) + " ms");
+    }
+    if (st.code() == EPIPE) {
+      return Status(EPIPE, doing +
+                               ": the server closed the connection before the end of the "
+                               "stream (" +
+                               st.message() + ")");
+    }
+    return Status(st.code(), doing + ": " + st.message());
+  }
+
+  Result<MetadataMessage> Parse(const ipc::SharedBytes& bytes) const {
+    FERRY_ASSIGN_OR_RAISE(MetadataMessage m,
+                          ParseMetadataMessage({bytes.data, static_cast<size_t>(bytes.size)}));
+    if (m.type == MetadataType::kFerryError) {
+      return Status(EIO, "the server reported: " +
+                             std::string(reinterpret_cast<const char*>(m.flatbuffer.data()),
+                                         m.flatbuffer.size()));
+    }
+    return m;
+  }
+
+  // The next metadata message in sequence order, holding early ones in the window.
+  Result<ipc::SharedBytes> NextMetadata() {
+    while (true) {
+      if (std::optional<ipc::SharedBytes> m = metadata_.Pop()) return std::move(*m);
+      Result<ipc::SharedBytes> r = conn_->Receive(options_.timeout);
+      FERRY_RETURN_NOT_OK(
+          Check(r.status(), "waiting for metadata message " + std::to_string(metadata_.next())));
+      FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(*r));
+      FERRY_RETURN_NOT_OK(metadata_.Put(m.sequence, std::move(*r)));
+    }
+  }
+
+  Status ReadBody(const MetadataMessage& m) {
+    Result<TaggedMessage> r = conn_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
+    FERRY_RETURN_NOT_OK(
+        Check(r.status(), "waiting for the body of message " + std::to_string(m.sequence)));
+    FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));
+    const auto* fb = m.flatbuffer.data();
+    const auto fb_size = static_cast<int64_t>(m.flatbuffer.size());
+    if (tag.type == BodyType::kPacked) return decoder_.ConsumeMessage(fb, fb_size, r->payload);
+
+    FERRY_ASSIGN_OR_RAISE(BufferList list,
+                          ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
+    Result<FetchedBody> fetched = conn_->Fetch(list.buffers, options_.timeout);
+    if (!fetched.ok()) {
+      return Status(fetched.status().code(), "the body of message " + std::to_string(m.sequence) +
+                                                 ": " + fetched.status().message());
+    }
+    std::vector<ipc::BufferLocation> at;
+    at.reserve(fetched->buffers.size());
+    for (const BufferRef& b : fetched->buffers) {
+      at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
+    }
+    ipc::SharedBytes bytes = fetched->bytes;
+    if (!list.buffers.empty()) {
+      if (fetched->borrowed) {
+        // Freed when the last array over it is released (or now, if decoding fails).
+        auto owner = std::make_shared<BorrowedBody>();
+        owner->mapping = std::move(bytes.owner);
+        owner->freer = freer_;
+        owner->address = list.buffers[0].address;
+        bytes.owner = std::move(owner);
+      } else {
+        freer_->Free(list.buffers[0].address);  // a local copy: the server's memory is done
+      }
+    }
+    return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
+  }
+
+  Status Deliver(UniqueArray batch, ArrowDeviceArray* out) {
+    UniqueDeviceArray host;
+    batch.move_to(&host->array);
+    host->device_id = -1;
+    host->device_type = ARROW_DEVICE_CPU;
+    Device* target = options_.device;
+    if (target == nullptr || target == CpuDevice()) {
+      host.move_to(out);
+      return Status::OK();
+    }
+    FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(schema_.get()));
+    FERRY_RETURN_NOT_OK(view.SetArray(host.get()));
+    FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray copy, view.Copy(*target));
+    copy.move_to(out);
+    return Status::OK();
+  }
+
+  std::shared_ptr<Connection> conn_;
+  ClientOptions options_;
+  ipc::Decoder decoder_;
+  Sequencer<ipc::SharedBytes> metadata_;
+  std::shared_ptr<Freer> freer_;
+  UniqueSchema schema_;
+  bool finished_ = false;
+};
+
+// The ArrowDeviceArrayStream over a session.
+struct StreamState {
+  std::unique_ptr<Session> session;
+  std::string last_error;
+  ArrowDeviceType device_type = ARROW_DEVICE_CPU;
+};
+
+int GetSchema(ArrowDeviceArrayStream* s, ArrowSchema* out) {
+  auto* state = static_cast<StreamState*>(s->private_data);
+  Result<UniqueSchema> copy = CopySchema(state->session->schema());
+  if (!copy.ok()) {
+    state->last_error = copy.status().message();
+    return copy.status().code();
+  }
+  copy->move_to(out);
+  return 0;
+}
+
+int GetNext(ArrowDeviceArrayStream* s, ArrowDeviceArray* out) {
+  auto* state = static_cast<StreamState*>(s->private_data);
+  const Status st = state->session->Next(out);
+  if (!st.ok()) {
+    state->last_error = st.message();
+    return st.code() != 0 ? st.code() : EIO;
+  }
+  return 0;
+}
+
+const char* GetLastError(ArrowDeviceArrayStream* s) {
+  auto* state = static_cast<StreamState*>(s->private_data);
+  return state->last_error.empty() ? nullptr : state->last_error.c_str();
+}
+
+void Release(ArrowDeviceArrayStream* s) {
+  delete static_cast<StreamState*>(s->private_data);
+  s->release = nullptr;
+}
+
+}  // namespace
+
+Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
+                                              ClientOptions options) {
+  const std::string address = uri.authority.empty() ? uri.path : uri.authority;
+  Result<std::unique_ptr<Connection>> conn = Connect(uri.scheme, address, options.timeout);
+  if (!conn.ok()) {
+    return Status(conn.status().code(),
+                  "connecting to " + uri.ToString() + ": " + conn.status().message());
+  }
+  auto state = std::make_unique<StreamState>();
+  Device* target = options.device != nullptr ? options.device : CpuDevice();
+  state->device_type = target->device_type();
+  state->session =
+      std::make_unique<Session>(std::shared_ptr<Connection>(std::move(*conn)), uri, options);
+  FERRY_RETURN_NOT_OK(state->session->Handshake(ticket, uri.want_data));
+  UniqueDeviceArrayStream out;
+  out->device_type = state->device_type;
+  out->get_schema = &GetSchema;
+  out->get_next = &GetNext;
+  out->get_last_error = &GetLastError;
+  out->release = &Release;
+  out->private_data = state.release();
+  return out;
+}
+
+}  // namespace ferry::dipc

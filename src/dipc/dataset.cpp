@@ -1,0 +1,195 @@
+// Datasets a server serves: IPC files and streams, in-memory batches, and stream producers.
+#include "ferry/dipc/dataset.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "ferry/ipc/bytes.hpp"
+#include "ferry/ipc/reader.hpp"
+
+namespace ferry::dipc {
+
+namespace {
+
+Status StreamError(const char* call, int rc, const char* message) {
+  return Status(rc, std::string("the dataset's ") + call + " failed: " + (message ? message : ""));
+}
+
+// Reads an ArrowArrayStream of host batches, labelling each as a CPU device array.
+class HostStreamReader final : public DatasetReader {
+ public:
+  static Result<std::unique_ptr<DatasetReader>> Make(UniqueArrayStream stream) {
+    auto r = std::unique_ptr<HostStreamReader>(new HostStreamReader(std::move(stream)));
+    ArrowArrayStream* s = r->stream_.get();
+    if (const int rc = s->get_schema(s, r->schema_.get()); rc != 0) {
+      return StreamError("get_schema", rc, s->get_last_error(s));
+    }
+    return std::unique_ptr<DatasetReader>(std::move(r));
+  }
+  const ArrowSchema* schema() const noexcept override { return schema_.get(); }
+  Result<const ArrowDeviceArray*> Next() override {
+    current_.reset();
+    UniqueArray a;
+    ArrowArrayStream* s = stream_.get();
+    if (const int rc = s->get_next(s, a.get()); rc != 0) {
+      return StreamError("get_next", rc, s->get_last_error(s));
+    }
+    if (!a.valid()) return nullptr;
+    ArrowDeviceArray* d = current_.get();
+    a.move_to(&d->array);
+    d->device_id = -1;
+    d->device_type = ARROW_DEVICE_CPU;
+    return static_cast<const ArrowDeviceArray*>(d);
+  }
+
+ private:
+  explicit HostStreamReader(UniqueArrayStream stream) : stream_(std::move(stream)) {}
+  UniqueArrayStream stream_;
+  UniqueSchema schema_;
+  UniqueDeviceArray current_;
+};
+
+// Reads an ArrowDeviceArrayStream.
+class DeviceStreamReader final : public DatasetReader {
+ public:
+  static Result<std::unique_ptr<DatasetReader>> Make(UniqueDeviceArrayStream stream) {
+    if (!stream.valid()) return Status::Invalid("the dataset's stream is released");
+    auto r = std::unique_ptr<DeviceStreamReader>(new DeviceStreamReader(std::move(stream)));
+    ArrowDeviceArrayStream* s = r->stream_.get();
+    if (const int rc = s->get_schema(s, r->schema_.get()); rc != 0) {
+      return StreamError("get_schema", rc, s->get_last_error(s));
+    }
+    return std::unique_ptr<DatasetReader>(std::move(r));
+  }
+  const ArrowSchema* schema() const noexcept override { return schema_.get(); }
+  Result<const ArrowDeviceArray*> Next() override {
+    current_.reset();
+    ArrowDeviceArrayStream* s = stream_.get();
+    if (const int rc = s->get_next(s, current_.get()); rc != 0) {
+      return StreamError("get_next", rc, s->get_last_error(s));
+    }
+    if (!current_.valid()) return nullptr;
+    return static_cast<const ArrowDeviceArray*>(current_.get());
+  }
+
+ private:
+  explicit DeviceStreamReader(UniqueDeviceArrayStream stream) : stream_(std::move(stream)) {}
+  UniqueDeviceArrayStream stream_;
+  UniqueSchema schema_;
+  UniqueDeviceArray current_;
+};
+
+class PathDataset final : public Dataset {
+ public:
+  explicit PathDataset(ipc::SharedBytes bytes) : bytes_(std::move(bytes)) {}
+  Result<std::unique_ptr<DatasetReader>> Open() override {
+    const bool file = bytes_.size >= 6 && std::memcmp(bytes_.data, "ARROW1", 6) == 0;
+    UniqueArrayStream stream;
+    if (file) {
+      FERRY_ASSIGN_OR_RAISE(ipc::FileReader reader, ipc::FileReader::Open(bytes_));
+      FERRY_ASSIGN_OR_RAISE(stream, ipc::FileReader::ToStream(std::move(reader)));
+    } else {
+      FERRY_ASSIGN_OR_RAISE(stream, ipc::ReadStream(bytes_));
+    }
+    return HostStreamReader::Make(std::move(stream));
+  }
+
+ private:
+  ipc::SharedBytes bytes_;
+};
+
+struct Batches {
+  UniqueSchema schema;
+  std::vector<UniqueDeviceArray> batches;
+};
+
+class BatchesReader final : public DatasetReader {
+ public:
+  explicit BatchesReader(std::shared_ptr<const Batches> data) : data_(std::move(data)) {}
+  const ArrowSchema* schema() const noexcept override { return data_->schema.get(); }
+  Result<const ArrowDeviceArray*> Next() override {
+    if (next_ >= data_->batches.size()) return nullptr;
+    return data_->batches[next_++].get();
+  }
+
+ private:
+  std::shared_ptr<const Batches> data_;  // keeps the batches alive while a client reads them
+  size_t next_ = 0;
+};
+
+class BatchesDataset final : public Dataset {
+ public:
+  explicit BatchesDataset(std::shared_ptr<const Batches> data) : data_(std::move(data)) {}
+  Result<std::unique_ptr<DatasetReader>> Open() override {
+    return std::unique_ptr<DatasetReader>(std::make_unique<BatchesReader>(data_));
+  }
+
+ private:
+  std::shared_ptr<const Batches> data_;
+};
+
+class FactoryDataset final : public Dataset {
+ public:
+  explicit FactoryDataset(std::function<Result<UniqueDeviceArrayStream>()> open)
+      : open_(std::move(open)) {}
+  Result<std::unique_ptr<DatasetReader>> Open() override {
+    FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream stream, open_());
+    return DeviceStreamReader::Make(std::move(stream));
+  }
+
+ private:
+  std::function<Result<UniqueDeviceArrayStream>()> open_;
+};
+
+class OneShotDataset final : public Dataset {
+ public:
+  explicit OneShotDataset(UniqueDeviceArrayStream stream) : stream_(std::move(stream)) {}
+  Result<std::unique_ptr<DatasetReader>> Open() override {
+    std::lock_guard lock(mutex_);
+    if (!stream_.valid()) {
+      return Status(EBUSY, "this dataset was a one-shot stream and another client has read it");
+    }
+    return DeviceStreamReader::Make(std::move(stream_));
+  }
+
+ private:
+  std::mutex mutex_;
+  UniqueDeviceArrayStream stream_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Dataset>> Dataset::FromPath(const std::string& path) {
+  FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes bytes, ipc::SharedBytes::MapFile(path));
+  auto dataset = std::make_shared<PathDataset>(std::move(bytes));
+  // Open once now, so a file that is not IPC fails at registration with its reason.
+  FERRY_RETURN_NOT_OK(dataset->Open().status());
+  return std::shared_ptr<Dataset>(std::move(dataset));
+}
+
+Result<std::shared_ptr<Dataset>> Dataset::FromBatches(UniqueSchema schema,
+                                                      std::vector<UniqueDeviceArray> batches) {
+  if (!schema.valid()) return Status::Invalid("the dataset's schema is released");
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (!batches[i].valid()) {
+      return Status::Invalid("batch " + std::to_string(i) + " of the dataset is released");
+    }
+  }
+  auto data = std::make_shared<Batches>();
+  data->schema = std::move(schema);
+  data->batches = std::move(batches);
+  return std::shared_ptr<Dataset>(std::make_shared<BatchesDataset>(std::move(data)));
+}
+
+std::shared_ptr<Dataset> Dataset::FromStreamFactory(
+    std::function<Result<UniqueDeviceArrayStream>()> open) {
+  return std::make_shared<FactoryDataset>(std::move(open));
+}
+
+std::shared_ptr<Dataset> Dataset::FromStream(UniqueDeviceArrayStream stream) {
+  return std::make_shared<OneShotDataset>(std::move(stream));
+}
+
+}  // namespace ferry::dipc

@@ -1,0 +1,94 @@
+#include "dipc/region_allocator.hpp"
+
+#include <cerrno>
+#include <iterator>
+#include <string>
+
+namespace ferry::dipc::internal {
+
+namespace {
+constexpr int64_t kAlign = 64;
+}
+
+RegionAllocator::RegionAllocator(int64_t capacity) : capacity_(capacity / kAlign * kAlign) {
+  if (capacity_ > 0) free_.emplace(0, capacity_);
+}
+
+bool RegionAllocator::TryAllocate(int64_t size, int64_t* offset) {
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < size) continue;
+    *offset = it->first;
+    const int64_t rest = it->second - size;
+    free_.erase(it);
+    if (rest > 0) free_.emplace(*offset + size, rest);
+    used_.emplace(*offset, size);
+    in_use_ += size;
+    return true;
+  }
+  return false;
+}
+
+Result<int64_t> RegionAllocator::Allocate(int64_t size, std::chrono::milliseconds timeout,
+                                          const std::function<bool()>& cancelled) {
+  const int64_t rounded = size <= 0 ? kAlign : (size + kAlign - 1) / kAlign * kAlign;
+  if (size < 0 || rounded > capacity_) {
+    return Status(E2BIG, "a body of " + std::to_string(size) +
+                             " bytes can never fit the shared region of " +
+                             std::to_string(capacity_) + " bytes");
+  }
+  std::unique_lock lock(mutex_);
+  int64_t offset = 0;
+  bool allocated = false;
+  freed_.wait_for(lock, timeout, [&] {
+    allocated = TryAllocate(rounded, &offset);
+    return allocated || (cancelled && cancelled());
+  });
+  if (allocated) return offset;
+  if (cancelled && cancelled()) return Status(ECANCELED, "the allocation was cancelled");
+  return Status(ETIMEDOUT, "no room for a body of " + std::to_string(size) +
+                               " bytes in the shared region within " +
+                               std::to_string(timeout.count()) + " ms (" + std::to_string(in_use_) +
+                               " of " + std::to_string(capacity_) +
+                               " bytes are waiting for free_data)");
+}
+
+bool RegionAllocator::Free(int64_t offset) {
+  {
+    std::lock_guard lock(mutex_);
+    auto used = used_.find(offset);
+    if (used == used_.end()) return false;
+    int64_t start = offset;
+    int64_t size = used->second;
+    in_use_ -= size;
+    used_.erase(used);
+    // Coalesce with the free neighbours on both sides.
+    auto next = free_.lower_bound(start);
+    if (next != free_.end() && start + size == next->first) {
+      size += next->second;
+      next = free_.erase(next);
+    }
+    if (next != free_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == start) {
+        start = prev->first;
+        size += prev->second;
+        free_.erase(prev);
+      }
+    }
+    free_.emplace(start, size);
+  }
+  freed_.notify_all();
+  return true;
+}
+
+void RegionAllocator::Wake() {
+  { std::lock_guard lock(mutex_); }
+  freed_.notify_all();
+}
+
+int64_t RegionAllocator::in_use() const {
+  std::lock_guard lock(mutex_);
+  return in_use_;
+}
+
+}  // namespace ferry::dipc::internal

@@ -1,0 +1,47 @@
+// Space for type-1 bodies inside a server's shared region: first-fit blocks, coalesced on free,
+// with allocations that wait for space. The wait is the server's backpressure: memory in flight
+// never exceeds the region.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "ferry/format/result.hpp"
+
+namespace ferry::dipc::internal {
+
+/// Hands out 64-byte-aligned blocks of a region of `capacity` bytes. Thread-safe.
+class RegionAllocator {
+ public:
+  explicit RegionAllocator(int64_t capacity);
+
+  /// A block of `size` bytes (at least 64), waiting up to `timeout` for space. Fails with E2BIG
+  /// when it can never fit, ETIMEDOUT when the wait ran out, ECANCELED when `cancelled()` turns
+  /// true (checked whenever the allocator is woken).
+  Result<int64_t> Allocate(int64_t size, std::chrono::milliseconds timeout,
+                           const std::function<bool()>& cancelled = {});
+  /// Return a block; an offset that is not an allocated block is ignored and reported false.
+  bool Free(int64_t offset);
+  /// Wake every waiting Allocate so it re-checks its cancellation.
+  void Wake();
+
+  int64_t capacity() const noexcept { return capacity_; }
+  int64_t in_use() const;
+
+ private:
+  bool TryAllocate(int64_t size, int64_t* offset);
+
+  const int64_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable freed_;
+  std::map<int64_t, int64_t> free_;            // offset -> size, coalesced
+  std::unordered_map<int64_t, int64_t> used_;  // offset -> size
+  int64_t in_use_ = 0;
+};
+
+}  // namespace ferry::dipc::internal

@@ -1,0 +1,383 @@
+// Server and client together, on every transport and both body types: every Arrow type round
+// trips, type-1 bodies are read in place, free_data returns space, memory in flight stays bounded,
+// and bad tickets, dead peers and disconnects end in clear errors with nothing held.
+#include "ferry/dipc/server.hpp"
+
+#include <deque>
+#include <fstream>
+#include <thread>
+
+#include "ferry/dipc/client.hpp"
+#include "ferry/dipc/ucx_transport.hpp"
+#include "support/device_util.hpp"
+#include "support/ipc_util.hpp"
+#include "support/test_util.hpp"
+#include "support/type_catalog.hpp"
+
+namespace ferry::dipc {
+namespace {
+
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+
+struct Shape {
+  std::string transport;
+  BodyType body;
+  std::string name;
+};
+
+std::vector<Shape> Shapes() {
+  return {{"shm", BodyType::kBufferList, "ShmBufferList"},
+          {"shm", BodyType::kPacked, "ShmPacked"},
+          {"ucx", BodyType::kBufferList, "UcxBufferList"},
+          {"ucx", BodyType::kPacked, "UcxPacked"}};
+}
+
+// A batch of `rows` rows (from `offset` of a generated column) of catalog type `t`, and the JSON
+// rows ferry must give back.
+struct Made {
+  UniqueSchema schema;
+  UniqueDeviceArray batch;
+  Json expected;
+};
+
+Result<Made> MakeBatch(size_t t, int64_t total, int64_t offset) {
+  const testing::TypeCase& tc = testing::TypeCatalog()[t];
+  auto [values, rendered] = testing::GenerateValues(tc, t * 7919 + 1, total, true);
+  Field column = tc.field;
+  column.name = "c";
+  Json rows = Json::array();
+  for (const Json& v : values) rows.push_back(Json{{"c", v}});
+  FERRY_ASSIGN_OR_RAISE(
+      Array batch, testing::SlicedArrayFromJson(testing::BatchField({column}), rows.dump(), offset,
+                                                total - offset));
+  Made m;
+  m.batch = testing::ToCpuDeviceArray(std::move(batch), &m.schema);
+  m.expected = Json::array();
+  for (int64_t i = offset; i < total; ++i) {
+    m.expected.push_back(Json{{"c", rendered[static_cast<size_t>(i)]}});
+  }
+  return m;
+}
+
+// `count` batches of `rows` int64 values counting up from 0, and their JSON rows.
+struct IntData {
+  std::shared_ptr<Dataset> dataset;
+  std::vector<Json> expected;
+};
+
+Result<IntData> IntBatches(int count, int rows) {
+  UniqueSchema schema;
+  std::vector<UniqueDeviceArray> batches;
+  IntData out;
+  for (int b = 0; b < count; ++b) {
+    Json values = Json::array();
+    for (int i = 0; i < rows; ++i) values.push_back(Json{{"x", int64_t{b} * rows + i}});
+    FERRY_ASSIGN_OR_RAISE(
+        Array a,
+        testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), values.dump()));
+    batches.push_back(testing::ToCpuDeviceArray(std::move(a), &schema));
+    out.expected.push_back(std::move(values));
+  }
+  FERRY_ASSIGN_OR_RAISE(out.dataset, Dataset::FromBatches(std::move(schema), std::move(batches)));
+  return out;
+}
+
+// Read a whole client stream as one JSON array of rows per batch.
+Result<std::vector<Json>> Drain(ArrowDeviceArrayStream* s) {
+  UniqueSchema schema;
+  if (int rc = s->get_schema(s, schema.get()); rc != 0) return Status(rc, s->get_last_error(s));
+  std::vector<Json> out;
+  while (true) {
+    UniqueDeviceArray a;
+    if (int rc = s->get_next(s, a.get()); rc != 0) return Status(rc, s->get_last_error(s));
+    if (!a.valid()) return out;
+    out.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), a.get())));
+  }
+}
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+class ServerClient : public ::testing::TestWithParam<size_t> {
+ protected:
+  void SetUp() override {
+    shape_ = Shapes()[GetParam()];
+    if (shape_.transport == "ucx" && !UcxAvailable()) {
+      GTEST_SKIP() << "this build has no UCX transport (libucx-dev was not found)";
+    }
+  }
+
+  std::unique_ptr<Server> StartServer(ServerOptions options = {}) {
+    options.transport = shape_.transport;
+    options.body_type = shape_.body;
+    auto server = Server::Start(options);
+    EXPECT_TRUE(server.ok()) << server.status().message();
+    return server.ok() ? std::move(*server) : nullptr;
+  }
+
+  Shape shape_;
+};
+
+TEST_P(ServerClient, EveryTypeRoundTrips) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  std::vector<Json> expected;
+  const auto& catalog = testing::TypeCatalog();
+  for (size_t t = 0; t < catalog.size(); ++t) {
+    ASSERT_OK_AND_ASSIGN(Made made, MakeBatch(t, 120, 7));
+    std::vector<UniqueDeviceArray> batches;
+    batches.push_back(std::move(made.batch));
+    ASSERT_OK_AND_ASSIGN(auto dataset,
+                         Dataset::FromBatches(std::move(made.schema), std::move(batches)));
+    server->Add(catalog[t].name, dataset);
+    expected.push_back(std::move(made.expected));
+  }
+  for (size_t t = 0; t < catalog.size(); ++t) {
+    SCOPED_TRACE(catalog[t].name);
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), catalog[t].name));
+    EXPECT_EQ(s->device_type, ARROW_DEVICE_CPU);
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0], expected[t]);
+  }
+  EXPECT_TRUE(WaitFor([&] { return server->stats().bytes_in_flight == 0; }));
+  EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
+  EXPECT_EQ(server->stats().batches_sent, static_cast<int64_t>(catalog.size()));
+}
+
+TEST_P(ServerClient, BatchesLandOnEveryDevice) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(2, 1000));
+  server->Add("t", data.dataset);
+  for (const testing::DeviceCase& dc : testing::ConformanceDevices()) {
+    SCOPED_TRACE(dc.name);
+    Result<Device*> device = testing::ResolveForTest(dc);
+    if (!device.ok()) {
+      EXPECT_FALSE(testing::DeviceRequired(dc)) << device.status().message();
+      continue;  // reported by the device suites; this machine lacks it
+    }
+    ClientOptions options;
+    options.device = *device;
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "t", options));
+    EXPECT_EQ(s->device_type, (*device)->device_type());
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    EXPECT_EQ(got, data.expected);
+  }
+}
+
+TEST_P(ServerClient, TypeOneBodiesAreReadInPlace) {
+  if (shape_.transport != "shm" || shape_.body != BodyType::kBufferList) {
+    GTEST_SKIP() << "only shared memory with body type 1 reads the server's memory in place";
+  }
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(1, 4096));
+  server->Add("t", data.dataset);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "t"));
+  UniqueDeviceArray a;
+  ASSERT_EQ(s->get_next(s.get(), a.get()), 0);
+  ASSERT_TRUE(a.valid());
+  // Every non-NULL buffer must lie inside a read-only mapping of the server's memfd segment.
+  std::vector<const void*> buffers;
+  testing::CollectBuffers(&a->array, &buffers);
+  std::ifstream maps("/proc/self/maps");
+  std::vector<std::pair<uintptr_t, uintptr_t>> segments;
+  for (std::string line; std::getline(maps, line);) {
+    // The server lives in this process too: its mapping is the writable one.
+    if (line.find("memfd:ferry-segment") == std::string::npos) continue;
+    if (line.substr(line.find(' ') + 1, 4) != "r--s") continue;
+    uintptr_t lo = 0;
+    uintptr_t hi = 0;
+    std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi);
+    segments.emplace_back(lo, hi);
+  }
+  ASSERT_FALSE(segments.empty()) << "no read-only memfd segment is mapped";
+  int in_place = 0;
+  for (const void* p : buffers) {
+    if (p == nullptr) continue;
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    for (auto [lo, hi] : segments) in_place += (at >= lo && at < hi) ? 1 : 0;
+  }
+  EXPECT_EQ(in_place, 1);  // the int64 values (no validity bitmap: no nulls)
+  // Held batches keep their blocks; releasing them sends free_data.
+  EXPECT_GT(server->stats().bytes_in_flight, 0);
+  a.reset();
+  s.reset();
+  EXPECT_TRUE(WaitFor([&] { return server->stats().bytes_in_flight == 0; }));
+}
+
+// 40 batches of about 32 KiB through a 256 KiB region: the server must wait for free_data, and
+// the memory in flight never exceeds the region.
+TEST_P(ServerClient, MemoryInFlightStaysBounded) {
+  if (shape_.body != BodyType::kBufferList) GTEST_SKIP() << "packed bodies use no region";
+  ServerOptions options;
+  options.region_bytes = 256 << 10;
+  auto server = StartServer(options);
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(40, 4000));
+  server->Add("big", data.dataset);
+  const std::vector<Json>& expected = data.expected;
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "big"));
+  UniqueSchema got_schema;
+  ASSERT_EQ(s->get_schema(s.get(), got_schema.get()), 0);
+  std::deque<UniqueDeviceArray> held;
+  int64_t peak = 0;
+  for (int b = 0; b < 40; ++b) {
+    UniqueDeviceArray a;
+    ASSERT_EQ(s->get_next(s.get(), a.get()), 0) << s->get_last_error(s.get());
+    ASSERT_TRUE(a.valid());
+    EXPECT_EQ(Json::parse(testing::DeviceArrayToJson(got_schema.get(), a.get())), expected[b]);
+    held.push_back(std::move(a));
+    if (held.size() > 4) held.pop_front();  // a consumer that keeps the last four batches
+    peak = std::max(peak, server->stats().bytes_in_flight);
+  }
+  UniqueDeviceArray end;
+  ASSERT_EQ(s->get_next(s.get(), end.get()), 0);
+  EXPECT_FALSE(end.valid());
+  EXPECT_LE(peak, options.region_bytes);
+  held.clear();
+  s.reset();
+  EXPECT_TRUE(WaitFor([&] { return server->stats().bytes_in_flight == 0; }));
+  EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
+}
+
+TEST_P(ServerClient, AClientThatNeverFreesMakesTheServerWaitThenFail) {
+  if (shape_.body != BodyType::kBufferList) GTEST_SKIP() << "packed bodies use no region";
+  if (shape_.transport != "shm") {
+    GTEST_SKIP() << "only shared memory lends bodies: UCX gets copy them and free at once";
+  }
+  ServerOptions options;
+  options.region_bytes = 64 << 10;
+  options.wait_timeout = 300ms;
+  auto server = StartServer(options);
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(8, 4000));
+  server->Add("big", data.dataset);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "big"));
+  std::vector<UniqueDeviceArray> held;
+  int rc = 0;
+  while (rc == 0) {
+    UniqueDeviceArray a;
+    rc = s->get_next(s.get(), a.get());
+    if (rc == 0 && !a.valid()) break;
+    if (rc == 0) held.push_back(std::move(a));
+  }
+  ASSERT_NE(rc, 0) << "the stream ended although the client freed nothing";
+  EXPECT_THAT(s->get_last_error(s.get()), ::testing::HasSubstr("no room for a body"));
+  EXPECT_LE(server->stats().bytes_in_flight, options.region_bytes);
+  EXPECT_TRUE(WaitFor([&] { return server->stats().bytes_in_flight == 0; }));
+}
+
+TEST_P(ServerClient, AnUnknownTicketIsRefusedByName) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(Made made, MakeBatch(0, 10, 0));
+  ASSERT_OK_AND_ASSIGN(auto d, Dataset::FromBatches(std::move(made.schema), {}));
+  server->Add("alpha", d);
+  ASSERT_RAISES_WITH(EIO, "unknown ticket \"beta\" (this server has: alpha)",
+                     ConnectStream(server->uri(), "beta"));
+}
+
+TEST_P(ServerClient, ADisconnectMidStreamFreesEverything) {
+  ServerOptions options;
+  options.region_bytes = 1 << 20;
+  auto server = StartServer(options);
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(30, 2000));
+  server->Add("t", data.dataset);
+  {
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "t"));
+    UniqueDeviceArray a;
+    ASSERT_EQ(s->get_next(s.get(), a.get()), 0);
+    ASSERT_TRUE(a.valid());
+  }  // the batch, then the stream and its connection go
+  EXPECT_TRUE(WaitFor(
+      [&] { return server->stats().clients_active == 0 && server->stats().bytes_in_flight == 0; }));
+}
+
+TEST_P(ServerClient, AStoppedServerGivesTheClientAClearError) {
+  // A small region (type 1) or the socket's buffer (packed) keeps the server from finishing.
+  ServerOptions server_options;
+  server_options.region_bytes = 64 << 10;
+  auto server = StartServer(server_options);
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(200, 2000));
+  server->Add("t", data.dataset);
+  ClientOptions options;
+  options.timeout = 2s;
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "t", options));
+  UniqueDeviceArray first;
+  ASSERT_EQ(s->get_next(s.get(), first.get()), 0);
+  server->Stop();
+  int rc = 0;
+  for (int i = 0; i < 300 && rc == 0; ++i) {
+    UniqueDeviceArray a;
+    rc = s->get_next(s.get(), a.get());
+    if (rc == 0 && !a.valid()) break;
+  }
+  ASSERT_NE(rc, 0) << "the stream ended cleanly although the server stopped mid-stream";
+  // Over UCX a get from the dead server's memory may be what notices first.
+  EXPECT_THAT(s->get_last_error(s.get()),
+              ::testing::AnyOf(::testing::HasSubstr("closed the connection"),
+                               ::testing::HasSubstr("UCX get")));
+}
+
+TEST_P(ServerClient, ABadFreeDataEndsOnlyThatClient) {
+  if (shape_.body != BodyType::kBufferList) GTEST_SKIP() << "packed bodies need no free_data";
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(1, 100));
+  server->Add("t", data.dataset);
+  const Json& expected = data.expected[0];
+  // A well-behaved client holds a batch while a rogue one frees what it does not hold.
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream good, ConnectStream(server->uri(), "t"));
+  UniqueSchema good_schema;
+  ASSERT_EQ(good->get_schema(good.get(), good_schema.get()), 0);
+  UniqueDeviceArray held;
+  ASSERT_EQ(good->get_next(good.get(), held.get()), 0);
+  if (shape_.transport == "shm") {
+    EXPECT_GT(server->stats().bytes_in_flight, 0);  // lent to the good client, held
+  }
+
+  const Uri uri = server->uri();
+  const std::string address = uri.authority.empty() ? uri.path : uri.authority;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, Connect(uri.scheme, address, 5s));
+  const std::string ticket = "t";
+  const ipc::ByteSpan t{ticket.data(), 1};
+  ASSERT_OK(rogue->SendTagged(uri.want_data, {&t, 1}));
+  ASSERT_OK(rogue->Receive(5s).status());  // the schema
+  const uint64_t bogus[] = {0xdead0000};
+  const std::vector<uint8_t> body = EncodeFreeData(bogus);
+  const ipc::ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+  ASSERT_OK(rogue->SendTagged(*uri.free_data, {&piece, 1}));
+  EXPECT_TRUE(WaitFor([&] { return server->stats().sessions_failed == 1; }));
+  EXPECT_THAT(server->last_error(), ::testing::HasSubstr("address 0xdead0000"));
+  // The rogue's stream ends with the server's error.
+  bool told = false;
+  for (int i = 0; i < 10 && !told; ++i) {
+    Result<ipc::SharedBytes> m = rogue->Receive(2s);
+    if (!m.ok()) break;
+    told = m->size > 0 && m->data[0] == 0xFF;
+  }
+  EXPECT_TRUE(told);
+  // The good client's batch is untouched and still held by the server for it.
+  EXPECT_EQ(Json::parse(testing::DeviceArrayToJson(good_schema.get(), held.get())), expected);
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, Drain(good.get()));
+  EXPECT_TRUE(rest.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllShapes, ServerClient, ::testing::Range<size_t>(0, Shapes().size()),
+                         [](const ::testing::TestParamInfo<size_t>& p) {
+                           return Shapes()[p.param].name;
+                         });
+
+}  // namespace
+}  // namespace ferry::dipc
