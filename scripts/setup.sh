@@ -34,8 +34,8 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import pyarrow, pytest, numpy" >/dev/null 2>&1; then
-  echo "setup: installing pyarrow, pytest and numpy into .venv"
+if ! .venv/bin/python -c "import pyarrow, pytest, numpy, nanobind, scikit_build_core" >/dev/null 2>&1; then
+  echo "setup: installing pyarrow, pytest, numpy, nanobind and scikit-build-core into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q pyarrow pytest numpy
+  .venv/bin/python -m pip install -q pyarrow pytest numpy nanobind scikit-build-core
 fi

@@ -26,6 +26,9 @@ cmake --build build/test -j"$jobs"
 echo "== C++ and C suites"
 ctest --test-dir build/test --output-on-failure -j"$jobs"
 
+echo "== Python binding (pip install ./python)"
+.venv/bin/python -m pip install -q --no-build-isolation ./python
+
 echo "== Python suite (pytest)"
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" .venv/bin/python -m pytest -q python/tests
 

@@ -1,0 +1,28 @@
+"""ferry: move Arrow data and N-d arrays between devices, libraries and processes without copying.
+
+A thin binding of the C++ library: every class and function lives in the extension module
+`ferry._ferry` and is re-exported here; `ferry.ipc` holds the IPC readers and writers.
+"""
+from ferry._ferry import (  # noqa: F401
+    Array,
+    ArrayStream,
+    DataType,
+    Device,
+    DeviceType,
+    MemoryView,
+    Schema,
+    TimeUnit,
+    TypeId,
+    ValidationLevel,
+    array,
+    devices,
+    from_dlpack,
+    schema,
+    stream,
+)
+from ferry import ipc  # noqa: F401
+
+__all__ = [
+    "Array", "ArrayStream", "DataType", "Device", "DeviceType", "MemoryView", "Schema", "TimeUnit",
+    "TypeId", "ValidationLevel", "array", "devices", "from_dlpack", "ipc", "schema", "stream",
+]

@@ -1,0 +1,197 @@
+// ferry.ipc: Arrow IPC streams and files read zero-copy from bytes-like objects and memory-mapped
+// files, and written from any stream or array producer to memory or files.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+
+#include "capsule.hpp"
+#include "ferry/format/schema.hpp"
+#include "ferry/device/device_array.hpp"
+#include "ferry/ipc/reader.hpp"
+#include "ferry/ipc/writer.hpp"
+#include "objects.hpp"
+
+namespace ferry::python {
+namespace {
+
+/// The bytes of a buffer-protocol object, kept alive (under a GIL guard) by the SharedBytes.
+ipc::SharedBytes BytesOf(nb::handle obj) {
+  Py_buffer buffer;
+  if (PyObject_GetBuffer(obj.ptr(), &buffer, PyBUF_SIMPLE) != 0) throw nb::python_error();
+  auto* held = new Py_buffer(buffer);
+  std::shared_ptr<const void> owner(held, [](const void* p) {
+    auto* b = static_cast<Py_buffer*>(const_cast<void*>(p));
+    if (nb::is_alive()) {
+      nb::gil_scoped_acquire gil;
+      PyBuffer_Release(b);
+    }
+    delete b;
+  });
+  return ipc::SharedBytes{static_cast<const uint8_t*>(held->buf), held->len, std::move(owner)};
+}
+
+bool IsPath(nb::handle obj) {
+  return PyUnicode_Check(obj.ptr()) || nb::hasattr(obj, "__fspath__");
+}
+
+std::string PathOf(nb::handle obj) {
+  nb::object path = nb::steal(PyOS_FSPath(obj.ptr()));
+  if (!path.is_valid()) throw nb::python_error();
+  if (!PyUnicode_Check(path.ptr())) Raise(PyExc_TypeError, "paths must be str or os.PathLike of str");
+  return nb::cast<std::string>(path);
+}
+
+ipc::ReadOptions ReadOptionsOf(ValidationLevel validation) {
+  ipc::ReadOptions options;
+  options.validation = validation;
+  return options;
+}
+
+ipc::WriteOptions WriteOptionsOf(const std::optional<std::string>& compression, int32_t alignment) {
+  ipc::WriteOptions options;
+  if (compression) {
+    if (*compression == "lz4" || *compression == "lz4_frame") {
+      options.compression = ipc::Compression::kLz4Frame;
+    } else if (*compression == "zstd") {
+      options.compression = ipc::Compression::kZstd;
+    } else {
+      Raise(PyExc_ValueError, "compression must be None, 'lz4' or 'zstd', not '" + *compression + "'");
+    }
+  }
+  options.alignment = alignment;
+  return options;
+}
+
+/// A memory view of bytes the writer produced (read-only, unsigned bytes, no copy).
+PyMemoryView ViewOfBytes(ipc::SharedBytes bytes) {
+  PyMemoryView out;
+  out.view = Unwrap(memview::MakeContiguousView(bytes.owner, const_cast<uint8_t*>(bytes.data), bytes.size, "C",
+                                                {bytes.size}, true));
+  out.obj = nb::none();
+  return out;
+}
+
+PyArrayStream ReadStream(nb::handle source, ValidationLevel validation) {
+  Result<UniqueArrayStream> stream = [&]() -> Result<UniqueArrayStream> {
+    if (IsPath(source)) {
+      std::string path = PathOf(source);
+      nb::gil_scoped_release release;
+      return ipc::ReadPath(path, ReadOptionsOf(validation));
+    }
+    ipc::SharedBytes bytes = BytesOf(source);
+    nb::gil_scoped_release release;
+    return ipc::ReadStream(std::move(bytes), ReadOptionsOf(validation));
+  }();
+  return OpenStream(WrapHostStream(Unwrap(std::move(stream))));
+}
+
+/// ferry.ipc.FileReader.
+struct PyFileReader {
+  std::shared_ptr<ipc::FileReader> reader;
+};
+
+PyFileReader OpenFile(nb::handle source, ValidationLevel validation) {
+  ipc::SharedBytes bytes;
+  if (IsPath(source)) {
+    std::string path = PathOf(source);
+    Result<ipc::SharedBytes> mapped = [&] {
+      nb::gil_scoped_release release;
+      return ipc::SharedBytes::MapFile(path);
+    }();
+    bytes = Unwrap(std::move(mapped));
+  } else {
+    bytes = BytesOf(source);
+  }
+  Result<ipc::FileReader> reader = [&] {
+    nb::gil_scoped_release release;
+    return ipc::FileReader::Open(std::move(bytes), ReadOptionsOf(validation));
+  }();
+  return PyFileReader{std::make_shared<ipc::FileReader>(Unwrap(std::move(reader)))};
+}
+
+template <typename Writer>
+nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::string>& compression,
+                 int32_t alignment) {
+  PyArrayStream input = StreamFromObject(data, nb::none());
+  ipc::WriteOptions options = WriteOptionsOf(compression, alignment);
+  std::unique_ptr<ipc::Sink> owned;
+  ipc::MemorySink* memory = nullptr;
+  ipc::FileSink* file = nullptr;
+  if (sink.is_none()) {
+    auto m = std::make_unique<ipc::MemorySink>();
+    memory = m.get();
+    owned = std::move(m);
+  } else if (IsPath(sink)) {
+    auto f = Unwrap(ipc::FileSink::Open(PathOf(sink)));
+    file = f.get();
+    owned = std::move(f);
+  } else {
+    Raise(PyExc_TypeError, "sink must be None (write to memory) or a path");
+  }
+  ArrowDeviceArrayStream* stream = input.Live("write");
+  Status st = [&]() -> Status {
+    nb::gil_scoped_release release;
+    FERRY_ASSIGN_OR_RAISE(Writer writer, Writer::Open(owned.get(), input.schema->schema.get(), options));
+    for (;;) {
+      UniqueDeviceArray batch;
+      int rc = stream->get_next(stream, batch.get());
+      if (rc != 0) {
+        const char* msg = stream->get_last_error(stream);
+        return Status(rc, std::string("input stream: ") + (msg ? msg : std::strerror(rc)));
+      }
+      if (!batch.valid()) break;
+      FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch.get()));
+    }
+    FERRY_RETURN_NOT_OK(writer.Close());
+    if (file != nullptr) FERRY_RETURN_NOT_OK(file->Close());
+    return Status::OK();
+  }();
+  Check(st);
+  if (memory != nullptr) return nb::cast(ViewOfBytes(memory->Finish()));
+  return nb::int_(file->position());
+}
+
+}  // namespace
+
+void InitIpc(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule("ipc", "Arrow IPC streams and files.");
+  m.def("read_stream", &ReadStream, nb::arg("source"), nb::arg("validation") = ValidationLevel::kFull,
+        "Read IPC data as an ArrayStream of record batches (struct arrays). `source` is a bytes-like "
+        "object (read in place, kept alive by the arrays) or a path (memory-mapped; the stream or "
+        "the file format, told apart by the magic).");
+  nb::class_<PyFileReader>(m, "FileReader", "Random access to the record batches of an IPC file.")
+      .def("__init__", [](PyFileReader* self, nb::handle source, ValidationLevel validation) {
+        new (self) PyFileReader(OpenFile(source, validation));
+      }, nb::arg("source"), nb::arg("validation") = ValidationLevel::kFull,
+         "Open a bytes-like object in place, or a path through a read-only memory map.")
+      .def_prop_ro("schema", [](const PyFileReader& r) {
+        auto holder = std::make_shared<SchemaHolder>();
+        holder->schema = Unwrap(CopySchema(r.reader->schema()));
+        const ArrowSchema* raw = holder->schema.get();
+        return PySchema{std::move(holder), raw};
+      })
+      .def_prop_ro("num_record_batches", [](const PyFileReader& r) { return r.reader->num_record_batches(); })
+      .def("__len__", [](const PyFileReader& r) { return r.reader->num_record_batches(); })
+      .def("read_record_batch", [](const PyFileReader& r, int64_t i) {
+        Result<UniqueArray> batch = [&] {
+          nb::gil_scoped_release release;
+          return r.reader->ReadRecordBatch(i);
+        }();
+        UniqueArray array = Unwrap(std::move(batch));
+        UniqueDeviceArray device;
+        Check(DeviceArrayInit(*CpuDevice(), device.get(), array.get(), nullptr));
+        // The batch keeps the file's bytes alive itself; the reader is kept for its schema.
+        return MakeArray(Unwrap(CopySchema(r.reader->schema())), std::move(device), r.reader);
+      }, nb::arg("i"), "Decode record batch i as a struct array (IndexError when out of range).");
+  m.def("write_stream", &Write<ipc::StreamWriter>, nb::arg("data"), nb::arg("sink") = nb::none(),
+        nb::kw_only(), nb::arg("compression") = nb::none(), nb::arg("alignment") = 8,
+        "Write the record batches of any stream or struct-array producer in the IPC stream format: to "
+        "memory (returns a read-only MemoryView of the bytes) or to a path (returns the size).");
+  m.def("write_file", &Write<ipc::FileWriter>, nb::arg("data"), nb::arg("sink") = nb::none(),
+        nb::kw_only(), nb::arg("compression") = nb::none(), nb::arg("alignment") = 8,
+        "As write_stream, in the IPC file format.");
+}
+
+}  // namespace ferry::python

@@ -1,0 +1,80 @@
+// The `ferry._ferry` extension module: error mapping, Python owners, and the module's sections.
+#include <cstring>
+
+#include "common.hpp"
+
+namespace ferry::python {
+
+void Raise(PyObject* type, const std::string& message) {
+  PyErr_SetString(type, message.c_str());
+  throw nb::python_error();
+}
+
+void RaiseStatus(const Status& status) {
+  PyObject* type = PyExc_RuntimeError;
+  switch (status.code()) {
+    case EINVAL:
+      type = PyExc_ValueError;
+      break;
+    case ENOTSUP:
+      type = PyExc_NotImplementedError;
+      break;
+    case ENOMEM:
+      type = PyExc_MemoryError;
+      break;
+    case ERANGE:
+      type = PyExc_IndexError;
+      break;
+    case ENOENT:
+      type = PyExc_FileNotFoundError;
+      break;
+    case EIO:
+    case EACCES:
+    case EPERM:
+    case EISDIR:
+    case ENOSPC:
+      type = PyExc_OSError;
+      break;
+    default:
+      break;
+  }
+  Raise(type, status.message());
+}
+
+std::shared_ptr<const void> PyOwner(nb::handle object) {
+  PyObject* raw = object.ptr();
+  Py_XINCREF(raw);
+  return std::shared_ptr<const void>(raw, [](const void* p) {
+    auto* obj = static_cast<PyObject*>(const_cast<void*>(p));
+    if (obj == nullptr || !nb::is_alive()) return;  // after finalization the object is gone
+    nb::gil_scoped_acquire gil;
+    Py_DECREF(obj);
+  });
+}
+
+Device& DeviceOf(ArrowDeviceType type, int64_t id) {
+  if (type == ARROW_DEVICE_CPU) return *CpuDevice();
+  return *Unwrap(ResolveDevice(type, id));
+}
+
+void CheckNoKwargs(const nb::kwargs& kwargs, const char* method) {
+  for (auto [key, value] : kwargs) {
+    if (!value.is_none()) {
+      Raise(PyExc_NotImplementedError, std::string(method) + ": keyword argument '" +
+                                           nb::str(key).c_str() + "' is not supported");
+    }
+  }
+}
+
+}  // namespace ferry::python
+
+NB_MODULE(_ferry, m) {
+  using namespace ferry::python;
+  m.doc() = "ferry's C++ core: devices, schemas, arrays, streams, memory views and IPC.";
+  InitDevice(m);
+  InitSchema(m);
+  InitArray(m);
+  InitStream(m);
+  InitMemoryView(m);
+  InitIpc(m);
+}

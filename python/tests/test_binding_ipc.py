@@ -1,0 +1,119 @@
+"""ferry.ipc against pyarrow.ipc: streams and files, to and from bytes, files and memory maps."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
+import ferry  # noqa: E402
+
+from arrays import CATALOG  # noqa: E402
+from binding_support import assert_same  # noqa: E402
+
+N = len(CATALOG["int8"])
+# Extension types travel as their storage plus metadata; the rest as themselves.
+COLUMNS = {n: a for n, a in CATALOG.items() if len(a) == N and n != "extension"}
+
+
+def table():
+    return pa.table(COLUMNS)
+
+
+def pa_stream_bytes(t, **kw):
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, t.schema, **kw) as w:
+        w.write_table(t, max_chunksize=11)
+    return sink.getvalue()
+
+
+def assert_tables_equal(back, t):
+    assert back.schema == t.schema
+    for name in t.column_names:
+        assert_same(back.column(name).combine_chunks(), t.column(name).combine_chunks())
+
+
+def test_ferry_reads_pyarrow_streams_in_place():
+    t = table()
+    data = pa_stream_bytes(t)
+    s = ferry.ipc.read_stream(data)
+    batches = s.read_all()
+    back = pa.Table.from_batches([pa.record_batch(b) for b in batches])
+    assert_tables_equal(back, t)
+    # Zero copy: the int32 column's values lie inside pyarrow's buffer.
+    col = pa.record_batch(batches[0]).column("int32").buffers()[1]
+    assert data.address <= col.address < data.address + data.size
+
+
+@pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
+def test_pyarrow_reads_ferry_streams(compression):
+    t = table()
+    out = ferry.ipc.write_stream(pa.RecordBatchReader.from_batches(t.schema, t.to_batches(9)),
+                                 compression=compression)
+    assert out.readonly
+    back = pa.ipc.open_stream(pa.py_buffer(out)).read_all()
+    assert_tables_equal(back, t)
+
+
+def test_pyarrow_compressed_streams_are_read():
+    t = table()
+    back = ferry.ipc.read_stream(pa_stream_bytes(t, options=pa.ipc.IpcWriteOptions(compression="zstd")))
+    assert_tables_equal(pa.RecordBatchReader.from_stream(back).read_all(), t)
+
+
+def test_files_both_ways_through_paths_and_memory_maps(tmp_path):
+    t = table()
+    path = tmp_path / "ferry.arrow"
+    size = ferry.ipc.write_file(t, path)
+    assert size == path.stat().st_size
+    with pa.ipc.open_file(pa.memory_map(str(path))) as r:
+        assert_tables_equal(r.read_all(), t)
+    pa_path = tmp_path / "pyarrow.arrow"
+    with pa.ipc.new_file(str(pa_path), t.schema) as w:
+        w.write_table(t, max_chunksize=15)
+    reader = ferry.ipc.FileReader(pa_path)
+    assert reader.num_record_batches == len(reader) == 3
+    assert pa.schema(reader.schema) == t.schema
+    got = [pa.record_batch(reader.read_record_batch(i)) for i in range(len(reader))]
+    assert_tables_equal(pa.Table.from_batches(got), t)
+    with pytest.raises(IndexError):
+        reader.read_record_batch(3)
+    # read_stream on a path memory-maps it and tells the formats apart by their magic.
+    assert_tables_equal(pa.RecordBatchReader.from_stream(ferry.ipc.read_stream(str(pa_path))).read_all(), t)
+
+
+def test_file_reader_reads_bytes_in_memory():
+    t = table()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, t.schema) as w:
+        w.write_table(t)
+    data = sink.getvalue()
+    reader = ferry.ipc.FileReader(data)
+    batch = pa.record_batch(reader.read_record_batch(0))
+    assert_tables_equal(pa.Table.from_batches([batch]), t)
+    addr = batch.column("int64").buffers()[1].address
+    assert data.address <= addr < data.address + data.size
+
+
+def test_stream_bytes_written_by_ferry_read_by_ferry():
+    t = pa.table({"a": np.arange(1000), "b": [str(i) for i in range(1000)]})
+    out = ferry.ipc.write_stream(t)
+    back = pa.RecordBatchReader.from_stream(ferry.ipc.read_stream(out)).read_all()
+    assert back.equals(t)
+
+
+def test_device_batches_are_written_through_the_device_layer():
+    t = pa.table({"a": [1, 2, 3], "s": ["x", None, "z"]})
+    guarded = ferry.Device.resolve(ferry.DeviceType.EXT_DEV, 0)
+    on_device = ferry.array(t.to_batches()[0]).copy_to(guarded)
+    out = ferry.ipc.write_stream(on_device)
+    assert pa.ipc.open_stream(pa.py_buffer(out)).read_all().equals(t)
+
+
+def test_errors():
+    with pytest.raises(ValueError):
+        ferry.ipc.read_stream(b"not an arrow stream at all, just bytes")
+    with pytest.raises(OSError, match="nope"):
+        ferry.ipc.FileReader("/nonexistent/nope.arrow")
+    with pytest.raises(ValueError, match="compression must be None, 'lz4' or 'zstd', not 'gzip'"):
+        ferry.ipc.write_stream(table(), compression="gzip")
+    with pytest.raises(TypeError, match="sink must be None"):
+        ferry.ipc.write_stream(table(), 3)

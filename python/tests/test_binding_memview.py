@@ -1,0 +1,294 @@
+"""ferry.MemoryView against NumPy (and torch on the CPU): the buffer protocol both ways, DLPack
+both ways (versioned and legacy capsules, the used_ renaming, the copy and stream rules), the
+CUDA Array Interface parsed by hand, and lifetimes."""
+import gc
+import weakref
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
+import ferry  # noqa: E402
+
+from binding_support import capsule_name  # noqa: E402
+
+DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+          np.float32, np.float64]
+LAYOUTS = ["contiguous", "strided", "transposed", "empty", "scalar"]
+
+
+def make(dtype, layout):
+    a = (np.arange(24) * 3 - 7).astype(dtype).reshape(4, 6)
+    if layout == "strided":
+        return a[::2, 1::2]
+    if layout == "transposed":
+        return a.T
+    if layout == "empty":
+        return a[:0]
+    if layout == "scalar":
+        return np.array(5, dtype)
+    return a
+
+
+def extent(a):
+    if a.size == 0:
+        return 0
+    return a.itemsize + sum((n - 1) * abs(s) for n, s in zip(a.shape, a.strides))
+
+
+@pytest.fixture(params=DTYPES, ids=lambda d: np.dtype(d).name)
+def dtype(request):
+    return request.param
+
+
+@pytest.fixture(params=LAYOUTS)
+def a(request, dtype):
+    return make(dtype, request.param)
+
+
+def test_buffer_protocol_in_describes_the_array_as_numpy_does(a):
+    mv = ferry.MemoryView(a)
+    assert mv.ptr == a.__array_interface__["data"][0]
+    assert tuple(mv.shape) == a.shape
+    assert tuple(mv.strides) == a.strides
+    assert mv.ndim == a.ndim and mv.itemsize == a.itemsize
+    assert mv.nbytes == extent(a)
+    assert mv.readonly is False
+    assert mv.device_type == ferry.DeviceType.CPU and mv.device_id == -1
+    assert mv.obj is a
+    assert mv.c_contiguous == a.flags.c_contiguous
+
+
+def test_buffer_protocol_out_is_zero_copy_and_typed_by_size(a):
+    mv = ferry.MemoryView(a)
+    back = np.asarray(mv)
+    assert back.__array_interface__["data"][0] == a.__array_interface__["data"][0]
+    assert back.dtype.itemsize == a.dtype.itemsize and back.dtype.kind == a.dtype.kind
+    np.testing.assert_array_equal(back, a)
+    assert memoryview(mv).format == memoryview(np.ascontiguousarray(a)).format.replace("@", "<") or \
+        np.dtype(memoryview(mv).format) == a.dtype
+
+
+def test_dlpack_out_is_zero_copy(a):
+    mv = ferry.MemoryView(a)
+    back = np.from_dlpack(mv)
+    assert back.__array_interface__["data"][0] == a.__array_interface__["data"][0]
+    assert back.dtype == a.dtype
+    np.testing.assert_array_equal(back, a)
+
+
+def test_dlpack_in_is_zero_copy(a):
+    mv = ferry.from_dlpack(a)
+    assert mv.ptr == a.__array_interface__["data"][0]
+    assert tuple(mv.shape) == a.shape and tuple(mv.strides) == a.strides
+    np.testing.assert_array_equal(np.asarray(mv), a)
+
+
+def test_readonly_arrays_give_readonly_views():
+    a = np.arange(4.0)
+    a.flags.writeable = False
+    mv = ferry.MemoryView(a)
+    assert mv.readonly
+    assert memoryview(mv).readonly
+    assert not np.asarray(mv).flags.writeable
+    assert not np.from_dlpack(mv).flags.writeable
+    import ctypes
+    with pytest.raises(TypeError, match="not writable|read-only"):
+        (ctypes.c_char * 32).from_buffer(mv)
+
+
+def test_writable_views_write_through():
+    a = np.zeros(4, np.int32)
+    mv = ferry.MemoryView(a)
+    np.asarray(mv)[2] = 7
+    assert a[2] == 7
+
+
+def test_bytes_and_bytearray_are_buffers():
+    b = bytearray(b"ferry")
+    mv = ferry.MemoryView(b)
+    assert mv.format in ("<B", "B") and mv.nbytes == 5 and not mv.readonly
+    assert bytes(mv) == b"ferry"
+    assert ferry.MemoryView(b"abc").readonly
+
+
+def test_slices_reference_their_parent_and_follow_numpy():
+    a = np.arange(10, dtype=np.int64)
+    mv = ferry.MemoryView(a)
+    for key in [slice(2, 7), slice(None, None, 3), slice(8, 1, -2), slice(20, 30)]:
+        s = mv[key]
+        assert s.obj is mv
+        np.testing.assert_array_equal(np.asarray(s), a[key])
+        assert s.nbytes == extent(a[key])
+    with pytest.raises(TypeError, match="indices must be slices, not int"):
+        mv[3]
+
+
+def test_owners_live_exactly_as_long_as_the_views():
+    class Owner(bytearray):
+        pass
+
+    owner = Owner(b"0123456789")
+    ref = weakref.ref(owner)
+    mv = ferry.MemoryView(owner)
+    child = mv[2:5]
+    del owner, mv
+    gc.collect()
+    assert ref() is not None  # the slice holds its parent, which holds the owner
+    assert bytes(child) == b"234"
+    del child
+    gc.collect()
+    assert ref() is None
+
+
+def test_numpy_consumer_keeps_the_owner_alive():
+    a = np.arange(6.0)
+    ref = weakref.ref(a)
+    mv = ferry.MemoryView(a)
+    back = np.from_dlpack(mv)
+    del a, mv
+    gc.collect()
+    assert ref() is not None  # held through the DLPack tensor's deleter
+    np.testing.assert_array_equal(back, np.arange(6.0))
+    del back
+    gc.collect()
+    assert ref() is None
+
+
+def test_versioned_capsules_are_renamed_when_consumed():
+    mv = ferry.MemoryView(np.arange(3))
+    cap = mv.__dlpack__(max_version=(1, 0))
+    assert capsule_name(cap) == "dltensor_versioned"
+    view = ferry.from_dlpack(cap)
+    assert capsule_name(cap) == "used_dltensor_versioned"
+    np.testing.assert_array_equal(np.asarray(view), np.arange(3))
+    with pytest.raises(ValueError, match="already consumed"):
+        ferry.from_dlpack(cap)
+
+
+def test_legacy_capsules_without_max_version():
+    a = np.arange(3)
+    mv = ferry.MemoryView(a)
+    cap = mv.__dlpack__()
+    assert capsule_name(cap) == "dltensor"
+    view = ferry.from_dlpack(cap)
+    assert capsule_name(cap) == "used_dltensor"
+    assert view.ptr == a.__array_interface__["data"][0]
+
+
+def test_legacy_producers_are_asked_again_without_max_version():
+    a = np.arange(5, dtype=np.float32)
+
+    class Legacy:
+        def __dlpack__(self, stream=None):  # a pre-1.0 producer: no max_version
+            return ferry.MemoryView(a).__dlpack__()
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    view = ferry.from_dlpack(Legacy())
+    np.testing.assert_array_equal(np.asarray(view), a)
+
+
+def test_read_only_views_need_versioned_capsules():
+    a = np.arange(3)
+    a.flags.writeable = False
+    with pytest.raises(BufferError, match="read-only view needs max_version"):
+        ferry.MemoryView(a).__dlpack__()
+
+
+def test_unconsumed_capsules_free_their_tensor():
+    a = np.arange(3)
+    ref = weakref.ref(a)
+    cap = ferry.MemoryView(a).__dlpack__(max_version=(1, 0))
+    del a
+    gc.collect()
+    assert ref() is not None
+    del cap
+    gc.collect()
+    assert ref() is None
+
+
+def test_dlpack_copy_and_device_rules():
+    a = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
+    mv = ferry.MemoryView(a)
+    copied = np.from_dlpack(mv, copy=True)
+    assert copied.__array_interface__["data"][0] != a.__array_interface__["data"][0]
+    np.testing.assert_array_equal(copied, a)
+    assert mv.__dlpack_device__() == (1, 0)
+    np.from_dlpack(mv, device="cpu")
+    with pytest.raises(BufferError, match="is not the view's device"):
+        mv.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
+    with pytest.raises(ValueError, match="stream must be None for CPU memory"):
+        mv.__dlpack__(stream=1)
+
+
+def test_item_formats_numpy_cannot_map_by_letter_are_matched_by_size():
+    # 'l' is 8 bytes in NumPy's native format strings but 4 in pack templates: sizes decide.
+    a = np.arange(3, dtype=np.int_)
+    assert np.asarray(ferry.MemoryView(a)).dtype == np.int64
+
+
+def test_unsupported_formats_raise():
+    with pytest.raises(ValueError):
+        ferry.MemoryView(np.arange(3, dtype=np.complex64))
+
+
+def test_objects_without_a_protocol_raise():
+    with pytest.raises(TypeError, match="int exposes neither the buffer protocol"):
+        ferry.MemoryView(3)
+
+
+class FakeCuda:
+    """An object exposing only __cuda_array_interface__ (never dereferenced on a machine
+    without CUDA: ferry parses the dict and records the device)."""
+
+    def __init__(self, host, **extra):
+        self.host = host
+        self.__cuda_array_interface__ = {
+            "shape": host.shape, "typestr": host.dtype.str, "version": 3,
+            "data": (host.__array_interface__["data"][0], False), "strides": None, **extra}
+
+
+def test_cuda_array_interface_is_parsed_by_hand():
+    host = np.zeros((3, 4), np.float32)
+    mv = ferry.MemoryView(FakeCuda(host, stream=2))
+    assert mv.device_type == ferry.DeviceType.CUDA
+    assert mv.ptr == host.__array_interface__["data"][0]
+    assert tuple(mv.shape) == (3, 4) and tuple(mv.strides) == host.strides
+    assert mv.nbytes == host.nbytes and mv.stream == 2
+    cai = mv.__cuda_array_interface__
+    assert cai["shape"] == (3, 4) and cai["typestr"] == "<f4" and cai["version"] == 3
+    assert cai["data"] == (host.__array_interface__["data"][0], False)
+    assert cai["stream"] == 2
+    with pytest.raises(BufferError, match="on CUDA"):
+        memoryview(mv)
+
+
+def test_cuda_array_interface_errors():
+    host = np.zeros(3, np.int32)
+    bad = FakeCuda(host)
+    del bad.__cuda_array_interface__["typestr"]
+    with pytest.raises(ValueError, match="lacks the required key 'typestr'"):
+        ferry.MemoryView(bad)
+    with pytest.raises((ValueError, NotImplementedError), match="mask"):
+        ferry.MemoryView(FakeCuda(host, mask=np.ones(3, bool)))
+    with pytest.raises(AttributeError, match="not CUDA"):
+        ferry.MemoryView(host).__cuda_array_interface__
+
+
+def test_views_of_ferry_arrays_match_pyarrow():
+    arr = pa.array([1.5, 2.5, 3.5])
+    mv = ferry.MemoryView.from_array(ferry.array(arr))
+    assert mv.readonly and mv.ptr == arr.buffers()[1].address
+    np.testing.assert_array_equal(np.asarray(mv), arr.to_numpy())
+
+
+def test_torch_cpu_tensors_cross_by_dlpack():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    mv = ferry.from_dlpack(t)
+    assert mv.ptr == t.data_ptr()
+    back = torch.from_dlpack(mv)
+    assert back.data_ptr() == t.data_ptr() and torch.equal(back, t)
