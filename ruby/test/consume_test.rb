@@ -33,6 +33,7 @@ class ConsumeTest < Test::Unit::TestCase
     assert_equal(5, view[-2, -3])
     fiddle = Fiddle::MemoryView.new(buffer)
     assert_equal([[5, 4, 3], [2, 1, 0]], (0...2).map { |i| (0...3).map { |j| fiddle[i, j] } })
+    assert_equal(4, fiddle.byte_size) # data is the last item: only its bytes lie ahead of it
     fiddle.release
     assert_raise_message(/layout cannot be shared|copy/) { view.to_arrow }
     assert_equal([[5, 4, 3], [2, 1, 0]], view.to_arrow(true).to_a)

@@ -45,7 +45,14 @@ bool ExportToRuby(VALUE obj, mv::MemoryView view, int flags, rb_memory_view_t* o
   }
   out->obj = obj;
   out->data = v.data;
-  out->byte_size = static_cast<ssize_t>(v.n_items() * v.item_size);
+  // The bytes from data to the end of the furthest item, so that a consumer reading byte_size
+  // bytes from data (Fiddle's #to_s) stays inside the memory, whatever the strides' signs.
+  int64_t span = v.n_items() == 0 ? 0 : v.item_size;
+  for (int64_t d = 0; d < v.ndim && span > 0; ++d) {
+    const int64_t reach = (v.shape[static_cast<size_t>(d)] - 1) * v.stride(d);
+    if (reach > 0) span += reach;
+  }
+  out->byte_size = static_cast<ssize_t>(span);
   out->readonly = v.readonly;
   out->format = v.format.c_str();
   out->item_size = static_cast<ssize_t>(v.item_size);
