@@ -1,0 +1,165 @@
+"""`ferry serve` and `ferry get` as separate processes, checked against pyarrow: tables cross
+whole over shared memory and UCX with both body types, an unknown ticket is refused by name, a
+SIGKILLed server leaves no segment behind and gives the client a clear error, and a SIGKILLed
+client makes the server free what it held."""
+
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+
+def cli():
+    path = os.environ.get("FERRY_CLI")
+    if not path or not os.path.exists(path):
+        pytest.skip("FERRY_CLI does not name a built ferry tool (scripts/test.sh sets it)")
+    return path
+
+
+def write_stream(path, table, chunk):
+    with pa.OSFile(str(path), "wb") as f:
+        with pa.ipc.new_stream(f, table.schema) as w:
+            for b in table.to_batches(max_chunksize=chunk):
+                w.write_batch(b)
+
+
+def mixed_table(rows):
+    rng = np.random.default_rng(7)
+    return pa.table(
+        {
+            "i": pa.array(np.arange(rows, dtype=np.int64)),
+            "f": pa.array(rng.random(rows)),
+            "s": pa.array([None if i % 11 == 0 else f"row {i}" for i in range(rows)]),
+            "l": pa.array([[i, i + 1] if i % 3 else None for i in range(rows)], pa.list_(pa.int32())),
+            "d": pa.array([["a", "b", "c"][i % 3] for i in range(rows)]).dictionary_encode(),
+        }
+    )
+
+
+class Server:
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(
+            [cli(), "serve", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.uris = {}
+        for _ in range(len([a for a in args if "=" in a and not a.startswith("--")])):
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("ferry serve exited: " + self.proc.stderr.read())
+            name, uri = line.split()
+            self.uris[name] = uri
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=10)
+        return self.proc.stderr.read()
+
+
+def get(uri, ticket, *args, timeout=60):
+    return subprocess.run(
+        [cli(), "get", uri, "--ticket", ticket, "--no-progress", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+SHAPES = [("shm", "list"), ("shm", "packed"), ("ucx", "list"), ("ucx", "packed")]
+
+
+@pytest.mark.parametrize("transport,body", SHAPES)
+def test_a_table_crosses_processes_whole(tmp_path, transport, body):
+    table = mixed_table(50_000)
+    src = tmp_path / "t.arrows"
+    write_stream(src, table, 7_000)
+    server = Server("--transport", transport, "--body", body, f"t={src}")
+    try:
+        out = tmp_path / "got.arrows"
+        r = get(server.uris["t"], "t", "--to", str(out))
+        assert r.returncode == 0, r.stderr
+        assert "t: 8 batches, 50000 rows" in r.stdout
+        got = pa.ipc.open_stream(str(out)).read_all()
+        assert got.equals(table)
+    finally:
+        server.stop()
+
+
+def test_an_unknown_ticket_is_refused_by_name(tmp_path):
+    src = tmp_path / "t.arrows"
+    write_stream(src, mixed_table(10), 10)
+    server = Server(f"alpha={src}")
+    try:
+        r = get(server.uris["alpha"], "beta")
+        assert r.returncode == 1
+        assert 'unknown ticket "beta" (this server has: alpha)' in r.stderr
+    finally:
+        server.stop()
+
+
+def memfd_mappings(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return [line for line in f if "memfd:ferry-segment" in line]
+    except (FileNotFoundError, PermissionError, ProcessLookupError):
+        return []  # gone, or not ours to read (and then not ours to have mapped a segment)
+
+
+def test_a_killed_server_leaves_no_segment_and_a_clear_error(tmp_path):
+    table = mixed_table(400_000)
+    src = tmp_path / "t.arrows"
+    write_stream(src, table, 4_000)
+    # A small region makes the server wait on the client, and the client writes into a FIFO the
+    # test stops reading: the stream is surely mid-way when the server is killed.
+    server = Server("--region-mb", "1", f"t={src}")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    client = subprocess.Popen(
+        [cli(), "get", server.uris["t"], "--ticket", "t", "--no-progress", "--to", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with open(fifo, "rb") as pipe:
+        assert len(pipe.read(1 << 20)) > 0
+        time.sleep(0.3)
+        assert memfd_mappings(server.proc.pid), "the server should map its segment"
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(timeout=10)
+        while pipe.read(1 << 20):
+            pass
+    _, err = client.communicate(timeout=60)
+    assert client.returncode == 1
+    assert "closed the connection before the end of the stream" in err
+    # No process maps a ferry segment any more, and memfd segments have no name to leak.
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            assert not memfd_mappings(pid), f"process {pid} still maps a ferry segment"
+
+
+def test_a_killed_client_makes_the_server_free_what_it_held(tmp_path):
+    table = mixed_table(200_000)
+    src = tmp_path / "t.arrows"
+    write_stream(src, table, 2_000)
+    server = Server("--region-mb", "1", f"t={src}")
+    try:
+        client = subprocess.Popen(
+            [cli(), "get", server.uris["t"], "--ticket", "t", "--no-progress"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(0.2)
+        client.send_signal(signal.SIGKILL)
+        client.wait(timeout=10)
+        # A later client still gets the whole table: nothing stayed held.
+        out = tmp_path / "got.arrows"
+        r = get(server.uris["t"], "t", "--to", str(out))
+        assert r.returncode == 0, r.stderr
+        assert pa.ipc.open_stream(str(out)).read_all().equals(table)
+    finally:
+        log = server.stop()
+    assert "clients" in log
