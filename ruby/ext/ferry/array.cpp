@@ -26,9 +26,11 @@ struct ArrayObject {
 void FreeArray(void* p) { delete static_cast<ArrayObject*>(p); }
 size_t ArraySize(const void*) { return sizeof(ArrayObject); }
 
-const rb_data_type_t kArrayType = {
-    "Ferry::Array", {nullptr, FreeArray, ArraySize, nullptr, {nullptr}}, nullptr, nullptr,
-    RUBY_TYPED_FREE_IMMEDIATELY};
+const rb_data_type_t kArrayType = {"Ferry::Array",
+                                   {nullptr, FreeArray, ArraySize, nullptr, {nullptr}},
+                                   nullptr,
+                                   nullptr,
+                                   RUBY_TYPED_FREE_IMMEDIATELY};
 
 VALUE Alloc(VALUE klass) { return TypedData_Wrap_Struct(klass, &kArrayType, new ArrayObject()); }
 
@@ -73,15 +75,14 @@ VALUE FromJson(VALUE, VALUE format, VALUE json) {
       *exc = MakeError(rb_eArgError, "Ferry::Array.from_json format", schema.status());
       return Qnil;
     }
-    auto array = ferry::ArrayFromJson(schema->get(),
-                                      std::string_view(RSTRING_PTR(json),
-                                                       static_cast<size_t>(RSTRING_LEN(json))));
+    auto array = ferry::ArrayFromJson(
+        schema->get(), std::string_view(RSTRING_PTR(json), static_cast<size_t>(RSTRING_LEN(json))));
     if (!array.ok()) {
       *exc = MakeError(rb_eArgError, "Ferry::Array.from_json values", array.status());
       return Qnil;
     }
-    auto imported = ferry::Array::Import(std::move(schema).ValueOrDie(),
-                                         std::move(array).ValueOrDie());
+    auto imported =
+        ferry::Array::Import(std::move(schema).ValueOrDie(), std::move(array).ValueOrDie());
     if (!imported.ok()) {
       *exc = MakeError(eError, "Ferry::Array.from_json", imported.status());
       return Qnil;

@@ -39,9 +39,11 @@ size_t BufferSize(const void* p) {
   return sizeof(*b) + (b->bytes ? static_cast<size_t>(b->bytes->size) : 0);
 }
 
-const rb_data_type_t kBufferType = {
-    "Ferry::Buffer", {nullptr, FreeBuffer, BufferSize, nullptr, {nullptr}}, nullptr, nullptr,
-    RUBY_TYPED_FREE_IMMEDIATELY};
+const rb_data_type_t kBufferType = {"Ferry::Buffer",
+                                    {nullptr, FreeBuffer, BufferSize, nullptr, {nullptr}},
+                                    nullptr,
+                                    nullptr,
+                                    RUBY_TYPED_FREE_IMMEDIATELY};
 
 BufferObject* Get(VALUE self) {
   auto* b = static_cast<BufferObject*>(rb_check_typeddata(self, &kBufferType));
@@ -76,8 +78,7 @@ ferry::Status CheckLayout(const BufferObject& b) {
   }
   if (!b.strides.empty() && b.strides.size() != b.shape.size()) {
     return ferry::Status::Invalid("strides has " + std::to_string(b.strides.size()) +
-                                  " entries for " + std::to_string(b.shape.size()) +
-                                  " dimensions");
+                                  " entries for " + std::to_string(b.shape.size()) + " dimensions");
   }
   int64_t lo = b.offset;
   int64_t hi = b.offset;
@@ -166,8 +167,8 @@ VALUE Initialize(int argc, VALUE* argv, VALUE self) {
     if (next.shape.empty() && NIL_P(shape)) {
       next.shape = {next.item_size ? (next.bytes->size - next.offset) / next.item_size : 0};
     }
-    ferry::Status st = next.item_size > 0 ? CheckLayout(next)
-                                          : ferry::Status::Invalid("items of 0 bytes");
+    ferry::Status st =
+        next.item_size > 0 ? CheckLayout(next) : ferry::Status::Invalid("items of 0 bytes");
     if (st.ok() && next.offset < 0) st = ferry::Status::Invalid("offset must be >= 0");
     if (!st.ok()) {
       *exc = MakeError(rb_eArgError, "Ferry::Buffer layout", st);
@@ -207,9 +208,7 @@ bool Available(VALUE obj) {
 const rb_memory_view_entry_t kEntry = {GetView, ReleaseRubyExport, Available};
 
 VALUE ByteSize(VALUE self) { return LL2NUM(Get(self)->bytes->size); }
-VALUE Address(VALUE self) {
-  return ULL2NUM(reinterpret_cast<uintptr_t>(Get(self)->bytes->data));
-}
+VALUE Address(VALUE self) { return ULL2NUM(reinterpret_cast<uintptr_t>(Get(self)->bytes->data)); }
 VALUE Format(VALUE self) { return rb_str_new_cstr(Get(self)->format.c_str()); }
 VALUE ReadonlyP(VALUE self) { return Get(self)->readonly ? Qtrue : Qfalse; }
 VALUE ToS(VALUE self) {

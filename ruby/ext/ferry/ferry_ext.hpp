@@ -11,9 +11,12 @@
 #include "ferry/format/status.hpp"
 #include "ferry/memview/memory_view.hpp"
 
+// Ruby's headers come last and lose their memcpy macro (ruby_nonempty_memcpy), because ferry's
+// headers and this extension call std::memcpy.
+// clang-format off
 #include <ruby.h>
 #include <ruby/memory_view.h>
-// Ruby redefines memcpy as a macro; ferry's headers and this extension call std::memcpy.
+// clang-format on
 #ifdef memcpy
 #undef memcpy
 #endif

@@ -1,6 +1,7 @@
 // Item formats from Ruby: ferry's pack-template parser (ferry::memview::ParseItemFormat) and, for
 // comparison, Ruby's own (rb_memory_view_parse_item_format), with the same result shape.
 #include "ferry/memview/format.hpp"
+
 #include "ferry_ext.hpp"
 
 namespace ferry_ruby {
@@ -21,23 +22,20 @@ VALUE ParseFormat(VALUE, VALUE format) {
   return Guarded([&](VALUE* exc) {
     auto desc = mv::ParseItemFormat(RSTRING_PTR(format));
     if (!desc.ok()) {
-      *exc = MakeError(rb_eArgError, "Ferry::MemoryView.parse_format",
-                       desc.status());
+      *exc = MakeError(rb_eArgError, "Ferry::MemoryView.parse_format", desc.status());
       return Qnil;
     }
     VALUE members = rb_ary_new();
     for (const mv::ItemComponent& c : desc->components) {
-      rb_ary_push(members, Member(c.format, c.offset, c.size, c.repeat, c.native_size,
-                                  c.little_endian));
+      rb_ary_push(members,
+                  Member(c.format, c.offset, c.size, c.repeat, c.native_size, c.little_endian));
     }
     return rb_ary_new_from_args(2, LL2NUM(desc->item_size), members);
   });
 }
 
 // Ferry::MemoryView.item_size_of(format): the item size ferry's parser gives.
-VALUE ItemSizeOf(VALUE klass, VALUE format) {
-  return rb_ary_entry(ParseFormat(klass, format), 0);
-}
+VALUE ItemSizeOf(VALUE klass, VALUE format) { return rb_ary_entry(ParseFormat(klass, format), 0); }
 
 // Ferry::MemoryView.ruby_parse_format(format): the same from Ruby's parser, or nil where Ruby
 // rejects the format.
@@ -51,9 +49,9 @@ VALUE RubyParseFormat(VALUE, VALUE format) {
   VALUE out = rb_ary_new();
   for (size_t i = 0; i < n; ++i) {
     const rb_memory_view_item_component_t& c = members[i];
-    rb_ary_push(out, Member(c.format, static_cast<int64_t>(c.offset), static_cast<int64_t>(c.size),
-                            static_cast<int64_t>(c.repeat), c.native_size_p != 0,
-                            c.little_endian_p != 0));
+    rb_ary_push(
+        out, Member(c.format, static_cast<int64_t>(c.offset), static_cast<int64_t>(c.size),
+                    static_cast<int64_t>(c.repeat), c.native_size_p != 0, c.little_endian_p != 0));
   }
   xfree(members);
   return rb_ary_new_from_args(2, SSIZET2NUM(size), out);

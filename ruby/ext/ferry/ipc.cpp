@@ -44,8 +44,8 @@ VALUE ReadPath(VALUE, VALUE path) {
   return Guarded([&](VALUE* exc) {
     VALUE out = rb_ary_new();
     auto stream = ipc::ReadPath(p);
-    ferry::Status st = stream.ok() ? StreamToRuby(std::move(stream).ValueOrDie(), out)
-                                   : stream.status();
+    ferry::Status st =
+        stream.ok() ? StreamToRuby(std::move(stream).ValueOrDie(), out) : stream.status();
     if (!st.ok()) *exc = MakeError(eError, std::string("Ferry::IPC.read ") + p, st);
     return out;
   });
@@ -64,10 +64,10 @@ VALUE ReadBytes(VALUE, VALUE bytes) {
       const bool file = shared->size >= 6 && std::memcmp(d, "ARROW1", 6) == 0;
       ferry::Result<ferry::UniqueArrayStream> stream =
           file ? [&]() -> ferry::Result<ferry::UniqueArrayStream> {
-            FERRY_ASSIGN_OR_RAISE(ipc::FileReader reader, ipc::FileReader::Open(*shared));
-            return ipc::FileReader::ToStream(std::move(reader));
-          }()
-               : ipc::ReadStream(*shared);
+        FERRY_ASSIGN_OR_RAISE(ipc::FileReader reader, ipc::FileReader::Open(*shared));
+        return ipc::FileReader::ToStream(std::move(reader));
+      }()
+          : ipc::ReadStream(*shared);
       st = stream.ok() ? StreamToRuby(std::move(stream).ValueOrDie(), out) : stream.status();
     }
     if (!st.ok()) *exc = MakeError(eError, "Ferry::IPC.read", st);
@@ -110,7 +110,8 @@ bool CheckWriteArgs(VALUE batches, VALUE format) {
 
 std::vector<std::shared_ptr<const ferry::Array>> Batches(VALUE batches) {
   std::vector<std::shared_ptr<const ferry::Array>> out;
-  for (long i = 0; i < RARRAY_LEN(batches); ++i) out.push_back(UnwrapArray(rb_ary_entry(batches, i)));
+  for (long i = 0; i < RARRAY_LEN(batches); ++i)
+    out.push_back(UnwrapArray(rb_ary_entry(batches, i)));
   return out;
 }
 

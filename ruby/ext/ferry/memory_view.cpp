@@ -56,7 +56,10 @@ void Mark(void* p) {
 void Free(void* p) { delete static_cast<MemoryViewObject*>(p); }
 size_t Size(const void*) { return sizeof(MemoryViewObject); }
 
-const rb_data_type_t kType = {"Ferry::MemoryView", {Mark, Free, Size, nullptr, {nullptr}}, nullptr, nullptr,
+const rb_data_type_t kType = {"Ferry::MemoryView",
+                              {Mark, Free, Size, nullptr, {nullptr}},
+                              nullptr,
+                              nullptr,
                               RUBY_TYPED_FREE_IMMEDIATELY};
 
 VALUE Alloc(VALUE klass) { return TypedData_Wrap_Struct(klass, &kType, new MemoryViewObject()); }
@@ -80,10 +83,9 @@ ferry::Status FromRuby(std::shared_ptr<RubyView> holder, int flags, mv::MemoryVi
   v.item_desc = std::move(desc).ValueOrDie();
   v.item_size = r.item_size;
   if (v.item_size <= 0 || v.item_desc.item_size != v.item_size) {
-    return ferry::Status::Invalid("format \"" + v.format + "\" has items of " +
-                                  std::to_string(v.item_desc.item_size) +
-                                  " bytes but the exporter says item_size " +
-                                  std::to_string(v.item_size));
+    return ferry::Status::Invalid(
+        "format \"" + v.format + "\" has items of " + std::to_string(v.item_desc.item_size) +
+        " bytes but the exporter says item_size " + std::to_string(v.item_size));
   }
   v.ndim = r.ndim;
   if (v.ndim < 0) return ferry::Status::Invalid("ndim " + std::to_string(v.ndim) + " < 0");
@@ -129,9 +131,8 @@ VALUE Initialize(int argc, VALUE* argv, VALUE self) {
     mv::MemoryView view;
     ferry::Status st = FromRuby(std::move(holder), flags, &view);
     if (!st.ok()) {
-      *exc = MakeError(rb_eArgError, std::string("Ferry::MemoryView of ") +
-                                         rb_obj_classname(target),
-                       st);
+      *exc = MakeError(rb_eArgError,
+                       std::string("Ferry::MemoryView of ") + rb_obj_classname(target), st);
       return Qnil;
     }
     m->view = std::move(view);
@@ -209,8 +210,10 @@ VALUE Aref(int argc, VALUE* argv, VALUE self) {
     long long i = NUM2LL(argv[d]);
     const long long n = v.shape[static_cast<size_t>(d)];
     if (i < -n || i >= n) {
-      rb_raise(rb_eIndexError, "Ferry::MemoryView#[]: index %lld out of range in dimension %d "
-               "(extent %lld)", i, d, n);
+      rb_raise(rb_eIndexError,
+               "Ferry::MemoryView#[]: index %lld out of range in dimension %d "
+               "(extent %lld)",
+               i, d, n);
     }
   }
   return Guarded([&](VALUE*) {
