@@ -1,6 +1,7 @@
 """Lifetimes: owners live exactly as long as what references them, nothing leaks
 (pa.total_allocated_bytes() returns to its baseline), releases from other threads are safe, and
 a subprocess exits without nanobind leak warnings."""
+import ctypes
 import gc
 import os
 import subprocess
@@ -147,3 +148,50 @@ def test_a_subprocess_exits_without_nanobind_leak_warnings():
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "nanobind" not in r.stderr and "leak" not in r.stderr.lower(), r.stderr
+
+
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_set_name = ctypes.pythonapi.PyCapsule_SetName
+_set_name.restype = ctypes.c_int
+_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def _call_without_gil_on_a_thread(fn, arg):
+    # ctypes drops the GIL around foreign calls: the release runs on a thread without it.
+    t = threading.Thread(target=fn, args=(arg,))
+    t.start()
+    t.join()
+
+
+def test_an_arrow_release_called_without_the_gil_on_another_thread(baseline):
+    f = ferry.array(fresh())
+    schema, array = f.__arrow_c_array__()
+    del f
+    raw = _get_pointer(array, b"arrow_array")
+    moved = ctypes.create_string_buffer(80)  # sizeof(ArrowArray)
+    ctypes.memmove(moved, raw, 80)
+    ctypes.c_void_p.from_address(raw + 64).value = None  # the capsule's struct is now released
+    del array, schema
+    gc.collect()
+    assert pa.total_allocated_bytes() > baseline  # the moved struct still owns the buffers
+    release = _RELEASE(ctypes.c_void_p.from_buffer(moved, 64).value)
+    _call_without_gil_on_a_thread(release, ctypes.addressof(moved))
+    gc.collect()
+
+
+def test_a_dlpack_deleter_called_without_the_gil_on_another_thread():
+    a = np.arange(10)
+    ref = weakref.ref(a)
+    cap = ferry.MemoryView(a).__dlpack__(max_version=(1, 0))
+    del a
+    gc.collect()
+    assert ref() is not None
+    tensor = _get_pointer(cap, b"dltensor_versioned")
+    assert _set_name(cap, b"used_dltensor_versioned") == 0  # consumed: the capsule frees nothing
+    deleter = _RELEASE(ctypes.c_void_p.from_address(tensor + 16).value)
+    _call_without_gil_on_a_thread(deleter, tensor)
+    gc.collect()
+    assert ref() is None
