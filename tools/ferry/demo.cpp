@@ -348,7 +348,8 @@ int RunDemo(const DemoOptions& options) {
       validate_s > 0 ? static_cast<double>(total_bytes) / validate_s / 1e9 : 0.0);
   std::printf("validation: OK (full)\n");
   if (const int rc = DeviceRoundTrips(*imported); rc != 0) return rc;
-  return IpcRoundTrips(*imported);
+  if (const int rc = IpcRoundTrips(*imported); rc != 0) return rc;
+  return ProcessTransfers(*imported);
 }
 
 }  // namespace ferry::cli
