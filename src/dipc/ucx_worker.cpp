@@ -52,12 +52,6 @@ std::shared_ptr<uint8_t> AlignedAlloc(size_t size) {
                                   [](uint8_t* p) { std::free(p); });
 }
 
-// UCX's defaults, unless the user's environment names its own: TCP for the wire (it carries
-// peer-failure detection and works between hosts), shared memory and self for local lanes.
-void SetDefaults(ucp_config_t* config) {
-  if (std::getenv("UCX_TLS") == nullptr) ucp_config_modify(config, "TLS", "tcp,sm,self");
-}
-
 }  // namespace
 
 struct Worker::Incoming {
@@ -97,9 +91,9 @@ Result<std::shared_ptr<Worker>> Worker::Create() {
 
 Status Worker::Init() {
   ucp_config_t* config = nullptr;
+  // UCX's own environment (UCX_TLS, UCX_NET_DEVICES, ...) applies; ferry needs none of it.
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return Status(EIO, std::string("UCX: ") + ucs_status_string(st));
-  SetDefaults(config);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
@@ -564,18 +558,11 @@ void Worker::Close(const std::shared_ptr<Peer>& peer) {
     peer->changed.wait_for(lock, kCloseAckWait, [&] { return peer->close_acked || peer->failed; });
   }
   auto done = std::make_shared<Completion>();
-  Post([this, peer, done] {
-    bool force = false;
-    {
-      std::lock_guard lock(peer->mutex);
-      force = peer->failed;
-    }
-    CloseEndpoint(peer, force, done);
-  });
+  Post([this, peer, done] { CloseEndpoint(peer, done); });
   done->Wait(std::chrono::steady_clock::now() + kEndpointCloseWait);
 }
 
-void Worker::CloseEndpoint(const std::shared_ptr<Peer>& peer, bool force,
+void Worker::CloseEndpoint(const std::shared_ptr<Peer>& peer,
                            const std::shared_ptr<Completion>& done) {
   for (auto& region : peer->regions) {
     if (region->rkey != nullptr) ucp_rkey_destroy(region->rkey);
@@ -590,7 +577,10 @@ void Worker::CloseEndpoint(const std::shared_ptr<Peer>& peer, bool force,
   ucp_request_param_t params{};
   params.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  params.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  // Always forced: what this end sent is through (sends return on completion, and the close
+  // acknowledgement followed it), and a graceful close aborts in UCX 1.13 while a receive from
+  // this endpoint (a rendezvous body the peer is still sending) is in flight.
+  params.flags = UCP_EP_CLOSE_FLAG_FORCE;
   params.cb.send = OnSendOrGetDone;
   params.user_data = pending;
   ucp_ep_h ep = peer->ep;

@@ -120,7 +120,7 @@ class Worker {
                            const std::shared_ptr<uint8_t>& dest,
                            std::chrono::steady_clock::time_point deadline);
   /// Close `peer`: send the close marker, wait (bounded) for its acknowledgement, then close
-  /// the endpoint and forget the peer.
+  /// the endpoint (forced) and forget the peer.
   void Close(const std::shared_ptr<Peer>& peer);
 
  private:
@@ -133,8 +133,7 @@ class Worker {
   void Deliver(Incoming& in);
   void AcceptPending();
   void SendControl(Peer& peer, uint64_t tag, uint64_t value);
-  void CloseEndpoint(const std::shared_ptr<Peer>& peer, bool force,
-                     const std::shared_ptr<Completion>& done);
+  void CloseEndpoint(const std::shared_ptr<Peer>& peer, const std::shared_ptr<Completion>& done);
   ucp_ep_params_t EndpointParams(Peer* peer) const;
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void OnConnectionRequest(ucp_conn_request_h request, void* arg);

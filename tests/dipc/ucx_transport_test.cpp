@@ -179,14 +179,21 @@ TEST(UcxTransportChild, DISABLED_ConnectsThenWaits) {
 }
 
 TEST_F(UcxTransport, KilledPeerFailsReceivesWithinSeconds) {
-  const std::string address = listener_->address();
+  // Everything the child needs is built before fork: between fork and exec it may only make
+  // async-signal-safe calls (the parent's other threads may hold the allocator's locks).
+  const std::string setting = std::string(kChildEnv) + "=" + listener_->address();
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  env.push_back(const_cast<char*>(setting.c_str()));
+  env.push_back(nullptr);
+  char program[] = "ferry_dipc_tests";
+  char filter[] = "--gtest_filter=UcxTransportChild.*";
+  char disabled[] = "--gtest_also_run_disabled_tests";
+  char* argv[] = {program, filter, disabled, nullptr};
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // Exec at once: the parent's UCX threads do not survive a fork.
-    setenv(kChildEnv, address.c_str(), 1);
-    execl("/proc/self/exe", "ferry_dipc_tests", "--gtest_filter=UcxTransportChild.*",
-          "--gtest_also_run_disabled_tests", static_cast<char*>(nullptr));
+    execve("/proc/self/exe", argv, env.data());
     _exit(127);
   }
   auto reap = [&] {
