@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ferry/capi/ferry.h"
 
@@ -407,6 +408,70 @@ static void TestIpc(void) {
   CHECK(FerryIpcWritePath(NULL, "/tmp/x", &options, &error) == EINVAL);
 }
 
+static void TestDipc(void) {
+  struct ArrowSchema child = MakeSchema("l");
+  struct ArrowSchema* children[1] = {&child};
+  struct ArrowSchema root = MakeSchema("+s");
+  struct ArrowSchema owned;
+  struct ArrowArray batches[2];
+  struct ArrowArrayStream stream;
+  struct ArrowDeviceArrayStream got;
+  struct ArrowDeviceArray batch;
+  struct FerryIpcWriteOptions options = {FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0,
+                                         8, 0};
+  struct FerryDipcServerOptions server_options = {"shm", NULL, FERRY_DIPC_BODY_BUFFER_LIST,
+                                                  1 << 20};
+  struct FerryDipcServer* server = NULL;
+  struct FerryError error;
+  char uri[512];
+  char path[64];
+  int64_t sum = 0;
+  int64_t rows = 0;
+
+  root.n_children = 1;
+  root.children = children;
+  CHECK(FerrySchemaDeepCopy(&root, &owned, &error) == 0);
+  CHECK(FerryArrayFromJson(&owned, "[{\"s\": 1}, {\"s\": 20}]", &batches[0], &error) == 0);
+  CHECK(FerryArrayFromJson(&owned, "[{\"s\": 300}]", &batches[1], &error) == 0);
+  CHECK(FerryArrayStreamInit(&stream, &owned, 2, batches, &error) == 0);
+  snprintf(path, sizeof(path), "/tmp/ferry-c-dipc-%d.arrows", (int)getpid());
+  CHECK(FerryIpcWritePath(&stream, path, &options, &error) == 0);
+
+  CHECK(FerryDipcServerStart(&server_options, &server, &error) == 0);
+  CHECK(FerryDipcServerAddPath(server, "t", path, &error) == 0);
+  CHECK(FerryDipcServerAddPath(server, "u", "/no/such/file", &error) == ENOENT);
+  CHECK(FerryDipcServerUri(server, uri, sizeof(uri), &error) == 0);
+  CHECK(strncmp(uri, "shm://", 6) == 0 && strstr(uri, "want_data=") != NULL);
+  CHECK(FerryDipcServerUri(server, uri, 4, &error) == ERANGE);
+  CHECK(FerryDipcServerUri(server, uri, sizeof(uri), &error) == 0);
+
+  CHECK(FerryDipcConnect(uri, "t", NULL, &got, &error) == 0);
+  CHECK(got.device_type == ARROW_DEVICE_CPU);
+  for (;;) {
+    CHECK(got.get_next(&got, &batch) == 0);
+    if (batch.array.release == NULL) break;
+    CHECK(batch.device_type == ARROW_DEVICE_CPU && batch.array.n_children == 1);
+    for (int64_t i = 0; i < batch.array.length; ++i) {
+      sum += ((const int64_t*)batch.array.children[0]->buffers[1])[i];
+    }
+    rows += batch.array.length;
+    batch.array.release(&batch.array);
+  }
+  CHECK(rows == 3 && sum == 321);
+  got.release(&got);
+
+  CHECK(FerryDipcConnect(uri, "nope", NULL, &got, &error) == EIO);
+  CHECK(strstr(error.message, "unknown ticket \"nope\"") != NULL);
+  CHECK(FerryDipcConnect("not a uri", "t", NULL, &got, &error) == EINVAL);
+  CHECK(FerryDipcConnect(uri, "t", NULL, NULL, &error) == EINVAL);
+  server_options.body_type = 7;
+  CHECK(FerryDipcServerStart(&server_options, &server, &error) == EINVAL);
+  CHECK(strstr(error.message, "unknown body type 7") != NULL);
+  FerryDipcServerRelease(server);
+  FerryDipcServerRelease(NULL);
+  remove(path);
+}
+
 int main(void) {
   TestFormats();
   TestValidation();
@@ -414,6 +479,7 @@ int main(void) {
   TestDevices();
   TestMemoryViews();
   TestIpc();
+  TestDipc();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -468,6 +468,48 @@ FerryErrorCode FerryIpcFileReaderRead(const struct FerryIpcFileReader* reader, i
 /** Close the reader; arrays already read stay valid. */
 void FerryIpcFileReaderRelease(struct FerryIpcFileReader* reader);
 
+/* ---- Dissociated IPC: server and client --------------------------------------------------- */
+
+/** Body types of the Dissociated IPC protocol: whole packed bodies, or (offset, length) pairs into
+ * the server's shared region. */
+enum FerryDipcBodyType { FERRY_DIPC_BODY_PACKED = 0, FERRY_DIPC_BODY_BUFFER_LIST = 1 };
+
+/** How a server runs: a transport ("shm" or "ucx"; NULL means "shm"), where to listen (NULL or ""
+ * picks a fresh address), a FerryDipcBodyType, and the shared region's size in bytes (0: 256
+ * MiB), which bounds the body memory in flight. */
+struct FerryDipcServerOptions {
+  const char* transport;
+  const char* address;
+  int32_t body_type;
+  int64_t region_bytes;
+};
+
+/** A running server; opaque. */
+struct FerryDipcServer;
+
+/** Start a server (its accept thread runs until FerryDipcServerRelease). `options` may be NULL. */
+FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options,
+                                    struct FerryDipcServer** out, struct FerryError* error);
+/** Serve the IPC stream or file at `path` under `name` (mapped once, read zero-copy per client). */
+FerryErrorCode FerryDipcServerAddPath(struct FerryDipcServer* server, const char* name,
+                                      const char* path, struct FerryError* error);
+/** Serve `stream` under `name` to the first client that asks (moved in: released on return). */
+FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server, const char* name,
+                                        struct ArrowDeviceArrayStream* stream,
+                                        struct FerryError* error);
+/** The URI clients connect with, written NUL-terminated into `out` (ERANGE when too small). */
+FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out,
+                                  size_t out_size, struct FerryError* error);
+/** Stop the server, close every session and free it. NULL is ignored. */
+void FerryDipcServerRelease(struct FerryDipcServer* server);
+
+/** Connect to `uri`, ask for `ticket` and fill `out` with the stream of its batches, which land on
+ * `device` (NULL: the CPU). Validation of what arrives is full. A refused ticket, an unreachable
+ * or dead server fails here with the server's message. */
+FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
+                                const struct FerryDevice* device,
+                                struct ArrowDeviceArrayStream* out, struct FerryError* error);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,102 @@
+// The C surface of the dipc layer.
+#include <cstring>
+#include <memory>
+
+#include "capi/error.hpp"
+#include "ferry/device/device.hpp"
+#include "ferry/dipc/client.hpp"
+#include "ferry/dipc/server.hpp"
+
+using ferry::Status;
+
+struct FerryDipcServer {
+  std::unique_ptr<ferry::dipc::Server> server;
+};
+
+extern "C" {
+
+FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options,
+                                    struct FerryDipcServer** out, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    if (out == nullptr) return Status::Invalid("out is NULL");
+    *out = nullptr;
+    ferry::dipc::ServerOptions o;
+    if (options != nullptr) {
+      if (options->transport != nullptr) o.transport = options->transport;
+      if (options->address != nullptr) o.address = options->address;
+      if (options->body_type != FERRY_DIPC_BODY_PACKED &&
+          options->body_type != FERRY_DIPC_BODY_BUFFER_LIST) {
+        return Status::Invalid("unknown body type " + std::to_string(options->body_type));
+      }
+      o.body_type = static_cast<ferry::dipc::BodyType>(options->body_type);
+      if (options->region_bytes < 0) return Status::Invalid("region_bytes is negative");
+      if (options->region_bytes > 0) o.region_bytes = options->region_bytes;
+    }
+    FERRY_ASSIGN_OR_RAISE(auto server, ferry::dipc::Server::Start(std::move(o)));
+    *out = new FerryDipcServer{std::move(server)};
+    return Status::OK();
+  });
+}
+
+FerryErrorCode FerryDipcServerAddPath(struct FerryDipcServer* server, const char* name,
+                                      const char* path, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    if (server == nullptr || name == nullptr || path == nullptr) {
+      return Status::Invalid("server, name or path is NULL");
+    }
+    FERRY_ASSIGN_OR_RAISE(auto dataset, ferry::dipc::Dataset::FromPath(path));
+    server->server->Add(name, std::move(dataset));
+    return Status::OK();
+  });
+}
+
+FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server, const char* name,
+                                        struct ArrowDeviceArrayStream* stream,
+                                        struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    if (server == nullptr || name == nullptr) return Status::Invalid("server or name is NULL");
+    if (stream == nullptr || stream->release == nullptr) {
+      return Status::Invalid("the stream is NULL or released");
+    }
+    server->server->Add(name,
+                        ferry::dipc::Dataset::FromStream(ferry::UniqueDeviceArrayStream(stream)));
+    return Status::OK();
+  });
+}
+
+FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out, size_t out_size,
+                                  struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
+    const std::string uri = server->server->uri().ToString();
+    if (uri.size() + 1 > out_size) {
+      return Status(ERANGE, "the URI needs " + std::to_string(uri.size() + 1) + " bytes, not " +
+                                std::to_string(out_size));
+    }
+    std::memcpy(out, uri.c_str(), uri.size() + 1);
+    return Status::OK();
+  });
+}
+
+void FerryDipcServerRelease(struct FerryDipcServer* server) { delete server; }
+
+FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
+                                const struct FerryDevice* device,
+                                struct ArrowDeviceArrayStream* out, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    if (uri == nullptr || ticket == nullptr || out == nullptr) {
+      return Status::Invalid("uri, ticket or out is NULL");
+    }
+    FERRY_ASSIGN_OR_RAISE(ferry::dipc::Uri parsed, ferry::dipc::Uri::Parse(uri));
+    ferry::dipc::ClientOptions options;
+    if (device != nullptr) {
+      options.device = ferry::Device::FromC(device);
+      if (options.device == nullptr) return Status::Invalid("the device is not one of ferry's");
+    }
+    FERRY_ASSIGN_OR_RAISE(auto stream, ferry::dipc::ConnectStream(parsed, ticket, options));
+    stream.move_to(out);
+    return Status::OK();
+  });
+}
+
+}  // extern "C"
