@@ -1,0 +1,311 @@
+// The client against a scripted, lying server: malformed metadata, unknown body types, reserved
+// tag bits, missing and duplicate sequence numbers, pairs outside the shared segment and lying
+// lengths each end the stream with an error naming what was wrong, and never crash.
+#include "ferry/dipc/client.hpp"
+
+#include <thread>
+
+#include "ferry/dipc/server.hpp"
+#include "ferry/dipc/shm_transport.hpp"
+#include "ferry/ipc/writer.hpp"
+#include "support/ipc_util.hpp"
+#include "support/test_util.hpp"
+
+namespace ferry::dipc {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Messages as a real writer encodes them: metadata flatbuffers and packed bodies.
+struct Recorded {
+  std::vector<uint8_t> metadata;
+  std::vector<uint8_t> body;
+  std::vector<ipc::BodyBuffer> buffers;  // offsets into `body`
+  bool has_body = false;
+};
+
+class RecordingSink final : public ipc::MessageSink {
+ public:
+  Status WriteMessage(const ipc::EncodedMessage& m) override {
+    Recorded r;
+    r.metadata.assign(m.metadata.begin(), m.metadata.end());
+    for (const ipc::ByteSpan& p : m.body) {
+      const auto* b = static_cast<const uint8_t*>(p.data);
+      r.body.insert(r.body.end(), b, b + p.size);
+    }
+    r.buffers.assign(m.buffers.begin(), m.buffers.end());
+    r.has_body = m.has_body;
+    messages.push_back(std::move(r));
+    return Status::OK();
+  }
+  Status WriteEndOfStream() override { return Status::OK(); }
+  std::vector<Recorded> messages;
+};
+
+// A schema message and one batch message of [1, 2, 3] int64.
+std::vector<Recorded> RecordStream() {
+  auto batch = testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}),
+                                      R"([{"x": 1}, {"x": 2}, {"x": 3}])");
+  EXPECT_TRUE(batch.ok());
+  RecordingSink sink;
+  auto writer = ipc::StreamWriter::Open(&sink, batch->schema());
+  EXPECT_TRUE(writer.ok());
+  EXPECT_TRUE(writer->WriteBatch(batch->array()).ok());
+  EXPECT_TRUE(writer->Close().ok());
+  return sink.messages;
+}
+
+Status SendMetadata(Connection& c, MetadataType type, uint32_t seq,
+                    const std::vector<uint8_t>& fb) {
+  uint8_t header[kMetadataHeaderSize];
+  EncodeMetadataHeader(type, seq, header);
+  const ipc::ByteSpan pieces[] = {{header, kMetadataHeaderSize},
+                                  {fb.data(), static_cast<int64_t>(fb.size())}};
+  return c.Send(pieces);
+}
+
+Status SendBody(Connection& c, uint64_t tag, const std::vector<uint8_t>& body) {
+  const ipc::ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+  return c.SendTagged(tag, {&piece, 1});
+}
+
+// A server that follows `script` for its one client, then waits for the client to hang up.
+class ScriptedServer {
+ public:
+  using Script = std::function<void(Connection&, Listener&)>;
+  explicit ScriptedServer(Script script) {
+    auto l = ListenShm("");
+    EXPECT_TRUE(l.ok());
+    listener_ = std::move(*l);
+    thread_ = std::thread([this, script = std::move(script)] {
+      auto c = listener_->Accept(5s);
+      if (!c.ok()) return;
+      if (!(*c)->ReceiveTagged(kDefaultWantDataTag, ~uint64_t{0}, 5s).ok()) return;
+      script(**c, *listener_);
+      (void)(*c)->Receive(5s);  // until the client goes
+    });
+  }
+  ~ScriptedServer() {
+    thread_.join();
+    listener_->Close();
+  }
+  Uri uri() const {
+    Uri u;
+    u.scheme = "shm";
+    u.authority = listener_->address();
+    u.want_data = kDefaultWantDataTag;
+    u.free_data = kDefaultFreeDataTag;
+    return u;
+  }
+
+ private:
+  std::unique_ptr<Listener> listener_;
+  std::thread thread_;
+};
+
+// Connect to a scripted server and read until the stream ends or fails; the error text.
+std::string ReadAll(const ScriptedServer& server) {
+  ClientOptions options;
+  options.timeout = 500ms;
+  auto stream = ConnectStream(server.uri(), "t", options);
+  if (!stream.ok()) return stream.status().message();
+  ArrowDeviceArrayStream* s = stream->get();
+  while (true) {
+    UniqueDeviceArray a;
+    if (s->get_next(s, a.get()) != 0) return s->get_last_error(s);
+    if (!a.valid()) return "";
+  }
+}
+
+TEST(ClientAgainstABadServer, AWellFormedStreamReadsBack) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer server([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 1, m[1].metadata));
+    ASSERT_OK(SendBody(c, MakeBodyTag(BodyType::kPacked, 1), m[1].body));
+    ASSERT_OK(SendMetadata(c, MetadataType::kEndOfStream, 2, {}));
+  });
+  EXPECT_EQ(ReadAll(server), "");
+}
+
+TEST(ClientAgainstABadServer, MetadataArrivingOutOfOrderIsReordered) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer server([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kEndOfStream, 2, {}));
+    ASSERT_OK(SendBody(c, MakeBodyTag(BodyType::kPacked, 1), m[1].body));
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 1, m[1].metadata));
+  });
+  EXPECT_EQ(ReadAll(server), "");
+}
+
+TEST(ClientAgainstABadServer, MalformedMetadataIsNamed) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer server([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 1, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+    ASSERT_OK(SendBody(c, MakeBodyTag(BodyType::kPacked, 1), m[1].body));
+  });
+  EXPECT_THAT(ReadAll(server), ::testing::HasSubstr("not a valid Message flatbuffer"));
+}
+
+TEST(ClientAgainstABadServer, AnUnknownMetadataTypeIsNamed) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer server([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+    ASSERT_OK(SendMetadata(c, static_cast<MetadataType>(7), 1, m[1].metadata));
+  });
+  EXPECT_THAT(ReadAll(server), ::testing::HasSubstr("has unknown type 7"));
+}
+
+TEST(ClientAgainstABadServer, AnUnknownBodyTypeIsNamed) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer server([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 1, m[1].metadata));
+    ASSERT_OK(SendBody(c, (uint64_t{2} << 56) | 1, m[1].body));
+  });
+  EXPECT_THAT(ReadAll(server), ::testing::HasSubstr("unknown body type 2"));
+}
+
+TEST(ClientAgainstABadServer, ReservedTagBitsAreRefused) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer server([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 1, m[1].metadata));
+    ASSERT_OK(SendBody(c, (uint64_t{1} << 40) | 1, m[1].body));
+  });
+  EXPECT_THAT(ReadAll(server), ::testing::HasSubstr("reserved"));
+}
+
+TEST(ClientAgainstABadServer, AMissingSequenceNumberTimesOutByNumber) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer server([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 2, m[1].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kEndOfStream, 3, {}));
+  });
+  EXPECT_THAT(ReadAll(server),
+              ::testing::HasSubstr("waiting for metadata message 1: the server sent nothing"));
+}
+
+TEST(ClientAgainstABadServer, ADuplicateSequenceNumberIsNamed) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer server([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 2, m[1].metadata));
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 2, m[1].metadata));
+  });
+  EXPECT_THAT(ReadAll(server), ::testing::HasSubstr("sequence number 2 arrived twice"));
+}
+
+TEST(ClientAgainstABadServer, AStreamThatDoesNotStartWithItsSchemaIsRefused) {
+  const std::vector<Recorded> m = RecordStream();
+  ScriptedServer batch_first([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[1].metadata));
+    ASSERT_OK(SendBody(c, MakeBodyTag(BodyType::kPacked, 0), m[1].body));
+  });
+  EXPECT_THAT(ReadAll(batch_first), ::testing::HasSubstr("message 0: "));
+  ScriptedServer empty([&](Connection& c, Listener&) {
+    ASSERT_OK(SendMetadata(c, MetadataType::kEndOfStream, 0, {}));
+  });
+  EXPECT_THAT(ReadAll(empty), ::testing::HasSubstr("ended before its schema"));
+}
+
+TEST(ClientAgainstABadServer, AServerErrorIsPassedOn) {
+  ScriptedServer server([&](Connection& c, Listener&) {
+    const std::string text = "the disk caught fire";
+    ASSERT_OK(SendMetadata(c, MetadataType::kFerryError, 0, {text.begin(), text.end()}));
+  });
+  EXPECT_THAT(ReadAll(server), ::testing::HasSubstr("the server reported: the disk caught fire"));
+}
+
+// Type-1 bodies: pairs into a segment the scripted server shares.
+class TypeOneLies : public ::testing::Test {
+ protected:
+  // Send the batch as pairs (address, length) after copying its body into a fresh segment.
+  static std::string Serve(
+      const std::function<std::vector<BufferRef>(const Recorded&, const Region&)>& lie,
+      bool share = true) {
+    const std::vector<Recorded> m = RecordStream();
+    ScriptedServer server([&](Connection& c, Listener& l) {
+      auto region = l.CreateRegion(1 << 16);
+      ASSERT_OK(region.status());
+      std::memcpy((*region)->data(), m[1].body.data(), m[1].body.size());
+      if (share) ASSERT_OK(c.ShareRegion(*region));
+      ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+      ASSERT_OK(SendMetadata(c, MetadataType::kIpcMessage, 1, m[1].metadata));
+      ASSERT_OK(SendBody(c, MakeBodyTag(BodyType::kBufferList, 1),
+                         EncodeBufferList(lie(m[1], **region))));
+      ASSERT_OK(SendMetadata(c, MetadataType::kEndOfStream, 2, {}));
+    });
+    return ReadAll(server);
+  }
+
+  static std::vector<BufferRef> Honest(const Recorded& r, const Region& region) {
+    std::vector<BufferRef> pairs;
+    for (const ipc::BodyBuffer& b : r.buffers) {
+      pairs.push_back({region.WireAddress(b.offset), static_cast<uint64_t>(b.length)});
+    }
+    return pairs;
+  }
+};
+
+TEST_F(TypeOneLies, HonestPairsReadBack) { EXPECT_EQ(Serve(&Honest), ""); }
+
+TEST_F(TypeOneLies, APairOutsideTheSegmentIsNamed) {
+  EXPECT_THAT(Serve([](const Recorded& r, const Region& region) {
+                auto pairs = Honest(r, region);
+                pairs.back().address = region.WireAddress((1 << 16) - 8);
+                return pairs;
+              }),
+              ::testing::HasSubstr("lies outside segment 0 of 65536 bytes"));
+}
+
+TEST_F(TypeOneLies, AnOverflowingPairIsNamed) {
+  EXPECT_THAT(Serve([](const Recorded& r, const Region& region) {
+                auto pairs = Honest(r, region);
+                pairs.back().length = ~uint64_t{0} - 4;
+                return pairs;
+              }),
+              ::testing::AnyOf(::testing::HasSubstr("lies outside segment"),
+                               ::testing::HasSubstr("total")));
+}
+
+TEST_F(TypeOneLies, APairIntoAnUnsharedSegmentIsNamed) {
+  EXPECT_THAT(Serve(&Honest, /*share=*/false), ::testing::HasSubstr("never shared"));
+}
+
+TEST_F(TypeOneLies, ALyingLengthIsNamed) {
+  EXPECT_THAT(Serve([](const Recorded& r, const Region& region) {
+                auto pairs = Honest(r, region);
+                pairs.back().length -= 8;
+                return pairs;
+              }),
+              ::testing::HasSubstr("but the metadata says"));
+}
+
+TEST_F(TypeOneLies, TooFewPairsAreNamed) {
+  EXPECT_THAT(Serve([](const Recorded& r, const Region& region) {
+                auto pairs = Honest(r, region);
+                pairs.pop_back();
+                return pairs;
+              }),
+              ::testing::HasSubstr("locations were given"));
+}
+
+TEST(ClientConnect, AnUnreachableServerFailsClearly) {
+  Uri uri;
+  uri.scheme = "shm";
+  uri.authority = "@ferry-nobody-listens-here";
+  uri.want_data = kDefaultWantDataTag;
+  ClientOptions options;
+  options.timeout = 100ms;
+  ASSERT_RAISES_WITH(ECONNREFUSED, "connecting to shm://@ferry-nobody-listens-here",
+                     ConnectStream(uri, "t", options));
+  uri.scheme = "carrier-pigeon";
+  ASSERT_RAISES_WITH(EINVAL, "unknown transport \"carrier-pigeon\"", ConnectStream(uri, "t"));
+}
+
+}  // namespace
+}  // namespace ferry::dipc
