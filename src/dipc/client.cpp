@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <vector>
 
 #include "ferry/device/device_array_view.hpp"
@@ -60,15 +61,30 @@ struct BorrowedBody {
 
 class Session {
  public:
-  Session(std::shared_ptr<Connection> conn, const Uri& uri, ClientOptions options)
+  // `data` carries bodies and free_data; it is `conn` itself in the one-connection shape.
+  Session(std::shared_ptr<Connection> conn, std::shared_ptr<Connection> data, const Uri& uri,
+          ClientOptions options)
       : conn_(std::move(conn)),
+        data_(std::move(data)),
         options_(std::move(options)),
         decoder_(options_.read),
         metadata_(options_.reorder_window),
-        freer_(std::make_shared<Freer>(conn_, uri.free_data.value_or(kDefaultFreeDataTag))) {}
+        freer_(std::make_shared<Freer>(data_, uri.free_data.value_or(kDefaultFreeDataTag))) {}
 
-  Status Handshake(const std::string& ticket, uint64_t want_data) {
-    const ipc::ByteSpan piece{ticket.data(), static_cast<int64_t>(ticket.size())};
+  // Send the ticket (on both connections, with a pairing key, in the two-connection shape) and
+  // read the schema.
+  Status Handshake(const std::string& ticket, uint64_t want_data, uint64_t data_want) {
+    std::string request = ticket;
+    if (data_ != conn_) {
+      std::random_device random;
+      char key[17];
+      std::snprintf(key, sizeof(key), "%08x%08x", random(), random());
+      request.append(kPairMarker).append(key);
+      const ipc::ByteSpan piece{request.data(), static_cast<int64_t>(request.size())};
+      FERRY_RETURN_NOT_OK(
+          Check(data_->SendTagged(data_want, {&piece, 1}), "sending the data channel's ticket"));
+    }
+    const ipc::ByteSpan piece{request.data(), static_cast<int64_t>(request.size())};
     FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "sending the ticket"));
     FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes bytes, NextMetadata());
     FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
@@ -156,7 +172,7 @@ class Session {
   }
 
   Status ReadBody(const MetadataMessage& m) {
-    Result<TaggedMessage> r = conn_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
+    Result<TaggedMessage> r = data_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
     FERRY_RETURN_NOT_OK(
         Check(r.status(), "waiting for the body of message " + std::to_string(m.sequence)));
     FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));
@@ -166,7 +182,7 @@ class Session {
 
     FERRY_ASSIGN_OR_RAISE(BufferList list,
                           ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
-    Result<FetchedBody> fetched = conn_->Fetch(list.buffers, options_.timeout);
+    Result<FetchedBody> fetched = data_->Fetch(list.buffers, options_.timeout);
     if (!fetched.ok()) {
       return Status(fetched.status().code(), "the body of message " + std::to_string(m.sequence) +
                                                  ": " + fetched.status().message());
@@ -210,6 +226,7 @@ class Session {
   }
 
   std::shared_ptr<Connection> conn_;
+  std::shared_ptr<Connection> data_;
   ClientOptions options_;
   ipc::Decoder decoder_;
   Sequencer<ipc::SharedBytes> metadata_;
@@ -258,20 +275,27 @@ void Release(ArrowDeviceArrayStream* s) {
 
 }  // namespace
 
-Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
-                                              ClientOptions options) {
+namespace {
+
+Result<std::shared_ptr<Connection>> Open(const Uri& uri, std::chrono::milliseconds timeout) {
   const std::string address = uri.authority.empty() ? uri.path : uri.authority;
-  Result<std::unique_ptr<Connection>> conn = Connect(uri.scheme, address, options.timeout);
+  Result<std::unique_ptr<Connection>> conn = Connect(uri.scheme, address, timeout);
   if (!conn.ok()) {
     return Status(conn.status().code(),
                   "connecting to " + uri.ToString() + ": " + conn.status().message());
   }
+  return std::shared_ptr<Connection>(std::move(*conn));
+}
+
+Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
+                                      std::shared_ptr<Connection> data, const Uri& uri,
+                                      uint64_t data_want, const std::string& ticket,
+                                      const ClientOptions& options) {
   auto state = std::make_unique<StreamState>();
   Device* target = options.device != nullptr ? options.device : CpuDevice();
   state->device_type = target->device_type();
-  state->session =
-      std::make_unique<Session>(std::shared_ptr<Connection>(std::move(*conn)), uri, options);
-  FERRY_RETURN_NOT_OK(state->session->Handshake(ticket, uri.want_data));
+  state->session = std::make_unique<Session>(std::move(conn), std::move(data), uri, options);
+  FERRY_RETURN_NOT_OK(state->session->Handshake(ticket, uri.want_data, data_want));
   UniqueDeviceArrayStream out;
   out->device_type = state->device_type;
   out->get_schema = &GetSchema;
@@ -280,6 +304,21 @@ Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string&
   out->release = &Release;
   out->private_data = state.release();
   return out;
+}
+
+}  // namespace
+
+Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
+                                              ClientOptions options) {
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(uri, options.timeout));
+  return Start(conn, conn, uri, 0, ticket, options);
+}
+
+Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri, const Uri& data_uri,
+                                              const std::string& ticket, ClientOptions options) {
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(metadata_uri, options.timeout));
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> data, Open(data_uri, options.timeout));
+  return Start(std::move(conn), std::move(data), metadata_uri, data_uri.want_data, ticket, options);
 }
 
 }  // namespace ferry::dipc

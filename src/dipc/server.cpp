@@ -38,6 +38,12 @@ struct Shared {
   std::mutex datasets_mutex;
   std::map<std::string, std::shared_ptr<Dataset>> datasets;
 
+  // Data connections of the two-connection shape, waiting for their metadata connection, by the
+  // pairing key their ticket carries.
+  std::mutex pending_mutex;
+  std::condition_variable pending_changed;
+  std::map<std::string, std::unique_ptr<Connection>> pending_data;
+
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0};
   std::mutex error_mutex;
@@ -54,7 +60,7 @@ struct Shared {
 class Session : public ipc::MessageSink {
  public:
   Session(Shared* shared, std::unique_ptr<Connection> conn)
-      : shared_(shared), conn_(std::move(conn)) {}
+      : shared_(shared), conn_(std::move(conn)), data_(conn_.get()) {}
 
   ~Session() override {
     Kill();
@@ -64,7 +70,6 @@ class Session : public ipc::MessageSink {
 
   void Start() {
     serve_ = std::thread([this] { Serve(); });
-    frees_ = std::thread([this] { TakeFrees(); });
   }
 
   bool done() const { return done_.load(); }
@@ -72,7 +77,8 @@ class Session : public ipc::MessageSink {
   // Close the connection and free everything this client held.
   void Kill() {
     dead_.store(true);
-    conn_->Close();
+    if (conn_) conn_->Close();
+    if (paired_) paired_->Close();
     if (shared_->allocator) shared_->allocator->Wake();
     FreeAll();
   }
@@ -87,7 +93,7 @@ class Session : public ipc::MessageSink {
     if (!m.has_body) return Status::OK();
     shared_->body_bytes += m.body_length;
     if (shared_->options.body_type == BodyType::kPacked) {
-      return conn_->SendTagged(MakeBodyTag(BodyType::kPacked, seq), m.body);
+      return data_->SendTagged(MakeBodyTag(BodyType::kPacked, seq), m.body);
     }
     Region& region = *shared_->region;
     FERRY_ASSIGN_OR_RAISE(int64_t block,
@@ -109,7 +115,7 @@ class Session : public ipc::MessageSink {
     }
     const std::vector<uint8_t> list = EncodeBufferList(pairs);
     const ipc::ByteSpan piece{list.data(), static_cast<int64_t>(list.size())};
-    return conn_->SendTagged(MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1});
+    return data_->SendTagged(MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1});
   }
 
   Status WriteEndOfStream() override {
@@ -128,23 +134,46 @@ class Session : public ipc::MessageSink {
       if (st.code() != EPIPE) SendError(st.message());
       if (!shared_->stopping.load()) Failed(st.message());
       Kill();
-    } else {
+    } else if (!handed_over_) {
       // Keep the connection until the client freed every body (or went away).
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return held_.empty() || dead_.load(); });
       lock.unlock();
       conn_->Close();
+      if (paired_) paired_->Close();
     }
     --shared_->clients_active;
     done_.store(true);
   }
 
   Status ServeTicket() {
+    // The first message says what this connection is: a want_data for the metadata (or for both
+    // channels), or the data channel of a two-connection client.
     FERRY_ASSIGN_OR_RAISE(TaggedMessage want,
-                          conn_->ReceiveTagged(shared_->options.want_data_tag, ~uint64_t{0},
-                                               shared_->options.wait_timeout));
-    const std::string ticket(reinterpret_cast<const char*>(want.payload.data),
-                             static_cast<size_t>(want.payload.size));
+                          conn_->ReceiveTagged(0, 0, shared_->options.wait_timeout));
+    std::string ticket(reinterpret_cast<const char*>(want.payload.data),
+                       static_cast<size_t>(want.payload.size));
+    std::string key;
+    if (const size_t at = ticket.find(kPairMarker); at != std::string::npos) {
+      key = ticket.substr(at + kPairMarker.size());
+      ticket.resize(at);
+    }
+    if (want.tag == shared_->options.data_want_tag) {
+      if (key.empty()) return Status::Invalid("a data-channel request without a pairing key");
+      {
+        std::lock_guard lock(shared_->pending_mutex);
+        shared_->pending_data[key] = std::move(conn_);
+      }
+      shared_->pending_changed.notify_all();
+      handed_over_ = true;
+      return Status::OK();
+    }
+    if (want.tag != shared_->options.want_data_tag) {
+      return Status::Invalid("the first request has tag " + Hex(want.tag) + ", not want_data (" +
+                             Hex(shared_->options.want_data_tag) + ")");
+    }
+    if (!key.empty()) FERRY_RETURN_NOT_OK(AwaitDataChannel(key));
+    frees_ = std::thread([this] { TakeFrees(); });
     std::shared_ptr<Dataset> dataset;
     {
       std::lock_guard lock(shared_->datasets_mutex);
@@ -157,7 +186,7 @@ class Session : public ipc::MessageSink {
       dataset = it->second;
     }
     FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, dataset->Open());
-    if (shared_->region) FERRY_RETURN_NOT_OK(conn_->ShareRegion(shared_->region));
+    if (shared_->region) FERRY_RETURN_NOT_OK(data_->ShareRegion(shared_->region));
     FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
                           ipc::StreamWriter::Open(this, reader->schema(), shared_->options.write));
     while (!dead_.load()) {
@@ -170,10 +199,27 @@ class Session : public ipc::MessageSink {
     return writer.Close();
   }
 
+  // The two-connection shape: bodies and free_data go over the data connection that carried the
+  // same pairing key.
+  Status AwaitDataChannel(const std::string& key) {
+    std::unique_lock lock(shared_->pending_mutex);
+    const bool found = shared_->pending_changed.wait_for(lock, shared_->options.wait_timeout, [&] {
+      return shared_->pending_data.count(key) > 0 || shared_->stopping.load();
+    });
+    auto it = shared_->pending_data.find(key);
+    if (!found || it == shared_->pending_data.end()) {
+      return Status(ETIMEDOUT, "the data channel paired with this metadata channel never came");
+    }
+    paired_ = std::move(it->second);
+    shared_->pending_data.erase(it);
+    data_ = paired_.get();
+    return Status::OK();
+  }
+
   void TakeFrees() {
     while (true) {
       Result<TaggedMessage> m =
-          conn_->ReceiveTagged(shared_->options.free_data_tag, ~uint64_t{0}, 24h);
+          data_->ReceiveTagged(shared_->options.free_data_tag, ~uint64_t{0}, 24h);
       if (!m.ok()) break;  // the client closed or went away: Kill below frees what it held
       Result<std::vector<uint64_t>> addresses =
           ParseFreeData({m->payload.data, static_cast<size_t>(m->payload.size)});
@@ -221,6 +267,7 @@ class Session : public ipc::MessageSink {
   }
 
   void SendError(const std::string& text) {
+    if (!conn_) return;
     uint8_t header[kMetadataHeaderSize];
     EncodeMetadataHeader(MetadataType::kFerryError, next_seq_, header);
     const ipc::ByteSpan pieces[] = {{header, kMetadataHeaderSize},
@@ -229,7 +276,10 @@ class Session : public ipc::MessageSink {
   }
 
   Shared* shared_;
-  std::unique_ptr<Connection> conn_;
+  std::unique_ptr<Connection> conn_;    // metadata (and bodies, in the one-connection shape)
+  std::unique_ptr<Connection> paired_;  // the data connection of the two-connection shape
+  Connection* data_;                    // where bodies, regions and free_data go
+  bool handed_over_ = false;            // a data connection, given to its metadata session
   uint32_t next_seq_ = 0;
   std::atomic<bool> dead_{false};
   std::atomic<bool> done_{false};
@@ -268,6 +318,12 @@ class ServerImpl final : public Server {
       std::string handle = shared_->region->remote_handle();
       if (!handle.empty()) u.remote_handle = std::move(handle);
     }
+    return u;
+  }
+
+  Uri data_uri() const override {
+    Uri u = uri();
+    u.want_data = shared_->options.data_want_tag;
     return u;
   }
 

@@ -24,13 +24,16 @@ struct Shape {
   std::string transport;
   BodyType body;
   std::string name;
+  bool two_connections = false;  // metadata and bodies on separate connections
 };
 
 std::vector<Shape> Shapes() {
   return {{"shm", BodyType::kBufferList, "ShmBufferList"},
           {"shm", BodyType::kPacked, "ShmPacked"},
           {"ucx", BodyType::kBufferList, "UcxBufferList"},
-          {"ucx", BodyType::kPacked, "UcxPacked"}};
+          {"ucx", BodyType::kPacked, "UcxPacked"},
+          {"shm", BodyType::kBufferList, "ShmBufferListTwoConnections", true},
+          {"ucx", BodyType::kPacked, "UcxPackedTwoConnections", true}};
 }
 
 // A batch of `rows` rows (from `offset` of a generated column) of catalog type `t`, and the JSON
@@ -122,6 +125,15 @@ class ServerClient : public ::testing::TestWithParam<size_t> {
     return server.ok() ? std::move(*server) : nullptr;
   }
 
+  // A client of `server` in this case's shape.
+  Result<UniqueDeviceArrayStream> Open(const Server& server, const std::string& ticket,
+                                       ClientOptions options = {}) {
+    if (shape_.two_connections) {
+      return ConnectStream(server.uri(), server.data_uri(), ticket, options);
+    }
+    return ConnectStream(server.uri(), ticket, options);
+  }
+
   Shape shape_;
 };
 
@@ -141,7 +153,7 @@ TEST_P(ServerClient, EveryTypeRoundTrips) {
   }
   for (size_t t = 0; t < catalog.size(); ++t) {
     SCOPED_TRACE(catalog[t].name);
-    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), catalog[t].name));
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, catalog[t].name));
     EXPECT_EQ(s->device_type, ARROW_DEVICE_CPU);
     ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
     ASSERT_EQ(got.size(), 1u);
@@ -166,7 +178,7 @@ TEST_P(ServerClient, BatchesLandOnEveryDevice) {
     }
     ClientOptions options;
     options.device = *device;
-    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "t", options));
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t", options));
     EXPECT_EQ(s->device_type, (*device)->device_type());
     ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
     EXPECT_EQ(got, data.expected);
@@ -181,7 +193,7 @@ TEST_P(ServerClient, TypeOneBodiesAreReadInPlace) {
   ASSERT_TRUE(server);
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(1, 4096));
   server->Add("t", data.dataset);
-  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "t"));
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t"));
   UniqueDeviceArray a;
   ASSERT_EQ(s->get_next(s.get(), a.get()), 0);
   ASSERT_TRUE(a.valid());
@@ -225,7 +237,7 @@ TEST_P(ServerClient, MemoryInFlightStaysBounded) {
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(40, 4000));
   server->Add("big", data.dataset);
   const std::vector<Json>& expected = data.expected;
-  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "big"));
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "big"));
   UniqueSchema got_schema;
   ASSERT_EQ(s->get_schema(s.get(), got_schema.get()), 0);
   std::deque<UniqueDeviceArray> held;
@@ -261,7 +273,7 @@ TEST_P(ServerClient, AClientThatNeverFreesMakesTheServerWaitThenFail) {
   ASSERT_TRUE(server);
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(8, 4000));
   server->Add("big", data.dataset);
-  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "big"));
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "big"));
   std::vector<UniqueDeviceArray> held;
   int rc = 0;
   while (rc == 0) {
@@ -283,7 +295,7 @@ TEST_P(ServerClient, AnUnknownTicketIsRefusedByName) {
   ASSERT_OK_AND_ASSIGN(auto d, Dataset::FromBatches(std::move(made.schema), {}));
   server->Add("alpha", d);
   ASSERT_RAISES_WITH(EIO, "unknown ticket \"beta\" (this server has: alpha)",
-                     ConnectStream(server->uri(), "beta"));
+                     Open(*server, "beta"));
 }
 
 TEST_P(ServerClient, ADisconnectMidStreamFreesEverything) {
@@ -294,7 +306,7 @@ TEST_P(ServerClient, ADisconnectMidStreamFreesEverything) {
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(30, 2000));
   server->Add("t", data.dataset);
   {
-    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "t"));
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t"));
     UniqueDeviceArray a;
     ASSERT_EQ(s->get_next(s.get(), a.get()), 0);
     ASSERT_TRUE(a.valid());
@@ -313,7 +325,7 @@ TEST_P(ServerClient, AStoppedServerGivesTheClientAClearError) {
   server->Add("t", data.dataset);
   ClientOptions options;
   options.timeout = 2s;
-  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri(), "t", options));
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t", options));
   UniqueDeviceArray first;
   ASSERT_EQ(s->get_next(s.get(), first.get()), 0);
   server->Stop();
@@ -338,7 +350,7 @@ TEST_P(ServerClient, ABadFreeDataEndsOnlyThatClient) {
   server->Add("t", data.dataset);
   const Json& expected = data.expected[0];
   // A well-behaved client holds a batch while a rogue one frees what it does not hold.
-  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream good, ConnectStream(server->uri(), "t"));
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream good, Open(*server, "t"));
   UniqueSchema good_schema;
   ASSERT_EQ(good->get_schema(good.get(), good_schema.get()), 0);
   UniqueDeviceArray held;

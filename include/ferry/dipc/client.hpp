@@ -33,5 +33,11 @@ struct ClientOptions {
 /// then the client sends free_data (batched).
 Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
                                               ClientOptions options = {});
+/// The two-connection shape: metadata from `metadata_uri`, bodies (and free_data) through a
+/// second connection to `data_uri` (Server::data_uri()). The two are paired by a random key sent
+/// with the ticket.
+Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri, const Uri& data_uri,
+                                              const std::string& ticket,
+                                              ClientOptions options = {});
 
 }  // namespace ferry::dipc

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "ferry/dipc/dataset.hpp"
 #include "ferry/dipc/protocol.hpp"
@@ -20,6 +21,12 @@ namespace ferry::dipc {
 /// be mistaken for a body tag.
 constexpr uint64_t kDefaultWantDataTag = 0x0000000100000000ULL;
 constexpr uint64_t kDefaultFreeDataTag = 0x0000000200000000ULL;
+/// The want_data tag of the data channel, in the two-connection shape (metadata and bodies on
+/// separate connections, as the specification allows).
+constexpr uint64_t kDefaultDataWantTag = 0x0000000300000000ULL;
+/// How a two-connection client pairs its connections: both send the ticket followed by this
+/// marker and the same random key (a ferry extension of the opaque ticket).
+constexpr std::string_view kPairMarker{"\0ferry-pair=", 12};
 
 /// How a server runs. Plain values.
 struct ServerOptions {
@@ -37,6 +44,7 @@ struct ServerOptions {
   std::chrono::milliseconds wait_timeout{30000};
   uint64_t want_data_tag = kDefaultWantDataTag;
   uint64_t free_data_tag = kDefaultFreeDataTag;
+  uint64_t data_want_tag = kDefaultDataWantTag;
   /// How bodies are written (compression, alignment).
   ipc::WriteOptions write;
 };
@@ -63,6 +71,8 @@ class Server {
   virtual void Add(const std::string& name, std::shared_ptr<Dataset> dataset) = 0;
   /// The URI clients connect with: scheme, address, want_data and free_data.
   virtual Uri uri() const = 0;
+  /// The data channel's URI, for clients that keep metadata and bodies on two connections.
+  virtual Uri data_uri() const = 0;
   virtual ServerStats stats() const = 0;
   /// The last session error, for logs ("" when none).
   virtual std::string last_error() const = 0;
