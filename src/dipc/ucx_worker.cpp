@@ -216,7 +216,9 @@ void Worker::PollMessages() {
     auto in = std::make_unique<Incoming>();
     in->tag = info.sender_tag;
     in->length = info.length;
-    in->buffer = AlignedAlloc(info.length);
+    // A lying peer must not make us allocate without bound: larger messages are dropped.
+    constexpr size_t kMaxMessage = size_t{1} << 36;
+    if (info.length <= kMaxMessage) in->buffer = AlignedAlloc(info.length);
     ucp_request_param_t params{};
     params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     params.cb.recv = [](void* request, ucs_status_t status, const ucp_tag_recv_info_t*,
