@@ -15,6 +15,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev
   ruby ruby-dev ruby-test-unit
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
+  iproute2
 )
 
 missing=()
