@@ -66,7 +66,7 @@ class Session {
           ClientOptions options)
       : conn_(std::move(conn)),
         data_(std::move(data)),
-        options_(std::move(options)),
+        options_(options),
         decoder_(options_.read),
         metadata_(options_.reorder_window),
         freer_(std::make_shared<Freer>(data_, uri.free_data.value_or(kDefaultFreeDataTag))) {}

@@ -498,8 +498,8 @@ FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server, const ch
                                         struct ArrowDeviceArrayStream* stream,
                                         struct FerryError* error);
 /** The URI clients connect with, written NUL-terminated into `out` (ERANGE when too small). */
-FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out,
-                                  size_t out_size, struct FerryError* error);
+FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out, size_t out_size,
+                                  struct FerryError* error);
 /** Stop the server, close every session and free it. NULL is ignored. */
 void FerryDipcServerRelease(struct FerryDipcServer* server);
 
