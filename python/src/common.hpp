@@ -89,5 +89,6 @@ void InitArray(nb::module_& m);
 void InitStream(nb::module_& m);
 void InitMemoryView(nb::module_& m);
 void InitIpc(nb::module_& m);
+void InitDipc(nb::module_& m);
 
 }  // namespace ferry::python

@@ -77,4 +77,5 @@ NB_MODULE(_ferry, m) {
   InitStream(m);
   InitMemoryView(m);
   InitIpc(m);
+  InitDipc(m);
 }

@@ -1,0 +1,154 @@
+"""
+Dissociated IPC: a server of named datasets and its clients, over shared memory or UCX.
+"""
+
+from collections.abc import Sequence
+import os
+
+import ferry._ferry
+
+
+def ucx_available() -> bool:
+    """Whether this build has the UCX transport."""
+
+class Uri:
+    """
+    A dissociated-IPC URI: scheme://authority/path?want_data=N&free_data=N&remote_handle=BASE64; the scheme names the transport.
+    """
+
+    def __init__(self) -> None: ...
+
+    @staticmethod
+    def parse(text: str) -> Uri:
+        """Parse; ValueError naming the part at fault."""
+
+    @property
+    def scheme(self) -> str: ...
+
+    @scheme.setter
+    def scheme(self, arg: str, /) -> None: ...
+
+    @property
+    def authority(self) -> str:
+        """host[:port], or empty."""
+
+    @authority.setter
+    def authority(self, arg: str, /) -> None: ...
+
+    @property
+    def path(self) -> str:
+        """From the first '/' after the authority, or empty."""
+
+    @path.setter
+    def path(self, arg: str, /) -> None: ...
+
+    @property
+    def want_data(self) -> int:
+        """The tag the ticket is sent with."""
+
+    @want_data.setter
+    def want_data(self, arg: int, /) -> None: ...
+
+    @property
+    def free_data(self) -> int | None:
+        """The tag of the client's frees, or None."""
+
+    @free_data.setter
+    def free_data(self, arg: int | None, /) -> None: ...
+
+    @property
+    def remote_handle(self) -> bytes | None:
+        """The decoded remote handle (a packed UCX rkey, ...), or None."""
+
+    @remote_handle.setter
+    def remote_handle(self, arg: bytes | None, /) -> None: ...
+
+    @property
+    def other(self) -> list[tuple[str, str]]:
+        """Unknown query parameters, in order."""
+
+    @other.setter
+    def other(self, arg: Sequence[tuple[str, str]], /) -> None: ...
+
+    def __str__(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+    def __eq__(self, arg: object, /) -> bool: ...
+
+class ServerStats:
+    """A server's running totals."""
+
+    @property
+    def clients_accepted(self) -> int: ...
+
+    @property
+    def clients_active(self) -> int: ...
+
+    @property
+    def batches_sent(self) -> int: ...
+
+    @property
+    def body_bytes_sent(self) -> int: ...
+
+    @property
+    def bytes_in_flight(self) -> int:
+        """Body bytes in the shared region that clients have not freed yet."""
+
+    @property
+    def sessions_failed(self) -> int:
+        """Sessions that ended with an error (a bad peer, a dataset error)."""
+
+    def __repr__(self) -> str: ...
+
+class Server:
+    """
+    A server of named datasets: a thread accepts clients and each client gets a session thread. Serving never holds the GIL except to call a Python producer.
+    """
+
+    @staticmethod
+    def start(transport: str = 'shm', address: str = '', *, body_type: str = 'list', region_bytes: int = 268435456, wait_timeout: float = 30.0, compression: str | None = None, alignment: int = 8, want_data_tag: int = 4294967296, free_data_tag: int = 8589934592) -> Server:
+        """
+        Start serving. transport: 'shm' or 'ucx'; address: a socket path, '@name' (an abstract socket) or host:port, empty for a fresh one; body_type: 'list' (clients read bodies in place from the shared region) or 'packed' (each body one message); region_bytes: the most body bytes in flight, all clients together; wait_timeout: seconds a body may wait for room, and a client before its ticket; compression: None, 'lz4' or 'zstd'.
+        """
+
+    def add(self, name: str, data: object, schema: object | None = None) -> None:
+        """
+        Serve `data` under the ticket `name` (replacing an earlier dataset of that name): a list of record batches (any array producers; `schema` for an empty list) or one batch, served to every client without a copy; a stream producer (a pyarrow Table or RecordBatchReader, ferry.ArrayStream, ...), read once by the first client; or a callable returning a stream producer, called for each client.
+        """
+
+    def add_path(self, name: str, path: str | os.PathLike) -> None:
+        """
+        Serve an IPC stream or file (told apart by its magic) under the ticket `name`: mapped once, decoded zero-copy for each client; a file that is not IPC fails here.
+        """
+
+    @property
+    def uri(self) -> str:
+        """The URI clients connect with (str)."""
+
+    @property
+    def stats(self) -> ServerStats:
+        """The running totals (the last ones once stopped)."""
+
+    @property
+    def last_error(self) -> str:
+        """The last session error, or ''."""
+
+    @property
+    def running(self) -> bool: ...
+
+    def stop(self) -> None:
+        """
+        Close the listener and every session, and drop the datasets (idempotent).
+        """
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(self, *args) -> None: ...
+
+    def __repr__(self) -> str: ...
+
+def connect(uri: Uri | str, ticket: str, device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, timeout: float = 30.0, reorder_window: int = 64) -> ferry._ferry.ArrayStream:
+    """
+    Connect to a server and read the dataset named `ticket` as an ArrayStream of record batches. The schema arrives before this returns, so a refused ticket or a dead server raises here with the server's message. device: where batches land (None: the CPU, read in place over shared memory; another device gets one copy of each batch); validation: checks on what arrives; timeout: seconds the server may stay silent.
+    """
