@@ -127,8 +127,11 @@ class Session {
     if (st.ok()) return st;
     // A server that failed says why on the metadata channel before it closes: prefer its words.
     if (st.code() == EPIPE || st.code() == ETIMEDOUT) {
+      // With two connections the error may still be on its way on the metadata one, which the
+      // server closes right after it: wait for that close, not longer.
+      const auto wait = std::chrono::milliseconds(st.code() == EPIPE && data_ != conn_ ? 1000 : 0);
       while (true) {
-        Result<ipc::SharedBytes> m = conn_->Receive(std::chrono::milliseconds(0));
+        Result<ipc::SharedBytes> m = conn_->Receive(wait);
         if (!m.ok()) break;
         if (m->size >= 1 && m->data[0] == static_cast<uint8_t>(MetadataType::kFerryError)) {
           return Parse(*m).status();

@@ -2,6 +2,7 @@
 // through an IPC StreamWriter into the connection, plus a thread that takes free_data.
 #include "ferry/dipc/server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -28,6 +29,68 @@ std::string Hex(uint64_t v) {
   return text;
 }
 
+// A dataset encoded once into a region of its own: each message's flatbuffer and, for bodies,
+// the encoded pairs into that region. Sessions replay it without copying a byte of the bodies.
+struct KeptMessage {
+  std::vector<uint8_t> metadata;
+  bool has_body = false;
+  std::vector<uint8_t> pairs;  // an encoded type-1 body
+  bool lent = false;           // whether the body has buffers the client must return
+  uint64_t first_address = 0;  // what the client's free_data names
+};
+
+struct Kept {
+  std::shared_ptr<Region> region;
+  std::vector<KeptMessage> messages;
+};
+
+// Encodes a dataset's messages: a first pass (`region` NULL) sizes the bodies, the second copies
+// them into the region.
+class KeepSink final : public ipc::MessageSink {
+ public:
+  explicit KeepSink(Kept* kept) : kept_(kept) {}
+  Status WriteMessage(const ipc::EncodedMessage& m) override {
+    const int64_t at = used_;
+    used_ += (std::max<int64_t>(m.body_length, 1) + 63) / 64 * 64;
+    if (kept_->region == nullptr) return Status::OK();
+    KeptMessage k;
+    k.metadata.assign(m.metadata.begin(), m.metadata.end());
+    k.has_body = m.has_body;
+    if (m.has_body) {
+      std::vector<BufferRef> pairs;
+      pairs.reserve(m.buffers.size());
+      for (const ipc::BodyBuffer& b : m.buffers) {
+        if (b.length > 0) std::memcpy(kept_->region->data() + at + b.offset, b.data, b.length);
+        pairs.push_back(
+            BufferRef{kept_->region->WireAddress(at + b.offset), static_cast<uint64_t>(b.length)});
+      }
+      k.lent = !pairs.empty();
+      k.first_address = k.lent ? pairs[0].address : 0;
+      k.pairs = EncodeBufferList(pairs);
+    }
+    kept_->messages.push_back(std::move(k));
+    return Status::OK();
+  }
+  Status WriteEndOfStream() override { return Status::OK(); }
+  int64_t used() const { return used_; }
+
+ private:
+  Kept* kept_;
+  int64_t used_ = 0;
+};
+
+Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options) {
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, dataset.Open());
+  FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
+                        ipc::StreamWriter::Open(sink, reader->schema(), options));
+  while (true) {
+    FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
+    if (batch == nullptr) break;
+    FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
+  }
+  return writer.Close();
+}
+
 struct Shared {
   ServerOptions options;
   std::unique_ptr<Listener> listener;
@@ -37,6 +100,7 @@ struct Shared {
 
   std::mutex datasets_mutex;
   std::map<std::string, std::shared_ptr<Dataset>> datasets;
+  std::map<std::string, std::shared_ptr<const Kept>> kept;
 
   // Data connections of the two-connection shape, waiting for their metadata connection, by the
   // pairing key their ticket carries.
@@ -137,7 +201,7 @@ class Session : public ipc::MessageSink {
     } else if (!handed_over_) {
       // Keep the connection until the client freed every body (or went away).
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return held_.empty() || dead_.load(); });
+      changed_.wait(lock, [&] { return (held_.empty() && lent_.empty()) || dead_.load(); });
       lock.unlock();
       conn_->Close();
       if (paired_) paired_->Close();
@@ -175,16 +239,21 @@ class Session : public ipc::MessageSink {
     if (!key.empty()) FERRY_RETURN_NOT_OK(AwaitDataChannel(key));
     frees_ = std::thread([this] { TakeFrees(); });
     std::shared_ptr<Dataset> dataset;
+    std::shared_ptr<const Kept> kept;
     {
       std::lock_guard lock(shared_->datasets_mutex);
       auto it = shared_->datasets.find(ticket);
-      if (it == shared_->datasets.end()) {
+      auto k = shared_->kept.find(ticket);
+      if (k != shared_->kept.end()) kept = k->second;
+      if (it == shared_->datasets.end() && kept == nullptr) {
         std::string names;
         for (const auto& [name, d] : shared_->datasets) names += (names.empty() ? "" : ", ") + name;
+        for (const auto& [name, d] : shared_->kept) names += (names.empty() ? "" : ", ") + name;
         return Status(ENOENT, "unknown ticket \"" + ticket + "\" (this server has: " + names + ")");
       }
-      dataset = it->second;
+      if (it != shared_->datasets.end()) dataset = it->second;
     }
+    if (kept != nullptr) return Replay(*kept);
     FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, dataset->Open());
     if (shared_->region) FERRY_RETURN_NOT_OK(data_->ShareRegion(shared_->region));
     FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
@@ -197,6 +266,30 @@ class Session : public ipc::MessageSink {
     }
     if (dead_.load()) return Status(EPIPE, "the client went away");
     return writer.Close();
+  }
+
+  // Lend a kept dataset: its metadata, then pairs into its own region. Nothing is copied; the
+  // client's free_data only returns the loan.
+  Status Replay(const Kept& kept) {
+    FERRY_RETURN_NOT_OK(data_->ShareRegion(kept.region));
+    for (const KeptMessage& m : kept.messages) {
+      if (dead_.load()) return Status(EPIPE, "the client went away");
+      const uint32_t seq = next_seq_++;
+      uint8_t header[kMetadataHeaderSize];
+      EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
+      const ipc::ByteSpan meta[] = {{header, kMetadataHeaderSize},
+                                    {m.metadata.data(), static_cast<int64_t>(m.metadata.size())}};
+      FERRY_RETURN_NOT_OK(conn_->Send(meta));
+      if (!m.has_body) continue;
+      if (m.lent) {
+        std::lock_guard lock(mutex_);
+        ++lent_[m.first_address];
+      }
+      const ipc::ByteSpan piece{m.pairs.data(), static_cast<int64_t>(m.pairs.size())};
+      FERRY_RETURN_NOT_OK(data_->SendTagged(MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1}));
+      ++shared_->batches_sent;
+    }
+    return WriteEndOfStream();
   }
 
   // The two-connection shape: bodies and free_data go over the data connection that carried the
@@ -239,6 +332,10 @@ class Session : public ipc::MessageSink {
     {
       std::lock_guard lock(mutex_);
       for (uint64_t a : addresses) {
+        if (auto lent = lent_.find(a); lent != lent_.end()) {
+          if (--lent->second == 0) lent_.erase(lent);
+          continue;
+        }
         auto it = held_.find(a);
         if (it == held_.end()) {
           return Status::Invalid("free_data names address " + Hex(a) +
@@ -257,6 +354,7 @@ class Session : public ipc::MessageSink {
       std::lock_guard lock(mutex_);
       for (const auto& [address, block] : held_) shared_->allocator->Free(block);
       held_.clear();
+      lent_.clear();
     }
     changed_.notify_all();
   }
@@ -287,6 +385,7 @@ class Session : public ipc::MessageSink {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::unordered_map<uint64_t, int64_t> held_;  // wire address of a body's first buffer -> block
+  std::unordered_map<uint64_t, int64_t> lent_;  // kept bodies lent to this client -> count
   std::thread serve_;
   std::thread frees_;
 };
@@ -300,7 +399,25 @@ class ServerImpl final : public Server {
 
   void Add(const std::string& name, std::shared_ptr<Dataset> dataset) override {
     std::lock_guard lock(shared_->datasets_mutex);
+    shared_->kept.erase(name);
     shared_->datasets[name] = std::move(dataset);
+  }
+
+  Status Keep(const std::string& name, std::shared_ptr<Dataset> dataset) override {
+    if (dataset == nullptr) return Status::Invalid("the dataset is NULL");
+    if (shared_->options.body_type != BodyType::kBufferList) {
+      return Status::Invalid("keeping a dataset needs body type 1 (buffer lists)");
+    }
+    auto kept = std::make_shared<Kept>();
+    KeepSink sizing(kept.get());
+    FERRY_RETURN_NOT_OK(EncodeAll(*dataset, &sizing, shared_->options.write));
+    FERRY_ASSIGN_OR_RAISE(kept->region, shared_->listener->CreateRegion(sizing.used()));
+    KeepSink writing(kept.get());
+    FERRY_RETURN_NOT_OK(EncodeAll(*dataset, &writing, shared_->options.write));
+    std::lock_guard lock(shared_->datasets_mutex);
+    shared_->datasets.erase(name);
+    shared_->kept[name] = std::move(kept);
+    return Status::OK();
   }
 
   Uri uri() const override {

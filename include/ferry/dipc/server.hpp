@@ -67,8 +67,13 @@ class Server {
  public:
   static Result<std::unique_ptr<Server>> Start(ServerOptions options = {});
   virtual ~Server() = default;
-  /// Serve `dataset` under `name` (the ticket clients send). Replaces an earlier one.
+  /// Serve `dataset` under `name` (the ticket clients send), read afresh for each client (with
+  /// type-1 bodies, copied into the shared region per client). Replaces an earlier one.
   virtual void Add(const std::string& name, std::shared_ptr<Dataset> dataset) = 0;
+  /// Serve `dataset` under `name` from a region of its own: its bodies are written there once,
+  /// now (memory: the dataset's body bytes), and lent to every client without copying; clients'
+  /// free_data only return the loan. Needs body type 1. Errors come from reading the dataset.
+  [[nodiscard]] virtual Status Keep(const std::string& name, std::shared_ptr<Dataset> dataset) = 0;
   /// The URI clients connect with: scheme, address, want_data and free_data.
   virtual Uri uri() const = 0;
   /// The data channel's URI, for clients that keep metadata and bodies on two connections.
