@@ -464,11 +464,12 @@ static void TestDipc(void) {
   CHECK(strstr(error.message, "unknown ticket \"nope\"") != NULL);
   CHECK(FerryDipcConnect("not a uri", "t", NULL, &got, &error) == EINVAL);
   CHECK(FerryDipcConnect(uri, "t", NULL, NULL, &error) == EINVAL);
-  server_options.body_type = 7;
-  CHECK(FerryDipcServerStart(&server_options, &server, &error) == EINVAL);
-  CHECK(strstr(error.message, "unknown body type 7") != NULL);
   FerryDipcServerRelease(server);
   FerryDipcServerRelease(NULL);
+  server_options.body_type = 7;
+  CHECK(FerryDipcServerStart(&server_options, &server, &error) == EINVAL);
+  CHECK(server == NULL);
+  CHECK(strstr(error.message, "unknown body type 7") != NULL);
   remove(path);
 }
 

@@ -79,7 +79,9 @@ Result<IntData> IntBatches(int count, int rows) {
     FERRY_ASSIGN_OR_RAISE(
         Array a,
         testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), values.dump()));
-    batches.push_back(testing::ToCpuDeviceArray(std::move(a), &schema));
+    UniqueSchema batch_schema;  // the same for every batch; the last one is kept
+    batches.push_back(testing::ToCpuDeviceArray(std::move(a), &batch_schema));
+    schema = std::move(batch_schema);
     out.expected.push_back(std::move(values));
   }
   FERRY_ASSIGN_OR_RAISE(out.dataset, Dataset::FromBatches(std::move(schema), std::move(batches)));
