@@ -19,8 +19,10 @@ namespace ferry::dipc {
 
 namespace {
 
-// Sends free_data for released bodies, coalescing those released while a send is under way.
-// Owned by the session and by every borrowed body, so it outlives both.
+// Sends free_data for released bodies. While the stream is read, frees are deferred and sent
+// in batches: when enough are pending, or before the client would block waiting for the server
+// (which may be waiting for them). Once the stream is gone, each release sends at once. Owned by
+// the session and by every borrowed body, so it outlives both.
 class Freer {
  public:
   Freer(std::shared_ptr<Connection> conn, uint64_t tag) : conn_(std::move(conn)), tag_(tag) {}
@@ -28,7 +30,27 @@ class Freer {
   void Free(uint64_t address) {
     std::unique_lock lock(mutex_);
     pending_.push_back(address);
-    if (flushing_) return;  // the thread already sending picks this one up
+    if (deferred_ && pending_.size() < kBatch) return;
+    FlushLocked(lock);
+  }
+
+  void Flush() {
+    std::unique_lock lock(mutex_);
+    FlushLocked(lock);
+  }
+
+  void SetDeferred(bool deferred) {
+    std::unique_lock lock(mutex_);
+    deferred_ = deferred;
+    if (!deferred) FlushLocked(lock);
+  }
+
+ private:
+  static constexpr size_t kBatch = 32;
+
+  // Send what is pending; a release on another thread meanwhile joins the next message.
+  void FlushLocked(std::unique_lock<std::mutex>& lock) {
+    if (flushing_) return;  // the thread already sending picks these up
     flushing_ = true;
     while (!pending_.empty()) {
       std::vector<uint64_t> batch;
@@ -42,11 +64,11 @@ class Freer {
     flushing_ = false;
   }
 
- private:
   std::shared_ptr<Connection> conn_;
   uint64_t tag_;
   std::mutex mutex_;
   std::vector<uint64_t> pending_;
+  bool deferred_ = true;
   bool flushing_ = false;
 };
 
@@ -101,6 +123,8 @@ class Session {
     return Status::OK();
   }
 
+  ~Session() { freer_->SetDeferred(false); }
+
   const ArrowSchema* schema() const { return schema_.get(); }
 
   // The next batch on the target device; a released `out` at the end of the stream.
@@ -115,6 +139,7 @@ class Session {
       FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
       if (m.type == MetadataType::kEndOfStream) {
         finished_ = true;
+        freer_->SetDeferred(false);  // nothing more to wait for: later releases go at once
         break;
       }
       FERRY_RETURN_NOT_OK(ReadBody(m));
@@ -166,7 +191,11 @@ class Session {
   Result<ipc::SharedBytes> NextMetadata() {
     while (true) {
       if (std::optional<ipc::SharedBytes> m = metadata_.Pop()) return std::move(*m);
-      Result<ipc::SharedBytes> r = conn_->Receive(options_.timeout);
+      Result<ipc::SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
+      if (!r.ok() && r.status().code() == ETIMEDOUT) {
+        freer_->Flush();  // about to wait: the server may be waiting for these
+        r = conn_->Receive(options_.timeout);
+      }
       FERRY_RETURN_NOT_OK(
           Check(r.status(), "waiting for metadata message " + std::to_string(metadata_.next())));
       FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(*r));
@@ -175,7 +204,12 @@ class Session {
   }
 
   Status ReadBody(const MetadataMessage& m) {
-    Result<TaggedMessage> r = data_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
+    Result<TaggedMessage> r =
+        data_->ReceiveTagged(m.sequence, kSequenceMask, std::chrono::milliseconds(0));
+    if (!r.ok() && r.status().code() == ETIMEDOUT) {
+      freer_->Flush();  // about to wait: the server may be waiting for these
+      r = data_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
+    }
     FERRY_RETURN_NOT_OK(
         Check(r.status(), "waiting for the body of message " + std::to_string(m.sequence)));
     FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));

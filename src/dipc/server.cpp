@@ -153,11 +153,10 @@ class Session : public ipc::MessageSink {
     EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
     const ipc::ByteSpan meta[] = {{header, kMetadataHeaderSize},
                                   {m.metadata.data(), static_cast<int64_t>(m.metadata.size())}};
-    FERRY_RETURN_NOT_OK(conn_->Send(meta));
-    if (!m.has_body) return Status::OK();
+    if (!m.has_body) return conn_->Send(meta);
     shared_->body_bytes += m.body_length;
     if (shared_->options.body_type == BodyType::kPacked) {
-      return data_->SendTagged(MakeBodyTag(BodyType::kPacked, seq), m.body);
+      return SendBoth(meta, MakeBodyTag(BodyType::kPacked, seq), m.body);
     }
     Region& region = *shared_->region;
     FERRY_ASSIGN_OR_RAISE(int64_t block,
@@ -179,7 +178,15 @@ class Session : public ipc::MessageSink {
     }
     const std::vector<uint8_t> list = EncodeBufferList(pairs);
     const ipc::ByteSpan piece{list.data(), static_cast<int64_t>(list.size())};
-    return data_->SendTagged(MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1});
+    return SendBoth(meta, MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1});
+  }
+
+  // A message's metadata and its body: together when one connection carries both.
+  Status SendBoth(std::span<const ipc::ByteSpan> meta, uint64_t tag,
+                  std::span<const ipc::ByteSpan> body) {
+    if (data_ == conn_.get()) return conn_->SendMessageAndBody(meta, tag, body);
+    FERRY_RETURN_NOT_OK(conn_->Send(meta));
+    return data_->SendTagged(tag, body);
   }
 
   Status WriteEndOfStream() override {
@@ -279,14 +286,16 @@ class Session : public ipc::MessageSink {
       EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
       const ipc::ByteSpan meta[] = {{header, kMetadataHeaderSize},
                                     {m.metadata.data(), static_cast<int64_t>(m.metadata.size())}};
-      FERRY_RETURN_NOT_OK(conn_->Send(meta));
-      if (!m.has_body) continue;
+      if (!m.has_body) {
+        FERRY_RETURN_NOT_OK(conn_->Send(meta));
+        continue;
+      }
       if (m.lent) {
         std::lock_guard lock(mutex_);
         ++lent_[m.first_address];
       }
       const ipc::ByteSpan piece{m.pairs.data(), static_cast<int64_t>(m.pairs.size())};
-      FERRY_RETURN_NOT_OK(data_->SendTagged(MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1}));
+      FERRY_RETURN_NOT_OK(SendBoth(meta, MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1}));
       ++shared_->batches_sent;
     }
     return WriteEndOfStream();

@@ -121,6 +121,17 @@ class ShmConnection final : public Connection {
     return SendFrame(FrameKind::kTagged, tag, pieces, -1);
   }
 
+  Status SendMessageAndBody(std::span<const ipc::ByteSpan> metadata, uint64_t tag,
+                            std::span<const ipc::ByteSpan> body) override {
+    if (closed_.load()) return Status(EPIPE, "the connection is closed");
+    FrameHeader headers[2];
+    std::vector<iovec> iov;
+    iov.reserve(metadata.size() + body.size() + 2);
+    FERRY_RETURN_NOT_OK(AddFrame(FrameKind::kUntagged, 0, metadata, 0, &headers[0], &iov));
+    FERRY_RETURN_NOT_OK(AddFrame(FrameKind::kTagged, tag, body, 0, &headers[1], &iov));
+    return SendIov(iov, -1);
+  }
+
   Result<ipc::SharedBytes> Receive(std::chrono::milliseconds timeout) override {
     return inbox_.PopUntagged(timeout);
   }
@@ -202,24 +213,37 @@ class ShmConnection final : public Connection {
     return text;
   }
 
-  Status SendFrame(FrameKind kind, uint64_t tag, std::span<const ipc::ByteSpan> pieces, int pass_fd,
-                   uint64_t length = 0) {
-    if (closed_.load()) return Status(EPIPE, "the connection is closed");
-    FrameHeader header;
-    header.kind = static_cast<uint8_t>(kind);
-    header.tag = tag;
-    header.length = length;
-    std::vector<iovec> iov;
-    iov.reserve(pieces.size() + 1);
-    iov.push_back(iovec{&header, sizeof(header)});
+  // Append one frame (its header, stored in `header`, then its pieces) to `iov`.
+  static Status AddFrame(FrameKind kind, uint64_t tag, std::span<const ipc::ByteSpan> pieces,
+                         uint64_t length, FrameHeader* header, std::vector<iovec>* iov) {
+    header->kind = static_cast<uint8_t>(kind);
+    header->tag = tag;
+    header->length = length;
+    iov->push_back(iovec{header, sizeof(*header)});
     for (const ipc::ByteSpan& p : pieces) {
       if (p.size < 0 || (p.size > 0 && p.data == nullptr)) {
         return Status::Invalid("a message piece is NULL or has a negative size");
       }
       if (p.size == 0) continue;
-      header.length += static_cast<uint64_t>(p.size);
-      iov.push_back(iovec{const_cast<void*>(p.data), static_cast<size_t>(p.size)});
+      header->length += static_cast<uint64_t>(p.size);
+      iov->push_back(iovec{const_cast<void*>(p.data), static_cast<size_t>(p.size)});
     }
+    return Status::OK();
+  }
+
+  Status SendFrame(FrameKind kind, uint64_t tag, std::span<const ipc::ByteSpan> pieces, int pass_fd,
+                   uint64_t length = 0) {
+    if (closed_.load()) return Status(EPIPE, "the connection is closed");
+    FrameHeader header;
+    std::vector<iovec> iov;
+    iov.reserve(pieces.size() + 1);
+    FERRY_RETURN_NOT_OK(AddFrame(kind, tag, pieces, length, &header, &iov));
+    return SendIov(iov, pass_fd);
+  }
+
+  // Send every iovec in order (one sendmsg when the socket takes it all), the descriptor, if any,
+  // with the first byte. Frames sent together are never interleaved with another thread's.
+  Status SendIov(std::vector<iovec>& iov, int pass_fd) {
     std::lock_guard lock(send_mutex_);
     size_t first = 0;
     bool fd_sent = pass_fd < 0;
@@ -257,11 +281,38 @@ class ShmConnection final : public Connection {
     return Status::OK();
   }
 
-  // Read exactly `size` bytes, keeping descriptors that arrive alongside. False at EOF or error.
+  // Read exactly `size` bytes. Small reads come out of a staging buffer refilled a chunk at a
+  // time (one recvmsg takes many small frames); large ones go straight into `into`.
   bool ReadExactly(void* into, size_t size) {
     auto* p = static_cast<uint8_t*>(into);
     while (size > 0) {
-      iovec iov{p, size};
+      if (stage_begin_ < stage_end_) {
+        const size_t n = std::min(size, stage_end_ - stage_begin_);
+        std::memcpy(p, stage_.data() + stage_begin_, n);
+        stage_begin_ += n;
+        p += n;
+        size -= n;
+        continue;
+      }
+      if (size >= kStageBytes) {
+        const ssize_t n = RecvSome(p, size);
+        if (n <= 0) return false;
+        p += n;
+        size -= static_cast<size_t>(n);
+        continue;
+      }
+      const ssize_t n = RecvSome(stage_.data(), kStageBytes);
+      if (n <= 0) return false;
+      stage_begin_ = 0;
+      stage_end_ = static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // One recvmsg, keeping the descriptors that arrive alongside (in order, for region frames).
+  ssize_t RecvSome(void* into, size_t size) {
+    while (true) {
+      iovec iov{into, size};
       alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
       msghdr msg{};
       msg.msg_iov = &iov;
@@ -270,7 +321,7 @@ class ShmConnection final : public Connection {
       msg.msg_controllen = sizeof(control);
       const ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
+      if (n <= 0) return n;
       for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
           const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -281,10 +332,8 @@ class ShmConnection final : public Connection {
           }
         }
       }
-      p += n;
-      size -= static_cast<size_t>(n);
+      return n;
     }
-    return true;
   }
 
   void ReadLoop() {
@@ -365,6 +414,10 @@ class ShmConnection final : public Connection {
   std::mutex send_mutex_;
   internal::Mailbox inbox_;
   std::deque<int> pending_fds_;  // reader thread only
+  static constexpr size_t kStageBytes = 64 << 10;
+  std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);  // reader thread only
+  size_t stage_begin_ = 0;
+  size_t stage_end_ = 0;
   std::mutex regions_mutex_;
   std::map<uint64_t, std::shared_ptr<Mapping>> regions_;
   std::thread reader_;

@@ -70,6 +70,12 @@ class InProcessEnd final : public Connection {
 
 }  // namespace
 
+Status Connection::SendMessageAndBody(std::span<const ipc::ByteSpan> metadata, uint64_t tag,
+                                      std::span<const ipc::ByteSpan> body) {
+  FERRY_RETURN_NOT_OK(Send(metadata));
+  return SendTagged(tag, body);
+}
+
 Status Connection::ShareRegion(const std::shared_ptr<Region>& /*region*/) {
   return Status(ENOTSUP, "this transport cannot share memory regions (no type-1 bodies)");
 }

@@ -63,6 +63,11 @@ class Connection {
   virtual ~Connection() = default;
   [[nodiscard]] virtual Status Send(std::span<const ipc::ByteSpan> pieces) = 0;
   [[nodiscard]] virtual Status SendTagged(uint64_t tag, std::span<const ipc::ByteSpan> pieces) = 0;
+  /// Send a metadata message and its body's tagged message together: transports may do it in
+  /// one operation (shared memory: one sendmsg). By default, Send then SendTagged.
+  [[nodiscard]] virtual Status SendMessageAndBody(std::span<const ipc::ByteSpan> metadata,
+                                                  uint64_t tag,
+                                                  std::span<const ipc::ByteSpan> body);
   virtual Result<ipc::SharedBytes> Receive(std::chrono::milliseconds timeout) = 0;
   /// The oldest tagged message whose tag satisfies `(tag & mask) == (want & mask)`.
   virtual Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
