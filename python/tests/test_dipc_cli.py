@@ -69,15 +69,23 @@ def get(uri, ticket, *args, timeout=60):
     )
 
 
-SHAPES = [("shm", "list"), ("shm", "packed"), ("ucx", "list"), ("ucx", "packed")]
+SHAPES = [
+    ("shm", "list", False),
+    ("shm", "list", True),
+    ("shm", "packed", False),
+    ("ucx", "list", False),
+    ("ucx", "list", True),
+    ("ucx", "packed", False),
+]
 
 
-@pytest.mark.parametrize("transport,body", SHAPES)
-def test_a_table_crosses_processes_whole(tmp_path, transport, body):
+@pytest.mark.parametrize("transport,body,keep", SHAPES)
+def test_a_table_crosses_processes_whole(tmp_path, transport, body, keep):
     table = mixed_table(50_000)
     src = tmp_path / "t.arrows"
     write_stream(src, table, 7_000)
-    server = Server("--transport", transport, "--body", body, f"t={src}")
+    keep_flag = ["--keep"] if keep else []
+    server = Server("--transport", transport, "--body", body, *keep_flag, f"t={src}")
     try:
         out = tmp_path / "got.arrows"
         r = get(server.uris["t"], "t", "--to", str(out))

@@ -86,7 +86,11 @@ int RunServe(const ServeOptions& o) {
   Result<std::unique_ptr<dipc::Server>> server = dipc::Server::Start(options);
   if (!server.ok()) return Fail("starting the server", server.status());
   for (auto& [name, d] : datasets) {
-    (*server)->Add(name, d);
+    if (o.keep) {
+      if (const Status st = (*server)->Keep(name, d); !st.ok()) return Fail(name, st);
+    } else {
+      (*server)->Add(name, d);
+    }
     std::printf("%s %s\n", name.c_str(), (*server)->uri().ToString().c_str());
   }
   std::fflush(stdout);

@@ -16,6 +16,8 @@ struct ServeOptions {
   /// "list" (type-1 pairs into the shared region) or "packed" (type-0 bodies).
   std::string body = "list";
   int64_t region_mb = 256;
+  /// Write each dataset's bodies into shared memory once and lend them to every client.
+  bool keep = false;
   /// NAME=FILE pairs.
   std::vector<std::string> datasets;
 };

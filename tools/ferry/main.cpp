@@ -84,6 +84,10 @@ int Run(int argc, char** argv) {
                    "whole bodies (type 0)")
       ->check(CLI::IsMember({"list", "packed"}))
       ->capture_default_str();
+  serve_cmd->add_flag("--keep", serve.keep,
+                      "Write each dataset's bodies into shared memory once, at start, and lend "
+                      "them to every client without copying (needs --body list; memory: the "
+                      "datasets' size)");
   serve_cmd
       ->add_option("--region-mb", serve.region_mb,
                    "Shared region size: the most body memory in flight, all clients")
