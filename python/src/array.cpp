@@ -119,8 +119,8 @@ void CheckRequested(const PyArray& a, nb::handle requested) {
   if (Unwrap(SchemaToString(a.schema)) == Unwrap(SchemaToString(want.get()))) return;
   if (!RequestIsRelabel(a.schema, want.get())) {
     Raise(PyExc_NotImplementedError,
-          "ferry.array: the producer returned " + Unwrap(SchemaToString(a.schema)) +
-              " where " + Unwrap(SchemaToString(want.get())) +
+          "ferry.array: the producer returned " + Unwrap(SchemaToString(a.schema)) + " where " +
+              Unwrap(SchemaToString(want.get())) +
               " was requested, and ferry does not cast (cast with the producer first)");
   }
 }
@@ -129,7 +129,8 @@ void CheckRequested(const PyArray& a, nb::handle requested) {
 
 PyArray ArrayFrom(nb::handle obj, nb::handle requested_schema) {
   if (nb::isinstance<PyArray>(obj) && requested_schema.is_none()) return nb::cast<PyArray>(obj);
-  nb::object request = requested_schema.is_none() ? nb::none() : requested_schema.attr("__arrow_c_schema__")();
+  nb::object request =
+      requested_schema.is_none() ? nb::none() : requested_schema.attr("__arrow_c_schema__")();
   PyArray out;
   if (nb::hasattr(obj, "__arrow_c_device_array__")) {
     nb::tuple pair = nb::cast<nb::tuple>(obj.attr("__arrow_c_device_array__")(request));
@@ -144,11 +145,13 @@ PyArray ArrayFrom(nb::handle obj, nb::handle requested_schema) {
     UniqueArray array = TakeArray(pair[1]);
     out = FromHost(std::move(schema), std::move(array));
   } else if (nb::hasattr(obj, "__arrow_c_stream__")) {
-    out = SingleFromDeviceStream(WrapHostStream(TakeStream(obj.attr("__arrow_c_stream__")(request))));
+    out =
+        SingleFromDeviceStream(WrapHostStream(TakeStream(obj.attr("__arrow_c_stream__")(request))));
   } else {
-    Raise(PyExc_TypeError, std::string("ferry.array: ") + nb::type_name(obj.type()).c_str() +
-                               " exports none of __arrow_c_device_array__, __arrow_c_device_stream__, "
-                               "__arrow_c_array__ or __arrow_c_stream__");
+    Raise(PyExc_TypeError,
+          std::string("ferry.array: ") + nb::type_name(obj.type()).c_str() +
+              " exports none of __arrow_c_device_array__, __arrow_c_device_stream__, "
+              "__arrow_c_array__ or __arrow_c_stream__");
   }
   CheckRequested(out, requested_schema);
   return out;
@@ -164,117 +167,142 @@ void InitArray(nb::module_& m) {
   nb::class_<PyArray>(m, "Array",
                       "An Arrow array on any device: owned by ferry or moved in from any producer "
                       "of the Arrow PyCapsule interface. Children share the root's buffers.")
-      .def_static("from_arrow", &ArrayFrom, nb::arg("obj"), nb::arg("requested_schema") = nb::none(),
-                  "See ferry.array.")
+      .def_static("from_arrow", &ArrayFrom, nb::arg("obj"),
+                  nb::arg("requested_schema") = nb::none(), "See ferry.array.")
       .def("__len__", [](const PyArray& a) { return a.array->length; })
       .def_prop_ro("length", [](const PyArray& a) { return a.array->length; })
       .def_prop_ro("offset", [](const PyArray& a) { return a.array->offset; })
-      .def_prop_ro("null_count", [](const PyArray& a) { return a.array->null_count; },
-                   "The null count the producer declared (-1 when unknown).")
+      .def_prop_ro(
+          "null_count", [](const PyArray& a) { return a.array->null_count; },
+          "The null count the producer declared (-1 when unknown).")
       .def_prop_ro("n_buffers", [](const PyArray& a) { return a.array->n_buffers; })
-      .def_prop_ro("buffer_addresses", [](const PyArray& a) {
-        std::vector<uintptr_t> out;
-        for (int64_t i = 0; i < a.array->n_buffers; ++i) out.push_back(reinterpret_cast<uintptr_t>(a.array->buffers[i]));
-        return out;
-      }, "The address of each buffer (0 for an absent one).")
-      .def_prop_ro("device_type", [](const PyArray& a) { return static_cast<DeviceType>(a.device_type()); })
+      .def_prop_ro(
+          "buffer_addresses",
+          [](const PyArray& a) {
+            std::vector<uintptr_t> out;
+            for (int64_t i = 0; i < a.array->n_buffers; ++i)
+              out.push_back(reinterpret_cast<uintptr_t>(a.array->buffers[i]));
+            return out;
+          },
+          "The address of each buffer (0 for an absent one).")
+      .def_prop_ro("device_type",
+                   [](const PyArray& a) { return static_cast<DeviceType>(a.device_type()); })
       .def_prop_ro("device_id", [](const PyArray& a) { return a.device_id(); })
-      .def_prop_ro("device", [](const PyArray& a) { return &DeviceOf(a.device_type(), a.device_id()); },
-                   nb::rv_policy::reference)
+      .def_prop_ro(
+          "device", [](const PyArray& a) { return &DeviceOf(a.device_type(), a.device_id()); },
+          nb::rv_policy::reference)
       .def_prop_ro("schema", &SchemaOf)
-      .def_prop_ro("type", [](const PyArray& a) { return PyDataType{a.root, Unwrap(SchemaView::Make(a.schema))}; })
+      .def_prop_ro("type",
+                   [](const PyArray& a) {
+                     return PyDataType{a.root, Unwrap(SchemaView::Make(a.schema))};
+                   })
       .def_prop_ro("n_children", [](const PyArray& a) { return a.array->n_children; })
-      .def("child", [](const PyArray& a, int64_t i) {
-        if (i < 0 || i >= a.array->n_children) {
-          Raise(PyExc_IndexError, "child " + std::to_string(i) + " out of range [0, " +
-                                      std::to_string(a.array->n_children) + ")");
-        }
-        return PyArray{a.root, a.schema->children[i], a.array->children[i]};
-      }, nb::arg("i"))
-      .def_prop_ro("children", [](const PyArray& a) {
-        std::vector<PyArray> out;
-        for (int64_t i = 0; i < a.array->n_children; ++i) {
-          out.push_back(PyArray{a.root, a.schema->children[i], a.array->children[i]});
-        }
-        return out;
-      })
-      .def_prop_ro("dictionary", [](const PyArray& a) -> std::optional<PyArray> {
-        if (a.array->dictionary == nullptr) return std::nullopt;
-        return PyArray{a.root, a.schema->dictionary, a.array->dictionary};
-      })
-      .def("validate",
-           [](const PyArray& a, ValidationLevel level) {
-             ArrowDeviceArray node = a.NodeDeviceArray();
-             DeviceArrayView view = Unwrap(DeviceArrayView::Make(a.schema));
-             Status st;
-             {
-               nb::gil_scoped_release release;
-               st = view.SetArray(&node);
-               if (st.ok()) st = view.Validate(level);
-             }
-             Check(st);
-           },
-           nb::arg("level") = ValidationLevel::kFull,
-           "Check the array at `level`; ValueError naming the path and element when it is not valid.")
-      .def("copy_to",
-           [](const PyArray& a, Device& device) {
-             ArrowDeviceArray node = a.NodeDeviceArray();
-             DeviceArrayView view = Unwrap(DeviceArrayView::Make(a.schema));
-             UniqueSchema schema = Unwrap(CopySchema(a.schema));
-             Result<UniqueDeviceArray> copy = [&]() -> Result<UniqueDeviceArray> {
-               nb::gil_scoped_release release;
-               FERRY_RETURN_NOT_OK(view.SetArray(&node));
-               return view.Copy(device);
-             }();
-             return MakeArray(std::move(schema), Unwrap(std::move(copy)));
-           },
-           nb::arg("device"),
-           "A copy of the visible part of the array on `device` (offset 0), complete on return.")
-      .def("move_to",
-           [](const PyArray& a, Device& device) {
-             UniqueDeviceArray src = ExportDeviceArray(a);
-             UniqueDeviceArray dst;
-             UniqueSchema schema = Unwrap(CopySchema(a.schema));
-             Status st;
-             {
-               nb::gil_scoped_release release;
-               st = MoveToDevice(src.get(), device, dst.get());
-             }
-             Check(st);
-             return MakeArray(std::move(schema), std::move(dst));
-           },
-           nb::arg("device"),
-           "The same buffers seen from `device`, without a copy (CUDA_HOST or managed memory, or "
-           "the same device); NotImplementedError when no zero-copy path exists (use copy_to).")
-      .def("__arrow_c_schema__", [](const PyArray& a) { return SchemaCapsule(Unwrap(CopySchema(a.schema))); })
-      .def("__arrow_c_array__",
-           [](const PyArray& a, nb::handle requested_schema) {
-             if (!HostAccessible(a)) {
-               Raise(PyExc_ValueError, std::string("__arrow_c_array__: the array is on ") +
-                                           DeviceTypeName(a.device_type()) +
-                                           ", not the CPU; use copy_to(ferry.Device.cpu()) or "
-                                           "__arrow_c_device_array__");
-             }
-             WaitForHost(a);
-             UniqueSchema schema = ExportSchemaFor(a, requested_schema);
-             UniqueArray array;
-             ExportArrayRef(a.array, a.root, array.get());
-             return nb::make_tuple(SchemaCapsule(std::move(schema)), ArrayCapsule(std::move(array)));
-           },
-           nb::arg("requested_schema") = nb::none(),
-           "(schema, array) capsules sharing this array's buffers; host-accessible data only.")
-      .def("__arrow_c_device_array__",
-           [](const PyArray& a, nb::handle requested_schema, nb::kwargs kwargs) {
-             CheckNoKwargs(kwargs, "__arrow_c_device_array__");
-             UniqueSchema schema = ExportSchemaFor(a, requested_schema);
-             return nb::make_tuple(SchemaCapsule(std::move(schema)), DeviceArrayCapsule(ExportDeviceArray(a)));
-           },
-           nb::arg("requested_schema") = nb::none(), nb::arg("kwargs"),
-           "(schema, device array) capsules sharing this array's buffers, on its device.")
+      .def(
+          "child",
+          [](const PyArray& a, int64_t i) {
+            if (i < 0 || i >= a.array->n_children) {
+              Raise(PyExc_IndexError, "child " + std::to_string(i) + " out of range [0, " +
+                                          std::to_string(a.array->n_children) + ")");
+            }
+            return PyArray{a.root, a.schema->children[i], a.array->children[i]};
+          },
+          nb::arg("i"))
+      .def_prop_ro("children",
+                   [](const PyArray& a) {
+                     std::vector<PyArray> out;
+                     for (int64_t i = 0; i < a.array->n_children; ++i) {
+                       out.push_back(PyArray{a.root, a.schema->children[i], a.array->children[i]});
+                     }
+                     return out;
+                   })
+      .def_prop_ro("dictionary",
+                   [](const PyArray& a) -> std::optional<PyArray> {
+                     if (a.array->dictionary == nullptr) return std::nullopt;
+                     return PyArray{a.root, a.schema->dictionary, a.array->dictionary};
+                   })
+      .def(
+          "validate",
+          [](const PyArray& a, ValidationLevel level) {
+            ArrowDeviceArray node = a.NodeDeviceArray();
+            DeviceArrayView view = Unwrap(DeviceArrayView::Make(a.schema));
+            Status st;
+            {
+              nb::gil_scoped_release release;
+              st = view.SetArray(&node);
+              if (st.ok()) st = view.Validate(level);
+            }
+            Check(st);
+          },
+          nb::arg("level") = ValidationLevel::kFull,
+          "Check the array at `level`; ValueError naming the path and element when it is not "
+          "valid.")
+      .def(
+          "copy_to",
+          [](const PyArray& a, Device& device) {
+            ArrowDeviceArray node = a.NodeDeviceArray();
+            DeviceArrayView view = Unwrap(DeviceArrayView::Make(a.schema));
+            UniqueSchema schema = Unwrap(CopySchema(a.schema));
+            Result<UniqueDeviceArray> copy = [&]() -> Result<UniqueDeviceArray> {
+              nb::gil_scoped_release release;
+              FERRY_RETURN_NOT_OK(view.SetArray(&node));
+              return view.Copy(device);
+            }();
+            return MakeArray(std::move(schema), Unwrap(std::move(copy)));
+          },
+          nb::arg("device"),
+          "A copy of the visible part of the array on `device` (offset 0), complete on return.")
+      .def(
+          "move_to",
+          [](const PyArray& a, Device& device) {
+            UniqueDeviceArray src = ExportDeviceArray(a);
+            UniqueDeviceArray dst;
+            UniqueSchema schema = Unwrap(CopySchema(a.schema));
+            Status st;
+            {
+              nb::gil_scoped_release release;
+              st = MoveToDevice(src.get(), device, dst.get());
+            }
+            Check(st);
+            return MakeArray(std::move(schema), std::move(dst));
+          },
+          nb::arg("device"),
+          "The same buffers seen from `device`, without a copy (CUDA_HOST or managed memory, or "
+          "the same device); NotImplementedError when no zero-copy path exists (use copy_to).")
+      .def("__arrow_c_schema__",
+           [](const PyArray& a) { return SchemaCapsule(Unwrap(CopySchema(a.schema))); })
+      .def(
+          "__arrow_c_array__",
+          [](const PyArray& a, nb::handle requested_schema) {
+            if (!HostAccessible(a)) {
+              Raise(PyExc_ValueError, std::string("__arrow_c_array__: the array is on ") +
+                                          DeviceTypeName(a.device_type()) +
+                                          ", not the CPU; use copy_to(ferry.Device.cpu()) or "
+                                          "__arrow_c_device_array__");
+            }
+            WaitForHost(a);
+            UniqueSchema schema = ExportSchemaFor(a, requested_schema);
+            UniqueArray array;
+            ExportArrayRef(a.array, a.root, array.get());
+            return nb::make_tuple(SchemaCapsule(std::move(schema)), ArrayCapsule(std::move(array)));
+          },
+          nb::arg("requested_schema") = nb::none(),
+          "(schema, array) capsules sharing this array's buffers; host-accessible data only.")
+      .def(
+          "__arrow_c_device_array__",
+          [](const PyArray& a, nb::handle requested_schema, nb::kwargs kwargs) {
+            CheckNoKwargs(kwargs, "__arrow_c_device_array__");
+            UniqueSchema schema = ExportSchemaFor(a, requested_schema);
+            return nb::make_tuple(SchemaCapsule(std::move(schema)),
+                                  DeviceArrayCapsule(ExportDeviceArray(a)));
+          },
+          nb::arg("requested_schema") = nb::none(), nb::arg("kwargs"),
+          "(schema, device array) capsules sharing this array's buffers, on its device.")
       .def("__repr__", [](const PyArray& a) {
-        return "<ferry.Array " + Unwrap(SchemaToString(a.schema)) + " length=" +
-               std::to_string(a.array->length) + " device=" + DeviceTypeName(a.device_type()) +
-               (a.device_type() == ARROW_DEVICE_CPU ? "" : ":" + std::to_string(a.device_id())) + ">";
+        return "<ferry.Array " + Unwrap(SchemaToString(a.schema)) +
+               " length=" + std::to_string(a.array->length) +
+               " device=" + DeviceTypeName(a.device_type()) +
+               (a.device_type() == ARROW_DEVICE_CPU ? "" : ":" + std::to_string(a.device_id())) +
+               ">";
       });
 
   m.def("array", &ArrayFrom, nb::arg("obj"), nb::arg("requested_schema") = nb::none(),

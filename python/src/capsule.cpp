@@ -115,8 +115,9 @@ bool Relabel(const ArrowSchema* have, const ArrowSchema* request, const std::str
   if ((have->dictionary == nullptr) != (request->dictionary == nullptr)) return false;
   bool same = SameLayout(hv, rv);
   for (int64_t i = 0; i < have->n_children; ++i) {
-    same = Relabel(have->children[i], request->children[i], path + " > child " + std::to_string(i)) &&
-           same;
+    same =
+        Relabel(have->children[i], request->children[i], path + " > child " + std::to_string(i)) &&
+        same;
   }
   if (have->dictionary != nullptr) {
     same = Relabel(have->dictionary, request->dictionary, path + " > dictionary") && same;
@@ -126,19 +127,27 @@ bool Relabel(const ArrowSchema* have, const ArrowSchema* request, const std::str
 
 }  // namespace
 
-nb::object SchemaCapsule(UniqueSchema o) { return MakeCapsule(std::move(o), kSchemaCapsule, DestroySchema); }
-nb::object ArrayCapsule(UniqueArray o) { return MakeCapsule(std::move(o), kArrayCapsule, DestroyArray); }
+nb::object SchemaCapsule(UniqueSchema o) {
+  return MakeCapsule(std::move(o), kSchemaCapsule, DestroySchema);
+}
+nb::object ArrayCapsule(UniqueArray o) {
+  return MakeCapsule(std::move(o), kArrayCapsule, DestroyArray);
+}
 nb::object DeviceArrayCapsule(UniqueDeviceArray o) {
   return MakeCapsule(std::move(o), kDeviceArrayCapsule, DestroyDeviceArray);
 }
-nb::object StreamCapsule(UniqueArrayStream o) { return MakeCapsule(std::move(o), kStreamCapsule, DestroyStream); }
+nb::object StreamCapsule(UniqueArrayStream o) {
+  return MakeCapsule(std::move(o), kStreamCapsule, DestroyStream);
+}
 nb::object DeviceStreamCapsule(UniqueDeviceArrayStream o) {
   return MakeCapsule(std::move(o), kDeviceStreamCapsule, DestroyDeviceStream);
 }
 
 UniqueSchema TakeSchema(nb::handle c) { return Take<ArrowSchema>(c, kSchemaCapsule); }
 UniqueArray TakeArray(nb::handle c) { return Take<ArrowArray>(c, kArrayCapsule); }
-UniqueDeviceArray TakeDeviceArray(nb::handle c) { return Take<ArrowDeviceArray>(c, kDeviceArrayCapsule); }
+UniqueDeviceArray TakeDeviceArray(nb::handle c) {
+  return Take<ArrowDeviceArray>(c, kDeviceArrayCapsule);
+}
 UniqueArrayStream TakeStream(nb::handle c) { return Take<ArrowArrayStream>(c, kStreamCapsule); }
 UniqueDeviceArrayStream TakeDeviceStream(nb::handle c) {
   return Take<ArrowDeviceArrayStream>(c, kDeviceStreamCapsule);

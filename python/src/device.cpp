@@ -28,7 +28,8 @@ std::vector<Device*> Devices() {
 }  // namespace
 
 void InitDevice(nb::module_& m) {
-  nb::enum_<DeviceType>(m, "DeviceType", "Device types, numbered as in the Arrow C Device interface.")
+  nb::enum_<DeviceType>(m, "DeviceType",
+                        "Device types, numbered as in the Arrow C Device interface.")
       .value("CPU", DeviceType::CPU)
       .value("CUDA", DeviceType::CUDA)
       .value("CUDA_HOST", DeviceType::CUDA_HOST)
@@ -60,13 +61,15 @@ void InitDevice(nb::module_& m) {
           },
           nb::arg("device_type"), nb::arg("device_id"), nb::rv_policy::reference,
           "The device of a type and id; ValueError naming why when there is none.")
-      .def_prop_ro("device_type", [](const Device& d) { return static_cast<DeviceType>(d.device_type()); })
+      .def_prop_ro("device_type",
+                   [](const Device& d) { return static_cast<DeviceType>(d.device_type()); })
       .def_prop_ro("device_id", &Device::device_id)
       .def_prop_ro("host_accessible", &Device::host_accessible,
                    "Whether the host may read this device's memory.")
-      .def("__eq__", [](const Device& a, nb::handle b) {
-        return nb::isinstance<Device>(b) && &a == nb::inst_ptr<Device>(b);
-      })
+      .def("__eq__",
+           [](const Device& a, nb::handle b) {
+             return nb::isinstance<Device>(b) && &a == nb::inst_ptr<Device>(b);
+           })
       .def("__hash__", [](const Device& d) { return reinterpret_cast<intptr_t>(&d); })
       .def("__repr__", [](const Device& d) { return "<ferry.Device " + d.ToString() + ">"; })
       .def("__str__", &Device::ToString);

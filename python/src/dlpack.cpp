@@ -1,9 +1,10 @@
 // DLPack both ways: versioned capsules first, legacy ones as the fallback, the used_ renaming,
 // and the stream and copy rules of the DLPack Python specification.
+#include "ferry/memview/dlpack.hpp"
+
 #include <cstring>
 #include <vector>
 
-#include "ferry/memview/dlpack.hpp"
 #include "memory_view.hpp"
 
 namespace ferry::python {
@@ -44,11 +45,14 @@ memview::MemoryView FromCapsule(nb::handle capsule) {
     return Unwrap(memview::FromDLPackLegacy(t));
   }
   const char* name = PyCapsule_GetName(c);
-  if (name != nullptr && (std::strcmp(name, kUsedVersioned) == 0 || std::strcmp(name, kUsedLegacy) == 0)) {
-    Raise(PyExc_ValueError, std::string("the DLPack capsule was already consumed ('") + name + "')");
+  if (name != nullptr &&
+      (std::strcmp(name, kUsedVersioned) == 0 || std::strcmp(name, kUsedLegacy) == 0)) {
+    Raise(PyExc_ValueError,
+          std::string("the DLPack capsule was already consumed ('") + name + "')");
   }
-  Raise(PyExc_TypeError, std::string("expected a 'dltensor_versioned' or 'dltensor' capsule, got '") +
-                             (name ? name : "(unnamed)") + "'");
+  Raise(PyExc_TypeError,
+        std::string("expected a 'dltensor_versioned' or 'dltensor' capsule, got '") +
+            (name ? name : "(unnamed)") + "'");
 }
 
 /// A dense row-major host copy of a host view (DLPack's copy=True).
@@ -65,7 +69,8 @@ memview::MemoryView HostCopy(const memview::MemoryView& v) {
     }
   }
   uint8_t* data = bytes->data();
-  return Unwrap(memview::MakeContiguousView(bytes, data, n * v.item_size, v.format, v.shape, false));
+  return Unwrap(
+      memview::MakeContiguousView(bytes, data, n * v.item_size, v.format, v.shape, false));
 }
 
 }  // namespace
@@ -74,7 +79,8 @@ memview::MemoryView ViewFromDLPack(nb::handle obj) {
   if (PyCapsule_CheckExact(obj.ptr())) return FromCapsule(obj);
   nb::object capsule;
   try {
-    capsule = obj.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION));
+    capsule = obj.attr("__dlpack__")(
+        nb::arg("max_version") = nb::make_tuple(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION));
   } catch (nb::python_error& e) {
     if (!e.matches(PyExc_TypeError)) throw;
     capsule = obj.attr("__dlpack__")();  // a producer from before DLPack 1.0: legacy capsule
@@ -94,10 +100,14 @@ nb::object ExportDLPack(const PyMemoryView& mv, nb::handle stream, nb::handle ma
   if (!dl_device.is_none()) {
     nb::tuple want = nb::cast<nb::tuple>(dl_device);
     nb::tuple have = DLPackDevice(mv);
-    if (nb::cast<int>(want[0]) != nb::cast<int>(have[0]) || nb::cast<int64_t>(want[1]) != nb::cast<int64_t>(have[1])) {
-      Raise(PyExc_BufferError, "__dlpack__: dl_device " + std::string(nb::str(dl_device).c_str()) +
-                                   " is not the view's device " + nb::str(have).c_str() +
-                                   (copy.is_none() || nb::cast<bool>(copy) ? "; ferry does not copy across devices here (use Array.copy_to)" : ""));
+    if (nb::cast<int>(want[0]) != nb::cast<int>(have[0]) ||
+        nb::cast<int64_t>(want[1]) != nb::cast<int64_t>(have[1])) {
+      Raise(PyExc_BufferError,
+            "__dlpack__: dl_device " + std::string(nb::str(dl_device).c_str()) +
+                " is not the view's device " + nb::str(have).c_str() +
+                (copy.is_none() || nb::cast<bool>(copy)
+                     ? "; ferry does not copy across devices here (use Array.copy_to)"
+                     : ""));
     }
   }
   bool do_copy = !copy.is_none() && nb::cast<bool>(copy);
@@ -108,7 +118,8 @@ nb::object ExportDLPack(const PyMemoryView& mv, nb::handle stream, nb::handle ma
     if (v.device_type == ARROW_DEVICE_CPU && s != -1) {
       Raise(PyExc_ValueError, "__dlpack__: stream must be None for CPU memory");
     }
-    if (s == 0) Raise(PyExc_ValueError, "__dlpack__: stream 0 is ambiguous and not allowed; use 1 or 2");
+    if (s == 0)
+      Raise(PyExc_ValueError, "__dlpack__: stream 0 is ambiguous and not allowed; use 1 or 2");
     if (s != -1 && v.sync_event != nullptr) {
       void* handle = reinterpret_cast<void*>(static_cast<intptr_t>(s));
       Device& device = DeviceOf(v.device_type, v.device_id);
@@ -149,8 +160,9 @@ nb::object ExportDLPack(const PyMemoryView& mv, nb::handle stream, nb::handle ma
     return nb::steal(capsule);
   }
   if (source.readonly && !do_copy) {
-    Raise(PyExc_BufferError, "__dlpack__: a read-only view needs max_version >= (1, 0) (the legacy "
-                             "capsule cannot say read-only)");
+    Raise(PyExc_BufferError,
+          "__dlpack__: a read-only view needs max_version >= (1, 0) (the legacy "
+          "capsule cannot say read-only)");
   }
   DLManagedTensor* t = Unwrap(memview::ToDLPackLegacy(source));
   PyObject* capsule = PyCapsule_New(t, kLegacy, DestroyLegacy);

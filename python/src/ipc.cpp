@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "capsule.hpp"
-#include "ferry/format/schema.hpp"
 #include "ferry/device/device_array.hpp"
+#include "ferry/format/schema.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "objects.hpp"
@@ -32,14 +32,13 @@ ipc::SharedBytes BytesOf(nb::handle obj) {
   return ipc::SharedBytes{static_cast<const uint8_t*>(held->buf), held->len, std::move(owner)};
 }
 
-bool IsPath(nb::handle obj) {
-  return PyUnicode_Check(obj.ptr()) || nb::hasattr(obj, "__fspath__");
-}
+bool IsPath(nb::handle obj) { return PyUnicode_Check(obj.ptr()) || nb::hasattr(obj, "__fspath__"); }
 
 std::string PathOf(nb::handle obj) {
   nb::object path = nb::steal(PyOS_FSPath(obj.ptr()));
   if (!path.is_valid()) throw nb::python_error();
-  if (!PyUnicode_Check(path.ptr())) Raise(PyExc_TypeError, "paths must be str or os.PathLike of str");
+  if (!PyUnicode_Check(path.ptr()))
+    Raise(PyExc_TypeError, "paths must be str or os.PathLike of str");
   return nb::cast<std::string>(path);
 }
 
@@ -57,7 +56,8 @@ ipc::WriteOptions WriteOptionsOf(const std::optional<std::string>& compression, 
     } else if (*compression == "zstd") {
       options.compression = ipc::Compression::kZstd;
     } else {
-      Raise(PyExc_ValueError, "compression must be None, 'lz4' or 'zstd', not '" + *compression + "'");
+      Raise(PyExc_ValueError,
+            "compression must be None, 'lz4' or 'zstd', not '" + *compression + "'");
     }
   }
   options.alignment = alignment;
@@ -67,8 +67,8 @@ ipc::WriteOptions WriteOptionsOf(const std::optional<std::string>& compression, 
 /// A memory view of bytes the writer produced (read-only, unsigned bytes, no copy).
 PyMemoryView ViewOfBytes(ipc::SharedBytes bytes) {
   PyMemoryView out;
-  out.view = Unwrap(memview::MakeContiguousView(bytes.owner, const_cast<uint8_t*>(bytes.data), bytes.size, "C",
-                                                {bytes.size}, true));
+  out.view = Unwrap(memview::MakeContiguousView(bytes.owner, const_cast<uint8_t*>(bytes.data),
+                                                bytes.size, "C", {bytes.size}, true));
   out.obj = nb::none();
   return out;
 }
@@ -133,7 +133,8 @@ nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::stri
   ArrowDeviceArrayStream* stream = input.Live("write");
   Status st = [&]() -> Status {
     nb::gil_scoped_release release;
-    FERRY_ASSIGN_OR_RAISE(Writer writer, Writer::Open(owned.get(), input.schema->schema.get(), options));
+    FERRY_ASSIGN_OR_RAISE(Writer writer,
+                          Writer::Open(owned.get(), input.schema->schema.get(), options));
     for (;;) {
       UniqueDeviceArray batch;
       int rc = stream->get_next(stream, batch.get());
@@ -157,37 +158,47 @@ nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::stri
 
 void InitIpc(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("ipc", "Arrow IPC streams and files.");
-  m.def("read_stream", &ReadStream, nb::arg("source"), nb::arg("validation") = ValidationLevel::kFull,
-        "Read IPC data as an ArrayStream of record batches (struct arrays). `source` is a bytes-like "
-        "object (read in place, kept alive by the arrays) or a path (memory-mapped; the stream or "
-        "the file format, told apart by the magic).");
+  m.def(
+      "read_stream", &ReadStream, nb::arg("source"), nb::arg("validation") = ValidationLevel::kFull,
+      "Read IPC data as an ArrayStream of record batches (struct arrays). `source` is a bytes-like "
+      "object (read in place, kept alive by the arrays) or a path (memory-mapped; the stream or "
+      "the file format, told apart by the magic).");
   nb::class_<PyFileReader>(m, "FileReader", "Random access to the record batches of an IPC file.")
-      .def("__init__", [](PyFileReader* self, nb::handle source, ValidationLevel validation) {
-        new (self) PyFileReader(OpenFile(source, validation));
-      }, nb::arg("source"), nb::arg("validation") = ValidationLevel::kFull,
-         "Open a bytes-like object in place, or a path through a read-only memory map.")
-      .def_prop_ro("schema", [](const PyFileReader& r) {
-        auto holder = std::make_shared<SchemaHolder>();
-        holder->schema = Unwrap(CopySchema(r.reader->schema()));
-        const ArrowSchema* raw = holder->schema.get();
-        return PySchema{std::move(holder), raw};
-      })
-      .def_prop_ro("num_record_batches", [](const PyFileReader& r) { return r.reader->num_record_batches(); })
+      .def(
+          "__init__",
+          [](PyFileReader* self, nb::handle source, ValidationLevel validation) {
+            new (self) PyFileReader(OpenFile(source, validation));
+          },
+          nb::arg("source"), nb::arg("validation") = ValidationLevel::kFull,
+          "Open a bytes-like object in place, or a path through a read-only memory map.")
+      .def_prop_ro("schema",
+                   [](const PyFileReader& r) {
+                     auto holder = std::make_shared<SchemaHolder>();
+                     holder->schema = Unwrap(CopySchema(r.reader->schema()));
+                     const ArrowSchema* raw = holder->schema.get();
+                     return PySchema{std::move(holder), raw};
+                   })
+      .def_prop_ro("num_record_batches",
+                   [](const PyFileReader& r) { return r.reader->num_record_batches(); })
       .def("__len__", [](const PyFileReader& r) { return r.reader->num_record_batches(); })
-      .def("read_record_batch", [](const PyFileReader& r, int64_t i) {
-        Result<UniqueArray> batch = [&] {
-          nb::gil_scoped_release release;
-          return r.reader->ReadRecordBatch(i);
-        }();
-        UniqueArray array = Unwrap(std::move(batch));
-        UniqueDeviceArray device;
-        Check(DeviceArrayInit(*CpuDevice(), device.get(), array.get(), nullptr));
-        // The batch keeps the file's bytes alive itself; the reader is kept for its schema.
-        return MakeArray(Unwrap(CopySchema(r.reader->schema())), std::move(device), r.reader);
-      }, nb::arg("i"), "Decode record batch i as a struct array (IndexError when out of range).");
+      .def(
+          "read_record_batch",
+          [](const PyFileReader& r, int64_t i) {
+            Result<UniqueArray> batch = [&] {
+              nb::gil_scoped_release release;
+              return r.reader->ReadRecordBatch(i);
+            }();
+            UniqueArray array = Unwrap(std::move(batch));
+            UniqueDeviceArray device;
+            Check(DeviceArrayInit(*CpuDevice(), device.get(), array.get(), nullptr));
+            // The batch keeps the file's bytes alive itself; the reader is kept for its schema.
+            return MakeArray(Unwrap(CopySchema(r.reader->schema())), std::move(device), r.reader);
+          },
+          nb::arg("i"), "Decode record batch i as a struct array (IndexError when out of range).");
   m.def("write_stream", &Write<ipc::StreamWriter>, nb::arg("data"), nb::arg("sink") = nb::none(),
         nb::kw_only(), nb::arg("compression") = nb::none(), nb::arg("alignment") = 8,
-        "Write the record batches of any stream or struct-array producer in the IPC stream format: to "
+        "Write the record batches of any stream or struct-array producer in the IPC stream format: "
+        "to "
         "memory (returns a read-only MemoryView of the bytes) or to a path (returns the size).");
   m.def("write_file", &Write<ipc::FileWriter>, nb::arg("data"), nb::arg("sink") = nb::none(),
         nb::kw_only(), nb::arg("compression") = nb::none(), nb::arg("alignment") = 8,

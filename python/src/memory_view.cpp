@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ferry/format/schema.hpp"
 #include "ferry/memview/cuda_array_interface.hpp"
 #include "ferry/memview/device_array.hpp"
 #include "ferry/memview/pep3118.hpp"
-#include "ferry/format/schema.hpp"
 
 namespace ferry::python {
 
@@ -46,8 +46,8 @@ MemoryView FromBuffer(nb::handle obj) {
   view.item_desc = Unwrap(memview::ParseItemFormat(view.format));
   if (view.item_desc.item_size != b.itemsize) {
     Raise(PyExc_ValueError, std::string("buffer format '") + (b.format ? b.format : "B") + "' is " +
-                                std::to_string(view.item_desc.item_size) + " bytes, the buffer's itemsize " +
-                                std::to_string(b.itemsize));
+                                std::to_string(view.item_desc.item_size) +
+                                " bytes, the buffer's itemsize " + std::to_string(b.itemsize));
   }
   view.data = static_cast<uint8_t*>(b.buf);
   view.byte_size = b.len;
@@ -73,11 +73,13 @@ std::vector<int64_t> IntTuple(nb::handle seq, const char* what) {
 
 MemoryView FromCudaArrayInterface(nb::handle obj, std::optional<int64_t>* stream) {
   nb::object dict_obj = obj.attr("__cuda_array_interface__");
-  if (!PyDict_Check(dict_obj.ptr())) Raise(PyExc_TypeError, "__cuda_array_interface__ must be a dict");
+  if (!PyDict_Check(dict_obj.ptr()))
+    Raise(PyExc_TypeError, "__cuda_array_interface__ must be a dict");
   nb::dict d = nb::borrow<nb::dict>(dict_obj);
   for (const char* key : {"shape", "typestr", "data", "version"}) {
     if (!d.contains(key)) {
-      Raise(PyExc_ValueError, std::string("__cuda_array_interface__ lacks the required key '") + key + "'");
+      Raise(PyExc_ValueError,
+            std::string("__cuda_array_interface__ lacks the required key '") + key + "'");
     }
   }
   memview::CudaArrayInterface cai;
@@ -90,7 +92,8 @@ MemoryView FromCudaArrayInterface(nb::handle obj, std::optional<int64_t>* stream
   }
   cai.data = nb::cast<uintptr_t>(data[0]);
   cai.readonly = nb::cast<bool>(data[1]);
-  if (d.contains("strides") && !d["strides"].is_none()) cai.strides = IntTuple(d["strides"], "strides");
+  if (d.contains("strides") && !d["strides"].is_none())
+    cai.strides = IntTuple(d["strides"], "strides");
   if (d.contains("mask") && !d["mask"].is_none()) cai.has_mask = true;
   if (d.contains("stream") && !d["stream"].is_none()) cai.stream = nb::cast<int64_t>(d["stream"]);
   int64_t device_id = 0;
@@ -105,7 +108,8 @@ MemoryView FromCudaArrayInterface(nb::handle obj, std::optional<int64_t>* stream
 int64_t Extent(const MemoryView& v) {
   if (v.n_items() == 0) return 0;
   int64_t extent = v.item_size;
-  for (int64_t i = 0; i < v.ndim; ++i) extent += (v.shape[static_cast<size_t>(i)] - 1) * std::abs(v.stride(i));
+  for (int64_t i = 0; i < v.ndim; ++i)
+    extent += (v.shape[static_cast<size_t>(i)] - 1) * std::abs(v.stride(i));
   return extent;
 }
 
@@ -124,8 +128,9 @@ PyMemoryView Make(nb::handle obj) {
   } else if (nb::hasattr(obj, "__dlpack__") || PyCapsule_CheckExact(obj.ptr())) {
     out.view = ViewFromDLPack(obj);
   } else {
-    Raise(PyExc_TypeError, std::string("ferry.MemoryView: ") + nb::type_name(obj.type()).c_str() +
-                               " exposes neither the buffer protocol, __cuda_array_interface__ nor __dlpack__");
+    Raise(PyExc_TypeError,
+          std::string("ferry.MemoryView: ") + nb::type_name(obj.type()).c_str() +
+              " exposes neither the buffer protocol, __cuda_array_interface__ nor __dlpack__");
   }
   out.obj = nb::borrow(obj);
   return out;
@@ -143,14 +148,20 @@ int GetBuffer(PyObject* self, Py_buffer* view, int flags) {
     return fail(std::string("ferry.MemoryView: the memory is on ") + DeviceTypeName(v.device_type) +
                 ", which the buffer protocol cannot export; use __dlpack__");
   }
-  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && v.readonly) return fail("ferry.MemoryView: the view is read-only");
-  if (!v.sub_offsets.empty()) return fail("ferry.MemoryView: indirect (sub-offset) views are not exported");
+  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && v.readonly)
+    return fail("ferry.MemoryView: the view is read-only");
+  if (!v.sub_offsets.empty())
+    return fail("ferry.MemoryView: indirect (sub-offset) views are not exported");
   bool c = memview::IsRowMajorContiguous(v);
   bool f = memview::IsColumnMajorContiguous(v);
-  if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c && !f) return fail("ferry.MemoryView: not contiguous");
-  if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c) return fail("ferry.MemoryView: not C-contiguous");
-  if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f) return fail("ferry.MemoryView: not Fortran-contiguous");
-  if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c) return fail("ferry.MemoryView: strides are needed but not asked for");
+  if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c && !f)
+    return fail("ferry.MemoryView: not contiguous");
+  if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c)
+    return fail("ferry.MemoryView: not C-contiguous");
+  if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f)
+    return fail("ferry.MemoryView: not Fortran-contiguous");
+  if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c)
+    return fail("ferry.MemoryView: strides are needed but not asked for");
   if (mv->pep3118.empty()) {
     Result<std::string> format = memview::Pep3118FromItemDesc(v.item_desc);
     if (!format.ok()) return fail("ferry.MemoryView: " + format.status().message());
@@ -210,7 +221,8 @@ nb::object Slice(nb::handle self, nb::handle key) {
 }
 
 nb::dict CudaArrayInterfaceOf(const PyMemoryView& mv) {
-  if (mv.view.device_type != ARROW_DEVICE_CUDA && mv.view.device_type != ARROW_DEVICE_CUDA_MANAGED) {
+  if (mv.view.device_type != ARROW_DEVICE_CUDA &&
+      mv.view.device_type != ARROW_DEVICE_CUDA_MANAGED) {
     Raise(PyExc_AttributeError, std::string("__cuda_array_interface__: the memory is on ") +
                                     DeviceTypeName(mv.view.device_type) + ", not CUDA");
   }
@@ -248,56 +260,81 @@ PyMemoryView FromArray(const PyArray& a) {
 }  // namespace
 
 void InitMemoryView(nb::module_& m) {
-  nb::class_<PyMemoryView>(m, "MemoryView", nb::type_slots(kSlots), nb::is_weak_referenceable(),
-                           "A typed N-d view of memory on any device (pylibcudf's gpumemoryview, for "
-                           "every device): built from the buffer protocol, __cuda_array_interface__ or "
-                           "__dlpack__, and exported through each. Holds a strong reference to `obj`.")
-      .def("__init__", [](PyMemoryView* self, nb::handle obj) { new (self) PyMemoryView(Make(obj)); },
-           nb::arg("obj"))
-      .def_static("from_array", &FromArray, nb::arg("array"),
-                  "A read-only view of a fixed-width (1-d), fixed-size list (2-d) or fixed_shape_tensor "
-                  "(N-d) ferry.Array's values, on its device, sharing its buffers.")
-      .def_prop_ro("obj", [](const PyMemoryView& mv) { return mv.obj; },
-                   "The object that owns the memory (a slice's parent view for slices).")
-      .def_prop_ro("ptr", [](const PyMemoryView& mv) { return reinterpret_cast<uintptr_t>(mv.view.data); })
-      .def_prop_ro("nbytes", [](const PyMemoryView& mv) { return Extent(mv.view); },
-                   "Bytes spanned from the first to the last item, following the strides.")
+  nb::class_<PyMemoryView>(
+      m, "MemoryView", nb::type_slots(kSlots), nb::is_weak_referenceable(),
+      "A typed N-d view of memory on any device (pylibcudf's gpumemoryview, for "
+      "every device): built from the buffer protocol, __cuda_array_interface__ or "
+      "__dlpack__, and exported through each. Holds a strong reference to `obj`.")
+      .def(
+          "__init__",
+          [](PyMemoryView* self, nb::handle obj) { new (self) PyMemoryView(Make(obj)); },
+          nb::arg("obj"))
+      .def_static(
+          "from_array", &FromArray, nb::arg("array"),
+          "A read-only view of a fixed-width (1-d), fixed-size list (2-d) or fixed_shape_tensor "
+          "(N-d) ferry.Array's values, on its device, sharing its buffers.")
+      .def_prop_ro(
+          "obj", [](const PyMemoryView& mv) { return mv.obj; },
+          "The object that owns the memory (a slice's parent view for slices).")
+      .def_prop_ro("ptr",
+                   [](const PyMemoryView& mv) { return reinterpret_cast<uintptr_t>(mv.view.data); })
+      .def_prop_ro(
+          "nbytes", [](const PyMemoryView& mv) { return Extent(mv.view); },
+          "Bytes spanned from the first to the last item, following the strides.")
       .def_prop_ro("shape", [](const PyMemoryView& mv) { return mv.view.shape; })
-      .def_prop_ro("strides", [](const PyMemoryView& mv) { return Strides(mv.view); }, "In bytes.")
+      .def_prop_ro(
+          "strides", [](const PyMemoryView& mv) { return Strides(mv.view); }, "In bytes.")
       .def_prop_ro("ndim", [](const PyMemoryView& mv) { return mv.view.ndim; })
       .def_prop_ro("itemsize", [](const PyMemoryView& mv) { return mv.view.item_size; })
-      .def_prop_ro("format", [](const PyMemoryView& mv) { return Unwrap(memview::Pep3118FromItemDesc(mv.view.item_desc)); },
-                   "The item format as the struct module spells it.")
+      .def_prop_ro(
+          "format",
+          [](const PyMemoryView& mv) {
+            return Unwrap(memview::Pep3118FromItemDesc(mv.view.item_desc));
+          },
+          "The item format as the struct module spells it.")
       .def_prop_ro("readonly", [](const PyMemoryView& mv) { return mv.view.readonly; })
-      .def_prop_ro("device_type", [](const PyMemoryView& mv) { return static_cast<DeviceType>(mv.view.device_type); })
+      .def_prop_ro(
+          "device_type",
+          [](const PyMemoryView& mv) { return static_cast<DeviceType>(mv.view.device_type); })
       .def_prop_ro("device_id", [](const PyMemoryView& mv) { return mv.view.device_id; })
-      .def_prop_ro("stream", [](const PyMemoryView& mv) { return mv.stream; },
-                   "The producer's stream (from __cuda_array_interface__), or None.")
-      .def_prop_ro("c_contiguous", [](const PyMemoryView& mv) { return memview::IsRowMajorContiguous(mv.view); })
-      .def_prop_ro("f_contiguous", [](const PyMemoryView& mv) { return memview::IsColumnMajorContiguous(mv.view); })
-      .def("__len__", [](const PyMemoryView& mv) {
-        if (mv.view.ndim == 0) Raise(PyExc_TypeError, "len() of a 0-d ferry.MemoryView");
-        return mv.view.shape[0];
-      })
-      .def("__getitem__", &Slice, nb::arg("key"), "A view of a slice of dimension 0 that references this one.")
-      .def_prop_ro("__cuda_array_interface__", &CudaArrayInterfaceOf, "Version 3, for CUDA memory only.")
+      .def_prop_ro(
+          "stream", [](const PyMemoryView& mv) { return mv.stream; },
+          "The producer's stream (from __cuda_array_interface__), or None.")
+      .def_prop_ro("c_contiguous",
+                   [](const PyMemoryView& mv) { return memview::IsRowMajorContiguous(mv.view); })
+      .def_prop_ro("f_contiguous",
+                   [](const PyMemoryView& mv) { return memview::IsColumnMajorContiguous(mv.view); })
+      .def("__len__",
+           [](const PyMemoryView& mv) {
+             if (mv.view.ndim == 0) Raise(PyExc_TypeError, "len() of a 0-d ferry.MemoryView");
+             return mv.view.shape[0];
+           })
+      .def("__getitem__", &Slice, nb::arg("key"),
+           "A view of a slice of dimension 0 that references this one.")
+      .def_prop_ro("__cuda_array_interface__", &CudaArrayInterfaceOf,
+                   "Version 3, for CUDA memory only.")
       .def("__dlpack__", &ExportDLPack, nb::kw_only(), nb::arg("stream") = nb::none(),
-           nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
+           nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(),
+           nb::arg("copy") = nb::none())
       .def("__dlpack_device__", &DLPackDevice)
       .def("__repr__", [](const PyMemoryView& mv) {
         std::string shape;
         for (int64_t s : mv.view.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(s);
-        return "<ferry.MemoryView format='" + Unwrap(memview::Pep3118FromItemDesc(mv.view.item_desc)) +
-               "' shape=(" + shape + ") device=" + DeviceTypeName(mv.view.device_type) +
+        return "<ferry.MemoryView format='" +
+               Unwrap(memview::Pep3118FromItemDesc(mv.view.item_desc)) + "' shape=(" + shape +
+               ") device=" + DeviceTypeName(mv.view.device_type) +
                (mv.view.readonly ? " readonly" : "") + ">";
       });
 
-  m.def("from_dlpack", [](nb::handle obj) {
-    PyMemoryView out;
-    out.view = ViewFromDLPack(obj);
-    out.obj = nb::borrow(obj);
-    return out;
-  }, nb::arg("obj"), "A MemoryView of any __dlpack__ producer (or a DLPack capsule), zero-copy.");
+  m.def(
+      "from_dlpack",
+      [](nb::handle obj) {
+        PyMemoryView out;
+        out.view = ViewFromDLPack(obj);
+        out.obj = nb::borrow(obj);
+        return out;
+      },
+      nb::arg("obj"), "A MemoryView of any __dlpack__ producer (or a DLPack capsule), zero-copy.");
 }
 
 }  // namespace ferry::python

@@ -43,7 +43,8 @@ PySchema SchemaOf(const PyArray& array);
 /// Export `array`'s node as a new, independently released device array (no buffer copied).
 UniqueDeviceArray ExportDeviceArray(const PyArray& array);
 /// A root array owning `schema` and `array`.
-PyArray MakeArray(UniqueSchema schema, UniqueDeviceArray array, std::shared_ptr<const void> keep = {});
+PyArray MakeArray(UniqueSchema schema, UniqueDeviceArray array,
+                  std::shared_ptr<const void> keep = {});
 /// ferry.array(obj): import any Arrow PyCapsule producer (device array first).
 PyArray ArrayFrom(nb::handle obj, nb::handle requested_schema);
 /// A schema from `__arrow_c_schema__` of any object (ferry.Schema included).

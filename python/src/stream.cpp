@@ -75,14 +75,16 @@ struct HostAdapter {
       return 0;
     }
     ArrowDeviceType type = next->device_type;
-    if (type != ARROW_DEVICE_CPU && type != ARROW_DEVICE_CUDA_HOST && type != ARROW_DEVICE_CUDA_MANAGED) {
-      self->error = std::string("__arrow_c_stream__: an array of the stream is on ") + DeviceTypeName(type) +
-                    ", which the host cannot read";
+    if (type != ARROW_DEVICE_CPU && type != ARROW_DEVICE_CUDA_HOST &&
+        type != ARROW_DEVICE_CUDA_MANAGED) {
+      self->error = std::string("__arrow_c_stream__: an array of the stream is on ") +
+                    DeviceTypeName(type) + ", which the host cannot read";
       return EINVAL;
     }
     if (next->sync_event != nullptr) {
       Result<Device*> device = ResolveDevice(type, next->device_id);
-      Status st = device.ok() ? (*device)->SynchronizeEvent(next->sync_event, nullptr) : device.status();
+      Status st =
+          device.ok() ? (*device)->SynchronizeEvent(next->sync_event, nullptr) : device.status();
       if (!st.ok()) {
         self->error = st.message();
         return st.code();
@@ -143,11 +145,13 @@ PyArrayStream FromArrays(std::vector<PyArray> arrays, std::optional<nb::object> 
     const PyArray& a = arrays[i];
     if (Unwrap(SchemaToString(a.schema)) != want) {
       Raise(PyExc_ValueError, "ArrayStream.from_arrays: array " + std::to_string(i) + " is " +
-                                  Unwrap(SchemaToString(a.schema)) + ", the stream's schema " + want);
+                                  Unwrap(SchemaToString(a.schema)) + ", the stream's schema " +
+                                  want);
     }
     if (i == 0) {
       out->device_type = a.device_type();
-    } else if (a.device_type() != arrays[0].device_type() || a.device_id() != arrays[0].device_id()) {
+    } else if (a.device_type() != arrays[0].device_type() ||
+               a.device_id() != arrays[0].device_id()) {
       Raise(PyExc_ValueError, "ArrayStream.from_arrays: array " + std::to_string(i) +
                                   " is on another device than array 0");
     }
@@ -158,7 +162,8 @@ PyArrayStream FromArrays(std::vector<PyArray> arrays, std::optional<nb::object> 
 
 PyArrayStream StreamFrom(nb::handle obj, nb::handle requested_schema) {
   if (nb::isinstance<PyArray>(obj)) return FromArrays({nb::cast<PyArray>(obj)}, std::nullopt);
-  nb::object request = requested_schema.is_none() ? nb::none() : requested_schema.attr("__arrow_c_schema__")();
+  nb::object request =
+      requested_schema.is_none() ? nb::none() : requested_schema.attr("__arrow_c_schema__")();
   if (nb::hasattr(obj, "__arrow_c_device_stream__")) {
     return Open(TakeDeviceStream(obj.attr("__arrow_c_device_stream__")(request)));
   }
@@ -211,63 +216,78 @@ UniqueDeviceArrayStream WrapHostStream(UniqueArrayStream host) {
 }
 
 void InitStream(nb::module_& m) {
-  nb::class_<PyArrayStream>(m, "ArrayStream",
-                            "A stream of arrays on one device, read once: iterate it, read_all(), or "
-                            "hand it on through __arrow_c_stream__ / __arrow_c_device_stream__.")
-      .def_static("from_arrow", &StreamFrom, nb::arg("obj"), nb::arg("requested_schema") = nb::none(),
-                  "See ferry.stream.")
-      .def_static("from_arrays", &FromArrays, nb::arg("arrays"), nb::arg("schema") = nb::none(),
-                  "A device stream (ferry's own producer) yielding `arrays`, which share one schema "
-                  "and one device; no buffer is copied.")
-      .def_prop_ro("schema", [](const PyArrayStream& s) { return PySchema{s.schema, s.schema->schema.get()}; })
-      .def_prop_ro("device_type", [](PyArrayStream& s) {
-        return static_cast<DeviceType>(s.Live("device_type")->device_type);
-      })
+  nb::class_<PyArrayStream>(
+      m, "ArrayStream",
+      "A stream of arrays on one device, read once: iterate it, read_all(), or "
+      "hand it on through __arrow_c_stream__ / __arrow_c_device_stream__.")
+      .def_static("from_arrow", &StreamFrom, nb::arg("obj"),
+                  nb::arg("requested_schema") = nb::none(), "See ferry.stream.")
+      .def_static(
+          "from_arrays", &FromArrays, nb::arg("arrays"), nb::arg("schema") = nb::none(),
+          "A device stream (ferry's own producer) yielding `arrays`, which share one schema "
+          "and one device; no buffer is copied.")
+      .def_prop_ro("schema",
+                   [](const PyArrayStream& s) {
+                     return PySchema{s.schema, s.schema->schema.get()};
+                   })
+      .def_prop_ro("device_type",
+                   [](PyArrayStream& s) {
+                     return static_cast<DeviceType>(s.Live("device_type")->device_type);
+                   })
       .def_prop_ro("closed", [](const PyArrayStream& s) { return !s.stream.valid(); })
       .def("read_next", &PyArrayStream::ReadNext, "The next array, or None at the end.")
-      .def("read_all", [](PyArrayStream& s) {
-        std::vector<PyArray> out;
-        while (auto next = s.ReadNext()) out.push_back(std::move(*next));
-        return out;
-      }, "Every remaining array.")
-      .def("close", [](PyArrayStream& s) { s.stream.reset(); }, "Release the stream now.")
+      .def(
+          "read_all",
+          [](PyArrayStream& s) {
+            std::vector<PyArray> out;
+            while (auto next = s.ReadNext()) out.push_back(std::move(*next));
+            return out;
+          },
+          "Every remaining array.")
+      .def(
+          "close", [](PyArrayStream& s) { s.stream.reset(); }, "Release the stream now.")
       .def("__iter__", [](nb::handle self) { return self; })
-      .def("__next__", [](PyArrayStream& s) {
-        auto next = s.ReadNext();
-        if (!next) throw nb::stop_iteration();
-        return std::move(*next);
-      })
+      .def("__next__",
+           [](PyArrayStream& s) {
+             auto next = s.ReadNext();
+             if (!next) throw nb::stop_iteration();
+             return std::move(*next);
+           })
       .def("__enter__", [](nb::handle self) { return self; })
       .def("__exit__", [](PyArrayStream& s, nb::args) { s.stream.reset(); })
-      .def("__arrow_c_schema__", [](const PyArrayStream& s) {
-        return SchemaCapsule(Unwrap(CopySchema(s.schema->schema.get())));
-      })
-      .def("__arrow_c_stream__",
-           [](PyArrayStream& s, nb::handle requested_schema) {
-             ArrowDeviceArrayStream* live = s.Live("__arrow_c_stream__");
-             if (!requested_schema.is_none()) {
-               RequestIsRelabel(s.schema->schema.get(), TakeSchema(requested_schema).get());
-             }
-             ArrowDeviceType t = live->device_type;
-             if (t != ARROW_DEVICE_CPU && t != ARROW_DEVICE_CUDA_HOST && t != ARROW_DEVICE_CUDA_MANAGED) {
-               Raise(PyExc_ValueError, std::string("__arrow_c_stream__: the stream is on ") + DeviceTypeName(t) +
-                                           "; use __arrow_c_device_stream__");
-             }
-             return StreamCapsule(ToHostStream(std::move(s.stream)));
-           },
-           nb::arg("requested_schema") = nb::none(),
-           "Move the stream into a capsule (host-readable streams only); this object is consumed.")
-      .def("__arrow_c_device_stream__",
-           [](PyArrayStream& s, nb::handle requested_schema, nb::kwargs kwargs) {
-             CheckNoKwargs(kwargs, "__arrow_c_device_stream__");
-             s.Live("__arrow_c_device_stream__");
-             if (!requested_schema.is_none()) {
-               RequestIsRelabel(s.schema->schema.get(), TakeSchema(requested_schema).get());
-             }
-             return DeviceStreamCapsule(std::move(s.stream));
-           },
-           nb::arg("requested_schema") = nb::none(), nb::arg("kwargs"),
-           "Move the device stream into a capsule; this object is consumed.")
+      .def("__arrow_c_schema__",
+           [](const PyArrayStream& s) {
+             return SchemaCapsule(Unwrap(CopySchema(s.schema->schema.get())));
+           })
+      .def(
+          "__arrow_c_stream__",
+          [](PyArrayStream& s, nb::handle requested_schema) {
+            ArrowDeviceArrayStream* live = s.Live("__arrow_c_stream__");
+            if (!requested_schema.is_none()) {
+              RequestIsRelabel(s.schema->schema.get(), TakeSchema(requested_schema).get());
+            }
+            ArrowDeviceType t = live->device_type;
+            if (t != ARROW_DEVICE_CPU && t != ARROW_DEVICE_CUDA_HOST &&
+                t != ARROW_DEVICE_CUDA_MANAGED) {
+              Raise(PyExc_ValueError, std::string("__arrow_c_stream__: the stream is on ") +
+                                          DeviceTypeName(t) + "; use __arrow_c_device_stream__");
+            }
+            return StreamCapsule(ToHostStream(std::move(s.stream)));
+          },
+          nb::arg("requested_schema") = nb::none(),
+          "Move the stream into a capsule (host-readable streams only); this object is consumed.")
+      .def(
+          "__arrow_c_device_stream__",
+          [](PyArrayStream& s, nb::handle requested_schema, nb::kwargs kwargs) {
+            CheckNoKwargs(kwargs, "__arrow_c_device_stream__");
+            s.Live("__arrow_c_device_stream__");
+            if (!requested_schema.is_none()) {
+              RequestIsRelabel(s.schema->schema.get(), TakeSchema(requested_schema).get());
+            }
+            return DeviceStreamCapsule(std::move(s.stream));
+          },
+          nb::arg("requested_schema") = nb::none(), nb::arg("kwargs"),
+          "Move the device stream into a capsule; this object is consumed.")
       .def("__repr__", [](const PyArrayStream& s) {
         return "<ferry.ArrayStream " + Unwrap(SchemaToString(s.schema->schema.get())) +
                (s.stream.valid() ? "" : " (consumed)") + ">";

@@ -417,8 +417,8 @@ static void TestDipc(void) {
   struct ArrowArrayStream stream;
   struct ArrowDeviceArrayStream got;
   struct ArrowDeviceArray batch;
-  struct FerryIpcWriteOptions options = {FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0,
-                                         8, 0};
+  struct FerryIpcWriteOptions options = {FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0, 8,
+                                         0};
   struct FerryDipcServerOptions server_options = {"shm", NULL, FERRY_DIPC_BODY_BUFFER_LIST,
                                                   1 << 20};
   struct FerryDipcServer* server = NULL;
