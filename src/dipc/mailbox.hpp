@@ -15,15 +15,21 @@ namespace ferry::dipc::internal {
 
 /// Messages delivered to one end. Producers push; receivers pop, waiting up to a timeout. Once
 /// closed, pushes fail with EPIPE and pops drain what is queued, then fail with the close
-/// reason. Thread-safe.
+/// reason. With a byte limit, a push waits while the queue holds more than the limit (and at
+/// least one message), which is how a slow consumer holds back its transport's reader and, through
+/// the socket, the sender. Thread-safe.
 class Mailbox {
  public:
+  explicit Mailbox(int64_t max_bytes = 0) : max_bytes_(max_bytes) {}
+
   [[nodiscard]] Status PushUntagged(ipc::SharedBytes message) {
-    return Push([&] { untagged_.push_back(std::move(message)); });
+    const int64_t size = message.size;
+    return Push(size, [&] { untagged_.push_back(std::move(message)); });
   }
 
   [[nodiscard]] Status PushTagged(TaggedMessage message) {
-    return Push([&] { tagged_.push_back(std::move(message)); });
+    const int64_t size = message.payload.size;
+    return Push(size, [&] { tagged_.push_back(std::move(message)); });
   }
 
   Result<ipc::SharedBytes> PopUntagged(std::chrono::milliseconds timeout) {
@@ -33,6 +39,7 @@ class Mailbox {
     if (!untagged_.empty()) {
       ipc::SharedBytes m = std::move(untagged_.front());
       untagged_.pop_front();
+      Taken(m.size);
       return m;
     }
     return Failure(ready, "an untagged message");
@@ -52,6 +59,7 @@ class Mailbox {
     if (auto it = match(); it != tagged_.end()) {
       TaggedMessage m = std::move(*it);
       tagged_.erase(it);
+      Taken(m.payload.size);
       return m;
     }
     return Failure(ready, "a tagged message");
@@ -66,6 +74,7 @@ class Mailbox {
       reason_ = std::move(reason);
     }
     changed_.notify_all();
+    room_.notify_all();
   }
 
   bool closed() const {
@@ -75,14 +84,26 @@ class Mailbox {
 
  private:
   template <typename F>
-  Status Push(F&& push) {
+  Status Push(int64_t size, F&& push) {
     {
-      std::lock_guard lock(mutex_);
+      std::unique_lock lock(mutex_);
+      if (max_bytes_ > 0) {
+        room_.wait(lock, [&] {
+          return closed_ || bytes_ <= max_bytes_ || (untagged_.empty() && tagged_.empty());
+        });
+      }
       if (closed_) return Status(EPIPE, "the connection is closed");
       push();
+      bytes_ += size;
     }
     changed_.notify_all();
     return Status::OK();
+  }
+
+  // Called with the lock held when a message leaves the queue.
+  void Taken(int64_t size) {
+    bytes_ -= size;
+    if (max_bytes_ > 0) room_.notify_all();
   }
 
   Status Failure(bool ready, const char* what) const {
@@ -92,10 +113,13 @@ class Mailbox {
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
+  std::condition_variable room_;
   std::deque<ipc::SharedBytes> untagged_;
   std::deque<TaggedMessage> tagged_;
   bool closed_ = false;
   std::string reason_;
+  const int64_t max_bytes_;
+  int64_t bytes_ = 0;
 };
 
 }  // namespace ferry::dipc::internal

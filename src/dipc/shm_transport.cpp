@@ -412,7 +412,10 @@ class ShmConnection final : public Connection {
   int fd_;
   std::atomic<bool> closed_{false};
   std::mutex send_mutex_;
-  internal::Mailbox inbox_;
+  // What arrived but is not consumed yet: past this the reader stops reading, the socket fills
+  // and the sender waits (a slow client never makes memory grow without bound).
+  static constexpr int64_t kInboxBytes = int64_t{256} << 20;
+  internal::Mailbox inbox_{kInboxBytes};
   std::deque<int> pending_fds_;  // reader thread only
   static constexpr size_t kStageBytes = 64 << 10;
   std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);  // reader thread only
