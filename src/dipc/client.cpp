@@ -351,6 +351,14 @@ Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string&
   return Start(conn, conn, uri, 0, ticket, options);
 }
 
+Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<Connection> connection,
+                                              const Uri& uri, const std::string& ticket,
+                                              ClientOptions options) {
+  if (connection == nullptr) return Status::Invalid("the connection is NULL");
+  std::shared_ptr<Connection> conn(std::move(connection));
+  return Start(conn, conn, uri, 0, ticket, options);
+}
+
 Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri, const Uri& data_uri,
                                               const std::string& ticket, ClientOptions options) {
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(metadata_uri, options.timeout));

@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "ferry/abi/unique.hpp"
 #include "ferry/device/device.hpp"
+#include "ferry/dipc/transport.hpp"
 #include "ferry/dipc/uri.hpp"
 #include "ferry/format/result.hpp"
 #include "ferry/ipc/decoder.hpp"
@@ -32,6 +34,11 @@ struct ClientOptions {
 /// server's message. Batches borrowed from shared memory keep their segment until released,
 /// then the client sends free_data (batched).
 Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
+                                              ClientOptions options = {});
+/// Read over a connection the caller made (a custom transport, a test's in-process pair): as
+/// ConnectStream, with `uri` giving only the want_data and free_data tags.
+Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<Connection> connection,
+                                              const Uri& uri, const std::string& ticket,
                                               ClientOptions options = {});
 /// The two-connection shape: metadata from `metadata_uri`, bodies (and free_data) through a
 /// second connection to `data_uri` (Server::data_uri()). The two are paired by a random key sent
