@@ -220,10 +220,8 @@ class Session {
     FERRY_ASSIGN_OR_RAISE(BufferList list,
                           ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
     Result<FetchedBody> fetched = data_->Fetch(list.buffers, options_.timeout);
-    if (!fetched.ok()) {
-      return Status(fetched.status().code(), "the body of message " + std::to_string(m.sequence) +
-                                                 ": " + fetched.status().message());
-    }
+    FERRY_RETURN_NOT_OK(
+        Check(fetched.status(), "fetching the body of message " + std::to_string(m.sequence)));
     std::vector<ipc::BufferLocation> at;
     at.reserve(fetched->buffers.size());
     for (const BufferRef& b : fetched->buffers) {

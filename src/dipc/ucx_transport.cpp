@@ -6,9 +6,13 @@
 
 #if FERRY_WITH_UCX
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +64,39 @@ Result<Endpoint> Resolve(const std::string& address) {
   out.addrlen = found->ai_addrlen;
   freeaddrinfo(found);
   return out;
+}
+
+// Whether `addr` is this host's: a loopback address or one of its interfaces'. Connections to
+// it get the fast endpoint (shared memory, CMA) beside the socket-address one, unless
+// FERRY_UCX_FAST_PATH=0.
+bool SameHost(const sockaddr_storage& addr) {
+  const char* env = std::getenv("FERRY_UCX_FAST_PATH");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  if (addr.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
+    if ((ntohl(in.sin_addr.s_addr) >> 24) == 127) return true;
+  } else if (addr.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
+    if (IN6_IS_ADDR_LOOPBACK(&in6.sin6_addr)) return true;
+  } else {
+    return false;
+  }
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != addr.ss_family) continue;
+    if (addr.ss_family == AF_INET) {
+      found = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
+              reinterpret_cast<const sockaddr_in&>(addr).sin_addr.s_addr;
+    } else {
+      found = std::memcmp(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr,
+                          &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr,
+                          sizeof(in6_addr)) == 0;
+    }
+  }
+  freeifaddrs(list);
+  return found;
 }
 
 std::string JoinHostPort(const std::string& host, int port) {
@@ -165,13 +202,29 @@ class UcxConnection final : public Connection {
       }
       return queue.end();
     };
-    const bool ready =
-        peer_->changed.wait_for(lock, timeout, [&] { return match() != queue.end() || Ended(); });
-    if (auto it = match(); it != queue.end()) {
-      TaggedMessage m = std::move(*it);
-      queue.erase(it);
-      return m;
+    if (!peer_->on_demand) {
+      const bool ready = peer_->changed.wait_for(
+          lock, timeout, [&] { return match() != queue.end() || Ended(); });
+      if (auto it = match(); it != queue.end()) return Pop(it);
+      return Failure(ready, "a tagged message");
     }
+    // A client: ask the progress thread to look for it in UCX's queue (it may lie behind
+    // bodies the read-ahead limit left there).
+    if (auto it = match(); it != queue.end()) return Pop(it);
+    const int64_t id = ++peer_->next_want;
+    peer_->wants.push_back(ucx::Peer::Want{id, want, mask});
+    auto find = [&] {
+      return std::find_if(peer_->wants.begin(), peer_->wants.end(),
+                          [&](const ucx::Peer::Want& w) { return w.id == id; });
+    };
+    lock.unlock();
+    worker_->Wake();
+    lock.lock();
+    const bool ready = peer_->changed.wait_for(lock, timeout, [&] {
+      return match() != queue.end() || find()->exhausted || peer_->closed;
+    });
+    peer_->wants.erase(find());
+    if (auto it = match(); it != queue.end()) return Pop(it);
     return Failure(ready, "a tagged message");
   }
 
@@ -242,6 +295,18 @@ class UcxConnection final : public Connection {
   }
 
  private:
+  // Caller holds peer_->mutex. Taking a message frees read-ahead room: the progress thread may
+  // take the next body off the wire.
+  TaggedMessage Pop(std::deque<TaggedMessage>::iterator it) {
+    TaggedMessage m = std::move(*it);
+    peer_->tagged.erase(it);
+    if (peer_->on_demand && !ucx::IsTransportTag(m.tag)) {
+      peer_->held_bytes -= m.payload.size + static_cast<int64_t>(sizeof(uint64_t));
+      worker_->Wake();
+    }
+    return m;
+  }
+
   // Caller holds peer_->mutex.
   bool Ended() const { return peer_->closed || peer_->peer_closed; }
 
@@ -316,7 +381,8 @@ Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Worker> worker, Worker::Create());
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Peer> peer,
                         worker->Connect(reinterpret_cast<const sockaddr*>(&where.addr),
-                                        where.addrlen, address, timeout));
+                                        where.addrlen, address, SameHost(where.addr),
+                                        timeout));
   return std::unique_ptr<Connection>(std::make_unique<UcxConnection>(std::move(worker), peer));
 }
 

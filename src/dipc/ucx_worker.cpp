@@ -24,6 +24,7 @@ namespace {
 constexpr size_t kTrailerSize = sizeof(uint64_t);
 constexpr auto kCloseAckWait = std::chrono::seconds(2);
 constexpr auto kEndpointCloseWait = std::chrono::seconds(5);
+constexpr auto kFailureReportWait = std::chrono::seconds(2);
 
 // Keeps what an operation touches alive until UCX reports it done, whoever waits or gives up.
 struct Pending {
@@ -46,16 +47,79 @@ void Settle(ucs_status_ptr_t request, Pending* pending) {
   }
 }
 
-std::shared_ptr<uint8_t> AlignedAlloc(size_t size) {
-  const size_t rounded = (std::max<size_t>(size, 1) + 63) / 64 * 64;
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)),
-                                  [](uint8_t* p) { std::free(p); });
+void FreeRequest(void* request, ucs_status_t /*status*/, void* /*user_data*/) {
+  ucp_request_free(request);
 }
+
+// Large receive buffers are recycled, process-wide: a fresh 64 MiB allocation costs an mmap and
+// 16,384 page faults, about as long as moving its bytes over shared memory. At most kMaxCached
+// bytes wait here; a buffer is reused only for a message at least half its size.
+class BufferPool {
+ public:
+  static constexpr size_t kMinPooled = size_t{1} << 20;
+  static constexpr size_t kMaxCached = size_t{256} << 20;
+
+  // Leaked on purpose: buffers may come back during static destruction.
+  static BufferPool& Get() {
+    static auto* pool = new BufferPool();
+    return *pool;
+  }
+
+  std::shared_ptr<uint8_t> Take(size_t size) {
+    if (size < kMinPooled) {
+      const size_t rounded = (std::max<size_t>(size, 1) + 63) / 64 * 64;
+      return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)),
+                                      [](uint8_t* p) { std::free(p); });
+    }
+    size_t capacity = 0;
+    uint8_t* data = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->first >= size && it->first / 2 <= size &&
+            (best == free_.end() || it->first < best->first)) {
+          best = it;
+        }
+      }
+      if (best != free_.end()) {
+        capacity = best->first;
+        data = best->second;
+        cached_ -= capacity;
+        free_.erase(best);
+      }
+    }
+    if (data == nullptr) {
+      capacity = (size + kMinPooled - 1) / kMinPooled * kMinPooled;
+      data = static_cast<uint8_t*>(std::aligned_alloc(64, capacity));
+      if (data == nullptr) return nullptr;
+    }
+    return std::shared_ptr<uint8_t>(data, [capacity](uint8_t* p) { Get().Give(p, capacity); });
+  }
+
+ private:
+  void Give(uint8_t* data, size_t capacity) {
+    {
+      std::lock_guard lock(mutex_);
+      if (cached_ + capacity <= kMaxCached) {
+        free_.emplace_back(capacity, data);
+        cached_ += capacity;
+        return;
+      }
+    }
+    std::free(data);
+  }
+
+  std::mutex mutex_;
+  std::vector<std::pair<size_t, uint8_t*>> free_;
+  size_t cached_ = 0;
+};
 
 }  // namespace
 
 struct Worker::Incoming {
   uint64_t tag = 0;
+  int64_t want = -1;  // the receive it was taken for, or -1
   size_t length = 0;
   std::shared_ptr<uint8_t> buffer;
   bool done = false;
@@ -109,6 +173,14 @@ Status Worker::Init() {
   if (st != UCS_OK) {
     return Status(EIO, std::string("UCX: ucp_worker_create: ") + ucs_status_string(st));
   }
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  st = ucp_worker_get_address(worker_, &address, &address_length);
+  if (st != UCS_OK) {
+    return Status(EIO, std::string("UCX: ucp_worker_get_address: ") + ucs_status_string(st));
+  }
+  address_.assign(reinterpret_cast<const char*>(address), address_length);
+  ucp_worker_release_address(worker_, address);
   int event_fd = -1;
   st = ucp_worker_get_efd(worker_, &event_fd);
   if (st != UCS_OK) {
@@ -144,16 +216,18 @@ Worker::~Worker() {
       if (region->rkey != nullptr) ucp_rkey_destroy(region->rkey);
       region->rkey = nullptr;
     }
-    if (peer->ep == nullptr) continue;
-    ucp_request_param_t params{};
-    params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    params.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    ucs_status_ptr_t request = ucp_ep_close_nbx(peer->ep, &params);
-    if (UCS_PTR_IS_PTR(request)) {
-      while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
-      ucp_request_free(request);
+    for (ucp_ep_h* ep : {&peer->fast_ep, &peer->ep}) {
+      if (*ep == nullptr) continue;
+      ucp_request_param_t params{};
+      params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t request = ucp_ep_close_nbx(*ep, &params);
+      if (UCS_PTR_IS_PTR(request)) {
+        while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+        ucp_request_free(request);
+      }
+      *ep = nullptr;
     }
-    peer->ep = nullptr;
   }
   if (listener_ != nullptr) {
     for (ucp_conn_request_h r : requests_) ucp_listener_reject(listener_, r);
@@ -189,6 +263,7 @@ void Worker::Loop() {
     for (auto& task : tasks) task();
     while (ucp_worker_progress(worker_) != 0) {
     }
+    HandleFailures();
     PollMessages();
     AcceptPending();
     {
@@ -209,53 +284,128 @@ void Worker::Loop() {
 }
 
 void Worker::PollMessages() {
-  for (;;) {
+  Peer* client = only_peer_ != nullptr && only_peer_->on_demand ? only_peer_.get() : nullptr;
+  if (client == nullptr) {
+    // A server takes everything as it comes: its clients send only small messages.
     ucp_tag_recv_info_t info{};
-    ucp_tag_message_h message = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
-    if (message == nullptr) break;
-    auto in = std::make_unique<Incoming>();
-    in->tag = info.sender_tag;
-    in->length = info.length;
-    // A lying peer must not make us allocate without bound: larger messages are dropped.
-    constexpr size_t kMaxMessage = size_t{1} << 36;
-    if (info.length <= kMaxMessage) in->buffer = AlignedAlloc(info.length);
-    ucp_request_param_t params{};
-    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    params.cb.recv = [](void* request, ucs_status_t status, const ucp_tag_recv_info_t*,
-                        void* user_data) {
-      auto* incoming = static_cast<Incoming*>(user_data);
-      incoming->status = status;
-      incoming->done = true;
-      ucp_request_free(request);
-    };
-    params.user_data = in.get();
-    uint8_t scratch[64];
-    // Without memory the message is still taken off the wire (truncated), then dropped.
-    void* into = in->buffer ? static_cast<void*>(in->buffer.get()) : scratch;
-    const size_t size = in->buffer ? info.length : sizeof(scratch);
-    ucs_status_ptr_t request = ucp_tag_msg_recv_nbx(worker_, into, size, message, &params);
-    if (request == nullptr || UCS_PTR_IS_ERR(request)) {
-      in->status = UCS_PTR_STATUS(request);
-      in->done = true;
-    }
-    if (!in->buffer) {
-      if (!in->done) {
-        while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
-      }
-      continue;
-    }
-    incoming_.push_back(std::move(in));
+    while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_, 0, 0, 1, &info)) Take(m, info, -1);
+  } else {
+    PollClient(*client);
   }
   // Deliver in arrival order: a large message still landing holds back the ones behind it, so
-  // untagged messages and the close marker never overtake what was sent before them.
+  // untagged messages and the close marker never overtake what was taken before them.
   while (!incoming_.empty() && incoming_.front()->done) {
     Deliver(*incoming_.front());
     incoming_.pop_front();
   }
 }
 
+void Worker::PollClient(Peer& peer) {
+  ucp_tag_recv_info_t info{};
+  // The transport's own messages (metadata among them) always come in.
+  while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_, kControlTagBase, kTransportTagMask, 1,
+                                                &info)) {
+    Take(m, info, -1);
+  }
+  // Then what a receive waits for, found by its tag and mask wherever it is in the queue.
+  std::vector<Peer::Want> wants;
+  bool closed = false;
+  {
+    std::lock_guard lock(peer.mutex);
+    for (const Peer::Want& w : peer.wants) {
+      // A dead peer's rendezvous bodies never finish landing: stop waiting for them.
+      if (!w.exhausted && (!w.in_flight || peer.failed)) wants.push_back(w);
+    }
+    // Once the peer closed, what it sent before is all here; once it died, what is still
+    // landing never will.
+    closed = peer.peer_closed && (incoming_.empty() || peer.failed);
+  }
+  bool exhausted = false;
+  for (const Peer::Want& w : wants) {
+    ucp_tag_message_h m = ucp_tag_probe_nb(worker_, w.tag, w.mask, 1, &info);
+    {
+      std::lock_guard lock(peer.mutex);
+      auto it = std::find_if(peer.wants.begin(), peer.wants.end(),
+                             [&](const Peer::Want& x) { return x.id == w.id; });
+      if (it != peer.wants.end()) {
+        if (m != nullptr) {
+          it->in_flight = true;
+        } else if (closed) {
+          // The peer closed and nothing sent before its close marker matches: none will come.
+          it->exhausted = exhausted = true;
+        }
+      }
+    }
+    if (m != nullptr) Take(m, info, w.id);
+  }
+  if (exhausted) peer.changed.notify_all();
+  // Read ahead while little is held: a rendezvous body stays with its sender until taken, so
+  // a client that stops reading makes the server wait instead of filling this process.
+  for (;;) {
+    {
+      std::lock_guard lock(peer.mutex);
+      if (peer.held_bytes >= kInboxBytes) break;
+    }
+    ucp_tag_message_h m = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
+    if (m == nullptr) break;
+    Take(m, info, -1);
+  }
+}
+
+void Worker::Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, int64_t want) {
+  auto in = std::make_unique<Incoming>();
+  in->tag = info.sender_tag;
+  in->length = info.length;
+  in->want = want;
+  // A lying peer must not make us allocate without bound: larger messages are dropped.
+  constexpr size_t kMaxMessage = size_t{1} << 36;
+  if (info.length <= kMaxMessage) in->buffer = BufferPool::Get().Take(info.length);
+  if (!IsTransportTag(in->tag) && only_peer_ != nullptr) {
+    std::lock_guard lock(only_peer_->mutex);
+    only_peer_->held_bytes += static_cast<int64_t>(info.length);
+  }
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  params.cb.recv = [](void* request, ucs_status_t status, const ucp_tag_recv_info_t*,
+                      void* user_data) {
+    auto* incoming = static_cast<Incoming*>(user_data);
+    incoming->status = status;
+    incoming->done = true;
+    ucp_request_free(request);
+  };
+  params.user_data = in.get();
+  uint8_t scratch[64];
+  // Without memory the message is still taken off the wire (truncated), then dropped.
+  void* into = in->buffer ? static_cast<void*>(in->buffer.get()) : scratch;
+  const size_t size = in->buffer ? info.length : sizeof(scratch);
+  ucs_status_ptr_t request = ucp_tag_msg_recv_nbx(worker_, into, size, message, &params);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+    in->status = UCS_PTR_STATUS(request);
+    in->done = true;
+  }
+  if (!in->buffer) {
+    if (!in->done) {
+      while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+    }
+    in->status = UCS_ERR_NO_MEMORY;
+    in->done = true;
+  }
+  incoming_.push_back(std::move(in));
+}
+
 void Worker::Deliver(Incoming& in) {
-  if (in.status != UCS_OK || in.length < kTrailerSize) return;  // a failed endpoint's leftovers
+  const bool ok = in.status == UCS_OK && in.length >= kTrailerSize;
+  if (only_peer_ != nullptr && (in.want >= 0 || (!ok && !IsTransportTag(in.tag)))) {
+    std::lock_guard lock(only_peer_->mutex);
+    auto& wants = only_peer_->wants;
+    auto it = std::find_if(wants.begin(), wants.end(), [&](const Peer::Want& w) {
+      return w.id == in.want;
+    });
+    // Taken: the receive finds it in the inbox. Lost: it may look again.
+    if (it != wants.end()) it->in_flight = false;
+    if (!ok && !IsTransportTag(in.tag)) only_peer_->held_bytes -= static_cast<int64_t>(in.length);
+  }
+  if (!ok) return;  // a failed endpoint's leftovers
   const size_t size = in.length - kTrailerSize;
   uint64_t id = 0;
   std::memcpy(&id, in.buffer.get() + size, sizeof(id));
@@ -266,6 +416,10 @@ void Worker::Deliver(Incoming& in) {
     peer = it->second;
   }
   ipc::SharedBytes payload{in.buffer.get(), static_cast<int64_t>(size), in.buffer};
+  if (in.tag == kAddressTag) {
+    OnAddress(peer, payload);
+    return;
+  }
   uint64_t value = 0;
   if (size >= sizeof(value)) std::memcpy(&value, payload.data, sizeof(value));
   bool ack = false;
@@ -277,7 +431,14 @@ void Worker::Deliver(Incoming& in) {
         break;
       case kHelloTag:
         peer->id = value;
+        if (size > sizeof(value)) {
+          peer->peer_address.assign(reinterpret_cast<const char*>(payload.data) + sizeof(value),
+                                    size - sizeof(value));
+        }
         peer->hello = true;
+        break;
+      case kReadyTag:
+        peer->ready = true;
         break;
       case kCloseTag:
         peer->peer_closed = true;
@@ -304,8 +465,66 @@ void Worker::Deliver(Incoming& in) {
   if (ack) SendControl(*peer, kCloseAckTag, 0);
 }
 
+void Worker::OnAddress(const std::shared_ptr<Peer>& peer, const ipc::SharedBytes& address) {
+  if (peer->ep == nullptr || peer->fast_ep != nullptr) return;
+  if (address.size > 0) {
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address = reinterpret_cast<const ucp_address_t*>(address.data);
+    // Peer-failure handling would take the shared-memory lanes away; the socket-address
+    // endpoint watches the peer instead.
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    if (ucp_ep_create(worker_, &params, &peer->fast_ep) != UCS_OK) peer->fast_ep = nullptr;
+  }
+  SendControl(*peer, kReadyTag, 0);
+  {
+    std::lock_guard lock(accept_mutex_);
+    accepted_.push_back(peer);
+  }
+  accept_changed_.notify_all();
+}
+
+void Worker::HandleFailures() {
+  std::vector<Peer*> failed;
+  failed.swap(failed_);
+  for (Peer* raw : failed) {
+    std::shared_ptr<Peer> peer = only_peer_.get() == raw ? only_peer_ : nullptr;
+    for (auto& [id, p] : peers_) {
+      if (p.get() == raw) peer = p;
+    }
+    // Cancels what waits on the fast endpoint (a body the dead peer will never take).
+    if (peer && peer->fast_ep != nullptr) {
+      ForceClose(peer->fast_ep);
+      peer->fast_ep = nullptr;
+    }
+  }
+}
+
+void Worker::ForceClose(ucp_ep_h ep) {
+  if (ep == nullptr) return;
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
+  params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  params.cb.send = FreeRequest;
+  ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &params);
+  (void)request;  // freed by its callback, or done already
+}
+
+void Worker::SendBytes(Peer& peer, ucp_ep_h ep, uint64_t tag, std::string payload) {
+  if (ep == nullptr) return;
+  const uint64_t id = peer.id;
+  payload.append(reinterpret_cast<const char*>(&id), sizeof(id));
+  auto buffer = std::make_shared<std::string>(std::move(payload));
+  auto* pending = new Pending{std::make_shared<Completion>(), buffer};
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  params.cb.send = OnSendOrGetDone;
+  params.user_data = pending;
+  Settle(ucp_tag_send_nbx(ep, buffer->data(), buffer->size(), tag, &params), pending);
+}
+
 void Worker::SendControl(Peer& peer, uint64_t tag, uint64_t value) {
-  if (peer.ep == nullptr) return;
+  if (peer.data_ep() == nullptr) return;
   auto buffer = std::make_shared<uint64_t[]>(2);
   buffer[0] = value;
   buffer[1] = peer.id;
@@ -314,7 +533,8 @@ void Worker::SendControl(Peer& peer, uint64_t tag, uint64_t value) {
   params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   params.cb.send = OnSendOrGetDone;
   params.user_data = pending;
-  Settle(ucp_tag_send_nbx(peer.ep, buffer.get(), 2 * sizeof(uint64_t), tag, &params), pending);
+  Settle(ucp_tag_send_nbx(peer.data_ep(), buffer.get(), 2 * sizeof(uint64_t), tag, &params),
+         pending);
 }
 
 ucp_ep_params_t Worker::EndpointParams(Peer* peer) const {
@@ -335,6 +555,8 @@ void Worker::OnEndpointError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
     peer->failure = ucs_status_string(status);
   }
   peer->changed.notify_all();
+  // Runs inside progress, on the progress thread: act after it returns.
+  if (peer->worker != nullptr) peer->worker->failed_.push_back(peer);
 }
 
 void Worker::OnConnectionRequest(ucp_conn_request_h request, void* arg) {
@@ -388,18 +610,18 @@ void Worker::AcceptPending() {
       continue;
     }
     auto peer = std::make_shared<Peer>();
+    peer->worker = this;
     ucp_ep_params_t params = EndpointParams(peer.get());
     params.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
     params.conn_request = request;
     if (ucp_ep_create(worker_, &params, &peer->ep) != UCS_OK) continue;
     peer->id = next_id_++;
     peers_[peer->id] = peer;
-    SendControl(*peer, kHelloTag, peer->id);
-    {
-      std::lock_guard lock(accept_mutex_);
-      accepted_.push_back(peer);
-    }
-    accept_changed_.notify_all();
+    // The hello names the connection and carries this worker's address; Accept returns the
+    // peer once the client answers with its own (OnAddress).
+    std::string hello(sizeof(uint64_t), '\0');
+    std::memcpy(hello.data(), &peer->id, sizeof(uint64_t));
+    SendBytes(*peer, peer->ep, kHelloTag, hello + address_);
   }
 }
 
@@ -435,14 +657,16 @@ void Worker::StopListening() {
 }
 
 Result<std::shared_ptr<Peer>> Worker::Connect(const sockaddr* addr, socklen_t addrlen,
-                                              const std::string& address,
+                                              const std::string& address, bool same_host,
                                               std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto peer = std::make_shared<Peer>();
+  peer->worker = this;
   Completion created;
   ucs_status_t st = UCS_OK;
   Post([&] {
     only_peer_ = peer;
+    peer->on_demand = true;
     ucp_ep_params_t params = EndpointParams(peer.get());
     params.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
     params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
@@ -459,7 +683,24 @@ Result<std::shared_ptr<Peer>> Worker::Connect(const sockaddr* addr, socklen_t ad
   }
   std::unique_lock lock(peer->mutex);
   peer->changed.wait_until(lock, deadline, [&] { return peer->hello || peer->failed; });
-  if (peer->hello) return peer;
+  if (peer->hello && !peer->failed) {
+    lock.unlock();
+    Post([this, peer, same_host] {
+      if (same_host && !peer->peer_address.empty() && peer->ep != nullptr) {
+        ucp_ep_params_t params{};
+        params.field_mask =
+            UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+        params.address = reinterpret_cast<const ucp_address_t*>(peer->peer_address.data());
+        params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+        if (ucp_ep_create(worker_, &params, &peer->fast_ep) != UCS_OK) peer->fast_ep = nullptr;
+      }
+      // On the fast endpoint, so the server makes its own before anything else arrives here.
+      SendBytes(*peer, peer->data_ep(), kAddressTag, peer->fast_ep != nullptr ? address_ : "");
+    });
+    lock.lock();
+    peer->changed.wait_until(lock, deadline, [&] { return peer->ready || peer->failed; });
+  }
+  if (peer->ready && !peer->failed) return peer;
   Status error = peer->failed
                      ? Status(ECONNREFUSED, "could not connect to the UCX listener at " + address +
                                                 ": " + peer->failure)
@@ -482,7 +723,7 @@ Status Worker::Send(const std::shared_ptr<Peer>& peer, uint64_t tag,
   auto done = std::make_shared<Completion>();
   uint64_t trailer = 0;
   Post([&, done] {
-    if (peer->ep == nullptr) {
+    if (peer->data_ep() == nullptr) {
       done->Done(UCS_ERR_NOT_CONNECTED);
       return;
     }
@@ -495,7 +736,7 @@ Status Worker::Send(const std::shared_ptr<Peer>& peer, uint64_t tag,
     params.cb.send = OnSendOrGetDone;
     params.user_data = pending;
     params.datatype = ucp_dt_make_iov();
-    Settle(ucp_tag_send_nbx(peer->ep, iov.data(), iov.size(), tag, &params), pending);
+    Settle(ucp_tag_send_nbx(peer->data_ep(), iov.data(), iov.size(), tag, &params), pending);
   });
   // Unbounded: the endpoint's error handling (peer mode) fails the send if the peer goes away.
   done->Wait();
@@ -519,10 +760,11 @@ Status Worker::Get(const std::shared_ptr<Peer>& peer,
     for (size_t i = 0; i < wanted.size(); ++i) {
       if (wanted[i].length == 0) continue;
       RemoteRegion& region = *regions[i];
-      ucs_status_t st = peer->ep == nullptr ? UCS_ERR_NOT_CONNECTED : UCS_OK;
+      ucs_status_t st = peer->data_ep() == nullptr ? UCS_ERR_NOT_CONNECTED : UCS_OK;
       if (st == UCS_OK && region.rkey == nullptr) {
-        st = ucp_ep_rkey_unpack(peer->ep, region.packed_rkey.data(), &region.rkey);
+        st = ucp_ep_rkey_unpack(peer->data_ep(), region.packed_rkey.data(), &region.rkey);
       }
+      ucp_ep_h ep = peer->data_ep();
       if (st != UCS_OK) {
         done->Done(st);
         continue;
@@ -532,7 +774,7 @@ Status Worker::Get(const std::shared_ptr<Peer>& peer,
       params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       params.cb.send = OnSendOrGetDone;
       params.user_data = pending;
-      Settle(ucp_get_nbx(peer->ep, dest.get() + offsets[i], wanted[i].length, wanted[i].address,
+      Settle(ucp_get_nbx(ep, dest.get() + offsets[i], wanted[i].length, wanted[i].address,
                          region.rkey, &params),
              pending);
     }
@@ -542,7 +784,15 @@ Status Worker::Get(const std::shared_ptr<Peer>& peer,
   }
   const ucs_status_t st = done->status();
   if (st == UCS_OK) return Status::OK();
-  return Status(EPIPE, std::string("a UCX get of type-1 buffers failed: ") + ucs_status_string(st));
+  // A get from a peer that died fails before the socket-address endpoint reports the death:
+  // give that report a moment, so the error says what happened.
+  std::unique_lock lock(peer->mutex);
+  peer->changed.wait_for(lock, kFailureReportWait, [&] { return peer->failed; });
+  if (peer->failed) {
+    return Status(EPIPE, "the peer closed the connection during a UCX get of type-1 buffers (UCX: " +
+                             peer->failure + ")");
+  }
+  return Status(EIO, std::string("a UCX get of type-1 buffers failed: ") + ucs_status_string(st));
 }
 
 void Worker::Close(const std::shared_ptr<Peer>& peer) {
@@ -571,6 +821,8 @@ void Worker::CloseEndpoint(const std::shared_ptr<Peer>& peer,
     region->rkey = nullptr;
   }
   peers_.erase(peer->id);
+  ForceClose(peer->fast_ep);
+  peer->fast_ep = nullptr;
   if (peer->ep == nullptr) {
     done->Done(UCS_OK);
     return;

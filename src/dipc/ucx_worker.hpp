@@ -29,11 +29,21 @@ constexpr uint64_t kUntaggedTag = kControlTagBase | 1;  // the metadata channel
 constexpr uint64_t kHelloTag = kControlTagBase | 2;     // server to client: its connection number
 constexpr uint64_t kCloseTag = kControlTagBase | 3;     // "I closed; drain, then fail"
 constexpr uint64_t kCloseAckTag = kControlTagBase | 4;  // "your close marker arrived"
+constexpr uint64_t kAddressTag = kControlTagBase | 5;   // client to server: its worker address
+constexpr uint64_t kReadyTag = kControlTagBase | 6;     // server to client: set up, go ahead
 
 /// Whether `tag` is one of the transport's own tags (kRegionTag included).
 constexpr bool IsTransportTag(uint64_t tag) {
   return tag == kRegionTag || (tag & 0xFFFFFFFF00000000ULL) == kControlTagBase;
 }
+/// One probe with this mask and kControlTagBase finds every transport tag (kRegionTag too), in
+/// order; a protocol tag never matches it (its bits 32-55 are 0).
+constexpr uint64_t kTransportTagMask = 0xFFE0000000000000ULL;
+static_assert((kRegionTag & kTransportTagMask) == kControlTagBase);
+/// A client holds at most this many bytes of bodies it has not asked for (read-ahead).
+constexpr int64_t kInboxBytes = int64_t{64} << 20;
+
+class Worker;
 
 /// A region the peer shared: its address range and packed rkey, unpacked on first use.
 struct RemoteRegion {
@@ -52,6 +62,22 @@ struct Peer {
   std::deque<TaggedMessage> tagged;
   std::vector<std::shared_ptr<RemoteRegion>> regions;
   bool hello = false;        // client: the server accepted and named this connection
+  bool ready = false;        // client: the server set up its side (the fast endpoint, if any)
+  std::string peer_address;  // client: the server's worker address, from its hello
+
+  /// A client's receive waiting for a tagged message: the progress thread looks for it in
+  /// UCX's queue by tag and mask, past messages the read-ahead limit leaves there.
+  struct Want {
+    int64_t id = 0;
+    uint64_t tag = 0;
+    uint64_t mask = 0;
+    bool in_flight = false;  // a match is landing
+    bool exhausted = false;  // the peer closed and nothing matches
+  };
+  bool on_demand = false;  // client: tagged messages come in only as wanted or read ahead
+  std::vector<Want> wants;
+  int64_t next_want = 0;
+  int64_t held_bytes = 0;  // tagged bytes landing or in `tagged`, not yet received
   bool peer_closed = false;  // the peer's close marker arrived, or its endpoint failed
   bool failed = false;       // the endpoint failed (the peer died or disconnected)
   bool close_acked = false;  // the peer saw this end's close marker
@@ -59,8 +85,16 @@ struct Peer {
   std::string failure;       // why the endpoint failed
 
   // Progress thread only.
-  ucp_ep_h ep = nullptr;
+  ucp_ep_h ep = nullptr;       // made through the listener's socket address: error mode PEER
+  ucp_ep_h fast_ep = nullptr;  // made from the peer's worker address (same host only)
   uint64_t id = 0;  // the server's number for this connection, carried in every message
+  Worker* worker = nullptr;  // the worker carrying it (for the error handler)
+
+  /// The endpoint messages go on: the fast one once it exists. UCX 1.13 gives endpoints made
+  /// through a socket address, or with peer-failure handling, TCP lanes only; one made from the
+  /// peer's worker address without it gets shared memory and CMA. The socket-address endpoint
+  /// stays open beside it, so a dead peer is still noticed (and cancels the fast one).
+  ucp_ep_h data_ep() const { return fast_ep != nullptr ? fast_ep : ep; }
 };
 
 /// Waits for one or more UCX operations started on the progress thread.
@@ -97,6 +131,8 @@ class Worker {
 
   /// Run `task` on the progress thread (soon, in posting order).
   void Post(std::function<void()> task);
+  /// Make the progress thread look again (a receive started waiting, or inbox space freed).
+  void Wake();
 
   /// Listen on `addr`; accepted connections queue for Accept. Returns the bound port.
   Result<int> Listen(const sockaddr* addr, socklen_t addrlen);
@@ -105,9 +141,10 @@ class Worker {
   /// Stop listening; Accept calls return ECANCELED.
   void StopListening();
 
-  /// Connect to a listener and wait for its hello (this worker then carries only that peer).
+  /// Connect to a listener and wait until it is ready (this worker then carries only that
+  /// peer). With `same_host`, both ends also make the fast endpoint (shared memory, CMA).
   Result<std::shared_ptr<Peer>> Connect(const sockaddr* addr, socklen_t addrlen,
-                                        const std::string& address,
+                                        const std::string& address, bool same_host,
                                         std::chrono::milliseconds timeout);
 
   /// Send one tag message of `pieces` (plus the connection number) and wait for completion.
@@ -128,11 +165,17 @@ class Worker {
   Worker() = default;
   Status Init();
   void Loop();
-  void Wake();
   void PollMessages();
   void Deliver(Incoming& in);
+  void PollClient(Peer& peer);
+  void Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, int64_t want);
+  void HandleFailures();
   void AcceptPending();
   void SendControl(Peer& peer, uint64_t tag, uint64_t value);
+  void SendBytes(Peer& peer, ucp_ep_h ep, uint64_t tag, std::string payload);
+  void OnAddress(const std::shared_ptr<Peer>& peer, const ipc::SharedBytes& address);
+  void OnHello(Peer& peer, const ipc::SharedBytes& payload);
+  void ForceClose(ucp_ep_h ep);
   void CloseEndpoint(const std::shared_ptr<Peer>& peer, const std::shared_ptr<Completion>& done);
   ucp_ep_params_t EndpointParams(Peer* peer) const;
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
@@ -140,6 +183,7 @@ class Worker {
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  std::string address_;  // this worker's packed address
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::thread thread_;
@@ -154,6 +198,7 @@ class Worker {
   std::deque<std::unique_ptr<Incoming>> incoming_;
   std::map<uint64_t, std::shared_ptr<Peer>> peers_;
   std::shared_ptr<Peer> only_peer_;  // a client worker's one connection
+  std::vector<Peer*> failed_;        // endpoint errors to act on after progress
   uint64_t next_id_ = 1;
 
   std::mutex accept_mutex_;
