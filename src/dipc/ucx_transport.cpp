@@ -203,8 +203,8 @@ class UcxConnection final : public Connection {
       return queue.end();
     };
     if (!peer_->on_demand) {
-      const bool ready = peer_->changed.wait_for(
-          lock, timeout, [&] { return match() != queue.end() || Ended(); });
+      const bool ready =
+          peer_->changed.wait_for(lock, timeout, [&] { return match() != queue.end() || Ended(); });
       if (auto it = match(); it != queue.end()) return Pop(it);
       return Failure(ready, "a tagged message");
     }
@@ -381,8 +381,7 @@ Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Worker> worker, Worker::Create());
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Peer> peer,
                         worker->Connect(reinterpret_cast<const sockaddr*>(&where.addr),
-                                        where.addrlen, address, SameHost(where.addr),
-                                        timeout));
+                                        where.addrlen, address, SameHost(where.addr), timeout));
   return std::unique_ptr<Connection>(std::make_unique<UcxConnection>(std::move(worker), peer));
 }
 

@@ -303,8 +303,8 @@ void Worker::PollMessages() {
 void Worker::PollClient(Peer& peer) {
   ucp_tag_recv_info_t info{};
   // The transport's own messages (metadata among them) always come in.
-  while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_, kControlTagBase, kTransportTagMask, 1,
-                                                &info)) {
+  while (ucp_tag_message_h m =
+             ucp_tag_probe_nb(worker_, kControlTagBase, kTransportTagMask, 1, &info)) {
     Take(m, info, -1);
   }
   // Then what a receive waits for, found by its tag and mask wherever it is in the queue.
@@ -398,9 +398,8 @@ void Worker::Deliver(Incoming& in) {
   if (only_peer_ != nullptr && (in.want >= 0 || (!ok && !IsTransportTag(in.tag)))) {
     std::lock_guard lock(only_peer_->mutex);
     auto& wants = only_peer_->wants;
-    auto it = std::find_if(wants.begin(), wants.end(), [&](const Peer::Want& w) {
-      return w.id == in.want;
-    });
+    auto it = std::find_if(wants.begin(), wants.end(),
+                           [&](const Peer::Want& w) { return w.id == in.want; });
     // Taken: the receive finds it in the inbox. Lost: it may look again.
     if (it != wants.end()) it->in_flight = false;
     if (!ok && !IsTransportTag(in.tag)) only_peer_->held_bytes -= static_cast<int64_t>(in.length);
@@ -789,8 +788,9 @@ Status Worker::Get(const std::shared_ptr<Peer>& peer,
   std::unique_lock lock(peer->mutex);
   peer->changed.wait_for(lock, kFailureReportWait, [&] { return peer->failed; });
   if (peer->failed) {
-    return Status(EPIPE, "the peer closed the connection during a UCX get of type-1 buffers (UCX: " +
-                             peer->failure + ")");
+    return Status(EPIPE,
+                  "the peer closed the connection during a UCX get of type-1 buffers (UCX: " +
+                      peer->failure + ")");
   }
   return Status(EIO, std::string("a UCX get of type-1 buffers failed: ") + ucs_status_string(st));
 }

@@ -77,7 +77,7 @@ struct Peer {
   bool on_demand = false;  // client: tagged messages come in only as wanted or read ahead
   std::vector<Want> wants;
   int64_t next_want = 0;
-  int64_t held_bytes = 0;  // tagged bytes landing or in `tagged`, not yet received
+  int64_t held_bytes = 0;    // tagged bytes landing or in `tagged`, not yet received
   bool peer_closed = false;  // the peer's close marker arrived, or its endpoint failed
   bool failed = false;       // the endpoint failed (the peer died or disconnected)
   bool close_acked = false;  // the peer saw this end's close marker
@@ -87,8 +87,8 @@ struct Peer {
   // Progress thread only.
   ucp_ep_h ep = nullptr;       // made through the listener's socket address: error mode PEER
   ucp_ep_h fast_ep = nullptr;  // made from the peer's worker address (same host only)
-  uint64_t id = 0;  // the server's number for this connection, carried in every message
-  Worker* worker = nullptr;  // the worker carrying it (for the error handler)
+  uint64_t id = 0;             // the server's number for this connection, carried in every message
+  Worker* worker = nullptr;    // the worker carrying it (for the error handler)
 
   /// The endpoint messages go on: the fast one once it exists. UCX 1.13 gives endpoints made
   /// through a socket address, or with peer-failure handling, TCP lanes only; one made from the

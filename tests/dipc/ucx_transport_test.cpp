@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -62,6 +63,47 @@ TEST_F(UcxTransport, ListenerNamesSchemeAndBoundPort) {
   ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
   EXPECT_NE(address, "127.0.0.1:0");
   EXPECT_GT(std::stoi(address.substr(10)), 0);
+}
+
+// A client that stops reading holds at most the read-ahead (64 MiB) of bodies: the server's
+// further sends wait until it reads, and then every body arrives whole, in order. A receive
+// for a body sent later, behind one held back, finds it past that one.
+TEST_F(UcxTransport, AClientThatStopsReadingMakesTheServerWait) {
+  constexpr int kCount = 8;
+  constexpr size_t kSize = size_t{16} << 20;
+  constexpr uint32_t kLate = 100;
+  std::atomic<int> sent{0};
+  auto send = [&](std::vector<uint8_t>& buffer, uint32_t seq) {
+    std::memset(buffer.data(), static_cast<int>(seq + 1), 64);  // reused once a send is done
+    const ipc::ByteSpan piece{buffer.data(), static_cast<int64_t>(kSize)};
+    ASSERT_OK(server_->SendTagged(MakeBodyTag(BodyType::kPacked, seq), {&piece, 1}));
+    ++sent;
+  };
+  std::vector<uint8_t> first(kSize), second(kSize);
+  std::thread sender([&] {
+    for (uint32_t i = 0; i < kCount; ++i) send(first, i);
+  });
+  // 64 MiB of read-ahead is 4 bodies; one more may be landing as the limit is reached.
+  for (int waited = 0; sent.load() < 4 && waited < 1000; ++waited)
+    std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_GE(sent.load(), 4);
+  EXPECT_LE(sent.load(), 5) << "the client took more than its read-ahead off the wire";
+  std::thread late([&] { send(second, kLate); });
+  std::this_thread::sleep_for(100ms);
+  auto check = [&](uint32_t seq) {
+    auto m = client_->ReceiveTagged(seq, kSequenceMask, 20s);
+    ASSERT_OK(m.status());
+    EXPECT_EQ(m->tag, MakeBodyTag(BodyType::kPacked, seq));
+    ASSERT_EQ(m->payload.size, static_cast<int64_t>(kSize));
+    EXPECT_EQ(m->payload.data[0], static_cast<uint8_t>(seq + 1));
+    EXPECT_EQ(m->payload.data[63], static_cast<uint8_t>(seq + 1));
+  };
+  check(kLate);
+  late.join();
+  for (uint32_t i = 0; i < kCount; ++i) check(i);
+  sender.join();
+  EXPECT_EQ(sent.load(), kCount + 1);
 }
 
 TEST_F(UcxTransport, AcceptTimesOutThenIsCanceledByClose) {
