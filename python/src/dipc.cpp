@@ -209,8 +209,11 @@ dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri) {
 
 PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std::string& ticket,
                       Device* device, ValidationLevel validation, double timeout,
-                      uint32_t reorder_window) {
+                      uint32_t reorder_window,
+                      const std::optional<std::variant<dipc::Uri, std::string>>& data_uri) {
   dipc::Uri parsed = UriOf(uri);
+  std::optional<dipc::Uri> data;
+  if (data_uri) data = UriOf(*data_uri);
   dipc::ClientOptions options;
   options.device = device;
   options.read.validation = validation;
@@ -218,6 +221,7 @@ PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std
   options.reorder_window = reorder_window;
   Result<UniqueDeviceArrayStream> stream = [&] {
     nb::gil_scoped_release release;  // connects, sends the ticket, waits for the schema
+    if (data) return dipc::ConnectStream(parsed, *data, ticket, options);
     return dipc::ConnectStream(parsed, ticket, options);
   }();
   return OpenStream(Unwrap(std::move(stream)));
@@ -345,6 +349,22 @@ void InitDipc(nb::module_& parent) {
           "stream "
           "producer, called for each client.")
       .def(
+          "keep",
+          [](PyServer& self, const std::string& name, nb::handle data, nb::handle schema) {
+            dipc::Server& server = self.Live("keep");
+            std::shared_ptr<dipc::Dataset> dataset = DatasetFrom(data, schema);
+            self.callables.erase(name);
+            Status st = [&] {
+              nb::gil_scoped_release release;  // reads the dataset (a factory takes the GIL)
+              return server.Keep(name, std::move(dataset));
+            }();
+            Unwrap(std::move(st));
+          },
+          nb::arg("name"), nb::arg("data"), nb::arg("schema") = nb::none(),
+          "Serve `data` (as for add) under the ticket `name` from a region of its own: its "
+          "bodies are written there once, now, and lent to every client without a copy. Needs "
+          "body_type 'list'; memory: the dataset's body bytes, until replaced or stopped.")
+      .def(
           "add_path",
           [](PyServer& self, const std::string& name, const std::filesystem::path& path) {
             dipc::Server& server = self.Live("add_path");
@@ -368,6 +388,13 @@ void InitDipc(nb::module_& parent) {
             return (self.server ? self.server->uri() : self.final_uri).ToString();
           },
           "The URI clients connect with (str).")
+      .def_prop_ro(
+          "data_uri",
+          [](PyServer& self) {
+            return self.server ? self.server->data_uri().ToString() : std::string();
+          },
+          "The data channel's URI (str), for connect(uri, ticket, data_uri=...): metadata and "
+          "bodies then travel on two connections. Empty once stopped.")
       .def_prop_ro(
           "stats",
           [](PyServer& self) {
@@ -398,12 +425,14 @@ void InitDipc(nb::module_& parent) {
   m.def("connect", &Connect, nb::arg("uri"), nb::arg("ticket"),
         nb::arg("device").none() = nb::none(), nb::arg("validation") = ValidationLevel::kFull,
         nb::arg("timeout") = 30.0, nb::arg("reorder_window") = 64,
+        nb::arg("data_uri").none() = nb::none(),
         "Connect to a server and read the dataset named `ticket` as an ArrayStream of record "
         "batches. "
         "The schema arrives before this returns, so a refused ticket or a dead server raises here "
         "with the server's message. device: where batches land (None: the CPU, read in place over "
         "shared memory; another device gets one copy of each batch); validation: checks on what "
-        "arrives; timeout: seconds the server may stay silent.");
+        "arrives; timeout: seconds the server may stay silent; data_uri: the server's data_uri, "
+        "to take bodies on a second connection.");
 }
 
 }  // namespace ferry::python

@@ -331,3 +331,34 @@ def test_a_server_in_a_cycle_with_its_factory_is_collected():
     del server, factory
     gc.collect()
     assert alive() is None, "the garbage collector did not break the server's cycle"
+
+
+@pytest.mark.parametrize("transport,body", SHAPES)
+def test_metadata_and_bodies_on_two_connections(transport, body):
+    needs(transport)
+    table = mixed_table(10_000)
+    with dipc.Server.start(transport, body_type=body, region_bytes=16 << 20) as server:
+        server.add("t", table.to_batches(max_chunksize=3_000))
+        assert server.data_uri.startswith(transport + "://")
+        assert server.data_uri != server.uri
+        got = read_back(server.uri, "t", data_uri=server.data_uri)
+        assert got.equals(table)
+        assert server.stats.sessions_failed == 0, server.last_error
+        with pytest.raises(ValueError, match="want_data"):
+            dipc.connect(server.uri, "t", data_uri="shm:///nowhere")
+    assert server.data_uri == ""
+
+
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_a_kept_dataset_is_lent_to_every_client(transport):
+    needs(transport)
+    table = mixed_table(10_000)
+    with dipc.Server.start(transport, region_bytes=1 << 20) as server:
+        # Kept bodies live in a region of their own, not the 1 MiB one clients share.
+        server.keep("k", table.to_batches(max_chunksize=3_000))
+        for _ in range(3):
+            assert read_back(server.uri, "k").equals(table)
+        assert server.stats.sessions_failed == 0, server.last_error
+    with dipc.Server.start(transport, body_type="packed") as server:
+        with pytest.raises(ValueError, match="needs body type 1"):
+            server.keep("k", table)

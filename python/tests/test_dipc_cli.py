@@ -97,6 +97,27 @@ def test_a_table_crosses_processes_whole(tmp_path, transport, body, keep):
         server.stop()
 
 
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_metadata_and_bodies_on_two_connections(tmp_path, transport):
+    table = mixed_table(20_000)
+    src = tmp_path / "t.arrows"
+    write_stream(src, table, 7_000)
+    server = Server("--transport", transport, f"t={src}")
+    try:
+        line = server.proc.stderr.readline()
+        assert "ferry get URI --data " in line, line
+        data_uri = line.split("--data ", 1)[1].strip()
+        assert data_uri.startswith(transport + "://") and data_uri != server.uris["t"]
+        out = tmp_path / "got.arrows"
+        r = get(server.uris["t"], "t", "--data", data_uri, "--to", str(out))
+        assert r.returncode == 0, r.stderr
+        assert pa.ipc.open_stream(str(out)).read_all().equals(table)
+        r = get(server.uris["t"], "t", "--data", "shm://x")
+        assert r.returncode == 1 and "--data shm://x" in r.stderr and "want_data" in r.stderr
+    finally:
+        server.stop()
+
+
 def test_an_unknown_ticket_is_refused_by_name(tmp_path):
     src = tmp_path / "t.arrows"
     write_stream(src, mixed_table(10), 10)

@@ -94,6 +94,10 @@ int RunServe(const ServeOptions& o) {
     std::printf("%s %s\n", name.c_str(), (*server)->uri().ToString().c_str());
   }
   std::fflush(stdout);
+  // stdout stays one "NAME URI" line per dataset, for scripts; the two-connection shape is
+  // told on stderr.
+  std::fprintf(stderr, "ferry serve: bodies on a second connection: ferry get URI --data %s\n",
+               (*server)->data_uri().ToString().c_str());
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -116,7 +120,15 @@ int RunGet(const GetOptions& o) {
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
   const auto start = std::chrono::steady_clock::now();
-  Result<UniqueDeviceArrayStream> stream = dipc::ConnectStream(*uri, o.ticket, options);
+  std::optional<dipc::Uri> data;
+  if (!o.data.empty()) {
+    Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data);
+    if (!parsed.ok()) return Fail("--data " + o.data, parsed.status());
+    data = std::move(*parsed);
+  }
+  Result<UniqueDeviceArrayStream> stream =
+      data ? dipc::ConnectStream(*uri, *data, o.ticket, options)
+           : dipc::ConnectStream(*uri, o.ticket, options);
   if (!stream.ok()) return Fail(o.uri, stream.status());
   ArrowDeviceArrayStream* s = stream->get();
   UniqueSchema schema;

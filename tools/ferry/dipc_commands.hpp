@@ -28,6 +28,7 @@ int RunServe(const ServeOptions& options);
 /// Options of `ferry get`.
 struct GetOptions {
   std::string uri;
+  std::string data;  // the data channel's URI: bodies on a second connection, when not empty
   std::string ticket;
   std::string to;
   std::string device = "cpu";

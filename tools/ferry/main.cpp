@@ -99,6 +99,9 @@ int Run(int argc, char** argv) {
       "get", "Read a dataset from a ferry server; progress on a terminal, a summary at the end.");
   get_cmd->add_option("uri", get.uri, "The URI `ferry serve` printed")->required();
   get_cmd->add_option("--ticket", get.ticket, "The dataset's name")->required();
+  get_cmd->add_option("--data", get.data,
+                      "The data channel's URI (`ferry serve` prints it on stderr): metadata and "
+                      "bodies then travel on two connections");
   get_cmd->add_option("--to", get.to, "Write the batches to this IPC stream file");
   get_cmd
       ->add_option("--device", get.device,
