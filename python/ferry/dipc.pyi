@@ -117,6 +117,11 @@ class Server:
         Serve `data` under the ticket `name` (replacing an earlier dataset of that name): a list of record batches (any array producers; `schema` for an empty list) or one batch, served to every client without a copy; a stream producer (a pyarrow Table or RecordBatchReader, ferry.ArrayStream, ...), read once by the first client; or a callable returning a stream producer, called for each client.
         """
 
+    def keep(self, name: str, data: object, schema: object | None = None) -> None:
+        """
+        Serve `data` (as for add) under the ticket `name` from a region of its own: its bodies are written there once, now, and lent to every client without a copy. Needs body_type 'list'; memory: the dataset's body bytes, until replaced or stopped.
+        """
+
     def add_path(self, name: str, path: str | os.PathLike) -> None:
         """
         Serve an IPC stream or file (told apart by its magic) under the ticket `name`: mapped once, decoded zero-copy for each client; a file that is not IPC fails here.
@@ -125,6 +130,12 @@ class Server:
     @property
     def uri(self) -> str:
         """The URI clients connect with (str)."""
+
+    @property
+    def data_uri(self) -> str:
+        """
+        The data channel's URI (str), for connect(uri, ticket, data_uri=...): metadata and bodies then travel on two connections. Empty once stopped.
+        """
 
     @property
     def stats(self) -> ServerStats:
@@ -148,7 +159,7 @@ class Server:
 
     def __repr__(self) -> str: ...
 
-def connect(uri: Uri | str, ticket: str, device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, timeout: float = 30.0, reorder_window: int = 64) -> ferry._ferry.ArrayStream:
+def connect(uri: Uri | str, ticket: str, device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, timeout: float = 30.0, reorder_window: int = 64, data_uri: Uri | str | None = None) -> ferry._ferry.ArrayStream:
     """
-    Connect to a server and read the dataset named `ticket` as an ArrayStream of record batches. The schema arrives before this returns, so a refused ticket or a dead server raises here with the server's message. device: where batches land (None: the CPU, read in place over shared memory; another device gets one copy of each batch); validation: checks on what arrives; timeout: seconds the server may stay silent.
+    Connect to a server and read the dataset named `ticket` as an ArrayStream of record batches. The schema arrives before this returns, so a refused ticket or a dead server raises here with the server's message. device: where batches land (None: the CPU, read in place over shared memory; another device gets one copy of each batch); validation: checks on what arrives; timeout: seconds the server may stay silent; data_uri: the server's data_uri, to take bodies on a second connection.
     """

@@ -358,7 +358,7 @@ void InitDipc(nb::module_& parent) {
               nb::gil_scoped_release release;  // reads the dataset (a factory takes the GIL)
               return server.Keep(name, std::move(dataset));
             }();
-            Unwrap(std::move(st));
+            Check(st);
           },
           nb::arg("name"), nb::arg("data"), nb::arg("schema") = nb::none(),
           "Serve `data` (as for add) under the ticket `name` from a region of its own: its "

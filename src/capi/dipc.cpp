@@ -13,6 +13,42 @@ struct FerryDipcServer {
   std::unique_ptr<ferry::dipc::Server> server;
 };
 
+namespace {
+
+Status CopyUri(const ferry::dipc::Uri& uri, char* out, size_t out_size) {
+  const std::string text = uri.ToString();
+  if (text.size() + 1 > out_size) {
+    return Status(ERANGE, "the URI needs " + std::to_string(text.size() + 1) + " bytes, not " +
+                              std::to_string(out_size));
+  }
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return Status::OK();
+}
+
+Status Connect(const char* uri, const char* data_uri, const char* ticket,
+               const struct FerryDevice* device, struct ArrowDeviceArrayStream* out) {
+  if (uri == nullptr || ticket == nullptr || out == nullptr) {
+    return Status::Invalid("uri, ticket or out is NULL");
+  }
+  FERRY_ASSIGN_OR_RAISE(ferry::dipc::Uri parsed, ferry::dipc::Uri::Parse(uri));
+  ferry::dipc::ClientOptions options;
+  if (device != nullptr) {
+    options.device = ferry::Device::FromC(device);
+    if (options.device == nullptr) return Status::Invalid("the device is not one of ferry's");
+  }
+  if (data_uri == nullptr) {
+    FERRY_ASSIGN_OR_RAISE(auto stream, ferry::dipc::ConnectStream(parsed, ticket, options));
+    stream.move_to(out);
+    return Status::OK();
+  }
+  FERRY_ASSIGN_OR_RAISE(ferry::dipc::Uri data, ferry::dipc::Uri::Parse(data_uri));
+  FERRY_ASSIGN_OR_RAISE(auto stream, ferry::dipc::ConnectStream(parsed, data, ticket, options));
+  stream.move_to(out);
+  return Status::OK();
+}
+
+}  // namespace
+
 extern "C" {
 
 FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options,
@@ -64,17 +100,30 @@ FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server, const ch
   });
 }
 
+FerryErrorCode FerryDipcServerKeepPath(struct FerryDipcServer* server, const char* name,
+                                       const char* path, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    if (server == nullptr || name == nullptr || path == nullptr) {
+      return Status::Invalid("server, name or path is NULL");
+    }
+    FERRY_ASSIGN_OR_RAISE(auto dataset, ferry::dipc::Dataset::FromPath(path));
+    return server->server->Keep(name, std::move(dataset));
+  });
+}
+
 FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out, size_t out_size,
                                   struct FerryError* error) {
   return ferry::capi::Guard(error, [&]() -> Status {
     if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
-    const std::string uri = server->server->uri().ToString();
-    if (uri.size() + 1 > out_size) {
-      return Status(ERANGE, "the URI needs " + std::to_string(uri.size() + 1) + " bytes, not " +
-                                std::to_string(out_size));
-    }
-    std::memcpy(out, uri.c_str(), uri.size() + 1);
-    return Status::OK();
+    return CopyUri(server->server->uri(), out, out_size);
+  });
+}
+
+FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer* server, char* out,
+                                      size_t out_size, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
+    return CopyUri(server->server->data_uri(), out, out_size);
   });
 }
 
@@ -83,19 +132,15 @@ void FerryDipcServerRelease(struct FerryDipcServer* server) { delete server; }
 FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
                                 const struct FerryDevice* device,
                                 struct ArrowDeviceArrayStream* out, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&] { return Connect(uri, nullptr, ticket, device, out); });
+}
+
+FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri, const char* ticket,
+                                   const struct FerryDevice* device,
+                                   struct ArrowDeviceArrayStream* out, struct FerryError* error) {
   return ferry::capi::Guard(error, [&]() -> Status {
-    if (uri == nullptr || ticket == nullptr || out == nullptr) {
-      return Status::Invalid("uri, ticket or out is NULL");
-    }
-    FERRY_ASSIGN_OR_RAISE(ferry::dipc::Uri parsed, ferry::dipc::Uri::Parse(uri));
-    ferry::dipc::ClientOptions options;
-    if (device != nullptr) {
-      options.device = ferry::Device::FromC(device);
-      if (options.device == nullptr) return Status::Invalid("the device is not one of ferry's");
-    }
-    FERRY_ASSIGN_OR_RAISE(auto stream, ferry::dipc::ConnectStream(parsed, ticket, options));
-    stream.move_to(out);
-    return Status::OK();
+    if (data_uri == nullptr) return Status::Invalid("data_uri is NULL");
+    return Connect(uri, data_uri, ticket, device, out);
   });
 }
 

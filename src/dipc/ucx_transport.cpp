@@ -281,9 +281,7 @@ class UcxConnection final : public Connection {
       total += ref.length;
       body.buffers.push_back(BufferRef{offsets[i], ref.length});
     }
-    const size_t rounded = (std::max<uint64_t>(total, 1) + 63) / 64 * 64;
-    std::shared_ptr<uint8_t> bytes(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)),
-                                   [](uint8_t* p) { std::free(p); });
+    std::shared_ptr<uint8_t> bytes = ucx::TakeBuffer(total);
     if (!bytes) {
       return Status::OutOfMemory("cannot allocate " + std::to_string(total) +
                                  " bytes for type-1 buffers");

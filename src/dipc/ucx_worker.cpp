@@ -117,6 +117,8 @@ class BufferPool {
 
 }  // namespace
 
+std::shared_ptr<uint8_t> TakeBuffer(size_t size) { return BufferPool::Get().Take(size); }
+
 struct Worker::Incoming {
   uint64_t tag = 0;
   int64_t want = -1;  // the receive it was taken for, or -1
@@ -359,7 +361,7 @@ void Worker::Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, in
   in->want = want;
   // A lying peer must not make us allocate without bound: larger messages are dropped.
   constexpr size_t kMaxMessage = size_t{1} << 36;
-  if (info.length <= kMaxMessage) in->buffer = BufferPool::Get().Take(info.length);
+  if (info.length <= kMaxMessage) in->buffer = TakeBuffer(info.length);
   if (!IsTransportTag(in->tag) && only_peer_ != nullptr) {
     std::lock_guard lock(only_peer_->mutex);
     only_peer_->held_bytes += static_cast<int64_t>(info.length);

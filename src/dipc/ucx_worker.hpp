@@ -45,6 +45,10 @@ constexpr int64_t kInboxBytes = int64_t{64} << 20;
 
 class Worker;
 
+/// A 64-byte-aligned buffer of at least `size` bytes, recycled process-wide when 1 MiB or more
+/// (a fresh large allocation costs an mmap and a page fault per 4 KiB). Null when out of memory.
+std::shared_ptr<uint8_t> TakeBuffer(size_t size);
+
 /// A region the peer shared: its address range and packed rkey, unpacked on first use.
 struct RemoteRegion {
   uint64_t base = 0;

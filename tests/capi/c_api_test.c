@@ -424,6 +424,7 @@ static void TestDipc(void) {
   struct FerryDipcServer* server = NULL;
   struct FerryError error;
   char uri[512];
+  char data_uri[512];
   char path[64];
   int64_t sum = 0;
   int64_t rows = 0;
@@ -459,6 +460,29 @@ static void TestDipc(void) {
   }
   CHECK(rows == 3 && sum == 321);
   got.release(&got);
+
+  /* Two connections, and a kept dataset lent to each client. */
+  CHECK(FerryDipcServerDataUri(server, data_uri, sizeof(data_uri), &error) == 0);
+  CHECK(strncmp(data_uri, "shm://", 6) == 0 && strcmp(data_uri, uri) != 0);
+  CHECK(FerryDipcServerKeepPath(server, "k", path, &error) == 0);
+  CHECK(FerryDipcServerKeepPath(server, "v", "/no/such/file", &error) == ENOENT);
+  CHECK(FerryDipcConnectTwo(uri, data_uri, "k", NULL, &got, &error) == 0);
+  sum = 0;
+  rows = 0;
+  for (;;) {
+    CHECK(got.get_next(&got, &batch) == 0);
+    if (batch.array.release == NULL) break;
+    for (int64_t i = 0; i < batch.array.length; ++i) {
+      sum += ((const int64_t*)batch.array.children[0]->buffers[1])[i];
+    }
+    rows += batch.array.length;
+    batch.array.release(&batch.array);
+  }
+  CHECK(rows == 3 && sum == 321);
+  got.release(&got);
+  CHECK(FerryDipcConnectTwo(uri, NULL, "k", NULL, &got, &error) == EINVAL);
+  CHECK(strstr(error.message, "data_uri is NULL") != NULL);
+  CHECK(FerryDipcConnectTwo(uri, "shm://x", "k", NULL, &got, &error) == EINVAL);
 
   CHECK(FerryDipcConnect(uri, "nope", NULL, &got, &error) == EIO);
   CHECK(strstr(error.message, "unknown ticket \"nope\"") != NULL);

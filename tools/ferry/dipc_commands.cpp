@@ -126,9 +126,9 @@ int RunGet(const GetOptions& o) {
     if (!parsed.ok()) return Fail("--data " + o.data, parsed.status());
     data = std::move(*parsed);
   }
-  Result<UniqueDeviceArrayStream> stream =
-      data ? dipc::ConnectStream(*uri, *data, o.ticket, options)
-           : dipc::ConnectStream(*uri, o.ticket, options);
+  Result<UniqueDeviceArrayStream> stream = data
+                                               ? dipc::ConnectStream(*uri, *data, o.ticket, options)
+                                               : dipc::ConnectStream(*uri, o.ticket, options);
   if (!stream.ok()) return Fail(o.uri, stream.status());
   ArrowDeviceArrayStream* s = stream->get();
   UniqueSchema schema;

@@ -500,6 +500,15 @@ FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server, const ch
 /** The URI clients connect with, written NUL-terminated into `out` (ERANGE when too small). */
 FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out, size_t out_size,
                                   struct FerryError* error);
+/** Serve the IPC stream or file at `path` under `name` from a region of its own: its bodies are
+ * written there once, now, and lent to every client without a copy (body type 1 only; memory:
+ * the file's body bytes until the server is released). */
+FerryErrorCode FerryDipcServerKeepPath(struct FerryDipcServer* server, const char* name,
+                                       const char* path, struct FerryError* error);
+/** The data channel's URI, for clients that take bodies on a second connection
+ * (FerryDipcConnectTwo); written like FerryDipcServerUri. */
+FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer* server, char* out,
+                                      size_t out_size, struct FerryError* error);
 /** Stop the server, close every session and free it. NULL is ignored. */
 void FerryDipcServerRelease(struct FerryDipcServer* server);
 
@@ -509,6 +518,11 @@ void FerryDipcServerRelease(struct FerryDipcServer* server);
 FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
                                 const struct FerryDevice* device,
                                 struct ArrowDeviceArrayStream* out, struct FerryError* error);
+/** As FerryDipcConnect, with metadata from `uri` and bodies (and free_data) on a second
+ * connection to `data_uri` (FerryDipcServerDataUri). */
+FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri, const char* ticket,
+                                   const struct FerryDevice* device,
+                                   struct ArrowDeviceArrayStream* out, struct FerryError* error);
 
 #ifdef __cplusplus
 }
