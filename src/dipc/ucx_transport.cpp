@@ -295,7 +295,7 @@ class UcxConnection final : public Connection {
  private:
   // Caller holds peer_->mutex. Taking a message frees read-ahead room: the progress thread may
   // take the next body off the wire.
-  TaggedMessage Pop(std::deque<TaggedMessage>::iterator it) {
+  TaggedMessage Pop(const std::deque<TaggedMessage>::iterator& it) {
     TaggedMessage m = std::move(*it);
     peer_->tagged.erase(it);
     if (peer_->on_demand && !ucx::IsTransportTag(m.tag)) {
