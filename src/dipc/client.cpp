@@ -14,6 +14,7 @@
 #include "ferry/dipc/server.hpp"
 #include "ferry/dipc/transport.hpp"
 #include "ferry/format/schema.hpp"
+#include "ferry/ipc/decoder.hpp"
 
 namespace ferry::dipc {
 
@@ -204,6 +205,13 @@ class Session {
   }
 
   Status ReadBody(const MetadataMessage& m) {
+    // A packed body's size is the metadata's bodyLength: let the transport post its receive
+    // now. (A server sending buffer lists uses another tag; that receive is then dropped.)
+    if (data_->posts_receives()) {
+      if (Result<int64_t> length = ipc::MessageBodyLength(m.flatbuffer); length.ok()) {
+        data_->Expect(MakeBodyTag(BodyType::kPacked, m.sequence), *length);
+      }
+    }
     Result<TaggedMessage> r =
         data_->ReceiveTagged(m.sequence, kSequenceMask, std::chrono::milliseconds(0));
     if (!r.ok() && r.status().code() == ETIMEDOUT) {

@@ -76,6 +76,8 @@ Status Connection::SendMessageAndBody(std::span<const ipc::ByteSpan> metadata, u
   return SendTagged(tag, body);
 }
 
+void Connection::Expect(uint64_t /*tag*/, int64_t /*size*/) {}
+
 Status Connection::ShareRegion(const std::shared_ptr<Region>& /*region*/) {
   return Status(ENOTSUP, "this transport cannot share memory regions (no type-1 bodies)");
 }

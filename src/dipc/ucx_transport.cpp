@@ -192,6 +192,9 @@ class UcxConnection final : public Connection {
     return Failure(ready, "an untagged message");
   }
 
+  void Expect(uint64_t tag, int64_t size) override { worker_->Expect(peer_, tag, size); }
+  bool posts_receives() const override { return peer_->on_demand; }
+
   Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                       std::chrono::milliseconds timeout) override {
     std::unique_lock lock(peer_->mutex);
@@ -209,8 +212,12 @@ class UcxConnection final : public Connection {
       return Failure(ready, "a tagged message");
     }
     // A client: ask the progress thread to look for it in UCX's queue (it may lie behind
-    // bodies the read-ahead limit left there).
-    if (auto it = match(); it != queue.end()) return Pop(it);
+    // bodies the read-ahead limit left there). Whatever comes, a receive posted for this
+    // sequence number under another tag is no longer needed.
+    if (auto it = match(); it != queue.end()) {
+      worker_->DropPosted(want, mask);
+      return Pop(it);
+    }
     const int64_t id = ++peer_->next_want;
     peer_->wants.push_back(ucx::Peer::Want{id, want, mask});
     auto find = [&] {
@@ -224,7 +231,10 @@ class UcxConnection final : public Connection {
       return match() != queue.end() || find()->exhausted || peer_->closed;
     });
     peer_->wants.erase(find());
-    if (auto it = match(); it != queue.end()) return Pop(it);
+    if (auto it = match(); it != queue.end()) {
+      worker_->DropPosted(want, mask);
+      return Pop(it);
+    }
     return Failure(ready, "a tagged message");
   }
 

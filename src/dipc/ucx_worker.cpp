@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -121,7 +122,9 @@ std::shared_ptr<uint8_t> TakeBuffer(size_t size) { return BufferPool::Get().Take
 
 struct Worker::Incoming {
   uint64_t tag = 0;
-  int64_t want = -1;  // the receive it was taken for, or -1
+  int64_t want = -1;           // the receive it was taken for, or -1
+  void* request = nullptr;     // a posted receive still in flight (for cancelling)
+  ucp_tag_recv_info_t info{};  // a posted receive's message, once it matched
   size_t length = 0;
   std::shared_ptr<uint8_t> buffer;
   bool done = false;
@@ -209,7 +212,14 @@ Worker::~Worker() {
     Wake();
     thread_.join();
   }
-  // The progress thread is gone: this thread now owns the worker. Force-close what is left.
+  // The progress thread is gone: this thread now owns the worker. Cancel posted receives,
+  // then force-close what is left.
+  for (auto& in : posted_) {
+    if (in->done || in->request == nullptr) continue;
+    ucp_request_cancel(worker_, in->request);
+    while (!in->done) ucp_worker_progress(worker_);
+  }
+  posted_.clear();
   std::vector<std::shared_ptr<Peer>> left;
   for (auto& [id, peer] : peers_) left.push_back(peer);
   if (only_peer_) left.push_back(only_peer_);
@@ -267,6 +277,7 @@ void Worker::Loop() {
     }
     HandleFailures();
     PollMessages();
+    SettlePosted();
     AcceptPending();
     {
       std::lock_guard lock(tasks_mutex_);
@@ -351,6 +362,107 @@ void Worker::PollClient(Peer& peer) {
     ucp_tag_message_h m = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
     if (m == nullptr) break;
     Take(m, info, -1);
+  }
+}
+
+void Worker::Expect(const std::shared_ptr<Peer>& peer, uint64_t tag, int64_t size) {
+  if (size < 0 || size > kMaxExpected) return;
+  Post([this, peer, tag, size] {
+    if (!peer->on_demand || peer->data_ep() == nullptr) return;
+    auto same = [&](const std::unique_ptr<Incoming>& in) { return in->tag == tag; };
+    if (std::any_of(incoming_.begin(), incoming_.end(), same) ||
+        std::any_of(posted_.begin(), posted_.end(), same)) {
+      return;  // read ahead already, or posted twice
+    }
+    auto in = std::make_unique<Incoming>();
+    in->tag = tag;
+    in->length = static_cast<size_t>(size) + kTrailerSize;
+    {
+      std::lock_guard lock(peer->mutex);
+      for (const TaggedMessage& m : peer->tagged) {
+        if (m.tag == tag) return;
+      }
+      peer->held_bytes += static_cast<int64_t>(in->length);
+    }
+    in->buffer = TakeBuffer(in->length);
+    ucp_request_param_t params{};
+    params.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO;
+    params.cb.recv = [](void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                        void* user_data) {
+      auto* incoming = static_cast<Incoming*>(user_data);
+      incoming->status = status;
+      if (info != nullptr) incoming->info = *info;
+      incoming->request = nullptr;
+      incoming->done = true;
+      ucp_request_free(request);
+    };
+    params.user_data = in.get();
+    params.recv_info.tag_info = &in->info;
+    ucs_status_ptr_t request = in->buffer ? ucp_tag_recv_nbx(worker_, in->buffer.get(), in->length,
+                                                             tag, ~uint64_t{0}, &params)
+                                          : UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+      in->status = UCS_PTR_STATUS(request);
+      in->done = true;
+    } else {
+      in->request = request;
+    }
+    posted_.push_back(std::move(in));
+  });
+}
+
+void Worker::DropPosted(uint64_t want, uint64_t mask) {
+  Post([this, want, mask] {
+    for (auto& in : posted_) {
+      // A finished request is freed already; its result is settled below.
+      if (!in->done && in->request != nullptr && (in->tag & mask) == (want & mask)) {
+        ucp_request_cancel(worker_, in->request);
+      }
+    }
+  });
+}
+
+void Worker::SettlePosted() {
+  if (posted_.empty() || only_peer_ == nullptr) return;
+  Peer& peer = *only_peer_;
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    Incoming& in = **it;
+    if (!in.done) {
+      ++it;
+      continue;
+    }
+    const size_t posted = in.length;
+    if (in.status == UCS_OK) {
+      in.length = in.info.length;  // at most what was posted
+      {
+        std::lock_guard lock(peer.mutex);
+        peer.held_bytes -= static_cast<int64_t>(posted - in.length);
+      }
+      Deliver(in);
+    } else {
+      std::string failure;
+      if (in.status == UCS_ERR_MESSAGE_TRUNCATED) {
+        char tag[24];
+        std::snprintf(tag, sizeof(tag), "0x%016llx", static_cast<unsigned long long>(in.tag));
+        failure = std::string("the body message tagged ") + tag + " is larger than the " +
+                  std::to_string(posted - kTrailerSize) + " bytes its metadata announces";
+      }
+      {
+        std::lock_guard lock(peer.mutex);
+        peer.held_bytes -= static_cast<int64_t>(posted);
+        if (!failure.empty()) {
+          // The message is gone (UCX consumed it): this stream cannot go on.
+          peer.failed = peer.peer_closed = true;
+          peer.failure = failure;
+        }
+      }
+      if (!failure.empty()) {
+        peer.changed.notify_all();
+        Wake();  // another round, to tell waiting receives nothing more will come
+      }
+    }
+    it = posted_.erase(it);
   }
 }
 

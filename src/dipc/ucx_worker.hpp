@@ -42,6 +42,8 @@ constexpr uint64_t kTransportTagMask = 0xFFE0000000000000ULL;
 static_assert((kRegionTag & kTransportTagMask) == kControlTagBase);
 /// A client holds at most this many bytes of bodies it has not asked for (read-ahead).
 constexpr int64_t kInboxBytes = int64_t{64} << 20;
+/// The largest receive Expect posts; larger bodies are probed for when asked.
+constexpr int64_t kMaxExpected = int64_t{4} << 30;
 
 class Worker;
 
@@ -160,6 +162,12 @@ class Worker {
                            std::span<const BufferRef> refs, const std::vector<uint64_t>& offsets,
                            const std::shared_ptr<uint8_t>& dest,
                            std::chrono::steady_clock::time_point deadline);
+  /// Client: post a receive for the message tagged exactly `tag`, of at most `size` bytes plus
+  /// the trailer, unless it is already here or landing (at most kMaxExpected bytes).
+  void Expect(const std::shared_ptr<Peer>& peer, uint64_t tag, int64_t size);
+  /// Client: cancel posted receives whose tag matches `want` under `mask` (a message for that
+  /// sequence number came by another tag, or another way).
+  void DropPosted(uint64_t want, uint64_t mask);
   /// Close `peer`: send the close marker, wait (bounded) for its acknowledgement, then close
   /// the endpoint (forced) and forget the peer.
   void Close(const std::shared_ptr<Peer>& peer);
@@ -174,6 +182,7 @@ class Worker {
   void PollClient(Peer& peer);
   void Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, int64_t want);
   void HandleFailures();
+  void SettlePosted();
   void AcceptPending();
   void SendControl(Peer& peer, uint64_t tag, uint64_t value);
   void SendBytes(Peer& peer, ucp_ep_h ep, uint64_t tag, std::string payload);
@@ -200,6 +209,7 @@ class Worker {
   ucp_listener_h listener_ = nullptr;
   std::vector<ucp_conn_request_h> requests_;
   std::deque<std::unique_ptr<Incoming>> incoming_;
+  std::vector<std::unique_ptr<Incoming>> posted_;  // receives posted by Expect
   std::map<uint64_t, std::shared_ptr<Peer>> peers_;
   std::shared_ptr<Peer> only_peer_;  // a client worker's one connection
   std::vector<Peer*> failed_;        // endpoint errors to act on after progress

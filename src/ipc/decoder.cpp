@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "ferry/format/json.hpp"
 #include "ipc/decoder_internal.hpp"
@@ -490,6 +491,27 @@ bool Decoder::between_messages() const noexcept {
 
 bool Decoder::finished() const noexcept {
   return impl_->state == Impl::State::kDone && impl_->failed.ok();
+}
+
+Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer) {
+  const uint8_t* data = flatbuffer.data();
+  std::vector<uint64_t> aligned;
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
+    aligned.resize((flatbuffer.size() + 7) / 8);
+    std::memcpy(aligned.data(), flatbuffer.data(), flatbuffer.size());
+    data = reinterpret_cast<const uint8_t*>(aligned.data());
+  }
+  flatbuffers::Verifier verifier(data, flatbuffer.size());
+  if (flatbuffer.size() < 8 || !fb::VerifyMessageBuffer(verifier)) {
+    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size()) +
+                           " bytes) is not a valid Message flatbuffer");
+  }
+  const int64_t length = fb::GetMessage(data)->body_length();
+  if (length < 0) {
+    return Status::Invalid("the metadata announces a negative body length (" +
+                           std::to_string(length) + ")");
+  }
+  return length;
 }
 
 int64_t Decoder::messages_decoded() const noexcept { return impl_->index; }

@@ -106,6 +106,64 @@ TEST_F(UcxTransport, AClientThatStopsReadingMakesTheServerWait) {
   EXPECT_EQ(sent.load(), kCount + 1);
 }
 
+// A receive posted with Expect takes its body as it arrives, even while the read-ahead is full
+// and nobody is receiving: the server's send completes at once.
+TEST_F(UcxTransport, AnExpectedBodyIsTakenPastAFullReadAhead) {
+  constexpr size_t kSize = size_t{16} << 20;
+  std::vector<uint8_t> body(kSize, 7);
+  const ipc::ByteSpan piece{body.data(), static_cast<int64_t>(kSize)};
+  std::atomic<int> sent{0};
+  std::thread filler([&] {
+    for (uint32_t i = 0; i < 6; ++i) {
+      ASSERT_OK(server_->SendTagged(MakeBodyTag(BodyType::kPacked, i), {&piece, 1}));
+      ++sent;
+    }
+  });
+  for (int waited = 0; sent.load() < 4 && waited < 1000; ++waited)
+    std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(200ms);
+  ASSERT_LE(sent.load(), 5) << "the read-ahead should be full";
+  EXPECT_TRUE(client_->posts_receives());
+  constexpr uint32_t kSeq = 50;
+  client_->Expect(MakeBodyTag(BodyType::kPacked, kSeq), static_cast<int64_t>(kSize));
+  std::vector<uint8_t> expected(kSize, 9);
+  const ipc::ByteSpan expected_piece{expected.data(), static_cast<int64_t>(kSize)};
+  std::atomic<bool> done{false};
+  std::thread late([&] {
+    ASSERT_OK(server_->SendTagged(MakeBodyTag(BodyType::kPacked, kSeq), {&expected_piece, 1}));
+    done = true;
+  });
+  for (int waited = 0; !done.load() && waited < 1000; ++waited) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(done.load()) << "the posted receive did not take the expected body";
+  late.join();
+  auto m = client_->ReceiveTagged(kSeq, kSequenceMask, 5s);
+  ASSERT_OK(m.status());
+  ASSERT_EQ(m->payload.size, static_cast<int64_t>(kSize));
+  EXPECT_EQ(m->payload.data[0], 9);
+  EXPECT_EQ(m->payload.data[kSize - 1], 9);
+  for (uint32_t i = 0; i < 6; ++i)
+    ASSERT_OK(client_->ReceiveTagged(i, kSequenceMask, 20s).status());
+  filler.join();
+}
+
+// A body larger than its metadata announced fails the connection with both facts named; one
+// that comes under another tag (a buffer list) is received as usual.
+TEST_F(UcxTransport, AnExpectedBodyThatIsLargerFailsClearly) {
+  client_->Expect(MakeBodyTag(BodyType::kPacked, 3), 100);
+  client_->Expect(MakeBodyTag(BodyType::kPacked, 4), 100);
+  std::vector<uint8_t> list(48, 1);
+  const ipc::ByteSpan small{list.data(), 48};
+  ASSERT_OK(server_->SendTagged(MakeBodyTag(BodyType::kBufferList, 4), {&small, 1}));
+  auto other = client_->ReceiveTagged(4, kSequenceMask, 5s);
+  ASSERT_OK(other.status());
+  EXPECT_EQ(other->tag, MakeBodyTag(BodyType::kBufferList, 4));
+  std::vector<uint8_t> big(1000, 2);
+  const ipc::ByteSpan piece{big.data(), 1000};
+  ASSERT_OK(server_->SendTagged(MakeBodyTag(BodyType::kPacked, 3), {&piece, 1}));
+  ASSERT_RAISES_WITH(EPIPE, "is larger than the 100 bytes its metadata announces",
+                     client_->ReceiveTagged(3, kSequenceMask, 5s));
+}
+
 TEST_F(UcxTransport, AcceptTimesOutThenIsCanceledByClose) {
   ASSERT_RAISES_WITH(ETIMEDOUT, "timed out", listener_->Accept(10ms));
   std::thread closer([this] {

@@ -69,6 +69,13 @@ class Connection {
                                                   uint64_t tag,
                                                   std::span<const ipc::ByteSpan> body);
   virtual Result<ipc::SharedBytes> Receive(std::chrono::milliseconds timeout) = 0;
+  /// A hint: a tagged message with exactly `tag`, of at most `size` bytes, is expected. A
+  /// transport may post a receive for it now, into memory of its own (UCX does, so a body is
+  /// taken the moment it arrives); a larger message then fails the connection with an error
+  /// naming both sizes. By default nothing.
+  virtual void Expect(uint64_t tag, int64_t size);
+  /// Whether Expect does anything here (callers may skip working out the size otherwise).
+  virtual bool posts_receives() const { return false; }
   /// The oldest tagged message whose tag satisfies `(tag & mask) == (want & mask)`.
   virtual Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                               std::chrono::milliseconds timeout) = 0;

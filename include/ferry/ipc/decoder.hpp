@@ -66,6 +66,11 @@ struct BufferLocation {
   int64_t length = 0;
 };
 
+/// The body length a Message flatbuffer announces, after verifying it (bytes not 8-aligned are
+/// copied first; metadata is small). Lets a transport size a receive before the body arrives.
+/// Errors name a flatbuffer that is not a valid Message, or a negative length.
+Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer);
+
 /// A push decoder for the Arrow IPC stream format. Feed it bytes with Consume in pieces of any
 /// size; it reports how many it needs next and queues decoded messages for Next. A message body
 /// that arrives whole inside one Consume call is referenced in place (no copy); bodies split over
