@@ -4,8 +4,12 @@
 
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <vector>
 
 #include "ferry/format/json.hpp"
+#include "ferry/ipc/sink.hpp"
+#include "ferry/ipc/writer.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 
@@ -224,4 +228,42 @@ TEST(DecoderLimitTest, DecompressionIsCapped) {
 }
 
 }  // namespace
+// Keeps a copy of each message's metadata and its body length, as the writer reports them.
+class RecordingSink final : public ipc::MessageSink {
+ public:
+  Status WriteMessage(const ipc::EncodedMessage& m) override {
+    metadata.emplace_back(m.metadata.begin(), m.metadata.end());
+    body_lengths.push_back(m.body_length);
+    return Status::OK();
+  }
+  Status WriteEndOfStream() override { return Status::OK(); }
+  std::vector<std::vector<uint8_t>> metadata;
+  std::vector<int64_t> body_lengths;
+};
+
+TEST(MessageBodyLengthTest, ReadsWhatTheWriterAnnounced) {
+  ASSERT_OK_AND_ASSIGN(Array batch, SampleBatch());
+  RecordingSink sink;
+  ASSERT_OK_AND_ASSIGN(ipc::StreamWriter writer, ipc::StreamWriter::Open(&sink, batch.schema()));
+  ASSERT_OK(writer.WriteBatch(batch.array()));
+  ASSERT_OK(writer.Close());
+  ASSERT_EQ(sink.metadata.size(), 3u);  // schema, dictionary, batch
+  EXPECT_EQ(sink.body_lengths[0], 0);
+  EXPECT_GT(sink.body_lengths[2], 0);
+  for (size_t i = 0; i < sink.metadata.size(); ++i) {
+    const std::vector<uint8_t>& m = sink.metadata[i];
+    ASSERT_OK_AND_ASSIGN(int64_t length, ipc::MessageBodyLength(m));
+    EXPECT_EQ(length, sink.body_lengths[i]) << "message " << i;
+    // As the dissociated protocol carries it: after a 5-byte header, so not 8-aligned.
+    std::vector<uint8_t> shifted(m.size() + 5);
+    std::memcpy(shifted.data() + 5, m.data(), m.size());
+    ASSERT_OK_AND_ASSIGN(int64_t again, ipc::MessageBodyLength(std::span(shifted).subspan(5)));
+    EXPECT_EQ(again, sink.body_lengths[i]);
+  }
+  std::vector<uint8_t> garbage(64, 0xAB);
+  ASSERT_RAISES_WITH(EINVAL, "is not a valid Message flatbuffer", ipc::MessageBodyLength(garbage));
+  ASSERT_RAISES_WITH(EINVAL, "is not a valid Message flatbuffer",
+                     ipc::MessageBodyLength(std::span<const uint8_t>()));
+}
+
 }  // namespace ferry
