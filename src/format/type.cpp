@@ -721,6 +721,13 @@ Result<SchemaView> SchemaView::Make(const ArrowSchema* schema) {
   view.map_keys_sorted = (schema->flags & ARROW_FLAG_MAP_KEYS_SORTED) != 0;
   view.layout = LayoutOf(view.storage_type);
   if (view.storage_type == TypeId::kFixedSizeBinary) {
+    // The layout counts bits in an int32 (as Arrow C++'s bit_width does).
+    constexpr int32_t kMaxWidth = std::numeric_limits<int32_t>::max() / 8;
+    if (view.fixed_size > kMaxWidth) {
+      return Status::Invalid(where + ": fixed-size binary width " +
+                             std::to_string(view.fixed_size) + " exceeds the largest supported, " +
+                             std::to_string(kMaxWidth) + " bytes");
+    }
     view.layout.element_size_bits[1] = view.fixed_size * 8;
   }
 

@@ -177,6 +177,10 @@ TEST(SchemaView, RejectsBadTrees) {
   ASSERT_RAISES_WITH(EINVAL, "dictionary indices must be an integer type",
                      Field::Dictionary("d", "u", Field::Make("u", "v")).Export());
   ASSERT_RAISES_WITH(EINVAL, "field \"t\": format \"tsq:\"", Field::Make("tsq:", "t").Export());
+  // Found by the ipc_file fuzzer: the width in bits must fit the layout's int32.
+  ASSERT_RAISES_WITH(EINVAL, "fixed-size binary width 1895825424 exceeds the largest supported",
+                     Field::Make("w:1895825424", "w").Export());
+  ASSERT_OK(Field::Make("w:268435455", "w").Export().status());
 }
 
 TEST(SchemaToString, ReadableNestedTypes) {
