@@ -365,6 +365,16 @@ void Worker::PollClient(Peer& peer) {
   }
 }
 
+void Worker::OnReceived(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                        void* user_data) {
+  auto* incoming = static_cast<Incoming*>(user_data);
+  incoming->status = status;
+  if (info != nullptr) incoming->info = *info;
+  incoming->request = nullptr;
+  incoming->done = true;
+  ucp_request_free(request);
+}
+
 void Worker::Expect(const std::shared_ptr<Peer>& peer, uint64_t tag, int64_t size) {
   if (size < 0 || size > kMaxExpected) return;
   Post([this, peer, tag, size] {
@@ -388,15 +398,7 @@ void Worker::Expect(const std::shared_ptr<Peer>& peer, uint64_t tag, int64_t siz
     ucp_request_param_t params{};
     params.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO;
-    params.cb.recv = [](void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
-                        void* user_data) {
-      auto* incoming = static_cast<Incoming*>(user_data);
-      incoming->status = status;
-      if (info != nullptr) incoming->info = *info;
-      incoming->request = nullptr;
-      incoming->done = true;
-      ucp_request_free(request);
-    };
+    params.cb.recv = &Worker::OnReceived;
     params.user_data = in.get();
     params.recv_info.tag_info = &in->info;
     ucs_status_ptr_t request = in->buffer ? ucp_tag_recv_nbx(worker_, in->buffer.get(), in->length,
@@ -480,13 +482,7 @@ void Worker::Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, in
   }
   ucp_request_param_t params{};
   params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  params.cb.recv = [](void* request, ucs_status_t status, const ucp_tag_recv_info_t*,
-                      void* user_data) {
-    auto* incoming = static_cast<Incoming*>(user_data);
-    incoming->status = status;
-    incoming->done = true;
-    ucp_request_free(request);
-  };
+  params.cb.recv = &Worker::OnReceived;
   params.user_data = in.get();
   uint8_t scratch[64];
   // Without memory the message is still taken off the wire (truncated), then dropped.

@@ -192,6 +192,9 @@ class Worker {
   void CloseEndpoint(const std::shared_ptr<Peer>& peer, const std::shared_ptr<Completion>& done);
   ucp_ep_params_t EndpointParams(Peer* peer) const;
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  /// A receive into an Incoming (its user data) finished.
+  static void OnReceived(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                         void* user_data);
   static void OnConnectionRequest(ucp_conn_request_h request, void* arg);
 
   ucp_context_h context_ = nullptr;

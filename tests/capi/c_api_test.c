@@ -408,6 +408,24 @@ static void TestIpc(void) {
   CHECK(FerryIpcWritePath(NULL, "/tmp/x", &options, &error) == EINVAL);
 }
 
+/* Read every batch of `stream` (CPU batches of one int64 column): their rows and the column's
+ * sum. */
+static void DrainSum(struct ArrowDeviceArrayStream* stream, int64_t* rows, int64_t* sum) {
+  struct ArrowDeviceArray batch;
+  *rows = 0;
+  *sum = 0;
+  for (;;) {
+    CHECK(stream->get_next(stream, &batch) == 0);
+    if (batch.array.release == NULL) break;
+    CHECK(batch.device_type == ARROW_DEVICE_CPU && batch.array.n_children == 1);
+    for (int64_t i = 0; i < batch.array.length; ++i) {
+      *sum += ((const int64_t*)batch.array.children[0]->buffers[1])[i];
+    }
+    *rows += batch.array.length;
+    batch.array.release(&batch.array);
+  }
+}
+
 static void TestDipc(void) {
   struct ArrowSchema child = MakeSchema("l");
   struct ArrowSchema* children[1] = {&child};
@@ -416,7 +434,6 @@ static void TestDipc(void) {
   struct ArrowArray batches[2];
   struct ArrowArrayStream stream;
   struct ArrowDeviceArrayStream got;
-  struct ArrowDeviceArray batch;
   struct FerryIpcWriteOptions options = {FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0, 8,
                                          0};
   struct FerryDipcServerOptions server_options = {"shm", NULL, FERRY_DIPC_BODY_BUFFER_LIST,
@@ -448,16 +465,7 @@ static void TestDipc(void) {
 
   CHECK(FerryDipcConnect(uri, "t", NULL, &got, &error) == 0);
   CHECK(got.device_type == ARROW_DEVICE_CPU);
-  for (;;) {
-    CHECK(got.get_next(&got, &batch) == 0);
-    if (batch.array.release == NULL) break;
-    CHECK(batch.device_type == ARROW_DEVICE_CPU && batch.array.n_children == 1);
-    for (int64_t i = 0; i < batch.array.length; ++i) {
-      sum += ((const int64_t*)batch.array.children[0]->buffers[1])[i];
-    }
-    rows += batch.array.length;
-    batch.array.release(&batch.array);
-  }
+  DrainSum(&got, &rows, &sum);
   CHECK(rows == 3 && sum == 321);
   got.release(&got);
 
@@ -467,17 +475,7 @@ static void TestDipc(void) {
   CHECK(FerryDipcServerKeepPath(server, "k", path, &error) == 0);
   CHECK(FerryDipcServerKeepPath(server, "v", "/no/such/file", &error) == ENOENT);
   CHECK(FerryDipcConnectTwo(uri, data_uri, "k", NULL, &got, &error) == 0);
-  sum = 0;
-  rows = 0;
-  for (;;) {
-    CHECK(got.get_next(&got, &batch) == 0);
-    if (batch.array.release == NULL) break;
-    for (int64_t i = 0; i < batch.array.length; ++i) {
-      sum += ((const int64_t*)batch.array.children[0]->buffers[1])[i];
-    }
-    rows += batch.array.length;
-    batch.array.release(&batch.array);
-  }
+  DrainSum(&got, &rows, &sum);
   CHECK(rows == 3 && sum == 321);
   got.release(&got);
   CHECK(FerryDipcConnectTwo(uri, NULL, "k", NULL, &got, &error) == EINVAL);
