@@ -37,17 +37,18 @@
 #include <thread>
 #include <vector>
 
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/dataset.hpp"
 #include "ferry/dipc/server.hpp"
-#include "ferry/dipc/ucx_transport.hpp"
 #include "ferry/format/builder.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "ferry/transport/ucx.hpp"
 
 extern char** environ;
 
@@ -356,10 +357,7 @@ Status DrainDipc(const ServerProc& s, ValidationLevel validation, int64_t* batch
   ArrowDeviceArrayStream* st = stream.get();
   while (true) {
     UniqueDeviceArray batch;
-    if (const int rc = st->get_next(st, batch.get()); rc != 0) {
-      const char* e = st->get_last_error(st);
-      return Status(rc, e ? e : "get_next failed");
-    }
+    FERRY_RETURN_NOT_OK(StreamGetNext(st, batch.get()));
     if (!batch.valid()) break;
     ++*batches;
     *rows += batch->array.length;
@@ -401,7 +399,7 @@ Status DrainIpc(const ServerProc& s, ValidationLevel validation, int64_t* batche
       return Status(EPIPE, "the IPC stream ended early");
     }
     uint8_t* data = mem.get();
-    FERRY_RETURN_NOT_OK(decoder.Consume(ipc::SharedBytes{data, need, std::move(mem)}));
+    FERRY_RETURN_NOT_OK(decoder.Consume(SharedBytes{data, need, std::move(mem)}));
     while (std::optional<ipc::DecodedMessage> m = decoder.Next()) {
       if (m->kind == ipc::MessageKind::kRecordBatch) {
         ++*batches;
@@ -425,7 +423,7 @@ void ReportTable(benchmark::State& state, const ServerProc& s) {
 
 void BM_Dipc(benchmark::State& state, std::string transport, std::string body, std::string table,
              ValidationLevel validation) {
-  if (transport == "ucx" && !dipc::UcxAvailable()) {
+  if (transport == "ucx" && !transport::UcxAvailable()) {
     state.SkipWithError("this build of ferry has no UCX transport");
     return;
   }

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "ferry/core/bytes.hpp"
 #include "ferry/format/builder.hpp"
 #include "ferry/format/schema.hpp"
-#include "ferry/ipc/bytes.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ferry/ipc/writer.hpp"
 
@@ -31,10 +31,10 @@ T Value(Result<T> r) {
 
 struct IpcData {
   UniqueSchema schema;
-  UniqueArray batch;        // one 64K-row batch
-  int64_t batches = 0;      // how many times it is written
-  ipc::SharedBytes stream;  // the whole stream in memory
-  std::string path;         // the same stream on disk
+  UniqueArray batch;    // one 64K-row batch
+  int64_t batches = 0;  // how many times it is written
+  SharedBytes stream;   // the whole stream in memory
+  std::string path;     // the same stream on disk
 };
 
 inline const IpcData& MixedTable() {
@@ -67,7 +67,7 @@ inline const IpcData& MixedTable() {
     d->stream = sink.Finish();
     d->path = "/tmp/ferry_bench_ipc.arrows";
     auto file = Value(ipc::FileSink::Open(d->path));
-    ipc::ByteSpan all{d->stream.data, d->stream.size};
+    ByteSpan all{d->stream.data, d->stream.size};
     Check(file->Write({&all, 1}));
     Check(file->Close());
     return d;

@@ -58,7 +58,7 @@ void BM_ReadMmap_Ferry(benchmark::State& state) {
   ipc::ReadOptions options;
   options.validation = ValidationLevel::kNone;
   for (auto _ : state) {
-    auto bytes = Value(ipc::SharedBytes::MapFile(d.path));
+    auto bytes = Value(SharedBytes::MapFile(d.path));
     auto stream = Value(ipc::ReadStream(bytes, options));
     benchmark::DoNotOptimize(Drain(stream.get()));
   }
@@ -82,8 +82,8 @@ BENCHMARK(BM_CopyingRead_Memcpy)->Unit(benchmark::kMillisecond);
 // 1,000 rows x 200 int32/utf8 columns, 100 batches: the cost is all metadata. The per-column
 // figure divides by batches x columns, so the one-time schema decode is amortised.
 constexpr int64_t kWideBatches = 100;
-const ipc::SharedBytes& WideBatch() {
-  static ipc::SharedBytes* bytes = [] {
+const SharedBytes& WideBatch() {
+  static SharedBytes* bytes = [] {
     std::vector<Field> columns;
     for (int c = 0; c < 200; ++c) {
       columns.push_back(Field::Make(c % 2 ? "u" : "i", "c" + std::to_string(c)));
@@ -104,7 +104,7 @@ const ipc::SharedBytes& WideBatch() {
     auto w = Value(ipc::StreamWriter::Open(&sink, schema.get()));
     for (int64_t k = 0; k < kWideBatches; ++k) Check(w.WriteBatch(batch.get()));
     Check(w.Close());
-    return new ipc::SharedBytes(sink.Finish());
+    return new SharedBytes(sink.Finish());
   }();
   return *bytes;
 }

@@ -16,6 +16,7 @@ namespace {
 
 using namespace ferry;
 using namespace ferry::dipc;
+using namespace ferry::transport;
 
 // A schema message and one batch (its metadata and packed body), as a real server writes them.
 class Prelude final : public ipc::MessageSink {
@@ -23,7 +24,7 @@ class Prelude final : public ipc::MessageSink {
   Status WriteMessage(const ipc::EncodedMessage& m) override {
     metadata.emplace_back(m.metadata.begin(), m.metadata.end());
     std::vector<uint8_t> body;
-    for (const ipc::ByteSpan& p : m.body) {
+    for (const ByteSpan& p : m.body) {
       const auto* b = static_cast<const uint8_t*>(p.data);
       body.insert(body.end(), b, b + p.size);
     }
@@ -52,8 +53,8 @@ const Prelude& MakePrelude() {
 void SendMetadata(Connection& c, uint32_t seq, const std::vector<uint8_t>& fb) {
   uint8_t header[kMetadataHeaderSize];
   EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
-  const ipc::ByteSpan pieces[] = {{header, kMetadataHeaderSize},
-                                  {fb.data(), static_cast<int64_t>(fb.size())}};
+  const ByteSpan pieces[] = {{header, kMetadataHeaderSize},
+                             {fb.data(), static_cast<int64_t>(fb.size())}};
   (void)c.Send(pieces);
 }
 
@@ -67,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Prelude& p = MakePrelude();
     SendMetadata(*server, seq++, p.metadata[0]);
     SendMetadata(*server, seq, p.metadata[1]);
-    const ipc::ByteSpan body{p.bodies[1].data(), static_cast<int64_t>(p.bodies[1].size())};
+    const ByteSpan body{p.bodies[1].data(), static_cast<int64_t>(p.bodies[1].size())};
     (void)server->SendTagged(MakeBodyTag(BodyType::kPacked, seq++), {&body, 1});
   }
   if (size > 0) ++at;
@@ -85,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t n = data[at] | (size_t{data[at + 1]} << 8);
     at += 2;
     n = std::min(n, size - at);
-    const ipc::ByteSpan piece{data + at, static_cast<int64_t>(n)};
+    const ByteSpan piece{data + at, static_cast<int64_t>(n)};
     (void)(tagged ? server->SendTagged(tag, {&piece, 1}) : server->Send({&piece, 1}));
     at += n;
   }

@@ -10,8 +10,8 @@
 
 namespace {
 
-ferry::Result<std::vector<std::string>> ReadInPieces(const ferry::ipc::SharedBytes& bytes,
-                                                     int64_t piece, const ArrowSchema** schema,
+ferry::Result<std::vector<std::string>> ReadInPieces(const ferry::SharedBytes& bytes, int64_t piece,
+                                                     const ArrowSchema** schema,
                                                      ferry::ipc::Decoder* decoder) {
   std::vector<std::string> out;
   int64_t pos = 0;
@@ -38,7 +38,7 @@ ferry::Result<std::vector<std::string>> ReadInPieces(const ferry::ipc::SharedByt
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The piece size comes from the length, so that valid streams stay valid seeds.
   const int64_t piece = 1 + static_cast<int64_t>(size % 61);
-  const auto bytes = ferry::ipc::SharedBytes::Borrow(data, static_cast<int64_t>(size));
+  const auto bytes = ferry::SharedBytes::Borrow(data, static_cast<int64_t>(size));
 
   ferry::UniqueSchema schema;
   ferry::Result<std::vector<std::string>> whole = ferry::Status::OK();

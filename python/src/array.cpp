@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "capsule.hpp"
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/schema.hpp"
@@ -83,20 +84,16 @@ UniqueSchema ExportSchemaFor(const PyArray& a, nb::handle requested_schema) {
 /// A host stream or device stream read to its single array (ferry.array accepts those too).
 PyArray SingleFromDeviceStream(UniqueDeviceArrayStream stream) {
   UniqueSchema schema;
-  int rc = stream->get_schema(stream.get(), schema.get());
-  auto error = [&](int code) {
-    const char* msg = stream->get_last_error(stream.get());
-    Check(Status(code, std::string("stream: ") + (msg ? msg : std::strerror(code))));
-  };
-  if (rc != 0) error(rc);
+  Check(StreamGetSchema(stream.get(), schema.get()).WithContext("stream"));
   std::vector<UniqueDeviceArray> arrays;
   for (;;) {
     UniqueDeviceArray next;
+    Status st;
     {
       nb::gil_scoped_release release;
-      rc = stream->get_next(stream.get(), next.get());
+      st = StreamGetNext(stream.get(), next.get());
     }
-    if (rc != 0) error(rc);
+    Check(st.WithContext("stream"));
     if (!next.valid()) break;
     arrays.push_back(std::move(next));
   }

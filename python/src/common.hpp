@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
+#include "ferry/core/status.hpp"
 #include "ferry/device/device.hpp"
-#include "ferry/format/result.hpp"
-#include "ferry/format/status.hpp"
 
 namespace nb = nanobind;
 

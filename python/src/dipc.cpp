@@ -19,9 +19,9 @@
 
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
-#include "ferry/dipc/ucx_transport.hpp"
 #include "ferry/dipc/uri.hpp"
 #include "ferry/format/schema.hpp"
+#include "ferry/transport/ucx.hpp"
 #include "objects.hpp"
 
 namespace ferry::python {
@@ -259,7 +259,7 @@ void InitDipc(nb::module_& parent) {
       "dipc",
       "Dissociated IPC: a server of named datasets and its clients, over shared memory or UCX.");
 
-  m.def("ucx_available", &dipc::UcxAvailable, "Whether this build has the UCX transport.");
+  m.def("ucx_available", &transport::UcxAvailable, "Whether this build has the UCX transport.");
 
   nb::class_<dipc::Uri>(m, "Uri",
                         "A dissociated-IPC URI: scheme://authority/path?want_data=N&free_data=N"

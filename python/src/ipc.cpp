@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "capsule.hpp"
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/reader.hpp"
@@ -17,7 +18,7 @@ namespace ferry::python {
 namespace {
 
 /// The bytes of a buffer-protocol object, kept alive (under a GIL guard) by the SharedBytes.
-ipc::SharedBytes BytesOf(nb::handle obj) {
+SharedBytes BytesOf(nb::handle obj) {
   Py_buffer buffer;
   if (PyObject_GetBuffer(obj.ptr(), &buffer, PyBUF_SIMPLE) != 0) throw nb::python_error();
   auto* held = new Py_buffer(buffer);
@@ -29,7 +30,7 @@ ipc::SharedBytes BytesOf(nb::handle obj) {
     }
     delete b;
   });
-  return ipc::SharedBytes{static_cast<const uint8_t*>(held->buf), held->len, std::move(owner)};
+  return SharedBytes{static_cast<const uint8_t*>(held->buf), held->len, std::move(owner)};
 }
 
 bool IsPath(nb::handle obj) { return PyUnicode_Check(obj.ptr()) || nb::hasattr(obj, "__fspath__"); }
@@ -65,7 +66,7 @@ ipc::WriteOptions WriteOptionsOf(const std::optional<std::string>& compression, 
 }
 
 /// A memory view of bytes the writer produced (read-only, unsigned bytes, no copy).
-PyMemoryView ViewOfBytes(ipc::SharedBytes bytes) {
+PyMemoryView ViewOfBytes(SharedBytes bytes) {
   PyMemoryView out;
   out.view = Unwrap(memview::MakeContiguousView(bytes.owner, const_cast<uint8_t*>(bytes.data),
                                                 bytes.size, "C", {bytes.size}, true));
@@ -80,7 +81,7 @@ PyArrayStream ReadStream(nb::handle source, ValidationLevel validation) {
       nb::gil_scoped_release release;
       return ipc::ReadPath(path, ReadOptionsOf(validation));
     }
-    ipc::SharedBytes bytes = BytesOf(source);
+    SharedBytes bytes = BytesOf(source);
     nb::gil_scoped_release release;
     return ipc::ReadStream(std::move(bytes), ReadOptionsOf(validation));
   }();
@@ -93,12 +94,12 @@ struct PyFileReader {
 };
 
 PyFileReader OpenFile(nb::handle source, ValidationLevel validation) {
-  ipc::SharedBytes bytes;
+  SharedBytes bytes;
   if (IsPath(source)) {
     std::string path = PathOf(source);
-    Result<ipc::SharedBytes> mapped = [&] {
+    Result<SharedBytes> mapped = [&] {
       nb::gil_scoped_release release;
-      return ipc::SharedBytes::MapFile(path);
+      return SharedBytes::MapFile(path);
     }();
     bytes = Unwrap(std::move(mapped));
   } else {
@@ -137,11 +138,7 @@ nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::stri
                           Writer::Open(owned.get(), input.schema->schema.get(), options));
     for (;;) {
       UniqueDeviceArray batch;
-      int rc = stream->get_next(stream, batch.get());
-      if (rc != 0) {
-        const char* msg = stream->get_last_error(stream);
-        return Status(rc, std::string("input stream: ") + (msg ? msg : std::strerror(rc)));
-      }
+      FERRY_RETURN_NOT_OK(StreamGetNext(stream, batch.get()).WithContext("input stream"));
       if (!batch.valid()) break;
       FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch.get()));
     }

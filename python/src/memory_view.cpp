@@ -11,7 +11,7 @@
 
 #include "ferry/format/schema.hpp"
 #include "ferry/memview/cuda_array_interface.hpp"
-#include "ferry/memview/device_array.hpp"
+#include "ferry/memview/device_view.hpp"
 #include "ferry/memview/pep3118.hpp"
 
 namespace ferry::python {

@@ -61,8 +61,6 @@ struct PyArrayStream {
 
   /// The live stream, or ValueError naming `what` once consumed.
   ArrowDeviceArrayStream* Live(const char* what);
-  /// Raise the stream's last error for code `rc`.
-  [[noreturn]] void Fail(int rc);
   /// The next array (the GIL released while the producer works), nullopt at the end.
   std::optional<PyArray> ReadNext();
 };

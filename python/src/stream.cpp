@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capsule.hpp"
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array_stream.hpp"
 #include "ferry/format/schema.hpp"
 #include "objects.hpp"
@@ -16,110 +17,69 @@ namespace ferry::python {
 namespace {
 
 /// A device stream over arrays that all live on one device.
-struct VectorStream {
-  UniqueSchema schema;
-  std::vector<UniqueDeviceArray> arrays;
-  size_t next = 0;
-  std::string error;
+class VectorProducer final : public DeviceArrayProducer {
+ public:
+  explicit VectorProducer(UniqueSchema schema) : schema_(std::move(schema)) {}
+  std::vector<UniqueDeviceArray>& arrays() { return arrays_; }
+  const ArrowSchema* schema() const { return schema_.get(); }
 
-  static int GetSchema(ArrowDeviceArrayStream* s, ArrowSchema* out) {
-    auto* self = static_cast<VectorStream*>(s->private_data);
-    Result<UniqueSchema> copy = CopySchema(self->schema.get());
-    if (!copy.ok()) {
-      self->error = copy.status().message();
-      return copy.status().code();
-    }
-    copy->move_to(out);
-    return 0;
+  Status GetSchema(ArrowSchema* out) override {
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(schema_.get()));
+    copy.move_to(out);
+    return Status::OK();
   }
-  static int GetNext(ArrowDeviceArrayStream* s, ArrowDeviceArray* out) {
-    auto* self = static_cast<VectorStream*>(s->private_data);
-    if (self->next >= self->arrays.size()) {
-      std::memset(out, 0, sizeof(ArrowDeviceArray));  // the end: release is NULL
-      return 0;
-    }
-    self->arrays[self->next++].move_to(out);
-    return 0;
+  Status GetNext(ArrowDeviceArray* out) override {
+    if (next_ < arrays_.size()) arrays_[next_++].move_to(out);  // else the end: released
+    return Status::OK();
   }
-  static const char* GetLastError(ArrowDeviceArrayStream* s) {
-    auto* self = static_cast<VectorStream*>(s->private_data);
-    return self->error.empty() ? nullptr : self->error.c_str();
-  }
-  static void Release(ArrowDeviceArrayStream* s) {
-    delete static_cast<VectorStream*>(s->private_data);
-    s->release = nullptr;
-  }
+
+ private:
+  UniqueSchema schema_;
+  std::vector<UniqueDeviceArray> arrays_;
+  size_t next_ = 0;
 };
 
 /// A host stream over a device stream whose arrays the host can read: each array's sync event
 /// is waited on by the host, then the ArrowArray is moved out.
-struct HostAdapter {
-  UniqueDeviceArrayStream inner;
-  std::string error;
+class HostProducer final : public ArrayProducer {
+ public:
+  explicit HostProducer(UniqueDeviceArrayStream inner) : inner_(std::move(inner)) {}
 
-  static int GetSchema(ArrowArrayStream* s, ArrowSchema* out) {
-    auto* self = static_cast<HostAdapter*>(s->private_data);
-    return self->inner->get_schema(self->inner.get(), out);
-  }
-  static int GetNext(ArrowArrayStream* s, ArrowArray* out) {
-    auto* self = static_cast<HostAdapter*>(s->private_data);
+  Status GetSchema(ArrowSchema* out) override { return StreamGetSchema(inner_.get(), out); }
+
+  Status GetNext(ArrowArray* out) override {
     UniqueDeviceArray next;
-    int rc = self->inner->get_next(self->inner.get(), next.get());
-    if (rc != 0) {
-      const char* msg = self->inner->get_last_error(self->inner.get());
-      self->error = msg ? msg : std::strerror(rc);
-      return rc;
-    }
-    if (!next.valid()) {
-      std::memset(out, 0, sizeof(ArrowArray));
-      return 0;
-    }
-    ArrowDeviceType type = next->device_type;
+    FERRY_RETURN_NOT_OK(StreamGetNext(inner_.get(), next.get()));
+    if (!next.valid()) return Status::OK();
+    const ArrowDeviceType type = next->device_type;
     if (type != ARROW_DEVICE_CPU && type != ARROW_DEVICE_CUDA_HOST &&
         type != ARROW_DEVICE_CUDA_MANAGED) {
-      self->error = std::string("__arrow_c_stream__: an array of the stream is on ") +
-                    DeviceTypeName(type) + ", which the host cannot read";
-      return EINVAL;
+      return Status::Invalid(std::string("__arrow_c_stream__: an array of the stream is on ") +
+                             DeviceTypeName(type) + ", which the host cannot read");
     }
     if (next->sync_event != nullptr) {
-      Result<Device*> device = ResolveDevice(type, next->device_id);
-      Status st =
-          device.ok() ? (*device)->SynchronizeEvent(next->sync_event, nullptr) : device.status();
-      if (!st.ok()) {
-        self->error = st.message();
-        return st.code();
-      }
+      FERRY_ASSIGN_OR_RAISE(Device * device, ResolveDevice(type, next->device_id));
+      FERRY_RETURN_NOT_OK(device->SynchronizeEvent(next->sync_event, nullptr));
     }
     // Moving the ArrowArray out of the device array leaves the event to the device array's
     // owner; the host waited on it above, so it is no longer needed.
     std::memcpy(out, &next->array, sizeof(ArrowArray));
     next->array.release = nullptr;
-    return 0;
+    return Status::OK();
   }
-  static const char* GetLastError(ArrowArrayStream* s) {
-    auto* self = static_cast<HostAdapter*>(s->private_data);
-    return self->error.empty() ? nullptr : self->error.c_str();
-  }
-  static void Release(ArrowArrayStream* s) {
-    delete static_cast<HostAdapter*>(s->private_data);
-    s->release = nullptr;
-  }
+
+ private:
+  UniqueDeviceArrayStream inner_;
 };
 
 UniqueArrayStream ToHostStream(UniqueDeviceArrayStream device) {
-  UniqueArrayStream out;
-  out->get_schema = HostAdapter::GetSchema;
-  out->get_next = HostAdapter::GetNext;
-  out->get_last_error = HostAdapter::GetLastError;
-  out->private_data = new HostAdapter{std::move(device), {}};
-  out->release = HostAdapter::Release;
-  return out;
+  return ExportArrayStream(std::make_unique<HostProducer>(std::move(device)));
 }
 
 PyArrayStream Open(UniqueDeviceArrayStream stream) {
   PyArrayStream out{std::move(stream), std::make_shared<SchemaHolder>()};
-  int rc = out.stream->get_schema(out.stream.get(), out.schema->schema.get());
-  if (rc != 0) out.Fail(rc);
+  const Status st = StreamGetSchema(out.stream.get(), out.schema->schema.get());
+  if (!st.ok()) RaiseStatus(st.WithContext("stream"));
   return out;
 }
 
@@ -127,20 +87,10 @@ PyArrayStream FromArrays(std::vector<PyArray> arrays, std::optional<nb::object> 
   if (arrays.empty() && !schema_obj) {
     Raise(PyExc_ValueError, "ArrayStream.from_arrays: an empty list needs a schema");
   }
-  auto* state = new VectorStream();
-  UniqueDeviceArrayStream out;
-  out->private_data = state;
-  out->release = VectorStream::Release;
-  out->get_schema = VectorStream::GetSchema;
-  out->get_next = VectorStream::GetNext;
-  out->get_last_error = VectorStream::GetLastError;
-  out->device_type = ARROW_DEVICE_CPU;
-  if (schema_obj) {
-    state->schema = Unwrap(CopySchema(SchemaFrom(*schema_obj).schema));
-  } else {
-    state->schema = Unwrap(CopySchema(arrays[0].schema));
-  }
-  std::string want = Unwrap(SchemaToString(state->schema.get()));
+  auto producer = std::make_unique<VectorProducer>(
+      Unwrap(CopySchema(schema_obj ? SchemaFrom(*schema_obj).schema : arrays[0].schema)));
+  ArrowDeviceType device_type = ARROW_DEVICE_CPU;
+  std::string want = Unwrap(SchemaToString(producer->schema()));
   for (size_t i = 0; i < arrays.size(); ++i) {
     const PyArray& a = arrays[i];
     if (Unwrap(SchemaToString(a.schema)) != want) {
@@ -149,14 +99,15 @@ PyArrayStream FromArrays(std::vector<PyArray> arrays, std::optional<nb::object> 
                                   want);
     }
     if (i == 0) {
-      out->device_type = a.device_type();
+      device_type = a.device_type();
     } else if (a.device_type() != arrays[0].device_type() ||
                a.device_id() != arrays[0].device_id()) {
       Raise(PyExc_ValueError, "ArrayStream.from_arrays: array " + std::to_string(i) +
                                   " is on another device than array 0");
     }
-    state->arrays.push_back(ExportDeviceArray(a));
+    producer->arrays().push_back(ExportDeviceArray(a));
   }
+  UniqueDeviceArrayStream out = ExportDeviceArrayStream(std::move(producer), device_type);
   return Open(std::move(out));
 }
 
@@ -186,20 +137,15 @@ ArrowDeviceArrayStream* PyArrayStream::Live(const char* what) {
   return stream.get();
 }
 
-void PyArrayStream::Fail(int rc) {
-  const char* msg = stream->get_last_error(stream.get());
-  RaiseStatus(Status(rc, std::string("stream: ") + (msg ? msg : std::strerror(rc))));
-}
-
 std::optional<PyArray> PyArrayStream::ReadNext() {
   ArrowDeviceArrayStream* s = Live("read_next");
   UniqueDeviceArray next;
-  int rc;
+  Status st;
   {
     nb::gil_scoped_release release;  // a producer may block (I/O, another thread)
-    rc = s->get_next(s, next.get());
+    st = StreamGetNext(s, next.get());
   }
-  if (rc != 0) Fail(rc);
+  if (!st.ok()) RaiseStatus(st.WithContext("stream"));
   if (!next.valid()) return std::nullopt;
   return MakeArray(Unwrap(CopySchema(schema->schema.get())), std::move(next));
 }

@@ -7,10 +7,10 @@
 
 #include "capi/error.hpp"
 #include "ferry/capi/ferry.h"
-#include "ferry/device/buffer.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_stream.hpp"
 #include "ferry/device/device_array_view.hpp"
+#include "ferry/device/device_buffer.hpp"
 
 using ferry::Device;
 using ferry::DeviceArrayView;

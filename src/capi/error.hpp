@@ -7,7 +7,7 @@
 #include <new>
 
 #include "ferry/capi/ferry.h"
-#include "ferry/format/status.hpp"
+#include "ferry/core/status.hpp"
 
 namespace ferry::capi {
 

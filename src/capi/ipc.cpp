@@ -3,12 +3,13 @@
 #include <memory>
 
 #include "capi/error.hpp"
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/writer.hpp"
 
+using ferry::SharedBytes;
 using ferry::Status;
-using ferry::ipc::SharedBytes;
 
 namespace {
 
@@ -48,10 +49,8 @@ Status WriteAll(ArrowArrayStream* stream, ferry::ipc::Sink* sink, bool file,
                 const ferry::ipc::WriteOptions& options) {
   ferry::UniqueArrayStream owned(stream);
   ferry::UniqueSchema schema;
-  if (owned->get_schema(owned.get(), schema.get()) != 0) {
-    const char* e = owned->get_last_error(owned.get());
-    return Status::IOError(std::string("get_schema failed: ") + (e ? e : ""));
-  }
+  FERRY_RETURN_NOT_OK(
+      ferry::StreamGetSchema(owned.get(), schema.get()).WithContext("get_schema failed"));
   if (file) {
     FERRY_ASSIGN_OR_RAISE(auto w, ferry::ipc::FileWriter::Open(sink, schema.get(), options));
     FERRY_RETURN_NOT_OK(w.WriteStream(owned.get()));

@@ -5,7 +5,7 @@
 
 #include "capi/error.hpp"
 #include "ferry/capi/ferry.h"
-#include "ferry/memview/device_array.hpp"
+#include "ferry/memview/device_view.hpp"
 #include "ferry/memview/dlpack.hpp"
 #include "ferry/memview/registry.hpp"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::internal::cuda {
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device/device_internal.hpp"
+#include "ferry/core/keep_alive.hpp"
 #include "ferry/device/device_array.hpp"
 
 namespace ferry {
@@ -209,8 +210,8 @@ struct Node {
   }
 };
 
-// Owns the copied tree: the device block, the host-side structs and small host buffers. Each
-// ArrowArray node holds one reference so children can be moved out and released separately.
+// Owns the copied tree: the device block, the shape of the tree and small host buffers. The
+// exported nodes (a KeepAlive's) keep it alive, so children can be moved out and released later.
 struct Owner {
   Device* device = nullptr;
   void* block = nullptr;
@@ -219,25 +220,11 @@ struct Owner {
   std::vector<std::vector<const void*>> buffers;
   std::vector<std::vector<ArrowArray*>> children;
   std::vector<uint8_t> host;  // variadic sizes and staged transforms (kept until release)
-  std::atomic<int64_t> refs{0};
 
   ~Owner() {
     if (block != nullptr) device->Free(block, block_size);
   }
 };
-
-void ReleaseNode(ArrowArray* array) {
-  auto* owner = static_cast<Owner*>(array->private_data);
-  for (int64_t i = 0; i < array->n_children; ++i) {
-    ArrowArray* c = array->children[i];
-    if (c != nullptr && c->release != nullptr) c->release(c);
-  }
-  if (array->dictionary != nullptr && array->dictionary->release != nullptr) {
-    array->dictionary->release(array->dictionary);
-  }
-  array->release = nullptr;
-  if (owner->refs.fetch_sub(1) == 1) delete owner;
-}
 
 // `data + offset`, or nullptr for a missing buffer (never arithmetic on a null pointer).
 const uint8_t* At(const uint8_t* data, int64_t offset) {
@@ -570,8 +557,6 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
     a.n_children = static_cast<int64_t>(n.children.size());
     a.children = owner->children[id].empty() ? nullptr : owner->children[id].data();
     a.dictionary = n.dictionary >= 0 ? &owner->arrays[static_cast<size_t>(n.dictionary)] : nullptr;
-    a.release = &ReleaseNode;
-    a.private_data = owner.get();
     // Null count: the producer's where the range is its own; counted where the result is on
     // the CPU and complete; unknown (-1) otherwise.
     const bool has_validity = v.n_buffers() > 0 && v.buffer_type(0) == BufferType::kValidity;
@@ -587,10 +572,9 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
       a.null_count = -1;
     }
   }
-  owner->refs = static_cast<int64_t>(nodes.size());
-  ArrowArray root = owner->arrays[0];
-  owner->arrays[0].release = nullptr;  // the root struct now lives in `root`
-  owner.release();  // NOLINT(bugprone-unused-return-value): the ArrowArray nodes own it now
+  ArrowArray root{};
+  const ArrowArray& shape = owner->arrays[0];
+  KeepAlive(std::shared_ptr<const Owner>(std::move(owner))).Mirror(shape, &root);
 
   UniqueDeviceArray out;
   Status st = dst.InitArray(out.get(), &root, nullptr, must_finish ? nullptr : stream);

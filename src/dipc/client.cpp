@@ -8,15 +8,20 @@
 #include <random>
 #include <vector>
 
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/dipc/sequencer.hpp"
 #include "ferry/dipc/server.hpp"
-#include "ferry/dipc/transport.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/decoder.hpp"
+#include "ferry/transport/transport.hpp"
 
 namespace ferry::dipc {
+
+using transport::Connection;
+using transport::FetchedBody;
+using transport::TaggedMessage;
 
 namespace {
 
@@ -58,7 +63,7 @@ class Freer {
       batch.swap(pending_);
       lock.unlock();
       const std::vector<uint8_t> body = EncodeFreeData(batch);
-      const ipc::ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+      const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
       (void)conn_->SendTagged(tag_, {&piece, 1});  // a gone server freed everything itself
       lock.lock();
     }
@@ -103,13 +108,13 @@ class Session {
       char key[17];
       std::snprintf(key, sizeof(key), "%08x%08x", random(), random());
       request.append(kPairMarker).append(key);
-      const ipc::ByteSpan piece{request.data(), static_cast<int64_t>(request.size())};
+      const ByteSpan piece{request.data(), static_cast<int64_t>(request.size())};
       FERRY_RETURN_NOT_OK(
           Check(data_->SendTagged(data_want, {&piece, 1}), "sending the data channel's ticket"));
     }
-    const ipc::ByteSpan piece{request.data(), static_cast<int64_t>(request.size())};
+    const ByteSpan piece{request.data(), static_cast<int64_t>(request.size())};
     FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "sending the ticket"));
-    FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes bytes, NextMetadata());
+    FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
     FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
     if (m.type != MetadataType::kIpcMessage) {
       return Status::Invalid("the stream ended before its schema (message 0)");
@@ -136,7 +141,7 @@ class Session {
         if (d->kind == ipc::MessageKind::kRecordBatch) return Deliver(std::move(d->batch), out);
         continue;  // a dictionary: kept by the decoder for the batches after it
       }
-      FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes bytes, NextMetadata());
+      FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
       FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
       if (m.type == MetadataType::kEndOfStream) {
         finished_ = true;
@@ -157,7 +162,7 @@ class Session {
       // server closes right after it: wait for that close, not longer.
       const auto wait = std::chrono::milliseconds(st.code() == EPIPE && data_ != conn_ ? 1000 : 0);
       while (true) {
-        Result<ipc::SharedBytes> m = conn_->Receive(wait);
+        Result<SharedBytes> m = conn_->Receive(wait);
         if (!m.ok()) break;
         if (m->size >= 1 && m->data[0] == static_cast<uint8_t>(MetadataType::kFerryError)) {
           return Parse(*m).status();
@@ -177,7 +182,7 @@ class Session {
     return Status(st.code(), doing + ": " + st.message());
   }
 
-  Result<MetadataMessage> Parse(const ipc::SharedBytes& bytes) const {
+  Result<MetadataMessage> Parse(const SharedBytes& bytes) const {
     FERRY_ASSIGN_OR_RAISE(MetadataMessage m,
                           ParseMetadataMessage({bytes.data, static_cast<size_t>(bytes.size)}));
     if (m.type == MetadataType::kFerryError) {
@@ -189,10 +194,10 @@ class Session {
   }
 
   // The next metadata message in sequence order, holding early ones in the window.
-  Result<ipc::SharedBytes> NextMetadata() {
+  Result<SharedBytes> NextMetadata() {
     while (true) {
-      if (std::optional<ipc::SharedBytes> m = metadata_.Pop()) return std::move(*m);
-      Result<ipc::SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
+      if (std::optional<SharedBytes> m = metadata_.Pop()) return std::move(*m);
+      Result<SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
       if (!r.ok() && r.status().code() == ETIMEDOUT) {
         freer_->Flush();  // about to wait: the server may be waiting for these
         r = conn_->Receive(options_.timeout);
@@ -235,7 +240,7 @@ class Session {
     for (const BufferRef& b : fetched->buffers) {
       at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
     }
-    ipc::SharedBytes bytes = fetched->bytes;
+    SharedBytes bytes = fetched->bytes;
     if (!list.buffers.empty()) {
       if (fetched->borrowed) {
         // Freed when the last array over it is released (or now, if decoding fails).
@@ -272,49 +277,28 @@ class Session {
   std::shared_ptr<Connection> data_;
   ClientOptions options_;
   ipc::Decoder decoder_;
-  Sequencer<ipc::SharedBytes> metadata_;
+  Sequencer<SharedBytes> metadata_;
   std::shared_ptr<Freer> freer_;
   UniqueSchema schema_;
   bool finished_ = false;
 };
 
-// The ArrowDeviceArrayStream over a session.
-struct StreamState {
-  std::unique_ptr<Session> session;
-  std::string last_error;
-  ArrowDeviceType device_type = ARROW_DEVICE_CPU;
+// The ArrowDeviceArrayStream's producer: a session.
+class SessionProducer final : public DeviceArrayProducer {
+ public:
+  explicit SessionProducer(std::unique_ptr<Session> session) : session_(std::move(session)) {}
+
+  Status GetSchema(ArrowSchema* out) override {
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(session_->schema()));
+    copy.move_to(out);
+    return Status::OK();
+  }
+
+  Status GetNext(ArrowDeviceArray* out) override { return session_->Next(out); }
+
+ private:
+  std::unique_ptr<Session> session_;
 };
-
-int GetSchema(ArrowDeviceArrayStream* s, ArrowSchema* out) {
-  auto* state = static_cast<StreamState*>(s->private_data);
-  Result<UniqueSchema> copy = CopySchema(state->session->schema());
-  if (!copy.ok()) {
-    state->last_error = copy.status().message();
-    return copy.status().code();
-  }
-  copy->move_to(out);
-  return 0;
-}
-
-int GetNext(ArrowDeviceArrayStream* s, ArrowDeviceArray* out) {
-  auto* state = static_cast<StreamState*>(s->private_data);
-  const Status st = state->session->Next(out);
-  if (!st.ok()) {
-    state->last_error = st.message();
-    return st.code() != 0 ? st.code() : EIO;
-  }
-  return 0;
-}
-
-const char* GetLastError(ArrowDeviceArrayStream* s) {
-  auto* state = static_cast<StreamState*>(s->private_data);
-  return state->last_error.empty() ? nullptr : state->last_error.c_str();
-}
-
-void Release(ArrowDeviceArrayStream* s) {
-  delete static_cast<StreamState*>(s->private_data);
-  s->release = nullptr;
-}
 
 }  // namespace
 
@@ -322,7 +306,7 @@ namespace {
 
 Result<std::shared_ptr<Connection>> Open(const Uri& uri, std::chrono::milliseconds timeout) {
   const std::string address = uri.authority.empty() ? uri.path : uri.authority;
-  Result<std::unique_ptr<Connection>> conn = Connect(uri.scheme, address, timeout);
+  Result<std::unique_ptr<Connection>> conn = transport::Connect(uri.scheme, address, timeout);
   if (!conn.ok()) {
     return Status(conn.status().code(),
                   "connecting to " + uri.ToString() + ": " + conn.status().message());
@@ -334,19 +318,12 @@ Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
                                       std::shared_ptr<Connection> data, const Uri& uri,
                                       uint64_t data_want, const std::string& ticket,
                                       const ClientOptions& options) {
-  auto state = std::make_unique<StreamState>();
   Device* target = options.device != nullptr ? options.device : CpuDevice();
-  state->device_type = target->device_type();
-  state->session = std::make_unique<Session>(std::move(conn), std::move(data), uri, options);
-  FERRY_RETURN_NOT_OK(state->session->Handshake(ticket, uri.want_data, data_want));
-  UniqueDeviceArrayStream out;
-  out->device_type = state->device_type;
-  out->get_schema = &GetSchema;
-  out->get_next = &GetNext;
-  out->get_last_error = &GetLastError;
-  out->release = &Release;
-  out->private_data = state.release();
-  return out;
+  const ArrowDeviceType device_type = target->device_type();
+  auto session = std::make_unique<Session>(std::move(conn), std::move(data), uri, options);
+  FERRY_RETURN_NOT_OK(session->Handshake(ticket, uri.want_data, data_want));
+  return ExportDeviceArrayStream(std::make_unique<SessionProducer>(std::move(session)),
+                                 device_type);
 }
 
 }  // namespace
@@ -357,7 +334,7 @@ Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string&
   return Start(conn, conn, uri, 0, ticket, options);
 }
 
-Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<Connection> connection,
+Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<transport::Connection> connection,
                                               const Uri& uri, const std::string& ticket,
                                               ClientOptions options) {
   if (connection == nullptr) return Status::Invalid("the connection is NULL");

@@ -6,36 +6,29 @@
 #include <mutex>
 #include <optional>
 
-#include "ferry/ipc/bytes.hpp"
+#include "ferry/core/bytes.hpp"
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/ipc/reader.hpp"
 
 namespace ferry::dipc {
 
 namespace {
 
-Status StreamError(const char* call, int rc, const char* message) {
-  return Status(rc, std::string("the dataset's ") + call + " failed: " + (message ? message : ""));
-}
-
 // Reads an ArrowArrayStream of host batches, labelling each as a CPU device array.
 class HostStreamReader final : public DatasetReader {
  public:
   static Result<std::unique_ptr<DatasetReader>> Make(UniqueArrayStream stream) {
     auto r = std::unique_ptr<HostStreamReader>(new HostStreamReader(std::move(stream)));
-    ArrowArrayStream* s = r->stream_.get();
-    if (const int rc = s->get_schema(s, r->schema_.get()); rc != 0) {
-      return StreamError("get_schema", rc, s->get_last_error(s));
-    }
+    FERRY_RETURN_NOT_OK(StreamGetSchema(r->stream_.get(), r->schema_.get())
+                            .WithContext("the dataset's get_schema failed"));
     return std::unique_ptr<DatasetReader>(std::move(r));
   }
   const ArrowSchema* schema() const noexcept override { return schema_.get(); }
   Result<const ArrowDeviceArray*> Next() override {
     current_.reset();
     UniqueArray a;
-    ArrowArrayStream* s = stream_.get();
-    if (const int rc = s->get_next(s, a.get()); rc != 0) {
-      return StreamError("get_next", rc, s->get_last_error(s));
-    }
+    FERRY_RETURN_NOT_OK(
+        StreamGetNext(stream_.get(), a.get()).WithContext("the dataset's get_next failed"));
     if (!a.valid()) return nullptr;
     ArrowDeviceArray* d = current_.get();
     a.move_to(&d->array);
@@ -57,19 +50,15 @@ class DeviceStreamReader final : public DatasetReader {
   static Result<std::unique_ptr<DatasetReader>> Make(UniqueDeviceArrayStream stream) {
     if (!stream.valid()) return Status::Invalid("the dataset's stream is released");
     auto r = std::unique_ptr<DeviceStreamReader>(new DeviceStreamReader(std::move(stream)));
-    ArrowDeviceArrayStream* s = r->stream_.get();
-    if (const int rc = s->get_schema(s, r->schema_.get()); rc != 0) {
-      return StreamError("get_schema", rc, s->get_last_error(s));
-    }
+    FERRY_RETURN_NOT_OK(StreamGetSchema(r->stream_.get(), r->schema_.get())
+                            .WithContext("the dataset's get_schema failed"));
     return std::unique_ptr<DatasetReader>(std::move(r));
   }
   const ArrowSchema* schema() const noexcept override { return schema_.get(); }
   Result<const ArrowDeviceArray*> Next() override {
     current_.reset();
-    ArrowDeviceArrayStream* s = stream_.get();
-    if (const int rc = s->get_next(s, current_.get()); rc != 0) {
-      return StreamError("get_next", rc, s->get_last_error(s));
-    }
+    FERRY_RETURN_NOT_OK(
+        StreamGetNext(stream_.get(), current_.get()).WithContext("the dataset's get_next failed"));
     if (!current_.valid()) return nullptr;
     return static_cast<const ArrowDeviceArray*>(current_.get());
   }
@@ -83,7 +72,7 @@ class DeviceStreamReader final : public DatasetReader {
 
 class PathDataset final : public Dataset {
  public:
-  explicit PathDataset(ipc::SharedBytes bytes) : bytes_(std::move(bytes)) {}
+  explicit PathDataset(SharedBytes bytes) : bytes_(std::move(bytes)) {}
   Result<std::unique_ptr<DatasetReader>> Open() override {
     const bool file = bytes_.size >= 6 && std::memcmp(bytes_.data, "ARROW1", 6) == 0;
     UniqueArrayStream stream;
@@ -97,7 +86,7 @@ class PathDataset final : public Dataset {
   }
 
  private:
-  ipc::SharedBytes bytes_;
+  SharedBytes bytes_;
 };
 
 struct Batches {
@@ -162,7 +151,7 @@ class OneShotDataset final : public Dataset {
 }  // namespace
 
 Result<std::shared_ptr<Dataset>> Dataset::FromPath(const std::string& path) {
-  FERRY_ASSIGN_OR_RAISE(ipc::SharedBytes bytes, ipc::SharedBytes::MapFile(path));
+  FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, SharedBytes::MapFile(path));
   auto dataset = std::make_shared<PathDataset>(std::move(bytes));
   // Open once now, so a file that is not IPC fails at registration with its reason.
   FERRY_RETURN_NOT_OK(dataset->Open().status());

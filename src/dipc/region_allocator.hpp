@@ -11,7 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::dipc::internal {
 

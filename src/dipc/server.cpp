@@ -14,10 +14,15 @@
 #include <unordered_map>
 
 #include "dipc/region_allocator.hpp"
-#include "ferry/dipc/transport.hpp"
 #include "ferry/ipc/sink.hpp"
+#include "ferry/transport/transport.hpp"
 
 namespace ferry::dipc {
+
+using transport::Connection;
+using transport::Listener;
+using transport::Region;
+using transport::TaggedMessage;
 
 namespace {
 
@@ -151,8 +156,8 @@ class Session : public ipc::MessageSink {
     const uint32_t seq = next_seq_++;
     uint8_t header[kMetadataHeaderSize];
     EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
-    const ipc::ByteSpan meta[] = {{header, kMetadataHeaderSize},
-                                  {m.metadata.data(), static_cast<int64_t>(m.metadata.size())}};
+    const ByteSpan meta[] = {{header, kMetadataHeaderSize},
+                             {m.metadata.data(), static_cast<int64_t>(m.metadata.size())}};
     if (!m.has_body) return conn_->Send(meta);
     shared_->body_bytes += m.body_length;
     if (shared_->options.body_type == BodyType::kPacked) {
@@ -177,13 +182,12 @@ class Session : public ipc::MessageSink {
       held_.emplace(pairs[0].address, block);
     }
     const std::vector<uint8_t> list = EncodeBufferList(pairs);
-    const ipc::ByteSpan piece{list.data(), static_cast<int64_t>(list.size())};
+    const ByteSpan piece{list.data(), static_cast<int64_t>(list.size())};
     return SendBoth(meta, MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1});
   }
 
   // A message's metadata and its body: together when one connection carries both.
-  Status SendBoth(std::span<const ipc::ByteSpan> meta, uint64_t tag,
-                  std::span<const ipc::ByteSpan> body) {
+  Status SendBoth(std::span<const ByteSpan> meta, uint64_t tag, std::span<const ByteSpan> body) {
     if (data_ == conn_.get()) return conn_->SendMessageAndBody(meta, tag, body);
     FERRY_RETURN_NOT_OK(conn_->Send(meta));
     return data_->SendTagged(tag, body);
@@ -192,7 +196,7 @@ class Session : public ipc::MessageSink {
   Status WriteEndOfStream() override {
     uint8_t header[kMetadataHeaderSize];
     EncodeMetadataHeader(MetadataType::kEndOfStream, next_seq_++, header);
-    const ipc::ByteSpan piece{header, kMetadataHeaderSize};
+    const ByteSpan piece{header, kMetadataHeaderSize};
     return conn_->Send({&piece, 1});
   }
 
@@ -284,8 +288,8 @@ class Session : public ipc::MessageSink {
       const uint32_t seq = next_seq_++;
       uint8_t header[kMetadataHeaderSize];
       EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
-      const ipc::ByteSpan meta[] = {{header, kMetadataHeaderSize},
-                                    {m.metadata.data(), static_cast<int64_t>(m.metadata.size())}};
+      const ByteSpan meta[] = {{header, kMetadataHeaderSize},
+                               {m.metadata.data(), static_cast<int64_t>(m.metadata.size())}};
       if (!m.has_body) {
         FERRY_RETURN_NOT_OK(conn_->Send(meta));
         continue;
@@ -294,7 +298,7 @@ class Session : public ipc::MessageSink {
         std::lock_guard lock(mutex_);
         ++lent_[m.first_address];
       }
-      const ipc::ByteSpan piece{m.pairs.data(), static_cast<int64_t>(m.pairs.size())};
+      const ByteSpan piece{m.pairs.data(), static_cast<int64_t>(m.pairs.size())};
       FERRY_RETURN_NOT_OK(SendBoth(meta, MakeBodyTag(BodyType::kBufferList, seq), {&piece, 1}));
       ++shared_->batches_sent;
     }
@@ -377,8 +381,8 @@ class Session : public ipc::MessageSink {
     if (!conn_) return;
     uint8_t header[kMetadataHeaderSize];
     EncodeMetadataHeader(MetadataType::kFerryError, next_seq_, header);
-    const ipc::ByteSpan pieces[] = {{header, kMetadataHeaderSize},
-                                    {text.data(), static_cast<int64_t>(text.size())}};
+    const ByteSpan pieces[] = {{header, kMetadataHeaderSize},
+                               {text.data(), static_cast<int64_t>(text.size())}};
     (void)conn_->Send(pieces);  // best effort: the client may be gone
   }
 
@@ -512,7 +516,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     return Status::Invalid("unknown body type " +
                            std::to_string(static_cast<int>(options.body_type)));
   }
-  FERRY_ASSIGN_OR_RAISE(shared->listener, Listen(options.transport, options.address));
+  FERRY_ASSIGN_OR_RAISE(shared->listener, transport::Listen(options.transport, options.address));
   if (options.body_type == BodyType::kBufferList) {
     FERRY_ASSIGN_OR_RAISE(shared->region, shared->listener->CreateRegion(options.region_bytes));
     shared->allocator = std::make_unique<internal::RegionAllocator>(shared->region->size());

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "decimal.hpp"
+#include "ferry/core/keep_alive.hpp"
 #include "half.hpp"
 
 namespace ferry {
@@ -47,31 +48,6 @@ int64_t DataWidth(const SchemaView& t) {
              : 0;
 }
 
-// What an exported array owns: its buffers and the structs of its children and dictionary.
-struct ExportedArray {
-  std::vector<Buffer> buffers;
-  std::vector<const void*> buffer_ptrs;
-  std::vector<ArrowArray*> children;
-  ArrowArray* dictionary = nullptr;
-};
-
-void ReleaseExported(ArrowArray* array) {
-  if (array == nullptr || array->release == nullptr) return;
-  auto* owned = static_cast<ExportedArray*>(array->private_data);
-  for (ArrowArray* child : owned->children) {
-    // A consumer may have moved a child out, marking it released.
-    if (child->release != nullptr) child->release(child);
-    delete child;
-  }
-  if (owned->dictionary != nullptr) {
-    if (owned->dictionary->release != nullptr) owned->dictionary->release(owned->dictionary);
-    delete owned->dictionary;
-  }
-  delete owned;
-  array->release = nullptr;
-  array->private_data = nullptr;
-}
-
 }  // namespace
 
 ArrayBuilder::~ArrayBuilder() = default;
@@ -104,9 +80,9 @@ Status ArrayBuilder::Init(const ArrowSchema* schema, Allocator* allocator, int d
 void ArrayBuilder::ResetBuffers() {
   validity_ = BitmapBuilder(allocator_);
   bits_ = BitmapBuilder(allocator_);
-  data_ = Buffer(allocator_);
-  offsets_ = Buffer(allocator_);
-  sizes_ = Buffer(allocator_);
+  data_ = HostBuffer(allocator_);
+  offsets_ = HostBuffer(allocator_);
+  sizes_ = HostBuffer(allocator_);
   variadic_.clear();
   length_ = null_count_ = 0;
   list_view_start_ = 0;
@@ -135,7 +111,7 @@ Status ArrayBuilder::AppendValidity(bool valid, int64_t n) {
   return Status::OK();
 }
 
-Status ArrayBuilder::AppendOffsetValue(Buffer* buffer, int64_t value) {
+Status ArrayBuilder::AppendOffsetValue(HostBuffer* buffer, int64_t value) {
   const TypeId t = type_.storage_type;
   const bool large = t == TypeId::kLargeBinary || t == TypeId::kLargeString ||
                      t == TypeId::kLargeList || t == TypeId::kLargeListView;
@@ -453,7 +429,7 @@ Status ArrayBuilder::AppendBytes(std::string_view value) {
       if (variadic_.empty() || variadic_.back().size() + n > std::max<int64_t>(kBlock, n)) {
         variadic_.emplace_back(allocator_);
       }
-      Buffer& block = variadic_.back();
+      HostBuffer& block = variadic_.back();
       const auto index = static_cast<int32_t>(variadic_.size() - 1);
       const auto offset = static_cast<int32_t>(block.size());
       FERRY_RETURN_NOT_OK(block.Append(value.data(), n));
@@ -602,20 +578,20 @@ Status ArrayBuilder::AppendIndex(int64_t index) {
 }
 
 Result<UniqueArray> ArrayBuilder::Finish() {
-  auto owned = std::make_unique<ExportedArray>();
+  // The exported node keeps this node's buffers alive; its children and dictionary are nodes of
+  // their own, moved in.
+  struct Owned {
+    std::vector<HostBuffer> buffers;
+  };
+  auto owned = std::make_shared<Owned>();
   const TypeId t = type_.storage_type;
   const Layout& layout = type_.layout;
-  UniqueArray out;
-  ArrowArray* a = out.get();
-  a->length = length_;
-  a->offset = 0;
-  a->null_count = (t == TypeId::kNull) ? length_ : null_count_;
 
   for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
     switch (layout.buffer_type[static_cast<size_t>(i)]) {
       case BufferType::kValidity:
         // No nulls: export no validity buffer at all.
-        owned->buffers.push_back(null_count_ > 0 ? validity_.Finish() : Buffer(allocator_));
+        owned->buffers.push_back(null_count_ > 0 ? validity_.Finish() : HostBuffer(allocator_));
         break;
       case BufferType::kData:
         owned->buffers.push_back(t == TypeId::kBool ? bits_.Finish() : std::move(data_));
@@ -638,39 +614,41 @@ Result<UniqueArray> ArrayBuilder::Finish() {
     }
   }
   if (IsView(t)) {
-    Buffer sizes(allocator_);
-    for (Buffer& block : variadic_) {
+    HostBuffer sizes(allocator_);
+    for (HostBuffer& block : variadic_) {
       FERRY_RETURN_NOT_OK(sizes.Append<int64_t>(block.size()));
     }
-    for (Buffer& block : variadic_) owned->buffers.push_back(std::move(block));
+    for (HostBuffer& block : variadic_) owned->buffers.push_back(std::move(block));
     owned->buffers.push_back(std::move(sizes));
   }
+  std::vector<const void*> pointers;
   for (size_t i = 0; i < owned->buffers.size(); ++i) {
-    const Buffer& b = owned->buffers[i];
+    const HostBuffer& b = owned->buffers[i];
     const bool is_validity =
         i == 0 && layout.n_fixed_buffers > 0 && layout.buffer_type[0] == BufferType::kValidity;
-    owned->buffer_ptrs.push_back(is_validity && null_count_ == 0 ? nullptr : b.data());
+    pointers.push_back(is_validity && null_count_ == 0 ? nullptr : b.data());
   }
-  a->n_buffers = static_cast<int64_t>(owned->buffer_ptrs.size());
-  a->buffers = owned->buffer_ptrs.empty() ? nullptr : owned->buffer_ptrs.data();
-
+  std::vector<UniqueArray> children;
   for (auto& child : children_) {
     FERRY_ASSIGN_OR_RAISE(UniqueArray c, child->Finish());
-    auto* raw = new ArrowArray{};
-    c.move_to(raw);
-    owned->children.push_back(raw);
+    children.push_back(std::move(c));
   }
-  a->n_children = static_cast<int64_t>(owned->children.size());
-  a->children = owned->children.empty() ? nullptr : owned->children.data();
+  UniqueArray dictionary;
   if (dictionary_) {
-    FERRY_ASSIGN_OR_RAISE(UniqueArray d, dictionary_->Finish());
-    owned->dictionary = new ArrowArray{};
-    d.move_to(owned->dictionary);
+    FERRY_ASSIGN_OR_RAISE(dictionary, dictionary_->Finish());
     dictionary_index_.clear();
   }
-  a->dictionary = owned->dictionary;
-  a->private_data = owned.release();
-  a->release = &ReleaseExported;
+  UniqueArray out;
+  const KeepAlive::Slots slots =
+      KeepAlive(std::move(owned))
+          .MakeNode(out.get(), length_, t == TypeId::kNull ? length_ : null_count_, 0,
+                    pointers.data(), static_cast<int64_t>(pointers.size()),
+                    static_cast<int64_t>(children.size()));
+  for (size_t i = 0; i < children.size(); ++i) children[i].move_to(&slots.children[i]);
+  if (dictionary.valid()) {
+    dictionary.move_to(slots.dictionary);
+    out->dictionary = slots.dictionary;
+  }
   ResetBuffers();
   return out;
 }

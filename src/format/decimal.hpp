@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "ferry/format/status.hpp"
+#include "ferry/core/status.hpp"
 
 namespace ferry::internal {
 

@@ -1,77 +1,44 @@
 // ArrowArrayStream producers and the C++ consumer.
 #include "ferry/format/stream.hpp"
 
-#include <cerrno>
 #include <string>
 
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/format/schema.hpp"
 
 namespace ferry {
 
 namespace {
 
-struct StreamState {
-  UniqueSchema schema;
-  ArraySource source;
-  std::string last_error;
+// A generator with its schema, as a C stream's producer.
+class SourceProducer final : public ArrayProducer {
+ public:
+  SourceProducer(UniqueSchema schema, ArraySource source)
+      : schema_(std::move(schema)), source_(std::move(source)) {}
+
+  Status GetSchema(ArrowSchema* out) override {
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(schema_.get()));
+    copy.move_to(out);
+    return Status::OK();
+  }
+
+  Status GetNext(ArrowArray* out) override {
+    FERRY_ASSIGN_OR_RAISE(std::optional<UniqueArray> next, source_());
+    if (next.has_value()) next->move_to(out);  // otherwise `out` stays released: the end
+    return Status::OK();
+  }
+
+ private:
+  UniqueSchema schema_;
+  ArraySource source_;
 };
-
-StreamState* State(ArrowArrayStream* stream) {
-  return static_cast<StreamState*>(stream->private_data);
-}
-
-int GetSchema(ArrowArrayStream* stream, ArrowSchema* out) {
-  StreamState* state = State(stream);
-  auto copy = CopySchema(state->schema.get());
-  if (!copy.ok()) {
-    state->last_error = copy.status().message();
-    return copy.status().code();
-  }
-  copy->move_to(out);
-  return 0;
-}
-
-int GetNext(ArrowArrayStream* stream, ArrowArray* out) {
-  StreamState* state = State(stream);
-  auto next = state->source();
-  if (!next.ok()) {
-    state->last_error = next.status().message();
-    out->release = nullptr;
-    return next.status().code();
-  }
-  if (!next->has_value()) {
-    out->release = nullptr;  // end of stream
-    return 0;
-  }
-  (*next)->move_to(out);
-  return 0;
-}
-
-const char* GetLastError(ArrowArrayStream* stream) {
-  StreamState* state = State(stream);
-  return state->last_error.empty() ? nullptr : state->last_error.c_str();
-}
-
-void Release(ArrowArrayStream* stream) {
-  if (stream == nullptr || stream->release == nullptr) return;
-  delete State(stream);
-  stream->private_data = nullptr;
-  stream->release = nullptr;
-}
 
 }  // namespace
 
 Result<UniqueArrayStream> MakeArrayStream(UniqueSchema schema, ArraySource source) {
   if (!schema.valid()) return Status::Invalid("stream schema is released");
   if (!source) return Status::Invalid("stream source is empty");
-  auto* state = new StreamState{std::move(schema), std::move(source), {}};
-  UniqueArrayStream out;
-  out->get_schema = &GetSchema;
-  out->get_next = &GetNext;
-  out->get_last_error = &GetLastError;
-  out->private_data = state;
-  out->release = &Release;
-  return out;
+  return ExportArrayStream(std::make_unique<SourceProducer>(std::move(schema), std::move(source)));
 }
 
 Result<UniqueArrayStream> MakeArrayStream(UniqueSchema schema, std::vector<UniqueArray> arrays) {
@@ -94,24 +61,16 @@ Result<ArrayStreamReader> ArrayStreamReader::Open(ArrowArrayStream* stream) {
   if (stream->release == nullptr) return Status::Invalid("stream is released");
   ArrayStreamReader reader;
   reader.stream_ = UniqueArrayStream(stream);
-  int code = reader.stream_->get_schema(reader.stream_.get(), reader.schema_.get());
-  if (code != 0) {
-    const char* msg = reader.stream_->get_last_error(reader.stream_.get());
-    return Status(code, std::string("stream get_schema failed: ") + (msg ? msg : "no message"));
-  }
-  if (!reader.schema_.valid())
-    return Status::Invalid("stream get_schema returned a released schema");
+  FERRY_RETURN_NOT_OK(StreamGetSchema(reader.stream_.get(), reader.schema_.get())
+                          .WithContext("stream get_schema failed"));
   return reader;
 }
 
 Result<std::optional<Array>> ArrayStreamReader::Next() {
   if (!stream_.valid()) return Status::Invalid("stream reader is closed");
   UniqueArray array;
-  int code = stream_->get_next(stream_.get(), array.get());
-  if (code != 0) {
-    const char* msg = stream_->get_last_error(stream_.get());
-    return Status(code, std::string("stream get_next failed: ") + (msg ? msg : "no message"));
-  }
+  FERRY_RETURN_NOT_OK(
+      StreamGetNext(stream_.get(), array.get()).WithContext("stream get_next failed"));
   if (!array.valid()) return std::optional<Array>();
   FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, CopySchema(schema_.get()));
   FERRY_ASSIGN_OR_RAISE(Array out, Array::Import(std::move(schema), std::move(array)));

@@ -4,9 +4,9 @@
 #include <bit>
 #include <deque>
 
+#include "ferry/core/keep_alive.hpp"
 #include "ferry/format/type.hpp"
 #include "ipc/endian.hpp"
-#include "ipc/shared_array.hpp"
 
 namespace ferry::ipc::internal {
 
@@ -19,7 +19,7 @@ alignas(64) const uint8_t kZeros[64] = {};
 // What a loaded batch keeps alive: the body and any decompressed or synthesized buffers.
 struct BatchHolder {
   std::shared_ptr<const void> body_owner;
-  std::deque<Buffer> decompressed;
+  std::deque<HostBuffer> decompressed;
   std::deque<std::vector<int64_t>> variadic_sizes;
 };
 
@@ -65,13 +65,13 @@ class Loader {
         dictionaries_(dictionaries),
         budget_(decompress_limit),
         label_(std::move(label)),
-        holder_(std::make_shared<BatchHolder>()) {
+        holder_(std::make_shared<BatchHolder>()),
+        nodes_(holder_) {
     holder_->body_owner = body.owner;
     swap_ = schema.big_endian != (std::endian::native == std::endian::big);
-    arena_ = NodeArena::Make(holder_);
     if (batch != nullptr && batch->nodes() != nullptr) {
       // One allocation for every node of the batch (bounded by the metadata's size).
-      arena_->Reserve(batch->nodes()->size());
+      nodes_.Reserve(batch->nodes()->size());
       sizes_.sizes.reserve(batch->buffers() ? batch->buffers()->size() : 0);
       sizes_.starts.reserve(batch->nodes()->size() + 1);
     }
@@ -121,7 +121,6 @@ class Loader {
 
   BufferSizes TakeSizes() { return std::move(sizes_); }
   void set_preorder(const StreamSchema::Preorder* p) { preorder_ = p; }
-  ~Loader() { arena_->Unref(); }
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
   int64_t decompressed() const { return decompressed_; }
@@ -167,7 +166,7 @@ class Loader {
     if (length == 0) return Slice{kZeros, 0};
     const uint8_t* p = body_.data + offset;
     if (codec_ == Codec::kNone) return Slice{p, length};
-    Buffer out;
+    HostBuffer out;
     bool raw = false;
     const int64_t before = budget_;
     Status st = Decompress(codec_, p, length, &out, &raw, &budget_);
@@ -175,14 +174,14 @@ class Loader {
     if (raw) return Slice{p + 8, length - 8};
     decompressed_ += before - budget_;
     holder_->decompressed.push_back(std::move(out));
-    const Buffer& kept = holder_->decompressed.back();
+    const HostBuffer& kept = holder_->decompressed.back();
     return Slice{kept.size() == 0 ? kZeros : kept.data(), kept.size()};
   }
 
   // A native-order copy of a buffer written in the other byte order.
   Result<Slice> Swapped(const Slice& b, Swap kind) {
     holder_->decompressed.emplace_back();
-    Buffer& copy = holder_->decompressed.back();
+    HostBuffer& copy = holder_->decompressed.back();
     FERRY_RETURN_NOT_OK(copy.Resize(b.size));
     SwapBytes(kind, b.data, copy.data(), b.size, /*to_native=*/true);
     decompressed_ += b.size;
@@ -320,26 +319,22 @@ class Loader {
 
     sizes_.starts.push_back(static_cast<uint32_t>(sizes_.sizes.size()));
     const int64_t n_children = s->n_children;
-    ArrowArray* children = nullptr;
-    ArrowArray* dictionary = nullptr;
-    if (is_view) {
-      arena_->Init(out, length, null_count, pointers.data(), static_cast<int64_t>(pointers.size()),
-                   n_children, &children, &dictionary);
-    } else {
-      arena_->Init(out, length, null_count, fixed, n_fixed, n_children, &children, &dictionary);
-    }
+    const KeepAlive::Slots slots =
+        is_view ? nodes_.MakeNode(out, length, null_count, 0, pointers.data(),
+                                  static_cast<int64_t>(pointers.size()), n_children)
+                : nodes_.MakeNode(out, length, null_count, 0, fixed, n_fixed, n_children);
     for (int64_t i = 0; i < n_children; ++i) {
       const ArrowSchema* c = s->children[i];
       const Path child_path{&path, c, i};
-      FERRY_RETURN_NOT_OK(Node(c, &children[i], depth + 1, child_path));
+      FERRY_RETURN_NOT_OK(Node(c, &slots.children[i], depth + 1, child_path));
     }
     if (s->dictionary != nullptr) {
       auto it = schema_.id_of.find(s);
       if (it == schema_.id_of.end()) return Fail(path, "the field has no dictionary id");
       Result<DictionaryRef> dict = dictionaries_(it->second);
       if (!dict.ok()) return Fail(path, dict.status().message());
-      ShareArray(*dict->array, dict->keep, dictionary);
-      out->dictionary = dictionary;
+      KeepAlive(dict->keep).Mirror(*dict->array, slots.dictionary);
+      out->dictionary = slots.dictionary;
     }
     return Status::OK();
   }
@@ -351,7 +346,7 @@ class Loader {
   int64_t budget_;
   std::string label_;
   std::shared_ptr<BatchHolder> holder_;
-  NodeArena* arena_ = nullptr;
+  KeepAlive nodes_;  // every node of the batch, keeping holder_ alive
   const StreamSchema::Preorder* preorder_ = nullptr;
   Codec codec_ = Codec::kNone;
   bool swap_ = false;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ferry/abi/unique.hpp"
-#include "ferry/ipc/bytes.hpp"
+#include "ferry/core/bytes.hpp"
 #include "ipc/compression.hpp"
 #include "ipc/metadata.hpp"
 

@@ -208,7 +208,7 @@ class Assembler {
     }
     out_.nodes.emplace_back(count, 0);
     FERRY_RETURN_NOT_OK(Span(nullptr, 0));
-    Buffer& copy = Own();
+    HostBuffer& copy = Own();
     FERRY_RETURN_NOT_OK(copy.Resize(count * width));
     for (int64_t k = 0; k < count; ++k) {
       StoreSigned(copy.data(), width, k, std::min(load(first + k), offset + length) - offset);
@@ -236,7 +236,7 @@ class Assembler {
     if (length == 0) return Span(nullptr, 0);
     const int64_t bytes = (length + 7) / 8;
     if (offset % 8 == 0) return Span(bits + offset / 8, bytes);
-    Buffer& copy = Own();
+    HostBuffer& copy = Own();
     FERRY_RETURN_NOT_OK(copy.Resize(bytes));
     std::memset(copy.data(), 0, static_cast<size_t>(bytes));
     for (int64_t i = 0; i < length; ++i) {
@@ -261,7 +261,7 @@ class Assembler {
     if (*last < *first) return Status::Invalid("offsets decrease across the written range");
     const Swap kind = width == 4 ? Swap::kWidth4 : Swap::kWidth8;
     if (*first == 0) return Span(raw + offset * width, (length + 1) * width, kind);
-    Buffer& copy = Own();
+    HostBuffer& copy = Own();
     FERRY_RETURN_NOT_OK(copy.Resize((length + 1) * width));
     for (int64_t i = 0; i <= length; ++i) {
       StoreSigned(copy.data(), width, i, load(offset + i) - *first);
@@ -270,7 +270,7 @@ class Assembler {
     return Span(copy.data(), copy.size(), kind);
   }
 
-  Buffer& Own() {
+  HostBuffer& Own() {
     out_.owned.emplace_back();
     return out_.owned.back();
   }
@@ -279,7 +279,7 @@ class Assembler {
   // them out once compression has fixed their sizes.
   Status Span(const uint8_t* data, int64_t size, Swap kind = Swap::kNone) {
     if (swap_ && kind != Swap::kNone && size > 0) {
-      Buffer& swapped = Own();
+      HostBuffer& swapped = Own();
       FERRY_RETURN_NOT_OK(swapped.Resize(size));
       SwapBytes(kind, data, swapped.data(), size, /*to_native=*/false);
       out_.copied += size;
@@ -311,7 +311,7 @@ class Assembler {
   };
 
   Status CompressAll() {
-    std::vector<Buffer> framed(entries_.size());
+    std::vector<HostBuffer> framed(entries_.size());
     std::vector<Status> results(entries_.size());
     int64_t total = 0;
     for (const Entry& e : entries_) total += e.size;

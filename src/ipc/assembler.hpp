@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
-#include "ferry/format/buffer.hpp"
+#include "ferry/core/host_buffer.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ipc/compression.hpp"
 #include "ipc/flatbuffers.hpp"
@@ -26,7 +26,7 @@ struct AssembledBody {
   /// Where each of `buffers` is now (NULL for an empty buffer), for writers that send buffers
   /// apart rather than packed.
   std::vector<const void*> buffer_data;
-  std::deque<Buffer> owned;
+  std::deque<HostBuffer> owned;
   int64_t body_length = 0;
   /// Bytes copied into `owned` (0 when every buffer went out in place).
   int64_t copied = 0;

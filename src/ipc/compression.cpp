@@ -86,7 +86,7 @@ const char* CodecName(Codec codec) noexcept {
   return "unknown";
 }
 
-Status Decompress(Codec codec, const uint8_t* frame, int64_t frame_size, Buffer* out, bool* raw,
+Status Decompress(Codec codec, const uint8_t* frame, int64_t frame_size, HostBuffer* out, bool* raw,
                   int64_t* budget) {
   *raw = false;
   if (frame_size < 8) {
@@ -121,7 +121,7 @@ Status Decompress(Codec codec, const uint8_t* frame, int64_t frame_size, Buffer*
   return Status::Invalid("buffer is framed as compressed but the batch has no codec");
 }
 
-Status Compress(Codec codec, const uint8_t* data, int64_t size, int level, Buffer* out) {
+Status Compress(Codec codec, const uint8_t* data, int64_t size, int level, HostBuffer* out) {
   const int64_t start = out->size();
   size_t bound = 0;
   if (codec == Codec::kLz4Frame) {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ferry/format/buffer.hpp"
-#include "ferry/format/result.hpp"
+#include "ferry/core/host_buffer.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::ipc::internal {
 
@@ -20,11 +20,11 @@ const char* CodecName(Codec codec) noexcept;
 /// says the bytes are stored uncompressed (then `out` is untouched and the caller points at
 /// `frame + 8`). `budget` is decremented by the bytes allocated and fails the call when the
 /// advertised length exceeds it.
-Status Decompress(Codec codec, const uint8_t* frame, int64_t frame_size, Buffer* out, bool* raw,
+Status Decompress(Codec codec, const uint8_t* frame, int64_t frame_size, HostBuffer* out, bool* raw,
                   int64_t* budget);
 
 /// Compress `size` bytes into a framed buffer appended to `out`. Incompressible input is stored
 /// raw (length -1) so the output is never larger than size + 8.
-Status Compress(Codec codec, const uint8_t* data, int64_t size, int level, Buffer* out);
+Status Compress(Codec codec, const uint8_t* data, int64_t size, int level, HostBuffer* out);
 
 }  // namespace ferry::ipc::internal

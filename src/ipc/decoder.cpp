@@ -5,9 +5,9 @@
 #include <cstring>
 #include <vector>
 
+#include "ferry/core/keep_alive.hpp"
 #include "ferry/format/json.hpp"
 #include "ipc/decoder_internal.hpp"
-#include "ipc/shared_array.hpp"
 
 namespace ferry::ipc {
 
@@ -136,7 +136,7 @@ Status Decoder::Impl::CheckVersion(fb::MetadataVersion version, int64_t i) const
 }
 
 Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int64_t size,
-                                                        Buffer* storage, int64_t i) const {
+                                                        HostBuffer* storage, int64_t i) const {
   if (size > options.max_metadata_bytes) {
     return Status::Invalid(Label(i) + ": metadata of " + std::to_string(size) +
                            " bytes exceeds the limit of " +
@@ -181,9 +181,12 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
                                               options.max_decompressed_bytes, label));
   if (decompressed != nullptr) *decompressed += loaded.decompressed_bytes;
   UniqueArray out;
-  internal::NodeData* node =
-      internal::InitNode(out.get(), batch->length(), 0, 0, {nullptr}, root->n_children, nullptr);
-  for (size_t c = 0; c < loaded.columns.size(); ++c) loaded.columns[c].move_to(&node->children[c]);
+  const void* no_validity = nullptr;
+  const KeepAlive::Slots root_slots =
+      KeepAlive().MakeNode(out.get(), batch->length(), 0, 0, &no_validity, 1, root->n_children);
+  for (size_t c = 0; c < loaded.columns.size(); ++c) {
+    loaded.columns[c].move_to(&root_slots.children[c]);
+  }
   FERRY_RETURN_NOT_OK(
       ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, options.validation, label));
   return out;
@@ -375,8 +378,8 @@ Status Decoder::Consume(const SharedBytes& bytes) {
     if (!st.ok()) return d.Fail(st);
     pos += take;
     if (d.pending.size() == d.need) {
-      auto owned = std::make_shared<Buffer>(std::move(d.pending));
-      d.pending = Buffer();
+      auto owned = std::make_shared<HostBuffer>(std::move(d.pending));
+      d.pending = HostBuffer();
       if (d.state == Impl::State::kBody) d.copied += owned->size();
       SharedBytes piece{owned->data(), owned->size(), owned};
       st = d.Feed(piece);

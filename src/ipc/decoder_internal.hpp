@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "ferry/format/buffer.hpp"
+#include "ferry/core/host_buffer.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ipc/array_loader.hpp"
 #include "ipc/metadata.hpp"
@@ -23,8 +23,8 @@ struct Decoder::Impl {
   // Framing.
   State state = State::kPrefix;
   int64_t need = 4;
-  Buffer pending;
-  Buffer metadata;  // the current message's flatbuffer, 8-aligned
+  HostBuffer pending;
+  HostBuffer metadata;  // the current message's flatbuffer, 8-aligned
   const fb::Message* message = nullptr;
   Status failed;
   // Stream state.
@@ -39,7 +39,7 @@ struct Decoder::Impl {
 
   /// Verify `size` bytes of a Message flatbuffer (copying them to aligned storage when needed)
   /// and return the root, which lives in `storage`.
-  Result<const fb::Message*> VerifyMessage(const uint8_t* data, int64_t size, Buffer* storage,
+  Result<const fb::Message*> VerifyMessage(const uint8_t* data, int64_t size, HostBuffer* storage,
                                            int64_t i) const;
   /// Handle one verified message with its body.
   Status HandleMessage(const fb::Message* message, const SharedBytes& body);

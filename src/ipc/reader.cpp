@@ -71,7 +71,7 @@ Result<UniqueArrayStream> ReadStream(SharedBytes bytes, ReadOptions options) {
 struct FileReader::Impl {
   SharedBytes file;
   Decoder decoder;
-  Buffer footer_storage;
+  HostBuffer footer_storage;
   const fb::Footer* footer = nullptr;
   int64_t footer_start = 0;
   std::vector<Block> dictionaries;
@@ -84,7 +84,7 @@ struct FileReader::Impl {
   // Locate and verify the message of a block; returns the message and its body.
   Result<std::pair<const fb::Message*, SharedBytes>> ReadBlock(const Block& b,
                                                                const std::string& label,
-                                                               Buffer* storage) const {
+                                                               HostBuffer* storage) const {
     int64_t end = 0;
     if (b.offset < kLeading || b.offset % 8 != 0 || b.metadata_length < 8 || b.body_length < 0 ||
         __builtin_add_overflow(b.offset, static_cast<int64_t>(b.metadata_length), &end) ||
@@ -159,7 +159,7 @@ Result<FileReader> FileReader::Open(SharedBytes file, ReadOptions options) {
   fb::MetadataVersion version = r.footer->version();
   if (version < fb::MetadataVersion::V4) {
     // Writers before 1.0 left the footer's version unset: take the schema message's.
-    Buffer first;
+    HostBuffer first;
     const Block schema_block{
         kLeading, static_cast<int32_t>(std::min<int64_t>(r.footer_start - kLeading, INT32_MAX)), 0};
     Result<std::pair<const fb::Message*, SharedBytes>> m =
@@ -180,7 +180,7 @@ Result<FileReader> FileReader::Open(SharedBytes file, ReadOptions options) {
   };
   blocks(r.footer->dictionaries(), &r.dictionaries);
   blocks(r.footer->record_batches(), &r.batches);
-  Buffer storage;
+  HostBuffer storage;
   for (size_t i = 0; i < r.dictionaries.size(); ++i) {
     const std::string label = "dictionary block " + std::to_string(i);
     FERRY_ASSIGN_OR_RAISE(auto found, r.ReadBlock(r.dictionaries[i], label, &storage));
@@ -211,7 +211,7 @@ Result<FileReader::BlockInfo> FileReader::RecordBatchInfo(int64_t i) const {
                               std::to_string(num_record_batches() - 1));
   }
   const Block& b = impl_->batches[static_cast<size_t>(i)];
-  Buffer storage;
+  HostBuffer storage;
   FERRY_ASSIGN_OR_RAISE(auto found,
                         impl_->ReadBlock(b, "record batch " + std::to_string(i), &storage));
   const fb::RecordBatch* batch = found.first->header_as_RecordBatch();
@@ -228,7 +228,7 @@ Result<UniqueArray> FileReader::ReadRecordBatch(int64_t i) const {
                               std::to_string(num_record_batches() - 1));
   }
   const std::string label = "record batch " + std::to_string(i);
-  Buffer storage;
+  HostBuffer storage;
   FERRY_ASSIGN_OR_RAISE(auto found,
                         impl_->ReadBlock(impl_->batches[static_cast<size_t>(i)], label, &storage));
   if (found.first->header_type() != fb::MessageHeader::RecordBatch) {

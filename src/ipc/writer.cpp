@@ -7,6 +7,7 @@
 #include <map>
 #include <string_view>
 
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/array_view.hpp"
@@ -271,19 +272,15 @@ struct StreamWriter::Impl {
     }
     UniqueArrayStream owned(stream);
     UniqueSchema s;
-    if (owned->get_schema(owned.get(), s.get()) != 0) {
-      const char* e = owned->get_last_error(owned.get());
-      return Status::IOError(std::string("the stream's get_schema failed: ") + (e ? e : ""));
-    }
+    FERRY_RETURN_NOT_OK(
+        StreamGetSchema(owned.get(), s.get()).WithContext("the stream's get_schema failed"));
     if (!internal::SameTypes(s.get(), schema.get())) {
       return Status::Invalid("the stream's schema differs from the writer's");
     }
     while (true) {
       UniqueArray a;
-      if (const int rc = owned->get_next(owned.get(), a.get()); rc != 0) {
-        const char* e = owned->get_last_error(owned.get());
-        return Status(rc, std::string("the stream's get_next failed: ") + (e ? e : ""));
-      }
+      FERRY_RETURN_NOT_OK(
+          StreamGetNext(owned.get(), a.get()).WithContext("the stream's get_next failed"));
       if (!a.valid()) return Status::OK();
       FERRY_RETURN_NOT_OK(WriteBatch(a.get(), {}));
     }

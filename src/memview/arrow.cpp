@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "ferry/core/keep_alive.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/format/schema.hpp"
 #include "memview/arrow_internal.hpp"
@@ -249,26 +250,6 @@ Result<std::string> ArrowFormatOf(const MemoryView& view) {
   }
 }
 
-// An exported array node that keeps `keep` alive and points at caller-given buffers.
-struct ViewArrayData {
-  std::shared_ptr<const void> keep;
-  std::vector<const void*> buffers;
-  ArrowArray child{};
-  ArrowArray* child_ptr = nullptr;
-};
-
-void ReleaseViewArray(ArrowArray* array) {
-  auto* data = static_cast<ViewArrayData*>(array->private_data);
-  if (data->child.release != nullptr) data->child.release(&data->child);
-  delete data;
-  array->release = nullptr;
-}
-
-void ReleaseLeaf(ArrowArray* array) {
-  delete static_cast<ViewArrayData*>(array->private_data);
-  array->release = nullptr;
-}
-
 }  // namespace
 
 namespace internal {
@@ -355,34 +336,14 @@ Result<ExportedArray> ExportView(const MemoryView& input, const FromViewOptions&
   }
   FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, field.Export());
 
-  auto* data = new ViewArrayData();
-  data->keep = keep;
   UniqueArray array;
-  ArrowArray* a = array.get();
-  a->length = n;
-  a->null_count = 0;
-  a->offset = 0;
-  a->private_data = data;
-  a->release = &ReleaseViewArray;
+  KeepAlive nodes(std::move(keep));
+  const void* values[2] = {nullptr, base};  // no validity: views have no nulls
   if (view.ndim <= 1) {
-    data->buffers = {nullptr, base};
-    a->n_buffers = 2;
-    a->buffers = data->buffers.data();
+    nodes.MakeNode(array.get(), n, 0, 0, values, 2, 0);
   } else {
-    data->buffers = {nullptr};
-    a->n_buffers = 1;
-    a->buffers = data->buffers.data();
-    auto* leaf = new ViewArrayData();
-    leaf->keep = keep;
-    leaf->buffers = {nullptr, base};
-    data->child.length = n * inner_items;
-    data->child.n_buffers = 2;
-    data->child.buffers = leaf->buffers.data();
-    data->child.private_data = leaf;
-    data->child.release = &ReleaseLeaf;
-    data->child_ptr = &data->child;
-    a->n_children = 1;
-    a->children = &data->child_ptr;
+    const KeepAlive::Slots slots = nodes.MakeNode(array.get(), n, 0, 0, values, 1, 1);
+    nodes.MakeNode(&slots.children[0], n * inner_items, 0, 0, values, 2, 0);
   }
   return ExportedArray{std::move(schema), std::move(array)};
 }

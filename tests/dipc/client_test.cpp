@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "ferry/dipc/server.hpp"
-#include "ferry/dipc/shm_transport.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "ferry/transport/shm.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 
@@ -15,6 +15,7 @@ namespace ferry::dipc {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace ferry::transport;
 
 // Messages as a real writer encodes them: metadata flatbuffers and packed bodies.
 struct Recorded {
@@ -29,7 +30,7 @@ class RecordingSink final : public ipc::MessageSink {
   Status WriteMessage(const ipc::EncodedMessage& m) override {
     Recorded r;
     r.metadata.assign(m.metadata.begin(), m.metadata.end());
-    for (const ipc::ByteSpan& p : m.body) {
+    for (const ByteSpan& p : m.body) {
       const auto* b = static_cast<const uint8_t*>(p.data);
       r.body.insert(r.body.end(), b, b + p.size);
     }
@@ -59,13 +60,13 @@ Status SendMetadata(Connection& c, MetadataType type, uint32_t seq,
                     const std::vector<uint8_t>& fb) {
   uint8_t header[kMetadataHeaderSize];
   EncodeMetadataHeader(type, seq, header);
-  const ipc::ByteSpan pieces[] = {{header, kMetadataHeaderSize},
-                                  {fb.data(), static_cast<int64_t>(fb.size())}};
+  const ByteSpan pieces[] = {{header, kMetadataHeaderSize},
+                             {fb.data(), static_cast<int64_t>(fb.size())}};
   return c.Send(pieces);
 }
 
 Status SendBody(Connection& c, uint64_t tag, const std::vector<uint8_t>& body) {
-  const ipc::ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+  const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
   return c.SendTagged(tag, {&piece, 1});
 }
 

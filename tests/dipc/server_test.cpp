@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "ferry/dipc/client.hpp"
-#include "ferry/dipc/ucx_transport.hpp"
+#include "ferry/transport/ucx.hpp"
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
@@ -18,6 +18,7 @@ namespace ferry::dipc {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace ferry::transport;
 using Json = nlohmann::json;
 
 struct Shape {
@@ -409,19 +410,19 @@ TEST_P(ServerClient, ABadFreeDataEndsOnlyThatClient) {
   const std::string address = uri.authority.empty() ? uri.path : uri.authority;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, Connect(uri.scheme, address, 5s));
   const std::string ticket = "t";
-  const ipc::ByteSpan t{ticket.data(), 1};
+  const ByteSpan t{ticket.data(), 1};
   ASSERT_OK(rogue->SendTagged(uri.want_data, {&t, 1}));
   ASSERT_OK(rogue->Receive(5s).status());  // the schema
   const uint64_t bogus[] = {0xdead0000};
   const std::vector<uint8_t> body = EncodeFreeData(bogus);
-  const ipc::ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+  const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
   ASSERT_OK(rogue->SendTagged(*uri.free_data, {&piece, 1}));
   EXPECT_TRUE(WaitFor([&] { return server->stats().sessions_failed == 1; }));
   EXPECT_THAT(server->last_error(), ::testing::HasSubstr("address 0xdead0000"));
   // The rogue's stream ends with the server's error.
   bool told = false;
   for (int i = 0; i < 10 && !told; ++i) {
-    Result<ipc::SharedBytes> m = rogue->Receive(2s);
+    Result<SharedBytes> m = rogue->Receive(2s);
     if (!m.ok()) break;
     told = m->size > 0 && m->data[0] == 0xFF;
   }

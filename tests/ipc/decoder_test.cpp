@@ -54,7 +54,7 @@ class DecoderTest : public ::testing::Test {
   }
   std::optional<Array> batch_;
   std::string expected_json_;
-  ipc::SharedBytes bytes_;
+  SharedBytes bytes_;
 };
 
 TEST_F(DecoderTest, WholeBufferIsZeroCopy) {
@@ -105,7 +105,7 @@ TEST_F(DecoderTest, ExactRequestsStayZeroCopy) {
 }
 
 // Rewrite a stream into the pre-1.0 framing: a bare int32 length, no continuation marker.
-std::vector<uint8_t> ToLegacyFraming(const ipc::SharedBytes& in) {
+std::vector<uint8_t> ToLegacyFraming(const SharedBytes& in) {
   std::vector<uint8_t> out;
   int64_t pos = 0;
   while (pos + 8 <= in.size) {
@@ -131,8 +131,8 @@ std::vector<uint8_t> ToLegacyFraming(const ipc::SharedBytes& in) {
 TEST_F(DecoderTest, LegacyFramingIsReadAndMisalignedBodiesAreRealigned) {
   std::vector<uint8_t> legacy = ToLegacyFraming(bytes_);
   ipc::Decoder decoder;
-  ASSERT_OK(decoder.Consume(
-      ipc::SharedBytes::Borrow(legacy.data(), static_cast<int64_t>(legacy.size()))));
+  ASSERT_OK(
+      decoder.Consume(SharedBytes::Borrow(legacy.data(), static_cast<int64_t>(legacy.size()))));
   EXPECT_TRUE(decoder.finished());
   std::vector<Json> batches = Drain(decoder, decoder.schema());
   ASSERT_EQ(batches.size(), 2u);
@@ -197,14 +197,14 @@ TEST_F(DecoderTest, LimitsAreEnforced) {
   const uint8_t lying[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xF0, 0xFF, 0xFF, 0x7F};
   ipc::Decoder d2;
   ASSERT_RAISES_WITH(EINVAL, "message 0: metadata length",
-                     d2.Consume(ipc::SharedBytes::Borrow(lying, 8)));
+                     d2.Consume(SharedBytes::Borrow(lying, 8)));
 
   // Garbage metadata fails the flatbuffers Verifier.
   uint8_t garbage[24] = {0xFF, 0xFF, 0xFF, 0xFF, 16, 0, 0, 0};
   std::memset(garbage + 8, 0xAB, 16);
   ipc::Decoder d3;
   ASSERT_RAISES_WITH(EINVAL, "not a valid Message flatbuffer",
-                     d3.Consume(ipc::SharedBytes::Borrow(garbage, 24)));
+                     d3.Consume(SharedBytes::Borrow(garbage, 24)));
 }
 
 TEST(DecoderLimitTest, DecompressionIsCapped) {
@@ -215,7 +215,7 @@ TEST(DecoderLimitTest, DecompressionIsCapped) {
   ASSERT_OK_AND_ASSIGN(Array batch, testing::ArrayFromJson(root, rows));
   ipc::WriteOptions options;
   options.compression = ipc::Compression::kZstd;
-  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes,
+  ASSERT_OK_AND_ASSIGN(SharedBytes bytes,
                        testing::WriteIpc(batch.schema(), {batch.array()}, false, options));
   EXPECT_LT(bytes.size, 4000);  // 160 kB of zeros compress to little
   ipc::ReadOptions capped;

@@ -35,8 +35,8 @@ class IntegrationVectorTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(IntegrationVectorTest, StreamAndFileAgreeAndReadInPlace) {
   const std::string base = VectorsDir() + "/ipc-integration/" + GetParam();
-  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes stream, ipc::SharedBytes::MapFile(base + ".stream"));
-  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes file, ipc::SharedBytes::MapFile(base + ".arrow_file"));
+  ASSERT_OK_AND_ASSIGN(SharedBytes stream, SharedBytes::MapFile(base + ".stream"));
+  ASSERT_OK_AND_ASSIGN(SharedBytes file, SharedBytes::MapFile(base + ".arrow_file"));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> from_stream, testing::ReadIpcAsJson(stream));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> from_file, testing::ReadIpcAsJson(file));
   EXPECT_EQ(from_stream, from_file);
@@ -80,7 +80,7 @@ TEST(IpcReaderTest, PrimitiveValuesMatchTheVector) {
   // false, true, true, true, true.
   const std::string path = VectorsDir() + "/ipc-integration/cpp-21.0.0/generated_primitive.stream";
   if (!fs::exists(path)) GTEST_SKIP() << "vector not present: " << path;
-  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes, ipc::SharedBytes::MapFile(path));
+  ASSERT_OK_AND_ASSIGN(SharedBytes bytes, SharedBytes::MapFile(path));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(bytes));
   ASSERT_EQ(read.size(), 2u);
   const auto first = nlohmann::json::parse(read[0]);
@@ -92,7 +92,7 @@ TEST(IpcReaderTest, PrimitiveValuesMatchTheVector) {
 }
 
 // Read `bytes` completely; the result is an error or a list of batches, never a crash.
-Status ReadFully(const ipc::SharedBytes& bytes) {
+Status ReadFully(const SharedBytes& bytes) {
   Result<std::vector<std::string>> r = testing::ReadIpcAsJson(bytes);
   return r.status();
 }
@@ -102,7 +102,7 @@ TEST(IpcReaderTest, MalformedVectorsFailCleanly) {
   if (!fs::exists(dir)) GTEST_SKIP() << "no malformed vectors at " << dir;
   int files = 0;
   for (const auto& f : fs::directory_iterator(dir)) {
-    ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes, ipc::SharedBytes::MapFile(f.path().string()));
+    ASSERT_OK_AND_ASSIGN(SharedBytes bytes, SharedBytes::MapFile(f.path().string()));
     Status st = ReadFully(bytes);
     if (!st.ok()) {
       EXPECT_FALSE(st.message().empty());
@@ -116,10 +116,10 @@ TEST(IpcReaderTest, EveryTruncationFailsOrReadsAPrefix) {
   const std::string path =
       VectorsDir() + "/ipc-integration/cpp-21.0.0/generated_nested_dictionary.stream";
   if (!fs::exists(path)) GTEST_SKIP() << "vector not present: " << path;
-  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes whole, ipc::SharedBytes::MapFile(path));
+  ASSERT_OK_AND_ASSIGN(SharedBytes whole, SharedBytes::MapFile(path));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> all, testing::ReadIpcAsJson(whole));
   for (int64_t n = 0; n < whole.size; n += 1 + n / 64) {
-    ASSERT_OK_AND_ASSIGN(ipc::SharedBytes cut, ipc::SharedBytes::Copy(whole.data, n));
+    ASSERT_OK_AND_ASSIGN(SharedBytes cut, SharedBytes::Copy(whole.data, n));
     Result<std::vector<std::string>> r = testing::ReadIpcAsJson(cut);
     if (r.ok()) {
       // A stream may end between messages: what was read is a prefix of the whole.
@@ -137,16 +137,15 @@ TEST(IpcReaderTest, DamagedBytesNeverCrash) {
         "generated_run_end_encoded.arrow_file"}) {
     const std::string path = VectorsDir() + "/ipc-integration/cpp-21.0.0/" + name;
     if (!fs::exists(path)) GTEST_SKIP() << "vector not present: " << path;
-    ASSERT_OK_AND_ASSIGN(ipc::SharedBytes whole, ipc::SharedBytes::MapFile(path));
+    ASSERT_OK_AND_ASSIGN(SharedBytes whole, SharedBytes::MapFile(path));
     std::vector<uint8_t> copy(whole.data, whole.data + whole.size);
     // Overwrite bytes across the whole file (metadata, body and footer) with hostile values.
     for (size_t i = 0; i < copy.size(); i += 1 + copy.size() / 800) {
       for (uint8_t value : {uint8_t{0xFF}, uint8_t{0x7F}, uint8_t{0x00}}) {
         const uint8_t saved = copy[i];
         copy[i] = value;
-        ASSERT_OK_AND_ASSIGN(
-            ipc::SharedBytes damaged,
-            ipc::SharedBytes::Copy(copy.data(), static_cast<int64_t>(copy.size())));
+        ASSERT_OK_AND_ASSIGN(SharedBytes damaged,
+                             SharedBytes::Copy(copy.data(), static_cast<int64_t>(copy.size())));
         (void)ReadFully(damaged);
         copy[i] = saved;
       }
@@ -157,10 +156,10 @@ TEST(IpcReaderTest, DamagedBytesNeverCrash) {
 TEST(IpcReaderTest, FileErrorsNameWhatIsWrong) {
   const uint8_t junk[32] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
   ASSERT_RAISES_WITH(EINVAL, "does not end with the ARROW1 magic",
-                     ipc::FileReader::Open(ipc::SharedBytes::Borrow(junk, sizeof(junk))));
-  ASSERT_RAISES_WITH(EINVAL, "too few", ipc::FileReader::Open(ipc::SharedBytes::Borrow(junk, 10)));
+                     ipc::FileReader::Open(SharedBytes::Borrow(junk, sizeof(junk))));
+  ASSERT_RAISES_WITH(EINVAL, "too few", ipc::FileReader::Open(SharedBytes::Borrow(junk, 10)));
   ASSERT_RAISES_WITH(EINVAL, "ends before its Schema",
-                     ipc::ReadStream(ipc::SharedBytes::Borrow(junk, 0)));
+                     ipc::ReadStream(SharedBytes::Borrow(junk, 0)));
   ASSERT_RAISES_WITH(ENOENT, "/no/such/file", ipc::ReadPath("/no/such/file"));
 }
 

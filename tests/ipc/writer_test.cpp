@@ -46,7 +46,7 @@ TEST_P(IpcConformanceTest, WriteReadRender) {
 
   ipc::WriteOptions options;
   options.compression = p.compression;
-  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes,
+  ASSERT_OK_AND_ASSIGN(SharedBytes bytes,
                        testing::WriteIpc(batch.schema(), {batch.array()}, p.file, options));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(bytes));
   ASSERT_EQ(read.size(), 1u);
@@ -103,7 +103,7 @@ TEST(IpcWriterTest, BodiesAreZeroCopyAndAlignedAsAsked) {
   for (int32_t alignment : {8, 64}) {
     ipc::WriteOptions options;
     options.alignment = alignment;
-    ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes,
+    ASSERT_OK_AND_ASSIGN(SharedBytes bytes,
                          testing::WriteIpc(batch.schema(), {batch.array()}, false, options));
     ipc::Decoder decoder;
     ASSERT_OK(decoder.Consume(bytes));
@@ -130,7 +130,7 @@ TEST(IpcWriterTest, BodiesAreZeroCopyAndAlignedAsAsked) {
 
 TEST(IpcWriterTest, StreamBytesFollowTheFraming) {
   ASSERT_OK_AND_ASSIGN(Array batch, IntBatch(R"([{"x": 7}])"));
-  ASSERT_OK_AND_ASSIGN(ipc::SharedBytes bytes,
+  ASSERT_OK_AND_ASSIGN(SharedBytes bytes,
                        testing::WriteIpc(batch.schema(), {batch.array()}, false));
   // Continuation marker, then an 8-aligned metadata length; the stream ends with the
   // end-of-stream marker (continuation + 0).
@@ -153,11 +153,10 @@ TEST(IpcWriterTest, FileHasMagicFooterAndRandomAccess) {
   }
   ipc::WriteOptions options;
   options.file_metadata = {{"k", "v"}};
-  ASSERT_OK_AND_ASSIGN(
-      ipc::SharedBytes bytes,
-      testing::WriteIpc(batches[0].schema(),
-                        {batches[0].array(), batches[1].array(), batches[2].array()}, true,
-                        options));
+  ASSERT_OK_AND_ASSIGN(SharedBytes bytes, testing::WriteIpc(batches[0].schema(),
+                                                            {batches[0].array(), batches[1].array(),
+                                                             batches[2].array()},
+                                                            true, options));
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data), 8),
             std::string("ARROW1\0\0", 8));
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data + bytes.size - 6), 6), "ARROW1");

@@ -10,9 +10,9 @@
 
 namespace ferry::testing {
 
-Result<ipc::SharedBytes> WriteIpc(const ArrowSchema* schema,
-                                  const std::vector<const ArrowArray*>& batches, bool file,
-                                  ipc::WriteOptions options) {
+Result<SharedBytes> WriteIpc(const ArrowSchema* schema,
+                             const std::vector<const ArrowArray*>& batches, bool file,
+                             ipc::WriteOptions options) {
   ipc::MemorySink sink;
   if (file) {
     FERRY_ASSIGN_OR_RAISE(auto w, ipc::FileWriter::Open(&sink, schema, options));
@@ -26,8 +26,7 @@ Result<ipc::SharedBytes> WriteIpc(const ArrowSchema* schema,
   return sink.Finish();
 }
 
-Result<std::vector<std::string>> ReadIpcAsJson(const ipc::SharedBytes& bytes,
-                                               ipc::ReadOptions options) {
+Result<std::vector<std::string>> ReadIpcAsJson(const SharedBytes& bytes, ipc::ReadOptions options) {
   Result<UniqueArrayStream> stream = Status::OK();
   if (bytes.size >= 6 && std::memcmp(bytes.data, "ARROW1", 6) == 0) {
     FERRY_ASSIGN_OR_RAISE(auto reader, ipc::FileReader::Open(bytes, options));

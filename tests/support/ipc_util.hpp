@@ -5,22 +5,22 @@
 #include <string>
 #include <vector>
 
+#include "ferry/core/bytes.hpp"
 #include "ferry/format/array.hpp"
 #include "ferry/format/schema.hpp"
-#include "ferry/ipc/bytes.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
 
 namespace ferry::testing {
 
 /// Write `batches` (struct arrays of `schema`) in the stream or file format into memory.
-Result<ipc::SharedBytes> WriteIpc(const ArrowSchema* schema,
-                                  const std::vector<const ArrowArray*>& batches, bool file,
-                                  ipc::WriteOptions options = {});
+Result<SharedBytes> WriteIpc(const ArrowSchema* schema,
+                             const std::vector<const ArrowArray*>& batches, bool file,
+                             ipc::WriteOptions options = {});
 
 /// Read a whole stream (or file, by its magic) and render every batch as JSON rows, one string
 /// per batch.
-Result<std::vector<std::string>> ReadIpcAsJson(const ipc::SharedBytes& bytes,
+Result<std::vector<std::string>> ReadIpcAsJson(const SharedBytes& bytes,
                                                ipc::ReadOptions options = {});
 
 /// Every buffer pointer of a tree (dictionaries included), for zero-copy and alignment checks.

@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "ferry/core/result.hpp"
 #include "ferry/format/array.hpp"
 #include "ferry/format/json.hpp"
-#include "ferry/format/result.hpp"
 #include "ferry/format/schema.hpp"
 
 #define FERRY_TEST_CONCAT_INNER(a, b) a##b

@@ -263,7 +263,7 @@ int IpcRoundTrips(const Array& table) {
     if (!st.ok()) return Fail("writing IPC", st);
     const double write_s = Seconds(start);
     const ipc::WriteStats stats = writer->stats();
-    ipc::SharedBytes bytes = sink.Finish();
+    SharedBytes bytes = sink.Finish();
     start = Clock::now();
     ipc::Decoder decoder;
     st = decoder.Consume(bytes);

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "demo.hpp"
-#include "ferry/dipc/ucx_transport.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/json.hpp"
 #include "ferry/format/stream.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "ferry/transport/ucx.hpp"
 
 extern char** environ;
 
@@ -136,7 +136,7 @@ int ProcessTransfers(const Array& table) {
                         {"ucx", "packed", "UCX, type-0 tagged bodies"}};
   int rc = 0;
   for (const Path& p : paths) {
-    if (std::string(p.transport) == "ucx" && !dipc::UcxAvailable()) {
+    if (std::string(p.transport) == "ucx" && !transport::UcxAvailable()) {
       std::printf("  %-46s skipped: this build has no UCX\n", p.what);
       continue;
     }

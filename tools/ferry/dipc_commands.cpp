@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
@@ -132,9 +133,7 @@ int RunGet(const GetOptions& o) {
   if (!stream.ok()) return Fail(o.uri, stream.status());
   ArrowDeviceArrayStream* s = stream->get();
   UniqueSchema schema;
-  if (const int rc = s->get_schema(s, schema.get()); rc != 0) {
-    return Fail(o.uri, Status(rc, s->get_last_error(s)));
-  }
+  if (const Status st = StreamGetSchema(s, schema.get()); !st.ok()) return Fail(o.uri, st);
   std::unique_ptr<ipc::FileSink> sink;
   std::optional<ipc::StreamWriter> writer;
   if (!o.to.empty()) {
@@ -154,10 +153,9 @@ int RunGet(const GetOptions& o) {
   };
   while (true) {
     UniqueDeviceArray batch;
-    if (const int rc = s->get_next(s, batch.get()); rc != 0) {
+    if (const Status st = StreamGetNext(s, batch.get()); !st.ok()) {
       if (bar) std::fprintf(stderr, "\n");
-      const char* e = s->get_last_error(s);
-      return Fail(o.uri, Status(rc, e ? e : "reading failed"));
+      return Fail(o.uri, st);
     }
     if (!batch.valid()) break;
     ++batches;

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
-#include "ferry/format/result.hpp"
 
 namespace ferry::cli {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::cli {
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/format/json.hpp"
 #include "ferry/format/stream.hpp"
 #include "ferry/format/type.hpp"
@@ -31,7 +32,7 @@ Result<ValidationLevel> LevelOf(const std::string& name) {
                          "\" (none, minimal, default, full)");
 }
 
-bool IsFile(const ipc::SharedBytes& bytes) {
+bool IsFile(const SharedBytes& bytes) {
   return bytes.size >= 6 && std::memcmp(bytes.data, "ARROW1", 6) == 0;
 }
 
@@ -60,7 +61,7 @@ void PrintSchema(const ArrowSchema* schema) {
 }  // namespace
 
 int RunInspect(const IpcOptions& o) {
-  Result<ipc::SharedBytes> bytes = ipc::SharedBytes::MapFile(o.input);
+  Result<SharedBytes> bytes = SharedBytes::MapFile(o.input);
   if (!bytes.ok()) return Fail(o.input, bytes.status());
   if (IsFile(*bytes)) {
     Result<ipc::FileReader> reader = ipc::FileReader::Open(*bytes);
@@ -205,18 +206,15 @@ int RunConvert(const IpcOptions& o) {
   Result<UniqueArrayStream> stream = ipc::ReadPath(o.input);
   if (!stream.ok()) return Fail(o.input, stream.status());
   UniqueSchema schema;
-  if ((*stream)->get_schema(stream->get(), schema.get()) != 0) {
-    return Fail(o.input, Status::IOError("cannot read the schema"));
+  if (const Status st = StreamGetSchema(stream->get(), schema.get()); !st.ok()) {
+    return Fail(o.input, st.WithContext("cannot read the schema"));
   }
   Result<std::unique_ptr<ipc::FileSink>> sink = ipc::FileSink::Open(o.output);
   if (!sink.ok()) return Fail(o.output, sink.status());
   auto run = [&](auto writer) -> Status {
     while (true) {
       UniqueArray batch;
-      if (const int rc = (*stream)->get_next(stream->get(), batch.get()); rc != 0) {
-        const char* e = (*stream)->get_last_error(stream->get());
-        return Status(rc, e ? e : "reading failed");
-      }
+      FERRY_RETURN_NOT_OK(StreamGetNext(stream->get(), batch.get()));
       if (!batch.valid()) break;
       FERRY_RETURN_NOT_OK(writer.WriteBatch(batch.get()));
       if (o.progress) {

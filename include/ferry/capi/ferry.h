@@ -12,7 +12,7 @@
 
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/device_abi.h"
-#include "ferry/memview/dlpack_abi.h"
+#include "ferry/abi/dlpack_abi.h"
 
 #ifdef __cplusplus
 extern "C" {

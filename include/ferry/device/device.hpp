@@ -9,7 +9,7 @@
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/device_abi.h"
 #include "ferry/abi/unique.hpp"
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry {
 

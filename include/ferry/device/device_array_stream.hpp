@@ -2,8 +2,8 @@
 #pragma once
 
 #include "ferry/abi/arrow_c_abi.h"
+#include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
-#include "ferry/format/result.hpp"
 
 namespace ferry {
 

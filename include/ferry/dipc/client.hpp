@@ -8,11 +8,11 @@
 #include <string>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
-#include "ferry/dipc/transport.hpp"
 #include "ferry/dipc/uri.hpp"
-#include "ferry/format/result.hpp"
 #include "ferry/ipc/decoder.hpp"
+#include "ferry/transport/transport.hpp"
 
 namespace ferry::dipc {
 
@@ -37,7 +37,7 @@ Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string&
                                               ClientOptions options = {});
 /// Read over a connection the caller made (a custom transport, a test's in-process pair): as
 /// ConnectStream, with `uri` giving only the want_data and free_data tags.
-Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<Connection> connection,
+Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<transport::Connection> connection,
                                               const Uri& uri, const std::string& ticket,
                                               ClientOptions options = {});
 /// The two-connection shape: metadata from `metadata_uri`, bodies (and free_data) through a

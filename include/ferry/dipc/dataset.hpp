@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ferry/abi/unique.hpp"
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::dipc {
 

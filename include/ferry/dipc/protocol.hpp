@@ -7,7 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
+#include "ferry/transport/region.hpp"
 
 namespace ferry::dipc {
 
@@ -56,11 +57,8 @@ struct BodyTag {
 /// Decode a body tag; reserved bits set or an unknown body type are errors naming the tag.
 Result<BodyTag> ParseBodyTag(uint64_t tag);
 
-/// One buffer of a type-1 body: an address (or an offset into a known segment) and a length.
-struct BufferRef {
-  uint64_t address = 0;
-  uint64_t length = 0;
-};
+/// One buffer of a type-1 body: the transport layer's reference to memory a peer may read.
+using transport::BufferRef;
 
 /// A type-1 body: the total size of all buffers, then the buffers.
 struct BufferList {

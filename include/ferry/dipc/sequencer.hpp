@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::dipc {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "ferry/core/result.hpp"
 #include "ferry/dipc/dataset.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/dipc/uri.hpp"
-#include "ferry/format/result.hpp"
 #include "ferry/ipc/writer.hpp"
 
 namespace ferry::dipc {

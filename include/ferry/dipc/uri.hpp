@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::dipc {
 

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/format/array_view.hpp"
-#include "ferry/format/result.hpp"
 
 namespace ferry {
 

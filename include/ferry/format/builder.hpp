@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "ferry/abi/unique.hpp"
-#include "ferry/format/buffer.hpp"
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
+#include "ferry/format/bitmap_builder.hpp"
 #include "ferry/format/type.hpp"
 
 namespace ferry {
@@ -79,7 +79,7 @@ class ArrayBuilder {
   Status TypeError(const char* what) const;
   Status AppendFixed(const void* bytes, int64_t width);
   Status AppendValidity(bool valid, int64_t n);
-  Status AppendOffsetValue(Buffer* buffer, int64_t value);
+  Status AppendOffsetValue(HostBuffer* buffer, int64_t value);
   Status AppendDictionaryKey(std::string key, const std::function<Status(ArrayBuilder*)>& append);
   Status CheckIntRange(int64_t value) const;
 
@@ -89,11 +89,11 @@ class ArrayBuilder {
   int64_t length_ = 0;
   int64_t null_count_ = 0;
   BitmapBuilder validity_;
-  Buffer data_;         // values, bool bits, views, union type ids
+  HostBuffer data_;     // values, bool bits, views, union type ids
   BitmapBuilder bits_;  // boolean values
-  Buffer offsets_;      // data, list or union offsets
-  Buffer sizes_;        // list-view sizes
-  std::vector<Buffer> variadic_;
+  HostBuffer offsets_;  // data, list or union offsets
+  HostBuffer sizes_;    // list-view sizes
+  std::vector<HostBuffer> variadic_;
   int64_t list_view_start_ = 0;
   int64_t last_run_end_ = 0;
   std::vector<std::unique_ptr<ArrayBuilder>> children_;

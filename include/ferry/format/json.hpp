@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/format/array_view.hpp"
-#include "ferry/format/result.hpp"
 
 namespace ferry {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/format/array.hpp"
-#include "ferry/format/result.hpp"
 
 namespace ferry {
 

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/bytes.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/metadata.hpp"
-#include "ferry/format/result.hpp"
-#include "ferry/ipc/bytes.hpp"
 
 namespace ferry::ipc {
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/bytes.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/format/metadata.hpp"
-#include "ferry/format/result.hpp"
-#include "ferry/ipc/bytes.hpp"
 #include "ferry/ipc/decoder.hpp"
 
 namespace ferry::ipc {

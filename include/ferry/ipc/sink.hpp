@@ -7,17 +7,11 @@
 #include <span>
 #include <string>
 
-#include "ferry/format/buffer.hpp"
-#include "ferry/format/result.hpp"
-#include "ferry/ipc/bytes.hpp"
+#include "ferry/core/bytes.hpp"
+#include "ferry/core/host_buffer.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::ipc {
-
-/// One piece of output: bytes the caller owns until Write returns.
-struct ByteSpan {
-  const void* data = nullptr;
-  int64_t size = 0;
-};
 
 /// The interface every output implements. Write sends the pieces in order; position() counts
 /// every byte accepted so far.

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/format/metadata.hpp"
-#include "ferry/format/result.hpp"
 #include "ferry/ipc/sink.hpp"
 
 namespace ferry::ipc {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/memview/memory_view.hpp"
 
 namespace ferry::memview {

@@ -2,8 +2,8 @@
 // DLManagedTensor), zero-copy in both directions.
 #pragma once
 
-#include "ferry/format/result.hpp"
-#include "ferry/memview/dlpack_abi.h"
+#include "ferry/abi/dlpack_abi.h"
+#include "ferry/core/result.hpp"
 #include "ferry/memview/memory_view.hpp"
 
 namespace ferry::memview {

@@ -6,7 +6,7 @@
 #include <variant>
 #include <vector>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 
 namespace ferry::memview {
 

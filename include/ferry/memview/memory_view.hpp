@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/memview/format.hpp"
 
 namespace ferry::memview {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/memview/format.hpp"
 
 namespace ferry::memview {

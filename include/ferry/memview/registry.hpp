@@ -9,7 +9,7 @@
 #include <typeindex>
 #include <unordered_map>
 
-#include "ferry/format/result.hpp"
+#include "ferry/core/result.hpp"
 #include "ferry/memview/memory_view.hpp"
 
 namespace ferry::memview {

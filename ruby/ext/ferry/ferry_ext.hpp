@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "ferry/core/status.hpp"
 #include "ferry/format/array.hpp"
-#include "ferry/format/status.hpp"
 #include "ferry/memview/memory_view.hpp"
 
 // Ruby's headers come last and lose their memcpy macro (ruby_nonempty_memcpy), because ferry's

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "array_ref.hpp"
+#include "ferry/core/keep_alive.hpp"
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/sink.hpp"
@@ -20,16 +22,10 @@ namespace ipc = ferry::ipc;
 ferry::Status StreamToRuby(ferry::UniqueArrayStream stream, VALUE out) {
   ArrowArrayStream* s = stream.get();
   ferry::UniqueSchema schema;
-  if (s->get_schema(s, schema.get()) != 0) {
-    const char* why = s->get_last_error(s);
-    return ferry::Status::Invalid(why ? why : "get_schema failed");
-  }
+  FERRY_RETURN_NOT_OK(ferry::StreamGetSchema(s, schema.get()));
   while (true) {
     ferry::UniqueArray batch;
-    if (s->get_next(s, batch.get()) != 0) {
-      const char* why = s->get_last_error(s);
-      return ferry::Status::Invalid(why ? why : "get_next failed");
-    }
+    FERRY_RETURN_NOT_OK(ferry::StreamGetNext(s, batch.get()));
     if (batch.get()->release == nullptr) return ferry::Status::OK();
     FERRY_ASSIGN_OR_RAISE(ferry::UniqueSchema copy, ferry::CopySchema(schema.get()));
     FERRY_ASSIGN_OR_RAISE(ferry::Array array,
@@ -57,7 +53,7 @@ VALUE ReadBytes(VALUE, VALUE bytes) {
   StringValue(bytes);
   return Guarded([&](VALUE* exc) {
     VALUE out = rb_ary_new();
-    auto shared = ipc::SharedBytes::Copy(RSTRING_PTR(bytes), RSTRING_LEN(bytes));
+    auto shared = ferry::SharedBytes::Copy(RSTRING_PTR(bytes), RSTRING_LEN(bytes));
     ferry::Status st = shared.status();
     if (shared.ok()) {
       const uint8_t* d = shared->data;
@@ -180,31 +176,12 @@ VALUE RecordBatch(VALUE, VALUE names, VALUE columns) {
       return Qnil;
     }
     // The struct node: no validity buffer; each child is a reference to a column.
-    struct Node {
-      std::vector<ArrowArray> children;
-      std::vector<ArrowArray*> ptrs;
-      const void* buffers[1] = {nullptr};
-    };
-    auto* node = new Node();
-    for (const auto& c : cols) node->children.push_back(RefArray(c, c->array()));
-    for (ArrowArray& c : node->children) node->ptrs.push_back(&c);
     ferry::UniqueArray array;
-    ArrowArray* a = array.get();
-    a->length = cols[0]->length();
-    a->null_count = 0;
-    a->n_buffers = 1;
-    a->buffers = node->buffers;
-    a->n_children = static_cast<int64_t>(node->ptrs.size());
-    a->children = node->ptrs.data();
-    a->private_data = node;
-    a->release = [](ArrowArray* self) {
-      auto* n = static_cast<Node*>(self->private_data);
-      for (ArrowArray* c : n->ptrs) {
-        if (c->release != nullptr) c->release(c);
-      }
-      delete n;
-      self->release = nullptr;
-    };
+    const void* no_validity = nullptr;
+    const ferry::KeepAlive::Slots slots = ferry::KeepAlive().MakeNode(
+        array.get(), cols[0]->length(), 0, 0, &no_validity, 1, static_cast<int64_t>(cols.size()));
+    for (size_t i = 0; i < cols.size(); ++i)
+      slots.children[i] = RefArray(cols[i], cols[i]->array());
     auto imported = ferry::Array::Import(std::move(schema).ValueOrDie(), std::move(array));
     if (!imported.ok()) {
       *exc = MakeError(eError, "Ferry::IPC.record_batch", imported.status());

@@ -1,0 +1,161 @@
+// Device buffer copies: pinned host <-> CUDA with ferry's BufferCopy against the driver's own
+// cuMemcpy on the same buffers, in the same run. Skips (saying why) where there is no GPU.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "device/cuda_driver.hpp"
+#include "ferry/device/device_buffer.hpp"
+
+namespace ferry {
+namespace {
+
+namespace cu = internal::cuda;
+
+// A pinned host block and a device block of the same size, both from ferry's devices.
+struct PinnedPair {
+  Device* host = nullptr;
+  Device* gpu = nullptr;
+  void* pinned = nullptr;
+  void* device = nullptr;
+  int64_t size = 0;
+  const cu::Driver* driver = nullptr;
+  cu::CUcontext context = nullptr;
+
+  Status Open(int64_t n) {
+    size = n;
+    FERRY_ASSIGN_OR_RAISE(host, ResolveDevice(ARROW_DEVICE_CUDA_HOST, 0));
+    FERRY_ASSIGN_OR_RAISE(gpu, ResolveDevice(ARROW_DEVICE_CUDA, 0));
+    FERRY_ASSIGN_OR_RAISE(pinned, host->Allocate(n, nullptr));
+    FERRY_ASSIGN_OR_RAISE(device, gpu->Allocate(n, nullptr));
+    std::memset(pinned, 0x5A, static_cast<size_t>(n));
+    FERRY_ASSIGN_OR_RAISE(driver, cu::GetDriver());
+    cu::CUdevice dev = 0;
+    FERRY_CUDA_CALL(*driver, DeviceGet(&dev, 0));
+    FERRY_CUDA_CALL(*driver, DevicePrimaryCtxRetain(&context, dev));
+    return Status::OK();
+  }
+  ~PinnedPair() {
+    if (device != nullptr) gpu->Free(device, size);
+    if (pinned != nullptr) host->Free(pinned, size);
+    if (context != nullptr) {
+      cu::CUdevice dev = 0;
+      if (driver->DeviceGet(&dev, 0) == cu::kSuccess) driver->DevicePrimaryCtxRelease(dev);
+    }
+  }
+};
+
+void BM_Pinned(benchmark::State& state, bool to_device, bool use_ferry) {
+  const int64_t n = state.range(0);
+  PinnedPair p;
+  Status st = p.Open(n);
+  if (!st.ok()) {
+    state.SkipWithError(("no CUDA GPU on this machine: " + st.message()).c_str());
+    return;
+  }
+  const void* src = to_device ? p.pinned : p.device;
+  void* dst = to_device ? p.device : p.pinned;
+  Device& src_dev = to_device ? *p.host : *p.gpu;
+  Device& dst_dev = to_device ? *p.gpu : *p.host;
+  if (p.driver->CtxPushCurrent(p.context) != cu::kSuccess) std::abort();
+  for (auto _ : state) {
+    if (use_ferry) {
+      if (!BufferCopy(src_dev, {src, n}, dst_dev, {dst, n}).ok()) std::abort();
+    } else {
+      // The driver's synchronous copy under unified addressing: the peer.
+      if (p.driver->Memcpy(reinterpret_cast<cu::CUdeviceptr>(dst),
+                           reinterpret_cast<cu::CUdeviceptr>(src),
+                           static_cast<size_t>(n)) != cu::kSuccess) {
+        std::abort();
+      }
+    }
+  }
+  cu::CUcontext popped = nullptr;
+  p.driver->CtxPopCurrent(&popped);
+  state.SetBytesProcessed(state.iterations() * n);
+}
+
+BENCHMARK_CAPTURE(BM_Pinned, HostToDevice_ferry, true, true)
+    ->Arg(int64_t{1} << 30)
+    ->Arg(int64_t{1} << 16)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Pinned, HostToDevice_cuMemcpy, true, false)
+    ->Arg(int64_t{1} << 30)
+    ->Arg(int64_t{1} << 16)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Pinned, DeviceToHost_ferry, false, true)
+    ->Arg(int64_t{1} << 30)
+    ->Arg(int64_t{1} << 16)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Pinned, DeviceToHost_cuMemcpy, false, false)
+    ->Arg(int64_t{1} << 30)
+    ->Arg(int64_t{1} << 16)
+    ->UseRealTime();
+
+// Copy bandwidth into an existing destination (no allocation in the loop), 1 GiB, between the
+// CPU and another device. With `raw`, the same blocks are copied with std::memcpy instead: the
+// peer, valid where both blocks are host memory (PoCL's CPU device keeps SVM in host memory).
+void BM_BufferCopy_1GiB(benchmark::State& state, ArrowDeviceType from, ArrowDeviceType to,
+                        bool raw) {
+  constexpr int64_t n = int64_t{1} << 30;
+  auto src_dev = ResolveDevice(from, 0);
+  auto dst_dev = ResolveDevice(to, 0);
+  if (!src_dev.ok() || !dst_dev.ok()) {
+    state.SkipWithError(("device missing on this machine: " +
+                         (src_dev.ok() ? dst_dev.status() : src_dev.status()).message())
+                            .c_str());
+    return;
+  }
+  auto src = (*src_dev)->Allocate(n, nullptr);
+  auto dst = (*dst_dev)->Allocate(n, nullptr);
+  if (!src.ok() || !dst.ok()) std::abort();
+  std::vector<char> pattern(1 << 20, 0x5A);
+  for (int64_t at = 0; at < n; at += 1 << 20) {  // fill the source through its device
+    if (!BufferCopy(*CpuDevice(), {pattern.data(), 1 << 20}, **src_dev,
+                    {static_cast<char*>(*src) + at, 1 << 20})
+             .ok()) {
+      std::abort();
+    }
+  }
+  // One untimed copy touches every destination page.
+  if (!BufferCopy(**src_dev, {*src, n}, **dst_dev, {*dst, n}).ok()) std::abort();
+  for (auto _ : state) {
+    if (raw) {
+      std::memcpy(*dst, *src, static_cast<size_t>(n));
+      benchmark::ClobberMemory();
+    } else if (!BufferCopy(**src_dev, {*src, n}, **dst_dev, {*dst, n}).ok()) {
+      std::abort();
+    }
+  }
+  (*src_dev)->Free(*src, n);
+  (*dst_dev)->Free(*dst, n);
+  state.SetBytesProcessed(state.iterations() * n);
+}
+BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, CPU_to_CPU_memcpy, ARROW_DEVICE_CPU, ARROW_DEVICE_CPU, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, GUARDED_to_CPU, ARROW_DEVICE_EXT_DEV, ARROW_DEVICE_CPU, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, CPU_to_OPENCL, ARROW_DEVICE_CPU, ARROW_DEVICE_OPENCL, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, CPU_to_OPENCL_memcpy, ARROW_DEVICE_CPU, ARROW_DEVICE_OPENCL,
+                  true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, OPENCL_to_CPU, ARROW_DEVICE_OPENCL, ARROW_DEVICE_CPU, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, OPENCL_to_CPU_memcpy, ARROW_DEVICE_OPENCL, ARROW_DEVICE_CPU,
+                  true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_BufferCopy_1GiB, CPU_to_CUDA, ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,49 @@
+// Result<T>: a value or the Status that explains why there is none.
+#pragma once
+
+#include <optional>
+#include <utility>
+
+#include "ferry/core/status.hpp"
+
+namespace ferry {
+
+/// A T on success, otherwise a non-OK Status. Move-friendly; holds T by value.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
+  Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
+    if (status_.ok()) status_ = Status::Invalid("Result built from an OK status without a value");
+  }
+
+  bool ok() const noexcept { return value_.has_value(); }
+  const Status& status() const noexcept { return status_; }
+
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T ValueOrDie() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+}  // namespace ferry
+
+// `tmp` and `lhs` name a variable and a declaration, so they cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#define FERRY_ASSIGN_OR_RAISE_IMPL(tmp, lhs, rexpr) \
+  auto tmp = (rexpr);                               \
+  if (!tmp.ok()) return tmp.status();               \
+  lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
+
+/// Evaluate a Result expression; on error return its Status, else assign its value to `lhs`.
+#define FERRY_ASSIGN_OR_RAISE(lhs, rexpr) \
+  FERRY_ASSIGN_OR_RAISE_IMPL(FERRY_CONCAT(_ferry_res_, __LINE__), lhs, rexpr)

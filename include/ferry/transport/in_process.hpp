@@ -1,0 +1,17 @@
+// The in-process transport: two connected ends in one process, for tests and threads.
+#pragma once
+
+#include <memory>
+#include <utility>
+
+#include "ferry/abi/export.h"
+#include "ferry/transport/transport.hpp"
+
+namespace ferry::transport {
+
+/// Two connected in-process ends. Messages are copied once, into the receiver's mailbox; regions
+/// and fetches are not supported (ENOTSUP).
+FERRY_EXPORT std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>>
+MakeInProcessPair();
+
+}  // namespace ferry::transport

@@ -1,0 +1,25 @@
+// The shared-memory transport, for processes on one host: messages travel over a Unix socket,
+// and type-1 bodies stay in memfd segments the server creates (mode 0600) and hands to the client
+// with the socket's descriptor passing, so the client maps them read-only and reads in place.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "ferry/transport/transport.hpp"
+
+namespace ferry::transport {
+
+/// Listen on the Unix socket `path` (an empty path picks one under $TMPDIR or /tmp). The socket
+/// file is removed when the listener closes.
+Result<std::unique_ptr<Listener>> ListenShm(const std::string& path);
+/// Connect to a shared-memory listener.
+Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
+                                               std::chrono::milliseconds timeout);
+
+/// How a wire address names a byte of a shared segment: the segment's index in the top 24 bits,
+/// the byte offset in the low 40.
+constexpr int kShmOffsetBits = 40;
+
+}  // namespace ferry::transport

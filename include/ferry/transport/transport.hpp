@@ -1,0 +1,95 @@
+// The transport interface: untagged messages in order, tagged messages matched by tag and mask,
+// memory regions a peer may read, and connection errors. Every transport (in-process, shared
+// memory, UCX) implements it, and one conformance suite tests them all. A transport moves bytes;
+// it never sees Arrow types.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ferry/abi/export.h"
+#include "ferry/core/bytes.hpp"
+#include "ferry/core/result.hpp"
+#include "ferry/transport/region.hpp"
+
+namespace ferry::transport {
+
+/// A received tagged message: the sender's full tag and the payload, owned by the receiver.
+struct TaggedMessage {
+  uint64_t tag = 0;
+  SharedBytes payload;
+};
+
+/// Tag of the transports' own control messages (a region's descriptor or rkey). Its reserved
+/// bits are set, so it never matches a body, want_data or free_data tag.
+constexpr uint64_t kRegionTag = 0x00F0000000000000ULL;
+
+/// One end of a connection. Sends gather `pieces` into one message (a transport may send them
+/// without copying); receives block up to `timeout` and fail with ETIMEDOUT, or with EPIPE once
+/// the peer has closed and nothing matching is left. Thread-safe: any thread may send or
+/// receive.
+class FERRY_EXPORT Connection {
+ public:
+  virtual ~Connection() = default;
+  [[nodiscard]] virtual Status Send(std::span<const ByteSpan> pieces) = 0;
+  [[nodiscard]] virtual Status SendTagged(uint64_t tag, std::span<const ByteSpan> pieces) = 0;
+  /// Send a metadata message and its body's tagged message together: transports may do it in
+  /// one operation (shared memory: one sendmsg). By default, Send then SendTagged.
+  [[nodiscard]] virtual Status SendMessageAndBody(std::span<const ByteSpan> metadata, uint64_t tag,
+                                                  std::span<const ByteSpan> body);
+  virtual Result<SharedBytes> Receive(std::chrono::milliseconds timeout) = 0;
+  /// A hint: a tagged message with exactly `tag`, of at most `size` bytes, is expected. A
+  /// transport may post a receive for it now, into memory of its own (UCX does, so a body is
+  /// taken the moment it arrives); a larger message then fails the connection with an error
+  /// naming both sizes. By default nothing.
+  virtual void Expect(uint64_t tag, int64_t size);
+  /// Whether Expect does anything here (callers may skip working out the size otherwise).
+  virtual bool posts_receives() const { return false; }
+  /// The oldest tagged message whose tag satisfies `(tag & mask) == (want & mask)`.
+  virtual Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
+                                              std::chrono::milliseconds timeout) = 0;
+  /// Close this end; the peer's receives drain what was sent, then fail with EPIPE.
+  virtual void Close() = 0;
+
+  /// Server side: make `region` readable by the peer (shared memory passes its descriptor; UCX
+  /// sends the packed rkey), before the first pair that points into it. ENOTSUP by default.
+  [[nodiscard]] virtual Status ShareRegion(const std::shared_ptr<Region>& region);
+  /// Client side: bring the buffers `refs` (wire addresses into regions the peer shared) here.
+  /// A ref outside every shared region is an error naming it. Shared memory maps them in place;
+  /// UCX gets them into one local allocation. ENOTSUP by default.
+  virtual Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
+                                    std::chrono::milliseconds timeout);
+};
+
+/// A listening endpoint of one transport. Thread-safe.
+class FERRY_EXPORT Listener {
+ public:
+  virtual ~Listener() = default;
+  /// The next client, waiting up to `timeout` (ETIMEDOUT), or ECANCELED once closed.
+  virtual Result<std::unique_ptr<Connection>> Accept(std::chrono::milliseconds timeout) = 0;
+  /// The URI scheme ("shm", "ucx") and the authority clients connect to (a socket path, or
+  /// host:port).
+  virtual std::string scheme() const = 0;
+  virtual std::string address() const = 0;
+  /// Memory for type-1 bodies, `size` bytes, to be shared on connections. ENOTSUP where the
+  /// transport has none.
+  virtual Result<std::shared_ptr<Region>> CreateRegion(int64_t size);
+  /// Stop accepting; blocked Accept calls return ECANCELED.
+  virtual void Close() = 0;
+};
+
+/// Listen with the transport a URI scheme names ("shm" or "ucx") at `address` (a socket path or
+/// host:port; empty picks a fresh one). Errors name an unknown scheme, or one this build lacks.
+FERRY_EXPORT Result<std::unique_ptr<Listener>> Listen(const std::string& scheme,
+                                                      const std::string& address);
+/// Connect to a listener, waiting up to `timeout`.
+FERRY_EXPORT Result<std::unique_ptr<Connection>> Connect(const std::string& scheme,
+                                                         const std::string& address,
+                                                         std::chrono::milliseconds timeout);
+
+}  // namespace ferry::transport

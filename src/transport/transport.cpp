@@ -1,0 +1,47 @@
+// What every transport shares: the interface's defaults, and the choice of a transport by URI
+// scheme.
+#include "ferry/transport/transport.hpp"
+
+#include <cerrno>
+#include <string>
+
+#include "ferry/transport/shm.hpp"
+#include "ferry/transport/ucx.hpp"
+
+namespace ferry::transport {
+
+Status Connection::SendMessageAndBody(std::span<const ByteSpan> metadata, uint64_t tag,
+                                      std::span<const ByteSpan> body) {
+  FERRY_RETURN_NOT_OK(Send(metadata));
+  return SendTagged(tag, body);
+}
+
+void Connection::Expect(uint64_t /*tag*/, int64_t /*size*/) {}
+
+Status Connection::ShareRegion(const std::shared_ptr<Region>& /*region*/) {
+  return Status(ENOTSUP, "this transport cannot share memory regions (no type-1 bodies)");
+}
+
+Result<FetchedBody> Connection::Fetch(std::span<const BufferRef> /*refs*/,
+                                      std::chrono::milliseconds /*timeout*/) {
+  return Status(ENOTSUP, "this transport cannot fetch type-1 bodies");
+}
+
+Result<std::shared_ptr<Region>> Listener::CreateRegion(int64_t /*size*/) {
+  return Status(ENOTSUP, "this transport has no memory regions (no type-1 bodies)");
+}
+
+Result<std::unique_ptr<Listener>> Listen(const std::string& scheme, const std::string& address) {
+  if (scheme == "shm") return ListenShm(address);
+  if (scheme == "ucx") return ListenUcx(address);
+  return Status::Invalid("unknown transport \"" + scheme + "\" (expected shm or ucx)");
+}
+
+Result<std::unique_ptr<Connection>> Connect(const std::string& scheme, const std::string& address,
+                                            std::chrono::milliseconds timeout) {
+  if (scheme == "shm") return ConnectShm(address, timeout);
+  if (scheme == "ucx") return ConnectUcx(address, timeout);
+  return Status::Invalid("unknown transport \"" + scheme + "\" (expected shm or ucx)");
+}
+
+}  // namespace ferry::transport

@@ -1,0 +1,66 @@
+// The mailbox every transport delivers into: order, tag matching, close, and the byte limit that
+// holds a transport's reader back while its consumer is slow.
+#include "transport/mailbox.hpp"
+
+#include <atomic>
+#include <thread>
+
+#include "support/test_util.hpp"
+
+namespace ferry::transport::internal {
+namespace {
+
+using namespace std::chrono_literals;
+
+SharedBytes Bytes(int64_t n) {
+  auto owner = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n), uint8_t{7});
+  return SharedBytes{owner->data(), n, owner};
+}
+
+TEST(Mailbox, APushPastTheLimitWaitsForAPop) {
+  Mailbox box(100);
+  ASSERT_OK(box.PushUntagged(Bytes(60)));
+  ASSERT_OK(box.PushUntagged(Bytes(60)));  // 60 <= 100 when it was pushed: it goes in
+  std::atomic<bool> pushed{false};
+  std::thread late([&] {
+    EXPECT_OK(box.PushTagged(TaggedMessage{5, Bytes(10)}));  // 120 > 100: waits
+    pushed = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(pushed.load());
+  ASSERT_OK_AND_ASSIGN(SharedBytes first, box.PopUntagged(1s));
+  EXPECT_EQ(first.size, 60);
+  late.join();  // 60 left: the waiting push went in
+  EXPECT_TRUE(pushed.load());
+  ASSERT_OK_AND_ASSIGN(TaggedMessage m, box.PopTagged(5, ~uint64_t{0}, 1s));
+  EXPECT_EQ(m.payload.size, 10);
+}
+
+TEST(Mailbox, AMessageLargerThanTheLimitStillGoesIntoAnEmptyBox) {
+  Mailbox box(100);
+  ASSERT_OK(box.PushTagged(TaggedMessage{1, Bytes(1000)}));
+  ASSERT_OK_AND_ASSIGN(TaggedMessage m, box.PopTagged(1, ~uint64_t{0}, 1s));
+  EXPECT_EQ(m.payload.size, 1000);
+}
+
+TEST(Mailbox, CloseWakesAWaitingPushWithEpipe) {
+  Mailbox box(10);
+  ASSERT_OK(box.PushUntagged(Bytes(20)));
+  std::thread late([&] { ASSERT_RAISES_WITH(EPIPE, "closed", box.PushUntagged(Bytes(1))); });
+  std::this_thread::sleep_for(20ms);
+  box.Close("gone");
+  late.join();
+  // What was queued still drains, then the close reason.
+  ASSERT_OK(box.PopUntagged(0ms).status());
+  ASSERT_RAISES_WITH(EPIPE, "gone while waiting for an untagged message", box.PopUntagged(0ms));
+}
+
+TEST(Mailbox, WithoutALimitPushesNeverWait) {
+  Mailbox box;
+  for (int i = 0; i < 100; ++i) ASSERT_OK(box.PushUntagged(Bytes(1 << 16)));
+  for (int i = 0; i < 100; ++i) ASSERT_OK(box.PopUntagged(0ms).status());
+  ASSERT_RAISES_WITH(ETIMEDOUT, "timed out", box.PopUntagged(0ms));
+}
+
+}  // namespace
+}  // namespace ferry::transport::internal

@@ -1,0 +1,169 @@
+// The transport conformance suite: written once, run on every transport. Ordering of untagged
+// messages, tag-and-mask matching out of order, timeouts, close semantics, concurrency and large
+// payloads.
+#include "ferry/transport/transport.hpp"
+
+#include <cstring>
+#include <functional>
+#include <set>
+#include <thread>
+
+#include "ferry/transport/in_process.hpp"
+#include "ferry/transport/ucx.hpp"
+#include "support/test_util.hpp"
+#include "support/transport_util.hpp"
+
+namespace ferry::transport {
+namespace {
+
+using namespace std::chrono_literals;
+using Pair = std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>>;
+using testing::kNumberMask;
+using testing::Tag;
+
+struct TransportCase {
+  std::string name;
+  std::function<Pair()> make;
+};
+
+// A connected pair over a fresh listener of `scheme`; the listener goes once both ends exist.
+Pair ListenAndConnect(const std::string& scheme) {
+  auto listener = Listen(scheme, "");
+  if (!listener.ok()) return {};
+  auto client = Connect(scheme, (*listener)->address(), 5s);
+  if (!client.ok()) return {};
+  auto server = (*listener)->Accept(5s);
+  if (!server.ok()) return {};
+  return {std::move(*server), std::move(*client)};
+}
+
+std::vector<TransportCase> Transports() {
+  return {{"InProcess", &MakeInProcessPair},
+          {"Shm", [] { return ListenAndConnect("shm"); }},
+          {"Ucx", [] {
+             // A build without UCX skips this case (SetUp sees the skip) instead of failing.
+             if (!UcxAvailable()) {
+               [] { GTEST_SKIP() << "this build of ferry has no UCX transport"; }();
+               return Pair{};
+             }
+             return ListenAndConnect("ucx");
+           }}};
+}
+
+class TransportConformance : public ::testing::TestWithParam<size_t> {
+ protected:
+  void SetUp() override {
+    std::tie(a_, b_) = Transports()[GetParam()].make();
+    if (IsSkipped()) return;
+    ASSERT_TRUE(a_ && b_) << "could not connect a pair over " << Transports()[GetParam()].name;
+  }
+  std::unique_ptr<Connection> a_, b_;
+};
+
+std::string Text(const SharedBytes& bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data), static_cast<size_t>(bytes.size));
+}
+
+Status SendText(Connection& c, const std::string& head, const std::string& tail) {
+  const ByteSpan pieces[] = {{head.data(), static_cast<int64_t>(head.size())},
+                             {tail.data(), static_cast<int64_t>(tail.size())}};
+  return c.Send(pieces);
+}
+
+TEST_P(TransportConformance, UntaggedMessagesKeepTheirOrderAndBytes) {
+  for (int i = 0; i < 100; ++i) ASSERT_OK(SendText(*a_, "m", std::to_string(i)));
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_OK_AND_ASSIGN(SharedBytes m, b_->Receive(1s));
+    EXPECT_EQ(Text(m), "m" + std::to_string(i));
+  }
+}
+
+TEST_P(TransportConformance, TaggedMessagesMatchByTagAndMask) {
+  // Bodies for sequence numbers 3, 1, 2 arrive out of order, with mixed body types.
+  for (uint32_t seq : {3u, 1u, 2u}) {
+    const std::string payload = "body" + std::to_string(seq);
+    const ByteSpan piece{payload.data(), static_cast<int64_t>(payload.size())};
+    ASSERT_OK(a_->SendTagged(Tag(seq == 2 ? 1 : 0, seq), {&piece, 1}));
+  }
+  for (uint32_t seq : {1u, 2u, 3u}) {
+    ASSERT_OK_AND_ASSIGN(TaggedMessage m, b_->ReceiveTagged(seq, kNumberMask, 1s));
+    EXPECT_EQ(m.tag & kNumberMask, seq);
+    EXPECT_EQ(Text(m.payload), "body" + std::to_string(seq));
+    EXPECT_EQ(m.tag >> 56, seq == 2 ? 1u : 0u);
+  }
+  // An exact match (full mask) does not take a message with another body type.
+  const std::string x = "x";
+  const ByteSpan piece{x.data(), 1};
+  ASSERT_OK(a_->SendTagged(Tag(1, 9), {&piece, 1}));
+  ASSERT_RAISES_WITH(ETIMEDOUT, "timed out", b_->ReceiveTagged(Tag(0, 9), ~uint64_t{0}, 10ms));
+  ASSERT_OK(b_->ReceiveTagged(Tag(1, 9), ~uint64_t{0}, 1s).status());
+}
+
+TEST_P(TransportConformance, ReceivesTimeOutWithAClearError) {
+  ASSERT_RAISES_WITH(ETIMEDOUT, "timed out waiting for an untagged message", b_->Receive(10ms));
+  ASSERT_RAISES_WITH(ETIMEDOUT, "timed out waiting for a tagged message",
+                     b_->ReceiveTagged(1, kNumberMask, 10ms));
+}
+
+TEST_P(TransportConformance, CloseDrainsThenFails) {
+  ASSERT_OK(SendText(*a_, "last", ""));
+  a_->Close();
+  ASSERT_OK_AND_ASSIGN(SharedBytes m, b_->Receive(1s));
+  EXPECT_EQ(Text(m), "last");
+  ASSERT_RAISES_WITH(EPIPE, "peer closed", b_->Receive(1s));
+  ASSERT_RAISES_WITH(EPIPE, "closed", SendText(*b_, "late", ""));
+  ASSERT_RAISES_WITH(EPIPE, "closed", SendText(*a_, "late", ""));
+}
+
+TEST_P(TransportConformance, CloseWakesABlockedReceiver) {
+  std::thread closer([this] {
+    std::this_thread::sleep_for(20ms);
+    a_->Close();
+  });
+  ASSERT_RAISES_WITH(EPIPE, "peer closed", b_->ReceiveTagged(1, kNumberMask, 10s));
+  closer.join();
+}
+
+TEST_P(TransportConformance, ConcurrentSendersLoseNothing) {
+  constexpr uint32_t kThreads = 4;
+  constexpr uint32_t kEach = 250;
+  std::vector<std::thread> senders;
+  for (uint32_t t = 0; t < kThreads; ++t) {
+    senders.emplace_back([this, t] {
+      for (uint32_t i = 0; i < kEach; ++i) {
+        const uint32_t seq = t * kEach + i;
+        const ByteSpan piece{&seq, 4};
+        EXPECT_OK(a_->SendTagged(Tag(0, seq), {&piece, 1}));
+      }
+    });
+  }
+  std::set<uint32_t> seen;
+  for (uint32_t k = 0; k < kThreads * kEach; ++k) {
+    ASSERT_OK_AND_ASSIGN(TaggedMessage m, b_->ReceiveTagged(0, 0, 5s));  // mask 0: any
+    uint32_t payload = 0;
+    std::memcpy(&payload, m.payload.data, 4);
+    EXPECT_EQ(payload, m.tag & kNumberMask);
+    seen.insert(payload);
+  }
+  for (std::thread& s : senders) s.join();
+  EXPECT_EQ(seen.size(), kThreads * kEach);
+}
+
+TEST_P(TransportConformance, LargePayloadsArriveIntact) {
+  std::vector<uint8_t> big(8 << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 131 + 7);
+  const ByteSpan piece{big.data(), static_cast<int64_t>(big.size())};
+  ASSERT_OK(a_->SendTagged(Tag(0, 5), {&piece, 1}));
+  ASSERT_OK_AND_ASSIGN(TaggedMessage m, b_->ReceiveTagged(5, kNumberMask, 5s));
+  ASSERT_EQ(m.payload.size, static_cast<int64_t>(big.size()));
+  EXPECT_EQ(std::memcmp(m.payload.data, big.data(), big.size()), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransports, TransportConformance,
+                         ::testing::Range<size_t>(0, Transports().size()),
+                         [](const ::testing::TestParamInfo<size_t>& param_info) {
+                           return Transports()[param_info.param].name;
+                         });
+
+}  // namespace
+}  // namespace ferry::transport
