@@ -1,15 +1,33 @@
 #!/usr/bin/env bash
-# Style gates: clang-format must leave the tree unchanged, and clang-tidy (.clang-tidy) must
-# report nothing on the library and the tool. Needs a configured build for compile_commands.json.
+# Style and structure gates: the include direction (scripts/layers.txt, with its own test on
+# planted violations), the exported symbols of libferry.so, clang-format (the tree must not
+# change) and clang-tidy (.clang-tidy; nothing reported on the library and the tool). Needs a
+# configured and built tree for compile_commands.json and libferry.so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/test}
+echo "== include direction"
+python3 scripts/check_layers.py
+python3 scripts/test_check_layers.py 2>&1 | tail -1
+echo "== file sizes"
+long=""
+for f in $(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.py' '*.rb'); do
+  if [ "$(wc -l <"$f")" -gt 600 ] && ! head -3 "$f" | grep -q "Over 600 lines:"; then long+="$f "; fi
+done
+if [ -n "$long" ]; then
+  echo "lint: over 600 lines without an 'Over 600 lines: <reason>' line at the top: $long" >&2
+  exit 1
+fi
+echo "== exported symbols"
+bash scripts/check_symbols.sh "$build/libferry.so"
+echo "== clang-format"
 files=$(git ls-files '*.c' '*.h' '*.cpp' '*.hpp')
 clang-format --dry-run -Werror $files
+echo "== clang-tidy"
 tidy_out=$(clang-tidy -p "$build" --quiet --extra-arg=-Wno-unknown-warning-option $(git ls-files 'src/*.cpp' 'tools/*.cpp') 2>/dev/null | grep -E "warning:|error:" || true)
 if [ -n "$tidy_out" ]; then
   echo "$tidy_out"
   echo "lint: clang-tidy reported the findings above" >&2
   exit 1
 fi
-echo "lint: clang-format and clang-tidy clean"
+echo "lint: layering, symbols, clang-format and clang-tidy clean"

@@ -1,3 +1,4 @@
+// Over 600 lines: one benchmark program (servers, peers, timing, JSON) kept whole to run as one.
 // Issue 6's transfer benchmark: a 1 GiB table of mixed columns (int64, double, short string,
 // list<int32>) in 16 batches of 64 MiB, moved from a server process to this one:
 //   (a) pyarrow IPC stream over a Unix socket, pyarrow on both ends (bench/dipc/pyarrow_socket.py)

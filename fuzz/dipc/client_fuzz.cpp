@@ -11,6 +11,7 @@
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "ferry/transport/in_process.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 
 namespace ferry::python {
 namespace {

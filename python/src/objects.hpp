@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common.hpp"
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "ferry/memview/memory_view.hpp"
 
 namespace ferry::python {

@@ -1,3 +1,4 @@
+# Over 600 lines: the ctypes declaration of every C function, kept in one table for the tests.
 """A ctypes loader for ferry's C surface, used by the tests until the nanobind binding lands."""
 import ctypes
 import glob

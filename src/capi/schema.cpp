@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "capi/error.hpp"
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 
 using ferry::Status;
 

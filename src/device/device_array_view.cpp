@@ -10,6 +10,7 @@
 #include "device/device_internal.hpp"
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/device/device_array.hpp"
+#include "ferry/format/bits.hpp"
 
 namespace ferry {
 
@@ -252,13 +253,6 @@ void Rebase(const uint8_t* raw, int64_t n, T base, uint8_t* out) {
     v = static_cast<T>(v - base);
     std::memcpy(out + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
   }
-}
-
-int64_t CountSetBits(const uint8_t* bits, int64_t n) {
-  int64_t count = 0;
-  for (int64_t i = 0; i < n / 8; ++i) count += __builtin_popcount(bits[i]);
-  for (int64_t i = n / 8 * 8; i < n; ++i) count += (bits[i / 8] >> (i % 8)) & 1;
-  return count;
 }
 
 }  // namespace
@@ -567,7 +561,7 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
     } else if (n.own_range && v.null_count() >= 0) {
       a.null_count = v.null_count();
     } else if (must_finish || (dst.device_type() == ARROW_DEVICE_CPU && stream == nullptr)) {
-      a.null_count = n.len - CountSetBits(static_cast<const uint8_t*>(a.buffers[0]), n.len);
+      a.null_count = n.len - CountSetBits(static_cast<const uint8_t*>(a.buffers[0]), 0, n.len);
     } else {
       a.null_count = -1;
     }

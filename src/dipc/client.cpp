@@ -12,7 +12,6 @@
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/dipc/sequencer.hpp"
-#include "ferry/dipc/server.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/transport/transport.hpp"

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "bits.hpp"
+#include "ferry/format/bits.hpp"
 #include "half.hpp"
 
 namespace ferry {
@@ -250,7 +250,7 @@ bool ArrayView::IsValid(int64_t i) const noexcept {
       break;
   }
   const uint8_t* validity = buffers_.empty() ? nullptr : buffers_[0].data;
-  return validity == nullptr || internal::GetBit(validity, offset_ + i);
+  return validity == nullptr || GetBit(validity, offset_ + i);
 }
 
 int64_t ArrayView::GetInt(int64_t i) const noexcept {
@@ -258,7 +258,7 @@ int64_t ArrayView::GetInt(int64_t i) const noexcept {
   const int64_t j = offset_ + i;
   switch (type_.storage_type) {
     case TypeId::kBool:
-      return internal::GetBit(data, j) ? 1 : 0;
+      return GetBit(data, j) ? 1 : 0;
     case TypeId::kInt8:
       return Load<int8_t>(data, j);
     case TypeId::kUInt8:

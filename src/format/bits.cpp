@@ -1,13 +1,13 @@
 // Popcount over bitmaps: an AVX2 nibble-table kernel where the CPU has AVX2, POPCNT otherwise,
 // and a portable loop as the last resort. The choice is made once per process.
-#include "bits.hpp"
+#include "ferry/format/bits.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define FERRY_X86_DISPATCH 1
 #endif
 
-namespace ferry::internal {
+namespace ferry {
 
 namespace {
 
@@ -91,4 +91,4 @@ int64_t CountSetBitsInWords(const uint8_t* words, int64_t n_words) noexcept {
 #endif
 }
 
-}  // namespace ferry::internal
+}  // namespace ferry

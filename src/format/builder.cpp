@@ -1,12 +1,13 @@
 // ArrayBuilder: appends for every type, and export of the built buffers as an ArrowArray tree.
+// Over 600 lines: one builder serves every Arrow type through state that a split would scatter.
 #include "ferry/format/builder.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "decimal.hpp"
 #include "ferry/core/keep_alive.hpp"
+#include "ferry/format/decimal.hpp"
 #include "half.hpp"
 
 namespace ferry {
@@ -458,8 +459,8 @@ Status ArrayBuilder::AppendBytes(std::string_view value) {
 Status ArrayBuilder::AppendDecimal(std::string_view text) {
   if (!IsDecimal(type_.storage_type) || is_dictionary_) return TypeError("a decimal");
   uint8_t bytes[32];
-  FERRY_RETURN_NOT_OK(internal::ParseDecimal(text, type_.decimal_precision, type_.decimal_scale,
-                                             type_.decimal_bitwidth, bytes));
+  FERRY_RETURN_NOT_OK(ParseDecimal(text, type_.decimal_precision, type_.decimal_scale,
+                                   type_.decimal_bitwidth, bytes));
   return AppendFixed(bytes, type_.decimal_bitwidth / 8);
 }
 

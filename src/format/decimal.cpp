@@ -1,10 +1,10 @@
 // Decimal conversions over 256-bit magnitudes held as four 64-bit limbs.
-#include "decimal.hpp"
+#include "ferry/format/decimal.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-namespace ferry::internal {
+namespace ferry {
 
 namespace {
 
@@ -135,4 +135,4 @@ std::string DecimalToString(const uint8_t* bytes, int32_t bitwidth, int32_t scal
   return negative ? "-" + out : out;
 }
 
-}  // namespace ferry::internal
+}  // namespace ferry

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "decimal.hpp"
+#include "ferry/format/decimal.hpp"
 #include "ferry/format/json.hpp"
 
 namespace ferry {
@@ -120,8 +120,8 @@ Status AppendStorageValue(const ArrayView& v, int64_t i, std::string* out, int d
     case TypeId::kDecimal256: {
       std::string_view bytes = v.GetBytes(i);
       *out += '"';
-      *out += internal::DecimalToString(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                        t.decimal_bitwidth, t.decimal_scale);
+      *out += DecimalToString(reinterpret_cast<const uint8_t*>(bytes.data()), t.decimal_bitwidth,
+                              t.decimal_scale);
       *out += '"';
       return Status::OK();
     }

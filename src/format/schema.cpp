@@ -3,7 +3,7 @@
 
 #include <new>
 
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 
 namespace ferry {
 

@@ -2,8 +2,8 @@
 #include <cstring>
 #include <string>
 
-#include "bits.hpp"
 #include "ferry/format/array_view.hpp"
+#include "ferry/format/bits.hpp"
 #include "utf8.hpp"
 
 namespace ferry {
@@ -433,7 +433,7 @@ class ArrayValidator {
     }
     const uint8_t* validity = v.buffer(0).data;
     if (validity == nullptr) return Status::OK();  // Minimal already required null_count == 0
-    const int64_t nulls = v.length() - internal::CountSetBits(validity, v.offset(), v.length());
+    const int64_t nulls = v.length() - CountSetBits(validity, v.offset(), v.length());
     if (nulls != v.null_count()) {
       return Fail(path, -1,
                   "null_count is " + std::to_string(v.null_count()) +

@@ -5,7 +5,7 @@
 #include <deque>
 
 #include "ferry/core/keep_alive.hpp"
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "ipc/endian.hpp"
 
 namespace ferry::ipc::internal {

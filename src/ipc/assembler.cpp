@@ -6,8 +6,8 @@
 #include <cstring>
 #include <thread>
 
-#include "ferry/format/type.hpp"
-#include "format/bits.hpp"
+#include "ferry/format/bits.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "ipc/endian.hpp"
 
 namespace ferry::ipc::internal {
@@ -69,7 +69,7 @@ class Assembler {
     } else if (has_validity && buffers[0] != nullptr) {
       null_count = (whole && a->null_count >= 0)
                        ? a->null_count
-                       : length - ferry::internal::CountSetBits(buffers[0], offset, length);
+                       : length - CountSetBits(buffers[0], offset, length);
     }
     out_.nodes.emplace_back(length, null_count);
 

@@ -4,7 +4,7 @@
 #include <bit>
 #include <string>
 
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 
 namespace ferry::ipc::internal {
 

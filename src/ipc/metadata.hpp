@@ -11,7 +11,7 @@
 
 #include "ferry/abi/unique.hpp"
 #include "ferry/format/schema.hpp"
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "ipc/flatbuffers.hpp"
 
 namespace ferry::ipc::internal {

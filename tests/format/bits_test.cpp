@@ -1,5 +1,5 @@
 // Bitmap popcount against a bit-by-bit count, across offsets and lengths that cross word edges.
-#include "format/bits.hpp"
+#include "ferry/format/bits.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "support/test_util.hpp"
 #include "support/type_catalog.hpp"
 

@@ -1,10 +1,9 @@
 // Format strings: every valid form parses and round-trips; every error names its position.
-#include "ferry/format/type.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "ferry/format/schema.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry {

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 
 namespace ferry::testing {
 

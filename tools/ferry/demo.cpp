@@ -13,7 +13,7 @@
 #include "ferry/format/builder.hpp"
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ferry/ipc/writer.hpp"

@@ -7,12 +7,12 @@
 
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/format/json.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "ferry/format/stream.hpp"
-#include "ferry/format/type.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/writer.hpp"
-#include "integration_json.hpp"
+#include "testing/integration_json.hpp"
 
 namespace ferry::cli {
 
@@ -163,7 +163,7 @@ int RunCat(const IpcOptions& o) {
     std::vector<const ArrowArray*> arrays;
     arrays.reserve(batches.size());
     for (const Array& b : batches) arrays.push_back(b.array());
-    Result<nlohmann::json> doc = IntegrationJson(reader->schema(), arrays);
+    Result<nlohmann::json> doc = testing::IntegrationJson(reader->schema(), arrays);
     if (!doc.ok()) return Fail(o.input, doc.status());
     std::printf("%s\n", doc->dump(1).c_str());
     return 0;

@@ -6,8 +6,11 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define FERRY_EXPORT __attribute__((visibility("default")))
+/* For the private parts of an exported class (its pimpl), which would otherwise be exported. */
+#define FERRY_HIDDEN __attribute__((visibility("hidden")))
 #else
 #define FERRY_EXPORT
+#define FERRY_HIDDEN
 #endif
 
 #endif /* FERRY_ABI_EXPORT_H */

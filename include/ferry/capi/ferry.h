@@ -13,6 +13,7 @@
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/device_abi.h"
 #include "ferry/abi/dlpack_abi.h"
+#include "ferry/abi/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,38 +50,40 @@ struct FerryArrayView {
 
 /** Initialise `view` for arrays of `schema` (parses every node; no array yet). On failure the
  * view is left reset. */
-FerryErrorCode FerryArrayViewInitFromSchema(struct FerryArrayView* view,
-                                            const struct ArrowSchema* schema,
-                                            struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryArrayViewInitFromSchema(struct FerryArrayView* view,
+                                                         const struct ArrowSchema* schema,
+                                                         struct FerryError* error);
 
 /** Point `view` at `array`, learning data-buffer sizes from the last offsets (O(1) host reads
  * per node). Validation is a separate step: FerryArrayViewValidate. */
-FerryErrorCode FerryArrayViewSetArray(struct FerryArrayView* view, const struct ArrowArray* array,
-                                      struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryArrayViewSetArray(struct FerryArrayView* view,
+                                                   const struct ArrowArray* array,
+                                                   struct FerryError* error);
 
 /** Point `view` at `array` without reading any buffer (safe for device memory). */
-FerryErrorCode FerryArrayViewSetArrayMinimal(struct FerryArrayView* view,
-                                             const struct ArrowArray* array,
-                                             struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryArrayViewSetArrayMinimal(struct FerryArrayView* view,
+                                                          const struct ArrowArray* array,
+                                                          struct FerryError* error);
 
 /** Validate the array the view points at, at `level` (a FerryValidationLevel; any other value
  * is EINVAL). The message names the path to the failing element, e.g.
  * `field "a" > child 0 > element 17: offset 40 > data size 32`. */
-FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, int32_t level,
-                                      struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, int32_t level,
+                                                   struct FerryError* error);
 
 /** Free the view's private data; safe to call more than once and on a zeroed view. */
-void FerryArrayViewReset(struct FerryArrayView* view);
+FERRY_EXPORT void FerryArrayViewReset(struct FerryArrayView* view);
 
 /** Buffer `i` of the viewed node: its address and size in bytes (-1 while unknown, as after
  * SetArrayMinimal). The memory belongs to the viewed array; nothing is read. */
-FerryErrorCode FerryArrayViewBufferView(const struct FerryArrayView* view, int64_t i,
-                                        struct FerryBufferView* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryArrayViewBufferView(const struct FerryArrayView* view, int64_t i,
+                                                     struct FerryBufferView* out,
+                                                     struct FerryError* error);
 
 /** Render the viewed array's values as JSON (ferry's rendering, docs/json.md) into a string
  * that the caller frees with FerryFree. Reads every element (host memory only). */
-FerryErrorCode FerryArrayViewToJson(const struct FerryArrayView* view, char** out_json,
-                                    struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryArrayViewToJson(const struct FerryArrayView* view, char** out_json,
+                                                 struct FerryError* error);
 
 /** The parsed parts of a format string. */
 struct FerryFormatInfo {
@@ -98,39 +101,41 @@ struct FerryFormatInfo {
 
 /** Parse one format string of the C data interface. The error names the character, its
  * position and why. */
-FerryErrorCode FerryFormatParse(const char* format, struct FerryFormatInfo* out,
-                                struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryFormatParse(const char* format, struct FerryFormatInfo* out,
+                                             struct FerryError* error);
 
 /** Print `info` back as a format string into `out` (`out_size` bytes, NUL-terminated); ERANGE
  * when it does not fit. */
-FerryErrorCode FerryFormatToString(const struct FerryFormatInfo* info, char* out, size_t out_size,
-                                   struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryFormatToString(const struct FerryFormatInfo* info, char* out,
+                                                size_t out_size, struct FerryError* error);
 
 /** Print a readable type of a schema tree (e.g. `list<item: int32>`) into `out`; ERANGE when
  * `out_size` is too small, with the size needed in `*needed` (when not NULL). */
-FerryErrorCode FerrySchemaToString(const struct ArrowSchema* schema, char* out, size_t out_size,
-                                   size_t* needed, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerrySchemaToString(const struct ArrowSchema* schema, char* out,
+                                                size_t out_size, size_t* needed,
+                                                struct FerryError* error);
 
 /** The name of a ferry type id ("int32", "large_list_view", ...), or "unknown". */
-const char* FerryTypeIdName(int32_t type_id);
+FERRY_EXPORT const char* FerryTypeIdName(int32_t type_id);
 
 /** Deep-copy `schema` into `out`, which the caller then owns and releases. */
-FerryErrorCode FerrySchemaDeepCopy(const struct ArrowSchema* schema, struct ArrowSchema* out,
-                                   struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerrySchemaDeepCopy(const struct ArrowSchema* schema,
+                                                struct ArrowSchema* out, struct FerryError* error);
 
 /** Build an array of `schema`'s type from JSON values (docs/json.md) with ferry's builders;
  * the caller owns `out` and releases it. */
-FerryErrorCode FerryArrayFromJson(const struct ArrowSchema* schema, const char* json,
-                                  struct ArrowArray* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryArrayFromJson(const struct ArrowSchema* schema, const char* json,
+                                               struct ArrowArray* out, struct FerryError* error);
 
 /** Make an ArrowArrayStream over `n_arrays` arrays of `schema`. Moves `*schema` and every
  * `arrays[i]` in (each is marked released), also on failure. */
-FerryErrorCode FerryArrayStreamInit(struct ArrowArrayStream* out, struct ArrowSchema* schema,
-                                    int64_t n_arrays, struct ArrowArray* arrays,
-                                    struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryArrayStreamInit(struct ArrowArrayStream* out,
+                                                 struct ArrowSchema* schema, int64_t n_arrays,
+                                                 struct ArrowArray* arrays,
+                                                 struct FerryError* error);
 
 /** Free memory that ferry allocated for the caller (e.g. FerryArrayViewToJson's string). */
-void FerryFree(void* ptr);
+FERRY_EXPORT void FerryFree(void* ptr);
 
 /* -- Devices (docs/device.md) ------------------------------------------------------------------
  * The functions of nanoarrow's device extension under the same names with Arrow replaced by
@@ -138,42 +143,42 @@ void FerryFree(void* ptr);
  * native handle (`CUstream*`, `cl_command_queue*`; `CUevent*`, `cl_event*`). */
 
 /** OK when ferry's device layer can run in this process (struct layouts match the spec). */
-FerryErrorCode FerryDeviceCheckRuntime(struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceCheckRuntime(struct FerryError* error);
 
 /** The CPU device (owned by ferry; never NULL). */
-struct FerryDevice* FerryDeviceCpu(void);
+FERRY_EXPORT struct FerryDevice* FerryDeviceCpu(void);
 
 /** Fill `device` with a copy of the CPU device that the caller owns; its `release` marks it
  * released. */
-void FerryDeviceInitCpu(struct FerryDevice* device);
+FERRY_EXPORT void FerryDeviceInitCpu(struct FerryDevice* device);
 
 /** The device for (type, id), owned by ferry: CPU, CUDA/CUDA_HOST/CUDA_MANAGED (GPU ordinal;
  * the driver is loaded at run time), OPENCL (ordinal among SVM devices) or EXT_DEV 0 (the
  * guarded test device). NULL when there is none; FerryDeviceResolveError then says why. */
-struct FerryDevice* FerryDeviceResolve(ArrowDeviceType device_type, int64_t device_id);
+FERRY_EXPORT struct FerryDevice* FerryDeviceResolve(ArrowDeviceType device_type, int64_t device_id);
 
 /** Why the last FerryDeviceResolve on this thread returned NULL ("" after a success). */
-const char* FerryDeviceResolveError(void);
+FERRY_EXPORT const char* FerryDeviceResolveError(void);
 
 /** Wrap `array` (moved in) as `device_array` on `device`; a non-NULL `sync_event` is owned by
  * the result. `reserved` is zeroed. */
-FerryErrorCode FerryDeviceArrayInit(struct FerryDevice* device,
-                                    struct ArrowDeviceArray* device_array, struct ArrowArray* array,
-                                    void* sync_event, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceArrayInit(struct FerryDevice* device,
+                                                 struct ArrowDeviceArray* device_array,
+                                                 struct ArrowArray* array, void* sync_event,
+                                                 struct FerryError* error);
 
 /** FerryDeviceArrayInit with a stream: given only a stream, an event is created, recorded on
  * it and owned by the result. */
-FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,
-                                         struct ArrowDeviceArray* device_array,
-                                         struct ArrowArray* array, void* sync_event, void* stream,
-                                         struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,
+                                                      struct ArrowDeviceArray* device_array,
+                                                      struct ArrowArray* array, void* sync_event,
+                                                      void* stream, struct FerryError* error);
 
 /** Wrap `array_stream` (moved in) as a device stream whose arrays are labelled `device`. The
  * end of the stream stays an array with a NULL release. */
-FerryErrorCode FerryDeviceBasicArrayStreamInit(struct ArrowDeviceArrayStream* device_array_stream,
-                                               struct ArrowArrayStream* array_stream,
-                                               struct FerryDevice* device,
-                                               struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceBasicArrayStreamInit(
+    struct ArrowDeviceArrayStream* device_array_stream, struct ArrowArrayStream* array_stream,
+    struct FerryDevice* device, struct FerryError* error);
 
 /** A view of a device array: its device (set by SetArray*) and the array view. Initialise with
  * FerryDeviceArrayViewInit, then FerryArrayViewInitFromSchema(&view.array_view, ...). */
@@ -183,75 +188,84 @@ struct FerryDeviceArrayView {
 };
 
 /** Zero `device_array_view`. */
-void FerryDeviceArrayViewInit(struct FerryDeviceArrayView* device_array_view);
+FERRY_EXPORT void FerryDeviceArrayViewInit(struct FerryDeviceArrayView* device_array_view);
 
 /** Free the view's private data (safe to repeat). */
-void FerryDeviceArrayViewReset(struct FerryDeviceArrayView* device_array_view);
+FERRY_EXPORT void FerryDeviceArrayViewReset(struct FerryDeviceArrayView* device_array_view);
 
 /** Point the view at `device_array` without reading any buffer. */
-FerryErrorCode FerryDeviceArrayViewSetArrayMinimal(struct FerryDeviceArrayView* device_array_view,
-                                                   struct ArrowDeviceArray* device_array,
-                                                   struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceArrayViewSetArrayMinimal(
+    struct FerryDeviceArrayView* device_array_view, struct ArrowDeviceArray* device_array,
+    struct FerryError* error);
 
 /** Point the view at `device_array` and learn the data sizes with one device round trip,
  * using the device's internal stream. */
-FerryErrorCode FerryDeviceArrayViewSetArray(struct FerryDeviceArrayView* device_array_view,
-                                            struct ArrowDeviceArray* device_array,
-                                            struct FerryError* error);
+FERRY_EXPORT FerryErrorCode
+FerryDeviceArrayViewSetArray(struct FerryDeviceArrayView* device_array_view,
+                             struct ArrowDeviceArray* device_array, struct FerryError* error);
 
 /** FerryDeviceArrayViewSetArray ordered on `stream` (required on devices with streams). */
-FerryErrorCode FerryDeviceArrayViewSetArrayAsync(struct FerryDeviceArrayView* device_array_view,
-                                                 struct ArrowDeviceArray* device_array,
-                                                 void* stream, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceArrayViewSetArrayAsync(
+    struct FerryDeviceArrayView* device_array_view, struct ArrowDeviceArray* device_array,
+    void* stream, struct FerryError* error);
 
 /** Copy the visible part of the viewed array to `device_dst` (one allocation; complete on
  * return). `dst` is owned by the caller. */
-FerryErrorCode FerryDeviceArrayViewCopy(struct FerryDeviceArrayView* src,
-                                        struct FerryDevice* device_dst,
-                                        struct ArrowDeviceArray* dst, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceArrayViewCopy(struct FerryDeviceArrayView* src,
+                                                     struct FerryDevice* device_dst,
+                                                     struct ArrowDeviceArray* dst,
+                                                     struct FerryError* error);
 
 /** FerryDeviceArrayViewCopy ordered on `stream`; a device result owns an event recorded on it. */
-FerryErrorCode FerryDeviceArrayViewCopyAsync(struct FerryDeviceArrayView* src,
-                                             struct FerryDevice* device_dst,
-                                             struct ArrowDeviceArray* dst, void* stream,
-                                             struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceArrayViewCopyAsync(struct FerryDeviceArrayView* src,
+                                                          struct FerryDevice* device_dst,
+                                                          struct ArrowDeviceArray* dst,
+                                                          void* stream, struct FerryError* error);
 
 /** Move `src` to `device_dst` without copying; ENOTSUP (src untouched) when no zero-copy path
  * exists. */
-FerryErrorCode FerryDeviceArrayMoveToDevice(struct ArrowDeviceArray* src,
-                                            struct FerryDevice* device_dst,
-                                            struct ArrowDeviceArray* dst, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceArrayMoveToDevice(struct ArrowDeviceArray* src,
+                                                         struct FerryDevice* device_dst,
+                                                         struct ArrowDeviceArray* dst,
+                                                         struct FerryError* error);
 
 /** Allocate `dst` on `device_dst` and copy `src` into it (complete on return). */
-FerryErrorCode FerryDeviceBufferInit(struct FerryDevice* device_src, struct FerryBufferView src,
-                                     struct FerryDevice* device_dst, struct FerryBuffer* dst,
-                                     struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceBufferInit(struct FerryDevice* device_src,
+                                                  struct FerryBufferView src,
+                                                  struct FerryDevice* device_dst,
+                                                  struct FerryBuffer* dst,
+                                                  struct FerryError* error);
 
 /** FerryDeviceBufferInit ordered on `stream`. */
-FerryErrorCode FerryDeviceBufferInitAsync(struct FerryDevice* device_src,
-                                          struct FerryBufferView src,
-                                          struct FerryDevice* device_dst, struct FerryBuffer* dst,
-                                          void* stream, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceBufferInitAsync(struct FerryDevice* device_src,
+                                                       struct FerryBufferView src,
+                                                       struct FerryDevice* device_dst,
+                                                       struct FerryBuffer* dst, void* stream,
+                                                       struct FerryError* error);
 
 /** Move `src` to `dst` without copying; ENOTSUP when not possible. */
-FerryErrorCode FerryDeviceBufferMove(struct FerryDevice* device_src, struct FerryBuffer* src,
-                                     struct FerryDevice* device_dst, struct FerryBuffer* dst,
-                                     struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceBufferMove(struct FerryDevice* device_src,
+                                                  struct FerryBuffer* src,
+                                                  struct FerryDevice* device_dst,
+                                                  struct FerryBuffer* dst,
+                                                  struct FerryError* error);
 
 /** Copy `src` into the existing `dst` (complete on return). */
-FerryErrorCode FerryDeviceBufferCopy(struct FerryDevice* device_src, struct FerryBufferView src,
-                                     struct FerryDevice* device_dst, struct FerryBufferView dst,
-                                     struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceBufferCopy(struct FerryDevice* device_src,
+                                                  struct FerryBufferView src,
+                                                  struct FerryDevice* device_dst,
+                                                  struct FerryBufferView dst,
+                                                  struct FerryError* error);
 
 /** FerryDeviceBufferCopy ordered on `stream`. */
-FerryErrorCode FerryDeviceBufferCopyAsync(struct FerryDevice* device_src,
-                                          struct FerryBufferView src,
-                                          struct FerryDevice* device_dst,
-                                          struct FerryBufferView dst, void* stream,
-                                          struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDeviceBufferCopyAsync(struct FerryDevice* device_src,
+                                                       struct FerryBufferView src,
+                                                       struct FerryDevice* device_dst,
+                                                       struct FerryBufferView dst, void* stream,
+                                                       struct FerryError* error);
 
 /** Move the struct `src` into `dst` and mark `src` released. */
-void FerryDeviceArrayMove(struct ArrowDeviceArray* src, struct ArrowDeviceArray* dst);
+FERRY_EXPORT void FerryDeviceArrayMove(struct ArrowDeviceArray* src, struct ArrowDeviceArray* dst);
 
 /* ---- Memory views ---------------------------------------------------------------------------
  * Typed N-d strided views after Ruby 3.0's MemoryView, with enforced request flags and an exporter
@@ -313,80 +327,86 @@ struct FerryMemoryViewExporter {
 };
 
 /** Register (or replace) the exporter of objects tagged `tag`. The exporter is copied. */
-FerryErrorCode FerryMemoryViewRegister(const char* tag,
-                                       const struct FerryMemoryViewExporter* exporter,
-                                       struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewRegister(const char* tag,
+                                                    const struct FerryMemoryViewExporter* exporter,
+                                                    struct FerryError* error);
 
 /** Whether an exporter is registered for `tag` and says it can export `obj` (1) or not (0). */
-int FerryMemoryViewAvailable(const char* tag, void* obj);
+FERRY_EXPORT int FerryMemoryViewAvailable(const char* tag, void* obj);
 
 /** Export `obj` through the exporter of `tag`, checking the result against `flags` (a view that
  * cannot satisfy them is released and refused, naming the flag). On success `out` is ferry's
  * until FerryMemoryViewRelease. No copy. */
-FerryErrorCode FerryMemoryViewGet(const char* tag, void* obj, int32_t flags,
-                                  struct FerryMemoryView* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewGet(const char* tag, void* obj, int32_t flags,
+                                               struct FerryMemoryView* out,
+                                               struct FerryError* error);
 
 /** Release a view ferry handed out: calls the exporter's release once. Releasing again (or a
  * view never filled) is a no-op. Safe from any thread. */
-FerryErrorCode FerryMemoryViewRelease(struct FerryMemoryView* view, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewRelease(struct FerryMemoryView* view,
+                                                   struct FerryError* error);
 
 /** Views of `obj` handed out and not yet released. */
-int64_t FerryMemoryViewExportCount(const void* obj);
+FERRY_EXPORT int64_t FerryMemoryViewExportCount(const void* obj);
 
 /** The item size of a pack-template `format` (`|` alignment, counts, `!`, `<`, `>`); errors give
  * the offset of the bad token. */
-FerryErrorCode FerryMemoryViewItemSize(const char* format, int64_t* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewItemSize(const char* format, int64_t* out,
+                                                    struct FerryError* error);
 
 /** The address of the item at `indices` (ndim of them), following strides and sub-offsets;
  * ERANGE names the index out of range. Works on any filled view. */
-FerryErrorCode FerryMemoryViewGetItemPointer(const struct FerryMemoryView* view,
-                                             const int64_t* indices, void** out,
-                                             struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewGetItemPointer(const struct FerryMemoryView* view,
+                                                          const int64_t* indices, void** out,
+                                                          struct FerryError* error);
 
 /** A view of a fixed-width, fixed-size-list or fixed_shape_tensor device array's values on its
  * own device, carrying its device and event. `schema` and `array` are moved in (marked
  * released on success, untouched on failure) and live until the view is released. Arrays with
  * nulls are refused unless `allow_nulls`. Reads the device only to count nulls when the count is
  * unknown. */
-FerryErrorCode FerryMemoryViewOfDeviceArray(struct ArrowSchema* schema,
-                                            struct ArrowDeviceArray* array, int32_t flags,
-                                            int allow_nulls, struct FerryMemoryView* out,
-                                            struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewOfDeviceArray(struct ArrowSchema* schema,
+                                                         struct ArrowDeviceArray* array,
+                                                         int32_t flags, int allow_nulls,
+                                                         struct FerryMemoryView* out,
+                                                         struct FerryError* error);
 
 /** A device array (and its schema) over a view's memory on the view's device, zero-copy when
  * dimension 0 is outermost; otherwise copied (CPU views, with `allow_copy`) or refused. The
  * array keeps the view's memory alive, even after the view is released. With a sync event and a
  * `stream`, the stream waits on it and the array owns a new event; without a stream, the host
  * waits. */
-FerryErrorCode FerryMemoryViewToDeviceArray(const struct FerryMemoryView* view, void* stream,
-                                            int allow_copy, struct ArrowSchema* schema_out,
-                                            struct ArrowDeviceArray* array_out,
-                                            struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewToDeviceArray(const struct FerryMemoryView* view,
+                                                         void* stream, int allow_copy,
+                                                         struct ArrowSchema* schema_out,
+                                                         struct ArrowDeviceArray* array_out,
+                                                         struct FerryError* error);
 
 /** Export a view ferry holds as a versioned DLPack tensor (READ_ONLY for read-only views; device
  * codes are the ARROW_DEVICE_* values). The tensor keeps the export alive until its deleter is
  * called, even after the view is released. No copy. */
-FerryErrorCode FerryMemoryViewToDLPack(const struct FerryMemoryView* view,
-                                       struct DLManagedTensorVersioned** out,
-                                       struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewToDLPack(const struct FerryMemoryView* view,
+                                                    struct DLManagedTensorVersioned** out,
+                                                    struct FerryError* error);
 
 /** The same through the legacy DLManagedTensor, which cannot say read-only: read-only views are
  * refused. */
-FerryErrorCode FerryMemoryViewToDLPackLegacy(const struct FerryMemoryView* view,
-                                             struct DLManagedTensor** out,
-                                             struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewToDLPackLegacy(const struct FerryMemoryView* view,
+                                                          struct DLManagedTensor** out,
+                                                          struct FerryError* error);
 
 /** Take a versioned DLPack tensor: on success `out` is a view ferry holds, and the tensor's
  * deleter runs when the view (and anything built over it) is released. The tensor is consumed
  * even on failure: its deleter has then been called (a major-version mismatch calls only the
  * deleter). */
-FerryErrorCode FerryMemoryViewFromDLPack(struct DLManagedTensorVersioned* tensor,
-                                         struct FerryMemoryView* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewFromDLPack(struct DLManagedTensorVersioned* tensor,
+                                                      struct FerryMemoryView* out,
+                                                      struct FerryError* error);
 
 /** The same for the legacy struct (its data is taken as writable). */
-FerryErrorCode FerryMemoryViewFromDLPackLegacy(struct DLManagedTensor* tensor,
-                                               struct FerryMemoryView* out,
-                                               struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryMemoryViewFromDLPackLegacy(struct DLManagedTensor* tensor,
+                                                            struct FerryMemoryView* out,
+                                                            struct FerryError* error);
 
 /* ---- Arrow IPC ----------------------------------------------------------------------------- */
 
@@ -429,44 +449,53 @@ struct FerryIpcBytes {
 
 /** Read an IPC file or stream from `path` (memory-mapped; the format is chosen from the magic)
  * as a stream of struct arrays pointing into the mapping. `options` may be NULL. */
-FerryErrorCode FerryIpcReadPath(const char* path, const struct FerryIpcReadOptions* options,
-                                struct ArrowArrayStream* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryIpcReadPath(const char* path,
+                                             const struct FerryIpcReadOptions* options,
+                                             struct ArrowArrayStream* out,
+                                             struct FerryError* error);
 
 /** Read IPC bytes in place (stream or file format, chosen from the magic): no copy. `release`
  * (may be NULL) is called with `private_data` once the stream and every array read from it are
  * released; on failure it is called before returning. */
-FerryErrorCode FerryIpcReadBuffer(const uint8_t* data, int64_t size,
-                                  void (*release)(void* private_data), void* private_data,
-                                  const struct FerryIpcReadOptions* options,
-                                  struct ArrowArrayStream* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryIpcReadBuffer(const uint8_t* data, int64_t size,
+                                               void (*release)(void* private_data),
+                                               void* private_data,
+                                               const struct FerryIpcReadOptions* options,
+                                               struct ArrowArrayStream* out,
+                                               struct FerryError* error);
 
 /** Write every batch of `stream` (struct arrays) to `path`. The stream is consumed (released).
  * `options` may be NULL (stream format, uncompressed, 8-byte alignment). */
-FerryErrorCode FerryIpcWritePath(struct ArrowArrayStream* stream, const char* path,
-                                 const struct FerryIpcWriteOptions* options,
-                                 struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryIpcWritePath(struct ArrowArrayStream* stream, const char* path,
+                                              const struct FerryIpcWriteOptions* options,
+                                              struct FerryError* error);
 
 /** Write every batch of `stream` into memory; `out` receives the bytes. */
-FerryErrorCode FerryIpcWriteBuffer(struct ArrowArrayStream* stream,
-                                   const struct FerryIpcWriteOptions* options,
-                                   struct FerryIpcBytes* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryIpcWriteBuffer(struct ArrowArrayStream* stream,
+                                                const struct FerryIpcWriteOptions* options,
+                                                struct FerryIpcBytes* out,
+                                                struct FerryError* error);
 
 /** An IPC file opened for random access (opaque). */
 struct FerryIpcFileReader;
 
 /** Open the file format at `path` (memory-mapped); reads the footer, schema and dictionaries. */
-FerryErrorCode FerryIpcFileReaderOpen(const char* path, const struct FerryIpcReadOptions* options,
-                                      struct FerryIpcFileReader** out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryIpcFileReaderOpen(const char* path,
+                                                   const struct FerryIpcReadOptions* options,
+                                                   struct FerryIpcFileReader** out,
+                                                   struct FerryError* error);
 /** Number of record batches in the file. */
-int64_t FerryIpcFileReaderNumRecordBatches(const struct FerryIpcFileReader* reader);
+FERRY_EXPORT int64_t FerryIpcFileReaderNumRecordBatches(const struct FerryIpcFileReader* reader);
 /** A deep copy of the file's schema. */
-FerryErrorCode FerryIpcFileReaderSchema(const struct FerryIpcFileReader* reader,
-                                        struct ArrowSchema* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryIpcFileReaderSchema(const struct FerryIpcFileReader* reader,
+                                                     struct ArrowSchema* out,
+                                                     struct FerryError* error);
 /** Decode record batch `i` (0-based) as a struct array. */
-FerryErrorCode FerryIpcFileReaderRead(const struct FerryIpcFileReader* reader, int64_t i,
-                                      struct ArrowArray* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryIpcFileReaderRead(const struct FerryIpcFileReader* reader,
+                                                   int64_t i, struct ArrowArray* out,
+                                                   struct FerryError* error);
 /** Close the reader; arrays already read stay valid. */
-void FerryIpcFileReaderRelease(struct FerryIpcFileReader* reader);
+FERRY_EXPORT void FerryIpcFileReaderRelease(struct FerryIpcFileReader* reader);
 
 /* ---- Dissociated IPC: server and client --------------------------------------------------- */
 
@@ -488,41 +517,47 @@ struct FerryDipcServerOptions {
 struct FerryDipcServer;
 
 /** Start a server (its accept thread runs until FerryDipcServerRelease). `options` may be NULL. */
-FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options,
-                                    struct FerryDipcServer** out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options,
+                                                 struct FerryDipcServer** out,
+                                                 struct FerryError* error);
 /** Serve the IPC stream or file at `path` under `name` (mapped once, read zero-copy per client). */
-FerryErrorCode FerryDipcServerAddPath(struct FerryDipcServer* server, const char* name,
-                                      const char* path, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcServerAddPath(struct FerryDipcServer* server, const char* name,
+                                                   const char* path, struct FerryError* error);
 /** Serve `stream` under `name` to the first client that asks (moved in: released on return). */
-FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server, const char* name,
-                                        struct ArrowDeviceArrayStream* stream,
-                                        struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server,
+                                                     const char* name,
+                                                     struct ArrowDeviceArrayStream* stream,
+                                                     struct FerryError* error);
 /** The URI clients connect with, written NUL-terminated into `out` (ERANGE when too small). */
-FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out, size_t out_size,
-                                  struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out,
+                                               size_t out_size, struct FerryError* error);
 /** Serve the IPC stream or file at `path` under `name` from a region of its own: its bodies are
  * written there once, now, and lent to every client without a copy (body type 1 only; memory:
  * the file's body bytes until the server is released). */
-FerryErrorCode FerryDipcServerKeepPath(struct FerryDipcServer* server, const char* name,
-                                       const char* path, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcServerKeepPath(struct FerryDipcServer* server,
+                                                    const char* name, const char* path,
+                                                    struct FerryError* error);
 /** The data channel's URI, for clients that take bodies on a second connection
  * (FerryDipcConnectTwo); written like FerryDipcServerUri. */
-FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer* server, char* out,
-                                      size_t out_size, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer* server, char* out,
+                                                   size_t out_size, struct FerryError* error);
 /** Stop the server, close every session and free it. NULL is ignored. */
-void FerryDipcServerRelease(struct FerryDipcServer* server);
+FERRY_EXPORT void FerryDipcServerRelease(struct FerryDipcServer* server);
 
 /** Connect to `uri`, ask for `ticket` and fill `out` with the stream of its batches, which land on
  * `device` (NULL: the CPU). Validation of what arrives is full. A refused ticket, an unreachable
  * or dead server fails here with the server's message. */
-FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
-                                const struct FerryDevice* device,
-                                struct ArrowDeviceArrayStream* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
+                                             const struct FerryDevice* device,
+                                             struct ArrowDeviceArrayStream* out,
+                                             struct FerryError* error);
 /** As FerryDipcConnect, with metadata from `uri` and bodies (and free_data) on a second
  * connection to `data_uri` (FerryDipcServerDataUri). */
-FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri, const char* ticket,
-                                   const struct FerryDevice* device,
-                                   struct ArrowDeviceArrayStream* out, struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri,
+                                                const char* ticket,
+                                                const struct FerryDevice* device,
+                                                struct ArrowDeviceArrayStream* out,
+                                                struct FerryError* error);
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,7 @@ namespace ferry {
 
 /// A borrowed run of bytes: the caller keeps them alive for as long as the callee may read them
 /// (for a write or send, until the call returns). Costs nothing.
-struct ByteSpan {
+struct FERRY_EXPORT ByteSpan {
   const void* data = nullptr;
   int64_t size = 0;
 };

@@ -8,6 +8,7 @@
 
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/device_abi.h"
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 
@@ -15,7 +16,7 @@ namespace ferry {
 
 /// What a kind of memory allows. Host- and device-accessibility are properties of the memory
 /// kind, not of a device subclass: CUDA_HOST and CUDA_MANAGED memory are both.
-struct MemoryKind {
+struct FERRY_EXPORT MemoryKind {
   ArrowDeviceType device_type = ARROW_DEVICE_CPU;
   /// The host may dereference pointers (once the array's sync event has been waited on).
   bool host_accessible = true;
@@ -27,7 +28,7 @@ struct MemoryKind {
 
 /// Counters every device keeps, for tests and benchmarks. A round trip is one time the host
 /// waits for device work (a stream synchronize or a host-side event wait).
-struct DeviceStats {
+struct FERRY_EXPORT DeviceStats {
   int64_t round_trips = 0;
   int64_t copies = 0;
   int64_t bytes_copied = 0;
@@ -38,7 +39,7 @@ struct DeviceStats {
 /// A memory space and its operations. Ferry owns every Device it hands out (they live until
 /// exit); the C view of one is `c_device()`, whose callbacks call back into this object.
 /// Streams and events are pointers to the native handle (`CUstream*`, `cl_command_queue*`, ...).
-class Device {
+class FERRY_EXPORT Device {
  public:
   virtual ~Device() = default;
   Device(const Device&) = delete;
@@ -107,29 +108,29 @@ class Device {
 };
 
 /// The spec's name of a device type ("CPU", "CUDA", "CUDA_HOST", ...; "unknown" otherwise).
-const char* DeviceTypeName(ArrowDeviceType device_type) noexcept;
+FERRY_EXPORT const char* DeviceTypeName(ArrowDeviceType device_type) noexcept;
 
 /// The CPU device (type ARROW_DEVICE_CPU, id -1): a process-wide singleton, never null.
-Device* CpuDevice() noexcept;
+FERRY_EXPORT Device* CpuDevice() noexcept;
 
 /// The device for (type, id): CPU (any id), CUDA / CUDA_HOST / CUDA_MANAGED (GPU ordinal),
 /// OPENCL (ordinal among SVM-capable devices) or EXT_DEV id 0 (the guarded test device).
 /// NotFound/NotSupported with the reason (no driver, bad ordinal, ...) otherwise. Thread-safe;
 /// a GPU's context is retained on first use of that ordinal.
-Result<Device*> ResolveDevice(ArrowDeviceType device_type, int64_t device_id);
+FERRY_EXPORT Result<Device*> ResolveDevice(ArrowDeviceType device_type, int64_t device_id);
 
 /// OK when ferry's device code can run: the C structs it was built with match this header
 /// (checked at run time against the compiled layout).
-Status CheckDeviceRuntime();
+FERRY_EXPORT Status CheckDeviceRuntime();
 
 /// Copy `n` bytes from `src` on `src_dev` to `dst` on `dst_dev`, ordered on `stream`: asks the
 /// destination device first, then the source, and fails with ENOTSUP naming the pair when
 /// neither handles it.
-Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst, int64_t n,
-                 void* stream);
+FERRY_EXPORT Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst,
+                              int64_t n, void* stream);
 
 /// The stream a stream-less call between `a` and `b` uses: the internal stream of whichever is
 /// not the CPU (the source when both are not).
-Result<void*> InternalStreamFor(Device& a, Device& b);
+FERRY_EXPORT Result<void*> InternalStreamFor(Device& a, Device& b);
 
 }  // namespace ferry

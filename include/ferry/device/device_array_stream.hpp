@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ferry/abi/arrow_c_abi.h"
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
 
@@ -11,7 +12,7 @@ namespace ferry {
 /// labelled with `device` and carry no event. The end of the stream stays an array whose
 /// `release` is NULL, and errors and their messages pass through unchanged. The wrapped
 /// stream's private_data is never read. No copy.
-Status BasicDeviceArrayStreamInit(ArrowDeviceArrayStream* out, ArrowArrayStream* array_stream,
-                                  Device& device);
+FERRY_EXPORT Status BasicDeviceArrayStreamInit(ArrowDeviceArrayStream* out,
+                                               ArrowArrayStream* array_stream, Device& device);
 
 }  // namespace ferry

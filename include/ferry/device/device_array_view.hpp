@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/format/array_view.hpp"
@@ -16,7 +17,7 @@ namespace ferry {
 /// unknown data sizes (string/binary at any depth) with one device-to-host round trip in all:
 /// every needed offset is gathered into one host staging buffer behind one wait. The variadic
 /// sizes buffer of string/binary views is host memory, as Arrow C++ and cudf produce it.
-class DeviceArrayView {
+class FERRY_EXPORT DeviceArrayView {
  public:
   /// A view tree for arrays of `schema` (which must outlive the view).
   static Result<DeviceArrayView> Make(const ArrowSchema* schema);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "ferry/abi/export.h"
 #include "ferry/device/device.hpp"
 
 namespace ferry {
@@ -16,7 +17,7 @@ namespace ferry {
 /// The guarded device's native event. A sync_event on this device is a `GuardedEvent**` (a
 /// pointer to the handle, as with `CUevent*`). Create with `new`; an array that takes
 /// ownership deletes it.
-struct GuardedEvent {
+struct FERRY_EXPORT GuardedEvent {
   GuardedEvent() noexcept { live.fetch_add(1, std::memory_order_relaxed); }
   ~GuardedEvent() { live.fetch_sub(1, std::memory_order_relaxed); }
   GuardedEvent(const GuardedEvent&) = delete;
@@ -31,18 +32,18 @@ struct GuardedEvent {
 
 /// The guarded device's native stream; a stream argument is a `GuardedStream**`. Work on it is
 /// synchronous (copies are memcpy through the alias), but waits and synchronizes are counted.
-struct GuardedStream {
+struct FERRY_EXPORT GuardedStream {
   std::atomic<int64_t> event_waits{0};
   std::atomic<int64_t> synchronizes{0};
 };
 
 /// The guarded device (a process-wide singleton; never null).
-Device* GuardedDevice() noexcept;
+FERRY_EXPORT Device* GuardedDevice() noexcept;
 
 /// Whether [ptr, ptr + size) lies inside guarded device memory (a mapped chunk of the device).
-bool IsGuardedMemory(const void* ptr, int64_t size) noexcept;
+FERRY_EXPORT bool IsGuardedMemory(const void* ptr, int64_t size) noexcept;
 
 /// Guarded allocations not yet freed (tests assert that releases free each block once).
-int64_t GuardedLiveAllocations() noexcept;
+FERRY_EXPORT int64_t GuardedLiveAllocations() noexcept;
 
 }  // namespace ferry

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
@@ -17,7 +18,7 @@
 namespace ferry::dipc {
 
 /// How a client reads. Plain values.
-struct ClientOptions {
+struct FERRY_EXPORT ClientOptions {
   /// Where batches land: the CPU (in place over shared memory: no copy), or any device of the
   /// device layer (one copy of each batch, through the device layer). NULL means the CPU.
   Device* device = nullptr;
@@ -33,18 +34,20 @@ struct ClientOptions {
 /// arrives before this returns, so a refused ticket or a dead server fails here, with the
 /// server's message. Batches borrowed from shared memory keep their segment until released,
 /// then the client sends free_data (batched).
-Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
-                                              ClientOptions options = {});
+FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri,
+                                                           const std::string& ticket,
+                                                           ClientOptions options = {});
 /// Read over a connection the caller made (a custom transport, a test's in-process pair): as
 /// ConnectStream, with `uri` giving only the want_data and free_data tags.
-Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<transport::Connection> connection,
-                                              const Uri& uri, const std::string& ticket,
-                                              ClientOptions options = {});
+FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(
+    std::unique_ptr<transport::Connection> connection, const Uri& uri, const std::string& ticket,
+    ClientOptions options = {});
 /// The two-connection shape: metadata from `metadata_uri`, bodies (and free_data) through a
 /// second connection to `data_uri` (Server::data_uri()). The two are paired by a random key sent
 /// with the ticket.
-Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri, const Uri& data_uri,
-                                              const std::string& ticket,
-                                              ClientOptions options = {});
+FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri,
+                                                           const Uri& data_uri,
+                                                           const std::string& ticket,
+                                                           ClientOptions options = {});
 
 }  // namespace ferry::dipc

@@ -6,13 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 
 namespace ferry::dipc {
 
 /// One client's pass over a dataset: the schema, then batches in order. Not thread-safe.
-class DatasetReader {
+class FERRY_EXPORT DatasetReader {
  public:
   virtual ~DatasetReader() = default;
   /// The schema (a struct whose children are the columns), owned by the reader.
@@ -23,7 +24,7 @@ class DatasetReader {
 };
 
 /// A named source of batches. Thread-safe: many clients open it at once.
-class Dataset {
+class FERRY_EXPORT Dataset {
  public:
   virtual ~Dataset() = default;
   /// A fresh reader for one client.

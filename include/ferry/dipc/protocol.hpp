@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 #include "ferry/transport/region.hpp"
 
@@ -19,7 +21,7 @@ enum class MetadataType : uint8_t { kEndOfStream = 0, kIpcMessage = 1, kFerryErr
 
 /// A decoded metadata message: its type, sequence number and (for kIpcMessage) the flatbuffer
 /// Message bytes, which point into the input.
-struct MetadataMessage {
+struct FERRY_EXPORT MetadataMessage {
   MetadataType type = MetadataType::kEndOfStream;
   uint32_t sequence = 0;
   std::span<const uint8_t> flatbuffer;
@@ -30,10 +32,11 @@ constexpr size_t kMetadataHeaderSize = 5;
 
 /// Decode a metadata message. Errors: shorter than 5 bytes, an unknown type, an end-of-stream
 /// message that is not exactly 5 bytes, an IPC message with no flatbuffer bytes.
-Result<MetadataMessage> ParseMetadataMessage(std::span<const uint8_t> bytes);
+FERRY_EXPORT Result<MetadataMessage> ParseMetadataMessage(std::span<const uint8_t> bytes);
 
 /// Write the 5-byte header of a metadata message into `out` (the flatbuffer follows it).
-void EncodeMetadataHeader(MetadataType type, uint32_t sequence, uint8_t out[kMetadataHeaderSize]);
+FERRY_EXPORT void EncodeMetadataHeader(MetadataType type, uint32_t sequence,
+                                       uint8_t out[kMetadataHeaderSize]);
 
 /// Body type, in bits 56-63 of a body message's tag.
 enum class BodyType : uint8_t { kPacked = 0, kBufferList = 1 };
@@ -49,19 +52,19 @@ constexpr uint64_t MakeBodyTag(BodyType type, uint32_t sequence) {
 }
 
 /// A decoded body tag.
-struct BodyTag {
+struct FERRY_EXPORT BodyTag {
   BodyType type = BodyType::kPacked;
   uint32_t sequence = 0;
 };
 
 /// Decode a body tag; reserved bits set or an unknown body type are errors naming the tag.
-Result<BodyTag> ParseBodyTag(uint64_t tag);
+FERRY_EXPORT Result<BodyTag> ParseBodyTag(uint64_t tag);
 
 /// One buffer of a type-1 body: the transport layer's reference to memory a peer may read.
 using transport::BufferRef;
 
 /// A type-1 body: the total size of all buffers, then the buffers.
-struct BufferList {
+struct FERRY_EXPORT BufferList {
   uint64_t total_size = 0;
   std::vector<BufferRef> buffers;
 };
@@ -69,15 +72,26 @@ struct BufferList {
 /// Decode a type-1 body. The byte count must be 16 + 16 x count, the lengths must sum to the
 /// total (without overflow), and the count is bounded by the bytes present (no allocation a
 /// lying count can inflate).
-Result<BufferList> ParseBufferList(std::span<const uint8_t> bytes);
+FERRY_EXPORT Result<BufferList> ParseBufferList(std::span<const uint8_t> bytes);
 
 /// Encode a type-1 body (little-endian uint64s). `total_size` is recomputed from the buffers.
-std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers);
+FERRY_EXPORT std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers);
 
 /// Decode a free_data body: one or more little-endian uint64 addresses or offsets.
-Result<std::vector<uint64_t>> ParseFreeData(std::span<const uint8_t> bytes);
+FERRY_EXPORT Result<std::vector<uint64_t>> ParseFreeData(std::span<const uint8_t> bytes);
 
 /// Encode a free_data body (a client may batch many addresses into one).
-std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses);
+FERRY_EXPORT std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses);
+
+/// The tags a ferry server expects its requests on. Both have reserved bits set, so neither can
+/// be mistaken for a body tag.
+constexpr uint64_t kDefaultWantDataTag = 0x0000000100000000ULL;
+constexpr uint64_t kDefaultFreeDataTag = 0x0000000200000000ULL;
+/// The want_data tag of the data channel, in the two-connection shape (metadata and bodies on
+/// separate connections, as the specification allows).
+constexpr uint64_t kDefaultDataWantTag = 0x0000000300000000ULL;
+/// How a two-connection client pairs its connections: both send the ticket followed by this
+/// marker and the same random key (a ferry extension of the opaque ticket).
+constexpr std::string_view kPairMarker{"\0ferry-pair=", 12};
 
 }  // namespace ferry::dipc

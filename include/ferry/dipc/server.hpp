@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 #include "ferry/dipc/dataset.hpp"
 #include "ferry/dipc/protocol.hpp"
@@ -17,19 +18,8 @@
 
 namespace ferry::dipc {
 
-/// The tags a ferry server expects its requests on. Both have reserved bits set, so neither can
-/// be mistaken for a body tag.
-constexpr uint64_t kDefaultWantDataTag = 0x0000000100000000ULL;
-constexpr uint64_t kDefaultFreeDataTag = 0x0000000200000000ULL;
-/// The want_data tag of the data channel, in the two-connection shape (metadata and bodies on
-/// separate connections, as the specification allows).
-constexpr uint64_t kDefaultDataWantTag = 0x0000000300000000ULL;
-/// How a two-connection client pairs its connections: both send the ticket followed by this
-/// marker and the same random key (a ferry extension of the opaque ticket).
-constexpr std::string_view kPairMarker{"\0ferry-pair=", 12};
-
 /// How a server runs. Plain values.
-struct ServerOptions {
+struct FERRY_EXPORT ServerOptions {
   /// "shm" or "ucx".
   std::string transport = "shm";
   /// Where to listen (a socket path, "@name" for an abstract socket, or host:port); empty picks
@@ -50,7 +40,7 @@ struct ServerOptions {
 };
 
 /// Running totals, for progress and tests.
-struct ServerStats {
+struct FERRY_EXPORT ServerStats {
   int64_t clients_accepted = 0;
   int64_t clients_active = 0;
   int64_t batches_sent = 0;
@@ -63,7 +53,7 @@ struct ServerStats {
 
 /// A running server: a thread accepts clients; each client gets a session thread. Stop (or the
 /// destructor) closes the listener and every session and frees what they held.
-class Server {
+class FERRY_EXPORT Server {
  public:
   static Result<std::unique_ptr<Server>> Start(ServerOptions options = {});
   virtual ~Server() = default;

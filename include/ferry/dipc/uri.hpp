@@ -9,13 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 
 namespace ferry::dipc {
 
 /// A parsed URI. `remote_handle` holds the decoded bytes (a UCX rkey, a CUDA IPC handle, ...).
 /// Unknown query parameters are kept, in order, so printing round-trips.
-struct Uri {
+struct FERRY_EXPORT Uri {
   std::string scheme;
   std::string authority;  // host[:port], or empty
   std::string path;       // from the first '/' after the authority, or empty
@@ -33,8 +34,8 @@ struct Uri {
 };
 
 /// Standard base64 (RFC 4648, with padding).
-std::string Base64Encode(std::string_view bytes);
+FERRY_EXPORT std::string Base64Encode(std::string_view bytes);
 /// Decode standard base64, with or without padding; errors give the offending position.
-Result<std::string> Base64Decode(std::string_view text);
+FERRY_EXPORT Result<std::string> Base64Decode(std::string_view text);
 
 }  // namespace ferry::dipc

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/format/array_view.hpp"
@@ -12,7 +13,7 @@ namespace ferry {
 /// An owned schema and array, imported from any producer or built by ferry, plus an ArrayView of
 /// them. Move-only; the C structs live on the heap so the view stays valid when the Array moves.
 /// Import and Export move the structs (no buffer is copied); the release callbacks run once.
-class Array {
+class FERRY_EXPORT Array {
  public:
   /// Take ownership of `*schema` and `*array` (both are marked released) and point a view at them
   /// with ArrayView::SetArray. Validation is a separate step: call Validate.

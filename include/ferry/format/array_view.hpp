@@ -9,14 +9,15 @@
 #include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 
 namespace ferry {
 
 /// One buffer as the view sees it: a pointer and the byte size the layout implies. `size_bytes`
 /// is -1 while unknown (a data buffer after SetArrayMinimal, before the offsets are read).
-struct BufferView {
+struct FERRY_EXPORT BufferView {
   const uint8_t* data = nullptr;
   int64_t size_bytes = 0;
 };
@@ -37,7 +38,7 @@ enum class ValidationLevel : int32_t {
 /// was given must outlive it. Build it once per schema with Make, then point it at any number of
 /// arrays of that schema with SetArray*; neither step validates beyond what populating requires.
 /// Copying it is not allowed (children hold parent-sized state); moving is cheap.
-class ArrayView {
+class FERRY_EXPORT ArrayView {
  public:
   /// Build an empty view tree for `schema` (parses every node, no array yet).
   static Result<ArrayView> Make(const ArrowSchema* schema);

@@ -8,10 +8,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/format/bitmap_builder.hpp"
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 
 namespace ferry {
 
@@ -24,7 +25,7 @@ namespace ferry {
 ///     b->child(0)->AppendInt(1); b->child(0)->AppendInt(2); b->FinishElement();  // [1, 2]
 ///     b->AppendNull();                                                          // null
 ///     UniqueArray array = b->Finish().ValueOrDie();
-class ArrayBuilder {
+class FERRY_EXPORT ArrayBuilder {
  public:
   /// A builder for arrays of `schema` (which must outlive the builder).
   static Result<std::unique_ptr<ArrayBuilder>> Make(const ArrowSchema* schema,

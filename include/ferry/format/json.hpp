@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/format/array_view.hpp"
@@ -21,10 +22,10 @@ namespace ferry {
 
 /// Build an array of `schema`'s type from a JSON array of values in the rendering above, using
 /// ferry's builders. The result owns freshly allocated buffers. Errors name the element path.
-Result<UniqueArray> ArrayFromJson(const ArrowSchema* schema, std::string_view json);
+FERRY_EXPORT Result<UniqueArray> ArrayFromJson(const ArrowSchema* schema, std::string_view json);
 
 /// Render every element of a host-accessible view as a JSON array (the rendering above). Reads
 /// every element; the view should have passed full validation.
-Result<std::string> ArrayToJson(const ArrayView& view);
+FERRY_EXPORT Result<std::string> ArrayToJson(const ArrayView& view);
 
 }  // namespace ferry

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/format/metadata.hpp"
@@ -14,7 +15,7 @@ namespace ferry {
 /// One schema node and its subtree as plain owned values: copyable, cheap to build in code.
 /// Export builds a fresh ArrowSchema tree (one allocation per node) whose release frees it all
 /// exactly once; Import deep-copies a foreign tree without taking ownership of it.
-struct Field {
+struct FERRY_EXPORT Field {
   std::string format;
   std::string name;
   int64_t flags = ARROW_FLAG_NULLABLE;
@@ -42,6 +43,6 @@ struct Field {
 };
 
 /// Deep-copy a schema tree into a fresh, independently released ArrowSchema.
-Result<UniqueSchema> CopySchema(const ArrowSchema* schema);
+FERRY_EXPORT Result<UniqueSchema> CopySchema(const ArrowSchema* schema);
 
 }  // namespace ferry

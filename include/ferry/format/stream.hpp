@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/format/array.hpp"
@@ -16,15 +17,16 @@ using ArraySource = std::function<Result<std::optional<UniqueArray>>()>;
 
 /// Make a stream that yields `arrays` in order, then the end (an array whose release is NULL).
 /// get_schema hands out deep copies of `schema`. Nothing is copied: arrays are moved out.
-Result<UniqueArrayStream> MakeArrayStream(UniqueSchema schema, std::vector<UniqueArray> arrays);
+FERRY_EXPORT Result<UniqueArrayStream> MakeArrayStream(UniqueSchema schema,
+                                                       std::vector<UniqueArray> arrays);
 
 /// Make a stream over a generator. A failing source makes get_next return its errno-style code
 /// and get_last_error its message; the stream stays usable for release.
-Result<UniqueArrayStream> MakeArrayStream(UniqueSchema schema, ArraySource source);
+FERRY_EXPORT Result<UniqueArrayStream> MakeArrayStream(UniqueSchema schema, ArraySource source);
 
 /// A C++ consumer of any ArrowArrayStream: owns the stream, reads the schema once, and yields
 /// owned Arrays. Never looks at the producer's private_data.
-class ArrayStreamReader {
+class FERRY_EXPORT ArrayStreamReader {
  public:
   /// Take ownership of `*stream` (marked released) and fetch its schema.
   static Result<ArrayStreamReader> Open(ArrowArrayStream* stream);

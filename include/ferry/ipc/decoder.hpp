@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
@@ -18,7 +19,7 @@ namespace ferry::ipc {
 
 /// Limits and checks for reading untrusted IPC input. Plain values; the defaults suit files and
 /// streams from other processes.
-struct ReadOptions {
+struct FERRY_EXPORT ReadOptions {
   /// Validation run on every dictionary and record batch after its buffers were bounds-checked.
   /// kNone skips it (the structural checks on offsets, lengths and counts always run).
   ValidationLevel validation = ValidationLevel::kFull;
@@ -41,7 +42,7 @@ enum class MessageKind : int8_t { kSchema, kDictionary, kRecordBatch, kEndOfStre
 
 /// One decoded message. For a record batch, `batch` is a struct array (one child per column)
 /// whose buffers point into the bytes the decoder was fed and keep them alive.
-struct DecodedMessage {
+struct FERRY_EXPORT DecodedMessage {
   MessageKind kind = MessageKind::kEndOfStream;
   /// The message's position in the stream, from 0 (the schema).
   int64_t index = 0;
@@ -61,7 +62,7 @@ class FileReader;
 
 /// Where one body buffer of a message lies in some region of memory, for bodies whose buffers are
 /// not packed at the metadata's offsets (the dissociated protocol's body type 1).
-struct BufferLocation {
+struct FERRY_EXPORT BufferLocation {
   int64_t offset = 0;
   int64_t length = 0;
 };
@@ -69,13 +70,13 @@ struct BufferLocation {
 /// The body length a Message flatbuffer announces, after verifying it (bytes not 8-aligned are
 /// copied first; metadata is small). Lets a transport size a receive before the body arrives.
 /// Errors name a flatbuffer that is not a valid Message, or a negative length.
-Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer);
+FERRY_EXPORT Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer);
 
 /// A push decoder for the Arrow IPC stream format. Feed it bytes with Consume in pieces of any
 /// size; it reports how many it needs next and queues decoded messages for Next. A message body
 /// that arrives whole inside one Consume call is referenced in place (no copy); bodies split over
 /// calls are gathered into one owned buffer first. Not thread-safe; move-only.
-class Decoder {
+class FERRY_EXPORT Decoder {
  public:
   explicit Decoder(ReadOptions options = {});
   ~Decoder();
@@ -126,7 +127,7 @@ class Decoder {
 
  private:
   friend class FileReader;
-  struct Impl;
+  struct FERRY_HIDDEN Impl;
   std::unique_ptr<Impl> impl_;
 };
 

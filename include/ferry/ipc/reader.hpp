@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
@@ -17,13 +18,13 @@ namespace ferry::ipc {
 /// Read an IPC stream lazily as an ArrowArrayStream of struct arrays (one per record batch). The
 /// schema is decoded here, so a bad schema fails now; batches are decoded on get_next. Arrays
 /// point into `bytes` and keep its owner alive; nothing is copied unless the body is compressed.
-Result<UniqueArrayStream> ReadStream(SharedBytes bytes, ReadOptions options = {});
+FERRY_EXPORT Result<UniqueArrayStream> ReadStream(SharedBytes bytes, ReadOptions options = {});
 
 /// A reader of the IPC file format ("ARROW1" magic, footer, blocks). Open reads the footer, the
 /// schema and every dictionary; ReadRecordBatch(i) decodes batch i alone. Arrays point into the
 /// file's bytes (e.g. a mapping from SharedBytes::MapFile) and keep them alive. Move-only;
 /// ReadRecordBatch may be called from several threads at once.
-class FileReader {
+class FERRY_EXPORT FileReader {
  public:
   /// Check the magic, verify the footer, decode the schema and the dictionaries. Errors name the
   /// block and message.
@@ -56,12 +57,12 @@ class FileReader {
 
  private:
   FileReader();
-  struct Impl;
+  struct FERRY_HIDDEN Impl;
   std::unique_ptr<Impl> impl_;
 };
 
 /// Read a whole file, choosing the format from its first bytes: "ARROW1" is the file format,
 /// anything else is read as a stream. The file is memory-mapped.
-Result<UniqueArrayStream> ReadPath(const std::string& path, ReadOptions options = {});
+FERRY_EXPORT Result<UniqueArrayStream> ReadPath(const std::string& path, ReadOptions options = {});
 
 }  // namespace ferry::ipc

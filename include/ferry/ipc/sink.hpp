@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "ferry/abi/export.h"
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/host_buffer.hpp"
 #include "ferry/core/result.hpp"
@@ -15,7 +16,7 @@ namespace ferry::ipc {
 
 /// The interface every output implements. Write sends the pieces in order; position() counts
 /// every byte accepted so far.
-class Sink {
+class FERRY_EXPORT Sink {
  public:
   virtual ~Sink() = default;
   [[nodiscard]] virtual Status Write(std::span<const ByteSpan> pieces) = 0;
@@ -24,7 +25,7 @@ class Sink {
 
 /// One body buffer of an encoded message: its place in the packed body and where its bytes are
 /// now (the array's own memory, or a copy the writer made; NULL when empty).
-struct BodyBuffer {
+struct FERRY_EXPORT BodyBuffer {
   int64_t offset = 0;
   int64_t length = 0;
   const void* data = nullptr;
@@ -32,7 +33,7 @@ struct BodyBuffer {
 
 /// One IPC message with its metadata and body apart, as the dissociated protocol sends it. Every
 /// span is valid only during the WriteMessage call.
-struct EncodedMessage {
+struct FERRY_EXPORT EncodedMessage {
   /// The flatbuffer Message, without the stream format's prefix or padding.
   std::span<const uint8_t> metadata;
   /// The packed body's pieces, padding included (empty for a schema).
@@ -46,7 +47,7 @@ struct EncodedMessage {
 
 /// Where a writer sends whole messages when metadata and body travel apart (the dissociated
 /// protocol's server). The writer gathers nothing: bodies arrive as pieces.
-class MessageSink {
+class FERRY_EXPORT MessageSink {
  public:
   virtual ~MessageSink() = default;
   [[nodiscard]] virtual Status WriteMessage(const EncodedMessage& message) = 0;
@@ -55,7 +56,7 @@ class MessageSink {
 
 /// A sink that appends to one growing, page-aligned region of memory (one copy of each piece,
 /// into the region). The region grows with mremap, so growing never copies what was written.
-class MemorySink final : public Sink {
+class FERRY_EXPORT MemorySink final : public Sink {
  public:
   MemorySink() = default;
   ~MemorySink() override;
@@ -77,7 +78,7 @@ class MemorySink final : public Sink {
 
 /// A sink over a file descriptor (file, pipe or socket). Pieces go out with writev, straight from
 /// the arrays' buffers; short writes and EINTR are retried.
-class FileSink final : public Sink {
+class FERRY_EXPORT FileSink final : public Sink {
  public:
   /// Create or truncate `path` (mode 0644).
   static Result<std::unique_ptr<FileSink>> Open(const std::string& path);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/format/metadata.hpp"
@@ -17,7 +18,7 @@ namespace ferry::ipc {
 enum class Compression : int8_t { kNone = 0, kLz4Frame = 1, kZstd = 2 };
 
 /// How to write. Plain values.
-struct WriteOptions {
+struct FERRY_EXPORT WriteOptions {
   Compression compression = Compression::kNone;
   /// Codec level; 0 picks the codec's default.
   int compression_level = 0;
@@ -32,7 +33,7 @@ struct WriteOptions {
 };
 
 /// Counts a writer keeps.
-struct WriteStats {
+struct FERRY_EXPORT WriteStats {
   int64_t messages = 0;
   int64_t record_batches = 0;
   int64_t dictionary_batches = 0;
@@ -45,7 +46,7 @@ struct WriteStats {
 /// Writes the stream format to a sink: the schema on Open, then one message per dictionary that
 /// changed and per batch, then the end-of-stream marker on Close. The sink is borrowed and must
 /// outlive the writer. Move-only.
-class StreamWriter {
+class FERRY_EXPORT StreamWriter {
  public:
   static Result<StreamWriter> Open(Sink* sink, const ArrowSchema* schema,
                                    WriteOptions options = {});
@@ -73,13 +74,13 @@ class StreamWriter {
  private:
   friend class FileWriter;
   StreamWriter();
-  struct Impl;
+  struct FERRY_HIDDEN Impl;
   std::unique_ptr<Impl> impl_;
 };
 
 /// Writes the file format: magic, the stream messages, then the footer with every block on
 /// Close. Dictionaries may not change between batches (the format cannot replace them).
-class FileWriter {
+class FERRY_EXPORT FileWriter {
  public:
   static Result<FileWriter> Open(Sink* sink, const ArrowSchema* schema, WriteOptions options = {});
   ~FileWriter();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 #include "ferry/memview/memory_view.hpp"
 
@@ -15,7 +16,7 @@ namespace ferry::memview {
 /// The fields of a `__cuda_array_interface__` dict. `strides` empty means C-contiguous; `stream`
 /// is the producer's CUDA stream handle (1 = legacy default, 2 = per-thread default; 0 is
 /// disallowed by the protocol). A mask is not supported and is represented only by `has_mask`.
-struct CudaArrayInterface {
+struct FERRY_EXPORT CudaArrayInterface {
   std::vector<int64_t> shape;
   std::string typestr;
   uintptr_t data = 0;
@@ -28,11 +29,12 @@ struct CudaArrayInterface {
 
 /// Describe a CUDA (or CUDA-managed) view. Fails for host views, multi-member items and
 /// indirect views. The caller keeps `view.owner` alive while the dict is in use.
-Result<CudaArrayInterface> ToCudaArrayInterface(const MemoryView& view);
+FERRY_EXPORT Result<CudaArrayInterface> ToCudaArrayInterface(const MemoryView& view);
 
 /// A view of the memory an interface describes, on CUDA device `device_id`, kept alive by
 /// `owner`. Refuses version < 3 fields it cannot read, stream 0 and masks.
-Result<MemoryView> FromCudaArrayInterface(const CudaArrayInterface& cai,
-                                          std::shared_ptr<const void> owner, int64_t device_id);
+FERRY_EXPORT Result<MemoryView> FromCudaArrayInterface(const CudaArrayInterface& cai,
+                                                       std::shared_ptr<const void> owner,
+                                                       int64_t device_id);
 
 }  // namespace ferry::memview

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/memview/arrow.hpp"
 
@@ -11,7 +12,7 @@ namespace ferry::memview {
 
 /// A device array and its schema as one owner. Views of its memory hold a shared_ptr to it, so
 /// the buffers and the sync event live as long as any view does.
-struct DeviceArrayOwner {
+struct FERRY_EXPORT DeviceArrayOwner {
   UniqueSchema schema;
   UniqueDeviceArray array;
 };
@@ -22,8 +23,9 @@ struct DeviceArrayOwner {
 /// null count is unknown (-1) and a validity bitmap is present: then the host waits on the event
 /// and reads the bitmap (one device-to-host copy of length / 8 bytes where the host cannot
 /// address it). The view is read-only.
-Result<MemoryView> ViewOfDeviceArray(std::shared_ptr<const DeviceArrayOwner> array, int32_t flags,
-                                     const ArrowViewOptions& options = {});
+FERRY_EXPORT Result<MemoryView> ViewOfDeviceArray(std::shared_ptr<const DeviceArrayOwner> array,
+                                                  int32_t flags,
+                                                  const ArrowViewOptions& options = {});
 
 /// A device array over a view's memory, on the view's device, as ArrayFromView builds it (1-D
 /// fixed-width, 2-D fixed-size list, N-D fixed_shape_tensor); the array keeps the view's owner
@@ -31,10 +33,10 @@ Result<MemoryView> ViewOfDeviceArray(std::shared_ptr<const DeviceArrayOwner> arr
 /// since making it dense would read device memory. When the view has a sync event, `stream`
 /// waits on it and the array owns a new event recorded on `stream`; with no stream the host
 /// waits on it and the array has no event.
-Result<DeviceArrayOwner> DeviceArrayFromView(const MemoryView& view, void* stream,
-                                             const FromViewOptions& options = {});
+FERRY_EXPORT Result<DeviceArrayOwner> DeviceArrayFromView(const MemoryView& view, void* stream,
+                                                          const FromViewOptions& options = {});
 
 /// Register ViewOfDeviceArray as the exporter of `std::shared_ptr<const DeviceArrayOwner>`.
-void RegisterDeviceArrayExporter(ExporterRegistry& registry);
+FERRY_EXPORT void RegisterDeviceArrayExporter(ExporterRegistry& registry);
 
 }  // namespace ferry::memview

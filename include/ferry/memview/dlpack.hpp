@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ferry/abi/dlpack_abi.h"
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 #include "ferry/memview/memory_view.hpp"
 
@@ -12,16 +13,16 @@ namespace ferry::memview {
 /// stays alive until the consumer calls the deleter). Read-only views set READ_ONLY. Fails for
 /// items that are not one native-order scalar, and for byte strides that are not a multiple of
 /// the item size (DLPack strides count elements).
-Result<DLManagedTensorVersioned*> ToDLPack(const MemoryView& view);
+FERRY_EXPORT Result<DLManagedTensorVersioned*> ToDLPack(const MemoryView& view);
 /// The same through the legacy struct, which cannot say read-only: read-only views are refused.
-Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view);
+FERRY_EXPORT Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view);
 
 /// Take ownership of a versioned DLPack tensor: the returned view's owner calls its deleter when
 /// the last copy of the view goes. On a major-version mismatch only the deleter is called and an
 /// error is returned. bool (kDLBool, 8 bits) becomes an unsigned byte; lanes other than 1,
 /// complex, bfloat16 and opaque handles are refused (the tensor is still deleted).
-Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor);
+FERRY_EXPORT Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor);
 /// The same for the legacy struct (taken as writable, as the legacy protocol implies).
-Result<MemoryView> FromDLPackLegacy(DLManagedTensor* tensor);
+FERRY_EXPORT Result<MemoryView> FromDLPackLegacy(DLManagedTensor* tensor);
 
 }  // namespace ferry::memview

@@ -6,13 +6,14 @@
 #include <variant>
 #include <vector>
 
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 
 namespace ferry::memview {
 
 /// One member of an item: a run of `repeat` values of the type `format` names, `size` bytes
 /// each, starting `offset` bytes into the item.
-struct ItemComponent {
+struct FERRY_EXPORT ItemComponent {
   char format = 0;
   bool native_size = false;    ///< `!` or `_` was given
   bool little_endian = false;  ///< byte order of the stored values
@@ -23,7 +24,7 @@ struct ItemComponent {
 
 /// A parsed item format: its byte size (with `|` padding) and its members. Padding (`x`) makes
 /// no member.
-struct ItemDesc {
+struct FERRY_EXPORT ItemDesc {
   int64_t item_size = 0;
   bool aligned = false;  ///< a leading `|`: C struct alignment, tail padding included
   std::vector<ItemComponent> components;
@@ -34,11 +35,11 @@ struct ItemDesc {
 /// decimal count after each token (`c3`); whitespace between tokens; a leading `|` for C
 /// alignment. `l` is 4 bytes and `l!` the native long. Errors name the byte offset of the bad
 /// token and why. An empty format is an item of 0 bytes.
-Result<ItemDesc> ParseItemFormat(std::string_view format);
+FERRY_EXPORT Result<ItemDesc> ParseItemFormat(std::string_view format);
 
 /// The kind of values a format letter stores: 'i' signed integer (`c s i l q j`), 'u' unsigned
 /// integer (`C S I L Q J n v N V`), 'f' float (`f e g d E G`), or 0 for `x` and unknown letters.
-char ItemKind(char letter) noexcept;
+FERRY_EXPORT char ItemKind(char letter) noexcept;
 
 /// A decoded value: signed integers (`c` is always signed), unsigned integers, or floats.
 using ItemScalar = std::variant<int64_t, uint64_t, double>;
@@ -48,6 +49,6 @@ using ItemValue = std::variant<std::monostate, ItemScalar, std::vector<ItemScala
 
 /// Decode the item at `item` (which must hold `desc.item_size` readable bytes). Values stored in
 /// the other byte order are swapped first.
-ItemValue DecodeItem(const ItemDesc& desc, const uint8_t* item);
+FERRY_EXPORT ItemValue DecodeItem(const ItemDesc& desc, const uint8_t* item);
 
 }  // namespace ferry::memview

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 #include "ferry/memview/format.hpp"
 
@@ -32,7 +33,7 @@ enum RequestFlags : int32_t {
 /// negative; an empty `strides` means row-major contiguous. `sub_offsets` follow PIL: in a
 /// dimension whose sub-offset is >= 0, the address reached is a pointer to dereference, then the
 /// sub-offset is added. Copying a view copies only these descriptors.
-struct MemoryView {
+struct FERRY_EXPORT MemoryView {
   std::shared_ptr<const void> owner;
   uint8_t* data = nullptr;
   int64_t byte_size = 0;
@@ -62,26 +63,27 @@ struct MemoryView {
 
 /// Build a contiguous row-major view of `shape` items of `format` over `data`. Checks that the
 /// format parses and that the bytes cover the shape.
-Result<MemoryView> MakeContiguousView(std::shared_ptr<const void> owner, uint8_t* data,
-                                      int64_t byte_size, std::string format,
-                                      std::vector<int64_t> shape, bool readonly);
+FERRY_EXPORT Result<MemoryView> MakeContiguousView(std::shared_ptr<const void> owner, uint8_t* data,
+                                                   int64_t byte_size, std::string format,
+                                                   std::vector<int64_t> shape, bool readonly);
 
 /// Whether the items are laid out row-major (C order) with no gaps. Dimensions of extent 1 do not
 /// constrain their stride; a view with no items is contiguous; sub-offsets never are.
-bool IsRowMajorContiguous(const MemoryView& view) noexcept;
+FERRY_EXPORT bool IsRowMajorContiguous(const MemoryView& view) noexcept;
 /// The same for column-major (Fortran order).
-bool IsColumnMajorContiguous(const MemoryView& view) noexcept;
+FERRY_EXPORT bool IsColumnMajorContiguous(const MemoryView& view) noexcept;
 
 /// Check that `view` satisfies `flags` and strip what the consumer did not ask for (the format
 /// without FORMAT, the strides without STRIDES). Fails, naming the flag, when it cannot: a
 /// read-only view asked WRITABLE, a non-contiguous one asked ROW_MAJOR, more than one dimension
 /// without MULTI_DIMENSIONAL, sub-offsets without INDIRECT, strides that are needed but not asked.
-Status ConformToRequest(MemoryView* view, int32_t flags);
+FERRY_EXPORT Status ConformToRequest(MemoryView* view, int32_t flags);
 
 /// The address of the item at `indices` (one per dimension; none for ndim 0), following strides
 /// (negative too) and sub-offsets in every dimension. No bounds check.
-uint8_t* GetItemPointer(const MemoryView& view, const int64_t* indices) noexcept;
+FERRY_EXPORT uint8_t* GetItemPointer(const MemoryView& view, const int64_t* indices) noexcept;
 /// The same, with every index checked against the shape (negative indices are errors).
-Result<uint8_t*> GetItemPointerChecked(const MemoryView& view, const std::vector<int64_t>& indices);
+FERRY_EXPORT Result<uint8_t*> GetItemPointerChecked(const MemoryView& view,
+                                                    const std::vector<int64_t>& indices);
 
 }  // namespace ferry::memview

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 #include "ferry/memview/format.hpp"
 
@@ -16,15 +17,15 @@ namespace ferry::memview {
 /// template with the same size and member offsets (explicit `x` padding stands for `@`
 /// alignment). Fails for what pack templates cannot express: half floats, complex numbers,
 /// pointers, Pascal strings, and `(shape)` sub-arrays.
-Result<std::string> PackFormatFromPep3118(std::string_view format);
+FERRY_EXPORT Result<std::string> PackFormatFromPep3118(std::string_view format);
 
 /// Translate a parsed pack template into a PEP 3118 format with explicit byte orders and
 /// padding, e.g. "l>" -> ">i", "|iqc" -> "<i<4x<q<b<7x" on a little-endian host.
-Result<std::string> Pep3118FromItemDesc(const ItemDesc& desc);
+FERRY_EXPORT Result<std::string> Pep3118FromItemDesc(const ItemDesc& desc);
 
 /// The NumPy typestr of a one-member item ("<i4", ">f8", "|u1", "|V16" for byte strings).
-Result<std::string> NumpyTypestrFromItemDesc(const ItemDesc& desc);
+FERRY_EXPORT Result<std::string> NumpyTypestrFromItemDesc(const ItemDesc& desc);
 /// The pack template of a NumPy typestr ("<i4" -> "l<", "|b1" -> "C"); kinds i u f b V.
-Result<std::string> PackFormatFromNumpyTypestr(std::string_view typestr);
+FERRY_EXPORT Result<std::string> PackFormatFromNumpyTypestr(std::string_view typestr);
 
 }  // namespace ferry::memview

@@ -9,6 +9,7 @@
 #include <typeindex>
 #include <unordered_map>
 
+#include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
 #include "ferry/memview/memory_view.hpp"
 
@@ -17,7 +18,7 @@ namespace ferry::memview {
 /// How one type exports memory views. `get` fills a view of `object` honouring `flags` (or fails
 /// naming what it cannot do); `release` (optional) undoes what `get` allocated; `available`
 /// (optional) says cheaply whether `get` could succeed.
-struct Exporter {
+struct FERRY_EXPORT Exporter {
   std::function<Status(const void* object, int32_t flags, MemoryView* out)> get;
   std::function<void(MemoryView* view)> release;
   std::function<bool(const void* object)> available;
@@ -26,7 +27,7 @@ struct Exporter {
 /// A thread-safe map from C++ types (and, for the C surface, string tags) to exporters. Lookups
 /// follow declared base types. The registry counts the views handed out per object; releasing a
 /// view is idempotent and may happen on any thread. Views keep no lock.
-class ExporterRegistry {
+class FERRY_EXPORT ExporterRegistry {
  public:
   /// The process-wide registry.
   static ExporterRegistry& Global();

@@ -13,7 +13,7 @@ namespace ferry::transport {
 
 /// One buffer a peer may read: a wire address (a virtual address, or an offset tagged with a
 /// segment's index) and a length.
-struct BufferRef {
+struct FERRY_EXPORT BufferRef {
   uint64_t address = 0;
   uint64_t length = 0;
 };
@@ -38,7 +38,7 @@ class FERRY_EXPORT Region {
 /// offset and length within `bytes`. When `borrowed`, the bytes are the server's memory, mapped
 /// in place (no copy), and free_data may go only once every array over them is released;
 /// otherwise they are a local copy and free_data can go at once.
-struct FetchedBody {
+struct FERRY_EXPORT FetchedBody {
   SharedBytes bytes;
   std::vector<BufferRef> buffers;
   bool borrowed = false;

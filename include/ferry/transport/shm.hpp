@@ -7,16 +7,17 @@
 #include <memory>
 #include <string>
 
+#include "ferry/abi/export.h"
 #include "ferry/transport/transport.hpp"
 
 namespace ferry::transport {
 
 /// Listen on the Unix socket `path` (an empty path picks one under $TMPDIR or /tmp). The socket
 /// file is removed when the listener closes.
-Result<std::unique_ptr<Listener>> ListenShm(const std::string& path);
+FERRY_EXPORT Result<std::unique_ptr<Listener>> ListenShm(const std::string& path);
 /// Connect to a shared-memory listener.
-Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
-                                               std::chrono::milliseconds timeout);
+FERRY_EXPORT Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
+                                                            std::chrono::milliseconds timeout);
 
 /// How a wire address names a byte of a shared segment: the segment's index in the top 24 bits,
 /// the byte offset in the low 40.

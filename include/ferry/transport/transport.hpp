@@ -20,7 +20,7 @@
 namespace ferry::transport {
 
 /// A received tagged message: the sender's full tag and the payload, owned by the receiver.
-struct TaggedMessage {
+struct FERRY_EXPORT TaggedMessage {
   uint64_t tag = 0;
   SharedBytes payload;
 };

@@ -8,17 +8,18 @@
 #include <memory>
 #include <string>
 
+#include "ferry/abi/export.h"
 #include "ferry/transport/transport.hpp"
 
 namespace ferry::transport {
 
 /// Whether this build has the UCX transport.
-bool UcxAvailable() noexcept;
+FERRY_EXPORT bool UcxAvailable() noexcept;
 /// Listen on `address` ("host:port"; port 0 or an empty address picks a free port on
 /// 127.0.0.1). ENOTSUP when the build has no UCX.
-Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address);
+FERRY_EXPORT Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address);
 /// Connect to a UCX listener at "host:port".
-Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
-                                               std::chrono::milliseconds timeout);
+FERRY_EXPORT Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
+                                                            std::chrono::milliseconds timeout);
 
 }  // namespace ferry::transport

@@ -5,7 +5,7 @@
 #include "array_ref.hpp"
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
-#include "ferry/format/type.hpp"
+#include "ferry/format/schema_view.hpp"
 #include "ferry/memview/arrow.hpp"
 #include "ferry_ext.hpp"
 

@@ -1,3 +1,4 @@
+// Over 600 lines: the UCX worker before its split into worker, endpoint and listener files.
 // The UCX worker: context and worker set-up, the event-driven progress thread, connection set-up
 // and teardown, and the pipeline that probes each tag message, receives it into an allocation of
 // its size and hands it, in arrival order, to its connection's inbox.

@@ -1,5 +1,6 @@
-// Arrow's integration-test JSON (the format of arrow-testing's .json.gz files) written from
-// ferry arrays, for `ferry cat --json`.
+// The testing module's writer of Arrow's integration-test JSON (the format of arrow-testing's
+// .json.gz files), from ferry arrays: `ferry cat --json`, tests and benchmarks use it. It is not
+// part of libferry.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,11 +9,11 @@
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/core/result.hpp"
 
-namespace ferry::cli {
+namespace ferry::testing {
 
 /// A whole document: the schema of `root` (a struct whose children are the columns), the
 /// dictionaries found in the first batch (ids in pre-order), and every batch.
 Result<nlohmann::json> IntegrationJson(const ArrowSchema* root,
                                        const std::vector<const ArrowArray*>& batches);
 
-}  // namespace ferry::cli
+}  // namespace ferry::testing

@@ -1,16 +1,16 @@
 // The integration JSON writer: fields and columns, one ArrayView walk per batch.
-#include "integration_json.hpp"
+#include "testing/integration_json.hpp"
 
 #include <cstring>
 #include <set>
 #include <string>
 
 #include "ferry/format/array_view.hpp"
+#include "ferry/format/decimal.hpp"
 #include "ferry/format/metadata.hpp"
-#include "ferry/format/type.hpp"
-#include "format/decimal.hpp"
+#include "ferry/format/schema_view.hpp"
 
-namespace ferry::cli {
+namespace ferry::testing {
 
 namespace {
 
@@ -241,8 +241,8 @@ class Writer {
       case TypeId::kDecimal256:
         for (int64_t i = start; i < start + count; ++i) {
           const std::string_view b = v.GetBytes(i);
-          data.push_back(internal::DecimalToString(reinterpret_cast<const uint8_t*>(b.data()),
-                                                   t.decimal_bitwidth, 0));
+          data.push_back(
+              DecimalToString(reinterpret_cast<const uint8_t*>(b.data()), t.decimal_bitwidth, 0));
         }
         break;
       case TypeId::kIntervalDayTime:
@@ -461,4 +461,4 @@ Result<nlohmann::json> IntegrationJson(const ArrowSchema* root,
   return doc;
 }
 
-}  // namespace ferry::cli
+}  // namespace ferry::testing

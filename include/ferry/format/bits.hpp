@@ -1,10 +1,13 @@
 // Bit-packed buffer helpers (validity bitmaps and boolean data), least-significant bit first.
+// Inline except the word popcount, which picks POPCNT at load time.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-namespace ferry::internal {
+#include "ferry/abi/export.h"
+
+namespace ferry {
 
 inline bool GetBit(const uint8_t* bits, int64_t i) noexcept {
   return (bits[i >> 3] >> (i & 7)) & 1;
@@ -18,7 +21,7 @@ inline void SetBit(uint8_t* bits, int64_t i, bool value) noexcept {
 
 /// Number of set bits in `n_words` 64-bit words starting at `words` (any alignment). Uses the
 /// POPCNT instruction where the CPU has it (chosen once, at load time).
-int64_t CountSetBitsInWords(const uint8_t* words, int64_t n_words) noexcept;
+FERRY_EXPORT int64_t CountSetBitsInWords(const uint8_t* words, int64_t n_words) noexcept;
 
 /// Number of set bits in [offset, offset + length); whole 64-bit words are popcounted.
 inline int64_t CountSetBits(const uint8_t* bits, int64_t offset, int64_t length) noexcept {
@@ -33,4 +36,4 @@ inline int64_t CountSetBits(const uint8_t* bits, int64_t offset, int64_t length)
   return count;
 }
 
-}  // namespace ferry::internal
+}  // namespace ferry

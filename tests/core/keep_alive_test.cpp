@@ -1,0 +1,132 @@
+// KeepAlive: the owner lives exactly as long as the last exported node, whichever it is, and a
+// moved-out child outlives its parent.
+#include "ferry/core/keep_alive.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "ferry/abi/unique.hpp"
+
+namespace ferry {
+namespace {
+
+// The owner's lifetime, observable through a weak pointer.
+struct Watched {
+  std::vector<int32_t> values{1, 2, 3, 4};
+};
+
+TEST(KeepAlive, TheOwnerGoesWithTheLastNodeNotTheMaker) {
+  auto owner = std::make_shared<Watched>();
+  std::weak_ptr<Watched> watch = owner;
+  const void* buffers[2] = {nullptr, owner->values.data()};
+  UniqueArray array;
+  {
+    KeepAlive nodes(std::move(owner));
+    nodes.MakeNode(array.get(), 4, 0, 0, buffers, 2, 0);
+  }  // the maker is gone; the node still holds the owner
+  ASSERT_FALSE(watch.expired());
+  EXPECT_EQ(array->length, 4);
+  EXPECT_EQ(array->n_buffers, 2);
+  EXPECT_EQ(static_cast<const int32_t*>(array->buffers[1])[3], 4);
+  array.reset();
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST(KeepAlive, AMovedOutChildOutlivesItsParent) {
+  auto owner = std::make_shared<Watched>();
+  std::weak_ptr<Watched> watch = owner;
+  const void* none[1] = {nullptr};
+  const void* leaf[2] = {nullptr, owner->values.data()};
+  UniqueArray parent;
+  {
+    KeepAlive nodes(std::move(owner));
+    nodes.Reserve(3);
+    const KeepAlive::Slots slots = nodes.MakeNode(parent.get(), 4, 0, 0, none, 1, 2);
+    nodes.MakeNode(&slots.children[0], 4, 0, 0, leaf, 2, 0);
+    nodes.MakeNode(&slots.children[1], 2, 0, 2, leaf, 2, 0);
+  }
+  ASSERT_EQ(parent->n_children, 2);
+  UniqueArray child(parent->children[1]);  // moved out: the parent's slot is now released
+  EXPECT_EQ(parent->children[1]->release, nullptr);
+  parent.reset();  // releases child 0 only
+  ASSERT_FALSE(watch.expired());
+  EXPECT_EQ(child->offset, 2);
+  EXPECT_EQ(static_cast<const int32_t*>(child->buffers[1])[child->offset], 3);
+  child.reset();
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST(KeepAlive, MirrorCopiesShapeAndPointersNotBytes) {
+  auto owner = std::make_shared<Watched>();
+  std::weak_ptr<Watched> watch = owner;
+  // A dictionary-encoded column inside a struct, as a caller-built shape.
+  const void* dict_buffers[2] = {nullptr, owner->values.data()};
+  ArrowArray dictionary{};
+  dictionary.length = 4;
+  dictionary.n_buffers = 2;
+  dictionary.buffers = dict_buffers;
+  static const int8_t kIndices[3] = {3, 0, 1};
+  const void* index_buffers[2] = {nullptr, kIndices};
+  ArrowArray indices{};
+  indices.length = 3;
+  indices.null_count = 0;
+  indices.n_buffers = 2;
+  indices.buffers = index_buffers;
+  indices.dictionary = &dictionary;
+  ArrowArray* children[1] = {&indices};
+  const void* struct_buffers[1] = {nullptr};
+  ArrowArray shape{};
+  shape.length = 3;
+  shape.n_buffers = 1;
+  shape.buffers = struct_buffers;
+  shape.n_children = 1;
+  shape.children = children;
+
+  UniqueArray out;
+  KeepAlive(std::move(owner)).Mirror(shape, out.get());
+  ASSERT_EQ(out->n_children, 1);
+  const ArrowArray& col = *out->children[0];
+  EXPECT_EQ(col.length, 3);
+  EXPECT_EQ(col.buffers[1], kIndices);  // the same bytes, not a copy
+  ASSERT_NE(col.dictionary, nullptr);
+  EXPECT_EQ(col.dictionary->length, 4);
+  EXPECT_EQ(static_cast<const int32_t*>(col.dictionary->buffers[1])[kIndices[0]], 4);
+  EXPECT_NE(col.dictionary->release, nullptr);
+  out.reset();
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST(KeepAlive, ViewTypesKeepEveryBuffer) {
+  std::vector<const void*> many(7);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = &many[i];
+  UniqueArray out;
+  KeepAlive().MakeNode(out.get(), 1, 0, 0, many.data(), static_cast<int64_t>(many.size()), 0);
+  ASSERT_EQ(out->n_buffers, 7);
+  for (size_t i = 0; i < many.size(); ++i) EXPECT_EQ(out->buffers[i], &many[i]);
+}
+
+TEST(KeepAlive, AForeignChildMovedInIsReleasedWithTheNode) {
+  static int released = 0;
+  released = 0;
+  ArrowArray foreign{};
+  foreign.length = 1;
+  foreign.release = [](ArrowArray* a) {
+    ++released;
+    a->release = nullptr;
+  };
+  const void* none[1] = {nullptr};
+  UniqueArray out;
+  {
+    KeepAlive nodes;
+    const KeepAlive::Slots slots = nodes.MakeNode(out.get(), 1, 0, 0, none, 1, 1);
+    slots.children[0] = foreign;  // moved in
+  }
+  EXPECT_EQ(released, 0);
+  out.reset();
+  EXPECT_EQ(released, 1);
+}
+
+}  // namespace
+}  // namespace ferry
