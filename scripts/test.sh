@@ -27,7 +27,7 @@ echo "== C++ and C suites"
 ctest --test-dir build/test --output-on-failure -j"$jobs"
 
 echo "== Python binding (pip install ./python)"
-.venv/bin/python -m pip install -q --no-build-isolation ./python
+.venv/bin/python -m pip install -q --no-build-isolation -C cmake.define.FERRY_WERROR=ON ./python
 
 echo "== Python suite (pytest)"
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" .venv/bin/python -m pytest -q python/tests

@@ -179,8 +179,8 @@ struct PyServer {
 };
 
 PyServer Start(const std::string& transport, const std::string& address,
-               const std::string& body_type, int64_t region_bytes, double wait_timeout,
-               const std::optional<std::string>& compression, int32_t alignment,
+               const std::string& body_type, int64_t region_bytes, double timeout,
+               int max_clients, const std::optional<std::string>& compression, int32_t alignment,
                uint64_t want_data_tag, uint64_t free_data_tag) {
   dipc::ServerOptions options;
   options.transport = transport;
@@ -188,7 +188,9 @@ PyServer Start(const std::string& transport, const std::string& address,
   options.body_type = BodyTypeOf(body_type);
   if (region_bytes <= 0) Raise(PyExc_ValueError, "region_bytes must be positive");
   options.region_bytes = region_bytes;
-  options.wait_timeout = Millis(wait_timeout, "wait_timeout");
+  options.timeout = Millis(timeout, "timeout");
+  if (max_clients <= 0) Raise(PyExc_ValueError, "max_clients must be positive");
+  options.max_clients = max_clients;
   options.write.compression = CompressionOf(compression);
   options.write.alignment = alignment;
   options.want_data_tag = want_data_tag;
@@ -210,7 +212,8 @@ dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri) {
 PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std::string& ticket,
                       Device* device, ValidationLevel validation, double timeout,
                       uint32_t reorder_window,
-                      const std::optional<std::variant<dipc::Uri, std::string>>& data_uri) {
+                      const std::optional<std::variant<dipc::Uri, std::string>>& data_uri,
+                      int64_t max_metadata_bytes, int64_t max_body_bytes) {
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
@@ -219,6 +222,11 @@ PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std
   options.read.validation = validation;
   options.timeout = Millis(timeout, "timeout");
   options.reorder_window = reorder_window;
+  if (max_metadata_bytes <= 0 || max_body_bytes <= 0) {
+    Raise(PyExc_ValueError, "max_metadata_bytes and max_body_bytes must be positive");
+  }
+  options.max_metadata_bytes = max_metadata_bytes;
+  options.max_body_bytes = max_body_bytes;
   Result<UniqueDeviceArrayStream> stream = [&] {
     nb::gil_scoped_release release;  // connects, sends the ticket, waits for the schema
     if (data) return dipc::ConnectStream(parsed, *data, ticket, options);
@@ -307,6 +315,15 @@ void InitDipc(nb::module_& parent) {
               "Body bytes in the shared region that clients have not freed yet.")
       .def_ro("sessions_failed", &dipc::ServerStats::sessions_failed,
               "Sessions that ended with an error (a bad peer, a dataset error).")
+      .def_ro("tickets_refused", &dipc::ServerStats::tickets_refused,
+              "Requests refused: an unknown ticket, one asked for under another URI, too many "
+              "clients.")
+      .def_ro("addresses_lent", &dipc::ServerStats::addresses_lent,
+              "Type-1 addresses lent to clients.")
+      .def_ro("addresses_freed", &dipc::ServerStats::addresses_freed,
+              "Type-1 addresses the clients freed.")
+      .def_ro("unknown_frees", &dipc::ServerStats::unknown_frees,
+              "Addresses in free_data the client did not hold (logged, then ignored).")
       .def("__repr__", &StatsRepr);
 
   nb::class_<PyServer>(
@@ -316,15 +333,17 @@ void InitDipc(nb::module_& parent) {
       .def_static(
           "start", &Start, nb::arg("transport") = "shm", nb::arg("address") = "", nb::kw_only(),
           nb::arg("body_type") = "list", nb::arg("region_bytes") = int64_t{256} << 20,
-          nb::arg("wait_timeout") = 30.0, nb::arg("compression") = nb::none(),
+          nb::arg("timeout") = 30.0, nb::arg("max_clients") = 256,
+          nb::arg("compression") = nb::none(),
           nb::arg("alignment") = 8, nb::arg("want_data_tag") = dipc::kDefaultWantDataTag,
           nb::arg("free_data_tag") = dipc::kDefaultFreeDataTag,
           "Start serving. transport: 'shm' or 'ucx'; address: a socket path, '@name' (an "
           "abstract socket) or host:port, empty for a fresh one; body_type: 'list' (clients "
           "read bodies in place from the shared region) or 'packed' (each body one message); "
-          "region_bytes: the most body bytes in flight, all clients together; wait_timeout: "
-          "seconds a body may wait for room, and a client before its ticket; compression: "
-          "None, 'lz4' or 'zstd'.")
+          "region_bytes: the most body bytes in flight, all clients together; timeout: seconds "
+          "the server waits on a client (its request, room for its bodies, its frees, each "
+          "send); max_clients: the most clients served at once; compression: None, 'lz4' or "
+          "'zstd'.")
       .def(
           "add",
           [](PyServer& self, const std::string& name, nb::handle data, nb::handle schema) {
@@ -382,19 +401,31 @@ void InitDipc(nb::module_& parent) {
           "Serve an IPC stream or file (told apart by its magic) under the ticket `name`: mapped "
           "once, "
           "decoded zero-copy for each client; a file that is not IPC fails here.")
-      .def_prop_ro(
+      .def(
           "uri",
-          [](PyServer& self) {
-            return (self.server ? self.server->uri() : self.final_uri).ToString();
+          [](PyServer& self, const std::string& name) {
+            return (self.server ? self.server->uri(name) : self.final_uri).ToString();
           },
-          "The URI clients connect with (str).")
-      .def_prop_ro(
+          nb::arg("name") = "",
+          "The URI (str) clients read dataset `name` with, both streams on one connection; with "
+          "no name, the URI of datasets served from the shared region (a kept dataset has its "
+          "own, carrying its memory's remote_handle).")
+      .def(
+          "metadata_uri",
+          [](PyServer& self, const std::string& name) {
+            return self.server ? self.server->metadata_uri(name).ToString() : std::string();
+          },
+          nb::arg("name") = "",
+          "The split shape's metadata URI (str) for `name`: connect(metadata_uri, ticket, "
+          "data_uri=data_uri(name)). Empty once stopped.")
+      .def(
           "data_uri",
-          [](PyServer& self) {
-            return self.server ? self.server->data_uri().ToString() : std::string();
+          [](PyServer& self, const std::string& name) {
+            return self.server ? self.server->data_uri(name).ToString() : std::string();
           },
-          "The data channel's URI (str), for connect(uri, ticket, data_uri=...): metadata and "
-          "bodies then travel on two connections. Empty once stopped.")
+          nb::arg("name") = "",
+          "The split shape's data URI (str) for `name`: bodies and free_data. Empty once "
+          "stopped.")
       .def_prop_ro(
           "stats",
           [](PyServer& self) {
@@ -426,13 +457,17 @@ void InitDipc(nb::module_& parent) {
         nb::arg("device").none() = nb::none(), nb::arg("validation") = ValidationLevel::kFull,
         nb::arg("timeout") = 30.0, nb::arg("reorder_window") = 64,
         nb::arg("data_uri").none() = nb::none(),
+        nb::arg("max_metadata_bytes") = int64_t{64} << 20,
+        nb::arg("max_body_bytes") = int64_t{4} << 30,
         "Connect to a server and read the dataset named `ticket` as an ArrayStream of record "
         "batches. "
         "The schema arrives before this returns, so a refused ticket or a dead server raises here "
         "with the server's message. device: where batches land (None: the CPU, read in place over "
         "shared memory; another device gets one copy of each batch); validation: checks on what "
-        "arrives; timeout: seconds the server may stay silent; data_uri: the server's data_uri, "
-        "to take bodies on a second connection.");
+        "arrives; timeout: seconds the server may stay silent; data_uri: the server's "
+        "data_uri(name), with `uri` its metadata_uri(name), to take metadata and bodies from "
+        "separate servers; max_metadata_bytes, max_body_bytes: the largest message of each "
+        "kind taken from the server.");
 }
 
 }  // namespace ferry::python

@@ -1,4 +1,5 @@
 // The C surface of the dipc layer.
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -26,15 +27,23 @@ Status CopyUri(const ferry::dipc::Uri& uri, char* out, size_t out_size) {
 }
 
 Status Connect(const char* uri, const char* data_uri, const char* ticket,
-               const struct FerryDevice* device, struct ArrowDeviceArrayStream* out) {
+               const struct FerryDipcClientOptions* client, struct ArrowDeviceArrayStream* out) {
   if (uri == nullptr || ticket == nullptr || out == nullptr) {
     return Status::Invalid("uri, ticket or out is NULL");
   }
   FERRY_ASSIGN_OR_RAISE(ferry::dipc::Uri parsed, ferry::dipc::Uri::Parse(uri));
   ferry::dipc::ClientOptions options;
-  if (device != nullptr) {
-    options.device = ferry::Device::FromC(device);
-    if (options.device == nullptr) return Status::Invalid("the device is not one of ferry's");
+  if (client != nullptr) {
+    if (client->device != nullptr) {
+      options.device = ferry::Device::FromC(client->device);
+      if (options.device == nullptr) return Status::Invalid("the device is not one of ferry's");
+    }
+    if (client->timeout_ms < 0 || client->max_metadata_bytes < 0 || client->max_body_bytes < 0) {
+      return Status::Invalid("a client option is negative");
+    }
+    if (client->timeout_ms > 0) options.timeout = std::chrono::milliseconds(client->timeout_ms);
+    if (client->max_metadata_bytes > 0) options.max_metadata_bytes = client->max_metadata_bytes;
+    if (client->max_body_bytes > 0) options.max_body_bytes = client->max_body_bytes;
   }
   if (data_uri == nullptr) {
     FERRY_ASSIGN_OR_RAISE(auto stream, ferry::dipc::ConnectStream(parsed, ticket, options));
@@ -45,6 +54,20 @@ Status Connect(const char* uri, const char* data_uri, const char* ticket,
   FERRY_ASSIGN_OR_RAISE(auto stream, ferry::dipc::ConnectStream(parsed, data, ticket, options));
   stream.move_to(out);
   return Status::OK();
+}
+
+// The URI of `which` (0: one connection, 1: metadata, 2: data) for `name`.
+FerryErrorCode ServerUri(const struct FerryDipcServer* server, const char* name, int which,
+                         char* out, size_t out_size, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&]() -> Status {
+    if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
+    const std::string n = name != nullptr ? name : "";
+    const ferry::dipc::Server& s = *server->server;
+    return CopyUri(which == 0   ? s.uri(n)
+                   : which == 1 ? s.metadata_uri(n)
+                                : s.data_uri(n),
+                   out, out_size);
+  });
 }
 
 }  // namespace
@@ -65,8 +88,12 @@ FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options
         return Status::Invalid("unknown body type " + std::to_string(options->body_type));
       }
       o.body_type = static_cast<ferry::dipc::BodyType>(options->body_type);
-      if (options->region_bytes < 0) return Status::Invalid("region_bytes is negative");
+      if (options->region_bytes < 0 || options->timeout_ms < 0 || options->max_clients < 0) {
+        return Status::Invalid("region_bytes, timeout_ms or max_clients is negative");
+      }
       if (options->region_bytes > 0) o.region_bytes = options->region_bytes;
+      if (options->timeout_ms > 0) o.timeout = std::chrono::milliseconds(options->timeout_ms);
+      if (options->max_clients > 0) o.max_clients = options->max_clients;
     }
     FERRY_ASSIGN_OR_RAISE(auto server, ferry::dipc::Server::Start(std::move(o)));
     *out = new FerryDipcServer{std::move(server)};
@@ -111,20 +138,19 @@ FerryErrorCode FerryDipcServerKeepPath(struct FerryDipcServer* server, const cha
   });
 }
 
-FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, char* out, size_t out_size,
-                                  struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
-    if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
-    return CopyUri(server->server->uri(), out, out_size);
-  });
+FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server, const char* name, char* out,
+                                  size_t out_size, struct FerryError* error) {
+  return ServerUri(server, name, 0, out, out_size, error);
 }
 
-FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer* server, char* out,
-                                      size_t out_size, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
-    if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
-    return CopyUri(server->server->data_uri(), out, out_size);
-  });
+FerryErrorCode FerryDipcServerMetadataUri(const struct FerryDipcServer* server, const char* name,
+                                          char* out, size_t out_size, struct FerryError* error) {
+  return ServerUri(server, name, 1, out, out_size, error);
+}
+
+FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer* server, const char* name,
+                                      char* out, size_t out_size, struct FerryError* error) {
+  return ServerUri(server, name, 2, out, out_size, error);
 }
 
 void FerryDipcServerRelease(struct FerryDipcServer* server) { delete server; }
@@ -132,16 +158,24 @@ void FerryDipcServerRelease(struct FerryDipcServer* server) { delete server; }
 FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
                                 const struct FerryDevice* device,
                                 struct ArrowDeviceArrayStream* out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&] { return Connect(uri, nullptr, ticket, device, out); });
+  const FerryDipcClientOptions options{device, 0, 0, 0};
+  return ferry::capi::Guard(error, [&] { return Connect(uri, nullptr, ticket, &options, out); });
 }
 
 FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri, const char* ticket,
                                    const struct FerryDevice* device,
                                    struct ArrowDeviceArrayStream* out, struct FerryError* error) {
+  const FerryDipcClientOptions options{device, 0, 0, 0};
   return ferry::capi::Guard(error, [&]() -> Status {
     if (data_uri == nullptr) return Status::Invalid("data_uri is NULL");
-    return Connect(uri, data_uri, ticket, device, out);
+    return Connect(uri, data_uri, ticket, &options, out);
   });
+}
+
+FerryErrorCode FerryDipcConnectWith(const char* uri, const char* data_uri, const char* ticket,
+                                    const struct FerryDipcClientOptions* options,
+                                    struct ArrowDeviceArrayStream* out, struct FerryError* error) {
+  return ferry::capi::Guard(error, [&] { return Connect(uri, data_uri, ticket, options, out); });
 }
 
 }  // extern "C"

@@ -1,11 +1,12 @@
-// The dissociated-IPC client: metadata in sequence order through a Sequencer, bodies matched by
-// tag, decoded zero-copy by the IPC decoder, and free_data sent when borrowed bodies are released.
+// The dissociated-IPC client: metadata in sequence order through a Sequencer, one body per
+// batch matched by its sequence number, decoded zero-copy by the IPC decoder, and free_data for
+// every address the server lent.
 #include "ferry/dipc/client.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <random>
 #include <vector>
 
 #include "ferry/core/stream_adapter.hpp"
@@ -24,18 +25,21 @@ using transport::TaggedMessage;
 
 namespace {
 
-// Sends free_data for released bodies. While the stream is read, frees are deferred and sent
-// in batches: when enough are pending, or before the client would block waiting for the server
-// (which may be waiting for them). Once the stream is gone, each release sends at once. Owned by
-// the session and by every borrowed body, so it outlives both.
+// Sends free_data for what the server lent, and closes the data connection at the end. While
+// the stream is read, frees are deferred and sent in batches: when enough are pending, or
+// before the client would block waiting for the server (which may be waiting for them). Once
+// the stream is over, each release sends at once, and when nothing is borrowed any more the
+// connection closes: the protocol's client closes after its last free_data. Owned by the
+// session and by every borrowed body, so it outlives both.
 class Freer {
  public:
   Freer(std::shared_ptr<Connection> conn, uint64_t tag) : conn_(std::move(conn)), tag_(tag) {}
+  ~Freer() { Finish(); }
 
-  void Free(uint64_t address) {
+  void Free(const std::vector<uint64_t>& addresses) {
     std::unique_lock lock(mutex_);
-    pending_.push_back(address);
-    if (deferred_ && pending_.size() < kBatch) return;
+    pending_.insert(pending_.end(), addresses.begin(), addresses.end());
+    if (!finished_ && pending_.size() < kBatch) return;
     FlushLocked(lock);
   }
 
@@ -44,14 +48,31 @@ class Freer {
     FlushLocked(lock);
   }
 
-  void SetDeferred(bool deferred) {
+  // A body whose memory is the server's, mapped here, until Return.
+  void Borrow() {
+    std::lock_guard lock(mutex_);
+    ++borrowed_;
+  }
+  void Return(const std::vector<uint64_t>& addresses) {
     std::unique_lock lock(mutex_);
-    deferred_ = deferred;
-    if (!deferred) FlushLocked(lock);
+    --borrowed_;
+    pending_.insert(pending_.end(), addresses.begin(), addresses.end());
+    if (!finished_ && pending_.size() < kBatch) return;
+    FlushLocked(lock);
+    CloseIfDone(lock);
+  }
+
+  // The stream is over (or abandoned): send what is pending, and close once nothing is
+  // borrowed.
+  void Finish() {
+    std::unique_lock lock(mutex_);
+    finished_ = true;
+    FlushLocked(lock);
+    CloseIfDone(lock);
   }
 
  private:
-  static constexpr size_t kBatch = 32;
+  static constexpr size_t kBatch = 64;
 
   // Send what is pending; a release on another thread meanwhile joins the next message.
   void FlushLocked(std::unique_lock<std::mutex>& lock) {
@@ -69,50 +90,67 @@ class Freer {
     flushing_ = false;
   }
 
+  void CloseIfDone(std::unique_lock<std::mutex>& lock) {
+    if (!finished_ || borrowed_ > 0 || closed_ || flushing_) return;
+    closed_ = true;
+    lock.unlock();
+    conn_->Close();
+    lock.lock();
+  }
+
   std::shared_ptr<Connection> conn_;
   uint64_t tag_;
   std::mutex mutex_;
   std::vector<uint64_t> pending_;
-  bool deferred_ = true;
+  int64_t borrowed_ = 0;
+  bool finished_ = false;
   bool flushing_ = false;
+  bool closed_ = false;
 };
 
-// The owner of a borrowed body: keeps the mapping, and frees the body when the last array over
-// it goes.
+// The owner of a borrowed body: keeps the mapping, and returns the loan when the last array
+// over it goes.
 struct BorrowedBody {
   std::shared_ptr<const void> mapping;
   std::shared_ptr<Freer> freer;
-  uint64_t address = 0;
-  ~BorrowedBody() { freer->Free(address); }
+  std::vector<uint64_t> addresses;
+  ~BorrowedBody() { freer->Return(addresses); }
 };
+
+std::vector<uint64_t> DistinctAddresses(const std::vector<BufferRef>& buffers) {
+  std::vector<uint64_t> out;
+  out.reserve(buffers.size());
+  for (const BufferRef& b : buffers) out.push_back(b.address);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 class Session {
  public:
   // `data` carries bodies and free_data; it is `conn` itself in the one-connection shape.
-  Session(std::shared_ptr<Connection> conn, std::shared_ptr<Connection> data, const Uri& uri,
+  Session(std::shared_ptr<Connection> conn, std::shared_ptr<Connection> data, const Uri& data_uri,
           ClientOptions options)
       : conn_(std::move(conn)),
         data_(std::move(data)),
         options_(options),
         decoder_(options_.read),
         metadata_(options_.reorder_window),
-        freer_(std::make_shared<Freer>(data_, uri.free_data.value_or(kDefaultFreeDataTag))) {}
+        freer_(std::make_shared<Freer>(data_, data_uri.free_data.value_or(kDefaultFreeDataTag))) {}
 
-  // Send the ticket (on both connections, with a pairing key, in the two-connection shape) and
-  // read the schema.
-  Status Handshake(const std::string& ticket, uint64_t want_data, uint64_t data_want) {
-    std::string request = ticket;
+  ~Session() {
+    freer_->Finish();
+    if (data_ != conn_) conn_->Close();
+  }
+
+  // Send the ticket (on both connections in the split shape) and read the schema.
+  Status Handshake(const std::string& ticket, uint64_t want_data, uint64_t data_want_data) {
+    const ByteSpan piece{ticket.data(), static_cast<int64_t>(ticket.size())};
     if (data_ != conn_) {
-      std::random_device random;
-      char key[17];
-      std::snprintf(key, sizeof(key), "%08x%08x", random(), random());
-      request.append(kPairMarker).append(key);
-      const ByteSpan piece{request.data(), static_cast<int64_t>(request.size())};
-      FERRY_RETURN_NOT_OK(
-          Check(data_->SendTagged(data_want, {&piece, 1}), "sending the data channel's ticket"));
+      FERRY_RETURN_NOT_OK(Check(data_->SendTagged(data_want_data, {&piece, 1}),
+                                "sending want_data to the data server"));
     }
-    const ByteSpan piece{request.data(), static_cast<int64_t>(request.size())};
-    FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "sending the ticket"));
+    FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "sending want_data"));
     FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
     FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
     if (m.type != MetadataType::kIpcMessage) {
@@ -125,10 +163,9 @@ class Session {
       return Status::Invalid("message 0 is not a schema");
     }
     FERRY_ASSIGN_OR_RAISE(schema_, decoder_.ExportSchema());
+    started_ = true;
     return Status::OK();
   }
-
-  ~Session() { freer_->SetDeferred(false); }
 
   const ArrowSchema* schema() const { return schema_.get(); }
 
@@ -144,7 +181,14 @@ class Session {
       FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
       if (m.type == MetadataType::kEndOfStream) {
         finished_ = true;
-        freer_->SetDeferred(false);  // nothing more to wait for: later releases go at once
+        if (metadata_.held() > 0) {
+          return Status::Invalid(std::to_string(metadata_.held()) +
+                                 " metadata message(s) arrived after the end of stream (" +
+                                 std::to_string(m.sequence) + ")");
+        }
+        // Nothing more to wait for: free what is pending and close when nothing is borrowed.
+        freer_->Finish();
+        if (data_ != conn_) conn_->Close();
         break;
       }
       FERRY_RETURN_NOT_OK(ReadBody(m));
@@ -155,22 +199,37 @@ class Session {
  private:
   Status Check(Status st, const std::string& doing) {
     if (st.ok()) return st;
-    // A server that failed says why on the metadata channel before it closes: prefer its words.
-    if (st.code() == EPIPE || st.code() == ETIMEDOUT) {
-      // With two connections the error may still be on its way on the metadata one, which the
-      // server closes right after it: wait for that close, not longer.
+    // A ferry server that refused or failed says why on the metadata channel before it
+    // closes, if we asked for its extensions: prefer its words.
+    if ((st.code() == EPIPE || st.code() == ETIMEDOUT) && conn_->extensions()) {
+      // In the split shape either server may have said it, and the words may still be on their
+      // way on the other connection.
       const auto wait = std::chrono::milliseconds(st.code() == EPIPE && data_ != conn_ ? 1000 : 0);
-      while (true) {
-        Result<SharedBytes> m = conn_->Receive(wait);
-        if (!m.ok()) break;
-        if (m->size >= 1 && m->data[0] == static_cast<uint8_t>(MetadataType::kFerryError)) {
-          return Parse(*m).status();
+      for (Connection* c : {data_.get(), conn_.get()}) {
+        if (c == data_.get() && data_ == conn_) continue;
+        while (true) {
+          Result<SharedBytes> m = c->Receive(c == conn_.get() ? wait : std::chrono::milliseconds(0));
+          if (!m.ok()) break;
+          if (m->size >= 1 && m->data[0] == static_cast<uint8_t>(MetadataType::kFerryError)) {
+            return Parse(*m).status();
+          }
         }
       }
     }
     if (st.code() == ETIMEDOUT) {
+      std::string gap;
+      if (metadata_.held() > 0) {
+        gap = " (metadata message " + std::to_string(metadata_.next()) + " never came; " +
+              std::to_string(metadata_.held()) + " later one(s) did)";
+      }
       return Status(ETIMEDOUT, doing + ": the server sent nothing for " +
-                                   std::to_string(options_.timeout.count()) + " ms");
+                                   std::to_string(options_.timeout.count()) + " ms" + gap);
+    }
+    if (st.code() == EPIPE && !started_) {
+      return Status(EPIPE, doing +
+                               ": the server closed the connection after want_data (unknown or "
+                               "expired ticket?): " +
+                               st.message());
     }
     if (st.code() == EPIPE) {
       return Status(EPIPE, doing +
@@ -185,6 +244,9 @@ class Session {
     FERRY_ASSIGN_OR_RAISE(MetadataMessage m,
                           ParseMetadataMessage({bytes.data, static_cast<size_t>(bytes.size)}));
     if (m.type == MetadataType::kFerryError) {
+      if (!conn_->extensions()) {
+        return Status::Invalid("metadata message type 0xFF is not one the protocol defines");
+      }
       return Status(EIO, "the server reported: " +
                              std::string(reinterpret_cast<const char*>(m.flatbuffer.data()),
                                          m.flatbuffer.size()));
@@ -204,17 +266,29 @@ class Session {
       FERRY_RETURN_NOT_OK(
           Check(r.status(), "waiting for metadata message " + std::to_string(metadata_.next())));
       FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(*r));
+      if (finished_) {
+        return Status::Invalid("metadata message " + std::to_string(m.sequence) +
+                               " arrived after the end of stream");
+      }
       FERRY_RETURN_NOT_OK(metadata_.Put(m.sequence, std::move(*r)));
     }
   }
 
   Status ReadBody(const MetadataMessage& m) {
+    FERRY_ASSIGN_OR_RAISE(ipc::MessageInfo info, ipc::InspectMessage(m.flatbuffer));
+    if (info.kind == ipc::MessageKind::kSchema) {
+      return Status::Invalid("metadata message " + std::to_string(m.sequence) +
+                             " is a schema; the protocol allows one only at sequence 0");
+    }
+    if (info.body_length > options_.max_body_bytes) {
+      return Status::Invalid("metadata message " + std::to_string(m.sequence) + " announces a " +
+                             std::to_string(info.body_length) + "-byte body, over the limit of " +
+                             std::to_string(options_.max_body_bytes) + " bytes");
+    }
     // A packed body's size is the metadata's bodyLength: let the transport post its receive
     // now. (A server sending buffer lists uses another tag; that receive is then dropped.)
     if (data_->posts_receives()) {
-      if (Result<int64_t> length = ipc::MessageBodyLength(m.flatbuffer); length.ok()) {
-        data_->Expect(MakeBodyTag(BodyType::kPacked, m.sequence), *length);
-      }
+      data_->Expect(MakeBodyTag(BodyType::kPacked, m.sequence), info.body_length);
     }
     Result<TaggedMessage> r =
         data_->ReceiveTagged(m.sequence, kSequenceMask, std::chrono::milliseconds(0));
@@ -240,17 +314,17 @@ class Session {
       at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
     }
     SharedBytes bytes = fetched->bytes;
-    if (!list.buffers.empty()) {
-      if (fetched->borrowed) {
-        // Freed when the last array over it is released (or now, if decoding fails).
-        auto owner = std::make_shared<BorrowedBody>();
-        owner->mapping = std::move(bytes.owner);
-        owner->freer = freer_;
-        owner->address = list.buffers[0].address;
-        bytes.owner = std::move(owner);
-      } else {
-        freer_->Free(list.buffers[0].address);  // a local copy: the server's memory is done
-      }
+    std::vector<uint64_t> addresses = DistinctAddresses(list.buffers);
+    if (fetched->borrowed && !addresses.empty()) {
+      // Returned when the last array over it is released (or now, if decoding fails).
+      freer_->Borrow();
+      auto owner = std::make_shared<BorrowedBody>();
+      owner->mapping = std::move(bytes.owner);
+      owner->freer = freer_;
+      owner->addresses = std::move(addresses);
+      bytes.owner = std::move(owner);
+    } else if (!addresses.empty()) {
+      freer_->Free(addresses);  // a local copy: the server's memory is done
     }
     return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
   }
@@ -279,6 +353,7 @@ class Session {
   Sequencer<SharedBytes> metadata_;
   std::shared_ptr<Freer> freer_;
   UniqueSchema schema_;
+  bool started_ = false;
   bool finished_ = false;
 };
 
@@ -299,13 +374,21 @@ class SessionProducer final : public DeviceArrayProducer {
   std::unique_ptr<Session> session_;
 };
 
-}  // namespace
+transport::ConnectOptions ConnectOptionsFor(const Uri& uri, const ClientOptions& options) {
+  transport::ConnectOptions c;
+  c.limits.timeout = options.timeout;
+  c.limits.max_message_bytes = options.max_metadata_bytes;
+  // A type-1 list is 16 bytes per buffer; a packed body is at most the announced limit.
+  c.limits.max_tagged_bytes = options.max_body_bytes;
+  c.remote_handle = uri.remote_handle.value_or("");
+  c.extensions = uri.ferry;
+  return c;
+}
 
-namespace {
-
-Result<std::shared_ptr<Connection>> Open(const Uri& uri, std::chrono::milliseconds timeout) {
+Result<std::shared_ptr<Connection>> Open(const Uri& uri, const ClientOptions& options) {
   const std::string address = uri.authority.empty() ? uri.path : uri.authority;
-  Result<std::unique_ptr<Connection>> conn = transport::Connect(uri.scheme, address, timeout);
+  Result<std::unique_ptr<Connection>> conn =
+      transport::Connect(uri.scheme, address, ConnectOptionsFor(uri, options));
   if (!conn.ok()) {
     return Status(conn.status().code(),
                   "connecting to " + uri.ToString() + ": " + conn.status().message());
@@ -315,12 +398,12 @@ Result<std::shared_ptr<Connection>> Open(const Uri& uri, std::chrono::millisecon
 
 Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
                                       std::shared_ptr<Connection> data, const Uri& uri,
-                                      uint64_t data_want, const std::string& ticket,
+                                      const Uri& data_uri, const std::string& ticket,
                                       const ClientOptions& options) {
   Device* target = options.device != nullptr ? options.device : CpuDevice();
   const ArrowDeviceType device_type = target->device_type();
-  auto session = std::make_unique<Session>(std::move(conn), std::move(data), uri, options);
-  FERRY_RETURN_NOT_OK(session->Handshake(ticket, uri.want_data, data_want));
+  auto session = std::make_unique<Session>(std::move(conn), std::move(data), data_uri, options);
+  FERRY_RETURN_NOT_OK(session->Handshake(ticket, uri.want_data, data_uri.want_data));
   return ExportDeviceArrayStream(std::make_unique<SessionProducer>(std::move(session)),
                                  device_type);
 }
@@ -329,8 +412,8 @@ Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
 
 Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
                                               ClientOptions options) {
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(uri, options.timeout));
-  return Start(conn, conn, uri, 0, ticket, options);
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(uri, options));
+  return Start(conn, conn, uri, uri, ticket, options);
 }
 
 Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<transport::Connection> connection,
@@ -338,14 +421,14 @@ Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<transport::Connect
                                               ClientOptions options) {
   if (connection == nullptr) return Status::Invalid("the connection is NULL");
   std::shared_ptr<Connection> conn(std::move(connection));
-  return Start(conn, conn, uri, 0, ticket, options);
+  return Start(conn, conn, uri, uri, ticket, options);
 }
 
 Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri, const Uri& data_uri,
                                               const std::string& ticket, ClientOptions options) {
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(metadata_uri, options.timeout));
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> data, Open(data_uri, options.timeout));
-  return Start(std::move(conn), std::move(data), metadata_uri, data_uri.want_data, ticket, options);
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(metadata_uri, options));
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> data, Open(data_uri, options));
+  return Start(std::move(conn), std::move(data), metadata_uri, data_uri, ticket, options);
 }
 
 }  // namespace ferry::dipc

@@ -67,6 +67,17 @@ void EncodeMetadataHeader(MetadataType type, uint32_t sequence, uint8_t out[kMet
   for (int i = 0; i < 4; ++i) out[1 + i] = static_cast<uint8_t>(sequence >> (8 * i));
 }
 
+Result<WantTag> ParseWantTag(uint64_t base, uint64_t tag) {
+  const uint64_t low = tag - base;
+  const uint64_t channel = tag & 0xF;
+  if ((tag & ~uint64_t{0xFFFFFFFF}) != base || low >= (uint64_t{kMaxRegions} << 4) ||
+      channel > static_cast<uint64_t>(Channel::kData)) {
+    return Status::Invalid("tag " + Hex(tag) + " is not a want_data tag of this server (" +
+                           Hex(base) + " plus region and channel)");
+  }
+  return WantTag{static_cast<uint32_t>(low >> 4), static_cast<Channel>(channel)};
+}
+
 Result<BodyTag> ParseBodyTag(uint64_t tag) {
   if ((tag & kReservedMask) != 0) {
     return Status::Invalid("body tag " + Hex(tag) + " sets reserved bits 32-55");

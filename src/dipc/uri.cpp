@@ -14,8 +14,9 @@ int Base64Value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
+  // Standard (RFC 4648 section 4) and URL-safe (section 5) alphabets alike.
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
   return -1;
 }
 
@@ -155,6 +156,7 @@ Result<Uri> Uri::Parse(std::string_view text) {
     uri.path = std::string(hier);
   }
   bool have_want = false;
+  bool have_ferry = false;
   while (!query.empty()) {
     const size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
@@ -177,6 +179,13 @@ Result<Uri> Uri::Parse(std::string_view text) {
       if (uri.free_data) return duplicate();
       FERRY_ASSIGN_OR_RAISE(uint64_t v, ParseU64(value, key));
       uri.free_data = v;
+    } else if (key == "ferry") {
+      if (have_ferry) return duplicate();
+      if (value != "0" && value != "1") {
+        return Status::Invalid("URI parameter ferry=\"" + value + "\" is neither 0 nor 1");
+      }
+      uri.ferry = value == "1";
+      have_ferry = true;
     } else if (key == "remote_handle") {
       if (uri.remote_handle) return duplicate();
       Result<std::string> decoded = Base64Decode(value);
@@ -202,6 +211,7 @@ std::string Uri::ToString() const {
   out += "?want_data=" + std::to_string(want_data);
   if (free_data) out += "&free_data=" + std::to_string(*free_data);
   if (remote_handle) out += "&remote_handle=" + PercentEncode(Base64Encode(*remote_handle));
+  if (ferry) out += "&ferry=1";
   for (const auto& [k, v] : other) out += "&" + PercentEncode(k) + "=" + PercentEncode(v);
   return out;
 }

@@ -496,7 +496,7 @@ bool Decoder::finished() const noexcept {
   return impl_->state == Impl::State::kDone && impl_->failed.ok();
 }
 
-Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer) {
+Result<MessageInfo> InspectMessage(std::span<const uint8_t> flatbuffer) {
   const uint8_t* data = flatbuffer.data();
   std::vector<uint64_t> aligned;
   if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
@@ -509,12 +509,33 @@ Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer) {
     return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size()) +
                            " bytes) is not a valid Message flatbuffer");
   }
-  const int64_t length = fb::GetMessage(data)->body_length();
-  if (length < 0) {
+  const fb::Message* message = fb::GetMessage(data);
+  MessageInfo info;
+  info.body_length = message->body_length();
+  if (info.body_length < 0) {
     return Status::Invalid("the metadata announces a negative body length (" +
-                           std::to_string(length) + ")");
+                           std::to_string(info.body_length) + ")");
   }
-  return length;
+  switch (message->header_type()) {
+    case fb::MessageHeader::Schema:
+      info.kind = MessageKind::kSchema;
+      break;
+    case fb::MessageHeader::DictionaryBatch:
+      info.kind = MessageKind::kDictionary;
+      break;
+    case fb::MessageHeader::RecordBatch:
+      info.kind = MessageKind::kRecordBatch;
+      break;
+    default:
+      return Status::Invalid(std::string("a ") + HeaderName(message->header_type()) +
+                             " message has no place in a stream of record batches");
+  }
+  return info;
+}
+
+Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer) {
+  FERRY_ASSIGN_OR_RAISE(MessageInfo info, InspectMessage(flatbuffer));
+  return info.body_length;
 }
 
 int64_t Decoder::messages_decoded() const noexcept { return impl_->index; }

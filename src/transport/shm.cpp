@@ -102,7 +102,7 @@ struct Mapping {
 
 class ShmConnection final : public Connection {
  public:
-  explicit ShmConnection(int fd) : fd_(fd) {
+  ShmConnection(int fd, TransportLimits limits) : fd_(fd), limits_(limits) {
     reader_ = std::thread([this] { ReadLoop(); });
   }
 
@@ -131,6 +131,9 @@ class ShmConnection final : public Connection {
     FERRY_RETURN_NOT_OK(AddFrame(FrameKind::kTagged, tag, body, 0, &headers[1], &iov));
     return SendIov(iov, -1);
   }
+
+  /// The shared-memory scheme is ferry's own: both ends always speak its extensions.
+  bool extensions() const override { return true; }
 
   Result<SharedBytes> Receive(std::chrono::milliseconds timeout) override {
     return inbox_.PopUntagged(timeout);
@@ -355,9 +358,13 @@ class ShmConnection final : public Connection {
         }
         continue;
       }
-      if (h.length > kMaxPayload) {
-        why = "the peer announced a message of " + std::to_string(h.length) +
-              " bytes, over the limit of " + std::to_string(kMaxPayload);
+      const bool untagged = static_cast<FrameKind>(h.kind) == FrameKind::kUntagged;
+      const auto limit =
+          static_cast<uint64_t>(untagged ? limits_.max_message_bytes : limits_.max_tagged_bytes);
+      if (h.length > std::min(limit, kMaxPayload)) {
+        why = std::string("the peer announced ") + (untagged ? "a metadata" : "a tagged") +
+              " message of " + std::to_string(h.length) + " bytes, over the limit of " +
+              std::to_string(std::min(limit, kMaxPayload)) + " bytes";
         break;
       }
       auto payload = std::make_shared<HostBuffer>();
@@ -415,6 +422,7 @@ class ShmConnection final : public Connection {
   // What arrived but is not consumed yet: past this the reader stops reading, the socket fills
   // and the sender waits (a slow client never makes memory grow without bound).
   static constexpr int64_t kInboxBytes = int64_t{256} << 20;
+  const TransportLimits limits_;
   internal::Mailbox inbox_{kInboxBytes};
   std::deque<int> pending_fds_;  // reader thread only
   static constexpr size_t kStageBytes = 64 << 10;
@@ -428,7 +436,8 @@ class ShmConnection final : public Connection {
 
 class ShmListener final : public Listener {
  public:
-  ShmListener(int fd, int wake, std::string path) : fd_(fd), wake_(wake), path_(std::move(path)) {}
+  ShmListener(int fd, int wake, std::string path, TransportLimits limits)
+      : fd_(fd), wake_(wake), path_(std::move(path)), limits_(limits) {}
   ~ShmListener() override {
     Close();
     close(fd_);
@@ -460,7 +469,7 @@ class ShmListener final : public Listener {
           close(c);
           continue;
         }
-        return std::unique_ptr<Connection>(std::make_unique<ShmConnection>(c));
+        return std::unique_ptr<Connection>(std::make_unique<ShmConnection>(c, limits_));
       }
       if (Clock::now() >= deadline) return Status(ETIMEDOUT, "timed out waiting for a client");
     }
@@ -503,6 +512,7 @@ class ShmListener final : public Listener {
   int fd_;
   int wake_;
   std::string path_;
+  const TransportLimits limits_;
   std::atomic<bool> closed_{false};
   std::atomic<uint32_t> next_region_{0};
 };
@@ -514,7 +524,7 @@ std::string FreshPath() {
 
 }  // namespace
 
-Result<std::unique_ptr<Listener>> ListenShm(const std::string& path) {
+Result<std::unique_ptr<Listener>> ListenShm(const std::string& path, TransportLimits limits) {
   const std::string where = path.empty() ? FreshPath() : path;
   sockaddr_un addr{};
   FERRY_ASSIGN_OR_RAISE(socklen_t len, MakeAddress(where, &addr));
@@ -531,19 +541,19 @@ Result<std::unique_ptr<Listener>> ListenShm(const std::string& path) {
     close(fd);
     return st;
   }
-  return std::unique_ptr<Listener>(std::make_unique<ShmListener>(fd, wake, where));
+  return std::unique_ptr<Listener>(std::make_unique<ShmListener>(fd, wake, where, limits));
 }
 
 Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
-                                               std::chrono::milliseconds timeout) {
+                                               const ConnectOptions& options) {
   sockaddr_un addr{};
   FERRY_ASSIGN_OR_RAISE(socklen_t len, MakeAddress(path, &addr));
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + options.limits.timeout;
   while (true) {
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return Errno("socket");
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) {
-      return std::unique_ptr<Connection>(std::make_unique<ShmConnection>(fd));
+      return std::unique_ptr<Connection>(std::make_unique<ShmConnection>(fd, options.limits));
     }
     const int err = errno;
     close(fd);

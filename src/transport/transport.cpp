@@ -31,16 +31,22 @@ Result<std::shared_ptr<Region>> Listener::CreateRegion(int64_t /*size*/) {
   return Status(ENOTSUP, "this transport has no memory regions (no type-1 bodies)");
 }
 
-Result<std::unique_ptr<Listener>> Listen(const std::string& scheme, const std::string& address) {
-  if (scheme == "shm") return ListenShm(address);
-  if (scheme == "ucx") return ListenUcx(address);
+Result<std::shared_ptr<Region>> Listener::RegisterRegion(const void* /*data*/, int64_t /*size*/,
+                                                         std::shared_ptr<const void> /*owner*/) {
+  return Status(ENOTSUP, "this transport cannot lend memory it did not make");
+}
+
+Result<std::unique_ptr<Listener>> Listen(const std::string& scheme, const std::string& address,
+                                         TransportLimits limits) {
+  if (scheme == "shm") return ListenShm(address, limits);
+  if (scheme == "ucx") return ListenUcx(address, limits);
   return Status::Invalid("unknown transport \"" + scheme + "\" (expected shm or ucx)");
 }
 
 Result<std::unique_ptr<Connection>> Connect(const std::string& scheme, const std::string& address,
-                                            std::chrono::milliseconds timeout) {
-  if (scheme == "shm") return ConnectShm(address, timeout);
-  if (scheme == "ucx") return ConnectUcx(address, timeout);
+                                            const ConnectOptions& options) {
+  if (scheme == "shm") return ConnectShm(address, options);
+  if (scheme == "ucx") return ConnectUcx(address, options);
   return Status::Invalid("unknown transport \"" + scheme + "\" (expected shm or ucx)");
 }
 

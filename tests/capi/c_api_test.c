@@ -437,10 +437,12 @@ static void TestDipc(void) {
   struct FerryIpcWriteOptions options = {FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0, 8,
                                          0};
   struct FerryDipcServerOptions server_options = {"shm", NULL, FERRY_DIPC_BODY_BUFFER_LIST,
-                                                  1 << 20};
+                                                  1 << 20, 5000, 0};
+  struct FerryDipcClientOptions client_options = {NULL, 5000, 0, 0};
   struct FerryDipcServer* server = NULL;
   struct FerryError error;
   char uri[512];
+  char meta_uri[512];
   char data_uri[512];
   char path[64];
   int64_t sum = 0;
@@ -458,10 +460,11 @@ static void TestDipc(void) {
   CHECK(FerryDipcServerStart(&server_options, &server, &error) == 0);
   CHECK(FerryDipcServerAddPath(server, "t", path, &error) == 0);
   CHECK(FerryDipcServerAddPath(server, "u", "/no/such/file", &error) == ENOENT);
-  CHECK(FerryDipcServerUri(server, uri, sizeof(uri), &error) == 0);
+  CHECK(FerryDipcServerUri(server, "t", uri, sizeof(uri), &error) == 0);
   CHECK(strncmp(uri, "shm://", 6) == 0 && strstr(uri, "want_data=") != NULL);
-  CHECK(FerryDipcServerUri(server, uri, 4, &error) == ERANGE);
-  CHECK(FerryDipcServerUri(server, uri, sizeof(uri), &error) == 0);
+  CHECK(strstr(uri, "ferry=1") != NULL);
+  CHECK(FerryDipcServerUri(server, "t", uri, 4, &error) == ERANGE);
+  CHECK(FerryDipcServerUri(server, NULL, uri, sizeof(uri), &error) == 0);
 
   CHECK(FerryDipcConnect(uri, "t", NULL, &got, &error) == 0);
   CHECK(got.device_type == ARROW_DEVICE_CPU);
@@ -469,18 +472,31 @@ static void TestDipc(void) {
   CHECK(rows == 3 && sum == 321);
   got.release(&got);
 
-  /* Two connections, and a kept dataset lent to each client. */
-  CHECK(FerryDipcServerDataUri(server, data_uri, sizeof(data_uri), &error) == 0);
-  CHECK(strncmp(data_uri, "shm://", 6) == 0 && strcmp(data_uri, uri) != 0);
+  CHECK(FerryDipcConnectWith(uri, NULL, "t", &client_options, &got, &error) == 0);
+  DrainSum(&got, &rows, &sum);
+  CHECK(rows == 3 && sum == 321);
+  got.release(&got);
+  client_options.timeout_ms = -1;
+  CHECK(FerryDipcConnectWith(uri, NULL, "t", &client_options, &got, &error) == EINVAL);
+  client_options.timeout_ms = 5000;
+
+  /* The split shape, and a kept dataset (memory of its own: its own URIs) lent to each client. */
   CHECK(FerryDipcServerKeepPath(server, "k", path, &error) == 0);
   CHECK(FerryDipcServerKeepPath(server, "v", "/no/such/file", &error) == ENOENT);
-  CHECK(FerryDipcConnectTwo(uri, data_uri, "k", NULL, &got, &error) == 0);
+  CHECK(FerryDipcServerMetadataUri(server, "k", meta_uri, sizeof(meta_uri), &error) == 0);
+  CHECK(FerryDipcServerDataUri(server, "k", data_uri, sizeof(data_uri), &error) == 0);
+  CHECK(strncmp(data_uri, "shm://", 6) == 0 && strcmp(data_uri, meta_uri) != 0);
+  CHECK(FerryDipcConnectTwo(meta_uri, data_uri, "k", NULL, &got, &error) == 0);
   DrainSum(&got, &rows, &sum);
   CHECK(rows == 3 && sum == 321);
   got.release(&got);
   CHECK(FerryDipcConnectTwo(uri, NULL, "k", NULL, &got, &error) == EINVAL);
   CHECK(strstr(error.message, "data_uri is NULL") != NULL);
   CHECK(FerryDipcConnectTwo(uri, "shm://x", "k", NULL, &got, &error) == EINVAL);
+  CHECK(FerryDipcConnectWith(meta_uri, data_uri, "k", &client_options, &got, &error) == 0);
+  DrainSum(&got, &rows, &sum);
+  CHECK(rows == 3 && sum == 321);
+  got.release(&got);
 
   CHECK(FerryDipcConnect(uri, "nope", NULL, &got, &error) == EIO);
   CHECK(strstr(error.message, "unknown ticket \"nope\"") != NULL);

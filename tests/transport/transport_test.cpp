@@ -30,7 +30,9 @@ struct TransportCase {
 Pair ListenAndConnect(const std::string& scheme) {
   auto listener = Listen(scheme, "");
   if (!listener.ok()) return {};
-  auto client = Connect(scheme, (*listener)->address(), 5s);
+  ConnectOptions options;
+  options.limits.timeout = 5s;
+  auto client = Connect(scheme, (*listener)->address(), options);
   if (!client.ok()) return {};
   auto server = (*listener)->Accept(5s);
   if (!server.ok()) return {};

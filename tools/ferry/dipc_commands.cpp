@@ -69,6 +69,12 @@ int RunServe(const ServeOptions& o) {
   options.transport = o.transport;
   options.address = o.listen;
   options.region_bytes = o.region_mb << 20;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  if (o.verbose) {
+    options.log = [](const std::string& line) {
+      std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
+    };
+  }
   if (o.body == "packed") {
     options.body_type = dipc::BodyType::kPacked;
   } else if (o.body != "list") {
@@ -92,13 +98,16 @@ int RunServe(const ServeOptions& o) {
     } else {
       (*server)->Add(name, d);
     }
-    std::printf("%s %s\n", name.c_str(), (*server)->uri().ToString().c_str());
+    std::printf("%s %s\n", name.c_str(), (*server)->uri(name).ToString().c_str());
   }
   std::fflush(stdout);
-  // stdout stays one "NAME URI" line per dataset, for scripts; the two-connection shape is
-  // told on stderr.
-  std::fprintf(stderr, "ferry serve: bodies on a second connection: ferry get URI --data %s\n",
-               (*server)->data_uri().ToString().c_str());
+  // stdout stays one "NAME URI" line per dataset, for scripts; the split shape (metadata and
+  // data servers apart) is told on stderr.
+  for (auto& [name, d] : datasets) {
+    std::fprintf(stderr, "ferry serve: %s split: ferry get %s --data %s --ticket %s\n",
+                 name.c_str(), (*server)->metadata_uri(name).ToString().c_str(),
+                 (*server)->data_uri(name).ToString().c_str(), name.c_str());
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -118,6 +127,7 @@ int RunGet(const GetOptions& o) {
   if (!device.ok()) return Fail("--device", device.status());
   dipc::ClientOptions options;
   options.device = *device;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
   const auto start = std::chrono::steady_clock::now();

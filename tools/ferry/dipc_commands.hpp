@@ -18,6 +18,10 @@ struct ServeOptions {
   int64_t region_mb = 256;
   /// Write each dataset's bodies into shared memory once and lend them to every client.
   bool keep = false;
+  /// How long the server waits on a client (its request, its frees, each send).
+  double timeout_s = 30;
+  /// Log refused requests and tolerated faults on stderr.
+  bool verbose = false;
   /// NAME=FILE pairs.
   std::vector<std::string> datasets;
 };
@@ -33,6 +37,8 @@ struct GetOptions {
   std::string to;
   std::string device = "cpu";
   std::string validation = "full";
+  /// How long the server may stay silent before the read fails.
+  double timeout_s = 30;
   bool progress = true;
 };
 

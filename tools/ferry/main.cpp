@@ -84,6 +84,12 @@ int Run(int argc, char** argv) {
                    "whole bodies (type 0)")
       ->check(CLI::IsMember({"list", "packed"}))
       ->capture_default_str();
+  serve_cmd
+      ->add_option("--timeout", serve.timeout_s,
+                   "Seconds the server waits on a client (its request, its frees, each send)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve_cmd->add_flag("-v,--verbose", serve.verbose, "Log refused requests and client faults");
   serve_cmd->add_flag("--keep", serve.keep,
                       "Write each dataset's bodies into shared memory once, at start, and lend "
                       "them to every client without copying (needs --body list; memory: the "
@@ -111,6 +117,11 @@ int Run(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "default", "full"}))
       ->capture_default_str();
   get_cmd->add_flag("!--no-progress", get.progress, "Do not draw the progress bar");
+  get_cmd
+      ->add_option("--timeout", get.timeout_s,
+                   "Seconds the server may stay silent (a stopped server) before the read fails")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version");
 

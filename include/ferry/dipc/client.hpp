@@ -24,16 +24,22 @@ struct FERRY_EXPORT ClientOptions {
   Device* device = nullptr;
   /// Checks on what arrives (full validation by default: the peer is not trusted).
   ipc::ReadOptions read;
-  /// How long the server may stay silent before the stream fails.
+  /// How long the server may stay silent (or take nothing we send) before the stream fails: a
+  /// stopped server, or a link that went down, is reported after this long.
   std::chrono::milliseconds timeout{30000};
-  /// How many messages may arrive ahead of their turn.
+  /// How many metadata messages may arrive ahead of their turn.
   uint32_t reorder_window = 64;
+  /// The largest metadata message, and the largest body, taken from the server; a larger one
+  /// fails the stream with an error naming both sizes (nothing is allocated first).
+  int64_t max_metadata_bytes = int64_t{64} << 20;
+  int64_t max_body_bytes = int64_t{4} << 30;
 };
 
 /// Connect to `uri`, send `ticket` as the want_data request and return the stream. The schema
-/// arrives before this returns, so a refused ticket or a dead server fails here, with the
-/// server's message. Batches borrowed from shared memory keep their segment until released,
-/// then the client sends free_data (batched).
+/// arrives before this returns, so a refused ticket or a dead server fails here (with the
+/// server's words when the URI says ferry=1). Batches borrowed from shared memory keep their
+/// segment until released; the client frees every address it was lent (free_data, batched) and
+/// closes once the stream is over and nothing is borrowed.
 FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri,
                                                            const std::string& ticket,
                                                            ClientOptions options = {});
@@ -42,9 +48,8 @@ FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri,
 FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(
     std::unique_ptr<transport::Connection> connection, const Uri& uri, const std::string& ticket,
     ClientOptions options = {});
-/// The two-connection shape: metadata from `metadata_uri`, bodies (and free_data) through a
-/// second connection to `data_uri` (Server::data_uri()). The two are paired by a random key sent
-/// with the ticket.
+/// The split shape: metadata from `metadata_uri`, bodies (and free_data) from `data_uri`, each
+/// asked for with its own want_data and the same ticket, as the protocol has it.
 FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri,
                                                            const Uri& data_uri,
                                                            const std::string& ticket,

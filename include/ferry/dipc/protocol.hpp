@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <span>
-#include <string_view>
 #include <vector>
 
 #include "ferry/abi/export.h"
@@ -83,15 +82,30 @@ FERRY_EXPORT Result<std::vector<uint64_t>> ParseFreeData(std::span<const uint8_t
 /// Encode a free_data body (a client may batch many addresses into one).
 FERRY_EXPORT std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses);
 
-/// The tags a ferry server expects its requests on. Both have reserved bits set, so neither can
-/// be mistaken for a body tag.
+/// What a want_data request asks for: both streams on one connection, or, in the split shape
+/// (separate metadata and data servers), one of them. A ferry server tells them apart by the
+/// want_data tag the request came with (each URI carries its own).
+enum class Channel : uint8_t { kBoth = 0, kMetadata = 1, kData = 2 };
+
+/// ferry's want_data tags are `base | region << 4 | channel`: `region` numbers the memory whose
+/// remote_handle the URI carries (0: the server's shared region; each kept dataset has its own),
+/// so the server knows which key the client holds. Clients treat them as opaque numbers.
 constexpr uint64_t kDefaultWantDataTag = 0x0000000100000000ULL;
 constexpr uint64_t kDefaultFreeDataTag = 0x0000000200000000ULL;
-/// The want_data tag of the data channel, in the two-connection shape (metadata and bodies on
-/// separate connections, as the specification allows).
-constexpr uint64_t kDefaultDataWantTag = 0x0000000300000000ULL;
-/// How a two-connection client pairs its connections: both send the ticket followed by this
-/// marker and the same random key (a ferry extension of the opaque ticket).
-constexpr std::string_view kPairMarker{"\0ferry-pair=", 12};
+constexpr uint32_t kMaxRegions = 1U << 28;
+
+/// The want_data tag of `region` and `channel` under `base`.
+constexpr uint64_t MakeWantTag(uint64_t base, uint32_t region, Channel channel) {
+  return base | (static_cast<uint64_t>(region) << 4) | static_cast<uint64_t>(channel);
+}
+
+/// A decoded want_data tag.
+struct FERRY_EXPORT WantTag {
+  uint32_t region = 0;
+  Channel channel = Channel::kBoth;
+};
+
+/// Decode a want_data tag made under `base`; errors name a tag that is not one of them.
+FERRY_EXPORT Result<WantTag> ParseWantTag(uint64_t base, uint64_t tag);
 
 }  // namespace ferry::dipc

@@ -5,9 +5,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
 
 #include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
@@ -25,18 +25,27 @@ struct FERRY_EXPORT ServerOptions {
   /// Where to listen (a socket path, "@name" for an abstract socket, or host:port); empty picks
   /// a fresh one.
   std::string address;
-  /// kBufferList sends (offset, length) pairs into the shared region (the client reads in
-  /// place); kPacked sends each body as one tagged message.
+  /// kBufferList sends (address, length) pairs into memory the client reads (in place over
+  /// shared memory, with RMA gets over UCX); kPacked sends each body as one tagged message.
   BodyType body_type = BodyType::kBufferList;
-  /// The shared region's size: the most body bytes in flight, all clients together.
+  /// The shared region's size: the most body bytes in flight, all clients together (datasets
+  /// served from memory of their own, Keep, do not count).
   int64_t region_bytes = int64_t{256} << 20;
-  /// How long a body may wait for room in the region, and a client for its first request.
-  std::chrono::milliseconds wait_timeout{30000};
+  /// How long the server waits on a client: for its request, for room in the region, for its
+  /// free_data and its close at the end; and how long a send may wait for the client to take
+  /// it. A stopped client fails its session after this long.
+  std::chrono::milliseconds timeout{30000};
+  /// The largest message a client may send (want_data with its ticket, free_data).
+  int64_t max_request_bytes = int64_t{1} << 20;
+  /// The most clients served at once; a client beyond it is refused (its connection closed).
+  int max_clients = 256;
   uint64_t want_data_tag = kDefaultWantDataTag;
   uint64_t free_data_tag = kDefaultFreeDataTag;
-  uint64_t data_want_tag = kDefaultDataWantTag;
   /// How bodies are written (compression, alignment).
   ipc::WriteOptions write;
+  /// Where the server tells what it tolerated or refused (an unknown address in free_data, an
+  /// unknown ticket), one line each, from any thread. Unset: nowhere.
+  std::function<void(const std::string&)> log;
 };
 
 /// Running totals, for progress and tests.
@@ -45,10 +54,17 @@ struct FERRY_EXPORT ServerStats {
   int64_t clients_active = 0;
   int64_t batches_sent = 0;
   int64_t body_bytes_sent = 0;
-  /// Body bytes in the region waiting for free_data.
+  /// Body bytes in the shared region waiting for free_data.
   int64_t bytes_in_flight = 0;
   /// Sessions that ended with an error (a bad peer, a dataset error).
   int64_t sessions_failed = 0;
+  /// Requests refused: an unknown ticket, a ticket asked for under another URI, too many clients.
+  int64_t tickets_refused = 0;
+  /// Type-1 addresses lent to clients, and those the clients freed.
+  int64_t addresses_lent = 0;
+  int64_t addresses_freed = 0;
+  /// Addresses in free_data that the client did not hold (logged, then ignored).
+  int64_t unknown_frees = 0;
 };
 
 /// A running server: a thread accepts clients; each client gets a session thread. Stop (or the
@@ -60,14 +76,19 @@ class FERRY_EXPORT Server {
   /// Serve `dataset` under `name` (the ticket clients send), read afresh for each client (with
   /// type-1 bodies, copied into the shared region per client). Replaces an earlier one.
   virtual void Add(const std::string& name, std::shared_ptr<Dataset> dataset) = 0;
-  /// Serve `dataset` under `name` from a region of its own: its bodies are written there once,
+  /// Serve `dataset` under `name` from memory of its own: its bodies are written there once,
   /// now (memory: the dataset's body bytes), and lent to every client without copying; clients'
-  /// free_data only return the loan. Needs body type 1. Errors come from reading the dataset.
+  /// free_data only return the loan. Needs body type 1. That memory gets its own URI (uri(name))
+  /// with its own remote_handle. Errors come from reading the dataset.
   [[nodiscard]] virtual Status Keep(const std::string& name, std::shared_ptr<Dataset> dataset) = 0;
-  /// The URI clients connect with: scheme, address, want_data and free_data.
-  virtual Uri uri() const = 0;
-  /// The data channel's URI, for clients that keep metadata and bodies on two connections.
-  virtual Uri data_uri() const = 0;
+  /// The URI a client reads `name` with, both streams on one connection: scheme, address,
+  /// want_data and free_data, the remote_handle of the memory `name` is served from, and
+  /// ferry=1. With no name (or a name served from the shared region) it is the shared region's.
+  virtual Uri uri(const std::string& name = "") const = 0;
+  /// The split shape's two URIs for `name`: metadata from one, bodies (and free_data, and the
+  /// remote_handle) from the other.
+  virtual Uri metadata_uri(const std::string& name = "") const = 0;
+  virtual Uri data_uri(const std::string& name = "") const = 0;
   virtual ServerStats stats() const = 0;
   /// The last session error, for logs ("" when none).
   virtual std::string last_error() const = 0;

@@ -1,5 +1,7 @@
 // Dissociated IPC URIs: `scheme://authority/path?want_data=N&free_data=N&remote_handle=BASE64`.
-// The scheme names the transport (shm, ucx, inproc, ...).
+// The scheme names the transport (shm, ucx, inproc, ...). `ferry=1` is ferry's own parameter
+// (other implementations ignore it): the server speaks ferry's extensions, so a ferry client may
+// ask for them.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,9 @@ struct FERRY_EXPORT Uri {
   uint64_t want_data = 0;
   std::optional<uint64_t> free_data;
   std::optional<std::string> remote_handle;
+  /// The server speaks ferry's extensions (error texts, a same-host fast path); printed as
+  /// ferry=1. A client uses them only when this is set.
+  bool ferry = false;
   std::vector<std::pair<std::string, std::string>> other;
 
   /// Parse; errors name the part at fault (a missing scheme, a missing or non-numeric
@@ -35,7 +40,8 @@ struct FERRY_EXPORT Uri {
 
 /// Standard base64 (RFC 4648, with padding).
 FERRY_EXPORT std::string Base64Encode(std::string_view bytes);
-/// Decode standard base64, with or without padding; errors give the offending position.
+/// Decode base64, standard or URL-safe, with or without padding; errors give the offending
+/// position.
 FERRY_EXPORT Result<std::string> Base64Decode(std::string_view text);
 
 }  // namespace ferry::dipc

@@ -67,6 +67,18 @@ struct FERRY_EXPORT BufferLocation {
   int64_t length = 0;
 };
 
+/// What a Message flatbuffer is, read without decoding it: its kind (a schema, a dictionary or
+/// a record batch; anything else is an error) and the body length it announces.
+struct FERRY_EXPORT MessageInfo {
+  MessageKind kind = MessageKind::kSchema;
+  int64_t body_length = 0;
+};
+
+/// Verify a Message flatbuffer and say what it is (bytes not 8-aligned are copied first;
+/// metadata is small). Errors name a flatbuffer that is not a valid Message, a negative length,
+/// or a message kind a stream cannot hold (Tensor, SparseTensor).
+FERRY_EXPORT Result<MessageInfo> InspectMessage(std::span<const uint8_t> flatbuffer);
+
 /// The body length a Message flatbuffer announces, after verifying it (bytes not 8-aligned are
 /// copied first; metadata is small). Lets a transport size a receive before the body arrives.
 /// Errors name a flatbuffer that is not a valid Message, or a negative length.

@@ -14,10 +14,11 @@ namespace ferry::transport {
 
 /// Listen on the Unix socket `path` (an empty path picks one under $TMPDIR or /tmp). The socket
 /// file is removed when the listener closes.
-FERRY_EXPORT Result<std::unique_ptr<Listener>> ListenShm(const std::string& path);
+FERRY_EXPORT Result<std::unique_ptr<Listener>> ListenShm(const std::string& path,
+                                                         TransportLimits limits = {});
 /// Connect to a shared-memory listener.
 FERRY_EXPORT Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
-                                                            std::chrono::milliseconds timeout);
+                                                            const ConnectOptions& options);
 
 /// How a wire address names a byte of a shared segment: the segment's index in the top 24 bits,
 /// the byte offset in the low 40.

@@ -25,9 +25,32 @@ struct FERRY_EXPORT TaggedMessage {
   SharedBytes payload;
 };
 
-/// Tag of the transports' own control messages (a region's descriptor or rkey). Its reserved
-/// bits are set, so it never matches a body, want_data or free_data tag.
+/// Tag of the shared-memory transport's own control message (a region's descriptor). Its
+/// reserved bits are set, so it never matches a body, want_data or free_data tag.
 constexpr uint64_t kRegionTag = 0x00F0000000000000ULL;
+
+/// Limits and timing of one transport end: what a peer cannot make it wait for or allocate.
+/// Plain values.
+struct FERRY_EXPORT TransportLimits {
+  /// How long a send may wait for the peer to take it, and a connect for the peer to answer. A
+  /// stopped peer, or a link that went down, fails the connection after this long.
+  std::chrono::milliseconds timeout{30000};
+  /// The largest untagged (metadata) message taken from the peer; a larger one fails the
+  /// connection with an error naming both sizes.
+  int64_t max_message_bytes = int64_t{64} << 20;
+  /// The largest tagged message (a body) taken from the peer.
+  int64_t max_tagged_bytes = int64_t{4} << 30;
+};
+
+/// How a client connects. Plain values.
+struct FERRY_EXPORT ConnectOptions {
+  TransportLimits limits;
+  /// The URI's remote_handle, decoded (UCX: the packed rkey that type-1 fetches read with).
+  std::string remote_handle;
+  /// The URI says the server speaks ferry's extensions (ferry=1): error texts and, on one host,
+  /// UCX's shared-memory fast path. Without it nothing travels that the protocol does not define.
+  bool extensions = false;
+};
 
 /// One end of a connection. Sends gather `pieces` into one message (a transport may send them
 /// without copying); receives block up to `timeout` and fail with ETIMEDOUT, or with EPIPE once
@@ -55,6 +78,9 @@ class FERRY_EXPORT Connection {
                                               std::chrono::milliseconds timeout) = 0;
   /// Close this end; the peer's receives drain what was sent, then fail with EPIPE.
   virtual void Close() = 0;
+  /// Whether both ends agreed to ferry's extensions (error texts, fast paths). A connection
+  /// from or to an implementation of the bare protocol says false.
+  virtual bool extensions() const { return false; }
 
   /// Server side: make `region` readable by the peer (shared memory passes its descriptor; UCX
   /// sends the packed rkey), before the first pair that points into it. ENOTSUP by default.
@@ -79,17 +105,23 @@ class FERRY_EXPORT Listener {
   /// Memory for type-1 bodies, `size` bytes, to be shared on connections. ENOTSUP where the
   /// transport has none.
   virtual Result<std::shared_ptr<Region>> CreateRegion(int64_t size);
+  /// Memory the caller already has (a mapped file), `size` bytes at `data`, made a region that
+  /// peers may read; `owner` keeps it alive as long as the region lives. ENOTSUP by default.
+  virtual Result<std::shared_ptr<Region>> RegisterRegion(const void* data, int64_t size,
+                                                         std::shared_ptr<const void> owner);
   /// Stop accepting; blocked Accept calls return ECANCELED.
   virtual void Close() = 0;
 };
 
 /// Listen with the transport a URI scheme names ("shm" or "ucx") at `address` (a socket path or
-/// host:port; empty picks a fresh one). Errors name an unknown scheme, or one this build lacks.
+/// host:port; empty picks a fresh one). Accepted connections hold to `limits`. Errors name an
+/// unknown scheme, or one this build lacks.
 FERRY_EXPORT Result<std::unique_ptr<Listener>> Listen(const std::string& scheme,
-                                                      const std::string& address);
-/// Connect to a listener, waiting up to `timeout`.
+                                                      const std::string& address,
+                                                      TransportLimits limits = {});
+/// Connect to a listener, waiting up to `options.limits.timeout`.
 FERRY_EXPORT Result<std::unique_ptr<Connection>> Connect(const std::string& scheme,
                                                          const std::string& address,
-                                                         std::chrono::milliseconds timeout);
+                                                         const ConnectOptions& options);
 
 }  // namespace ferry::transport

@@ -1,7 +1,9 @@
-// The UCX transport (Debian's libucx): tag messaging with tag masks for metadata and bodies,
-// and UCX-registered memory read with RMA gets for type-1 bodies. Over TCP it reaches other
-// hosts. Progress is event driven (the worker's event descriptor), so an idle connection costs
-// no CPU.
+// The UCX transport (Debian's libucx), in the Dissociated IPC protocol's own mapping: untagged
+// messages are Active Messages (id 0, no header), tagged messages are UCP tag messages, and
+// type-1 bodies are read with RMA gets from UCX-registered memory whose packed key is the URI's
+// remote_handle. Over TCP it reaches other hosts; between ferry peers on one host it can add a
+// shared-memory endpoint (ConnectOptions::extensions). Progress is event driven (each worker's
+// event descriptor), so an idle connection costs no CPU.
 #pragma once
 
 #include <chrono>
@@ -17,9 +19,10 @@ namespace ferry::transport {
 FERRY_EXPORT bool UcxAvailable() noexcept;
 /// Listen on `address` ("host:port"; port 0 or an empty address picks a free port on
 /// 127.0.0.1). ENOTSUP when the build has no UCX.
-FERRY_EXPORT Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address);
+FERRY_EXPORT Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address,
+                                                         TransportLimits limits = {});
 /// Connect to a UCX listener at "host:port".
 FERRY_EXPORT Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
-                                                            std::chrono::milliseconds timeout);
+                                                            const ConnectOptions& options);
 
 }  // namespace ferry::transport

@@ -1,0 +1,123 @@
+// The server's catalogue of datasets, and kept datasets' one-time encoding.
+#include "dipc/catalogue.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include "ferry/dipc/protocol.hpp"
+#include "ferry/transport/region.hpp"
+#include "ferry/ipc/sink.hpp"
+
+namespace ferry::dipc::internal {
+
+namespace {
+
+// Encodes a dataset's messages: a first pass (no region) sizes the bodies, the second copies
+// them into the region.
+class KeepSink final : public ipc::MessageSink {
+ public:
+  explicit KeepSink(Kept* kept) : kept_(kept) {}
+  Status WriteMessage(const ipc::EncodedMessage& m) override {
+    const int64_t at = used_;
+    // One byte more than the body, so a zero-length buffer at its end is not the next body's.
+    used_ += (m.body_length + 1 + 63) / 64 * 64;
+    if (kept_->region == nullptr) return Status::OK();
+    KeptMessage k;
+    k.metadata.assign(m.metadata.begin(), m.metadata.end());
+    k.has_body = m.has_body;
+    if (m.has_body) {
+      std::vector<BufferRef> pairs;
+      pairs.reserve(m.buffers.size());
+      for (const ipc::BodyBuffer& b : m.buffers) {
+        if (b.length > 0) std::memcpy(kept_->region->data() + at + b.offset, b.data, b.length);
+        pairs.push_back(
+            BufferRef{kept_->region->WireAddress(at + b.offset), static_cast<uint64_t>(b.length)});
+        k.addresses.push_back(pairs.back().address);
+      }
+      std::sort(k.addresses.begin(), k.addresses.end());
+      k.addresses.erase(std::unique(k.addresses.begin(), k.addresses.end()), k.addresses.end());
+      k.pairs = EncodeBufferList(pairs);
+    }
+    kept_->messages.push_back(std::move(k));
+    return Status::OK();
+  }
+  Status WriteEndOfStream() override { return Status::OK(); }
+  int64_t used() const { return used_; }
+
+ private:
+  Kept* kept_;
+  int64_t used_ = 0;
+};
+
+Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options) {
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, dataset.Open());
+  FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
+                        ipc::StreamWriter::Open(sink, reader->schema(), options));
+  while (true) {
+    FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
+    if (batch == nullptr) break;
+    FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
+  }
+  return writer.Close();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Kept>> EncodeKept(
+    Dataset& dataset, const ipc::WriteOptions& options,
+    const std::function<Result<std::shared_ptr<transport::Region>>(int64_t)>& make_region) {
+  auto kept = std::make_shared<Kept>();
+  KeepSink sizing(kept.get());
+  FERRY_RETURN_NOT_OK(EncodeAll(dataset, &sizing, options));
+  FERRY_ASSIGN_OR_RAISE(kept->region, make_region(sizing.used()));
+  KeepSink writing(kept.get());
+  FERRY_RETURN_NOT_OK(EncodeAll(dataset, &writing, options));
+  return std::shared_ptr<const Kept>(std::move(kept));
+}
+
+void Catalogue::Add(const std::string& name, std::shared_ptr<Dataset> dataset) {
+  std::lock_guard lock(mutex_);
+  entries_[name] = Entry{std::move(dataset), nullptr, 0};
+}
+
+uint32_t Catalogue::Keep(const std::string& name, std::shared_ptr<const Kept> kept) {
+  std::lock_guard lock(mutex_);
+  const uint32_t region = next_region_++;
+  entries_[name] = Entry{nullptr, std::move(kept), region};
+  return region;
+}
+
+Result<Catalogue::Entry> Catalogue::Find(const std::string& ticket, uint32_t region) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(ticket);
+  if (it == entries_.end()) {
+    std::string names;
+    for (const auto& [name, e] : entries_) names += (names.empty() ? "" : ", ") + name;
+    return Status(ENOENT, "unknown ticket \"" + ticket + "\" (this server has: " + names + ")");
+  }
+  if (it->second.region != region) {
+    return Status(EACCES, "ticket \"" + ticket + "\" is served under another URI (its memory " +
+                              "has a remote_handle of its own): ask the server for uri(\"" +
+                              ticket + "\")");
+  }
+  return it->second;
+}
+
+uint32_t Catalogue::RegionOf(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(name);
+  return it == entries_.end() ? 0 : it->second.region;
+}
+
+std::shared_ptr<transport::Region> Catalogue::Memory(uint32_t region) const {
+  if (region == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  for (const auto& [name, e] : entries_) {
+    if (e.region == region && e.kept) return e.kept->region;
+  }
+  return nullptr;
+}
+
+}  // namespace ferry::dipc::internal

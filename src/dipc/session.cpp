@@ -1,0 +1,319 @@
+// One client's session on the dissociated-IPC server.
+#include "dipc/session.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "ferry/dipc/protocol.hpp"
+
+namespace ferry::dipc::internal {
+
+namespace {
+
+using transport::TaggedMessage;
+
+std::string Hex(uint64_t v) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%" PRIx64, v);
+  return text;
+}
+
+// How long a refused client has to read the server's error (ferry's extension) and hang up.
+constexpr auto kRefusalWait = std::chrono::seconds(1);
+
+}  // namespace
+
+void ServerState::RecordError(const std::string& e) {
+  ++sessions_failed;
+  {
+    std::lock_guard lock(error_mutex);
+    last_error = e;
+  }
+  Log(e);
+}
+
+void ServerState::Log(const std::string& line) const {
+  if (options.log) options.log(line);
+}
+
+Session::~Session() {
+  Kill();
+  if (serve_.joinable()) serve_.join();
+  if (frees_.joinable()) frees_.join();
+}
+
+void Session::Start() {
+  serve_ = std::thread([this] { Serve(); });
+}
+
+void Session::Kill() {
+  dead_.store(true);
+  if (conn_) conn_->Close();
+  if (state_->allocator) state_->allocator->Wake();
+  FreeAll();
+}
+
+void Session::Serve() {
+  ++state_->clients_active;
+  const Status st = ServeRequest();
+  if (st.code() == ECONNREFUSED || st.code() == ECONNABORTED) {
+    // Refused (counted as such), or a client gone before it asked: not a failure.
+    if (st.code() == ECONNABORTED) state_->Log(st.message());
+  } else if (!st.ok()) {
+    if (st.code() != EPIPE) SendError(st.message());
+    if (!state_->stopping.load()) Failed(st.message());
+  } else if (const Status end = AwaitEnd(); !end.ok()) {
+    Failed(end.message());
+  }
+  Kill();
+  --state_->clients_active;
+  done_.store(true);
+}
+
+Status Session::ServeRequest() {
+  // The first tagged message is the request: its tag says which URI (memory and channel) the
+  // client used, its body is the ticket.
+  Result<TaggedMessage> want = conn_->ReceiveTagged(0, 0, state_->options.timeout);
+  if (!want.ok()) {
+    if (want.status().code() == ETIMEDOUT) {
+      return Status(ETIMEDOUT, "the client sent no want_data request for " +
+                                   std::to_string(state_->options.timeout.count()) + " ms");
+    }
+    // Not a failure of the server's: counted as neither a refusal nor a failed session.
+    return Status(ECONNABORTED,
+                  "the client went away before its request: " + want.status().message());
+  }
+  frees_ = std::thread([this] { TakeFrees(); });
+  Result<WantTag> tag = ParseWantTag(state_->options.want_data_tag, want->tag);
+  if (!tag.ok()) return Refuse(tag.status());
+  const std::string ticket(reinterpret_cast<const char*>(want->payload.data),
+                           static_cast<size_t>(want->payload.size));
+  if (state_->clients_active.load() > state_->options.max_clients) {
+    return Refuse(Status(EBUSY, "the server is serving its most clients (" +
+                                    std::to_string(state_->options.max_clients) + ")"));
+  }
+  Result<Catalogue::Entry> entry = state_->catalogue.Find(ticket, tag->region);
+  if (!entry.ok()) return Refuse(entry.status());
+  send_metadata_ = tag->channel != Channel::kData;
+  send_bodies_ = tag->channel != Channel::kMetadata;
+  if (entry->kept) return Replay(*entry->kept);
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, entry->dataset->Open());
+  if (send_bodies_ && state_->region) FERRY_RETURN_NOT_OK(conn_->ShareRegion(state_->region));
+  FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
+                        ipc::StreamWriter::Open(this, reader->schema(), state_->options.write));
+  while (!dead_.load()) {
+    FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
+    if (batch == nullptr) break;
+    FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
+    if (send_bodies_) ++state_->batches_sent;
+  }
+  if (dead_.load()) return Status(EPIPE, "the client went away");
+  return writer.Close();
+}
+
+Status Session::Refuse(const Status& why) {
+  ++state_->tickets_refused;
+  state_->Log("refused a client: " + why.message());
+  // The protocol's answer to a refused ticket is a closed connection. A client that asked for
+  // ferry's extensions also gets the reason first, and a moment to read it and hang up.
+  if (conn_->extensions()) {
+    SendError(why.message());
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, kRefusalWait, [&] { return client_closed_; });
+  }
+  conn_->Close();
+  return Status(ECONNREFUSED, why.message());
+}
+
+Status Session::SendMetadata(std::span<const uint8_t> flatbuffer, uint32_t seq) {
+  uint8_t header[kMetadataHeaderSize];
+  EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
+  const ByteSpan meta[] = {{header, kMetadataHeaderSize},
+                           {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
+  return conn_->Send(meta);
+}
+
+Status Session::SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body,
+                         std::span<const uint8_t> flatbuffer) {
+  if (!send_bodies_) return SendMetadata(flatbuffer, seq);
+  const uint64_t tag = MakeBodyTag(type, seq);
+  if (!send_metadata_) return conn_->SendTagged(tag, body);
+  uint8_t header[kMetadataHeaderSize];
+  EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
+  const ByteSpan meta[] = {{header, kMetadataHeaderSize},
+                           {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
+  return conn_->SendMessageAndBody(meta, tag, body);
+}
+
+Status Session::WriteMessage(const ipc::EncodedMessage& m) {
+  const uint32_t seq = next_seq_++;
+  if (!m.has_body) return send_metadata_ ? SendMetadata(m.metadata, seq) : Status::OK();
+  if (send_bodies_) state_->body_bytes += m.body_length;
+  if (state_->options.body_type == BodyType::kPacked || !send_bodies_) {
+    return SendBody(seq, BodyType::kPacked, m.body, m.metadata);
+  }
+  transport::Region& region = *state_->region;
+  // One byte more than the body: a zero-length buffer at its very end still lies inside the
+  // block, so no two bodies share an address.
+  FERRY_ASSIGN_OR_RAISE(int64_t block, state_->allocator->Allocate(
+                                           m.body_length + 1, state_->options.timeout,
+                                           [this] { return dead_.load(); }));
+  std::vector<BufferRef> pairs;
+  pairs.reserve(m.buffers.size());
+  std::vector<uint64_t> addresses;
+  for (const ipc::BodyBuffer& b : m.buffers) {
+    if (b.length > 0) std::memcpy(region.data() + block + b.offset, b.data, b.length);
+    pairs.push_back(
+        BufferRef{region.WireAddress(block + b.offset), static_cast<uint64_t>(b.length)});
+    addresses.push_back(pairs.back().address);
+  }
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  if (addresses.empty()) {
+    state_->allocator->Free(block);  // nothing for the client to read or free
+  } else {
+    // Recorded before sending: the client may free them before the send returns.
+    std::lock_guard lock(mutex_);
+    for (uint64_t a : addresses) block_of_[a] = block;
+    state_->addresses_lent += static_cast<int64_t>(addresses.size());
+    blocks_[block] = std::move(addresses);
+  }
+  const std::vector<uint8_t> list = EncodeBufferList(pairs);
+  const ByteSpan piece{list.data(), static_cast<int64_t>(list.size())};
+  return SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata);
+}
+
+Status Session::WriteEndOfStream() {
+  if (!send_metadata_) return Status::OK();
+  uint8_t header[kMetadataHeaderSize];
+  EncodeMetadataHeader(MetadataType::kEndOfStream, next_seq_++, header);
+  const ByteSpan piece{header, kMetadataHeaderSize};
+  return conn_->Send({&piece, 1});
+}
+
+// Lend a kept dataset: its metadata, then pairs into its own memory. Nothing is copied; the
+// client's free_data only returns the loan.
+Status Session::Replay(const Kept& kept) {
+  if (send_bodies_) FERRY_RETURN_NOT_OK(conn_->ShareRegion(kept.region));
+  for (const KeptMessage& m : kept.messages) {
+    if (dead_.load()) return Status(EPIPE, "the client went away");
+    const uint32_t seq = next_seq_++;
+    if (!m.has_body) {
+      if (send_metadata_) FERRY_RETURN_NOT_OK(SendMetadata(m.metadata, seq));
+      continue;
+    }
+    if (send_bodies_) {
+      std::lock_guard lock(mutex_);
+      for (uint64_t a : m.addresses) ++lent_[a];
+      state_->addresses_lent += static_cast<int64_t>(m.addresses.size());
+    }
+    const ByteSpan piece{m.pairs.data(), static_cast<int64_t>(m.pairs.size())};
+    FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata));
+    if (send_bodies_) ++state_->batches_sent;
+  }
+  return WriteEndOfStream();
+}
+
+void Session::TakeFrees() {
+  const uint64_t tag = state_->options.free_data_tag;
+  while (!dead_.load()) {
+    Result<TaggedMessage> m = conn_->ReceiveTagged(tag, ~uint64_t{0}, state_->options.timeout);
+    if (!m.ok()) {
+      if (m.status().code() == ETIMEDOUT) continue;
+      break;  // the client closed or went away
+    }
+    Result<std::vector<uint64_t>> addresses =
+        ParseFreeData({m->payload.data, static_cast<size_t>(m->payload.size)});
+    if (!addresses.ok()) {
+      Failed("the client sent a bad free_data: " + addresses.status().message());
+      break;
+    }
+    Release(*addresses);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    client_closed_ = true;
+  }
+  changed_.notify_all();
+  // A client gone before the end leaves a sender waiting for room: end the session now.
+  if (state_->allocator) state_->allocator->Wake();
+}
+
+void Session::Release(const std::vector<uint64_t>& addresses) {
+  {
+    std::lock_guard lock(mutex_);
+    for (uint64_t a : addresses) {
+      if (auto lent = lent_.find(a); lent != lent_.end()) {
+        if (--lent->second == 0) lent_.erase(lent);
+        ++state_->addresses_freed;
+        continue;
+      }
+      auto it = block_of_.find(a);
+      if (it == block_of_.end()) {
+        ++state_->unknown_frees;
+        state_->Log("free_data names address " + Hex(a) + ", which this client does not hold");
+        continue;
+      }
+      const int64_t block = it->second;
+      block_of_.erase(it);
+      ++state_->addresses_freed;
+      std::vector<uint64_t>& left = blocks_[block];
+      left.erase(std::remove(left.begin(), left.end(), a), left.end());
+      if (left.empty()) {
+        blocks_.erase(block);
+        state_->allocator->Free(block);
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+Status Session::AwaitEnd() {
+  // The protocol's client closes after its last free_data; a client that closes holding
+  // addresses gets them freed (it is disconnected). One that neither frees nor closes is waited
+  // for up to the timeout.
+  std::unique_lock lock(mutex_);
+  const bool ended = changed_.wait_for(lock, state_->options.timeout, [&] {
+    return client_closed_ || dead_.load();
+  });
+  const size_t held = block_of_.size() + lent_.size();
+  if (client_closed_ && held > 0) {
+    state_->Log("the client closed holding " + std::to_string(held) + " addresses; freed");
+  }
+  if (ended || dead_.load() || held == 0) return Status::OK();
+  return Status(ETIMEDOUT, "the client held " + std::to_string(held) +
+                               " addresses for longer than " +
+                               std::to_string(state_->options.timeout.count()) +
+                               " ms after the end of the stream; they are freed");
+}
+
+void Session::FreeAll() {
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [block, left] : blocks_) state_->allocator->Free(block);
+    blocks_.clear();
+    block_of_.clear();
+    lent_.clear();
+  }
+  changed_.notify_all();
+}
+
+// Count a session's failure once, whichever of its threads notices first.
+void Session::Failed(const std::string& why) {
+  if (!failed_.exchange(true)) state_->RecordError(why);
+}
+
+void Session::SendError(const std::string& text) {
+  // ferry's extension only: a bare-protocol client would take type 0xFF for a broken stream.
+  if (!conn_ || !conn_->extensions()) return;
+  uint8_t header[kMetadataHeaderSize];
+  EncodeMetadataHeader(MetadataType::kFerryError, next_seq_, header);
+  const ByteSpan pieces[] = {{header, kMetadataHeaderSize},
+                             {text.data(), static_cast<int64_t>(text.size())}};
+  (void)conn_->Send(pieces);  // best effort: the client may be gone
+}
+
+}  // namespace ferry::dipc::internal

@@ -1,0 +1,95 @@
+// Internal to the dissociated-IPC server: its shared state, and one client's session.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "dipc/catalogue.hpp"
+#include "dipc/region_allocator.hpp"
+#include "ferry/dipc/server.hpp"
+#include "ferry/ipc/sink.hpp"
+#include "ferry/transport/transport.hpp"
+
+namespace ferry::dipc::internal {
+
+/// What a server's sessions share: its options, listener, shared region and catalogue, and
+/// running totals. Owned by the server; outlives every session.
+struct ServerState {
+  ServerOptions options;
+  std::unique_ptr<transport::Listener> listener;
+  std::shared_ptr<transport::Region> region;  // the shared region; NULL for packed bodies
+  std::unique_ptr<RegionAllocator> allocator;
+  Catalogue catalogue;
+  std::atomic<bool> stopping{false};
+
+  std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
+      sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},
+      unknown_frees{0};
+  mutable std::mutex error_mutex;
+  std::string last_error;
+
+  /// Count a failed session and keep its error.
+  void RecordError(const std::string& e);
+  /// Tell the options' log, if any.
+  void Log(const std::string& line) const;
+};
+
+/// One client's connection: it reads the want_data request, then serves the ticket's metadata,
+/// bodies or both (as the request's tag says), and accounts for every address it lent until
+/// the client frees it or goes. The server never closes first on a good stream: it waits (up to
+/// the timeout) for the client's close. Owned by the server's session list.
+class Session final : public ipc::MessageSink {
+ public:
+  Session(ServerState* state, std::unique_ptr<transport::Connection> conn)
+      : state_(state), conn_(std::move(conn)) {}
+  ~Session() override;
+
+  /// Start serving on a thread of its own.
+  void Start();
+  bool done() const { return done_.load(); }
+  /// Close the connection and free everything this client held.
+  void Kill();
+
+  Status WriteMessage(const ipc::EncodedMessage& m) override;
+  Status WriteEndOfStream() override;
+
+ private:
+  void Serve();
+  Status ServeRequest();
+  Status Replay(const Kept& kept);
+  Status SendMetadata(std::span<const uint8_t> flatbuffer, uint32_t seq);
+  Status SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body,
+                  std::span<const uint8_t> flatbuffer);
+  Status Refuse(const Status& why);
+  void TakeFrees();
+  void Release(const std::vector<uint64_t>& addresses);
+  Status AwaitEnd();
+  void FreeAll();
+  void Failed(const std::string& why);
+  void SendError(const std::string& text);
+
+  ServerState* state_;
+  std::unique_ptr<transport::Connection> conn_;
+  bool send_metadata_ = true;
+  bool send_bodies_ = true;
+  uint32_t next_seq_ = 0;
+  std::atomic<bool> dead_{false};
+  std::atomic<bool> done_{false};
+  std::atomic<bool> failed_{false};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool client_closed_ = false;  // the client closed (or went): nothing more comes from it
+  // Shared-region blocks lent to this client: block -> its distinct addresses not yet freed.
+  std::map<int64_t, std::vector<uint64_t>> blocks_;
+  std::map<uint64_t, int64_t> block_of_;  // address -> block
+  std::map<uint64_t, int64_t> lent_;      // a kept dataset's address -> times lent, not freed
+  std::thread serve_;
+  std::thread frees_;
+};
+
+}  // namespace ferry::dipc::internal

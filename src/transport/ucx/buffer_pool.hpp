@@ -1,0 +1,16 @@
+// Internal to the UCX transport: receive buffers, recycled when large.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace ferry::transport::ucx {
+
+/// A 64-byte-aligned buffer of at least `size` bytes, or NULL when out of memory. Buffers of
+/// 1 MiB or more are recycled process-wide (at most 256 MiB wait for reuse): a fresh 64 MiB
+/// allocation costs an mmap and 16,384 page faults, about as long as moving its bytes over shared
+/// memory.
+std::shared_ptr<uint8_t> TakeBuffer(size_t size);
+
+}  // namespace ferry::transport::ucx

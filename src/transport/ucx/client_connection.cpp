@@ -1,0 +1,370 @@
+// The client's end of a UCX connection: connecting, on-demand body intake and type-1 gets.
+#if FERRY_WITH_UCX
+
+#include "transport/ucx/client_connection.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+
+#include "transport/ucx/buffer_pool.hpp"
+
+namespace ferry::transport::ucx {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After a get fails, how long to wait for the checked endpoint to say the peer died, so the
+// error names the cause.
+constexpr auto kFailureReportWait = std::chrono::seconds(1);
+
+std::string Hex(uint64_t v) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%016" PRIx64, v);
+  return text;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
+    const sockaddr* addr, socklen_t addrlen, const std::string& address, bool same_host,
+    const ConnectOptions& options) {
+  const auto deadline = Clock::now() + options.limits.timeout;
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context, Context::Make());
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
+  std::unique_ptr<ClientConnection> conn(new ClientConnection(std::move(worker), options));
+  FERRY_RETURN_NOT_OK(conn->StartWorker());
+  ClientConnection* self = conn.get();
+  Status made;
+  auto up = std::make_shared<Completion>();
+  const bool ran = conn->worker_->Run([&] {
+    Result<ucp_ep_h> ep = ConnectToSocket(self->worker_->handle(), addr, addrlen,
+                                          &UcxConnection::OnEndpointError, self);
+    if (!ep.ok()) {
+      made = ep.status();
+      return;
+    }
+    self->ep_ = *ep;
+    // A flush completes once the endpoint is wired up with the server (or failed).
+    FlushEndpoint(self->ep_, new Pending{up, nullptr});
+  });
+  if (!ran) return Status(ECONNREFUSED, "the UCX worker stopped while connecting");
+  if (!made.ok()) {
+    return Status(made.code(), "could not connect to the UCX listener at " + address + ": " +
+                                   made.message());
+  }
+  if (!up->Wait(deadline)) {
+    return Status(ETIMEDOUT, "timed out connecting to the UCX listener at " + address);
+  }
+  {
+    std::lock_guard lock(conn->mutex_);
+    if (up->status() != UCS_OK || conn->gone_) {
+      const std::string why = conn->gone_ ? conn->failure_ : ucs_status_string(up->status());
+      return Status(ECONNREFUSED, "could not connect to the UCX listener at " + address + ": " +
+                                      why);
+    }
+  }
+  if (options.extensions) FERRY_RETURN_NOT_OK(conn->Hello(same_host));
+  return conn;
+}
+
+ClientConnection::~ClientConnection() { Close(); }
+
+Status ClientConnection::Hello(bool same_host) {
+  const uint8_t flags = kHelloErrors | (same_host ? kHelloFastPath : 0);
+  const std::string hello = EncodeHello(flags, same_host ? worker_->address() : std::string());
+  const ByteSpan piece{hello.data(), static_cast<int64_t>(hello.size())};
+  FERRY_RETURN_NOT_OK(Transmit(false, kHelloTag, {&piece, 1}));
+  std::unique_lock lock(mutex_);
+  answer_changed_.wait_until(lock, Clock::now() + limits_.timeout,
+                             [&] { return answered_ || gone_; });
+  if (!answered_) {
+    if (gone_) return Status(ECONNREFUSED, "the server closed the connection: " + failure_);
+    return Status(ETIMEDOUT,
+                  "the server did not answer ferry's hello (the URI says ferry=1: is it ferry?)");
+  }
+  const bool fast = (granted_ & kHelloFastPath) != 0 && !server_address_.empty();
+  const std::string server = server_address_;
+  lock.unlock();
+  if (fast) {
+    worker_->Run([this, &server] {
+      // Without it the checked endpoint carries everything, as for any peer.
+      if (Result<ucp_ep_h> ep = ConnectToWorker(worker_->handle(), server); ep.ok()) {
+        fast_ep_ = *ep;
+      }
+    });
+  }
+  extensions_ = true;
+  return Status::OK();
+}
+
+void ClientConnection::Poll() {
+  ucp_tag_recv_info_t info{};
+  // The server's answer to our hello (sent only if we said hello) always comes in.
+  while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), kHelloTag, ~uint64_t{0}, 1,
+                                                &info)) {
+    TakeFor(m, info, -1);
+  }
+  std::vector<Want> wants;
+  bool gone = false;
+  {
+    std::lock_guard lock(mutex_);
+    gone = gone_;
+    for (const Want& w : wants_) {
+      if (!w.in_flight) wants.push_back(w);
+    }
+  }
+  if (gone) {
+    answer_changed_.notify_all();
+    // The peer is done: all it sent is here or landing. Take it all, whatever the read-ahead.
+    while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), 0, 0, 1, &info)) {
+      TakeFor(m, info, -1);
+    }
+    return;
+  }
+  for (const Want& w : wants) {
+    ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), w.tag, w.mask, 1, &info);
+    if (m == nullptr) continue;
+    {
+      std::lock_guard lock(mutex_);
+      for (Want& x : wants_) {
+        if (x.id == w.id) x.in_flight = true;
+      }
+    }
+    TakeFor(m, info, w.id);
+  }
+  // Read ahead while little is held: a rendezvous body stays with its sender until taken, so a
+  // client that stops reading makes the server wait instead of filling this process.
+  while (true) {
+    {
+      std::lock_guard lock(mutex_);
+      if (held_bytes_ >= kReadAheadBytes) break;
+    }
+    ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), 0, 0, 1, &info);
+    if (m == nullptr) break;
+    TakeFor(m, info, -1);
+  }
+}
+
+void ClientConnection::TakeFor(ucp_tag_message_h message, const ucp_tag_recv_info_t& info,
+                               int64_t want) {
+  const uint64_t tag = info.sender_tag;
+  const int64_t held = tag == kHelloTag ? 0 : static_cast<int64_t>(info.length);
+  {
+    std::lock_guard lock(mutex_);
+    held_bytes_ += held;
+  }
+  Take(message, info, [this, tag, held, want](ucs_status_t status, SharedBytes bytes) {
+    Landed(tag, held, want, status, std::move(bytes));
+  });
+}
+
+void ClientConnection::Landed(uint64_t tag, int64_t held, int64_t want, ucs_status_t status,
+                              SharedBytes bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    for (Want& w : wants_) {
+      if (w.id == want) w.in_flight = false;
+    }
+    if (status != UCS_OK) held_bytes_ -= held;
+  }
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    Fail("the server sent a " + std::to_string(held) + "-byte message tagged " + Hex(tag) +
+             ", over the limit of " + std::to_string(limits_.max_tagged_bytes) + " bytes",
+         true);
+    return;
+  }
+  if (status != UCS_OK) {
+    Fail(std::string("a message from the server was lost on the way (UCX: ") +
+             ucs_status_string(status) + ")",
+         false);
+    return;
+  }
+  if (tag == kHelloTag) {
+    {
+      std::lock_guard lock(mutex_);
+      answered_ = DecodeHello(bytes, &granted_, &server_address_);
+    }
+    answer_changed_.notify_all();
+    return;
+  }
+  (void)inbox_.PushTagged(TaggedMessage{tag, std::move(bytes)});
+}
+
+Result<TaggedMessage> ClientConnection::ReceiveTagged(uint64_t want, uint64_t mask,
+                                                      std::chrono::milliseconds timeout) {
+  Result<TaggedMessage> r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
+  if (!r.ok() && r.status().code() == ETIMEDOUT) {
+    // Ask the progress thread to look for it in UCX's queue (it may lie behind bodies the
+    // read-ahead left there).
+    int64_t id = 0;
+    {
+      std::lock_guard lock(mutex_);
+      id = ++next_want_;
+      wants_.push_back(Want{id, want, mask});
+    }
+    worker_->Wake();
+    r = inbox_.PopTagged(want, mask, timeout);
+    std::lock_guard lock(mutex_);
+    wants_.erase(std::remove_if(wants_.begin(), wants_.end(),
+                                [&](const Want& w) { return w.id == id; }),
+                 wants_.end());
+  }
+  if (r.ok()) {
+    {
+      std::lock_guard lock(mutex_);
+      held_bytes_ -= r->payload.size;
+    }
+    // A receive posted for this sequence number under another body type is not needed now.
+    DropPosted(want, mask);
+    worker_->Wake();  // room in the read-ahead
+  }
+  return r;
+}
+
+void ClientConnection::Expect(uint64_t tag, int64_t size) {
+  if (size < 0 || size > limits_.max_tagged_bytes) return;
+  worker_->Post([this, tag, size] {
+    if (posted_.count(tag) != 0) return;
+    {
+      std::lock_guard lock(mutex_);
+      if (gone_) return;
+      held_bytes_ += size;
+    }
+    void* request =
+        PostReceive(tag, static_cast<size_t>(size), [this, tag, size](ucs_status_t status,
+                                                                     SharedBytes bytes) {
+          posted_.erase(tag);
+          {
+            std::lock_guard lock(mutex_);
+            held_bytes_ -= size - (status == UCS_OK ? bytes.size : 0);
+          }
+          if (status == UCS_OK) {
+            (void)inbox_.PushTagged(TaggedMessage{tag, std::move(bytes)});
+          } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+            // UCX consumed the message: this stream cannot go on.
+            Fail("the body message tagged " + Hex(tag) + " is larger than the " +
+                     std::to_string(size) + " bytes its metadata announces",
+                 true);
+          }
+        });
+    if (request != nullptr) posted_[tag] = request;
+  });
+}
+
+void ClientConnection::DropPosted(uint64_t want, uint64_t mask) {
+  worker_->Post([this, want, mask] {
+    std::vector<void*> stale;
+    for (const auto& [tag, request] : posted_) {
+      if ((tag & mask) == (want & mask)) stale.push_back(request);
+    }
+    // Each cancelled receive settles in its callback (UCS_ERR_CANCELED).
+    for (void* request : stale) ucp_request_cancel(worker_->handle(), request);
+  });
+}
+
+Result<FetchedBody> ClientConnection::Fetch(std::span<const BufferRef> refs,
+                                            std::chrono::milliseconds timeout) {
+  if (options_.remote_handle.empty()) {
+    return Status::Invalid(
+        "the server sent a type-1 body, but the URI has no remote_handle to read it with");
+  }
+  FetchedBody body;
+  std::vector<uint64_t> offsets(refs.size());
+  uint64_t total = 0;
+  int count = 0;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const BufferRef& ref = refs[i];
+    if (ref.address > std::numeric_limits<uint64_t>::max() - ref.length) {
+      return Status::Invalid("buffer " + std::to_string(i) + " (address " + Hex(ref.address) +
+                             ", length " + std::to_string(ref.length) +
+                             ") overflows the address space");
+    }
+    total = (total + 7) / 8 * 8;
+    if (ref.length > static_cast<uint64_t>(limits_.max_tagged_bytes) - total) {
+      return Status::Invalid("the type-1 body's buffers add up to more than the limit of " +
+                             std::to_string(limits_.max_tagged_bytes) + " bytes");
+    }
+    offsets[i] = total;
+    total += ref.length;
+    count += ref.length > 0 ? 1 : 0;
+    body.buffers.push_back(BufferRef{offsets[i], ref.length});
+  }
+  std::shared_ptr<uint8_t> bytes = TakeBuffer(std::max<uint64_t>(total, 1));
+  if (!bytes) {
+    return Status::OutOfMemory("cannot allocate " + std::to_string(total) +
+                               " bytes for type-1 buffers");
+  }
+  body.bytes = SharedBytes{bytes.get(), static_cast<int64_t>(total), bytes};
+  body.borrowed = false;
+  if (count == 0) return body;
+  FERRY_RETURN_NOT_OK(SendStatus("fetching"));
+  auto done = std::make_shared<Completion>(count);
+  std::vector<BufferRef> wanted(refs.begin(), refs.end());
+  worker_->Post(
+      [this, done, bytes, offsets, wanted = std::move(wanted)] {
+        ucp_ep_h ep = traffic_ep();
+        ucs_status_t st = ep == nullptr ? UCS_ERR_NOT_CONNECTED : UCS_OK;
+        if (st == UCS_OK && rkey_ep_ != ep) {
+          ReleaseRemote();
+          st = ucp_ep_rkey_unpack(ep, options_.remote_handle.data(), &rkey_);
+          if (st == UCS_OK) rkey_ep_ = ep;
+        }
+        for (size_t i = 0; i < wanted.size(); ++i) {
+          if (wanted[i].length == 0) continue;
+          if (st != UCS_OK) {
+            done->Done(st);
+            continue;
+          }
+          // The buffer is kept alive by the operation, whoever gives up waiting.
+          GetRemote(ep, rkey_, wanted[i].address, bytes.get() + offsets[i], wanted[i].length,
+                    new Pending{done, bytes});
+        }
+      },
+      [done, count] {
+        for (int i = 0; i < count; ++i) done->Done(UCS_ERR_CANCELED);
+      });
+  if (!done->Wait(Clock::now() + timeout)) {
+    Fail("a get of type-1 buffers took longer than " + std::to_string(timeout.count()) +
+             " ms (the server stopped, or the link is down?)",
+         true);
+    return Status(ETIMEDOUT, "timed out after " + std::to_string(timeout.count()) +
+                                 " ms waiting for a UCX get of type-1 buffers");
+  }
+  const ucs_status_t st = done->status();
+  if (st == UCS_OK) return body;
+  // A get from a peer that died fails before the checked endpoint reports the death: give that
+  // report a moment, so the error says what happened.
+  std::unique_lock lock(mutex_);
+  answer_changed_.wait_for(lock, kFailureReportWait, [&] { return gone_; });
+  if (gone_) {
+    return Status(EPIPE, "the peer closed the connection during a UCX get of type-1 buffers (" +
+                             failure_ + ")");
+  }
+  if (st == UCS_ERR_UNREACHABLE || st == UCS_ERR_INVALID_PARAM) {
+    return UcxError(EIO, "the remote_handle in the URI cannot read the server's memory", st);
+  }
+  return UcxError(EIO, "a UCX get of type-1 buffers failed", st);
+}
+
+void ClientConnection::ReleaseRemote() {
+  if (rkey_ != nullptr) ucp_rkey_destroy(rkey_);
+  rkey_ = nullptr;
+  rkey_ep_ = nullptr;
+}
+
+void ClientConnection::TearDown() {
+  worker_->Stop();
+  std::vector<void*> posted;
+  for (const auto& [tag, request] : posted_) posted.push_back(request);
+  // Each settles in its callback (during the base's drain, or at once).
+  for (void* request : posted) ucp_request_cancel(worker_->handle(), request);
+  UcxConnection::TearDown();
+}
+
+}  // namespace ferry::transport::ucx
+
+#endif  // FERRY_WITH_UCX

@@ -1,0 +1,79 @@
+// Internal to the UCX transport: the client's end of a connection.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/ucx/connection.hpp"
+
+namespace ferry::transport::ucx {
+
+/// A client holds at most this many bytes of bodies it has not asked for (read-ahead); a body
+/// beyond it stays with the sender, so a client that stops reading makes the server wait.
+constexpr int64_t kReadAheadBytes = int64_t{64} << 20;
+
+/// A client's end: its own context and worker, an endpoint to the listener's socket address
+/// and, with ferry's extensions on one host, a fast endpoint from worker addresses. Bodies come
+/// in on demand: within the read-ahead, when a receive asks for them by tag and mask, or into a
+/// receive posted by Expect. Type-1 buffers are read with RMA gets using the URI's
+/// remote_handle. Owned by the caller of ConnectUcx.
+class ClientConnection final : public UcxConnection {
+ public:
+  /// Connect to the listener at `addr` and wait (up to the timeout) until the endpoint is up;
+  /// with `options.extensions`, say hello and, when `same_host`, set up the fast path.
+  static Result<std::unique_ptr<ClientConnection>> Connect(const sockaddr* addr,
+                                                           socklen_t addrlen,
+                                                           const std::string& address,
+                                                           bool same_host,
+                                                           const ConnectOptions& options);
+  ~ClientConnection() override;
+
+  Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
+                                      std::chrono::milliseconds timeout) override;
+  void Expect(uint64_t tag, int64_t size) override;
+  bool posts_receives() const override { return true; }
+  Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
+                            std::chrono::milliseconds timeout) override;
+
+ private:
+  ClientConnection(std::unique_ptr<Worker> worker, ConnectOptions options)
+      : UcxConnection(std::move(worker), options.limits, true), options_(std::move(options)) {}
+  Status Hello(bool same_host);
+  void Poll() override;
+  void TakeFor(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, int64_t want);
+  void Landed(uint64_t tag, int64_t held, int64_t want, ucs_status_t status, SharedBytes bytes);
+  void DropPosted(uint64_t want, uint64_t mask);
+  void ReleaseRemote() override;
+  void TearDown() override;
+
+  const ConnectOptions options_;
+
+  /// A receive waiting for a tagged message: the progress thread looks for it in UCX's queue
+  /// by tag and mask, past what the read-ahead left there.
+  struct Want {
+    int64_t id = 0;
+    uint64_t tag = 0;
+    uint64_t mask = 0;
+    bool in_flight = false;  // a match is landing
+  };
+  // Guarded by mutex_.
+  std::vector<Want> wants_;
+  int64_t next_want_ = 0;
+  int64_t held_bytes_ = 0;  // body bytes landing or waiting in the inbox
+  bool answered_ = false;   // the server answered our hello
+  uint8_t granted_ = 0;
+  std::string server_address_;
+  std::condition_variable answer_changed_;
+
+  // Progress thread only.
+  std::unordered_map<uint64_t, void*> posted_;  // receives posted by Expect, by tag
+  ucp_rkey_h rkey_ = nullptr;
+  ucp_ep_h rkey_ep_ = nullptr;  // the endpoint rkey_ was unpacked for
+};
+
+}  // namespace ferry::transport::ucx

@@ -1,0 +1,382 @@
+// What both ends of a UCX connection share: sends, the Active Message intake, failure and close.
+#if FERRY_WITH_UCX
+
+#include "transport/ucx/connection.hpp"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "transport/ucx/buffer_pool.hpp"
+
+namespace ferry::transport::ucx {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a closing end waits for its endpoints to close gracefully (what it sent reaches the
+// peer, and the peer learns of the close) before it stops waiting.
+constexpr auto kCloseWait = std::chrono::seconds(2);
+// How long a failed connection waits for receives that were landing before its inbox closes.
+constexpr auto kSettleWait = std::chrono::milliseconds(500);
+
+std::string Hex(uint64_t v) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%016" PRIx64, v);
+  return text;
+}
+
+std::string Millis(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+
+// One receive in flight: where it lands and who hears of it.
+struct Landing {
+  std::shared_ptr<uint8_t> buffer;
+  size_t length = 0;
+  UcxConnection::Landed on_done;
+  std::atomic<int>* landing = nullptr;
+};
+
+void Settled(Landing* l, ucs_status_t status, size_t length) {
+  std::atomic<int>* landing = l->landing;
+  if (status == UCS_OK) {
+    SharedBytes bytes{l->buffer.get(), static_cast<int64_t>(length), l->buffer};
+    l->on_done(status, std::move(bytes));
+  } else {
+    l->on_done(status, SharedBytes{});
+  }
+  delete l;
+  --*landing;
+}
+
+void OnTagLanded(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                 void* user_data) {
+  auto* l = static_cast<Landing*>(user_data);
+  Settled(l, status, info != nullptr ? info->length : l->length);
+  ucp_request_free(request);
+}
+
+void OnAmLanded(void* request, ucs_status_t status, size_t length, void* user_data) {
+  Settled(static_cast<Landing*>(user_data), status, length);
+  ucp_request_free(request);
+}
+
+}  // namespace
+
+std::string EncodeHello(uint8_t flags, const std::string& address) {
+  std::string out(kHelloHeader, '\0');
+  out[0] = 1;
+  out[1] = static_cast<char>(flags);
+  return out + address;
+}
+
+bool DecodeHello(const SharedBytes& bytes, uint8_t* flags, std::string* address) {
+  if (bytes.size < static_cast<int64_t>(kHelloHeader) || bytes.data[0] != 1) return false;
+  *flags = bytes.data[1];
+  address->assign(reinterpret_cast<const char*>(bytes.data) + kHelloHeader,
+                  static_cast<size_t>(bytes.size) - kHelloHeader);
+  return true;
+}
+
+UcxConnection::UcxConnection(std::unique_ptr<Worker> worker, TransportLimits limits,
+                             bool takes_metadata)
+    : worker_(std::move(worker)), limits_(limits), takes_metadata_(takes_metadata) {}
+
+UcxConnection::~UcxConnection() {
+  // Derived classes close first (their state goes before this base); this covers a connection
+  // whose construction failed half-way.
+  std::call_once(torn_down_, [this] { TearDown(); });
+}
+
+Status UcxConnection::StartWorker() {
+  ucp_am_handler_param_t params{};
+  params.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                      UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  params.id = kMetadataAmId;
+  params.flags = UCP_AM_FLAG_WHOLE_MSG;
+  params.cb = &UcxConnection::OnActiveMessage;
+  params.arg = this;
+  const ucs_status_t st = ucp_worker_set_am_recv_handler(worker_->handle(), &params);
+  if (st != UCS_OK) return UcxError(EIO, "cannot register the metadata handler", st);
+  worker_->Start([this] {
+    Poll();
+    SettleFailure();
+  });
+  return Status::OK();
+}
+
+ucs_status_t UcxConnection::OnActiveMessage(void* arg, const void* /*header*/,
+                                            size_t header_length, void* data, size_t length,
+                                            const ucp_am_recv_param_t* param) {
+  return static_cast<UcxConnection*>(arg)->ActiveMessage(header_length, data, length, param);
+}
+
+ucs_status_t UcxConnection::ActiveMessage(size_t header_length, void* data, size_t length,
+                                          const ucp_am_recv_param_t* param) {
+  if (!takes_metadata_) {
+    Fail("the client sent an Active Message (metadata); the protocol has clients send only "
+         "tagged messages",
+         true);
+    return UCS_OK;
+  }
+  if (header_length != 0) {
+    Fail("a metadata Active Message carries a " + std::to_string(header_length) +
+             "-byte header; the protocol defines none",
+         true);
+    return UCS_OK;
+  }
+  if (length > static_cast<uint64_t>(limits_.max_message_bytes)) {
+    Fail("a metadata message of " + std::to_string(length) + " bytes is over the limit of " +
+             std::to_string(limits_.max_message_bytes) + " bytes",
+         true);
+    return UCS_OK;
+  }
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+    // Eager: the bytes are UCX's until we return. Metadata is small: copy it.
+    Result<SharedBytes> copy = SharedBytes::Copy(data, static_cast<int64_t>(length));
+    if (!copy.ok()) {
+      Fail("cannot keep a metadata message: " + copy.status().message(), true);
+    } else {
+      (void)inbox_.PushUntagged(std::move(*copy));  // fails only once closed: dropped then
+    }
+    return UCS_OK;
+  }
+  // Rendezvous: the bytes are still with the sender; fetch them into a buffer of ours.
+  auto* l = new Landing{TakeBuffer(length), length, nullptr, &landing_};
+  if (!l->buffer) {
+    delete l;
+    Fail("cannot allocate " + std::to_string(length) + " bytes for a metadata message", true);
+    return UCS_OK;
+  }
+  l->on_done = [this](ucs_status_t status, SharedBytes bytes) {
+    if (status == UCS_OK) {
+      (void)inbox_.PushUntagged(std::move(bytes));
+    } else {
+      Fail(std::string("a metadata message was lost on the way (UCX: ") +
+               ucs_status_string(status) + ")",
+           false);
+    }
+  };
+  ++landing_;
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  rp.cb.recv_am = OnAmLanded;
+  rp.user_data = l;
+  ucs_status_ptr_t request =
+      ucp_am_recv_data_nbx(worker_->handle(), data, l->buffer.get(), length, &rp);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) Settled(l, UCS_PTR_STATUS(request), length);
+  return UCS_OK;
+}
+
+void UcxConnection::Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& info,
+                         Landed on_done) {
+  const bool fits = info.length <= static_cast<uint64_t>(limits_.max_tagged_bytes);
+  std::shared_ptr<uint8_t> buffer = fits ? TakeBuffer(std::max<size_t>(info.length, 1)) : nullptr;
+  // Over the limit, or without memory, the message still leaves UCX's queue, truncated into a
+  // small buffer, and fails with UCS_ERR_MESSAGE_TRUNCATED.
+  const size_t size = buffer ? info.length : 64;
+  if (!buffer) buffer = TakeBuffer(size);
+  auto* l = new Landing{std::move(buffer), info.length, std::move(on_done), &landing_};
+  ++landing_;
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  params.cb.recv = OnTagLanded;
+  params.user_data = l;
+  ucs_status_ptr_t request =
+      l->buffer ? ucp_tag_msg_recv_nbx(worker_->handle(), l->buffer.get(), size, message, &params)
+                : UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+    Settled(l, UCS_PTR_STATUS(request), info.length);
+  }
+}
+
+void* UcxConnection::PostReceive(uint64_t tag, size_t size, Landed on_done) {
+  auto* l = new Landing{TakeBuffer(std::max<size_t>(size, 1)), size, std::move(on_done), &landing_};
+  ++landing_;
+  if (!l->buffer) {
+    Settled(l, UCS_ERR_NO_MEMORY, 0);
+    return nullptr;
+  }
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  params.cb.recv = OnTagLanded;
+  params.user_data = l;
+  ucs_status_ptr_t request =
+      ucp_tag_recv_nbx(worker_->handle(), l->buffer.get(), size, tag, ~uint64_t{0}, &params);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+    Settled(l, UCS_PTR_STATUS(request), size);
+    return nullptr;
+  }
+  return request;
+}
+
+void UcxConnection::OnEndpointError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+  auto* self = static_cast<UcxConnection*>(arg);
+  std::string why = status == UCS_ERR_CONNECTION_RESET
+                        ? "the peer closed the connection"
+                        : std::string("the peer went away (UCX: ") + ucs_status_string(status) + ")";
+  // Runs inside progress: the endpoint is UCX's to clean up; the fast one dies with it.
+  self->Fail(why, true);
+}
+
+void UcxConnection::Fail(const std::string& why, bool abort) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!gone_) {
+      gone_ = true;
+      gone_at_ = Clock::now();
+      failure_ = why;
+    }
+  }
+  if (abort) {
+    // Force-closing the fast endpoint fails what waits on it (a rendezvous to a dead peer).
+    worker_->Post([this] {
+      if (fast_ep_ != nullptr) {
+        CloseEndpoint(fast_ep_, true, nullptr);
+        fast_ep_ = nullptr;
+      }
+    });
+  }
+  worker_->Wake();
+}
+
+void UcxConnection::SettleFailure() {
+  std::string why;
+  {
+    std::lock_guard lock(mutex_);
+    if (!gone_ || inbox_closed_) return;
+    // What was landing when the peer went still lands (or fails): wait for it, a little.
+    if (landing_.load() > 0 && Clock::now() - gone_at_ < kSettleWait) return;
+    inbox_closed_ = true;
+    why = failure_;
+  }
+  inbox_.Close(why);
+}
+
+Status UcxConnection::SendStatus(const char* doing) {
+  std::lock_guard lock(mutex_);
+  if (closed_) return Status(EPIPE, std::string("the connection is closed (") + doing + ")");
+  if (gone_) return Status(EPIPE, std::string("the connection is closed: ") + failure_);
+  return Status::OK();
+}
+
+Status UcxConnection::Transmit(bool active_message, uint64_t tag,
+                               std::span<const ByteSpan> pieces) {
+  FERRY_ASSIGN_OR_RAISE(std::vector<ucp_dt_iov_t> iov, ToIov(pieces));
+  FERRY_RETURN_NOT_OK(SendStatus(active_message ? "sending metadata" : "sending a message"));
+  auto done = std::make_shared<Completion>();
+  worker_->Post(
+      [this, done, active_message, tag, iov = std::move(iov)]() mutable {
+        ucp_ep_h ep = traffic_ep();
+        if (ep == nullptr) {
+          done->Done(UCS_ERR_NOT_CONNECTED);
+          return;
+        }
+        auto* pending = new Pending{done, nullptr};
+        if (active_message) {
+          SendActiveMessage(ep, kMetadataAmId, std::move(iov), pending);
+        } else {
+          SendTaggedMessage(ep, tag, std::move(iov), pending);
+        }
+      },
+      [done] { done->Done(UCS_ERR_CANCELED); });
+  if (!done->Wait(Clock::now() + limits_.timeout)) {
+    // The peer took nothing for the whole timeout: stopped, or the link is down. The send still
+    // reads the caller's bytes; failing the connection force-closes its endpoints, which ends
+    // the send before we return.
+    Fail("the peer took nothing for " + Millis(limits_.timeout) +
+             " (stopped, or the link is down?)",
+         true);
+    worker_->Post([this] {
+      if (ep_ != nullptr) {
+        CloseEndpoint(ep_, true, nullptr);
+        ep_ = nullptr;
+      }
+    });
+    // UCX completes every operation of a force-closed endpoint with an error.
+    while (!done->Wait(Clock::now() + std::chrono::seconds(1))) worker_->Wake();
+    return Status(ETIMEDOUT, "the peer took nothing for " + Millis(limits_.timeout));
+  }
+  const ucs_status_t st = done->status();
+  if (st == UCS_OK) return Status::OK();
+  FERRY_RETURN_NOT_OK(SendStatus("sending"));
+  return UcxError(EPIPE, "the connection is closed", st);
+}
+
+Status UcxConnection::Send(std::span<const ByteSpan> pieces) {
+  return Transmit(true, 0, pieces);
+}
+
+Status UcxConnection::SendTagged(uint64_t tag, std::span<const ByteSpan> pieces) {
+  if (tag == kHelloTag) return Status::Invalid("tag " + Hex(tag) + " is the UCX transport's own");
+  return Transmit(false, tag, pieces);
+}
+
+Result<SharedBytes> UcxConnection::Receive(std::chrono::milliseconds timeout) {
+  return inbox_.PopUntagged(timeout);
+}
+
+Result<TaggedMessage> UcxConnection::ReceiveTagged(uint64_t want, uint64_t mask,
+                                                   std::chrono::milliseconds timeout) {
+  return inbox_.PopTagged(want, mask, timeout);
+}
+
+Status UcxConnection::ShareRegion(const std::shared_ptr<Region>& region) {
+  if (region == nullptr) return Status::Invalid("the region is NULL");
+  std::lock_guard lock(mutex_);
+  shared_.push_back(region);
+  return Status::OK();
+}
+
+void UcxConnection::Close() {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  inbox_.Close("this end closed the connection");
+  CloseEndpoints();
+  std::call_once(torn_down_, [this] { TearDown(); });
+}
+
+void UcxConnection::CloseEndpoints() {
+  auto done = std::make_shared<Completion>(2);
+  const bool ran = worker_->Run([this, done] {
+    ReleaseRemote();
+    // Everything sent was taken (sends wait for completion), so the fast endpoint closes at
+    // once; the checked one closes gracefully, so the peer learns of it after what we sent.
+    if (fast_ep_ != nullptr) CloseEndpoint(fast_ep_, true, nullptr);
+    fast_ep_ = nullptr;
+    done->Done(UCS_OK);
+    if (ep_ != nullptr) {
+      bool gone = false;
+      {
+        std::lock_guard lock(mutex_);
+        gone = gone_;
+      }
+      CloseEndpoint(ep_, gone, new Pending{done, nullptr});
+      ep_ = nullptr;
+    } else {
+      done->Done(UCS_OK);
+    }
+  });
+  if (ran) done->Wait(Clock::now() + kCloseWait);
+}
+
+void UcxConnection::TearDown() {
+  worker_->Stop();
+  // The thread is gone: this one owns the worker. Anything still open closes by force.
+  ReleaseRemote();
+  if (fast_ep_ != nullptr) CloseEndpoint(fast_ep_, true, nullptr);
+  if (ep_ != nullptr) CloseEndpoint(ep_, true, nullptr);
+  fast_ep_ = ep_ = nullptr;
+  // Receives still landing hold pointers into this object: let them settle (bounded), then
+  // destroy the worker, which ends whatever did not.
+  worker_->Drain([this] { return landing_.load() == 0; }, Clock::now() + std::chrono::seconds(1));
+  worker_->Destroy();
+}
+
+}  // namespace ferry::transport::ucx
+
+#endif  // FERRY_WITH_UCX

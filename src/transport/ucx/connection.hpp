@@ -1,0 +1,127 @@
+// Internal to the UCX transport: what both ends of a UCX connection share. The wire is the
+// Dissociated IPC protocol's own mapping onto UCP: untagged messages are Active Messages (id 0,
+// no header), tagged messages are UCP tag messages, and nothing else travels unless the client
+// asked for ferry's extensions (ConnectOptions::extensions, from the URI's ferry=1).
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ferry/transport/transport.hpp"
+#include "transport/mailbox.hpp"
+#include "transport/ucx/endpoint.hpp"
+#include "transport/ucx/worker.hpp"
+
+namespace ferry::transport::ucx {
+
+/// The Active Message id that carries untagged (metadata) messages.
+constexpr unsigned kMetadataAmId = 0;
+
+/// ferry's extension, only between ferry peers and only when the client asks: the client's
+/// hello (flags, then its worker address when it wants the fast path) and the server's answer
+/// (the flags it grants, then its connection worker's address). Reserved bits 32-55 are set, so
+/// it is never a protocol tag; SendTagged refuses it.
+constexpr uint64_t kHelloTag = 0x00FE000000000001ULL;
+/// Hello flags: the peer may send error texts (metadata type 0xFF), and it wants (client) or
+/// grants (server) an endpoint from worker addresses, which UCX gives shared memory and CMA.
+constexpr uint8_t kHelloErrors = 1;
+constexpr uint8_t kHelloFastPath = 2;
+/// Hello bytes: version (1), flags, six zero bytes, then a worker address (possibly empty).
+constexpr size_t kHelloHeader = 8;
+std::string EncodeHello(uint8_t flags, const std::string& address);
+/// Flags and address of a hello; false when it is not one (wrong size or version).
+bool DecodeHello(const SharedBytes& bytes, uint8_t* flags, std::string* address);
+
+/// One end of a UCX connection: its own worker (so a server tells its clients apart by the
+/// worker their messages reach), a peer-checked endpoint made through the listener's socket
+/// address, and, with the fast path, an unchecked endpoint from worker addresses that carries
+/// the traffic while the checked one watches the peer. Received messages wait in a Mailbox.
+/// Thread-safe. Owns its worker and endpoints; Close (or the destructor) tears them down.
+class UcxConnection : public Connection {
+ public:
+  /// Where a receive's bytes (or its failure) go, on the progress thread.
+  using Landed = std::function<void(ucs_status_t status, SharedBytes bytes)>;
+
+  ~UcxConnection() override;
+
+  Status Send(std::span<const ByteSpan> pieces) override;
+  Status SendTagged(uint64_t tag, std::span<const ByteSpan> pieces) override;
+  Result<SharedBytes> Receive(std::chrono::milliseconds timeout) override;
+  Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
+                                      std::chrono::milliseconds timeout) override;
+  void Close() override;
+  bool extensions() const override { return extensions_.load(); }
+  /// Regions travel in the URI (remote_handle), never in-band: sharing one only keeps it alive
+  /// while this connection may be read from.
+  Status ShareRegion(const std::shared_ptr<Region>& region) override;
+
+ protected:
+  UcxConnection(std::unique_ptr<Worker> worker, TransportLimits limits, bool takes_metadata);
+
+  /// Register the Active Message handler and start the worker's thread (derived constructors
+  /// call it last).
+  Status StartWorker();
+  /// The endpoint traffic goes on: the fast one once it exists (progress thread).
+  ucp_ep_h traffic_ep() const { return fast_ep_ != nullptr ? fast_ep_ : ep_; }
+  /// Tagged intake, on the progress thread after each round of progress.
+  virtual void Poll() = 0;
+  /// Receive the probed `message` of `info.length` bytes; `on_done` gets the bytes or the
+  /// failure (progress thread; `on_done` runs there too). A message over the tagged limit is
+  /// taken off the wire truncated, without allocating its size, and fails.
+  void Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, Landed on_done);
+  /// The connection cannot go on (progress thread or any): record why, once, and let Poll
+  /// settle what is landing before the inbox closes. `abort` force-closes the endpoints too.
+  void Fail(const std::string& why, bool abort);
+  /// Close the inbox once the peer is gone and nothing is landing (progress thread).
+  void SettleFailure();
+  /// Why sends fail now, or OK.
+  Status SendStatus(const char* doing);
+  /// Send on the traffic endpoint and wait; a peer that takes nothing for the timeout fails the
+  /// connection.
+  Status Transmit(bool active_message, uint64_t tag, std::span<const ByteSpan> pieces);
+  /// Post a tagged receive for exactly `tag`, of at most `size` bytes, landing in a buffer of
+  /// ours (progress thread). Returns its request, or NULL when it settled at once.
+  void* PostReceive(uint64_t tag, size_t size, Landed on_done);
+  /// Release what was made for the peer's endpoints (rkeys) before they close (progress thread,
+  /// or the tearing-down thread).
+  virtual void ReleaseRemote() {}
+  /// Tear down on the calling thread once the worker's thread has stopped.
+  virtual void TearDown();
+
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+  std::unique_ptr<Worker> worker_;
+  const TransportLimits limits_;
+  internal::Mailbox inbox_;
+  std::atomic<bool> extensions_{false};
+  std::atomic<int> landing_{0};  // receives in flight (tagged and rendezvous Active Messages)
+
+  // Progress thread only.
+  ucp_ep_h ep_ = nullptr;       // checked, through the listener's socket address
+  ucp_ep_h fast_ep_ = nullptr;  // unchecked, from worker addresses (same host, extension)
+
+  mutable std::mutex mutex_;
+  bool closed_ = false;        // this end closed
+  bool gone_ = false;          // the peer closed or died, or the stream broke
+  bool inbox_closed_ = false;  // progress thread: the inbox was closed after `gone_`
+  std::chrono::steady_clock::time_point gone_at_{};
+  std::string failure_;  // why `gone_`
+  std::vector<std::shared_ptr<Region>> shared_;
+
+ private:
+  static ucs_status_t OnActiveMessage(void* arg, const void* header, size_t header_length,
+                                      void* data, size_t length, const ucp_am_recv_param_t* param);
+  ucs_status_t ActiveMessage(size_t header_length, void* data, size_t length,
+                             const ucp_am_recv_param_t* param);
+  void CloseEndpoints();
+
+  const bool takes_metadata_;
+  std::once_flag torn_down_;
+};
+
+}  // namespace ferry::transport::ucx

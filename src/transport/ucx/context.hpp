@@ -1,0 +1,37 @@
+// Internal to the UCX transport: the UCP context every worker of a listener (or of one client
+// connection) shares, and how UCX's statuses become ferry's errors.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <memory>
+#include <string>
+
+#include "ferry/core/result.hpp"
+
+namespace ferry::transport::ucx {
+
+/// A Status with `code` whose message is `what` and UCX's word for `status`.
+Status UcxError(int code, const std::string& what, ucs_status_t status);
+
+/// A UCP context with the features the protocol maps onto: tag matching (bodies, want_data,
+/// free_data), Active Messages (metadata), RMA (type-1 gets) and wakeup (event-driven progress).
+/// Workers on several threads share it. Unless the user set them, UCX's log level is "fatal"
+/// (ferry reports failures itself) and endpoints that check their peer send a keepalive every
+/// second, so a dead peer is noticed within about a second. Shared by a listener, its
+/// connections and its regions; costs UCX's transport discovery (milliseconds) once.
+class Context {
+ public:
+  static Result<std::shared_ptr<Context>> Make();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  ucp_context_h handle() const noexcept { return context_; }
+
+ private:
+  Context() = default;
+  ucp_context_h context_ = nullptr;
+};
+
+}  // namespace ferry::transport::ucx

@@ -1,0 +1,176 @@
+// UCX endpoints and the operations on them.
+#if FERRY_WITH_UCX
+
+#include "transport/ucx/endpoint.hpp"
+
+#include <cerrno>
+
+#include "transport/ucx/context.hpp"
+
+namespace ferry::transport::ucx {
+
+void Completion::Done(ucs_status_t status) {
+  std::lock_guard lock(mutex_);
+  if (status != UCS_OK && status_ == UCS_OK) status_ = status;
+  if (--remaining_ <= 0) done_.notify_all();
+}
+
+bool Completion::Wait(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  return done_.wait_until(lock, deadline, [&] { return remaining_ <= 0; });
+}
+
+ucs_status_t Completion::status() {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+
+namespace {
+
+void OnDone(void* request, ucs_status_t status, void* user_data) {
+  auto* pending = static_cast<Pending*>(user_data);
+  if (pending != nullptr) {
+    pending->done->Done(status);
+    delete pending;
+  }
+  ucp_request_free(request);
+}
+
+// An operation UCX may finish at once (NULL), fail at once, or finish later in OnDone.
+void Settle(ucs_status_ptr_t request, Pending* pending) {
+  if (request != nullptr && !UCS_PTR_IS_ERR(request)) return;
+  if (pending != nullptr) {
+    pending->done->Done(UCS_PTR_STATUS(request));
+    delete pending;
+  }
+}
+
+ucp_request_param_t Params(Pending* pending) {
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  params.cb.send = OnDone;
+  params.user_data = pending;
+  return params;
+}
+
+ucp_ep_params_t CheckedParams(EndpointErrorHandler on_error, void* arg) {
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = on_error;
+  params.err_handler.arg = arg;
+  return params;
+}
+
+// The I/O vector of a send, kept alive with what `pending` already keeps until the send is done.
+std::shared_ptr<std::vector<ucp_dt_iov_t>> Keep(std::vector<ucp_dt_iov_t> pieces, Pending* pending) {
+  auto iov = std::make_shared<std::vector<ucp_dt_iov_t>>(std::move(pieces));
+  if (pending->keep) {
+    pending->keep = std::make_shared<std::pair<std::shared_ptr<const void>, decltype(iov)>>(
+        std::move(pending->keep), iov);
+  } else {
+    pending->keep = iov;
+  }
+  return iov;
+}
+
+// What a send hands UCX for `iov`: one contiguous buffer when there is at most one piece (UCX's
+// fastest protocols, and no I/O vector of length zero, which UCX refuses), else the vector.
+std::pair<const void*, size_t> Describe(const std::vector<ucp_dt_iov_t>& iov,
+                                        ucp_request_param_t* params) {
+  if (iov.size() <= 1) {
+    if (iov.empty()) return {nullptr, 0};
+    return {iov[0].buffer, iov[0].length};
+  }
+  params->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+  params->datatype = ucp_dt_make_iov();
+  return {iov.data(), iov.size()};
+}
+
+Result<ucp_ep_h> Create(ucp_worker_h worker, const ucp_ep_params_t& params, int code,
+                        const char* what) {
+  ucp_ep_h ep = nullptr;
+  const ucs_status_t st = ucp_ep_create(worker, &params, &ep);
+  if (st != UCS_OK) return UcxError(code, what, st);
+  return ep;
+}
+
+}  // namespace
+
+Result<ucp_ep_h> ConnectToSocket(ucp_worker_h worker, const sockaddr* addr, socklen_t addrlen,
+                                 EndpointErrorHandler on_error, void* arg) {
+  ucp_ep_params_t params = CheckedParams(on_error, arg);
+  params.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+  params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  params.sockaddr.addr = addr;
+  params.sockaddr.addrlen = addrlen;
+  return Create(worker, params, ECONNREFUSED, "cannot create an endpoint to the listener");
+}
+
+Result<ucp_ep_h> AcceptRequest(ucp_worker_h worker, ucp_conn_request_h request,
+                               EndpointErrorHandler on_error, void* arg) {
+  ucp_ep_params_t params = CheckedParams(on_error, arg);
+  params.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
+  params.conn_request = request;
+  return Create(worker, params, ECONNABORTED, "cannot accept a UCX connection");
+}
+
+Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address) {
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  return Create(worker, params, ECONNREFUSED, "cannot create an endpoint to the peer's worker");
+}
+
+void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,
+                       Pending* pending) {
+  auto iov = Keep(std::move(pieces), pending);
+  ucp_request_param_t params = Params(pending);
+  const auto [buffer, count] = Describe(*iov, &params);
+  params.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+  params.flags = 0;
+  Settle(ucp_am_send_nbx(ep, id, nullptr, 0, buffer, count, &params), pending);
+}
+
+void SendTaggedMessage(ucp_ep_h ep, uint64_t tag, std::vector<ucp_dt_iov_t> pieces,
+                       Pending* pending) {
+  auto iov = Keep(std::move(pieces), pending);
+  ucp_request_param_t params = Params(pending);
+  const auto [buffer, count] = Describe(*iov, &params);
+  Settle(ucp_tag_send_nbx(ep, buffer, count, tag, &params), pending);
+}
+
+void GetRemote(ucp_ep_h ep, ucp_rkey_h rkey, uint64_t address, void* into, size_t length,
+               Pending* pending) {
+  ucp_request_param_t params = Params(pending);
+  Settle(ucp_get_nbx(ep, into, length, address, rkey, &params), pending);
+}
+
+void FlushEndpoint(ucp_ep_h ep, Pending* pending) {
+  ucp_request_param_t params = Params(pending);
+  Settle(ucp_ep_flush_nbx(ep, &params), pending);
+}
+
+void CloseEndpoint(ucp_ep_h ep, bool force, Pending* pending) {
+  ucp_request_param_t params = Params(pending);
+  params.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+  params.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  Settle(ucp_ep_close_nbx(ep, &params), pending);
+}
+
+Result<std::vector<ucp_dt_iov_t>> ToIov(std::span<const ByteSpan> pieces) {
+  std::vector<ucp_dt_iov_t> iov;
+  iov.reserve(pieces.size());
+  for (const ByteSpan& p : pieces) {
+    if (p.size < 0 || (p.size > 0 && p.data == nullptr)) {
+      return Status::Invalid("a message piece is NULL or has a negative size");
+    }
+    if (p.size > 0) iov.push_back({const_cast<void*>(p.data), static_cast<size_t>(p.size)});
+  }
+  return iov;
+}
+
+}  // namespace ferry::transport::ucx
+
+#endif  // FERRY_WITH_UCX

@@ -1,0 +1,80 @@
+// Internal to the UCX transport: endpoints and the operations on them. Every function here runs
+// on the progress thread of the worker that owns the endpoint.
+#pragma once
+
+#include <sys/socket.h>
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ferry/core/bytes.hpp"
+#include "ferry/core/result.hpp"
+
+namespace ferry::transport::ucx {
+
+/// Waits for one or more UCX operations. The first failure is kept.
+class Completion {
+ public:
+  explicit Completion(int count = 1) : remaining_(count) {}
+  /// Record one finished operation (progress thread).
+  void Done(ucs_status_t status);
+  /// Wait until every operation finished or `deadline` passed; false on timeout.
+  bool Wait(std::chrono::steady_clock::time_point deadline);
+  ucs_status_t status();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  int remaining_;
+  ucs_status_t status_ = UCS_OK;
+};
+
+/// One operation in flight: the completion to report to, and what the operation reads or writes,
+/// kept alive until UCX is done with it whoever waits or gives up. Freed by its callback.
+struct Pending {
+  std::shared_ptr<Completion> done;
+  std::shared_ptr<const void> keep;
+};
+
+/// Called when an endpoint fails (the peer died, closed or is unreachable); `arg` is what the
+/// endpoint was made with. Runs inside progress.
+using EndpointErrorHandler = void (*)(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+/// An endpoint to a listener's socket address, checked by UCX (peer error mode, keepalive).
+Result<ucp_ep_h> ConnectToSocket(ucp_worker_h worker, const sockaddr* addr, socklen_t addrlen,
+                                 EndpointErrorHandler on_error, void* arg);
+/// An endpoint for a client's connection request, checked like the client's.
+Result<ucp_ep_h> AcceptRequest(ucp_worker_h worker, ucp_conn_request_h request,
+                               EndpointErrorHandler on_error, void* arg);
+/// An endpoint to a worker address. Unchecked: UCX 1.13 gives checked endpoints only TCP lanes,
+/// and this one exists for shared memory and CMA on one host; a checked endpoint to the same peer
+/// watches it.
+Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address);
+
+/// Send `pieces` as Active Message `id` with no header. Reports to `pending`.
+void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,
+                       Pending* pending);
+/// Send `pieces` as one tagged message. Reports to `pending`.
+void SendTaggedMessage(ucp_ep_h ep, uint64_t tag, std::vector<ucp_dt_iov_t> pieces,
+                       Pending* pending);
+/// Read `length` bytes at the peer's `address` into `into`. Reports to `pending`.
+void GetRemote(ucp_ep_h ep, ucp_rkey_h rkey, uint64_t address, void* into, size_t length,
+               Pending* pending);
+/// Flush `ep`: reports once what was sent on it has reached the peer, or the endpoint failed.
+void FlushEndpoint(ucp_ep_h ep, Pending* pending);
+/// Close `ep` gracefully (flush, then tell the peer) or, with `force`, at once (what is in
+/// flight fails). Reports to `pending` (may be NULL).
+void CloseEndpoint(ucp_ep_h ep, bool force, Pending* pending);
+
+/// A byte vector as the pieces of a UCX I/O vector (empty pieces skipped). Errors name a NULL
+/// piece or a negative size.
+Result<std::vector<ucp_dt_iov_t>> ToIov(std::span<const ByteSpan> pieces);
+
+}  // namespace ferry::transport::ucx

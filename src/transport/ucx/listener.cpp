@@ -1,0 +1,135 @@
+// The UCX listener: accepts each client on a worker of its own.
+#if FERRY_WITH_UCX
+
+#include "transport/ucx/listener.hpp"
+
+#include <netinet/in.h>
+
+#include <cerrno>
+
+#include "transport/ucx/region.hpp"
+#include "transport/ucx/server_connection.hpp"
+
+namespace ferry::transport::ucx {
+
+Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, socklen_t addrlen,
+                                                       const std::string& host,
+                                                       TransportLimits limits) {
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context, Context::Make());
+  std::unique_ptr<UcxListener> listener(new UcxListener(context, limits));
+  FERRY_ASSIGN_OR_RAISE(listener->worker_, Worker::Make(context));
+  UcxListener* self = listener.get();
+  listener->worker_->Start([self] { self->AcceptPending(); });
+  ucs_status_t st = UCS_OK;
+  int port = 0;
+  listener->worker_->Run([&] {
+    ucp_listener_params_t params{};
+    params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    params.sockaddr.addr = addr;
+    params.sockaddr.addrlen = addrlen;
+    params.conn_handler.cb = &UcxListener::OnConnectionRequest;
+    params.conn_handler.arg = self;
+    st = ucp_listener_create(self->worker_->handle(), &params, &self->listener_);
+    if (st != UCS_OK) {
+      self->listener_ = nullptr;
+      return;
+    }
+    ucp_listener_attr_t attr{};
+    attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+    st = ucp_listener_query(self->listener_, &attr);
+    if (attr.sockaddr.ss_family == AF_INET) {
+      port = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
+    } else if (attr.sockaddr.ss_family == AF_INET6) {
+      port = ntohs(reinterpret_cast<const sockaddr_in6*>(&attr.sockaddr)->sin6_port);
+    }
+  });
+  if (st != UCS_OK) return UcxError(EADDRNOTAVAIL, "cannot listen", st);
+  const bool v6 = host.find(':') != std::string::npos;
+  listener->address_ = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  {
+    std::lock_guard lock(listener->mutex_);
+    listener->listening_ = true;
+  }
+  return listener;
+}
+
+UcxListener::~UcxListener() {
+  Close();
+  worker_->Destroy();
+}
+
+void UcxListener::OnConnectionRequest(ucp_conn_request_h request, void* arg) {
+  static_cast<UcxListener*>(arg)->requests_.push_back(request);
+}
+
+void UcxListener::AcceptPending() {
+  std::vector<ucp_conn_request_h> requests;
+  requests.swap(requests_);
+  for (ucp_conn_request_h request : requests) {
+    bool listening = false;
+    {
+      std::lock_guard lock(mutex_);
+      listening = listening_;
+    }
+    if (!listening || listener_ == nullptr) {
+      if (listener_ != nullptr) ucp_listener_reject(listener_, request);
+      continue;
+    }
+    Result<std::unique_ptr<ServerConnection>> conn =
+        ServerConnection::Accept(context_, request, limits_);
+    if (!conn.ok()) continue;  // the client sees its connection refused
+    {
+      std::lock_guard lock(mutex_);
+      accepted_.push_back(std::move(*conn));
+    }
+    changed_.notify_all();
+  }
+}
+
+Result<std::unique_ptr<Connection>> UcxListener::Accept(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  const bool ready =
+      changed_.wait_for(lock, timeout, [&] { return !accepted_.empty() || !listening_; });
+  if (!listening_) return Status(ECANCELED, "the UCX listener is closed");
+  if (!ready) return Status(ETIMEDOUT, "timed out waiting for a UCX connection");
+  std::unique_ptr<Connection> conn = std::move(accepted_.front());
+  accepted_.pop_front();
+  return conn;
+}
+
+Result<std::shared_ptr<Region>> UcxListener::CreateRegion(int64_t size) {
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<UcxRegion> region, UcxRegion::Allocate(context_, size));
+  return std::shared_ptr<Region>(std::move(region));
+}
+
+Result<std::shared_ptr<Region>> UcxListener::RegisterRegion(const void* data, int64_t size,
+                                                            std::shared_ptr<const void> owner) {
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<UcxRegion> region,
+                        UcxRegion::Register(context_, data, size, std::move(owner)));
+  return std::shared_ptr<Region>(std::move(region));
+}
+
+void UcxListener::Close() {
+  std::deque<std::unique_ptr<Connection>> unclaimed;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+    listening_ = false;
+    unclaimed.swap(accepted_);
+  }
+  changed_.notify_all();
+  worker_->Run([this] {
+    if (listener_ != nullptr) {
+      for (ucp_conn_request_h r : requests_) ucp_listener_reject(listener_, r);
+      requests_.clear();
+      ucp_listener_destroy(listener_);
+      listener_ = nullptr;
+    }
+  });
+  unclaimed.clear();  // connections nobody accepted close here
+}
+
+}  // namespace ferry::transport::ucx
+
+#endif  // FERRY_WITH_UCX

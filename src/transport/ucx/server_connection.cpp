@@ -1,0 +1,79 @@
+// The server's end of a UCX connection.
+#if FERRY_WITH_UCX
+
+#include "transport/ucx/server_connection.hpp"
+
+#include <cerrno>
+
+namespace ferry::transport::ucx {
+
+Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(
+    std::shared_ptr<Context> context, ucp_conn_request_h request, TransportLimits limits) {
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
+  std::unique_ptr<ServerConnection> conn(new ServerConnection(std::move(worker), limits));
+  FERRY_RETURN_NOT_OK(conn->StartWorker());
+  Status accepted;
+  ServerConnection* self = conn.get();
+  const bool ran = conn->worker_->Run([&] {
+    Result<ucp_ep_h> ep =
+        AcceptRequest(self->worker_->handle(), request, &UcxConnection::OnEndpointError, self);
+    if (ep.ok()) {
+      self->ep_ = *ep;
+    } else {
+      accepted = ep.status();
+    }
+  });
+  if (!ran) return Status(ECONNABORTED, "the UCX worker stopped while accepting");
+  FERRY_RETURN_NOT_OK(accepted);
+  return conn;
+}
+
+ServerConnection::~ServerConnection() { Close(); }
+
+void ServerConnection::Poll() {
+  ucp_tag_recv_info_t info{};
+  while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), 0, 0, 1, &info)) {
+    const uint64_t tag = info.sender_tag;
+    const uint64_t length = info.length;
+    Take(m, info, [this, tag, length](ucs_status_t status, SharedBytes bytes) {
+      if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+        Fail("the client sent a " + std::to_string(length) +
+                 "-byte tagged message, over the limit of " +
+                 std::to_string(limits_.max_tagged_bytes) + " bytes",
+             true);
+      } else if (status != UCS_OK) {
+        Fail(std::string("a message from the client was lost on the way (UCX: ") +
+                 ucs_status_string(status) + ")",
+             true);
+      } else if (tag == kHelloTag) {
+        Answer(bytes);
+      } else {
+        (void)inbox_.PushTagged(TaggedMessage{tag, std::move(bytes)});
+      }
+    });
+  }
+}
+
+void ServerConnection::Answer(const SharedBytes& hello) {
+  uint8_t flags = 0;
+  std::string address;
+  if (!DecodeHello(hello, &flags, &address) || ep_ == nullptr) return;  // not ours to answer
+  uint8_t granted = flags & kHelloErrors;
+  if ((flags & kHelloFastPath) != 0 && !address.empty() && fast_ep_ == nullptr) {
+    Result<ucp_ep_h> fast = ConnectToWorker(worker_->handle(), address);
+    if (fast.ok()) {
+      fast_ep_ = *fast;
+      granted |= kHelloFastPath;
+    }
+  }
+  extensions_ = true;
+  auto answer = std::make_shared<std::string>(
+      EncodeHello(granted, (granted & kHelloFastPath) != 0 ? worker_->address() : std::string()));
+  // On the checked endpoint: the client waits for this before it sends its request.
+  auto* pending = new Pending{std::make_shared<Completion>(), answer};
+  SendTaggedMessage(ep_, kHelloTag, {{answer->data(), answer->size()}}, pending);
+}
+
+}  // namespace ferry::transport::ucx
+
+#endif  // FERRY_WITH_UCX

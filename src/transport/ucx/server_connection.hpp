@@ -1,0 +1,29 @@
+// Internal to the UCX transport: the server's end of a connection.
+#pragma once
+
+#include <memory>
+
+#include "transport/ucx/connection.hpp"
+
+namespace ferry::transport::ucx {
+
+/// A server's end: its own worker on the listener's context, with the endpoint accepted from a
+/// client's connection request. It takes every tagged message as it comes (clients send only
+/// small ones: want_data, free_data, a hello) up to the tagged limit, answers a hello, and
+/// refuses metadata from the client. Owned by whoever accepted it.
+class ServerConnection final : public UcxConnection {
+ public:
+  /// Accept `request` on a fresh worker of `context`.
+  static Result<std::unique_ptr<ServerConnection>> Accept(std::shared_ptr<Context> context,
+                                                          ucp_conn_request_h request,
+                                                          TransportLimits limits);
+  ~ServerConnection() override;
+
+ private:
+  ServerConnection(std::unique_ptr<Worker> worker, TransportLimits limits)
+      : UcxConnection(std::move(worker), limits, false) {}
+  void Poll() override;
+  void Answer(const SharedBytes& hello);
+};
+
+}  // namespace ferry::transport::ucx
