@@ -44,8 +44,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *g_verb = "";
+const char *g_unlink_on_error;
 
 void die(const char *fmt, ...) {
   va_list ap;
@@ -55,6 +57,7 @@ void die(const char *fmt, ...) {
   fputc('\n', stderr);
   va_end(ap);
   fflush(stdout);
+  if (g_unlink_on_error) unlink(g_unlink_on_error);
   exit(2);
 }
 
@@ -492,8 +495,10 @@ static const char usage[] =
     "                  [--split] [--data-listen HOST:PORT] [--once] [--report FILE]\n"
     "                  [--timeout SECONDS] [--am eager|rndv|auto] [--shuffle SEED]\n"
     "                  [--close-after-send] [--want-data N] [--meta-want-data N] [--free-data N]\n"
+    "                  [--fault NAME]\n"
     "  dipc_peer get URI [--data DATA_URI] --ticket NAME --out OUT.arrows\n"
     "                  [--timeout SECONDS] [--report FILE] [--free-batch N] [--linger SECONDS]\n"
+    "                  [--fault NAME]\n"
     "\n"
     "serve: reads the IPC stream file IN, listens (PORT 0 picks one) and prints, flushed, one line\n"
     "  URI ucx://HOST:PORT?want_data=N[&free_data=M&remote_handle=B64]\n"
@@ -513,10 +518,20 @@ static const char usage[] =
     "  --am MODE       force eager or rendezvous Active Messages (default auto)\n"
     "  --shuffle SEED  send the metadata messages (not the end of stream) in a shuffled order\n"
     "  --report FILE   JSON: clients, addresses_sent, addresses_freed, unknown_frees, ...\n"
+    "  --fault NAME    misbehave on purpose, to test a client's errors: tag-reserved (bit 40\n"
+    "                  set in body tags), body-length (seq 1: type-0 body 8 bytes longer than\n"
+    "                  bodyLength, or a wrong type-1 total), list-length (seq 1: type-1 buffer\n"
+    "                  0 one byte longer), am-header (4-byte AM header), dup-seq (seq 1 twice),\n"
+    "                  bad-flatbuffer (seq 1 root offset out of bounds), no-eos, eos-length\n"
+    "                  (6-byte end of stream), schema-late (schema and seq 1 swap numbers),\n"
+    "                  gap (seq 1 never sent), close-early (close after half the messages),\n"
+    "                  extra-body (a tagged message with tag 0 for the schema)\n"
     "  default tags: want_data 15302358252208 (0x00000DEADBA0BAB0); with --split metadata\n"
     "  want_data 18446741783881759408 (0xFFFFFDEADBA0BAB0); free_data 15302358267118\n"
     "  (0x00000DEADBA0F4EE)\n"
-    "\n"
+    "\n";
+
+static const char usage_get[] =
     "get: connects to URI (and DATA_URI for the split shape), sends want_data with the ticket on\n"
     "each connection, reads the metadata AMs (eager and rendezvous) and the bodies (types 0 and 1,\n"
     "ucp_get through the URI's remote_handle), reorders by sequence number, writes OUT as an IPC\n"
@@ -526,6 +541,10 @@ static const char usage[] =
     "                  (default 0: close right after the last free_data completes)\n"
     "  --timeout S     idle limit (default 30)\n"
     "  --report FILE   JSON: metadata/bodies received, body types, addresses freed, ...\n"
+    "  --fault NAME    misbehave on purpose, to test a server: free-unknown (also free an\n"
+    "                  address never sent), free-none (close without free_data),\n"
+    "                  free-malformed (a 7-byte free_data first), free-twice (free one address\n"
+    "                  twice)\n"
     "\n"
     "Errors (bad bytes, lying lengths, dead or refusing peers) print one line naming what was\n"
     "wrong and where, and exit with status 2. A refused ticket reads: the server closed the\n"
@@ -542,8 +561,10 @@ int main(int argc, char **argv) {
   }
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     fputs(usage, stdout);
+    fputs(usage_get, stdout);
     return 0;
   }
   fputs(usage, stderr);
+  fputs(usage_get, stderr);
   return 2;
 }

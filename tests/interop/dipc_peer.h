@@ -57,6 +57,8 @@ _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Diagnostic line to stderr, prefixed like die(). */
 void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern const char *g_verb;
+/* A partial output file that die() removes. */
+extern const char *g_unlink_on_error;
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t m);

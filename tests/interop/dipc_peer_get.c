@@ -87,7 +87,13 @@ static struct {
       out_of_order, address_pairs, addresses_freed, free_messages;
   uint64_t bytes_fetched;
   int free_skipped, server_closed_first;
+  int fault;
 } G;
+
+/* Faults a test can inject to check that a server copes with a misbehaving client. */
+enum { F_NONE, F_FREE_UNKNOWN, F_FREE_NONE, F_FREE_MALFORMED, F_FREE_TWICE, F_COUNT };
+static const char *fault_names[F_COUNT] = {"none", "free-unknown", "free-none", "free-malformed",
+                                           "free-twice"};
 
 static void set_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void set_err(const char *fmt, ...) {
@@ -587,26 +593,41 @@ static void connect_conn(conn_t *c) {
     die("sending want_data to %s: %s", c->uri->text, ucs_status_string(UCS_PTR_STATUS(sp)));
 }
 
+static void send_free_msg(uint8_t *msg, size_t bytes, size_t naddr) {
+  ucp_request_param_t p;
+  memset(&p, 0, sizeof p);
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.cb.send = free_cb;
+  p.user_data = (void *)(uintptr_t)naddr;
+  G.ops++;
+  G.free_messages++;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(G.data->ep, msg, bytes, G.data_uri.free_tag, &p);
+  if (UCS_PTR_IS_ERR(sp)) die("sending free_data: %s", ucs_status_string(UCS_PTR_STATUS(sp)));
+  /* the buffer must live until the send completes: kept to the end */
+  PUSH(G.free_bufs, G.nfree_bufs, G.cap_free_bufs, msg);
+}
+
 static void send_frees(void) {
   uint64_t *all = u64set_list(&G.addrs);
   size_t n = G.addrs.count + (G.addrs.has_zero ? 1 : 0);
+  if (G.fault == F_FREE_MALFORMED) send_free_msg(xcalloc(7, 1), 7, 0);
+  if (G.fault == F_FREE_UNKNOWN) {
+    uint8_t *msg = xmalloc(8);
+    st64(msg, UINT64_C(0xDEADBEEF00000008));
+    send_free_msg(msg, 8, 0);
+  }
+  if (G.fault == F_FREE_TWICE && n) {
+    /* the first address now, and again in the full list below */
+    uint8_t *msg = xmalloc(8);
+    st64(msg, all[0]);
+    send_free_msg(msg, 8, 0);
+  }
   for (size_t i = 0; i < n; i += G.free_batch) {
     size_t k = n - i < G.free_batch ? n - i : G.free_batch;
     uint8_t *msg = xmalloc(8 * k);
     for (size_t j = 0; j < k; j++) st64(msg + 8 * j, all[i + j]);
-    ucp_request_param_t p;
-    memset(&p, 0, sizeof p);
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                     UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    p.cb.send = free_cb;
-    p.user_data = (void *)(uintptr_t)k;
-    G.ops++;
-    G.free_messages++;
-    ucs_status_ptr_t sp = ucp_tag_send_nbx(G.data->ep, msg, 8 * k, G.data_uri.free_tag, &p);
-    if (UCS_PTR_IS_ERR(sp))
-      die("sending free_data: %s", ucs_status_string(UCS_PTR_STATUS(sp)));
-    /* UCX copies or holds msg until completion; keep it until the end */
-    PUSH(G.free_bufs, G.nfree_bufs, G.cap_free_bufs, msg);
+    send_free_msg(msg, 8 * k, k);
   }
   free(all);
 }
@@ -655,6 +676,12 @@ int get_main(int argc, char **argv) {
     else if (!strcmp(a, "--timeout")) G.timeout_ms = (int)opt_num(a, v) * 1000;
     else if (!strcmp(a, "--linger")) G.linger_ms = (int)opt_num(a, v) * 1000;
     else if (!strcmp(a, "--free-batch")) G.free_batch = (size_t)opt_num(a, v);
+    else if (!strcmp(a, "--fault")) {
+      G.fault = -1;
+      for (int f = 0; f < F_COUNT; f++)
+        if (!strcmp(v, fault_names[f])) G.fault = f;
+      if (G.fault < 0) die("unknown --fault '%s' (see dipc_peer --help)", v);
+    }
     else die("unknown argument '%s' (see dipc_peer --help)", a);
     i++;
   }
@@ -666,6 +693,7 @@ int get_main(int argc, char **argv) {
   else G.data_uri = G.meta_uri;
   G.out = fopen(G.out_path, "wb");
   if (!G.out) die("cannot create %s: %s", G.out_path, strerror(errno));
+  g_unlink_on_error = G.out_path;
   u64set_init(&G.addrs);
 
   G.ctx = make_context();
@@ -709,6 +737,9 @@ int get_main(int argc, char **argv) {
     if (!G.data_uri.has_free) {
       note("%zu type-1 addresses received but %s has no free_data: nothing freed", naddr,
            G.data_uri.text);
+      G.free_skipped = 1;
+    } else if (G.fault == F_FREE_NONE) {
+      note("not freeing %zu addresses (--fault free-none)", naddr);
       G.free_skipped = 1;
     } else if (G.data->failed) {
       note("the server closed the data connection before free_data: %zu addresses not freed",

@@ -17,6 +17,15 @@ enum { ROLE_BOTH = 0, ROLE_META = 1, ROLE_DATA = 2 };
 enum { ST_WANT, ST_SENDING, ST_WAIT_FREE, ST_WAIT_CLOSE, ST_CLOSING, ST_DONE };
 static const char *role_name[] = {"metadata+data", "metadata", "data"};
 
+/* Faults a test can inject to check that a client fails cleanly (see --help). */
+enum {
+  F_NONE, F_TAG_RESERVED, F_BODY_LENGTH, F_LIST_LENGTH, F_AM_HEADER, F_DUP_SEQ, F_BAD_FLATBUFFER,
+  F_NO_EOS, F_EOS_LENGTH, F_SCHEMA_LATE, F_GAP, F_CLOSE_EARLY, F_EXTRA_BODY, F_COUNT
+};
+static const char *fault_names[F_COUNT] = {
+    "none", "tag-reserved", "body-length", "list-length", "am-header", "dup-seq",
+    "bad-flatbuffer", "no-eos", "eos-length", "schema-late", "gap", "close-early", "extra-body"};
+
 /* Above this a want_data body is not a ticket: the connection is refused. */
 #define MAX_TICKET (1u << 20)
 /* Above this a free_data message is refused as malformed. */
@@ -54,6 +63,7 @@ static struct {
   const char *listen, *data_listen, *file, *ticket, *report;
   int body, split, once, close_after_send, timeout_ms, shuffle;
   uint32_t am_flags;
+  int fault;
   unsigned long seed;
   uint64_t want_one, want_meta, want_data, free_tag;
 
@@ -160,26 +170,41 @@ static ucp_request_param_t send_param(send_op *op, uint32_t flags) {
 
 static void send_metadata(conn *c, size_t seq) {
   const stream_msg *m = &S.msgs[seq];
+  if (S.fault == F_GAP && seq == 1) return;
   send_op *op = xmalloc(sizeof *op);
   op->c = c;
   uint8_t *buf = op->buf = xmalloc(5 + m->meta_len);
   buf[0] = META_FLATBUFFER;
-  st32(buf + 1, (uint32_t)seq);
+  uint32_t wire_seq = (uint32_t)seq;
+  if (S.fault == F_SCHEMA_LATE && seq <= 1) wire_seq = 1 - (uint32_t)seq;
+  st32(buf + 1, wire_seq);
   memcpy(buf + 5, m->meta, m->meta_len);
+  if (S.fault == F_BAD_FLATBUFFER && seq == 1) st32(buf + 5, 0xFFFFFF00u);
+  static const char header[4] = "HDR";
+  int with_header = S.fault == F_AM_HEADER;
   ucp_request_param_t p = send_param(op, S.am_flags);
-  track_send(c, op, ucp_am_send_nbx(c->ep, 0, NULL, 0, buf, 5 + m->meta_len, &p),
+  track_send(c, op,
+             ucp_am_send_nbx(c->ep, 0, with_header ? header : NULL, with_header ? 4 : 0, buf,
+                             5 + m->meta_len, &p),
              "ucp_am_send_nbx (metadata)");
   S.metadata_sent++;
+  if (S.fault == F_DUP_SEQ && seq == 1) {
+    S.fault = F_NONE; /* once */
+    send_metadata(c, seq);
+    S.fault = F_DUP_SEQ;
+  }
 }
 
 static void send_eos(conn *c) {
+  if (S.fault == F_NO_EOS) return;
+  size_t len = S.fault == F_EOS_LENGTH ? 6 : 5;
   send_op *op = xmalloc(sizeof *op);
   op->c = c;
-  uint8_t *buf = op->buf = xmalloc(5);
+  uint8_t *buf = op->buf = xcalloc(len, 1);
   buf[0] = META_EOS;
   st32(buf + 1, (uint32_t)S.nmsgs);
   ucp_request_param_t p = send_param(op, S.am_flags);
-  track_send(c, op, ucp_am_send_nbx(c->ep, 0, NULL, 0, buf, 5, &p), "ucp_am_send_nbx (end)");
+  track_send(c, op, ucp_am_send_nbx(c->ep, 0, NULL, 0, buf, len, &p), "ucp_am_send_nbx (end)");
 }
 
 static void send_body(conn *c, size_t seq) {
@@ -190,8 +215,16 @@ static void send_body(conn *c, size_t seq) {
   ucp_request_param_t p = send_param(op, 0);
   p.op_attr_mask &= ~(uint32_t)UCP_OP_ATTR_FIELD_FLAGS;
   ucs_status_ptr_t sp;
-  if (S.body == 0) {
-    sp = ucp_tag_send_nbx(c->ep, m->body, (size_t)m->fm.body_length, (ucp_tag_t)seq, &p);
+  ucp_tag_t extra = S.fault == F_TAG_RESERVED ? (ucp_tag_t)1 << 40 : 0;
+  int lie = seq == 1 && (S.fault == F_BODY_LENGTH || S.fault == F_LIST_LENGTH);
+  if (S.body == 0 && lie) {
+    /* the body is 8 bytes longer than the metadata's bodyLength */
+    op->buf = xcalloc((size_t)m->fm.body_length + 8, 1);
+    memcpy(op->buf, m->body, (size_t)m->fm.body_length);
+    sp = ucp_tag_send_nbx(c->ep, op->buf, (size_t)m->fm.body_length + 8, (ucp_tag_t)seq | extra,
+                          &p);
+  } else if (S.body == 0) {
+    sp = ucp_tag_send_nbx(c->ep, m->body, (size_t)m->fm.body_length, (ucp_tag_t)seq | extra, &p);
   } else {
     uint32_t nb = m->fm.nbuffers;
     uint8_t *list = op->buf = xmalloc(16 + 16 * (size_t)nb);
@@ -203,10 +236,12 @@ static void send_body(conn *c, size_t seq) {
       st64(list + 24 + 16 * (size_t)j, (uint64_t)len);
       total += (uint64_t)len;
     }
-    st64(list, total);
+    st64(list, total + (lie && S.fault == F_BODY_LENGTH));
     st64(list + 8, nb);
+    if (lie && S.fault == F_LIST_LENGTH && nb) st64(list + 24, ld64(list + 24) + 1);
     S.addresses_sent += nb;
-    sp = ucp_tag_send_nbx(c->ep, list, 16 + 16 * (size_t)nb, ((ucp_tag_t)1 << 56) | seq, &p);
+    sp = ucp_tag_send_nbx(c->ep, list, 16 + 16 * (size_t)nb, ((ucp_tag_t)1 << 56) | seq | extra,
+                          &p);
   }
   track_send(c, op, sp, "ucp_tag_send_nbx (body)");
   S.bodies_sent++;
@@ -237,11 +272,19 @@ static void start_streams(conn *c) {
     c->freed = xcalloc(S.nslots ? S.nslots : 1, 1);
     c->nfreed = 0;
   }
-  for (size_t k = 0; k < S.nmsgs; k++) {
+  if (data && S.fault == F_EXTRA_BODY) {
+    send_op *op = xmalloc(sizeof *op);
+    op->c = c;
+    op->buf = NULL;
+    ucp_request_param_t p = send_param(op, 0);
+    track_send(c, op, ucp_tag_send_nbx(c->ep, "", 0, 0, &p), "ucp_tag_send_nbx (extra)");
+  }
+  size_t n = S.fault == F_CLOSE_EARLY ? S.nmsgs / 2 : S.nmsgs;
+  for (size_t k = 0; k < n; k++) {
     if (meta) send_metadata(c, S.order[k]);
     if (data && S.msgs[k].fm.header_type != HDR_SCHEMA) send_body(c, k);
   }
-  if (meta) send_eos(c);
+  if (meta && S.fault != F_CLOSE_EARLY) send_eos(c);
   c->state = ST_SENDING;
 }
 
@@ -371,6 +414,10 @@ static int step(conn *c) {
         note("connection %d: sending failed: %s", c->id,
              ucs_status_string(c->op_status != UCS_OK ? c->op_status : c->fail_status));
         count_unfreed_and_close(c, "sending failed");
+      } else if (S.fault == F_CLOSE_EARLY) {
+        note("connection %d: closing mid-stream (--fault close-early)", c->id);
+        S.addresses_unfreed += unfreed(c);
+        close_ep(c, 0);
       } else if (c->freed) {
         c->state = ST_WAIT_FREE;
       } else if (S.close_after_send) {
@@ -602,6 +649,12 @@ int serve_main(int argc, char **argv) {
     else if (!strcmp(a, "--want-data")) S.want_one = S.want_data = opt_u64(a, v);
     else if (!strcmp(a, "--meta-want-data")) S.want_meta = opt_u64(a, v);
     else if (!strcmp(a, "--free-data")) S.free_tag = opt_u64(a, v);
+    else if (!strcmp(a, "--fault")) {
+      S.fault = -1;
+      for (int f = 0; f < F_COUNT; f++)
+        if (v && !strcmp(v, fault_names[f])) S.fault = f;
+      if (S.fault < 0) die("unknown --fault '%s' (see dipc_peer --help)", v ? v : "");
+    }
     else if (!strcmp(a, "--am")) {
       if (!v) die("--am wants eager, rndv or auto");
       S.am_flags = !strcmp(v, "eager")  ? UCP_AM_SEND_FLAG_EAGER
@@ -639,6 +692,13 @@ int serve_main(int argc, char **argv) {
     }
   }
 
+  /* before the URI is printed: whoever reads it may stop the server at once */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+
   S.ctx = make_context();
   S.lw = make_worker(S.ctx, &S.lefd);
   char *rh = NULL;
@@ -659,11 +719,6 @@ int serve_main(int argc, char **argv) {
   }
   fflush(stdout);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
 
   ucp_worker_h ws[64];
   int efds[64];
