@@ -33,6 +33,14 @@
  * live in one registered arena, each buffer at its own distinct address). The server copies each
  * type-1 buffer into that arena once; type-0 bodies are sent straight from the file's bytes.
  *
+ * For tests of other implementations it can also misbehave on purpose (--fault, see --help):
+ * lying lengths, reserved tag bits, AM headers, duplicate or missing sequence numbers, a bad
+ * flatbuffer, a bad end of stream, an early close, metadata on the wrong connection; and, as a
+ * client, unknown, duplicate, malformed or missing free_data.
+ *
+ * Both sides use one UCP worker per connection: a tagged message does not name its sender, so
+ * the worker is what tells a server its clients apart and a client its two connections apart.
+ *
  * Files: dipc_peer.c (this: command line and common code), dipc_peer_serve.c, dipc_peer_get.c. */
 #define _GNU_SOURCE
 #include "dipc_peer.h"
@@ -46,10 +54,10 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *g_verb = "";
-const char *g_unlink_on_error;
+const char* g_verb = "";
+const char* g_unlink_on_error;
 
-void die(const char *fmt, ...) {
+void die(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "dipc_peer%s%s: ", *g_verb ? " " : "", g_verb);
@@ -61,7 +69,7 @@ void die(const char *fmt, ...) {
   exit(2);
 }
 
-void note(const char *fmt, ...) {
+void note(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "dipc_peer%s%s: ", *g_verb ? " " : "", g_verb);
@@ -70,17 +78,17 @@ void note(const char *fmt, ...) {
   va_end(ap);
 }
 
-void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
+void* xmalloc(size_t n) {
+  void* p = malloc(n ? n : 1);
   if (!p) die("out of memory (%zu bytes)", n);
   return p;
 }
-void *xcalloc(size_t n, size_t m) {
-  void *p = calloc(n ? n : 1, m ? m : 1);
+void* xcalloc(size_t n, size_t m) {
+  void* p = calloc(n ? n : 1, m ? m : 1);
   if (!p) die("out of memory (%zu x %zu bytes)", n, m);
   return p;
 }
-void *xrealloc(void *p, size_t n) {
+void* xrealloc(void* p, size_t n) {
   p = realloc(p, n ? n : 1);
   if (!p) die("out of memory (%zu bytes)", n);
   return p;
@@ -95,12 +103,12 @@ int64_t now_ms(void) {
 /* ---- flatbuffers: just enough of Message, RecordBatch and DictionaryBatch ---- */
 
 typedef struct {
-  const uint8_t *b;
+  const uint8_t* b;
   size_t n;
 } fbuf;
 
 /* Finds field `slot` of the table at `table`; *pos = 0 when absent. -1 when out of bounds. */
-static int fb_field(fbuf f, size_t table, unsigned slot, size_t size, size_t *pos) {
+static int fb_field(fbuf f, size_t table, unsigned slot, size_t size, size_t* pos) {
   *pos = 0;
   if (table > f.n || f.n - table < 4) return -1;
   int64_t vt = (int64_t)table - (int32_t)ld32(f.b + table);
@@ -117,26 +125,26 @@ static int fb_field(fbuf f, size_t table, unsigned slot, size_t size, size_t *po
 }
 
 /* Follows the uoffset at pos. -1 when the target is out of bounds. */
-static int fb_deref(fbuf f, size_t pos, size_t *target) {
+static int fb_deref(fbuf f, size_t pos, size_t* target) {
   uint64_t t = (uint64_t)pos + ld32(f.b + pos);
   if (t > f.n || f.n - t < 4) return -1;
   *target = (size_t)t;
   return 0;
 }
 
-const char *fb_header_name(int t) {
-  static const char *names[] = {"NONE", "Schema", "DictionaryBatch", "RecordBatch", "Tensor",
-                                "SparseTensor"};
+const char* fb_header_name(int t) {
+  static const char* names[] = {"NONE",        "Schema", "DictionaryBatch",
+                                "RecordBatch", "Tensor", "SparseTensor"};
   return t >= 0 && t <= 5 ? names[t] : "unknown";
 }
 
-#define FB_FAIL(...)                           \
-  do {                                         \
-    snprintf(err, errlen, __VA_ARGS__);        \
-    return -1;                                 \
+#define FB_FAIL(...)                    \
+  do {                                  \
+    snprintf(err, errlen, __VA_ARGS__); \
+    return -1;                          \
   } while (0)
 
-int fb_parse_message(const uint8_t *p, size_t n, fb_message *out, char *err, size_t errlen) {
+int fb_parse_message(const uint8_t* p, size_t n, fb_message* out, char* err, size_t errlen) {
   fbuf f = {p, n};
   memset(out, 0, sizeof *out);
   if (n < 8) FB_FAIL("flatbuffer of %zu bytes is too short for a Message", n);
@@ -180,21 +188,21 @@ int fb_parse_message(const uint8_t *p, size_t n, fb_message *out, char *err, siz
   return 0;
 }
 
-void fb_buffer(const fb_message *m, uint32_t i, int64_t *offset, int64_t *length) {
+void fb_buffer(const fb_message* m, uint32_t i, int64_t* offset, int64_t* length) {
   *offset = (int64_t)ld64(m->buffers + 16 * (size_t)i);
   *length = (int64_t)ld64(m->buffers + 16 * (size_t)i + 8);
 }
 
 /* ---- files ---- */
 
-uint8_t *read_file(const char *path, size_t *len) {
-  FILE *fp = fopen(path, "rb");
+uint8_t* read_file(const char* path, size_t* len) {
+  FILE* fp = fopen(path, "rb");
   if (!fp) die("cannot open %s: %s", path, strerror(errno));
   if (fseek(fp, 0, SEEK_END) != 0) die("cannot seek %s: %s", path, strerror(errno));
   long sz = ftell(fp);
   if (sz < 0) die("cannot size %s: %s", path, strerror(errno));
   rewind(fp);
-  void *buf = NULL;
+  void* buf = NULL;
   if (posix_memalign(&buf, 64, (size_t)sz + 64) != 0) die("out of memory reading %s", path);
   if (sz && fread(buf, 1, (size_t)sz, fp) != (size_t)sz) die("cannot read %s", path);
   fclose(fp);
@@ -202,9 +210,9 @@ uint8_t *read_file(const char *path, size_t *len) {
   return buf;
 }
 
-stream_msg *parse_stream(const uint8_t *b, size_t n, size_t *count, const char *path) {
+stream_msg* parse_stream(const uint8_t* b, size_t n, size_t* count, const char* path) {
   size_t pos = 0, k = 0, cap = 64;
-  stream_msg *v = xmalloc(cap * sizeof *v);
+  stream_msg* v = xmalloc(cap * sizeof *v);
   char err[256];
   while (pos < n) {
     if (n - pos < 4) die("%s: offset %zu: truncated message prefix", path, pos);
@@ -218,10 +226,10 @@ stream_msg *parse_stream(const uint8_t *b, size_t n, size_t *count, const char *
     size_t mstart = lenpos + 4;
     if (mlen < 0) die("%s: offset %zu: negative metadata length %d", path, lenpos, mlen);
     if ((size_t)mlen > n - mstart)
-      die("%s: offset %zu: metadata length %d runs past the end of the file (%zu bytes left)",
-          path, lenpos, mlen, n - mstart);
+      die("%s: offset %zu: metadata length %d runs past the end of the file (%zu bytes left)", path,
+          lenpos, mlen, n - mstart);
     if (k == cap) v = xrealloc(v, (cap *= 2) * sizeof *v);
-    stream_msg *m = &v[k];
+    stream_msg* m = &v[k];
     m->meta = b + mstart;
     m->meta_len = (size_t)mlen;
     if (fb_parse_message(m->meta, m->meta_len, &m->fm, err, sizeof err) < 0)
@@ -231,8 +239,8 @@ stream_msg *parse_stream(const uint8_t *b, size_t n, size_t *count, const char *
       die("%s: message %zu at offset %zu: bodyLength %lld runs past the end of the file", path, k,
           pos, (long long)m->fm.body_length);
     if ((k == 0) != (m->fm.header_type == HDR_SCHEMA))
-      die("%s: message %zu at offset %zu is a %s; the stream must start with its one Schema",
-          path, k, pos, fb_header_name(m->fm.header_type));
+      die("%s: message %zu at offset %zu is a %s; the stream must start with its one Schema", path,
+          k, pos, fb_header_name(m->fm.header_type));
     if (m->fm.header_type == HDR_SCHEMA && m->fm.body_length != 0)
       die("%s: the Schema message has a body of %lld bytes", path, (long long)m->fm.body_length);
     m->body = b + bstart;
@@ -248,7 +256,7 @@ stream_msg *parse_stream(const uint8_t *b, size_t n, size_t *count, const char *
 
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-char *b64_encode(const uint8_t *p, size_t n) {
+char* b64_encode(const uint8_t* p, size_t n) {
   char *out = xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
   for (size_t i = 0; i < n; i += 3) {
     uint32_t v = (uint32_t)p[i] << 16;
@@ -272,11 +280,11 @@ static int b64_value(char c) {
   return -1;
 }
 
-uint8_t *b64_decode(const char *s, size_t *n) {
+uint8_t* b64_decode(const char* s, size_t* n) {
   size_t len = strlen(s);
   while (len && s[len - 1] == '=') len--;
   if (len % 4 == 1) return NULL;
-  uint8_t *out = xmalloc(len * 3 / 4 + 1);
+  uint8_t* out = xmalloc(len * 3 / 4 + 1);
   size_t k = 0;
   uint32_t acc = 0;
   int bits = 0;
@@ -297,7 +305,7 @@ uint8_t *b64_decode(const char *s, size_t *n) {
   return out;
 }
 
-char *pct_encode(const char *s) {
+char* pct_encode(const char* s) {
   char *out = xmalloc(3 * strlen(s) + 1), *o = out;
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -318,8 +326,8 @@ static int hexval(char c) {
   return -1;
 }
 
-int pct_decode(char *s) {
-  char *o = s;
+int pct_decode(char* s) {
+  char* o = s;
   for (; *s; s++) {
     if (*s == '%') {
       int hi = hexval(s[1]), lo = hi < 0 ? -1 : hexval(s[2]);
@@ -334,7 +342,7 @@ int pct_decode(char *s) {
   return 0;
 }
 
-int parse_u64(const char *s, uint64_t *out) {
+int parse_u64(const char* s, uint64_t* out) {
   if (!*s) return -1;
   uint64_t v = 0;
   for (; *s; s++) {
@@ -347,8 +355,15 @@ int parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
-socklen_t resolve_hostport(const char *hostport, struct sockaddr_storage *ss, char *host,
-                           size_t hostlen, int *port) {
+uint64_t opt_seconds(const char* name, const char* v) {
+  uint64_t x;
+  if (!v || parse_u64(v, &x) < 0 || x > 1000000)
+    die("%s wants a whole number of seconds up to 1000000", name);
+  return x;
+}
+
+socklen_t resolve_hostport(const char* hostport, struct sockaddr_storage* ss, char* host,
+                           size_t hostlen, int* port) {
   const char *colon, *hs = hostport, *he;
   if (*hostport == '[') {
     he = strchr(hostport, ']');
@@ -381,7 +396,7 @@ socklen_t resolve_hostport(const char *hostport, struct sockaddr_storage *ss, ch
 
 /* ---- u64set ---- */
 
-void u64set_init(u64set *s) { memset(s, 0, sizeof *s); }
+void u64set_init(u64set* s) { memset(s, 0, sizeof *s); }
 
 static size_t u64hash(uint64_t v, size_t cap) {
   v ^= v >> 33;
@@ -390,7 +405,7 @@ static size_t u64hash(uint64_t v, size_t cap) {
   return (size_t)v & (cap - 1);
 }
 
-int u64set_has(const u64set *s, uint64_t v) {
+int u64set_has(const u64set* s, uint64_t v) {
   if (v == 0) return s->has_zero;
   if (!s->cap) return 0;
   for (size_t i = u64hash(v, s->cap);; i = (i + 1) & (s->cap - 1)) {
@@ -399,7 +414,7 @@ int u64set_has(const u64set *s, uint64_t v) {
   }
 }
 
-int u64set_add(u64set *s, uint64_t v) {
+int u64set_add(u64set* s, uint64_t v) {
   if (v == 0) {
     int was = s->has_zero;
     s->has_zero = 1;
@@ -424,8 +439,8 @@ int u64set_add(u64set *s, uint64_t v) {
   }
 }
 
-uint64_t *u64set_list(const u64set *s) {
-  uint64_t *out = xmalloc((s->count + 1) * sizeof *out);
+uint64_t* u64set_list(const u64set* s) {
+  uint64_t* out = xmalloc((s->count + 1) * sizeof *out);
   size_t k = 0;
   if (s->has_zero) out[k++] = 0;
   for (size_t i = 0; i < s->cap; i++)
@@ -433,7 +448,7 @@ uint64_t *u64set_list(const u64set *s) {
   return out;
 }
 
-void u64set_free(u64set *s) {
+void u64set_free(u64set* s) {
   free(s->keys);
   u64set_init(s);
 }
@@ -441,7 +456,7 @@ void u64set_free(u64set *s) {
 /* ---- UCX ---- */
 
 ucp_context_h make_context(void) {
-  ucp_config_t *cfg;
+  ucp_config_t* cfg;
   ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
   if (st != UCS_OK) die("ucp_config_read: %s", ucs_status_string(st));
   ucp_params_t params;
@@ -456,7 +471,7 @@ ucp_context_h make_context(void) {
   return ctx;
 }
 
-ucp_worker_h make_worker(ucp_context_h ctx, int *efd) {
+ucp_worker_h make_worker(ucp_context_h ctx, int* efd) {
   ucp_worker_params_t wp;
   memset(&wp, 0, sizeof wp);
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -469,7 +484,7 @@ ucp_worker_h make_worker(ucp_context_h ctx, int *efd) {
   return w;
 }
 
-int wait_workers(ucp_worker_h *workers, const int *efds, int n, int timeout_ms) {
+int wait_workers(ucp_worker_h* workers, const int* efds, int n, int timeout_ms) {
   struct pollfd pfd[64];
   if (n > 64) n = 64;
   for (int i = 0; i < n; i++) {
@@ -500,7 +515,8 @@ static const char usage[] =
     "                  [--timeout SECONDS] [--report FILE] [--free-batch N] [--linger SECONDS]\n"
     "                  [--fault NAME]\n"
     "\n"
-    "serve: reads the IPC stream file IN, listens (PORT 0 picks one) and prints, flushed, one line\n"
+    "serve: reads the IPC stream file IN, listens (PORT 0 picks one) and prints, flushed, one "
+    "line\n"
     "  URI ucx://HOST:PORT?want_data=N[&free_data=M&remote_handle=B64]\n"
     "or with --split two lines (separate metadata and data streams, told apart by want_data)\n"
     "  METADATA_URI ucx://HOST:PORT?want_data=A\n"
@@ -525,7 +541,8 @@ static const char usage[] =
     "                  bad-flatbuffer (seq 1 root offset out of bounds), no-eos, eos-length\n"
     "                  (6-byte end of stream), schema-late (schema and seq 1 swap numbers),\n"
     "                  gap (seq 1 never sent), close-early (close after half the messages),\n"
-    "                  extra-body (a tagged message with tag 0 for the schema)\n"
+    "                  extra-body (a tagged message with tag 0 for the schema),\n"
+    "                  wrong-connection (--split: an end-of-stream AM on the data connection)\n"
     "  default tags: want_data 15302358252208 (0x00000DEADBA0BAB0); with --split metadata\n"
     "  want_data 18446741783881759408 (0xFFFFFDEADBA0BAB0); free_data 15302358267118\n"
     "  (0x00000DEADBA0F4EE)\n"
@@ -533,7 +550,8 @@ static const char usage[] =
 
 static const char usage_get[] =
     "get: connects to URI (and DATA_URI for the split shape), sends want_data with the ticket on\n"
-    "each connection, reads the metadata AMs (eager and rendezvous) and the bodies (types 0 and 1,\n"
+    "each connection, reads the metadata AMs (eager and rendezvous) and the bodies (types 0 and "
+    "1,\n"
     "ucp_get through the URI's remote_handle), reorders by sequence number, writes OUT as an IPC\n"
     "stream, then sends free_data with every distinct type-1 address and closes.\n"
     "  --free-batch N  addresses per free_data message (default 1024)\n"
@@ -550,7 +568,7 @@ static const char usage_get[] =
     "wrong and where, and exit with status 2. A refused ticket reads: the server closed the\n"
     "connection after want_data (unknown or expired ticket?)\n";
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "serve") == 0) {
     g_verb = "serve";
     return serve_main(argc - 1, argv + 1);

@@ -1,7 +1,10 @@
 /* dipc_peer get: the client side of the Dissociated IPC protocol (see dipc_peer.c).
- * One worker carries both connections (only bodies arrive tagged, only metadata arrives as
- * Active Messages). Metadata is kept by sequence number, bodies are probed by sequence number
- * (mask 0xFFFFFFFF), and messages are written to OUT in sequence order as they complete. */
+ * Over 600 lines: the whole client role of the protocol in one file (the peer is kept to three C
+ * files, sharing only dipc_peer.c/.h).
+ * One worker per connection, so that in the split shape metadata arriving on the data connection
+ * (or a body on the metadata connection) is seen and refused. Metadata is kept by sequence number,
+ * bodies are probed by sequence number (mask 0xFFFFFFFF), and messages are written to OUT in
+ * sequence order as they complete. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +23,7 @@ enum { SL_EMPTY, SL_WAIT_BODY, SL_RECV, SL_GETS, SL_DONE, SL_WRITTEN };
 
 typedef struct {
   int state, body_type;
-  uint8_t *meta; /* the AM payload: 5-byte prefix + flatbuffer */
+  uint8_t* meta; /* the AM payload: 5-byte prefix + flatbuffer */
   size_t meta_len;
   fb_message fm;
   uint8_t *body, *list;
@@ -29,29 +32,31 @@ typedef struct {
 } slot;
 
 typedef struct {
-  const char *text;
+  const char* text;
   char host[256];
   int port;
   struct sockaddr_storage ss;
   socklen_t slen;
   uint64_t want, free_tag;
   int has_free;
-  uint8_t *rkey;
+  uint8_t* rkey;
   size_t rkey_len;
 } uri_t;
 
 typedef struct {
-  const char *label;
-  uri_t *uri;
+  const char* label;
+  uri_t* uri;
+  ucp_worker_h w;
+  int efd;
   ucp_ep_h ep;
   int failed, want_done, got_any, closed;
   ucs_status_t fail_status, want_status;
 } conn_t;
 
 typedef struct {
-  uint8_t *data;
+  uint8_t* data;
   size_t len;
-  void *desc; /* rendezvous descriptor, data == NULL */
+  void* desc; /* rendezvous descriptor, data == NULL */
 } arrival;
 
 static struct {
@@ -63,28 +68,28 @@ static struct {
   int nconns;
   conn_t *meta, *data;
   ucp_context_h ctx;
-  ucp_worker_h w;
-  int efd;
+  ucp_worker_h ws[2];
+  int efds[2];
   ucp_rkey_h rkey;
-  slot *slots;
+  slot* slots;
   size_t nslots;
   uint32_t next_write, eos_seq, max_seen;
   int have_eos, any_meta;
-  uint32_t *awaiting;
+  uint32_t* awaiting;
   size_t nawaiting, cap_awaiting;
-  arrival *arrivals;
+  arrival* arrivals;
   size_t narrivals, cap_arrivals;
-  uint8_t **free_bufs;
+  uint8_t** free_bufs;
   size_t nfree_bufs, cap_free_bufs;
-  uint32_t *done_q;
+  uint32_t* done_q;
   size_t ndone, cap_done;
   size_t ops;
   unsigned long activity;
   char err[512];
   u64set addrs;
-  FILE *out;
-  unsigned long metadata_received, bodies_received, body_types[2], am_eager, am_rndv,
-      out_of_order, address_pairs, addresses_freed, free_messages;
+  FILE* out;
+  unsigned long metadata_received, bodies_received, body_types[2], am_eager, am_rndv, out_of_order,
+      address_pairs, addresses_freed, free_messages;
   uint64_t bytes_fetched;
   int free_skipped, server_closed_first;
   int fault;
@@ -92,11 +97,11 @@ static struct {
 
 /* Faults a test can inject to check that a server copes with a misbehaving client. */
 enum { F_NONE, F_FREE_UNKNOWN, F_FREE_NONE, F_FREE_MALFORMED, F_FREE_TWICE, F_COUNT };
-static const char *fault_names[F_COUNT] = {"none", "free-unknown", "free-none", "free-malformed",
+static const char* fault_names[F_COUNT] = {"none", "free-unknown", "free-none", "free-malformed",
                                            "free-twice"};
 
-static void set_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void set_err(const char *fmt, ...) {
+static void set_err(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_err(const char* fmt, ...) {
   if (G.err[0]) return;
   va_list ap;
   va_start(ap, fmt);
@@ -104,27 +109,27 @@ static void set_err(const char *fmt, ...) {
   va_end(ap);
 }
 
-#define PUSH(arr, n, cap, v)                                 \
-  do {                                                       \
-    if ((n) == (cap)) {                                      \
-      (cap) = (cap) ? 2 * (cap) : 64;                        \
-      (arr) = xrealloc((arr), (cap) * sizeof *(arr));        \
-    }                                                        \
-    (arr)[(n)++] = (v);                                      \
+#define PUSH(arr, n, cap, v)                          \
+  do {                                                \
+    if ((n) == (cap)) {                               \
+      (cap) = (cap) ? 2 * (cap) : 64;                 \
+      (arr) = xrealloc((arr), (cap) * sizeof *(arr)); \
+    }                                                 \
+    (arr)[(n)++] = (v);                               \
   } while (0)
 
 /* ---- callbacks ---- */
 
-static void err_cb(void *arg, ucp_ep_h ep, ucs_status_t status) {
+static void err_cb(void* arg, ucp_ep_h ep, ucs_status_t status) {
   (void)ep;
-  conn_t *c = arg;
+  conn_t* c = arg;
   c->failed = 1;
   c->fail_status = status;
   G.activity++;
 }
 
-static void want_cb(void *req, ucs_status_t status, void *user) {
-  conn_t *c = user;
+static void want_cb(void* req, ucs_status_t status, void* user) {
+  conn_t* c = user;
   c->want_done = 1;
   c->want_status = status;
   G.ops--;
@@ -132,11 +137,17 @@ static void want_cb(void *req, ucs_status_t status, void *user) {
   ucp_request_free(req);
 }
 
-static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, void *data,
-                          size_t length, const ucp_am_recv_param_t *param) {
-  (void)arg;
+static ucs_status_t am_cb(void* arg, const void* header, size_t header_length, void* data,
+                          size_t length, const ucp_am_recv_param_t* param) {
   (void)header;
   G.activity++;
+  if (arg != G.meta) {
+    set_err(
+        "an Active Message (%zu bytes) arrived on the data connection %s; metadata belongs "
+        "on the metadata connection",
+        length, G.data_uri.text);
+    return UCS_OK;
+  }
   G.any_meta = 1;
   G.meta->got_any = 1;
   if (header_length != 0) {
@@ -159,12 +170,12 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, v
 }
 
 typedef struct {
-  uint8_t *buf;
+  uint8_t* buf;
   size_t len;
 } rndv_rec;
 
-static void am_data_cb(void *req, ucs_status_t status, size_t length, void *user) {
-  rndv_rec *r = user;
+static void am_data_cb(void* req, ucs_status_t status, size_t length, void* user) {
+  rndv_rec* r = user;
   G.ops--;
   G.activity++;
   if (status != UCS_OK) {
@@ -178,7 +189,7 @@ static void am_data_cb(void *req, ucs_status_t status, size_t length, void *user
   if (req) ucp_request_free(req);
 }
 
-static void body_cb(void *req, ucs_status_t status, const ucp_tag_recv_info_t *info, void *user) {
+static void body_cb(void* req, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
   (void)info;
   uint32_t seq = (uint32_t)(uintptr_t)user;
   G.ops--;
@@ -188,34 +199,36 @@ static void body_cb(void *req, ucs_status_t status, const ucp_tag_recv_info_t *i
   ucp_request_free(req);
 }
 
-static void get_cb(void *req, ucs_status_t status, void *user) {
+static void get_cb(void* req, ucs_status_t status, void* user) {
   uint32_t seq = (uint32_t)(uintptr_t)user;
   G.ops--;
   G.activity++;
-  slot *s = &G.slots[seq];
+  slot* s = &G.slots[seq];
   if (status != UCS_OK && s->status == UCS_OK) s->status = status;
   if (--s->gets == 0) PUSH(G.done_q, G.ndone, G.cap_done, seq);
   ucp_request_free(req);
 }
 
-static void free_cb(void *req, ucs_status_t status, void *user) {
+static void free_cb(void* req, ucs_status_t status, void* user) {
   size_t n = (size_t)(uintptr_t)user;
   G.ops--;
   G.activity++;
-  if (status == UCS_OK) G.addresses_freed += n;
-  else set_err("sending free_data failed: %s", ucs_status_string(status));
+  if (status == UCS_OK)
+    G.addresses_freed += n;
+  else
+    set_err("sending free_data failed: %s", ucs_status_string(status));
   ucp_request_free(req);
 }
 
-static void close_cb(void *req, ucs_status_t status, void *user) {
+static void close_cb(void* req, ucs_status_t status, void* user) {
   (void)status;
-  ((conn_t *)user)->closed = 1;
+  ((conn_t*)user)->closed = 1;
   ucp_request_free(req);
 }
 
 /* ---- URI ---- */
 
-static void parse_uri(const char *text, uri_t *u) {
+static void parse_uri(const char* text, uri_t* u) {
   memset(u, 0, sizeof *u);
   u->text = text;
   if (strncasecmp(text, "ucx://", 6) != 0) die("URI '%s' does not start with ucx://", text);
@@ -227,9 +240,9 @@ static void parse_uri(const char *text, uri_t *u) {
   if (strchr(s, '/')) die("URI '%s' has a path; want ucx://HOST:PORT?want_data=N", text);
   u->slen = resolve_hostport(s, &u->ss, u->host, sizeof u->host, &u->port);
   int have_want = 0, have_rh = 0;
-  for (char *kv = q ? strtok(q, "&") : NULL; kv; kv = strtok(NULL, "&")) {
-    char *eq = strchr(kv, '=');
-    char *val = eq ? eq + 1 : (char *)"";
+  for (char* kv = q ? strtok(q, "&") : NULL; kv; kv = strtok(NULL, "&")) {
+    char* eq = strchr(kv, '=');
+    char* val = eq ? eq + 1 : (char*)"";
     if (eq) *eq = 0;
     if (pct_decode(kv) < 0 || pct_decode(val) < 0) die("URI '%s': bad percent-escape", text);
     if (!strcmp(kv, "want_data") || !strcmp(kv, "free_data")) {
@@ -251,7 +264,7 @@ static void parse_uri(const char *text, uri_t *u) {
 
 /* ---- metadata and bodies ---- */
 
-static slot *slot_at(uint32_t seq) {
+static slot* slot_at(uint32_t seq) {
   if (seq >= G.nslots) {
     size_t n = G.nslots ? G.nslots : 64;
     while (n <= seq) n *= 2;
@@ -262,11 +275,12 @@ static slot *slot_at(uint32_t seq) {
   return &G.slots[seq];
 }
 
-static void take_metadata(uint8_t *p, size_t n) {
+static void take_metadata(uint8_t* p, size_t n) {
   if (n < 5) die("a metadata message of %zu bytes is shorter than its 5-byte prefix", n);
   uint32_t seq = ld32(p + 1);
   if (p[0] == META_EOS) {
-    if (n != 5) die("the end-of-stream message (seq %u) is %zu bytes; it must be exactly 5", seq, n);
+    if (n != 5)
+      die("the end-of-stream message (seq %u) is %zu bytes; it must be exactly 5", seq, n);
     if (G.have_eos) die("a second end-of-stream message (seq %u after %u)", seq, G.eos_seq);
     if (seq == 0) die("end of stream at seq 0: the stream has no Schema");
     if (seq < G.next_write || (G.metadata_received && seq <= G.max_seen))
@@ -284,7 +298,7 @@ static void take_metadata(uint8_t *p, size_t n) {
     die("metadata seq %u arrived twice", seq);
   if (seq - G.next_write > MAX_AHEAD)
     die("metadata seq %u is too far ahead of the next expected seq %u", seq, G.next_write);
-  slot *s = slot_at(seq);
+  slot* s = slot_at(seq);
   char err[256];
   if (fb_parse_message(p + 5, n - 5, &s->fm, err, sizeof err) < 0)
     die("metadata seq %u: %s", seq, err);
@@ -307,19 +321,19 @@ static void take_metadata(uint8_t *p, size_t n) {
   }
 }
 
-static void start_rndv(void *desc, size_t len) {
+static void start_rndv(void* desc, size_t len) {
   if (len > MAX_META) die("a rendezvous metadata message of %zu bytes is too large", len);
-  rndv_rec *r = xmalloc(sizeof *r);
+  rndv_rec* r = xmalloc(sizeof *r);
   r->buf = xmalloc(len);
   r->len = len;
   ucp_request_param_t p;
   memset(&p, 0, sizeof p);
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv_am = am_data_cb;
   p.user_data = r;
   G.ops++;
-  ucs_status_ptr_t sp = ucp_am_recv_data_nbx(G.w, desc, r->buf, len, &p);
+  ucs_status_ptr_t sp = ucp_am_recv_data_nbx(G.meta->w, desc, r->buf, len, &p);
   if (UCS_PTR_IS_ERR(sp))
     die("ucp_am_recv_data_nbx (rendezvous metadata): %s", ucs_status_string(UCS_PTR_STATUS(sp)));
   if (sp == NULL) am_data_cb(NULL, UCS_OK, len, r);
@@ -331,7 +345,7 @@ static int probe_bodies(void) {
   for (size_t i = 0; i < G.nawaiting;) {
     uint32_t seq = G.awaiting[i];
     ucp_tag_recv_info_t info;
-    ucp_tag_message_h msg = ucp_tag_probe_nb(G.w, seq, SEQ_MASK, 1, &info);
+    ucp_tag_message_h msg = ucp_tag_probe_nb(G.data->w, seq, SEQ_MASK, 1, &info);
     if (!msg) {
       i++;
       continue;
@@ -339,12 +353,12 @@ static int probe_bodies(void) {
     found = 1;
     G.data->got_any = 1;
     G.awaiting[i] = G.awaiting[--G.nawaiting];
-    slot *s = &G.slots[seq];
+    slot* s = &G.slots[seq];
     uint64_t tag = info.sender_tag;
     if ((tag >> 32) & 0xFFFFFF)
       die("the body of seq %u has tag 0x%016" PRIx64 ": reserved bits 32-55 are not 0", seq, tag);
     s->body_type = (int)(tag >> 56);
-    void *dst;
+    void* dst;
     if (s->body_type == 0) {
       if (info.length != (uint64_t)s->fm.body_length)
         die("the type-0 body of seq %u (%s) is %zu bytes; its metadata says bodyLength %lld", seq,
@@ -358,18 +372,18 @@ static int probe_bodies(void) {
       dst = s->list = xmalloc(want);
       s->list_len = want;
     } else {
-      die("the body of seq %u has unknown body type %d (tag 0x%016" PRIx64 ")", seq,
-          s->body_type, tag);
+      die("the body of seq %u has unknown body type %d (tag 0x%016" PRIx64 ")", seq, s->body_type,
+          tag);
     }
     s->state = SL_RECV;
     ucp_request_param_t p;
     memset(&p, 0, sizeof p);
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                     UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     p.cb.recv = body_cb;
-    p.user_data = (void *)(uintptr_t)seq;
+    p.user_data = (void*)(uintptr_t)seq;
     G.ops++;
-    ucs_status_ptr_t sp = ucp_tag_msg_recv_nbx(G.w, dst, info.length, msg, &p);
+    ucs_status_ptr_t sp = ucp_tag_msg_recv_nbx(G.data->w, dst, info.length, msg, &p);
     if (UCS_PTR_IS_ERR(sp))
       die("receiving the body of seq %u: %s", seq, ucs_status_string(UCS_PTR_STATUS(sp)));
   }
@@ -377,8 +391,8 @@ static int probe_bodies(void) {
 }
 
 static void start_gets(uint32_t seq) {
-  slot *s = &G.slots[seq];
-  const uint8_t *l = s->list;
+  slot* s = &G.slots[seq];
+  const uint8_t* l = s->list;
   uint64_t total = ld64(l), count = ld64(l + 8), sum = 0;
   if (count != s->fm.nbuffers)
     die("the type-1 body of seq %u lists %" PRIu64 " buffers; its metadata has %u", seq, count,
@@ -411,10 +425,10 @@ static void start_gets(uint32_t seq) {
     if (len == 0) continue;
     ucp_request_param_t p;
     memset(&p, 0, sizeof p);
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                     UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     p.cb.send = get_cb;
-    p.user_data = (void *)(uintptr_t)seq;
+    p.user_data = (void*)(uintptr_t)seq;
     s->gets++;
     G.ops++;
     G.bytes_fetched += len;
@@ -431,7 +445,7 @@ static void start_gets(uint32_t seq) {
 }
 
 static void complete(uint32_t seq) {
-  slot *s = &G.slots[seq];
+  slot* s = &G.slots[seq];
   if (s->status != UCS_OK)
     die("%s of seq %u failed: %s",
         s->state == SL_RECV ? "receiving the body" : "reading a type-1 buffer with ucp_get", seq,
@@ -449,14 +463,14 @@ static void complete(uint32_t seq) {
   s->state = SL_DONE;
 }
 
-static void write_all(const void *p, size_t n) {
+static void write_all(const void* p, size_t n) {
   if (n && fwrite(p, 1, n, G.out) != n) die("cannot write %s: %s", G.out_path, strerror(errno));
 }
 
 static void write_ready(void) {
   static const uint8_t zeros[8];
   while (G.next_write < G.nslots && G.slots[G.next_write].state == SL_DONE) {
-    slot *s = &G.slots[G.next_write];
+    slot* s = &G.slots[G.next_write];
     size_t fb = s->meta_len - 5, padded = (fb + 7) & ~(size_t)7;
     uint8_t prefix[8];
     st32(prefix, 0xFFFFFFFFu);
@@ -476,12 +490,12 @@ static void write_ready(void) {
 static int finished(void) { return G.have_eos && G.next_write == G.eos_seq; }
 
 /* Says what the stream still waits for, for error messages. */
-static const char *missing(void) {
+static const char* missing(void) {
   static char buf[256];
   if (!G.any_meta) return "no metadata received";
   if (G.nawaiting)
-    snprintf(buf, sizeof buf, "waiting for the body of seq %u (%zu bodies missing)",
-             G.awaiting[0], G.nawaiting);
+    snprintf(buf, sizeof buf, "waiting for the body of seq %u (%zu bodies missing)", G.awaiting[0],
+             G.nawaiting);
   else if (!G.have_eos)
     snprintf(buf, sizeof buf, "no end of stream (seq 0..%u written, highest seen %u)",
              G.next_write ? G.next_write - 1 : 0, G.max_seen);
@@ -489,15 +503,15 @@ static const char *missing(void) {
     snprintf(buf, sizeof buf, "gap: no metadata for seq %u (end of stream at %u)", G.next_write,
              G.eos_seq);
   else
-    snprintf(buf, sizeof buf, "seq %u is still being received (end of stream at %u)",
-             G.next_write, G.eos_seq);
+    snprintf(buf, sizeof buf, "seq %u is still being received (end of stream at %u)", G.next_write,
+             G.eos_seq);
   return buf;
 }
 
 /* ---- driving ---- */
 
 /* Whether the stream still needs something from connection c. */
-static int needs(const conn_t *c) {
+static int needs(const conn_t* c) {
   if (c == G.data && (G.nawaiting || G.ops)) return 1;
   if (c != G.meta) return 0;
   if (!G.have_eos) return 1;
@@ -508,12 +522,15 @@ static int needs(const conn_t *c) {
 
 static int progress(void) {
   int any = 0;
-  while (ucp_worker_progress(G.w)) any = 1;
+  for (int i = 0; i < G.nconns; i++)
+    while (ucp_worker_progress(G.conns[i].w)) any = 1;
   if (G.err[0]) die("%s", G.err);
   for (size_t i = 0; i < G.narrivals; i++) {
     any = 1;
-    if (G.arrivals[i].data) take_metadata(G.arrivals[i].data, G.arrivals[i].len);
-    else start_rndv(G.arrivals[i].desc, G.arrivals[i].len);
+    if (G.arrivals[i].data)
+      take_metadata(G.arrivals[i].data, G.arrivals[i].len);
+    else
+      start_rndv(G.arrivals[i].desc, G.arrivals[i].len);
   }
   G.narrivals = 0;
   if (probe_bodies()) any = 1;
@@ -527,7 +544,7 @@ static int progress(void) {
 }
 
 /* Drives the worker until done() or failure; the idle limit restarts on every event. */
-static void drive(int (*done)(void), const char *what) {
+static void drive(int (*done)(void), const char* what) {
   int64_t deadline = now_ms() + G.timeout_ms;
   unsigned long seen = G.activity;
   for (;;) {
@@ -539,14 +556,14 @@ static void drive(int (*done)(void), const char *what) {
     }
     if (done()) return;
     for (int i = 0; i < G.nconns; i++) {
-      conn_t *c = &G.conns[i];
+      conn_t* c = &G.conns[i];
       if (c->want_done && c->want_status != UCS_OK)
         die("cannot reach %s: sending want_data failed: %s", c->uri->text,
             ucs_status_string(c->want_status));
     }
     if (!any && G.ops == 0) {
       for (int i = 0; i < G.nconns; i++) {
-        conn_t *c = &G.conns[i];
+        conn_t* c = &G.conns[i];
         if (!c->failed || (c->want_done && !needs(c))) continue;
         if (!c->want_done)
           die("cannot reach %s: %s", c->uri->text, ucs_status_string(c->fail_status));
@@ -554,37 +571,49 @@ static void drive(int (*done)(void), const char *what) {
           die("%s: the server closed the connection after want_data (unknown or expired "
               "ticket?)",
               c->uri->text);
-        die("the server closed the %s connection (%s) before the stream was complete: %s",
-            c->label, ucs_status_string(c->fail_status), missing());
+        die("the server closed the %s connection (%s) before the stream was complete: %s", c->label,
+            ucs_status_string(c->fail_status), missing());
       }
     }
     if (any) continue;
     int64_t left = deadline - now_ms();
     if (left <= 0) die("timed out after %d s %s: %s", G.timeout_ms / 1000, what, missing());
-    wait_workers(&G.w, &G.efd, 1, (int)left);
+    wait_workers(G.ws, G.efds, G.nconns, (int)left);
   }
 }
 
 static int ops_done(void) { return G.ops == 0; }
 
-
-static void connect_conn(conn_t *c) {
+static void connect_conn(conn_t* c) {
   ucp_ep_params_t ep;
   memset(&ep, 0, sizeof ep);
   ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
                   UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-  ep.sockaddr.addr = (const struct sockaddr *)&c->uri->ss;
+  ep.sockaddr.addr = (const struct sockaddr*)&c->uri->ss;
   ep.sockaddr.addrlen = c->uri->slen;
   ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   ep.err_handler.cb = err_cb;
   ep.err_handler.arg = c;
-  ucs_status_t st = ucp_ep_create(G.w, &ep, &c->ep);
+  c->w = make_worker(G.ctx, &c->efd);
+  G.ws[c - G.conns] = c->w;
+  G.efds[c - G.conns] = c->efd;
+  ucp_am_handler_param_t hp;
+  memset(&hp, 0, sizeof hp);
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.id = 0;
+  hp.cb = am_cb;
+  hp.arg = c;
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  ucs_status_t st = ucp_worker_set_am_recv_handler(c->w, &hp);
+  if (st != UCS_OK) die("ucp_worker_set_am_recv_handler: %s", ucs_status_string(st));
+  st = ucp_ep_create(c->w, &ep, &c->ep);
   if (st != UCS_OK) die("cannot connect to %s: %s", c->uri->text, ucs_status_string(st));
   ucp_request_param_t p;
   memset(&p, 0, sizeof p);
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.send = want_cb;
   p.user_data = c;
   G.ops++;
@@ -593,13 +622,13 @@ static void connect_conn(conn_t *c) {
     die("sending want_data to %s: %s", c->uri->text, ucs_status_string(UCS_PTR_STATUS(sp)));
 }
 
-static void send_free_msg(uint8_t *msg, size_t bytes, size_t naddr) {
+static void send_free_msg(uint8_t* msg, size_t bytes, size_t naddr) {
   ucp_request_param_t p;
   memset(&p, 0, sizeof p);
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.send = free_cb;
-  p.user_data = (void *)(uintptr_t)naddr;
+  p.user_data = (void*)(uintptr_t)naddr;
   G.ops++;
   G.free_messages++;
   ucs_status_ptr_t sp = ucp_tag_send_nbx(G.data->ep, msg, bytes, G.data_uri.free_tag, &p);
@@ -609,23 +638,23 @@ static void send_free_msg(uint8_t *msg, size_t bytes, size_t naddr) {
 }
 
 static void send_frees(void) {
-  uint64_t *all = u64set_list(&G.addrs);
+  uint64_t* all = u64set_list(&G.addrs);
   size_t n = G.addrs.count + (G.addrs.has_zero ? 1 : 0);
   if (G.fault == F_FREE_MALFORMED) send_free_msg(xcalloc(7, 1), 7, 0);
   if (G.fault == F_FREE_UNKNOWN) {
-    uint8_t *msg = xmalloc(8);
+    uint8_t* msg = xmalloc(8);
     st64(msg, UINT64_C(0xDEADBEEF00000008));
     send_free_msg(msg, 8, 0);
   }
   if (G.fault == F_FREE_TWICE && n) {
     /* the first address now, and again in the full list below */
-    uint8_t *msg = xmalloc(8);
+    uint8_t* msg = xmalloc(8);
     st64(msg, all[0]);
     send_free_msg(msg, 8, 0);
   }
   for (size_t i = 0; i < n; i += G.free_batch) {
     size_t k = n - i < G.free_batch ? n - i : G.free_batch;
-    uint8_t *msg = xmalloc(8 * k);
+    uint8_t* msg = xmalloc(8 * k);
     for (size_t j = 0; j < k; j++) st64(msg + 8 * j, all[i + j]);
     send_free_msg(msg, 8 * k, k);
   }
@@ -634,13 +663,14 @@ static void send_frees(void) {
 
 static void write_report(void) {
   if (!G.report) return;
-  FILE *fp = fopen(G.report, "w");
+  FILE* fp = fopen(G.report, "w");
   if (!fp) die("cannot write %s: %s", G.report, strerror(errno));
   fprintf(fp,
           "{\"metadata_received\":%lu,\"eos_seq\":%u,\"bodies_received\":%lu,"
           "\"body_types\":{\"0\":%lu,\"1\":%lu},\"am_eager\":%lu,\"am_rndv\":%lu,"
           "\"out_of_order\":%lu,\"address_pairs\":%lu,\"addresses_received\":%zu,"
-          "\"addresses_freed\":%lu,\"free_messages\":%lu,\"bytes_fetched\":%" PRIu64 ","
+          "\"addresses_freed\":%lu,\"free_messages\":%lu,\"bytes_fetched\":%" PRIu64
+          ","
           "\"free_skipped\":%s,\"server_closed_first\":%s}\n",
           G.metadata_received, G.eos_seq, G.bodies_received, G.body_types[0], G.body_types[1],
           G.am_eager, G.am_rndv, G.out_of_order, G.address_pairs,
@@ -650,13 +680,13 @@ static void write_report(void) {
   fclose(fp);
 }
 
-static uint64_t opt_num(const char *name, const char *v) {
+static uint64_t opt_num(const char* name, const char* v) {
   uint64_t x;
   if (!v || parse_u64(v, &x) < 0) die("%s wants a non-negative integer", name);
   return x;
 }
 
-int get_main(int argc, char **argv) {
+int get_main(int argc, char** argv) {
   const char *uri = NULL, *data_uri = NULL;
   G.timeout_ms = 30000;
   G.linger_ms = 0;
@@ -669,45 +699,43 @@ int get_main(int argc, char **argv) {
       continue;
     }
     if (!v) die("%s wants a value (see dipc_peer --help)", a);
-    if (!strcmp(a, "--data")) data_uri = v;
-    else if (!strcmp(a, "--ticket")) G.ticket = v;
-    else if (!strcmp(a, "--out")) G.out_path = v;
-    else if (!strcmp(a, "--report")) G.report = v;
-    else if (!strcmp(a, "--timeout")) G.timeout_ms = (int)opt_num(a, v) * 1000;
-    else if (!strcmp(a, "--linger")) G.linger_ms = (int)opt_num(a, v) * 1000;
-    else if (!strcmp(a, "--free-batch")) G.free_batch = (size_t)opt_num(a, v);
+    if (!strcmp(a, "--data"))
+      data_uri = v;
+    else if (!strcmp(a, "--ticket"))
+      G.ticket = v;
+    else if (!strcmp(a, "--out"))
+      G.out_path = v;
+    else if (!strcmp(a, "--report"))
+      G.report = v;
+    else if (!strcmp(a, "--timeout"))
+      G.timeout_ms = (int)opt_seconds(a, v) * 1000;
+    else if (!strcmp(a, "--linger"))
+      G.linger_ms = (int)opt_seconds(a, v) * 1000;
+    else if (!strcmp(a, "--free-batch"))
+      G.free_batch = (size_t)opt_num(a, v);
     else if (!strcmp(a, "--fault")) {
       G.fault = -1;
       for (int f = 0; f < F_COUNT; f++)
         if (!strcmp(v, fault_names[f])) G.fault = f;
       if (G.fault < 0) die("unknown --fault '%s' (see dipc_peer --help)", v);
-    }
-    else die("unknown argument '%s' (see dipc_peer --help)", a);
+    } else
+      die("unknown argument '%s' (see dipc_peer --help)", a);
     i++;
   }
   if (!uri || !G.ticket || !G.out_path) die("a URI, --ticket and --out are required");
   if (G.timeout_ms <= 0) die("--timeout wants a positive number of seconds");
   if (G.free_batch == 0) die("--free-batch wants at least 1");
   parse_uri(uri, &G.meta_uri);
-  if (data_uri) parse_uri(data_uri, &G.data_uri);
-  else G.data_uri = G.meta_uri;
+  if (data_uri)
+    parse_uri(data_uri, &G.data_uri);
+  else
+    G.data_uri = G.meta_uri;
   G.out = fopen(G.out_path, "wb");
   if (!G.out) die("cannot create %s: %s", G.out_path, strerror(errno));
   g_unlink_on_error = G.out_path;
   u64set_init(&G.addrs);
 
   G.ctx = make_context();
-  G.w = make_worker(G.ctx, &G.efd);
-  ucp_am_handler_param_t hp;
-  memset(&hp, 0, sizeof hp);
-  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-  hp.id = 0;
-  hp.cb = am_cb;
-  hp.arg = NULL;
-  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
-  ucs_status_t st = ucp_worker_set_am_recv_handler(G.w, &hp);
-  if (st != UCS_OK) die("ucp_worker_set_am_recv_handler: %s", ucs_status_string(st));
 
   G.conns[0].label = data_uri ? "metadata" : "metadata+data";
   G.conns[0].uri = &G.meta_uri;
@@ -726,11 +754,14 @@ int get_main(int argc, char **argv) {
   write_all(eos, 8);
   if (fclose(G.out) != 0) die("cannot write %s: %s", G.out_path, strerror(errno));
   drive(ops_done, "finishing");
-  ucp_tag_recv_info_t info;
-  if (ucp_tag_probe_nb(G.w, 0, 0, 0, &info))
-    die("an extra tagged message arrived (tag 0x%016" PRIx64 ", %zu bytes) that no metadata "
-        "message asked for",
-        info.sender_tag, info.length);
+  for (int i = 0; i < G.nconns; i++) {
+    ucp_tag_recv_info_t info;
+    if (ucp_tag_probe_nb(G.conns[i].w, 0, 0, 0, &info))
+      die("an extra tagged message (tag 0x%016" PRIx64
+          ", %zu bytes) arrived on the %s "
+          "connection; no metadata message asked for it",
+          info.sender_tag, info.length, G.conns[i].label);
+  }
 
   size_t naddr = G.addrs.count + (G.addrs.has_zero ? 1 : 0);
   if (naddr) {
@@ -752,7 +783,7 @@ int get_main(int argc, char **argv) {
       int64_t end = now_ms() + G.linger_ms;
       while (!G.data->failed && now_ms() < end) {
         progress();
-        if (!G.data->failed) wait_workers(&G.w, &G.efd, 1, (int)(end - now_ms()));
+        if (!G.data->failed) wait_workers(G.ws, G.efds, G.nconns, (int)(end - now_ms()));
       }
     }
   }
@@ -760,7 +791,7 @@ int get_main(int argc, char **argv) {
     if (G.conns[i].failed) G.server_closed_first = 1;
 
   for (int i = 0; i < G.nconns; i++) {
-    conn_t *c = &G.conns[i];
+    conn_t* c = &G.conns[i];
     ucp_request_param_t p;
     memset(&p, 0, sizeof p);
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -775,17 +806,18 @@ int get_main(int argc, char **argv) {
   }
   int64_t end = now_ms() + G.timeout_ms;
   for (;;) {
-    while (ucp_worker_progress(G.w)) {
-    }
+    for (int i = 0; i < G.nconns; i++)
+      while (ucp_worker_progress(G.conns[i].w)) {
+      }
     int open = 0;
     for (int i = 0; i < G.nconns; i++) open |= !G.conns[i].closed;
     if (!open || now_ms() >= end) break;
-    wait_workers(&G.w, &G.efd, 1, (int)(end - now_ms()));
+    wait_workers(G.ws, G.efds, G.nconns, (int)(end - now_ms()));
   }
   if (G.rkey) ucp_rkey_destroy(G.rkey);
   write_report();
   for (size_t i = 0; i < G.nfree_bufs; i++) free(G.free_bufs[i]);
-  ucp_worker_destroy(G.w);
+  for (int i = 0; i < G.nconns; i++) ucp_worker_destroy(G.conns[i].w);
   ucp_cleanup(G.ctx);
   return 0;
 }

@@ -113,6 +113,12 @@ def data(tmp_path_factory):
                                       "b": pa.array([float(k) for k in range(400_000)])})
     _write(d / "compressed.arrows", big.schema, [big, big.slice(5, 1000)], compression="zstd")
     sets["compressed"] = (d / "compressed.arrows", [big, big.slice(5, 1000)])
+    # megabyte buffers: rendezvous tagged bodies and large ucp_get reads
+    large = pa.RecordBatch.from_pydict({
+        "a": pa.array(range(1_000_000), pa.int64()),
+        "s": pa.array([f"value-{k}" for k in range(200_000)] * 5, pa.string())})
+    _write(d / "large.arrows", large.schema, [large, large.slice(3, 500_000)])
+    sets["large"] = (d / "large.arrows", [large, large.slice(3, 500_000)])
     return sets
 
 
@@ -185,12 +191,14 @@ def test_roundtrip(tmp_path, data, name, body, shape, tls):
     _assert_frees(srv, cli, body)
 
 
-@pytest.mark.parametrize("name", ["schema_only", "compressed"])
+@pytest.mark.parametrize("tls", sorted(TLS))
+@pytest.mark.parametrize("name", ["schema_only", "compressed", "large"])
 @pytest.mark.parametrize("body", [0, 1])
-def test_roundtrip_edge_streams(tmp_path, data, name, body):
+def test_roundtrip_edge_streams(tmp_path, data, name, body, tls):
     path, batches = data[name]
-    with Server(tmp_path, path, body=body) as s:
-        p, cli = get(tmp_path, s.get_args(), tmp_path / "out.arrows")
+    env = ucx_env(TLS[tls])
+    with Server(tmp_path, path, body=body, env=env) as s:
+        p, cli = get(tmp_path, s.get_args(), tmp_path / "out.arrows", env=env)
         assert p.returncode == 0, p.stderr
         rc, err, srv = s.finish()
     assert rc == 0, err
@@ -311,7 +319,8 @@ SERVER_FAULTS = [
     ("gap", 0, "gap: no metadata for seq 1"),
     ("close-early", 0, "before the stream was complete"),
     ("close-early", 1, "seq"),
-    ("extra-body", 0, "an extra tagged message arrived"),
+    ("extra-body", 0, "an extra tagged message"),
+    ("wrong-connection", 1, "arrived on the data connection"),
 ]
 
 
@@ -319,7 +328,8 @@ SERVER_FAULTS = [
                          ids=[f"{f}-{b}" for f, b, _ in SERVER_FAULTS])
 def test_client_rejects_a_bad_server(tmp_path, data, fault, body, message):
     path, _ = data["types"]
-    with Server(tmp_path, path, body=body, extra=["--fault", fault], timeout=5) as s:
+    split = fault == "wrong-connection"
+    with Server(tmp_path, path, body=body, split=split, extra=["--fault", fault], timeout=5) as s:
         p, _ = get(tmp_path, s.get_args(), tmp_path / "out.arrows", extra=["--timeout", "2"])
         s.finish()
     assert p.returncode == 2, p.stderr
