@@ -32,6 +32,13 @@ echo "== Python binding (pip install ./python)"
 echo "== Python suite (pytest)"
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" .venv/bin/python -m pytest -q python/tests
 
+echo "== Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
+FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
+  .venv/bin/python -m pytest -q tests/interop
+
+echo "== Transport and dipc suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
+UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc)$' --output-on-failure
+
 echo "== Ruby suite (test-unit)"
 ruby -I build/test/ruby -I ruby/lib ruby/test/run_all.rb
 

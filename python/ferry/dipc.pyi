@@ -99,6 +99,24 @@ class ServerStats:
     def sessions_failed(self) -> int:
         """Sessions that ended with an error (a bad peer, a dataset error)."""
 
+    @property
+    def tickets_refused(self) -> int:
+        """
+        Requests refused: an unknown ticket, one asked for under another URI, too many clients.
+        """
+
+    @property
+    def addresses_lent(self) -> int:
+        """Type-1 addresses lent to clients."""
+
+    @property
+    def addresses_freed(self) -> int:
+        """Type-1 addresses the clients freed."""
+
+    @property
+    def unknown_frees(self) -> int:
+        """Addresses in free_data the client did not hold (logged, then ignored)."""
+
     def __repr__(self) -> str: ...
 
 class Server:
@@ -107,9 +125,9 @@ class Server:
     """
 
     @staticmethod
-    def start(transport: str = 'shm', address: str = '', *, body_type: str = 'list', region_bytes: int = 268435456, wait_timeout: float = 30.0, compression: str | None = None, alignment: int = 8, want_data_tag: int = 4294967296, free_data_tag: int = 8589934592) -> Server:
+    def start(transport: str = 'shm', address: str = '', *, body_type: str = 'list', region_bytes: int = 268435456, timeout: float = 30.0, max_clients: int = 256, compression: str | None = None, alignment: int = 8, want_data_tag: int = 4294967296, free_data_tag: int = 8589934592) -> Server:
         """
-        Start serving. transport: 'shm' or 'ucx'; address: a socket path, '@name' (an abstract socket) or host:port, empty for a fresh one; body_type: 'list' (clients read bodies in place from the shared region) or 'packed' (each body one message); region_bytes: the most body bytes in flight, all clients together; wait_timeout: seconds a body may wait for room, and a client before its ticket; compression: None, 'lz4' or 'zstd'.
+        Start serving. transport: 'shm' or 'ucx'; address: a socket path, '@name' (an abstract socket) or host:port, empty for a fresh one; body_type: 'list' (clients read bodies in place from the shared region) or 'packed' (each body one message); region_bytes: the most body bytes in flight, all clients together; timeout: seconds the server waits on a client (its request, room for its bodies, its frees, each send); max_clients: the most clients served at once; compression: None, 'lz4' or 'zstd'.
         """
 
     def add(self, name: str, data: object, schema: object | None = None) -> None:
@@ -127,14 +145,19 @@ class Server:
         Serve an IPC stream or file (told apart by its magic) under the ticket `name`: mapped once, decoded zero-copy for each client; a file that is not IPC fails here.
         """
 
-    @property
-    def uri(self) -> str:
-        """The URI clients connect with (str)."""
-
-    @property
-    def data_uri(self) -> str:
+    def uri(self, name: str = '') -> str:
         """
-        The data channel's URI (str), for connect(uri, ticket, data_uri=...): metadata and bodies then travel on two connections. Empty once stopped.
+        The URI (str) clients read dataset `name` with, both streams on one connection; with no name, the URI of datasets served from the shared region (a kept dataset has its own, carrying its memory's remote_handle).
+        """
+
+    def metadata_uri(self, name: str = '') -> str:
+        """
+        The split shape's metadata URI (str) for `name`: connect(metadata_uri, ticket, data_uri=data_uri(name)). Empty once stopped.
+        """
+
+    def data_uri(self, name: str = '') -> str:
+        """
+        The split shape's data URI (str) for `name`: bodies and free_data. Empty once stopped.
         """
 
     @property
@@ -159,7 +182,7 @@ class Server:
 
     def __repr__(self) -> str: ...
 
-def connect(uri: Uri | str, ticket: str, device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, timeout: float = 30.0, reorder_window: int = 64, data_uri: Uri | str | None = None) -> ferry._ferry.ArrayStream:
+def connect(uri: Uri | str, ticket: str, device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, timeout: float = 30.0, reorder_window: int = 64, data_uri: Uri | str | None = None, max_metadata_bytes: int = 67108864, max_body_bytes: int = 4294967296) -> ferry._ferry.ArrayStream:
     """
-    Connect to a server and read the dataset named `ticket` as an ArrayStream of record batches. The schema arrives before this returns, so a refused ticket or a dead server raises here with the server's message. device: where batches land (None: the CPU, read in place over shared memory; another device gets one copy of each batch); validation: checks on what arrives; timeout: seconds the server may stay silent; data_uri: the server's data_uri, to take bodies on a second connection.
+    Connect to a server and read the dataset named `ticket` as an ArrayStream of record batches. The schema arrives before this returns, so a refused ticket or a dead server raises here with the server's message. device: where batches land (None: the CPU, read in place over shared memory; another device gets one copy of each batch); validation: checks on what arrives; timeout: seconds the server may stay silent; data_uri: the server's data_uri(name), with `uri` its metadata_uri(name), to take metadata and bodies from separate servers; max_metadata_bytes, max_body_bytes: the largest message of each kind taken from the server.
     """

@@ -179,8 +179,8 @@ struct PyServer {
 };
 
 PyServer Start(const std::string& transport, const std::string& address,
-               const std::string& body_type, int64_t region_bytes, double timeout,
-               int max_clients, const std::optional<std::string>& compression, int32_t alignment,
+               const std::string& body_type, int64_t region_bytes, double timeout, int max_clients,
+               const std::optional<std::string>& compression, int32_t alignment,
                uint64_t want_data_tag, uint64_t free_data_tag) {
   dipc::ServerOptions options;
   options.transport = transport;
@@ -334,8 +334,8 @@ void InitDipc(nb::module_& parent) {
           "start", &Start, nb::arg("transport") = "shm", nb::arg("address") = "", nb::kw_only(),
           nb::arg("body_type") = "list", nb::arg("region_bytes") = int64_t{256} << 20,
           nb::arg("timeout") = 30.0, nb::arg("max_clients") = 256,
-          nb::arg("compression") = nb::none(),
-          nb::arg("alignment") = 8, nb::arg("want_data_tag") = dipc::kDefaultWantDataTag,
+          nb::arg("compression") = nb::none(), nb::arg("alignment") = 8,
+          nb::arg("want_data_tag") = dipc::kDefaultWantDataTag,
           nb::arg("free_data_tag") = dipc::kDefaultFreeDataTag,
           "Start serving. transport: 'shm' or 'ucx'; address: a socket path, '@name' (an "
           "abstract socket) or host:port, empty for a fresh one; body_type: 'list' (clients "
@@ -456,8 +456,7 @@ void InitDipc(nb::module_& parent) {
   m.def("connect", &Connect, nb::arg("uri"), nb::arg("ticket"),
         nb::arg("device").none() = nb::none(), nb::arg("validation") = ValidationLevel::kFull,
         nb::arg("timeout") = 30.0, nb::arg("reorder_window") = 64,
-        nb::arg("data_uri").none() = nb::none(),
-        nb::arg("max_metadata_bytes") = int64_t{64} << 20,
+        nb::arg("data_uri").none() = nb::none(), nb::arg("max_metadata_bytes") = int64_t{64} << 20,
         nb::arg("max_body_bytes") = int64_t{4} << 30,
         "Connect to a server and read the dataset named `ticket` as an ArrayStream of record "
         "batches. "

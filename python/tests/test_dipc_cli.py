@@ -105,11 +105,11 @@ def test_metadata_and_bodies_on_two_connections(tmp_path, transport):
     server = Server("--transport", transport, f"t={src}")
     try:
         line = server.proc.stderr.readline()
-        assert "ferry get URI --data " in line, line
-        data_uri = line.split("--data ", 1)[1].strip()
-        assert data_uri.startswith(transport + "://") and data_uri != server.uris["t"]
+        assert line.startswith("ferry serve: t split: ferry get "), line
+        meta_uri, data_uri = line.split("ferry get ", 1)[1].split(" --ticket")[0].split(" --data ")
+        assert data_uri.startswith(transport + "://") and data_uri != meta_uri
         out = tmp_path / "got.arrows"
-        r = get(server.uris["t"], "t", "--data", data_uri, "--to", str(out))
+        r = get(meta_uri, "t", "--data", data_uri, "--to", str(out))
         assert r.returncode == 0, r.stderr
         assert pa.ipc.open_stream(str(out)).read_all().equals(table)
         r = get(server.uris["t"], "t", "--data", "shm://x")

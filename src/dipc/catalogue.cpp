@@ -7,8 +7,8 @@
 #include <functional>
 
 #include "ferry/dipc/protocol.hpp"
-#include "ferry/transport/region.hpp"
 #include "ferry/ipc/sink.hpp"
+#include "ferry/transport/region.hpp"
 
 namespace ferry::dipc::internal {
 

@@ -208,7 +208,8 @@ class Session {
       for (Connection* c : {data_.get(), conn_.get()}) {
         if (c == data_.get() && data_ == conn_) continue;
         while (true) {
-          Result<SharedBytes> m = c->Receive(c == conn_.get() ? wait : std::chrono::milliseconds(0));
+          Result<SharedBytes> m =
+              c->Receive(c == conn_.get() ? wait : std::chrono::milliseconds(0));
           if (!m.ok()) break;
           if (m->size >= 1 && m->data[0] == static_cast<uint8_t>(MetadataType::kFerryError)) {
             return Parse(*m).status();

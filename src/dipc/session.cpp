@@ -158,9 +158,9 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   transport::Region& region = *state_->region;
   // One byte more than the body: a zero-length buffer at its very end still lies inside the
   // block, so no two bodies share an address.
-  FERRY_ASSIGN_OR_RAISE(int64_t block, state_->allocator->Allocate(
-                                           m.body_length + 1, state_->options.timeout,
-                                           [this] { return dead_.load(); }));
+  FERRY_ASSIGN_OR_RAISE(int64_t block,
+                        state_->allocator->Allocate(m.body_length + 1, state_->options.timeout,
+                                                    [this] { return dead_.load(); }));
   std::vector<BufferRef> pairs;
   pairs.reserve(m.buffers.size());
   std::vector<uint64_t> addresses;
@@ -276,9 +276,8 @@ Status Session::AwaitEnd() {
   // addresses gets them freed (it is disconnected). One that neither frees nor closes is waited
   // for up to the timeout.
   std::unique_lock lock(mutex_);
-  const bool ended = changed_.wait_for(lock, state_->options.timeout, [&] {
-    return client_closed_ || dead_.load();
-  });
+  const bool ended = changed_.wait_for(lock, state_->options.timeout,
+                                       [&] { return client_closed_ || dead_.load(); });
   const size_t held = block_of_.size() + lent_.size();
   if (client_closed_ && held > 0) {
     state_->Log("the client closed holding " + std::to_string(held) + " addresses; freed");

@@ -436,7 +436,7 @@ static void TestDipc(void) {
   struct ArrowDeviceArrayStream got;
   struct FerryIpcWriteOptions options = {FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0, 8,
                                          0};
-  struct FerryDipcServerOptions server_options = {"shm", NULL, FERRY_DIPC_BODY_BUFFER_LIST,
+  struct FerryDipcServerOptions server_options = {"shm",   NULL, FERRY_DIPC_BODY_BUFFER_LIST,
                                                   1 << 20, 5000, 0};
   struct FerryDipcClientOptions client_options = {NULL, 5000, 0, 0};
   struct FerryDipcServer* server = NULL;

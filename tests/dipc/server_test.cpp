@@ -4,8 +4,8 @@
 #include "ferry/dipc/server.hpp"
 
 #include <deque>
-#include <mutex>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "ferry/dipc/client.hpp"

@@ -42,10 +42,10 @@ class Server:
     """`dipc_peer serve` as a context manager: .uri (one connection) or .meta_uri/.data_uri."""
 
     def __init__(self, tmp, file, ticket="ticket-1", body=0, split=False, once=True, extra=(),
-                 env=None, timeout=30):
+                 env=None, timeout=30, listen="127.0.0.1:0", wrap=()):
         self.report_path = os.path.join(tmp, f"serve-{time.monotonic_ns()}.json")
         self.err_path = self.report_path + ".err"
-        args = [peer_binary(), "serve", "--listen", "127.0.0.1:0", "--file", str(file),
+        args = [*wrap, peer_binary(), "serve", "--listen", listen, "--file", str(file),
                 "--ticket", ticket, "--body", str(body), "--report", self.report_path,
                 "--timeout", str(timeout)]
         if split:
@@ -119,10 +119,11 @@ class Server:
         self.err.close()
 
 
-def get(tmp, uri_args, out, ticket="ticket-1", extra=(), env=None, timeout=60):
-    """Runs `dipc_peer get`; returns (CompletedProcess, report or None)."""
+def get(tmp, uri_args, out, ticket="ticket-1", extra=(), env=None, timeout=60, wrap=()):
+    """Runs `dipc_peer get` (under `wrap`, e.g. `ip netns exec NS`); returns (CompletedProcess,
+    report or None)."""
     report_path = os.path.join(tmp, f"get-{time.monotonic_ns()}.json")
-    args = [peer_binary(), "get", *uri_args, "--ticket", ticket, "--out", str(out),
+    args = [*wrap, peer_binary(), "get", *uri_args, "--ticket", ticket, "--out", str(out),
             "--report", report_path, *extra]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)
     report = None

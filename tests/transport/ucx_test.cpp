@@ -257,7 +257,8 @@ TEST_F(UcxTransport, MessagesOverTheLimitsFailTheConnection) {
   options.limits.timeout = 5s;
   options.limits.max_message_bytes = 100;
   options.limits.max_tagged_bytes = 1000;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> small, ConnectUcx(listener_->address(), options));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> small,
+                       ConnectUcx(listener_->address(), options));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> server, listener_->Accept(5s));
   std::vector<uint8_t> big(5000, 3);
   const ByteSpan fine{big.data(), 1000};
@@ -302,7 +303,8 @@ TEST_F(UcxTransport, AnIdleBlockedReceiveUsesNoCpu) {
 }
 
 // The child half of the next test, run in a process of its own (exec'd with kChildEnv set):
-// connect, send one tagged message, then wait to be killed. Disabled, so ordinary runs neither run nor skip it.
+// connect, send one tagged message, then wait to be killed. Disabled, so ordinary runs neither run
+// nor skip it.
 TEST(UcxTransportChild, DISABLED_ConnectsThenWaits) {
   const char* address = std::getenv(kChildEnv);
   if (address == nullptr) GTEST_SKIP() << "runs only as the child of KilledPeerFailsReceives";

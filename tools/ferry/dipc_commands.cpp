@@ -113,10 +113,14 @@ int RunServe(const ServeOptions& o) {
   while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const dipc::ServerStats s = (*server)->stats();
   (*server)->Stop();
-  std::fprintf(stderr, "ferry serve: %lld clients, %lld batches, %.1f MB of bodies, %lld failed\n",
+  std::fprintf(stderr,
+               "ferry serve: %lld clients, %lld batches, %.1f MB of bodies, %lld failed, %lld "
+               "refused; addresses lent %lld, freed %lld, unknown frees %lld\n",
                static_cast<long long>(s.clients_accepted), static_cast<long long>(s.batches_sent),
                static_cast<double>(s.body_bytes_sent) / 1e6,
-               static_cast<long long>(s.sessions_failed));
+               static_cast<long long>(s.sessions_failed), static_cast<long long>(s.tickets_refused),
+               static_cast<long long>(s.addresses_lent), static_cast<long long>(s.addresses_freed),
+               static_cast<long long>(s.unknown_frees));
   return 0;
 }
 

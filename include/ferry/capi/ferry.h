@@ -546,8 +546,8 @@ FERRY_EXPORT FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* ser
 /** The split shape's metadata URI and data URI for `name` (FerryDipcConnectTwo); written like
  * FerryDipcServerUri. */
 FERRY_EXPORT FerryErrorCode FerryDipcServerMetadataUri(const struct FerryDipcServer* server,
-                                                       const char* name, char* out,
-                                                       size_t out_size, struct FerryError* error);
+                                                       const char* name, char* out, size_t out_size,
+                                                       struct FerryError* error);
 FERRY_EXPORT FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer* server,
                                                    const char* name, char* out, size_t out_size,
                                                    struct FerryError* error);

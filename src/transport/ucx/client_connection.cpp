@@ -29,9 +29,11 @@ std::string Hex(uint64_t v) {
 
 }  // namespace
 
-Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
-    const sockaddr* addr, socklen_t addrlen, const std::string& address, bool same_host,
-    const ConnectOptions& options) {
+Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockaddr* addr,
+                                                                    socklen_t addrlen,
+                                                                    const std::string& address,
+                                                                    bool same_host,
+                                                                    const ConnectOptions& options) {
   const auto deadline = Clock::now() + options.limits.timeout;
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context, Context::Make());
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
@@ -53,8 +55,8 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   });
   if (!ran) return Status(ECONNREFUSED, "the UCX worker stopped while connecting");
   if (!made.ok()) {
-    return Status(made.code(), "could not connect to the UCX listener at " + address + ": " +
-                                   made.message());
+    return Status(made.code(),
+                  "could not connect to the UCX listener at " + address + ": " + made.message());
   }
   if (!up->Wait(deadline)) {
     return Status(ETIMEDOUT, "timed out connecting to the UCX listener at " + address);
@@ -63,8 +65,8 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
     std::lock_guard lock(conn->mutex_);
     if (up->status() != UCS_OK || conn->gone_) {
       const std::string why = conn->gone_ ? conn->failure_ : ucs_status_string(up->status());
-      return Status(ECONNREFUSED, "could not connect to the UCX listener at " + address + ": " +
-                                      why);
+      return Status(ECONNREFUSED,
+                    "could not connect to the UCX listener at " + address + ": " + why);
     }
   }
   if (options.extensions) FERRY_RETURN_NOT_OK(conn->Hello(same_host));
@@ -104,8 +106,8 @@ Status ClientConnection::Hello(bool same_host) {
 void ClientConnection::Poll() {
   ucp_tag_recv_info_t info{};
   // The server's answer to our hello (sent only if we said hello) always comes in.
-  while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), kHelloTag, ~uint64_t{0}, 1,
-                                                &info)) {
+  while (ucp_tag_message_h m =
+             ucp_tag_probe_nb(worker_->handle(), kHelloTag, ~uint64_t{0}, 1, &info)) {
     TakeFor(m, info, -1);
   }
   std::vector<Want> wants;
@@ -209,9 +211,9 @@ Result<TaggedMessage> ClientConnection::ReceiveTagged(uint64_t want, uint64_t ma
     worker_->Wake();
     r = inbox_.PopTagged(want, mask, timeout);
     std::lock_guard lock(mutex_);
-    wants_.erase(std::remove_if(wants_.begin(), wants_.end(),
-                                [&](const Want& w) { return w.id == id; }),
-                 wants_.end());
+    wants_.erase(
+        std::remove_if(wants_.begin(), wants_.end(), [&](const Want& w) { return w.id == id; }),
+        wants_.end());
   }
   if (r.ok()) {
     {
@@ -234,9 +236,8 @@ void ClientConnection::Expect(uint64_t tag, int64_t size) {
       if (gone_) return;
       held_bytes_ += size;
     }
-    void* request =
-        PostReceive(tag, static_cast<size_t>(size), [this, tag, size](ucs_status_t status,
-                                                                     SharedBytes bytes) {
+    void* request = PostReceive(
+        tag, static_cast<size_t>(size), [this, tag, size](ucs_status_t status, SharedBytes bytes) {
           posted_.erase(tag);
           {
             std::lock_guard lock(mutex_);

@@ -26,8 +26,7 @@ class ClientConnection final : public UcxConnection {
  public:
   /// Connect to the listener at `addr` and wait (up to the timeout) until the endpoint is up;
   /// with `options.extensions`, say hello and, when `same_host`, set up the fast path.
-  static Result<std::unique_ptr<ClientConnection>> Connect(const sockaddr* addr,
-                                                           socklen_t addrlen,
+  static Result<std::unique_ptr<ClientConnection>> Connect(const sockaddr* addr, socklen_t addrlen,
                                                            const std::string& address,
                                                            bool same_host,
                                                            const ConnectOptions& options);

@@ -101,13 +101,13 @@ Status UcxConnection::StartWorker() {
   if (st != UCS_OK) return UcxError(EIO, "cannot register the metadata handler", st);
   worker_->Start([this] {
     Poll();
-    SettleFailure();
+    return SettleFailure();
   });
   return Status::OK();
 }
 
-ucs_status_t UcxConnection::OnActiveMessage(void* arg, const void* /*header*/,
-                                            size_t header_length, void* data, size_t length,
+ucs_status_t UcxConnection::OnActiveMessage(void* arg, const void* /*header*/, size_t header_length,
+                                            void* data, size_t length,
                                             const ucp_am_recv_param_t* param) {
   return static_cast<UcxConnection*>(arg)->ActiveMessage(header_length, data, length, param);
 }
@@ -115,9 +115,10 @@ ucs_status_t UcxConnection::OnActiveMessage(void* arg, const void* /*header*/,
 ucs_status_t UcxConnection::ActiveMessage(size_t header_length, void* data, size_t length,
                                           const ucp_am_recv_param_t* param) {
   if (!takes_metadata_) {
-    Fail("the client sent an Active Message (metadata); the protocol has clients send only "
-         "tagged messages",
-         true);
+    Fail(
+        "the client sent an Active Message (metadata); the protocol has clients send only "
+        "tagged messages",
+        true);
     return UCS_OK;
   }
   if (header_length != 0) {
@@ -213,9 +214,9 @@ void* UcxConnection::PostReceive(uint64_t tag, size_t size, Landed on_done) {
 
 void UcxConnection::OnEndpointError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
   auto* self = static_cast<UcxConnection*>(arg);
-  std::string why = status == UCS_ERR_CONNECTION_RESET
-                        ? "the peer closed the connection"
-                        : std::string("the peer went away (UCX: ") + ucs_status_string(status) + ")";
+  std::string why = status == UCS_ERR_CONNECTION_RESET ? "the peer closed the connection"
+                                                       : std::string("the peer went away (UCX: ") +
+                                                             ucs_status_string(status) + ")";
   // Runs inside progress: the endpoint is UCX's to clean up; the fast one dies with it.
   self->Fail(why, true);
 }
@@ -241,17 +242,23 @@ void UcxConnection::Fail(const std::string& why, bool abort) {
   worker_->Wake();
 }
 
-void UcxConnection::SettleFailure() {
+std::chrono::milliseconds UcxConnection::SettleFailure() {
   std::string why;
   {
     std::lock_guard lock(mutex_);
-    if (!gone_ || inbox_closed_) return;
-    // What was landing when the peer went still lands (or fails): wait for it, a little.
-    if (landing_.load() > 0 && Clock::now() - gone_at_ < kSettleWait) return;
+    if (!gone_ || inbox_closed_) return std::chrono::milliseconds(-1);
+    // What was landing when the peer went still lands (or fails): wait for it, a little. A
+    // rendezvous from a dead peer may never end: the deadline closes the inbox regardless.
+    const auto waited = Clock::now() - gone_at_;
+    if (landing_.load() > 0 && waited < kSettleWait) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(kSettleWait - waited) +
+             std::chrono::milliseconds(1);
+    }
     inbox_closed_ = true;
     why = failure_;
   }
   inbox_.Close(why);
+  return std::chrono::milliseconds(-1);
 }
 
 Status UcxConnection::SendStatus(const char* doing) {
@@ -285,9 +292,9 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
     // The peer took nothing for the whole timeout: stopped, or the link is down. The send still
     // reads the caller's bytes; failing the connection force-closes its endpoints, which ends
     // the send before we return.
-    Fail("the peer took nothing for " + Millis(limits_.timeout) +
-             " (stopped, or the link is down?)",
-         true);
+    Fail(
+        "the peer took nothing for " + Millis(limits_.timeout) + " (stopped, or the link is down?)",
+        true);
     worker_->Post([this] {
       if (ep_ != nullptr) {
         CloseEndpoint(ep_, true, nullptr);
@@ -304,9 +311,7 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
   return UcxError(EPIPE, "the connection is closed", st);
 }
 
-Status UcxConnection::Send(std::span<const ByteSpan> pieces) {
-  return Transmit(true, 0, pieces);
-}
+Status UcxConnection::Send(std::span<const ByteSpan> pieces) { return Transmit(true, 0, pieces); }
 
 Status UcxConnection::SendTagged(uint64_t tag, std::span<const ByteSpan> pieces) {
   if (tag == kHelloTag) return Status::Invalid("tag " + Hex(tag) + " is the UCX transport's own");

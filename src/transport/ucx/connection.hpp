@@ -77,8 +77,9 @@ class UcxConnection : public Connection {
   /// The connection cannot go on (progress thread or any): record why, once, and let Poll
   /// settle what is landing before the inbox closes. `abort` force-closes the endpoints too.
   void Fail(const std::string& why, bool abort);
-  /// Close the inbox once the peer is gone and nothing is landing (progress thread).
-  void SettleFailure();
+  /// Close the inbox once the peer is gone and nothing is landing, or a little after (progress
+  /// thread). Returns how soon to look again (negative: on the next event).
+  std::chrono::milliseconds SettleFailure();
   /// Why sends fail now, or OK.
   Status SendStatus(const char* doing);
   /// Send on the traffic endpoint and wait; a peer that takes nothing for the timeout fails the

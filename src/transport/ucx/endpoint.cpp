@@ -63,7 +63,8 @@ ucp_ep_params_t CheckedParams(EndpointErrorHandler on_error, void* arg) {
 }
 
 // The I/O vector of a send, kept alive with what `pending` already keeps until the send is done.
-std::shared_ptr<std::vector<ucp_dt_iov_t>> Keep(std::vector<ucp_dt_iov_t> pieces, Pending* pending) {
+std::shared_ptr<std::vector<ucp_dt_iov_t>> Keep(std::vector<ucp_dt_iov_t> pieces,
+                                                Pending* pending) {
   auto iov = std::make_shared<std::vector<ucp_dt_iov_t>>(std::move(pieces));
   if (pending->keep) {
     pending->keep = std::make_shared<std::pair<std::shared_ptr<const void>, decltype(iov)>>(

@@ -19,7 +19,10 @@ Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, soc
   std::unique_ptr<UcxListener> listener(new UcxListener(context, limits));
   FERRY_ASSIGN_OR_RAISE(listener->worker_, Worker::Make(context));
   UcxListener* self = listener.get();
-  listener->worker_->Start([self] { self->AcceptPending(); });
+  listener->worker_->Start([self] {
+    self->AcceptPending();
+    return std::chrono::milliseconds(-1);
+  });
   ucs_status_t st = UCS_OK;
   int port = 0;
   listener->worker_->Run([&] {

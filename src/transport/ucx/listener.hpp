@@ -27,8 +27,7 @@ class UcxListener final : public Listener {
  public:
   /// Listen on `addr`; `host` names it in address().
   static Result<std::unique_ptr<UcxListener>> Make(const sockaddr* addr, socklen_t addrlen,
-                                                   const std::string& host,
-                                                   TransportLimits limits);
+                                                   const std::string& host, TransportLimits limits);
   ~UcxListener() override;
 
   Result<std::unique_ptr<Connection>> Accept(std::chrono::milliseconds timeout) override;

@@ -7,8 +7,9 @@
 
 namespace ferry::transport::ucx {
 
-Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(
-    std::shared_ptr<Context> context, ucp_conn_request_h request, TransportLimits limits) {
+Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_ptr<Context> context,
+                                                                   ucp_conn_request_h request,
+                                                                   TransportLimits limits) {
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
   std::unique_ptr<ServerConnection> conn(new ServerConnection(std::move(worker), limits));
   FERRY_RETURN_NOT_OK(conn->StartWorker());

@@ -110,10 +110,10 @@ Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address, Transpor
 Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
                                                const ConnectOptions& options) {
   FERRY_ASSIGN_OR_RAISE(Endpoint where, Resolve(address));
-  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<ucx::ClientConnection> conn,
-                        ucx::ClientConnection::Connect(
-                            reinterpret_cast<const sockaddr*>(&where.addr), where.addrlen,
-                            address, SameHost(where.addr), options));
+  FERRY_ASSIGN_OR_RAISE(
+      std::unique_ptr<ucx::ClientConnection> conn,
+      ucx::ClientConnection::Connect(reinterpret_cast<const sockaddr*>(&where.addr), where.addrlen,
+                                     address, SameHost(where.addr), options));
   return std::unique_ptr<Connection>(std::move(conn));
 }
 

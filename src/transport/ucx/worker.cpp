@@ -62,7 +62,7 @@ void Worker::Destroy() {
   worker_ = nullptr;
 }
 
-void Worker::Start(std::function<void()> poll) {
+void Worker::Start(PollFn poll) {
   poll_ = std::move(poll);
   thread_ = std::thread([this] { Loop(); });
 }
@@ -88,17 +88,15 @@ void Worker::Stop() {
 
 void Worker::Post(std::function<void()> task, std::function<void()> dropped) {
   {
-    std::lock_guard lock(tasks_mutex_);
-    if (!stopped_) {
-      tasks_.push_back(Task{std::move(task), std::move(dropped)});
-      task = nullptr;
+    std::unique_lock lock(tasks_mutex_);
+    if (stopped_) {
+      lock.unlock();
+      if (dropped) dropped();
+      return;
     }
+    tasks_.push_back(Task{std::move(task), std::move(dropped)});
   }
-  if (task == nullptr) {
-    Wake();
-  } else if (dropped) {
-    dropped();
-  }
+  Wake();
 }
 
 bool Worker::Run(const std::function<void()>& task) {
@@ -170,15 +168,17 @@ void Worker::Loop() {
     for (Task& task : tasks) task.run();
     while (ucp_worker_progress(worker_) != 0) {
     }
-    if (poll_) poll_();
+    const std::chrono::milliseconds again = poll_ ? poll_() : std::chrono::milliseconds(-1);
     {
       std::lock_guard lock(tasks_mutex_);
       if (!tasks_.empty()) continue;
     }
-    // Sleep until the network or a poster wakes us; BUSY means events arrived since progress.
+    // Sleep until the network or a poster wakes us, or the poll's deadline; BUSY means events
+    // arrived since progress.
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
     epoll_event events[2];
-    const int n = epoll_wait(epoll_fd_, events, 2, -1);
+    const int n =
+        epoll_wait(epoll_fd_, events, 2, again.count() < 0 ? -1 : static_cast<int>(again.count()));
     for (int i = 0; i < n; ++i) {
       if (events[i].data.fd == wake_fd_) {
         uint64_t count = 0;

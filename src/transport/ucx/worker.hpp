@@ -34,8 +34,11 @@ class Worker {
   /// This worker's packed address (what an endpoint made from a worker address needs).
   const std::string& address() const noexcept { return address_; }
 
+  /// What a poll returns: how long the thread may sleep before polling again without an event
+  /// (a negative value: until an event).
+  using PollFn = std::function<std::chrono::milliseconds()>;
   /// Start the progress thread; `poll` runs on it after every round of progress.
-  void Start(std::function<void()> poll);
+  void Start(PollFn poll);
   /// Stop and join the progress thread (idempotent); tasks not run yet are dropped. The caller's
   /// thread then owns the worker.
   void Stop();
@@ -62,7 +65,7 @@ class Worker {
   std::string address_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
-  std::function<void()> poll_;
+  PollFn poll_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::mutex tasks_mutex_;
