@@ -200,69 +200,100 @@ Result<TaggedMessage> ClientConnection::ReceiveTagged(uint64_t want, uint64_t ma
                                                       std::chrono::milliseconds timeout) {
   Result<TaggedMessage> r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
   if (!r.ok() && r.status().code() == ETIMEDOUT) {
-    // Ask the progress thread to look for it in UCX's queue (it may lie behind bodies the
-    // read-ahead left there).
+    // Look for it in UCX's queue (it may lie behind bodies the read-ahead left there): here
+    // first, then, while we wait, on the progress thread.
     int64_t id = 0;
     {
       std::lock_guard lock(mutex_);
       id = ++next_want_;
       wants_.push_back(Want{id, want, mask});
     }
-    worker_->Wake();
-    r = inbox_.PopTagged(want, mask, timeout);
+    Pump();
+    r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
+    if (!r.ok() && r.status().code() == ETIMEDOUT && timeout.count() > 0) {
+      worker_->Wake();
+      r = inbox_.PopTagged(want, mask, timeout);
+    }
     std::lock_guard lock(mutex_);
     wants_.erase(
         std::remove_if(wants_.begin(), wants_.end(), [&](const Want& w) { return w.id == id; }),
         wants_.end());
   }
   if (r.ok()) {
+    bool was_full = false;
     {
       std::lock_guard lock(mutex_);
+      was_full = held_bytes_ >= kReadAheadBytes;
       held_bytes_ -= r->payload.size;
     }
     // A receive posted for this sequence number under another body type is not needed now.
     DropPosted(want, mask);
-    worker_->Wake();  // room in the read-ahead
+    if (was_full) worker_->Wake();  // room in the read-ahead: take what waits behind
   }
   return r;
 }
 
 void ClientConnection::Expect(uint64_t tag, int64_t size) {
   if (size < 0 || size > limits_.max_tagged_bytes) return;
-  worker_->Post([this, tag, size] {
-    if (posted_.count(tag) != 0) return;
-    {
-      std::lock_guard lock(mutex_);
-      if (gone_) return;
-      held_bytes_ += size;
-    }
-    void* request = PostReceive(
-        tag, static_cast<size_t>(size), [this, tag, size](ucs_status_t status, SharedBytes bytes) {
-          posted_.erase(tag);
-          {
-            std::lock_guard lock(mutex_);
-            held_bytes_ -= size - (status == UCS_OK ? bytes.size : 0);
-          }
-          if (status == UCS_OK) {
-            (void)inbox_.PushTagged(TaggedMessage{tag, std::move(bytes)});
-          } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
-            // UCX consumed the message: this stream cannot go on.
-            Fail("the body message tagged " + Hex(tag) + " is larger than the " +
-                     std::to_string(size) + " bytes its metadata announces",
-                 true);
-          }
-        });
-    if (request != nullptr) posted_[tag] = request;
-  });
+  auto entry = std::make_shared<Posted>();
+  {
+    std::lock_guard lock(posted_mutex_);
+    if (!posted_.emplace(tag, entry).second) return;  // posted already
+  }
+  {
+    std::lock_guard lock(mutex_);
+    held_bytes_ += size;
+  }
+  // Posted from this thread under the worker's lock: no trip through the progress thread. The
+  // receive settles there, or here at once if the body is in already.
+  std::unique_lock ucx = worker_->Lock();
+  void* request =
+      PostReceive(tag, static_cast<size_t>(size),
+                  [this, tag, size, entry](ucs_status_t status, SharedBytes bytes) {
+                    {
+                      std::lock_guard lock(posted_mutex_);
+                      entry->settled = true;
+                      if (auto it = posted_.find(tag); it != posted_.end() && it->second == entry) {
+                        posted_.erase(it);
+                      }
+                    }
+                    {
+                      std::lock_guard lock(mutex_);
+                      held_bytes_ -= size - (status == UCS_OK ? bytes.size : 0);
+                    }
+                    if (status == UCS_OK) {
+                      (void)inbox_.PushTagged(TaggedMessage{tag, std::move(bytes)});
+                    } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+                      // UCX consumed the message: this stream cannot go on.
+                      Fail("the body message tagged " + Hex(tag) + " is larger than the " +
+                               std::to_string(size) + " bytes its metadata announces",
+                           true);
+                    }
+                  });
+  std::lock_guard lock(posted_mutex_);
+  if (!entry->settled) entry->request = request;
 }
 
 void ClientConnection::DropPosted(uint64_t want, uint64_t mask) {
+  {
+    std::lock_guard lock(posted_mutex_);
+    bool any = false;
+    for (const auto& [tag, entry] : posted_) any |= (tag & mask) == (want & mask);
+    if (!any) return;
+  }
+  // Cancelled on the progress thread, where receives settle: a request seen unsettled there is
+  // still alive.
   worker_->Post([this, want, mask] {
     std::vector<void*> stale;
-    for (const auto& [tag, request] : posted_) {
-      if ((tag & mask) == (want & mask)) stale.push_back(request);
+    {
+      std::lock_guard lock(posted_mutex_);
+      for (const auto& [tag, entry] : posted_) {
+        if ((tag & mask) == (want & mask) && entry->request != nullptr && !entry->settled) {
+          stale.push_back(entry->request);
+        }
+      }
     }
-    // Each cancelled receive settles in its callback (UCS_ERR_CANCELED).
+    // Each cancelled receive settles in its callback (UCS_ERR_CANCELED), maybe right here.
     for (void* request : stale) ucp_request_cancel(worker_->handle(), request);
   });
 }
@@ -304,30 +335,31 @@ Result<FetchedBody> ClientConnection::Fetch(std::span<const BufferRef> refs,
   if (count == 0) return body;
   FERRY_RETURN_NOT_OK(SendStatus("fetching"));
   auto done = std::make_shared<Completion>(count);
-  std::vector<BufferRef> wanted(refs.begin(), refs.end());
-  worker_->Post(
-      [this, done, bytes, offsets, wanted = std::move(wanted)] {
-        ucp_ep_h ep = traffic_ep();
-        ucs_status_t st = ep == nullptr ? UCS_ERR_NOT_CONNECTED : UCS_OK;
-        if (st == UCS_OK && rkey_ep_ != ep) {
-          ReleaseRemote();
-          st = ucp_ep_rkey_unpack(ep, options_.remote_handle.data(), &rkey_);
-          if (st == UCS_OK) rkey_ep_ = ep;
-        }
-        for (size_t i = 0; i < wanted.size(); ++i) {
-          if (wanted[i].length == 0) continue;
-          if (st != UCS_OK) {
-            done->Done(st);
-            continue;
-          }
-          // The buffer is kept alive by the operation, whoever gives up waiting.
-          GetRemote(ep, rkey_, wanted[i].address, bytes.get() + offsets[i], wanted[i].length,
-                    new Pending{done, bytes});
-        }
-      },
-      [done, count] {
-        for (int i = 0; i < count; ++i) done->Done(UCS_ERR_CANCELED);
-      });
+  {
+    // Gets go from this thread under the worker's lock; the key is unpacked once per endpoint,
+    // the first time it is needed.
+    std::unique_lock ucx = worker_->Lock();
+    ucp_ep_h ep = traffic_ep();
+    if (ep != nullptr && rkey_ep_ != ep) {
+      ReleaseRemote();
+      if (ucp_ep_rkey_unpack(ep, options_.remote_handle.data(), &rkey_) == UCS_OK) rkey_ep_ = ep;
+    }
+    const ucs_status_t st = ep == nullptr    ? UCS_ERR_NOT_CONNECTED
+                            : rkey_ep_ != ep ? UCS_ERR_INVALID_PARAM
+                                             : UCS_OK;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (refs[i].length == 0) continue;
+      if (st != UCS_OK) {
+        done->Done(st);
+        continue;
+      }
+      // The buffer is kept alive by the operation, whoever gives up waiting.
+      GetRemote(ep, rkey_, refs[i].address, bytes.get() + offsets[i], refs[i].length,
+                new Pending{done, bytes});
+    }
+  }
+  // CMA and shared-memory gets often finish inside the call; others progress there.
+  if (!done->Wait(Clock::now())) worker_->Wake();
   if (!done->Wait(Clock::now() + timeout)) {
     Fail("a get of type-1 buffers took longer than " + std::to_string(timeout.count()) +
              " ms (the server stopped, or the link is down?)",
@@ -359,10 +391,17 @@ void ClientConnection::ReleaseRemote() {
 
 void ClientConnection::TearDown() {
   worker_->Stop();
+  std::unique_lock ucx = worker_->Lock();
   std::vector<void*> posted;
-  for (const auto& [tag, request] : posted_) posted.push_back(request);
+  {
+    std::lock_guard lock(posted_mutex_);
+    for (const auto& [tag, entry] : posted_) {
+      if (entry->request != nullptr && !entry->settled) posted.push_back(entry->request);
+    }
+  }
   // Each settles in its callback (during the base's drain, or at once).
   for (void* request : posted) ucp_request_cancel(worker_->handle(), request);
+  ucx.unlock();
   UcxConnection::TearDown();
 }
 

@@ -69,8 +69,14 @@ class ClientConnection final : public UcxConnection {
   std::string server_address_;
   std::condition_variable answer_changed_;
 
-  // Progress thread only.
-  std::unordered_map<uint64_t, void*> posted_;  // receives posted by Expect, by tag
+  /// A receive posted by Expect: its request until it settles.
+  struct Posted {
+    void* request = nullptr;
+    bool settled = false;
+  };
+  std::mutex posted_mutex_;
+  std::unordered_map<uint64_t, std::shared_ptr<Posted>> posted_;  // by tag
+  // Under the worker's lock.
   ucp_rkey_h rkey_ = nullptr;
   ucp_ep_h rkey_ep_ = nullptr;  // the endpoint rkey_ was unpacked for
 };

@@ -233,6 +233,7 @@ void UcxConnection::Fail(const std::string& why, bool abort) {
   if (abort) {
     // Force-closing the fast endpoint fails what waits on it (a rendezvous to a dead peer).
     worker_->Post([this] {
+      ReleaseRemote();
       if (fast_ep_ != nullptr) {
         CloseEndpoint(fast_ep_, true, nullptr);
         fast_ep_ = nullptr;
@@ -273,37 +274,38 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
   FERRY_ASSIGN_OR_RAISE(std::vector<ucp_dt_iov_t> iov, ToIov(pieces));
   FERRY_RETURN_NOT_OK(SendStatus(active_message ? "sending metadata" : "sending a message"));
   auto done = std::make_shared<Completion>();
-  worker_->Post(
-      [this, done, active_message, tag, iov = std::move(iov)]() mutable {
-        ucp_ep_h ep = traffic_ep();
-        if (ep == nullptr) {
-          done->Done(UCS_ERR_NOT_CONNECTED);
-          return;
+  {
+    // From this thread: an eager send usually completes at once, with no trip through the
+    // progress thread.
+    std::unique_lock ucx = worker_->Lock();
+    ucp_ep_h ep = traffic_ep();
+    if (ep == nullptr) {
+      done->Done(UCS_ERR_NOT_CONNECTED);
+    } else if (active_message) {
+      SendActiveMessage(ep, kMetadataAmId, std::move(iov), new Pending{done, nullptr});
+    } else {
+      SendTaggedMessage(ep, tag, std::move(iov), new Pending{done, nullptr});
+    }
+  }
+  if (!done->Wait(Clock::now())) {
+    worker_->Wake();  // what is left (a rendezvous, a full queue) progresses there
+    if (!done->Wait(Clock::now() + limits_.timeout)) {
+      // The peer took nothing for the whole timeout: stopped, or the link is down. The send
+      // still reads the caller's bytes; failing the connection force-closes its endpoints,
+      // which ends the send before we return.
+      Fail("the peer took nothing for " + Millis(limits_.timeout) +
+               " (stopped, or the link is down?)",
+           true);
+      worker_->Post([this] {
+        if (ep_ != nullptr) {
+          CloseEndpoint(ep_, true, nullptr);
+          ep_ = nullptr;
         }
-        auto* pending = new Pending{done, nullptr};
-        if (active_message) {
-          SendActiveMessage(ep, kMetadataAmId, std::move(iov), pending);
-        } else {
-          SendTaggedMessage(ep, tag, std::move(iov), pending);
-        }
-      },
-      [done] { done->Done(UCS_ERR_CANCELED); });
-  if (!done->Wait(Clock::now() + limits_.timeout)) {
-    // The peer took nothing for the whole timeout: stopped, or the link is down. The send still
-    // reads the caller's bytes; failing the connection force-closes its endpoints, which ends
-    // the send before we return.
-    Fail(
-        "the peer took nothing for " + Millis(limits_.timeout) + " (stopped, or the link is down?)",
-        true);
-    worker_->Post([this] {
-      if (ep_ != nullptr) {
-        CloseEndpoint(ep_, true, nullptr);
-        ep_ = nullptr;
-      }
-    });
-    // UCX completes every operation of a force-closed endpoint with an error.
-    while (!done->Wait(Clock::now() + std::chrono::seconds(1))) worker_->Wake();
-    return Status(ETIMEDOUT, "the peer took nothing for " + Millis(limits_.timeout));
+      });
+      // UCX completes every operation of a force-closed endpoint with an error.
+      while (!done->Wait(Clock::now() + std::chrono::seconds(1))) worker_->Wake();
+      return Status(ETIMEDOUT, "the peer took nothing for " + Millis(limits_.timeout));
+    }
   }
   const ucs_status_t st = done->status();
   if (st == UCS_OK) return Status::OK();
@@ -318,12 +320,27 @@ Status UcxConnection::SendTagged(uint64_t tag, std::span<const ByteSpan> pieces)
   return Transmit(false, tag, pieces);
 }
 
+void UcxConnection::Pump() {
+  std::shared_lock lock(pump_mutex_);
+  if (!pumpable_) return;
+  std::unique_lock ucx = worker_->Lock();
+  for (int round = 0; round < 16 && ucp_worker_progress(worker_->handle()) != 0; ++round) {
+  }
+  Poll();
+}
+
 Result<SharedBytes> UcxConnection::Receive(std::chrono::milliseconds timeout) {
+  Result<SharedBytes> r = inbox_.PopUntagged(std::chrono::milliseconds(0));
+  if (r.ok() || r.status().code() != ETIMEDOUT || timeout.count() <= 0) return r;
+  Pump();
   return inbox_.PopUntagged(timeout);
 }
 
 Result<TaggedMessage> UcxConnection::ReceiveTagged(uint64_t want, uint64_t mask,
                                                    std::chrono::milliseconds timeout) {
+  Result<TaggedMessage> r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
+  if (r.ok() || r.status().code() != ETIMEDOUT || timeout.count() <= 0) return r;
+  Pump();
   return inbox_.PopTagged(want, mask, timeout);
 }
 
@@ -370,12 +387,19 @@ void UcxConnection::CloseEndpoints() {
 }
 
 void UcxConnection::TearDown() {
+  {
+    std::unique_lock lock(pump_mutex_);
+    pumpable_ = false;
+  }
   worker_->Stop();
   // The thread is gone: this one owns the worker. Anything still open closes by force.
-  ReleaseRemote();
-  if (fast_ep_ != nullptr) CloseEndpoint(fast_ep_, true, nullptr);
-  if (ep_ != nullptr) CloseEndpoint(ep_, true, nullptr);
-  fast_ep_ = ep_ = nullptr;
+  {
+    std::unique_lock ucx = worker_->Lock();
+    ReleaseRemote();
+    if (fast_ep_ != nullptr) CloseEndpoint(fast_ep_, true, nullptr);
+    if (ep_ != nullptr) CloseEndpoint(ep_, true, nullptr);
+    fast_ep_ = ep_ = nullptr;
+  }
   // Receives still landing hold pointers into this object: let them settle (bounded), then
   // destroy the worker, which ends whatever did not.
   worker_->Drain([this] { return landing_.load() == 0; }, Clock::now() + std::chrono::seconds(1));

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -66,7 +67,8 @@ class UcxConnection : public Connection {
   /// Register the Active Message handler and start the worker's thread (derived constructors
   /// call it last).
   Status StartWorker();
-  /// The endpoint traffic goes on: the fast one once it exists (progress thread).
+  /// The endpoint traffic goes on: the fast one once it exists. Call it with the worker's lock
+  /// held (on the progress thread, or under Worker::Lock).
   ucp_ep_h traffic_ep() const { return fast_ep_ != nullptr ? fast_ep_ : ep_; }
   /// Tagged intake, on the progress thread after each round of progress.
   virtual void Poll() = 0;
@@ -91,6 +93,10 @@ class UcxConnection : public Connection {
   /// Release what was made for the peer's endpoints (rkeys) before they close (progress thread,
   /// or the tearing-down thread).
   virtual void ReleaseRemote() {}
+  /// Progress the worker on the calling thread, a bounded few rounds, then poll: what has
+  /// arrived lands in the inbox now, without a trip through the progress thread. Receives call
+  /// it before they block. Safe from any thread (the worker is multi-threaded).
+  void Pump();
   /// Tear down on the calling thread once the worker's thread has stopped.
   virtual void TearDown();
 
@@ -102,9 +108,14 @@ class UcxConnection : public Connection {
   std::atomic<bool> extensions_{false};
   std::atomic<int> landing_{0};  // receives in flight (tagged and rendezvous Active Messages)
 
-  // Progress thread only.
+  // The endpoints, used under the worker's lock: on the progress thread, or by any thread that
+  // took Worker::Lock (a send then costs no trip through the progress thread).
   ucp_ep_h ep_ = nullptr;       // checked, through the listener's socket address
   ucp_ep_h fast_ep_ = nullptr;  // unchecked, from worker addresses (same host, extension)
+
+  // Held shared while a receiver pumps the worker; TearDown takes it exclusively first.
+  std::shared_mutex pump_mutex_;
+  bool pumpable_ = true;  // guarded by pump_mutex_
 
   mutable std::mutex mutex_;
   bool closed_ = false;        // this end closed

@@ -40,6 +40,12 @@ Result<std::shared_ptr<Context>> Context::Make() {
   if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
     (void)ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
   }
+  // Bodies of a few hundred kilobytes go eager (copied through shared memory or the socket, the
+  // send done at once) rather than by rendezvous, whose round trip per message would make a
+  // sender of small batches wait for the receiver each time.
+  if (std::getenv("UCX_RNDV_THRESH") == nullptr) {
+    (void)ucp_config_modify(config, "RNDV_THRESH", "256k");
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;

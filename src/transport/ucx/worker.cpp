@@ -21,7 +21,7 @@ Result<std::unique_ptr<Worker>> Worker::Make(std::shared_ptr<Context> context) {
 Status Worker::Init() {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  params.thread_mode = UCS_THREAD_MODE_MULTI;
+  params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   ucs_status_t st = ucp_worker_create(context_->handle(), &params, &worker_);
   if (st != UCS_OK) {
     worker_ = nullptr;
@@ -58,6 +58,7 @@ Worker::~Worker() {
 
 void Worker::Destroy() {
   Stop();
+  std::unique_lock ucx(ucx_mutex_);
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   worker_ = nullptr;
 }
@@ -148,6 +149,7 @@ void Worker::Wake() {
 
 void Worker::Drain(const std::function<bool()>& done,
                    std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock ucx(ucx_mutex_);
   while (worker_ != nullptr && !done() && std::chrono::steady_clock::now() < deadline) {
     if (ucp_worker_progress(worker_) != 0) continue;
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
@@ -160,22 +162,26 @@ void Worker::Drain(const std::function<bool()>& done,
 
 void Worker::Loop() {
   while (!stop_) {
-    std::vector<Task> tasks;
+    std::chrono::milliseconds again(-1);
     {
-      std::lock_guard lock(tasks_mutex_);
-      tasks.swap(tasks_);
+      std::unique_lock ucx(ucx_mutex_);
+      std::vector<Task> tasks;
+      {
+        std::lock_guard lock(tasks_mutex_);
+        tasks.swap(tasks_);
+      }
+      for (Task& task : tasks) task.run();
+      while (ucp_worker_progress(worker_) != 0) {
+      }
+      if (poll_) again = poll_();
+      {
+        std::lock_guard lock(tasks_mutex_);
+        if (!tasks_.empty()) continue;
+      }
+      // Sleep until the network or a poster wakes us, or the poll's deadline; BUSY means events
+      // arrived since progress.
+      if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
     }
-    for (Task& task : tasks) task.run();
-    while (ucp_worker_progress(worker_) != 0) {
-    }
-    const std::chrono::milliseconds again = poll_ ? poll_() : std::chrono::milliseconds(-1);
-    {
-      std::lock_guard lock(tasks_mutex_);
-      if (!tasks_.empty()) continue;
-    }
-    // Sleep until the network or a poster wakes us, or the poll's deadline; BUSY means events
-    // arrived since progress.
-    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
     epoll_event events[2];
     const int n =
         epoll_wait(epoll_fd_, events, 2, again.count() < 0 ? -1 : static_cast<int>(again.count()));

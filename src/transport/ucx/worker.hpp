@@ -17,11 +17,14 @@
 
 namespace ferry::transport::ucx {
 
-/// A UCP worker (thread mode MULTI) and its progress thread. The thread sleeps in epoll on the
-/// worker's event descriptor and on an eventfd that Post and Wake write, so an idle worker costs
-/// no CPU. Every endpoint operation runs on that thread; other threads post tasks. Owned by one
-/// connection (or listener), which stops the thread before it tears its endpoints down on its
-/// own thread; the worker is destroyed last.
+/// A UCP worker and its progress thread. The thread sleeps in epoll on the worker's event
+/// descriptor and on an eventfd that Post and Wake write, so an idle worker costs no CPU. UCX is
+/// entered by one thread at a time (thread mode SERIALIZED): the progress thread holds the
+/// worker's lock while it runs tasks and progress, and any other thread may take it (Lock) to
+/// send, receive or progress itself, which saves a trip through the progress thread. A blocking
+/// mutex, not UCX's spinlock: on a busy machine a spinning waiter would starve the holder. Owned
+/// by one connection (or listener), which stops the thread before it tears its endpoints down on
+/// its own thread; the worker is destroyed last.
 class Worker {
  public:
   static Result<std::unique_ptr<Worker>> Make(std::shared_ptr<Context> context);
@@ -42,6 +45,9 @@ class Worker {
   /// Stop and join the progress thread (idempotent); tasks not run yet are dropped. The caller's
   /// thread then owns the worker.
   void Stop();
+  /// The worker's lock, for a thread other than the progress thread that calls into UCX. Tasks
+  /// and polls run with it held already; they must not take it again.
+  std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(ucx_mutex_); }
   /// Run `task` on the progress thread soon, in posting order. Once the thread is stopped (or
   /// if Stop drops it before it ran), `dropped` runs instead, on the stopping thread.
   void Post(std::function<void()> task, std::function<void()> dropped = {});
@@ -68,6 +74,7 @@ class Worker {
   PollFn poll_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  std::mutex ucx_mutex_;
   std::mutex tasks_mutex_;
   struct Task {
     std::function<void()> run;
