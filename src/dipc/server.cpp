@@ -77,7 +77,7 @@ class ServerImpl final : public Server {
     state_->listener->Close();
     if (accept_.joinable()) accept_.join();
     std::lock_guard lock(sessions_mutex_);
-    for (auto& s : sessions_) s->Kill();
+    for (auto& s : sessions_) s->Kill(/*abort=*/true);
     sessions_.clear();  // joins each session's threads
   }
 
@@ -142,6 +142,8 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   limits.timeout = options.timeout;
   limits.max_message_bytes = options.max_request_bytes;
   limits.max_tagged_bytes = options.max_request_bytes;
+  // Packed bodies lend no memory: no client may reach this process's memory.
+  limits.remote_memory = options.body_type == BodyType::kBufferList;
   FERRY_ASSIGN_OR_RAISE(state->listener,
                         transport::Listen(options.transport, options.address, limits));
   if (options.body_type == BodyType::kBufferList) {

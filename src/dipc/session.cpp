@@ -49,8 +49,9 @@ void Session::Start() {
   serve_ = std::thread([this] { Serve(); });
 }
 
-void Session::Kill() {
+void Session::Kill(bool abort) {
   dead_.store(true);
+  if (conn_ && abort) conn_->Abort();
   if (conn_) conn_->Close();
   if (state_->allocator) state_->allocator->Wake();
   FreeAll();

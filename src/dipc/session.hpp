@@ -52,8 +52,9 @@ class Session final : public ipc::MessageSink {
   /// Start serving on a thread of its own.
   void Start();
   bool done() const { return done_.load(); }
-  /// Close the connection and free everything this client held.
-  void Kill();
+  /// Close the connection and free everything this client held; `abort` does not wait for
+  /// what is in flight (the server is stopping).
+  void Kill(bool abort = false);
 
   Status WriteMessage(const ipc::EncodedMessage& m) override;
   Status WriteEndOfStream() override;

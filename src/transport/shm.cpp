@@ -264,9 +264,14 @@ class ShmConnection final : public Connection {
         c->cmsg_len = CMSG_LEN(sizeof(int));
         std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
       }
-      const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0) {
         if (errno == EINTR) continue;
+        if (errno == EAGAIN) {
+          // The socket is full: the peer is slow, stopped, or gone. Wait for room, bounded.
+          FERRY_RETURN_NOT_OK(AwaitRoom());
+          continue;
+        }
         if (errno == EPIPE || errno == ECONNRESET) {
           return Status(EPIPE, "the connection is closed (the peer went away)");
         }
@@ -282,6 +287,31 @@ class ShmConnection final : public Connection {
       }
     }
     return Status::OK();
+  }
+
+  // Wait until the socket takes more, up to the timeout; a peer that takes nothing for that long
+  // (stopped, or too slow) fails the connection.
+  Status AwaitRoom() {
+    pollfd p{fd_, POLLOUT, 0};
+    const auto ms = static_cast<int>(std::min<int64_t>(limits_.timeout.count(), INT_MAX));
+    while (true) {
+      const int n = poll(&p, 1, ms);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Errno("waiting for room on the shared-memory socket");
+      if (n == 0) {
+        const std::string why =
+            "the peer took nothing for " + std::to_string(limits_.timeout.count()) +
+            " ms (stopped?)";
+        closed_.store(true);
+        shutdown(fd_, SHUT_RDWR);
+        inbox_.Close(why);
+        return Status(ETIMEDOUT, why);
+      }
+      if ((p.revents & (POLLERR | POLLHUP)) != 0 && (p.revents & POLLOUT) == 0) {
+        return Status(EPIPE, "the connection is closed (the peer went away)");
+      }
+      return Status::OK();
+    }
   }
 
   // Read exactly `size` bytes. Small reads come out of a staging buffer refilled a chunk at a

@@ -40,6 +40,9 @@ struct FERRY_EXPORT TransportLimits {
   int64_t max_message_bytes = int64_t{64} << 20;
   /// The largest tagged message (a body) taken from the peer.
   int64_t max_tagged_bytes = int64_t{4} << 30;
+  /// Whether peers may read this end's memory (regions, type-1 bodies). Off, UCX's remote memory
+  /// access is not even enabled, so no peer can reach this process's memory through it.
+  bool remote_memory = true;
 };
 
 /// How a client connects. Plain values.
@@ -78,6 +81,9 @@ class FERRY_EXPORT Connection {
                                               std::chrono::milliseconds timeout) = 0;
   /// Close this end; the peer's receives drain what was sent, then fail with EPIPE.
   virtual void Close() = 0;
+  /// Close this end at once, without waiting for what is in flight to reach the peer (a server
+  /// stopping, a peer that misbehaved). By default, Close.
+  virtual void Abort() { Close(); }
   /// Whether both ends agreed to ferry's extensions (error texts, fast paths). A connection
   /// from or to an implementation of the bare protocol says false.
   virtual bool extensions() const { return false; }

@@ -35,7 +35,10 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
                                                                     bool same_host,
                                                                     const ConnectOptions& options) {
   const auto deadline = Clock::now() + options.limits.timeout;
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context, Context::Make());
+  // Without a remote_handle there is nothing to get, and the context needs no remote memory
+  // access (which would let the server reach this process's memory).
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,
+                        Context::Make(!options.remote_handle.empty()));
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
   std::unique_ptr<ClientConnection> conn(new ClientConnection(std::move(worker), options));
   FERRY_RETURN_NOT_OK(conn->StartWorker());

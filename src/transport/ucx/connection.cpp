@@ -351,20 +351,24 @@ Status UcxConnection::ShareRegion(const std::shared_ptr<Region>& region) {
   return Status::OK();
 }
 
-void UcxConnection::Close() {
+void UcxConnection::Close() { Shut(false); }
+
+void UcxConnection::Abort() { Shut(true); }
+
+void UcxConnection::Shut(bool force) {
   {
     std::lock_guard lock(mutex_);
     if (closed_) return;
     closed_ = true;
   }
   inbox_.Close("this end closed the connection");
-  CloseEndpoints();
+  CloseEndpoints(force);
   std::call_once(torn_down_, [this] { TearDown(); });
 }
 
-void UcxConnection::CloseEndpoints() {
+void UcxConnection::CloseEndpoints(bool force) {
   auto done = std::make_shared<Completion>(2);
-  const bool ran = worker_->Run([this, done] {
+  const bool ran = worker_->Run([this, done, force] {
     ReleaseRemote();
     // Everything sent was taken (sends wait for completion), so the fast endpoint closes at
     // once; the checked one closes gracefully, so the peer learns of it after what we sent.
@@ -372,10 +376,10 @@ void UcxConnection::CloseEndpoints() {
     fast_ep_ = nullptr;
     done->Done(UCS_OK);
     if (ep_ != nullptr) {
-      bool gone = false;
+      bool gone = force;
       {
         std::lock_guard lock(mutex_);
-        gone = gone_;
+        gone = gone || gone_;
       }
       CloseEndpoint(ep_, gone, new Pending{done, nullptr});
       ep_ = nullptr;
@@ -383,7 +387,7 @@ void UcxConnection::CloseEndpoints() {
       done->Done(UCS_OK);
     }
   });
-  if (ran) done->Wait(Clock::now() + kCloseWait);
+  if (ran && !force) done->Wait(Clock::now() + kCloseWait);
 }
 
 void UcxConnection::TearDown() {

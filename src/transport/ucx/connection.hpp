@@ -56,6 +56,7 @@ class UcxConnection : public Connection {
   Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                       std::chrono::milliseconds timeout) override;
   void Close() override;
+  void Abort() override;
   bool extensions() const override { return extensions_.load(); }
   /// Regions travel in the URI (remote_handle), never in-band: sharing one only keeps it alive
   /// while this connection may be read from.
@@ -130,7 +131,8 @@ class UcxConnection : public Connection {
                                       void* data, size_t length, const ucp_am_recv_param_t* param);
   ucs_status_t ActiveMessage(size_t header_length, void* data, size_t length,
                              const ucp_am_recv_param_t* param);
-  void CloseEndpoints();
+  void Shut(bool force);
+  void CloseEndpoints(bool force);
 
   const bool takes_metadata_;
   std::once_flag torn_down_;

@@ -30,7 +30,7 @@ void QuietLogs() {
 
 }  // namespace
 
-Result<std::shared_ptr<Context>> Context::Make() {
+Result<std::shared_ptr<Context>> Context::Make(bool rma) {
   QuietLogs();
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
@@ -48,7 +48,8 @@ Result<std::shared_ptr<Context>> Context::Make() {
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  if (rma) params.features |= UCP_FEATURE_RMA;
   params.mt_workers_shared = 1;
   std::shared_ptr<Context> context(new Context());
   st = ucp_init(&params, config, &context->context_);

@@ -22,7 +22,9 @@ Status UcxError(int code, const std::string& what, ucs_status_t status);
 /// connections and its regions; costs UCX's transport discovery (milliseconds) once.
 class Context {
  public:
-  static Result<std::shared_ptr<Context>> Make();
+  /// With `rma` false the context has no remote memory access: no peer can read or write this
+  /// process's memory through it (UCX's RMA emulation over TCP checks no address).
+  static Result<std::shared_ptr<Context>> Make(bool rma = true);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

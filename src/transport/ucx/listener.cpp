@@ -15,7 +15,7 @@ namespace ferry::transport::ucx {
 Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, socklen_t addrlen,
                                                        const std::string& host,
                                                        TransportLimits limits) {
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context, Context::Make());
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context, Context::Make(limits.remote_memory));
   std::unique_ptr<UcxListener> listener(new UcxListener(context, limits));
   FERRY_ASSIGN_OR_RAISE(listener->worker_, Worker::Make(context));
   UcxListener* self = listener.get();
@@ -101,12 +101,18 @@ Result<std::unique_ptr<Connection>> UcxListener::Accept(std::chrono::millisecond
 }
 
 Result<std::shared_ptr<Region>> UcxListener::CreateRegion(int64_t size) {
+  if (!limits_.remote_memory) {
+    return Status(ENOTSUP, "this listener lends no memory (remote_memory is off)");
+  }
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<UcxRegion> region, UcxRegion::Allocate(context_, size));
   return std::shared_ptr<Region>(std::move(region));
 }
 
 Result<std::shared_ptr<Region>> UcxListener::RegisterRegion(const void* data, int64_t size,
                                                             std::shared_ptr<const void> owner) {
+  if (!limits_.remote_memory) {
+    return Status(ENOTSUP, "this listener lends no memory (remote_memory is off)");
+  }
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<UcxRegion> region,
                         UcxRegion::Register(context_, data, size, std::move(owner)));
   return std::shared_ptr<Region>(std::move(region));
