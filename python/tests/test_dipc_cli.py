@@ -113,7 +113,7 @@ def test_metadata_and_bodies_on_two_connections(tmp_path, transport):
         assert r.returncode == 0, r.stderr
         assert pa.ipc.open_stream(str(out)).read_all().equals(table)
         r = get(server.uris["t"], "t", "--data", "shm://x")
-        assert r.returncode == 1 and "--data shm://x" in r.stderr and "want_data" in r.stderr
+        assert r.returncode == 2 and "--data shm://x" in r.stderr and "want_data" in r.stderr
     finally:
         server.stop()
 
@@ -124,7 +124,7 @@ def test_an_unknown_ticket_is_refused_by_name(tmp_path):
     server = Server(f"alpha={src}")
     try:
         r = get(server.uris["alpha"], "beta")
-        assert r.returncode == 1
+        assert r.returncode == 2
         assert 'unknown ticket "beta" (this server has: alpha)' in r.stderr
     finally:
         server.stop()
@@ -173,7 +173,7 @@ def test_a_killed_server_leaves_no_segment_and_a_clear_error(tmp_path, transport
         while pipe.read(1 << 20):
             pass
     _, err = client.communicate(timeout=60)
-    assert client.returncode == 1
+    assert client.returncode == 2
     assert "closed the connection before the end of the stream" in err
     # No process maps a ferry segment any more, and memfd segments have no name to leak.
     for pid in os.listdir("/proc"):

@@ -1,6 +1,8 @@
 // The server's catalogue of datasets, and kept datasets' one-time encoding.
 #include "dipc/catalogue.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -91,18 +93,65 @@ uint32_t Catalogue::Keep(const std::string& name, std::shared_ptr<const Kept> ke
 
 Result<Catalogue::Entry> Catalogue::Find(const std::string& ticket, uint32_t region) const {
   std::lock_guard lock(mutex_);
-  auto it = entries_.find(ticket);
+  std::string name = ticket;
+  if (issued_only_) {
+    // Issued tickets are secrets: errors neither echo them whole nor list the datasets.
+    const std::string shown = ticket.substr(0, 6) + (ticket.size() > 6 ? "..." : "");
+    auto t = issued_.find(ticket);
+    if (t == issued_.end()) return Status(ENOENT, "unknown ticket " + shown);
+    if (std::chrono::steady_clock::now() >= t->second.expires) {
+      issued_.erase(t);
+      return Status(ETIME, "expired ticket " + shown);
+    }
+    name = t->second.name;
+  }
+  auto it = entries_.find(name);
   if (it == entries_.end()) {
+    if (issued_only_) return Status(ENOENT, "the ticket's dataset is gone");
     std::string names;
-    for (const auto& [name, e] : entries_) names += (names.empty() ? "" : ", ") + name;
+    for (const auto& [n, e] : entries_) names += (names.empty() ? "" : ", ") + n;
     return Status(ENOENT, "unknown ticket \"" + ticket + "\" (this server has: " + names + ")");
   }
   if (it->second.region != region) {
-    return Status(EACCES, "ticket \"" + ticket + "\" is served under another URI (its memory " +
+    return Status(EACCES, "dataset \"" + name + "\" is served under another URI (its memory " +
                               "has a remote_handle of its own): ask the server for uri(\"" +
-                              ticket + "\")");
+                              name + "\")");
   }
   return it->second;
+}
+
+Result<std::string> Catalogue::Issue(const std::string& name,
+                                     std::chrono::steady_clock::time_point expires) {
+  uint8_t bits[16];
+  if (getrandom(bits, sizeof(bits), 0) != static_cast<ssize_t>(sizeof(bits))) {
+    return Status(errno, "cannot draw random bits for a ticket");
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string ticket;
+  for (uint8_t b : bits) {
+    ticket.push_back(hex[b >> 4]);
+    ticket.push_back(hex[b & 15]);
+  }
+  std::lock_guard lock(mutex_);
+  if (entries_.count(name) == 0) return Status(ENOENT, "no dataset named \"" + name + "\"");
+  // Expired tickets go as new ones come, so the table stays as large as the live ones.
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = issued_.begin(); it != issued_.end();) {
+    it = it->second.expires <= now ? issued_.erase(it) : std::next(it);
+  }
+  issued_[ticket] = Issued{name, expires};
+  return ticket;
+}
+
+Status Catalogue::Refresh(const std::string& ticket,
+                          std::chrono::steady_clock::time_point expires) {
+  std::lock_guard lock(mutex_);
+  auto t = issued_.find(ticket);
+  if (t == issued_.end() || std::chrono::steady_clock::now() >= t->second.expires) {
+    return Status(ENOENT, "unknown or expired ticket");
+  }
+  t->second.expires = expires;
+  return Status::OK();
 }
 
 uint32_t Catalogue::RegionOf(const std::string& name) const {

@@ -2,7 +2,9 @@
 // memory.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,20 +51,34 @@ class Catalogue {
     uint32_t region = 0;
   };
 
+  /// With `issued_only`, Find accepts only tickets made by Issue, not dataset names.
+  explicit Catalogue(bool issued_only = false) : issued_only_(issued_only) {}
+
   void Add(const std::string& name, std::shared_ptr<Dataset> dataset);
   /// Serve `kept` under `name` from a region of its own; returns its region number.
   uint32_t Keep(const std::string& name, std::shared_ptr<const Kept> kept);
-  /// The entry for `ticket` asked for under `region`. ENOENT names an unknown ticket (and what
-  /// the server has); EACCES one asked for under another region's URI.
+  /// The entry for `ticket` asked for under `region`. ENOENT names an unknown ticket (and, when
+  /// tickets are names, what the server has); ETIME an expired one; EACCES one asked for under
+  /// another region's URI.
   Result<Entry> Find(const std::string& ticket, uint32_t region) const;
+  /// A fresh ticket for `name` (128 random bits, hex), valid until `expires`.
+  Result<std::string> Issue(const std::string& name, std::chrono::steady_clock::time_point expires);
+  /// Move an issued ticket's expiry to `expires`; ENOENT if it is unknown or expired.
+  Status Refresh(const std::string& ticket, std::chrono::steady_clock::time_point expires);
   /// The region `name` is served from (0 when unknown or read afresh) and its memory (NULL for
   /// region 0: the server's own).
   uint32_t RegionOf(const std::string& name) const;
   std::shared_ptr<transport::Region> Memory(uint32_t region) const;
 
  private:
+  struct Issued {
+    std::string name;
+    std::chrono::steady_clock::time_point expires;
+  };
+  const bool issued_only_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> entries_;
+  mutable std::map<std::string, Issued> issued_;
   uint32_t next_region_ = 1;
 };
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "dipc/fault.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/protocol.hpp"
@@ -148,9 +149,10 @@ class Session {
     const ByteSpan piece{ticket.data(), static_cast<int64_t>(ticket.size())};
     if (data_ != conn_) {
       FERRY_RETURN_NOT_OK(Check(data_->SendTagged(data_want_data, {&piece, 1}),
-                                "sending want_data to the data server"));
+                                "connecting (want_data to the data server)"));
     }
-    FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "sending want_data"));
+    FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "connecting (want_data)"));
+    internal::FaultPoint("client", "want_data");
     FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
     FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
     if (m.type != MetadataType::kIpcMessage) {
@@ -179,6 +181,7 @@ class Session {
       }
       FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
       FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+      internal::FaultPoint("client", "metadata");
       if (m.type == MetadataType::kEndOfStream) {
         finished_ = true;
         if (metadata_.held() > 0) {
@@ -187,6 +190,7 @@ class Session {
                                  std::to_string(m.sequence) + ")");
         }
         // Nothing more to wait for: free what is pending and close when nothing is borrowed.
+        internal::FaultPoint("client", "free");
         freer_->Finish();
         if (data_ != conn_) conn_->Close();
         break;
@@ -265,7 +269,7 @@ class Session {
         r = conn_->Receive(options_.timeout);
       }
       FERRY_RETURN_NOT_OK(
-          Check(r.status(), "waiting for metadata message " + std::to_string(metadata_.next())));
+          Check(r.status(), "metadata (message " + std::to_string(metadata_.next()) + ")"));
       FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(*r));
       if (finished_) {
         return Status::Invalid("metadata message " + std::to_string(m.sequence) +
@@ -297,8 +301,8 @@ class Session {
       freer_->Flush();  // about to wait: the server may be waiting for these
       r = data_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
     }
-    FERRY_RETURN_NOT_OK(
-        Check(r.status(), "waiting for the body of message " + std::to_string(m.sequence)));
+    FERRY_RETURN_NOT_OK(Check(r.status(), "body (message " + std::to_string(m.sequence) + ")"));
+    internal::FaultPoint("client", "body");
     FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));
     const auto* fb = m.flatbuffer.data();
     const auto fb_size = static_cast<int64_t>(m.flatbuffer.size());
@@ -308,7 +312,7 @@ class Session {
                           ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
     Result<FetchedBody> fetched = data_->Fetch(list.buffers, options_.timeout);
     FERRY_RETURN_NOT_OK(
-        Check(fetched.status(), "fetching the body of message " + std::to_string(m.sequence)));
+        Check(fetched.status(), "fetch (message " + std::to_string(m.sequence) + ")"));
     std::vector<ipc::BufferLocation> at;
     at.reserve(fetched->buffers.size());
     for (const BufferRef& b : fetched->buffers) {

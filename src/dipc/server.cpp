@@ -25,7 +25,7 @@ class ServerImpl final : public Server {
   ~ServerImpl() override { Stop(); }
 
   void Add(const std::string& name, std::shared_ptr<Dataset> dataset) override {
-    state_->catalogue.Add(name, std::move(dataset));
+    state_->catalogue->Add(name, std::move(dataset));
   }
 
   Status Keep(const std::string& name, std::shared_ptr<Dataset> dataset) override {
@@ -38,7 +38,7 @@ class ServerImpl final : public Server {
         std::shared_ptr<const internal::Kept> kept,
         internal::EncodeKept(*dataset, state_->options.write,
                              [listener](int64_t size) { return listener->CreateRegion(size); }));
-    state_->catalogue.Keep(name, std::move(kept));
+    state_->catalogue->Keep(name, std::move(kept));
     return Status::OK();
   }
 
@@ -51,6 +51,16 @@ class ServerImpl final : public Server {
     return u;
   }
   Uri data_uri(const std::string& name) const override { return MakeUri(name, Channel::kData); }
+
+  Result<std::string> IssueTicket(const std::string& name, std::chrono::seconds ttl) override {
+    if (ttl.count() <= 0) ttl = state_->options.ticket_ttl;
+    return state_->catalogue->Issue(name, std::chrono::steady_clock::now() + ttl);
+  }
+
+  Status RefreshTicket(const std::string& ticket, std::chrono::seconds ttl) override {
+    if (ttl.count() <= 0) ttl = state_->options.ticket_ttl;
+    return state_->catalogue->Refresh(ticket, std::chrono::steady_clock::now() + ttl);
+  }
 
   ServerStats stats() const override {
     ServerStats s;
@@ -91,11 +101,11 @@ class ServerImpl final : public Server {
     } else {
       u.authority = address;
     }
-    const uint32_t region = state_->catalogue.RegionOf(name);
+    const uint32_t region = state_->catalogue->RegionOf(name);
     u.want_data = MakeWantTag(state_->options.want_data_tag, region, channel);
     u.free_data = state_->options.free_data_tag;
     const std::shared_ptr<transport::Region> memory =
-        region == 0 ? state_->region : state_->catalogue.Memory(region);
+        region == 0 ? state_->region : state_->catalogue->Memory(region);
     if (memory) {
       std::string handle = memory->remote_handle();
       if (!handle.empty()) u.remote_handle = std::move(handle);
@@ -151,6 +161,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     FERRY_ASSIGN_OR_RAISE(state->region, state->listener->CreateRegion(options.region_bytes));
     state->allocator = std::make_unique<internal::RegionAllocator>(state->region->size());
   }
+  state->catalogue = std::make_unique<internal::Catalogue>(!options.token.empty());
   state->options = std::move(options);
   return std::unique_ptr<Server>(std::make_unique<ServerImpl>(std::move(state)));
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dipc/fault.hpp"
 #include "ferry/dipc/protocol.hpp"
 
 namespace ferry::dipc::internal {
@@ -96,10 +97,12 @@ Status Session::ServeRequest() {
     return Refuse(Status(EBUSY, "the server is serving its most clients (" +
                                     std::to_string(state_->options.max_clients) + ")"));
   }
-  Result<Catalogue::Entry> entry = state_->catalogue.Find(ticket, tag->region);
+  Result<Catalogue::Entry> entry = state_->catalogue->Find(ticket, tag->region);
   if (!entry.ok()) return Refuse(entry.status());
   send_metadata_ = tag->channel != Channel::kData;
   send_bodies_ = tag->channel != Channel::kMetadata;
+  FaultPoint("server", "want_data");
+  phase_ = "metadata";
   if (entry->kept) return Replay(*entry->kept);
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, entry->dataset->Open());
   if (send_bodies_ && state_->region) FERRY_RETURN_NOT_OK(conn_->ShareRegion(state_->region));
@@ -130,23 +133,32 @@ Status Session::Refuse(const Status& why) {
 }
 
 Status Session::SendMetadata(std::span<const uint8_t> flatbuffer, uint32_t seq) {
+  phase_ = "metadata";
   uint8_t header[kMetadataHeaderSize];
   EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
   const ByteSpan meta[] = {{header, kMetadataHeaderSize},
                            {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
-  return conn_->Send(meta);
+  FERRY_RETURN_NOT_OK(conn_->Send(meta));
+  FaultPoint("server", "metadata");
+  return Status::OK();
 }
 
 Status Session::SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body,
                          std::span<const uint8_t> flatbuffer) {
   if (!send_bodies_) return SendMetadata(flatbuffer, seq);
+  phase_ = "body";
   const uint64_t tag = MakeBodyTag(type, seq);
-  if (!send_metadata_) return conn_->SendTagged(tag, body);
-  uint8_t header[kMetadataHeaderSize];
-  EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
-  const ByteSpan meta[] = {{header, kMetadataHeaderSize},
-                           {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
-  return conn_->SendMessageAndBody(meta, tag, body);
+  if (!send_metadata_) {
+    FERRY_RETURN_NOT_OK(conn_->SendTagged(tag, body));
+  } else {
+    uint8_t header[kMetadataHeaderSize];
+    EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
+    const ByteSpan meta[] = {{header, kMetadataHeaderSize},
+                             {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
+    FERRY_RETURN_NOT_OK(conn_->SendMessageAndBody(meta, tag, body));
+  }
+  FaultPoint("server", "body");
+  return Status::OK();
 }
 
 Status Session::WriteMessage(const ipc::EncodedMessage& m) {
@@ -188,6 +200,7 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
 }
 
 Status Session::WriteEndOfStream() {
+  phase_ = "free";
   if (!send_metadata_) return Status::OK();
   uint8_t header[kMetadataHeaderSize];
   EncodeMetadataHeader(MetadataType::kEndOfStream, next_seq_++, header);
@@ -273,6 +286,8 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
 }
 
 Status Session::AwaitEnd() {
+  phase_ = "free";
+  FaultPoint("server", "free");
   // The protocol's client closes after its last free_data; a client that closes holding
   // addresses gets them freed (it is disconnected). One that neither frees nor closes is waited
   // for up to the timeout.
@@ -301,9 +316,12 @@ void Session::FreeAll() {
   changed_.notify_all();
 }
 
-// Count a session's failure once, whichever of its threads notices first.
+// Count a session's failure once, whichever of its threads notices first, naming the client
+// and what the session was doing.
 void Session::Failed(const std::string& why) {
-  if (!failed_.exchange(true)) state_->RecordError(why);
+  if (failed_.exchange(true)) return;
+  const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
+  state_->RecordError("client " + who + ": " + phase_ + ": " + why);
 }
 
 void Session::SendError(const std::string& text) {

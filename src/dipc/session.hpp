@@ -24,7 +24,7 @@ struct ServerState {
   std::unique_ptr<transport::Listener> listener;
   std::shared_ptr<transport::Region> region;  // the shared region; NULL for packed bodies
   std::unique_ptr<RegionAllocator> allocator;
-  Catalogue catalogue;
+  std::unique_ptr<Catalogue> catalogue;
   std::atomic<bool> stopping{false};
 
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
@@ -76,6 +76,7 @@ class Session final : public ipc::MessageSink {
 
   ServerState* state_;
   std::unique_ptr<transport::Connection> conn_;
+  const char* phase_ = "request";  // what the session was doing, for its errors
   bool send_metadata_ = true;
   bool send_bodies_ = true;
   uint32_t next_seq_ = 0;

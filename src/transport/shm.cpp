@@ -103,6 +103,11 @@ struct Mapping {
 class ShmConnection final : public Connection {
  public:
   ShmConnection(int fd, TransportLimits limits) : fd_(fd), limits_(limits) {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      peer_ = "pid " + std::to_string(cred.pid);
+    }
     reader_ = std::thread([this] { ReadLoop(); });
   }
 
@@ -134,6 +139,7 @@ class ShmConnection final : public Connection {
 
   /// The shared-memory scheme is ferry's own: both ends always speak its extensions.
   bool extensions() const override { return true; }
+  std::string peer() const override { return peer_; }
 
   Result<SharedBytes> Receive(std::chrono::milliseconds timeout) override {
     return inbox_.PopUntagged(timeout);
@@ -453,6 +459,7 @@ class ShmConnection final : public Connection {
   // and the sender waits (a slow client never makes memory grow without bound).
   static constexpr int64_t kInboxBytes = int64_t{256} << 20;
   const TransportLimits limits_;
+  std::string peer_;
   internal::Mailbox inbox_{kInboxBytes};
   std::deque<int> pending_fds_;  // reader thread only
   static constexpr size_t kStageBytes = 64 << 10;

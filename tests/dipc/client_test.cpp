@@ -194,7 +194,8 @@ TEST(ClientAgainstABadServer, AMissingSequenceNumberTimesOutByNumber) {
     SEND(SendMetadata(c, MetadataType::kEndOfStream, 3, {}));
   });
   EXPECT_THAT(ReadAll(server),
-              ::testing::HasSubstr("waiting for metadata message 1: the server sent nothing"));
+              ::testing::HasSubstr("metadata (message 1): the server sent nothing for 500 ms "
+                                   "(metadata message 1 never came; 2 later one(s) did)"));
 }
 
 TEST(ClientAgainstABadServer, ADuplicateSequenceNumberIsNamed) {

@@ -509,3 +509,47 @@ INSTANTIATE_TEST_SUITE_P(AllShapes, ServerClient, ::testing::Range<size_t>(0, Sh
 
 }  // namespace
 }  // namespace ferry::dipc
+
+namespace ferry::dipc {
+namespace {
+
+// With a token, the data plane honours only tickets the server issued: a dataset's name is
+// refused, an issued ticket reads it, an expired one is refused, and one server's ticket means
+// nothing to another.
+TEST(IssuedTickets, OnlyIssuedUnexpiredTicketsAreHonoured) {
+  ServerOptions options;
+  options.token = "s3cret";
+  options.ticket_ttl = std::chrono::seconds(60);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(2, 50));
+  server->Add("t", data.dataset);
+  ASSERT_RAISES_WITH(ENOENT, "no dataset named \"nope\"", server->IssueTicket("nope"));
+  ASSERT_RAISES_WITH(EIO, "unknown ticket", ConnectStream(server->uri("t"), "t"));
+  ASSERT_OK_AND_ASSIGN(std::string ticket, server->IssueTicket("t"));
+  EXPECT_EQ(ticket.size(), 32u);
+  EXPECT_EQ(ticket.find_first_not_of("0123456789abcdef"), std::string::npos);
+  ASSERT_OK_AND_ASSIGN(std::string other, server->IssueTicket("t"));
+  EXPECT_NE(ticket, other);
+  {
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), ticket));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    EXPECT_EQ(got, data.expected);
+  }
+  // Refused messages do not echo the secret whole.
+  Result<UniqueDeviceArrayStream> wrong = ConnectStream(server->uri("t"), ticket + "x");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message().find(ticket), std::string::npos) << wrong.status().message();
+
+  ASSERT_OK_AND_ASSIGN(std::string brief, server->IssueTicket("t", std::chrono::seconds(1)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_RAISES_WITH(EIO, "expired ticket", ConnectStream(server->uri("t"), brief));
+  ASSERT_RAISES_WITH(ENOENT, "unknown or expired", server->RefreshTicket(brief));
+  ASSERT_OK(server->RefreshTicket(other, std::chrono::seconds(120)));
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> another, Server::Start(options));
+  another->Add("t", data.dataset);
+  ASSERT_RAISES_WITH(EIO, "unknown ticket", ConnectStream(another->uri("t"), ticket));
+}
+
+}  // namespace
+}  // namespace ferry::dipc

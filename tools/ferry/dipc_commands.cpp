@@ -1,11 +1,18 @@
 // `ferry serve` and `ferry get`.
 #include "dipc_commands.hpp"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -23,9 +30,16 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int /*sig*/) { g_stop = 1; }
 
+// `ferry get --to`'s partial file, removed if a signal ends the process mid-stream.
+char g_partial[4096] = {};
+void OnGetSignal(int sig) {
+  if (g_partial[0] != '\0') unlink(g_partial);
+  _exit(128 + sig);
+}
+
 int Fail(const std::string& what, const Status& st) {
   std::fprintf(stderr, "ferry: %s: %s\n", what.c_str(), st.message().c_str());
-  return 1;
+  return 2;
 }
 
 // Bytes of a batch as the layout implies them (visible slice and offsets included).
@@ -42,7 +56,130 @@ int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
   return total;
 }
 
+// The token: the file's first line, else FERRY_TOKEN, else "".
+Result<std::string> ReadToken(const std::string& file) {
+  if (file.empty()) {
+    const char* env = std::getenv("FERRY_TOKEN");
+    return std::string(env != nullptr ? env : "");
+  }
+  std::ifstream in(file);
+  if (!in) return Status(errno, "cannot read the token file " + file + ": " + std::strerror(errno));
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) return Status::Invalid("the token file " + file + " is empty");
+  return token;
+}
+
+// Whether a UCX listen address ("host:port", empty for 127.0.0.1) is loopback only.
+bool ListensOnLoopbackOnly(const std::string& address) {
+  if (address.empty()) return true;
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) return true;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
+  bool loopback = found != nullptr;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      loopback &= (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      loopback &=
+          IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    } else {
+      loopback = false;
+    }
+  }
+  freeaddrinfo(found);
+  return loopback;
+}
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 }  // namespace
+
+CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Serve IPC files to clients over the Dissociated IPC protocol; prints each dataset's URI "
+      "and runs until interrupted (SIGINT or SIGTERM stop it within a second).");
+  cmd->add_option("datasets", o->datasets, "NAME=FILE (IPC stream or file), repeated")->required();
+  cmd->add_option("--transport", o->transport, "shm (one host) or ucx (TCP, any host)")
+      ->check(CLI::IsMember({"shm", "ucx"}))
+      ->capture_default_str();
+  cmd->add_option("--listen", o->listen,
+                  "Where to listen: a socket path or @name (shm), host:port (ucx); default: a "
+                  "fresh one (ucx: on 127.0.0.1)");
+  cmd->add_option("--body", o->body,
+                  "list: (address, length) pairs the client reads (type 1); packed: whole bodies "
+                  "(type 0)")
+      ->check(CLI::IsMember({"list", "packed"}))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s,
+                  "Seconds the server waits on a client (its request, its frees, each send)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-clients", o->max_clients, "The most clients served at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--token-file", o->token_file,
+                  "A file holding the token (else FERRY_TOKEN): with a token only tickets the "
+                  "server issued are honoured");
+  cmd->add_flag("--insecure", o->insecure,
+                "Listen beyond loopback without a token (anyone who reaches the port may read "
+                "every dataset, and over UCX the server's memory)");
+  cmd->add_flag("--print-ticket", o->print_ticket,
+                "Print an issued ticket after each URI (NAME URI TICKET), for scripts");
+  cmd->add_flag("-v,--verbose", o->verbose, "Log refused requests and client faults");
+  cmd->add_flag("--keep", o->keep,
+                "Write each dataset's bodies into memory of its own once, at start, and lend "
+                "them to every client without copying (needs --body list; memory: the "
+                "datasets' size)");
+  cmd->add_option("--region-mb", o->region_mb,
+                  "Shared region size: the most body memory in flight, all clients")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  return cmd;
+}
+
+CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
+  CLI::App* cmd = app.add_subcommand(
+      "get", "Read a dataset from a ferry server; progress on a terminal, a summary at the end.");
+  cmd->add_option("uri", o->uri, "The URI `ferry serve` printed (the metadata URI with --data)")
+      ->required();
+  cmd->add_option("--ticket", o->ticket, "The dataset's name, or the ticket the server issued")
+      ->required();
+  cmd->add_option("--data", o->data,
+                  "The split shape's data URI (`ferry serve` prints it on stderr): metadata "
+                  "and bodies from separate servers");
+  cmd->add_option("--to", o->to,
+                  "Write the batches to this IPC stream file (whole, or not at all: written "
+                  "beside it and renamed at the end)");
+  cmd->add_flag("--force", o->force, "Replace the --to file if it exists");
+  cmd->add_option("--device", o->device,
+                  "Where batches land: cpu, opencl:N, cuda:N, cuda_host:N, cuda_managed:N")
+      ->capture_default_str();
+  cmd->add_option("--validation", o->validation, "none, default or full")
+      ->check(CLI::IsMember({"none", "default", "full"}))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s,
+                  "Seconds the server may stay silent (a stopped server) before the read fails")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-bytes", o->max_batch_bytes,
+                  "The largest batch body the server may make this client allocate")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
+  return cmd;
+}
 
 Result<Device*> ParseDevice(const std::string& text) {
   const size_t colon = text.find(':');
@@ -69,7 +206,8 @@ int RunServe(const ServeOptions& o) {
   options.transport = o.transport;
   options.address = o.listen;
   options.region_bytes = o.region_mb << 20;
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  options.timeout = Millis(o.timeout_s);
+  options.max_clients = o.max_clients;
   if (o.verbose) {
     options.log = [](const std::string& line) {
       std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
@@ -79,6 +217,16 @@ int RunServe(const ServeOptions& o) {
     options.body_type = dipc::BodyType::kPacked;
   } else if (o.body != "list") {
     return Fail("--body", Status::Invalid("unknown body type \"" + o.body + "\" (list, packed)"));
+  }
+  Result<std::string> token = ReadToken(o.token_file);
+  if (!token.ok()) return Fail("--token-file", token.status());
+  options.token = *token;
+  if (o.transport == "ucx" && options.token.empty() && !o.insecure &&
+      !ListensOnLoopbackOnly(o.listen)) {
+    return Fail("--listen " + o.listen,
+                Status(EACCES,
+                       "a UCX listener beyond loopback needs a token (--token-file or "
+                       "FERRY_TOKEN), or --insecure"));
   }
   std::vector<std::pair<std::string, std::shared_ptr<dipc::Dataset>>> datasets;
   for (const std::string& spec : o.datasets) {
@@ -98,7 +246,17 @@ int RunServe(const ServeOptions& o) {
     } else {
       (*server)->Add(name, d);
     }
-    std::printf("%s %s\n", name.c_str(), (*server)->uri(name).ToString().c_str());
+    std::string line = name + " " + (*server)->uri(name).ToString();
+    if (o.print_ticket) {
+      std::string ticket = name;
+      if (!options.token.empty()) {
+        Result<std::string> issued = (*server)->IssueTicket(name);
+        if (!issued.ok()) return Fail(name, issued.status());
+        ticket = *issued;
+      }
+      line += " " + ticket;
+    }
+    std::printf("%s\n", line.c_str());
   }
   std::fflush(stdout);
   // stdout stays one "NAME URI" line per dataset, for scripts; the split shape (metadata and
@@ -129,9 +287,33 @@ int RunGet(const GetOptions& o) {
   if (!uri.ok()) return Fail(o.uri, uri.status());
   Result<Device*> device = ParseDevice(o.device);
   if (!device.ok()) return Fail("--device", device.status());
+  std::string partial;
+  if (!o.to.empty()) {
+    struct stat st {};
+    if (!o.force && stat(o.to.c_str(), &st) == 0) {
+      return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
+    }
+    const size_t slash = o.to.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : o.to.substr(0, slash + 1);
+    const std::string base = slash == std::string::npos ? o.to : o.to.substr(slash + 1);
+    partial = dir + "." + base + ".ferry-" + std::to_string(getpid()) + ".partial";
+    if (partial.size() >= sizeof(g_partial)) return Fail(o.to, Status::Invalid("path too long"));
+    std::memcpy(g_partial, partial.c_str(), partial.size() + 1);
+    std::signal(SIGINT, OnGetSignal);
+    std::signal(SIGTERM, OnGetSignal);
+  }
+  // Whatever ends the read early leaves no file behind.
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      if (!path.empty()) unlink(path.c_str());
+      g_partial[0] = '\0';
+    }
+  } cleanup{partial};
   dipc::ClientOptions options;
   options.device = *device;
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  options.timeout = Millis(o.timeout_s);
+  options.max_body_bytes = o.max_batch_bytes;
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
   const auto start = std::chrono::steady_clock::now();
@@ -150,8 +332,8 @@ int RunGet(const GetOptions& o) {
   if (const Status st = StreamGetSchema(s, schema.get()); !st.ok()) return Fail(o.uri, st);
   std::unique_ptr<ipc::FileSink> sink;
   std::optional<ipc::StreamWriter> writer;
-  if (!o.to.empty()) {
-    Result<std::unique_ptr<ipc::FileSink>> f = ipc::FileSink::Open(o.to);
+  if (!partial.empty()) {
+    Result<std::unique_ptr<ipc::FileSink>> f = ipc::FileSink::Open(partial);
     if (!f.ok()) return Fail(o.to, f.status());
     sink = std::move(*f);
     Result<ipc::StreamWriter> w = ipc::StreamWriter::Open(sink.get(), schema.get());
@@ -190,6 +372,11 @@ int RunGet(const GetOptions& o) {
     Status st = writer->Close();
     if (st.ok()) st = sink->Close();
     if (!st.ok()) return Fail(o.to, st);
+    if (std::rename(partial.c_str(), o.to.c_str()) != 0) {
+      return Fail(o.to, Status(errno, std::string("cannot rename the finished file into place: ") +
+                                          std::strerror(errno)));
+    }
+    cleanup.path.clear();
   }
   const double t = seconds();
   std::printf("%s: %lld batches, %lld rows, %lld bytes in %.3f s (%.1f MB/s) on %s%s%s\n",

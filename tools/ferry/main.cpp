@@ -66,62 +66,9 @@ int Run(int argc, char** argv) {
   convert_cmd->add_flag("--progress", ipc.progress, "Report batches and bytes written on stderr");
 
   ferry::cli::ServeOptions serve;
-  CLI::App* serve_cmd = app.add_subcommand(
-      "serve",
-      "Serve IPC files to clients over the Dissociated IPC protocol; prints each dataset's URI "
-      "and runs until interrupted.");
-  serve_cmd->add_option("datasets", serve.datasets, "NAME=FILE (IPC stream or file), repeated")
-      ->required();
-  serve_cmd->add_option("--transport", serve.transport, "shm (one host) or ucx (TCP, any host)")
-      ->check(CLI::IsMember({"shm", "ucx"}))
-      ->capture_default_str();
-  serve_cmd->add_option("--listen", serve.listen,
-                        "Where to listen: a socket path or @name (shm), host:port (ucx); "
-                        "default: a fresh one");
-  serve_cmd
-      ->add_option("--body", serve.body,
-                   "list: (offset, length) pairs into the shared region (type 1); packed: "
-                   "whole bodies (type 0)")
-      ->check(CLI::IsMember({"list", "packed"}))
-      ->capture_default_str();
-  serve_cmd
-      ->add_option("--timeout", serve.timeout_s,
-                   "Seconds the server waits on a client (its request, its frees, each send)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  serve_cmd->add_flag("-v,--verbose", serve.verbose, "Log refused requests and client faults");
-  serve_cmd->add_flag("--keep", serve.keep,
-                      "Write each dataset's bodies into shared memory once, at start, and lend "
-                      "them to every client without copying (needs --body list; memory: the "
-                      "datasets' size)");
-  serve_cmd
-      ->add_option("--region-mb", serve.region_mb,
-                   "Shared region size: the most body memory in flight, all clients")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
-      ->capture_default_str();
-
+  CLI::App* serve_cmd = ferry::cli::AddServeCommand(app, &serve);
   ferry::cli::GetOptions get;
-  CLI::App* get_cmd = app.add_subcommand(
-      "get", "Read a dataset from a ferry server; progress on a terminal, a summary at the end.");
-  get_cmd->add_option("uri", get.uri, "The URI `ferry serve` printed")->required();
-  get_cmd->add_option("--ticket", get.ticket, "The dataset's name")->required();
-  get_cmd->add_option("--data", get.data,
-                      "The data channel's URI (`ferry serve` prints it on stderr): metadata and "
-                      "bodies then travel on two connections");
-  get_cmd->add_option("--to", get.to, "Write the batches to this IPC stream file");
-  get_cmd
-      ->add_option("--device", get.device,
-                   "Where batches land: cpu, opencl:N, cuda:N, cuda_host:N, cuda_managed:N")
-      ->capture_default_str();
-  get_cmd->add_option("--validation", get.validation, "none, default or full")
-      ->check(CLI::IsMember({"none", "default", "full"}))
-      ->capture_default_str();
-  get_cmd->add_flag("!--no-progress", get.progress, "Do not draw the progress bar");
-  get_cmd
-      ->add_option("--timeout", get.timeout_s,
-                   "Seconds the server may stay silent (a stopped server) before the read fails")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  CLI::App* get_cmd = ferry::cli::AddGetCommand(app, &get);
 
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version");
 

@@ -43,6 +43,12 @@ struct FERRY_EXPORT ServerOptions {
   uint64_t free_data_tag = kDefaultFreeDataTag;
   /// How bodies are written (compression, alignment).
   ipc::WriteOptions write;
+  /// A secret that authenticates clients of the control plane (Flight); empty for none. With a
+  /// token, the data plane honours only tickets the server issued (IssueTicket): unguessable,
+  /// bound to one dataset, expiring. Without one, a ticket is a dataset's name.
+  std::string token;
+  /// How long an issued ticket stays valid.
+  std::chrono::seconds ticket_ttl{600};
   /// Where the server tells what it tolerated or refused (an unknown address in free_data, an
   /// unknown ticket), one line each, from any thread. Unset: nowhere.
   std::function<void(const std::string&)> log;
@@ -89,6 +95,14 @@ class FERRY_EXPORT Server {
   /// remote_handle) from the other.
   virtual Uri metadata_uri(const std::string& name = "") const = 0;
   virtual Uri data_uri(const std::string& name = "") const = 0;
+  /// A ticket for dataset `name`: 128 random bits (32 hex digits), valid for `ttl` (0: the
+  /// options' ticket_ttl) on every URI of the dataset. ENOENT for an unknown name.
+  virtual Result<std::string> IssueTicket(const std::string& name,
+                                          std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
+  /// Extend an issued ticket by `ttl` (0: ticket_ttl) from now. ENOENT if it is unknown or
+  /// expired.
+  [[nodiscard]] virtual Status RefreshTicket(const std::string& ticket,
+                                             std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
   virtual ServerStats stats() const = 0;
   /// The last session error, for logs ("" when none).
   virtual std::string last_error() const = 0;

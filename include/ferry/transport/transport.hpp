@@ -87,6 +87,8 @@ class FERRY_EXPORT Connection {
   /// Whether both ends agreed to ferry's extensions (error texts, fast paths). A connection
   /// from or to an implementation of the bare protocol says false.
   virtual bool extensions() const { return false; }
+  /// Who is at the other end, for messages: "host:port" (UCX), "pid N" (shared memory), or "".
+  virtual std::string peer() const { return {}; }
 
   /// Server side: make `region` readable by the peer (shared memory passes its descriptor; UCX
   /// sends the packed rkey), before the first pair that points into it. ENOTSUP by default.

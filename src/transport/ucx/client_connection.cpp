@@ -41,6 +41,7 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
                         Context::Make(!options.remote_handle.empty()));
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
   std::unique_ptr<ClientConnection> conn(new ClientConnection(std::move(worker), options));
+  conn->peer_ = address;
   FERRY_RETURN_NOT_OK(conn->StartWorker());
   ClientConnection* self = conn.get();
   Status made;

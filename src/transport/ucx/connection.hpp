@@ -58,6 +58,7 @@ class UcxConnection : public Connection {
   void Close() override;
   void Abort() override;
   bool extensions() const override { return extensions_.load(); }
+  std::string peer() const override { return peer_; }
   /// Regions travel in the URI (remote_handle), never in-band: sharing one only keeps it alive
   /// while this connection may be read from.
   Status ShareRegion(const std::shared_ptr<Region>& region) override;
@@ -105,6 +106,7 @@ class UcxConnection : public Connection {
 
   std::unique_ptr<Worker> worker_;
   const TransportLimits limits_;
+  std::string peer_;  // set once, before the connection is handed out
   internal::Mailbox inbox_;
   std::atomic<bool> extensions_{false};
   std::atomic<int> landing_{0};  // receives in flight (tagged and rendezvous Active Messages)

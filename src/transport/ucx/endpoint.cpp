@@ -3,6 +3,9 @@
 
 #include "transport/ucx/endpoint.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cerrno>
 
 #include "transport/ucx/context.hpp"
@@ -122,6 +125,27 @@ Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
   return Create(worker, params, ECONNREFUSED, "cannot create an endpoint to the peer's worker");
+}
+
+std::string RemoteAddress(ucp_ep_h ep) {
+  ucp_ep_attr_t attr{};
+  attr.field_mask = UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
+  if (ucp_ep_query(ep, &attr) != UCS_OK) return {};
+  char host[INET6_ADDRSTRLEN] = {};
+  uint16_t port = 0;
+  if (attr.remote_sockaddr.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(attr.remote_sockaddr);
+    inet_ntop(AF_INET, &in.sin_addr, host, sizeof(host));
+    port = ntohs(in.sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  if (attr.remote_sockaddr.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(attr.remote_sockaddr);
+    inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
+    port = ntohs(in6.sin6_port);
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+  }
+  return {};
 }
 
 void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,

@@ -58,6 +58,9 @@ Result<ucp_ep_h> AcceptRequest(ucp_worker_h worker, ucp_conn_request_h request,
 /// watches it.
 Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address);
 
+/// The address at the other end of `ep` ("host:port"), or "" when UCX cannot say.
+std::string RemoteAddress(ucp_ep_h ep);
+
 /// Send `pieces` as Active Message `id` with no header. Reports to `pending`.
 void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,
                        Pending* pending);

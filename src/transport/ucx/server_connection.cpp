@@ -20,6 +20,7 @@ Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_p
         AcceptRequest(self->worker_->handle(), request, &UcxConnection::OnEndpointError, self);
     if (ep.ok()) {
       self->ep_ = *ep;
+      self->peer_ = RemoteAddress(*ep);
     } else {
       accepted = ep.status();
     }

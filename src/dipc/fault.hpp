@@ -1,0 +1,13 @@
+// Internal to the dipc layer: fault injection for the fault suite (tests/faults).
+#pragma once
+
+namespace ferry::dipc::internal {
+
+/// A point where the fault suite can stop a process. With FERRY_FAULT_PAUSE=ROLE:PHASE[:N] in
+/// the environment (ROLE server or client; PHASE want_data, metadata, body or free), the N-th
+/// time (1 by default) this process reaches that point it prints `ferry-fault: paused at ROLE
+/// PHASE` on stderr and sleeps (at most ten minutes), so the test can kill it, stop it or close
+/// it right there. Without the variable it costs one comparison.
+void FaultPoint(const char* role, const char* phase);
+
+}  // namespace ferry::dipc::internal
