@@ -44,7 +44,8 @@ int64_t LoadWidth(const uint8_t* p, int width) {
   return v;
 }
 
-// Gather every read into one staging buffer behind one wait (zero waits for host memory).
+// Read every value with one device-to-host copy and one wait (none for host memory): the values
+// are first gathered on the device into one scratch block, which is then copied to the host.
 Status ReadValues(Device& device, const std::vector<Read>& reads, void* stream,
                   int64_t* round_trips) {
   if (reads.empty()) return Status::OK();
@@ -52,13 +53,27 @@ Status ReadValues(Device& device, const std::vector<Read>& reads, void* stream,
     for (const Read& r : reads) *r.out = LoadWidth(r.ptr, r.width);
     return Status::OK();
   }
-  std::vector<uint8_t> staging(reads.size() * 8);
-  for (size_t i = 0; i < reads.size(); ++i) {
-    FERRY_RETURN_NOT_OK(CopyBytes(device, reads[i].ptr, *CpuDevice(), staging.data() + i * 8,
-                                  reads[i].width, stream));
+  const auto n = static_cast<int64_t>(reads.size());
+  std::vector<uint8_t> staging(static_cast<size_t>(n) * 8);
+  void* scratch = nullptr;
+  Status st;
+  if (n == 1) {
+    st = CopyBytes(device, reads[0].ptr, *CpuDevice(), staging.data(), reads[0].width, stream);
+  } else {
+    FERRY_ASSIGN_OR_RAISE(scratch, device.Allocate(n * 8, stream));
+    auto* gather = static_cast<uint8_t*>(scratch);
+    for (int64_t i = 0; i < n && st.ok(); ++i) {
+      const Read& r = reads[static_cast<size_t>(i)];
+      st = CopyBytes(device, r.ptr, device, gather + i * 8, r.width, stream);
+    }
+    if (st.ok()) st = CopyBytes(device, gather, *CpuDevice(), staging.data(), n * 8, stream);
   }
-  FERRY_RETURN_NOT_OK(device.SynchronizeEvent(nullptr, stream));
-  *round_trips += 1;
+  if (st.ok()) {
+    st = device.SynchronizeEvent(nullptr, stream);
+    *round_trips += 1;
+  }
+  if (scratch != nullptr) device.Free(scratch, n * 8);
+  FERRY_RETURN_NOT_OK(st);
   for (size_t i = 0; i < reads.size(); ++i) {
     *reads[i].out = LoadWidth(staging.data() + i * 8, reads[i].width);
   }
@@ -470,6 +485,13 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
   }
   owner->host.assign(static_cast<size_t>(host_size + raw_size + temp_size), 0);
   uint8_t* host = owner->host.data();
+  // Host memory to a device with a staging pool (CUDA): the whole tree is packed into pinned
+  // memory in the destination's layout and moved with one copy.
+  internal::StagingBuffer pack;
+  if (src.host_accessible() && !dst_host && block_size > 0) {
+    Result<internal::StagingBuffer> staging = internal::AcquireStaging(dst, block_size);
+    if (staging.ok()) pack = *staging;
+  }
   int64_t raw_pos = host_size;
   bool staged = false;
   bool pending = false;  // device work queued since the last wait
@@ -484,6 +506,8 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
         raw_pos += Align64(p.src_bytes);
         staged = true;
       }
+    } else if (p.op == Op::kCopy && p.dst_bytes > 0 && pack.data != nullptr) {
+      std::memcpy(pack.data + p.dst_pos, p.src, static_cast<size_t>(p.dst_bytes));
     } else if (p.op == Op::kCopy && p.dst_bytes > 0) {
       FERRY_RETURN_NOT_OK(CopyBytes(src, p.src, dst, block + p.dst_pos, p.dst_bytes, stream));
       pending = true;
@@ -499,7 +523,9 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
   int64_t temp_pos = host_size + raw_size;
   for (Piece& p : pieces) {
     if (p.op != Op::kShiftBits && p.op != Op::kRebase && p.op != Op::kZeroOffset) continue;
-    uint8_t* out = dst_host ? block + p.dst_pos : host + temp_pos;
+    uint8_t* out = dst_host               ? block + p.dst_pos
+                   : pack.data != nullptr ? pack.data + p.dst_pos
+                                          : host + temp_pos;
     if (p.op == Op::kShiftBits) {
       ShiftBits(p.raw, p.arg, p.nbits, out);
     } else if (p.op == Op::kRebase) {
@@ -511,12 +537,19 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
     } else {
       std::memset(out, 0, static_cast<size_t>(p.dst_bytes));
     }
-    if (!dst_host) {
+    if (!dst_host && pack.data == nullptr) {
       FERRY_RETURN_NOT_OK(
           CopyBytes(*CpuDevice(), out, dst, block + p.dst_pos, p.dst_bytes, stream));
       temp_pos += Align64(p.dst_bytes);
       pending = true;
     }
+  }
+  if (pack.data != nullptr) {
+    Status st = CopyBytes(*CpuDevice(), pack.data, dst, block, block_size, stream);
+    Status released = internal::ReleaseStaging(dst, pack, st.ok() ? stream : nullptr);
+    FERRY_RETURN_NOT_OK(st);
+    FERRY_RETURN_NOT_OK(released);
+    pending = true;
   }
 
   // A CPU result must be complete before the host sees it (CPU arrays carry no event).

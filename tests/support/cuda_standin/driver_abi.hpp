@@ -80,4 +80,4 @@ constexpr int kDevAttrMemoryPoolsSupported = 115;
 
 }  // namespace standin
 
-#include "cuda_standin/entry_points.inc"
+#include "entry_points.inc"
