@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -495,13 +497,21 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
   int64_t raw_pos = host_size;
   bool staged = false;
   bool pending = false;  // device work queued since the last wait
+  // Device sources are gathered on the device first, so one copy brings them all to the host.
+  void* gather = nullptr;
+  if (raw_size > 0) {
+    FERRY_ASSIGN_OR_RAISE(gather, src.Allocate(raw_size, stream));
+  }
+  // Freed after the wait below, or in stream order if a copy fails before it.
+  std::unique_ptr<void, std::function<void(void*)>> gather_owner(
+      gather, [&src, raw_size](void* g) { src.Free(g, raw_size); });
   for (Piece& p : pieces) {
     if (p.op == Op::kShiftBits || p.op == Op::kRebase) {
       if (src.host_accessible()) {
         p.raw = p.src;
       } else {
-        FERRY_RETURN_NOT_OK(
-            CopyBytes(src, p.src, *CpuDevice(), host + raw_pos, p.src_bytes, stream));
+        auto* to = static_cast<uint8_t*>(gather) + (raw_pos - host_size);
+        FERRY_RETURN_NOT_OK(CopyBytes(src, p.src, src, to, p.src_bytes, stream));
         p.raw = host + raw_pos;
         raw_pos += Align64(p.src_bytes);
         staged = true;
@@ -516,6 +526,7 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
     }
   }
   if (staged) {
+    FERRY_RETURN_NOT_OK(CopyBytes(src, gather, *CpuDevice(), host + host_size, raw_size, stream));
     FERRY_RETURN_NOT_OK(src.SynchronizeEvent(nullptr, stream));
     round_trips_ += 1;
     pending = false;

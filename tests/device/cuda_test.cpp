@@ -2,6 +2,7 @@
 // allocations, and a gated stream proves that the ...Async calls return before their work has
 // run. Values are checked against hand-written JSON after a copy back to the CPU; on a GPU the
 // values are checked and the counts skipped.
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -169,6 +170,10 @@ TEST(CudaSizes, ASlicedCopyNeedsOneCopyAndOneWaitPerLevel) {
     // bitmaps staged to be re-based and shifted, which the data copies queued before it share.
     // The array's event is waited on by the stream, not the host.
     EXPECT_EQ(c.synchronizations, 3 + 1);
+    // One batched read per level, one gathered copy of what is re-based or shifted on the host
+    // (three offset buffers, the root's bitmap), and the one buffer copied as it is: the strings'
+    // bytes (hand-counted from the JSON: no other buffer survives the slice unchanged).
+    EXPECT_EQ(c.copies_d2h, 3 + 1 + 1);
     EXPECT_EQ(c.implicit_synchronizations, 0);
     EXPECT_EQ(c.pageable_copies, 0);
   }
@@ -219,6 +224,52 @@ TEST(CudaCopy, ReleasingACopyBeforeItRanIsSafe) {
   }
   ASSERT_OK(gpu->SynchronizeEvent(nullptr, stream.arg()));
   EXPECT_EQ(delta.Get().stream_errors, 0);
+}
+
+// -- The stand-in is stricter than a GPU where that finds bugs ------------------------------------
+
+TEST(CudaStandin, AHostReadOfDeviceMemoryCrashes) {
+  RESOLVE_GPU_OR_SKIP(gpu);
+  FERRY_STANDIN_OR_SKIP(standin);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ASSERT_OK_AND_ASSIGN(void* p, gpu->Allocate(64, nullptr));
+  EXPECT_DEATH(
+      {
+        volatile const uint8_t* byte = static_cast<const uint8_t*>(p);
+        std::printf("%d\n", *byte);
+      },
+      "");
+  gpu->Free(p, 64);
+  // Pinned and managed memory are host memory.
+  for (ArrowDeviceType t : {ARROW_DEVICE_CUDA_HOST, ARROW_DEVICE_CUDA_MANAGED}) {
+    ASSERT_OK_AND_ASSIGN(Device * host_readable, ResolveDevice(t, 0));
+    ASSERT_OK_AND_ASSIGN(void* q, host_readable->Allocate(64, nullptr));
+    std::memset(q, 7, 64);
+    EXPECT_EQ(static_cast<const uint8_t*>(q)[63], 7);
+    host_readable->Free(q, 64);
+  }
+}
+
+TEST(CudaStandin, ACopyIntoFreedMemoryFailsTheStream) {
+  RESOLVE_GPU_OR_SKIP(gpu);
+  (void)gpu;  // the raw driver works on GPU 0 itself
+  FERRY_STANDIN_OR_SKIP(standin);
+  testing::RawStream stream;
+  testing::RawContext ctx;
+  const testing::RawCuda* cu = testing::GetRawCuda();
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cu->cuMemAllocAsync(&p, 64, stream.get()), 0);
+  void* pinned = nullptr;  // pinned, so the copy is queued rather than staged after a drain
+  ASSERT_EQ(cu->cuMemAllocHost_v2(&pinned, 64), 0);
+  testing::StandinDelta delta;
+  {
+    testing::StreamGate gate(stream.get());
+    ASSERT_EQ(cu->cuMemcpyAsync(p, reinterpret_cast<CUdeviceptr>(pinned), 64, stream.get()), 0);
+    ASSERT_EQ(cu->cuMemFree_v2(p), 0);  // stream-ordered memory: cuMemFree does not wait
+  }
+  EXPECT_EQ(cu->cuStreamSynchronize(stream.get()), 700);  // CUDA_ERROR_ILLEGAL_ADDRESS
+  EXPECT_EQ(delta.Get().stream_errors, 1);
+  cu->cuMemFreeHost(pinned);
 }
 
 // -- Events ---------------------------------------------------------------------------------------
