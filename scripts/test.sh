@@ -16,8 +16,10 @@ done
 
 bash scripts/setup.sh
 jobs=$(nproc)
-# setup.sh installs PoCL, so the OpenCL conformance runs here rather than skipping.
-export FERRY_REQUIRE_DEVICES="${FERRY_REQUIRE_DEVICES:-GUARDED,OPENCL0}"
+# setup.sh installs PoCL, so the OpenCL conformance runs here rather than skipping; the CUDA suites
+# run on the stand-in driver (tests/support/cuda_standin), so no CUDA case may skip either.
+export FERRY_REQUIRE_DEVICES="${FERRY_REQUIRE_DEVICES:-GUARDED,OPENCL0,CUDA0,CUDA_HOST0,CUDA_MANAGED0}"
+standin="$PWD/build/test/tests/support/cuda_standin/libferry_cuda_standin.so"
 
 echo "== build (warnings are errors)"
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_WERROR=ON >/dev/null
@@ -30,7 +32,9 @@ echo "== Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation -C cmake.define.FERRY_WERROR=ON ./python
 
 echo "== Python suite (pytest)"
-FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" .venv/bin/python -m pytest -q python/tests
+FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
+FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
+  .venv/bin/python -m pytest -q python/tests
 
 echo "== Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \

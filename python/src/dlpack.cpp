@@ -77,15 +77,56 @@ memview::MemoryView HostCopy(const memview::MemoryView& v) {
 
 memview::MemoryView ViewFromDLPack(nb::handle obj) {
   if (PyCapsule_CheckExact(obj.ptr())) return FromCapsule(obj);
+  // DLPack: the consumer names the stream it will read on, and the producer makes its data ready
+  // there. ferry reads on the GPU's internal stream; an event recorded on it after the call marks
+  // the data ready, and becomes the view's sync event.
+  Device* device = nullptr;
+  void* internal = nullptr;
+  nb::object stream = nb::none();
+  if (nb::hasattr(obj, "__dlpack_device__")) {
+    nb::tuple where = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
+    const int type = nb::cast<int>(where[0]);
+    if (type == kDLCUDA || type == kDLCUDAHost || type == kDLCUDAManaged) {
+      Result<Device*> gpu = ResolveDevice(ARROW_DEVICE_CUDA, nb::cast<int64_t>(where[1]));
+      if (gpu.ok()) {
+        device = *gpu;
+        internal = Unwrap((*gpu)->InternalStream());
+        stream = nb::int_(reinterpret_cast<uintptr_t>(*static_cast<void**>(internal)));
+      }
+    }
+  }
   nb::object capsule;
+  bool named_stream = !stream.is_none();
   try {
     capsule = obj.attr("__dlpack__")(
+        nb::arg("stream") = stream,
         nb::arg("max_version") = nb::make_tuple(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION));
   } catch (nb::python_error& e) {
     if (!e.matches(PyExc_TypeError)) throw;
-    capsule = obj.attr("__dlpack__")();  // a producer from before DLPack 1.0: legacy capsule
+    // A producer from before DLPack 1.0: no max_version (a legacy capsule).
+    try {
+      capsule = obj.attr("__dlpack__")(nb::arg("stream") = stream);
+    } catch (nb::python_error& e2) {
+      if (!e2.matches(PyExc_TypeError)) throw;
+      capsule = obj.attr("__dlpack__")();  // no stream either: it assumed the legacy stream
+      named_stream = false;
+    }
   }
-  return FromCapsule(capsule);
+  memview::MemoryView view = FromCapsule(capsule);
+  if (device == nullptr) return view;
+  void* legacy = reinterpret_cast<void*>(uintptr_t{1});
+  Result<std::shared_ptr<void>> event = [&] {
+    nb::gil_scoped_release release;
+    return device->RecordEvent(named_stream ? internal : &legacy);
+  }();
+  struct Owner {
+    std::shared_ptr<const void> tensor;
+    std::shared_ptr<void> event;
+  };
+  auto both = std::make_shared<Owner>(Owner{view.owner, Unwrap(std::move(event))});
+  view.sync_event = both->event.get();
+  view.owner = std::move(both);
+  return view;
 }
 
 nb::tuple DLPackDevice(const PyMemoryView& mv) {
@@ -111,31 +152,32 @@ nb::object ExportDLPack(const PyMemoryView& mv, nb::handle stream, nb::handle ma
     }
   }
   bool do_copy = !copy.is_none() && nb::cast<bool>(copy);
-  // Stream rules: None on the CPU; on CUDA an int (1 legacy default, 2 per-thread default,
-  // -1 no synchronisation), never 0. The consumer's stream waits on the view's event.
+  // Stream rules of the DLPack Python specification. CUDA memory: None is the legacy default
+  // stream, 1 the legacy and 2 the per-thread default stream, a larger integer a stream handle,
+  // -1 "do not synchronize", 0 is refused. Other devices: None (or -1). The consumer's stream
+  // waits on the view's event; the host never waits, except for None on host-readable CUDA
+  // memory (pinned, managed), which a CPU consumer may read at once.
+  const bool cuda = v.device_type == ARROW_DEVICE_CUDA || v.device_type == ARROW_DEVICE_CUDA_HOST ||
+                    v.device_type == ARROW_DEVICE_CUDA_MANAGED;
+  int64_t s = 0;
   if (!stream.is_none()) {
-    int64_t s = nb::cast<int64_t>(stream);
-    if (v.device_type == ARROW_DEVICE_CPU && s != -1) {
-      Raise(PyExc_ValueError, "__dlpack__: stream must be None for CPU memory");
+    s = nb::cast<int64_t>(stream);
+    if (!cuda && s != -1) {
+      Raise(PyExc_ValueError, std::string("__dlpack__: stream must be None for ") +
+                                  DeviceTypeName(v.device_type) + " memory");
     }
     if (s == 0)
       Raise(PyExc_ValueError, "__dlpack__: stream 0 is ambiguous and not allowed; use 1 or 2");
-    if (s != -1 && v.sync_event != nullptr) {
-      void* handle = reinterpret_cast<void*>(static_cast<intptr_t>(s));
-      Device& device = DeviceOf(v.device_type, v.device_id);
-      Status st;
-      {
-        nb::gil_scoped_release release;
-        st = device.SynchronizeEvent(v.sync_event, &handle);
-      }
-      Check(st);
-    }
-  } else if (v.sync_event != nullptr) {
+    if (s < -1) Raise(PyExc_ValueError, "__dlpack__: stream " + std::to_string(s) + " is invalid");
+  }
+  if (v.sync_event != nullptr && s != -1) {
     Device& device = DeviceOf(v.device_type, v.device_id);
+    const bool host_waits = stream.is_none() && v.device_type != ARROW_DEVICE_CUDA;
+    void* handle = reinterpret_cast<void*>(static_cast<intptr_t>(stream.is_none() ? 1 : s));
     Status st;
     {
       nb::gil_scoped_release release;
-      st = device.SynchronizeEvent(v.sync_event, nullptr);
+      st = device.SynchronizeEvent(v.sync_event, host_waits ? nullptr : &handle);
     }
     Check(st);
   }

@@ -102,7 +102,12 @@ MemoryView FromCudaArrayInterface(nb::handle obj, std::optional<int64_t>* stream
     device_id = nb::cast<int64_t>(dev[1]);
   }
   *stream = cai.stream;
-  return Unwrap(memview::FromCudaArrayInterface(cai, PyOwner(obj), device_id));
+  std::shared_ptr<const void> owner = PyOwner(obj);
+  Result<MemoryView> view = [&] {
+    nb::gil_scoped_release release;  // may record an event on the producer's stream
+    return memview::FromCudaArrayInterface(cai, std::move(owner), device_id);
+  }();
+  return Unwrap(std::move(view));
 }
 
 int64_t Extent(const MemoryView& v) {
@@ -226,7 +231,11 @@ nb::dict CudaArrayInterfaceOf(const PyMemoryView& mv) {
     Raise(PyExc_AttributeError, std::string("__cuda_array_interface__: the memory is on ") +
                                     DeviceTypeName(mv.view.device_type) + ", not CUDA");
   }
-  memview::CudaArrayInterface cai = Unwrap(memview::ToCudaArrayInterface(mv.view));
+  Result<memview::CudaArrayInterface> made = [&] {
+    nb::gil_scoped_release release;  // may queue a stream wait on the view's event
+    return memview::ToCudaArrayInterface(mv.view);
+  }();
+  memview::CudaArrayInterface cai = Unwrap(std::move(made));
   nb::dict d;
   nb::list shape;
   for (int64_t s : cai.shape) shape.append(s);
@@ -243,7 +252,13 @@ nb::dict CudaArrayInterfaceOf(const PyMemoryView& mv) {
   }
   d["descr"] = nb::make_tuple(nb::make_tuple("", cai.typestr));
   d["mask"] = nb::none();
-  if (mv.stream) d["stream"] = *mv.stream;
+  // Protocol v3: the stream the data is ready on. A view with an event names the stream made to
+  // wait on it; a view without one (an imported interface's own stream aside) needs none.
+  if (cai.stream) {
+    d["stream"] = *cai.stream;
+  } else if (mv.stream) {
+    d["stream"] = *mv.stream;
+  }
   return d;
 }
 

@@ -225,7 +225,10 @@ def array_from_json(pa_type, values):
 # -- The device layer (docs/device.md) ------------------------------------------------------------
 
 ARROW_DEVICE_CPU = 1
+ARROW_DEVICE_CUDA = 2
+ARROW_DEVICE_CUDA_HOST = 3
 ARROW_DEVICE_EXT_DEV = 12
+ARROW_DEVICE_CUDA_MANAGED = 13
 
 
 class ArrowDeviceArray(ctypes.Structure):

@@ -1,8 +1,5 @@
 // CUDA devices (CUDA, CUDA_HOST, CUDA_MANAGED per GPU ordinal) over the driver API, loaded with
 // dlopen. Contexts are the GPUs' primary contexts, retained on first use of an ordinal.
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -10,101 +7,10 @@
 #include <vector>
 
 #include "device/cuda_driver.hpp"
+#include "device/cuda_gpu.hpp"
 #include "device/device_internal.hpp"
 
 namespace ferry::internal {
-
-namespace cuda {
-
-namespace {
-
-template <typename F>
-bool Bind(void* lib, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(lib, name));
-  return *out != nullptr;
-}
-
-struct Loaded {
-  Driver driver{};
-  Status status;
-};
-
-Loaded LoadDriver() {
-  Loaded out;
-  const char* path = std::getenv("FERRY_CUDA_DRIVER");
-  if (path == nullptr || *path == '\0') path = "libcuda.so.1";
-  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    out.status = Status::NotFound(std::string("no CUDA driver: dlopen(") + path +
-                                  ") failed: " + (why ? why : "unknown error"));
-    return out;
-  }
-  Driver& d = out.driver;
-  const char* missing = nullptr;
-  auto need = [&](const char* name, auto* fn) {
-    if (!Bind(lib, name, fn) && missing == nullptr) missing = name;
-  };
-  need("cuInit", &d.Init);
-  need("cuDriverGetVersion", &d.DriverGetVersion);
-  need("cuDeviceGetCount", &d.DeviceGetCount);
-  need("cuDeviceGet", &d.DeviceGet);
-  need("cuDeviceGetName", &d.DeviceGetName);
-  need("cuDeviceGetAttribute", &d.DeviceGetAttribute);
-  need("cuDevicePrimaryCtxRetain", &d.DevicePrimaryCtxRetain);
-  need("cuDevicePrimaryCtxRelease_v2", &d.DevicePrimaryCtxRelease);
-  need("cuCtxPushCurrent_v2", &d.CtxPushCurrent);
-  need("cuCtxPopCurrent_v2", &d.CtxPopCurrent);
-  need("cuGetErrorName", &d.GetErrorName);
-  need("cuGetErrorString", &d.GetErrorString);
-  need("cuMemAlloc_v2", &d.MemAlloc);
-  need("cuMemFree_v2", &d.MemFree);
-  need("cuMemAllocHost_v2", &d.MemAllocHost);
-  need("cuMemFreeHost", &d.MemFreeHost);
-  need("cuMemAllocManaged", &d.MemAllocManaged);
-  need("cuMemcpy", &d.Memcpy);
-  need("cuMemcpyAsync", &d.MemcpyAsync);
-  need("cuMemcpyPeerAsync", &d.MemcpyPeerAsync);
-  need("cuStreamCreate", &d.StreamCreate);
-  need("cuStreamDestroy_v2", &d.StreamDestroy);
-  need("cuStreamSynchronize", &d.StreamSynchronize);
-  need("cuStreamWaitEvent", &d.StreamWaitEvent);
-  need("cuEventCreate", &d.EventCreate);
-  need("cuEventDestroy_v2", &d.EventDestroy);
-  need("cuEventRecord", &d.EventRecord);
-  need("cuEventSynchronize", &d.EventSynchronize);
-  need("cuPointerGetAttribute", &d.PointerGetAttribute);
-  Bind(lib, "cuMemAllocAsync", &d.MemAllocAsync);  // optional (driver 11.2+)
-  if (missing != nullptr) {
-    out.status = Status::NotFound(std::string("the CUDA driver at ") + path + " lacks " + missing);
-    return out;
-  }
-  CUresult rc = d.Init(0);
-  if (rc != kSuccess)
-    out.status = Error(d, rc, "cuInit").WithContext("CUDA driver found but unusable");
-  if (!out.status.ok()) out.status = Status::NotFound(out.status.message());
-  return out;
-}
-
-}  // namespace
-
-Result<const Driver*> GetDriver() {
-  static const Loaded loaded = LoadDriver();
-  if (!loaded.status.ok()) return loaded.status;
-  return &loaded.driver;
-}
-
-Status Error(const Driver& d, CUresult code, const char* call) {
-  const char* name = nullptr;
-  const char* text = nullptr;
-  if (d.GetErrorName == nullptr || d.GetErrorName(code, &name) != kSuccess) name = nullptr;
-  if (d.GetErrorString == nullptr || d.GetErrorString(code, &text) != kSuccess) text = nullptr;
-  return Status::IOError(std::string("cu") + call + ": " +
-                         (name ? name : ("CUresult " + std::to_string(code)).c_str()) +
-                         (text ? std::string(" (") + text + ")" : std::string()));
-}
-
-}  // namespace cuda
 
 namespace {
 
@@ -114,97 +20,11 @@ using cuda::CUevent;
 using cuda::CUresult;
 using cuda::CUstream;
 using cuda::Driver;
+using cuda::Gpu;
+using cuda::ScopedContext;
+using cuda::StagingBlock;
 
 CUdeviceptr Ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
-
-// One GPU ordinal: its primary context (retained on first use) and ferry's internal stream.
-class Gpu {
- public:
-  Gpu(const Driver& d, int ordinal) : d_(d), ordinal_(ordinal) {}
-  ~Gpu() {
-    // Symmetric with the retain in Context(); runs at exit for ordinals that were used.
-    if (ctx_ != nullptr) {
-      if (stream_ != nullptr) {
-        d_.CtxPushCurrent(ctx_);
-        d_.StreamDestroy(stream_);
-        CUcontext ignored = nullptr;
-        d_.CtxPopCurrent(&ignored);
-      }
-      d_.DevicePrimaryCtxRelease(device_);
-    }
-  }
-
-  Result<CUcontext> Context() {
-    std::call_once(once_, [&] { init_ = Init(); });
-    if (!init_.ok()) return init_;
-    return ctx_;
-  }
-  Result<void*> InternalStream() {
-    FERRY_RETURN_NOT_OK(Context().status());
-    return static_cast<void*>(&stream_);
-  }
-  bool unified_addressing() const { return unified_; }
-  bool memory_pools() const { return pools_; }
-  int ordinal() const { return ordinal_; }
-  const Driver& driver() const { return d_; }
-
- private:
-  Status Init() {
-    FERRY_CUDA_CALL(d_, DeviceGet(&device_, ordinal_));
-    FERRY_CUDA_CALL(d_, DevicePrimaryCtxRetain(&ctx_, device_));
-    int value = 0;
-    if (d_.DeviceGetAttribute(&value, cuda::kDeviceAttributeUnifiedAddressing, device_) ==
-        cuda::kSuccess) {
-      unified_ = value != 0;
-    }
-    value = 0;
-    if (d_.MemAllocAsync != nullptr &&
-        d_.DeviceGetAttribute(&value, cuda::kDeviceAttributeMemoryPoolsSupported, device_) ==
-            cuda::kSuccess) {
-      pools_ = value != 0;
-    }
-    FERRY_CUDA_CALL(d_, CtxPushCurrent(ctx_));
-    CUresult rc = d_.StreamCreate(&stream_, cuda::kStreamNonBlocking);
-    CUcontext ignored = nullptr;
-    d_.CtxPopCurrent(&ignored);
-    if (rc != cuda::kSuccess) return cuda::Error(d_, rc, "StreamCreate");
-    return Status::OK();
-  }
-
-  const Driver& d_;
-  int ordinal_;
-  std::once_flag once_;
-  Status init_;
-  int device_ = 0;
-  CUcontext ctx_ = nullptr;
-  CUstream stream_ = nullptr;
-  bool unified_ = false;
-  bool pools_ = false;
-};
-
-// Makes a GPU's context current for the scope of one call.
-class ScopedContext {
- public:
-  explicit ScopedContext(const Driver& d) : d_(d) {}
-  Status Push(Gpu& gpu) {
-    FERRY_ASSIGN_OR_RAISE(CUcontext ctx, gpu.Context());
-    FERRY_CUDA_CALL(d_, CtxPushCurrent(ctx));
-    pushed_ = true;
-    return Status::OK();
-  }
-  ~ScopedContext() {
-    if (pushed_) {
-      CUcontext ignored = nullptr;
-      d_.CtxPopCurrent(&ignored);
-    }
-  }
-  ScopedContext(const ScopedContext&) = delete;
-  ScopedContext& operator=(const ScopedContext&) = delete;
-
- private:
-  const Driver& d_;
-  bool pushed_ = false;
-};
 
 bool IsCudaType(ArrowDeviceType t) {
   return t == ARROW_DEVICE_CUDA || t == ARROW_DEVICE_CUDA_HOST || t == ARROW_DEVICE_CUDA_MANAGED;
@@ -253,7 +73,9 @@ class CudaDevice final : public Device {
       default: {
         CUdeviceptr p = 0;
         if (stream != nullptr && gpu_.memory_pools()) {
-          FERRY_CUDA_CALL(d_, MemAllocAsync(&p, n, *static_cast<CUstream*>(stream)));
+          const CUstream s = *static_cast<CUstream*>(stream);
+          FERRY_CUDA_CALL(d_, MemAllocAsync(&p, n, s));
+          gpu_.NoteOrdered(reinterpret_cast<void*>(p), s);  // NOLINT(performance-no-int-to-ptr)
         } else {
           FERRY_CUDA_CALL(d_, MemAlloc(&p, n));
         }
@@ -266,8 +88,13 @@ class CudaDevice final : public Device {
     if (ptr == nullptr) return;
     ScopedContext scope(d_);
     if (!scope.Push(gpu_).ok()) return;
+    CUstream ordered = nullptr;
     if (device_type() == ARROW_DEVICE_CUDA_HOST) {
       d_.MemFreeHost(ptr);
+    } else if (gpu_.TakeOrdered(ptr, &ordered)) {
+      // cuMemFree would not wait for work still queued on the block: free it in that order. (A
+      // stream the caller has since destroyed leaves only cuMemFree.)
+      if (d_.MemFreeAsync(Ptr(ptr), ordered) != cuda::kSuccess) d_.MemFree(Ptr(ptr));
     } else {
       d_.MemFree(Ptr(ptr));
     }
@@ -304,6 +131,10 @@ class CudaDevice final : public Device {
       FERRY_ASSIGN_OR_RAISE(CUcontext dst_ctx, d_dev->gpu_.Context());
       FERRY_CUDA_CALL(
           d_, MemcpyPeerAsync(Ptr(dst), dst_ctx, Ptr(src), src_ctx, static_cast<size_t>(n), s));
+    } else if (src_dev.host_accessible() && IsPageable(src_dev, src)) {
+      FERRY_RETURN_NOT_OK(CopyFromPageable(src, dst, static_cast<size_t>(n), s));
+    } else if (dst_dev.host_accessible() && IsPageable(dst_dev, dst)) {
+      FERRY_RETURN_NOT_OK(CopyToPageable(src, dst, static_cast<size_t>(n), s));
     } else {
       FERRY_CUDA_CALL(d_, MemcpyAsync(Ptr(dst), Ptr(src), static_cast<size_t>(n), s));
     }
@@ -417,7 +248,89 @@ class CudaDevice final : public Device {
 
   Result<void*> InternalStream() override { return gpu_.InternalStream(); }
 
+  Result<std::shared_ptr<void>> RecordEvent(void* stream) override {
+    if (stream == nullptr)
+      return Status::Invalid(ToString() + ": recording an event needs a stream");
+    ScopedContext scope(d_);
+    FERRY_RETURN_NOT_OK(scope.Push(gpu_));
+    CUevent ev = nullptr;
+    FERRY_CUDA_CALL(d_, EventCreate(&ev, cuda::kEventDisableTiming));
+    CUresult rc = d_.EventRecord(ev, *static_cast<CUstream*>(stream));
+    if (rc != cuda::kSuccess) {
+      d_.EventDestroy(ev);
+      return cuda::Error(d_, rc, "EventRecord");
+    }
+    return std::shared_ptr<void>(new CUevent(ev), [](void* handle) {
+      DestroyEvent(handle);
+      delete static_cast<CUevent*>(handle);
+    });
+  }
+
+  Gpu& gpu() { return gpu_; }
+
  private:
+  // Whether `p` (on the host-accessible `dev`) is pageable memory: the driver would make the host
+  // wait for a copy to or from it (a pageable source after draining the stream).
+  bool IsPageable(Device& dev, const void* p) const {
+    if (dev.device_type() != ARROW_DEVICE_CPU) return false;  // pinned or managed memory
+    unsigned type = 0;
+    return d_.PointerGetAttribute(&type, cuda::kPointerAttributeMemoryType, Ptr(p)) !=
+           cuda::kSuccess;
+  }
+
+  // A pageable source: the host copies it into pinned memory now, the GPU copies from there.
+  Status CopyFromPageable(const void* src, void* dst, size_t n, CUstream s) {
+    Result<StagingBlock*> block = gpu_.staging().Acquire(n);
+    if (!block.ok()) {  // too large to stage: the driver stages it (and the host waits)
+      FERRY_CUDA_CALL(d_, MemcpyAsync(Ptr(dst), Ptr(src), n, s));
+      return Status::OK();
+    }
+    std::memcpy((*block)->data, src, n);
+    CUresult rc = d_.MemcpyAsync(Ptr(dst), Ptr((*block)->data), n, s);
+    if (rc != cuda::kSuccess) {
+      gpu_.staging().ReleaseNow(*block);
+      return cuda::Error(d_, rc, "MemcpyAsync");
+    }
+    return gpu_.staging().Release(*block, s);
+  }
+
+  // What a host function needs to copy a staged block out to pageable memory.
+  struct CopyOut {
+    cuda::StagingPool* pool;
+    StagingBlock* block;
+    void* dst;
+    size_t n;
+  };
+
+  static void RunCopyOut(void* user_data) {
+    std::unique_ptr<CopyOut> task(static_cast<CopyOut*>(user_data));
+    std::memcpy(task->dst, task->block->data, task->n);
+    task->pool->ReleaseNow(task->block);
+  }
+
+  // A pageable destination: the GPU copies into pinned memory, and a host function on the stream
+  // copies it out in stream order, so the host never waits here.
+  Status CopyToPageable(const void* src, void* dst, size_t n, CUstream s) {
+    Result<StagingBlock*> block = gpu_.staging().Acquire(n);
+    if (!block.ok()) {  // too large to stage: the driver blocks until the copy is done
+      FERRY_CUDA_CALL(d_, MemcpyAsync(Ptr(dst), Ptr(src), n, s));
+      return Status::OK();
+    }
+    CUresult rc = d_.MemcpyAsync(Ptr((*block)->data), Ptr(src), n, s);
+    if (rc != cuda::kSuccess) {
+      gpu_.staging().ReleaseNow(*block);
+      return cuda::Error(d_, rc, "MemcpyAsync");
+    }
+    auto task = std::make_unique<CopyOut>(CopyOut{&gpu_.staging(), *block, dst, n});
+    rc = d_.LaunchHostFunc(s, &RunCopyOut, task.get());
+    if (rc != cuda::kSuccess) {
+      // The copy into the block may still be running: the block stays out of the pool.
+      return cuda::Error(d_, rc, "LaunchHostFunc");
+    }
+    task.release();  // NOLINT(bugprone-unused-return-value): RunCopyOut owns it now
+    return Status::OK();
+  }
+
   Gpu& gpu_;
   const Driver& d_;
 };
@@ -437,6 +350,37 @@ Registry& GetRegistry() {
 }
 
 }  // namespace
+
+Result<StagingBuffer> AcquireStaging(Device& device, int64_t size) {
+  auto* cuda = dynamic_cast<CudaDevice*>(&device);
+  if (cuda == nullptr) return Status::NotSupported(device.ToString() + " has no staging pool");
+  ScopedContext scope(cuda->gpu().driver());
+  FERRY_RETURN_NOT_OK(scope.Push(cuda->gpu()));
+  FERRY_ASSIGN_OR_RAISE(StagingBlock * block,
+                        cuda->gpu().staging().Acquire(static_cast<size_t>(size)));
+  return StagingBuffer{block->data, block};
+}
+
+Status ReleaseStaging(Device& device, const StagingBuffer& buffer, void* stream) {
+  auto& cuda = dynamic_cast<CudaDevice&>(device);
+  auto* block = static_cast<StagingBlock*>(buffer.token);
+  if (stream == nullptr) {
+    cuda.gpu().staging().ReleaseNow(block);
+    return Status::OK();
+  }
+  ScopedContext scope(cuda.gpu().driver());
+  FERRY_RETURN_NOT_OK(scope.Push(cuda.gpu()));
+  return cuda.gpu().staging().Release(block, *static_cast<CUstream*>(stream));
+}
+
+Result<cuda::Gpu*> CudaGpuOf(Device& device) {
+  auto* cuda = dynamic_cast<CudaDevice*>(&device);
+  if (cuda == nullptr) {
+    return Status::Invalid(device.ToString() + " is not a CUDA device");
+  }
+  FERRY_RETURN_NOT_OK(cuda->gpu().Context().status());
+  return &cuda->gpu();
+}
 
 Result<Device*> ResolveCuda(ArrowDeviceType device_type, int64_t device_id) {
   FERRY_ASSIGN_OR_RAISE(const Driver* d, cuda::GetDriver());

@@ -20,19 +20,26 @@ struct CUevent_st;
 using CUcontext = CUctx_st*;
 using CUstream = CUstream_st*;
 using CUevent = CUevent_st*;
+using CUhostFn = void (*)(void* user_data);
+/// The driver's opaque 64-byte IPC memory handle (passed by value).
+struct CUipcMemHandle {
+  char reserved[64];
+};
 
 constexpr CUresult kSuccess = 0;
+constexpr CUresult kNotReady = 600;
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr unsigned kEventDisableTiming = 2;
 constexpr unsigned kMemAttachGlobal = 1;
 constexpr int kPointerAttributeMemoryType = 2;
 constexpr int kPointerAttributeIsManaged = 8;
 constexpr unsigned kMemoryTypeHost = 1;
+constexpr unsigned kIpcLazyEnablePeerAccess = 1;
 constexpr int kDeviceAttributeUnifiedAddressing = 41;
 constexpr int kDeviceAttributeMemoryPoolsSupported = 115;
 
 /// Function pointers into the driver; every member is non-null once Load succeeded (the
-/// optional ones may be null: cuMemAllocAsync on drivers older than 11.2).
+/// optional ones may be null: cuMemAllocAsync and cuMemFreeAsync on drivers older than 11.2).
 struct Driver {
   CUresult (*Init)(unsigned);
   CUresult (*DriverGetVersion)(int*);
@@ -49,6 +56,7 @@ struct Driver {
   CUresult (*MemAlloc)(CUdeviceptr*, size_t);
   CUresult (*MemAllocAsync)(CUdeviceptr*, size_t, CUstream);
   CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
   CUresult (*MemAllocHost)(void**, size_t);
   CUresult (*MemFreeHost)(void*);
   CUresult (*MemAllocManaged)(CUdeviceptr*, size_t, unsigned);
@@ -63,7 +71,13 @@ struct Driver {
   CUresult (*EventDestroy)(CUevent);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventQuery)(CUevent);
+  CUresult (*LaunchHostFunc)(CUstream, CUhostFn, void*);
   CUresult (*PointerGetAttribute)(void*, int, CUdeviceptr);
+  CUresult (*MemGetAddressRange)(CUdeviceptr*, size_t*, CUdeviceptr);
+  CUresult (*IpcGetMemHandle)(CUipcMemHandle*, CUdeviceptr);
+  CUresult (*IpcOpenMemHandle)(CUdeviceptr*, CUipcMemHandle, unsigned);
+  CUresult (*IpcCloseMemHandle)(CUdeviceptr);
 };
 
 /// The driver, loaded and initialised once (thread-safe); NotFound with the reason (no

@@ -161,6 +161,11 @@ Status Device::MoveArray(Device& src_dev, ArrowDeviceArray* src, Device& dst_dev
                               dst_dev.ToString());
 }
 
+Result<std::shared_ptr<void>> Device::RecordEvent(void* stream) {
+  (void)stream;
+  return Status::NotSupported(ToString() + " has no events to record");
+}
+
 DeviceStats Device::stats() const noexcept {
   DeviceStats s;
   s.round_trips = round_trips_.load(std::memory_order_relaxed);

@@ -82,6 +82,18 @@ namespace ferry::internal {
 
 /// The CUDA device for (type, ordinal); NotFound with the reason when no driver or GPU.
 Result<Device*> ResolveCuda(ArrowDeviceType device_type, int64_t device_id);
+
+/// Pinned host memory from a CUDA device's staging pool, for packing a whole transfer into one
+/// copy that does not block the host. `token` belongs to the pool.
+struct StagingBuffer {
+  uint8_t* data = nullptr;
+  void* token = nullptr;
+};
+/// ENOTSUP for devices without a pool (every non-CUDA device) and for sizes the pool refuses.
+Result<StagingBuffer> AcquireStaging(Device& device, int64_t size);
+/// Hand a buffer back to `device`'s pool: reused once the work queued on `stream` so far is done
+/// (at once for a null stream: the caller has waited).
+Status ReleaseStaging(Device& device, const StagingBuffer& buffer, void* stream);
 /// The OpenCL device for an ordinal among SVM-capable devices; NotFound with the reason.
 Result<Device*> ResolveOpenCl(int64_t device_id);
 

@@ -1,6 +1,7 @@
 // The CUDA Array Interface bridge.
 #include "ferry/memview/cuda_array_interface.hpp"
 
+#include "ferry/device/device.hpp"
 #include "ferry/memview/pep3118.hpp"
 
 namespace ferry::memview {
@@ -21,6 +22,14 @@ Result<CudaArrayInterface> ToCudaArrayInterface(const MemoryView& view) {
   cai.data = reinterpret_cast<uintptr_t>(view.data);
   cai.readonly = view.readonly;
   cai.strides = view.strides;
+  if (view.sync_event != nullptr) {
+    // Protocol v3: the data must be ready on the exported stream. ferry's internal stream of the
+    // GPU waits on the view's event (no host wait), and the consumer orders on that stream.
+    FERRY_ASSIGN_OR_RAISE(Device * device, ResolveDevice(view.device_type, view.device_id));
+    FERRY_ASSIGN_OR_RAISE(void* stream, device->InternalStream());
+    FERRY_RETURN_NOT_OK(device->SynchronizeEvent(view.sync_event, stream));
+    cai.stream = static_cast<int64_t>(reinterpret_cast<uintptr_t>(*static_cast<void**>(stream)));
+  }
   return cai;
 }
 
@@ -56,7 +65,26 @@ Result<MemoryView> FromCudaArrayInterface(const CudaArrayInterface& cai,
   view.readonly = cai.readonly;
   view.device_type = ARROW_DEVICE_CUDA;
   view.device_id = device_id;
-  view.owner = std::move(owner);
+  if (!cai.stream.has_value()) {
+    view.owner = std::move(owner);
+    return view;
+  }
+  // Protocol v3: reads must follow the producer's stream. An event recorded on it now marks the
+  // producer's work; every later read of the view waits on it (a stream wait where there is one).
+  FERRY_ASSIGN_OR_RAISE(Device * device, ResolveDevice(ARROW_DEVICE_CUDA, device_id));
+  auto handle = reinterpret_cast<void*>(static_cast<uintptr_t>(*cai.stream));  // NOLINT
+  Result<std::shared_ptr<void>> event = device->RecordEvent(&handle);
+  if (!event.ok()) {
+    return event.status().WithContext("__cuda_array_interface__: the producer's stream " +
+                                      std::to_string(*cai.stream));
+  }
+  struct Owner {
+    std::shared_ptr<const void> producer;
+    std::shared_ptr<void> event;
+  };
+  auto both = std::make_shared<Owner>(Owner{std::move(owner), std::move(*event)});
+  view.sync_event = both->event.get();
+  view.owner = std::move(both);
   return view;
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "ferry/abi/arrow_c_abi.h"
@@ -81,6 +82,10 @@ class FERRY_EXPORT Device {
   /// The stream ferry's stream-less convenience calls use on this device (created lazily,
   /// never the legacy default stream), or nullptr where the device needs none (CPU).
   virtual Result<void*> InternalStream() { return static_cast<void*>(nullptr); }
+  /// A new event recorded on `stream` (a native stream of this device), owned by the returned
+  /// pointer, which points at the native handle as a sync_event does (`CUevent*`). It marks the
+  /// work queued on `stream` so far; ENOTSUP on devices without events.
+  virtual Result<std::shared_ptr<void>> RecordEvent(void* stream);
 
   /// A snapshot of the counters, and a reset (tests and benchmarks only).
   DeviceStats stats() const noexcept;

@@ -14,9 +14,10 @@
 namespace ferry {
 
 /// A non-owning view of a device array. SetArrayMinimal reads no buffer; SetArray learns the
-/// unknown data sizes (string/binary at any depth) with one device-to-host round trip in all:
-/// every needed offset is gathered into one host staging buffer behind one wait. The variadic
-/// sizes buffer of string/binary views is host memory, as Arrow C++ and cudf produce it.
+/// unknown data sizes (string/binary at any depth) with one device-to-host copy and one wait in
+/// all: every needed offset is gathered on the device into one block, which is copied to the host
+/// at once. The variadic sizes buffer of string/binary views is host memory, as Arrow C++ and
+/// cudf produce it.
 class FERRY_EXPORT DeviceArrayView {
  public:
   /// A view tree for arrays of `schema` (which must outlive the view).
@@ -47,7 +48,9 @@ class FERRY_EXPORT DeviceArrayView {
   Result<UniqueDeviceArray> Copy(Device& dst) const;
   /// Copy ordered on `stream` (the native stream of the non-CPU device). The source's event is
   /// waited on by the stream (by the host where the host reads the source); a device result
-  /// owns an event recorded on the stream; a CPU result is complete on return.
+  /// owns an event recorded on the stream; a CPU result is complete on return. The host waits
+  /// only to read sizes (one wait per level whose range depends on its parent), to re-base
+  /// offsets, and for a CPU result; from host memory to CUDA the tree is one packed copy.
   Result<UniqueDeviceArray> CopyAsync(Device& dst, void* stream) const;
 
   const ArrayView& array_view() const noexcept { return view_; }

@@ -28,11 +28,15 @@ struct FERRY_EXPORT CudaArrayInterface {
 };
 
 /// Describe a CUDA (or CUDA-managed) view. Fails for host views, multi-member items and
-/// indirect views. The caller keeps `view.owner` alive while the dict is in use.
+/// indirect views. A view with a sync event gets `stream`: the GPU's internal stream (ferry's,
+/// alive until exit) is made to wait on the event, so the data is ready on it and the host does
+/// not wait. The caller keeps `view.owner` alive while the dict is in use.
 FERRY_EXPORT Result<CudaArrayInterface> ToCudaArrayInterface(const MemoryView& view);
 
 /// A view of the memory an interface describes, on CUDA device `device_id`, kept alive by
-/// `owner`. Refuses version < 3 fields it cannot read, stream 0 and masks.
+/// `owner`. Refuses version < 3 fields it cannot read, stream 0 and masks. With a `stream`, an
+/// event is recorded on the producer's stream now (which needs the CUDA driver) and becomes the
+/// view's sync event, owned by the view's owner: every later read waits on it.
 FERRY_EXPORT Result<MemoryView> FromCudaArrayInterface(const CudaArrayInterface& cai,
                                                        std::shared_ptr<const void> owner,
                                                        int64_t device_id);

@@ -1,0 +1,156 @@
+// CUDA test support (see cuda_util.hpp).
+#include "support/cuda_util.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+
+namespace ferry::testing {
+
+namespace {
+
+void* DriverLibrary() {
+  static void* lib = [] {
+    const char* path = std::getenv("FERRY_CUDA_DRIVER");
+    if (path == nullptr || *path == '\0') path = "libcuda.so.1";
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  }();
+  return lib;
+}
+
+template <typename F>
+void Bind(const char* name, F* out) {
+  *out = DriverLibrary() == nullptr ? nullptr : reinterpret_cast<F>(dlsym(DriverLibrary(), name));
+}
+
+}  // namespace
+
+FerryCudaStandinCounters Standin::Counters() const {
+  FerryCudaStandinCounters c{};
+  counters(&c);
+  return c;
+}
+
+const Standin* GetStandin() {
+  static const Standin* standin = []() -> const Standin* {
+    static Standin s;
+    Bind("ferry_cuda_standin_counters", &s.counters);
+    Bind("ferry_cuda_standin_reset_counters", &s.reset_counters);
+    Bind("ferry_cuda_standin_set_delay_us", &s.set_delay_us);
+    Bind("ferry_cuda_standin_delay_us", &s.delay_us);
+    Bind("ferry_cuda_standin_live_allocations", &s.live_allocations);
+    Bind("ferry_cuda_standin_ipc_open_handles", &s.ipc_open_handles);
+    Bind("ferry_cuda_standin_ipc_importers", &s.ipc_importers);
+    if (s.counters == nullptr || s.reset_counters == nullptr || s.set_delay_us == nullptr ||
+        s.delay_us == nullptr || s.live_allocations == nullptr || s.ipc_open_handles == nullptr ||
+        s.ipc_importers == nullptr) {
+      return nullptr;
+    }
+    return &s;
+  }();
+  return standin;
+}
+
+const RawCuda* GetRawCuda() {
+  static const RawCuda* raw = []() -> const RawCuda* {
+    static RawCuda r;
+#define FERRY_RAW_CUDA_BIND(name, ret, params) Bind(#name, &r.name);
+    FERRY_STANDIN_ENTRY_POINTS(FERRY_RAW_CUDA_BIND)
+#undef FERRY_RAW_CUDA_BIND
+    if (r.cuInit == nullptr || r.cuInit(0) != 0) return nullptr;
+    return &r;
+  }();
+  return raw;
+}
+
+StandinDelta::StandinDelta() {
+  if (const Standin* s = GetStandin()) start_ = s->Counters();
+}
+
+FerryCudaStandinCounters StandinDelta::Get() const {
+  FerryCudaStandinCounters out{};
+  const Standin* s = GetStandin();
+  if (s == nullptr) return out;
+  FerryCudaStandinCounters now = s->Counters();
+  auto* o = reinterpret_cast<int64_t*>(&out);
+  const auto* a = reinterpret_cast<const int64_t*>(&start_);
+  const auto* b = reinterpret_cast<const int64_t*>(&now);
+  for (size_t i = 0; i < sizeof(out) / sizeof(int64_t); ++i) o[i] = b[i] - a[i];
+  return out;
+}
+
+StandinDelay::StandinDelay(int64_t us) {
+  if (const Standin* s = GetStandin()) {
+    previous_ = s->delay_us();
+    s->set_delay_us(us);
+  }
+}
+
+StandinDelay::~StandinDelay() {
+  if (const Standin* s = GetStandin()) s->set_delay_us(previous_);
+}
+
+RawContext::RawContext() {
+  const RawCuda* cu = GetRawCuda();
+  if (cu == nullptr || cu->cuDevicePrimaryCtxRetain(&ctx_, 0) != 0) {
+    ctx_ = nullptr;
+    return;
+  }
+  cu->cuCtxPushCurrent_v2(ctx_);
+}
+
+RawContext::~RawContext() {
+  if (ctx_ == nullptr) return;
+  const RawCuda* cu = GetRawCuda();
+  CUcontext popped = nullptr;
+  cu->cuCtxPopCurrent_v2(&popped);
+  cu->cuDevicePrimaryCtxRelease_v2(0);
+}
+
+struct StreamGate::Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  int timeout_ms = 0;
+};
+
+StreamGate::StreamGate(CUstream stream, int timeout_ms) : shared_(std::make_shared<Shared>()) {
+  shared_->timeout_ms = timeout_ms;
+  auto* held = new std::shared_ptr<Shared>(shared_);
+  const RawCuda* cu = GetRawCuda();
+  const auto wait = [](void* user) {
+    std::unique_ptr<std::shared_ptr<Shared>> s(static_cast<std::shared_ptr<Shared>*>(user));
+    std::unique_lock<std::mutex> lock((*s)->mu);
+    (*s)->cv.wait_for(lock, std::chrono::milliseconds((*s)->timeout_ms),
+                      [&] { return (*s)->open; });
+  };
+  if (cu == nullptr || cu->cuLaunchHostFunc(stream, wait, held) != 0) {
+    delete held;
+    ADD_FAILURE() << "could not queue the gate on the stream";
+  }
+}
+
+void StreamGate::Open() {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->open = true;
+  }
+  shared_->cv.notify_all();
+}
+
+RawStream::RawStream() {
+  RawContext ctx;
+  const RawCuda* cu = GetRawCuda();
+  if (cu == nullptr || cu->cuStreamCreate(&stream_, 1) != 0) {
+    ADD_FAILURE() << "could not create a CUDA stream";
+  }
+}
+
+RawStream::~RawStream() {
+  if (stream_ != nullptr) GetRawCuda()->cuStreamDestroy_v2(stream_);
+}
+
+}  // namespace ferry::testing

@@ -1,0 +1,114 @@
+// CUDA test support: the stand-in driver's counters and controls, and the raw driver API of the
+// library ferry loaded, for producers and consumers in tests that share no code with ferry.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "support/cuda_standin/cuda_standin.h"
+#include "support/cuda_standin/driver_abi.hpp"
+
+namespace ferry::testing {
+
+/// The stand-in's own functions, found with dlsym in the library $FERRY_CUDA_DRIVER names.
+struct Standin {
+  void (*counters)(FerryCudaStandinCounters*) = nullptr;
+  void (*reset_counters)() = nullptr;
+  void (*set_delay_us)(int64_t) = nullptr;
+  int64_t (*delay_us)() = nullptr;
+  int64_t (*live_allocations)() = nullptr;
+  int64_t (*ipc_open_handles)() = nullptr;
+  int64_t (*ipc_importers)(unsigned long long) = nullptr;  // NOLINT(google-runtime-int)
+
+  FerryCudaStandinCounters Counters() const;
+};
+
+/// The stand-in, or nullptr when $FERRY_CUDA_DRIVER is unset or names another driver (a GPU).
+const Standin* GetStandin();
+
+/// The driver API of the library ferry loads ($FERRY_CUDA_DRIVER, else libcuda.so.1), cuInit
+/// called; nullptr when it cannot be loaded.
+struct RawCuda {
+#define FERRY_RAW_CUDA_MEMBER(name, ret, params) ret(*name) params = nullptr;
+  FERRY_STANDIN_ENTRY_POINTS(FERRY_RAW_CUDA_MEMBER)
+#undef FERRY_RAW_CUDA_MEMBER
+};
+const RawCuda* GetRawCuda();
+
+/// The counters' change since construction (all zero without the stand-in).
+class StandinDelta {
+ public:
+  StandinDelta();
+  FerryCudaStandinCounters Get() const;
+
+ private:
+  FerryCudaStandinCounters start_{};
+};
+
+/// Sets the stand-in's per-operation delay for a scope, restoring the previous one after.
+class StandinDelay {
+ public:
+  explicit StandinDelay(int64_t us);
+  ~StandinDelay();
+  StandinDelay(const StandinDelay&) = delete;
+  StandinDelay& operator=(const StandinDelay&) = delete;
+
+ private:
+  int64_t previous_ = 0;
+};
+
+/// Pushes GPU 0's primary context on the calling thread for raw driver calls in a scope.
+class RawContext {
+ public:
+  RawContext();
+  ~RawContext();
+  RawContext(const RawContext&) = delete;
+  RawContext& operator=(const RawContext&) = delete;
+
+ private:
+  CUcontext ctx_ = nullptr;
+};
+
+/// Holds a stream back until Open() (or the timeout): a host function queued on it waits, so
+/// work queued after it cannot have run yet. Deterministic where a delay would be a race.
+class StreamGate {
+ public:
+  explicit StreamGate(CUstream stream, int timeout_ms = 10000);
+  ~StreamGate() { Open(); }
+  StreamGate(const StreamGate&) = delete;
+  StreamGate& operator=(const StreamGate&) = delete;
+  void Open();
+
+ private:
+  struct Shared;
+  std::shared_ptr<Shared> shared_;
+};
+
+/// A non-blocking stream on GPU 0 made with the raw driver, destroyed with the scope.
+class RawStream {
+ public:
+  RawStream();
+  ~RawStream();
+  RawStream(const RawStream&) = delete;
+  RawStream& operator=(const RawStream&) = delete;
+  CUstream get() const { return stream_; }
+  /// What ferry's stream arguments are: a pointer to the handle.
+  void* arg() { return &stream_; }
+
+ private:
+  CUstream stream_ = nullptr;
+};
+
+}  // namespace ferry::testing
+
+/// Skip (naming why) when the test needs the stand-in's counters or controls: on a real GPU the
+/// same binary runs with $FERRY_CUDA_DRIVER unset.
+#define FERRY_STANDIN_OR_SKIP(var)                                                         \
+  const ::ferry::testing::Standin* var = ::ferry::testing::GetStandin();                   \
+  if (var == nullptr) {                                                                    \
+    GTEST_SKIP() << "needs the stand-in CUDA driver's counters ($FERRY_CUDA_DRIVER names " \
+                    "tests/support/cuda_standin's library under ctest); on a GPU the "     \
+                    "behaviour is checked, the counts are not";                            \
+  }
