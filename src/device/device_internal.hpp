@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/device_abi.h"
@@ -84,5 +85,8 @@ namespace ferry::internal {
 Result<Device*> ResolveCuda(ArrowDeviceType device_type, int64_t device_id);
 /// The OpenCL device for an ordinal among SVM-capable devices; NotFound with the reason.
 Result<Device*> ResolveOpenCl(int64_t device_id);
+/// ListDevices for CUDA and OpenCL.
+Result<std::vector<DeviceInfo>> ListCuda();
+Result<std::vector<DeviceInfo>> ListOpenCl();
 
 }  // namespace ferry::internal

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "demo.hpp"
+#include "devices_command.hpp"
 #include "dipc_commands.hpp"
 #include "ipc_commands.hpp"
 
@@ -23,6 +24,14 @@ int Run(int argc, char** argv) {
   demo_cmd->add_option("--rows", demo.rows, "Rows in the generated table")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
       ->capture_default_str();
+
+  ferry::cli::DevicesOptions devices;
+  CLI::App* devices_cmd = app.add_subcommand(
+      "devices",
+      "List this machine's devices: the CPU, every CUDA GPU and every OpenCL device, and why a "
+      "kind is absent.");
+  devices_cmd->add_flag("--json", devices.json, "Print JSON (schema ferry.devices/1, docs/cli.md)");
+  devices_cmd->add_flag("--all", devices.all, "Also list ferry's guarded test device");
 
   ferry::cli::IpcOptions ipc;
   CLI::App* inspect_cmd = app.add_subcommand(
@@ -120,6 +129,7 @@ int Run(int argc, char** argv) {
     return 0;
   }
   if (*demo_cmd) return ferry::cli::RunDemo(demo);
+  if (*devices_cmd) return ferry::cli::RunDevices(devices);
   if (*inspect_cmd) return ferry::cli::RunInspect(ipc);
   if (*validate_cmd) return ferry::cli::RunValidate(ipc);
   if (*cat_cmd) return ferry::cli::RunCat(ipc);
