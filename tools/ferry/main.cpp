@@ -20,10 +20,18 @@ int Run(int argc, char** argv) {
   CLI::App* demo_cmd = app.add_subcommand(
       "demo",
       "Build a table with a column of every Arrow type, pass it through the Arrow C data "
-      "interface, validate it fully and print a summary.");
+      "interface, every device, the IPC format and from process to process (steady-state "
+      "throughput), and print one summary table.");
   demo_cmd->add_option("--rows", demo.rows, "Rows in the generated table")
-      ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}))
       ->capture_default_str();
+  demo_cmd
+      ->add_option("--transfer-mib", demo.transfer_mib,
+                   "MiB each timed serve -> get transfer moves (after a warm-up)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  demo_cmd->add_flag("--verbose", demo.verbose,
+                     "Show the commands the demo runs and let its child processes log");
 
   ferry::cli::DevicesOptions devices;
   CLI::App* devices_cmd = app.add_subcommand(
