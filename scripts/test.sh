@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up what is missing, build ferry with warnings as errors, and run every test suite: the C++
-# and C suites (ctest) and the Python suite (pytest, against pyarrow). With --sanitize (CI uses
-# it) the C++ and C suites run a second time under AddressSanitizer and UBSan.
+# and C suites (ctest), the Python and command-line suites (pytest, against pyarrow; a skip that
+# names no missing hardware fails) and the Ruby suite. With --sanitize (CI uses it) the C++ and C
+# suites run a second time under AddressSanitizer and UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,8 +30,10 @@ ctest --test-dir build/test --output-on-failure -j"$jobs"
 echo "== Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation ./python
 
-echo "== Python suite (pytest)"
-FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" .venv/bin/python -m pytest -q python/tests
+.venv/bin/python scripts/test_pytest_strict_skips.py
+echo "== Python and command-line suites (pytest; a skip that names no missing hardware fails)"
+FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q -p pytest_strict_skips python/tests tests/cli
 
 echo "== Ruby suite (test-unit)"
 ruby -I build/test/ruby -I ruby/lib ruby/test/run_all.rb

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from cli_support import integration_vectors, vector_id, write_ipc
 from arrays import CATALOG
-from conftest import integration_vectors, vector_id, write_ipc
 from render import render
 
 BATCH = re.compile(r"^batch (\d+) \((\d+) rows\):$")

@@ -10,8 +10,8 @@ import struct
 import pyarrow as pa
 import pytest
 
+from cli_support import write_ipc
 from arrays import CATALOG
-from conftest import write_ipc
 
 FORMATS = ["stream", "file"]
 CODECS = ["none", "lz4", "zstd"]

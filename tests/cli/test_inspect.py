@@ -6,8 +6,8 @@ import re
 import pyarrow as pa
 import pytest
 
+from cli_support import integration_vectors, vector_id, write_ipc
 from arrays import CATALOG
-from conftest import integration_vectors, vector_id, write_ipc
 
 MESSAGE = re.compile(r"^message (\d+) \(ends at byte (\d+)\): (schema|dictionary|record batch|end of stream)(.*)$")
 BATCH = re.compile(r"^, (\d+) rows, (\d+) body bytes, (\S+)$")

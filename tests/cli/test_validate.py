@@ -9,8 +9,8 @@ import struct
 import pyarrow as pa
 import pytest
 
+from cli_support import VECTORS, integration_vectors, vector_id, write_ipc
 from arrays import CATALOG
-from conftest import VECTORS, integration_vectors, vector_id, write_ipc
 
 MALFORMED = sorted(glob.glob(os.path.join(VECTORS, "ipc-malformed", "*")))
 SUMMARY = re.compile(r"^(.*): valid \((\w+)\): (\d+) batches, (\d+) rows$")
