@@ -131,3 +131,24 @@ def test_bad_options_are_refused(run, tmp_path, source):
     for args in (["--to", "parquet"], ["--compression", "gzip"], ["--alignment", "16"]):
         r = run("convert", path, tmp_path / "x", *args)
         assert r.returncode != 0 and r.stderr
+
+
+def test_growing_dictionaries_become_deltas_a_file_accepts(run, tmp_path):
+    schema = pa.schema([("d", pa.dictionary(pa.int32(), pa.string()))])
+    words = ["a", "b", "c", "d"]
+    batches = [pa.record_batch([pa.DictionaryArray.from_arrays(pa.array([n - 1, 0], pa.int32()),
+                                                               pa.array(words[:n]))], schema=schema)
+               for n in (2, 3, 4)]
+    path = tmp_path / "replaced.arrows"
+    with pa.OSFile(str(path), "wb") as sink:
+        with pa.ipc.new_stream(sink, schema) as w:  # pyarrow sends replacements
+            for b in batches:
+                w.write_batch(b)
+    out = tmp_path / "out.arrow"
+    r = run("convert", path, out, "--to", "file", "--dictionary-deltas")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("3 dictionary batches of which 2 deltas")
+    reader = pa.ipc.open_file(str(out))
+    got = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    assert [b.column(0).to_pylist() for b in got] == [b.column(0).to_pylist() for b in batches]
+    assert reader.stats.num_dictionary_deltas == 2

@@ -81,6 +81,9 @@ int Run(int argc, char** argv) {
       ->check(CLI::IsMember({8, 64}))
       ->capture_default_str();
   convert_cmd->add_flag("--progress", ipc.progress, "Report batches and bytes written on stderr");
+  convert_cmd->add_flag("--dictionary-deltas", ipc.dictionary_deltas,
+                        "Write a dictionary that grows by appending as a delta of its new values "
+                        "(a file then accepts it), not as a replacement");
 
   ferry::cli::ServeOptions serve;
   CLI::App* serve_cmd = app.add_subcommand(
