@@ -84,7 +84,8 @@ class CliPeers {
                       const std::vector<std::pair<std::string, std::string>>& datasets,
                       std::map<std::string, std::string>* uris) {
     std::vector<std::string> args{"ferry", "serve", "--transport", transport, "--body", body};
-    for (const auto& [name, path] : datasets) args.push_back(name + "=" + path);
+    for (const auto& [name, path] : datasets)
+      args.push_back(std::string(name).append("=").append(path));
     FERRY_ASSIGN_OR_RAISE(Child server, Spawn(args));
     for (size_t i = 0; i < datasets.size(); ++i) {
       const std::string line = ReadLine(server.out);
