@@ -28,7 +28,7 @@ echo "== C++ and C suites"
 ctest --test-dir build/test --output-on-failure -j"$jobs"
 
 echo "== Python binding (pip install ./python)"
-.venv/bin/python -m pip install -q --no-build-isolation ./python
+.venv/bin/python -m pip install -q --no-build-isolation -C cmake.define.FERRY_WERROR=ON ./python
 
 .venv/bin/python scripts/test_pytest_strict_skips.py
 echo "== Python and command-line suites (pytest; a skip that names no missing hardware fails)"
