@@ -1,5 +1,5 @@
 """The packaging smoke test (scripts/test_packaging.sh runs it from outside the repository, in a
-fresh virtual environment): the installed `ferry` imports from site-packages, not the tree, and
+fresh virtual environment): the installed `ferry` imports from site-packages, not python/, and
 moves an array to the guarded device and back and through the IPC format, against pyarrow."""
 import os
 import sys
@@ -8,9 +8,9 @@ import pyarrow as pa
 
 import ferry
 
-repo = os.path.abspath(sys.argv[1])
+source = os.path.join(os.path.abspath(sys.argv[1]), "python")
 where = os.path.abspath(ferry.__file__)
-assert "site-packages" in where and not where.startswith(repo + os.sep), where
+assert "site-packages" in where and not where.startswith(source + os.sep), where
 values = pa.array(["a", None, "ccc"])
 arr = ferry.array(values)
 arr.validate(ferry.ValidationLevel.FULL)

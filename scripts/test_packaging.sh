@@ -10,14 +10,21 @@ repo=$PWD
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-packaging.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 PY=${PYTHON:-python3}
-# The same CMake definitions as scripts/test.sh's install, so the shared build tree stays warm.
+# The same CMake definitions as scripts/test.sh's install, so its build tree stays warm for the
+# wheel. The fresh environment for `pip install` lives at a fixed path, build/packaging/install,
+# made anew each run: scikit-build-core starts a build tree over when the interpreter's path
+# changes, so that install keeps a tree of its own there (a full build the first time,
+# incremental after).
 defs=(-C cmake.define.FERRY_WERROR=ON)
+envs=build/packaging
+rm -rf "$envs/install"
+mkdir -p "$envs"
 
 echo "== pip install ./python into a fresh virtual environment"
-"$PY" -m venv "$tmp/install"
-"$tmp/install/bin/python" -m pip install -q pyarrow
-"$tmp/install/bin/python" -m pip install -q "${defs[@]}" ./python
-(cd "$tmp" && "$tmp/install/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
+"$PY" -m venv "$envs/install"
+"$envs/install/bin/python" -m pip install -q pyarrow
+"$envs/install/bin/python" -m pip install -q "${defs[@]}" -C "build-dir=$repo/$envs/python-build" ./python
+(cd "$tmp" && "$repo/$envs/install/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
 
 echo "== pip wheel ./python, installed alone into another fresh environment"
 .venv/bin/python -m pip wheel -q --no-build-isolation --no-deps "${defs[@]}" ./python -w "$tmp/dist"
