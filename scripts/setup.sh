@@ -2,8 +2,9 @@
 # Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries, clang
 # with libFuzzer and the clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for
 # the device suites) (apt),
-# and a Python virtual environment at .venv with the test peers (pip). Idempotent: it installs
-# nothing when everything is present.
+# and a Python virtual environment at .venv with the test peers (pip): pyarrow, and the peer
+# libraries whose tests must run in CI (polars, DuckDB, nanoarrow, arro3, torch). Idempotent: it
+# installs nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,4 +40,12 @@ if ! .venv/bin/python -c "import pyarrow, pytest, numpy, nanobind, scikit_build_
   echo "setup: installing pyarrow, pytest, numpy, nanobind and scikit-build-core into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q pyarrow pytest numpy nanobind scikit-build-core
+fi
+# The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
+# Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU
+# tensors need no GPU.
+PEERS=(polars duckdb nanoarrow arro3-core torch)
+if ! .venv/bin/python -c "import polars, duckdb, nanoarrow, arro3.core, torch" >/dev/null 2>&1; then
+  echo "setup: installing the peer libraries ${PEERS[*]} into .venv"
+  .venv/bin/python -m pip install -q "${PEERS[@]}"
 fi

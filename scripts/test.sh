@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up what is missing, build ferry with warnings as errors, and run every test suite: the C++
-# and C suites (ctest) and the Python suite (pytest, against pyarrow). With --sanitize (CI uses
-# it) the C++ and C suites run a second time under AddressSanitizer and UBSan.
+# and C suites (ctest), the Python and command-line suites (pytest, against pyarrow; a skip that
+# names no missing hardware fails) and the Ruby suite. With --sanitize (CI uses it) the C++ and C
+# suites run a second time under AddressSanitizer and UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,14 +32,15 @@ ctest --test-dir build/test --output-on-failure -j"$jobs"
 echo "== Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation -C cmake.define.FERRY_WERROR=ON ./python
 
-echo "== Python suite (pytest)"
+.venv/bin/python scripts/test_pytest_strict_skips.py
+echo "== Python and command-line suites (pytest; a skip that names no missing hardware fails)"
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
-  .venv/bin/python -m pytest -q python/tests
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q -p pytest_strict_skips python/tests tests/cli
 
 echo "== Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
-  .venv/bin/python -m pytest -q tests/interop
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q -p pytest_strict_skips tests/interop
 
 echo "== Transport and dipc suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
 UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc)$' --output-on-failure

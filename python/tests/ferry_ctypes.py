@@ -480,7 +480,7 @@ class FerryIpcReadOptions(ctypes.Structure):
 class FerryIpcWriteOptions(ctypes.Structure):
     _fields_ = [("format", ctypes.c_int32), ("compression", ctypes.c_int32),
                 ("compression_level", ctypes.c_int32), ("alignment", ctypes.c_int32),
-                ("big_endian", ctypes.c_int32)]
+                ("big_endian", ctypes.c_int32), ("emit_dictionary_deltas", ctypes.c_int32)]
 
 
 class FerryIpcBytes(ctypes.Structure):
@@ -577,9 +577,9 @@ def _export_reader(data):
     return stream
 
 
-def _write_options(file, compression, alignment, level, big_endian=False):
+def _write_options(file, compression, alignment, level, big_endian=False, deltas=False):
     return FerryIpcWriteOptions(1 if file else 0, COMPRESSION[compression], level, alignment,
-                                1 if big_endian else 0)
+                                1 if big_endian else 0, 1 if deltas else 0)
 
 
 def ipc_write_path(data, path, file=False, compression=None, alignment=8, level=0):
@@ -591,11 +591,12 @@ def ipc_write_path(data, path, file=False, compression=None, alignment=8, level=
                                 ctypes.byref(error)), error)
 
 
-def ipc_write_bytes(data, file=False, compression=None, alignment=8, level=0, big_endian=False):
+def ipc_write_bytes(data, file=False, compression=None, alignment=8, level=0, big_endian=False,
+                    emit_dictionary_deltas=False):
     stream = _export_reader(data)
     error = FerryErrorStruct()
     out = FerryIpcBytes()
-    opts = _write_options(file, compression, alignment, level, big_endian)
+    opts = _write_options(file, compression, alignment, level, big_endian, emit_dictionary_deltas)
     check(lib.FerryIpcWriteBuffer(ctypes.byref(stream), ctypes.byref(opts), ctypes.byref(out),
                                   ctypes.byref(error)), error)
     try:

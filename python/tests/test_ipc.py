@@ -1,5 +1,6 @@
 """Arrow IPC against pyarrow (Arrow C++): ferry reads what pyarrow writes and the official vectors,
 pyarrow reads what ferry writes, and reading from memory is zero-copy."""
+import decimal
 import glob
 import math
 import os
@@ -168,6 +169,68 @@ def test_dictionary_replacement_and_deltas_from_pyarrow():
         data = sink.getvalue()
         got = _batches(F.ipc_read_buffer(data))
         assert [b.column(0).to_pylist() for b in got] == [["a", "b", "a"], ["c", "a"], ["z"]]
+
+
+DELTA_VALUES = {
+    "string": (pa.string(), ["a", "b", "c", "d", "z"]),
+    "binary": (pa.binary(), [b"\x00", b"", b"\xff\xfe", b"abc", b"q"]),
+    "int64": (pa.int64(), [2**62, -1, 0, -(2**63), 7]),
+    "float64": (pa.float64(), [0.1, -0.0, 1e308, 2.5e-310, 3.0]),
+    "decimal128": (pa.decimal128(20, 4), [decimal.Decimal("1.0001"), decimal.Decimal("-99999.9999"),
+                                          decimal.Decimal("0"), decimal.Decimal("12.5"), decimal.Decimal("7")]),
+    "timestamp": (pa.timestamp("us"), [1, 2**40, -5, 0, 9]),
+}
+
+
+def _growing_batches(value_type, values):
+    """Batches whose dictionary grows by appending twice, then is replaced."""
+    schema = pa.schema([("d", pa.dictionary(pa.int32(), value_type))])
+    dicts = [values[:2], values[:3], values[:4], values[4:5]]
+    indices = [[0, 1, 0], [2, 1], [3, 0, None], [0]]
+    return schema, [pa.record_batch([pa.DictionaryArray.from_arrays(pa.array(i, pa.int32()), pa.array(d, value_type))],
+                                    schema=schema) for i, d in zip(indices, dicts)]
+
+
+@pytest.mark.parametrize("name", list(DELTA_VALUES))
+def test_ferry_reads_pyarrows_dictionary_deltas(name):
+    schema, batches = _growing_batches(*DELTA_VALUES[name])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema, options=pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)) as w:
+        for b in batches:
+            w.write_batch(b)
+    reader = pa.ipc.open_stream(sink.getvalue())
+    reader.read_all()
+    assert reader.stats.num_dictionary_deltas == 2  # the oracle wrote deltas
+    got = _batches(F.ipc_read_buffer(sink.getvalue()))
+    assert [b.column(0).to_pylist() for b in got] == [b.column(0).to_pylist() for b in batches]
+
+
+@pytest.mark.parametrize("name", list(DELTA_VALUES))
+def test_pyarrow_reads_ferrys_dictionary_deltas(name):
+    schema, batches = _growing_batches(*DELTA_VALUES[name])
+    data = F.ipc_write_bytes(pa.RecordBatchReader.from_batches(schema, batches), emit_dictionary_deltas=True)
+    reader = pa.ipc.open_stream(data)
+    got = list(reader)
+    assert [b.column(0).to_pylist() for b in got] == [b.column(0).to_pylist() for b in batches]
+    assert (reader.stats.num_dictionary_deltas, reader.stats.num_replaced_dictionaries) == (2, 1)
+    # Without the option the same batches go as three replacements.
+    plain = pa.ipc.open_stream(F.ipc_write_bytes(pa.RecordBatchReader.from_batches(schema, batches)))
+    plain.read_all()
+    assert (plain.stats.num_dictionary_deltas, plain.stats.num_replaced_dictionaries) == (0, 3)
+
+
+def test_pyarrow_reads_ferrys_dictionary_deltas_in_a_file():
+    schema, batches = _growing_batches(pa.string(), ["a", "b", "c", "d", "z"])
+    grown = batches[:3]  # a file takes deltas but no replacement
+    data = F.ipc_write_bytes(pa.RecordBatchReader.from_batches(schema, grown), file=True,
+                             emit_dictionary_deltas=True)
+    reader = pa.ipc.open_file(pa.py_buffer(data))
+    got = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    assert [b.column(0).to_pylist() for b in got] == [b.column(0).to_pylist() for b in grown]
+    assert reader.stats.num_dictionary_deltas == 2
+    assert _same(F.ipc_read_buffer(data).read_all(), pa.Table.from_batches(grown))
+    with pytest.raises(F.FerryError, match="cannot replace"):
+        F.ipc_write_bytes(pa.RecordBatchReader.from_batches(schema, batches), file=True, emit_dictionary_deltas=True)
 
 
 # -- pyarrow reads what ferry wrote ------------------------------------------------------------

@@ -42,6 +42,7 @@ ferry::Result<ferry::ipc::WriteOptions> WriteOptionsOf(const FerryIpcWriteOption
   o.compression_level = in->compression_level;
   o.alignment = in->alignment == 0 ? 8 : in->alignment;
   o.big_endian = in->big_endian != 0;
+  o.emit_dictionary_deltas = in->emit_dictionary_deltas != 0;
   return o;
 }
 

@@ -409,4 +409,35 @@ Result<Device*> ResolveCuda(ArrowDeviceType device_type, int64_t device_id) {
   return static_cast<Device*>(r.devices[static_cast<size_t>(device_id) * 3 + kind].get());
 }
 
+Result<std::vector<DeviceInfo>> ListCuda() {
+  FERRY_ASSIGN_OR_RAISE(const Driver* d, cuda::GetDriver());
+  int version = 0;
+  FERRY_CUDA_CALL(*d, DriverGetVersion(&version));
+  int count = 0;
+  FERRY_CUDA_CALL(*d, DeviceGetCount(&count));
+  std::vector<DeviceInfo> out;
+  for (int i = 0; i < count; ++i) {
+    cuda::CUdevice dev = 0;
+    FERRY_CUDA_CALL(*d, DeviceGet(&dev, i));
+    DeviceInfo info;
+    info.device_type = ARROW_DEVICE_CUDA;
+    info.device_id = i;
+    char name[256] = {0};
+    FERRY_CUDA_CALL(*d, DeviceGetName(name, sizeof(name) - 1, dev));
+    info.name = name;
+    size_t bytes = 0;
+    if (d->DeviceTotalMem != nullptr && d->DeviceTotalMem(&bytes, dev) == cuda::kSuccess) {
+      info.memory_bytes = static_cast<int64_t>(bytes);
+    }
+    info.driver_version =
+        std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+    FERRY_CUDA_CALL(*d, DeviceGetAttribute(&info.compute_major,
+                                           cuda::kDeviceAttributeComputeCapabilityMajor, dev));
+    FERRY_CUDA_CALL(*d, DeviceGetAttribute(&info.compute_minor,
+                                           cuda::kDeviceAttributeComputeCapabilityMinor, dev));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 }  // namespace ferry::internal

@@ -80,6 +80,7 @@ Loaded LoadDriver() {
     d.MemAllocAsync = nullptr;
     d.MemFreeAsync = nullptr;
   }
+  Bind(lib, "cuDeviceTotalMem_v2", &d.DeviceTotalMem);  // optional: only listings use it
   if (missing != nullptr) {
     out.status = Status::NotFound(std::string("the CUDA driver at ") + path + " lacks " + missing);
     return out;

@@ -37,9 +37,12 @@ constexpr unsigned kMemoryTypeHost = 1;
 constexpr unsigned kIpcLazyEnablePeerAccess = 1;
 constexpr int kDeviceAttributeUnifiedAddressing = 41;
 constexpr int kDeviceAttributeMemoryPoolsSupported = 115;
+constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
+constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
 
 /// Function pointers into the driver; every member is non-null once Load succeeded (the
-/// optional ones may be null: cuMemAllocAsync and cuMemFreeAsync on drivers older than 11.2).
+/// optional ones may be null: cuMemAllocAsync and cuMemFreeAsync on drivers older than 11.2,
+/// cuDeviceTotalMem_v2, which only listings use).
 struct Driver {
   CUresult (*Init)(unsigned);
   CUresult (*DriverGetVersion)(int*);
@@ -47,6 +50,7 @@ struct Driver {
   CUresult (*DeviceGet)(CUdevice*, int);
   CUresult (*DeviceGetName)(char*, int, CUdevice);
   CUresult (*DeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*DeviceTotalMem)(size_t*, CUdevice);
   CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*DevicePrimaryCtxRelease)(CUdevice);
   CUresult (*CtxPushCurrent)(CUcontext);

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/device_abi.h"
@@ -96,5 +97,8 @@ Result<StagingBuffer> AcquireStaging(Device& device, int64_t size);
 Status ReleaseStaging(Device& device, const StagingBuffer& buffer, void* stream);
 /// The OpenCL device for an ordinal among SVM-capable devices; NotFound with the reason.
 Result<Device*> ResolveOpenCl(int64_t device_id);
+/// ListDevices for CUDA and OpenCL.
+Result<std::vector<DeviceInfo>> ListCuda();
+Result<std::vector<DeviceInfo>> ListOpenCl();
 
 }  // namespace ferry::internal

@@ -32,6 +32,9 @@ using cl_event = ClOpaque*;
 constexpr cl_int kClSuccess = 0;
 constexpr cl_bitfield kClDeviceTypeAll = 0xFFFFFFFF;
 constexpr cl_uint kClDeviceName = 0x102B;
+constexpr cl_uint kClDeviceGlobalMemSize = 0x101F;
+constexpr cl_uint kClDriverVersion = 0x102D;
+constexpr cl_uint kClPlatformName = 0x0902;
 constexpr cl_uint kClDeviceType = 0x1000;
 constexpr cl_bitfield kClDeviceTypeCpu = 1 << 1;
 constexpr cl_uint kClDeviceSvmCapabilities = 0x1053;
@@ -42,6 +45,7 @@ struct Cl {
   cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id*, cl_uint*);
   cl_int (*GetDeviceIDs)(cl_platform_id, cl_bitfield, cl_uint, cl_device_id*, cl_uint*);
   cl_int (*GetDeviceInfo)(cl_device_id, cl_uint, size_t, void*, size_t*);
+  cl_int (*GetPlatformInfo)(cl_platform_id, cl_uint, size_t, void*, size_t*);  // optional
   cl_context (*CreateContext)(const intptr_t*, cl_uint, const cl_device_id*,
                               void (*)(const char*, const void*, size_t, void*), void*, cl_int*);
   cl_command_queue (*CreateCommandQueueWithProperties)(cl_context, cl_device_id, const cl_ulong*,
@@ -217,7 +221,19 @@ struct Platform {
   Cl cl{};
   Status status;
   std::vector<std::unique_ptr<OpenClDevice>> devices;
+  // Every device of every platform, SVM-capable or not, once the runtime has been enumerated.
+  bool enumerated = false;
+  std::vector<DeviceInfo> listed;
 };
+
+// A string property of a device or platform; empty when the runtime does not answer.
+template <typename Handle>
+std::string InfoString(cl_int (*get)(Handle, cl_uint, size_t, void*, size_t*), Handle h,
+                       cl_uint what) {
+  char text[256] = {0};
+  if (get == nullptr || get(h, what, sizeof(text) - 1, text, nullptr) != kClSuccess) return {};
+  return text;
+}
 
 template <typename F>
 bool Bind(void* lib, const char* name, F* out) {
@@ -255,6 +271,7 @@ void Load(Platform& p) {
   need("clWaitForEvents", &c.WaitForEvents);
   need("clFinish", &c.Finish);
   need("clReleaseEvent", &c.ReleaseEvent);
+  Bind(lib, "clGetPlatformInfo", &c.GetPlatformInfo);
   if (missing != nullptr) {
     p.status = Status::NotFound(std::string("the OpenCL runtime at ") + path + " lacks " + missing +
                                 " (OpenCL 2.0 is needed for shared virtual memory)");
@@ -267,6 +284,7 @@ void Load(Platform& p) {
   }
   std::vector<cl_platform_id> platforms(n_platforms);
   c.GetPlatformIDs(n_platforms, platforms.data(), nullptr);
+  p.enumerated = true;
   for (cl_platform_id platform : platforms) {
     cl_uint n = 0;
     if (c.GetDeviceIDs(platform, kClDeviceTypeAll, 0, nullptr, &n) != kClSuccess || n == 0) {
@@ -275,15 +293,25 @@ void Load(Platform& p) {
     std::vector<cl_device_id> ids(n);
     c.GetDeviceIDs(platform, kClDeviceTypeAll, n, ids.data(), nullptr);
     for (cl_device_id id : ids) {
-      cl_bitfield svm = 0;
-      if (c.GetDeviceInfo(id, kClDeviceSvmCapabilities, sizeof(svm), &svm, nullptr) != kClSuccess ||
-          (svm & kClSvmCoarseGrainBuffer) == 0) {
-        continue;
+      DeviceInfo info;
+      info.device_type = ARROW_DEVICE_OPENCL;
+      info.platform = InfoString(c.GetPlatformInfo, platform, kClPlatformName);
+      info.name = InfoString(c.GetDeviceInfo, id, kClDeviceName);
+      info.driver_version = InfoString(c.GetDeviceInfo, id, kClDriverVersion);
+      cl_ulong memory = 0;
+      if (c.GetDeviceInfo(id, kClDeviceGlobalMemSize, sizeof(memory), &memory, nullptr) ==
+          kClSuccess) {
+        info.memory_bytes = static_cast<int64_t>(memory);
       }
-      char name[256] = {0};
-      c.GetDeviceInfo(id, kClDeviceName, sizeof(name) - 1, name, nullptr);
-      p.devices.push_back(std::make_unique<OpenClDevice>(
-          c, id, static_cast<int64_t>(p.devices.size()), std::string(name)));
+      cl_bitfield svm = 0;
+      info.svm =
+          c.GetDeviceInfo(id, kClDeviceSvmCapabilities, sizeof(svm), &svm, nullptr) == kClSuccess &&
+          (svm & kClSvmCoarseGrainBuffer) != 0;
+      if (info.svm) {
+        info.device_id = static_cast<int64_t>(p.devices.size());
+        p.devices.push_back(std::make_unique<OpenClDevice>(c, id, info.device_id, info.name));
+      }
+      p.listed.push_back(std::move(info));
     }
   }
   if (p.devices.empty()) {
@@ -308,6 +336,12 @@ Result<Device*> ResolveOpenCl(int64_t device_id) {
                             std::to_string(p.devices.size()) + " with shared virtual memory)");
   }
   return static_cast<Device*>(p.devices[static_cast<size_t>(device_id)].get());
+}
+
+Result<std::vector<DeviceInfo>> ListOpenCl() {
+  Platform& p = GetPlatform();
+  if (!p.enumerated) return p.status;
+  return p.listed;
 }
 
 }  // namespace ferry::internal

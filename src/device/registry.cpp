@@ -1,5 +1,6 @@
 // Resolving (device type, id) pairs to ferry's devices.
 #include <string>
+#include <vector>
 
 #include "device/device_internal.hpp"
 #include "ferry/device/device.hpp"
@@ -59,6 +60,18 @@ Result<Device*> ResolveDevice(ArrowDeviceType device_type, int64_t device_id) {
     default:
       return Status::NotSupported("device type " + std::to_string(device_type) + " (" +
                                   DeviceTypeName(device_type) + ") is not supported by ferry");
+  }
+}
+
+Result<std::vector<DeviceInfo>> ListDevices(ArrowDeviceType device_type) {
+  switch (device_type) {
+    case ARROW_DEVICE_CUDA:
+      return internal::ListCuda();
+    case ARROW_DEVICE_OPENCL:
+      return internal::ListOpenCl();
+    default:
+      return Status::NotSupported(std::string("listing ") + DeviceTypeName(device_type) +
+                                  " devices (only CUDA and OPENCL are listed)");
   }
 }
 

@@ -138,15 +138,17 @@ Status AppendStorageValue(const ArrayView& v, int64_t i, std::string* out, int d
       return Status::OK();
     case TypeId::kIntervalDayTime: {
       std::string_view b = v.GetBytes(i);
-      *out += "[" + std::to_string(Load<int32_t>(b.data())) + ", " +
-              std::to_string(Load<int32_t>(b.data() + 4)) + "]";
+      // Appended piece by piece: `"[" + std::string&&` trips GCC 12's bogus -Wrestrict
+      // (GCC PR 105651) in optimized builds.
+      out->append("[").append(std::to_string(Load<int32_t>(b.data())));
+      out->append(", ").append(std::to_string(Load<int32_t>(b.data() + 4))).append("]");
       return Status::OK();
     }
     case TypeId::kIntervalMonthDayNano: {
       std::string_view b = v.GetBytes(i);
-      *out += "[" + std::to_string(Load<int32_t>(b.data())) + ", " +
-              std::to_string(Load<int32_t>(b.data() + 4)) + ", " +
-              std::to_string(Load<int64_t>(b.data() + 8)) + "]";
+      out->append("[").append(std::to_string(Load<int32_t>(b.data())));  // GCC PR 105651
+      out->append(", ").append(std::to_string(Load<int32_t>(b.data() + 4)));
+      out->append(", ").append(std::to_string(Load<int64_t>(b.data() + 8))).append("]");
       return Status::OK();
     }
     case TypeId::kList:
@@ -197,7 +199,7 @@ Status AppendStorageValue(const ArrayView& v, int64_t i, std::string* out, int d
       const int8_t child = v.union_child_index(id);
       if (child < 0)
         return Status::Invalid("union type id " + std::to_string(id) + " is not declared");
-      *out += "[" + std::to_string(id) + ", ";
+      out->append("[").append(std::to_string(id)).append(", ");  // GCC PR 105651
       FERRY_RETURN_NOT_OK(AppendValue(v.child(child), v.UnionChildOffset(i), out, depth + 1));
       *out += ']';
       return Status::OK();

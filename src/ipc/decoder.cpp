@@ -439,8 +439,11 @@ Status Decoder::ConsumeMessageBuffers(const uint8_t* metadata, int64_t metadata_
     std::string why;
     if (at.offset < 0 || at.length < 0 || __builtin_add_overflow(at.offset, at.length, &end) ||
         end > region.size) {
-      why = "(" + std::to_string(at.offset) + ", " + std::to_string(at.length) +
-            ") lies outside the region of " + std::to_string(region.size) + " bytes";
+      // Built by appending: `"(" + std::string&&` trips GCC 12's bogus -Wrestrict (GCC PR
+      // 105651) in optimized builds.
+      why.append("(").append(std::to_string(at.offset)).append(", ");
+      why.append(std::to_string(at.length)).append(") lies outside the region of ");
+      why.append(std::to_string(region.size)).append(" bytes");
     } else if (at.length != declared) {
       why = "has " + std::to_string(at.length) + " bytes but the metadata says " +
             std::to_string(declared);

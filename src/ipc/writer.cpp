@@ -11,6 +11,7 @@
 #include "ferry/device/device.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/array_view.hpp"
+#include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ipc/assembler.hpp"
 #include "ipc/metadata.hpp"
@@ -75,6 +76,27 @@ uint64_t HashBody(const internal::AssembledBody& body) {
   return h;
 }
 
+// The first `length` values of a dictionary, hashed from ferry's JSON rendering (a value, not a
+// layout, comparison): how the writer tells that a new dictionary starts with the one it sent.
+Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* dictionary,
+                            int64_t length) {
+  ArrowArray head = *dictionary;  // a borrowed view of the prefix: never released
+  head.length = length;
+  head.null_count = -1;
+  FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
+  FERRY_RETURN_NOT_OK(view.SetArray(&head));
+  FERRY_ASSIGN_OR_RAISE(std::string json, ArrayToJson(view));
+  return std::hash<std::string>{}(json);
+}
+
+// What the reader holds for one dictionary id: the last message's body hash, and (with deltas)
+// the whole dictionary's length and value hash.
+struct SentDictionary {
+  uint64_t body_hash = 0;
+  int64_t length = 0;
+  uint64_t values_hash = 0;
+};
+
 }  // namespace
 
 struct StreamWriter::Impl {
@@ -86,7 +108,7 @@ struct StreamWriter::Impl {
   bool file = false;
   bool closed = false;
   std::vector<int64_t> ids;
-  std::map<int64_t, uint64_t> sent;
+  std::map<int64_t, SentDictionary> sent;
   std::vector<fb::Block> dictionary_blocks;
   std::vector<fb::Block> batch_blocks;
   WriteStats stats;
@@ -189,30 +211,60 @@ struct StreamWriter::Impl {
                                                     internal::Codec::kNone, 0, Swapping()));
       const uint64_t h = HashBody(plain);
       auto it = sent.find(id);
-      if (it != sent.end() && it->second == h) continue;
-      if (it != sent.end() && file) {
+      if (it != sent.end() && it->second.body_hash == h) continue;
+      const ArrowSchema* value_schema = found[k].first;
+      SentDictionary now{h, dictionary->length, 0};
+      if (options.emit_dictionary_deltas) {
+        FERRY_ASSIGN_OR_RAISE(now.values_hash,
+                              ValuesHash(value_schema, dictionary, dictionary->length));
+      }
+      // With deltas on, a dictionary whose first values are the ones sent needs only its tail.
+      bool delta = false;
+      if (it != sent.end() && options.emit_dictionary_deltas &&
+          dictionary->length >= it->second.length) {
+        uint64_t prefix = now.values_hash;
+        if (dictionary->length > it->second.length) {
+          FERRY_ASSIGN_OR_RAISE(prefix, ValuesHash(value_schema, dictionary, it->second.length));
+        }
+        if (prefix == it->second.values_hash) {
+          if (dictionary->length == it->second.length) {  // the same values, laid out anew
+            it->second.body_hash = h;
+            continue;
+          }
+          delta = true;
+        }
+      }
+      if (it != sent.end() && file && !delta) {
         return Status::Invalid("dictionary " + std::to_string(id) +
                                " changed between batches; the file format cannot replace "
-                               "dictionaries (write a stream instead)");
+                               "dictionaries (write a stream, or emit deltas if it only grows)");
       }
+      ArrowArray tail = *dictionary;  // a borrowed view of the new values: never released
+      if (delta) {
+        tail.offset += it->second.length;
+        tail.length -= it->second.length;
+        tail.null_count = -1;
+      }
+      const ArrowArray* written = delta ? &tail : dictionary;
       internal::AssembledBody body;
-      if (options.compression == Compression::kNone) {
+      if (options.compression == Compression::kNone && !delta) {
         body = std::move(plain);
       } else {
         FERRY_ASSIGN_OR_RAISE(
-            body, internal::AssembleArray(found[k].first, dictionary, options.alignment,
+            body, internal::AssembleArray(value_schema, written, options.alignment,
                                           CodecOf(options.compression), options.compression_level,
                                           Swapping()));
       }
       flatbuffers::FlatBufferBuilder b;
       auto data = BatchTable(b, body);
-      auto d = fb::CreateDictionaryBatch(b, id, data, false);
+      auto d = fb::CreateDictionaryBatch(b, id, data, delta);
       b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::DictionaryBatch,
                                  d.Union(), body.body_length));
       FERRY_RETURN_NOT_OK(WriteMessage(b, &body, &dictionary_blocks));
       stats.bytes_copied += body.copied;
       ++stats.dictionary_batches;
-      sent[id] = h;
+      if (delta) ++stats.dictionary_deltas;
+      sent[id] = now;
     }
     return Status::OK();
   }

@@ -365,8 +365,8 @@ static void TestIpc(void) {
   struct ArrowArrayStream back;
   struct ArrowArray got;
   struct FerryIpcBytes bytes;
-  struct FerryIpcWriteOptions options = {FERRY_IPC_FORMAT_FILE, FERRY_IPC_COMPRESSION_ZSTD, 0, 64,
-                                         0};
+  struct FerryIpcWriteOptions options = {
+      FERRY_IPC_FORMAT_FILE, FERRY_IPC_COMPRESSION_ZSTD, 0, 64, 0, 0};
   struct FerryIpcReadOptions read_options = {FERRY_VALIDATION_LEVEL_FULL, 0};
   struct FerryError error;
   int one = 1;
@@ -434,8 +434,8 @@ static void TestDipc(void) {
   struct ArrowArray batches[2];
   struct ArrowArrayStream stream;
   struct ArrowDeviceArrayStream got;
-  struct FerryIpcWriteOptions options = {FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0, 8,
-                                         0};
+  struct FerryIpcWriteOptions options = {
+      FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0, 8, 0, 0};
   struct FerryDipcServerOptions server_options = {"shm",   NULL, FERRY_DIPC_BODY_BUFFER_LIST,
                                                   1 << 20, 5000, 0};
   struct FerryDipcClientOptions client_options = {NULL, 5000, 0, 0};

@@ -196,6 +196,54 @@ TEST(IpcWriterTest, DictionariesAreSentOnceAndReplacedWhenTheyChange) {
   ASSERT_RAISES_WITH(EINVAL, "cannot replace", fw.WriteBatch(b.array()));
 }
 
+TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
+  const Field root = testing::BatchField({Field::Dictionary("d", "i", Field::Make("u", ""))});
+  ASSERT_OK_AND_ASSIGN(Array a, testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}])"));
+  ASSERT_OK_AND_ASSIGN(Array grown,
+                       testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}, {"d": "z"}])"));
+  ASSERT_OK_AND_ASSIGN(Array other, testing::ArrayFromJson(root, R"([{"d": "q"}])"));
+  ipc::WriteOptions options;
+  options.emit_dictionary_deltas = true;
+  ipc::MemorySink sink;
+  ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, a.schema(), options));
+  for (const Array* b : {&a, &grown, &grown, &other}) ASSERT_OK(w.WriteBatch(b->array()));
+  ASSERT_OK(w.Close());
+  EXPECT_EQ(w.stats().dictionary_batches, 3);  // x,y; then z alone; then a replacement q
+  EXPECT_EQ(w.stats().dictionary_deltas, 1);
+  SharedBytes bytes = sink.Finish();
+  ipc::Decoder decoder;
+  ASSERT_OK(decoder.Consume(bytes));
+  std::vector<bool> deltas;
+  while (std::optional<ipc::DecodedMessage> m = decoder.Next()) {
+    if (m->kind == ipc::MessageKind::kDictionary) deltas.push_back(m->is_delta);
+  }
+  EXPECT_EQ(deltas, (std::vector<bool>{false, true, false}));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(bytes));
+  ASSERT_EQ(read.size(), 4u);
+  EXPECT_EQ(Json::parse(read[1]), Json::parse(R"([{"d": "x"}, {"d": "y"}, {"d": "z"}])"));
+  EXPECT_EQ(Json::parse(read[3]), Json::parse(R"([{"d": "q"}])"));
+
+  // A file accepts the delta, not the replacement; without deltas it accepts neither.
+  ipc::MemorySink file_sink;
+  ASSERT_OK_AND_ASSIGN(auto fw, ipc::FileWriter::Open(&file_sink, a.schema(), options));
+  ASSERT_OK(fw.WriteBatch(a.array()));
+  ASSERT_OK(fw.WriteBatch(grown.array()));
+  ASSERT_RAISES_WITH(EINVAL, "cannot replace", fw.WriteBatch(other.array()));
+  ASSERT_OK(fw.Close());
+  SharedBytes file = file_sink.Finish();
+  ASSERT_OK_AND_ASSIGN(ipc::FileReader reader, ipc::FileReader::Open(file));
+  EXPECT_EQ(reader.num_record_batches(), 2);
+  EXPECT_EQ(reader.num_dictionaries(), 2);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> from_file, testing::ReadIpcAsJson(file));
+  ASSERT_EQ(from_file.size(), 2u);
+  EXPECT_EQ(Json::parse(from_file[0]), Json::parse(R"([{"d": "x"}, {"d": "y"}])"));
+  EXPECT_EQ(Json::parse(from_file[1]), Json::parse(read[1]));
+  ipc::MemorySink plain_sink;
+  ASSERT_OK_AND_ASSIGN(auto pw, ipc::FileWriter::Open(&plain_sink, a.schema()));
+  ASSERT_OK(pw.WriteBatch(a.array()));
+  ASSERT_RAISES_WITH(EINVAL, "cannot replace", pw.WriteBatch(grown.array()));
+}
+
 TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
   ASSERT_OK_AND_ASSIGN(Array batch, IntBatch(R"([{"x": 1}])"));
   ipc::MemorySink sink;

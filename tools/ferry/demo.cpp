@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/array.hpp"
@@ -192,7 +193,7 @@ int Fail(const char* step, const Status& st) {
 
 // The table to each device this machine has and back, through ferry's device layer; the copy
 // that comes back must validate fully and render exactly as the original.
-int DeviceRoundTrips(const Array& table) {
+int DeviceRoundTrips(const Array& table, int64_t bytes, std::vector<DemoRow>* rows) {
   ArrowDeviceArray host{};
   host.array = *table.array();
   host.array.release = [](ArrowArray* a) { a->release = nullptr; };  // borrowed: never released
@@ -200,16 +201,18 @@ int DeviceRoundTrips(const Array& table) {
   host.device_id = -1;
   auto expected = ArrayToJson(table.view());
   if (!expected.ok()) return Fail("rendering the table", expected.status());
-  std::printf("\ndevice round trips (CPU -> device -> CPU, visible slice only):\n");
   struct Target {
     ArrowDeviceType type;
     const char* name;
   };
   for (Target t : {Target{ARROW_DEVICE_CUDA, "CUDA:0"}, Target{ARROW_DEVICE_OPENCL, "OPENCL:0"},
                    Target{ARROW_DEVICE_EXT_DEV, "guarded (EXT_DEV:0)"}}) {
+    DemoRow row;
+    row.step = std::string("CPU -> ") + t.name + " -> CPU";
     auto device = ResolveDevice(t.type, 0);
     if (!device.ok()) {
-      std::printf("  %-22s skipped: %s\n", t.name, device.status().message().c_str());
+      row.result = "skipped: " + device.status().message();
+      rows->push_back(std::move(row));
       continue;
     }
     auto start = Clock::now();
@@ -219,14 +222,13 @@ int DeviceRoundTrips(const Array& table) {
     if (!st.ok()) return Fail("viewing the table", st);
     auto there = view->Copy(**device);
     if (!there.ok()) return Fail("copying to the device", there.status());
-    const double to_s = Seconds(start);
-    start = Clock::now();
     st = view->SetArray(there->get());
     if (!st.ok()) return Fail("viewing the device copy", st);
     const int64_t round_trips = view->round_trips();
     auto back = view->Copy(*CpuDevice());
     if (!back.ok()) return Fail("copying back", back.status());
-    const double from_s = Seconds(start);
+    row.seconds = Seconds(start);
+    row.bytes = 2 * bytes;
     auto back_view = ArrayView::Make(table.schema());
     if (!back_view.ok()) return Fail("viewing the copy", back_view.status());
     st = back_view->SetArray(&(*back)->array);
@@ -238,19 +240,18 @@ int DeviceRoundTrips(const Array& table) {
       std::fprintf(stderr, "ferry demo: the copy back from %s differs from the table\n", t.name);
       return 1;
     }
-    std::printf("  %-22s to %.3f s, back %.3f s (%lld round trip%s to learn sizes): identical\n",
-                t.name, to_s, from_s, static_cast<long long>(round_trips),
-                round_trips == 1 ? "" : "s");
+    row.result = "identical (" + std::to_string(round_trips) + " round trip" +
+                 (round_trips == 1 ? "" : "s") + " to learn sizes)";
+    rows->push_back(std::move(row));
   }
   return 0;
 }
 
 // The table through the Arrow IPC stream format and back: written without gathering, read
 // zero-copy (uncompressed) and decompressed (LZ4); both must render exactly as the original.
-int IpcRoundTrips(const Array& table) {
+int IpcRoundTrips(const Array& table, int64_t table_bytes, std::vector<DemoRow>* rows) {
   auto expected = ArrayToJson(table.view());
   if (!expected.ok()) return Fail("rendering the table", expected.status());
-  std::printf("\nArrow IPC stream round trips (write, read back, compare):\n");
   for (ipc::Compression codec : {ipc::Compression::kNone, ipc::Compression::kLz4Frame}) {
     auto start = Clock::now();
     ipc::MemorySink sink;
@@ -261,10 +262,8 @@ int IpcRoundTrips(const Array& table) {
     Status st = writer->WriteBatch(table.array());
     if (st.ok()) st = writer->Close();
     if (!st.ok()) return Fail("writing IPC", st);
-    const double write_s = Seconds(start);
     const ipc::WriteStats stats = writer->stats();
     SharedBytes bytes = sink.Finish();
-    start = Clock::now();
     ipc::Decoder decoder;
     st = decoder.Consume(bytes);
     if (!st.ok()) return Fail("reading IPC", st);
@@ -272,7 +271,11 @@ int IpcRoundTrips(const Array& table) {
     while ((m = decoder.Next()) && m->kind != ipc::MessageKind::kRecordBatch) {
     }
     if (!m) return Fail("reading IPC", Status::Invalid("no record batch came back"));
-    const double read_s = Seconds(start);
+    DemoRow row;
+    row.seconds = Seconds(start);
+    row.bytes = table_bytes;
+    row.step = std::string("IPC stream write + read, ") +
+               (codec == ipc::Compression::kNone ? "uncompressed" : "LZ4_FRAME");
     auto view = ArrayView::Make(table.schema());
     if (!view.ok()) return Fail("viewing the IPC batch", view.status());
     st = view->SetArray(m->batch.get());
@@ -282,15 +285,34 @@ int IpcRoundTrips(const Array& table) {
       std::fprintf(stderr, "ferry demo: the IPC round trip changed the table\n");
       return 1;
     }
-    std::printf(
-        "  %-10s %.1f MiB written in %.3f s (%lld bytes copied), read in %.3f s "
-        "(%lld bytes copied, fully validated): identical\n",
-        codec == ipc::Compression::kNone ? "raw" : "LZ4_FRAME",
-        static_cast<double>(bytes.size) / (1 << 20), write_s,
-        static_cast<long long>(stats.bytes_copied), read_s,
-        static_cast<long long>(decoder.bytes_copied()));
+    row.result = "identical (" + std::to_string(bytes.size) + " B stream; copied " +
+                 std::to_string(stats.bytes_copied) + " B writing, " +
+                 std::to_string(decoder.bytes_copied()) + " B reading)";
+    rows->push_back(std::move(row));
   }
   return 0;
+}
+
+std::string Cell(const std::string& text) { return text.empty() ? "-" : text; }
+
+void PrintSummary(const std::vector<DemoRow>& rows) {
+  std::printf("\nsummary:\n%-46s %10s %24s %9s %11s  %s\n", "step", "data", "start-up (apart)",
+              "time", "throughput", "result");
+  for (const DemoRow& r : rows) {
+    char data[32] = "-";
+    char time[32] = "-";
+    char rate[32] = "-";
+    if (r.bytes >= 0) {
+      std::snprintf(data, sizeof(data), "%.1f MiB", static_cast<double>(r.bytes) / (1 << 20));
+    }
+    if (r.seconds >= 0) std::snprintf(time, sizeof(time), "%.3f s", r.seconds);
+    if (r.bytes >= 0 && r.seconds > 0) {
+      std::snprintf(rate, sizeof(rate), "%.2f GB/s",
+                    static_cast<double>(r.bytes) / r.seconds / 1e9);
+    }
+    std::printf("%-46s %10s %24s %9s %11s  %s\n", r.step.c_str(), data, Cell(r.startup).c_str(),
+                time, rate, r.result.c_str());
+  }
 }
 
 }  // namespace
@@ -341,15 +363,17 @@ int RunDemo(const DemoOptions& options) {
     std::printf("%-26s %-58s %10lld %14lld\n", std::string(col.name()).c_str(), type_text.c_str(),
                 static_cast<long long>(nulls), static_cast<long long>(bytes));
   }
-  std::printf(
-      "\ntotal: %.1f MiB in buffers; built in %.3f s, imported in %.6f s, "
-      "fully validated in %.3f s (%.2f GB/s)\n",
-      static_cast<double>(total_bytes) / (1 << 20), build_s, import_s, validate_s,
-      validate_s > 0 ? static_cast<double>(total_bytes) / validate_s / 1e9 : 0.0);
-  std::printf("validation: OK (full)\n");
-  if (const int rc = DeviceRoundTrips(*imported); rc != 0) return rc;
-  if (const int rc = IpcRoundTrips(*imported); rc != 0) return rc;
-  return ProcessTransfers(*imported);
+  std::printf("\ntotal: %.1f MiB in buffers\n", static_cast<double>(total_bytes) / (1 << 20));
+  std::vector<DemoRow> rows;
+  rows.push_back({"build the table (" + std::to_string(table.length()) + " rows)", total_bytes, "",
+                  build_s, "OK"});
+  rows.push_back({"import through the C data interface", -1, "", import_s, "zero-copy"});
+  rows.push_back({"full validation", total_bytes, "", validate_s, "OK"});
+  int rc = DeviceRoundTrips(*imported, total_bytes, &rows);
+  if (rc == 0) rc = IpcRoundTrips(*imported, total_bytes, &rows);
+  if (rc == 0) rc = ProcessTransfers(*imported, options, &rows);
+  PrintSummary(rows);
+  return rc;
 }
 
 }  // namespace ferry::cli

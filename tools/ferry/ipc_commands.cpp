@@ -203,6 +203,7 @@ int RunConvert(const IpcOptions& o) {
                 Status::Invalid("unknown codec \"" + o.compression + "\" (none, lz4, zstd)"));
   }
   w.alignment = o.alignment;
+  w.emit_dictionary_deltas = o.dictionary_deltas;
   Result<UniqueArrayStream> stream = ipc::ReadPath(o.input);
   if (!stream.ok()) return Fail(o.input, stream.status());
   UniqueSchema schema;
@@ -225,10 +226,16 @@ int RunConvert(const IpcOptions& o) {
     }
     FERRY_RETURN_NOT_OK(writer.Close());
     if (o.progress) std::fprintf(stderr, "\n");
-    std::printf("%s -> %s: %lld batches, %lld bytes (%s, %s, alignment %d)\n", o.input.c_str(),
+    std::printf("%s -> %s: %lld batches, %lld bytes (%s, %s, alignment %d)", o.input.c_str(),
                 o.output.c_str(), static_cast<long long>(writer.stats().record_batches),
                 static_cast<long long>(writer.stats().bytes_written), o.to.c_str(),
                 o.compression.c_str(), o.alignment);
+    if (o.dictionary_deltas) {
+      std::printf(", %lld dictionary batches of which %lld deltas",
+                  static_cast<long long>(writer.stats().dictionary_batches),
+                  static_cast<long long>(writer.stats().dictionary_deltas));
+    }
+    std::printf("\n");
     return Status::OK();
   };
   Status st;

@@ -21,6 +21,8 @@ struct IpcOptions {
   std::string compression = "none";
   int32_t alignment = 8;
   bool progress = false;
+  /// convert: a dictionary that grows by appending goes as a delta, not a replacement.
+  bool dictionary_deltas = false;
 };
 
 /// List the messages of a stream or file (kinds, sizes, rows) and its schema.

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "demo.hpp"
+#include "devices_command.hpp"
 #include "dipc_commands.hpp"
 #include "ipc_commands.hpp"
 
@@ -19,10 +20,26 @@ int Run(int argc, char** argv) {
   CLI::App* demo_cmd = app.add_subcommand(
       "demo",
       "Build a table with a column of every Arrow type, pass it through the Arrow C data "
-      "interface, validate it fully and print a summary.");
+      "interface, every device, the IPC format and from process to process (steady-state "
+      "throughput), and print one summary table.");
   demo_cmd->add_option("--rows", demo.rows, "Rows in the generated table")
-      ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}))
       ->capture_default_str();
+  demo_cmd
+      ->add_option("--transfer-mib", demo.transfer_mib,
+                   "MiB each timed serve -> get transfer moves (after a warm-up)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  demo_cmd->add_flag("--verbose", demo.verbose,
+                     "Show the commands the demo runs and let its child processes log");
+
+  ferry::cli::DevicesOptions devices;
+  CLI::App* devices_cmd = app.add_subcommand(
+      "devices",
+      "List this machine's devices: the CPU, every CUDA GPU and every OpenCL device, and why a "
+      "kind is absent.");
+  devices_cmd->add_flag("--json", devices.json, "Print JSON (schema ferry.devices/1, docs/cli.md)");
+  devices_cmd->add_flag("--all", devices.all, "Also list ferry's guarded test device");
 
   ferry::cli::IpcOptions ipc;
   CLI::App* inspect_cmd = app.add_subcommand(
@@ -64,6 +81,9 @@ int Run(int argc, char** argv) {
       ->check(CLI::IsMember({8, 64}))
       ->capture_default_str();
   convert_cmd->add_flag("--progress", ipc.progress, "Report batches and bytes written on stderr");
+  convert_cmd->add_flag("--dictionary-deltas", ipc.dictionary_deltas,
+                        "Write a dictionary that grows by appending as a delta of its new values "
+                        "(a file then accepts it), not as a replacement");
 
   ferry::cli::ServeOptions serve;
   CLI::App* serve_cmd = ferry::cli::AddServeCommand(app, &serve);
@@ -78,6 +98,7 @@ int Run(int argc, char** argv) {
     return 0;
   }
   if (*demo_cmd) return ferry::cli::RunDemo(demo);
+  if (*devices_cmd) return ferry::cli::RunDevices(devices);
   if (*inspect_cmd) return ferry::cli::RunInspect(ipc);
   if (*validate_cmd) return ferry::cli::RunValidate(ipc);
   if (*cat_cmd) return ferry::cli::RunCat(ipc);

@@ -429,14 +429,16 @@ struct FerryIpcReadOptions {
 };
 
 /** How to write: a FerryIpcFormat, a FerryIpcCompression, the codec level (0: default), the
- * body alignment (8 or 64; 0 means 8), and big_endian (non-zero: write big-endian data, each
- * multi-byte buffer a swapped copy). */
+ * body alignment (8 or 64; 0 means 8), big_endian (non-zero: write big-endian data, each
+ * multi-byte buffer a swapped copy) and emit_dictionary_deltas (non-zero: a dictionary that grows
+ * by appending goes as a delta of its new values, not a replacement). */
 struct FerryIpcWriteOptions {
   int32_t format;
   int32_t compression;
   int32_t compression_level;
   int32_t alignment;
   int32_t big_endian;
+  int32_t emit_dictionary_deltas;
 };
 
 /** Bytes produced by ferry; call release once when done. */

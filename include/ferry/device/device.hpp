@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/device_abi.h"
@@ -123,6 +124,33 @@ FERRY_EXPORT Device* CpuDevice() noexcept;
 /// NotFound/NotSupported with the reason (no driver, bad ordinal, ...) otherwise. Thread-safe;
 /// a GPU's context is retained on first use of that ordinal.
 FERRY_EXPORT Result<Device*> ResolveDevice(ArrowDeviceType device_type, int64_t device_id);
+
+/// One device of this machine as its driver describes it (for listings such as `ferry devices`).
+/// Plain values; fields a kind does not have stay empty or zero.
+struct FERRY_EXPORT DeviceInfo {
+  ArrowDeviceType device_type = ARROW_DEVICE_CPU;
+  /// The id to pass to ResolveDevice, or -1 when ferry cannot use the device (an OpenCL device
+  /// without coarse-grained shared virtual memory).
+  int64_t device_id = -1;
+  std::string name;
+  /// OpenCL: the platform's name.
+  std::string platform;
+  /// Global memory in bytes (0 when the driver does not say).
+  int64_t memory_bytes = 0;
+  /// CUDA: the driver API version ("12.4"); OpenCL: the device's driver version string.
+  std::string driver_version;
+  /// CUDA: the compute capability (major.minor).
+  int compute_major = 0;
+  int compute_minor = 0;
+  /// OpenCL: the device supports coarse-grained shared virtual memory (ferry needs it).
+  bool svm = false;
+};
+
+/// Every CUDA GPU (ARROW_DEVICE_CUDA) or every OpenCL device (ARROW_DEVICE_OPENCL, with or
+/// without SVM) of this machine, asked of the driver (loaded on first use; no context is
+/// created). NotFound with the reason ("no CUDA driver: ...") when there is none to ask;
+/// NotSupported for other types.
+FERRY_EXPORT Result<std::vector<DeviceInfo>> ListDevices(ArrowDeviceType device_type);
 
 /// OK when ferry's device code can run: the C structs it was built with match this header
 /// (checked at run time against the compiled layout).

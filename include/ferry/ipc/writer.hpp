@@ -30,6 +30,10 @@ struct FERRY_EXPORT WriteOptions {
   bool big_endian = false;
   /// Custom metadata of the file footer (file format only).
   Metadata file_metadata;
+  /// When a dictionary grows by appending (its first values are those last sent), write only the
+  /// new values as a delta DictionaryBatch (isDelta) instead of a replacement; files accept
+  /// deltas but no replacements. Telling costs one JSON rendering of the changed dictionary.
+  bool emit_dictionary_deltas = false;
 };
 
 /// Counts a writer keeps.
@@ -37,6 +41,8 @@ struct FERRY_EXPORT WriteStats {
   int64_t messages = 0;
   int64_t record_batches = 0;
   int64_t dictionary_batches = 0;
+  /// Of those, deltas (WriteOptions::emit_dictionary_deltas).
+  int64_t dictionary_deltas = 0;
   /// Bytes handed to the sink.
   int64_t bytes_written = 0;
   /// Bytes the writer had to copy (bit-shifted or rebased slices; compression output).
@@ -59,7 +65,8 @@ class FERRY_EXPORT StreamWriter {
   StreamWriter& operator=(StreamWriter&&) noexcept;
 
   /// Write one batch: a struct array of the schema (no top-level nulls). Dictionaries that differ
-  /// from the ones last sent go first, as replacements. The batch is only read.
+  /// from the ones last sent go first, as replacements or (emit_dictionary_deltas) deltas. The
+  /// batch is only read.
   [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {});
   /// Write a batch that lives on any device. CPU batches are written in place; others are first
   /// copied to host memory through the device layer (one copy of the visible slice, ordered on
@@ -79,7 +86,8 @@ class FERRY_EXPORT StreamWriter {
 };
 
 /// Writes the file format: magic, the stream messages, then the footer with every block on
-/// Close. Dictionaries may not change between batches (the format cannot replace them).
+/// Close. Dictionaries may not be replaced between batches (the format cannot); with
+/// emit_dictionary_deltas they may grow by appending.
 class FERRY_EXPORT FileWriter {
  public:
   static Result<FileWriter> Open(Sink* sink, const ArrowSchema* schema, WriteOptions options = {});

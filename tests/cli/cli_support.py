@@ -1,0 +1,38 @@
+"""Helpers of the command-line suite: paths, pyarrow-written inputs and the arrow-testing vectors.
+The catalog of every type and its JSON rendering come from python/tests (pyarrow only)."""
+import glob
+import os
+import sys
+
+import pyarrow as pa
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "python", "tests"))
+VECTORS = os.path.join(REPO, "..", "shared", "testdata", "arrow-testing")
+
+
+def find_cli():
+    """FERRY_CLI (scripts/test.sh sets it), or the newest build/*/tools/ferry/ferry."""
+    path = os.environ.get("FERRY_CLI")
+    if path:
+        return path
+    found = sorted(glob.glob(os.path.join(REPO, "build", "*", "tools", "ferry", "ferry")), key=os.path.getmtime)
+    return found[-1] if found else None
+
+
+def write_ipc(path, table, fmt="stream", chunk=None, **options):
+    """Write `table` with pyarrow's writer as a stream or a file; returns the path."""
+    opts = pa.ipc.IpcWriteOptions(**options)
+    with pa.OSFile(str(path), "wb") as sink:
+        new = pa.ipc.new_stream if fmt == "stream" else pa.ipc.new_file
+        with new(sink, table.schema, options=opts) as w:
+            w.write_table(table, max_chunksize=chunk)
+    return str(path)
+
+
+def integration_vectors(suffix):
+    return sorted(glob.glob(os.path.join(VECTORS, "ipc-integration", "*", "*" + suffix)))
+
+
+def vector_id(path):
+    return "/".join(path.split(os.sep)[-2:])
