@@ -45,6 +45,10 @@ FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/t
 echo "== Transport and dipc suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
 UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc)$' --output-on-failure
 
+echo "== Faults: the fault matrix, a link going down, and a soak (tests/faults)"
+FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/test/faults.jsonl" \
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q -p pytest_strict_skips tests/faults
+
 echo "== Ruby suite (test-unit)"
 ruby -I build/test/ruby -I ruby/lib ruby/test/run_all.rb
 

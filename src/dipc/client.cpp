@@ -140,6 +140,12 @@ class Session {
         freer_(std::make_shared<Freer>(data_, data_uri.free_data.value_or(kDefaultFreeDataTag))) {}
 
   ~Session() {
+    if (broken_) {
+      // The server stopped answering or went away: nothing more will reach it, so waiting for a
+      // graceful close would only hold the caller.
+      data_->Abort();
+      conn_->Abort();
+    }
     freer_->Finish();
     if (data_ != conn_) conn_->Close();
   }
@@ -203,6 +209,7 @@ class Session {
  private:
   Status Check(Status st, const std::string& doing) {
     if (st.ok()) return st;
+    broken_ = true;
     // A ferry server that refused or failed says why on the metadata channel before it
     // closes, if we asked for its extensions: prefer its words.
     if ((st.code() == EPIPE || st.code() == ETIMEDOUT) && conn_->extensions()) {
@@ -262,7 +269,10 @@ class Session {
   // The next metadata message in sequence order, holding early ones in the window.
   Result<SharedBytes> NextMetadata() {
     while (true) {
-      if (std::optional<SharedBytes> m = metadata_.Pop()) return std::move(*m);
+      if (std::optional<SharedBytes> m = metadata_.Pop()) {
+        held_bytes_ -= m->size;
+        return std::move(*m);
+      }
       Result<SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
       if (!r.ok() && r.status().code() == ETIMEDOUT) {
         freer_->Flush();  // about to wait: the server may be waiting for these
@@ -275,7 +285,15 @@ class Session {
         return Status::Invalid("metadata message " + std::to_string(m.sequence) +
                                " arrived after the end of stream");
       }
+      const int64_t size = r->size;
+      if (m.sequence != metadata_.next() && held_bytes_ + size > options_.reorder_bytes) {
+        return Status::Invalid("metadata message " + std::to_string(m.sequence) + " would hold " +
+                               std::to_string(held_bytes_ + size) +
+                               " bytes ahead of their turn, over the limit of " +
+                               std::to_string(options_.reorder_bytes));
+      }
       FERRY_RETURN_NOT_OK(metadata_.Put(m.sequence, std::move(*r)));
+      held_bytes_ += size;
     }
   }
 
@@ -360,6 +378,8 @@ class Session {
   UniqueSchema schema_;
   bool started_ = false;
   bool finished_ = false;
+  bool broken_ = false;     // the connection failed: close by aborting
+  int64_t held_bytes_ = 0;  // metadata bytes in the reorder window
 };
 
 // The ArrowDeviceArrayStream's producer: a session.

@@ -39,7 +39,7 @@ Plan ReadPlan() {
 
 }  // namespace
 
-void FaultPoint(const char* role, const char* phase) {
+void FaultPoint(const char* role, const char* phase, const std::function<bool()>& cancelled) {
   static const Plan plan = ReadPlan();
   static std::atomic<int> reached{0};
   if (!plan.on || plan.role != role || plan.phase != phase) return;
@@ -47,7 +47,15 @@ void FaultPoint(const char* role, const char* phase) {
   char line[128];
   const int n = std::snprintf(line, sizeof(line), "ferry-fault: paused at %s %s\n", role, phase);
   [[maybe_unused]] const ssize_t w = ::write(STDERR_FILENO, line, static_cast<size_t>(n));
-  std::this_thread::sleep_for(std::chrono::minutes(10));
+  using Clock = std::chrono::steady_clock;
+  const auto end = Clock::now() + std::chrono::minutes(10);
+  auto last = Clock::now();
+  while (Clock::now() < end && !(cancelled && cancelled())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // A gap far longer than the nap: the process was stopped, and now it is continued.
+    if (Clock::now() - last > std::chrono::milliseconds(200)) return;
+    last = Clock::now();
+  }
 }
 
 }  // namespace ferry::dipc::internal

@@ -1,13 +1,18 @@
 // Internal to the dipc layer: fault injection for the fault suite (tests/faults).
 #pragma once
 
+#include <functional>
+
 namespace ferry::dipc::internal {
 
 /// A point where the fault suite can stop a process. With FERRY_FAULT_PAUSE=ROLE:PHASE[:N] in
 /// the environment (ROLE server or client; PHASE want_data, metadata, body or free), the N-th
 /// time (1 by default) this process reaches that point it prints `ferry-fault: paused at ROLE
-/// PHASE` on stderr and sleeps (at most ten minutes), so the test can kill it, stop it or close
-/// it right there. Without the variable it costs one comparison.
-void FaultPoint(const char* role, const char* phase);
+/// PHASE` on stderr and waits there, so the test can kill it, stop it or close it right there.
+/// It carries on once the process was stopped and continued (SIGSTOP, SIGCONT), once
+/// `cancelled()` says so (the server is closing the session), or after ten minutes. Without the
+/// variable it costs one comparison.
+void FaultPoint(const char* role, const char* phase,
+                const std::function<bool()>& cancelled = {});
 
 }  // namespace ferry::dipc::internal

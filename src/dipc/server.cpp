@@ -52,6 +52,16 @@ class ServerImpl final : public Server {
   }
   Uri data_uri(const std::string& name) const override { return MakeUri(name, Channel::kData); }
 
+  void Serve(std::unique_ptr<transport::Connection> connection) override {
+    if (connection == nullptr || state_->stopping.load()) return;
+    ++state_->clients_accepted;
+    auto session = std::make_unique<Session>(state_.get(), std::move(connection));
+    session->Start();
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.remove_if([](const std::unique_ptr<Session>& s) { return s->done(); });
+    sessions_.push_back(std::move(session));
+  }
+
   Result<std::string> IssueTicket(const std::string& name, std::chrono::seconds ttl) override {
     if (ttl.count() <= 0) ttl = state_->options.ticket_ttl;
     return state_->catalogue->Issue(name, std::chrono::steady_clock::now() + ttl);

@@ -70,7 +70,12 @@ void Session::Serve() {
   } else if (const Status end = AwaitEnd(); !end.ok()) {
     Failed(end.message());
   }
-  Kill();
+  // A failed or unresponsive client gets no graceful close: nothing more reaches it.
+  Kill(unresponsive_ || (!st.ok() && st.code() != ECONNREFUSED));
+  if (!failed_.load() && st.ok()) {
+    const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
+    state_->Log("client " + who + ": served " + std::to_string(next_seq_) + " messages");
+  }
   --state_->clients_active;
   done_.store(true);
 }
@@ -101,7 +106,7 @@ Status Session::ServeRequest() {
   if (!entry.ok()) return Refuse(entry.status());
   send_metadata_ = tag->channel != Channel::kData;
   send_bodies_ = tag->channel != Channel::kMetadata;
-  FaultPoint("server", "want_data");
+  FaultPoint("server", "want_data", [this] { return dead_.load(); });
   phase_ = "metadata";
   if (entry->kept) return Replay(*entry->kept);
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, entry->dataset->Open());
@@ -139,7 +144,7 @@ Status Session::SendMetadata(std::span<const uint8_t> flatbuffer, uint32_t seq) 
   const ByteSpan meta[] = {{header, kMetadataHeaderSize},
                            {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
   FERRY_RETURN_NOT_OK(conn_->Send(meta));
-  FaultPoint("server", "metadata");
+  FaultPoint("server", "metadata", [this] { return dead_.load(); });
   return Status::OK();
 }
 
@@ -156,8 +161,9 @@ Status Session::SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> 
     const ByteSpan meta[] = {{header, kMetadataHeaderSize},
                              {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
     FERRY_RETURN_NOT_OK(conn_->SendMessageAndBody(meta, tag, body));
+    FaultPoint("server", "metadata", [this] { return dead_.load(); });
   }
-  FaultPoint("server", "body");
+  FaultPoint("server", "body", [this] { return dead_.load(); });
   return Status::OK();
 }
 
@@ -287,7 +293,7 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
 
 Status Session::AwaitEnd() {
   phase_ = "free";
-  FaultPoint("server", "free");
+  FaultPoint("server", "free", [this] { return dead_.load(); });
   // The protocol's client closes after its last free_data; a client that closes holding
   // addresses gets them freed (it is disconnected). One that neither frees nor closes is waited
   // for up to the timeout.
@@ -298,6 +304,9 @@ Status Session::AwaitEnd() {
   if (client_closed_ && held > 0) {
     state_->Log("the client closed holding " + std::to_string(held) + " addresses; freed");
   }
+  // A client that neither freed nor closed for the whole timeout is stopped or gone: closing
+  // gracefully would wait on it again.
+  unresponsive_ = !ended && !dead_.load();
   if (ended || dead_.load() || held == 0) return Status::OK();
   return Status(ETIMEDOUT, "the client held " + std::to_string(held) +
                                " addresses for longer than " +

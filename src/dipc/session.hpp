@@ -86,6 +86,7 @@ class Session final : public ipc::MessageSink {
   std::mutex mutex_;
   std::condition_variable changed_;
   bool client_closed_ = false;  // the client closed (or went): nothing more comes from it
+  bool unresponsive_ = false;   // the client neither freed nor closed in time
   // Shared-region blocks lent to this client: block -> its distinct addresses not yet freed.
   std::map<int64_t, std::vector<uint64_t>> blocks_;
   std::map<uint64_t, int64_t> block_of_;  // address -> block

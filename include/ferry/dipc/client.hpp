@@ -27,8 +27,9 @@ struct FERRY_EXPORT ClientOptions {
   /// How long the server may stay silent (or take nothing we send) before the stream fails: a
   /// stopped server, or a link that went down, is reported after this long.
   std::chrono::milliseconds timeout{30000};
-  /// How many metadata messages may arrive ahead of their turn.
+  /// How many metadata messages, and how many bytes of them, may arrive ahead of their turn.
   uint32_t reorder_window = 64;
+  int64_t reorder_bytes = int64_t{64} << 20;
   /// The largest metadata message, and the largest body, taken from the server; a larger one
   /// fails the stream with an error naming both sizes (nothing is allocated first).
   int64_t max_metadata_bytes = int64_t{64} << 20;

@@ -15,6 +15,7 @@
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/dipc/uri.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "ferry/transport/transport.hpp"
 
 namespace ferry::dipc {
 
@@ -95,6 +96,9 @@ class FERRY_EXPORT Server {
   /// remote_handle) from the other.
   virtual Uri metadata_uri(const std::string& name = "") const = 0;
   virtual Uri data_uri(const std::string& name = "") const = 0;
+  /// Serve a connection the caller made (a custom transport, a test's in-process pair) as if
+  /// the listener had accepted it.
+  virtual void Serve(std::unique_ptr<transport::Connection> connection) = 0;
   /// A ticket for dataset `name`: 128 random bits (32 hex digits), valid for `ttl` (0: the
   /// options' ticket_ttl) on every URI of the dataset. ENOENT for an unknown name.
   virtual Result<std::string> IssueTicket(const std::string& name,

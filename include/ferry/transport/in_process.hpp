@@ -9,8 +9,9 @@
 
 namespace ferry::transport {
 
-/// Two connected in-process ends. Messages are copied once, into the receiver's mailbox; regions
-/// and fetches are not supported (ENOTSUP).
+/// Two connected in-process ends. Messages are copied once, into the receiver's mailbox; a
+/// region shared by one end can be fetched by the other (copied out, with every reference
+/// checked against it), as over UCX.
 FERRY_EXPORT std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>>
 MakeInProcessPair();
 

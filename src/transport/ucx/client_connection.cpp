@@ -55,7 +55,7 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
     }
     self->ep_ = *ep;
     // A flush completes once the endpoint is wired up with the server (or failed).
-    FlushEndpoint(self->ep_, new Pending{up, nullptr});
+    FlushEndpoint(self->ep_, new Pending{up, nullptr, self->worker_.get()});
   });
   if (!ran) return Status(ECONNREFUSED, "the UCX worker stopped while connecting");
   if (!made.ok()) {
@@ -96,12 +96,21 @@ Status ClientConnection::Hello(bool same_host) {
   const std::string server = server_address_;
   lock.unlock();
   if (fast) {
-    worker_->Run([this, &server] {
+    auto wired = std::make_shared<Completion>();
+    worker_->Run([this, &server, wired] {
       // Without it the checked endpoint carries everything, as for any peer.
       if (Result<ucp_ep_h> ep = ConnectToWorker(worker_->handle(), server); ep.ok()) {
         fast_ep_ = *ep;
+        FlushEndpoint(fast_ep_, new Pending{wired, nullptr, worker_.get()});
+      } else {
+        wired->Done(UCS_OK);
       }
     });
+    // Wired up before any traffic: an endpoint without error handling that fails mid-wire-up
+    // trips UCX 1.13.
+    if (!wired->Wait(Clock::now() + limits_.timeout) || wired->status() != UCS_OK) {
+      return Status(ECONNREFUSED, "the fast path to the server could not be set up");
+    }
   }
   extensions_ = true;
   return Status::OK();
@@ -359,11 +368,14 @@ Result<FetchedBody> ClientConnection::Fetch(std::span<const BufferRef> refs,
       }
       // The buffer is kept alive by the operation, whoever gives up waiting.
       GetRemote(ep, rkey_, refs[i].address, bytes.get() + offsets[i], refs[i].length,
-                new Pending{done, bytes});
+                new Pending{done, bytes, worker_.get()});
     }
   }
   // CMA and shared-memory gets often finish inside the call; others progress there.
-  if (!done->Wait(Clock::now())) worker_->Wake();
+  if (!done->Wait(Clock::now())) {
+    Waiting(done);
+    worker_->Wake();
+  }
   if (!done->Wait(Clock::now() + timeout)) {
     Fail("a get of type-1 buffers took longer than " + std::to_string(timeout.count()) +
              " ms (the server stopped, or the link is down?)",

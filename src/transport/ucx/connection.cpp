@@ -3,6 +3,7 @@
 
 #include "transport/ucx/connection.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -36,6 +37,8 @@ struct Landing {
   size_t length = 0;
   UcxConnection::Landed on_done;
   std::atomic<int>* landing = nullptr;
+  Worker* worker = nullptr;  // tracks the request while it is in flight
+  ucp_tag_recv_info_t info{};
 };
 
 void Settled(Landing* l, ucs_status_t status, size_t length) {
@@ -53,13 +56,21 @@ void Settled(Landing* l, ucs_status_t status, size_t length) {
 void OnTagLanded(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
                  void* user_data) {
   auto* l = static_cast<Landing*>(user_data);
+  const bool released = l->worker->Untrack(request);
   Settled(l, status, info != nullptr ? info->length : l->length);
-  ucp_request_free(request);
+  if (!released) ucp_request_free(request);
 }
 
 void OnAmLanded(void* request, ucs_status_t status, size_t length, void* user_data) {
-  Settled(static_cast<Landing*>(user_data), status, length);
-  ucp_request_free(request);
+  auto* l = static_cast<Landing*>(user_data);
+  const bool released = l->worker->Untrack(request);
+  Settled(l, status, length);
+  if (!released) ucp_request_free(request);
+}
+
+// A receive UCX did not finish at once: tracked until its callback, dropped if none comes.
+void TrackLanding(void* request, Landing* l) {
+  l->worker->Track(request, [l] { Settled(l, UCS_ERR_CANCELED, 0); });
 }
 
 }  // namespace
@@ -144,7 +155,7 @@ ucs_status_t UcxConnection::ActiveMessage(size_t header_length, void* data, size
     return UCS_OK;
   }
   // Rendezvous: the bytes are still with the sender; fetch them into a buffer of ours.
-  auto* l = new Landing{TakeBuffer(length), length, nullptr, &landing_};
+  auto* l = new Landing{TakeBuffer(length), length, nullptr, &landing_, worker_.get()};
   if (!l->buffer) {
     delete l;
     Fail("cannot allocate " + std::to_string(length) + " bytes for a metadata message", true);
@@ -166,7 +177,11 @@ ucs_status_t UcxConnection::ActiveMessage(size_t header_length, void* data, size
   rp.user_data = l;
   ucs_status_ptr_t request =
       ucp_am_recv_data_nbx(worker_->handle(), data, l->buffer.get(), length, &rp);
-  if (request == nullptr || UCS_PTR_IS_ERR(request)) Settled(l, UCS_PTR_STATUS(request), length);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+    Settled(l, UCS_PTR_STATUS(request), length);
+  } else {
+    TrackLanding(request, l);
+  }
   return UCS_OK;
 }
 
@@ -178,7 +193,8 @@ void UcxConnection::Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& i
   // small buffer, and fails with UCS_ERR_MESSAGE_TRUNCATED.
   const size_t size = buffer ? info.length : 64;
   if (!buffer) buffer = TakeBuffer(size);
-  auto* l = new Landing{std::move(buffer), info.length, std::move(on_done), &landing_};
+  auto* l =
+      new Landing{std::move(buffer), info.length, std::move(on_done), &landing_, worker_.get()};
   ++landing_;
   ucp_request_param_t params{};
   params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -189,26 +205,37 @@ void UcxConnection::Take(ucp_tag_message_h message, const ucp_tag_recv_info_t& i
                 : UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
   if (request == nullptr || UCS_PTR_IS_ERR(request)) {
     Settled(l, UCS_PTR_STATUS(request), info.length);
+  } else {
+    TrackLanding(request, l);
   }
 }
 
 void* UcxConnection::PostReceive(uint64_t tag, size_t size, Landed on_done) {
-  auto* l = new Landing{TakeBuffer(std::max<size_t>(size, 1)), size, std::move(on_done), &landing_};
+  auto* l = new Landing{TakeBuffer(std::max<size_t>(size, 1)), size, std::move(on_done), &landing_,
+                        worker_.get()};
   ++landing_;
   if (!l->buffer) {
     Settled(l, UCS_ERR_NO_MEMORY, 0);
     return nullptr;
   }
   ucp_request_param_t params{};
-  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  // The receive info gives the real length when the message is here already (no callback then).
+  params.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO;
   params.cb.recv = OnTagLanded;
   params.user_data = l;
+  params.recv_info.tag_info = &l->info;
   ucs_status_ptr_t request =
       ucp_tag_recv_nbx(worker_->handle(), l->buffer.get(), size, tag, ~uint64_t{0}, &params);
-  if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+  if (request == nullptr) {
+    Settled(l, UCS_OK, l->info.length);
+    return nullptr;
+  }
+  if (UCS_PTR_IS_ERR(request)) {
     Settled(l, UCS_PTR_STATUS(request), size);
     return nullptr;
   }
+  TrackLanding(request, l);
   return request;
 }
 
@@ -230,17 +257,45 @@ void UcxConnection::Fail(const std::string& why, bool abort) {
       failure_ = why;
     }
   }
-  if (abort) {
-    // Force-closing the fast endpoint fails what waits on it (a rendezvous to a dead peer).
-    worker_->Post([this] {
-      ReleaseRemote();
-      if (fast_ep_ != nullptr) {
-        CloseEndpoint(fast_ep_, true, nullptr);
-        fast_ep_ = nullptr;
-      }
-    });
-  }
+  // Force-closing the fast endpoint ends what waits on it (a rendezvous to a dead peer); then
+  // callers waiting on sends or gets return, whatever UCX still holds.
+  worker_->Post(
+      [this, abort] {
+        if (abort) {
+          ReleaseRemote();
+          if (fast_ep_ != nullptr) {
+            CloseEndpoint(*worker_, fast_ep_, true, nullptr);
+            fast_ep_ = nullptr;
+          }
+        }
+        ReleaseWaiters();
+      },
+      [this] { ReleaseWaiters(); });
   worker_->Wake();
+}
+
+void UcxConnection::Waiting(const std::shared_ptr<Completion>& done) {
+  bool gone = false;
+  {
+    std::lock_guard lock(mutex_);
+    gone = gone_;
+    waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
+                                  [](const std::weak_ptr<Completion>& w) { return w.expired(); }),
+                   waiting_.end());
+    if (!gone) waiting_.push_back(done);
+  }
+  if (gone) done->Abandon(UCS_ERR_CONNECTION_RESET);
+}
+
+void UcxConnection::ReleaseWaiters() {
+  std::vector<std::weak_ptr<Completion>> waiting;
+  {
+    std::lock_guard lock(mutex_);
+    waiting.swap(waiting_);
+  }
+  for (const auto& w : waiting) {
+    if (auto done = w.lock()) done->Abandon(UCS_ERR_CONNECTION_RESET);
+  }
 }
 
 std::chrono::milliseconds UcxConnection::SettleFailure() {
@@ -282,12 +337,14 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
     if (ep == nullptr) {
       done->Done(UCS_ERR_NOT_CONNECTED);
     } else if (active_message) {
-      SendActiveMessage(ep, kMetadataAmId, std::move(iov), new Pending{done, nullptr});
+      SendActiveMessage(ep, kMetadataAmId, std::move(iov),
+                        new Pending{done, nullptr, worker_.get()});
     } else {
-      SendTaggedMessage(ep, tag, std::move(iov), new Pending{done, nullptr});
+      SendTaggedMessage(ep, tag, std::move(iov), new Pending{done, nullptr, worker_.get()});
     }
   }
   if (!done->Wait(Clock::now())) {
+    Waiting(done);
     worker_->Wake();  // what is left (a rendezvous, a full queue) progresses there
     if (!done->Wait(Clock::now() + limits_.timeout)) {
       // The peer took nothing for the whole timeout: stopped, or the link is down. The send
@@ -298,12 +355,14 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
            true);
       worker_->Post([this] {
         if (ep_ != nullptr) {
-          CloseEndpoint(ep_, true, nullptr);
+          CloseEndpoint(*worker_, ep_, true, nullptr);
           ep_ = nullptr;
         }
       });
-      // UCX completes every operation of a force-closed endpoint with an error.
-      while (!done->Wait(Clock::now() + std::chrono::seconds(1))) worker_->Wake();
+      // A force-closed endpoint ends its operations with an error; a rendezvous still waiting
+      // for a peer's answer is left to UCX (nothing of ours sends from it any more: its lanes
+      // are gone), so the wait is bounded.
+      done->Wait(Clock::now() + std::chrono::seconds(1));
       return Status(ETIMEDOUT, "the peer took nothing for " + Millis(limits_.timeout));
     }
   }
@@ -372,7 +431,7 @@ void UcxConnection::CloseEndpoints(bool force) {
     ReleaseRemote();
     // Everything sent was taken (sends wait for completion), so the fast endpoint closes at
     // once; the checked one closes gracefully, so the peer learns of it after what we sent.
-    if (fast_ep_ != nullptr) CloseEndpoint(fast_ep_, true, nullptr);
+    if (fast_ep_ != nullptr) CloseEndpoint(*worker_, fast_ep_, true, nullptr);
     fast_ep_ = nullptr;
     done->Done(UCS_OK);
     if (ep_ != nullptr) {
@@ -381,7 +440,7 @@ void UcxConnection::CloseEndpoints(bool force) {
         std::lock_guard lock(mutex_);
         gone = gone || gone_;
       }
-      CloseEndpoint(ep_, gone, new Pending{done, nullptr});
+      CloseEndpoint(*worker_, ep_, gone, new Pending{done, nullptr, worker_.get()});
       ep_ = nullptr;
     } else {
       done->Done(UCS_OK);
@@ -400,13 +459,20 @@ void UcxConnection::TearDown() {
   {
     std::unique_lock ucx = worker_->Lock();
     ReleaseRemote();
-    if (fast_ep_ != nullptr) CloseEndpoint(fast_ep_, true, nullptr);
-    if (ep_ != nullptr) CloseEndpoint(ep_, true, nullptr);
+    if (fast_ep_ != nullptr) CloseEndpoint(*worker_, fast_ep_, true, nullptr);
+    if (ep_ != nullptr) CloseEndpoint(*worker_, ep_, true, nullptr);
     fast_ep_ = ep_ = nullptr;
   }
   // Receives still landing hold pointers into this object: let them settle (bounded), then
   // destroy the worker, which ends whatever did not.
-  worker_->Drain([this] { return landing_.load() == 0; }, Clock::now() + std::chrono::seconds(1));
+  bool gone = false;
+  {
+    std::lock_guard lock(mutex_);
+    gone = gone_;
+  }
+  // A gone peer's rendezvous never lands: no point waiting for it.
+  worker_->Drain([this] { return landing_.load() == 0; },
+                 Clock::now() + (gone ? std::chrono::milliseconds(0) : std::chrono::seconds(1)));
   worker_->Destroy();
 }
 

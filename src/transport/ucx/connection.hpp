@@ -86,6 +86,9 @@ class UcxConnection : public Connection {
   std::chrono::milliseconds SettleFailure();
   /// Why sends fail now, or OK.
   Status SendStatus(const char* doing);
+  /// Register an operation a caller waits for: a failure of the connection ends the wait at
+  /// once (after the endpoints are force-closed, so nothing of the caller's is read any more).
+  void Waiting(const std::shared_ptr<Completion>& done);
   /// Send on the traffic endpoint and wait; a peer that takes nothing for the timeout fails the
   /// connection.
   Status Transmit(bool active_message, uint64_t tag, std::span<const ByteSpan> pieces);
@@ -125,7 +128,8 @@ class UcxConnection : public Connection {
   bool gone_ = false;          // the peer closed or died, or the stream broke
   bool inbox_closed_ = false;  // progress thread: the inbox was closed after `gone_`
   std::chrono::steady_clock::time_point gone_at_{};
-  std::string failure_;  // why `gone_`
+  std::string failure_;                             // why `gone_`
+  std::vector<std::weak_ptr<Completion>> waiting_;  // operations callers wait for
   std::vector<std::shared_ptr<Region>> shared_;
 
  private:
@@ -134,6 +138,7 @@ class UcxConnection : public Connection {
   ucs_status_t ActiveMessage(size_t header_length, void* data, size_t length,
                              const ucp_am_recv_param_t* param);
   void Shut(bool force);
+  void ReleaseWaiters();
   void CloseEndpoints(bool force);
 
   const bool takes_metadata_;

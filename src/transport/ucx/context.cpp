@@ -35,11 +35,10 @@ Result<std::shared_ptr<Context>> Context::Make(bool rma) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return UcxError(EIO, "cannot read UCX's configuration", st);
-  // A peer that dies without a word (SIGKILL, a cable) is found by keepalive; UCX's default
-  // checks every 20 s. One second bounds how long a survivor waits.
-  if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
-    (void)ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
-  }
+  // UCX's keepalive stays at its default (20 s): a killed peer on one host is found at once (the
+  // kernel resets its sockets), a stopped peer or a dead link by ferry's own timeouts. A short
+  // keepalive makes UCX 1.13 fail an endpoint while it answers an emulated RMA get, which it
+  // treats as fatal (ucp_get_req_handler), after the process itself was stopped for a moment.
   // Bodies of a few hundred kilobytes go eager (copied through shared memory or the socket, the
   // send done at once) rather than by rendezvous, whose round trip per message would make a
   // sender of small batches wait for the receiver each time.

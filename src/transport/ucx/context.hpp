@@ -17,9 +17,8 @@ Status UcxError(int code, const std::string& what, ucs_status_t status);
 /// A UCP context with the features the protocol maps onto: tag matching (bodies, want_data,
 /// free_data), Active Messages (metadata), RMA (type-1 gets) and wakeup (event-driven progress).
 /// Workers on several threads share it. Unless the user set them, UCX's log level is "fatal"
-/// (ferry reports failures itself) and endpoints that check their peer send a keepalive every
-/// second, so a dead peer is noticed within about a second. Shared by a listener, its
-/// connections and its regions; costs UCX's transport discovery (milliseconds) once.
+/// (ferry reports failures itself), and messages up to 256 KiB go eager. Shared by a listener,
+/// its connections and its regions; costs UCX's transport discovery (milliseconds) once.
 class Context {
  public:
   /// With `rma` false the context has no remote memory access: no peer can read or write this

@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "transport/ucx/context.hpp"
+#include "transport/ucx/worker.hpp"
 
 namespace ferry::transport::ucx {
 
@@ -16,6 +17,14 @@ void Completion::Done(ucs_status_t status) {
   std::lock_guard lock(mutex_);
   if (status != UCS_OK && status_ == UCS_OK) status_ = status;
   if (--remaining_ <= 0) done_.notify_all();
+}
+
+void Completion::Abandon(ucs_status_t status) {
+  std::lock_guard lock(mutex_);
+  if (remaining_ <= 0) return;
+  if (status_ == UCS_OK) status_ = status;
+  remaining_ = 0;
+  done_.notify_all();
 }
 
 bool Completion::Wait(std::chrono::steady_clock::time_point deadline) {
@@ -32,20 +41,26 @@ namespace {
 
 void OnDone(void* request, ucs_status_t status, void* user_data) {
   auto* pending = static_cast<Pending*>(user_data);
-  if (pending != nullptr) {
-    pending->done->Done(status);
-    delete pending;
-  }
-  ucp_request_free(request);
+  const bool released = pending->worker != nullptr && pending->worker->Untrack(request);
+  pending->done->Done(status);
+  delete pending;
+  if (!released) ucp_request_free(request);
 }
 
-// An operation UCX may finish at once (NULL), fail at once, or finish later in OnDone.
+// An operation UCX may finish at once (NULL), fail at once, or finish later in OnDone (until
+// then its worker tracks it).
 void Settle(ucs_status_ptr_t request, Pending* pending) {
-  if (request != nullptr && !UCS_PTR_IS_ERR(request)) return;
-  if (pending != nullptr) {
-    pending->done->Done(UCS_PTR_STATUS(request));
-    delete pending;
+  if (request != nullptr && !UCS_PTR_IS_ERR(request)) {
+    if (pending->worker != nullptr) {
+      pending->worker->Track(request, [pending] {
+        pending->done->Done(UCS_ERR_CANCELED);
+        delete pending;
+      });
+    }
+    return;
   }
+  pending->done->Done(UCS_PTR_STATUS(request));
+  delete pending;
 }
 
 ucp_request_param_t Params(Pending* pending) {
@@ -137,15 +152,21 @@ std::string RemoteAddress(ucp_ep_h ep) {
     const auto& in = reinterpret_cast<const sockaddr_in&>(attr.remote_sockaddr);
     inet_ntop(AF_INET, &in.sin_addr, host, sizeof(host));
     port = ntohs(in.sin_port);
-    return std::string(host) + ":" + std::to_string(port);
-  }
-  if (attr.remote_sockaddr.ss_family == AF_INET6) {
+  } else if (attr.remote_sockaddr.ss_family == AF_INET6) {
     const auto& in6 = reinterpret_cast<const sockaddr_in6&>(attr.remote_sockaddr);
     inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
     port = ntohs(in6.sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+  } else {
+    return {};
   }
-  return {};
+  // Appended piece by piece: GCC 12 misreports `"[" + std::string(...)` at -O3 (PR 105651).
+  std::string out;
+  const bool v6 = attr.remote_sockaddr.ss_family == AF_INET6;
+  if (v6) out.append("[");
+  out.append(host);
+  if (v6) out.append("]");
+  out.append(":").append(std::to_string(port));
+  return out;
 }
 
 void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,
@@ -177,7 +198,8 @@ void FlushEndpoint(ucp_ep_h ep, Pending* pending) {
   Settle(ucp_ep_flush_nbx(ep, &params), pending);
 }
 
-void CloseEndpoint(ucp_ep_h ep, bool force, Pending* pending) {
+void CloseEndpoint(Worker& worker, ucp_ep_h ep, bool force, Pending* pending) {
+  if (pending == nullptr) pending = new Pending{std::make_shared<Completion>(), nullptr, &worker};
   ucp_request_param_t params = Params(pending);
   params.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
   params.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;

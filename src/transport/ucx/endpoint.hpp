@@ -25,6 +25,9 @@ class Completion {
   explicit Completion(int count = 1) : remaining_(count) {}
   /// Record one finished operation (progress thread).
   void Done(ucs_status_t status);
+  /// Give up: waiters return now with `status` (the connection failed). Operations that finish
+  /// later are ignored.
+  void Abandon(ucs_status_t status);
   /// Wait until every operation finished or `deadline` passed; false on timeout.
   bool Wait(std::chrono::steady_clock::time_point deadline);
   ucs_status_t status();
@@ -36,11 +39,15 @@ class Completion {
   ucs_status_t status_ = UCS_OK;
 };
 
-/// One operation in flight: the completion to report to, and what the operation reads or writes,
-/// kept alive until UCX is done with it whoever waits or gives up. Freed by its callback.
+class Worker;
+
+/// One operation in flight: the completion to report to, what the operation reads or writes
+/// (kept alive until UCX is done with it, whoever waits or gives up), and the worker that tracks
+/// its request. Freed by its callback, or by the worker's teardown if none ever comes.
 struct Pending {
   std::shared_ptr<Completion> done;
   std::shared_ptr<const void> keep;
+  Worker* worker = nullptr;
 };
 
 /// Called when an endpoint fails (the peer died, closed or is unreachable); `arg` is what the
@@ -73,8 +80,8 @@ void GetRemote(ucp_ep_h ep, ucp_rkey_h rkey, uint64_t address, void* into, size_
 /// Flush `ep`: reports once what was sent on it has reached the peer, or the endpoint failed.
 void FlushEndpoint(ucp_ep_h ep, Pending* pending);
 /// Close `ep` gracefully (flush, then tell the peer) or, with `force`, at once (what is in
-/// flight fails). Reports to `pending` (may be NULL).
-void CloseEndpoint(ucp_ep_h ep, bool force, Pending* pending);
+/// flight fails). Reports to `pending`, or (NULL) to nobody, tracked by `worker` either way.
+void CloseEndpoint(Worker& worker, ucp_ep_h ep, bool force, Pending* pending = nullptr);
 
 /// A byte vector as the pieces of a UCX I/O vector (empty pieces skipped). Errors name a NULL
 /// piece or a negative size.

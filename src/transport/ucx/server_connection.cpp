@@ -33,6 +33,7 @@ Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_p
 ServerConnection::~ServerConnection() { Close(); }
 
 void ServerConnection::Poll() {
+  SendAnswer();
   ucp_tag_recv_info_t info{};
   while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), 0, 0, 1, &info)) {
     const uint64_t tag = info.sender_tag;
@@ -61,19 +62,36 @@ void ServerConnection::Answer(const SharedBytes& hello) {
   std::string address;
   if (!DecodeHello(hello, &flags, &address) || ep_ == nullptr) return;  // not ours to answer
   uint8_t granted = flags & kHelloErrors;
+  auto wired = std::make_shared<Completion>();
   if ((flags & kHelloFastPath) != 0 && !address.empty() && fast_ep_ == nullptr) {
     Result<ucp_ep_h> fast = ConnectToWorker(worker_->handle(), address);
     if (fast.ok()) {
       fast_ep_ = *fast;
       granted |= kHelloFastPath;
+      // Answered once the fast endpoint is wired up: an endpoint without error handling that
+      // fails mid-wire-up trips UCX 1.13, so no traffic may start before it is done.
+      FlushEndpoint(fast_ep_, new Pending{wired, nullptr, worker_.get()});
     }
   }
+  if (fast_ep_ == nullptr) wired->Done(UCS_OK);
   extensions_ = true;
-  auto answer = std::make_shared<std::string>(
+  answer_ = std::make_shared<std::string>(
       EncodeHello(granted, (granted & kHelloFastPath) != 0 ? worker_->address() : std::string()));
+  answer_ready_ = wired;
+  SendAnswer();
+}
+
+void ServerConnection::SendAnswer() {
+  if (!answer_ || !answer_ready_->Wait(std::chrono::steady_clock::now())) return;
+  if (answer_ready_->status() != UCS_OK) {
+    answer_.reset();
+    Fail("the client went away while its fast path was set up", true);
+    return;
+  }
   // On the checked endpoint: the client waits for this before it sends its request.
-  auto* pending = new Pending{std::make_shared<Completion>(), answer};
-  SendTaggedMessage(ep_, kHelloTag, {{answer->data(), answer->size()}}, pending);
+  auto* pending = new Pending{std::make_shared<Completion>(), answer_, worker_.get()};
+  SendTaggedMessage(ep_, kHelloTag, {{answer_->data(), answer_->size()}}, pending);
+  answer_.reset();
 }
 
 }  // namespace ferry::transport::ucx

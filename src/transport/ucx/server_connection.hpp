@@ -24,6 +24,12 @@ class ServerConnection final : public UcxConnection {
       : UcxConnection(std::move(worker), limits, false) {}
   void Poll() override;
   void Answer(const SharedBytes& hello);
+  /// Send the hello's answer once the fast endpoint is wired up (progress thread).
+  void SendAnswer();
+
+  // Progress thread only.
+  std::shared_ptr<std::string> answer_;       // the answer waiting to go
+  std::shared_ptr<Completion> answer_ready_;  // the fast endpoint's wire-up
 };
 
 }  // namespace ferry::transport::ucx

@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "transport/ucx/client_connection.hpp"
 #include "transport/ucx/listener.hpp"
@@ -65,6 +66,16 @@ Result<Endpoint> Resolve(const std::string& address) {
 bool SameHost(const sockaddr_storage& addr) {
   const char* env = std::getenv("FERRY_UCX_FAST_PATH");
   if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  // The fast path exists for shared memory and CMA: with UCX limited to other transports
+  // (UCX_TLS=tcp,self) it would add an endpoint that gains nothing.
+  if (const char* tls = std::getenv("UCX_TLS"); tls != nullptr) {
+    const std::string t = tls;
+    bool shared = false;
+    for (const char* name : {"all", "sm", "shm", "posix", "sysv", "cma", "knem", "xpmem"}) {
+      shared |= t.find(name) != std::string::npos;
+    }
+    if (!shared) return false;
+  }
   if (addr.ss_family == AF_INET) {
     const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
     if ((ntohl(in.sin_addr.s_addr) >> 24) == 127) return true;

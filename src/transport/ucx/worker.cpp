@@ -59,8 +59,31 @@ Worker::~Worker() {
 void Worker::Destroy() {
   Stop();
   std::unique_lock ucx(ucx_mutex_);
-  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (worker_ == nullptr) return;
+  // What never finished (a peer that stopped answering): UCX owns it from here, so destroying
+  // the worker does not find requests the user still holds.
+  for (auto& [request, drop] : tracked_) {
+    released_.insert(request);
+    ucp_request_free(request);
+  }
+  ucp_worker_destroy(worker_);
   worker_ = nullptr;
+  // Those whose callbacks never came: release what they held.
+  std::unordered_map<void*, std::function<void()>> rest;
+  rest.swap(tracked_);
+  released_.clear();
+  for (auto& [request, drop] : rest) {
+    if (drop) drop();
+  }
+}
+
+void Worker::Track(void* request, std::function<void()> drop) {
+  tracked_[request] = std::move(drop);
+}
+
+bool Worker::Untrack(void* request) {
+  tracked_.erase(request);
+  return released_.erase(request) > 0;
 }
 
 void Worker::Start(PollFn poll) {

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ferry/core/result.hpp"
@@ -58,6 +60,15 @@ class Worker {
   /// Stop the thread and destroy the UCP worker (idempotent): what was in flight on it ends
   /// without its callbacks. Posting afterwards drops the task; waking is harmless.
   void Destroy();
+  /// Requests in flight. An operation that UCX did not finish at once is tracked until its
+  /// callback untracks it; `drop` releases what the callback would have, should it never come
+  /// (a stopped peer). Destroy releases every request still tracked (ucp_request_free), so UCX
+  /// may end them at its leisure, runs the drops of those that never called back, and only then
+  /// destroys the worker. Call with the worker's lock held.
+  void Track(void* request, std::function<void()> drop);
+  /// From a request's callback: stop tracking it. True if Destroy released it already, in which
+  /// case the callback must not free it.
+  bool Untrack(void* request);
   /// With the thread stopped: progress until `done()` or `deadline`, whichever comes first.
   void Drain(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline);
 
@@ -75,6 +86,8 @@ class Worker {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::mutex ucx_mutex_;
+  std::unordered_map<void*, std::function<void()>> tracked_;  // under ucx_mutex_
+  std::unordered_set<void*> released_;                        // by Destroy, under ucx_mutex_
   std::mutex tasks_mutex_;
   struct Task {
     std::function<void()> run;

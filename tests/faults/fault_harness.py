@@ -1,0 +1,154 @@
+"""Processes for the fault suite: `ferry serve` and `ferry get` started with a fault point
+(FERRY_FAULT_PAUSE=ROLE:PHASE[:N]: the process stops itself there and says so on stderr), and
+what the survivor of a fault leaves behind, read from /proc.
+
+Loopback and shared memory only; every wait is bounded.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+PAUSED = "ferry-fault: paused at"
+
+
+def ferry_cli():
+    path = os.environ.get("FERRY_CLI")
+    assert path and os.access(path, os.X_OK), "FERRY_CLI must name the built ferry tool"
+    return path
+
+
+class Log:
+    """A process's stderr, written to a file and read as it grows."""
+
+    def __init__(self, path):
+        self.path = path
+        self.file = open(path, "w+")
+
+    def text(self):
+        self.file.flush()
+        with open(self.path) as f:
+            return f.read()
+
+    def wait_for(self, pattern, timeout, after=0):
+        """The time the first line matching `pattern` past offset `after` was seen, or None."""
+        deadline = time.monotonic() + timeout
+        rx = re.compile(pattern)
+        while time.monotonic() < deadline:
+            text = self.text()
+            m = rx.search(text, after)
+            if m:
+                return time.monotonic(), m
+            time.sleep(0.005)
+        return None, None
+
+
+def cpu_seconds(pid):
+    """CPU time of all a process's threads, in seconds (the scheduler's nanosecond counts: the
+    tick-based ones in /proc/PID/stat are too coarse for an idle process)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that just ended
+    return total / 1e9
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def segment_maps(pid):
+    """The memfd segments a process maps (ferry's shared-memory regions)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return sum("ferry-segment" in line for line in f)
+    except FileNotFoundError:
+        return 0
+
+
+def idle_cpu(pid, seconds=1.0, settle=0.7):
+    """The share of one CPU the process used over `seconds`, after `settle` seconds."""
+    time.sleep(settle)
+    before = cpu_seconds(pid)
+    time.sleep(seconds)
+    return (cpu_seconds(pid) - before) / seconds
+
+
+class Serve:
+    """`ferry serve -v` with a dataset `t`; .uri once it printed it."""
+
+    def __init__(self, tmp, transport, body_args, data, env, timeout, pause=None):
+        self.log = Log(os.path.join(tmp, f"serve-{time.monotonic_ns()}.err"))
+        run_env = dict(os.environ, **env)
+        run_env.pop("FERRY_FAULT_PAUSE", None)
+        if pause:
+            run_env["FERRY_FAULT_PAUSE"] = pause
+        listen = ["--listen", "127.0.0.1:0"] if transport == "ucx" else []
+        self.proc = subprocess.Popen(
+            [ferry_cli(), "serve", "-v", "--transport", transport, *listen, "--timeout",
+             str(timeout), *body_args, f"t={data}"],
+            stdout=subprocess.PIPE, stderr=self.log.file, text=True, env=run_env)
+        line = self.proc.stdout.readline()
+        assert line, "ferry serve exited: " + self.log.text()
+        self.uri = line.split()[1]
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def stop(self, timeout=5):
+        """SIGTERM; the time it took to exit."""
+        start = time.monotonic()
+        self.signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("ferry serve did not stop within %ss: %s" % (timeout, self.log.text()))
+        return time.monotonic() - start
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.log.file.close()
+
+
+class Get:
+    """`ferry get URI --ticket t --to OUT` in the background."""
+
+    def __init__(self, tmp, uri, out, env, timeout, pause=None):
+        self.log = Log(os.path.join(tmp, f"get-{time.monotonic_ns()}.err"))
+        run_env = dict(os.environ, **env)
+        run_env.pop("FERRY_FAULT_PAUSE", None)
+        if pause:
+            run_env["FERRY_FAULT_PAUSE"] = pause
+        self.out = out
+        self.proc = subprocess.Popen(
+            [ferry_cli(), "get", uri, "--ticket", "t", "--no-progress", "--force", "--to",
+             str(out), "--timeout", str(timeout)],
+            stdout=subprocess.DEVNULL, stderr=self.log.file, env=run_env)
+
+    def wait(self, timeout):
+        """(exit status, seconds it took from now), or (None, timeout) if it did not exit."""
+        start = time.monotonic()
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, timeout
+        return rc, time.monotonic() - start
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+        self.log.file.close()

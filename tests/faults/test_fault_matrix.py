@@ -1,0 +1,204 @@
+"""The fault matrix: `ferry serve` and `ferry get` as separate processes, and one of them killed
+(SIGKILL), stopped (SIGSTOP) or closed (SIGTERM: a clean exit) at one of four phases (after
+want_data, during metadata, during a body or fetch, before free_data), on three transports
+(shared memory, UCX over shared memory, UCX over TCP only) and three kinds of bodies (type 0,
+type 1, type 1 kept).
+
+Each cell asserts that the survivor reports within the bound (a kill or a close: 1 s; a stop:
+the 2 s --timeout plus 1 s), that it exits or carries on as specified (a client exits 2 with one
+line naming the phase and leaves no output file, unless it already had the whole stream; a
+server logs the session's end and goes on), that a surviving server is back to its file
+descriptors and shared-memory segments and idle, and that the next client gets equal data.
+The measured detection times go to $FERRY_FAULT_REPORT (JSON lines) when it is set, for
+docs/reliability.md.
+"""
+
+import json
+import os
+import signal
+import time
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+from fault_harness import PAUSED, Get, Serve, fd_count, idle_cpu, segment_maps
+
+TIMEOUT = 2  # --timeout of both ends, seconds
+BOUND = {"kill": 1.0, "close": 1.0, "stop": TIMEOUT + 1.0}
+# Room for this test's own polling and process teardown on a loaded 2-core machine.
+SLACK = 0.5
+TRANSPORTS = {
+    "shm": ("shm", {}),
+    "ucx-shm": ("ucx", {}),  # the URIs carry ferry=1: the same-host fast path
+    "ucx-tcp": ("ucx", {"UCX_TLS": "tcp,self"}),
+}
+BODIES = {
+    "packed": ["--body", "packed"],
+    "list": ["--body", "list"],
+    "keep": ["--body", "list", "--keep"],
+}
+FAULTS = ["kill-server", "stop-server", "close-server", "kill-client", "stop-client",
+          "close-client"]
+PHASES = ["want_data", "metadata", "body", "free"]
+# Which arrival of a phase to stop at: the third metadata message or body is mid-stream.
+NTH = {"want_data": 1, "metadata": 3, "body": 3, "free": 1}
+SIGNALS = {"kill": signal.SIGKILL, "stop": signal.SIGSTOP, "close": signal.SIGTERM}
+PHASE_WORDS = ("connecting", "metadata", "body", "fetch", "free")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("faults")
+    n = 200_000
+    batch = pa.record_batch({"i": pa.array(range(n), pa.int64()),
+                             "s": pa.array([f"r{k % 977}" for k in range(n)])})
+    batches = [batch] * 12
+    path = d / "t.arrows"
+    with ipc.new_stream(str(path), batch.schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    return path, pa.Table.from_batches(batches)
+
+
+def equal_to(out, table):
+    return os.path.exists(out) and ipc.open_stream(str(out)).read_all().equals(table)
+
+
+def report(cell, **figures):
+    path = os.environ.get("FERRY_FAULT_REPORT")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(dict(cell=cell, **figures)) + "\n")
+
+
+class Servers:
+    """One long-lived server per (transport, body) for the client-side faults, with its
+    baseline: file descriptors and segments once a first client was served."""
+
+    def __init__(self):
+        self.live = {}
+
+    def get(self, tmp, transport, body, path, table):
+        key = (transport, body)
+        if key not in self.live:
+            scheme, env = TRANSPORTS[transport]
+            srv = Serve(tmp, scheme, BODIES[body], path, env, TIMEOUT)
+            g = Get(tmp, srv.uri, tmp / "warm.arrows", env, TIMEOUT)
+            rc, _ = g.wait(60)
+            g.kill()
+            assert rc == 0 and equal_to(tmp / "warm.arrows", table), g.log.text()
+            time.sleep(0.3)
+            self.live[key] = (srv, fd_count(srv.proc.pid), segment_maps(srv.proc.pid))
+        return self.live[key]
+
+    def close(self):
+        for srv, _, _ in self.live.values():
+            srv.kill()
+
+
+@pytest.fixture(scope="module")
+def servers():
+    s = Servers()
+    yield s
+    s.close()
+
+
+def next_client_gets_equal_data(tmp, srv, env, table):
+    out = tmp / "next.arrows"
+    g = Get(tmp, srv.uri, out, env, TIMEOUT)
+    rc, _ = g.wait(60)
+    log = g.log.text()
+    g.kill()
+    assert rc == 0, log + "\nserver: " + srv.log.text()
+    assert equal_to(out, table)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("body", sorted(BODIES))
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, phase):
+    kind, side = fault.split("-")
+    scheme, env = TRANSPORTS[transport]
+    path, table = data
+    cell = f"{transport}/{body}/{fault}/{phase}"
+    if (transport == "ucx-tcp" and body != "packed" and fault == "stop-server" and
+            phase != "want_data"):
+        # Over TCP, UCX 1.13 emulates the client's RMA gets with Active Messages that the
+        # server's worker answers; one answered after the client gave up (it left while the
+        # server was stopped) fails, and ucp_get_req_handler treats that as fatal. It depends on
+        # timing, so the mark is not strict.
+        request.applymarker(pytest.mark.xfail(
+            strict=False, reason="UCX 1.13 aborts a server whose emulated RMA get reply finds the "
+            "client gone (ucp_get_req_handler)"))
+    pause = f"{side}:{phase}:{NTH[phase]}"
+    out = tmp_path / "out.arrows"
+    bound = BOUND[kind] + SLACK
+    if side == "server":
+        srv = Serve(tmp_path, scheme, BODIES[body], path, env, TIMEOUT, pause=pause)
+        cli = Get(tmp_path, srv.uri, out, env, TIMEOUT)
+        try:
+            paused, _ = srv.log.wait_for(PAUSED, 30)
+            assert paused, f"the server never reached {phase}: {srv.log.text()}"
+            t0 = time.monotonic()
+            srv.signal(SIGNALS[kind])
+            rc, took = cli.wait(bound + 10)
+            detect = time.monotonic() - t0
+            assert rc is not None, f"the client did not end: {cli.log.text()}"
+            message = cli.log.text().strip()
+            report(cell, detect_s=round(detect, 3), exit=rc, message=message.splitlines()[-1:])
+            if rc == 0:
+                # It had the whole stream before the fault (a fault at free_data): whole data.
+                assert equal_to(out, table)
+            else:
+                assert detect <= bound, f"{cell}: the client took {detect:.2f} s: {message}"
+                assert rc == 2, message
+                assert not os.path.exists(out), "a failed get left its output file"
+                assert len(message.splitlines()) == 1, message
+                assert message.startswith("ferry: ") and any(w in message for w in PHASE_WORDS)
+            if kind == "stop":
+                # Continued, the server has dropped that client and serves the next one.
+                os.kill(srv.proc.pid, signal.SIGCONT)
+                next_client_gets_equal_data(tmp_path, srv, env, table)
+                assert idle_cpu(srv.proc.pid) < 0.01
+                assert srv.stop() <= 1.0 + SLACK
+            elif kind == "close":
+                assert srv.proc.wait(timeout=bound) == 0
+            else:
+                srv.proc.wait(timeout=5)
+            assert segment_maps(cli.proc.pid) == 0
+        finally:
+            cli.kill()
+            srv.kill()
+        return
+
+    srv, fds, segments = servers.get(tmp_path, transport, body, path, table)
+    cli = Get(tmp_path, srv.uri, out, env, TIMEOUT, pause=pause)
+    try:
+        paused, _ = cli.log.wait_for(PAUSED, 30)
+        assert paused, f"the client never reached {phase}: {cli.log.text()}"
+        offset = len(srv.log.text())
+        t0 = time.monotonic()
+        cli.proc.send_signal(SIGNALS[kind])
+        seen, line = srv.log.wait_for(r"ferry serve: [^\n]*\n", bound + 10, after=offset)
+        assert seen, f"{cell}: the server logged nothing: {srv.log.text()[offset:]}"
+        detect = seen - t0
+        report(cell, detect_s=round(detect, 3), server_log=line.group(0).strip())
+        assert detect <= bound, f"{cell}: the server took {detect:.2f} s: {line.group(0)}"
+        if kind == "close":
+            assert cli.proc.wait(timeout=5) != 0
+            assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+        assert not os.path.exists(out)
+    finally:
+        cli.kill()
+    assert srv.proc.poll() is None, "the server died: " + srv.log.text()
+    # Everything that client held is returned: descriptors and segments back to the baseline.
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and (fd_count(srv.proc.pid) > fds or
+                                           segment_maps(srv.proc.pid) > segments):
+        time.sleep(0.05)
+    assert fd_count(srv.proc.pid) <= fds, f"{cell}: the server keeps descriptors"
+    assert segment_maps(srv.proc.pid) <= segments, f"{cell}: the server keeps segments"
+    assert idle_cpu(srv.proc.pid) < 0.01, f"{cell}: the server does not fall idle"
+    next_client_gets_equal_data(tmp_path, srv, env, table)

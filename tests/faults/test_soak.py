@@ -1,0 +1,88 @@
+"""Soak: one `ferry serve` process and many connect/request/disconnect cycles against it, every
+50th a `ferry get` process killed mid-stream. The server's file descriptors, shared-memory
+segments and resident memory must be as stable at the end as after the first fifth (anonymous
+RSS within 10%, or 1 MiB for a small server: the shared region's pages count once touched, so they
+are left out).
+FERRY_SOAK_CYCLES sets the count (CI runs a short soak, longer over shared memory, whose cycles
+are cheap; FERRY_SOAK_CYCLES=10000 is the long one).
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+from fault_harness import Get, Serve, fd_count, segment_maps
+
+ferry = pytest.importorskip("ferry", reason="the ferry binding is not installed (pip install ./python)")
+from ferry import dipc  # noqa: E402
+
+CYCLES = os.environ.get("FERRY_SOAK_CYCLES")
+KILL_EVERY = 50
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("soak")
+    batch = pa.record_batch({"i": pa.array(range(20_000), pa.int64()),
+                             "s": pa.array([f"v{k % 101}" for k in range(20_000)])})
+    path = d / "t.arrows"
+    with ipc.new_stream(str(path), batch.schema) as w:
+        for _ in range(40):
+            w.write_batch(batch)
+    return path, pa.Table.from_batches([batch] * 40)
+
+
+@pytest.mark.parametrize("transport,body", [("shm", ["--body", "list"]),
+                                            ("ucx", ["--body", "packed"]),
+                                            ("ucx", ["--body", "list"])])
+def test_soak(tmp_path, data, transport, body):
+    cycles = int(CYCLES) if CYCLES else (1000 if transport == "shm" else 300)
+    path, table = data
+    srv = Serve(tmp_path, transport, body, path, {}, 5)
+    try:
+        first = None
+        killed = 0
+        start = time.monotonic()
+        for cycle in range(cycles):
+            if cycle % KILL_EVERY == KILL_EVERY - 1:
+                g = Get(tmp_path, srv.uri, tmp_path / "k.arrows", {}, 5)
+                time.sleep(0.02)  # connected and mid-stream, or about to be
+                os.kill(g.proc.pid, signal.SIGKILL)
+                g.proc.wait()
+                g.log.file.close()
+                killed += 1
+            else:
+                got = pa.RecordBatchReader.from_stream(dipc.connect(srv.uri, "t")).read_all()
+                if cycle % 100 == 0:
+                    assert got.equals(table)
+            if cycle == cycles // 5:
+                time.sleep(0.5)
+                first = (fd_count(srv.proc.pid), segment_maps(srv.proc.pid),
+                         rss_bytes(srv.proc.pid))
+        time.sleep(1.0)
+        last = (fd_count(srv.proc.pid), segment_maps(srv.proc.pid), rss_bytes(srv.proc.pid))
+        elapsed = time.monotonic() - start
+        print(f"soak {transport} {body[1]}: {cycles} cycles ({killed} killed) in {elapsed:.1f} s; "
+              f"fds {first[0]} -> {last[0]}, segments {first[1]} -> {last[1]}, "
+              f"anonymous RSS {first[2] >> 10} -> {last[2] >> 10} KiB")
+        assert srv.proc.poll() is None, srv.log.text()
+        assert last[0] <= first[0], f"descriptors grew: {first[0]} -> {last[0]}"
+        assert last[1] <= first[1], f"segments grew: {first[1]} -> {last[1]}"
+        # Within 10%, or 1 MiB for a server this small (allocator caches settle in that much).
+        assert last[2] <= max(first[2] * 1.10, first[2] + (1 << 20)), (
+            f"RSS grew: {first[2]} -> {last[2]}")
+    finally:
+        srv.kill()
