@@ -46,6 +46,7 @@ echo "== Transport and dipc suites again with UCX limited to TCP (UCX_TLS=tcp,se
 UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc)$' --output-on-failure
 
 echo "== Faults: the fault matrix, a link going down, and a soak (tests/faults)"
+rm -f "$PWD/build/test/faults.jsonl"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/test/faults.jsonl" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q -p pytest_strict_skips tests/faults
 
