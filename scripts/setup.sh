@@ -36,10 +36,11 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import pyarrow, pytest, numpy, nanobind, scikit_build_core" >/dev/null 2>&1; then
-  echo "setup: installing pyarrow, pytest, numpy, nanobind and scikit-build-core into .venv"
+# pytest-timeout turns a hung test into a failure with its stack instead of a stalled CI run.
+if ! .venv/bin/python -c "import pyarrow, pytest, pytest_timeout, numpy, nanobind, scikit_build_core" >/dev/null 2>&1; then
+  echo "setup: installing pyarrow, pytest, pytest-timeout, numpy, nanobind and scikit-build-core into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q pyarrow pytest numpy nanobind scikit-build-core
+  .venv/bin/python -m pip install -q pyarrow pytest pytest-timeout numpy nanobind scikit-build-core
 fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU

@@ -27,7 +27,7 @@ cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_WERR
 cmake --build build/test -j"$jobs"
 
 echo "== C++ and C suites"
-ctest --test-dir build/test --output-on-failure -j"$jobs"
+ctest --test-dir build/test --output-on-failure --timeout 900 -j"$jobs"
 
 echo "== Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation -C cmake.define.FERRY_WERROR=ON ./python
@@ -36,19 +36,19 @@ echo "== Python binding (pip install ./python)"
 echo "== Python and command-line suites (pytest; a skip that names no missing hardware fails)"
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q -p pytest_strict_skips python/tests tests/cli
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips python/tests tests/cli
 
 echo "== Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q -p pytest_strict_skips tests/interop
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/interop
 
 echo "== Transport and dipc suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
-UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc)$' --output-on-failure
+UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc)$' --output-on-failure --timeout 900
 
 echo "== Faults: the fault matrix, a link going down, and a soak (tests/faults)"
 rm -f "$PWD/build/test/faults.jsonl"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/test/faults.jsonl" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q -p pytest_strict_skips tests/faults
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/faults
 
 echo "== Ruby suite (test-unit)"
 ruby -I build/test/ruby -I ruby/lib ruby/test/run_all.rb
@@ -64,6 +64,6 @@ if ((sanitize)); then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
-    ctest --test-dir build/asan --output-on-failure -j"$jobs"
+    ctest --test-dir build/asan --output-on-failure --timeout 1200 -j"$jobs"
 fi
 echo "== all suites passed"

@@ -79,8 +79,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0: {  // want_data with a fuzzed tag offset and a short ticket
         const uint64_t tag = want + (at < size ? data[at++] % 8 : 0);
         const bool good = at < size && data[at++] % 2 == 0;
-        const std::string ticket = good ? "t" : std::string(reinterpret_cast<const char*>(data + at),
-                                                             std::min<size_t>(size - at, 8));
+        const std::string ticket = good ? "t"
+                                        : std::string(reinterpret_cast<const char*>(data + at),
+                                                      std::min<size_t>(size - at, 8));
         const ByteSpan piece{ticket.data(), static_cast<int64_t>(ticket.size())};
         (void)client->SendTagged(tag, {&piece, 1});
         break;

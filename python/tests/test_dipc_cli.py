@@ -163,18 +163,25 @@ def test_a_killed_server_leaves_no_segment_and_a_clear_error(tmp_path, transport
         stderr=subprocess.PIPE,
         text=True,
     )
+    got = bytearray()
     with open(fifo, "rb") as pipe:
-        assert len(pipe.read(1 << 20)) > 0
+        got += pipe.read(1 << 20)
+        assert len(got) > 0
         time.sleep(0.3)
         if transport == "shm":
             assert memfd_mappings(server.proc.pid), "the server should map its segment"
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(timeout=10)
-        while pipe.read(1 << 20):
-            pass
+        while chunk := pipe.read(1 << 20):
+            got += chunk
     _, err = client.communicate(timeout=60)
-    assert client.returncode == 2
-    assert "closed the connection before the end of the stream" in err
+    if transport == "ucx" and body == "packed" and client.returncode == 0:
+        # UCX's shared-memory transport may map the server's send buffers into the client, so
+        # bodies the server had posted before it died can still be read: then all must arrive.
+        assert pa.ipc.open_stream(pa.py_buffer(bytes(got))).read_all().equals(table)
+    else:
+        assert client.returncode == 2, err
+        assert "closed the connection before the end of the stream" in err
     # No process maps a ferry segment any more, and memfd segments have no name to leak.
     for pid in os.listdir("/proc"):
         if pid.isdigit():
@@ -242,7 +249,7 @@ def test_ucx_moves_a_table_between_network_namespaces(tmp_path):
         write_stream(src, table, 5_000)
         server = subprocess.Popen(
             ["ip", "netns", "exec", a, cli(), "serve", "--transport", "ucx", "--listen",
-             "10.201.0.1:0", f"t={src}"],
+             "10.201.0.1:0", "--insecure", f"t={src}"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

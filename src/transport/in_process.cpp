@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "ferry/core/host_buffer.hpp"
-
 #include "transport/mailbox.hpp"
 
 namespace ferry::transport {

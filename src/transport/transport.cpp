@@ -31,10 +31,9 @@ Result<std::shared_ptr<Region>> Listener::CreateRegion(int64_t /*size*/) {
   return Status(ENOTSUP, "this transport has no memory regions (no type-1 bodies)");
 }
 
-// `owner` is a sink parameter that the default implementation drops.
+// `memory` is a sink parameter that the default implementation drops.
 Result<std::shared_ptr<Region>> Listener::RegisterRegion(
-    const void* /*data*/, int64_t /*size*/,
-    std::shared_ptr<const void> /*owner*/) {  // NOLINT(performance-unnecessary-value-param)
+    LentMemory /*memory*/) {  // NOLINT(performance-unnecessary-value-param)
   return Status(ENOTSUP, "this transport cannot lend memory it did not make");
 }
 

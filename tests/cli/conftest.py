@@ -19,7 +19,13 @@ def ferry_cli():
 def run(ferry_cli):
     """Run `ferry ARGS...`; returns the CompletedProcess (text mode), never raises on exit codes."""
     def go(*args, env=None, timeout=120):
-        full_env = dict(os.environ, **(env or {}))
+        # A None value removes that variable.
+        full_env = dict(os.environ)
+        for key, value in (env or {}).items():
+            if value is None:
+                full_env.pop(key, None)
+            else:
+                full_env[key] = value
         return subprocess.run([ferry_cli, *map(str, args)], capture_output=True, text=True,
                               env=full_env, timeout=timeout)
     return go

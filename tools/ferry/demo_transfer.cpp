@@ -108,6 +108,7 @@ class CliPeers {
     if (!to.empty()) {
       args.emplace_back("--to");
       args.push_back(to);
+      args.emplace_back("--force");  // each path's check overwrites the last one's file
     }
     GetRun run;
     Result<Child> client = Spawn(args);

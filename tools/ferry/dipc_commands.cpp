@@ -161,7 +161,7 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                   "and bodies from separate servers");
   cmd->add_option("--to", o->to,
                   "Write the batches to this IPC stream file (whole, or not at all: written "
-                  "beside it and renamed at the end)");
+                  "beside it and renamed at the end; a FIFO or device is written in place)");
   cmd->add_flag("--force", o->force, "Replace the --to file if it exists");
   cmd->add_option("--device", o->device,
                   "Where batches land: cpu, opencl:N, cuda:N, cuda_host:N, cuda_managed:N")
@@ -288,9 +288,15 @@ int RunGet(const GetOptions& o) {
   Result<Device*> device = ParseDevice(o.device);
   if (!device.ok()) return Fail("--device", device.status());
   std::string partial;
-  if (!o.to.empty()) {
-    struct stat st {};
-    if (!o.force && stat(o.to.c_str(), &st) == 0) {
+  // A pipe, a FIFO or a device (/dev/stdout) is written in place: it cannot be renamed into and
+  // a reader may already wait on it. Only a regular file (or a new path) is written atomically.
+  std::string direct;
+  struct stat info {};
+  const bool exists = !o.to.empty() && stat(o.to.c_str(), &info) == 0;
+  if (exists && !S_ISREG(info.st_mode)) {
+    direct = o.to;
+  } else if (!o.to.empty()) {
+    if (!o.force && exists) {
       return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
     }
     const size_t slash = o.to.rfind('/');
@@ -332,8 +338,9 @@ int RunGet(const GetOptions& o) {
   if (const Status st = StreamGetSchema(s, schema.get()); !st.ok()) return Fail(o.uri, st);
   std::unique_ptr<ipc::FileSink> sink;
   std::optional<ipc::StreamWriter> writer;
-  if (!partial.empty()) {
-    Result<std::unique_ptr<ipc::FileSink>> f = ipc::FileSink::Open(partial);
+  if (!partial.empty() || !direct.empty()) {
+    Result<std::unique_ptr<ipc::FileSink>> f =
+        ipc::FileSink::Open(partial.empty() ? direct : partial);
     if (!f.ok()) return Fail(o.to, f.status());
     sink = std::move(*f);
     Result<ipc::StreamWriter> w = ipc::StreamWriter::Open(sink.get(), schema.get());
@@ -372,7 +379,7 @@ int RunGet(const GetOptions& o) {
     Status st = writer->Close();
     if (st.ok()) st = sink->Close();
     if (!st.ok()) return Fail(o.to, st);
-    if (std::rename(partial.c_str(), o.to.c_str()) != 0) {
+    if (!partial.empty() && std::rename(partial.c_str(), o.to.c_str()) != 0) {
       return Fail(o.to, Status(errno, std::string("cannot rename the finished file into place: ") +
                                           std::strerror(errno)));
     }

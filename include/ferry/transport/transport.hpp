@@ -100,6 +100,17 @@ class FERRY_EXPORT Connection {
                                     std::chrono::milliseconds timeout);
 };
 
+/// Memory the caller already has (a mapped file, a memfd), to be lent to peers as a region.
+struct FERRY_EXPORT LentMemory {
+  const void* data = nullptr;
+  int64_t size = 0;
+  /// A descriptor that `data` maps from its offset 0 (the file, the memfd), or -1. Shared memory
+  /// passes it to clients, so it needs one; UCX registers `data` and ignores it.
+  int fd = -1;
+  /// Keeps `data` and `fd` alive as long as the region lives.
+  std::shared_ptr<const void> owner;
+};
+
 /// A listening endpoint of one transport. Thread-safe.
 class FERRY_EXPORT Listener {
  public:
@@ -113,10 +124,10 @@ class FERRY_EXPORT Listener {
   /// Memory for type-1 bodies, `size` bytes, to be shared on connections. ENOTSUP where the
   /// transport has none.
   virtual Result<std::shared_ptr<Region>> CreateRegion(int64_t size);
-  /// Memory the caller already has (a mapped file), `size` bytes at `data`, made a region that
-  /// peers may read; `owner` keeps it alive as long as the region lives. ENOTSUP by default.
-  virtual Result<std::shared_ptr<Region>> RegisterRegion(const void* data, int64_t size,
-                                                         std::shared_ptr<const void> owner);
+  /// Memory the caller already has made a region that peers may read, without copying it: a
+  /// served file's pages go to clients as they are. The region is read-only (its data() must
+  /// not be written). ENOTSUP by default.
+  virtual Result<std::shared_ptr<Region>> RegisterRegion(LentMemory memory);
   /// Stop accepting; blocked Accept calls return ECANCELED.
   virtual void Close() = 0;
 };

@@ -39,6 +39,11 @@ struct Landing {
   std::atomic<int>* landing = nullptr;
   Worker* worker = nullptr;  // tracks the request while it is in flight
   ucp_tag_recv_info_t info{};
+  // A callback UCX fires inside the call that makes the request is finished by that caller.
+  bool in_call = true;
+  bool fired = false;
+  ucs_status_t fired_status = UCS_OK;
+  size_t fired_length = 0;
 };
 
 void Settled(Landing* l, ucs_status_t status, size_t length) {
@@ -53,9 +58,19 @@ void Settled(Landing* l, ucs_status_t status, size_t length) {
   --*landing;
 }
 
+// Whether the callback came inside the call that made the request (then the caller settles).
+bool Deferred(Landing* l, ucs_status_t status, size_t length) {
+  if (!l->in_call) return false;
+  l->fired = true;
+  l->fired_status = status;
+  l->fired_length = length;
+  return true;
+}
+
 void OnTagLanded(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
                  void* user_data) {
   auto* l = static_cast<Landing*>(user_data);
+  if (Deferred(l, status, info != nullptr ? info->length : l->length)) return;
   const bool released = l->worker->Untrack(request);
   Settled(l, status, info != nullptr ? info->length : l->length);
   if (!released) ucp_request_free(request);
@@ -63,6 +78,7 @@ void OnTagLanded(void* request, ucs_status_t status, const ucp_tag_recv_info_t* 
 
 void OnAmLanded(void* request, ucs_status_t status, size_t length, void* user_data) {
   auto* l = static_cast<Landing*>(user_data);
+  if (Deferred(l, status, length)) return;
   const bool released = l->worker->Untrack(request);
   Settled(l, status, length);
   if (!released) ucp_request_free(request);
@@ -70,6 +86,12 @@ void OnAmLanded(void* request, ucs_status_t status, size_t length, void* user_da
 
 // A receive UCX did not finish at once: tracked until its callback, dropped if none comes.
 void TrackLanding(void* request, Landing* l) {
+  l->in_call = false;
+  if (l->fired) {
+    Settled(l, l->fired_status, l->fired_length);
+    ucp_request_free(request);
+    return;
+  }
   l->worker->Track(request, [l] { Settled(l, UCS_ERR_CANCELED, 0); });
 }
 

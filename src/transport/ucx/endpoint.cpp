@@ -41,6 +41,11 @@ namespace {
 
 void OnDone(void* request, ucs_status_t status, void* user_data) {
   auto* pending = static_cast<Pending*>(user_data);
+  if (pending->in_call) {
+    pending->fired = true;
+    pending->fired_status = status;
+    return;
+  }
   const bool released = pending->worker != nullptr && pending->worker->Untrack(request);
   pending->done->Done(status);
   delete pending;
@@ -50,6 +55,13 @@ void OnDone(void* request, ucs_status_t status, void* user_data) {
 // An operation UCX may finish at once (NULL), fail at once, or finish later in OnDone (until
 // then its worker tracks it).
 void Settle(ucs_status_ptr_t request, Pending* pending) {
+  pending->in_call = false;
+  if (request != nullptr && !UCS_PTR_IS_ERR(request) && pending->fired) {
+    pending->done->Done(pending->fired_status);
+    delete pending;
+    ucp_request_free(request);
+    return;
+  }
   if (request != nullptr && !UCS_PTR_IS_ERR(request)) {
     if (pending->worker != nullptr) {
       pending->worker->Track(request, [pending] {
@@ -64,6 +76,7 @@ void Settle(ucs_status_ptr_t request, Pending* pending) {
 }
 
 ucp_request_param_t Params(Pending* pending) {
+  pending->in_call = true;
   ucp_request_param_t params{};
   params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   params.cb.send = OnDone;

@@ -48,6 +48,11 @@ struct Pending {
   std::shared_ptr<Completion> done;
   std::shared_ptr<const void> keep;
   Worker* worker = nullptr;
+  // Set while the UCX call that makes the request runs: a callback UCX fires inside that call
+  // (a forced close, a failed endpoint) is finished by the caller, which then holds the request.
+  bool in_call = false;
+  bool fired = false;
+  ucs_status_t fired_status = UCS_OK;
 };
 
 /// Called when an endpoint fails (the peer died, closed or is unreachable); `arg` is what the

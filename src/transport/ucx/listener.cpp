@@ -108,13 +108,13 @@ Result<std::shared_ptr<Region>> UcxListener::CreateRegion(int64_t size) {
   return std::shared_ptr<Region>(std::move(region));
 }
 
-Result<std::shared_ptr<Region>> UcxListener::RegisterRegion(const void* data, int64_t size,
-                                                            std::shared_ptr<const void> owner) {
+Result<std::shared_ptr<Region>> UcxListener::RegisterRegion(LentMemory memory) {
   if (!limits_.remote_memory) {
     return Status(ENOTSUP, "this listener lends no memory (remote_memory is off)");
   }
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<UcxRegion> region,
-                        UcxRegion::Register(context_, data, size, std::move(owner)));
+  FERRY_ASSIGN_OR_RAISE(
+      std::shared_ptr<UcxRegion> region,
+      UcxRegion::Register(context_, memory.data, memory.size, std::move(memory.owner)));
   return std::shared_ptr<Region>(std::move(region));
 }
 

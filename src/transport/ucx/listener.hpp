@@ -34,8 +34,7 @@ class UcxListener final : public Listener {
   std::string scheme() const override { return "ucx"; }
   std::string address() const override { return address_; }
   Result<std::shared_ptr<Region>> CreateRegion(int64_t size) override;
-  Result<std::shared_ptr<Region>> RegisterRegion(const void* data, int64_t size,
-                                                 std::shared_ptr<const void> owner) override;
+  Result<std::shared_ptr<Region>> RegisterRegion(LentMemory memory) override;
   void Close() override;
 
  private:

@@ -1,0 +1,61 @@
+// Internal to the shared-memory transport: what its connection and its listener share.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "ferry/transport/shm.hpp"
+#include "ferry/transport/transport.hpp"
+
+namespace ferry::transport::shm_internal {
+
+inline Status Errno(const std::string& what, int err = errno) {
+  return Status(err, what + ": " + std::strerror(err));
+}
+
+constexpr uint64_t kOffsetMask = (uint64_t{1} << kShmOffsetBits) - 1;
+
+/// Fill a sockaddr_un for `path`; a leading '@' names the abstract namespace, which vanishes
+/// with the process (no socket file survives a SIGKILL).
+Result<socklen_t> MakeAddress(const std::string& path, sockaddr_un* addr);
+
+/// A memfd segment the server created, mapped read-write; or memory lent to it (a served file's
+/// mapping), which `owner` keeps and which is never written.
+class ShmRegion final : public Region {
+ public:
+  ShmRegion(int fd, uint8_t* data, int64_t size, uint32_t index,
+            std::shared_ptr<const void> owner = nullptr)
+      : fd_(fd), data_(data), size_(size), index_(index), owner_(std::move(owner)) {}
+  ~ShmRegion() override {
+    if (owner_ != nullptr) return;  // lent: the owner unmaps and closes
+    munmap(data_, static_cast<size_t>(size_));
+    close(fd_);
+  }
+  uint8_t* data() const noexcept override { return data_; }
+  int64_t size() const noexcept override { return size_; }
+  uint64_t WireAddress(int64_t offset) const noexcept override {
+    return (uint64_t{index_} << kShmOffsetBits) | static_cast<uint64_t>(offset);
+  }
+  std::string remote_handle() const override { return {}; }
+  int fd() const noexcept { return fd_; }
+  uint32_t index() const noexcept { return index_; }
+  bool lent() const noexcept { return owner_ != nullptr; }
+
+ private:
+  int fd_;
+  uint8_t* data_;
+  int64_t size_;
+  uint32_t index_;
+  std::shared_ptr<const void> owner_;
+};
+
+/// A connection over `fd`, a connected Unix stream socket it then owns.
+std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits);
+
+}  // namespace ferry::transport::shm_internal
