@@ -114,8 +114,8 @@ Result<Catalogue::Entry> Catalogue::Find(const std::string& ticket, uint32_t reg
   }
   if (it->second.region != region) {
     return Status(EACCES, "dataset \"" + name + "\" is served under another URI (its memory " +
-                              "has a remote_handle of its own): ask the server for uri(\"" +
-                              name + "\")");
+                              "has a remote_handle of its own): ask the server for uri(\"" + name +
+                              "\")");
   }
   return it->second;
 }

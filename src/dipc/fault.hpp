@@ -12,7 +12,6 @@ namespace ferry::dipc::internal {
 /// It carries on once the process was stopped and continued (SIGSTOP, SIGCONT), once
 /// `cancelled()` says so (the server is closing the session), or after ten minutes. Without the
 /// variable it costs one comparison.
-void FaultPoint(const char* role, const char* phase,
-                const std::function<bool()>& cancelled = {});
+void FaultPoint(const char* role, const char* phase, const std::function<bool()>& cancelled = {});
 
 }  // namespace ferry::dipc::internal

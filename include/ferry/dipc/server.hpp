@@ -105,8 +105,8 @@ class FERRY_EXPORT Server {
                                           std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
   /// Extend an issued ticket by `ttl` (0: ticket_ttl) from now. ENOENT if it is unknown or
   /// expired.
-  [[nodiscard]] virtual Status RefreshTicket(const std::string& ticket,
-                                             std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
+  [[nodiscard]] virtual Status RefreshTicket(
+      const std::string& ticket, std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
   virtual ServerStats stats() const = 0;
   /// The last session error, for logs ("" when none).
   virtual std::string last_error() const = 0;
