@@ -305,9 +305,8 @@ class ShmConnection final : public Connection {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Errno("waiting for room on the shared-memory socket");
       if (n == 0) {
-        const std::string why =
-            "the peer took nothing for " + std::to_string(limits_.timeout.count()) +
-            " ms (stopped?)";
+        const std::string why = "the peer took nothing for " +
+                                std::to_string(limits_.timeout.count()) + " ms (stopped?)";
         closed_.store(true);
         shutdown(fd_, SHUT_RDWR);
         inbox_.Close(why);
@@ -585,7 +584,9 @@ Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
                                                const ConnectOptions& options) {
   sockaddr_un addr{};
   FERRY_ASSIGN_OR_RAISE(socklen_t len, MakeAddress(path, &addr));
-  const auto deadline = Clock::now() + options.limits.timeout;
+  const auto deadline =
+      Clock::now() +
+      (options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
   while (true) {
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return Errno("socket");
