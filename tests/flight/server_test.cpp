@@ -4,10 +4,13 @@
 // tests/flight/test_*.py.
 #include "ferry/flight/server.hpp"
 
+#include <grpcpp/grpcpp.h>
+
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
+#include "Flight.grpc.pb.h"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/flight/client.hpp"
@@ -409,6 +412,49 @@ TEST_F(FlightServerTest, KeptPlanesAndAFileDataset) {
     EXPECT_EQ(rows, expected);
   }
   std::remove(path.c_str());
+}
+
+// PollFlightInfo and DoExchange through the stub gRPC generates from Flight.proto (pyarrow has
+// no PollFlightInfo).
+TEST_F(FlightServerTest, PollFlightInfoCompletesAtOnceAndDoExchangeIsUnimplemented) {
+  Start();
+  ASSERT_OK_AND_ASSIGN(Data data, MakeData(2, 10));
+  ASSERT_OK(server_->Add("t", std::move(data.schema), std::move(data.batches)));
+  namespace pb = ::arrow::flight::protocol;
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                     grpc::InsecureChannelCredentials());
+  std::unique_ptr<pb::FlightService::Stub> stub = pb::FlightService::NewStub(channel);
+  pb::FlightDescriptor descriptor;
+  descriptor.set_type(pb::FlightDescriptor::PATH);
+  descriptor.add_path("t");
+  {
+    grpc::ClientContext context;
+    pb::PollInfo poll;
+    const grpc::Status st = stub->PollFlightInfo(&context, descriptor, &poll);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_FALSE(poll.has_flight_descriptor());  // complete: nothing to poll again
+    EXPECT_DOUBLE_EQ(poll.progress(), 1.0);
+    EXPECT_EQ(poll.info().total_records(), 20);
+    EXPECT_EQ(poll.info().endpoint_size(), 1);
+    EXPECT_EQ(poll.info().flight_descriptor().path(0), "t");
+  }
+  {
+    grpc::ClientContext context;
+    auto exchange = stub->DoExchange(&context);
+    exchange->WritesDone();
+    pb::FlightData message;
+    EXPECT_FALSE(exchange->Read(&message));
+    const grpc::Status st = exchange->Finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_NE(st.error_message().find("does not implement DoExchange"), std::string::npos);
+  }
+  {
+    grpc::ClientContext context;
+    pb::PollInfo poll;
+    descriptor.set_path(0, "nope");
+    EXPECT_EQ(stub->PollFlightInfo(&context, descriptor, &poll).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
 }
 
 TEST(FlightClient, BadUrisAreNamed) {
