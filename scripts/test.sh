@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up what is missing, build ferry with warnings as errors, and run every test suite: the C++
 # and C suites (ctest), the Python and command-line suites (pytest, against pyarrow; a skip that
-# names no missing hardware fails), the Flight suites against pyarrow.flight, and the Ruby suite. With --sanitize (CI uses it) the C++ and C
-# suites run a second time under AddressSanitizer and UBSan.
+# names no missing hardware fails), the Flight suites against pyarrow.flight and the Ruby suite.
+# With --sanitize (CI uses it) the C++ and C suites run a second time under AddressSanitizer and
+# UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
