@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""bench/flight: 1 GiB of mixed columns in 64 MiB batches, read over Arrow Flight on one host,
+each path timed from GetFlightInfo to a table the client can use (default validation):
+
+  (a) pyarrow.flight server -> pyarrow.flight client (DoGet)
+  (b) ferry server          -> pyarrow.flight client (DoGet)
+  (c) ferry server          -> ferry client over gRPC (DoGet)
+  (d) ferry client following the shared-memory location
+  (e) ferry client following the UCX location
+
+and GetFlightInfo's latency, pyarrow.flight's client against each server. The servers are
+separate processes (bench/flight/pyarrow_server.py; `ferry serve --flight --keep`); the clients
+run here. Prints a Markdown table and writes JSON for plot_flight.py.
+
+    FERRY_CLI=build/test/tools/ferry/ferry .venv/bin/python bench/flight/flight_bench.py \\
+        --out flight.json
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as fl
+
+import ferry
+import ferry.flight
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def make_data(path, gib, batch_mib):
+    """Mixed columns (int64, float64, int32, bool, a 16-letter string, a dictionary) in batches of
+    about `batch_mib` MiB, `gib` GiB in all; written once and reused."""
+    rng = np.random.default_rng(7)
+    row_bytes = 8 + 8 + 4 + 1 / 8 + (16 + 4) + 4
+    rows = int(batch_mib * 2**20 / row_bytes)
+    batches = max(1, round(gib * 1024 / batch_mib))
+    if os.path.exists(path) and os.path.getsize(path) > 0.9 * gib * 2**30:
+        return
+    words = pa.array([f"w{i:03d}" for i in range(100)])
+    schema = None
+    with pa.OSFile(path + ".tmp", "wb") as sink:
+        writer = None
+        for b in range(batches):
+            ints = rng.integers(-2**40, 2**40, rows)
+            letters = rng.integers(97, 123, size=rows * 16, dtype=np.uint8)
+            offsets = np.arange(rows + 1, dtype=np.int32) * 16
+            names = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(letters))
+            batch = pa.record_batch({
+                "id": pa.array(ints),
+                "value": pa.array(rng.standard_normal(rows)),
+                "small": pa.array(rng.integers(0, 1000, rows, dtype=np.int32)),
+                "flag": pa.array(rng.integers(0, 2, rows).astype(bool)),
+                "name": names,
+                "word": pa.DictionaryArray.from_arrays(
+                    pa.array(rng.integers(0, 100, rows, dtype=np.int32)), words),
+            })
+            if writer is None:
+                schema = batch.schema
+                writer = pa.ipc.new_stream(sink, schema)
+            writer.write_batch(batch)
+        writer.close()
+    os.replace(path + ".tmp", path)
+
+
+def spawn(args, env=None):
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **(env or {})))
+    line = proc.stdout.readline().strip()
+    if not line:
+        proc.kill()
+        raise SystemExit(f"{args[0]} did not start: {proc.stderr.read()}")
+    return proc, line
+
+
+def timed(fn, repeat):
+    fn()  # warm-up: first touches, connections, caches
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+        del out
+    return times
+
+
+def latency(client, descriptor, calls):
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        client.get_flight_info(descriptor)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--gib", type=float, default=1.0)
+    p.add_argument("--batch-mib", type=float, default=64)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--latency-calls", type=int, default=2000)
+    p.add_argument("--data", default="/tmp/ferry-flight-bench.arrows")
+    p.add_argument("--out", help="write the results as JSON here")
+    args = p.parse_args()
+
+    cli = os.environ.get("FERRY_CLI", os.path.join(REPO, "build", "test", "tools", "ferry", "ferry"))
+    make_data(args.data, args.gib, args.batch_mib)
+    size = os.path.getsize(args.data)
+    expected = pa.ipc.open_stream(pa.memory_map(args.data)).read_all()
+    rows, nbytes = expected.num_rows, expected.nbytes
+    del expected
+
+    pyarrow_proc, port = spawn([sys.executable, os.path.join(HERE, "pyarrow_server.py"),
+                                args.data, "t"])
+    ferry_proc, ferry_uri = spawn([cli, "serve", "--flight", "127.0.0.1:0", "--keep",
+                                   f"t={args.data}"])
+    results = {"bytes": nbytes, "rows": rows, "file_bytes": size, "repeat": args.repeat,
+               "paths": {}, "latency_us": {}}
+    try:
+        pa_uri = f"grpc://127.0.0.1:{port}"
+        descriptor = fl.FlightDescriptor.for_path("t")
+        pa_to_pa = fl.connect(pa_uri)
+        pa_to_ferry = fl.connect(ferry_uri)
+        ours = ferry.flight.connect(ferry_uri)
+        default = ferry.ValidationLevel.DEFAULT
+
+        def pyarrow_read(client):
+            def go():
+                info = client.get_flight_info(descriptor)
+                table = client.do_get(info.endpoints[0].ticket).read_all()
+                assert table.num_rows == rows
+                return table
+            return go
+
+        def ferry_read(via):
+            def go():
+                table = pa.table(ours.do_get("t", via=via, validation=default))
+                assert table.num_rows == rows and ours.last_location.startswith(via)
+                return table
+            return go
+
+        paths = [
+            ("a", "pyarrow.flight server → pyarrow.flight client (DoGet)", pyarrow_read(pa_to_pa)),
+            ("b", "ferry server → pyarrow.flight client (DoGet)", pyarrow_read(pa_to_ferry)),
+            ("c", "ferry server → ferry client over gRPC (DoGet)", ferry_read("grpc")),
+            ("d", "ferry client following the shared-memory location", ferry_read("shm")),
+            ("e", "ferry client following the UCX location", ferry_read("ucx")),
+        ]
+        for key, label, fn in paths:
+            times = timed(fn, args.repeat)
+            results["paths"][key] = {"label": label, "seconds": times,
+                                     "median_s": statistics.median(times)}
+            print(f"({key}) {label}: median {statistics.median(times):.3f} s, "
+                  f"best {min(times):.3f} s", flush=True)
+        # GetFlightInfo: pyarrow's client against each server, in alternating blocks.
+        lat = {"pyarrow": [], "ferry": [], "ferry_client": []}
+        for _ in range(4):
+            lat["pyarrow"] += latency(pa_to_pa, descriptor, args.latency_calls // 4)
+            lat["ferry"] += latency(pa_to_ferry, descriptor, args.latency_calls // 4)
+            for _ in range(args.latency_calls // 4):
+                start = time.perf_counter()
+                ours.get_flight_info("t")
+                lat["ferry_client"].append(time.perf_counter() - start)
+        for k, v in lat.items():
+            results["latency_us"][k] = {"median": statistics.median(v) * 1e6,
+                                        "p90": float(np.percentile(v, 90)) * 1e6}
+    finally:
+        for proc in (pyarrow_proc, ferry_proc):
+            proc.terminate()
+            proc.wait()
+
+    a = results["paths"]["a"]["median_s"]
+    goals = {"a": None, "b": 1.0, "c": 1.3, "d": 20.0, "e": 3.0}
+    print()
+    print(f"{nbytes / 2**30:.2f} GiB in {rows:,} rows, "
+          f"{round(args.gib * 1024 / args.batch_mib)} batches; median of {args.repeat}")
+    print()
+    print("| path | time | throughput | vs (a) | goal |")
+    print("| --- | --- | --- | --- | --- |")
+    for key, r in results["paths"].items():
+        t = r["median_s"]
+        ratio = a / t
+        r["vs_a"] = ratio
+        goal = goals[key]
+        verdict = "" if goal is None else (f"≥ {goal:g}×: " + ("met" if ratio >= goal else "missed"))
+        print(f"| ({key}) {r['label']} | {t * 1000:.0f} ms | {nbytes / t / 1e9:.2f} GB/s | "
+              f"{ratio:.2f}× | {verdict} |")
+    la, lf = results["latency_us"]["pyarrow"]["median"], results["latency_us"]["ferry"]["median"]
+    results["latency_ratio"] = lf / la
+    print()
+    print("| GetFlightInfo, pyarrow.flight client | median | p90 |")
+    print("| --- | --- | --- |")
+    for k, label in [("pyarrow", "pyarrow.flight server"), ("ferry", "ferry server"),
+                     ("ferry_client", "ferry server, ferry client")]:
+        v = results["latency_us"][k]
+        print(f"| {label} | {v['median']:.0f} µs | {v['p90']:.0f} µs |")
+    print(f"\nferry / pyarrow GetFlightInfo latency: {lf / la:.2f}× (goal ≤ 1.2×: "
+          f"{'met' if lf / la <= 1.2 else 'missed'})")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
