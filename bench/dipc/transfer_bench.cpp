@@ -16,6 +16,8 @@
 //
 // Environment: FERRY_BENCH_PYTHON (default <source>/.venv/bin/python) runs (a);
 // FERRY_BENCH_PERFTEST_ITERS (default 20) sets ucx_perftest's -n.
+#include "bench/dipc/transfer_bench.hpp"
+
 #include <benchmark/benchmark.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -28,7 +30,6 @@
 #include <optional>
 #include <sstream>
 
-#include "bench/dipc/transfer_bench.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/ipc/decoder.hpp"
@@ -227,10 +228,10 @@ void Register() {
                           "fast"));
   small(RegisterBenchmark("small_batches_shm_body1_kept_default", BM_Dipc, "shm", "1k", "small",
                           def, "fast"));
-  small(RegisterBenchmark("small_batches_ucx_body0_fast_default", BM_Dipc, "ucx", "0", "small",
-                          def, "fast"));
-  small(RegisterBenchmark("small_batches_ucx_body1_fast_default", BM_Dipc, "ucx", "1", "small",
-                          def, "fast"));
+  small(RegisterBenchmark("small_batches_ucx_body0_fast_default", BM_Dipc, "ucx", "0", "small", def,
+                          "fast"));
+  small(RegisterBenchmark("small_batches_ucx_body1_fast_default", BM_Dipc, "ucx", "1", "small", def,
+                          "fast"));
 }
 
 }  // namespace

@@ -290,5 +290,4 @@ void StopServers() {
   Servers().clear();
 }
 
-
 }  // namespace ferry::bench

@@ -1,15 +1,14 @@
 // The transfer benchmark's peers and summary: ucx_perftest runs, and the table of figures with
 // the goals of issues 6 and 17 beside the peers measured in the same run.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-#include <sys/socket.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-
 #include <chrono>
-#include <map>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -56,7 +55,7 @@ void BM_Perftest(benchmark::State& state, std::string test, std::string tls) {
     for (int attempt = 0; attempt < 3 && mbps == 0; ++attempt) {
       const std::string port = std::to_string(FreePort());
       const std::vector<std::string> common = {"-t", test, "-s", std::to_string(kPerftestSize),
-                                               "-n", n,  "-p", port};
+                                               "-n", n,    "-p", port};
       std::vector<std::string> server_args = {"/usr/bin/ucx_perftest"};
       server_args.insert(server_args.end(), common.begin(), common.end());
       if (access(server_args[0].c_str(), X_OK) != 0) {
@@ -162,8 +161,7 @@ void PrintSummary(const std::map<std::string, Figure>& f) {
   std::printf("\nGoals (each against its peer from this run)\n");
   const Figure* a = find("a_pyarrow_ipc_unix_socket");
   Ratio("(e) shm type 1, default / (a)", find("e_dipc_shm_body1_default"), a, 20, false);
-  Ratio("(e) shm type 1, kept, default / (a)", find("e_dipc_shm_body1_kept_default"), a, 20,
-        false);
+  Ratio("(e) shm type 1, kept, default / (a)", find("e_dipc_shm_body1_kept_default"), a, 20, false);
   const Figure* tag_tcp = find("ucx_perftest_tag_bw_64MiB/tcp");
   const Figure* tag_any = find("ucx_perftest_tag_bw_64MiB/ucx_default");
   const Figure* get_tcp = find("ucx_perftest_ucp_get_64MiB/tcp");
