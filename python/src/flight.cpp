@@ -94,8 +94,8 @@ void InitFlight(nb::module_& parent) {
             const double seconds =
                 std::chrono::duration<double>(e.expiration->time_since_epoch()).count();
             nb::module_ dt = nb::module_::import_("datetime");
-            return dt.attr("datetime").attr("fromtimestamp")(seconds,
-                                                             dt.attr("timezone").attr("utc"));
+            return dt.attr("datetime")
+                .attr("fromtimestamp")(seconds, dt.attr("timezone").attr("utc"));
           },
           "When the ticket expires (a datetime in UTC), or None when the server did not say.")
       .def("__repr__", [](const flight::Endpoint& e) {

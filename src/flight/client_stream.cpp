@@ -109,8 +109,11 @@ class ConcatProducer final : public DeviceArrayProducer {
       FERRY_ASSIGN_OR_RAISE(std::string a, SchemaToString(s.get()));
       FERRY_ASSIGN_OR_RAISE(std::string b, SchemaToString(schema_.get()));
       if (a != b) {
-        return Status::Invalid("endpoint " + std::to_string(next_) + " of the flight has schema " +
-                               a + ", the first endpoint's is " + b);
+        std::string message = "endpoint " + std::to_string(next_) + " of the flight has schema ";
+        message += a;
+        message += ", the first endpoint's is ";
+        message += b;
+        return Status::Invalid(message);
       }
     }
   }

@@ -67,7 +67,7 @@ class ServerImpl final : public Server {
              std::vector<UniqueDeviceArray> batches) override {
     FERRY_ASSIGN_OR_RAISE(std::shared_ptr<internal::Flight> flight,
                           internal::MakeFlight(name, std::move(schema), std::move(batches)));
-    return state_->Add(std::move(flight));
+    return state_->Add(flight);
   }
 
   Status AddPath(const std::string& name, const std::string& path) override {
@@ -153,7 +153,10 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     p.ticket_ttl = options.ticket_ttl;
     if (options.log && !p.log) {
       p.log = [log = options.log, transport](const std::string& line) {
-        log(transport + " plane: " + line);
+        std::string prefixed = transport;
+        prefixed += " plane: ";
+        prefixed += line;
+        log(prefixed);
       };
     }
     Result<std::unique_ptr<dipc::Server>> plane = dipc::Server::Start(std::move(p));

@@ -5,7 +5,7 @@
 
 namespace ferry::flight::internal {
 
-Status ServerState::Add(std::shared_ptr<Flight> flight) {
+Status ServerState::Add(const std::shared_ptr<Flight>& flight) {
   std::lock_guard lock(change_mutex_);
   FERRY_RETURN_NOT_OK(catalog.Insert(flight));
   for (size_t i = 0; i < planes.size(); ++i) {
@@ -49,7 +49,13 @@ Status ServerState::Drop(const std::string& name) {
   for (const auto& [transport, plane] : planes) {
     // A client that started in between keeps its own reference: it finishes reading.
     const Status st = plane->Remove(name);
-    if (!st.ok()) Log("dropping \"" + name + "\" on the " + transport + " plane: " + st.message());
+    if (!st.ok()) {
+      std::string line = "dropping \"" + name + "\" on the ";
+      line += transport;
+      line += " plane: ";
+      line += st.message();
+      Log(line);
+    }
   }
   tickets->Revoke(name);
   return Status::OK();

@@ -29,7 +29,7 @@ struct ServerState {
       unauthenticated{0}, tickets_refused{0}, uploads_failed{0};
 
   /// Serve `flight` in the catalog and on every plane; on a plane's failure nothing stays.
-  Status Add(std::shared_ptr<Flight> flight);
+  Status Add(const std::shared_ptr<Flight>& flight);
   /// Stop serving `name` everywhere; EBUSY, with nothing changed, while anyone reads it.
   Status Drop(const std::string& name);
   /// GetFlightInfo's answer: a fresh ticket valid on every location.

@@ -94,7 +94,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
         return;
       }
     }
-    current_ = std::move(queue_.front());
+    current_.Swap(&queue_.front());
     queue_.pop_front();
     state_->bytes_sent += static_cast<int64_t>(current_.Length());
     StartWrite(&current_);
@@ -203,7 +203,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     Result<std::shared_ptr<Flight>> flight =
         MakeFlight(name_, std::move(*schema), std::move(batches_));
     Status st = flight.status();
-    if (st.ok()) st = state_->Add(std::move(*flight));
+    if (st.ok()) st = state_->Add(*flight);
     if (!st.ok()) {
       Fail(st);
       return;

@@ -132,9 +132,8 @@ Result<SharedBytes> GatherBody(const std::vector<std::pair<const grpc::Slice*, B
     std::memcpy(out + at, p.second.data, static_cast<size_t>(p.second.size));
     at += p.second.size;
   }
-  std::shared_ptr<const void> owner(out, [cpu, total](const void* block) {
-    cpu->Free(const_cast<void*>(block), total);
-  });
+  std::shared_ptr<const void> owner(
+      out, [cpu, total](const void* block) { cpu->Free(const_cast<void*>(block), total); });
   return SharedBytes{out, total, std::move(owner)};
 }
 
