@@ -217,7 +217,7 @@ def test_binding_against_ferry_server_follows_locations(tmp_path):
         got = _run("get", s.uri, "--path", "t", "--via", "ucx", "--to", out, "-v",
                    env={"FERRY_TOKEN": "s3cret"})
         assert got.returncode == 0, got.stderr
-        assert "read from ucx://" in got.stderr
+        assert "reading over ucx from ucx://" in got.stderr
         assert pa.ipc.open_stream(str(out)).read_all().equals(table)
         token_file = tmp_path / "token"
         token_file.write_text("s3cret\n")

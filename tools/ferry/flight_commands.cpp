@@ -299,13 +299,9 @@ int RunFlightGet(const GetOptions& o) {
   options.device = *device;
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
-  std::string location;
-  Result<UniqueDeviceArrayStream> stream = o.path.empty()
-                                               ? (*client)->DoGet(o.ticket, options)
-                                               : (*client)->Get(o.path, options, &location);
-  if (!stream.ok()) return Fail(o.uri, stream.status());
-  if (o.verbose && !location.empty())
-    std::fprintf(stderr, "ferry: read from %s\n", location.c_str());
+  Result<UniqueDeviceArrayStream> stream =
+      o.path.empty() ? (*client)->DoGet(o.ticket, options) : (*client)->Get(o.path, options);
+  if (!stream.ok()) return Fail("get", stream.status());
   return Drain(stream->get(), o, o.path.empty() ? "ticket" : o.path, o.uri, start);
 }
 
@@ -318,7 +314,7 @@ int RunList(const FlightOptions& o) {
       client.ok() ? (*client)->ListFlights()
                   : Result<std::vector<flight::FlightInfo>>(client.status());
   if (tty) std::fprintf(stderr, "\r\033[K");
-  if (!flights.ok()) return Fail(o.uri, flights.status());
+  if (!flights.ok()) return Fail("list", flights.status());
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const flight::FlightInfo& f : *flights) {
@@ -371,7 +367,7 @@ int RunPut(const FlightOptions& o) {
   UniqueArrayStream stream = ExportArrayStream(std::move(producer));
   const Status st = (*client)->Put(o.path, stream.get());
   if (bar) std::fprintf(stderr, "\n");
-  if (!st.ok()) return Fail(o.uri, st);
+  if (!st.ok()) return Fail("put", st);
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("%s: %lld batches, %lld rows, %lld bytes uploaded in %.3f s (%.1f MB/s)\n",
               o.path.c_str(), static_cast<long long>(counts->batches),
