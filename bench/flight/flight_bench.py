@@ -10,7 +10,8 @@ each path timed from GetFlightInfo to a table the client can use (default valida
 
 and GetFlightInfo's latency, pyarrow.flight's client against each server. The servers are
 separate processes (bench/flight/pyarrow_server.py; `ferry serve --flight --keep`); the clients
-run here. Prints a Markdown table and writes JSON for plot_flight.py.
+run in processes of their own, one path after another. Prints a Markdown table and writes JSON
+for plot_flight.py.
 
     FERRY_CLI=build/test/tools/ferry/ferry .venv/bin/python bench/flight/flight_bench.py \\
         --out flight.json
@@ -90,13 +91,55 @@ def timed(fn, repeat):
     return times
 
 
-def latency(client, descriptor, calls):
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        client.get_flight_info(descriptor)
-        times.append(time.perf_counter() - start)
-    return times
+def client(args):
+    """One path's client, in a process of its own (so no path inherits another's memory or
+    threads): prints the times as JSON."""
+    descriptor = fl.FlightDescriptor.for_path("t")
+    rows = args.rows
+    if args.client in ("a", "b"):
+        c = fl.connect(args.uri)
+
+        def go():
+            info = c.get_flight_info(descriptor)
+            table = c.do_get(info.endpoints[0].ticket).read_all()
+            assert table.num_rows == rows
+            return table
+    elif args.client in ("c", "d", "e"):
+        via = {"c": "grpc", "d": "shm", "e": "ucx"}[args.client]
+        c = ferry.flight.connect(args.uri)
+        default = ferry.ValidationLevel.DEFAULT
+
+        def go():
+            table = pa.table(c.do_get("t", via=via, validation=default))
+            assert table.num_rows == rows and c.last_location.startswith(via)
+            return table
+    else:  # GetFlightInfo latency: "lat-pyarrow" (pyarrow's client) or "lat-ferry" (ferry's)
+        if args.client == "lat-pyarrow":
+            c = fl.connect(args.uri)
+            call = lambda: c.get_flight_info(descriptor)  # noqa: E731
+        else:
+            c = ferry.flight.connect(args.uri)
+            call = lambda: c.get_flight_info("t")  # noqa: E731
+        for _ in range(100):
+            call()
+        times = []
+        for _ in range(args.latency_calls):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        print(json.dumps(times))
+        return
+    print(json.dumps(timed(go, args.repeat)))
+
+
+def run_client(args, key, uri, rows, extra=()):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--client", key, "--uri", uri,
+                          "--rows", str(rows), "--repeat", str(args.repeat),
+                          "--latency-calls", str(args.latency_calls), *extra],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"client {key} failed: {out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -107,7 +150,13 @@ def main():
     p.add_argument("--latency-calls", type=int, default=2000)
     p.add_argument("--data", default="/tmp/ferry-flight-bench.arrows")
     p.add_argument("--out", help="write the results as JSON here")
+    p.add_argument("--client", help=argparse.SUPPRESS)
+    p.add_argument("--uri", help=argparse.SUPPRESS)
+    p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.client:
+        client(args)
+        return
 
     cli = os.environ.get("FERRY_CLI", os.path.join(REPO, "build", "test", "tools", "ferry", "ferry"))
     make_data(args.data, args.gib, args.batch_mib)
@@ -120,53 +169,26 @@ def main():
                                 args.data, "t"])
     ferry_proc, ferry_uri = spawn([cli, "serve", "--flight", "127.0.0.1:0", "--keep",
                                    f"t={args.data}"])
+    pa_uri = f"grpc://127.0.0.1:{port}"
     results = {"bytes": nbytes, "rows": rows, "file_bytes": size, "repeat": args.repeat,
-               "paths": {}, "latency_us": {}}
+               "paths": {}, "latency_us": {}, "load_before": os.getloadavg()[0]}
+    labels = {
+        "a": ("pyarrow.flight server → pyarrow.flight client (DoGet)", pa_uri),
+        "b": ("ferry server → pyarrow.flight client (DoGet)", ferry_uri),
+        "c": ("ferry server → ferry client over gRPC (DoGet)", ferry_uri),
+        "d": ("ferry client following the shared-memory location", ferry_uri),
+        "e": ("ferry client following the UCX location", ferry_uri),
+    }
     try:
-        pa_uri = f"grpc://127.0.0.1:{port}"
-        descriptor = fl.FlightDescriptor.for_path("t")
-        pa_to_pa = fl.connect(pa_uri)
-        pa_to_ferry = fl.connect(ferry_uri)
-        ours = ferry.flight.connect(ferry_uri)
-        default = ferry.ValidationLevel.DEFAULT
-
-        def pyarrow_read(client):
-            def go():
-                info = client.get_flight_info(descriptor)
-                table = client.do_get(info.endpoints[0].ticket).read_all()
-                assert table.num_rows == rows
-                return table
-            return go
-
-        def ferry_read(via):
-            def go():
-                table = pa.table(ours.do_get("t", via=via, validation=default))
-                assert table.num_rows == rows and ours.last_location.startswith(via)
-                return table
-            return go
-
-        paths = [
-            ("a", "pyarrow.flight server → pyarrow.flight client (DoGet)", pyarrow_read(pa_to_pa)),
-            ("b", "ferry server → pyarrow.flight client (DoGet)", pyarrow_read(pa_to_ferry)),
-            ("c", "ferry server → ferry client over gRPC (DoGet)", ferry_read("grpc")),
-            ("d", "ferry client following the shared-memory location", ferry_read("shm")),
-            ("e", "ferry client following the UCX location", ferry_read("ucx")),
-        ]
-        for key, label, fn in paths:
-            times = timed(fn, args.repeat)
+        for key, (label, uri) in labels.items():
+            times = run_client(args, key, uri, rows)
             results["paths"][key] = {"label": label, "seconds": times,
                                      "median_s": statistics.median(times)}
             print(f"({key}) {label}: median {statistics.median(times):.3f} s, "
                   f"best {min(times):.3f} s", flush=True)
-        # GetFlightInfo: pyarrow's client against each server, in alternating blocks.
-        lat = {"pyarrow": [], "ferry": [], "ferry_client": []}
-        for _ in range(4):
-            lat["pyarrow"] += latency(pa_to_pa, descriptor, args.latency_calls // 4)
-            lat["ferry"] += latency(pa_to_ferry, descriptor, args.latency_calls // 4)
-            for _ in range(args.latency_calls // 4):
-                start = time.perf_counter()
-                ours.get_flight_info("t")
-                lat["ferry_client"].append(time.perf_counter() - start)
+        lat = {"pyarrow": run_client(args, "lat-pyarrow", pa_uri, rows),
+               "ferry": run_client(args, "lat-pyarrow", ferry_uri, rows),
+               "ferry_client": run_client(args, "lat-ferry", ferry_uri, rows)}
         for k, v in lat.items():
             results["latency_us"][k] = {"median": statistics.median(v) * 1e6,
                                         "p90": float(np.percentile(v, 90)) * 1e6}
@@ -174,12 +196,14 @@ def main():
         for proc in (pyarrow_proc, ferry_proc):
             proc.terminate()
             proc.wait()
+    results["load_after"] = os.getloadavg()[0]
 
     a = results["paths"]["a"]["median_s"]
     goals = {"a": None, "b": 1.0, "c": 1.3, "d": 20.0, "e": 3.0}
     print()
     print(f"{nbytes / 2**30:.2f} GiB in {rows:,} rows, "
-          f"{round(args.gib * 1024 / args.batch_mib)} batches; median of {args.repeat}")
+          f"{round(args.gib * 1024 / args.batch_mib)} batches; median of {args.repeat}; "
+          f"load average {results['load_before']:.1f} before, {results['load_after']:.1f} after")
     print()
     print("| path | time | throughput | vs (a) | goal |")
     print("| --- | --- | --- | --- | --- |")
@@ -189,15 +213,16 @@ def main():
         r["vs_a"] = ratio
         goal = goals[key]
         verdict = "" if goal is None else (f"≥ {goal:g}×: " + ("met" if ratio >= goal else "missed"))
-        print(f"| ({key}) {r['label']} | {t * 1000:.0f} ms | {nbytes / t / 1e9:.2f} GB/s | "
+        print(f"| ({key}) {r['label']} | {t * 1000:.1f} ms | {nbytes / t / 1e9:.2f} GB/s | "
               f"{ratio:.2f}× | {verdict} |")
     la, lf = results["latency_us"]["pyarrow"]["median"], results["latency_us"]["ferry"]["median"]
     results["latency_ratio"] = lf / la
     print()
-    print("| GetFlightInfo, pyarrow.flight client | median | p90 |")
+    print("| GetFlightInfo | median | p90 |")
     print("| --- | --- | --- |")
-    for k, label in [("pyarrow", "pyarrow.flight server"), ("ferry", "ferry server"),
-                     ("ferry_client", "ferry server, ferry client")]:
+    for k, label in [("pyarrow", "pyarrow.flight client → pyarrow.flight server"),
+                     ("ferry", "pyarrow.flight client → ferry server"),
+                     ("ferry_client", "ferry client → ferry server")]:
         v = results["latency_us"][k]
         print(f"| {label} | {v['median']:.0f} µs | {v['p90']:.0f} µs |")
     print(f"\nferry / pyarrow GetFlightInfo latency: {lf / la:.2f}× (goal ≤ 1.2×: "
