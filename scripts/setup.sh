@@ -17,6 +17,7 @@ APT_PACKAGES=(
   ruby ruby-dev ruby-test-unit
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
   iproute2
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
 )
 
 missing=()

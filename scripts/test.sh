@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up what is missing, build ferry with warnings as errors, and run every test suite: the C++
 # and C suites (ctest), the Python and command-line suites (pytest, against pyarrow; a skip that
-# names no missing hardware fails) and the Ruby suite. With --sanitize (CI uses it) the C++ and C
-# suites run a second time under AddressSanitizer and UBSan.
+# names no missing hardware fails), the Flight suites against pyarrow.flight and the Ruby suite.
+# With --sanitize (CI uses it) the C++ and C suites run a second time under AddressSanitizer and
+# UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,8 +43,12 @@ echo "== Interop: ferry against the independent Dissociated IPC peer (tests/inte
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/interop
 
-echo "== Transport and dipc suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
-UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc)$' --output-on-failure --timeout 900
+echo "== Flight: pyarrow.flight against ferry's server, ferry's client against pyarrow's, discovery to the fast path (tests/flight)"
+FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/flight
+
+echo "== Transport, dipc and flight suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
+UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc|flight)$' --output-on-failure --timeout 900
 
 echo "== Faults: the fault matrix, a link going down, and a soak (tests/faults)"
 rm -f "$PWD/build/test/faults.jsonl"

@@ -1,8 +1,8 @@
 """ferry: move Arrow data and N-d arrays between devices, libraries and processes without copying.
 
 A thin binding of the C++ library: every class and function lives in the extension module
-`ferry._ferry` and is re-exported here; `ferry.ipc` holds the IPC readers and writers, and
-`ferry.dipc` the dissociated-IPC server and client.
+`ferry._ferry` and is re-exported here; `ferry.ipc` holds the IPC readers and writers,
+`ferry.dipc` the dissociated-IPC server and client, and `ferry.flight` the Arrow Flight client.
 """
 from ferry._ferry import (  # noqa: F401
     Array,
@@ -21,9 +21,9 @@ from ferry._ferry import (  # noqa: F401
     schema,
     stream,
 )
-from ferry import dipc, ipc  # noqa: F401
+from ferry import dipc, flight, ipc  # noqa: F401
 
 __all__ = [
     "Array", "ArrayStream", "DataType", "Device", "DeviceType", "MemoryView", "Schema", "TimeUnit",
-    "TypeId", "ValidationLevel", "array", "devices", "from_dlpack", "dipc", "ipc", "schema", "stream",
+    "TypeId", "ValidationLevel", "array", "devices", "from_dlpack", "dipc", "flight", "ipc", "schema", "stream",
 ]

@@ -90,5 +90,6 @@ void InitStream(nb::module_& m);
 void InitMemoryView(nb::module_& m);
 void InitIpc(nb::module_& m);
 void InitDipc(nb::module_& m);
+void InitFlight(nb::module_& m);
 
 }  // namespace ferry::python

@@ -78,4 +78,5 @@ NB_MODULE(_ferry, m) {
   InitMemoryView(m);
   InitIpc(m);
   InitDipc(m);
+  InitFlight(m);
 }

@@ -12,7 +12,8 @@ pytest.importorskip("nanobind.stubgen", reason="nanobind is not installed")
 
 PYTHON = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = PYTHON / "ferry"
-STUBS = {"ferry._ferry": "_ferry.pyi", "ferry._ferry.ipc": "ipc.pyi", "ferry._ferry.dipc": "dipc.pyi"}
+STUBS = {"ferry._ferry": "_ferry.pyi", "ferry._ferry.ipc": "ipc.pyi", "ferry._ferry.dipc": "dipc.pyi",
+         "ferry._ferry.flight": "flight.pyi"}
 
 
 def generate(module, out):

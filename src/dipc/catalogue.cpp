@@ -1,8 +1,6 @@
 // The server's catalogue of datasets, and kept datasets' one-time encoding.
 #include "dipc/catalogue.hpp"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -81,33 +79,29 @@ Result<std::shared_ptr<const Kept>> EncodeKept(
 
 void Catalogue::Add(const std::string& name, std::shared_ptr<Dataset> dataset) {
   std::lock_guard lock(mutex_);
-  entries_[name] = Entry{std::move(dataset), nullptr, 0};
+  entries_[name] = Entry{std::move(dataset), nullptr, 0, std::make_shared<const int>(0)};
 }
 
 uint32_t Catalogue::Keep(const std::string& name, std::shared_ptr<const Kept> kept) {
   std::lock_guard lock(mutex_);
   const uint32_t region = next_region_++;
-  entries_[name] = Entry{nullptr, std::move(kept), region};
+  entries_[name] = Entry{nullptr, std::move(kept), region, std::make_shared<const int>(0)};
   return region;
 }
 
 Result<Catalogue::Entry> Catalogue::Find(const std::string& ticket, uint32_t region) const {
-  std::lock_guard lock(mutex_);
   std::string name = ticket;
-  if (issued_only_) {
+  Result<std::string> issued = tickets_->Resolve(ticket);
+  if (issued.ok()) {
+    name = *issued;
+  } else if (issued_only_ || issued.status().code() == ETIME) {
     // Issued tickets are secrets: errors neither echo them whole nor list the datasets.
-    const std::string shown = ticket.substr(0, 6) + (ticket.size() > 6 ? "..." : "");
-    auto t = issued_.find(ticket);
-    if (t == issued_.end()) return Status(ENOENT, "unknown ticket " + shown);
-    if (std::chrono::steady_clock::now() >= t->second.expires) {
-      issued_.erase(t);
-      return Status(ETIME, "expired ticket " + shown);
-    }
-    name = t->second.name;
+    return issued.status();
   }
+  std::lock_guard lock(mutex_);
   auto it = entries_.find(name);
   if (it == entries_.end()) {
-    if (issued_only_) return Status(ENOENT, "the ticket's dataset is gone");
+    if (issued.ok()) return Status(ENOENT, "the ticket's dataset is gone");
     std::string names;
     for (const auto& [n, e] : entries_) names += (names.empty() ? "" : ", ") + n;
     return Status(ENOENT, "unknown ticket \"" + ticket + "\" (this server has: " + names + ")");
@@ -122,36 +116,34 @@ Result<Catalogue::Entry> Catalogue::Find(const std::string& ticket, uint32_t reg
 
 Result<std::string> Catalogue::Issue(const std::string& name,
                                      std::chrono::steady_clock::time_point expires) {
-  uint8_t bits[16];
-  if (getrandom(bits, sizeof(bits), 0) != static_cast<ssize_t>(sizeof(bits))) {
-    return Status(errno, "cannot draw random bits for a ticket");
+  {
+    std::lock_guard lock(mutex_);
+    if (entries_.count(name) == 0) return Status(ENOENT, "no dataset named \"" + name + "\"");
   }
-  static const char* hex = "0123456789abcdef";
-  std::string ticket;
-  for (uint8_t b : bits) {
-    ticket.push_back(hex[b >> 4]);
-    ticket.push_back(hex[b & 15]);
-  }
-  std::lock_guard lock(mutex_);
-  if (entries_.count(name) == 0) return Status(ENOENT, "no dataset named \"" + name + "\"");
-  // Expired tickets go as new ones come, so the table stays as large as the live ones.
-  const auto now = std::chrono::steady_clock::now();
-  for (auto it = issued_.begin(); it != issued_.end();) {
-    it = it->second.expires <= now ? issued_.erase(it) : std::next(it);
-  }
-  issued_[ticket] = Issued{name, expires};
-  return ticket;
+  return tickets_->Issue(name, expires);
 }
 
-Status Catalogue::Refresh(const std::string& ticket,
-                          std::chrono::steady_clock::time_point expires) {
-  std::lock_guard lock(mutex_);
-  auto t = issued_.find(ticket);
-  if (t == issued_.end() || std::chrono::steady_clock::now() >= t->second.expires) {
-    return Status(ENOENT, "unknown or expired ticket");
+Status Catalogue::Remove(const std::string& name) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return Status(ENOENT, "no dataset named \"" + name + "\"");
+    const int64_t readers = it->second.readers.use_count() - 1;
+    if (readers > 0) {
+      return Status(EBUSY, "dataset \"" + name + "\" is being read by " + std::to_string(readers) +
+                               " client(s)");
+    }
+    // A session still replaying it holds its own references: memory stays valid for it.
+    entries_.erase(it);
   }
-  t->second.expires = expires;
+  tickets_->Revoke(name);
   return Status::OK();
+}
+
+int64_t Catalogue::Readers(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(name);
+  return it == entries_.end() ? 0 : it->second.readers.use_count() - 1;
 }
 
 uint32_t Catalogue::RegionOf(const std::string& name) const {

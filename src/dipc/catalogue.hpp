@@ -13,6 +13,7 @@
 
 #include "ferry/core/result.hpp"
 #include "ferry/dipc/dataset.hpp"
+#include "ferry/dipc/tickets.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "ferry/transport/region.hpp"
 
@@ -49,10 +50,15 @@ class Catalogue {
     std::shared_ptr<Dataset> dataset;  // NULL when kept
     std::shared_ptr<const Kept> kept;  // NULL when read afresh
     uint32_t region = 0;
+    /// Held by the catalogue and by every copy Find hands out: its use count, less one, is how
+    /// many clients are reading the entry.
+    std::shared_ptr<const int> readers;
   };
 
-  /// With `issued_only`, Find accepts only tickets made by Issue, not dataset names.
-  explicit Catalogue(bool issued_only = false) : issued_only_(issued_only) {}
+  /// Tickets issued in `tickets` are honoured; with `issued_only`, Find accepts only those, not
+  /// dataset names.
+  Catalogue(std::shared_ptr<TicketBook> tickets, bool issued_only)
+      : issued_only_(issued_only), tickets_(std::move(tickets)) {}
 
   void Add(const std::string& name, std::shared_ptr<Dataset> dataset);
   /// Serve `kept` under `name` from a region of its own; returns its region number.
@@ -61,24 +67,24 @@ class Catalogue {
   /// tickets are names, what the server has); ETIME an expired one; EACCES one asked for under
   /// another region's URI.
   Result<Entry> Find(const std::string& ticket, uint32_t region) const;
-  /// A fresh ticket for `name` (128 random bits, hex), valid until `expires`.
+  /// A fresh ticket for `name` (128 random bits, hex), valid until `expires`; ENOENT for a name
+  /// the catalogue does not have.
   Result<std::string> Issue(const std::string& name, std::chrono::steady_clock::time_point expires);
-  /// Move an issued ticket's expiry to `expires`; ENOENT if it is unknown or expired.
-  Status Refresh(const std::string& ticket, std::chrono::steady_clock::time_point expires);
+  /// Stop serving `name` (ENOENT if unknown; EBUSY, with nothing changed, while a client reads
+  /// it) and revoke its tickets.
+  Status Remove(const std::string& name);
+  /// How many clients are reading `name` now (0 when unknown).
+  int64_t Readers(const std::string& name) const;
   /// The region `name` is served from (0 when unknown or read afresh) and its memory (NULL for
   /// region 0: the server's own).
   uint32_t RegionOf(const std::string& name) const;
   std::shared_ptr<transport::Region> Memory(uint32_t region) const;
 
  private:
-  struct Issued {
-    std::string name;
-    std::chrono::steady_clock::time_point expires;
-  };
   const bool issued_only_;
+  const std::shared_ptr<TicketBook> tickets_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> entries_;
-  mutable std::map<std::string, Issued> issued_;
   uint32_t next_region_ = 1;
 };
 

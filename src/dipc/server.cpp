@@ -69,8 +69,14 @@ class ServerImpl final : public Server {
 
   Status RefreshTicket(const std::string& ticket, std::chrono::seconds ttl) override {
     if (ttl.count() <= 0) ttl = state_->options.ticket_ttl;
-    return state_->catalogue->Refresh(ticket, std::chrono::steady_clock::now() + ttl);
+    return state_->options.tickets->Refresh(ticket, std::chrono::steady_clock::now() + ttl);
   }
+
+  Status Remove(const std::string& name) override { return state_->catalogue->Remove(name); }
+  int64_t readers(const std::string& name) const override {
+    return state_->catalogue->Readers(name);
+  }
+  std::shared_ptr<TicketBook> tickets() const override { return state_->options.tickets; }
 
   ServerStats stats() const override {
     ServerStats s;
@@ -171,7 +177,8 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     FERRY_ASSIGN_OR_RAISE(state->region, state->listener->CreateRegion(options.region_bytes));
     state->allocator = std::make_unique<internal::RegionAllocator>(state->region->size());
   }
-  state->catalogue = std::make_unique<internal::Catalogue>(!options.token.empty());
+  if (options.tickets == nullptr) options.tickets = std::make_shared<TicketBook>();
+  state->catalogue = std::make_unique<internal::Catalogue>(options.tickets, !options.token.empty());
   state->options = std::move(options);
   return std::unique_ptr<Server>(std::make_unique<ServerImpl>(std::move(state)));
 }

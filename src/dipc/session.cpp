@@ -76,6 +76,7 @@ void Session::Serve() {
     const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
     state_->Log("client " + who + ": served " + std::to_string(next_seq_) + " messages");
   }
+  entry_ = Catalogue::Entry{};  // the client is done: the dataset may be removed now
   --state_->clients_active;
   done_.store(true);
 }
@@ -104,12 +105,13 @@ Status Session::ServeRequest() {
   }
   Result<Catalogue::Entry> entry = state_->catalogue->Find(ticket, tag->region);
   if (!entry.ok()) return Refuse(entry.status());
+  entry_ = std::move(*entry);
   send_metadata_ = tag->channel != Channel::kData;
   send_bodies_ = tag->channel != Channel::kMetadata;
   FaultPoint("server", "want_data", [this] { return dead_.load(); });
   phase_ = "metadata";
-  if (entry->kept) return Replay(*entry->kept);
-  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, entry->dataset->Open());
+  if (entry_.kept) return Replay(*entry_.kept);
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, entry_.dataset->Open());
   if (send_bodies_ && state_->region) FERRY_RETURN_NOT_OK(conn_->ShareRegion(state_->region));
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
                         ipc::StreamWriter::Open(this, reader->schema(), state_->options.write));

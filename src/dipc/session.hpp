@@ -76,6 +76,9 @@ class Session final : public ipc::MessageSink {
 
   ServerState* state_;
   std::unique_ptr<transport::Connection> conn_;
+  // What the client reads, held until it is done with it (its lent memory included): while
+  // held, the catalogue counts the client as a reader.
+  Catalogue::Entry entry_;
   const char* phase_ = "request";  // what the session was doing, for its errors
   bool send_metadata_ = true;
   bool send_bodies_ = true;

@@ -112,6 +112,7 @@ struct StreamWriter::Impl {
   std::vector<fb::Block> dictionary_blocks;
   std::vector<fb::Block> batch_blocks;
   WriteStats stats;
+  bool device_copy = false;  // the batch being written is a host copy of a device batch
 
   bool Swapping() const { return options.big_endian != (std::endian::native == std::endian::big); }
 
@@ -163,6 +164,7 @@ struct StreamWriter::Impl {
       m.body_length = body->body_length;
       m.buffers = buffers;
       m.has_body = true;
+      m.in_place = body->copied == 0 && !device_copy;
     }
     FERRY_RETURN_NOT_OK(message_sink->WriteMessage(m));
     stats.bytes_written += static_cast<int64_t>(m.metadata.size()) + m.body_length;
@@ -315,7 +317,10 @@ struct StreamWriter::Impl {
     Device* cpu = CpuDevice();
     FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray host,
                           stream ? view.CopyAsync(*cpu, stream) : view.Copy(*cpu));
-    return WriteBatch(&host->array, {});
+    device_copy = true;
+    const Status st = WriteBatch(&host->array, {});
+    device_copy = false;
+    return st;
   }
 
   Status WriteStream(ArrowArrayStream* stream) {

@@ -168,7 +168,9 @@ Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
                                                const ConnectOptions& options) {
   sockaddr_un addr{};
   FERRY_ASSIGN_OR_RAISE(socklen_t len, MakeAddress(path, &addr));
-  const auto deadline = Clock::now() + options.limits.timeout;
+  const auto deadline =
+      Clock::now() +
+      (options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
   while (true) {
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return Errno("socket");

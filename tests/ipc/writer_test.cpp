@@ -3,6 +3,7 @@
 // in the test); pyarrow checks the same bytes in python/tests/test_ipc.py.
 #include "ferry/ipc/writer.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "ferry/ipc/decoder.hpp"
@@ -317,6 +318,59 @@ TEST(IpcWriterTest, ReleasedDeviceBatchIsRefused) {
   ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, batch.schema()));
   ArrowDeviceArray released{};
   ASSERT_RAISES_WITH(EINVAL, "NULL or released", w.WriteDeviceBatch(&released));
+}
+
+// What a MessageSink may keep: pieces of a plain batch are its own buffers (in_place); a
+// compressed body or a bit-shifted slice is the writer's copy, valid only during the call.
+class InPlaceSink final : public ipc::MessageSink {
+ public:
+  Status WriteMessage(const ipc::EncodedMessage& m) override {
+    if (m.has_body) {
+      in_place.push_back(m.in_place);
+      for (const ipc::BodyBuffer& b : m.buffers) data.push_back(b.data);
+    }
+    return Status::OK();
+  }
+  Status WriteEndOfStream() override { return Status::OK(); }
+  std::vector<bool> in_place;
+  std::vector<const void*> data;
+};
+
+TEST(IpcWriterTest, MessageSinkIsToldWhetherPiecesAreTheBatchsOwn) {
+  ASSERT_OK_AND_ASSIGN(Array batch, IntBatch(R"([{"x": 1}, {"x": 2}, {"x": 3}])"));
+  std::vector<const void*> own;
+  testing::CollectBuffers(batch.array(), &own);
+  {
+    InPlaceSink sink;
+    ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, batch.schema()));
+    ASSERT_OK(w.WriteBatch(batch.array()));
+    ASSERT_EQ(sink.in_place, std::vector<bool>{true});
+    for (const void* p : sink.data) {
+      if (p != nullptr) {
+        EXPECT_NE(std::find(own.begin(), own.end(), p), own.end());
+      }
+    }
+  }
+  {
+    InPlaceSink sink;
+    ipc::WriteOptions options;
+    options.compression = ipc::Compression::kZstd;
+    ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, batch.schema(), options));
+    ASSERT_OK(w.WriteBatch(batch.array()));
+    EXPECT_EQ(sink.in_place, std::vector<bool>{false});
+  }
+  {
+    const Field column = Field::Make("b", "x");
+    ASSERT_OK_AND_ASSIGN(Array sliced,
+                         testing::SlicedArrayFromJson(testing::BatchField({column}),
+                                                      R"([{"x": true}, {"x": false}, {"x": true},
+                                                          {"x": true}])",
+                                                      3, 1));
+    InPlaceSink sink;
+    ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, sliced.schema()));
+    ASSERT_OK(w.WriteBatch(sliced.array()));
+    EXPECT_EQ(sink.in_place, std::vector<bool>{false});
+  }
 }
 
 }  // namespace

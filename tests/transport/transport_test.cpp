@@ -167,5 +167,20 @@ INSTANTIATE_TEST_SUITE_P(AllTransports, TransportConformance,
                            return Transports()[param_info.param].name;
                          });
 
+// A caller that knows the server is up gives up on an address that does not answer after
+// connect_timeout, not after the connection's timeout (30 s here).
+TEST(TransportConnect, ConnectTimeoutBoundsTheRetries) {
+  ConnectOptions options;
+  options.limits.timeout = 30s;
+  options.connect_timeout = 200ms;
+  const auto start = std::chrono::steady_clock::now();
+  auto client = Connect("shm", "@ferry-test-nobody-listens-here", options);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), ECONNREFUSED) << client.status().message();
+  EXPECT_GE(took, 200ms);
+  EXPECT_LT(took, 5s);
+}
+
 }  // namespace
 }  // namespace ferry::transport

@@ -22,6 +22,7 @@
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "flight_commands.hpp"
 
 namespace ferry::cli {
 
@@ -35,11 +36,6 @@ char g_partial[4096] = {};
 void OnGetSignal(int sig) {
   if (g_partial[0] != '\0') unlink(g_partial);
   _exit(128 + sig);
-}
-
-int Fail(const std::string& what, const Status& st) {
-  std::fprintf(stderr, "ferry: %s: %s\n", what.c_str(), st.message().c_str());
-  return 2;
 }
 
 // Bytes of a batch as the layout implies them (visible slice and offsets included).
@@ -56,7 +52,23 @@ int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
   return total;
 }
 
-// The token: the file's first line, else FERRY_TOKEN, else "".
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+}  // namespace
+
+void WaitForSignal() {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+int Fail(const std::string& what, const Status& st) {
+  std::fprintf(stderr, "ferry: %s: %s\n", what.c_str(), st.message().c_str());
+  return 2;
+}
+
 Result<std::string> ReadToken(const std::string& file) {
   if (file.empty()) {
     const char* env = std::getenv("FERRY_TOKEN");
@@ -71,7 +83,6 @@ Result<std::string> ReadToken(const std::string& file) {
   return token;
 }
 
-// Whether a UCX listen address ("host:port", empty for 127.0.0.1) is loopback only.
 bool ListensOnLoopbackOnly(const std::string& address) {
   if (address.empty()) return true;
   std::string host = address.substr(0, address.rfind(':'));
@@ -99,21 +110,18 @@ bool ListensOnLoopbackOnly(const std::string& address) {
   return loopback;
 }
 
-std::chrono::milliseconds Millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-}  // namespace
-
 CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "Serve IPC files to clients over the Dissociated IPC protocol; prints each dataset's URI "
       "and runs until interrupted (SIGINT or SIGTERM stop it within a second).");
-  cmd->add_option("datasets", o->datasets, "NAME=FILE (IPC stream or file), repeated")->required();
-  cmd->add_option("--transport", o->transport, "shm (one host) or ucx (TCP, any host)")
-      ->check(CLI::IsMember({"shm", "ucx"}))
-      ->capture_default_str();
+  cmd->add_option("datasets", o->datasets,
+                  "NAME=FILE (IPC stream or file), repeated (with --flight, none is fine: "
+                  "clients upload with DoPut)");
+  cmd->add_option("--transport", o->transport,
+                  "shm (one host, the default) or ucx (TCP, any host); with --flight, the one "
+                  "fast plane to serve beside gRPC (default both), or grpc for none")
+      ->check(CLI::IsMember({"shm", "ucx", "grpc"}));
   cmd->add_option("--listen", o->listen,
                   "Where to listen: a socket path or @name (shm), host:port (ucx); default: a "
                   "fresh one (ucx: on 127.0.0.1)");
@@ -152,10 +160,13 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
 CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "get", "Read a dataset from a ferry server; progress on a terminal, a summary at the end.");
-  cmd->add_option("uri", o->uri, "The URI `ferry serve` printed (the metadata URI with --data)")
+  cmd->add_option("uri", o->uri,
+                  "The URI `ferry serve` printed: a Dissociated IPC URI (shm://, ucx://; the "
+                  "metadata URI with --data), or a Flight server's grpc:// or grpc+tls://")
       ->required();
-  cmd->add_option("--ticket", o->ticket, "The dataset's name, or the ticket the server issued")
-      ->required();
+  cmd->add_option("--ticket", o->ticket,
+                  "The dataset's name, or the ticket the server issued (needed with a "
+                  "Dissociated IPC URI; with a grpc:// URI, a ticket to redeem with DoGet)");
   cmd->add_option("--data", o->data,
                   "The split shape's data URI (`ferry serve` prints it on stderr): metadata "
                   "and bodies from separate servers");
@@ -202,8 +213,12 @@ Result<Device*> ParseDevice(const std::string& text) {
 }
 
 int RunServe(const ServeOptions& o) {
+  if (!o.flight.empty()) return RunFlightServe(o);
+  if (o.datasets.empty()) return Fail("serve", Status::Invalid("name at least one NAME=FILE"));
+  if (o.transport == "grpc") return Fail("--transport grpc", Status::Invalid("needs --flight"));
+  const std::string transport = o.transport.empty() ? "shm" : o.transport;
   dipc::ServerOptions options;
-  options.transport = o.transport;
+  options.transport = transport;
   options.address = o.listen;
   options.region_bytes = o.region_mb << 20;
   options.timeout = Millis(o.timeout_s);
@@ -221,7 +236,7 @@ int RunServe(const ServeOptions& o) {
   Result<std::string> token = ReadToken(o.token_file);
   if (!token.ok()) return Fail("--token-file", token.status());
   options.token = *token;
-  if (o.transport == "ucx" && options.token.empty() && !o.insecure &&
+  if (transport == "ucx" && options.token.empty() && !o.insecure &&
       !ListensOnLoopbackOnly(o.listen)) {
     return Fail("--listen " + o.listen,
                 Status(EACCES,
@@ -266,9 +281,7 @@ int RunServe(const ServeOptions& o) {
                  name.c_str(), (*server)->metadata_uri(name).ToString().c_str(),
                  (*server)->data_uri(name).ToString().c_str(), name.c_str());
   }
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  WaitForSignal();
   const dipc::ServerStats s = (*server)->stats();
   (*server)->Stop();
   std::fprintf(stderr,
@@ -283,10 +296,42 @@ int RunServe(const ServeOptions& o) {
 }
 
 int RunGet(const GetOptions& o) {
+  if (o.ticket.empty()) {
+    return Fail(o.uri, Status::Invalid("a Dissociated IPC URI needs --ticket (a grpc:// URI "
+                                       "takes --path)"));
+  }
   Result<dipc::Uri> uri = dipc::Uri::Parse(o.uri);
   if (!uri.ok()) return Fail(o.uri, uri.status());
   Result<Device*> device = ParseDevice(o.device);
   if (!device.ok()) return Fail("--device", device.status());
+  dipc::ClientOptions options;
+  options.device = *device;
+  options.timeout = Millis(o.timeout_s);
+  options.max_body_bytes = o.max_batch_bytes;
+  if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
+  if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<dipc::Uri> data;
+  if (!o.data.empty()) {
+    Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data);
+    if (!parsed.ok()) return Fail("--data " + o.data, parsed.status());
+    data = std::move(*parsed);
+  }
+  if (!o.to.empty() && !o.force) {
+    struct stat st {};
+    if (stat(o.to.c_str(), &st) == 0) {
+      return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
+    }
+  }
+  Result<UniqueDeviceArrayStream> stream = data
+                                               ? dipc::ConnectStream(*uri, *data, o.ticket, options)
+                                               : dipc::ConnectStream(*uri, o.ticket, options);
+  if (!stream.ok()) return Fail(o.uri, stream.status());
+  return Drain(stream->get(), o, o.ticket, o.uri, start);
+}
+
+int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& label,
+          const std::string& peer, std::chrono::steady_clock::time_point start) {
   std::string partial;
   // A pipe, a FIFO or a device (/dev/stdout) is written in place: it cannot be renamed into and
   // a reader may already wait on it. Only a regular file (or a new path) is written atomically.
@@ -316,26 +361,8 @@ int RunGet(const GetOptions& o) {
       g_partial[0] = '\0';
     }
   } cleanup{partial};
-  dipc::ClientOptions options;
-  options.device = *device;
-  options.timeout = Millis(o.timeout_s);
-  options.max_body_bytes = o.max_batch_bytes;
-  if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
-  if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
-  const auto start = std::chrono::steady_clock::now();
-  std::optional<dipc::Uri> data;
-  if (!o.data.empty()) {
-    Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data);
-    if (!parsed.ok()) return Fail("--data " + o.data, parsed.status());
-    data = std::move(*parsed);
-  }
-  Result<UniqueDeviceArrayStream> stream = data
-                                               ? dipc::ConnectStream(*uri, *data, o.ticket, options)
-                                               : dipc::ConnectStream(*uri, o.ticket, options);
-  if (!stream.ok()) return Fail(o.uri, stream.status());
-  ArrowDeviceArrayStream* s = stream->get();
   UniqueSchema schema;
-  if (const Status st = StreamGetSchema(s, schema.get()); !st.ok()) return Fail(o.uri, st);
+  if (const Status st = StreamGetSchema(s, schema.get()); !st.ok()) return Fail(peer, st);
   std::unique_ptr<ipc::FileSink> sink;
   std::optional<ipc::StreamWriter> writer;
   if (!partial.empty() || !direct.empty()) {
@@ -358,7 +385,7 @@ int RunGet(const GetOptions& o) {
     UniqueDeviceArray batch;
     if (const Status st = StreamGetNext(s, batch.get()); !st.ok()) {
       if (bar) std::fprintf(stderr, "\n");
-      return Fail(o.uri, st);
+      return Fail(peer, st);
     }
     if (!batch.valid()) break;
     ++batches;
@@ -387,7 +414,7 @@ int RunGet(const GetOptions& o) {
   }
   const double t = seconds();
   std::printf("%s: %lld batches, %lld rows, %lld bytes in %.3f s (%.1f MB/s) on %s%s%s\n",
-              o.ticket.c_str(), static_cast<long long>(batches), static_cast<long long>(rows),
+              label.c_str(), static_cast<long long>(batches), static_cast<long long>(rows),
               static_cast<long long>(bytes), t, static_cast<double>(bytes) / 1e6 / t,
               o.device.c_str(), o.to.empty() ? "" : ", written to ", o.to.c_str());
   return 0;

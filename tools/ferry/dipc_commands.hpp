@@ -2,9 +2,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <string>
 #include <vector>
 
+#include "ferry/abi/arrow_c_abi.h"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
 
@@ -12,7 +14,8 @@ namespace ferry::cli {
 
 /// Options of `ferry serve`.
 struct ServeOptions {
-  std::string transport = "shm";
+  /// shm or ucx ("" is shm; with --flight, "" is both, grpc neither).
+  std::string transport;
   std::string listen;
   /// "list" (type-1 pairs into the shared region) or "packed" (type-0 bodies).
   std::string body = "list";
@@ -32,6 +35,15 @@ struct ServeOptions {
   bool verbose = false;
   /// NAME=FILE pairs.
   std::vector<std::string> datasets;
+  /// Arrow Flight (flight_commands.cpp): HOST:PORT to serve gRPC on, beside the planes; empty:
+  /// no Flight, one plane (--transport).
+  std::string flight;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  int64_t max_upload_bytes = int64_t{4} << 30;
+  double ticket_ttl_s = 600;
+  std::string ucx_listen;
 };
 
 /// Options of `ferry get`.
@@ -48,6 +60,13 @@ struct GetOptions {
   /// The largest body (one batch) the server may make this client allocate.
   int64_t max_batch_bytes = int64_t{4} << 30;
   bool progress = true;
+  /// Arrow Flight (a grpc:// URI): the flight's name, the location to use (auto, shm, ucx,
+  /// grpc), the token and the TLS roots to trust.
+  std::string path;
+  std::string via = "auto";
+  std::string token_file;
+  std::string tls_roots;
+  bool verbose = false;
 };
 
 /// Register `serve` and `get` on `app`, filling the options; returns the two subcommands.
@@ -65,5 +84,19 @@ int RunGet(const GetOptions& options);
 
 /// Parse "cpu", "opencl:0", "cuda:0", "cuda_host:0", ... into a device of the device layer.
 Result<Device*> ParseDevice(const std::string& text);
+
+/// The token: the file's first line, else FERRY_TOKEN, else "".
+Result<std::string> ReadToken(const std::string& file);
+/// Whether a listen address ("host:port", empty for 127.0.0.1) is loopback only.
+bool ListensOnLoopbackOnly(const std::string& address);
+/// Block until SIGINT or SIGTERM (checked every 50 ms).
+void WaitForSignal();
+/// Print "ferry: WHAT: MESSAGE" on stderr; returns the exit status 2.
+int Fail(const std::string& what, const Status& st);
+/// Read `stream` to its end, into an IPC stream file when `options.to` is set (written beside it
+/// and renamed when whole), with progress on a terminal and a summary line naming `label`.
+/// Exit status 0, or 2 with one line on stderr naming `peer`.
+int Drain(ArrowDeviceArrayStream* stream, const GetOptions& options, const std::string& label,
+          const std::string& peer, std::chrono::steady_clock::time_point start);
 
 }  // namespace ferry::cli

@@ -5,6 +5,7 @@
 #include "demo.hpp"
 #include "devices_command.hpp"
 #include "dipc_commands.hpp"
+#include "flight_commands.hpp"
 #include "ipc_commands.hpp"
 
 namespace {
@@ -87,8 +88,13 @@ int Run(int argc, char** argv) {
 
   ferry::cli::ServeOptions serve;
   CLI::App* serve_cmd = ferry::cli::AddServeCommand(app, &serve);
+  ferry::cli::AddFlightServeOptions(serve_cmd, &serve);
   ferry::cli::GetOptions get;
   CLI::App* get_cmd = ferry::cli::AddGetCommand(app, &get);
+  ferry::cli::AddFlightGetOptions(get_cmd, &get);
+  ferry::cli::FlightOptions flight;
+  CLI::App* list_cmd = ferry::cli::AddListCommand(app, &flight);
+  CLI::App* put_cmd = ferry::cli::AddPutCommand(app, &flight);
 
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version");
 
@@ -104,7 +110,12 @@ int Run(int argc, char** argv) {
   if (*cat_cmd) return ferry::cli::RunCat(ipc);
   if (*convert_cmd) return ferry::cli::RunConvert(ipc);
   if (*serve_cmd) return ferry::cli::RunServe(serve);
-  if (*get_cmd) return ferry::cli::RunGet(get);
+  if (*get_cmd) {
+    return ferry::cli::IsFlightUri(get.uri) ? ferry::cli::RunFlightGet(get)
+                                            : ferry::cli::RunGet(get);
+  }
+  if (*list_cmd) return ferry::cli::RunList(flight);
+  if (*put_cmd) return ferry::cli::RunPut(flight);
   return 0;
 }
 

@@ -27,6 +27,8 @@ struct FERRY_EXPORT ClientOptions {
   /// How long the server may stay silent (or take nothing we send) before the stream fails: a
   /// stopped server, or a link that went down, is reported after this long.
   std::chrono::milliseconds timeout{30000};
+  /// How long to keep trying to connect while nothing listens at the URI's address; 0: timeout.
+  std::chrono::milliseconds connect_timeout{0};
   /// How many metadata messages, and how many bytes of them, may arrive ahead of their turn.
   uint32_t reorder_window = 64;
   int64_t reorder_bytes = int64_t{64} << 20;

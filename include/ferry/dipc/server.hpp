@@ -13,6 +13,7 @@
 #include "ferry/core/result.hpp"
 #include "ferry/dipc/dataset.hpp"
 #include "ferry/dipc/protocol.hpp"
+#include "ferry/dipc/tickets.hpp"
 #include "ferry/dipc/uri.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "ferry/transport/transport.hpp"
@@ -50,6 +51,9 @@ struct FERRY_EXPORT ServerOptions {
   std::string token;
   /// How long an issued ticket stays valid.
   std::chrono::seconds ticket_ttl{600};
+  /// Where issued tickets are kept. Servers given the same book honour each other's tickets (a
+  /// Flight service's planes); NULL: a book of the server's own.
+  std::shared_ptr<TicketBook> tickets;
   /// Where the server tells what it tolerated or refused (an unknown address in free_data, an
   /// unknown ticket), one line each, from any thread. Unset: nowhere.
   std::function<void(const std::string&)> log;
@@ -107,6 +111,13 @@ class FERRY_EXPORT Server {
   /// expired.
   [[nodiscard]] virtual Status RefreshTicket(
       const std::string& ticket, std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
+  /// Stop serving `name` and revoke its tickets. ENOENT for an unknown name; EBUSY, with
+  /// nothing changed, while a client is reading it.
+  [[nodiscard]] virtual Status Remove(const std::string& name) = 0;
+  /// How many clients are reading `name` now (0 for an unknown name).
+  virtual int64_t readers(const std::string& name) const = 0;
+  /// The book this server's tickets are issued in (the options' book, or its own).
+  virtual std::shared_ptr<TicketBook> tickets() const = 0;
   virtual ServerStats stats() const = 0;
   /// The last session error, for logs ("" when none).
   virtual std::string last_error() const = 0;

@@ -43,6 +43,10 @@ struct FERRY_EXPORT EncodedMessage {
   std::span<const BodyBuffer> buffers;
   /// Whether the message has a body (dictionary and record batches), even an empty one.
   bool has_body = false;
+  /// Whether every body piece is the batch's own memory or static padding, so it stays valid as
+  /// long as the batch does (a sink may keep referencing it). False when the writer made any
+  /// piece itself: compression, a bit-shifted or rebased slice, a batch copied from a device.
+  bool in_place = true;
 };
 
 /// Where a writer sends whole messages when metadata and body travel apart (the dissociated

@@ -53,6 +53,10 @@ struct FERRY_EXPORT ConnectOptions {
   /// The URI says the server speaks ferry's extensions (ferry=1): error texts and, on one host,
   /// UCX's shared-memory fast path. Without it nothing travels that the protocol does not define.
   bool extensions = false;
+  /// How long to keep trying while nothing listens at the address (a server still starting);
+  /// 0: limits.timeout. A caller that knows the server is up (it just named the address) sets
+  /// it short, so an unreachable address fails fast.
+  std::chrono::milliseconds connect_timeout{0};
 };
 
 /// One end of a connection. Sends gather `pieces` into one message (a transport may send them

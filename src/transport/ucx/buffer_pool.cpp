@@ -3,6 +3,8 @@
 
 #include "transport/ucx/buffer_pool.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
@@ -15,11 +17,14 @@ namespace {
 
 // Large receive buffers are recycled, process-wide: a fresh 64 MiB allocation costs an mmap and
 // 16,384 page faults, about as long as moving its bytes over shared memory. At most kMaxCached
-// bytes wait here; a buffer is reused only for a message at least half its size.
+// bytes wait here; a buffer is reused only for a message at least half its size. Fresh buffers
+// of 4 MiB and more are mapped with transparent huge pages (a few dozen faults for 64 MiB, not
+// 16,384), since a reader keeping more than kMaxCached alive gets fresh ones for every batch.
 class BufferPool {
  public:
   static constexpr size_t kMinPooled = size_t{1} << 20;
   static constexpr size_t kMaxCached = size_t{256} << 20;
+  static constexpr size_t kHuge = size_t{4} << 20;
 
   // Leaked on purpose: buffers may come back during static destruction.
   static BufferPool& Get() {
@@ -53,13 +58,29 @@ class BufferPool {
     }
     if (data == nullptr) {
       capacity = (size + kMinPooled - 1) / kMinPooled * kMinPooled;
-      data = static_cast<uint8_t*>(std::aligned_alloc(64, capacity));
+      data = Allocate(capacity);
       if (data == nullptr) return nullptr;
     }
     return std::shared_ptr<uint8_t>(data, [capacity](uint8_t* p) { Get().Give(p, capacity); });
   }
 
  private:
+  static uint8_t* Allocate(size_t capacity) {
+    if (capacity < kHuge) return static_cast<uint8_t*>(std::aligned_alloc(64, capacity));
+    void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    madvise(p, capacity, MADV_HUGEPAGE);
+    return static_cast<uint8_t*>(p);
+  }
+
+  static void Release(uint8_t* data, size_t capacity) {
+    if (capacity < kHuge) {
+      std::free(data);
+    } else {
+      munmap(data, capacity);
+    }
+  }
+
   void Give(uint8_t* data, size_t capacity) {
     {
       std::lock_guard lock(mutex_);
@@ -69,7 +90,7 @@ class BufferPool {
         return;
       }
     }
-    std::free(data);
+    Release(data, capacity);
   }
 
   std::mutex mutex_;

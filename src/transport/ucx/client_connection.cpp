@@ -34,7 +34,9 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
                                                                     const std::string& address,
                                                                     bool same_host,
                                                                     const ConnectOptions& options) {
-  const auto deadline = Clock::now() + options.limits.timeout;
+  const auto deadline =
+      Clock::now() +
+      (options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
   // Without a remote_handle there is nothing to get, and the context needs no remote memory
   // access (which would let the server reach this process's memory).
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,

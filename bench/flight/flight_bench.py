@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""bench/flight: 1 GiB of mixed columns in 64 MiB batches, read over Arrow Flight on one host,
+each path timed from GetFlightInfo to a table the client can use (default validation):
+
+  (a) pyarrow.flight server -> pyarrow.flight client (DoGet)
+  (b) ferry server          -> pyarrow.flight client (DoGet)
+  (c) ferry server          -> ferry client over gRPC (DoGet)
+  (d) ferry client following the shared-memory location
+  (e) ferry client following the UCX location
+
+and GetFlightInfo's latency, pyarrow.flight's client against each server. The servers are
+separate processes (bench/flight/pyarrow_server.py; `ferry serve --flight --keep`); the clients
+run in processes of their own, one path after another. Prints a Markdown table and writes JSON
+for plot_flight.py.
+
+    FERRY_CLI=build/test/tools/ferry/ferry .venv/bin/python bench/flight/flight_bench.py \\
+        --out flight.json
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as fl
+
+import ferry
+import ferry.flight
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def make_data(path, gib, batch_mib):
+    """Mixed columns (int64, float64, int32, bool, a 16-letter string, a dictionary) in batches of
+    about `batch_mib` MiB, `gib` GiB in all; written once and reused."""
+    rng = np.random.default_rng(7)
+    row_bytes = 8 + 8 + 4 + 1 / 8 + (16 + 4) + 4
+    rows = int(batch_mib * 2**20 / row_bytes)
+    batches = max(1, round(gib * 1024 / batch_mib))
+    if os.path.exists(path) and os.path.getsize(path) > 0.9 * gib * 2**30:
+        return
+    words = pa.array([f"w{i:03d}" for i in range(100)])
+    schema = None
+    with pa.OSFile(path + ".tmp", "wb") as sink:
+        writer = None
+        for b in range(batches):
+            ints = rng.integers(-2**40, 2**40, rows)
+            letters = rng.integers(97, 123, size=rows * 16, dtype=np.uint8)
+            offsets = np.arange(rows + 1, dtype=np.int32) * 16
+            names = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(letters))
+            batch = pa.record_batch({
+                "id": pa.array(ints),
+                "value": pa.array(rng.standard_normal(rows)),
+                "small": pa.array(rng.integers(0, 1000, rows, dtype=np.int32)),
+                "flag": pa.array(rng.integers(0, 2, rows).astype(bool)),
+                "name": names,
+                "word": pa.DictionaryArray.from_arrays(
+                    pa.array(rng.integers(0, 100, rows, dtype=np.int32)), words),
+            })
+            if writer is None:
+                schema = batch.schema
+                writer = pa.ipc.new_stream(sink, schema)
+            writer.write_batch(batch)
+        writer.close()
+    os.replace(path + ".tmp", path)
+
+
+def spawn(args, env=None):
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **(env or {})))
+    line = proc.stdout.readline().strip()
+    if not line:
+        proc.kill()
+        raise SystemExit(f"{args[0]} did not start: {proc.stderr.read()}")
+    return proc, line
+
+
+def timed(fn, repeat):
+    fn()  # warm-up: first touches, connections, caches
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+        del out
+    return times
+
+
+def client(args):
+    """One path's client, in a process of its own (so no path inherits another's memory or
+    threads): prints the times as JSON."""
+    descriptor = fl.FlightDescriptor.for_path("t")
+    rows = args.rows
+    if args.client in ("a", "b"):
+        c = fl.connect(args.uri)
+
+        def go():
+            info = c.get_flight_info(descriptor)
+            table = c.do_get(info.endpoints[0].ticket).read_all()
+            assert table.num_rows == rows
+            return table
+    elif args.client in ("c", "d", "e"):
+        via = {"c": "grpc", "d": "shm", "e": "ucx"}[args.client]
+        c = ferry.flight.connect(args.uri)
+        default = ferry.ValidationLevel.DEFAULT
+
+        def go():
+            table = pa.table(c.do_get("t", via=via, validation=default))
+            assert table.num_rows == rows and c.last_location.startswith(via)
+            return table
+    else:  # GetFlightInfo latency: "lat-pyarrow" (pyarrow's client) or "lat-ferry" (ferry's)
+        if args.client == "lat-pyarrow":
+            c = fl.connect(args.uri)
+            call = lambda: c.get_flight_info(descriptor)  # noqa: E731
+        else:
+            c = ferry.flight.connect(args.uri)
+            call = lambda: c.get_flight_info("t")  # noqa: E731
+        for _ in range(100):
+            call()
+        times = []
+        for _ in range(args.latency_calls):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        print(json.dumps(times))
+        return
+    print(json.dumps(timed(go, args.repeat)))
+
+
+def run_client(args, key, uri, rows, extra=()):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--client", key, "--uri", uri,
+                          "--rows", str(rows), "--repeat", str(args.repeat),
+                          "--latency-calls", str(args.latency_calls), *extra],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"client {key} failed: {out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--gib", type=float, default=1.0)
+    p.add_argument("--batch-mib", type=float, default=64)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--latency-calls", type=int, default=2000)
+    p.add_argument("--data", default="/tmp/ferry-flight-bench.arrows")
+    p.add_argument("--out", help="write the results as JSON here")
+    p.add_argument("--client", help=argparse.SUPPRESS)
+    p.add_argument("--uri", help=argparse.SUPPRESS)
+    p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.client:
+        client(args)
+        return
+
+    cli = os.environ.get("FERRY_CLI", os.path.join(REPO, "build", "test", "tools", "ferry", "ferry"))
+    make_data(args.data, args.gib, args.batch_mib)
+    size = os.path.getsize(args.data)
+    expected = pa.ipc.open_stream(pa.memory_map(args.data)).read_all()
+    rows, nbytes = expected.num_rows, expected.nbytes
+    del expected
+
+    pyarrow_proc, port = spawn([sys.executable, os.path.join(HERE, "pyarrow_server.py"),
+                                args.data, "t"])
+    ferry_proc, ferry_uri = spawn([cli, "serve", "--flight", "127.0.0.1:0", "--keep",
+                                   f"t={args.data}"])
+    pa_uri = f"grpc://127.0.0.1:{port}"
+    results = {"bytes": nbytes, "rows": rows, "file_bytes": size, "repeat": args.repeat,
+               "paths": {}, "latency_us": {}, "load_before": os.getloadavg()[0]}
+    labels = {
+        "a": ("pyarrow.flight server → pyarrow.flight client (DoGet)", pa_uri),
+        "b": ("ferry server → pyarrow.flight client (DoGet)", ferry_uri),
+        "c": ("ferry server → ferry client over gRPC (DoGet)", ferry_uri),
+        "d": ("ferry client following the shared-memory location", ferry_uri),
+        "e": ("ferry client following the UCX location", ferry_uri),
+    }
+    try:
+        for key, (label, uri) in labels.items():
+            times = run_client(args, key, uri, rows)
+            results["paths"][key] = {"label": label, "seconds": times,
+                                     "median_s": statistics.median(times)}
+            print(f"({key}) {label}: median {statistics.median(times):.3f} s, "
+                  f"best {min(times):.3f} s", flush=True)
+        lat = {"pyarrow": run_client(args, "lat-pyarrow", pa_uri, rows),
+               "ferry": run_client(args, "lat-pyarrow", ferry_uri, rows),
+               "ferry_client": run_client(args, "lat-ferry", ferry_uri, rows)}
+        for k, v in lat.items():
+            results["latency_us"][k] = {"median": statistics.median(v) * 1e6,
+                                        "p90": float(np.percentile(v, 90)) * 1e6}
+    finally:
+        for proc in (pyarrow_proc, ferry_proc):
+            proc.terminate()
+            proc.wait()
+    results["load_after"] = os.getloadavg()[0]
+
+    a = results["paths"]["a"]["median_s"]
+    goals = {"a": None, "b": 1.0, "c": 1.3, "d": 20.0, "e": 3.0}
+    print()
+    print(f"{nbytes / 2**30:.2f} GiB in {rows:,} rows, "
+          f"{round(args.gib * 1024 / args.batch_mib)} batches; median of {args.repeat}; "
+          f"load average {results['load_before']:.1f} before, {results['load_after']:.1f} after")
+    print()
+    print("| path | time | throughput | vs (a) | goal |")
+    print("| --- | --- | --- | --- | --- |")
+    for key, r in results["paths"].items():
+        t = r["median_s"]
+        ratio = a / t
+        r["vs_a"] = ratio
+        goal = goals[key]
+        verdict = "" if goal is None else (f"≥ {goal:g}×: " + ("met" if ratio >= goal else "missed"))
+        print(f"| ({key}) {r['label']} | {t * 1000:.1f} ms | {nbytes / t / 1e9:.2f} GB/s | "
+              f"{ratio:.2f}× | {verdict} |")
+    la, lf = results["latency_us"]["pyarrow"]["median"], results["latency_us"]["ferry"]["median"]
+    results["latency_ratio"] = lf / la
+    print()
+    print("| GetFlightInfo | median | p90 |")
+    print("| --- | --- | --- |")
+    for k, label in [("pyarrow", "pyarrow.flight client → pyarrow.flight server"),
+                     ("ferry", "pyarrow.flight client → ferry server"),
+                     ("ferry_client", "ferry client → ferry server")]:
+        v = results["latency_us"][k]
+        print(f"| {label} | {v['median']:.0f} µs | {v['p90']:.0f} µs |")
+    print(f"\nferry / pyarrow GetFlightInfo latency: {lf / la:.2f}× (goal ≤ 1.2×: "
+          f"{'met' if lf / la <= 1.2 else 'missed'})")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

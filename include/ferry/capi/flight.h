@@ -1,0 +1,134 @@
+/* ferry's Arrow Flight from C: a client (connect with a URI, a token and TLS roots; list, info,
+ * schema, get following the locations, DoGet, put, actions) and a small server (flights from IPC
+ * files, on gRPC and the shared-memory and UCX planes). Conventions as in ferry/capi/ferry.h:
+ * errno-style codes, an optional struct FerryError*. */
+#ifndef FERRY_CAPI_FLIGHT_H
+#define FERRY_CAPI_FLIGHT_H
+
+#include "ferry/capi/ferry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How a client connects. Every field may be NULL or 0 (the default): the bearer token sent on
+ * every call, PEM text of the certificates to trust for grpc+tls (NULL: the system's), a client
+ * certificate and key, the name the server's certificate must carry (NULL: the URI's host), and
+ * each call's deadline (0: 30 s). */
+struct FerryFlightClientOptions {
+  const char* token;
+  const char* tls_roots;
+  const char* tls_cert;
+  const char* tls_key;
+  const char* tls_server_name;
+  int64_t timeout_ms;
+};
+
+/** Which location FerryFlightGet reads from: the fastest that works, or only the one named. */
+enum FerryFlightVia {
+  FERRY_FLIGHT_VIA_AUTO = 0,
+  FERRY_FLIGHT_VIA_SHM = 1,
+  FERRY_FLIGHT_VIA_UCX = 2,
+  FERRY_FLIGHT_VIA_GRPC = 3
+};
+
+/** A connection to a Flight server (thread-safe), released with FerryFlightClientRelease. */
+struct FerryFlightClient;
+/** A FlightInfo (or a list of them), released with FerryFlightInfoRelease. */
+struct FerryFlightInfo;
+/** The result bodies of an action, released with FerryFlightResultsRelease. */
+struct FerryFlightResults;
+
+/** Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH (lazily: an absent
+ * server fails the first call). `options` may be NULL. */
+FERRY_EXPORT FerryErrorCode FerryFlightConnect(const char* uri,
+                                               const struct FerryFlightClientOptions* options,
+                                               struct FerryFlightClient** out,
+                                               struct FerryError* error);
+FERRY_EXPORT void FerryFlightClientRelease(struct FerryFlightClient* client);
+
+/** Every flight the server lists, as one FerryFlightInfo holding FerryFlightInfoCount of them. */
+FERRY_EXPORT FerryErrorCode FerryFlightListFlights(struct FerryFlightClient* client,
+                                                   struct FerryFlightInfo** out,
+                                                   struct FerryError* error);
+/** GetFlightInfo for the path descriptor [path]: a FerryFlightInfo holding one flight. */
+FERRY_EXPORT FerryErrorCode FerryFlightGetInfo(struct FerryFlightClient* client, const char* path,
+                                               struct FerryFlightInfo** out,
+                                               struct FerryError* error);
+/** How many flights `info` holds. */
+FERRY_EXPORT size_t FerryFlightInfoCount(const struct FerryFlightInfo* info);
+/** Flight `i`'s name (its path's elements joined by '/'; "" for a command), record and byte
+ * counts (-1: unknown) and number of endpoints. Strings live as long as `info`. */
+FERRY_EXPORT const char* FerryFlightInfoPath(const struct FerryFlightInfo* info, size_t i);
+FERRY_EXPORT int64_t FerryFlightInfoTotalRecords(const struct FerryFlightInfo* info, size_t i);
+FERRY_EXPORT int64_t FerryFlightInfoTotalBytes(const struct FerryFlightInfo* info, size_t i);
+FERRY_EXPORT size_t FerryFlightInfoEndpoints(const struct FerryFlightInfo* info, size_t i);
+/** Endpoint `e` of flight `i`: its ticket (`*size` bytes, which may include NULs), its number of
+ * locations, location `l`'s URI, and its expiration in nanoseconds since the Unix epoch (0: the
+ * server gave none). NULL or 0 for an index out of range. */
+FERRY_EXPORT const char* FerryFlightInfoTicket(const struct FerryFlightInfo* info, size_t i,
+                                               size_t e, size_t* size);
+FERRY_EXPORT size_t FerryFlightInfoLocations(const struct FerryFlightInfo* info, size_t i,
+                                             size_t e);
+FERRY_EXPORT const char* FerryFlightInfoLocation(const struct FerryFlightInfo* info, size_t i,
+                                                 size_t e, size_t l);
+FERRY_EXPORT int64_t FerryFlightInfoExpiration(const struct FerryFlightInfo* info, size_t i,
+                                               size_t e);
+/** Flight `i`'s schema, decoded into `out` (the caller releases it). */
+FERRY_EXPORT FerryErrorCode FerryFlightInfoSchema(const struct FerryFlightInfo* info, size_t i,
+                                                  struct ArrowSchema* out,
+                                                  struct FerryError* error);
+FERRY_EXPORT void FerryFlightInfoRelease(struct FerryFlightInfo* info);
+
+/** GetSchema for [path], decoded into `out`. */
+FERRY_EXPORT FerryErrorCode FerryFlightGetSchema(struct FerryFlightClient* client, const char* path,
+                                                 struct ArrowSchema* out, struct FerryError* error);
+/** Read flight [path] following its locations (shared memory on this host, then UCX, then DoGet),
+ * or only `via` (a FerryFlightVia), into a stream whose batches land on `device` (NULL: the CPU),
+ * fully validated. The URI read from is written to `location` when it is not NULL (truncated to
+ * `location_size`). */
+FERRY_EXPORT FerryErrorCode FerryFlightGet(struct FerryFlightClient* client, const char* path,
+                                           int via, const struct FerryDevice* device,
+                                           struct ArrowDeviceArrayStream* out, char* location,
+                                           size_t location_size, struct FerryError* error);
+/** DoGet with a ticket of `ticket_size` bytes on this server. */
+FERRY_EXPORT FerryErrorCode FerryFlightDoGet(struct FerryFlightClient* client, const char* ticket,
+                                             size_t ticket_size, const struct FerryDevice* device,
+                                             struct ArrowDeviceArrayStream* out,
+                                             struct FerryError* error);
+/** Upload `stream` (consumed) as flight [path] with DoPut; returns once the server stored it. */
+FERRY_EXPORT FerryErrorCode FerryFlightPut(struct FerryFlightClient* client, const char* path,
+                                           struct ArrowArrayStream* stream,
+                                           struct FerryError* error);
+/** DoAction `type` with a body of `body_size` bytes; the result bodies go to `*out`. */
+FERRY_EXPORT FerryErrorCode FerryFlightAction(struct FerryFlightClient* client, const char* type,
+                                              const char* body, size_t body_size,
+                                              struct FerryFlightResults** out,
+                                              struct FerryError* error);
+FERRY_EXPORT size_t FerryFlightResultsCount(const struct FerryFlightResults* results);
+/** Result `i`'s body (`*size` bytes), or NULL out of range. */
+FERRY_EXPORT const char* FerryFlightResultsAt(const struct FerryFlightResults* results, size_t i,
+                                              size_t* size);
+FERRY_EXPORT void FerryFlightResultsRelease(struct FerryFlightResults* results);
+
+/** A Flight server: gRPC on `listen` (HOST:PORT, port 0: a free one) and the shared-memory and
+ * UCX planes; every call must carry `token` when it is not NULL or empty. */
+struct FerryFlightServer;
+FERRY_EXPORT FerryErrorCode FerryFlightServerStart(const char* listen, const char* token,
+                                                   struct FerryFlightServer** out,
+                                                   struct FerryError* error);
+/** Serve an IPC stream or file as flight `name`. */
+FERRY_EXPORT FerryErrorCode FerryFlightServerAddPath(struct FerryFlightServer* server,
+                                                     const char* name, const char* path,
+                                                     struct FerryError* error);
+/** The server's grpc:// URI with the port bound, written to `out` (ERANGE if it does not fit). */
+FERRY_EXPORT FerryErrorCode FerryFlightServerUri(const struct FerryFlightServer* server, char* out,
+                                                 size_t out_size, struct FerryError* error);
+/** Stop the server and its planes. */
+FERRY_EXPORT void FerryFlightServerRelease(struct FerryFlightServer* server);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FERRY_CAPI_FLIGHT_H */

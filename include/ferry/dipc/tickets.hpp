@@ -1,0 +1,47 @@
+// Issued tickets: unguessable, expiring names for a dataset, which several servers may share
+// (a Flight service and its shared-memory and UCX planes honour the same ticket).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "ferry/abi/export.h"
+#include "ferry/core/result.hpp"
+
+namespace ferry::dipc {
+
+/// A table of issued tickets: each is 128 random bits (32 hex digits) bound to a dataset's name
+/// until it expires. Thread-safe; shared by the servers that honour the same tickets (hold it in
+/// a shared_ptr). Expired tickets are dropped as new ones are issued, so it holds only live ones.
+class FERRY_EXPORT TicketBook {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// A fresh ticket for `name`, valid until `expires`. Errors only when the system has no
+  /// random bits to give.
+  Result<std::string> Issue(const std::string& name, Clock::time_point expires);
+  /// Move a live ticket's expiry to `expires`. ENOENT if it is unknown or expired.
+  Status Refresh(const std::string& ticket, Clock::time_point expires);
+  /// The dataset a ticket names. ENOENT for a ticket never issued here (the message shows only
+  /// its first characters: tickets are secrets), ETIME for an expired one.
+  Result<std::string> Resolve(const std::string& ticket) const;
+  /// When a live ticket expires; ENOENT if it is unknown or expired.
+  Result<Clock::time_point> Expiry(const std::string& ticket) const;
+  /// Forget every ticket of `name` (its dataset was removed).
+  void Revoke(const std::string& name);
+  /// Live tickets, for tests and stats.
+  size_t size() const;
+
+ private:
+  struct Entry {
+    std::string name;
+    Clock::time_point expires;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, Entry> tickets_;
+};
+
+}  // namespace ferry::dipc

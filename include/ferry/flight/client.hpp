@@ -1,0 +1,95 @@
+// ferry's Arrow Flight client: list, describe and read flights from any Flight server, and
+// upload to one. Reading follows the locations a ferry server offers, fastest first: shared
+// memory when the server is on this host, then UCX, then DoGet over gRPC.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ferry/abi/export.h"
+#include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
+#include "ferry/device/device.hpp"
+#include "ferry/flight/info.hpp"
+#include "ferry/ipc/decoder.hpp"
+
+namespace ferry::flight {
+
+/// How a client connects. Plain values.
+struct FERRY_EXPORT ClientOptions {
+  /// Sent as `authorization: Bearer <token>` on every call; empty: none.
+  std::string token;
+  /// For grpc+tls: the certificates to trust (PEM text; empty: the system's), and a client
+  /// certificate and key for servers that ask for one.
+  std::string tls_roots;
+  std::string tls_cert;
+  std::string tls_key;
+  /// Check the server's certificate against this name instead of the URI's host.
+  std::string tls_server_name;
+  /// The deadline of each call that returns at once (list, info, schema, action), and how long
+  /// a stream may stay silent on the fast planes.
+  std::chrono::milliseconds timeout{30000};
+  /// Where the client tells which location it chose and why it fell back, one line each
+  /// (verbose logging). Unset: nowhere.
+  std::function<void(const std::string&)> log;
+};
+
+/// Which location Get uses: the fastest that works (kAuto), or only the one named.
+enum class Via : int8_t { kAuto = 0, kShm = 1, kUcx = 2, kGrpc = 3 };
+
+/// How Get reads. Plain values.
+struct FERRY_EXPORT GetOptions {
+  Via via = Via::kAuto;
+  /// Where batches land: NULL or the CPU (in place over shared memory, gRPC's buffers over
+  /// DoGet), or any device of the device layer (one copy per batch).
+  Device* device = nullptr;
+  /// Checks on what arrives (full validation by default: the server is not trusted).
+  ipc::ReadOptions read;
+};
+
+/// A connection to one Flight server (a gRPC channel). Thread-safe: calls may run from many
+/// threads at once; each stream is read from one thread at a time.
+class FERRY_EXPORT Client {
+ public:
+  /// Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH. The channel
+  /// connects lazily: a server that is not there fails the first call, naming the URI.
+  static Result<std::unique_ptr<Client>> Connect(const std::string& uri,
+                                                 ClientOptions options = {});
+  virtual ~Client() = default;
+
+  virtual Result<std::vector<FlightInfo>> ListFlights() = 0;
+  /// GetFlightInfo for the path descriptor [path].
+  virtual Result<FlightInfo> GetFlightInfo(const std::string& path) = 0;
+  virtual Result<UniqueSchema> GetSchema(const std::string& path) = 0;
+  /// Read flight `path`: GetFlightInfo, then each endpoint in order through its locations
+  /// (shm:// when the server is on this host, ucx://, then DoGet), or only `options.via`. Each
+  /// fallback is logged. `location`, when given, receives the URI each endpoint was read from
+  /// (the last one's, for several).
+  virtual Result<UniqueDeviceArrayStream> Get(const std::string& path, GetOptions options = {},
+                                              std::string* location = nullptr) = 0;
+  /// Read the endpoints of `info` (from GetFlightInfo or ListFlights) as Get does.
+  virtual Result<UniqueDeviceArrayStream> GetInfo(const FlightInfo& info, GetOptions options = {},
+                                                  std::string* location = nullptr) = 0;
+  /// DoGet with `ticket` on this server. The schema has arrived when this returns.
+  virtual Result<UniqueDeviceArrayStream> DoGet(const std::string& ticket,
+                                                GetOptions options = {}) = 0;
+  /// Upload `stream` (consumed: released on return) as flight `path` with DoPut; returns once
+  /// the server has stored it (or refused it, with its reason).
+  [[nodiscard]] virtual Status Put(const std::string& path, ArrowArrayStream* stream) = 0;
+  /// DoAction: the bodies of the results.
+  virtual Result<std::vector<std::string>> Action(const std::string& type,
+                                                  const std::string& body = {}) = 0;
+  virtual Result<std::vector<ActionType>> ListActions() = 0;
+  /// The URI this client was connected with.
+  virtual const std::string& uri() const = 0;
+};
+
+/// Whether `host` (a name or an address, IPv6 with or without brackets) is this machine: a
+/// loopback address, this host's name, or an address of one of its interfaces.
+FERRY_EXPORT bool IsLocalHost(const std::string& host);
+
+}  // namespace ferry::flight

@@ -1,0 +1,57 @@
+// What Arrow Flight says about a flight, as plain values shared by ferry's Flight client and
+// server: its descriptor, its schema, its endpoints with their tickets and locations, its size.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/abi/export.h"
+#include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
+
+namespace ferry::flight {
+
+/// The location that means "redeem the ticket with DoGet on the service you asked"
+/// (Flight.proto); ferry's server lists it after its shared-memory and UCX locations.
+inline constexpr const char* kReuseConnection = "arrow-flight-reuse-connection://?";
+
+/// One stream of a flight: the ticket to redeem, the URIs that redeem it (fastest first on a
+/// ferry server), and until when the ticket is valid (absent: the server did not say).
+struct FERRY_EXPORT Endpoint {
+  std::string ticket;
+  std::vector<std::string> locations;
+  std::optional<std::chrono::system_clock::time_point> expiration;
+};
+
+/// A flight: its descriptor (a path, ferry: one element, the dataset's name; or an opaque
+/// command), its schema in the IPC form (continuation marker, length, Schema message), its
+/// endpoints and its size (-1 when unknown).
+struct FERRY_EXPORT FlightInfo {
+  std::vector<std::string> path;
+  std::string command;
+  std::string schema;
+  std::vector<Endpoint> endpoints;
+  int64_t total_records = -1;
+  int64_t total_bytes = -1;
+  bool ordered = false;
+
+  /// The schema decoded (a struct whose children are the columns). Errors name what is wrong
+  /// with the bytes.
+  Result<UniqueSchema> DecodeSchema() const;
+};
+
+/// An action a server offers (ListActions).
+struct FERRY_EXPORT ActionType {
+  std::string type;
+  std::string description;
+};
+
+/// Encode `schema` (a struct) in the IPC form FlightInfo and SchemaResult carry.
+FERRY_EXPORT Result<std::string> EncodeSchema(const ArrowSchema* schema);
+/// Decode the IPC form of a schema (with or without the continuation marker).
+FERRY_EXPORT Result<UniqueSchema> DecodeSchema(const std::string& bytes);
+
+}  // namespace ferry::flight

@@ -1,0 +1,104 @@
+// ferry's Arrow Flight server: every dataset is a flight that any Flight client can list,
+// describe and read with DoGet, and whose FlightInfo also offers ferry's fast planes (shared
+// memory, UCX) as locations redeemed with the same ticket. DoPut stores uploads as datasets.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ferry/abi/export.h"
+#include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
+#include "ferry/dipc/server.hpp"
+#include "ferry/flight/info.hpp"
+
+namespace ferry::flight {
+
+/// How a Flight server runs. Plain values.
+struct FERRY_EXPORT ServerOptions {
+  /// Where gRPC listens: HOST:PORT (port 0 picks a free one; port() tells which).
+  std::string listen = "127.0.0.1:0";
+  /// The bearer token every call must carry (`authorization: Bearer <token>`); empty: none. With
+  /// a token, the planes and DoGet honour only issued tickets.
+  std::string token;
+  /// TLS: the server's certificate chain and private key (PEM text, not paths); both empty for
+  /// plain gRPC. With `tls_client_ca`, clients must present a certificate it signed.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  /// The fast planes served beside gRPC, in the order FlightInfo lists them: "shm" and "ucx".
+  std::vector<std::string> planes = {"shm", "ucx"};
+  /// Where each plane listens (see dipc::ServerOptions::address); empty: a fresh shared-memory
+  /// socket, and UCX on the gRPC host with a free port.
+  std::string shm_address;
+  std::string ucx_address;
+  /// Serve each dataset on the planes from memory of its own, written once (dipc Keep): no copy
+  /// per client, at the cost of one copy of the dataset per plane.
+  bool keep = false;
+  /// The planes' other settings (region size, timeouts, body type, most clients); transport,
+  /// address, token and tickets are set by the Flight server.
+  dipc::ServerOptions plane;
+  /// How long a ticket from GetFlightInfo stays valid (the endpoint's expiration_time).
+  std::chrono::seconds ticket_ttl{600};
+  /// The most bytes one DoPut may upload (FlightData as received); beyond it the upload fails
+  /// with RESOURCE_EXHAUSTED and nothing is stored.
+  int64_t max_upload_bytes = int64_t{4} << 30;
+  /// Where the server tells what it refused or tolerated, one line each, from any thread.
+  std::function<void(const std::string&)> log;
+};
+
+/// Running totals of a Flight server.
+struct FERRY_EXPORT ServerStats {
+  int64_t calls = 0;
+  int64_t do_gets = 0;
+  int64_t do_puts = 0;
+  /// FlightData bytes DoGet handed to gRPC, and DoPut received.
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  /// Calls refused: UNAUTHENTICATED, and tickets that named nothing or had expired.
+  int64_t unauthenticated = 0;
+  int64_t tickets_refused = 0;
+  /// Uploads refused or failed (nothing of them was stored).
+  int64_t uploads_failed = 0;
+};
+
+/// A running Flight server with its planes. Thread-safe. Stop (or the destructor) ends every
+/// call and closes the planes.
+class FERRY_EXPORT Server {
+ public:
+  static Result<std::unique_ptr<Server>> Start(ServerOptions options = {});
+  virtual ~Server() = default;
+
+  /// Serve `batches` (struct arrays of `schema`, on any device) as flight `name`. DoGet lends
+  /// their memory to gRPC without copying; the planes serve them too. EEXIST if `name` is
+  /// served; errors from the planes (Keep) name the plane.
+  [[nodiscard]] virtual Status Add(const std::string& name, UniqueSchema schema,
+                                   std::vector<UniqueDeviceArray> batches) = 0;
+  /// Serve an IPC stream or file (mapped, decoded once with full validation, then lent) as
+  /// flight `name`.
+  [[nodiscard]] virtual Status AddPath(const std::string& name, const std::string& path) = 0;
+  /// Stop serving `name` on every plane. ENOENT if unknown; EBUSY, with nothing changed, while a
+  /// client reads it.
+  [[nodiscard]] virtual Status Drop(const std::string& name) = 0;
+  /// The flights served, sorted.
+  virtual std::vector<std::string> names() const = 0;
+  /// What GetFlightInfo answers for `name` (a fresh ticket each call).
+  virtual Result<FlightInfo> Info(const std::string& name) = 0;
+
+  /// grpc://HOST:PORT, or grpc+tls://, with the port actually bound.
+  virtual std::string uri() const = 0;
+  virtual int port() const = 0;
+  /// The plane serving `transport` ("shm", "ucx"), or NULL if it is not served.
+  virtual dipc::Server* plane(const std::string& transport) const = 0;
+  /// The tickets every plane and DoGet honour.
+  virtual std::shared_ptr<dipc::TicketBook> tickets() const = 0;
+  virtual ServerStats stats() const = 0;
+  /// Stop accepting calls, end those in progress and close the planes.
+  virtual void Stop() = 0;
+};
+
+}  // namespace ferry::flight

@@ -1,0 +1,255 @@
+// ferry.flight: an Arrow Flight client. connect() gives a Client that lists and describes
+// flights, reads them (following a ferry server's locations: shared memory, UCX, then DoGet) as
+// ArrayStreams, uploads anything with __arrow_c_stream__, and runs actions.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "capsule.hpp"
+#include "ferry/flight/client.hpp"
+#include "ferry/flight/info.hpp"
+#include "objects.hpp"
+
+namespace ferry::python {
+namespace {
+
+/// ferry.flight.Client: one connection (a gRPC channel) to a Flight server.
+struct PyFlightClient {
+  std::unique_ptr<flight::Client> client;
+  std::string last_location;
+};
+
+flight::Via ViaOf(const std::string& via) {
+  if (via == "auto") return flight::Via::kAuto;
+  if (via == "shm") return flight::Via::kShm;
+  if (via == "ucx") return flight::Via::kUcx;
+  if (via == "grpc") return flight::Via::kGrpc;
+  Raise(PyExc_ValueError, "via must be 'auto', 'shm', 'ucx' or 'grpc', not '" + via + "'");
+}
+
+PyFlightClient Connect(const std::string& uri, const std::optional<std::string>& token,
+                       const std::optional<std::string>& tls_roots,
+                       const std::optional<std::string>& tls_cert,
+                       const std::optional<std::string>& tls_key,
+                       const std::optional<std::string>& tls_server_name, double timeout) {
+  if (!std::isfinite(timeout) || timeout <= 0) {
+    Raise(PyExc_ValueError, "timeout must be a positive number of seconds");
+  }
+  flight::ClientOptions options;
+  options.token = token.value_or("");
+  options.tls_roots = tls_roots.value_or("");
+  options.tls_cert = tls_cert.value_or("");
+  options.tls_key = tls_key.value_or("");
+  options.tls_server_name = tls_server_name.value_or("");
+  options.timeout = std::chrono::milliseconds(std::llround(timeout * 1000.0));
+  PyFlightClient out;
+  out.client = Unwrap(flight::Client::Connect(uri, std::move(options)));
+  return out;
+}
+
+PySchema SchemaObject(UniqueSchema schema) {
+  auto holder = std::make_shared<SchemaHolder>();
+  holder->schema = std::move(schema);
+  const ArrowSchema* raw = holder->schema.get();
+  return PySchema{std::move(holder), raw};
+}
+
+std::string InfoRepr(const flight::FlightInfo& f) {
+  std::string path;
+  for (const std::string& p : f.path) path += (path.empty() ? "" : ", ") + p;
+  return "FlightInfo(path=[" + path + "], total_records=" + std::to_string(f.total_records) +
+         ", total_bytes=" + std::to_string(f.total_bytes) +
+         ", endpoints=" + std::to_string(f.endpoints.size()) + ")";
+}
+
+}  // namespace
+
+void InitFlight(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule(
+      "flight",
+      "Arrow Flight: a client of any Flight server, which follows a ferry server's fast "
+      "locations (shared memory, UCX) before DoGet.");
+
+  nb::class_<flight::Endpoint>(m, "Endpoint",
+                               "One stream of a flight: its ticket, the URIs that redeem it "
+                               "(fastest first on a ferry server) and its expiry.")
+      .def_prop_ro(
+          "ticket",
+          [](const flight::Endpoint& e) { return nb::bytes(e.ticket.data(), e.ticket.size()); })
+      .def_ro("locations", &flight::Endpoint::locations)
+      .def_prop_ro(
+          "expiration",
+          [](const flight::Endpoint& e) -> nb::object {
+            if (!e.expiration) return nb::none();
+            const double seconds =
+                std::chrono::duration<double>(e.expiration->time_since_epoch()).count();
+            nb::module_ dt = nb::module_::import_("datetime");
+            return dt.attr("datetime")
+                .attr("fromtimestamp")(seconds, dt.attr("timezone").attr("utc"));
+          },
+          "When the ticket expires (a datetime in UTC), or None when the server did not say.")
+      .def("__repr__", [](const flight::Endpoint& e) {
+        std::string locations;
+        for (const std::string& l : e.locations) locations += (locations.empty() ? "" : ", ") + l;
+        return "Endpoint(locations=[" + locations + "])";
+      });
+
+  nb::class_<flight::FlightInfo>(m, "FlightInfo",
+                                 "What GetFlightInfo says about a flight: its path, schema, "
+                                 "endpoints and size (-1: unknown).")
+      .def_ro("path", &flight::FlightInfo::path)
+      .def_prop_ro(
+          "command",
+          [](const flight::FlightInfo& f) { return nb::bytes(f.command.data(), f.command.size()); })
+      .def_ro("endpoints", &flight::FlightInfo::endpoints)
+      .def_ro("total_records", &flight::FlightInfo::total_records)
+      .def_ro("total_bytes", &flight::FlightInfo::total_bytes)
+      .def_ro("ordered", &flight::FlightInfo::ordered)
+      .def_prop_ro(
+          "schema",
+          [](const flight::FlightInfo& f) { return SchemaObject(Unwrap(f.DecodeSchema())); },
+          "The schema, decoded (a ferry.Schema).")
+      .def("__repr__", &InfoRepr);
+
+  nb::class_<PyFlightClient>(m, "Client", "A connection to one Flight server.")
+      .def(
+          "list_flights",
+          [](PyFlightClient& c) {
+            Result<std::vector<flight::FlightInfo>> flights = [&] {
+              nb::gil_scoped_release release;
+              return c.client->ListFlights();
+            }();
+            return Unwrap(std::move(flights));
+          },
+          "Every flight the server lists.")
+      .def(
+          "get_flight_info",
+          [](PyFlightClient& c, const std::string& path) {
+            Result<flight::FlightInfo> info = [&] {
+              nb::gil_scoped_release release;
+              return c.client->GetFlightInfo(path);
+            }();
+            return Unwrap(std::move(info));
+          },
+          nb::arg("path"), "GetFlightInfo for the path descriptor [path].")
+      .def(
+          "get_schema",
+          [](PyFlightClient& c, const std::string& path) {
+            Result<UniqueSchema> schema = [&] {
+              nb::gil_scoped_release release;
+              return c.client->GetSchema(path);
+            }();
+            return SchemaObject(Unwrap(std::move(schema)));
+          },
+          nb::arg("path"), "GetSchema for [path], as a ferry.Schema.")
+      .def(
+          "do_get",
+          [](PyFlightClient& c, const std::variant<std::string, nb::bytes>& what,
+             const std::string& via, Device* device, ValidationLevel validation) {
+            flight::GetOptions options;
+            options.via = ViaOf(via);
+            options.device = device;
+            options.read.validation = validation;
+            std::string location;
+            Result<UniqueDeviceArrayStream> stream = Status::OK();
+            if (const auto* path = std::get_if<std::string>(&what)) {
+              nb::gil_scoped_release release;  // GetFlightInfo, connects, waits for the schema
+              stream = c.client->Get(*path, options, &location);
+            } else {
+              const nb::bytes& b = std::get<nb::bytes>(what);
+              std::string ticket(b.c_str(), b.size());
+              if (options.via != flight::Via::kAuto && options.via != flight::Via::kGrpc) {
+                Raise(PyExc_ValueError,
+                      "a ticket is redeemed with DoGet: via must be 'auto' or "
+                      "'grpc' (give a path to follow the locations)");
+              }
+              nb::gil_scoped_release release;
+              stream = c.client->DoGet(ticket, options);
+              location = c.client->uri();
+            }
+            PyArrayStream out = OpenStream(Unwrap(std::move(stream)));
+            c.last_location = location;
+            return out;
+          },
+          nb::arg("path_or_ticket"), nb::arg("via") = "auto", nb::arg("device").none() = nb::none(),
+          nb::arg("validation") = ValidationLevel::kFull,
+          "Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and "
+          "__arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: "
+          "GetFlightInfo, then the locations in order (shared memory when the server is on this "
+          "host, UCX, DoGet), or only `via`. bytes are a ticket, redeemed with DoGet.")
+      .def(
+          "do_put",
+          [](PyFlightClient& c, const std::string& path, nb::handle data) {
+            if (!nb::hasattr(data, "__arrow_c_stream__")) {
+              Raise(PyExc_TypeError, std::string("do_put: ") + nb::type_name(data.type()).c_str() +
+                                         " has no __arrow_c_stream__ (a pyarrow Table or "
+                                         "RecordBatchReader, a polars DataFrame, ...)");
+            }
+            UniqueArrayStream stream = TakeStream(data.attr("__arrow_c_stream__")());
+            const Status st = [&] {
+              nb::gil_scoped_release release;  // the stream's producer takes the GIL if needed
+              return c.client->Put(path, stream.get());
+            }();
+            Check(st);
+          },
+          nb::arg("path"), nb::arg("data"),
+          "Upload anything with __arrow_c_stream__ as flight [path] (DoPut); returns once the "
+          "server has stored it.")
+      .def(
+          "do_action",
+          [](PyFlightClient& c, const std::string& type, const nb::bytes& body) {
+            Result<std::vector<std::string>> results = [&] {
+              std::string b(body.c_str(), body.size());
+              nb::gil_scoped_release release;
+              return c.client->Action(type, b);
+            }();
+            nb::list out;
+            for (const std::string& r : Unwrap(std::move(results))) {
+              out.append(nb::bytes(r.data(), r.size()));
+            }
+            return out;
+          },
+          nb::arg("type"), nb::arg("body") = nb::bytes(""),
+          "DoAction: the result bodies (a list of bytes). ferry's server has 'drop' (body: a "
+          "flight's name) and 'refresh-ticket' (body: a ticket).")
+      .def(
+          "list_actions",
+          [](PyFlightClient& c) {
+            Result<std::vector<flight::ActionType>> types = [&] {
+              nb::gil_scoped_release release;
+              return c.client->ListActions();
+            }();
+            std::vector<std::pair<std::string, std::string>> out;
+            for (const flight::ActionType& t : Unwrap(std::move(types))) {
+              out.emplace_back(t.type, t.description);
+            }
+            return out;
+          },
+          "The server's actions as (type, description) pairs.")
+      .def_prop_ro(
+          "uri", [](const PyFlightClient& c) { return c.client->uri(); },
+          "The URI this client connected to.")
+      .def_ro("last_location", &PyFlightClient::last_location,
+              "The URI the last do_get read from (a shm://, ucx:// or grpc:// URI).")
+      .def("__repr__", [](const PyFlightClient& c) { return "Client(" + c.client->uri() + ")"; });
+
+  m.def("connect", &Connect, nb::arg("uri"), nb::kw_only(), nb::arg("token").none() = nb::none(),
+        nb::arg("tls_roots").none() = nb::none(), nb::arg("tls_cert").none() = nb::none(),
+        nb::arg("tls_key").none() = nb::none(), nb::arg("tls_server_name").none() = nb::none(),
+        nb::arg("timeout") = 30.0,
+        "Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH. `token` is sent "
+        "as 'authorization: Bearer <token>' on every call; the TLS arguments are PEM text. The "
+        "channel connects lazily: an absent server fails the first call.");
+}
+
+}  // namespace ferry::python

@@ -1,0 +1,83 @@
+// Issued tickets, shared by the servers that honour them.
+#include "ferry/dipc/tickets.hpp"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+
+namespace ferry::dipc {
+
+namespace {
+
+// Tickets are secrets: errors show only their first characters.
+std::string Shown(const std::string& ticket) {
+  return ticket.substr(0, 6) + (ticket.size() > 6 ? "..." : "");
+}
+
+}  // namespace
+
+Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point expires) {
+  uint8_t bits[16];
+  if (getrandom(bits, sizeof(bits), 0) != static_cast<ssize_t>(sizeof(bits))) {
+    return Status(errno,
+                  std::string("cannot draw random bits for a ticket: ") + std::strerror(errno));
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string ticket;
+  for (uint8_t b : bits) {
+    ticket.push_back(hex[b >> 4]);
+    ticket.push_back(hex[b & 15]);
+  }
+  std::lock_guard lock(mutex_);
+  const Clock::time_point now = Clock::now();
+  for (auto it = tickets_.begin(); it != tickets_.end();) {
+    it = it->second.expires <= now ? tickets_.erase(it) : std::next(it);
+  }
+  tickets_[ticket] = Entry{name, expires};
+  return ticket;
+}
+
+Status TicketBook::Refresh(const std::string& ticket, Clock::time_point expires) {
+  std::lock_guard lock(mutex_);
+  auto t = tickets_.find(ticket);
+  if (t == tickets_.end() || Clock::now() >= t->second.expires) {
+    return Status(ENOENT, "unknown or expired ticket " + Shown(ticket));
+  }
+  t->second.expires = expires;
+  return Status::OK();
+}
+
+Result<std::string> TicketBook::Resolve(const std::string& ticket) const {
+  std::lock_guard lock(mutex_);
+  auto t = tickets_.find(ticket);
+  if (t == tickets_.end()) return Status(ENOENT, "unknown ticket " + Shown(ticket));
+  // Kept until Issue sweeps it, so every server sharing the book says "expired" alike.
+  if (Clock::now() >= t->second.expires) return Status(ETIME, "expired ticket " + Shown(ticket));
+  return t->second.name;
+}
+
+Result<TicketBook::Clock::time_point> TicketBook::Expiry(const std::string& ticket) const {
+  std::lock_guard lock(mutex_);
+  auto t = tickets_.find(ticket);
+  if (t == tickets_.end() || Clock::now() >= t->second.expires) {
+    return Status(ENOENT, "unknown or expired ticket " + Shown(ticket));
+  }
+  return t->second.expires;
+}
+
+void TicketBook::Revoke(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  for (auto it = tickets_.begin(); it != tickets_.end();) {
+    it = it->second.name == name ? tickets_.erase(it) : std::next(it);
+  }
+}
+
+size_t TicketBook::size() const {
+  std::lock_guard lock(mutex_);
+  return tickets_.size();
+}
+
+}  // namespace ferry::dipc

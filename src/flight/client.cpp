@@ -1,0 +1,206 @@
+// The Flight client: the channel, the calls that answer at once, and DoPut.
+#include "ferry/flight/client.hpp"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cerrno>
+
+#include "Flight.grpc.pb.h"
+#include "ferry/core/stream_adapter.hpp"
+#include "ferry/ipc/writer.hpp"
+#include "flight/client_impl.hpp"
+#include "flight/convert.hpp"
+#include "flight/raw_call.hpp"
+#include "flight/status.hpp"
+#include "flight/wire.hpp"
+
+namespace ferry::flight {
+
+namespace internal {
+
+namespace {
+
+// Sends each message as it is encoded: the first carries the descriptor. Lent body pieces keep
+// the batch they point into alive until gRPC has sent them.
+class PutSink final : public ipc::MessageSink {
+ public:
+  PutSink(RawCall* call, std::string descriptor)
+      : call_(call), descriptor_(std::move(descriptor)) {}
+  Status WriteMessage(const ipc::EncodedMessage& m) override {
+    if (closed_) return Status::OK();  // the server ended the call; Finish tells why
+    grpc::ByteBuffer buffer = EncodeFlightData(m, batch, descriptor_);
+    descriptor_.clear();
+    FERRY_ASSIGN_OR_RAISE(bool sent, call_->Write(buffer));
+    closed_ = !sent;
+    return Status::OK();
+  }
+  Status WriteEndOfStream() override { return Status::OK(); }
+  bool closed() const { return closed_; }
+  std::shared_ptr<const void> batch;
+
+ private:
+  RawCall* call_;
+  std::string descriptor_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+ClientImpl::ClientImpl(std::string uri, std::string host, std::shared_ptr<grpc::Channel> channel,
+                       ClientOptions options)
+    : uri_(std::move(uri)),
+      host_(std::move(host)),
+      channel_(std::move(channel)),
+      stub_(pb::FlightService::NewStub(channel_)),
+      options_(std::move(options)) {}
+
+ClientImpl::~ClientImpl() = default;
+
+void ClientImpl::Prepare(grpc::ClientContext* context) const {
+  if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
+  context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
+}
+
+Result<std::vector<FlightInfo>> ClientImpl::ListFlights() {
+  grpc::ClientContext context;
+  Prepare(&context);
+  pb::Criteria criteria;
+  std::unique_ptr<grpc::ClientReader<pb::FlightInfo>> reader =
+      stub_->ListFlights(&context, criteria);
+  std::vector<FlightInfo> out;
+  pb::FlightInfo info;
+  while (reader->Read(&info)) out.push_back(FromProto(info));
+  FERRY_RETURN_NOT_OK(FromGrpc(reader->Finish(), "ListFlights on " + uri_));
+  return out;
+}
+
+Result<FlightInfo> ClientImpl::GetFlightInfo(const std::string& path) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  pb::FlightInfo info;
+  FERRY_RETURN_NOT_OK(FromGrpc(stub_->GetFlightInfo(&context, PathDescriptor(path), &info),
+                               "GetFlightInfo [" + path + "] on " + uri_));
+  return FromProto(info);
+}
+
+Result<UniqueSchema> ClientImpl::GetSchema(const std::string& path) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  pb::SchemaResult result;
+  FERRY_RETURN_NOT_OK(FromGrpc(stub_->GetSchema(&context, PathDescriptor(path), &result),
+                               "GetSchema [" + path + "] on " + uri_));
+  return DecodeSchema(result.schema());
+}
+
+Result<UniqueDeviceArrayStream> ClientImpl::DoGet(const std::string& ticket, GetOptions options) {
+  return OpenDoGet(channel_, options_.token, ticket, options, options_.timeout);
+}
+
+Status ClientImpl::Put(const std::string& path, ArrowArrayStream* stream) {
+  if (stream == nullptr || stream->release == nullptr) {
+    return Status::Invalid("Put: the stream is NULL or released");
+  }
+  UniqueArrayStream owned(stream);
+  UniqueSchema schema;
+  FERRY_RETURN_NOT_OK(
+      StreamGetSchema(owned.get(), schema.get()).WithContext("Put: the stream's get_schema"));
+  RawCall call(channel_, "DoPut", options_.token, options_.timeout);
+  FERRY_RETURN_NOT_OK(call.Start());
+  PutSink sink(&call, PathDescriptor(path).SerializeAsString());
+  FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer, ipc::StreamWriter::Open(&sink, schema.get()));
+  while (!sink.closed()) {
+    auto batch = std::make_shared<UniqueArray>();
+    FERRY_RETURN_NOT_OK(
+        StreamGetNext(owned.get(), batch->get()).WithContext("Put: the stream's get_next"));
+    if (!batch->valid()) break;
+    sink.batch = batch;
+    FERRY_RETURN_NOT_OK(writer.WriteBatch(batch->get()));
+  }
+  FERRY_RETURN_NOT_OK(writer.Close());
+  if (!sink.closed()) FERRY_RETURN_NOT_OK(call.WritesDone());
+  grpc::ByteBuffer result;
+  while (true) {
+    FERRY_ASSIGN_OR_RAISE(bool more, call.Read(&result));
+    if (!more) break;
+  }
+  return call.Finish().WithContext("Put [" + path + "] on " + uri_);
+}
+
+Result<std::vector<std::string>> ClientImpl::Action(const std::string& type,
+                                                    const std::string& body) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  pb::Action action;
+  action.set_type(type);
+  action.set_body(body);
+  std::unique_ptr<grpc::ClientReader<pb::Result>> reader = stub_->DoAction(&context, action);
+  std::vector<std::string> out;
+  pb::Result r;
+  while (reader->Read(&r)) out.push_back(r.body());
+  FERRY_RETURN_NOT_OK(FromGrpc(reader->Finish(), "DoAction " + type + " on " + uri_));
+  return out;
+}
+
+Result<std::vector<ActionType>> ClientImpl::ListActions() {
+  grpc::ClientContext context;
+  Prepare(&context);
+  std::unique_ptr<grpc::ClientReader<pb::ActionType>> reader =
+      stub_->ListActions(&context, pb::Empty());
+  std::vector<ActionType> out;
+  pb::ActionType t;
+  while (reader->Read(&t)) out.push_back(ActionType{t.type(), t.description()});
+  FERRY_RETURN_NOT_OK(FromGrpc(reader->Finish(), "ListActions on " + uri_));
+  return out;
+}
+
+}  // namespace internal
+
+Result<std::unique_ptr<Client>> Client::Connect(const std::string& uri, ClientOptions options) {
+  const size_t sep = uri.find("://");
+  if (sep == std::string::npos) {
+    return Status::Invalid("\"" + uri + "\" is not a Flight URI (grpc://HOST:PORT, " +
+                           "grpc+tls://HOST:PORT or grpc+unix:///PATH)");
+  }
+  const std::string scheme = uri.substr(0, sep);
+  std::string rest = uri.substr(sep + 3);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  std::string target;
+  std::string host;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (scheme == "grpc" || scheme == "grpc+tcp" || scheme == "grpc+tls") {
+    if (rest.empty() || rest.find('/') != std::string::npos ||
+        rest.rfind(':') == std::string::npos) {
+      return Status::Invalid("the Flight URI \"" + uri + "\" needs HOST:PORT after " + scheme +
+                             "://");
+    }
+    target = rest;
+    host = rest.substr(0, rest.rfind(':'));
+  } else if (scheme == "grpc+unix") {
+    if (rest.empty()) return Status::Invalid("the Flight URI \"" + uri + "\" needs a socket path");
+    target = "unix:" + (rest[0] == '/' ? rest : "/" + rest);
+    host = "localhost";
+  } else {
+    return Status::Invalid("unknown Flight URI scheme \"" + scheme +
+                           "\" (grpc, grpc+tcp, grpc+tls, grpc+unix)");
+  }
+  if (scheme == "grpc+tls") {
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = options.tls_roots;
+    tls.pem_cert_chain = options.tls_cert;
+    tls.pem_private_key = options.tls_key;
+    credentials = grpc::SslCredentials(tls);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  // A FlightData holds a whole batch: no limit on either side's messages.
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(target, credentials, args);
+  if (channel == nullptr) return Status(EIO, "gRPC could not make a channel to " + uri);
+  return std::unique_ptr<Client>(
+      std::make_unique<internal::ClientImpl>(uri, host, std::move(channel), std::move(options)));
+}
+
+}  // namespace ferry::flight

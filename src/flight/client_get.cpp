@@ -1,0 +1,182 @@
+// Following a flight's locations: shared memory when the server is on this host, then UCX, then
+// DoGet on this server (or on the grpc:// location given), or only the one asked for.
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ferry/dipc/client.hpp"
+#include "ferry/dipc/uri.hpp"
+#include "flight/client_impl.hpp"
+
+namespace ferry::flight {
+
+namespace {
+
+const char* ViaName(Via via) {
+  switch (via) {
+    case Via::kShm:
+      return "shm";
+    case Via::kUcx:
+      return "ucx";
+    case Via::kGrpc:
+      return "grpc";
+    default:
+      return "auto";
+  }
+}
+
+// What kind of location a URI is: shm, ucx, grpc (this server or another), or none of ferry's.
+Via KindOf(const std::string& location) {
+  if (location.empty() || location == kReuseConnection) return Via::kGrpc;
+  if (location.rfind("shm://", 0) == 0) return Via::kShm;
+  if (location.rfind("ucx://", 0) == 0) return Via::kUcx;
+  if (location.rfind("grpc", 0) == 0) return Via::kGrpc;
+  return Via::kAuto;
+}
+
+bool SameAddress(const sockaddr* a, const sockaddr* b) {
+  if (a->sa_family != b->sa_family) return false;
+  if (a->sa_family == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
+  }
+  if (a->sa_family == AF_INET6) {
+    return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
+                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, sizeof(in6_addr)) == 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsLocalHost(const std::string& name) {
+  std::string host = name;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty() || host == "localhost") return true;
+  char self[256] = {};
+  if (gethostname(self, sizeof(self) - 1) == 0 && host == self) return true;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
+  ifaddrs* interfaces = nullptr;
+  const bool have_interfaces = getifaddrs(&interfaces) == 0;
+  bool local = false;
+  for (addrinfo* a = found; a != nullptr && !local; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      local = (ntohl(in->sin_addr.s_addr) >> 24) == 127 || in->sin_addr.s_addr == INADDR_ANY;
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr;
+      local = IN6_IS_ADDR_LOOPBACK(in6) || IN6_IS_ADDR_UNSPECIFIED(in6);
+    }
+    for (ifaddrs* i = have_interfaces ? interfaces : nullptr; i != nullptr && !local;
+         i = i->ifa_next) {
+      local = i->ifa_addr != nullptr && SameAddress(i->ifa_addr, a->ai_addr);
+    }
+  }
+  if (have_interfaces) freeifaddrs(interfaces);
+  freeaddrinfo(found);
+  return local;
+}
+
+namespace internal {
+
+Result<UniqueDeviceArrayStream> ClientImpl::Get(const std::string& path, GetOptions options,
+                                                std::string* location) {
+  FERRY_ASSIGN_OR_RAISE(FlightInfo info, GetFlightInfo(path));
+  return GetInfo(info, options, location);
+}
+
+Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetOptions options,
+                                                    std::string* location) {
+  if (info.endpoints.empty()) {
+    return Status(ENOENT, "the flight has no endpoint: nothing to read");
+  }
+  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
+                        ReadEndpoint(info.endpoints[0], options, location));
+  std::vector<std::function<Result<UniqueDeviceArrayStream>()>> rest;
+  for (size_t i = 1; i < info.endpoints.size(); ++i) {
+    rest.emplace_back([this, endpoint = info.endpoints[i], options, location] {
+      return ReadEndpoint(endpoint, options, location);
+    });
+  }
+  Device* target = options.device != nullptr ? options.device : CpuDevice();
+  return Concatenate(std::move(first), std::move(rest), target->device_type());
+}
+
+Result<UniqueDeviceArrayStream> ClientImpl::ReadEndpoint(const Endpoint& endpoint,
+                                                         const GetOptions& options,
+                                                         std::string* location) {
+  // Candidates in order of speed, whatever order the server listed them in.
+  std::vector<std::string> offered = endpoint.locations;
+  if (offered.empty()) offered.emplace_back(kReuseConnection);
+  std::string listed;
+  for (const std::string& l : offered) listed += (listed.empty() ? "" : ", ") + l;
+  const bool local = IsLocalHost(host_);
+  std::string failures;
+  for (Via kind : {Via::kShm, Via::kUcx, Via::kGrpc}) {
+    if (options.via != Via::kAuto && options.via != kind) continue;
+    for (const std::string& l : offered) {
+      if (KindOf(l) != kind) continue;
+      if (kind == Via::kShm && !local && options.via != Via::kShm) {
+        Log("flight: skipping " + l + ": the server (" + host_ + ") is not on this host");
+        continue;
+      }
+      Result<UniqueDeviceArrayStream> stream = Status::OK();
+      if (kind == Via::kGrpc) {
+        if (l.empty() || l == kReuseConnection || l == uri_) {
+          stream = DoGet(endpoint.ticket, options);
+        } else {
+          ClientOptions other = options_;
+          Result<std::unique_ptr<Client>> client = Client::Connect(l, other);
+          stream = client.ok() ? (*client)->DoGet(endpoint.ticket, options) : client.status();
+        }
+      } else {
+        Result<dipc::Uri> uri = dipc::Uri::Parse(l);
+        if (uri.ok()) {
+          dipc::ClientOptions dipc_options;
+          dipc_options.device = options.device;
+          dipc_options.read = options.read;
+          dipc_options.timeout = options_.timeout;
+          // The server is up (it just answered): an address that does not answer at once is
+          // unreachable from here (another host, another namespace), so fall back soon.
+          dipc_options.connect_timeout =
+              std::min(options_.timeout, std::chrono::milliseconds(2000));
+          stream = dipc::ConnectStream(*uri, endpoint.ticket, dipc_options);
+        } else {
+          stream = uri.status();
+        }
+      }
+      const std::string used =
+          kind == Via::kGrpc && (l.empty() || l == kReuseConnection) ? uri_ : l;
+      if (stream.ok()) {
+        Log(std::string("flight: reading over ") + ViaName(kind) + " from " + used);
+        if (location != nullptr) *location = used;
+        return stream;
+      }
+      Log(std::string("flight: ") + ViaName(kind) + " location " + used +
+          " failed, trying the next: " + stream.status().message());
+      failures += (failures.empty() ? "" : "; ") + used + ": " + stream.status().message();
+    }
+  }
+  if (failures.empty()) {
+    return Status(
+        ENOENT, std::string("the flight offers no ") +
+                    (options.via == Via::kAuto ? "location ferry can read"
+                                               : std::string(ViaName(options.via)) + " location") +
+                    " (it offers: " + listed + ")");
+  }
+  return Status(EIO, "every location of the flight failed: " + failures);
+}
+
+}  // namespace internal
+
+}  // namespace ferry::flight

@@ -1,0 +1,55 @@
+// Internal to the flight layer: the client's implementation, shared by client.cpp (the calls)
+// and client_get.cpp (following locations).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "Flight.grpc.pb.h"
+#include "ferry/flight/client.hpp"
+#include "flight/client_stream.hpp"
+
+namespace ferry::flight::internal {
+
+namespace pb = ::arrow::flight::protocol;
+
+class ClientImpl final : public Client {
+ public:
+  ClientImpl(std::string uri, std::string host, std::shared_ptr<grpc::Channel> channel,
+             ClientOptions options);
+  ~ClientImpl() override;
+
+  Result<std::vector<FlightInfo>> ListFlights() override;
+  Result<FlightInfo> GetFlightInfo(const std::string& path) override;
+  Result<UniqueSchema> GetSchema(const std::string& path) override;
+  Result<UniqueDeviceArrayStream> Get(const std::string& path, GetOptions options,
+                                      std::string* location) override;
+  Result<UniqueDeviceArrayStream> GetInfo(const FlightInfo& info, GetOptions options,
+                                          std::string* location) override;
+  Result<UniqueDeviceArrayStream> DoGet(const std::string& ticket, GetOptions options) override;
+  Status Put(const std::string& path, ArrowArrayStream* stream) override;
+  Result<std::vector<std::string>> Action(const std::string& type,
+                                          const std::string& body) override;
+  Result<std::vector<ActionType>> ListActions() override;
+  const std::string& uri() const override { return uri_; }
+
+ private:
+  // The token and deadline on a call that answers at once.
+  void Prepare(grpc::ClientContext* context) const;
+  // One endpoint through its locations (client_get.cpp).
+  Result<UniqueDeviceArrayStream> ReadEndpoint(const Endpoint& endpoint, const GetOptions& options,
+                                               std::string* location);
+  void Log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
+
+  std::string uri_;
+  std::string host_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::FlightService::Stub> stub_;
+  ClientOptions options_;
+};
+
+}  // namespace ferry::flight::internal

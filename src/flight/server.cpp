@@ -1,0 +1,173 @@
+// The Flight server: gRPC on HOST:PORT with the FlightService, and a dissociated-IPC server per
+// fast plane sharing one ticket book.
+#include "ferry/flight/server.hpp"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/server_credentials.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "flight/service.hpp"
+
+namespace ferry::flight {
+
+namespace {
+
+using internal::ServerState;
+
+// The host part of HOST:PORT ("[::1]:0" gives "[::1]").
+std::string HostOf(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  return colon == std::string::npos ? listen : listen.substr(0, colon);
+}
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(std::unique_ptr<ServerState> state, std::string scheme)
+      : state_(std::move(state)), scheme_(std::move(scheme)) {}
+  ~ServerImpl() override { Stop(); }
+
+  Status Start() {
+    service_ = std::make_unique<internal::FlightService>(state_.get());
+    const ServerOptions& o = state_->options;
+    std::shared_ptr<grpc::ServerCredentials> credentials;
+    if (!o.tls_cert.empty() || !o.tls_key.empty()) {
+      if (o.tls_cert.empty() || o.tls_key.empty()) {
+        return Status::Invalid("TLS needs both a certificate and its private key");
+      }
+      grpc::SslServerCredentialsOptions tls(
+          o.tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                  : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      tls.pem_root_certs = o.tls_client_ca;
+      tls.pem_key_cert_pairs.push_back({o.tls_key, o.tls_cert});
+      credentials = grpc::SslServerCredentials(tls);
+    } else {
+      credentials = grpc::InsecureServerCredentials();
+    }
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(o.listen, credentials, &port_);
+    builder.RegisterService(service_.get());
+    // One FlightData carries a whole batch: no limit on what is sent; uploads are bounded by
+    // max_upload_bytes (and gRPC's int sizes).
+    builder.SetMaxSendMessageSize(INT_MAX);
+    builder.SetMaxReceiveMessageSize(
+        static_cast<int>(std::min<int64_t>(o.max_upload_bytes + (int64_t{1} << 16), INT_MAX)));
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr || port_ == 0) {
+      server_.reset();
+      return Status(EADDRNOTAVAIL, "cannot listen for gRPC on " + o.listen +
+                                       " (the address is in use, or not this host's)");
+    }
+    host_ = HostOf(o.listen);
+    return Status::OK();
+  }
+
+  Status Add(const std::string& name, UniqueSchema schema,
+             std::vector<UniqueDeviceArray> batches) override {
+    FERRY_ASSIGN_OR_RAISE(std::shared_ptr<internal::Flight> flight,
+                          internal::MakeFlight(name, std::move(schema), std::move(batches)));
+    return state_->Add(flight);
+  }
+
+  Status AddPath(const std::string& name, const std::string& path) override {
+    FERRY_ASSIGN_OR_RAISE(auto data, internal::ReadBatches(path));
+    return Add(name, std::move(data.first), std::move(data.second));
+  }
+
+  Status Drop(const std::string& name) override { return state_->Drop(name); }
+
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const auto& f : state_->catalog.All()) out.push_back(f->name);
+    return out;
+  }
+
+  Result<FlightInfo> Info(const std::string& name) override { return state_->Info(name); }
+
+  std::string uri() const override { return scheme_ + "://" + host_ + ":" + std::to_string(port_); }
+  int port() const override { return port_; }
+
+  dipc::Server* plane(const std::string& transport) const override {
+    for (const auto& [t, p] : state_->planes) {
+      if (t == transport) return p.get();
+    }
+    return nullptr;
+  }
+
+  std::shared_ptr<dipc::TicketBook> tickets() const override { return state_->tickets; }
+
+  ServerStats stats() const override {
+    ServerStats s;
+    s.calls = state_->calls.load();
+    s.do_gets = state_->do_gets.load();
+    s.do_puts = state_->do_puts.load();
+    s.bytes_sent = state_->bytes_sent.load();
+    s.bytes_received = state_->bytes_received.load();
+    s.unauthenticated = state_->unauthenticated.load();
+    s.tickets_refused = state_->tickets_refused.load();
+    s.uploads_failed = state_->uploads_failed.load();
+    return s;
+  }
+
+  void Stop() override {
+    std::lock_guard lock(stop_mutex_);
+    if (server_ != nullptr) {
+      // Calls still running after a second are cancelled; their reactors then finish.
+      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      state_->WaitIdle(std::chrono::seconds(10));
+      server_.reset();
+    }
+    for (auto& [transport, plane] : state_->planes) plane->Stop();
+  }
+
+ private:
+  std::unique_ptr<ServerState> state_;
+  std::string scheme_;
+  std::unique_ptr<internal::FlightService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::mutex stop_mutex_;
+  std::string host_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
+  if (options.max_upload_bytes <= 0) return Status::Invalid("max_upload_bytes must be positive");
+  auto state = std::make_unique<ServerState>();
+  state->tickets = std::make_shared<dipc::TicketBook>();
+  for (const std::string& transport : options.planes) {
+    if (transport != "shm" && transport != "ucx") {
+      return Status::Invalid("unknown plane \"" + transport + "\" (shm, ucx)");
+    }
+    dipc::ServerOptions p = options.plane;
+    p.transport = transport;
+    if (transport == "shm") {
+      p.address = options.shm_address;
+    } else {
+      p.address = options.ucx_address.empty() ? HostOf(options.listen) + ":0" : options.ucx_address;
+    }
+    p.token = options.token;
+    p.tickets = state->tickets;
+    p.ticket_ttl = options.ticket_ttl;
+    if (options.log && !p.log) {
+      p.log = [log = options.log, transport](const std::string& line) {
+        std::string prefixed = transport;
+        prefixed += " plane: ";
+        prefixed += line;
+        log(prefixed);
+      };
+    }
+    Result<std::unique_ptr<dipc::Server>> plane = dipc::Server::Start(std::move(p));
+    if (!plane.ok()) return plane.status().WithContext("starting the " + transport + " plane");
+    state->planes.emplace_back(transport, std::move(*plane));
+  }
+  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  state->options = std::move(options);
+  auto server = std::make_unique<ServerImpl>(std::move(state), tls ? "grpc+tls" : "grpc");
+  FERRY_RETURN_NOT_OK(server->Start());
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+}  // namespace ferry::flight

@@ -1,0 +1,55 @@
+// Internal to the flight layer: what a Flight server's calls share: its options, its catalog of
+// flights, its planes (a dissociated-IPC server per fast transport) and the tickets they all
+// honour, and running totals.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ferry/dipc/server.hpp"
+#include "ferry/dipc/tickets.hpp"
+#include "ferry/flight/server.hpp"
+#include "flight/catalog.hpp"
+
+namespace ferry::flight::internal {
+
+/// Owned by the server; outlives every call (Stop waits for the last one).
+struct ServerState {
+  ServerOptions options;
+  std::shared_ptr<dipc::TicketBook> tickets;
+  /// (transport, server), in the order FlightInfo lists them.
+  std::vector<std::pair<std::string, std::unique_ptr<dipc::Server>>> planes;
+  Catalog catalog;
+  std::atomic<int64_t> calls{0}, do_gets{0}, do_puts{0}, bytes_sent{0}, bytes_received{0},
+      unauthenticated{0}, tickets_refused{0}, uploads_failed{0};
+
+  /// Serve `flight` in the catalog and on every plane; on a plane's failure nothing stays.
+  Status Add(const std::shared_ptr<Flight>& flight);
+  /// Stop serving `name` everywhere; EBUSY, with nothing changed, while anyone reads it.
+  Status Drop(const std::string& name);
+  /// GetFlightInfo's answer: a fresh ticket valid on every location.
+  Result<FlightInfo> Info(const std::string& name);
+  /// The flight a DoGet ticket names: an issued ticket, or (with no token) a flight's name.
+  Result<std::shared_ptr<Flight>> Redeem(const std::string& ticket);
+  void Log(const std::string& line) const;
+
+  /// Calls in progress: each reactor counts itself from construction to OnDone, so Stop can
+  /// wait for the last before the state goes.
+  void CallStarted();
+  void CallDone();
+  /// Wait (at most `limit`) until no call is in progress.
+  bool WaitIdle(std::chrono::milliseconds limit);
+
+ private:
+  std::mutex change_mutex_;  // Add and Drop, across the catalog and the planes
+  std::mutex live_mutex_;
+  std::condition_variable idle_;
+  int64_t live_ = 0;
+};
+
+}  // namespace ferry::flight::internal

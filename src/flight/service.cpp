@@ -1,0 +1,306 @@
+// The FlightService: authentication, discovery, actions and the handshake. The data calls are in
+// service_data.cpp.
+#include "flight/service.hpp"
+
+#include <cerrno>
+#include <ctime>
+#include <vector>
+
+#include "ferry/dipc/uri.hpp"
+#include "flight/convert.hpp"
+#include "flight/status.hpp"
+
+namespace ferry::flight::internal {
+
+namespace {
+
+// Counts a unary call as in progress for as long as its handler runs.
+struct CallScope {
+  explicit CallScope(ServerState* s) : state(s) { state->CallStarted(); }
+  ~CallScope() { state->CallDone(); }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+  ServerState* state;
+};
+
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string Header(const grpc::CallbackServerContext* context, const char* name) {
+  const auto& md = context->client_metadata();
+  auto it = md.find(name);
+  return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
+bool HasBearer(const ServerState* state, const grpc::CallbackServerContext* context) {
+  const std::string header = Header(context, "authorization");
+  return header.rfind("Bearer ", 0) == 0 && SameSecret(header.substr(7), state->options.token);
+}
+
+// A stream of prepared messages, written one after another.
+template <typename T>
+class ListWriter final : public grpc::ServerWriteReactor<T> {
+ public:
+  ListWriter(ServerState* state, std::vector<T> items) : state_(state), items_(std::move(items)) {
+    state_->CallStarted();
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override {
+    state_->CallDone();
+    delete this;
+  }
+
+ private:
+  void Next() {
+    if (next_ == items_.size()) {
+      this->Finish(grpc::Status::OK);
+      return;
+    }
+    this->StartWrite(&items_[next_++]);
+  }
+  ServerState* state_;
+  std::vector<T> items_;
+  size_t next_ = 0;
+};
+
+// A call answered with an error before anything was written.
+template <typename Reactor>
+class Refusal final : public Reactor {
+ public:
+  Refusal(ServerState* state, const grpc::Status& status) : state_(state) {
+    state_->CallStarted();
+    this->Finish(status);
+  }
+  void OnDone() override {
+    state_->CallDone();
+    delete this;
+  }
+
+ private:
+  ServerState* state_;
+};
+
+// Answers each request with its payload, after checking the credentials: a bearer token, or
+// basic authentication whose password is the token (then the response's headers carry the
+// bearer token, as Flight clients that authenticate with a user and password expect).
+class HandshakeReactor final
+    : public grpc::ServerBidiReactor<pb::HandshakeRequest, pb::HandshakeResponse> {
+ public:
+  HandshakeReactor(ServerState* state, grpc::CallbackServerContext* context) : state_(state) {
+    state_->CallStarted();
+    const std::string& token = state_->options.token;
+    if (!token.empty() && !HasBearer(state_, context)) {
+      const std::string header = Header(context, "authorization");
+      bool basic_ok = false;
+      if (header.rfind("Basic ", 0) == 0) {
+        Result<std::string> decoded = dipc::Base64Decode(header.substr(6));
+        if (decoded.ok()) {
+          const size_t colon = decoded->find(':');
+          basic_ok = colon != std::string::npos && SameSecret(decoded->substr(colon + 1), token);
+        }
+      }
+      if (!basic_ok) {
+        ++state_->unauthenticated;
+        Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                            "the handshake needs the server's token: send 'authorization: Bearer "
+                            "<token>', or basic authentication with the token as the password"));
+        return;
+      }
+      context->AddInitialMetadata("authorization", "Bearer " + token);
+    }
+    StartSendInitialMetadata();
+    StartRead(&request_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    response_.set_protocol_version(request_.protocol_version());
+    response_.set_payload(request_.payload());
+    StartWrite(&response_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    StartRead(&request_);
+  }
+  void OnDone() override {
+    state_->CallDone();
+    delete this;
+  }
+
+ private:
+  ServerState* state_;
+  pb::HandshakeRequest request_;
+  pb::HandshakeResponse response_;
+};
+
+// UTC, to the second, as RFC 3339 writes it.
+std::string Rfc3339(std::chrono::system_clock::time_point t) {
+  const std::time_t s = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const grpc::Status& st) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(st);
+  return reactor;
+}
+
+}  // namespace
+
+grpc::Status Authenticate(ServerState* state, const grpc::CallbackServerContext* context) {
+  const std::string& token = state->options.token;
+  if (token.empty()) return grpc::Status::OK;
+  if (HasBearer(state, context)) return grpc::Status::OK;
+  ++state->unauthenticated;
+  const std::string why = Header(context, "authorization").empty() ? "no authorization header"
+                                                                   : "a wrong authorization header";
+  state->Log("refused a call from " + context->peer() + ": " + why);
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "this server needs its token on every call ('authorization: Bearer "
+                      "<token>'); the call had " +
+                          why);
+}
+
+grpc::ServerBidiReactor<pb::HandshakeRequest, pb::HandshakeResponse>* FlightService::Handshake(
+    grpc::CallbackServerContext* context) {
+  return new HandshakeReactor(state_, context);
+}
+
+grpc::ServerWriteReactor<pb::FlightInfo>* FlightService::ListFlights(
+    grpc::CallbackServerContext* context, const pb::Criteria* /*request*/) {
+  using Fail = Refusal<grpc::ServerWriteReactor<pb::FlightInfo>>;
+  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
+  std::vector<pb::FlightInfo> infos;
+  for (const std::shared_ptr<Flight>& f : state_->catalog.All()) {
+    Result<FlightInfo> info = state_->Info(f->name);
+    if (!info.ok()) continue;  // dropped in between
+    ToProto(*info, &infos.emplace_back());
+  }
+  return new ListWriter<pb::FlightInfo>(state_, std::move(infos));
+}
+
+grpc::ServerUnaryReactor* FlightService::GetFlightInfo(grpc::CallbackServerContext* context,
+                                                       const pb::FlightDescriptor* request,
+                                                       pb::FlightInfo* response) {
+  CallScope scope(state_);
+  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
+  Result<std::string> name = NameOf(*request);
+  if (!name.ok()) return Answer(context, ToGrpc(name.status()));
+  Result<FlightInfo> info = state_->Info(*name);
+  if (!info.ok()) return Answer(context, ToGrpc(info.status()));
+  ToProto(*info, response);
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* FlightService::PollFlightInfo(grpc::CallbackServerContext* context,
+                                                        const pb::FlightDescriptor* request,
+                                                        pb::PollInfo* response) {
+  CallScope scope(state_);
+  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
+  Result<std::string> name = NameOf(*request);
+  if (!name.ok()) return Answer(context, ToGrpc(name.status()));
+  Result<FlightInfo> info = state_->Info(*name);
+  if (!info.ok()) return Answer(context, ToGrpc(info.status()));
+  // Complete at once: the whole info, no descriptor to poll again, progress 1.
+  ToProto(*info, response->mutable_info());
+  response->set_progress(1.0);
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* FlightService::GetSchema(grpc::CallbackServerContext* context,
+                                                   const pb::FlightDescriptor* request,
+                                                   pb::SchemaResult* response) {
+  CallScope scope(state_);
+  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
+  Result<std::string> name = NameOf(*request);
+  if (!name.ok()) return Answer(context, ToGrpc(name.status()));
+  std::shared_ptr<Flight> flight = state_->catalog.Find(*name);
+  if (flight == nullptr) {
+    return Answer(context, ToGrpc(Status(ENOENT, "no flight named \"" + *name + "\"")));
+  }
+  response->set_schema(flight->schema);
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* FlightService::DoGet(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return MakeDoGet(state_, context, request);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* FlightService::DoPut(
+    grpc::CallbackServerContext* context) {
+  return MakeDoPut(state_, context);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* FlightService::DoExchange(
+    grpc::CallbackServerContext* context) {
+  using Fail = Refusal<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>;
+  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
+  return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                       "ferry's Flight server does not implement DoExchange: "
+                                       "read flights with DoGet and upload them with DoPut"));
+}
+
+grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServerContext* context,
+                                                              const pb::Action* request) {
+  using Fail = Refusal<grpc::ServerWriteReactor<pb::Result>>;
+  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
+  std::vector<pb::Result> results;
+  if (request->type() == "drop") {
+    const Status st = state_->Drop(request->body());
+    if (!st.ok()) return new Fail(state_, ToGrpc(st));
+    results.emplace_back().set_body("dropped " + request->body());
+  } else if (request->type() == "refresh-ticket") {
+    const auto ttl = state_->options.ticket_ttl;
+    const Status st =
+        state_->tickets->Refresh(request->body(), std::chrono::steady_clock::now() + ttl);
+    if (!st.ok()) {
+      ++state_->tickets_refused;
+      return new Fail(state_, ToGrpc(st));
+    }
+    results.emplace_back().set_body(Rfc3339(std::chrono::system_clock::now() + ttl));
+  } else {
+    return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                         "unknown action \"" + request->type() +
+                                             "\" (this server has: drop, refresh-ticket)"));
+  }
+  return new ListWriter<pb::Result>(state_, std::move(results));
+}
+
+grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
+    grpc::CallbackServerContext* context, const pb::Empty* /*request*/) {
+  using Fail = Refusal<grpc::ServerWriteReactor<pb::ActionType>>;
+  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
+  std::vector<pb::ActionType> types(2);
+  types[0].set_type("drop");
+  types[0].set_description(
+      "Stop serving a flight on every plane. Body: the flight's name. Fails while a client is "
+      "reading it. Result: 'dropped NAME'.");
+  types[1].set_type("refresh-ticket");
+  types[1].set_description(
+      "Extend a ticket from GetFlightInfo by the server's ticket lifetime, on every location. "
+      "Body: the ticket. Result: its new expiry, UTC, as RFC 3339.");
+  return new ListWriter<pb::ActionType>(state_, std::move(types));
+}
+
+}  // namespace ferry::flight::internal

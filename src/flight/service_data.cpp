@@ -1,0 +1,251 @@
+// The FlightService's data calls: DoGet lends each batch's memory to gRPC as slices (no copy of
+// a body), DoPut decodes uploads from gRPC's receive buffers and stores them whole or not at all.
+#include <cerrno>
+#include <deque>
+#include <optional>
+
+#include "ferry/ipc/decoder.hpp"
+#include "ferry/ipc/writer.hpp"
+#include "flight/convert.hpp"
+#include "flight/service.hpp"
+#include "flight/status.hpp"
+#include "flight/wire.hpp"
+
+namespace ferry::flight::internal {
+
+namespace {
+
+// Streams one flight: the schema, then each batch's dictionaries and the batch, one FlightData
+// each. A batch is encoded only when gRPC took the previous message, so memory in flight is one
+// message (lent, not copied) whatever the flight's size.
+class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
+                           public ipc::MessageSink {
+ public:
+  DoGetReactor(ServerState* state, grpc::CallbackServerContext* context,
+               const grpc::ByteBuffer* request)
+      : state_(state) {
+    state_->CallStarted();
+    if (grpc::Status st = Authenticate(state_, context); !st.ok()) {
+      Finish(st);
+      return;
+    }
+    const Status st = Open(*request);
+    if (!st.ok()) {
+      state_->Log("DoGet from " + context->peer() + " refused: " + st.message());
+      Finish(ToGrpc(st));
+      return;
+    }
+    ++state_->do_gets;
+    Pump();
+  }
+
+  Status WriteMessage(const ipc::EncodedMessage& m) override {
+    queue_.push_back(EncodeFlightData(m, keep_alive_));
+    return Status::OK();
+  }
+  Status WriteEndOfStream() override { return Status::OK(); }  // Flight ends with the call
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    Pump();
+  }
+  void OnDone() override {
+    state_->CallDone();
+    delete this;
+  }
+
+ private:
+  Status Open(const grpc::ByteBuffer& request) {
+    pb::Ticket ticket;
+    grpc::ByteBuffer copy(request);
+    if (!grpc::SerializationTraits<pb::Ticket>::Deserialize(&copy, &ticket).ok()) {
+      return Status::Invalid("the DoGet request is not a Ticket message");
+    }
+    FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Flight> flight, state_->Redeem(ticket.ticket()));
+    readers_ = flight->readers;
+    // Every lent slice holds the dataset (and so the batches' memory) until gRPC drops it.
+    keep_alive_ = flight->dataset;
+    FERRY_ASSIGN_OR_RAISE(reader_, flight->dataset->Open());
+    FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter w, ipc::StreamWriter::Open(this, reader_->schema()));
+    writer_.emplace(std::move(w));
+    return Status::OK();
+  }
+
+  // Write the next message, encoding the next batch when none is waiting.
+  void Pump() {
+    while (queue_.empty()) {
+      if (ended_) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      Result<const ArrowDeviceArray*> batch = reader_->Next();
+      Status st = batch.status();
+      if (st.ok() && *batch == nullptr) {
+        ended_ = true;
+        st = writer_->Close();
+      } else if (st.ok()) {
+        st = writer_->WriteDeviceBatch(*batch);
+      }
+      if (!st.ok()) {
+        Finish(ToGrpc(st.WithContext("reading the flight")));
+        return;
+      }
+    }
+    current_.Swap(&queue_.front());
+    queue_.pop_front();
+    state_->bytes_sent += static_cast<int64_t>(current_.Length());
+    StartWrite(&current_);
+  }
+
+  ServerState* state_;
+  std::shared_ptr<const int> readers_;
+  std::shared_ptr<const void> keep_alive_;
+  std::unique_ptr<dipc::DatasetReader> reader_;
+  std::optional<ipc::StreamWriter> writer_;
+  std::deque<grpc::ByteBuffer> queue_;
+  grpc::ByteBuffer current_;
+  bool ended_ = false;
+};
+
+// Receives an upload: the first FlightData names the flight (a path descriptor) and carries the
+// schema; batches are decoded as they come, their bodies referencing gRPC's buffers. At the end
+// the flight is stored and served on every plane; any failure before stores nothing.
+class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  DoPutReactor(ServerState* state, grpc::CallbackServerContext* context)
+      : state_(state), peer_(context->peer()) {
+    state_->CallStarted();
+    if (grpc::Status st = Authenticate(state_, context); !st.ok()) {
+      Finish(st);
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Complete();
+      return;
+    }
+    const Status st = Take();
+    in_.Clear();
+    if (!st.ok()) {
+      Fail(st);
+      return;
+    }
+    StartRead(&in_);
+  }
+  void OnWriteDone(bool /*ok*/) override { Finish(grpc::Status::OK); }
+  void OnDone() override {
+    state_->CallDone();
+    delete this;
+  }
+
+ private:
+  Status Take() {
+    received_ += static_cast<int64_t>(in_.Length());
+    state_->bytes_received += static_cast<int64_t>(in_.Length());
+    const int64_t limit = state_->options.max_upload_bytes;
+    if (received_ > limit) {
+      return Status(EFBIG, "the upload passed the server's limit of " + std::to_string(limit) +
+                               " bytes (--max-upload-bytes) after " + std::to_string(received_) +
+                               " bytes");
+    }
+    FERRY_ASSIGN_OR_RAISE(FlightDataView data, DecodeFlightData(in_));
+    ++messages_;
+    if (name_.empty()) {
+      if (!data.has_descriptor) {
+        return Status::Invalid("the upload's first FlightData has no flight descriptor");
+      }
+      pb::FlightDescriptor descriptor;
+      if (!descriptor.ParseFromString(data.descriptor)) {
+        return Status::Invalid("the upload's flight descriptor is not a FlightDescriptor");
+      }
+      FERRY_ASSIGN_OR_RAISE(name_, NameOf(descriptor));
+      if (state_->catalog.Find(name_) != nullptr) {
+        return Status(EEXIST, "a flight named \"" + name_ + "\" is already served (drop it first)");
+      }
+    }
+    if (data.header.empty()) return Status::OK();  // app_metadata alone
+    FERRY_RETURN_NOT_OK(
+        decoder_
+            .ConsumeMessage(reinterpret_cast<const uint8_t*>(data.header.data()),
+                            static_cast<int64_t>(data.header.size()), data.body)
+            .WithContext("FlightData " + std::to_string(messages_) + " of the upload"));
+    while (std::optional<ipc::DecodedMessage> m = decoder_.Next()) {
+      if (m->kind != ipc::MessageKind::kRecordBatch) continue;
+      UniqueDeviceArray d;
+      m->batch.move_to(&d->array);
+      d->device_type = ARROW_DEVICE_CPU;
+      d->device_id = -1;
+      batches_.push_back(std::move(d));
+    }
+    return Status::OK();
+  }
+
+  void Complete() {
+    if (name_.empty()) {
+      Fail(Status::Invalid("the upload ended before its first FlightData"));
+      return;
+    }
+    if (decoder_.schema() == nullptr) {
+      Fail(Status::Invalid("the upload of \"" + name_ + "\" carried no schema"));
+      return;
+    }
+    Result<UniqueSchema> schema = decoder_.ExportSchema();
+    if (!schema.ok()) {
+      Fail(schema.status());
+      return;
+    }
+    Result<std::shared_ptr<Flight>> flight =
+        MakeFlight(name_, std::move(*schema), std::move(batches_));
+    Status st = flight.status();
+    if (st.ok()) st = state_->Add(*flight);
+    if (!st.ok()) {
+      Fail(st);
+      return;
+    }
+    ++state_->do_puts;
+    state_->Log("stored \"" + name_ + "\" uploaded by " + peer_ + " (" + std::to_string(received_) +
+                " bytes)");
+    // One PutResult (empty metadata) tells the client the flight is stored.
+    grpc::Slice empty;
+    out_ = grpc::ByteBuffer(&empty, 1);
+    StartWrite(&out_);
+  }
+
+  void Fail(const Status& st) {
+    ++state_->uploads_failed;
+    batches_.clear();
+    state_->Log("refused an upload from " + peer_ + ": " + st.message());
+    Finish(ToGrpc(st.WithContext("nothing was stored")));
+  }
+
+  ServerState* state_;
+  std::string peer_;
+  grpc::ByteBuffer in_;
+  grpc::ByteBuffer out_;
+  std::string name_;
+  int64_t received_ = 0;
+  int64_t messages_ = 0;
+  ipc::Decoder decoder_;
+  std::vector<UniqueDeviceArray> batches_;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* MakeDoGet(ServerState* state,
+                                                      grpc::CallbackServerContext* context,
+                                                      const grpc::ByteBuffer* request) {
+  return new DoGetReactor(state, context, request);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MakeDoPut(
+    ServerState* state, grpc::CallbackServerContext* context) {
+  return new DoPutReactor(state, context);
+}
+
+}  // namespace ferry::flight::internal

@@ -1,0 +1,115 @@
+"""Support of the Flight suites: `ferry serve --flight` as a context manager (the URI it prints
+first, with the port it bound), the arrow-testing vectors, and pyarrow's read of a file (the
+oracle)."""
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+VECTORS = os.path.join(REPO, "..", "shared", "testdata", "arrow-testing", "ipc-integration")
+sys.path.insert(0, os.path.join(REPO, "tests", "interop"))
+
+
+def ferry_cli():
+    """FERRY_CLI (scripts/test.sh sets it), or the newest build/*/tools/ferry/ferry."""
+    path = os.environ.get("FERRY_CLI")
+    if not path:
+        found = sorted(glob.glob(os.path.join(REPO, "build", "*", "tools", "ferry", "ferry")),
+                       key=os.path.getmtime)
+        path = found[-1] if found else None
+    assert path and os.access(path, os.X_OK), "no ferry executable: build ferry_cli or set FERRY_CLI"
+    return path
+
+
+def vectors():
+    """Every stream of the arrow-testing vectors, newest version of each case only (the older
+    versions repeat the cases); ids like cpp-21.0.0/generated_union."""
+    by_case = {}
+    for path in sorted(glob.glob(os.path.join(VECTORS, "*", "*.stream"))):
+        by_case[os.path.basename(path)] = path  # later (sorted) versions replace earlier ones
+    return sorted(by_case.values())
+
+
+def vector_id(path):
+    return "/".join(path.split(os.sep)[-2:]).replace(".stream", "")
+
+
+def read_pyarrow(path):
+    """pyarrow's own read of an IPC stream or file."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+    if head == b"ARROW1":
+        return ipc.open_file(path).read_all()
+    return ipc.open_stream(path).read_all()
+
+
+class Serve:
+    """`ferry serve --flight 127.0.0.1:0 ARGS...`: .uri is the grpc:// (or grpc+tls://) line it
+    printed first. Stopped with SIGINT (its summary line is then in .stderr())."""
+
+    def __init__(self, *args, env=None, listen="127.0.0.1:0", tmp=None):
+        self.err_path = os.path.join(tmp or "/tmp", f"ferry-serve-{time.monotonic_ns()}.err")
+        self.err = open(self.err_path, "w")
+        full_env = dict(os.environ, **(env or {}))
+        self.proc = subprocess.Popen([ferry_cli(), "serve", "--flight", listen, *map(str, args)],
+                                     stdout=subprocess.PIPE, stderr=self.err, env=full_env,
+                                     text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("grpc"):
+            self.stop()
+            raise AssertionError(f"ferry serve --flight printed {line!r}: {self.stderr()}")
+        self.uri = line
+
+    @property
+    def port(self):
+        return int(self.uri.rsplit(":", 1)[1])
+
+    def stderr(self):
+        if self.err.closed:
+            return self.final_stderr
+        self.err.flush()
+        with open(self.err_path) as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.final_stderr = self.stderr()
+        self.err.close()
+        os.unlink(self.err_path)
+
+
+def mixed_table(rows=1000, seed=0):
+    """A table of mixed columns (ints, floats, strings, lists, structs, dictionary, nulls)."""
+    import random
+    rng = random.Random(seed)
+    ints = [None if i % 7 == 3 else rng.randrange(-10**9, 10**9) for i in range(rows)]
+    return pa.table({
+        "i": pa.array(ints, pa.int64()),
+        "f": pa.array([None if v is None else v / 7 for v in ints], pa.float64()),
+        "s": pa.array([None if v is None else f"s{v % 1000}" for v in ints]),
+        "l": pa.array([None if v is None else list(range(v % 4)) for v in ints],
+                      pa.list_(pa.int32())),
+        "st": pa.array([{"a": i, "b": str(i)} for i in range(rows)],
+                       pa.struct([("a", pa.int64()), ("b", pa.string())])),
+        "d": pa.array([f"k{i % 5}" for i in range(rows)]).dictionary_encode(),
+        "ts": pa.array(list(range(rows)), pa.timestamp("us", tz="UTC")),
+    })

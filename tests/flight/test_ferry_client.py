@@ -1,0 +1,227 @@
+"""ferry's Flight client (the Python binding ferry.flight and the ferry CLI) against a
+pyarrow.flight server written here (Arrow C++: an independent server), and against ferry's own
+server where the fast locations matter: list, info, schema, get and put, each equal to pyarrow;
+do_get's stream read by pyarrow, polars and DuckDB."""
+import datetime
+import os
+import subprocess
+import threading
+import time
+
+import pyarrow as pa
+import pyarrow.flight as fl
+import pytest
+
+pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
+import ferry  # noqa: E402
+import ferry.flight  # noqa: E402
+
+from flight_support import Serve, ferry_cli, mixed_table  # noqa: E402
+
+
+class PyarrowServer(fl.FlightServerBase):
+    """A Flight server of named tables: each flight has one endpoint whose ticket is the name and
+    which lists no location (redeem here); DoPut stores; DoAction 'echo' returns the body."""
+
+    def __init__(self, tables, token=None):
+        middleware = {}
+        if token:
+            middleware["auth"] = _BearerFactory(token)
+        super().__init__("grpc://127.0.0.1:0", middleware=middleware)
+        self.tables = dict(tables)
+
+    def _info(self, name):
+        t = self.tables[name]
+        return fl.FlightInfo(t.schema, fl.FlightDescriptor.for_path(name),
+                             [fl.FlightEndpoint(name.encode(), [])], t.num_rows, t.nbytes)
+
+    def list_flights(self, context, criteria):
+        for name in sorted(self.tables):
+            yield self._info(name)
+
+    def get_flight_info(self, context, descriptor):
+        name = descriptor.path[0].decode()
+        if name not in self.tables:
+            raise fl.FlightServerError(f"no table {name}")
+        return self._info(name)
+
+    def get_schema(self, context, descriptor):
+        return fl.SchemaResult(self.tables[descriptor.path[0].decode()].schema)
+
+    def do_get(self, context, ticket):
+        return fl.RecordBatchStream(self.tables[ticket.ticket.decode()])
+
+    def do_put(self, context, descriptor, reader, writer):
+        self.tables[descriptor.path[0].decode()] = reader.read_all()
+
+    def list_actions(self, context):
+        return [("echo", "returns its body")]
+
+    def do_action(self, context, action):
+        yield fl.Result(action.body)
+
+
+class _Bearer(fl.ServerMiddleware):
+    pass
+
+
+class _BearerFactory(fl.ServerMiddlewareFactory):
+    def __init__(self, token):
+        self.token = token
+
+    def start_call(self, info, headers):
+        if headers.get("authorization") != [f"Bearer {self.token}"]:
+            raise fl.FlightUnauthenticatedError("no or wrong bearer token")
+        return _Bearer()
+
+
+@pytest.fixture
+def tables():
+    return {"mixed": mixed_table(3000), "small": pa.table({"x": pa.array([1, 2, 3], pa.int64())})}
+
+
+@pytest.fixture
+def pyarrow_server(tables):
+    server = PyarrowServer(tables)
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    thread.join()
+
+
+def test_binding_against_pyarrow_server(pyarrow_server, tables):
+    uri = f"grpc://127.0.0.1:{pyarrow_server.port}"
+    client = ferry.flight.connect(uri)
+    flights = client.list_flights()
+    assert [f.path for f in flights] == [["mixed"], ["small"]]
+    assert [f.total_records for f in flights] == [3000, 3]
+    info = client.get_flight_info("mixed")
+    assert pa.schema(info.schema).equals(tables["mixed"].schema)
+    assert info.endpoints[0].ticket == b"mixed" and info.endpoints[0].locations == []
+    assert pa.schema(client.get_schema("small")).equals(tables["small"].schema)
+    # A path follows the locations: none listed means DoGet on this server.
+    got = pa.table(client.do_get("mixed"))
+    assert got.equals(tables["mixed"])
+    assert client.last_location == uri
+    assert pa.table(client.do_get(b"small")).equals(tables["small"])
+    with pytest.raises(Exception, match="offers no shm location"):
+        client.do_get("small", via="shm")
+    upload = mixed_table(777, seed=3)
+    client.do_put("up", upload)
+    assert pyarrow_server.tables["up"].equals(upload)
+    # A RecordBatchReader (a stream producer read once) uploads too.
+    reader = pa.RecordBatchReader.from_batches(upload.schema, upload.to_batches(100))
+    client.do_put("up2", reader)
+    assert pyarrow_server.tables["up2"].equals(upload)
+    with pytest.raises(TypeError, match="has no __arrow_c_stream__"):
+        client.do_put("nope", [1, 2, 3])
+    assert client.do_action("echo", b"hello") == [b"hello"]
+    assert client.list_actions() == [("echo", "returns its body")]
+    with pytest.raises(Exception, match="no table nope"):
+        client.get_flight_info("nope")
+
+
+def test_token_against_pyarrow_server(tables):
+    server = PyarrowServer(tables, token="s3cret")
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    try:
+        uri = f"grpc://127.0.0.1:{server.port}"
+        with pytest.raises(OSError, match="UNAUTHENTICATED"):
+            ferry.flight.connect(uri).list_flights()
+        client = ferry.flight.connect(uri, token="s3cret")
+        assert pa.table(client.do_get("small")).equals(tables["small"])
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+def _run(*args, env=None):
+    return subprocess.run([ferry_cli(), *map(str, args)], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=120)
+
+
+def test_cli_against_pyarrow_server(pyarrow_server, tables, tmp_path):
+    uri = f"grpc://127.0.0.1:{pyarrow_server.port}"
+    listed = _run("list", uri)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["FLIGHT", "RECORDS", "BYTES", "LOCATIONS"]
+    assert [line.split()[:2] for line in lines[1:]] == [["mixed", "3000"], ["small", "3"]]
+    out = tmp_path / "mixed.arrows"
+    got = _run("get", uri, "--path", "mixed", "--to", out, "-v")
+    assert got.returncode == 0, got.stderr
+    assert "reading over grpc" in got.stderr
+    assert pa.ipc.open_stream(str(out)).read_all().equals(tables["mixed"])
+    # put: a file written by pyarrow, uploaded and stored by pyarrow's server.
+    upload = mixed_table(500, seed=9)
+    path = tmp_path / "up.arrow"
+    with pa.ipc.new_file(str(path), upload.schema) as w:
+        w.write_table(upload, max_chunksize=128)
+    put = _run("put", uri, path, "--path", "up")
+    assert put.returncode == 0, put.stderr
+    assert "up: 4 batches, 500 rows" in put.stdout
+    assert pyarrow_server.tables["up"].equals(upload)
+    missing = _run("get", uri, "--path", "nope")
+    assert missing.returncode == 2 and "no table nope" in missing.stderr
+    listed = _run("list", uri, "--json")
+    import json
+    flights = json.loads(listed.stdout)
+    assert [f["path"] for f in flights] == [["mixed"], ["small"], ["up"]]
+
+
+def test_binding_against_ferry_server_follows_locations(tmp_path):
+    table = mixed_table(4000)
+    path = tmp_path / "t.arrows"
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=1000)
+    with Serve(f"t={path}", env={"FERRY_TOKEN": "s3cret"}, tmp=str(tmp_path)) as s:
+        client = ferry.flight.connect(s.uri, token="s3cret")
+        info = client.get_flight_info("t")
+        left = info.endpoints[0].expiration - datetime.datetime.now(datetime.timezone.utc)
+        assert 590 < left.total_seconds() <= 600
+        assert [u.split("://")[0] for u in info.endpoints[0].locations] == [
+            "shm", "ucx", "arrow-flight-reuse-connection"]
+        for via, scheme in [("auto", "shm://"), ("shm", "shm://"), ("ucx", "ucx://"),
+                            ("grpc", "grpc://")]:
+            stream = client.do_get("t", via=via)
+            assert client.last_location.startswith(scheme), (via, client.last_location)
+            assert pa.table(stream).equals(table)
+        # The stream is a PyCapsule producer: polars and DuckDB read it directly.
+        pl = pytest.importorskip("polars")
+        frame = pl.DataFrame(client.do_get("t"))
+        assert frame.height == 4000 and frame["i"].to_list() == table["i"].to_pylist()
+        duckdb = pytest.importorskip("duckdb")
+        stream = client.do_get("t", via="grpc")
+        total = duckdb.connect().execute("SELECT sum(i), count(*) FROM stream").fetchall()
+        assert total == [(pa.compute.sum(table["i"]).as_py(), 4000)]
+        # Upload from polars (a DataFrame has __arrow_c_stream__), served on every plane.
+        client.do_put("from_polars", pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", None]}))
+        back = pa.table(client.do_get("from_polars", via="shm"))
+        assert back.column("a").to_pylist() == [1, 2, 3]
+        assert back.column("b").to_pylist() == ["x", "y", None]
+        # Batches read in place from shared memory keep their client connected (and the dataset
+        # busy) until the last is released; the server sees the client hang up a moment later.
+        del back
+        for _ in range(200):
+            try:
+                assert client.do_action("drop", b"from_polars") == [b"dropped from_polars"]
+                break
+            except RuntimeError as e:
+                assert "being read by" in str(e)
+                time.sleep(0.01)
+        assert [f.path for f in client.list_flights()] == [["t"]]
+        # The CLI: --via, the token from FERRY_TOKEN or --token-file, the location logged.
+        out = tmp_path / "back.arrows"
+        got = _run("get", s.uri, "--path", "t", "--via", "ucx", "--to", out, "-v",
+                   env={"FERRY_TOKEN": "s3cret"})
+        assert got.returncode == 0, got.stderr
+        assert "reading over ucx from ucx://" in got.stderr
+        assert pa.ipc.open_stream(str(out)).read_all().equals(table)
+        token_file = tmp_path / "token"
+        token_file.write_text("s3cret\n")
+        listed = _run("list", s.uri, "--token-file", token_file)
+        assert listed.returncode == 0 and "shm,ucx,grpc" in listed.stdout, listed.stderr
+        refused = _run("list", s.uri, env={"FERRY_TOKEN": ""})
+        assert refused.returncode == 2 and "UNAUTHENTICATED" in refused.stderr

@@ -1,0 +1,43 @@
+// Arrow Flight on the command line: `ferry serve --flight`, `ferry list`, `ferry get grpc://...`
+// and `ferry put`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "dipc_commands.hpp"
+
+namespace ferry::cli {
+
+/// Options of `ferry list` and `ferry put`.
+struct FlightOptions {
+  std::string uri;
+  std::string path;
+  std::string file;
+  std::string token_file;
+  std::string tls_roots;
+  double timeout_s = 30;
+  bool json = false;
+  bool progress = true;
+};
+
+/// Register --flight and its options (TLS, upload limit, ticket lifetime) on `serve`.
+void AddFlightServeOptions(CLI::App* serve, ServeOptions* options);
+/// Register --path, --via, --token-file, --tls-roots and -v on `get`.
+void AddFlightGetOptions(CLI::App* get, GetOptions* options);
+/// Register `list` and `put`, filling `options`; returns them.
+CLI::App* AddListCommand(CLI::App& app, FlightOptions* options);
+CLI::App* AddPutCommand(CLI::App& app, FlightOptions* options);
+
+/// Serve every NAME=FILE as a flight on gRPC and on the fast planes until SIGINT or SIGTERM;
+/// prints the grpc:// (or grpc+tls://) URI with the port bound first. Exit status 0, or 2.
+int RunFlightServe(const ServeOptions& options);
+/// `ferry get grpc://HOST:PORT --path NAME`: follow the flight's locations (or --via).
+int RunFlightGet(const GetOptions& options);
+int RunList(const FlightOptions& options);
+int RunPut(const FlightOptions& options);
+
+/// Whether `uri` names a Flight server (grpc://, grpc+tls://, grpc+tcp://, grpc+unix://).
+bool IsFlightUri(const std::string& uri);
+
+}  // namespace ferry::cli
