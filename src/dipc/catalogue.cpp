@@ -51,6 +51,8 @@ class KeepSink final : public ipc::MessageSink {
   int64_t used_ = 0;
 };
 
+}  // namespace
+
 Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options) {
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, dataset.Open());
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
@@ -62,8 +64,6 @@ Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptio
   }
   return writer.Close();
 }
-
-}  // namespace
 
 Result<std::shared_ptr<const Kept>> EncodeKept(
     Dataset& dataset, const ipc::WriteOptions& options,

@@ -39,6 +39,9 @@ Result<std::shared_ptr<const Kept>> EncodeKept(
     Dataset& dataset, const ipc::WriteOptions& options,
     const std::function<Result<std::shared_ptr<transport::Region>>(int64_t)>& make_region);
 
+/// Write `dataset`'s messages (schema, dictionaries, batches, end) into `sink` with `options`.
+Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options);
+
 /// The datasets a server serves. Each is served from a region: 0 is the server's shared region
 /// (datasets read afresh per client, Add), others are kept datasets' own (Keep). A client names
 /// the region through the want_data tag of the URI it used, since each region's URI carries its

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 
+#include "dipc/served_file.hpp"
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/ipc/reader.hpp"
@@ -72,7 +73,9 @@ class DeviceStreamReader final : public DatasetReader {
 
 class PathDataset final : public Dataset {
  public:
-  explicit PathDataset(SharedBytes bytes) : bytes_(std::move(bytes)) {}
+  explicit PathDataset(DatasetFile file)
+      : file_(std::move(file)), bytes_{file_.data, file_.size, file_.owner} {}
+  const DatasetFile* file() const noexcept override { return &file_; }
   Result<std::unique_ptr<DatasetReader>> Open() override {
     const bool file = bytes_.size >= 6 && std::memcmp(bytes_.data, "ARROW1", 6) == 0;
     UniqueArrayStream stream;
@@ -86,6 +89,7 @@ class PathDataset final : public Dataset {
   }
 
  private:
+  DatasetFile file_;
   SharedBytes bytes_;
 };
 
@@ -151,8 +155,8 @@ class OneShotDataset final : public Dataset {
 }  // namespace
 
 Result<std::shared_ptr<Dataset>> Dataset::FromPath(const std::string& path) {
-  FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, SharedBytes::MapFile(path));
-  auto dataset = std::make_shared<PathDataset>(std::move(bytes));
+  FERRY_ASSIGN_OR_RAISE(DatasetFile file, internal::MapServedFile(path, false));
+  auto dataset = std::make_shared<PathDataset>(std::move(file));
   // Open once now, so a file that is not IPC fails at registration with its reason.
   FERRY_RETURN_NOT_OK(dataset->Open().status());
   return std::shared_ptr<Dataset>(std::move(dataset));

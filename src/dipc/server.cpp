@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dipc/served_file.hpp"
 #include "dipc/session.hpp"
 #include "ferry/transport/transport.hpp"
 
@@ -25,6 +26,15 @@ class ServerImpl final : public Server {
   ~ServerImpl() override { Stop(); }
 
   void Add(const std::string& name, std::shared_ptr<Dataset> dataset) override {
+    if (dataset != nullptr && dataset->file() != nullptr &&
+        state_->options.body_type == BodyType::kBufferList) {
+      // A file is lent to clients as it is; if it cannot be (a compressed or unaligned body, a
+      // transport that cannot lend it), it is read and copied per client as any dataset.
+      const Status lent = LendFile(name, dataset);
+      if (lent.ok()) return;
+      ++state_->files_copied;
+      state_->Log("dataset \"" + name + "\" is copied for each client: " + lent.message());
+    }
     state_->catalogue->Add(name, std::move(dataset));
   }
 
@@ -39,6 +49,21 @@ class ServerImpl final : public Server {
         internal::EncodeKept(*dataset, state_->options.write,
                              [listener](int64_t size) { return listener->CreateRegion(size); }));
     state_->catalogue->Keep(name, std::move(kept));
+    return Status::OK();
+  }
+
+  // Serve `dataset`'s file from its own pages: registered as a region, encoded once into pairs
+  // that point into it.
+  Status LendFile(const std::string& name, const std::shared_ptr<Dataset>& dataset) {
+    const DatasetFile& file = *dataset->file();
+    FERRY_ASSIGN_OR_RAISE(std::shared_ptr<transport::Region> region,
+                          state_->listener->RegisterRegion(
+                              transport::LentMemory{file.data, file.size, file.fd, file.owner}));
+    FERRY_ASSIGN_OR_RAISE(
+        std::shared_ptr<const internal::Kept> kept,
+        internal::EncodeFromFile(*dataset, file, std::move(region), state_->options.write));
+    state_->catalogue->Keep(name, std::move(kept));
+    ++state_->files_lent;
     return Status::OK();
   }
 
@@ -90,6 +115,8 @@ class ServerImpl final : public Server {
     s.addresses_lent = state_->addresses_lent.load();
     s.addresses_freed = state_->addresses_freed.load();
     s.unknown_frees = state_->unknown_frees.load();
+    s.files_lent = state_->files_lent.load();
+    s.files_copied = state_->files_copied.load();
     return s;
   }
 

@@ -148,8 +148,8 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_flag("-v,--verbose", o->verbose, "Log refused requests and client faults");
   cmd->add_flag("--keep", o->keep,
                 "Write each dataset's bodies into memory of its own once, at start, and lend "
-                "them to every client without copying (needs --body list; memory: the "
-                "datasets' size)");
+                "them to every client (needs --body list; memory: the datasets' size). Without "
+                "it, --body list lends each file's own pages: no copy and no memory of its own");
   cmd->add_option("--region-mb", o->region_mb,
                   "Shared region size: the most body memory in flight, all clients")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
@@ -286,12 +286,14 @@ int RunServe(const ServeOptions& o) {
   (*server)->Stop();
   std::fprintf(stderr,
                "ferry serve: %lld clients, %lld batches, %.1f MB of bodies, %lld failed, %lld "
-               "refused; addresses lent %lld, freed %lld, unknown frees %lld\n",
+               "refused; addresses lent %lld, freed %lld, unknown frees %lld; files served "
+               "in place %lld, copied per client %lld\n",
                static_cast<long long>(s.clients_accepted), static_cast<long long>(s.batches_sent),
                static_cast<double>(s.body_bytes_sent) / 1e6,
                static_cast<long long>(s.sessions_failed), static_cast<long long>(s.tickets_refused),
                static_cast<long long>(s.addresses_lent), static_cast<long long>(s.addresses_freed),
-               static_cast<long long>(s.unknown_frees));
+               static_cast<long long>(s.unknown_frees), static_cast<long long>(s.files_lent),
+               static_cast<long long>(s.files_copied));
   return 0;
 }
 

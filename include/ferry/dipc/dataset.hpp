@@ -1,6 +1,7 @@
 // What a dissociated-IPC server serves: named datasets, each read afresh for every client.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,15 +24,29 @@ class FERRY_EXPORT DatasetReader {
   virtual Result<const ArrowDeviceArray*> Next() = 0;
 };
 
+/// The bytes of a dataset served from an IPC file and the descriptor they map: a shared,
+/// read-only mapping of the file itself, or of a sealed memfd holding one copy when the file is
+/// on a network filesystem (`copied`). `owner` keeps the mapping and the descriptor alive.
+struct FERRY_EXPORT DatasetFile {
+  int fd = -1;
+  const uint8_t* data = nullptr;
+  int64_t size = 0;
+  bool copied = false;
+  std::shared_ptr<const void> owner;
+};
+
 /// A named source of batches. Thread-safe: many clients open it at once.
 class FERRY_EXPORT Dataset {
  public:
   virtual ~Dataset() = default;
   /// A fresh reader for one client.
   virtual Result<std::unique_ptr<DatasetReader>> Open() = 0;
+  /// The file this dataset's batches point into (FromPath), which a server can lend to clients
+  /// as it is; NULL for other datasets.
+  virtual const DatasetFile* file() const noexcept { return nullptr; }
 
-  /// An IPC stream or file (told apart by its magic), mapped once and decoded zero-copy per
-  /// client, with the reading options' full validation.
+  /// An IPC stream or file (told apart by its magic), mapped once (shared, read-only, its
+  /// descriptor kept: see file()) and decoded zero-copy per client, with full validation.
   static Result<std::shared_ptr<Dataset>> FromPath(const std::string& path);
   /// Batches already in memory, on any device, shared by every client (never copied to serve a
   /// client over shared memory beyond the one copy into the segment).

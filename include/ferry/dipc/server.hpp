@@ -76,6 +76,11 @@ struct FERRY_EXPORT ServerStats {
   int64_t addresses_freed = 0;
   /// Addresses in free_data that the client did not hold (logged, then ignored).
   int64_t unknown_frees = 0;
+  /// Datasets from IPC files (Add of Dataset::FromPath) lent to clients from the file's own
+  /// pages, and those that could not be with body type 1 (compressed or unaligned bodies): these
+  /// are read and copied for each client, as every dataset is with packed bodies.
+  int64_t files_lent = 0;
+  int64_t files_copied = 0;
 };
 
 /// A running server: a thread accepts clients; each client gets a session thread. Stop (or the

@@ -1,0 +1,88 @@
+"""`ferry serve` lends an IPC file's own pages to clients (src/dipc/served_file.cpp): with body
+type 1 no byte of a served file is copied, over shared memory or UCX. Checked against pyarrow
+(what each client gets equals pyarrow's read of the file), against the kernel (the server's
+own memory does not grow with its clients; /proc/PID/status), and through the server's own
+summary (files served in place, or copied per client when the file's bodies are compressed)."""
+
+import re
+
+import pyarrow as pa
+import pytest
+
+from test_dipc_cli import Server, get, mixed_table
+
+
+def write_file(path, table, chunk, compression=None):
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.OSFile(str(path), "wb") as f:
+        with pa.ipc.new_file(f, table.schema, options=options) as w:
+            for b in table.to_batches(max_chunksize=chunk):
+                w.write_batch(b)
+
+
+def rss_own_kib(pid):
+    """The server's own memory: anonymous and shared (memfd segments), not the file's pages."""
+    fields = {}
+    for line in open(f"/proc/{pid}/status"):
+        key, _, value = line.partition(":")
+        fields[key] = value
+    return int(fields["RssAnon"].split()[0]) + int(fields["RssShmem"].split()[0])
+
+
+def summary(log):
+    m = re.search(r"files served in place (\d+), copied per client (\d+)", log)
+    assert m, log
+    return int(m.group(1)), int(m.group(2))
+
+
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_a_served_file_is_lent_in_place(tmp_path, transport):
+    table = mixed_table(400_000)
+    src = tmp_path / "t.arrow"
+    write_file(src, table, 50_000)
+    size_kib = src.stat().st_size // 1024
+    server = Server("--transport", transport, "--body", "list", f"t={src}")
+    try:
+        before = rss_own_kib(server.proc.pid)
+        for i in range(3):
+            out = tmp_path / f"got{i}.arrows"
+            r = get(server.uris["t"], "t", "--to", str(out))
+            assert r.returncode == 0, r.stderr
+            assert pa.ipc.open_stream(str(out)).read_all().equals(pa.ipc.open_file(str(src)).read_all())
+        grown = rss_own_kib(server.proc.pid) - before
+        # Three clients read the whole file; the server's own memory holds none of it.
+        assert grown <= size_kib // 10, f"server RssAnon + RssShmem grew {grown} KiB for a {size_kib} KiB file"
+    finally:
+        log = server.stop()
+    assert summary(log) == (1, 0)
+
+
+def test_a_compressed_file_is_copied_per_client_and_counted(tmp_path):
+    table = mixed_table(50_000)
+    src = tmp_path / "t.arrow"
+    write_file(src, table, 10_000, compression="lz4")
+    server = Server("--transport", "shm", "--body", "list", "-v", f"t={src}")
+    try:
+        out = tmp_path / "got.arrows"
+        r = get(server.uris["t"], "t", "--to", str(out))
+        assert r.returncode == 0, r.stderr
+        assert pa.ipc.open_stream(str(out)).read_all().equals(table)
+    finally:
+        log = server.stop()
+    assert summary(log) == (0, 1)
+    assert 'dataset "t" is copied for each client' in log and "compressed" in log
+
+
+def test_packed_bodies_serve_a_file_as_before(tmp_path):
+    table = mixed_table(30_000)
+    src = tmp_path / "t.arrow"
+    write_file(src, table, 10_000)
+    server = Server("--transport", "shm", "--body", "packed", f"t={src}")
+    try:
+        out = tmp_path / "got.arrows"
+        r = get(server.uris["t"], "t", "--to", str(out))
+        assert r.returncode == 0, r.stderr
+        assert pa.ipc.open_stream(str(out)).read_all().equals(table)
+    finally:
+        log = server.stop()
+    assert summary(log) == (0, 0)

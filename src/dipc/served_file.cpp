@@ -1,0 +1,179 @@
+// IPC files served as they are: mapped once with their descriptor kept, and encoded into
+// type-1 pairs that point into the file.
+#include "dipc/served_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "ferry/dipc/protocol.hpp"
+#include "ferry/ipc/sink.hpp"
+
+namespace ferry::dipc::internal {
+
+namespace {
+
+Status Errno(const std::string& what, const std::string& path) {
+  const int err = errno;
+  return Status(err == ENOENT ? ENOENT : EIO,
+                what + " \"" + path + "\" failed: " + std::strerror(err));
+}
+
+// The mapping and the descriptor it came from, released together.
+struct Held {
+  void* address = nullptr;
+  size_t length = 0;
+  int fd = -1;
+  ~Held() {
+    if (address != nullptr) munmap(address, length);
+    if (fd >= 0) close(fd);
+  }
+};
+
+// One copy of `fd`'s `size` bytes in a memfd sealed against every change; returns the memfd.
+Result<int> CopyToSealedMemfd(int fd, int64_t size, const std::string& path) {
+  const int memfd = memfd_create("ferry-served-file", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (memfd < 0) return Errno("memfd_create for", path);
+  std::vector<uint8_t> chunk(size_t{4} << 20);
+  int64_t done = 0;
+  while (done < size) {
+    const ssize_t n = pread(fd, chunk.data(), std::min<size_t>(chunk.size(), size - done), done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(memfd);
+      return n == 0 ? Status(EIO, "\"" + path + "\" shrank while it was copied")
+                    : Errno("reading", path);
+    }
+    for (ssize_t w = 0; w < n;) {
+      const ssize_t m = pwrite(memfd, chunk.data() + w, static_cast<size_t>(n - w), done + w);
+      if (m < 0 && errno == EINTR) continue;
+      if (m <= 0) {
+        close(memfd);
+        return Errno("copying into a memfd", path);
+      }
+      w += m;
+    }
+    done += n;
+  }
+  if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    close(memfd);
+    return Errno("sealing the copy of", path);
+  }
+  return memfd;
+}
+
+// Collects each message with pairs into the lent file; refuses a buffer it cannot point at.
+class FileSink final : public ipc::MessageSink {
+ public:
+  FileSink(Kept* kept, const DatasetFile& file) : kept_(kept), file_(file) {}
+
+  Status WriteMessage(const ipc::EncodedMessage& m) override {
+    KeptMessage k;
+    k.metadata.assign(m.metadata.begin(), m.metadata.end());
+    k.has_body = m.has_body;
+    if (m.has_body) {
+      std::vector<BufferRef> pairs;
+      pairs.reserve(m.buffers.size());
+      const auto begin = reinterpret_cast<uintptr_t>(file_.data);
+      for (size_t i = 0; i < m.buffers.size(); ++i) {
+        const ipc::BodyBuffer& b = m.buffers[i];
+        const auto at = reinterpret_cast<uintptr_t>(b.data);
+        int64_t offset = 0;
+        if (b.length > 0) {
+          if (at < begin || at - begin > static_cast<uintptr_t>(file_.size) ||
+              static_cast<int64_t>(at - begin) + b.length > file_.size) {
+            return Status::Invalid("message " + std::to_string(kept_->messages.size()) +
+                                   ", buffer " + std::to_string(i) +
+                                   ": the body is not the file's bytes (compressed?)");
+          }
+          offset = static_cast<int64_t>(at - begin);
+          if (offset % 8 != 0) {
+            return Status::Invalid("message " + std::to_string(kept_->messages.size()) +
+                                   ", buffer " + std::to_string(i) + " is at offset " +
+                                   std::to_string(offset) + " of the file, not 8-byte aligned");
+          }
+        }
+        pairs.push_back(
+            BufferRef{kept_->region->WireAddress(offset), static_cast<uint64_t>(b.length)});
+        k.addresses.push_back(pairs.back().address);
+      }
+      std::sort(k.addresses.begin(), k.addresses.end());
+      k.addresses.erase(std::unique(k.addresses.begin(), k.addresses.end()), k.addresses.end());
+      k.pairs = EncodeBufferList(pairs);
+    }
+    kept_->messages.push_back(std::move(k));
+    return Status::OK();
+  }
+  Status WriteEndOfStream() override { return Status::OK(); }
+
+ private:
+  Kept* kept_;
+  const DatasetFile& file_;
+};
+
+}  // namespace
+
+bool OnNetworkFilesystem(int fd) {
+  struct statfs fs {};
+  if (fstatfs(fd, &fs) != 0) return false;
+  switch (static_cast<uint64_t>(fs.f_type)) {
+    case 0x6969:      // NFS
+    case 0x517B:      // SMB
+    case 0xFF534D42:  // CIFS
+    case 0xFE534D42:  // SMB2
+    case 0x65735546:  // FUSE
+    case 0x01021997:  // 9P
+    case 0x00C36400:  // Ceph
+    case 0x5346414F:  // AFS
+      return true;
+    default:
+      return false;
+  }
+}
+
+Result<DatasetFile> MapServedFile(const std::string& path, bool copy) {
+  auto held = std::make_shared<Held>();
+  held->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (held->fd < 0) return Errno("opening", path);
+  struct stat st {};
+  if (fstat(held->fd, &st) != 0) return Errno("stat of", path);
+  if (!S_ISREG(st.st_mode)) return Status::Invalid("\"" + path + "\" is not a regular file");
+  if (st.st_size == 0) return Status::Invalid("\"" + path + "\" is empty");
+  DatasetFile file;
+  file.size = st.st_size;
+  file.copied = copy || OnNetworkFilesystem(held->fd);
+  if (file.copied) {
+    FERRY_ASSIGN_OR_RAISE(const int memfd, CopyToSealedMemfd(held->fd, file.size, path));
+    close(held->fd);
+    held->fd = memfd;
+  }
+  void* p = mmap(nullptr, static_cast<size_t>(file.size), PROT_READ, MAP_SHARED, held->fd, 0);
+  if (p == MAP_FAILED) return Errno("mapping", path);
+  held->address = p;
+  held->length = static_cast<size_t>(file.size);
+  file.fd = held->fd;
+  file.data = static_cast<const uint8_t*>(p);
+  file.owner = std::move(held);
+  return file;
+}
+
+Result<std::shared_ptr<const Kept>> EncodeFromFile(Dataset& dataset, const DatasetFile& file,
+                                                   std::shared_ptr<transport::Region> region,
+                                                   const ipc::WriteOptions& options) {
+  auto kept = std::make_shared<Kept>();
+  kept->region = std::move(region);
+  FileSink sink(kept.get(), file);
+  FERRY_RETURN_NOT_OK(EncodeAll(dataset, &sink, options));
+  // Encoding read the pages (validation): let them go from this process. The page cache keeps
+  // them for clients; the server's resident memory stays at what it holds itself.
+  madvise(const_cast<uint8_t*>(file.data), static_cast<size_t>(file.size), MADV_DONTNEED);
+  return std::shared_ptr<const Kept>(std::move(kept));
+}
+
+}  // namespace ferry::dipc::internal
