@@ -82,10 +82,12 @@ void Catalogue::Add(const std::string& name, std::shared_ptr<Dataset> dataset) {
   entries_[name] = Entry{std::move(dataset), nullptr, 0, std::make_shared<const int>(0)};
 }
 
-uint32_t Catalogue::Keep(const std::string& name, std::shared_ptr<const Kept> kept) {
+uint32_t Catalogue::Keep(const std::string& name, std::shared_ptr<const Kept> kept,
+                         std::shared_ptr<Dataset> dataset) {
   std::lock_guard lock(mutex_);
   const uint32_t region = next_region_++;
-  entries_[name] = Entry{nullptr, std::move(kept), region, std::make_shared<const int>(0)};
+  entries_[name] =
+      Entry{std::move(dataset), std::move(kept), region, std::make_shared<const int>(0)};
   return region;
 }
 
@@ -105,6 +107,10 @@ Result<Catalogue::Entry> Catalogue::Find(const std::string& ticket, uint32_t reg
     std::string names;
     for (const auto& [n, e] : entries_) names += (names.empty() ? "" : ", ") + n;
     return Status(ENOENT, "unknown ticket \"" + ticket + "\" (this server has: " + names + ")");
+  }
+  if (it->second.region != region && region == 0 && it->second.dataset != nullptr) {
+    // A lent file asked for under the shared region's URI: read and copied as before.
+    return Entry{it->second.dataset, nullptr, 0, it->second.readers};
   }
   if (it->second.region != region) {
     return Status(EACCES, "dataset \"" + name + "\" is served under another URI (its memory " +

@@ -50,7 +50,7 @@ class Catalogue {
  public:
   /// What a ticket names.
   struct Entry {
-    std::shared_ptr<Dataset> dataset;  // NULL when kept
+    std::shared_ptr<Dataset> dataset;  // NULL when kept (unless a lent file's)
     std::shared_ptr<const Kept> kept;  // NULL when read afresh
     uint32_t region = 0;
     /// Held by the catalogue and by every copy Find hands out: its use count, less one, is how
@@ -64,8 +64,11 @@ class Catalogue {
       : issued_only_(issued_only), tickets_(std::move(tickets)) {}
 
   void Add(const std::string& name, std::shared_ptr<Dataset> dataset);
-  /// Serve `kept` under `name` from a region of its own; returns its region number.
-  uint32_t Keep(const std::string& name, std::shared_ptr<const Kept> kept);
+  /// Serve `kept` under `name` from a region of its own; returns its region number. With
+  /// `dataset` (a lent file's), a client asking under the shared region's URI is served that,
+  /// read and copied afresh, instead of being refused.
+  uint32_t Keep(const std::string& name, std::shared_ptr<const Kept> kept,
+                std::shared_ptr<Dataset> dataset = nullptr);
   /// The entry for `ticket` asked for under `region`. ENOENT names an unknown ticket (and, when
   /// tickets are names, what the server has); ETIME an expired one; EACCES one asked for under
   /// another region's URI.

@@ -73,7 +73,7 @@ class DeviceStreamReader final : public DatasetReader {
 
 class PathDataset final : public Dataset {
  public:
-  explicit PathDataset(DatasetFile file)
+  explicit PathDataset(DatasetFile&& file)
       : file_(std::move(file)), bytes_{file_.data, file_.size, file_.owner} {}
   const DatasetFile* file() const noexcept override { return &file_; }
   Result<std::unique_ptr<DatasetReader>> Open() override {

@@ -62,7 +62,7 @@ class ServerImpl final : public Server {
     FERRY_ASSIGN_OR_RAISE(
         std::shared_ptr<const internal::Kept> kept,
         internal::EncodeFromFile(*dataset, file, std::move(region), state_->options.write));
-    state_->catalogue->Keep(name, std::move(kept));
+    state_->catalogue->Keep(name, std::move(kept), dataset);
     ++state_->files_lent;
     return Status::OK();
   }
