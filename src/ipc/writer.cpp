@@ -318,7 +318,7 @@ struct StreamWriter::Impl {
     FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray host,
                           stream ? view.CopyAsync(*cpu, stream) : view.Copy(*cpu));
     device_copy = true;
-    const Status st = WriteBatch(&host->array, {});
+    Status st = WriteBatch(&host->array, {});
     device_copy = false;
     return st;
   }
