@@ -20,9 +20,10 @@ def cli():
     return path
 
 
-def write_stream(path, table, chunk):
+def write_stream(path, table, chunk, compression=None):
+    options = pa.ipc.IpcWriteOptions(compression=compression)
     with pa.OSFile(str(path), "wb") as f:
-        with pa.ipc.new_stream(f, table.schema) as w:
+        with pa.ipc.new_stream(f, table.schema, options=options) as w:
             for b in table.to_batches(max_chunksize=chunk):
                 w.write_batch(b)
 
@@ -149,11 +150,14 @@ def test_a_killed_server_leaves_no_segment_and_a_clear_error(tmp_path, transport
         # stream must be longer than that to be mid-way.
         table = pa.concat_tables([table] * 8)
     src = tmp_path / "t.arrows"
-    write_stream(src, table, 4_000)
-    # A small region makes the server wait on the client, and the client writes into a FIFO the
-    # test stops reading: the stream is surely mid-way when the server is killed. (Over UCX the
-    # client talks to the server on shared memory and CMA lanes that have no failure detection
-    # of their own: the socket-address endpoint beside them must notice the death.)
+    # Compressed, so the server reads and copies it for this client through its shared region (a
+    # plain file would be lent as it is: no region to wait on, and over shared memory the client
+    # keeps the file's pages after the server dies). A small region makes the server wait on the
+    # client, and the client writes into a FIFO the test stops reading: the stream is surely
+    # mid-way when the server is killed. (Over UCX the client talks to the server on shared
+    # memory and CMA lanes that have no failure detection of their own: the socket-address
+    # endpoint beside them must notice the death.)
+    write_stream(src, table, 4_000, compression="lz4" if body == "list" else None)
     server = Server("--transport", transport, "--body", body, "--region-mb", "1", f"t={src}")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -319,11 +319,11 @@ int RunGet(const GetOptions& o) {
     if (!parsed.ok()) return Fail("--data " + o.data, parsed.status());
     data = std::move(*parsed);
   }
-  if (!o.to.empty() && !o.force) {
-    struct stat st {};
-    if (stat(o.to.c_str(), &st) == 0) {
-      return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
-    }
+  // Refused before connecting: an existing regular file needs --force (a FIFO or a device is
+  // written in place).
+  if (struct stat st {}; !o.to.empty() && !o.force && stat(o.to.c_str(), &st) == 0 &&
+                         S_ISREG(st.st_mode)) {
+    return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
   }
   Result<UniqueDeviceArrayStream> stream = data
                                                ? dipc::ConnectStream(*uri, *data, o.ticket, options)
