@@ -81,10 +81,20 @@ class FileSink final : public ipc::MessageSink {
       std::vector<BufferRef> pairs;
       pairs.reserve(m.buffers.size());
       const auto begin = reinterpret_cast<uintptr_t>(file_.data);
+      // Empty buffers point where the first non-empty one does: no address of their own for the
+      // client to free (peers free the addresses of the buffers they read).
+      int64_t empty_at = 0;
+      for (const ipc::BodyBuffer& b : m.buffers) {
+        const auto at = reinterpret_cast<uintptr_t>(b.data);
+        if (b.length > 0 && at >= begin && at - begin < static_cast<uintptr_t>(file_.size)) {
+          empty_at = static_cast<int64_t>(at - begin);
+          break;
+        }
+      }
       for (size_t i = 0; i < m.buffers.size(); ++i) {
         const ipc::BodyBuffer& b = m.buffers[i];
         const auto at = reinterpret_cast<uintptr_t>(b.data);
-        int64_t offset = 0;
+        int64_t offset = empty_at;
         if (b.length > 0) {
           if (at < begin || at - begin > static_cast<uintptr_t>(file_.size) ||
               static_cast<int64_t>(at - begin) + b.length > file_.size) {
