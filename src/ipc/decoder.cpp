@@ -177,7 +177,8 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
                                                int64_t* decompressed) const {
   const ArrowSchema* root = schema->root.get();
   std::vector<const ArrowSchema*> columns(root->children, root->children + root->n_children);
-  FERRY_RETURN_NOT_OK(CheckDeviceBody(batch->compression() != nullptr, body, label));
+  FERRY_RETURN_NOT_OK(
+      CheckDeviceBody(batch != nullptr && batch->compression() != nullptr, body, label));
   auto lookup = [this](int64_t key) { return Lookup(key); };
   FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
                         internal::LoadColumns(columns, *schema, batch, body, lookup,
