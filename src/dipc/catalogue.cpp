@@ -158,6 +158,15 @@ uint32_t Catalogue::RegionOf(const std::string& name) const {
   return it == entries_.end() ? 0 : it->second.region;
 }
 
+std::shared_ptr<const Kept> Catalogue::KeptAt(uint32_t region) const {
+  if (region == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  for (const auto& [name, e] : entries_) {
+    if (e.region == region && e.kept) return e.kept;
+  }
+  return nullptr;
+}
+
 std::shared_ptr<transport::Region> Catalogue::Memory(uint32_t region) const {
   if (region == 0) return nullptr;
   std::lock_guard lock(mutex_);

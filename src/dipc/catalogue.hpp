@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ferry/core/result.hpp"
+#include "ferry/device/device.hpp"
 #include "ferry/dipc/dataset.hpp"
 #include "ferry/dipc/tickets.hpp"
 #include "ferry/ipc/writer.hpp"
@@ -28,16 +29,29 @@ struct KeptMessage {
   std::vector<uint64_t> addresses;
 };
 
-/// A dataset encoded once into memory of its own, which every client borrows.
+/// A dataset encoded once into memory of its own, which every client borrows: a transport
+/// region, or one device allocation (KeepOnDevice) whose pairs are offsets from its base.
 struct Kept {
-  std::shared_ptr<transport::Region> region;
+  std::shared_ptr<transport::Region> region;  // NULL when the bodies are in device memory
   std::vector<KeptMessage> messages;
+  /// The device allocation (freed with the last holder), the URI's remote_handle for it (the
+  /// CUDA IPC handle's 64 bytes) and its size in bytes.
+  std::shared_ptr<void> device_memory;
+  std::string device_handle;
+  int64_t device_bytes = 0;
 };
 
 /// Encode `dataset` into a region made by `make_region` (sized by a first pass), for Keep.
 Result<std::shared_ptr<const Kept>> EncodeKept(
     Dataset& dataset, const ipc::WriteOptions& options,
     const std::function<Result<std::shared_ptr<transport::Region>>(int64_t)>& make_region);
+
+/// Encode `dataset` once into one allocation on `device` (a CUDA device), copied there through
+/// the device layer, with pairs that are offsets from its base, for KeepOnDevice. Compressed
+/// bodies are refused (a client cannot decompress device memory).
+Result<std::shared_ptr<const Kept>> EncodeKeptOnDevice(Dataset& dataset,
+                                                       const ipc::WriteOptions& options,
+                                                       Device& device);
 
 /// Write `dataset`'s messages (schema, dictionaries, batches, end) into `sink` with `options`.
 Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options);
@@ -85,6 +99,8 @@ class Catalogue {
   /// region 0: the server's own).
   uint32_t RegionOf(const std::string& name) const;
   std::shared_ptr<transport::Region> Memory(uint32_t region) const;
+  /// The kept dataset served from `region` (NULL for region 0 or an unknown one).
+  std::shared_ptr<const Kept> KeptAt(uint32_t region) const;
 
  private:
   const bool issued_only_;

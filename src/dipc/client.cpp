@@ -9,8 +9,10 @@
 #include <mutex>
 #include <vector>
 
+#include "dipc/cuda_bodies.hpp"
 #include "dipc/fault.hpp"
 #include "ferry/core/stream_adapter.hpp"
+#include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/dipc/sequencer.hpp"
@@ -130,11 +132,13 @@ std::vector<uint64_t> DistinctAddresses(const std::vector<BufferRef>& buffers) {
 class Session {
  public:
   // `data` carries bodies and free_data; it is `conn` itself in the one-connection shape.
+  // With `cuda`, type-1 bodies are offsets into the server's device allocation it opened.
   Session(std::shared_ptr<Connection> conn, std::shared_ptr<Connection> data, const Uri& data_uri,
-          ClientOptions options)
+          ClientOptions options, std::shared_ptr<internal::CudaBodies> cuda)
       : conn_(std::move(conn)),
         data_(std::move(data)),
         options_(options),
+        cuda_(std::move(cuda)),
         decoder_(options_.read),
         metadata_(options_.reorder_window),
         freer_(std::make_shared<Freer>(data_, data_uri.free_data.value_or(kDefaultFreeDataTag))) {}
@@ -324,10 +328,16 @@ class Session {
     FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));
     const auto* fb = m.flatbuffer.data();
     const auto fb_size = static_cast<int64_t>(m.flatbuffer.size());
+    if (tag.type == BodyType::kPacked && cuda_) {
+      return Status::Invalid("message " + std::to_string(m.sequence) +
+                             " has a packed body, but the URI says bodies are in the server's "
+                             "CUDA memory (type 1)");
+    }
     if (tag.type == BodyType::kPacked) return decoder_.ConsumeMessage(fb, fb_size, r->payload);
 
     FERRY_ASSIGN_OR_RAISE(BufferList list,
                           ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
+    if (cuda_) return ConsumeOnDevice(fb, fb_size, list);
     Result<FetchedBody> fetched = data_->Fetch(list.buffers, options_.timeout);
     FERRY_RETURN_NOT_OK(
         Check(fetched.status(), "fetch (message " + std::to_string(m.sequence) + ")"));
@@ -352,7 +362,35 @@ class Session {
     return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
   }
 
+  // A type-1 body whose pairs are offsets into the server's device allocation: the arrays point
+  // there (the decoder bounds-checks every buffer against it and never reads it), and the loan
+  // goes back when the last of them is released.
+  Status ConsumeOnDevice(const uint8_t* fb, int64_t fb_size, const BufferList& list) {
+    std::vector<ipc::BufferLocation> at;
+    at.reserve(list.buffers.size());
+    for (const BufferRef& b : list.buffers) {
+      // An address past INT64_MAX becomes negative, which the decoder refuses, naming it.
+      at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
+    }
+    SharedBytes bytes{cuda_->data(), cuda_->size(), cuda_};
+    std::vector<uint64_t> addresses = DistinctAddresses(list.buffers);
+    if (!addresses.empty()) {
+      freer_->Borrow();
+      auto owner = std::make_shared<BorrowedBody>();
+      owner->mapping = cuda_;
+      owner->freer = freer_;
+      owner->addresses = std::move(addresses);
+      bytes.owner = std::move(owner);
+    }
+    return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
+  }
+
   Status Deliver(UniqueArray batch, ArrowDeviceArray* out) {
+    if (cuda_) {
+      // Already on the device, complete (the server waited for its copies before sending the
+      // pairs): no copy and no event.
+      return DeviceArrayInit(*cuda_->device(), out, batch.get(), nullptr);
+    }
     UniqueDeviceArray host;
     batch.move_to(&host->array);
     host->device_id = -1;
@@ -372,6 +410,7 @@ class Session {
   std::shared_ptr<Connection> conn_;
   std::shared_ptr<Connection> data_;
   ClientOptions options_;
+  std::shared_ptr<internal::CudaBodies> cuda_;  // NULL unless bodies are in CUDA memory
   ipc::Decoder decoder_;
   Sequencer<SharedBytes> metadata_;
   std::shared_ptr<Freer> freer_;
@@ -406,7 +445,8 @@ transport::ConnectOptions ConnectOptionsFor(const Uri& uri, const ClientOptions&
   c.limits.max_message_bytes = options.max_metadata_bytes;
   // A type-1 list is 16 bytes per buffer; a packed body is at most the announced limit.
   c.limits.max_tagged_bytes = options.max_body_bytes;
-  c.remote_handle = uri.remote_handle.value_or("");
+  // A CUDA IPC handle is for the device layer, not the transport's key.
+  if (!internal::CudaBodies::Carries(uri)) c.remote_handle = uri.remote_handle.value_or("");
   c.extensions = uri.ferry;
   return c;
 }
@@ -428,7 +468,15 @@ Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
                                       const ClientOptions& options) {
   Device* target = options.device != nullptr ? options.device : CpuDevice();
   const ArrowDeviceType device_type = target->device_type();
-  auto session = std::make_unique<Session>(std::move(conn), std::move(data), data_uri, options);
+  std::shared_ptr<internal::CudaBodies> cuda;
+  ClientOptions session_options = options;
+  if (internal::CudaBodies::Carries(data_uri)) {
+    // Opened once per connection; closed when the stream and every array from it are gone.
+    FERRY_ASSIGN_OR_RAISE(cuda, internal::CudaBodies::Open(data_uri, target));
+    session_options.read.body_on_device = true;
+  }
+  auto session = std::make_unique<Session>(std::move(conn), std::move(data), data_uri,
+                                           session_options, std::move(cuda));
   FERRY_RETURN_NOT_OK(session->Handshake(ticket, uri.want_data, data_uri.want_data));
   return ExportDeviceArrayStream(std::make_unique<SessionProducer>(std::move(session)),
                                  device_type);

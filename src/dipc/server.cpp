@@ -52,6 +52,19 @@ class ServerImpl final : public Server {
     return Status::OK();
   }
 
+  Status KeepOnDevice(const std::string& name, std::shared_ptr<Dataset> dataset,
+                      Device& device) override {
+    if (dataset == nullptr) return Status::Invalid("the dataset is NULL");
+    if (state_->options.body_type != BodyType::kBufferList) {
+      return Status::Invalid("serving bodies from device memory needs body type 1 (buffer lists)");
+    }
+    FERRY_ASSIGN_OR_RAISE(std::shared_ptr<const internal::Kept> kept,
+                          internal::EncodeKeptOnDevice(*dataset, state_->options.write, device));
+    // With the dataset: asked for under the shared region's URI, it is read and copied there.
+    state_->catalogue->Keep(name, std::move(kept), std::move(dataset));
+    return Status::OK();
+  }
+
   // Serve `dataset`'s file from its own pages: registered as a region, encoded once into pairs
   // that point into it.
   Status LendFile(const std::string& name, const std::shared_ptr<Dataset>& dataset) {
@@ -73,6 +86,7 @@ class ServerImpl final : public Server {
     // Metadata needs neither free_data nor a key: both belong to the data URI.
     u.free_data.reset();
     u.remote_handle.reset();
+    u.other.clear();
     return u;
   }
   Uri data_uri(const std::string& name) const override { return MakeUri(name, Channel::kData); }
@@ -152,6 +166,11 @@ class ServerImpl final : public Server {
     if (memory) {
       std::string handle = memory->remote_handle();
       if (!handle.empty()) u.remote_handle = std::move(handle);
+    }
+    if (const std::shared_ptr<const internal::Kept> kept = state_->catalogue->KeptAt(region);
+        kept && !kept->device_handle.empty()) {
+      u.remote_handle = kept->device_handle;
+      u.other.emplace_back(kCudaIpcParameter, std::to_string(kept->device_bytes));
     }
     u.ferry = true;
     return u;

@@ -219,7 +219,8 @@ Status Session::WriteEndOfStream() {
 // Lend a kept dataset: its metadata, then pairs into its own memory. Nothing is copied; the
 // client's free_data only returns the loan.
 Status Session::Replay(const Kept& kept) {
-  if (send_bodies_) FERRY_RETURN_NOT_OK(conn_->ShareRegion(kept.region));
+  // Bodies in device memory need no region: the client opens the URI's CUDA IPC handle.
+  if (send_bodies_ && kept.region) FERRY_RETURN_NOT_OK(conn_->ShareRegion(kept.region));
   for (const KeptMessage& m : kept.messages) {
     if (dead_.load()) return Status(EPIPE, "the client went away");
     const uint32_t seq = next_seq_++;

@@ -2,6 +2,8 @@
 #include "ferry/ipc/decoder.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -175,6 +177,8 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
                                                int64_t* decompressed) const {
   const ArrowSchema* root = schema->root.get();
   std::vector<const ArrowSchema*> columns(root->children, root->children + root->n_children);
+  FERRY_RETURN_NOT_OK(
+      CheckDeviceBody(batch != nullptr && batch->compression() != nullptr, body, label));
   auto lookup = [this](int64_t key) { return Lookup(key); };
   FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
                         internal::LoadColumns(columns, *schema, batch, body, lookup,
@@ -188,8 +192,28 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
     loaded.columns[c].move_to(&root_slots.children[c]);
   }
   FERRY_RETURN_NOT_OK(
-      ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, options.validation, label));
+      ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, Validation(), label));
   return out;
+}
+
+Status Decoder::Impl::CheckDeviceBody(bool compressed, const SharedBytes& body,
+                                      const std::string& label) const {
+  if (!options.body_on_device) return Status::OK();
+  const char* why = nullptr;
+  if (compressed) {
+    why = "is compressed";
+  } else if (schema->big_endian != (std::endian::native == std::endian::big)) {
+    why = "needs its bytes swapped (a big-endian stream)";
+  } else if (reinterpret_cast<uintptr_t>(body.data) % 8 != 0) {
+    why = "is not 8-byte aligned";
+  }
+  if (why == nullptr) return Status::OK();
+  return Status::NotSupported(label + ": the body " + why +
+                              ", but it is device memory the host must not read");
+}
+
+ValidationLevel Decoder::Impl::Validation() const {
+  return options.body_on_device ? ValidationLevel::kNone : options.validation;
 }
 
 Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const SharedBytes& body,
@@ -203,15 +227,21 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
   const ArrowSchema* value_schema = it->second;
   auto lookup = [this](int64_t key) { return Lookup(key); };
   const std::string label = Label(i) + " (dictionary " + std::to_string(id) + ")";
+  FERRY_RETURN_NOT_OK(
+      CheckDeviceBody(d->data() != nullptr && d->data()->compression() != nullptr, body, label));
   FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
                         internal::LoadColumns({value_schema}, *schema, d->data(), body, lookup,
                                               options.max_decompressed_bytes, label));
   copied += loaded.decompressed_bytes;
   FERRY_RETURN_NOT_OK(ValidateLoaded(value_schema, loaded.columns[0].get(), loaded.buffer_sizes,
-                                     false, options.validation, label));
+                                     false, Validation(), label));
   auto existing = dictionaries.find(id);
   if (d->is_delta()) {
     if (existing != dictionaries.end() && (*existing->second)->length > 0) {
+      if (options.body_on_device) {
+        return Status::NotSupported(label + ": a dictionary delta is merged on the host, but " +
+                                    "the dictionary is device memory the host must not read");
+      }
       Result<UniqueArray> merged =
           Concatenate(value_schema, existing->second->get(), loaded.columns[0].get());
       if (!merged.ok()) {

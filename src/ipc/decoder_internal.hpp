@@ -51,6 +51,10 @@ struct Decoder::Impl {
   Result<UniqueArray> DecodeBatch(const fb::RecordBatch* batch, const SharedBytes& body,
                                   const std::string& label, int64_t* decompressed) const;
   Status CheckVersion(fb::MetadataVersion version, int64_t i) const;
+  /// With options.body_on_device: refuse a body whose decoding would read it on the host.
+  Status CheckDeviceBody(bool compressed, const SharedBytes& body, const std::string& label) const;
+  /// The level loaded arrays are validated at (none for bodies in device memory).
+  ValidationLevel Validation() const;
   /// The current dictionary of `id` and what keeps it alive.
   Result<internal::DictionaryRef> Lookup(int64_t id) const;
 

@@ -150,6 +150,11 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                 "Write each dataset's bodies into memory of its own once, at start, and lend "
                 "them to every client (needs --body list; memory: the datasets' size). Without "
                 "it, --body list lends each file's own pages: no copy and no memory of its own");
+  cmd->add_option("--device", o->device,
+                  "cuda:N: write each dataset's bodies into that GPU's memory once, at start, and "
+                  "lend them to clients on this host by CUDA IPC handle (the printed URI; they "
+                  "read with --device cuda:N); the host URI, printed on stderr, serves the rest. "
+                  "Needs --body list");
   cmd->add_option("--region-mb", o->region_mb,
                   "Shared region size: the most body memory in flight, all clients")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
@@ -253,10 +258,20 @@ int RunServe(const ServeOptions& o) {
     if (!d.ok()) return Fail(spec.substr(eq + 1), d.status());
     datasets.emplace_back(spec.substr(0, eq), std::move(*d));
   }
+  Device* body_device = nullptr;
+  if (!o.device.empty() && o.device != "cpu") {
+    Result<Device*> parsed = ParseDevice(o.device);
+    if (!parsed.ok()) return Fail("--device", parsed.status());
+    body_device = *parsed;
+  }
   Result<std::unique_ptr<dipc::Server>> server = dipc::Server::Start(options);
   if (!server.ok()) return Fail("starting the server", server.status());
   for (auto& [name, d] : datasets) {
-    if (o.keep) {
+    if (body_device != nullptr) {
+      if (const Status st = (*server)->KeepOnDevice(name, d, *body_device); !st.ok()) {
+        return Fail(name + " on " + o.device, st);
+      }
+    } else if (o.keep) {
       if (const Status st = (*server)->Keep(name, d); !st.ok()) return Fail(name, st);
     } else {
       (*server)->Add(name, d);
@@ -277,6 +292,10 @@ int RunServe(const ServeOptions& o) {
   // stdout stays one "NAME URI" line per dataset, for scripts; the split shape (metadata and
   // data servers apart) is told on stderr.
   for (auto& [name, d] : datasets) {
+    if (body_device != nullptr) {
+      std::fprintf(stderr, "ferry serve: %s host: ferry get %s --ticket %s\n", name.c_str(),
+                   (*server)->uri().ToString().c_str(), name.c_str());
+    }
     std::fprintf(stderr, "ferry serve: %s split: ferry get %s --data %s --ticket %s\n",
                  name.c_str(), (*server)->metadata_uri(name).ToString().c_str(),
                  (*server)->data_uri(name).ToString().c_str(), name.c_str());
@@ -287,13 +306,13 @@ int RunServe(const ServeOptions& o) {
   std::fprintf(stderr,
                "ferry serve: %lld clients, %lld batches, %.1f MB of bodies, %lld failed, %lld "
                "refused; addresses lent %lld, freed %lld, unknown frees %lld; files served "
-               "in place %lld, copied per client %lld\n",
+               "in place %lld, copied per client %lld; %lld clients still connected\n",
                static_cast<long long>(s.clients_accepted), static_cast<long long>(s.batches_sent),
                static_cast<double>(s.body_bytes_sent) / 1e6,
                static_cast<long long>(s.sessions_failed), static_cast<long long>(s.tickets_refused),
                static_cast<long long>(s.addresses_lent), static_cast<long long>(s.addresses_freed),
                static_cast<long long>(s.unknown_frees), static_cast<long long>(s.files_lent),
-               static_cast<long long>(s.files_copied));
+               static_cast<long long>(s.files_copied), static_cast<long long>(s.clients_active));
   return 0;
 }
 
@@ -380,14 +399,25 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
   int64_t batches = 0;
   int64_t rows = 0;
   int64_t bytes = 0;
+  // With -v: what the device layer copied while batches landed (not while they were written).
+  Result<Device*> target = ParseDevice(o.device);
+  Device* counted = o.verbose && target.ok() ? *target : nullptr;
+  DeviceStats landing;
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   while (true) {
     UniqueDeviceArray batch;
-    if (const Status st = StreamGetNext(s, batch.get()); !st.ok()) {
+    const DeviceStats before = counted != nullptr ? counted->stats() : DeviceStats{};
+    const Status next = StreamGetNext(s, batch.get());
+    if (counted != nullptr) {
+      const DeviceStats after = counted->stats();
+      landing.copies += after.copies - before.copies;
+      landing.bytes_copied += after.bytes_copied - before.bytes_copied;
+    }
+    if (!next.ok()) {
       if (bar) std::fprintf(stderr, "\n");
-      return Fail(peer, st);
+      return Fail(peer, next);
     }
     if (!batch.valid()) break;
     ++batches;
@@ -419,6 +449,11 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
               label.c_str(), static_cast<long long>(batches), static_cast<long long>(rows),
               static_cast<long long>(bytes), t, static_cast<double>(bytes) / 1e6 / t,
               o.device.c_str(), o.to.empty() ? "" : ", written to ", o.to.c_str());
+  if (counted != nullptr) {
+    std::fprintf(stderr, "ferry get: landing on %s: %lld copies, %lld bytes copied\n",
+                 counted->ToString().c_str(), static_cast<long long>(landing.copies),
+                 static_cast<long long>(landing.bytes_copied));
+  }
   return 0;
 }
 

@@ -22,6 +22,9 @@ struct ServeOptions {
   int64_t region_mb = 256;
   /// Write each dataset's bodies into shared memory once and lend them to every client.
   bool keep = false;
+  /// "cuda:N": write each dataset's bodies into that GPU's memory once and lend them to clients
+  /// on this host by CUDA IPC handle; "" or "cpu": host memory.
+  std::string device;
   /// How long the server waits on a client (its request, its frees, each send).
   double timeout_s = 30;
   int max_clients = 256;

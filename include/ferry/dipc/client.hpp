@@ -20,7 +20,9 @@ namespace ferry::dipc {
 /// How a client reads. Plain values.
 struct FERRY_EXPORT ClientOptions {
   /// Where batches land: the CPU (in place over shared memory: no copy), or any device of the
-  /// device layer (one copy of each batch, through the device layer). NULL means the CPU.
+  /// device layer (one copy of each batch, through the device layer). NULL means the CPU. A URI
+  /// whose bodies are the server's CUDA memory (kCudaIpcParameter) needs a CUDA device: batches
+  /// then point into that memory, mapped by its IPC handle (no copy); other devices are refused.
   Device* device = nullptr;
   /// Checks on what arrives (full validation by default: the peer is not trusted).
   ipc::ReadOptions read;

@@ -11,6 +11,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
+#include "ferry/device/device.hpp"
 #include "ferry/dipc/dataset.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/dipc/tickets.hpp"
@@ -97,6 +98,14 @@ class FERRY_EXPORT Server {
   /// free_data only return the loan. Needs body type 1. That memory gets its own URI (uri(name))
   /// with its own remote_handle. Errors come from reading the dataset.
   [[nodiscard]] virtual Status Keep(const std::string& name, std::shared_ptr<Dataset> dataset) = 0;
+  /// Serve `dataset` under `name` from one allocation on `device` (a CUDA device): its bodies
+  /// are copied there once, now, through the device layer, and lent to clients on this host by
+  /// the allocation's CUDA IPC handle; uri(name) carries it as remote_handle (with
+  /// kCudaIpcParameter) and pairs are offsets from the allocation's base. Under uri() (the
+  /// shared region's) the dataset is still served from host memory, for clients without CUDA or
+  /// on other hosts. Needs body type 1 and no compression.
+  [[nodiscard]] virtual Status KeepOnDevice(const std::string& name,
+                                            std::shared_ptr<Dataset> dataset, Device& device) = 0;
   /// The URI a client reads `name` with, both streams on one connection: scheme, address,
   /// want_data and free_data, the remote_handle of the memory `name` is served from, and
   /// ferry=1. With no name (or a name served from the shared region) it is the shared region's.

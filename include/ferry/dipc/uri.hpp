@@ -16,6 +16,11 @@
 
 namespace ferry::dipc {
 
+/// ferry's URI parameter that says the remote_handle is a CUDA IPC memory handle (its 64 bytes)
+/// rather than a transport's key: type-1 addresses are then offsets from the base of that device
+/// allocation, whose size in bytes is the parameter's value. Kept in Uri::other.
+inline constexpr const char* kCudaIpcParameter = "ferry_cuda_ipc";
+
 /// A parsed URI. `remote_handle` holds the decoded bytes (a UCX rkey, a CUDA IPC handle, ...).
 /// Unknown query parameters are kept, in order, so printing round-trips.
 struct FERRY_EXPORT Uri {

@@ -32,6 +32,11 @@ struct FERRY_EXPORT ReadOptions {
   int32_t max_flatbuffer_tables = 1000000;
   /// The deepest type nesting accepted in a schema.
   int32_t max_type_depth = 64;
+  /// Bodies are device memory the host must not read (CUDA IPC bodies): only the structural
+  /// checks run (`validation` is not applied), and what would read body bytes on the host is
+  /// refused with an error: a compressed body, a big-endian stream, a misaligned body, a
+  /// dictionary delta.
+  bool body_on_device = false;
 };
 
 /// The metadata version a stream declared. ferry reads V4 and V5 and writes V5.
