@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ferry/dipc/client.hpp"
@@ -74,6 +75,10 @@ int Serve() {
               (*server)->uri().ToString().c_str());
   std::fflush(stdout);
   while (std::fgetc(stdin) != EOF) {
+  }
+  // The clients' last free_data may still be on its way to a session: wait for it (bounded).
+  for (int i = 0; i < 500 && (*server)->stats().clients_active > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const ServerStats s = (*server)->stats();
   (*server)->Stop();
