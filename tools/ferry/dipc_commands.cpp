@@ -340,8 +340,8 @@ int RunGet(const GetOptions& o) {
   }
   // Refused before connecting: an existing regular file needs --force (a FIFO or a device is
   // written in place).
-  if (struct stat st {}; !o.to.empty() && !o.force && stat(o.to.c_str(), &st) == 0 &&
-                         S_ISREG(st.st_mode)) {
+  if (struct stat st{};
+      !o.to.empty() && !o.force && stat(o.to.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
   }
   Result<UniqueDeviceArrayStream> stream = data
