@@ -66,9 +66,14 @@ if ((sanitize)); then
   # UCX patches malloc and mmap in the running process (its memory hooks, for registration
   # caches); LeakSanitizer's stop-the-world tracer can then fault at exit. The transports under
   # test (TCP, shared memory, CMA) need no registration cache, so the hooks are turned off here.
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
-    ctest --test-dir build/asan --output-on-failure --timeout 1200 -j"$jobs"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+  export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none
+  ctest --test-dir build/asan --output-on-failure --timeout 1200 -j"$jobs" -E '^memview$'
+  # The memview suite loads and unloads libraries (PoCL compiles and loads kernels at run time);
+  # one leaves a stale dynamic-TLS entry whose bogus range LeakSanitizer's tracer faults on at
+  # exit. Leaks are still checked there, with thread-local storage not taken as roots.
+  LSAN_OPTIONS=use_tls=0 ctest --test-dir build/asan --output-on-failure --timeout 1200 -R '^memview$'
+
 fi
 echo "== all suites passed"
