@@ -13,8 +13,9 @@ Gem::Specification.new do |spec|
   spec.license = "Apache-2.0"
   spec.required_ruby_version = ">= 3.0"
   spec.files = Dir.chdir(__dir__) do
-    Dir.glob(["CMakeLists.txt", "cmake/**/*", "include/**/*", "src/**/*", "scripts/layers.txt",
-              "ruby/CMakeLists.txt", "ruby/ext/**/*", "ruby/lib/**/*.rb", "docs/ruby.md"])
+    Dir.glob(["CMakeLists.txt", "cmake/**/*", "include/**/*", "src/**/*", "proto/**/*",
+              "scripts/layers.txt", "ruby/CMakeLists.txt", "ruby/ext/**/*", "ruby/lib/**/*.rb",
+              "docs/ruby.md"])
        .select { |f| File.file?(f) }
   end
   spec.require_paths = ["ruby/lib"]
