@@ -34,11 +34,8 @@ class KeepSink final : public ipc::MessageSink {
         if (b.length > 0) std::memcpy(kept_->region->data() + at + b.offset, b.data, b.length);
         pairs.push_back(
             BufferRef{kept_->region->WireAddress(at + b.offset), static_cast<uint64_t>(b.length)});
-        k.addresses.push_back(pairs.back().address);
       }
-      std::sort(k.addresses.begin(), k.addresses.end());
-      k.addresses.erase(std::unique(k.addresses.begin(), k.addresses.end()), k.addresses.end());
-      k.pairs = EncodeBufferList(pairs);
+      k.SetBody(pairs);
     }
     kept_->messages.push_back(std::move(k));
     return Status::OK();
@@ -52,6 +49,14 @@ class KeepSink final : public ipc::MessageSink {
 };
 
 }  // namespace
+
+void KeptMessage::SetBody(const std::vector<transport::BufferRef>& refs) {
+  addresses.clear();
+  for (const transport::BufferRef& r : refs) addresses.push_back(r.address);
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  pairs = EncodeBufferList(refs);
+}
 
 Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options) {
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, dataset.Open());

@@ -27,6 +27,9 @@ struct KeptMessage {
   bool has_body = false;
   std::vector<uint8_t> pairs;
   std::vector<uint64_t> addresses;
+
+  /// Set `pairs` to the buffer list of `refs` and `addresses` to their distinct addresses.
+  void SetBody(const std::vector<transport::BufferRef>& refs);
 };
 
 /// A dataset encoded once into memory of its own, which every client borrows: a transport

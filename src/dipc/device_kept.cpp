@@ -39,11 +39,8 @@ class DeviceKeepSink final : public ipc::MessageSink {
         }
         pairs.push_back(
             BufferRef{static_cast<uint64_t>(at + b.offset), static_cast<uint64_t>(b.length)});
-        k.addresses.push_back(pairs.back().address);
       }
-      std::sort(k.addresses.begin(), k.addresses.end());
-      k.addresses.erase(std::unique(k.addresses.begin(), k.addresses.end()), k.addresses.end());
-      k.pairs = EncodeBufferList(pairs);
+      k.SetBody(pairs);
       // The encoder's buffers may be gone once this returns: the copies must be done.
       FERRY_RETURN_NOT_OK(device_->SynchronizeEvent(nullptr, stream_));
     }

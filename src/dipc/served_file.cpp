@@ -111,11 +111,8 @@ class FileSink final : public ipc::MessageSink {
         }
         pairs.push_back(
             BufferRef{kept_->region->WireAddress(offset), static_cast<uint64_t>(b.length)});
-        k.addresses.push_back(pairs.back().address);
       }
-      std::sort(k.addresses.begin(), k.addresses.end());
-      k.addresses.erase(std::unique(k.addresses.begin(), k.addresses.end()), k.addresses.end());
-      k.pairs = EncodeBufferList(pairs);
+      k.SetBody(pairs);
     }
     kept_->messages.push_back(std::move(k));
     return Status::OK();
