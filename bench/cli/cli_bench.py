@@ -3,7 +3,8 @@ mixed columns (int64, float64, strings, list<int32>; 21 batches, 1 GiB by defaul
 ucx_perftest (tag_bw and ucp_get at 64 MiB) in the same run.
 
 For each path it times whole `ferry get` processes (spawn to exit, median of --repeat runs, each
-reading the whole file), and samples the server's memory every 2 ms while they run: its own
+reading the whole file), splits each into the connection's set-up and the transfer after it (as
+`ferry get`'s summary line reports them; ucx_perftest's figures exclude its own wire-up), and samples the server's memory every 2 ms while they run: its own
 memory (RssAnon + RssShmem, what a copy per client would grow) and the file's pages mapped
 (RssFile, the page cache, which the kernel shares and may drop). Prints a Markdown table with the
 ratios to the issue's goals, and writes JSON for plot_cli.py.
@@ -98,7 +99,7 @@ def run_path(cli, path, rows, transport, body, validation, repeat):
         idle = memory(server.pid)
         sampler = Sampler(server.pid)
         sampler.start()
-        times = []
+        times, connects, transfers = [], [], []
         for _ in range(repeat + 1):  # the first run warms the page cache and is not counted
             start = time.perf_counter()
             r = subprocess.run([cli, "get", uri, "--ticket", "t", "--no-progress", "--validation",
@@ -107,6 +108,12 @@ def run_path(cli, path, rows, transport, body, validation, repeat):
             if r.returncode != 0 or f"{rows} rows" not in r.stdout:
                 raise RuntimeError(f"ferry get failed: {r.stdout} {r.stderr}")
             times.append(elapsed)
+            # "...; connected in C ms, then R MB/s)": the set-up, then the transfer's own rate.
+            m = re.search(r"connected in ([0-9.]+) ms, then ([0-9.]+) MB/s", r.stdout)
+            if m is None:
+                raise RuntimeError(f"ferry get printed no connect/transfer split: {r.stdout}")
+            connects.append(float(m.group(1)))
+            transfers.append(float(m.group(2)) * 1e6)
         sampler.stop.set()
         sampler.join()
     finally:
@@ -115,6 +122,8 @@ def run_path(cli, path, rows, transport, body, validation, repeat):
     lent = re.search(r"files served in place (\d+)", log)
     return {
         "get_s": statistics.median(times[1:]),
+        "connect_ms": statistics.median(connects[1:]),
+        "transfer_bps": statistics.median(transfers[1:]),
         "idle_own_kib": idle["own"],
         "idle_file_kib": idle["file"],
         "peak_own_kib": sampler.peak["own"],
@@ -172,14 +181,17 @@ def main():
     tag, get = results["perftest"]["tag_bw"], results["perftest"]["ucp_get"]
     print(f"\n{size / 2**30:.2f} GiB file, {rows} rows in {args.batches} batches; "
           f"ucx_perftest tag_bw {tag / 1e9:.2f} GB/s, ucp_get {get / 1e9:.2f} GB/s (64 MiB)\n")
-    print("| path | `ferry get` process | throughput | vs ucx_perftest | server own memory, peak above idle | file pages mapped, peak above idle | lent in place |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| path | `ferry get` process | throughput, whole process | of which connect | transfer after connect | vs ucx_perftest (transfer; whole process) | server own memory, peak above idle | file pages mapped, peak above idle | lent in place |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, _, body, _ in PATHS:
         r = results["paths"][name]
         rate = size / r["get_s"]
-        peer = "" if "UCX" not in name else f"{rate / (get if body == 'list' else tag):.0%}"
+        peer_rate = get if body == "list" else tag
+        peer = ("" if "UCX" not in name else
+                f"{r['transfer_bps'] / peer_rate:.0%}; {rate / peer_rate:.0%}")
         grown = r["peak_own_kib"] - r["idle_own_kib"]
-        print(f"| {name} | {r['get_s'] * 1e3:.0f} ms | {rate / 1e9:.2f} GB/s | {peer} | "
+        print(f"| {name} | {r['get_s'] * 1e3:.0f} ms | {rate / 1e9:.2f} GB/s | "
+              f"{r['connect_ms']:.1f} ms | {r['transfer_bps'] / 1e9:.2f} GB/s | {peer} | "
               f"{grown / 1024:.1f} MiB ({grown * 1024 / size:.1%} of the file) | "
               f"{(r['peak_file_kib'] - r['idle_file_kib']) / 1024:.0f} MiB | "
               f"{'yes' if r['lent_in_place'] else 'no'} |")

@@ -12,10 +12,12 @@
 // rate of 1,000-row batches through shared memory and through UCX. Every server is this binary
 // run again (/proc/self/exe with FERRY_BENCH_ROLE=server), started once per configuration and
 // serving every iteration; each iteration connects, drains every batch (releasing each as it
-// comes) and disconnects.
+// comes) and disconnects. A dipc iteration's time runs from the connected stream to its end, as
+// ucx_perftest's excludes its wire-up; the connection's set-up (UCX worker, endpoint, ticket) is
+// the counter connect_ms, shown beside it in the summary.
 //
 // Environment: FERRY_BENCH_PYTHON (default <source>/.venv/bin/python) runs (a);
-// FERRY_BENCH_PERFTEST_ITERS (default 20) sets ucx_perftest's -n.
+// FERRY_BENCH_PERFTEST_ITERS (default 50) sets ucx_perftest's -n.
 #include "bench/dipc/transfer_bench.hpp"
 
 #include <benchmark/benchmark.h>
@@ -24,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -38,14 +42,26 @@
 namespace ferry::bench {
 namespace {
 
-// Drain a dipc stream; returns (batches, rows). Each batch is released as it comes.
+using Clock = std::chrono::steady_clock;
+
+// Seconds from `from` to now.
+double Since(Clock::time_point from) {
+  return std::chrono::duration<double>(Clock::now() - from).count();
+}
+
+// Drain a dipc stream; returns (batches, rows), the connection's set-up and the transfer (from
+// the connected stream to its end, the release of the last batch included) in seconds. Each
+// batch is released as it comes.
 Status DrainDipc(const ServerProc& s, ValidationLevel validation, bool spec, int64_t* batches,
-                 int64_t* rows) {
+                 int64_t* rows, double* connect_s, double* transfer_s) {
   FERRY_ASSIGN_OR_RAISE(dipc::Uri uri, dipc::Uri::Parse(s.address));
   if (spec) uri.ferry = false;
   dipc::ClientOptions o;
   o.read.validation = validation;
+  const Clock::time_point start = Clock::now();
   FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream stream, dipc::ConnectStream(uri, "table", o));
+  const Clock::time_point connected = Clock::now();
+  *connect_s = std::chrono::duration<double>(connected - start).count();
   ArrowDeviceArrayStream* st = stream.get();
   while (true) {
     UniqueDeviceArray batch;
@@ -54,6 +70,7 @@ Status DrainDipc(const ServerProc& s, ValidationLevel validation, bool spec, int
     ++*batches;
     *rows += batch->array.length;
   }
+  *transfer_s = Since(connected);
   return Status::OK();
 }
 
@@ -121,9 +138,14 @@ void BM_Dipc(benchmark::State& state, std::string transport, std::string body, s
     state.SkipWithError("the server process did not start");
     return;
   }
+  double connect_total = 0;
   for (auto _ : state) {
     int64_t batches = 0, rows = 0;
-    const Status st = DrainDipc(*s, validation, path == "spec", &batches, &rows);
+    double connect_s = 0, transfer_s = 0;
+    const Status st =
+        DrainDipc(*s, validation, path == "spec", &batches, &rows, &connect_s, &transfer_s);
+    state.SetIterationTime(transfer_s);
+    connect_total += connect_s;
     if (!st.ok()) {
       state.SkipWithError(st.message().c_str());
       return;
@@ -134,6 +156,8 @@ void BM_Dipc(benchmark::State& state, std::string transport, std::string body, s
     }
   }
   ReportTable(state, *s);
+  state.counters["connect_ms"] =
+      connect_total * 1e3 / static_cast<double>(std::max<int64_t>(state.iterations(), 1));
 }
 
 void BM_Ipc(benchmark::State& state, ValidationLevel validation) {
@@ -199,10 +223,13 @@ void Register() {
   using benchmark::RegisterBenchmark;
   const ValidationLevel full = ValidationLevel::kFull, def = ValidationLevel::kDefault;
   auto big = [](benchmark::internal::Benchmark* b) {
-    b->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(3);
+    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(3);
   };
   auto small = [](benchmark::internal::Benchmark* b) {
-    b->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2);
+    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2);
+  };
+  auto socket = [](benchmark::internal::Benchmark* b) {
+    b->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(3);
   };
   auto peer = [](benchmark::internal::Benchmark* b) {
     b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
@@ -211,12 +238,14 @@ void Register() {
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)
       ->Iterations(5);
-  big(RegisterBenchmark("b_ferry_ipc_unix_socket", BM_Ipc, full));
+  socket(RegisterBenchmark("b_ferry_ipc_unix_socket", BM_Ipc, full));
   big(RegisterBenchmark("c_dipc_ucx_body0_spec_default", BM_Dipc, "ucx", "0", "big", def, "spec"));
   big(RegisterBenchmark("c_dipc_ucx_body0_fast_default", BM_Dipc, "ucx", "0", "big", def, "fast"));
   big(RegisterBenchmark("c_dipc_ucx_body0_fast_full", BM_Dipc, "ucx", "0", "big", full, "fast"));
   big(RegisterBenchmark("d_dipc_ucx_body1_spec_default", BM_Dipc, "ucx", "1", "big", def, "spec"));
   big(RegisterBenchmark("d_dipc_ucx_body1_fast_default", BM_Dipc, "ucx", "1", "big", def, "fast"));
+  big(RegisterBenchmark("d_dipc_ucx_body1_fast_kept_default", BM_Dipc, "ucx", "1k", "big", def,
+                        "fast"));
   big(RegisterBenchmark("e_dipc_shm_body1_full", BM_Dipc, "shm", "1", "big", full, "fast"));
   big(RegisterBenchmark("e_dipc_shm_body1_default", BM_Dipc, "shm", "1", "big", def, "fast"));
   big(RegisterBenchmark("e_dipc_shm_body1_kept_default", BM_Dipc, "shm", "1k", "big", def, "fast"));

@@ -72,7 +72,8 @@ void BM_Perftest(benchmark::State& state, std::string test, std::string tls);
 struct Figure {
   double bytes_per_s = 0;
   double items_per_s = 0;
-  double seconds = 0;  // per iteration
+  double seconds = 0;     // per iteration
+  double connect_ms = 0;  // a dipc connection's set-up, outside `seconds`
 };
 
 /// Keeps each benchmark's figure (the median when repeated) while the console reports.
@@ -92,6 +93,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       };
       f.bytes_per_s = get("bytes_per_second");
       f.items_per_s = get("items_per_second");
+      f.connect_ms = get("connect_ms");
       f.seconds = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
       // A median replaces the repetitions; without repetitions the single run stands.
       const std::string name = r.run_name.str();

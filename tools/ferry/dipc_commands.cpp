@@ -353,6 +353,8 @@ int RunGet(const GetOptions& o) {
 
 int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& label,
           const std::string& peer, std::chrono::steady_clock::time_point start) {
+  // The connection is up (transport, endpoint, ticket): what follows is the transfer.
+  const auto connected = std::chrono::steady_clock::now();
   std::string partial;
   // A pipe, a FIFO or a device (/dev/stdout) is written in place: it cannot be renamed into and
   // a reader may already wait on it. Only a regular file (or a new path) is written atomically.
@@ -445,10 +447,14 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     cleanup.path.clear();
   }
   const double t = seconds();
-  std::printf("%s: %lld batches, %lld rows, %lld bytes in %.3f s (%.1f MB/s) on %s%s%s\n",
-              label.c_str(), static_cast<long long>(batches), static_cast<long long>(rows),
-              static_cast<long long>(bytes), t, static_cast<double>(bytes) / 1e6 / t,
-              o.device.c_str(), o.to.empty() ? "" : ", written to ", o.to.c_str());
+  const double connect = std::chrono::duration<double>(connected - start).count();
+  std::printf(
+      "%s: %lld batches, %lld rows, %lld bytes in %.3f s (%.1f MB/s; connected in %.1f ms, then "
+      "%.1f MB/s) on %s%s%s\n",
+      label.c_str(), static_cast<long long>(batches), static_cast<long long>(rows),
+      static_cast<long long>(bytes), t, static_cast<double>(bytes) / 1e6 / t, connect * 1e3,
+      static_cast<double>(bytes) / 1e6 / std::max(t - connect, 1e-9), o.device.c_str(),
+      o.to.empty() ? "" : ", written to ", o.to.c_str());
   if (counted != nullptr) {
     std::fprintf(stderr, "ferry get: landing on %s: %lld copies, %lld bytes copied\n",
                  counted->ToString().c_str(), static_cast<long long>(landing.copies),
