@@ -72,7 +72,7 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     f = figures(sys.argv[1])
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [4, 1]})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(16, 4.8), gridspec_kw={"width_ratios": [4, 1]})
 
     names, values, colors = [], [], []
     for key, label in LABELS:
