@@ -7,10 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "dipc/cuda_bodies.hpp"
 #include "dipc/fault.hpp"
+#include "dipc/freer.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
@@ -22,112 +24,17 @@
 
 namespace ferry::dipc {
 
+using internal::BorrowedBody;
+using internal::DistinctAddresses;
+using internal::Freer;
 using transport::Connection;
 using transport::FetchedBody;
 using transport::TaggedMessage;
 
 namespace {
 
-// Sends free_data for what the server lent, and closes the data connection at the end. While
-// the stream is read, frees are deferred and sent in batches: when enough are pending, or
-// before the client would block waiting for the server (which may be waiting for them). Once
-// the stream is over, each release sends at once, and when nothing is borrowed any more the
-// connection closes: the protocol's client closes after its last free_data. Owned by the
-// session and by every borrowed body, so it outlives both.
-class Freer {
- public:
-  Freer(std::shared_ptr<Connection> conn, uint64_t tag) : conn_(std::move(conn)), tag_(tag) {}
-  ~Freer() { Finish(); }
-
-  void Free(const std::vector<uint64_t>& addresses) {
-    std::unique_lock lock(mutex_);
-    pending_.insert(pending_.end(), addresses.begin(), addresses.end());
-    if (!finished_ && pending_.size() < kBatch) return;
-    FlushLocked(lock);
-  }
-
-  void Flush() {
-    std::unique_lock lock(mutex_);
-    FlushLocked(lock);
-  }
-
-  // A body whose memory is the server's, mapped here, until Return.
-  void Borrow() {
-    std::lock_guard lock(mutex_);
-    ++borrowed_;
-  }
-  void Return(const std::vector<uint64_t>& addresses) {
-    std::unique_lock lock(mutex_);
-    --borrowed_;
-    pending_.insert(pending_.end(), addresses.begin(), addresses.end());
-    if (!finished_ && pending_.size() < kBatch) return;
-    FlushLocked(lock);
-    CloseIfDone(lock);
-  }
-
-  // The stream is over (or abandoned): send what is pending, and close once nothing is
-  // borrowed.
-  void Finish() {
-    std::unique_lock lock(mutex_);
-    finished_ = true;
-    FlushLocked(lock);
-    CloseIfDone(lock);
-  }
-
- private:
-  static constexpr size_t kBatch = 64;
-
-  // Send what is pending; a release on another thread meanwhile joins the next message.
-  void FlushLocked(std::unique_lock<std::mutex>& lock) {
-    if (flushing_) return;  // the thread already sending picks these up
-    flushing_ = true;
-    while (!pending_.empty()) {
-      std::vector<uint64_t> batch;
-      batch.swap(pending_);
-      lock.unlock();
-      const std::vector<uint8_t> body = EncodeFreeData(batch);
-      const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
-      (void)conn_->SendTagged(tag_, {&piece, 1});  // a gone server freed everything itself
-      lock.lock();
-    }
-    flushing_ = false;
-  }
-
-  void CloseIfDone(std::unique_lock<std::mutex>& lock) {
-    if (!finished_ || borrowed_ > 0 || closed_ || flushing_) return;
-    closed_ = true;
-    lock.unlock();
-    conn_->Close();
-    lock.lock();
-  }
-
-  std::shared_ptr<Connection> conn_;
-  uint64_t tag_;
-  std::mutex mutex_;
-  std::vector<uint64_t> pending_;
-  int64_t borrowed_ = 0;
-  bool finished_ = false;
-  bool flushing_ = false;
-  bool closed_ = false;
-};
-
-// The owner of a borrowed body: keeps the mapping, and returns the loan when the last array
-// over it goes.
-struct BorrowedBody {
-  std::shared_ptr<const void> mapping;
-  std::shared_ptr<Freer> freer;
-  std::vector<uint64_t> addresses;
-  ~BorrowedBody() { freer->Return(addresses); }
-};
-
-std::vector<uint64_t> DistinctAddresses(const std::vector<BufferRef>& buffers) {
-  std::vector<uint64_t> out;
-  out.reserve(buffers.size());
-  for (const BufferRef& b : buffers) out.push_back(b.address);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
+// How long a session being closed waits for the gets of a batch it fetched ahead.
+constexpr auto kReturnAheadWait = std::chrono::seconds(1);
 
 class Session {
  public:
@@ -144,6 +51,7 @@ class Session {
         freer_(std::make_shared<Freer>(data_, data_uri.free_data.value_or(kDefaultFreeDataTag))) {}
 
   ~Session() {
+    if (ahead_ && !broken_) ReturnAhead();
     if (broken_) {
       // The server stopped answering or went away: nothing more will reach it, so waiting for a
       // graceful close would only hold the caller.
@@ -272,6 +180,11 @@ class Session {
 
   // The next metadata message in sequence order, holding early ones in the window.
   Result<SharedBytes> NextMetadata() {
+    if (lookahead_) {
+      Result<SharedBytes> r = std::move(*lookahead_);
+      lookahead_.reset();
+      return r;
+    }
     while (true) {
       if (std::optional<SharedBytes> m = metadata_.Pop()) {
         held_bytes_ -= m->size;
@@ -284,21 +197,27 @@ class Session {
       }
       FERRY_RETURN_NOT_OK(
           Check(r.status(), "metadata (message " + std::to_string(metadata_.next()) + ")"));
-      FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(*r));
-      if (finished_) {
-        return Status::Invalid("metadata message " + std::to_string(m.sequence) +
-                               " arrived after the end of stream");
-      }
-      const int64_t size = r->size;
-      if (m.sequence != metadata_.next() && held_bytes_ + size > options_.reorder_bytes) {
-        return Status::Invalid("metadata message " + std::to_string(m.sequence) + " would hold " +
-                               std::to_string(held_bytes_ + size) +
-                               " bytes ahead of their turn, over the limit of " +
-                               std::to_string(options_.reorder_bytes));
-      }
-      FERRY_RETURN_NOT_OK(metadata_.Put(m.sequence, std::move(*r)));
-      held_bytes_ += size;
+      FERRY_RETURN_NOT_OK(Hold(std::move(*r)));
     }
+  }
+
+  // Put a received metadata message in the reorder window, within its limits.
+  Status Hold(SharedBytes bytes) {
+    FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+    if (finished_) {
+      return Status::Invalid("metadata message " + std::to_string(m.sequence) +
+                             " arrived after the end of stream");
+    }
+    const int64_t size = bytes.size;
+    if (m.sequence != metadata_.next() && held_bytes_ + size > options_.reorder_bytes) {
+      return Status::Invalid("metadata message " + std::to_string(m.sequence) + " would hold " +
+                             std::to_string(held_bytes_ + size) +
+                             " bytes ahead of their turn, over the limit of " +
+                             std::to_string(options_.reorder_bytes));
+    }
+    FERRY_RETURN_NOT_OK(metadata_.Put(m.sequence, std::move(bytes)));
+    held_bytes_ += size;
+    return Status::OK();
   }
 
   Status ReadBody(const MetadataMessage& m) {
@@ -312,16 +231,22 @@ class Session {
                              std::to_string(info.body_length) + "-byte body, over the limit of " +
                              std::to_string(options_.max_body_bytes) + " bytes");
     }
-    // A packed body's size is the metadata's bodyLength: let the transport post its receive
-    // now. (A server sending buffer lists uses another tag; that receive is then dropped.)
-    if (data_->posts_receives()) {
-      data_->Expect(MakeBodyTag(BodyType::kPacked, m.sequence), info.body_length);
-    }
-    Result<TaggedMessage> r =
-        data_->ReceiveTagged(m.sequence, kSequenceMask, std::chrono::milliseconds(0));
-    if (!r.ok() && r.status().code() == ETIMEDOUT) {
-      freer_->Flush();  // about to wait: the server may be waiting for these
-      r = data_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
+    std::unique_ptr<Ahead> ahead = std::move(ahead_);
+    if (ahead && ahead->sequence != m.sequence) ahead.reset();
+    Result<TaggedMessage> r = Status(ETIMEDOUT, "not yet");
+    if (ahead) {
+      r = std::move(ahead->body);
+    } else {
+      // A packed body's size is the metadata's bodyLength: let the transport post its receive
+      // now. (A server sending buffer lists uses another tag; that receive is then dropped.)
+      if (data_->posts_receives()) {
+        data_->Expect(MakeBodyTag(BodyType::kPacked, m.sequence), info.body_length);
+      }
+      r = data_->ReceiveTagged(m.sequence, kSequenceMask, std::chrono::milliseconds(0));
+      if (!r.ok() && r.status().code() == ETIMEDOUT) {
+        freer_->Flush();  // about to wait: the server may be waiting for these
+        r = data_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
+      }
     }
     FERRY_RETURN_NOT_OK(Check(r.status(), "body (message " + std::to_string(m.sequence) + ")"));
     internal::FaultPoint("client", "body");
@@ -338,9 +263,13 @@ class Session {
     FERRY_ASSIGN_OR_RAISE(BufferList list,
                           ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
     if (cuda_) return ConsumeOnDevice(fb, fb_size, list);
-    Result<FetchedBody> fetched = data_->Fetch(list.buffers, options_.timeout);
+    Result<FetchedBody> fetched = ahead && ahead->fetch
+                                      ? ahead->fetch->Wait(options_.timeout)
+                                      : data_->Fetch(list.buffers, options_.timeout);
     FERRY_RETURN_NOT_OK(
         Check(fetched.status(), "fetch (message " + std::to_string(m.sequence) + ")"));
+    // While this batch is decoded and validated, the next one's buffers travel.
+    FetchAhead();
     std::vector<ipc::BufferLocation> at;
     at.reserve(fetched->buffers.size());
     for (const BufferRef& b : fetched->buffers) {
@@ -360,6 +289,73 @@ class Session {
       freer_->Free(addresses);  // a local copy: the server's memory is done
     }
     return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
+  }
+
+  // With full validation, the next batch's metadata and buffer list, when both are here
+  // already, with its fetch started: a transport that fetches in the background (UCX's gets)
+  // then brings batch N+1 while batch N is validated. Never waits; whatever is not here yet, or
+  // looks wrong, is left to the ordinary path, which waits and reports.
+  void FetchAhead() {
+    // With default validation a batch is decoded in microseconds: there is nothing to hide
+    // behind, and a second batch's buffer in flight made transfers slower and less even here.
+    if (options_.read.validation != ValidationLevel::kFull) return;
+    if (!data_->fetches_in_background() || ahead_ || lookahead_ || finished_) return;
+    std::optional<SharedBytes> next = metadata_.Pop();
+    if (!next) {
+      Result<SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
+      if (!r.ok()) return;  // nothing taken: the ordinary path sees it again
+      // Held as NextMetadata would (an early one waits in the window); an error is handed out
+      // in its place.
+      if (Status held = Hold(std::move(*r)); !held.ok()) {
+        lookahead_ = held;
+        return;
+      }
+      next = metadata_.Pop();
+      if (!next) return;  // early: not the next one's turn
+    }
+    held_bytes_ -= next->size;
+    // From here on the message is taken: NextMetadata hands it out next.
+    lookahead_ = std::move(*next);
+    Result<MetadataMessage> m = Parse(**lookahead_);
+    if (!m.ok() || m->type != MetadataType::kIpcMessage) return;
+    Result<ipc::MessageInfo> info = ipc::InspectMessage(m->flatbuffer);
+    if (!info.ok() || info->kind == ipc::MessageKind::kSchema ||
+        info->body_length > options_.max_body_bytes) {
+      return;
+    }
+    Result<TaggedMessage> body =
+        data_->ReceiveTagged(m->sequence, kSequenceMask, std::chrono::milliseconds(0));
+    if (!body.ok()) return;
+    auto ahead = std::make_unique<Ahead>();
+    ahead->sequence = m->sequence;
+    Result<BodyTag> tag = ParseBodyTag(body->tag);
+    if (tag.ok() && tag->type == BodyType::kBufferList) {
+      Result<BufferList> list =
+          ParseBufferList({body->payload.data, static_cast<size_t>(body->payload.size)});
+      if (list.ok()) {
+        Result<std::unique_ptr<transport::FetchInFlight>> fetch =
+            data_->StartFetch(list->buffers, options_.timeout);
+        if (fetch.ok()) ahead->fetch = std::move(*fetch);
+      }
+    }
+    ahead->body = std::move(*body);
+    ahead_ = std::move(ahead);
+  }
+
+  // The stream is left with a batch fetched ahead: its addresses go back to the server like
+  // any others, once its gets are done reading them (bounded: a server that stopped answering
+  // frees them itself when the connection goes).
+  void ReturnAhead() {
+    std::unique_ptr<Ahead> ahead = std::move(ahead_);
+    if (!ahead->body.ok()) return;
+    Result<BodyTag> tag = ParseBodyTag(ahead->body->tag);
+    if (!tag.ok() || tag->type != BodyType::kBufferList) return;
+    Result<BufferList> list = ParseBufferList(
+        {ahead->body->payload.data, static_cast<size_t>(ahead->body->payload.size)});
+    if (!list.ok()) return;
+    if (ahead->fetch && !ahead->fetch->Wait(kReturnAheadWait).ok()) return;
+    std::vector<uint64_t> addresses = DistinctAddresses(list->buffers);
+    if (!addresses.empty()) freer_->Free(addresses);
   }
 
   // A type-1 body whose pairs are offsets into the server's device allocation: the arrays point
@@ -419,6 +415,17 @@ class Session {
   bool finished_ = false;
   bool broken_ = false;     // the connection failed: close by aborting
   int64_t held_bytes_ = 0;  // metadata bytes in the reorder window
+
+  // The next batch's body, taken by FetchAhead before its turn, with its fetch under way.
+  struct Ahead {
+    uint32_t sequence = 0;
+    Result<TaggedMessage> body = Status(ETIMEDOUT, "");
+    std::unique_ptr<transport::FetchInFlight> fetch;  // type 1 only
+  };
+  // Metadata that FetchAhead took for the next turn (or the error it found in it).
+  std::optional<Result<SharedBytes>> lookahead_;
+  // Declared last: destroyed before the connections its fetch reads through.
+  std::unique_ptr<Ahead> ahead_;
 };
 
 // The ArrowDeviceArrayStream's producer: a session.

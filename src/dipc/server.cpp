@@ -131,6 +131,7 @@ class ServerImpl final : public Server {
     s.unknown_frees = state_->unknown_frees.load();
     s.files_lent = state_->files_lent.load();
     s.files_copied = state_->files_copied.load();
+    s.bodies_from_file = state_->bodies_from_file.load();
     return s;
   }
 

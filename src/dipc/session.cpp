@@ -169,11 +169,46 @@ Status Session::SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> 
   return Status::OK();
 }
 
+// A served file's message whose buffers all lie where the file's own body has them: that body,
+// one contiguous range of the file, is the packed body (its padding is the file's). Sent as one
+// piece, a large body goes by rendezvous straight from the file's pages (UCX reads it with CMA,
+// one copy), where an I/O vector of pieces goes through UCX's pipeline of two copies.
+std::optional<ByteSpan> Session::BodyInFile(const ipc::EncodedMessage& m) const {
+  const DatasetFile* file = entry_.dataset ? entry_.dataset->file() : nullptr;
+  if (file == nullptr || !m.in_place || m.body_length <= 0 || m.body.size() <= 1) {
+    return std::nullopt;
+  }
+  const uint8_t* base = nullptr;
+  for (const ipc::BodyBuffer& b : m.buffers) {
+    if (b.length == 0) continue;
+    const auto* at = static_cast<const uint8_t*>(b.data);
+    if (base == nullptr) {
+      // Compared as integers: `at - offset` may point before the file, which the check below
+      // refuses.
+      const auto start = reinterpret_cast<uintptr_t>(at) - static_cast<uintptr_t>(b.offset);
+      const auto first = reinterpret_cast<uintptr_t>(file->data);
+      if (start < first || start - first > static_cast<uintptr_t>(file->size) ||
+          static_cast<uintptr_t>(file->size) - (start - first) <
+              static_cast<uintptr_t>(m.body_length)) {
+        return std::nullopt;
+      }
+      base = file->data + (start - first);
+    }
+    if (at != base + b.offset) return std::nullopt;
+  }
+  if (base == nullptr) return std::nullopt;
+  return ByteSpan{base, m.body_length};
+}
+
 Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   const uint32_t seq = next_seq_++;
   if (!m.has_body) return send_metadata_ ? SendMetadata(m.metadata, seq) : Status::OK();
   if (send_bodies_) state_->body_bytes += m.body_length;
   if (state_->options.body_type == BodyType::kPacked || !send_bodies_) {
+    if (const std::optional<ByteSpan> whole = BodyInFile(m); whole && send_bodies_) {
+      ++state_->bodies_from_file;
+      return SendBody(seq, BodyType::kPacked, {&*whole, 1}, m.metadata);
+    }
     return SendBody(seq, BodyType::kPacked, m.body, m.metadata);
   }
   transport::Region& region = *state_->region;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -29,7 +30,7 @@ struct ServerState {
 
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},
-      unknown_frees{0}, files_lent{0}, files_copied{0};
+      unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0};
   mutable std::mutex error_mutex;
   std::string last_error;
 
@@ -57,6 +58,8 @@ class Session final : public ipc::MessageSink {
   void Kill(bool abort = false);
 
   Status WriteMessage(const ipc::EncodedMessage& m) override;
+  // The body of `m` as one range of the served file, when it is one (see session.cpp).
+  std::optional<ByteSpan> BodyInFile(const ipc::EncodedMessage& m) const;
   Status WriteEndOfStream() override;
 
  private:

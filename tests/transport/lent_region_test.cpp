@@ -128,6 +128,21 @@ TEST_P(LentRegion, ClientsReadTheFilesBytesInPlace) {
   }
 }
 
+// StartFetch then Wait brings what Fetch brings, on both transports (shared memory maps at once
+// and says it does not fetch in the background; UCX posts its gets and says it does).
+TEST_P(LentRegion, AFetchStartedAheadBringsTheSameBytes) {
+  EXPECT_EQ(client_->fetches_in_background(), GetParam() == "ucx");
+  const BufferRef refs[] = {{region_->WireAddress(4096), 100'000},
+                            {region_->WireAddress(kFileBytes - 123), 123}};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<FetchInFlight> ahead, client_->StartFetch(refs, 5s));
+  ASSERT_OK_AND_ASSIGN(FetchedBody body, ahead->Wait(5s));
+  ASSERT_EQ(body.buffers.size(), 2u);
+  EXPECT_EQ(std::memcmp(body.bytes.data + body.buffers[0].address, file_.data + 4096, 100'000), 0);
+  EXPECT_EQ(
+      std::memcmp(body.bytes.data + body.buffers[1].address, file_.data + kFileBytes - 123, 123),
+      0);
+}
+
 // Shared memory knows each segment's size; UCX's remote key carries none, so there the server's
 // registration is what bounds a get (and this case runs on shared memory only).
 class LentRegionBounds : public LentRegion {};

@@ -221,6 +221,46 @@ TEST_F(UcxTransport, FetchOfALargeBufferIsIntact) {
   EXPECT_EQ(std::memcmp(body.bytes.data, region->data() + 1, kSize - 1), 0);
 }
 
+// Two fetches in flight at once (the client validating one batch while the next one's gets
+// travel), waited for in the other order: each brings its own bytes, into its own memory.
+TEST_F(UcxTransport, FetchesStartedTogetherLandApart) {
+  EXPECT_TRUE(client_->fetches_in_background());
+  EXPECT_FALSE(server_->fetches_in_background());
+  constexpr int64_t kHalf = kRegionBytes / 2;
+  const std::shared_ptr<Region>& region = region_;
+  for (int64_t i = 0; i < kRegionBytes; ++i) region->data()[i] = static_cast<uint8_t>(i * 13 + 1);
+  const BufferRef first[] = {{region->WireAddress(0), static_cast<uint64_t>(kHalf)}};
+  const BufferRef second[] = {{region->WireAddress(kHalf), 10},
+                              {region->WireAddress(kHalf + 64), static_cast<uint64_t>(kHalf - 64)}};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<FetchInFlight> a, client_->StartFetch(first, 10s));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<FetchInFlight> b, client_->StartFetch(second, 10s));
+  ASSERT_OK_AND_ASSIGN(FetchedBody got_b, b->Wait(10s));
+  ASSERT_OK_AND_ASSIGN(FetchedBody got_a, a->Wait(10s));
+  ASSERT_EQ(got_a.bytes.size, kHalf);
+  EXPECT_EQ(std::memcmp(got_a.bytes.data, region->data(), kHalf), 0);
+  ASSERT_EQ(got_b.buffers.size(), 2u);
+  EXPECT_EQ(got_b.buffers[1].address, 16u);  // 8-byte aligned after the 10-byte buffer
+  EXPECT_EQ(std::memcmp(got_b.bytes.data, region->data() + kHalf, 10), 0);
+  EXPECT_EQ(std::memcmp(got_b.bytes.data + 16, region->data() + kHalf + 64, kHalf - 64), 0);
+  EXPECT_NE(got_a.bytes.data, got_b.bytes.data);
+}
+
+// A fetch given up on (its caller went away) is dropped without waiting; the connection goes on.
+TEST_F(UcxTransport, AFetchDroppedUnwaitedLeavesTheConnectionUsable) {
+  std::memcpy(region_->data(), "kept", 4);
+  const BufferRef refs[] = {{region_->WireAddress(0), static_cast<uint64_t>(kRegionBytes)}};
+  { ASSERT_OK_AND_ASSIGN(std::unique_ptr<FetchInFlight> dropped, client_->StartFetch(refs, 10s)); }
+  const BufferRef small[] = {{region_->WireAddress(0), 4}};
+  ASSERT_OK_AND_ASSIGN(FetchedBody body, client_->Fetch(small, 5s));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(body.bytes.data), 4), "kept");
+}
+
+// Errors found before anything is posted come from StartFetch itself.
+TEST_F(UcxTransport, StartFetchRefusesWhatFetchRefuses) {
+  const BufferRef refs[] = {{std::numeric_limits<uint64_t>::max() - 2, 8}};
+  ASSERT_RAISES_WITH(EINVAL, "overflows", client_->StartFetch(refs, 1s));
+}
+
 // Without a remote_handle (a URI without one) there is nothing to read type-1 buffers with.
 TEST_F(UcxTransport, FetchWithoutARemoteHandleIsRefused) {
   ConnectOptions options;

@@ -82,6 +82,9 @@ struct FERRY_EXPORT ServerStats {
   /// are read and copied for each client, as every dataset is with packed bodies.
   int64_t files_lent = 0;
   int64_t files_copied = 0;
+  /// Packed (type-0) bodies sent straight from their file: one range of the file's pages, with
+  /// no per-buffer pieces and no copy.
+  int64_t bodies_from_file = 0;
 };
 
 /// A running server: a thread accepts clients; each client gets a session thread. Stop (or the

@@ -59,6 +59,17 @@ struct FERRY_EXPORT ConnectOptions {
   std::chrono::milliseconds connect_timeout{0};
 };
 
+/// A fetch started by Connection::StartFetch whose buffers land while the caller does other
+/// work. Owned by the caller, and destroyed before its connection; dropping it unwaited abandons
+/// the fetch (the transport keeps the memory being written until it is done with it).
+class FERRY_EXPORT FetchInFlight {
+ public:
+  virtual ~FetchInFlight() = default;
+  /// Wait up to `timeout` for every buffer: the body, or the error Fetch would have returned.
+  /// Call it once.
+  virtual Result<FetchedBody> Wait(std::chrono::milliseconds timeout) = 0;
+};
+
 /// One end of a connection. Sends gather `pieces` into one message (a transport may send them
 /// without copying); receives block up to `timeout` and fail with ETIMEDOUT, or with EPIPE once
 /// the peer has closed and nothing matching is left. Thread-safe: any thread may send or
@@ -102,6 +113,14 @@ class FERRY_EXPORT Connection {
   /// UCX gets them into one local allocation. ENOTSUP by default.
   virtual Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
                                     std::chrono::milliseconds timeout);
+  /// Client side: start Fetch and return while its buffers travel (UCX posts the gets and
+  /// returns), so a caller can validate one batch while the next one lands. Errors found before
+  /// anything is posted (a ref overflowing, no remote_handle) are returned here. By default the
+  /// whole Fetch runs now, and Wait hands back its result.
+  virtual Result<std::unique_ptr<FetchInFlight>> StartFetch(std::span<const BufferRef> refs,
+                                                            std::chrono::milliseconds timeout);
+  /// Whether StartFetch returns before the buffers are here (worth starting one early).
+  virtual bool fetches_in_background() const { return false; }
 };
 
 /// Memory the caller already has (a mapped file, a memfd), to be lent to peers as a region.

@@ -313,8 +313,31 @@ void ClientConnection::DropPosted(uint64_t want, uint64_t mask) {
   });
 }
 
+// A fetch whose gets are posted: they progress on the progress thread (or finished inside the
+// call that posted them) while the caller works; Wait finishes it as Fetch always did.
+class ClientConnection::UcxFetch final : public FetchInFlight {
+ public:
+  UcxFetch(ClientConnection* conn, FetchedBody body, std::shared_ptr<Completion> done)
+      : conn_(conn), body_(std::move(body)), done_(std::move(done)) {}
+
+  Result<FetchedBody> Wait(std::chrono::milliseconds timeout) override {
+    if (done_ == nullptr) return std::move(body_);  // nothing to read
+    return conn_->FinishFetch(*this, timeout);
+  }
+
+  ClientConnection* conn_;
+  FetchedBody body_;
+  std::shared_ptr<Completion> done_;
+};
+
 Result<FetchedBody> ClientConnection::Fetch(std::span<const BufferRef> refs,
                                             std::chrono::milliseconds timeout) {
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<FetchInFlight> fetch, StartFetch(refs, timeout));
+  return fetch->Wait(timeout);
+}
+
+Result<std::unique_ptr<FetchInFlight>> ClientConnection::StartFetch(
+    std::span<const BufferRef> refs, std::chrono::milliseconds /*timeout*/) {
   if (options_.remote_handle.empty()) {
     return Status::Invalid(
         "the server sent a type-1 body, but the URI has no remote_handle to read it with");
@@ -347,7 +370,7 @@ Result<FetchedBody> ClientConnection::Fetch(std::span<const BufferRef> refs,
   }
   body.bytes = SharedBytes{bytes.get(), static_cast<int64_t>(total), bytes};
   body.borrowed = false;
-  if (count == 0) return body;
+  if (count == 0) return std::unique_ptr<FetchInFlight>(new UcxFetch(this, std::move(body), {}));
   FERRY_RETURN_NOT_OK(SendStatus("fetching"));
   auto done = std::make_shared<Completion>(count);
   {
@@ -373,11 +396,18 @@ Result<FetchedBody> ClientConnection::Fetch(std::span<const BufferRef> refs,
                 new Pending{done, bytes, worker_.get()});
     }
   }
-  // CMA and shared-memory gets often finish inside the call; others progress there.
+  // CMA and shared-memory gets often finish inside the call; others progress on the progress
+  // thread, which a connection failure tells to give up on them.
   if (!done->Wait(Clock::now())) {
     Waiting(done);
     worker_->Wake();
   }
+  return std::unique_ptr<FetchInFlight>(new UcxFetch(this, std::move(body), std::move(done)));
+}
+
+Result<FetchedBody> ClientConnection::FinishFetch(UcxFetch& fetch,
+                                                  std::chrono::milliseconds timeout) {
+  const std::shared_ptr<Completion>& done = fetch.done_;
   if (!done->Wait(Clock::now() + timeout)) {
     Fail("a get of type-1 buffers took longer than " + std::to_string(timeout.count()) +
              " ms (the server stopped, or the link is down?)",
@@ -386,7 +416,7 @@ Result<FetchedBody> ClientConnection::Fetch(std::span<const BufferRef> refs,
                                  " ms waiting for a UCX get of type-1 buffers");
   }
   const ucs_status_t st = done->status();
-  if (st == UCS_OK) return body;
+  if (st == UCS_OK) return std::move(fetch.body_);
   // A get from a peer that died fails before the checked endpoint reports the death: give that
   // report a moment, so the error says what happened.
   std::unique_lock lock(mutex_);

@@ -38,6 +38,9 @@ class ClientConnection final : public UcxConnection {
   bool posts_receives() const override { return true; }
   Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
                             std::chrono::milliseconds timeout) override;
+  Result<std::unique_ptr<FetchInFlight>> StartFetch(std::span<const BufferRef> refs,
+                                                    std::chrono::milliseconds timeout) override;
+  bool fetches_in_background() const override { return true; }
 
  private:
   ClientConnection(std::unique_ptr<Worker> worker, ConnectOptions options)
@@ -47,6 +50,8 @@ class ClientConnection final : public UcxConnection {
   void TakeFor(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, int64_t want);
   void Landed(uint64_t tag, int64_t held, int64_t want, ucs_status_t status, SharedBytes bytes);
   void DropPosted(uint64_t want, uint64_t mask);
+  class UcxFetch;
+  Result<FetchedBody> FinishFetch(UcxFetch& fetch, std::chrono::milliseconds timeout);
   void ReleaseRemote() override;
   void TearDown() override;
 

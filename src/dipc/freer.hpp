@@ -1,0 +1,120 @@
+// Internal to the dissociated-IPC client: what it owes the server. The Freer sends free_data
+// for every address lent (batched), and closes the data connection once nothing is borrowed.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "ferry/dipc/protocol.hpp"
+#include "ferry/transport/transport.hpp"
+
+namespace ferry::dipc::internal {
+
+using transport::Connection;
+
+// Sends free_data for what the server lent, and closes the data connection at the end. While
+// the stream is read, frees are deferred and sent in batches: when enough are pending, or
+// before the client would block waiting for the server (which may be waiting for them). Once
+// the stream is over, each release sends at once, and when nothing is borrowed any more the
+// connection closes: the protocol's client closes after its last free_data. Owned by the
+// session and by every borrowed body, so it outlives both.
+class Freer {
+ public:
+  Freer(std::shared_ptr<Connection> conn, uint64_t tag) : conn_(std::move(conn)), tag_(tag) {}
+  ~Freer() { Finish(); }
+
+  void Free(const std::vector<uint64_t>& addresses) {
+    std::unique_lock lock(mutex_);
+    pending_.insert(pending_.end(), addresses.begin(), addresses.end());
+    if (!finished_ && pending_.size() < kBatch) return;
+    FlushLocked(lock);
+  }
+
+  void Flush() {
+    std::unique_lock lock(mutex_);
+    FlushLocked(lock);
+  }
+
+  // A body whose memory is the server's, mapped here, until Return.
+  void Borrow() {
+    std::lock_guard lock(mutex_);
+    ++borrowed_;
+  }
+  void Return(const std::vector<uint64_t>& addresses) {
+    std::unique_lock lock(mutex_);
+    --borrowed_;
+    pending_.insert(pending_.end(), addresses.begin(), addresses.end());
+    if (!finished_ && pending_.size() < kBatch) return;
+    FlushLocked(lock);
+    CloseIfDone(lock);
+  }
+
+  // The stream is over (or abandoned): send what is pending, and close once nothing is
+  // borrowed.
+  void Finish() {
+    std::unique_lock lock(mutex_);
+    finished_ = true;
+    FlushLocked(lock);
+    CloseIfDone(lock);
+  }
+
+ private:
+  static constexpr size_t kBatch = 64;
+
+  // Send what is pending; a release on another thread meanwhile joins the next message.
+  void FlushLocked(std::unique_lock<std::mutex>& lock) {
+    if (flushing_) return;  // the thread already sending picks these up
+    flushing_ = true;
+    while (!pending_.empty()) {
+      std::vector<uint64_t> batch;
+      batch.swap(pending_);
+      lock.unlock();
+      const std::vector<uint8_t> body = EncodeFreeData(batch);
+      const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+      (void)conn_->SendTagged(tag_, {&piece, 1});  // a gone server freed everything itself
+      lock.lock();
+    }
+    flushing_ = false;
+  }
+
+  void CloseIfDone(std::unique_lock<std::mutex>& lock) {
+    if (!finished_ || borrowed_ > 0 || closed_ || flushing_) return;
+    closed_ = true;
+    lock.unlock();
+    conn_->Close();
+    lock.lock();
+  }
+
+  std::shared_ptr<Connection> conn_;
+  uint64_t tag_;
+  std::mutex mutex_;
+  std::vector<uint64_t> pending_;
+  int64_t borrowed_ = 0;
+  bool finished_ = false;
+  bool flushing_ = false;
+  bool closed_ = false;
+};
+
+// The owner of a borrowed body: keeps the mapping, and returns the loan when the last array
+// over it goes.
+struct BorrowedBody {
+  std::shared_ptr<const void> mapping;
+  std::shared_ptr<Freer> freer;
+  std::vector<uint64_t> addresses;
+  ~BorrowedBody() { freer->Return(addresses); }
+};
+
+// The distinct addresses of a type-1 list, sorted: what the client frees for it.
+inline std::vector<uint64_t> DistinctAddresses(const std::vector<BufferRef>& buffers) {
+  std::vector<uint64_t> out;
+  out.reserve(buffers.size());
+  for (const BufferRef& b : buffers) out.push_back(b.address);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace ferry::dipc::internal
