@@ -87,19 +87,14 @@ def plain_table(rows):
                      "s": pa.array([f"row {i}" for i in range(rows)])})
 
 
-@pytest.mark.parametrize("transport", ["shm", "ucx"])
-@pytest.mark.parametrize("validation", ["default", "full"])
-def test_packed_bodies_are_sent_whole_from_the_file(tmp_path, transport, validation):
-    """With --body packed a file's bodies leave the server as they lie in the file: one range
-    of its pages a batch (UCX then moves it by rendezvous with one copy), counted in the
-    summary, and what the client decodes equals pyarrow's read of the file."""
-    table = plain_table(30_000)
+def serve_packed(tmp_path, table, transport="shm", validation="full", clients=1, compression=None):
+    """Serve `table` from a file (10,000-row batches) with --body packed to `clients` gets, each
+    equal to `table`; returns the server's summary."""
     src = tmp_path / "t.arrow"
-    write_file(src, table, 10_000)
-    batches = pa.ipc.open_file(str(src)).num_record_batches
+    write_file(src, table, 10_000, compression=compression)
     server = Server("--transport", transport, "--body", "packed", f"t={src}")
     try:
-        for i in range(2):
+        for i in range(clients):
             out = tmp_path / f"got{i}.arrows"
             r = get(server.uris["t"], "t", "--validation", validation, "--to", str(out))
             assert r.returncode == 0, r.stderr
@@ -107,24 +102,24 @@ def test_packed_bodies_are_sent_whole_from_the_file(tmp_path, transport, validat
     finally:
         log = server.stop()
     assert summary(log) == (0, 0)
-    assert bodies_from_file(log) == 2 * batches
+    return log
+
+
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+@pytest.mark.parametrize("validation", ["default", "full"])
+def test_packed_bodies_are_sent_whole_from_the_file(tmp_path, transport, validation):
+    """With --body packed a file's bodies leave the server as they lie in the file: one range
+    of its pages a batch (UCX then moves it by rendezvous with one copy), counted in the
+    summary, and what the client decodes equals pyarrow's read of the file."""
+    log = serve_packed(tmp_path, plain_table(30_000), transport, validation, clients=2)
+    assert bodies_from_file(log) == 2 * 3
 
 
 def test_bodies_laid_out_otherwise_are_sent_in_pieces(tmp_path):
     """pyarrow (26) pads a buffer of the sliced batches beyond what ferry's writer announces, so
     their buffers do not lie where a re-encoded body has them: those go as pieces while the
     dictionary and the first batch go whole, and every value arrives either way."""
-    table = mixed_table(30_000)
-    src = tmp_path / "t.arrow"
-    write_file(src, table, 10_000)
-    server = Server("--transport", "shm", "--body", "packed", f"t={src}")
-    try:
-        out = tmp_path / "got.arrows"
-        r = get(server.uris["t"], "t", "--to", str(out))
-        assert r.returncode == 0, r.stderr
-        assert pa.ipc.open_stream(str(out)).read_all().equals(table)
-    finally:
-        log = server.stop()
+    log = serve_packed(tmp_path, mixed_table(30_000))
     # One dictionary and three batches: some whole, not all.
     assert 0 < bodies_from_file(log) < 4
 
@@ -132,15 +127,5 @@ def test_bodies_laid_out_otherwise_are_sent_in_pieces(tmp_path):
 def test_compressed_packed_bodies_are_not_taken_from_the_file(tmp_path):
     """A compressed file's bodies are decompressed and re-encoded per client: none is the
     file's own range, and the data still equals pyarrow's."""
-    table = mixed_table(30_000)
-    src = tmp_path / "t.arrow"
-    write_file(src, table, 10_000, compression="zstd")
-    server = Server("--transport", "shm", "--body", "packed", f"t={src}")
-    try:
-        out = tmp_path / "got.arrows"
-        r = get(server.uris["t"], "t", "--to", str(out))
-        assert r.returncode == 0, r.stderr
-        assert pa.ipc.open_stream(str(out)).read_all().equals(table)
-    finally:
-        log = server.stop()
+    log = serve_packed(tmp_path, mixed_table(30_000), compression="zstd")
     assert bodies_from_file(log) == 0
