@@ -221,6 +221,29 @@ TEST_F(UcxTransport, FetchOfALargeBufferIsIntact) {
   EXPECT_EQ(std::memcmp(body.bytes.data, region->data() + 1, kSize - 1), 0);
 }
 
+// A body of several pieces on TCP lanes (this fixture's connection has no fast path) arrives
+// as their concatenation, above the size where the sender gathers it into one buffer first and
+// below it, where UCX packs an eager vector itself.
+TEST_F(UcxTransport, AVectorOnTcpLanesArrivesWhole) {
+  for (const size_t big : {size_t{900} << 10, size_t{100}}) {
+    std::vector<uint8_t> a(100 << 10), b(7), c(big);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i * 3);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(200 + i);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<uint8_t>(i * 5 + 1);
+    const ByteSpan pieces[] = {{a.data(), static_cast<int64_t>(a.size())},
+                               {b.data(), static_cast<int64_t>(b.size())},
+                               {c.data(), static_cast<int64_t>(c.size())}};
+    const uint32_t seq = big > 1000 ? 1 : 2;
+    ASSERT_OK(server_->SendTagged(Tag(0, seq), pieces));
+    ASSERT_OK_AND_ASSIGN(TaggedMessage m, client_->ReceiveTagged(seq, kNumberMask, 10s));
+    std::vector<uint8_t> want(a);
+    want.insert(want.end(), b.begin(), b.end());
+    want.insert(want.end(), c.begin(), c.end());
+    ASSERT_EQ(m.payload.size, static_cast<int64_t>(want.size()));
+    EXPECT_EQ(std::memcmp(m.payload.data, want.data(), want.size()), 0) << big;
+  }
+}
+
 // Two fetches in flight at once (the client validating one batch while the next one's gets
 // travel), waited for in the other order: each brings its own bytes, into its own memory.
 TEST_F(UcxTransport, FetchesStartedTogetherLandApart) {

@@ -346,11 +346,35 @@ Status UcxConnection::SendStatus(const char* doing) {
   return Status::OK();
 }
 
+bool UcxConnection::OnFastLanes() {
+  std::unique_lock ucx = worker_->Lock();
+  return fast_ep_ != nullptr;
+}
+
 Status UcxConnection::Transmit(bool active_message, uint64_t tag,
                                std::span<const ByteSpan> pieces) {
   FERRY_ASSIGN_OR_RAISE(std::vector<ucp_dt_iov_t> iov, ToIov(pieces));
   FERRY_RETURN_NOT_OK(SendStatus(active_message ? "sending metadata" : "sending a message"));
   auto done = std::make_shared<Completion>();
+  std::shared_ptr<uint8_t> staging;
+  if (!active_message && iov.size() > 1 && !OnFastLanes()) {
+    // UCX 1.13 sends a large I/O vector over TCP lanes four times slower than one buffer
+    // (ucx_perftest tag_bw over TCP: 1.2 GiB/s with -D iov, 5.1 GiB/s without): one copy into a
+    // recycled buffer costs less than that. Same-host fast lanes move vectors at full speed.
+    size_t total = 0;
+    for (const ucp_dt_iov_t& piece : iov) total += piece.length;
+    if (total >= kGatherMinBytes) {
+      staging = TakeBuffer(total);
+      if (staging) {
+        size_t at = 0;
+        for (const ucp_dt_iov_t& piece : iov) {
+          std::memcpy(staging.get() + at, piece.buffer, piece.length);
+          at += piece.length;
+        }
+        iov.assign(1, ucp_dt_iov_t{staging.get(), total});
+      }  // out of memory for the copy: the vector goes as it is
+    }
+  }
   {
     // From this thread: an eager send usually completes at once, with no trip through the
     // progress thread.
@@ -362,7 +386,8 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
       SendActiveMessage(ep, kMetadataAmId, std::move(iov),
                         new Pending{done, nullptr, worker_.get()});
     } else {
-      SendTaggedMessage(ep, tag, std::move(iov), new Pending{done, nullptr, worker_.get()});
+      // The staging copy lives as long as the send reads it, whoever gives up waiting.
+      SendTaggedMessage(ep, tag, std::move(iov), new Pending{done, staging, worker_.get()});
     }
   }
   if (!done->Wait(Clock::now())) {

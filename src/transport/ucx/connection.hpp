@@ -23,6 +23,11 @@ namespace ferry::transport::ucx {
 /// The Active Message id that carries untagged (metadata) messages.
 constexpr unsigned kMetadataAmId = 0;
 
+/// A tagged message of several pieces this large or larger is gathered into one buffer before
+/// it goes on TCP lanes (the rendezvous threshold ferry sets: smaller ones go eager, packed by
+/// UCX anyway).
+constexpr size_t kGatherMinBytes = size_t{256} << 10;
+
 /// ferry's extension, only between ferry peers and only when the client asks: the client's
 /// hello (flags, then its worker address when it wants the fast path) and the server's answer
 /// (the flags it grants, then its connection worker's address). Reserved bits 32-55 are set, so
@@ -89,8 +94,11 @@ class UcxConnection : public Connection {
   /// Register an operation a caller waits for: a failure of the connection ends the wait at
   /// once (after the endpoints are force-closed, so nothing of the caller's is read any more).
   void Waiting(const std::shared_ptr<Completion>& done);
+  /// Whether traffic goes on the same-host fast endpoint (shared memory and CMA).
+  bool OnFastLanes();
   /// Send on the traffic endpoint and wait; a peer that takes nothing for the timeout fails the
-  /// connection.
+  /// connection. A tagged message of several pieces and at least kGatherMinBytes bound for TCP
+  /// lanes is first copied into one recycled buffer (UCX's TCP lanes move a vector slowly).
   Status Transmit(bool active_message, uint64_t tag, std::span<const ByteSpan> pieces);
   /// Post a tagged receive for exactly `tag`, of at most `size` bytes, landing in a buffer of
   /// ours (progress thread). Returns its request, or NULL when it settled at once.
