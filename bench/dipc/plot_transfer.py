@@ -22,6 +22,8 @@ LABELS = [
     ("c_dipc_ucx_body0_spec_default", "(c) UCX\ntype 0 spec\n(TCP)"),
     ("c_dipc_ucx_body0_fast_default", "(c) UCX\ntype 0 fast\ndefault"),
     ("c_dipc_ucx_body0_fast_full", "(c) UCX\ntype 0 fast\nfull"),
+    ("c_dipc_ucx_body0_spec_kept_default", "(c) UCX\ntype 0 spec\nkept"),
+    ("c_dipc_ucx_body0_fast_kept_default", "(c) UCX\ntype 0 fast\nkept"),
     ("d_dipc_ucx_body1_spec_default", "(d) UCX\ntype 1 spec\n(TCP)"),
     ("d_dipc_ucx_body1_fast_default", "(d) UCX\ntype 1 fast"),
     ("d_dipc_ucx_body1_fast_kept_default", "(d) UCX\ntype 1 fast\nkept"),

@@ -2,7 +2,8 @@
 // string, list<int32>) in 16 batches of 64 MiB, moved from a server process to this one:
 //   (a) pyarrow IPC stream over a Unix socket, pyarrow on both ends (bench/dipc/pyarrow_socket.py)
 //   (b) ferry's standard IPC stream over a Unix socket (StreamWriter -> socket -> Decoder)
-//   (c) dipc over UCX, body type 0 (packed bodies as tagged messages)
+//   (c) dipc over UCX, body type 0 (packed bodies as tagged messages; kept: each written once
+//       into memory of its own and sent whole from it, as perftest sends from its buffer)
 //   (d) dipc over UCX, body type 1 (buffer lists; the client reads with ucp_get)
 //   (e) dipc over shared memory, body type 1 (the client reads in place)
 // (c) and (d) run twice: on the protocol's own wire (the URI without ferry=1: UCX 1.13 puts
@@ -242,6 +243,10 @@ void Register() {
   big(RegisterBenchmark("c_dipc_ucx_body0_spec_default", BM_Dipc, "ucx", "0", "big", def, "spec"));
   big(RegisterBenchmark("c_dipc_ucx_body0_fast_default", BM_Dipc, "ucx", "0", "big", def, "fast"));
   big(RegisterBenchmark("c_dipc_ucx_body0_fast_full", BM_Dipc, "ucx", "0", "big", full, "fast"));
+  big(RegisterBenchmark("c_dipc_ucx_body0_spec_kept_default", BM_Dipc, "ucx", "0k", "big", def,
+                        "spec"));
+  big(RegisterBenchmark("c_dipc_ucx_body0_fast_kept_default", BM_Dipc, "ucx", "0k", "big", def,
+                        "fast"));
   big(RegisterBenchmark("d_dipc_ucx_body1_spec_default", BM_Dipc, "ucx", "1", "big", def, "spec"));
   big(RegisterBenchmark("d_dipc_ucx_body1_fast_default", BM_Dipc, "ucx", "1", "big", def, "fast"));
   big(RegisterBenchmark("d_dipc_ucx_body1_fast_kept_default", BM_Dipc, "ucx", "1k", "big", def,

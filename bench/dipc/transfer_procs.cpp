@@ -171,11 +171,11 @@ int ServerMain(int argc, char** argv) {
     dipc::ServerOptions o;
     o.transport = transport;
     if (transport == "ucx") o.address = "127.0.0.1:0";
-    o.body_type = body == "0" ? dipc::BodyType::kPacked : dipc::BodyType::kBufferList;
+    o.body_type = body[0] == '0' ? dipc::BodyType::kPacked : dipc::BodyType::kBufferList;
     server = Value(dipc::Server::Start(o), "starting the server");
     auto dataset =
         Value(dipc::Dataset::FromBatches(std::move(t.schema), std::move(t.batches)), "dataset");
-    if (body == "1k") {
+    if (body == "1k" || body == "0k") {
       // Kept: the bodies are written into a region of their own once and lent to every client.
       const Status st = server->Keep("table", dataset);
       if (!st.ok()) {

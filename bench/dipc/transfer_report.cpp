@@ -130,6 +130,8 @@ void PrintSummary(const std::map<std::string, Figure>& f) {
       {"c_dipc_ucx_body0_spec_default", "(c) UCX type 0, protocol wire (TCP), default validation"},
       {"c_dipc_ucx_body0_fast_default", "(c) UCX type 0, fast path (ferry=1), default validation"},
       {"c_dipc_ucx_body0_fast_full", "(c) UCX type 0, fast path (ferry=1), full validation"},
+      {"c_dipc_ucx_body0_spec_kept_default", "(c) UCX type 0, protocol wire (TCP), kept, default"},
+      {"c_dipc_ucx_body0_fast_kept_default", "(c) UCX type 0, fast path, kept dataset, default"},
       {"d_dipc_ucx_body1_spec_default", "(d) UCX type 1, protocol wire (TCP), default validation"},
       {"d_dipc_ucx_body1_fast_default", "(d) UCX type 1, fast path (ferry=1), default validation"},
       {"d_dipc_ucx_body1_fast_kept_default", "(d) UCX type 1, fast path, kept dataset, default"},
@@ -174,6 +176,10 @@ void PrintSummary(const std::map<std::string, Figure>& f) {
   const Figure* get_any = find("ucx_perftest_ucp_get_64MiB/ucx_default");
   Ratio("(c) type 0, protocol wire / perftest tag_bw over TCP",
         find("c_dipc_ucx_body0_spec_default"), tag_tcp, 0.9, true);
+  Ratio("(c) type 0, protocol wire, kept / perftest tag_bw over TCP",
+        find("c_dipc_ucx_body0_spec_kept_default"), tag_tcp, 0.9, true);
+  Ratio("(c) type 0, fast path, kept / perftest tag_bw, UCX's choice",
+        find("c_dipc_ucx_body0_fast_kept_default"), tag_any, 0.9, true);
   Ratio("(c) type 0, fast path / perftest tag_bw, UCX's choice",
         find("c_dipc_ucx_body0_fast_default"), tag_any, 0.9, true);
   Ratio("(c) type 0, fast path, full validation / perftest tag_bw",

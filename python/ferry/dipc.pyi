@@ -137,7 +137,7 @@ class Server:
 
     def keep(self, name: str, data: object, schema: object | None = None) -> None:
         """
-        Serve `data` (as for add) under the ticket `name` from a region of its own: its bodies are written there once, now, and lent to every client without a copy. Needs body_type 'list'; memory: the dataset's body bytes, until replaced or stopped.
+        Serve `data` (as for add) under the ticket `name` from a region of its own: its bodies are written there once, now, and every client gets them without a copy: lent (body_type 'list') or sent whole from there ('packed'); memory: the dataset's body bytes, until replaced or stopped.
         """
 
     def add_path(self, name: str, path: str | os.PathLike) -> None:

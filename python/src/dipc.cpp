@@ -381,8 +381,9 @@ void InitDipc(nb::module_& parent) {
           },
           nb::arg("name"), nb::arg("data"), nb::arg("schema") = nb::none(),
           "Serve `data` (as for add) under the ticket `name` from a region of its own: its "
-          "bodies are written there once, now, and lent to every client without a copy. Needs "
-          "body_type 'list'; memory: the dataset's body bytes, until replaced or stopped.")
+          "bodies are written there once, now, and every client gets them without a copy: lent "
+          "(body_type 'list') or sent whole from there ('packed'); memory: the dataset's body "
+          "bytes, until replaced or stopped.")
       .def(
           "add_path",
           [](PyServer& self, const std::string& name, const std::filesystem::path& path) {

@@ -1,10 +1,13 @@
 // The server's catalogue of datasets, and kept datasets' one-time encoding.
 #include "dipc/catalogue.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <string>
 
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/ipc/sink.hpp"
@@ -28,10 +31,24 @@ class KeepSink final : public ipc::MessageSink {
     k.metadata.assign(m.metadata.begin(), m.metadata.end());
     k.has_body = m.has_body;
     if (m.has_body) {
+      // The packed body, pieces and padding in order: each buffer lands at its offset, and the
+      // whole is a type-0 body as it is.
+      int64_t written = 0;
+      for (const ByteSpan& piece : m.body) {
+        if (written + piece.size > m.body_length) break;
+        if (piece.size > 0)
+          std::memcpy(kept_->region->data() + at + written, piece.data, piece.size);
+        written += piece.size;
+      }
+      if (written != m.body_length) {
+        return Status(EPROTO, "a batch's body pieces add up to " + std::to_string(written) +
+                                  " bytes, not its body length " + std::to_string(m.body_length));
+      }
+      k.body_offset = at;
+      k.body_length = m.body_length;
       std::vector<BufferRef> pairs;
       pairs.reserve(m.buffers.size());
       for (const ipc::BodyBuffer& b : m.buffers) {
-        if (b.length > 0) std::memcpy(kept_->region->data() + at + b.offset, b.data, b.length);
         pairs.push_back(
             BufferRef{kept_->region->WireAddress(at + b.offset), static_cast<uint64_t>(b.length)});
       }
@@ -48,7 +65,36 @@ class KeepSink final : public ipc::MessageSink {
   int64_t used_ = 0;
 };
 
+class HostRegion final : public transport::Region {
+ public:
+  HostRegion(uint8_t* data, int64_t size) : data_(data), size_(size) {}
+  ~HostRegion() override { munmap(data_, static_cast<size_t>(size_)); }
+  HostRegion(const HostRegion&) = delete;
+  HostRegion& operator=(const HostRegion&) = delete;
+  uint8_t* data() const noexcept override { return data_; }
+  int64_t size() const noexcept override { return size_; }
+  uint64_t WireAddress(int64_t offset) const noexcept override {
+    return reinterpret_cast<uintptr_t>(data_) + static_cast<uint64_t>(offset);
+  }
+  std::string remote_handle() const override { return {}; }
+
+ private:
+  uint8_t* data_;
+  int64_t size_;
+};
+
 }  // namespace
+
+Result<std::shared_ptr<transport::Region>> MakeHostRegion(int64_t size) {
+  const auto bytes = static_cast<size_t>(std::max<int64_t>(size, 1));
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return Status(errno, "cannot map " + std::to_string(size) +
+                             " bytes for a kept dataset: " + std::strerror(errno));
+  }
+  return std::shared_ptr<transport::Region>(
+      std::make_shared<HostRegion>(static_cast<uint8_t*>(p), static_cast<int64_t>(bytes)));
+}
 
 void KeptMessage::SetBody(const std::vector<transport::BufferRef>& refs) {
   addresses.clear();

@@ -20,13 +20,17 @@
 
 namespace ferry::dipc::internal {
 
-/// One message of a kept dataset: its flatbuffer and, for a batch, its encoded type-1 body and
-/// the distinct addresses the client will free.
+/// One message of a kept dataset: its flatbuffer and, for a batch, its encoded type-1 body, the
+/// distinct addresses the client will free and where its packed (type-0) body lies.
 struct KeptMessage {
   std::vector<uint8_t> metadata;
   bool has_body = false;
   std::vector<uint8_t> pairs;
   std::vector<uint64_t> addresses;
+  /// The packed body, padding included, at this offset of Kept::region; -1 where there is none
+  /// in host memory (bodies on a device, a lent file's pairs).
+  int64_t body_offset = -1;
+  int64_t body_length = 0;
 
   /// Set `pairs` to the buffer list of `refs` and `addresses` to their distinct addresses.
   void SetBody(const std::vector<transport::BufferRef>& refs);
@@ -43,6 +47,10 @@ struct Kept {
   std::string device_handle;
   int64_t device_bytes = 0;
 };
+
+/// Plain host memory (an anonymous mapping) for kept type-0 bodies, which no peer reads
+/// remotely: no wire addresses of use, no remote_handle. Freed with the last holder.
+Result<std::shared_ptr<transport::Region>> MakeHostRegion(int64_t size);
 
 /// Encode `dataset` into a region made by `make_region` (sized by a first pass), for Keep.
 Result<std::shared_ptr<const Kept>> EncodeKept(

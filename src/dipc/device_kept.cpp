@@ -41,6 +41,7 @@ class DeviceKeepSink final : public ipc::MessageSink {
             BufferRef{static_cast<uint64_t>(at + b.offset), static_cast<uint64_t>(b.length)});
       }
       k.SetBody(pairs);
+      k.body_length = m.body_length;  // counted in body_bytes_sent; the body is on the device
       // The encoder's buffers may be gone once this returns: the copies must be done.
       FERRY_RETURN_NOT_OK(device_->SynchronizeEvent(nullptr, stream_));
     }

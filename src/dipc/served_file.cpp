@@ -113,6 +113,7 @@ class FileSink final : public ipc::MessageSink {
             BufferRef{kept_->region->WireAddress(offset), static_cast<uint64_t>(b.length)});
       }
       k.SetBody(pairs);
+      k.body_length = m.body_length;  // counted in body_bytes_sent; not sent whole from here
     }
     kept_->messages.push_back(std::move(k));
     return Status::OK();

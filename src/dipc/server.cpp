@@ -40,14 +40,14 @@ class ServerImpl final : public Server {
 
   Status Keep(const std::string& name, std::shared_ptr<Dataset> dataset) override {
     if (dataset == nullptr) return Status::Invalid("the dataset is NULL");
-    if (state_->options.body_type != BodyType::kBufferList) {
-      return Status::Invalid("keeping a dataset needs body type 1 (buffer lists)");
-    }
     transport::Listener* listener = state_->listener.get();
+    // Packed bodies are sent, never read remotely: plain memory, registered with no one.
+    const bool packed = state_->options.body_type == BodyType::kPacked;
     FERRY_ASSIGN_OR_RAISE(
         std::shared_ptr<const internal::Kept> kept,
-        internal::EncodeKept(*dataset, state_->options.write,
-                             [listener](int64_t size) { return listener->CreateRegion(size); }));
+        internal::EncodeKept(*dataset, state_->options.write, [listener, packed](int64_t size) {
+          return packed ? internal::MakeHostRegion(size) : listener->CreateRegion(size);
+        }));
     state_->catalogue->Keep(name, std::move(kept));
     return Status::OK();
   }

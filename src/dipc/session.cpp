@@ -252,15 +252,29 @@ Status Session::WriteEndOfStream() {
 }
 
 // Lend a kept dataset: its metadata, then pairs into its own memory. Nothing is copied; the
-// client's free_data only returns the loan.
+// client's free_data only returns the loan. With packed bodies, each goes whole from that memory
+// (as ucx_perftest sends from a buffer made beforehand: no gathering per client).
 Status Session::Replay(const Kept& kept) {
+  const bool packed = state_->options.body_type == BodyType::kPacked;
   // Bodies in device memory need no region: the client opens the URI's CUDA IPC handle.
-  if (send_bodies_ && kept.region) FERRY_RETURN_NOT_OK(conn_->ShareRegion(kept.region));
+  if (send_bodies_ && kept.region && !packed) {
+    FERRY_RETURN_NOT_OK(conn_->ShareRegion(kept.region));
+  }
   for (const KeptMessage& m : kept.messages) {
     if (dead_.load()) return Status(EPIPE, "the client went away");
     const uint32_t seq = next_seq_++;
     if (!m.has_body) {
       if (send_metadata_) FERRY_RETURN_NOT_OK(SendMetadata(m.metadata, seq));
+      continue;
+    }
+    if (send_bodies_) state_->body_bytes += m.body_length;
+    if (packed) {
+      if (m.body_offset < 0 || kept.region == nullptr) {
+        return Status(ENOTSUP, "this kept dataset has no packed body in host memory");
+      }
+      const ByteSpan whole{kept.region->data() + m.body_offset, m.body_length};
+      FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kPacked, {&whole, 1}, m.metadata));
+      if (send_bodies_) ++state_->batches_sent;
       continue;
     }
     if (send_bodies_) {

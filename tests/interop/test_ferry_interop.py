@@ -1,7 +1,7 @@
 """ferry against the independent Dissociated IPC peer (dipc_peer, which shares no code with src/):
 `ferry get` reads from the peer's server and the peer's client reads from `ferry serve`, for
-both body types, one connection and the split shape, and `ferry serve --keep`. pyarrow checks
-every table; the peer's reports and ferry's server totals check that every type-1 address lent
+both body types, one connection and the split shape, and `ferry serve --keep` (both types).
+pyarrow checks every table; the peer's reports and ferry's server totals check that every type-1 address lent
 was freed. The peer refuses anything the protocol does not define (an unknown tag, an Active
 Message header, metadata type 0xFF), so a clean run proves the wire is the bare protocol.
 
@@ -192,19 +192,20 @@ def test_ferry_get_refused_by_the_peer(tmp_path, data):
 
 @pytest.mark.parametrize("tls", sorted(TLS))
 @pytest.mark.parametrize("shape", ["one", "split"])
-@pytest.mark.parametrize("mode", ["packed", "list", "keep"])
+@pytest.mark.parametrize("mode", ["packed", "list", "keep", "keep-packed"])
 @pytest.mark.parametrize("name", ["types", "many", "large"])
 def test_the_peer_gets_from_ferry_serve(tmp_path, data, name, mode, shape, tls):
     path, batches = data[name]
     env = ucx_env(TLS[tls])
-    args = ["--body", "packed"] if mode == "packed" else ["--body", "list"]
-    if mode == "keep":
+    packed = mode in ("packed", "keep-packed")
+    args = ["--body", "packed"] if packed else ["--body", "list"]
+    if mode.startswith("keep"):
         args.append("--keep")
     with FerryServe(tmp_path, {"t": path}, *args, env=env) as srv:
         uri = srv.uris["t"]
         assert "ferry=1" in uri  # spec peers ignore it
         uri_args = [uri] if shape == "one" else [srv.split["t"][0], "--data", srv.split["t"][1]]
-        if mode != "packed":
+        if not packed:
             data_uri = uri_args[-1]
             assert "&free_data=" in data_uri and "&remote_handle=" in data_uri
         p, cli = get(tmp_path, uri_args, tmp_path / "out.arrows", ticket="t", env=env)
@@ -212,8 +213,9 @@ def test_the_peer_gets_from_ferry_serve(tmp_path, data, name, mode, shape, tls):
         totals = srv.stop()
     _equal(_read(tmp_path / "out.arrows"), batches)
     assert totals["failed"] == 0 and totals["unknown"] == 0, srv.stderr()
-    if mode == "packed":
+    if packed:
         assert cli["body_types"].get("0", 0) == cli["bodies_received"]
+        assert totals["lent"] == 0
     else:
         assert cli["body_types"].get("1", 0) == cli["bodies_received"]
         assert cli["addresses_received"] > 0

@@ -147,9 +147,10 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                 "Print an issued ticket after each URI (NAME URI TICKET), for scripts");
   cmd->add_flag("-v,--verbose", o->verbose, "Log refused requests and client faults");
   cmd->add_flag("--keep", o->keep,
-                "Write each dataset's bodies into memory of its own once, at start, and lend "
-                "them to every client (needs --body list; memory: the datasets' size). Without "
-                "it, --body list lends each file's own pages: no copy and no memory of its own");
+                "Write each dataset's bodies into memory of its own once, at start, and serve "
+                "every client from it (memory: the datasets' size). Without it, --body list "
+                "lends each file's own pages (no copy, no memory of its own) and --body packed "
+                "sends a file's bodies from its pages where they lie as sent");
   cmd->add_option("--device", o->device,
                   "cuda:N: write each dataset's bodies into that GPU's memory once, at start, and "
                   "lend them to clients on this host by CUDA IPC handle (the printed URI; they "

@@ -534,8 +534,9 @@ FERRY_EXPORT FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* ser
                                                      struct ArrowDeviceArrayStream* stream,
                                                      struct FerryError* error);
 /** Serve the IPC stream or file at `path` under `name` from memory of its own: its bodies are
- * written there once, now, and lent to every client without a copy (body type 1 only; memory:
- * the file's body bytes until the server is released). That memory has its own URI
+ * written there once, now, and every client gets them without a copy: lent (body type 1) or sent
+ * whole from there (type 0); memory: the file's body bytes until the server is released. That
+ * memory has its own URI
  * (FerryDipcServerUri with this name). */
 FERRY_EXPORT FerryErrorCode FerryDipcServerKeepPath(struct FerryDipcServer* server,
                                                     const char* name, const char* path,

@@ -96,10 +96,11 @@ class FERRY_EXPORT Server {
   /// Serve `dataset` under `name` (the ticket clients send), read afresh for each client (with
   /// type-1 bodies, copied into the shared region per client). Replaces an earlier one.
   virtual void Add(const std::string& name, std::shared_ptr<Dataset> dataset) = 0;
-  /// Serve `dataset` under `name` from memory of its own: its bodies are written there once,
-  /// now (memory: the dataset's body bytes), and lent to every client without copying; clients'
-  /// free_data only return the loan. Needs body type 1. That memory gets its own URI (uri(name))
-  /// with its own remote_handle. Errors come from reading the dataset.
+  /// Serve `dataset` under `name` from memory of its own: its packed bodies are written there
+  /// once, now (memory: the dataset's body bytes), and every client gets them without a copy:
+  /// type-1 pairs lent into it (clients' free_data only return the loan), or type-0 bodies sent
+  /// whole from it. That memory gets its own URI (uri(name)) with its own remote_handle. Errors
+  /// come from reading the dataset.
   [[nodiscard]] virtual Status Keep(const std::string& name, std::shared_ptr<Dataset> dataset) = 0;
   /// Serve `dataset` under `name` from one allocation on `device` (a CUDA device): its bodies
   /// are copied there once, now, through the device layer, and lent to clients on this host by
