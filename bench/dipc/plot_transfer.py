@@ -31,6 +31,7 @@ LABELS = [
     ("e_dipc_shm_body1_default", "(e)\nshm type 1\ndefault"),
     ("e_dipc_shm_body1_kept_default", "(e) kept\nshm type 1\ndefault"),
     ("ucx_perftest_tag_bw_64MiB/tcp", "perftest\ntag_bw\nTCP"),
+    ("ucx_perftest_tag_bw_64MiB/peer_errors_tcp", "perftest\ntag_bw\nTCP -e"),
     ("ucx_perftest_tag_bw_64MiB/ucx_default", "perftest\ntag_bw\nUCX's choice"),
     ("ucx_perftest_ucp_get_64MiB/tcp", "perftest\nucp_get\nTCP"),
     ("ucx_perftest_ucp_get_64MiB/ucx_default", "perftest\nucp_get\nUCX's choice"),

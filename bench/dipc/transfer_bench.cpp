@@ -254,10 +254,14 @@ void Register() {
   big(RegisterBenchmark("e_dipc_shm_body1_full", BM_Dipc, "shm", "1", "big", full, "fast"));
   big(RegisterBenchmark("e_dipc_shm_body1_default", BM_Dipc, "shm", "1", "big", def, "fast"));
   big(RegisterBenchmark("e_dipc_shm_body1_kept_default", BM_Dipc, "shm", "1k", "big", def, "fast"));
-  peer(RegisterBenchmark("ucx_perftest_tag_bw_64MiB/ucx_default", BM_Perftest, "tag_bw", ""));
-  peer(RegisterBenchmark("ucx_perftest_tag_bw_64MiB/tcp", BM_Perftest, "tag_bw", "tcp"));
-  peer(RegisterBenchmark("ucx_perftest_ucp_get_64MiB/ucx_default", BM_Perftest, "ucp_get", ""));
-  peer(RegisterBenchmark("ucx_perftest_ucp_get_64MiB/tcp", BM_Perftest, "ucp_get", "tcp"));
+  peer(
+      RegisterBenchmark("ucx_perftest_tag_bw_64MiB/ucx_default", BM_Perftest, "tag_bw", "", false));
+  peer(RegisterBenchmark("ucx_perftest_tag_bw_64MiB/tcp", BM_Perftest, "tag_bw", "tcp", false));
+  peer(RegisterBenchmark("ucx_perftest_tag_bw_64MiB/peer_errors_tcp", BM_Perftest, "tag_bw", "tcp",
+                         true));
+  peer(RegisterBenchmark("ucx_perftest_ucp_get_64MiB/ucx_default", BM_Perftest, "ucp_get", "",
+                         false));
+  peer(RegisterBenchmark("ucx_perftest_ucp_get_64MiB/tcp", BM_Perftest, "ucp_get", "tcp", false));
   small(RegisterBenchmark("small_batches_shm_body1_default", BM_Dipc, "shm", "1", "small", def,
                           "fast"));
   small(RegisterBenchmark("small_batches_shm_body1_kept_default", BM_Dipc, "shm", "1k", "small",

@@ -67,7 +67,7 @@ Result<int> ConnectUnix(const std::string& name);
 
 /// ucx_perftest between two processes on 127.0.0.1 at 64 MiB: `test` is tag_bw or ucp_get;
 /// `tls` empty leaves UCX to choose its transports.
-void BM_Perftest(benchmark::State& state, std::string test, std::string tls);
+void BM_Perftest(benchmark::State& state, std::string test, std::string tls, bool peer_errors);
 
 struct Figure {
   double bytes_per_s = 0;

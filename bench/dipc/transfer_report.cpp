@@ -45,7 +45,7 @@ int FreePort() {
   return port;
 }
 
-void BM_Perftest(benchmark::State& state, std::string test, std::string tls) {
+void BM_Perftest(benchmark::State& state, std::string test, std::string tls, bool peer_errors) {
   const char* n_env = std::getenv("FERRY_BENCH_PERFTEST_ITERS");
   const std::string n = n_env ? n_env : "50";
   std::vector<std::string> env;
@@ -54,8 +54,9 @@ void BM_Perftest(benchmark::State& state, std::string test, std::string tls) {
     double mbps = 0;
     for (int attempt = 0; attempt < 3 && mbps == 0; ++attempt) {
       const std::string port = std::to_string(FreePort());
-      const std::vector<std::string> common = {"-t", test, "-s", std::to_string(kPerftestSize),
-                                               "-n", n,    "-p", port};
+      std::vector<std::string> common = {"-t", test, "-s", std::to_string(kPerftestSize),
+                                         "-n", n,    "-p", port};
+      if (peer_errors) common.push_back("-e");
       std::vector<std::string> server_args = {"/usr/bin/ucx_perftest"};
       server_args.insert(server_args.end(), common.begin(), common.end());
       if (access(server_args[0].c_str(), X_OK) != 0) {
@@ -140,6 +141,8 @@ void PrintSummary(const std::map<std::string, Figure>& f) {
       {"e_dipc_shm_body1_kept_default", "(e) shm type 1, kept dataset, default validation"},
       {"ucx_perftest_tag_bw_64MiB/ucx_default", "ucx_perftest tag_bw 64 MiB, UCX's choice"},
       {"ucx_perftest_tag_bw_64MiB/tcp", "ucx_perftest tag_bw 64 MiB, UCX_TLS=tcp"},
+      {"ucx_perftest_tag_bw_64MiB/peer_errors_tcp",
+       "ucx_perftest tag_bw 64 MiB, UCX_TLS=tcp, -e (as ferry's endpoints)"},
       {"ucx_perftest_ucp_get_64MiB/ucx_default", "ucx_perftest ucp_get 64 MiB, UCX's choice"},
       {"ucx_perftest_ucp_get_64MiB/tcp", "ucx_perftest ucp_get 64 MiB, UCX_TLS=tcp"},
   };
@@ -178,6 +181,10 @@ void PrintSummary(const std::map<std::string, Figure>& f) {
         find("c_dipc_ucx_body0_spec_default"), tag_tcp, 0.9, true);
   Ratio("(c) type 0, protocol wire, kept / perftest tag_bw over TCP",
         find("c_dipc_ucx_body0_spec_kept_default"), tag_tcp, 0.9, true);
+  // ferry's endpoints handle peer errors (a dead peer fails fast); perftest's do only with -e.
+  Ratio("(c) type 0, protocol wire, kept / perftest tag_bw TCP -e",
+        find("c_dipc_ucx_body0_spec_kept_default"),
+        find("ucx_perftest_tag_bw_64MiB/peer_errors_tcp"), 0.9, true);
   Ratio("(c) type 0, fast path, kept / perftest tag_bw, UCX's choice",
         find("c_dipc_ucx_body0_fast_kept_default"), tag_any, 0.9, true);
   Ratio("(c) type 0, fast path / perftest tag_bw, UCX's choice",
