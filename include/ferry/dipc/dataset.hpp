@@ -46,7 +46,9 @@ class FERRY_EXPORT Dataset {
   virtual const DatasetFile* file() const noexcept { return nullptr; }
 
   /// An IPC stream or file (told apart by its magic), mapped once (shared, read-only, its
-  /// descriptor kept: see file()) and decoded zero-copy per client, with full validation.
+  /// descriptor kept: see file()) and decoded zero-copy per client: with full validation until
+  /// one pass has read the whole file, then with the default checks (the file must not change
+  /// while it is served).
   static Result<std::shared_ptr<Dataset>> FromPath(const std::string& path);
   /// Batches already in memory, on any device, shared by every client (never copied to serve a
   /// client over shared memory beyond the one copy into the segment).
