@@ -7,9 +7,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
@@ -37,7 +36,8 @@ Result<MarkedFile> WriteMarkedFile(const std::string& name) {
     Json rows = Json::array();
     for (int i = 0; i < kRows; ++i) {
       const bool marked = b == 1 && i == kRows / 2;
-      rows.push_back(Json{{"x", b * kRows + i}, {"s", marked ? "MARKER" : "v" + std::to_string(i)}});
+      rows.push_back(
+          Json{{"x", b * kRows + i}, {"s", marked ? "MARKER" : "v" + std::to_string(i)}});
     }
     FERRY_ASSIGN_OR_RAISE(
         Array a,
@@ -52,7 +52,8 @@ Result<MarkedFile> WriteMarkedFile(const std::string& name) {
   FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, testing::WriteIpc(schema.get(), arrays, true));
   MarkedFile out;
   out.path = ::testing::TempDir() + "/" + name;
-  const std::string text(reinterpret_cast<const char*>(bytes.data), static_cast<size_t>(bytes.size));
+  const std::string text(reinterpret_cast<const char*>(bytes.data),
+                         static_cast<size_t>(bytes.size));
   const size_t at = text.find("MARKER");
   if (at == std::string::npos || text.find("MARKER", at + 1) != std::string::npos) {
     return Status::Invalid("the written file does not hold MARKER exactly once");
