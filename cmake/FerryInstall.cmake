@@ -1,7 +1,7 @@
 # Install rules: only include/ is installed, plus the libraries, a CMake package and a .pc file.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS ferry ferry_static ferry_abi EXPORT ferryTargets
+install(TARGETS ferry ferry_flight_shared ferry_static ferry_abi EXPORT ferryTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
@@ -19,3 +19,6 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ferryConfig.cmake
 
 configure_file(cmake/ferry.pc.in ${CMAKE_CURRENT_BINARY_DIR}/ferry.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ferry.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# Flight (libferry_flight.so, which needs gRPC) has a .pc file of its own.
+configure_file(cmake/ferry-flight.pc.in ${CMAKE_CURRENT_BINARY_DIR}/ferry-flight.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ferry-flight.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

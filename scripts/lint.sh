@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Style and structure gates: the include direction (scripts/layers.txt, with its own test on
-# planted violations), the exported symbols of libferry.so, clang-format (the tree must not
+# planted violations), the exported symbols of libferry.so and libferry_flight.so (and no gRPC in
+# the former), clang-format (the tree must not
 # change) and clang-tidy (.clang-tidy; nothing reported on the library and the tool). Needs a
 # configured and built tree for compile_commands.json and libferry.so.
 set -euo pipefail
@@ -20,6 +21,13 @@ if [ -n "$long" ]; then
 fi
 echo "== exported symbols"
 bash scripts/check_symbols.sh "$build/libferry.so"
+bash scripts/check_symbols.sh "$build/libferry_flight.so"
+# Flight's gRPC, protobuf and abseil stay out of libferry.so (they cost every process that loads
+# them some 13 ms of start-up); libferry_flight.so carries them.
+if readelf -d "$build/libferry.so" | grep -E "NEEDED.*(grpc|protobuf|absl|upb)"; then
+  echo "lint: libferry.so needs gRPC's libraries; they belong to libferry_flight.so" >&2
+  exit 1
+fi
 echo "== clang-format"
 files=$(git ls-files '*.c' '*.h' '*.cpp' '*.hpp')
 clang-format --dry-run -Werror $files

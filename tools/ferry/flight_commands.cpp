@@ -1,132 +1,90 @@
-// `ferry serve --flight`, `ferry list`, `ferry get grpc://...` and `ferry put`.
+// The Flight commands' options, and the loader of the Flight module that runs them
+// (flight_commands.hpp).
 #include "flight_commands.hpp"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <ctime>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-
-#include "ferry/core/stream_adapter.hpp"
-#include "ferry/flight/client.hpp"
-#include "ferry/flight/server.hpp"
-#include "ferry/format/array_view.hpp"
-#include "ferry/format/schema_view.hpp"
-#include "ferry/ipc/reader.hpp"
+#include <climits>
+#include <mutex>
 
 namespace ferry::cli {
 
 namespace {
 
-Result<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status(
-        errno, std::string("cannot read the ") + what + " " + path + ": " + std::strerror(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// The directory of the running executable, from /proc/self/exe.
+std::string ExecutableDirectory() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  const std::string text(path, static_cast<size_t>(n));
+  const size_t slash = text.rfind('/');
+  return slash == std::string::npos ? "." : text.substr(0, slash);
 }
 
-std::chrono::milliseconds Millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-Result<flight::Via> ParseVia(const std::string& text) {
-  if (text == "auto") return flight::Via::kAuto;
-  if (text == "shm") return flight::Via::kShm;
-  if (text == "ucx") return flight::Via::kUcx;
-  if (text == "grpc") return flight::Via::kGrpc;
-  return Status::Invalid("unknown --via \"" + text + "\" (auto, shm, ucx, grpc)");
-}
-
-// A client with the token (--token-file, else FERRY_TOKEN) and TLS roots.
-Result<std::unique_ptr<flight::Client>> Connect(const std::string& uri,
-                                                const std::string& token_file,
-                                                const std::string& tls_roots, double timeout_s,
-                                                bool verbose) {
-  flight::ClientOptions options;
-  FERRY_ASSIGN_OR_RAISE(options.token, ReadToken(token_file));
-  if (!tls_roots.empty()) {
-    FERRY_ASSIGN_OR_RAISE(options.tls_roots, ReadFile(tls_roots, "TLS roots"));
-  }
-  options.timeout = Millis(timeout_s);
-  if (verbose) {
-    options.log = [](const std::string& line) {
-      std::fprintf(stderr, "ferry: %s\n", line.c_str());
-    };
-  }
-  return flight::Client::Connect(uri, options);
-}
-
-// Bytes of a host batch's buffers (as `ferry get` counts them).
-int64_t HostBatchBytes(const ArrowSchema* schema, const ArrowArray* batch) {
-  Result<ArrayView> view = ArrayView::Make(schema);
-  if (!view.ok() || !view->SetArray(batch).ok()) return 0;
-  int64_t total = 0;
-  std::function<void(const ArrayView&)> walk = [&](const ArrayView& v) {
-    for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
-    for (int64_t i = 0; i < v.n_children(); ++i) walk(v.child(i));
-    if (v.dictionary() != nullptr) walk(*v.dictionary());
-  };
-  walk(*view);
-  return total;
-}
-
-// Forwards a stream, counting what passes and drawing progress on a terminal.
-class CountingProducer final : public ArrayProducer {
- public:
-  CountingProducer(UniqueArrayStream inner, bool bar) : inner_(std::move(inner)), bar_(bar) {}
-  Status GetSchema(ArrowSchema* out) override {
-    FERRY_RETURN_NOT_OK(StreamGetSchema(inner_.get(), out));
-    if (!schema_.valid()) FERRY_RETURN_NOT_OK(StreamGetSchema(inner_.get(), schema_.get()));
-    return Status::OK();
-  }
-  Status GetNext(ArrowArray* out) override {
-    FERRY_RETURN_NOT_OK(StreamGetNext(inner_.get(), out));
-    if (out->release == nullptr) return Status::OK();
-    ++counts->batches;
-    counts->rows += out->length;
-    counts->bytes += HostBatchBytes(schema_.get(), out);
-    if (bar_) {
-      const double t =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      std::fprintf(stderr, "\r\033[Kferry put: %lld batches, %lld rows, %.1f MB, %.1f MB/s",
-                   static_cast<long long>(counts->batches), static_cast<long long>(counts->rows),
-                   static_cast<double>(counts->bytes) / 1e6,
-                   static_cast<double>(counts->bytes) / 1e6 / std::max(t, 1e-9));
+// Load the module once: beside the tool (the build tree), then where `install` puts it
+// (FERRY_CLI_MODULE_DIR, relative to the tool's directory).
+Result<const FlightModule*> LoadFlightModule() {
+  static std::once_flag once;
+  static Result<const FlightModule*> loaded = Status::Invalid("not loaded");
+  std::call_once(once, [] {
+    const std::string dir = ExecutableDirectory();
+    std::string reasons;
+    for (const std::string& path :
+         {dir + "/" + kFlightModuleFile, dir + "/" FERRY_CLI_MODULE_DIR "/" + kFlightModuleFile}) {
+      if (access(path.c_str(), F_OK) != 0) {
+        reasons += (reasons.empty() ? "" : "; ") + path + ": not there";
+        continue;
+      }
+      // RTLD_NOW: a missing gRPC library is reported here, not as a crash mid-command.
+      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        reasons += (reasons.empty() ? "" : "; ") + std::string(dlerror());
+        continue;
+      }
+      using Entry = const FlightModule* (*)();
+      auto entry = reinterpret_cast<Entry>(dlsym(handle, kFlightModuleEntry));
+      const FlightModule* module = entry != nullptr ? entry() : nullptr;
+      if (module == nullptr || module->version != kFlightModuleVersion) {
+        reasons += (reasons.empty() ? "" : "; ") + path + ": not this tool's Flight module";
+        dlclose(handle);
+        continue;
+      }
+      loaded = module;
+      return;
     }
-    return Status::OK();
-  }
-  struct Counts {
-    int64_t batches = 0;
-    int64_t rows = 0;
-    int64_t bytes = 0;
-  };
-  std::shared_ptr<Counts> counts = std::make_shared<Counts>();
-
- private:
-  UniqueArrayStream inner_;
-  UniqueSchema schema_;
-  bool bar_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
-std::string Rfc3339(std::chrono::system_clock::time_point t) {
-  const std::time_t s = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
+    loaded = Status(ENOENT, "Arrow Flight is not available: cannot load ferry's Flight module (" +
+                                reasons + ")");
+  });
+  return loaded;
 }
 
 }  // namespace
+
+int RunFlightServe(const ServeOptions& options) {
+  Result<const FlightModule*> module = LoadFlightModule();
+  if (!module.ok()) return Fail("--flight", module.status());
+  return (*module)->serve(options);
+}
+
+int RunFlightGet(const GetOptions& options) {
+  Result<const FlightModule*> module = LoadFlightModule();
+  if (!module.ok()) return Fail(options.uri, module.status());
+  return (*module)->get(options);
+}
+
+int RunList(const FlightOptions& options) {
+  Result<const FlightModule*> module = LoadFlightModule();
+  if (!module.ok()) return Fail(options.uri, module.status());
+  return (*module)->list(options);
+}
+
+int RunPut(const FlightOptions& options) {
+  Result<const FlightModule*> module = LoadFlightModule();
+  if (!module.ok()) return Fail(options.uri, module.status());
+  return (*module)->put(options);
+}
 
 bool IsFlightUri(const std::string& uri) {
   return uri.rfind("grpc://", 0) == 0 || uri.rfind("grpc+tls://", 0) == 0 ||
@@ -197,183 +155,6 @@ CLI::App* AddPutCommand(CLI::App& app, FlightOptions* o) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
   return cmd;
-}
-
-int RunFlightServe(const ServeOptions& o) {
-  flight::ServerOptions options;
-  options.listen = o.flight;
-  Result<std::string> token = ReadToken(o.token_file);
-  if (!token.ok()) return Fail("--token-file", token.status());
-  options.token = *token;
-  if (options.token.empty() && !o.insecure &&
-      (!ListensOnLoopbackOnly(o.flight) ||
-       (o.transport != "shm" && o.transport != "grpc" && !ListensOnLoopbackOnly(o.ucx_listen)))) {
-    return Fail("--flight " + o.flight,
-                Status(EACCES,
-                       "a Flight server beyond loopback needs a token (--token-file or "
-                       "FERRY_TOKEN), or --insecure"));
-  }
-  if (o.transport.empty()) {
-    options.planes = {"shm", "ucx"};
-  } else if (o.transport == "grpc") {
-    options.planes.clear();
-  } else {
-    options.planes = {o.transport};
-  }
-  for (auto [path, out, what] :
-       {std::tuple{&o.tls_cert, &options.tls_cert, "TLS certificate"},
-        std::tuple{&o.tls_key, &options.tls_key, "TLS key"},
-        std::tuple{&o.tls_client_ca, &options.tls_client_ca, "client CA"}}) {
-    if (path->empty()) continue;
-    Result<std::string> text = ReadFile(*path, what);
-    if (!text.ok()) return Fail(*path, text.status());
-    *out = std::move(*text);
-  }
-  options.keep = o.keep;
-  options.ucx_address = o.ucx_listen;
-  options.max_upload_bytes = o.max_upload_bytes;
-  options.ticket_ttl = std::chrono::seconds(static_cast<int64_t>(o.ticket_ttl_s));
-  options.plane.region_bytes = o.region_mb << 20;
-  options.plane.timeout = Millis(o.timeout_s);
-  options.plane.max_clients = o.max_clients;
-  if (o.body == "packed") options.plane.body_type = dipc::BodyType::kPacked;
-  if (o.keep && o.body == "packed") {
-    return Fail("--keep", Status::Invalid("keeping datasets needs --body list"));
-  }
-  if (o.verbose) {
-    options.log = [](const std::string& line) {
-      std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
-    };
-  }
-  Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);
-  if (!server.ok()) return Fail("starting the Flight server", server.status());
-  for (const std::string& spec : o.datasets) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      return Fail(spec, Status::Invalid("a dataset is NAME=FILE"));
-    }
-    const std::string name = spec.substr(0, eq);
-    if (const Status st = (*server)->AddPath(name, spec.substr(eq + 1)); !st.ok()) {
-      return Fail(spec.substr(eq + 1), st);
-    }
-  }
-  std::printf("%s\n", (*server)->uri().c_str());
-  std::fflush(stdout);
-  for (const std::string& name : (*server)->names()) {
-    Result<flight::FlightInfo> info = (*server)->Info(name);
-    if (!info.ok()) continue;
-    std::fprintf(stderr,
-                 "ferry serve: flight [%s]: %lld records, %lld bytes, ferry get %s --path %s\n",
-                 name.c_str(), static_cast<long long>(info->total_records),
-                 static_cast<long long>(info->total_bytes), (*server)->uri().c_str(), name.c_str());
-  }
-  WaitForSignal();
-  const flight::ServerStats s = (*server)->stats();
-  (*server)->Stop();
-  std::fprintf(stderr,
-               "ferry serve: %lld calls, %lld DoGet, %lld DoPut, %.1f MB sent, %.1f MB received, "
-               "%lld unauthenticated, %lld tickets refused, %lld uploads refused\n",
-               static_cast<long long>(s.calls), static_cast<long long>(s.do_gets),
-               static_cast<long long>(s.do_puts), static_cast<double>(s.bytes_sent) / 1e6,
-               static_cast<double>(s.bytes_received) / 1e6,
-               static_cast<long long>(s.unauthenticated), static_cast<long long>(s.tickets_refused),
-               static_cast<long long>(s.uploads_failed));
-  return 0;
-}
-
-int RunFlightGet(const GetOptions& o) {
-  if (o.path.empty() && o.ticket.empty()) {
-    return Fail(o.uri,
-                Status::Invalid("a grpc:// URI needs --path NAME (or --ticket T for DoGet)"));
-  }
-  Result<flight::Via> via = ParseVia(o.via);
-  if (!via.ok()) return Fail("--via", via.status());
-  Result<Device*> device = ParseDevice(o.device);
-  if (!device.ok()) return Fail("--device", device.status());
-  const auto start = std::chrono::steady_clock::now();
-  Result<std::unique_ptr<flight::Client>> client =
-      Connect(o.uri, o.token_file, o.tls_roots, o.timeout_s, o.verbose);
-  if (!client.ok()) return Fail(o.uri, client.status());
-  flight::GetOptions options;
-  options.via = *via;
-  options.device = *device;
-  if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
-  if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
-  Result<UniqueDeviceArrayStream> stream =
-      o.path.empty() ? (*client)->DoGet(o.ticket, options) : (*client)->Get(o.path, options);
-  if (!stream.ok()) return Fail("get", stream.status());
-  return Drain(stream->get(), o, o.path.empty() ? "ticket" : o.path, o.uri, start);
-}
-
-int RunList(const FlightOptions& o) {
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  if (tty) std::fprintf(stderr, "ferry list: asking %s ...", o.uri.c_str());
-  Result<std::unique_ptr<flight::Client>> client =
-      Connect(o.uri, o.token_file, o.tls_roots, o.timeout_s, false);
-  Result<std::vector<flight::FlightInfo>> flights =
-      client.ok() ? (*client)->ListFlights()
-                  : Result<std::vector<flight::FlightInfo>>(client.status());
-  if (tty) std::fprintf(stderr, "\r\033[K");
-  if (!flights.ok()) return Fail("list", flights.status());
-  if (o.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const flight::FlightInfo& f : *flights) {
-      nlohmann::json endpoints = nlohmann::json::array();
-      for (const flight::Endpoint& e : f.endpoints) {
-        endpoints.push_back({{"ticket", e.ticket},
-                             {"locations", e.locations},
-                             {"expiration", e.expiration ? Rfc3339(*e.expiration) : ""}});
-      }
-      Result<UniqueSchema> schema = f.DecodeSchema();
-      Result<std::string> text = schema.ok() ? SchemaToString(schema->get()) : schema.status();
-      out.push_back({{"path", f.path},
-                     {"records", f.total_records},
-                     {"bytes", f.total_bytes},
-                     {"ordered", f.ordered},
-                     {"schema", text.ok() ? *text : "(" + text.status().message() + ")"},
-                     {"endpoints", endpoints}});
-    }
-    std::printf("%s\n", out.dump(2).c_str());
-    return 0;
-  }
-  std::printf("%-24s %12s %14s  %s\n", "FLIGHT", "RECORDS", "BYTES", "LOCATIONS");
-  for (const flight::FlightInfo& f : *flights) {
-    std::string name;
-    for (const std::string& p : f.path) name += (name.empty() ? "" : "/") + p;
-    if (name.empty()) name = "(command)";
-    std::string kinds;
-    for (const flight::Endpoint& e : f.endpoints) {
-      for (const std::string& l : e.locations) {
-        const std::string kind = l == flight::kReuseConnection ? "grpc" : l.substr(0, l.find(':'));
-        kinds += (kinds.empty() ? "" : ",") + kind;
-      }
-    }
-    std::printf("%-24s %12lld %14lld  %s\n", name.c_str(), static_cast<long long>(f.total_records),
-                static_cast<long long>(f.total_bytes), kinds.c_str());
-  }
-  return 0;
-}
-
-int RunPut(const FlightOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  Result<UniqueArrayStream> input = ipc::ReadPath(o.file);
-  if (!input.ok()) return Fail(o.file, input.status());
-  Result<std::unique_ptr<flight::Client>> client =
-      Connect(o.uri, o.token_file, o.tls_roots, o.timeout_s, false);
-  if (!client.ok()) return Fail(o.uri, client.status());
-  const bool bar = o.progress && isatty(STDERR_FILENO) != 0;
-  auto producer = std::make_unique<CountingProducer>(std::move(*input), bar);
-  std::shared_ptr<CountingProducer::Counts> counts = producer->counts;
-  UniqueArrayStream stream = ExportArrayStream(std::move(producer));
-  const Status st = (*client)->Put(o.path, stream.get());
-  if (bar) std::fprintf(stderr, "\n");
-  if (!st.ok()) return Fail("put", st);
-  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s: %lld batches, %lld rows, %lld bytes uploaded in %.3f s (%.1f MB/s)\n",
-              o.path.c_str(), static_cast<long long>(counts->batches),
-              static_cast<long long>(counts->rows), static_cast<long long>(counts->bytes), t,
-              static_cast<double>(counts->bytes) / 1e6 / t);
-  return 0;
 }
 
 }  // namespace ferry::cli

@@ -1,5 +1,7 @@
 // Arrow Flight on the command line: `ferry serve --flight`, `ferry list`, `ferry get grpc://...`
-// and `ferry put`.
+// and `ferry put`. The tool registers their options itself (flight_commands.cpp) and runs them
+// from its Flight module, ferry_cli_flight.so (flight_module.cpp), which it loads only for these
+// commands: only they pay for loading gRPC (libferry_flight.so).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -30,7 +32,8 @@ CLI::App* AddListCommand(CLI::App& app, FlightOptions* options);
 CLI::App* AddPutCommand(CLI::App& app, FlightOptions* options);
 
 /// Serve every NAME=FILE as a flight on gRPC and on the fast planes until SIGINT or SIGTERM;
-/// prints the grpc:// (or grpc+tls://) URI with the port bound first. Exit status 0, or 2.
+/// prints the grpc:// (or grpc+tls://) URI with the port bound first. Exit status 0, or 2 (also
+/// when the Flight module cannot be loaded, with dlopen's reason).
 int RunFlightServe(const ServeOptions& options);
 /// `ferry get grpc://HOST:PORT --path NAME`: follow the flight's locations (or --via).
 int RunFlightGet(const GetOptions& options);
@@ -39,5 +42,19 @@ int RunPut(const FlightOptions& options);
 
 /// Whether `uri` names a Flight server (grpc://, grpc+tls://, grpc+tcp://, grpc+unix://).
 bool IsFlightUri(const std::string& uri);
+
+/// What the Flight module hands the tool: its four commands. The tool and the module are built
+/// together; `version` guards against a stale module left beside a newer tool.
+struct FlightModule {
+  int version;
+  int (*serve)(const ServeOptions&);
+  int (*get)(const GetOptions&);
+  int (*list)(const FlightOptions&);
+  int (*put)(const FlightOptions&);
+};
+inline constexpr int kFlightModuleVersion = 1;
+/// The module's one exported function (extern "C" FerryCliFlightModule) and its file name.
+inline constexpr const char* kFlightModuleEntry = "FerryCliFlightModule";
+inline constexpr const char* kFlightModuleFile = "ferry_cli_flight.so";
 
 }  // namespace ferry::cli
