@@ -1,7 +1,8 @@
-// Schemas in Flight's IPC form.
+// Schemas in Flight's IPC form, and times as FlightInfo's expirations show them.
 #include "ferry/flight/info.hpp"
 
 #include <cstring>
+#include <ctime>
 
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
@@ -26,6 +27,15 @@ Result<UniqueSchema> DecodeSchema(const std::string& bytes) {
                            " bytes)");
   }
   return decoder.ExportSchema();
+}
+
+std::string FormatRfc3339(std::chrono::system_clock::time_point t) {
+  const std::time_t s = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
 }
 
 Result<UniqueSchema> FlightInfo::DecodeSchema() const { return flight::DecodeSchema(schema); }

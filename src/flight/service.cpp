@@ -3,7 +3,6 @@
 #include "flight/service.hpp"
 
 #include <cerrno>
-#include <ctime>
 #include <vector>
 
 #include "ferry/dipc/uri.hpp"
@@ -149,16 +148,6 @@ class HandshakeReactor final
   pb::HandshakeResponse response_;
 };
 
-// UTC, to the second, as RFC 3339 writes it.
-std::string Rfc3339(std::chrono::system_clock::time_point t) {
-  const std::time_t s = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const grpc::Status& st) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(st);
@@ -278,7 +267,7 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
       ++state_->tickets_refused;
       return new Fail(state_, ToGrpc(st));
     }
-    results.emplace_back().set_body(Rfc3339(std::chrono::system_clock::now() + ttl));
+    results.emplace_back().set_body(FormatRfc3339(std::chrono::system_clock::now() + ttl));
   } else {
     return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                          "unknown action \"" + request->type() +

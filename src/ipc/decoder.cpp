@@ -158,7 +158,17 @@ Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int
     return Status::Invalid(Label(i) + ": the metadata (" + std::to_string(size) +
                            " bytes) is not a valid Message flatbuffer");
   }
-  return fb::GetMessage(data);
+  const fb::Message* message = fb::GetMessage(data);
+  const fb::RecordBatch* batch = message->header_as_RecordBatch();
+  if (const fb::DictionaryBatch* db = message->header_as_DictionaryBatch()) batch = db->data();
+  if (batch != nullptr) {
+    const std::string where = Label(i) + ": the metadata's ";
+    FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->nodes(), data, where + "nodes vector"));
+    FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->buffers(), data, where + "buffers vector"));
+    FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->variadic_buffer_counts(), data,
+                                                where + "variadicBufferCounts vector"));
+  }
+  return message;
 }
 
 Status Decoder::Impl::HandleSchema(const fb::Schema* s, fb::MetadataVersion version, int64_t i) {

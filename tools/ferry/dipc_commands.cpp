@@ -42,14 +42,7 @@ void OnGetSignal(int sig) {
 int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
   Result<DeviceArrayView> view = DeviceArrayView::Make(schema);
   if (!view.ok() || !view->SetArray(batch).ok()) return 0;
-  int64_t total = 0;
-  std::function<void(const ArrayView&)> walk = [&](const ArrayView& v) {
-    for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
-    for (int64_t i = 0; i < v.n_children(); ++i) walk(v.child(i));
-    if (v.dictionary() != nullptr) walk(*v.dictionary());
-  };
-  walk(view->array_view());
-  return total;
+  return ViewBytes(view->array_view());
 }
 
 std::chrono::milliseconds Millis(double seconds) {
@@ -196,6 +189,17 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
   return cmd;
+}
+
+int64_t ViewBytes(const ArrayView& view) {
+  int64_t total = 0;
+  std::function<void(const ArrayView&)> walk = [&](const ArrayView& v) {
+    for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
+    for (int64_t i = 0; i < v.n_children(); ++i) walk(v.child(i));
+    if (v.dictionary() != nullptr) walk(*v.dictionary());
+  };
+  walk(view);
+  return total;
 }
 
 Result<Device*> ParseDevice(const std::string& text) {

@@ -9,6 +9,7 @@
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
+#include "ferry/format/array_view.hpp"
 
 namespace ferry::cli {
 
@@ -84,6 +85,10 @@ int RunServe(const ServeOptions& options);
 /// when whole, removed on failure), showing progress on a terminal and a summary line at the
 /// end. Exit status 0, or 2 with one line on stderr naming the peer, the phase and the cause.
 int RunGet(const GetOptions& options);
+
+/// Bytes of an array's buffers as its layout implies them, children and dictionaries included
+/// (what `ferry get` and `ferry put` count).
+int64_t ViewBytes(const ArrayView& view);
 
 /// Parse "cpu", "opencl:0", "cuda:0", "cuda_host:0", ... into a device of the device layer.
 Result<Device*> ParseDevice(const std::string& text);

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -71,14 +70,7 @@ Result<std::unique_ptr<flight::Client>> Connect(const std::string& uri,
 int64_t HostBatchBytes(const ArrowSchema* schema, const ArrowArray* batch) {
   Result<ArrayView> view = ArrayView::Make(schema);
   if (!view.ok() || !view->SetArray(batch).ok()) return 0;
-  int64_t total = 0;
-  std::function<void(const ArrayView&)> walk = [&](const ArrayView& v) {
-    for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
-    for (int64_t i = 0; i < v.n_children(); ++i) walk(v.child(i));
-    if (v.dictionary() != nullptr) walk(*v.dictionary());
-  };
-  walk(*view);
-  return total;
+  return ViewBytes(*view);
 }
 
 // Forwards a stream, counting what passes and drawing progress on a terminal.
@@ -119,15 +111,6 @@ class CountingProducer final : public ArrayProducer {
   bool bar_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
-
-std::string Rfc3339(std::chrono::system_clock::time_point t) {
-  const std::time_t s = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 int Serve(const ServeOptions& o) {
   flight::ServerOptions options;
@@ -250,9 +233,10 @@ int List(const FlightOptions& o) {
     for (const flight::FlightInfo& f : *flights) {
       nlohmann::json endpoints = nlohmann::json::array();
       for (const flight::Endpoint& e : f.endpoints) {
-        endpoints.push_back({{"ticket", e.ticket},
-                             {"locations", e.locations},
-                             {"expiration", e.expiration ? Rfc3339(*e.expiration) : ""}});
+        endpoints.push_back(
+            {{"ticket", e.ticket},
+             {"locations", e.locations},
+             {"expiration", e.expiration ? flight::FormatRfc3339(*e.expiration) : ""}});
       }
       Result<UniqueSchema> schema = f.DecodeSchema();
       Result<std::string> text = schema.ok() ? SchemaToString(schema->get()) : schema.status();

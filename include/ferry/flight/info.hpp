@@ -53,5 +53,8 @@ struct FERRY_EXPORT ActionType {
 FERRY_EXPORT Result<std::string> EncodeSchema(const ArrowSchema* schema);
 /// Decode the IPC form of a schema (with or without the continuation marker).
 FERRY_EXPORT Result<UniqueSchema> DecodeSchema(const std::string& bytes);
+/// A time as RFC 3339 writes it, in UTC to the second ("2026-11-25T23:51:36Z"): how ferry shows
+/// an endpoint's expiration and how `refresh-ticket` answers.
+FERRY_EXPORT std::string FormatRfc3339(std::chrono::system_clock::time_point t);
 
 }  // namespace ferry::flight
