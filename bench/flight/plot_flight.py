@@ -35,7 +35,8 @@ def main():
     left.set_xticks(range(len(keys)))
     left.set_xticklabels([NAMES[k] for k in keys], fontsize=8)
     left.set_ylabel("GB/s to a usable table (log scale)")
-    left.set_title(f"1 GiB in 64 MiB batches, one host (median of {r['repeat']})")
+    rounds = r.get("rounds", 1)
+    left.set_title(f"1 GiB in 64 MiB batches, one host (median of {r['repeat'] * rounds})")
     for i, (k, v) in enumerate(zip(keys, gbps)):
         left.annotate(f"{v:.2f} GB/s\n{v / a:.2f}× (a)", (i, v), ha="center", va="bottom", fontsize=8)
         if k in GOALS:

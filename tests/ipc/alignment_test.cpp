@@ -21,14 +21,19 @@ uint32_t Load32(const uint8_t* p) {
 
 void Store32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
-// The position of the table that field `field` of the table at `table` points to, or of the
-// vector it points to.
-size_t FieldTarget(const std::vector<uint8_t>& b, size_t table, int field) {
+// The position of the slot of field `field` in the table at `table`: the table's first word is
+// the distance back to its vtable, whose entries from its fifth byte are the slots' offsets.
+size_t FieldSlot(const std::vector<uint8_t>& b, size_t table, int field) {
   const size_t vtable = table - static_cast<size_t>(static_cast<int32_t>(Load32(&b[table])));
   uint16_t at = 0;
   std::memcpy(&at, &b[vtable + 4 + 2 * static_cast<size_t>(field)], 2);
   EXPECT_NE(at, 0) << "field " << field << " is absent";
-  const size_t slot = table + at;
+  return table + at;
+}
+
+// The position of the table or vector that field `field` of the table at `table` points to.
+size_t FieldTarget(const std::vector<uint8_t>& b, size_t table, int field) {
+  const size_t slot = FieldSlot(b, table, field);
   return slot + Load32(&b[slot]);
 }
 
@@ -36,11 +41,8 @@ size_t FieldTarget(const std::vector<uint8_t>& b, size_t table, int field) {
 // points to onto the end of `b`, with its elements 4 bytes past an 8-byte boundary, and point the
 // field at the copy. Returns where the elements now start.
 size_t MisalignVector(std::vector<uint8_t>* b, size_t table, int field, size_t element_size) {
-  const size_t vtable = table - static_cast<size_t>(static_cast<int32_t>(Load32(&(*b)[table])));
-  uint16_t at = 0;
-  std::memcpy(&at, &(*b)[vtable + 4 + 2 * static_cast<size_t>(field)], 2);
-  const size_t slot = table + at;
-  const size_t vector = FieldTarget(*b, table, field);
+  const size_t slot = FieldSlot(*b, table, field);
+  const size_t vector = slot + Load32(&(*b)[slot]);
   const size_t bytes = 4 + Load32(&(*b)[vector]) * element_size;
   const std::vector<uint8_t> copy(b->begin() + static_cast<ptrdiff_t>(vector),
                                   b->begin() + static_cast<ptrdiff_t>(vector + bytes));

@@ -60,30 +60,32 @@ Result<const FlightModule*> LoadFlightModule() {
   return loaded;
 }
 
+// Run one of the module's commands; a module that cannot be loaded fails the command, naming
+// `where` (the URI or option that asked for Flight).
+template <typename Options>
+int RunInModule(int (*FlightModule::*command)(const Options&), const std::string& where,
+                const Options& options) {
+  Result<const FlightModule*> module = LoadFlightModule();
+  if (!module.ok()) return Fail(where, module.status());
+  return ((*module)->*command)(options);
+}
+
 }  // namespace
 
 int RunFlightServe(const ServeOptions& options) {
-  Result<const FlightModule*> module = LoadFlightModule();
-  if (!module.ok()) return Fail("--flight", module.status());
-  return (*module)->serve(options);
+  return RunInModule(&FlightModule::serve, "--flight", options);
 }
 
 int RunFlightGet(const GetOptions& options) {
-  Result<const FlightModule*> module = LoadFlightModule();
-  if (!module.ok()) return Fail(options.uri, module.status());
-  return (*module)->get(options);
+  return RunInModule(&FlightModule::get, options.uri, options);
 }
 
 int RunList(const FlightOptions& options) {
-  Result<const FlightModule*> module = LoadFlightModule();
-  if (!module.ok()) return Fail(options.uri, module.status());
-  return (*module)->list(options);
+  return RunInModule(&FlightModule::list, options.uri, options);
 }
 
 int RunPut(const FlightOptions& options) {
-  Result<const FlightModule*> module = LoadFlightModule();
-  if (!module.ok()) return Fail(options.uri, module.status());
-  return (*module)->put(options);
+  return RunInModule(&FlightModule::put, options.uri, options);
 }
 
 bool IsFlightUri(const std::string& uri) {

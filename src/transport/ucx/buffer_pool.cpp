@@ -4,10 +4,15 @@
 #include "transport/ucx/buffer_pool.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -16,15 +21,18 @@ namespace ferry::transport::ucx {
 namespace {
 
 // Large receive buffers are recycled, process-wide: a fresh 64 MiB allocation costs an mmap and
-// 16,384 page faults, about as long as moving its bytes over shared memory. At most kMaxCached
-// bytes wait here; a buffer is reused only for a message at least half its size. Fresh buffers
-// of 4 MiB and more are mapped with transparent huge pages (a few dozen faults for 64 MiB, not
-// 16,384), since a reader keeping more than kMaxCached alive gets fresh ones for every batch.
+// 16,384 page faults, about as long as moving its bytes over shared memory, and on a VM whose
+// host takes freed pages back (balloon, free page reporting) each fault can also wait for the
+// host. A returned buffer waits here for reuse for at most kDecay, then goes back to the system,
+// as jemalloc's decay does: a process that reads again and again reuses its memory, and an idle
+// one holds none of it after a second. A buffer is reused only for a message at least half its
+// size. Fresh buffers of 4 MiB and more are mapped with transparent huge pages (a few dozen
+// faults for 64 MiB, not 16,384).
 class BufferPool {
  public:
   static constexpr size_t kMinPooled = size_t{1} << 20;
-  static constexpr size_t kMaxCached = size_t{256} << 20;
   static constexpr size_t kHuge = size_t{4} << 20;
+  static constexpr std::chrono::milliseconds kDecay{1000};
 
   // Leaked on purpose: buffers may come back during static destruction.
   static BufferPool& Get() {
@@ -44,14 +52,14 @@ class BufferPool {
       std::lock_guard lock(mutex_);
       auto best = free_.end();
       for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if (it->first >= size && it->first / 2 <= size &&
-            (best == free_.end() || it->first < best->first)) {
+        if (it->capacity >= size && it->capacity / 2 <= size &&
+            (best == free_.end() || it->capacity < best->capacity)) {
           best = it;
         }
       }
       if (best != free_.end()) {
-        capacity = best->first;
-        data = best->second;
+        capacity = best->capacity;
+        data = best->data;
         cached_ -= capacity;
         free_.erase(best);
       }
@@ -64,7 +72,28 @@ class BufferPool {
     return std::shared_ptr<uint8_t>(data, [capacity](uint8_t* p) { Get().Give(p, capacity); });
   }
 
+  size_t cached() {
+    std::lock_guard lock(mutex_);
+    return cached_;
+  }
+
  private:
+  struct Cached {
+    size_t capacity;
+    uint8_t* data;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  // At most an eighth of the machine's memory, and 2 GiB, waits for reuse.
+  static size_t MaxCached() {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page = sysconf(_SC_PAGESIZE);
+    const size_t eighth = pages > 0 && page > 0
+                              ? static_cast<size_t>(pages) / 8 * static_cast<size_t>(page)
+                              : size_t{256} << 20;
+    return std::min(eighth, size_t{2} << 30);
+  }
+
   static uint8_t* Allocate(size_t capacity) {
     if (capacity < kHuge) return static_cast<uint8_t*>(std::aligned_alloc(64, capacity));
     void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -84,8 +113,8 @@ class BufferPool {
   void Give(uint8_t* data, size_t capacity) {
     {
       std::lock_guard lock(mutex_);
-      if (cached_ + capacity <= kMaxCached) {
-        free_.emplace_back(capacity, data);
+      if (cached_ + capacity <= max_cached_ && StartReaper()) {
+        free_.push_back({capacity, data, std::chrono::steady_clock::now()});
         cached_ += capacity;
         return;
       }
@@ -93,14 +122,57 @@ class BufferPool {
     Release(data, capacity);
   }
 
+  // The reaper lives only while something is cached and sleeps until the oldest entry is due,
+  // so no timer runs in a process that holds nothing here. False when no thread can be started
+  // (then nothing is cached). Called with the mutex held.
+  bool StartReaper() {
+    if (reaper_running_) return true;
+    try {
+      std::thread([this] { Reap(); }).detach();
+    } catch (const std::system_error&) {
+      return false;
+    }
+    reaper_running_ = true;
+    return true;
+  }
+
+  // Releases each cached buffer once it has waited kDecay, and exits when none is left.
+  void Reap() {
+    std::unique_lock lock(mutex_);
+    while (!free_.empty()) {
+      const auto now = std::chrono::steady_clock::now();
+      std::vector<Cached> due;
+      auto keep = std::partition(free_.begin(), free_.end(),
+                                 [&](const Cached& c) { return now - c.since < kDecay; });
+      due.assign(keep, free_.end());
+      free_.erase(keep, free_.end());
+      for (const Cached& c : due) cached_ -= c.capacity;
+      if (!due.empty()) {
+        lock.unlock();
+        for (const Cached& c : due) Release(c.data, c.capacity);
+        lock.lock();
+        continue;
+      }
+      auto oldest = free_.front().since;
+      for (const Cached& c : free_) oldest = std::min(oldest, c.since);
+      wake_.wait_until(lock, oldest + kDecay);
+    }
+    reaper_running_ = false;
+  }
+
   std::mutex mutex_;
-  std::vector<std::pair<size_t, uint8_t*>> free_;
+  std::condition_variable wake_;
+  std::vector<Cached> free_;
   size_t cached_ = 0;
+  const size_t max_cached_ = MaxCached();
+  bool reaper_running_ = false;
 };
 
 }  // namespace
 
 std::shared_ptr<uint8_t> TakeBuffer(size_t size) { return BufferPool::Get().Take(size); }
+
+size_t CachedBufferBytes() { return BufferPool::Get().cached(); }
 
 }  // namespace ferry::transport::ucx
 

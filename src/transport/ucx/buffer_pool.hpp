@@ -8,9 +8,13 @@
 namespace ferry::transport::ucx {
 
 /// A 64-byte-aligned buffer of at least `size` bytes, or NULL when out of memory. Buffers of
-/// 1 MiB or more are recycled process-wide (at most 256 MiB wait for reuse): a fresh 64 MiB
-/// allocation costs an mmap and 16,384 page faults, about as long as moving its bytes over shared
-/// memory.
+/// 1 MiB or more are recycled process-wide: a returned one waits up to a second for reuse (at
+/// most 2 GiB, or an eighth of the machine's memory, wait at once), then goes back to the system.
+/// A fresh 64 MiB allocation costs an mmap and 16,384 page faults, about as long as moving its
+/// bytes over shared memory.
 std::shared_ptr<uint8_t> TakeBuffer(size_t size);
+
+/// The bytes now waiting for reuse (for tests and diagnostics).
+size_t CachedBufferBytes();
 
 }  // namespace ferry::transport::ucx

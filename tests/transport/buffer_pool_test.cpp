@@ -1,0 +1,71 @@
+// The UCX transport's receive buffers (transport/ucx/buffer_pool.hpp): a large buffer that comes
+// back is reused for the next message of a similar size, and goes back to the system a second
+// after its return when nothing reuses it.
+#if FERRY_WITH_UCX
+
+#include "transport/ucx/buffer_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace ferry::transport::ucx {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+// Waits (bounded) until no buffer waits for reuse; returns how long that took.
+std::chrono::milliseconds WaitUntilNothingCached(std::chrono::milliseconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  while (CachedBufferBytes() != 0 && std::chrono::steady_clock::now() - start < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
+TEST(BufferPool, ALargeBufferIsReusedForASimilarSize) {
+  ASSERT_LT(WaitUntilNothingCached(std::chrono::seconds(5)), std::chrono::seconds(5));
+  std::shared_ptr<uint8_t> first = TakeBuffer(64 * kMiB);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first.get()) % 64, 0u);
+  std::memset(first.get(), 0x5a, 64 * kMiB);  // every byte is writable
+  uint8_t* const address = first.get();
+  first.reset();
+  EXPECT_EQ(CachedBufferBytes(), 64 * kMiB);
+  // Reused for 40 MiB (at least half its size), not for 16 MiB.
+  std::shared_ptr<uint8_t> small = TakeBuffer(16 * kMiB);
+  EXPECT_NE(small.get(), address);
+  std::shared_ptr<uint8_t> again = TakeBuffer(40 * kMiB);
+  EXPECT_EQ(again.get(), address);
+  EXPECT_EQ(CachedBufferBytes(), 0u);
+}
+
+TEST(BufferPool, AnUnusedBufferGoesBackAfterTheDecay) {
+  ASSERT_LT(WaitUntilNothingCached(std::chrono::seconds(5)), std::chrono::seconds(5));
+  TakeBuffer(8 * kMiB).reset();
+  TakeBuffer(2 * kMiB).reset();
+  EXPECT_EQ(CachedBufferBytes(), 10 * kMiB);
+  const std::chrono::milliseconds took = WaitUntilNothingCached(std::chrono::seconds(5));
+  EXPECT_EQ(CachedBufferBytes(), 0u) << "still cached after 5 s";
+  EXPECT_GE(took, std::chrono::milliseconds(800));  // kept for about a second, not dropped at once
+  // The pool works again after its reaper has exited.
+  TakeBuffer(8 * kMiB).reset();
+  EXPECT_EQ(CachedBufferBytes(), 8 * kMiB);
+}
+
+TEST(BufferPool, SmallBuffersAreNotCached) {
+  std::shared_ptr<uint8_t> b = TakeBuffer(1000);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.get()) % 64, 0u);
+  const size_t before = CachedBufferBytes();
+  b.reset();
+  EXPECT_EQ(CachedBufferBytes(), before);
+}
+
+}  // namespace
+}  // namespace ferry::transport::ucx
+
+#endif  // FERRY_WITH_UCX
