@@ -80,6 +80,13 @@ def spawn(args, env=None):
     return proc, line
 
 
+def process_cpu_seconds(pid):
+    """User and system CPU seconds a process has used so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(fn, repeat):
     fn()  # warm-up: first touches, connections, caches
     times = []
@@ -185,18 +192,28 @@ def main():
         # Rounds interleave the paths, so a slow spell of the machine (this VM's memory bandwidth
         # comes and goes) falls on every path of a round, not on one path's whole sample; each
         # round's ratios to its own (a) are kept beside the pooled medians.
+        # The server's own CPU per get (user + system, warm-up included) is the server side's
+        # cost alone, which the client's share of two cores does not blur.
+        server_of = {"a": pyarrow_proc.pid}
         for key, (label, _) in labels.items():
-            results["paths"][key] = {"label": label, "seconds": [], "round_medians_s": []}
+            results["paths"][key] = {"label": label, "seconds": [], "round_medians_s": [],
+                                     "server_cpu_s": []}
         for rnd in range(args.rounds):
             for key, (label, uri) in labels.items():
+                pid = server_of.get(key, ferry_proc.pid)
+                cpu_before = process_cpu_seconds(pid)
                 times = run_client(args, key, uri, rows)
+                cpu_per_get = (process_cpu_seconds(pid) - cpu_before) / (len(times) + 1)
                 r = results["paths"][key]
                 r["seconds"] += times
                 r["round_medians_s"].append(statistics.median(times))
+                r["server_cpu_s"].append(cpu_per_get)
                 print(f"round {rnd + 1}/{args.rounds} ({key}) {label}: median "
-                      f"{statistics.median(times):.3f} s, best {min(times):.3f} s", flush=True)
+                      f"{statistics.median(times):.3f} s, best {min(times):.3f} s, server CPU "
+                      f"{cpu_per_get * 1e3:.0f} ms a get", flush=True)
         for r in results["paths"].values():
             r["median_s"] = statistics.median(r["seconds"])
+            r["server_cpu_median_s"] = statistics.median(r["server_cpu_s"])
         lat = {"pyarrow": run_client(args, "lat-pyarrow", pa_uri, rows),
                "ferry": run_client(args, "lat-pyarrow", ferry_uri, rows),
                "ferry_client": run_client(args, "lat-ferry", ferry_uri, rows)}
@@ -218,8 +235,8 @@ def main():
           f"in each of {args.rounds} interleaved rounds; "
           f"load average {results['load_before']:.1f} before, {results['load_after']:.1f} after")
     print()
-    print("| path | time | throughput | vs (a) | vs (a) by round | goal |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| path | time | throughput | vs (a) | vs (a) by round | server CPU a get | goal |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     a_rounds = results["paths"]["a"]["round_medians_s"]
     for key, r in results["paths"].items():
         t = r["median_s"]
@@ -230,7 +247,7 @@ def main():
         verdict = "" if goal is None else (f"≥ {goal:g}×: " + ("met" if ratio >= goal else "missed"))
         by_round = ", ".join(f"{x:.2f}" for x in r["vs_a_by_round"])
         print(f"| ({key}) {r['label']} | {t * 1000:.1f} ms | {nbytes / t / 1e9:.2f} GB/s | "
-              f"{ratio:.2f}× | {by_round} | {verdict} |")
+              f"{ratio:.2f}× | {by_round} | {r['server_cpu_median_s'] * 1e3:.0f} ms | {verdict} |")
     la, lf = results["latency_us"]["pyarrow"]["median"], results["latency_us"]["ferry"]["median"]
     results["latency_ratio"] = lf / la
     print()
