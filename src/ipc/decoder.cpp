@@ -283,6 +283,11 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
 Status Decoder::Impl::HandleMessage(const fb::Message* m, const SharedBytes& body) {
   const int64_t i = index;
   FERRY_RETURN_NOT_OK(CheckVersion(m->version(), i));
+  // flatbuffers' verifier accepts a union whose type is set and whose table is absent.
+  if (m->header_type() != fb::MessageHeader::NONE && m->header() == nullptr) {
+    return Status::Invalid(Label(i) + ": the message says its header is a " +
+                           HeaderName(m->header_type()) + " but carries none");
+  }
   Metadata custom = internal::MetadataFromFlatbuffer(m->custom_metadata());
   switch (m->header_type()) {
     case fb::MessageHeader::Schema: {

@@ -117,5 +117,32 @@ TEST(FlatbufferAlignment, BatchNodesOffTheBoundaryAreRefused) {
       << read.status().message();
 }
 
+// A union whose type is set and whose table is absent also passes flatbuffers' verifier (the
+// ipc_stream fuzzer found a DictionaryBatch without its table); it is refused, not read.
+TEST(FlatbufferAlignment, AMessageWithoutItsHeaderIsRefused) {
+  std::vector<uint8_t> stream = Load("generated_dictionary.stream");
+  ASSERT_GT(stream.size(), 16u);
+  // The schema message (no body), then the first dictionary batch's metadata; its Message table
+  // loses field 2 (header) from its vtable.
+  const size_t dictionary = 8 + Load32(&stream[4]);
+  ASSERT_EQ(Load32(&stream[dictionary]), 0xFFFFFFFFu);
+  const size_t metadata = dictionary + 8;
+  const size_t message = metadata + Load32(&stream[metadata]);
+  const size_t vtable =
+      message - static_cast<size_t>(static_cast<int32_t>(Load32(&stream[message])));
+  ASSERT_EQ(stream[FieldSlot(stream, message, 1)], 2)  // DictionaryBatch
+      << "the second message is not a DictionaryBatch";
+  stream[vtable + 4 + 2 * 2] = 0;
+  stream[vtable + 4 + 2 * 2 + 1] = 0;
+
+  Result<std::vector<std::string>> read = testing::ReadIpcAsJson(
+      SharedBytes::Borrow(stream.data(), static_cast<int64_t>(stream.size())));
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find(
+                "the message says its header is a DictionaryBatch but carries none"),
+            std::string::npos)
+      << read.status().message();
+}
+
 }  // namespace
 }  // namespace ferry
