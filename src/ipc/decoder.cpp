@@ -159,6 +159,12 @@ Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int
                            " bytes) is not a valid Message flatbuffer");
   }
   const fb::Message* message = fb::GetMessage(data);
+  // Two things flatbuffers' verifier lets through: a header union whose type is set and whose
+  // table is absent, and vectors of 64-bit structs that start only 4-aligned.
+  if (message->header_type() != fb::MessageHeader::NONE && message->header() == nullptr) {
+    return Status::Invalid(Label(i) + ": the message says its header is a " +
+                           HeaderName(message->header_type()) + " but carries none");
+  }
   const fb::RecordBatch* batch = message->header_as_RecordBatch();
   if (const fb::DictionaryBatch* db = message->header_as_DictionaryBatch()) batch = db->data();
   if (batch != nullptr) {
@@ -283,11 +289,6 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
 Status Decoder::Impl::HandleMessage(const fb::Message* m, const SharedBytes& body) {
   const int64_t i = index;
   FERRY_RETURN_NOT_OK(CheckVersion(m->version(), i));
-  // flatbuffers' verifier accepts a union whose type is set and whose table is absent.
-  if (m->header_type() != fb::MessageHeader::NONE && m->header() == nullptr) {
-    return Status::Invalid(Label(i) + ": the message says its header is a " +
-                           HeaderName(m->header_type()) + " but carries none");
-  }
   Metadata custom = internal::MetadataFromFlatbuffer(m->custom_metadata());
   switch (m->header_type()) {
     case fb::MessageHeader::Schema: {
