@@ -16,6 +16,9 @@ for arg in "$@"; do
   esac
 done
 
+# Each section's header says when it starts, in seconds since this script began.
+stage() { echo "== [+${SECONDS}s] $*"; }
+
 bash scripts/setup.sh
 jobs=$(nproc)
 # setup.sh installs PoCL, so the OpenCL conformance runs here rather than skipping; the CUDA suites
@@ -23,43 +26,43 @@ jobs=$(nproc)
 export FERRY_REQUIRE_DEVICES="${FERRY_REQUIRE_DEVICES:-GUARDED,OPENCL0,CUDA0,CUDA_HOST0,CUDA_MANAGED0}"
 standin="$PWD/build/test/tests/support/cuda_standin/libferry_cuda_standin.so"
 
-echo "== build (warnings are errors)"
+stage "build (warnings are errors)"
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_WERROR=ON >/dev/null
 cmake --build build/test -j"$jobs"
 
-echo "== C++ and C suites"
+stage "C++ and C suites"
 ctest --test-dir build/test --output-on-failure --timeout 900 -j"$jobs"
 
-echo "== Python binding (pip install ./python)"
+stage "Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation -C cmake.define.FERRY_WERROR=ON ./python
 
 .venv/bin/python scripts/test_pytest_strict_skips.py
-echo "== Python and command-line suites (pytest; a skip that names no missing hardware fails)"
+stage "Python and command-line suites (pytest; a skip that names no missing hardware fails)"
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips python/tests tests/cli
 
-echo "== Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
+stage "Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/interop
 
-echo "== Flight: pyarrow.flight against ferry's server, ferry's client against pyarrow's, discovery to the fast path (tests/flight)"
+stage "Flight: pyarrow.flight against ferry's server, ferry's client against pyarrow's, discovery to the fast path (tests/flight)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/flight
 
-echo "== Transport, dipc and flight suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
+stage "Transport, dipc and flight suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
 UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc|flight)$' --output-on-failure --timeout 900
 
-echo "== Faults: the fault matrix, a link going down, and a soak (tests/faults)"
+stage "Faults: the fault matrix, a link going down, and a soak (tests/faults)"
 rm -f "$PWD/build/test/faults.jsonl"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/test/faults.jsonl" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/faults
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips --durations=10 tests/faults
 
-echo "== Ruby suite (test-unit)"
+stage "Ruby suite (test-unit)"
 ruby -I build/test/ruby -I ruby/lib ruby/test/run_all.rb
 
 if ((sanitize)); then
-  echo "== C++ and C suites under ASan + UBSan"
+  stage "C++ and C suites under ASan + UBSan"
   cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRY_WERROR=ON \
     -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_RUBY=OFF >/dev/null
   cmake --build build/asan -j"$jobs"
@@ -76,4 +79,4 @@ if ((sanitize)); then
   LSAN_OPTIONS=use_tls=0 ctest --test-dir build/asan --output-on-failure --timeout 1200 -R '^memview$'
 
 fi
-echo "== all suites passed"
+stage "all suites passed"
