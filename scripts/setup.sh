@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries, clang
-# with libFuzzer and the clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for
-# the device suites) (apt),
-# and a Python virtual environment at .venv with the test peers (pip): pyarrow, and the peer
-# libraries whose tests must run in CI (polars, DuckDB, nanoarrow, arro3, torch). Idempotent: it
-# installs nothing when everything is present.
+# Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries, ccache
+# (CMake compiles through it), clang with libFuzzer and the clang-format/clang-tidy gates, PoCL (a
+# real OpenCL device on the CPU for the device suites) (apt), and a Python virtual environment at
+# .venv with the test peers (pip): pyarrow, and the peer libraries whose tests must run in CI
+# (polars, DuckDB, nanoarrow, arro3, torch). Idempotent: it installs nothing when everything is
+# present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   clang libclang-rt-dev clang-format clang-tidy
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libflatbuffers-dev flatbuffers-compiler liblz4-dev libzstd-dev libucx-dev ucx-utils
@@ -37,11 +37,12 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PY" -m venv .venv
 fi
-# pytest-timeout turns a hung test into a failure with its stack instead of a stalled CI run.
-if ! .venv/bin/python -c "import pyarrow, pytest, pytest_timeout, numpy, nanobind, scikit_build_core" >/dev/null 2>&1; then
-  echo "setup: installing pyarrow, pytest, pytest-timeout, numpy, nanobind and scikit-build-core into .venv"
+# pytest-timeout turns a hung test into a failure with its stack instead of a stalled CI run;
+# pytest-xdist runs the fault suite's cells (mostly waits on processes) two at a time.
+if ! .venv/bin/python -c "import pyarrow, pytest, pytest_timeout, xdist, numpy, nanobind, scikit_build_core" >/dev/null 2>&1; then
+  echo "setup: installing pyarrow, pytest, pytest-timeout, pytest-xdist, numpy, nanobind and scikit-build-core into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q pyarrow pytest pytest-timeout numpy nanobind scikit-build-core
+  .venv/bin/python -m pip install -q pyarrow pytest pytest-timeout pytest-xdist numpy nanobind scikit-build-core
 fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU

@@ -54,9 +54,12 @@ stage "Transport, dipc and flight suites again with UCX limited to TCP (UCX_TLS=
 UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc|flight)$' --output-on-failure --timeout 900
 
 stage "Faults: the fault matrix, a link going down, and a soak (tests/faults)"
+# Two cells at a time (pytest-xdist): a cell spends most of its time waiting on its processes
+# (a timeout to expire, a server to fall idle), and each cell's bounds are on the survivor's own
+# detection time and CPU, not on the machine being otherwise idle.
 rm -f "$PWD/build/test/faults.jsonl"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/test/faults.jsonl" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips --durations=10 tests/faults
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 2 --durations=10 tests/faults
 
 stage "Ruby suite (test-unit)"
 ruby -I build/test/ruby -I ruby/lib ruby/test/run_all.rb
