@@ -55,8 +55,9 @@ UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc|flight)$' --ou
 
 stage "Faults: the fault matrix, a link going down, and a soak (tests/faults)"
 # Two cells at a time (pytest-xdist): a cell spends most of its time waiting on its processes
-# (a timeout to expire, a server to fall idle), and each cell's bounds are on the survivor's own
-# detection time and CPU, not on the machine being otherwise idle.
+# (a timeout to expire, a server to fall idle). Detection is event-driven and the idle check reads
+# the server's own CPU, so a second cell beside it costs little; each cell keeps its bound plus
+# the suite's slack for a loaded machine.
 rm -f "$PWD/build/test/faults.jsonl"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/test/faults.jsonl" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 2 --durations=10 tests/faults
