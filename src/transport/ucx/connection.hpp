@@ -98,8 +98,15 @@ class UcxConnection : public Connection {
   bool OnFastLanes();
   /// Send on the traffic endpoint and wait; a peer that takes nothing for the timeout fails the
   /// connection. A tagged message of several pieces and at least kGatherMinBytes bound for TCP
-  /// lanes is first copied into one recycled buffer (UCX's TCP lanes move a vector slowly).
+  /// lanes is first copied into one recycled buffer (UCX's TCP lanes move a vector slowly), and
+  /// that send is not waited for: the next such send, or Close, waits for it (and reports its
+  /// failure), so the copy of one overlaps the sending of the one before.
   Status Transmit(bool active_message, uint64_t tag, std::span<const ByteSpan> pieces);
+  /// Wait for `done`, a send in flight, up to the timeout; a peer that takes nothing for that
+  /// long fails the connection.
+  Status Await(const std::shared_ptr<Completion>& done);
+  /// Wait for the gathered send still in flight, if any (Await).
+  Status AwaitStaged();
   /// Post a tagged receive for exactly `tag`, of at most `size` bytes, landing in a buffer of
   /// ours (progress thread). Returns its request, or NULL when it settled at once.
   void* PostReceive(uint64_t tag, size_t size, Landed on_done);
@@ -139,6 +146,9 @@ class UcxConnection : public Connection {
   std::string failure_;                             // why `gone_`
   std::vector<std::weak_ptr<Completion>> waiting_;  // operations callers wait for
   std::vector<std::shared_ptr<Region>> shared_;
+
+  std::mutex staged_mutex_;
+  std::shared_ptr<Completion> staged_;  // the gathered send not yet waited for (Transmit)
 
  private:
   static ucs_status_t OnActiveMessage(void* arg, const void* header, size_t header_length,
