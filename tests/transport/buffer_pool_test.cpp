@@ -6,6 +6,8 @@
 #include "transport/ucx/buffer_pool.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -54,6 +56,31 @@ TEST(BufferPool, AnUnusedBufferGoesBackAfterTheDecay) {
   // The pool works again after its reaper has exited.
   TakeBuffer(8 * kMiB).reset();
   EXPECT_EQ(CachedBufferBytes(), 8 * kMiB);
+}
+
+// A forked child has no reaper thread (fork copies only the forking thread): it starts with
+// nothing cached, and what it returns itself still goes back after the decay. The parent keeps
+// its own cache.
+TEST(BufferPool, AForkedChildStartsEmptyAndDecaysItsOwn) {
+  ASSERT_LT(WaitUntilNothingCached(std::chrono::seconds(5)), std::chrono::seconds(5));
+  TakeBuffer(8 * kMiB).reset();
+  ASSERT_EQ(CachedBufferBytes(), 8 * kMiB);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (CachedBufferBytes() != 0) _exit(1);
+    TakeBuffer(4 * kMiB).reset();
+    if (CachedBufferBytes() != 4 * kMiB) _exit(2);
+    if (WaitUntilNothingCached(std::chrono::seconds(5)) >= std::chrono::seconds(5)) _exit(3);
+    _exit(0);
+  }
+  EXPECT_EQ(CachedBufferBytes(), 8 * kMiB);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: the parent's buffers were cached in the child; 2: the child's own return was not "
+         "cached; 3: the child's cache did not decay";
 }
 
 TEST(BufferPool, SmallBuffersAreNotCached) {

@@ -3,12 +3,12 @@
 
 #include "transport/ucx/buffer_pool.hpp"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <system_error>
@@ -27,7 +27,9 @@ namespace {
 // as jemalloc's decay does: a process that reads again and again reuses its memory, and an idle
 // one holds none of it after a second. A buffer is reused only for a message at least half its
 // size. Fresh buffers of 4 MiB and more are mapped with transparent huge pages (a few dozen
-// faults for 64 MiB, not 16,384).
+// faults for 64 MiB, not 16,384). A forked child starts with nothing cached: its parent's
+// buffers go back to the system in the child, which has no reaper thread (fork copies only the
+// forking thread), and the child's own returns start a reaper of its own.
 class BufferPool {
  public:
   static constexpr size_t kMinPooled = size_t{1} << 20;
@@ -36,7 +38,13 @@ class BufferPool {
 
   // Leaked on purpose: buffers may come back during static destruction.
   static BufferPool& Get() {
-    static auto* pool = new BufferPool();
+    static auto* pool = [] {
+      auto* made = new BufferPool();
+      // The mutex is held across fork, so the child's copy of the cache is consistent.
+      pthread_atfork([] { Get().mutex_.lock(); }, [] { Get().mutex_.unlock(); },
+                     [] { Get().AfterForkInChild(); });
+      return made;
+    }();
     return *pool;
   }
 
@@ -136,6 +144,16 @@ class BufferPool {
     return true;
   }
 
+  // In a forked child, with the mutex held by the fork: the parent's reaper did not come along,
+  // so what waits here would wait for ever; the child may never read again.
+  void AfterForkInChild() {
+    for (const Cached& c : free_) Release(c.data, c.capacity);
+    free_.clear();
+    cached_ = 0;
+    reaper_running_ = false;
+    mutex_.unlock();
+  }
+
   // Releases each cached buffer once it has waited kDecay, and exits when none is left.
   void Reap() {
     std::unique_lock lock(mutex_);
@@ -155,13 +173,16 @@ class BufferPool {
       }
       auto oldest = free_.front().since;
       for (const Cached& c : free_) oldest = std::min(oldest, c.since);
-      wake_.wait_until(lock, oldest + kDecay);
+      // A timed sleep, not a condition variable: nothing needs to wake it early, and a fork
+      // while it sleeps leaves no waiter behind in the child.
+      lock.unlock();
+      std::this_thread::sleep_until(oldest + kDecay);
+      lock.lock();
     }
     reaper_running_ = false;
   }
 
   std::mutex mutex_;
-  std::condition_variable wake_;
   std::vector<Cached> free_;
   size_t cached_ = 0;
   const size_t max_cached_ = MaxCached();
