@@ -60,7 +60,13 @@ void Session::Kill(bool abort) {
 
 void Session::Serve() {
   ++state_->clients_active;
-  const Status st = ServeRequest();
+  Status st = ServeRequest();
+  if (st.ok()) {
+    // The last body may still be on the wire (a gathered one over TCP lanes): a client that
+    // never gets it was not served.
+    phase_ = "body";
+    st = conn_->Flush();
+  }
   if (st.code() == ECONNREFUSED || st.code() == ECONNABORTED) {
     // Refused (counted as such), or a client gone before it asked: not a failure.
     if (st.code() == ECONNABORTED) state_->Log(st.message());

@@ -21,6 +21,7 @@
 
 #include "support/test_util.hpp"
 #include "support/transport_util.hpp"
+#include "transport/ucx_fixture.hpp"
 
 namespace ferry::transport {
 namespace {
@@ -32,31 +33,6 @@ using testing::Tag;
 constexpr uint64_t ucx_hello_tag = 0x00FE000000000001ULL;
 
 using namespace std::chrono_literals;
-
-// Set in the child process the peer-death test starts: the listener to connect to.
-constexpr const char* kChildEnv = "FERRY_UCX_TEST_CONNECT_TO";
-
-class UcxTransport : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!UcxAvailable()) GTEST_SKIP() << "this build of ferry has no UCX transport";
-    if (std::getenv(kChildEnv) != nullptr) GTEST_SKIP() << "the child process runs one test";
-    ASSERT_OK_AND_ASSIGN(listener_, ListenUcx("127.0.0.1:0"));
-    // Registered before the client connects: its key travels as the URI's remote_handle would.
-    ASSERT_OK_AND_ASSIGN(region_, listener_->CreateRegion(kRegionBytes));
-    ConnectOptions options;
-    options.limits.timeout = 5s;
-    options.remote_handle = region_->remote_handle();
-    ASSERT_OK_AND_ASSIGN(client_, ConnectUcx(listener_->address(), options));
-    ASSERT_OK_AND_ASSIGN(server_, listener_->Accept(5s));
-    ASSERT_OK(server_->ShareRegion(region_));
-  }
-
-  static constexpr int64_t kRegionBytes = 16 << 20;
-  std::unique_ptr<Listener> listener_;
-  std::shared_ptr<Region> region_;
-  std::unique_ptr<Connection> client_, server_;
-};
 
 int64_t CpuMicros() {
   rusage usage{};
@@ -242,73 +218,6 @@ TEST_F(UcxTransport, AVectorOnTcpLanesArrivesWhole) {
     ASSERT_EQ(m.payload.size, static_cast<int64_t>(want.size()));
     EXPECT_EQ(std::memcmp(m.payload.data, want.data(), want.size()), 0) << big;
   }
-}
-
-// A gathered message is not waited for (its copy is sent while the caller makes the next one):
-// the caller may overwrite its pieces as soon as SendTagged returns, every message still
-// carries the bytes of its own call, and a message sent right before Close still arrives.
-TEST_F(UcxTransport, GatheredMessagesCarryTheirBytesAndGoBeforeClose) {
-  constexpr int kCount = 6;
-  std::vector<uint8_t> a(300 << 10), b(700 << 10);
-  auto fill = [&](uint8_t seed) {
-    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(seed + i * 7);
-    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(seed * 3 + i);
-  };
-  const ByteSpan pieces[] = {{a.data(), static_cast<int64_t>(a.size())},
-                             {b.data(), static_cast<int64_t>(b.size())}};
-  std::vector<std::vector<uint8_t>> sent;
-  for (int i = 0; i < kCount; ++i) {
-    fill(static_cast<uint8_t>(i + 1));
-    std::vector<uint8_t> want(a);
-    want.insert(want.end(), b.begin(), b.end());
-    sent.push_back(std::move(want));
-    ASSERT_OK(server_->SendTagged(Tag(0, static_cast<uint32_t>(i)), pieces));
-    std::memset(a.data(), 0xEE, a.size());  // reused at once, as a producer's next batch would
-    std::memset(b.data(), 0xEE, b.size());
-  }
-  server_->Close();
-  for (int i = 0; i < kCount; ++i) {
-    SCOPED_TRACE(i);
-    auto m = client_->ReceiveTagged(static_cast<uint32_t>(i), kNumberMask, 10s);
-    ASSERT_OK(m.status());
-    ASSERT_EQ(m->payload.size, static_cast<int64_t>(sent[i].size()));
-    EXPECT_EQ(std::memcmp(m->payload.data, sent[i].data(), sent[i].size()), 0) << i;
-  }
-}
-
-// A client that stops reading holds gathered messages back too: at most one is sent without
-// being waited for, so the server does not run ahead of the client's read-ahead.
-TEST_F(UcxTransport, AClientThatStopsReadingHoldsGatheredMessagesBack) {
-  constexpr int kCount = 9;
-  constexpr size_t kHalf = size_t{8} << 20;
-  std::atomic<int> sent{0};
-  std::vector<uint8_t> a(kHalf), b(kHalf);
-  std::thread sender([&] {
-    for (uint32_t i = 0; i < kCount; ++i) {
-      a[0] = b[kHalf - 1] = static_cast<uint8_t>(i + 1);
-      const ByteSpan pieces[] = {{a.data(), static_cast<int64_t>(kHalf)},
-                                 {b.data(), static_cast<int64_t>(kHalf)}};
-      ASSERT_OK(server_->SendTagged(Tag(0, i), pieces));
-      ++sent;
-    }
-  });
-  // 64 MiB of read-ahead is 4 bodies; one more may be landing, and one more was returned from
-  // without waiting.
-  for (int waited = 0; sent.load() < 4 && waited < 1000; ++waited)
-    std::this_thread::sleep_for(10ms);
-  std::this_thread::sleep_for(300ms);
-  EXPECT_GE(sent.load(), 4);
-  EXPECT_LE(sent.load(), 6) << "gathered sends ran ahead of the client's read-ahead";
-  for (uint32_t i = 0; i < kCount; ++i) {
-    SCOPED_TRACE(i);
-    auto m = client_->ReceiveTagged(i, kNumberMask, 20s);
-    ASSERT_OK(m.status());
-    ASSERT_EQ(m->payload.size, static_cast<int64_t>(2 * kHalf));
-    EXPECT_EQ(m->payload.data[0], static_cast<uint8_t>(i + 1));
-    EXPECT_EQ(m->payload.data[2 * kHalf - 1], static_cast<uint8_t>(i + 1));
-  }
-  sender.join();
-  EXPECT_EQ(sent.load(), kCount);
 }
 
 // Two fetches in flight at once (the client validating one batch while the next one's gets

@@ -94,6 +94,10 @@ class FERRY_EXPORT Connection {
   /// The oldest tagged message whose tag satisfies `(tag & mask) == (want & mask)`.
   virtual Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                               std::chrono::milliseconds timeout) = 0;
+  /// Wait, up to the connection's timeout, for every send that returned before it finished (the
+  /// UCX transport returns from a gathered body's send early), and return the failure of one
+  /// that did not finish. OK at once where every send finishes before it returns (the default).
+  [[nodiscard]] virtual Status Flush() { return Status::OK(); }
   /// Close this end; the peer's receives drain what was sent, then fail with EPIPE.
   virtual void Close() = 0;
   /// Close this end at once, without waiting for what is in flight to reach the peer (a server

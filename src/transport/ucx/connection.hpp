@@ -60,6 +60,7 @@ class UcxConnection : public Connection {
   Result<SharedBytes> Receive(std::chrono::milliseconds timeout) override;
   Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                       std::chrono::milliseconds timeout) override;
+  Status Flush() override;
   void Close() override;
   void Abort() override;
   bool extensions() const override { return extensions_.load(); }

@@ -97,6 +97,8 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
   return Await(done);
 }
 
+Status UcxConnection::Flush() { return AwaitStaged(); }
+
 Status UcxConnection::AwaitStaged() {
   std::shared_ptr<Completion> staged;
   {
