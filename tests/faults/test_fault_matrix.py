@@ -124,11 +124,13 @@ def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, ph
     scheme, env = TRANSPORTS[transport]
     path, table = data
     cell = f"{transport}/{body}/{fault}/{phase}"
-    if (transport == "ucx-tcp" and "list" in BODIES[body] and fault == "stop-server" and
-            phase != "want_data"):
+    if (transport == "ucx-tcp" and "list" in BODIES[body] and
+            fault in ("stop-server", "close-client") and phase != "want_data"):
         # Over TCP, UCX 1.13 emulates the client's RMA gets with Active Messages that the
         # server's worker answers; one answered after the client gave up (it left while the
-        # server was stopped) fails, and ucp_get_req_handler treats that as fatal. It depends on
+        # server was stopped, or closed with gets in flight) fails, and ucp_get_req_handler
+        # treats that as fatal ("Endpoint timeout", seen once in close-client/body under CI's
+        # load, and then in the cells after it, whose server it had ended). It depends on
         # timing, so the mark is not strict.
         request.applymarker(pytest.mark.xfail(
             strict=False, reason="UCX 1.13 aborts a server whose emulated RMA get reply finds the "
