@@ -32,7 +32,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     const Status st = Open(*request);
     if (!st.ok()) {
       state_->Log("DoGet from " + context->peer() + " refused: " + st.message());
-      Finish(ToGrpc(st));
+      End(ToGrpc(st));
       return;
     }
     ++state_->do_gets;
@@ -47,7 +47,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
 
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      End(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
       return;
     }
     Pump();
@@ -74,11 +74,18 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     return Status::OK();
   }
 
+  // The stream stops counting as a reader before its status goes out: a client that saw the end
+  // and then drops the flight must not find it busy (OnDone runs later, on gRPC's time).
+  void End(const grpc::Status& status) {
+    readers_.reset();
+    Finish(status);
+  }
+
   // Write the next message, encoding the next batch when none is waiting.
   void Pump() {
     while (queue_.empty()) {
       if (ended_) {
-        Finish(grpc::Status::OK);
+        End(grpc::Status::OK);
         return;
       }
       Result<const ArrowDeviceArray*> batch = reader_->Next();
@@ -90,7 +97,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
         st = writer_->WriteDeviceBatch(*batch);
       }
       if (!st.ok()) {
-        Finish(ToGrpc(st.WithContext("reading the flight")));
+        End(ToGrpc(st.WithContext("reading the flight")));
         return;
       }
     }

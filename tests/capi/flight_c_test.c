@@ -89,6 +89,7 @@ int main(void) {
   int64_t rows = 0;
   int64_t sum = 0;
   int via;
+  int rc;
 
   MakeStream(&stream);
   snprintf(path, sizeof(path), "/tmp/ferry-c-flight-%d.arrows", (int)getpid());
@@ -163,11 +164,16 @@ int main(void) {
   DrainSum(&got, &rows, &sum);
   CHECK(rows == 3 && sum == 321);
   got.release(&got);
-  CHECK(FerryFlightAction(client, "drop", "up", 2, &results, &error) == 0);
-  CHECK(FerryFlightResultsCount(results) == 1);
-  CHECK(strncmp(FerryFlightResultsAt(results, 0, &ticket_size), "dropped up", 10) == 0);
-  CHECK(FerryFlightResultsAt(results, 1, &ticket_size) == NULL);
-  FerryFlightResultsRelease(results);
+  /* The stream above has ended, so the flight has no reader left: the drop is not refused. */
+  rc = FerryFlightAction(client, "drop", "up", 2, &results, &error);
+  if (rc != 0) fprintf(stderr, "drop: %s\n", error.message);
+  CHECK(rc == 0);
+  if (rc == 0) {
+    CHECK(FerryFlightResultsCount(results) == 1);
+    CHECK(strncmp(FerryFlightResultsAt(results, 0, &ticket_size), "dropped up", 10) == 0);
+    CHECK(FerryFlightResultsAt(results, 1, &ticket_size) == NULL);
+    FerryFlightResultsRelease(results);
+  }
   CHECK(FerryFlightAction(client, "drop", "up", 2, &results, &error) == ENOENT);
   CHECK(FerryFlightPut(client, "x", NULL, &error) == EINVAL);
   CHECK(FerryFlightConnect("nonsense", NULL, &anonymous, &error) == EINVAL);
