@@ -10,8 +10,9 @@ each path timed from GetFlightInfo to a table the client can use (default valida
 
 and GetFlightInfo's latency, pyarrow.flight's client against each server. The servers are
 separate processes (bench/flight/pyarrow_server.py; `ferry serve --flight --keep`); the clients
-run in processes of their own, one path after another, in interleaved rounds. Prints a Markdown table and writes JSON
-for plot_flight.py.
+run in processes of their own, one path after another, in interleaved rounds. Then one pyarrow
+client alternates gets from the two servers (ABBA pairs), which compares (a) and (b) under the
+same client state. Prints Markdown tables and writes JSON for plot_flight.py.
 
     FERRY_CLI=build/test/tools/ferry/ferry .venv/bin/python bench/flight/flight_bench.py \\
         --out flight.json
@@ -103,6 +104,9 @@ def client(args):
     threads): prints the times as JSON."""
     descriptor = fl.FlightDescriptor.for_path("t")
     rows = args.rows
+    if args.client == "ab":
+        print(json.dumps(paired(args, descriptor, rows)))
+        return
     if args.client in ("a", "b"):
         c = fl.connect(args.uri)
 
@@ -139,6 +143,30 @@ def client(args):
     print(json.dumps(timed(go, args.repeat)))
 
 
+def paired(args, descriptor, rows):
+    """(a) against (b) in one pyarrow.flight client: gets from the two servers alternate in ABBA
+    order, so the client's memory state and the VM's slow spells fall on both alike. Returns
+    [a_seconds, b_seconds] pairs."""
+    clients = {"a": fl.connect(args.uri), "b": fl.connect(args.uri_b)}
+
+    def get(key):
+        start = time.perf_counter()
+        c = clients[key]
+        table = c.do_get(c.get_flight_info(descriptor).endpoints[0].ticket).read_all()
+        took = time.perf_counter() - start
+        assert table.num_rows == rows
+        return took
+
+    get("a")  # warm-up of both: connections, first touches
+    get("b")
+    pairs = []
+    for i in range(args.pairs):
+        order = "ab" if i % 2 == 0 else "ba"
+        t = {key: get(key) for key in order}
+        pairs.append([t["a"], t["b"]])
+    return pairs
+
+
 def run_client(args, key, uri, rows, extra=()):
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--client", key, "--uri", uri,
                           "--rows", str(rows), "--repeat", str(args.repeat),
@@ -157,10 +185,13 @@ def main():
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds, each running every path's client once, interleaved")
     p.add_argument("--latency-calls", type=int, default=2000)
+    p.add_argument("--pairs", type=int, default=10,
+                   help="(a)/(b) pairs timed in one pyarrow client, ABBA order (0: none)")
     p.add_argument("--data", default="/tmp/ferry-flight-bench.arrows")
     p.add_argument("--out", help="write the results as JSON here")
     p.add_argument("--client", help=argparse.SUPPRESS)
     p.add_argument("--uri", help=argparse.SUPPRESS)
+    p.add_argument("--uri-b", help=argparse.SUPPRESS)
     p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.client:
@@ -214,6 +245,9 @@ def main():
         for r in results["paths"].values():
             r["median_s"] = statistics.median(r["seconds"])
             r["server_cpu_median_s"] = statistics.median(r["server_cpu_s"])
+        if args.pairs > 0:
+            results["ab_pairs_s"] = run_client(args, "ab", pa_uri, rows,
+                                               ["--uri-b", ferry_uri, "--pairs", str(args.pairs)])
         lat = {"pyarrow": run_client(args, "lat-pyarrow", pa_uri, rows),
                "ferry": run_client(args, "lat-pyarrow", ferry_uri, rows),
                "ferry_client": run_client(args, "lat-ferry", ferry_uri, rows)}
@@ -248,6 +282,14 @@ def main():
         by_round = ", ".join(f"{x:.2f}" for x in r["vs_a_by_round"])
         print(f"| ({key}) {r['label']} | {t * 1000:.1f} ms | {nbytes / t / 1e9:.2f} GB/s | "
               f"{ratio:.2f}× | {by_round} | {r['server_cpu_median_s'] * 1e3:.0f} ms | {verdict} |")
+    if results.get("ab_pairs_s"):
+        ratios = sorted(a_s / b_s for a_s, b_s in results["ab_pairs_s"])
+        results["ab_ratio_median"] = statistics.median(ratios)
+        at_least = sum(r >= 1.0 for r in ratios)
+        print(f"\n(b) against (a) in one pyarrow client, {len(ratios)} ABBA pairs: median "
+              f"{results['ab_ratio_median']:.2f}× (range {ratios[0]:.2f}-{ratios[-1]:.2f}×; "
+              f"{at_least} of {len(ratios)} pairs ≥ 1×; goal ≥ 1×: "
+              f"{'met' if results['ab_ratio_median'] >= 1.0 else 'missed'})")
     la, lf = results["latency_us"]["pyarrow"]["median"], results["latency_us"]["ferry"]["median"]
     results["latency_ratio"] = lf / la
     print()
