@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "ferry/core/hex.hpp"
+
 namespace ferry::dipc {
 
 namespace {
@@ -15,13 +17,6 @@ uint64_t Load64(const uint8_t* p) {
 
 void Store64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-
-std::string Hex(uint64_t v) {
-  static const char* digits = "0123456789ABCDEF";
-  std::string out = "0x";
-  for (int i = 15; i >= 0; --i) out.push_back(digits[(v >> (4 * i)) & 15]);
-  return out;
 }
 
 }  // namespace

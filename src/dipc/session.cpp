@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 
 #include "dipc/fault.hpp"
+#include "ferry/core/hex.hpp"
 #include "ferry/dipc/protocol.hpp"
 
 namespace ferry::dipc::internal {
@@ -15,12 +14,6 @@ namespace ferry::dipc::internal {
 namespace {
 
 using transport::TaggedMessage;
-
-std::string Hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "0x%" PRIx64, v);
-  return text;
-}
 
 // How long a refused client has to read the server's error (ferry's extension) and hang up.
 constexpr auto kRefusalWait = std::chrono::seconds(1);

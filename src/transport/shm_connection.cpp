@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "ferry/core/hex.hpp"
 #include "ferry/core/host_buffer.hpp"
 #include "transport/mailbox.hpp"
 #include "transport/shm_internal.hpp"
@@ -135,7 +136,7 @@ class ShmConnection final : public Connection {
         const uint64_t offset = refs[i].address & kOffsetMask;
         auto it = regions_.find(index);
         if (it == regions_.end()) {
-          return Status::Invalid("buffer " + std::to_string(i) + " (address 0x" +
+          return Status::Invalid("buffer " + std::to_string(i) + " (address " +
                                  Hex(refs[i].address) + ") names segment " + std::to_string(index) +
                                  ", which the server never shared");
         }
@@ -174,12 +175,6 @@ class ShmConnection final : public Connection {
   }
 
  private:
-  static std::string Hex(uint64_t v) {
-    char text[17];
-    std::snprintf(text, sizeof(text), "%llx", static_cast<unsigned long long>(v));
-    return text;
-  }
-
   // Append one frame (its header, stored in `header`, then its pieces) to `iov`.
   static Status AddFrame(FrameKind kind, uint64_t tag, std::span<const ByteSpan> pieces,
                          uint64_t length, FrameHeader* header, std::vector<iovec>* iov) {

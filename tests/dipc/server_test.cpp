@@ -476,7 +476,7 @@ TEST_P(ServerClient, AnUnknownAddressInFreeDataIsLoggedAndIgnored) {
   {
     std::lock_guard lock(log_mutex);
     ASSERT_FALSE(log.empty());
-    EXPECT_THAT(log.back(), ::testing::HasSubstr("address 0xdead0000"));
+    EXPECT_THAT(log.back(), ::testing::HasSubstr("address 0x00000000dead0000"));
   }
   // The rogue's stream goes on: its batch arrives.
   ASSERT_OK(rogue->Receive(5s).status());

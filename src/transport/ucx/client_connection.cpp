@@ -5,10 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <limits>
 
+#include "ferry/core/hex.hpp"
 #include "transport/ucx/buffer_pool.hpp"
 
 namespace ferry::transport::ucx {
@@ -20,12 +19,6 @@ using Clock = std::chrono::steady_clock;
 // After a get fails, how long to wait for the checked endpoint to say the peer died, so the
 // error names the cause.
 constexpr auto kFailureReportWait = std::chrono::seconds(1);
-
-std::string Hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "0x%016" PRIx64, v);
-  return text;
-}
 
 }  // namespace
 

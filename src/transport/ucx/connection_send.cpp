@@ -3,10 +3,9 @@
 // next one's copy).
 #if FERRY_WITH_UCX
 
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 
+#include "ferry/core/hex.hpp"
 #include "transport/ucx/buffer_pool.hpp"
 #include "transport/ucx/connection.hpp"
 
@@ -15,12 +14,6 @@ namespace ferry::transport::ucx {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "0x%016" PRIx64, v);
-  return text;
-}
 
 std::string Millis(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
