@@ -6,14 +6,14 @@
 # lz4, zstd, fmt, nlohmann-json (and optionally UCX) development packages.
 Gem::Specification.new do |spec|
   spec.name = "ferry"
-  spec.version = File.read(File.join(__dir__, "CMakeLists.txt"))[/project\(ferry VERSION ([\d.]+)/, 1]
+  spec.version = File.read(File.join(__dir__, "VERSION")).strip
   spec.summary = "Zero-copy Arrow and N-d array transport: the Ruby binding of libferry"
   spec.description = "Ruby MemoryViews over Arrow arrays and tensors, and Arrow IPC, from ferry's C++ library."
   spec.authors = ["The ferry authors"]
   spec.license = "Apache-2.0"
   spec.required_ruby_version = ">= 3.0"
   spec.files = Dir.chdir(__dir__) do
-    Dir.glob(["CMakeLists.txt", "cmake/**/*", "include/**/*", "src/**/*", "proto/**/*",
+    Dir.glob(["VERSION", "CMakeLists.txt", "cmake/**/*", "include/**/*", "src/**/*", "proto/**/*",
               "scripts/layers.txt", "ruby/CMakeLists.txt", "ruby/ext/**/*", "ruby/lib/**/*.rb",
               "docs/ruby.md"])
        .select { |f| File.file?(f) }

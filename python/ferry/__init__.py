@@ -22,6 +22,11 @@ from ferry._ferry import (  # noqa: F401
     stream,
 )
 from ferry import dipc, flight, ipc  # noqa: F401
+from ferry._ferry import version as _version
+
+#: The version of the ferry library in the extension; the package metadata, `ferry --version`, the
+#: gem and the CMake and pkg-config packages report the same (the repository's VERSION file).
+__version__: str = _version()
 
 __all__ = [
     "Array", "ArrayStream", "DataType", "Device", "DeviceType", "MemoryView", "Schema", "TimeUnit",

@@ -6,6 +6,11 @@ from collections.abc import Sequence
 import enum
 
 
+def version() -> str:
+    """
+    The version of the ferry library built into this extension (ferry.__version__).
+    """
+
 class DeviceType(enum.Enum):
     """Device types, numbered as in the Arrow C Device interface."""
 

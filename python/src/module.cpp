@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "common.hpp"
+#include "ferry/core/version.hpp"
 
 namespace ferry::python {
 
@@ -71,6 +72,9 @@ void CheckNoKwargs(const nb::kwargs& kwargs, const char* method) {
 NB_MODULE(_ferry, m) {
   using namespace ferry::python;
   m.doc() = "ferry's C++ core: devices, schemas, arrays, streams, memory views and IPC.";
+  m.def(
+      "version", [] { return ferry::Version(); },
+      "The version of the ferry library built into this extension (ferry.__version__).");
   InitDevice(m);
   InitSchema(m);
   InitArray(m);

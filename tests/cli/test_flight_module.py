@@ -8,7 +8,7 @@ import subprocess
 
 import pyarrow as pa
 
-from cli_support import write_ipc
+from cli_support import REPO, write_ipc
 
 GRPC_LIBRARIES = ("libferry_flight.so", "libgrpc++.so", "libprotobuf.so", "ferry_cli_flight.so")
 
@@ -58,7 +58,8 @@ def test_missing_module_is_a_clear_error(ferry_cli, tmp_path, run):
         assert str(tmp_path / "bin" / "ferry_cli_flight.so") + ": not there" in r.stderr
     # Commands without Flight still work from the same copy.
     r = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60)
-    assert (r.returncode, r.stdout) == (0, "ferry 0.1.0\n")
+    with open(os.path.join(REPO, "VERSION")) as f:
+        assert (r.returncode, r.stdout) == (0, f"ferry {f.read().strip()}\n")
 
 
 def test_broken_module_is_a_clear_error(ferry_cli, tmp_path):

@@ -5,6 +5,7 @@
 #include "demo.hpp"
 #include "devices_command.hpp"
 #include "dipc_commands.hpp"
+#include "ferry/core/version.hpp"
 #include "flight_commands.hpp"
 #include "ipc_commands.hpp"
 
@@ -15,7 +16,7 @@ int Run(int argc, char** argv) {
       "ferry: move Arrow columnar data and N-d arrays between devices, libraries and processes "
       "without copying."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("ferry 0.1.0"));
+  app.set_version_flag("--version", std::string("ferry ") + ferry::Version());
 
   ferry::cli::DemoOptions demo;
   CLI::App* demo_cmd = app.add_subcommand(
@@ -100,7 +101,7 @@ int Run(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (*version_cmd) {
-    std::puts("ferry 0.1.0");
+    std::printf("ferry %s\n", ferry::Version());
     return 0;
   }
   if (*demo_cmd) return ferry::cli::RunDemo(demo);

@@ -22,6 +22,10 @@ extern "C" {
 /** An errno-compatible code: 0 on success. */
 typedef int FerryErrorCode;
 
+/** The version of the libferry this process loaded, "MAJOR.MINOR.PATCH": a static string the
+ * caller must not free. */
+FERRY_EXPORT const char* FerryVersion(void);
+
 /** How much an ArrayView validation checks; each level includes the ones before it. */
 enum FerryValidationLevel {
   /** Nothing. */

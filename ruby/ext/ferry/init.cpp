@@ -1,4 +1,5 @@
 // Init_ferry: the Ferry module, its error class and the helpers every class shares.
+#include "ferry/core/version.hpp"
 #include "ferry_ext.hpp"
 
 namespace ferry_ruby {
@@ -32,6 +33,8 @@ void* AddressOf(VALUE obj) {
 extern "C" __attribute__((visibility("default"))) void Init_ferry() {
   using namespace ferry_ruby;
   mFerry = rb_define_module("Ferry");
+  /* The version of the ferry library built into this extension; the gem's version is the same. */
+  rb_define_const(mFerry, "VERSION", rb_obj_freeze(rb_str_new_cstr(ferry::Version())));
   /* Raised when ferry refuses an operation; the message names what was wrong. */
   eError = rb_define_class_under(mFerry, "Error", rb_eStandardError);
   InitBuffer();
