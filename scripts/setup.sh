@@ -38,7 +38,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 # pytest-timeout turns a hung test into a failure with its stack instead of a stalled CI run;
-# pytest-xdist runs the fault suite's cells (mostly waits on processes) two at a time.
+# pytest-xdist runs the fault suite's cells (mostly waits on processes) four at a time.
 if ! .venv/bin/python -c "import pyarrow, pytest, pytest_timeout, xdist, numpy, nanobind, scikit_build_core" >/dev/null 2>&1; then
   echo "setup: installing pyarrow, pytest, pytest-timeout, pytest-xdist, numpy, nanobind and scikit-build-core into .venv"
   .venv/bin/python -m pip install -q --upgrade pip

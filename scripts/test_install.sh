@@ -5,10 +5,10 @@
 # - the installed `ferry` loads no gRPC for its other commands, and its Flight commands find their
 #   module in <libdir>/ferry: `ferry serve --flight` and `ferry get grpc://` move the vector, and
 #   pyarrow reads back the same table.
-# Usage: scripts/test_install.sh [build directory, default build/release-werror]. CI runs it.
+# Usage: scripts/test_install.sh [build directory, default build/test]. CI runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build/release-werror}
+build=${1:-build/test}
 PY=.venv/bin/python
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-install.XXXXXX")
 server=""

@@ -10,24 +10,23 @@ repo=$PWD
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-packaging.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 PY=${PYTHON:-python3}
-# The same CMake definitions as scripts/test.sh's install, so its build tree stays warm for the
-# wheel. The fresh environment for `pip install` lives at a fixed path, build/packaging/install,
-# made anew each run: scikit-build-core starts a build tree over when the interpreter's path
-# changes, so that install keeps a tree of its own there (a full build the first time,
-# incremental after).
-defs=(-C cmake.define.FERRY_WERROR=ON)
-envs=build/packaging
-rm -rf "$envs/install"
-mkdir -p "$envs"
+# The test tree's flags (scripts/trees.sh), so each build here takes its objects from ccache. The
+# fresh environment for `pip install` lives at a fixed path, build/packaging-venv, made anew each
+# run: scikit-build-core starts a build tree over when the interpreter's path changes, so that
+# install keeps a tree of its own, build/packaging-python. `pip wheel` uses the interpreter of
+# .venv, so it finds scripts/test.sh's tree (build/python-<tag>) built.
+source scripts/trees.sh
+envs=build/packaging-venv
+rm -rf "$envs"
 
 echo "== pip install ./python into a fresh virtual environment"
-"$PY" -m venv "$envs/install"
-"$envs/install/bin/python" -m pip install -q pyarrow
-"$envs/install/bin/python" -m pip install -q "${defs[@]}" -C "build-dir=$repo/$envs/python-build" ./python
-(cd "$tmp" && "$repo/$envs/install/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
+"$PY" -m venv "$envs"
+"$envs/bin/python" -m pip install -q pyarrow
+"$envs/bin/python" -m pip install -q "${FERRY_RELEASE_PIP[@]}" -C "build-dir=$repo/build/packaging-python" ./python
+(cd "$tmp" && "$repo/$envs/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
 
 echo "== pip wheel ./python, installed alone into another fresh environment"
-.venv/bin/python -m pip wheel -q --no-build-isolation --no-deps "${defs[@]}" ./python -w "$tmp/dist"
+.venv/bin/python -m pip wheel -q --no-build-isolation --no-deps "${FERRY_RELEASE_PIP[@]}" ./python -w "$tmp/dist"
 wheel=$(ls "$tmp"/dist/ferry-*.whl)
 "$PY" -m venv "$tmp/wheel"
 "$tmp/wheel/bin/python" -m pip install -q pyarrow "$wheel"
@@ -45,6 +44,6 @@ fi
 echo "== gem build ferry.gemspec, gem install into a temporary GEM_HOME"
 gem build ferry.gemspec --output "$tmp/ferry.gem" >/dev/null
 export GEM_HOME="$tmp/gems" GEM_PATH="$tmp/gems"
-gem install --local --no-document "$tmp/ferry.gem"
+FERRY_CMAKE_ARGS="${FERRY_RELEASE_DEFS[*]}" gem install --local --no-document "$tmp/ferry.gem"
 (cd "$tmp" && ruby "$repo/scripts/packaging_smoke.rb")
 echo "test_packaging: pip install, pip wheel and gem install all work"

@@ -1,0 +1,21 @@
+# shellcheck shell=bash
+# The build trees' CMake definitions, in one place, sourced by the scripts that build them.
+# Every GCC tree (tests, the Python extension, the gem) is compiled with the same flags, so ccache
+# serves each object compiled once to all of them; every tree lives two levels below its source
+# root (build/<name>), so the relative paths ccache hashes are the same too. The compiler is named
+# (gcc, g++) because ccache hashes the name it is called by: scikit-build-core picks g++ where a
+# plain CMake configure picks c++, the same compiler under another name.
+#
+# FERRY_RELEASE_DEFS: Release with debug info and warnings as errors; the tree that serves ctest,
+#   pytest, the install test and packaging (optimizers warn about what lower levels do not see).
+# FERRY_RELEASE_PIP: the same, spelled as scikit-build-core's -C options for `pip install ./python`.
+# FERRY_ASAN_DEFS: clang, ASan and UBSan, with the libFuzzer targets; one tree serves the
+#   sanitized suites and the fuzzers (scripts/build_asan.sh).
+FERRY_RELEASE_DEFS=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release
+                    -DCMAKE_C_FLAGS=-g -DCMAKE_CXX_FLAGS=-g -DFERRY_WERROR=ON)
+FERRY_RELEASE_PIP=(-C cmake.define.CMAKE_C_COMPILER=gcc -C cmake.define.CMAKE_CXX_COMPILER=g++
+                   -C cmake.build-type=Release -C cmake.define.CMAKE_C_FLAGS=-g
+                   -C cmake.define.CMAKE_CXX_FLAGS=-g -C cmake.define.FERRY_WERROR=ON)
+FERRY_ASAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
+                 -DFERRY_WERROR=ON -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_FUZZ=ON
+                 -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_RUBY=OFF)
