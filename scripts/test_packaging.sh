@@ -17,6 +17,25 @@ PY=${PYTHON:-python3}
 # .venv, so it finds scripts/test.sh's tree (build/python-<tag>) built.
 source scripts/trees.sh
 envs=build/packaging-venv
+
+# no_fault_hook FILE...: what users install carries no fault-injection hook (FERRY_FAULT_INJECTION
+# is a test tree's option): neither the hook's variable name nor a FaultPoint symbol. The test
+# tree's libferry.so has both, which shows the check can see them.
+no_fault_hook() {
+  local f
+  for f in "$@"; do
+    if grep -qa FERRY_FAULT_PAUSE "$f" || nm -C "$f" 2>/dev/null | grep -q FaultPoint; then
+      echo "test_packaging: $f carries the fault suite's hook (FERRY_FAULT_PAUSE, FaultPoint)" >&2
+      exit 1
+    fi
+  done
+  echo "test_packaging: no fault-injection hook in $*"
+}
+if [ -f build/test/libferry.so ] && ! { grep -qa FERRY_FAULT_PAUSE build/test/libferry.so &&
+                                        nm -C build/test/libferry.so | grep -q FaultPoint; }; then
+  echo "test_packaging: the test tree's libferry.so lacks the fault hook: the check below sees nothing" >&2
+  exit 1
+fi
 rm -rf "$envs"
 
 echo "== pip install ./python into a fresh virtual environment"
@@ -24,6 +43,7 @@ echo "== pip install ./python into a fresh virtual environment"
 "$envs/bin/python" -m pip install -q pyarrow
 "$envs/bin/python" -m pip install -q "${FERRY_RELEASE_PIP[@]}" -C "build-dir=$repo/build/packaging-python" ./python
 (cd "$tmp" && "$repo/$envs/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
+no_fault_hook "$envs"/lib/python*/site-packages/ferry/_ferry*.so build/packaging-python/libferry.a
 
 echo "== pip wheel ./python, installed alone into another fresh environment"
 .venv/bin/python -m pip wheel -q --no-build-isolation --no-deps "${FERRY_RELEASE_PIP[@]}" ./python -w "$tmp/dist"
@@ -40,10 +60,12 @@ if readelf -d "$so" | grep -E "RPATH|RUNPATH" | grep -F "$repo"; then
   exit 1
 fi
 (cd "$tmp" && env -u FERRY_LIBRARY "$tmp/wheel/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
+no_fault_hook "$so"
 
 echo "== gem build ferry.gemspec, gem install into a temporary GEM_HOME"
 gem build ferry.gemspec --output "$tmp/ferry.gem" >/dev/null
 export GEM_HOME="$tmp/gems" GEM_PATH="$tmp/gems"
-FERRY_CMAKE_ARGS="${FERRY_RELEASE_DEFS[*]}" gem install --local --no-document "$tmp/ferry.gem"
+FERRY_CMAKE_ARGS="${FERRY_PACKAGE_DEFS[*]}" gem install --local --no-document "$tmp/ferry.gem"
 (cd "$tmp" && ruby "$repo/scripts/packaging_smoke.rb")
+no_fault_hook "$GEM_HOME"/gems/ferry-*/ruby/lib/ferry/ferry.so
 echo "test_packaging: pip install, pip wheel and gem install all work"

@@ -6,13 +6,17 @@
 # (gcc, g++) because ccache hashes the name it is called by: scikit-build-core picks g++ where a
 # plain CMake configure picks c++, the same compiler under another name.
 #
-# FERRY_RELEASE_DEFS: Release with debug info and warnings as errors; the tree that serves ctest,
-#   pytest, the install test and packaging (optimizers warn about what lower levels do not see).
-# FERRY_RELEASE_PIP: the same, spelled as scikit-build-core's -C options for `pip install ./python`.
+# FERRY_PACKAGE_DEFS: Release with debug info and warnings as errors (optimizers warn about what
+#   lower levels do not see), as the packages are built (the gem takes these).
+# FERRY_RELEASE_DEFS: the same plus the fault suite's pause points (FERRY_FAULT_INJECTION, which no
+#   package sets); the tree that serves ctest, pytest, the install test and lint.
+# FERRY_RELEASE_PIP: FERRY_PACKAGE_DEFS, spelled as scikit-build-core's -C options for
+#   `pip install ./python`.
 # FERRY_ASAN_DEFS: clang, ASan and UBSan, with the libFuzzer targets; one tree serves the
 #   sanitized suites and the fuzzers (scripts/build_asan.sh).
-FERRY_RELEASE_DEFS=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release
+FERRY_PACKAGE_DEFS=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release
                     -DCMAKE_C_FLAGS=-g -DCMAKE_CXX_FLAGS=-g -DFERRY_WERROR=ON)
+FERRY_RELEASE_DEFS=("${FERRY_PACKAGE_DEFS[@]}" -DFERRY_FAULT_INJECTION=ON)
 FERRY_RELEASE_PIP=(-C cmake.define.CMAKE_C_COMPILER=gcc -C cmake.define.CMAKE_CXX_COMPILER=g++
                    -C cmake.build-type=Release -C cmake.define.CMAKE_C_FLAGS=-g
                    -C cmake.define.CMAKE_CXX_FLAGS=-g -C cmake.define.FERRY_WERROR=ON)

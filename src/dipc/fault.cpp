@@ -1,5 +1,7 @@
-// Fault injection points, driven by FERRY_FAULT_PAUSE.
+// Fault injection points, driven by FERRY_FAULT_PAUSE; empty unless FERRY_FAULT_INJECTION.
 #include "dipc/fault.hpp"
+
+#ifdef FERRY_FAULT_INJECTION
 
 #include <unistd.h>
 
@@ -59,3 +61,5 @@ void FaultPoint(const char* role, const char* phase, const std::function<bool()>
 }
 
 }  // namespace ferry::dipc::internal
+
+#endif  // FERRY_FAULT_INJECTION

@@ -1,4 +1,6 @@
-// Internal to the dipc layer: fault injection for the fault suite (tests/faults).
+// Internal to the dipc layer: fault injection for the fault suite (tests/faults). Compiled in only
+// with the CMake option FERRY_FAULT_INJECTION, which the test tree sets and no package does (the
+// wheel, the gem, an installed Release build); without it a FaultPoint is an empty inline call.
 #pragma once
 
 #include <functional>
@@ -11,7 +13,12 @@ namespace ferry::dipc::internal {
 /// PHASE` on stderr and waits there, so the test can kill it, stop it or close it right there.
 /// It carries on once the process was stopped and continued (SIGSTOP, SIGCONT), once
 /// `cancelled()` says so (the server is closing the session), or after ten minutes. Without the
-/// variable it costs one comparison.
+/// variable it costs one comparison; without FERRY_FAULT_INJECTION, nothing.
+#ifdef FERRY_FAULT_INJECTION
 void FaultPoint(const char* role, const char* phase, const std::function<bool()>& cancelled = {});
+#else
+inline void FaultPoint(const char* /*role*/, const char* /*phase*/,
+                       const std::function<bool()>& /*cancelled*/ = {}) {}
+#endif
 
 }  // namespace ferry::dipc::internal
