@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "Flight.grpc.pb.h"
+#include "ferry/core/host_port.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "flight/client_impl.hpp"
@@ -168,13 +169,13 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& uri, ClientOp
   std::string host;
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (scheme == "grpc" || scheme == "grpc+tcp" || scheme == "grpc+tls") {
-    if (rest.empty() || rest.find('/') != std::string::npos ||
-        rest.rfind(':') == std::string::npos) {
+    Result<HostPort> parsed = ParseHostPort(rest);
+    if (rest.find('/') != std::string::npos || !parsed.ok()) {
       return Status::Invalid("the Flight URI \"" + uri + "\" needs HOST:PORT after " + scheme +
-                             "://");
+                             "://" + (parsed.ok() ? "" : " (" + parsed.status().message() + ")"));
     }
     target = rest;
-    host = rest.substr(0, rest.rfind(':'));
+    host = parsed->HostInAddress();
   } else if (scheme == "grpc+unix") {
     if (rest.empty()) return Status::Invalid("the Flight URI \"" + uri + "\" needs a socket path");
     target = "unix:" + (rest[0] == '/' ? rest : "/" + rest);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 
+#include "ferry/core/host_port.hpp"
 #include "flight/service.hpp"
 
 namespace ferry::flight {
@@ -16,10 +17,11 @@ namespace {
 
 using internal::ServerState;
 
-// The host part of HOST:PORT ("[::1]:0" gives "[::1]").
+// The host part of HOST:PORT as an address writes it ("[::1]:0" gives "[::1]"); an address that
+// does not parse is taken whole, as gRPC was given it.
 std::string HostOf(const std::string& listen) {
-  const size_t colon = listen.rfind(':');
-  return colon == std::string::npos ? listen : listen.substr(0, colon);
+  Result<HostPort> parsed = ParseHostPort(listen);
+  return parsed.ok() ? parsed->HostInAddress() : listen;
 }
 
 class ServerImpl final : public Server {

@@ -17,12 +17,14 @@
 #include <optional>
 #include <thread>
 
+#include "ferry/core/host_port.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "flight_commands.hpp"
+#include "parses.hpp"
 
 namespace ferry::cli {
 
@@ -78,10 +80,10 @@ Result<std::string> ReadToken(const std::string& file) {
 
 bool ListensOnLoopbackOnly(const std::string& address) {
   if (address.empty()) return true;
-  std::string host = address.substr(0, address.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  // An address that does not parse is not known to be loopback; the listener refuses it anyway.
+  Result<HostPort> parsed = ParseHostPort(address);
+  if (!parsed.ok()) return false;
+  const std::string& host = parsed->host;
   if (host.empty()) return true;
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;

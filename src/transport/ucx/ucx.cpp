@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "ferry/core/host_port.hpp"
 #include "transport/ucx/client_connection.hpp"
 #include "transport/ucx/listener.hpp"
 
@@ -35,16 +36,10 @@ Result<Endpoint> Resolve(const std::string& address) {
   std::string port = "0";
   out.host = "127.0.0.1";
   if (!address.empty()) {
-    const size_t colon = address.rfind(':');
-    if (colon == std::string::npos) {
-      return Status::Invalid("UCX address \"" + address + "\" is not host:port");
-    }
-    out.host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-    if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') {
-      out.host = out.host.substr(1, out.host.size() - 2);
-    }
-    if (out.host.empty()) out.host = "127.0.0.1";
+    Result<HostPort> parsed = ParseHostPort(address);
+    if (!parsed.ok()) return Status::Invalid("UCX " + parsed.status().message());
+    if (!parsed->host.empty()) out.host = std::move(parsed->host);
+    port = std::move(parsed->port);
   }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -1,0 +1,26 @@
+// Parses: a CLI11 check made from one of the library's name parsers (ipc::ParseCompression,
+// dipc::ParseBodyType), so the command line accepts exactly the spellings every other face
+// accepts, and refuses the rest with the parser's own message.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+
+#include "ferry/core/result.hpp"
+
+namespace ferry::cli {
+
+/// A CLI11 validator that accepts what `parse` accepts; it parses each value once more when the
+/// command runs, which costs nothing worth counting.
+template <typename T>
+CLI::Validator Parses(Result<T> (*parse)(std::string_view)) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        Result<T> parsed = parse(text);
+        return parsed.ok() ? std::string() : parsed.status().message();
+      },
+      "");
+}
+
+}  // namespace ferry::cli
