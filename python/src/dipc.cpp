@@ -34,17 +34,10 @@ std::chrono::milliseconds Millis(double seconds, const char* what) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
 }
 
-dipc::BodyType BodyTypeOf(const std::string& name) {
-  if (name == "list" || name == "buffer_list") return dipc::BodyType::kBufferList;
-  if (name == "packed") return dipc::BodyType::kPacked;
-  Raise(PyExc_ValueError, "body_type must be 'list' or 'packed', not '" + name + "'");
-}
+dipc::BodyType BodyTypeOf(const std::string& name) { return Unwrap(dipc::ParseBodyType(name)); }
 
 ipc::Compression CompressionOf(const std::optional<std::string>& name) {
-  if (!name) return ipc::Compression::kNone;
-  if (*name == "lz4" || *name == "lz4_frame") return ipc::Compression::kLz4Frame;
-  if (*name == "zstd") return ipc::Compression::kZstd;
-  Raise(PyExc_ValueError, "compression must be None, 'lz4' or 'zstd', not '" + *name + "'");
+  return name ? Unwrap(ipc::ParseCompression(*name)) : ipc::Compression::kNone;
 }
 
 /// A dataset's schema must be a struct (its children are the columns).

@@ -51,16 +51,7 @@ ipc::ReadOptions ReadOptionsOf(ValidationLevel validation) {
 
 ipc::WriteOptions WriteOptionsOf(const std::optional<std::string>& compression, int32_t alignment) {
   ipc::WriteOptions options;
-  if (compression) {
-    if (*compression == "lz4" || *compression == "lz4_frame") {
-      options.compression = ipc::Compression::kLz4Frame;
-    } else if (*compression == "zstd") {
-      options.compression = ipc::Compression::kZstd;
-    } else {
-      Raise(PyExc_ValueError,
-            "compression must be None, 'lz4' or 'zstd', not '" + *compression + "'");
-    }
-  }
+  if (compression) options.compression = Unwrap(ipc::ParseCompression(*compression));
   options.alignment = alignment;
   return options;
 }

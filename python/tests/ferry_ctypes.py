@@ -1,5 +1,8 @@
 # Over 600 lines: the ctypes declaration of every C function, kept in one table for the tests.
-"""A ctypes loader for ferry's C surface, used by the tests until the nanobind binding lands."""
+"""A ctypes loader for ferry's C surface (libferry.so's Ferry* functions, declared from
+include/ferry/capi/ferry.h). The suites that use it (test_core, test_device, test_ipc, test_memview)
+test the C surface itself from Python, against pyarrow as the oracle: C users call these functions,
+and the nanobind binding does not go through them. The binding's own suites are test_binding_*."""
 import ctypes
 import glob
 import json

@@ -113,7 +113,7 @@ def test_errors():
         ferry.ipc.read_stream(b"not an arrow stream at all, just bytes")
     with pytest.raises(OSError, match="nope"):
         ferry.ipc.FileReader("/nonexistent/nope.arrow")
-    with pytest.raises(ValueError, match="compression must be None, 'lz4' or 'zstd', not 'gzip'"):
+    with pytest.raises(ValueError, match=r'unknown compression "gzip" \(none, lz4 or lz4_frame, zstd\)'):
         ferry.ipc.write_stream(table(), compression="gzip")
     with pytest.raises(TypeError, match="sink must be None"):
         ferry.ipc.write_stream(table(), 3)

@@ -144,4 +144,17 @@ std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses) {
   return out;
 }
 
+Result<BodyType> ParseBodyType(std::string_view name) {
+  if (name == "packed") return BodyType::kPacked;
+  if (name == "list" || name == "buffer_list") return BodyType::kBufferList;
+  std::string message = "unknown body type \"";
+  message.append(name);
+  message += "\" (packed, list or buffer_list)";
+  return Status::Invalid(message);
+}
+
+const char* BodyTypeName(BodyType type) noexcept {
+  return type == BodyType::kPacked ? "packed" : "list";
+}
+
 }  // namespace ferry::dipc

@@ -464,4 +464,26 @@ Status FileWriter::Close() {
 
 const WriteStats& FileWriter::stats() const noexcept { return impl_->stats; }
 
+Result<Compression> ParseCompression(std::string_view name) {
+  if (name == "none") return Compression::kNone;
+  if (name == "lz4" || name == "lz4_frame") return Compression::kLz4Frame;
+  if (name == "zstd") return Compression::kZstd;
+  std::string message = "unknown compression \"";
+  message.append(name);
+  message += "\" (none, lz4 or lz4_frame, zstd)";
+  return Status::Invalid(message);
+}
+
+const char* CompressionName(Compression compression) noexcept {
+  switch (compression) {
+    case Compression::kLz4Frame:
+      return "lz4";
+    case Compression::kZstd:
+      return "zstd";
+    case Compression::kNone:
+      break;
+  }
+  return "none";
+}
+
 }  // namespace ferry::ipc

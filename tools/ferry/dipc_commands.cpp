@@ -123,7 +123,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_option("--body", o->body,
                   "list: (address, length) pairs the client reads (type 1); packed: whole bodies "
                   "(type 0)")
-      ->check(CLI::IsMember({"list", "packed"}))
+      ->check(Parses(dipc::ParseBodyType))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s,
                   "Seconds the server waits on a client (its request, its frees, each send)")
@@ -240,11 +240,9 @@ int RunServe(const ServeOptions& o) {
       std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
     };
   }
-  if (o.body == "packed") {
-    options.body_type = dipc::BodyType::kPacked;
-  } else if (o.body != "list") {
-    return Fail("--body", Status::Invalid("unknown body type \"" + o.body + "\" (list, packed)"));
-  }
+  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body);
+  if (!body.ok()) return Fail("--body", body.status());
+  options.body_type = *body;
   Result<std::string> token = ReadToken(o.token_file);
   if (!token.ok()) return Fail("--token-file", token.status());
   options.token = *token;

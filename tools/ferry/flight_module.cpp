@@ -149,8 +149,10 @@ int Serve(const ServeOptions& o) {
   options.plane.region_bytes = o.region_mb << 20;
   options.plane.timeout = Millis(o.timeout_s);
   options.plane.max_clients = o.max_clients;
-  if (o.body == "packed") options.plane.body_type = dipc::BodyType::kPacked;
-  if (o.keep && o.body == "packed") {
+  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body);
+  if (!body.ok()) return Fail("--body", body.status());
+  options.plane.body_type = *body;
+  if (o.keep && *body == dipc::BodyType::kPacked) {
     return Fail("--keep", Status::Invalid("keeping datasets needs --body list"));
   }
   if (o.verbose) {

@@ -194,14 +194,9 @@ int RunCat(const IpcOptions& o) {
 
 int RunConvert(const IpcOptions& o) {
   ipc::WriteOptions w;
-  if (o.compression == "lz4") {
-    w.compression = ipc::Compression::kLz4Frame;
-  } else if (o.compression == "zstd") {
-    w.compression = ipc::Compression::kZstd;
-  } else if (o.compression != "none") {
-    return Fail("--compression",
-                Status::Invalid("unknown codec \"" + o.compression + "\" (none, lz4, zstd)"));
-  }
+  Result<ipc::Compression> compression = ipc::ParseCompression(o.compression);
+  if (!compression.ok()) return Fail("--compression", compression.status());
+  w.compression = *compression;
   w.alignment = o.alignment;
   w.emit_dictionary_deltas = o.dictionary_deltas;
   Result<UniqueArrayStream> stream = ipc::ReadPath(o.input);

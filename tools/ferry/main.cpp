@@ -6,8 +6,10 @@
 #include "devices_command.hpp"
 #include "dipc_commands.hpp"
 #include "ferry/core/version.hpp"
+#include "ferry/ipc/writer.hpp"
 #include "flight_commands.hpp"
 #include "ipc_commands.hpp"
+#include "parses.hpp"
 
 namespace {
 
@@ -76,8 +78,8 @@ int Run(int argc, char** argv) {
   convert_cmd->add_option("--to", ipc.to, "stream or file")
       ->check(CLI::IsMember({"stream", "file"}))
       ->capture_default_str();
-  convert_cmd->add_option("--compression", ipc.compression, "none, lz4 or zstd")
-      ->check(CLI::IsMember({"none", "lz4", "zstd"}))
+  convert_cmd->add_option("--compression", ipc.compression, "none, lz4 (or lz4_frame) or zstd")
+      ->check(ferry::cli::Parses(ferry::ipc::ParseCompression))
       ->capture_default_str();
   convert_cmd->add_option("--alignment", ipc.alignment, "Body buffer alignment: 8 or 64")
       ->check(CLI::IsMember({8, 64}))

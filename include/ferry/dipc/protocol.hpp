@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "ferry/abi/export.h"
@@ -39,6 +40,14 @@ FERRY_EXPORT void EncodeMetadataHeader(MetadataType type, uint32_t sequence,
 
 /// Body type, in bits 56-63 of a body message's tag.
 enum class BodyType : uint8_t { kPacked = 0, kBufferList = 1 };
+
+/// The one parser of body-type names, which every face uses (the CLI's --body, Python's
+/// `body_type=`): "packed" (type 0) or "list" (type 1; also "buffer_list"). Anything else is
+/// EINVAL with a message that lists them.
+[[nodiscard]] FERRY_EXPORT Result<BodyType> ParseBodyType(std::string_view name);
+
+/// The name ParseBodyType reads back: "packed" or "list". A static string.
+FERRY_EXPORT const char* BodyTypeName(BodyType type) noexcept;
 
 /// Tag bits: the sequence number, the reserved bits (must be 0) and the body type.
 constexpr uint64_t kSequenceMask = 0x00000000FFFFFFFFULL;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
@@ -16,6 +17,14 @@ namespace ferry::ipc {
 
 /// Body compression, per buffer, as the IPC format defines it.
 enum class Compression : int8_t { kNone = 0, kLz4Frame = 1, kZstd = 2 };
+
+/// The one parser of compression names, which every face uses (the CLI's --compression, Python's
+/// `compression=`): "none", "lz4" (also "lz4_frame", Arrow's name) or "zstd". Anything else is
+/// EINVAL with a message that lists them.
+[[nodiscard]] FERRY_EXPORT Result<Compression> ParseCompression(std::string_view name);
+
+/// The name ParseCompression reads back: "none", "lz4" or "zstd". A static string.
+FERRY_EXPORT const char* CompressionName(Compression compression) noexcept;
 
 /// How to write. Plain values.
 struct FERRY_EXPORT WriteOptions {
