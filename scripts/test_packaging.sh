@@ -24,19 +24,26 @@ envs=build/packaging-venv
 no_fault_hook() {
   local f
   for f in "$@"; do
-    if grep -qa FERRY_FAULT_PAUSE "$f" || nm -C "$f" 2>/dev/null | grep -q FaultPoint; then
+    if has_fault_hook "$f"; then
       echo "test_packaging: $f carries the fault suite's hook (FERRY_FAULT_PAUSE, FaultPoint)" >&2
       exit 1
     fi
   done
   echo "test_packaging: no fault-injection hook in $*"
 }
+# has_fault_hook FILE: the variable's name in its bytes, or a FaultPoint symbol (read whole first:
+# under pipefail, `nm | grep -q` fails when grep stops reading early).
+has_fault_hook() {
+  local symbols
+  symbols=$(nm -C "$1" 2>/dev/null || true)
+  grep -qa FERRY_FAULT_PAUSE "$1" || grep -q FaultPoint <<<"$symbols"
+}
+control=$(nm -C build/test/libferry.so 2>/dev/null || true)
 if [ -f build/test/libferry.so ] && ! { grep -qa FERRY_FAULT_PAUSE build/test/libferry.so &&
-                                        nm -C build/test/libferry.so | grep -q FaultPoint; }; then
+                                        grep -q FaultPoint <<<"$control"; }; then
   echo "test_packaging: the test tree's libferry.so lacks the fault hook: the check below sees nothing" >&2
   exit 1
 fi
-rm -rf "$envs"
 
 echo "== pip install ./python into a fresh virtual environment"
 "$PY" -m venv "$envs"

@@ -153,8 +153,4 @@ Result<BodyType> ParseBodyType(std::string_view name) {
   return Status::Invalid(message);
 }
 
-const char* BodyTypeName(BodyType type) noexcept {
-  return type == BodyType::kPacked ? "packed" : "list";
-}
-
 }  // namespace ferry::dipc

@@ -474,16 +474,4 @@ Result<Compression> ParseCompression(std::string_view name) {
   return Status::Invalid(message);
 }
 
-const char* CompressionName(Compression compression) noexcept {
-  switch (compression) {
-    case Compression::kLz4Frame:
-      return "lz4";
-    case Compression::kZstd:
-      return "zstd";
-    case Compression::kNone:
-      break;
-  }
-  return "none";
-}
-
 }  // namespace ferry::ipc

@@ -46,9 +46,6 @@ enum class BodyType : uint8_t { kPacked = 0, kBufferList = 1 };
 /// EINVAL with a message that lists them.
 [[nodiscard]] FERRY_EXPORT Result<BodyType> ParseBodyType(std::string_view name);
 
-/// The name ParseBodyType reads back: "packed" or "list". A static string.
-FERRY_EXPORT const char* BodyTypeName(BodyType type) noexcept;
-
 /// Tag bits: the sequence number, the reserved bits (must be 0) and the body type.
 constexpr uint64_t kSequenceMask = 0x00000000FFFFFFFFULL;
 constexpr uint64_t kReservedMask = 0x00FFFFFF00000000ULL;

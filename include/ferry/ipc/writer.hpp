@@ -23,9 +23,6 @@ enum class Compression : int8_t { kNone = 0, kLz4Frame = 1, kZstd = 2 };
 /// EINVAL with a message that lists them.
 [[nodiscard]] FERRY_EXPORT Result<Compression> ParseCompression(std::string_view name);
 
-/// The name ParseCompression reads back: "none", "lz4" or "zstd". A static string.
-FERRY_EXPORT const char* CompressionName(Compression compression) noexcept;
-
 /// How to write. Plain values.
 struct FERRY_EXPORT WriteOptions {
   Compression compression = Compression::kNone;
