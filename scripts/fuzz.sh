@@ -12,11 +12,14 @@ jobs=2
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
+# target_name TARGET: build/asan/fuzz/ferry_ipc_file_fuzz gives ipc_file (its corpus's name).
+target_name() { basename "$1" | sed -E 's/^ferry_//; s/_fuzz$//'; }
+
 # fuzz_one TARGET: runs one target over a copy of its corpus; its log goes to $logs/NAME.log and
 # its exit status to $logs/NAME.status.
 fuzz_one() {
   local target=$1 name work
-  name=$(basename "$target" | sed -E 's/^ferry_//; s/_fuzz$//')
+  name=$(target_name "$target")
   work=$(mktemp -d)
   [ -d "fuzz/corpus/$name" ] && cp -r "fuzz/corpus/$name"/. "$work"/
   # Extra seed directories, read in place (libFuzzer writes only to the first directory).
@@ -48,7 +51,7 @@ wait
 
 status=0
 for target in "${targets[@]}"; do
-  name=$(basename "$target" | sed -E 's/^ferry_//; s/_fuzz$//')
+  name=$(target_name "$target")
   rc=$(cat "$logs/$name.status")
   echo "== fuzz $name for ${seconds}s: exit $rc"
   if [ "$rc" = 0 ]; then tail -n 12 "$logs/$name.log"; else tail -n 80 "$logs/$name.log"; status=1; fi

@@ -10,16 +10,17 @@
 #   lower levels do not see), as the packages are built (the gem takes these).
 # FERRY_RELEASE_DEFS: the same plus the fault suite's pause points (FERRY_FAULT_INJECTION, which no
 #   package sets); the tree that serves ctest, pytest, the install test and lint.
-# FERRY_RELEASE_PIP: FERRY_PACKAGE_DEFS, spelled as scikit-build-core's -C options for
+# FERRY_RELEASE_PIP: FERRY_PACKAGE_DEFS, turned into scikit-build-core's -C options for
 #   `pip install ./python`.
 # FERRY_ASAN_DEFS: clang, ASan and UBSan, with the libFuzzer targets; one tree serves the
 #   sanitized suites and the fuzzers (scripts/build_asan.sh).
 FERRY_PACKAGE_DEFS=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release
                     -DCMAKE_C_FLAGS=-g -DCMAKE_CXX_FLAGS=-g -DFERRY_WERROR=ON)
 FERRY_RELEASE_DEFS=("${FERRY_PACKAGE_DEFS[@]}" -DFERRY_FAULT_INJECTION=ON)
-FERRY_RELEASE_PIP=(-C cmake.define.CMAKE_C_COMPILER=gcc -C cmake.define.CMAKE_CXX_COMPILER=g++
-                   -C cmake.build-type=Release -C cmake.define.CMAKE_C_FLAGS=-g
-                   -C cmake.define.CMAKE_CXX_FLAGS=-g -C cmake.define.FERRY_WERROR=ON)
+FERRY_RELEASE_PIP=()
+for def in "${FERRY_PACKAGE_DEFS[@]}"; do
+  FERRY_RELEASE_PIP+=(-C "cmake.define.${def#-D}")
+done
 FERRY_ASAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
                  -DFERRY_WERROR=ON -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_FUZZ=ON
                  -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_RUBY=OFF)
