@@ -23,9 +23,23 @@ class CheckLayers(unittest.TestCase):
         self.write("src/format/bits.hpp", "#pragma once\n")
         self.write("src/format/type.cpp", '#include "bits.hpp"\n#include "ferry/core/status.hpp"\n')
         self.write("src/ipc/reader.cpp", '#include "ferry/ipc/reader.hpp"\n#include <vector>\n')
-        self.write("src/testing/integration_json.hpp", "#pragma once\n")
+        self.write("include/ferry/testing/integration_json.hpp", "#pragma once\n")
         self.write("tools/ferry/main.cpp",
-                   '#include "ferry/ipc/reader.hpp"\n#include "testing/integration_json.hpp"\n')
+                   '#include "ferry/ipc/reader.hpp"\n#include "ferry/testing/integration_json.hpp"\n')
+        # Allowed beside the library: a layer's tests may use its private headers and the
+        # support; transport may reach the export macro.
+        self.write("include/ferry/abi/export.h", "#pragma once\n")
+        self.write("include/ferry/abi/arrow_c_abi.h", "#pragma once\n")
+        self.write("include/ferry/core/bytes.hpp", '#include "ferry/abi/export.h"\n')
+        self.write("include/ferry/core/keep_alive.hpp", '#include "ferry/abi/arrow_c_abi.h"\n')
+        self.write("src/transport/shm.cpp", '#include "ferry/core/bytes.hpp"\n')
+        self.write("tests/support/test_util.hpp", '#include "ferry/core/status.hpp"\n')
+        self.write("tests/format/bits_test.cpp",
+                   '#include "format/bits.hpp"\n#include "support/test_util.hpp"\n')
+        self.write("bench/format/bits_bench.cpp", '#include "format/bits.hpp"\n')
+        self.write("fuzz/format/bits_fuzz.cpp", '#include "format/bits.hpp"\n')
+        self.write("tests/interop/peer.c", '#include "peer.h"\n#include <stdio.h>\n')
+        self.write("tests/interop/peer.h", "#pragma once\n")
 
     def tearDown(self):
         shutil.rmtree(self.root)
@@ -43,6 +57,47 @@ class CheckLayers(unittest.TestCase):
     def test_the_clean_tree_passes(self):
         r = self.run_check()
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_a_layers_tests_may_not_use_another_layers_private_headers(self):
+        self.write("src/ipc/framing.hpp", "#pragma once\n")
+        self.write("tests/format/array_test.cpp", '#include "ipc/framing.hpp"\n')
+        r = self.run_check()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("tests/format/array_test.cpp:1: tests/ includes src/ipc/framing.hpp, a "
+                      "private header of layer ipc", r.stdout)
+
+    def test_a_benchmark_of_another_layer_fails(self):
+        self.write("bench/ipc/reader_bench.cpp", '#include "format/bits.hpp"\n')
+        r = self.run_check()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("bench/ipc/reader_bench.cpp:1: bench/ includes src/format/bits.hpp", r.stdout)
+
+    def test_a_fuzz_target_may_not_use_the_test_support(self):
+        self.write("fuzz/format/bits_fuzz.cpp", '#include "support/test_util.hpp"\n')
+        r = self.run_check()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("fuzz/format/bits_fuzz.cpp:1: fuzz/ includes tests/support/test_util.hpp",
+                      r.stdout)
+
+    def test_the_independent_peer_may_not_use_ferry(self):
+        self.write("tests/interop/peer.c", '#include "ferry/core/status.hpp"\n')
+        r = self.run_check()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("tests/interop/peer.c:1: tests/interop/ includes ferry/core/status.hpp",
+                      r.stdout)
+
+    def test_the_library_may_not_include_test_code(self):
+        self.write("src/format/array.cpp", '#include "tests/support/test_util.hpp"\n')
+        r = self.run_check()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("src/format/array.cpp:1: format includes tests/support/test_util.hpp", r.stdout)
+
+    def test_transport_may_not_reach_arrow_through_core(self):
+        self.write("src/transport/ucx.cpp", '#include "ferry/core/keep_alive.hpp"\n')
+        r = self.run_check()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("src/transport/ucx.cpp:1: transport reaches ferry/abi/arrow_c_abi.h through "
+                      "ferry/core/keep_alive.hpp", r.stdout)
 
     def test_a_lower_layer_including_a_higher_one_fails(self):
         self.write("src/format/array.cpp", '#include "ferry/ipc/reader.hpp"\n')
@@ -67,7 +122,7 @@ class CheckLayers(unittest.TestCase):
         self.write("tools/ferry/cat.cpp", '#include "format/bits.hpp"\n')
         r = self.run_check()
         self.assertEqual(r.returncode, 1)
-        self.assertIn("tools/ferry/cat.cpp:1: tools includes src/format/bits.hpp", r.stdout)
+        self.assertIn("tools/ferry/cat.cpp:1: tools/ includes src/format/bits.hpp", r.stdout)
 
     def test_a_public_header_including_a_private_one_fails(self):
         self.write("include/ferry/format/type.hpp", '#include "format/bits.hpp"\n')

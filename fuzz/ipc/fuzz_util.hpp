@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/format/stream.hpp"
@@ -21,18 +22,12 @@ inline ipc::ReadOptions Options() {
 
 /// Render every batch of a stream as JSON; the schema is copied into `schema_out` if given.
 inline Result<std::vector<std::string>> Render(UniqueArrayStream stream, UniqueSchema* schema_out) {
-  FERRY_ASSIGN_OR_RAISE(auto reader, ArrayStreamReader::Open(stream.get()));
   if (schema_out != nullptr) {
-    FERRY_ASSIGN_OR_RAISE(*schema_out, CopySchema(reader.schema()));
+    UniqueSchema schema;
+    FERRY_RETURN_NOT_OK(StreamGetSchema(stream.get(), schema.get()));
+    *schema_out = std::move(schema);
   }
-  std::vector<std::string> out;
-  while (true) {
-    FERRY_ASSIGN_OR_RAISE(std::optional<Array> batch, reader.Next());
-    if (!batch) break;
-    FERRY_ASSIGN_OR_RAISE(std::string json, ArrayToJson(batch->view()));
-    out.push_back(std::move(json));
-  }
-  return out;
+  return StreamToJson(stream.get());
 }
 
 }  // namespace ferry::fuzz

@@ -55,6 +55,12 @@ class Device:
     def resolve(device_type: DeviceType, device_id: int) -> Device:
         """The device of a type and id; ValueError naming why when there is none."""
 
+    @staticmethod
+    def parse(name: str) -> Device:
+        """
+        The device a name spells: 'cpu', 'cuda:0', 'cuda_host:0', 'cuda_managed:0', 'opencl:0' or 'guarded:0' (any case; str(device) reads back). The same parser as the CLI's --device; ValueError naming why when the name is bad or the device absent.
+        """
+
     @property
     def device_type(self) -> DeviceType: ...
 

@@ -145,19 +145,37 @@ class Server:
         Serve an IPC stream or file (told apart by its magic) under the ticket `name`: mapped once, decoded zero-copy for each client; a file that is not IPC fails here.
         """
 
-    def uri(self, name: str = '') -> str:
+    @property
+    def uri(self) -> str:
         """
-        The URI (str) clients read dataset `name` with, both streams on one connection; with no name, the URI of datasets served from the shared region (a kept dataset has its own, carrying its memory's remote_handle).
-        """
-
-    def metadata_uri(self, name: str = '') -> str:
-        """
-        The split shape's metadata URI (str) for `name`: connect(metadata_uri, ticket, data_uri=data_uri(name)). Empty once stopped.
+        The URI (str) clients read the server's datasets with, both streams on one connection (the last one once stopped). A kept dataset has its own: uri_of(name).
         """
 
-    def data_uri(self, name: str = '') -> str:
+    def uri_of(self, name: str) -> str:
         """
-        The split shape's data URI (str) for `name`: bodies and free_data. Empty once stopped.
+        The URI (str) clients read dataset `name` with: the server's uri, or for a kept dataset its own, carrying its memory's remote_handle.
+        """
+
+    @property
+    def metadata_uri(self) -> str:
+        """
+        The split shape's metadata URI (str): connect(metadata_uri, ticket, data_uri=data_uri). Empty once stopped.
+        """
+
+    def metadata_uri_of(self, name: str) -> str:
+        """
+        The split shape's metadata URI (str) for dataset `name`. Empty once stopped.
+        """
+
+    @property
+    def data_uri(self) -> str:
+        """
+        The split shape's data URI (str): bodies and free_data. Empty once stopped.
+        """
+
+    def data_uri_of(self, name: str) -> str:
+        """
+        The split shape's data URI (str) for dataset `name`. Empty once stopped.
         """
 
     @property

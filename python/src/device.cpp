@@ -61,6 +61,20 @@ void InitDevice(nb::module_& m) {
           },
           nb::arg("device_type"), nb::arg("device_id"), nb::rv_policy::reference,
           "The device of a type and id; ValueError naming why when there is none.")
+      .def_static(
+          "parse",
+          [](const std::string& name) -> Device* {
+            Result<Device*> device = [&] {
+              nb::gil_scoped_release release;
+              return ParseDevice(name);
+            }();
+            if (!device.ok()) Raise(PyExc_ValueError, device.status().message());
+            return *device;
+          },
+          nb::arg("name"), nb::rv_policy::reference,
+          "The device a name spells: 'cpu', 'cuda:0', 'cuda_host:0', 'cuda_managed:0', "
+          "'opencl:0' or 'guarded:0' (any case; str(device) reads back). The same parser as "
+          "the CLI's --device; ValueError naming why when the name is bad or the device absent.")
       .def_prop_ro("device_type",
                    [](const Device& d) { return static_cast<DeviceType>(d.device_type()); })
       .def_prop_ro("device_id", &Device::device_id)

@@ -149,6 +149,19 @@ struct PyServer {
     return *server;
   }
 
+  /// The URI of dataset `name` ("" for the server's own); the last one once stopped.
+  std::string Uri(const std::string& name) const {
+    return (server ? server->uri(name) : final_uri).ToString();
+  }
+  /// The split shape's metadata URI of dataset `name`; "" once stopped.
+  std::string MetadataUri(const std::string& name) const {
+    return server ? server->metadata_uri(name).ToString() : std::string();
+  }
+  /// The split shape's data URI of dataset `name`; "" once stopped.
+  std::string DataUri(const std::string& name) const {
+    return server ? server->data_uri(name).ToString() : std::string();
+  }
+
   /// Stop the server and drop it (and the datasets it holds) with the GIL released: sessions
   /// may be waiting for the GIL in a Python producer.
   void Stop() {
@@ -395,31 +408,24 @@ void InitDipc(nb::module_& parent) {
           "Serve an IPC stream or file (told apart by its magic) under the ticket `name`: mapped "
           "once, "
           "decoded zero-copy for each client; a file that is not IPC fails here.")
-      .def(
-          "uri",
-          [](PyServer& self, const std::string& name) {
-            return (self.server ? self.server->uri(name) : self.final_uri).ToString();
-          },
-          nb::arg("name") = "",
-          "The URI (str) clients read dataset `name` with, both streams on one connection; with "
-          "no name, the URI of datasets served from the shared region (a kept dataset has its "
-          "own, carrying its memory's remote_handle).")
-      .def(
-          "metadata_uri",
-          [](PyServer& self, const std::string& name) {
-            return self.server ? self.server->metadata_uri(name).ToString() : std::string();
-          },
-          nb::arg("name") = "",
-          "The split shape's metadata URI (str) for `name`: connect(metadata_uri, ticket, "
-          "data_uri=data_uri(name)). Empty once stopped.")
-      .def(
-          "data_uri",
-          [](PyServer& self, const std::string& name) {
-            return self.server ? self.server->data_uri(name).ToString() : std::string();
-          },
-          nb::arg("name") = "",
-          "The split shape's data URI (str) for `name`: bodies and free_data. Empty once "
-          "stopped.")
+      .def_prop_ro(
+          "uri", [](PyServer& self) { return self.Uri(""); },
+          "The URI (str) clients read the server's datasets with, both streams on one "
+          "connection (the last one once stopped). A kept dataset has its own: uri_of(name).")
+      .def("uri_of", &PyServer::Uri, nb::arg("name"),
+           "The URI (str) clients read dataset `name` with: the server's uri, or for a kept "
+           "dataset its own, carrying its memory's remote_handle.")
+      .def_prop_ro(
+          "metadata_uri", [](PyServer& self) { return self.MetadataUri(""); },
+          "The split shape's metadata URI (str): connect(metadata_uri, ticket, "
+          "data_uri=data_uri). Empty once stopped.")
+      .def("metadata_uri_of", &PyServer::MetadataUri, nb::arg("name"),
+           "The split shape's metadata URI (str) for dataset `name`. Empty once stopped.")
+      .def_prop_ro(
+          "data_uri", [](PyServer& self) { return self.DataUri(""); },
+          "The split shape's data URI (str): bodies and free_data. Empty once stopped.")
+      .def("data_uri_of", &PyServer::DataUri, nb::arg("name"),
+           "The split shape's data URI (str) for dataset `name`. Empty once stopped.")
       .def_prop_ro(
           "stats",
           [](PyServer& self) {

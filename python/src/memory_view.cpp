@@ -141,6 +141,20 @@ PyMemoryView Make(nb::handle obj) {
   return out;
 }
 
+/// What one buffer-protocol export keeps alive: a copy of the view (its owners, not the Python
+/// object) and the descriptors the Py_buffer points into. It is the export's `obj`, so a consumer
+/// that never releases its export pins only the memory: pyarrow, for one, skips every release
+/// once the interpreter has begun to finalize, which would otherwise keep a ferry.MemoryView
+/// instance alive past nanobind's shutdown and make it report a leak.
+struct BufferExport {
+  MemoryView view;
+  std::string format;
+  std::vector<Py_ssize_t> shape;
+  std::vector<Py_ssize_t> strides;
+};
+
+constexpr const char* kBufferExport = "ferry.buffer_export";
+
 int GetBuffer(PyObject* self, Py_buffer* view, int flags) {
   auto* mv = nb::inst_ptr<PyMemoryView>(self);
   const MemoryView& v = mv->view;
@@ -180,15 +194,23 @@ int GetBuffer(PyObject* self, Py_buffer* view, int flags) {
     Status st = DeviceOf(v.device_type, v.device_id).SynchronizeEvent(v.sync_event, nullptr);
     if (!st.ok()) return fail(st.message());
   }
+  auto* exported = new BufferExport{v, mv->pep3118, mv->py_shape, mv->py_strides};
+  PyObject* keeper = PyCapsule_New(exported, kBufferExport, [](PyObject* capsule) {
+    delete static_cast<BufferExport*>(PyCapsule_GetPointer(capsule, kBufferExport));
+  });
+  if (keeper == nullptr) {
+    delete exported;
+    return -1;
+  }
   view->buf = v.data;
-  view->obj = Py_NewRef(self);
+  view->obj = keeper;
   view->len = static_cast<Py_ssize_t>(v.n_items() * v.item_size);
   view->readonly = v.readonly ? 1 : 0;
   view->itemsize = static_cast<Py_ssize_t>(v.item_size);
-  view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(mv->pep3118.c_str()) : nullptr;
+  view->format = (flags & PyBUF_FORMAT) ? exported->format.data() : nullptr;
   view->ndim = static_cast<int>(v.ndim);
-  view->shape = (flags & PyBUF_ND) == PyBUF_ND ? mv->py_shape.data() : nullptr;
-  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? mv->py_strides.data() : nullptr;
+  view->shape = (flags & PyBUF_ND) == PyBUF_ND ? exported->shape.data() : nullptr;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? exported->strides.data() : nullptr;
   view->suboffsets = nullptr;
   view->internal = nullptr;
   return 0;

@@ -82,7 +82,7 @@ def test_a_table_crosses_whole(tmp_path, transport, body, source):
     table = mixed_table(10_000)
     with dipc.Server.start(transport, body_type=body, region_bytes=16 << 20) as server:
         serve(server, "t", source, table, tmp_path)
-        got = read_back(server.uri(), "t")
+        got = read_back(server.uri, "t")
         assert got.equals(table)
         assert got.schema == table.schema
         assert server.stats.batches_sent == 4
@@ -98,7 +98,7 @@ def test_a_list_of_batches_and_a_callable_serve_every_client_at_once():
 
         def client(ticket):
             try:
-                results.append(read_back(server.uri(), ticket))  # pyarrow reads without the GIL
+                results.append(read_back(server.uri, ticket))  # pyarrow reads without the GIL
             except Exception as e:  # pragma: no cover - reported below
                 errors.append(e)
 
@@ -116,9 +116,9 @@ def test_a_stream_is_read_once_then_refused_by_name():
     table = mixed_table(100)
     with dipc.Server.start() as server:
         server.add("once", table)
-        assert read_back(server.uri(), "once").equals(table)
+        assert read_back(server.uri, "once").equals(table)
         with pytest.raises(OSError, match="one-shot stream and another client has read it"):
-            dipc.connect(server.uri(), "once")
+            dipc.connect(server.uri, "once")
 
 
 def test_a_generator_producer_needs_the_gil_on_the_server_thread():
@@ -133,9 +133,9 @@ def test_a_generator_producer_needs_the_gil_on_the_server_thread():
     with dipc.Server.start() as server:
         server.add("gen", pa.RecordBatchReader.from_batches(table.schema, batches()))
         server.add("gen2", lambda: pa.RecordBatchReader.from_batches(table.schema, batches()))
-        arrays = dipc.connect(server.uri(), "gen").read_all()
+        arrays = dipc.connect(server.uri, "gen").read_all()
         assert pa.Table.from_batches([pa.record_batch(a) for a in arrays]).equals(table)
-        assert read_back(server.uri(), "gen2").equals(table)
+        assert read_back(server.uri, "gen2").equals(table)
 
 
 def test_a_factory_error_reaches_the_client():
@@ -146,9 +146,9 @@ def test_a_factory_error_reaches_the_client():
         server.add("broken", broken)
         server.add("bad", lambda: 42)
         with pytest.raises(OSError, match="the dataset factory raised ZeroDivisionError: no data today"):
-            dipc.connect(server.uri(), "broken")
+            dipc.connect(server.uri, "broken")
         with pytest.raises(OSError, match="the dataset factory raised TypeError"):
-            dipc.connect(server.uri(), "bad")
+            dipc.connect(server.uri, "bad")
         wait_for(lambda: server.stats.sessions_failed == 2, "the failed sessions")
         assert "ZeroDivisionError" in server.last_error or "TypeError" in server.last_error
 
@@ -168,7 +168,7 @@ def test_buffer_lists_over_shared_memory_are_read_in_place():
     table = pa.table({"x": pa.array(np.arange(100_000, dtype=np.int64)), "y": pa.array(np.ones(100_000))})
     with dipc.Server.start(body_type="list") as server:
         server.add("t", table.to_batches(max_chunksize=50_000))
-        got = read_back(server.uri(), "t")
+        got = read_back(server.uri, "t")
         assert got.equals(table)
         maps = segment_mappings()
         assert maps, "no memfd:ferry-segment mapping in /proc/self/maps"
@@ -186,7 +186,7 @@ def test_an_unknown_ticket_raises_with_the_servers_message():
     with dipc.Server.start() as server:
         server.add("t", [pa.record_batch({"x": [1, 2]})])
         with pytest.raises(OSError, match='unknown ticket "nope" \\(this server has: t\\)'):
-            dipc.connect(server.uri(), "nope")
+            dipc.connect(server.uri, "nope")
         wait_for(lambda: server.stats.tickets_refused == 1, "the refusal")
         assert server.stats.sessions_failed == 0
 
@@ -205,12 +205,12 @@ def test_bad_uris_raise_naming_the_part_at_fault():
 def test_a_stopped_server_refuses_clients_and_keeps_its_totals():
     server = dipc.Server.start()
     server.add("t", [pa.record_batch({"x": [1, 2]})])
-    assert read_back(server.uri(), "t").num_rows == 2
-    uri = server.uri()
+    assert read_back(server.uri, "t").num_rows == 2
+    uri = server.uri
     server.stop()
     server.stop()  # idempotent
     assert not server.running
-    assert server.uri() == uri and server.stats.batches_sent == 1
+    assert server.uri == uri and server.stats.batches_sent == 1
     assert "stopped" in repr(server)
     with pytest.raises(ValueError, match="the server is stopped"):
         server.add("u", [pa.record_batch({"x": [1]})])
@@ -232,7 +232,7 @@ def test_uris_parse_print_and_compare():
     assert dipc.Uri.parse(str(built)) == built
     assert uri != built and uri != text
     with dipc.Server.start() as server:
-        parsed = dipc.Uri.parse(server.uri())
+        parsed = dipc.Uri.parse(server.uri)
         assert parsed.scheme == "shm" and parsed.want_data == 1 << 32 and parsed.free_data == 2 << 32
         server.add("t", [pa.record_batch({"x": [1]})])
         assert read_back(parsed, "t").num_rows == 1  # a Uri works where a str does
@@ -241,7 +241,7 @@ def test_uris_parse_print_and_compare():
 def test_a_ucx_server_publishes_its_region_handle():
     needs("ucx")
     with dipc.Server.start("ucx", body_type="list", region_bytes=1 << 20) as server:
-        uri = dipc.Uri.parse(server.uri())
+        uri = dipc.Uri.parse(server.uri)
         assert uri.scheme == "ucx" and uri.authority
         assert isinstance(uri.remote_handle, bytes) and uri.remote_handle
 
@@ -251,12 +251,12 @@ def test_batches_land_on_the_device_asked_for():
     table = mixed_table(1_000)
     with dipc.Server.start() as server:
         server.add("t", table.to_batches(max_chunksize=400))
-        stream = dipc.connect(server.uri(), "t", device=guarded, validation=ferry.ValidationLevel.DEFAULT)
+        stream = dipc.connect(server.uri, "t", device=guarded, validation=ferry.ValidationLevel.DEFAULT)
         assert stream.device_type == ferry.DeviceType.EXT_DEV
         arrays = [a.copy_to(ferry.Device.cpu()) for a in stream]
         assert pa.Table.from_batches([pa.record_batch(a) for a in arrays]).equals(table)
         with pytest.raises(ValueError, match="__arrow_c_device_stream__"):
-            dipc.connect(server.uri(), "t", device=guarded).__arrow_c_stream__()
+            dipc.connect(server.uri, "t", device=guarded).__arrow_c_stream__()
 
 
 def test_what_cannot_be_served_is_refused_at_add():
@@ -274,7 +274,7 @@ def test_what_cannot_be_served_is_refused_at_add():
         with pytest.raises(FileNotFoundError):
             server.add_path("x", "/nonexistent/file.arrows")
         server.add("empty", [], schema=pa.schema([("x", pa.int64())]))
-        got = read_back(server.uri(), "empty")
+        got = read_back(server.uri, "empty")
         assert got.num_rows == 0 and got.schema == pa.schema([("x", pa.int64())])
     with pytest.raises(ValueError, match=r'unknown body type "tagged" \(packed, list or buffer_list\)'):
         dipc.Server.start(body_type="tagged")
@@ -288,7 +288,7 @@ def test_compressed_bodies_cross_too():
     table = mixed_table(3_000)
     with dipc.Server.start(body_type="packed", compression="zstd") as server:
         server.add("t", table.to_batches(max_chunksize=1_000))
-        assert read_back(server.uri(), "t").equals(table)
+        assert read_back(server.uri, "t").equals(table)
 
 
 @pytest.mark.parametrize("body", ["list", "packed"])
@@ -299,11 +299,11 @@ def test_the_region_and_pyarrows_pool_are_freed(body):
     with dipc.Server.start(body_type=body, region_bytes=8 << 20) as server:
         server.add("b", table.to_batches(max_chunksize=5_000))
         server.add("t", table)
-        reader = pa.RecordBatchReader.from_stream(dipc.connect(server.uri(), "b"))
+        reader = pa.RecordBatchReader.from_stream(dipc.connect(server.uri, "b"))
         first = reader.read_next_batch()
         got = pa.Table.from_batches([first, *reader])
         assert got.equals(table)
-        got2 = read_back(server.uri(), "t")
+        got2 = read_back(server.uri, "t")
         assert got2.equals(table)
         if body == "list":
             assert server.stats.bytes_in_flight > 0  # the batches still borrow the region
@@ -326,7 +326,7 @@ def test_a_server_in_a_cycle_with_its_factory_is_collected():
         return table
 
     server.add("f", factory)
-    assert read_back(server.uri(), "f").equals(table)
+    assert read_back(server.uri, "f").equals(table)
     alive = weakref.ref(factory)
     del server, factory
     gc.collect()
@@ -339,14 +339,15 @@ def test_metadata_and_bodies_on_two_connections(transport, body):
     table = mixed_table(10_000)
     with dipc.Server.start(transport, body_type=body, region_bytes=16 << 20) as server:
         server.add("t", table.to_batches(max_chunksize=3_000))
-        assert server.data_uri("t").startswith(transport + "://")
-        assert server.data_uri("t") != server.metadata_uri("t")
-        got = read_back(server.metadata_uri("t"), "t", data_uri=server.data_uri("t"))
+        assert server.data_uri_of("t").startswith(transport + "://")
+        assert server.data_uri_of("t") != server.metadata_uri_of("t")
+        assert server.data_uri == server.data_uri_of("t")
+        got = read_back(server.metadata_uri_of("t"), "t", data_uri=server.data_uri_of("t"))
         assert got.equals(table)
         assert server.stats.sessions_failed == 0, server.last_error
         with pytest.raises(ValueError, match="want_data"):
-            dipc.connect(server.uri(), "t", data_uri="shm:///nowhere")
-    assert server.data_uri() == "" and server.metadata_uri() == ""
+            dipc.connect(server.uri, "t", data_uri="shm:///nowhere")
+    assert server.data_uri == "" and server.metadata_uri == ""
 
 
 @pytest.mark.parametrize("transport", ["shm", "ucx"])
@@ -357,15 +358,15 @@ def test_a_kept_dataset_is_lent_to_every_client(transport):
         # Kept bodies live in a region of their own, not the 1 MiB one clients share.
         server.keep("k", table.to_batches(max_chunksize=3_000))
         # Its memory has a URI of its own.
-        assert server.uri("k") != server.uri()
+        assert server.uri_of("k") != server.uri
         for _ in range(3):
-            assert read_back(server.uri("k"), "k").equals(table)
+            assert read_back(server.uri_of("k"), "k").equals(table)
         assert server.stats.sessions_failed == 0, server.last_error
     # Packed bodies are written into that memory once too, and each is sent whole from it.
     with dipc.Server.start(transport, body_type="packed", region_bytes=1 << 20) as server:
         server.keep("k", table.to_batches(max_chunksize=3_000))
         for _ in range(2):
-            assert read_back(server.uri("k"), "k").equals(table)
+            assert read_back(server.uri_of("k"), "k").equals(table)
         stats = server.stats
         assert stats.sessions_failed == 0, server.last_error
         assert stats.addresses_lent == 0  # sent whole: nothing lent

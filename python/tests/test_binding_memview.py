@@ -70,6 +70,36 @@ def test_buffer_protocol_out_is_zero_copy_and_typed_by_size(a):
         np.dtype(memoryview(mv).format) == a.dtype
 
 
+def test_a_buffer_export_keeps_the_memory_not_the_view():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    mv = ferry.MemoryView(a)
+    gone = weakref.ref(mv)
+    exported = memoryview(mv)
+    assert exported.obj is not mv  # a record of the export owns the memory, not the view object
+    del mv
+    gc.collect()
+    assert gone() is None
+    np.testing.assert_array_equal(np.asarray(exported), a)
+    assert exported.shape == (3, 4) and exported.strides == (16, 4)
+
+
+def test_pyarrow_holding_an_export_at_exit_reports_no_leak(tmp_path):
+    # pyarrow never releases what it holds once the interpreter finalizes (GH-38626); the export
+    # it keeps must not be a ferry.MemoryView instance, or nanobind reports it leaked at exit.
+    import subprocess
+    import sys
+
+    script = tmp_path / "hold.py"
+    script.write_text(
+        "import pyarrow as pa, ferry\n"
+        "data = ferry.ipc.write_stream(pa.table({'x': [1, 2, 3]}))\n"
+        "table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()\n"
+        "assert table.column('x').to_pylist() == [1, 2, 3]\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "leaked" not in r.stderr, r.stderr
+
+
 def test_dlpack_out_is_zero_copy(a):
     mv = ferry.MemoryView(a)
     back = np.from_dlpack(mv)

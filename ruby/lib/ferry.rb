@@ -18,9 +18,15 @@ module Ferry
       to_a[index]
     end
 
-    # The fields of a struct array (a record batch) as a Hash of name => Ferry::Array.
-    def fields
-      (0...n_fields).to_h { |i| [field_name(i), field(i)] }
+    # The children of a nested array (a record batch's columns, a list's values) as an Array of
+    # Ferry::Arrays sharing this array's buffers, as Python's Array.children.
+    def children
+      (0...n_children).map { |i| child(i) }
+    end
+
+    # A record batch (any nested array) as a Hash of child name => Ferry::Array.
+    def to_h
+      (0...n_children).to_h { |i| [child_name(i), child(i)] }
     end
   end
 

@@ -27,7 +27,7 @@ class IpcTest < Test::Unit::TestCase
       assert_equal(format == :file, bytes.start_with?("ARROW1"), format.to_s)
       batches = Ferry::IPC.read(string: bytes)
       assert_equal(1, batches.size)
-      assert_equal(expected, batches[0].fields.transform_values(&:to_a))
+      assert_equal(expected, batches[0].to_h.transform_values(&:to_a))
     end
   end
 
@@ -38,7 +38,7 @@ class IpcTest < Test::Unit::TestCase
       Ferry::IPC.write([batch, batch], path, format: :file)
       batches = Ferry::IPC.read(path)
       assert_equal(2, batches.size)
-      pairs = batches[1].fields["pairs"]
+      pairs = batches[1].to_h["pairs"]
       view = Fiddle::MemoryView.new(pairs)
       assert_equal([[3, 2], "l", 5], [view.shape, view.format, view[2, 1]])
       view.release
@@ -46,10 +46,22 @@ class IpcTest < Test::Unit::TestCase
   end
 
   def test_bad_input_raises
-    assert_raise(Ferry::Error) { Ferry::IPC.read(string: "not arrow at all") }
-    assert_raise(Ferry::Error) { Ferry::IPC.read("/nonexistent/ferry.arrow") }
+    # One class per error code, as Python maps them, all under Ferry::Error.
+    bad = assert_raise(Ferry::InvalidError) { Ferry::IPC.read(string: "not arrow at all") }
+    assert_kind_of(Ferry::Error, bad)
+    missing = assert_raise(Ferry::NotFoundError) { Ferry::IPC.read("/nonexistent/ferry.arrow") }
+    assert_match(%r{/nonexistent/ferry\.arrow}, missing.message)
     assert_raise(ArgumentError) { Ferry::IPC.write([Ferry::Array.from_json("i", "[1]")]) }
     assert_raise(ArgumentError) { Ferry::IPC.write(columns, format: :feather) }
+  end
+
+  def test_children_mirror_cpp_and_python
+    batch = Ferry::IPC.read(string: Ferry::IPC.write(columns))[0]
+    assert_equal(3, batch.n_children)
+    assert_equal(%w[ints names pairs], (0...batch.n_children).map { |i| batch.child_name(i) })
+    assert_equal(batch.children.map(&:to_a), expected.values)
+    assert_equal([0, 1, 2, 3, 4, 5], batch.child(2).child(0).to_a) # a list's values, whole
+    assert_raise(IndexError) { batch.child(3) }
   end
 
   def test_c_data_interface_round_trip

@@ -102,6 +102,25 @@ struct FerryDevice* FerryDeviceResolve(ArrowDeviceType device_type, int64_t devi
   }
 }
 
+struct FerryDevice* FerryDeviceParse(const char* name) {
+  if (name == nullptr) {
+    g_resolve_error = "device name is NULL";
+    return nullptr;
+  }
+  try {
+    auto r = ferry::ParseDevice(name);
+    if (!r.ok()) {
+      g_resolve_error = r.status().message();
+      return nullptr;
+    }
+    g_resolve_error.clear();
+    return r.value()->c_device();
+  } catch (...) {
+    g_resolve_error = "out of memory";
+    return nullptr;
+  }
+}
+
 const char* FerryDeviceResolveError(void) { return g_resolve_error.c_str(); }
 
 FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <iterator>
 
+#include "ferry/core/hex.hpp"
+
 namespace ferry::dipc {
 
 namespace {
@@ -25,12 +27,8 @@ Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point
     return Status(errno,
                   std::string("cannot draw random bits for a ticket: ") + std::strerror(errno));
   }
-  static const char* hex = "0123456789abcdef";
-  std::string ticket;
-  for (uint8_t b : bits) {
-    ticket.push_back(hex[b >> 4]);
-    ticket.push_back(hex[b & 15]);
-  }
+  std::string ticket =
+      HexEncode(std::string_view(reinterpret_cast<const char*>(bits), sizeof(bits)));
   std::lock_guard lock(mutex_);
   const Clock::time_point now = Clock::now();
   for (auto it = tickets_.begin(); it != tickets_.end();) {

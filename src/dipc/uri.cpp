@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "ferry/core/hex.hpp"
+
 namespace ferry::dipc {
 
 namespace {
@@ -32,14 +34,8 @@ Result<std::string> PercentDecode(std::string_view s, std::string_view what) {
       return Status::Invalid(std::string(what) + ": truncated percent-escape at position " +
                              std::to_string(i));
     }
-    auto hex = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    const int hi = hex(s[i + 1]);
-    const int lo = hex(s[i + 2]);
+    const int hi = HexDigitValue(s[i + 1]);
+    const int lo = HexDigitValue(s[i + 2]);
     if (hi < 0 || lo < 0) {
       return Status::Invalid(std::string(what) + ": bad percent-escape at position " +
                              std::to_string(i));
@@ -52,15 +48,13 @@ Result<std::string> PercentDecode(std::string_view s, std::string_view what) {
 
 // Escape everything but unreserved characters (RFC 3986), so base64's + / = survive.
 std::string PercentEncode(std::string_view s) {
-  static const char* digits = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
     if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
-      out.push_back(digits[c >> 4]);
-      out.push_back(digits[c & 15]);
+      AppendHexByte(c, HexCase::kUpper, &out);
     }
   }
   return out;

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ferry/core/hex.hpp"
 #include "ferry/format/builder.hpp"
 #include "ferry/format/json.hpp"
 
@@ -31,22 +32,7 @@ class JsonAppender {
 
   static Result<std::string> Hex(const Json& v) {
     if (!v.is_string()) return Expected("a hex string", v);
-    const std::string& s = v.get_ref<const std::string&>();
-    if (s.size() % 2 != 0) return Status::Invalid("hex string has an odd length");
-    std::string out(s.size() / 2, '\0');
-    auto nibble = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    for (size_t i = 0; i < out.size(); ++i) {
-      int hi = nibble(s[2 * i]);
-      int lo = nibble(s[2 * i + 1]);
-      if (hi < 0 || lo < 0) return Status::Invalid("bad hex digit in \"" + s + "\"");
-      out[i] = static_cast<char>(hi * 16 + lo);
-    }
-    return out;
+    return HexDecode(v.get_ref<const std::string&>());
   }
 
   static Result<double> Double(const Json& v) {

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ferry/core/hex.hpp"
 #include "ferry/format/decimal.hpp"
 #include "ferry/format/json.hpp"
+#include "ferry/format/stream.hpp"
 
 namespace ferry {
 
@@ -46,13 +48,8 @@ void AppendEscaped(std::string_view s, std::string* out) {
 }
 
 void AppendHex(std::string_view s, std::string* out) {
-  static constexpr char kDigits[] = "0123456789abcdef";
   out->push_back('"');
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    out->push_back(kDigits[u >> 4]);
-    out->push_back(kDigits[u & 15]);
-  }
+  for (char c : s) AppendHexByte(static_cast<uint8_t>(c), HexCase::kLower, out);
   out->push_back('"');
 }
 
@@ -234,6 +231,18 @@ Result<std::string> ArrayToJson(const ArrayView& view) {
   }
   out += "]";
   return out;
+}
+
+Result<std::vector<std::string>> StreamToJson(ArrowArrayStream* stream) {
+  FERRY_ASSIGN_OR_RAISE(ArrayStreamReader reader, ArrayStreamReader::Open(stream));
+  std::vector<std::string> out;
+  while (true) {
+    FERRY_ASSIGN_OR_RAISE(std::optional<Array> batch, reader.Next());
+    if (!batch) return out;
+    Result<std::string> json = ArrayToJson(batch->view());
+    if (!json.ok()) return json.status().WithContext("batch " + std::to_string(out.size()));
+    out.push_back(std::move(*json));
+  }
 }
 
 }  // namespace ferry

@@ -1,10 +1,11 @@
 // The integration JSON writer: fields and columns, one ArrayView walk per batch.
-#include "testing/integration_json.hpp"
+#include "ferry/testing/integration_json.hpp"
 
 #include <cstring>
 #include <set>
 #include <string>
 
+#include "ferry/core/hex.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/decimal.hpp"
 #include "ferry/format/metadata.hpp"
@@ -407,16 +408,7 @@ class Writer {
   static std::string ChildName(const ArrayView& v, int64_t k) {
     return std::string(v.child(k).name());
   }
-  static Json Hex(std::string_view b) {
-    static const char* digits = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(b.size() * 2);
-    for (unsigned char ch : b) {
-      out.push_back(digits[ch >> 4]);
-      out.push_back(digits[ch & 15]);
-    }
-    return out;
-  }
+  static Json Hex(std::string_view b) { return HexEncode(b, HexCase::kUpper); }
 
   int64_t next_id_ = 0;
   int64_t dictionary_index_ = 0;

@@ -157,6 +157,13 @@ static void TestDevices(void) {
   CHECK(strstr(FerryDeviceResolveError(), "EXT_DEV device 9 does not exist") != NULL);
   CHECK(FerryDeviceResolve((ArrowDeviceType)99, 0) == NULL);
   CHECK(strstr(FerryDeviceResolveError(), "device type 99") != NULL);
+  CHECK(FerryDeviceParse("cpu") == cpu && FerryDeviceParse("GUARDED:0") == guarded);
+  CHECK(strcmp(FerryDeviceResolveError(), "") == 0);
+  CHECK(FerryDeviceParse("tpu:0") == NULL);
+  CHECK(strstr(FerryDeviceResolveError(), "device \"tpu:0\" is not a device name") != NULL);
+  CHECK(FerryDeviceParse("guarded:x") == NULL);
+  CHECK(strstr(FerryDeviceResolveError(), "not a non-negative integer") != NULL);
+  CHECK(FerryDeviceParse(NULL) == NULL);
 
   CHECK(FerryArrayFromJson(&schema, "[\"ab\", null, \"cde\"]", &array, &error) == 0);
   CHECK(FerryDeviceArrayInit(cpu, &cpu_array, &array, NULL, &error) == 0);

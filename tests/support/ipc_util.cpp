@@ -35,15 +35,7 @@ Result<std::vector<std::string>> ReadIpcAsJson(const SharedBytes& bytes, ipc::Re
     stream = ipc::ReadStream(bytes, options);
   }
   if (!stream.ok()) return stream.status();
-  FERRY_ASSIGN_OR_RAISE(ArrayStreamReader reader, ArrayStreamReader::Open(stream->get()));
-  std::vector<std::string> out;
-  while (true) {
-    FERRY_ASSIGN_OR_RAISE(std::optional<Array> batch, reader.Next());
-    if (!batch) break;
-    FERRY_ASSIGN_OR_RAISE(std::string json, ArrayToJson(batch->view()));
-    out.push_back(std::move(json));
-  }
-  return out;
+  return StreamToJson(stream->get());
 }
 
 void CollectBuffers(const ArrowArray* array, std::vector<const void*>* out) {

@@ -198,15 +198,7 @@ Status WriteTable(const Array& table, const std::string& path, int64_t batches, 
 // Each batch of an IPC stream file, rendered as JSON.
 Result<std::vector<std::string>> ReadBatches(const std::string& path) {
   FERRY_ASSIGN_OR_RAISE(UniqueArrayStream stream, ipc::ReadPath(path));
-  FERRY_ASSIGN_OR_RAISE(ArrayStreamReader reader, ArrayStreamReader::Open(stream.get()));
-  std::vector<std::string> batches;
-  while (true) {
-    FERRY_ASSIGN_OR_RAISE(std::optional<Array> batch, reader.Next());
-    if (!batch) break;
-    FERRY_ASSIGN_OR_RAISE(std::string json, ArrayToJson(batch->view()));
-    batches.push_back(std::move(json));
-  }
-  return batches;
+  return StreamToJson(stream.get());
 }
 
 // The bytes `ferry get` counts for one copy of the table (its batches' visible buffers), found

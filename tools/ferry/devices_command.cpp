@@ -111,10 +111,10 @@ Kind GuardedKind() {
     return k;
   }
   k.devices.push_back({{"kind", "guarded"},
-                       {"device", nullptr},
+                       {"device", "guarded:0"},
                        {"arrow_device_type", static_cast<int>(ARROW_DEVICE_EXT_DEV)},
                        {"device_id", 0},
-                       {"name", "ferry's guarded test device (host access faults)"},
+                       {"name", "ferry's guarded test device (EXT_DEV:0, host access faults)"},
                        {"memory_bytes", 0}});
   return k;
 }
@@ -124,9 +124,8 @@ void PrintText(const std::vector<Kind>& kinds, bool all) {
     std::printf("%s\n", k.title);
     if (k.devices.empty()) std::printf("  none: %s\n", k.absent.c_str());
     for (const nlohmann::json& d : k.devices) {
-      const std::string id = d["device"].is_string()  ? d["device"].get<std::string>()
-                             : d["kind"] == "guarded" ? "EXT_DEV:0"
-                                                      : "(unusable)";
+      const std::string id =
+          d["device"].is_string() ? d["device"].get<std::string>() : "(unusable)";
       std::string text = d["name"].get<std::string>();
       if (d["kind"] == "cpu") {
         text += ", " + std::to_string(d["cores"].get<int64_t>()) + " cores, " +

@@ -204,26 +204,6 @@ int64_t ViewBytes(const ArrayView& view) {
   return total;
 }
 
-Result<Device*> ParseDevice(const std::string& text) {
-  const size_t colon = text.find(':');
-  const std::string kind = text.substr(0, colon);
-  int64_t id = 0;
-  if (colon != std::string::npos) {
-    try {
-      id = std::stoll(text.substr(colon + 1));
-    } catch (const std::exception&) {
-      return Status::Invalid("device \"" + text + "\": the id after ':' is not a number");
-    }
-  }
-  if (kind == "cpu") return CpuDevice();
-  if (kind == "cuda") return ResolveDevice(ARROW_DEVICE_CUDA, id);
-  if (kind == "cuda_host") return ResolveDevice(ARROW_DEVICE_CUDA_HOST, id);
-  if (kind == "cuda_managed") return ResolveDevice(ARROW_DEVICE_CUDA_MANAGED, id);
-  if (kind == "opencl") return ResolveDevice(ARROW_DEVICE_OPENCL, id);
-  return Status::Invalid("unknown device \"" + text +
-                         "\" (cpu, cuda:N, cuda_host:N, cuda_managed:N, opencl:N)");
-}
-
 int RunServe(const ServeOptions& o) {
   if (!o.flight.empty()) return RunFlightServe(o);
   if (o.datasets.empty()) return Fail("serve", Status::Invalid("name at least one NAME=FILE"));

@@ -90,9 +90,6 @@ int RunGet(const GetOptions& options);
 /// (what `ferry get` and `ferry put` count).
 int64_t ViewBytes(const ArrayView& view);
 
-/// Parse "cpu", "opencl:0", "cuda:0", "cuda_host:0", ... into a device of the device layer.
-Result<Device*> ParseDevice(const std::string& text);
-
 /// The token: the file's first line, else FERRY_TOKEN, else "".
 Result<std::string> ReadToken(const std::string& file);
 /// Whether a listen address ("host:port", empty for 127.0.0.1) is loopback only.

@@ -12,7 +12,7 @@
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/writer.hpp"
-#include "testing/integration_json.hpp"
+#include "ferry/testing/integration_json.hpp"
 
 namespace ferry::cli {
 

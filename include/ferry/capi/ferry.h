@@ -161,7 +161,14 @@ FERRY_EXPORT void FerryDeviceInitCpu(struct FerryDevice* device);
  * guarded test device). NULL when there is none; FerryDeviceResolveError then says why. */
 FERRY_EXPORT struct FerryDevice* FerryDeviceResolve(ArrowDeviceType device_type, int64_t device_id);
 
-/** Why the last FerryDeviceResolve on this thread returned NULL ("" after a success). */
+/** The device a name spells ("cpu", "cuda:0", "cuda_host:1", "cuda_managed:0", "opencl:0",
+ * "guarded:0"; any case; ":N" defaults to 0), owned by ferry: the same parser as the CLI's
+ * --device and Python's ferry.Device.parse. NULL when the name is bad or the device absent;
+ * FerryDeviceResolveError then says why. */
+FERRY_EXPORT struct FerryDevice* FerryDeviceParse(const char* name);
+
+/** Why the last FerryDeviceResolve or FerryDeviceParse on this thread returned NULL ("" after a
+ * success). */
 FERRY_EXPORT const char* FerryDeviceResolveError(void);
 
 /** Wrap `array` (moved in) as `device_array` on `device`; a non-NULL `sync_event` is owned by

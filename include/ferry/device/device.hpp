@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
@@ -124,6 +125,12 @@ FERRY_EXPORT Device* CpuDevice() noexcept;
 /// NotFound/NotSupported with the reason (no driver, bad ordinal, ...) otherwise. Thread-safe;
 /// a GPU's context is retained on first use of that ordinal.
 FERRY_EXPORT Result<Device*> ResolveDevice(ArrowDeviceType device_type, int64_t device_id);
+
+/// The device a name spells, the one parser for every face (CLI, C, Python): "cpu", or KIND with
+/// an optional ":N" (default 0) where KIND is cuda, cuda_host, cuda_managed, opencl or guarded.
+/// Case does not matter, so Device::ToString() reads back. Then resolves as ResolveDevice does;
+/// Invalid naming the accepted spellings for anything else.
+FERRY_EXPORT Result<Device*> ParseDevice(std::string_view name);
 
 /// One device of this machine as its driver describes it (for listings such as `ferry devices`).
 /// Plain values; fields a kind does not have stay empty or zero.

@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
@@ -27,5 +28,10 @@ FERRY_EXPORT Result<UniqueArray> ArrayFromJson(const ArrowSchema* schema, std::s
 /// Render every element of a host-accessible view as a JSON array (the rendering above). Reads
 /// every element; the view should have passed full validation.
 FERRY_EXPORT Result<std::string> ArrayToJson(const ArrayView& view);
+
+/// Take ownership of `*stream` (marked released), read it to the end and render each batch with
+/// ArrayToJson, one string per batch. Holds one batch at a time; fails with the stream's error or
+/// the first batch that cannot be rendered, naming its index.
+FERRY_EXPORT Result<std::vector<std::string>> StreamToJson(ArrowArrayStream* stream);
 
 }  // namespace ferry

@@ -178,45 +178,47 @@ VALUE BufferAddress(VALUE self, VALUE index) {
   return ULL2NUM(reinterpret_cast<uintptr_t>(a.array()->buffers[i]));
 }
 
-// #n_fields and #field(i): the children of struct arrays (record batches), sharing buffers.
-VALUE NFields(VALUE self) { return LL2NUM(Get(self).schema()->n_children); }
-VALUE FieldName(VALUE self, VALUE index) {
+// #n_children, #child_name(i) and #child(i): the children of nested arrays (a record batch's
+// columns, a list's values), sharing buffers; the names C++ and Python use.
+VALUE NChildren(VALUE self) { return LL2NUM(Get(self).schema()->n_children); }
+VALUE ChildName(VALUE self, VALUE index) {
   long long i = NUM2LL(index);
   const ferry::Array& a = Get(self);
   if (i < 0 || i >= a.schema()->n_children) {
-    rb_raise(rb_eIndexError, "Ferry::Array#field_name: field %lld of %lld", i,
+    rb_raise(rb_eIndexError, "Ferry::Array#child_name: child %lld of %lld", i,
              static_cast<long long>(a.schema()->n_children));
   }
   const char* name = a.schema()->children[i]->name;
   return rb_str_new_cstr(name ? name : "");
 }
-VALUE Field(VALUE self, VALUE index) {
+VALUE Child(VALUE self, VALUE index) {
   long long i = NUM2LL(index);
   const std::shared_ptr<const ferry::Array>& keep = UnwrapArray(self);
-  if (keep->view().type().storage_type != ferry::TypeId::kStruct) {
-    rb_raise(eError, "Ferry::Array#field: the array is not a struct (a record batch)");
-  }
+  const bool is_struct = keep->view().type().storage_type == ferry::TypeId::kStruct;
   if (i < 0 || i >= keep->array()->n_children) {
-    rb_raise(rb_eIndexError, "Ferry::Array#field: field %lld of %lld", i,
+    rb_raise(rb_eIndexError, "Ferry::Array#child: child %lld of %lld", i,
              static_cast<long long>(keep->array()->n_children));
   }
   return Guarded([&](VALUE* exc) {
     auto schema = ferry::CopySchema(keep->schema()->children[i]);
     if (!schema.ok()) {
-      *exc = MakeError(eError, "Ferry::Array#field", schema.status());
+      *exc = MakeError(eError, "Ferry::Array#child", schema.status());
       return Qnil;
     }
     const ArrowArray* parent = keep->array();
     ferry::UniqueArray child;
     *child.get() = RefArray(keep, parent->children[i]);
-    child.get()->offset += parent->offset;
-    child.get()->length = parent->length;
-    if (parent->offset != 0 || parent->length != parent->children[i]->length) {
-      child.get()->null_count = -1;
+    // A struct's slice applies to its fields; other children (a list's values) are whole.
+    if (is_struct) {
+      child.get()->offset += parent->offset;
+      child.get()->length = parent->length;
+      if (parent->offset != 0 || parent->length != parent->children[i]->length) {
+        child.get()->null_count = -1;
+      }
     }
     auto imported = ferry::Array::Import(std::move(schema).ValueOrDie(), std::move(child));
     if (!imported.ok()) {
-      *exc = MakeError(eError, "Ferry::Array#field", imported.status());
+      *exc = MakeError(eError, "Ferry::Array#child", imported.status());
       return Qnil;
     }
     return WrapArray(std::make_shared<const ferry::Array>(std::move(imported).ValueOrDie()));
@@ -266,9 +268,9 @@ void InitArray() {
   rb_define_method(cArray, "type", RUBY_METHOD_FUNC(Type), 0);
   rb_define_method(cArray, "to_json", RUBY_METHOD_FUNC(ToJson), 0);
   rb_define_method(cArray, "buffer_address", RUBY_METHOD_FUNC(BufferAddress), 1);
-  rb_define_method(cArray, "n_fields", RUBY_METHOD_FUNC(NFields), 0);
-  rb_define_method(cArray, "field_name", RUBY_METHOD_FUNC(FieldName), 1);
-  rb_define_method(cArray, "field", RUBY_METHOD_FUNC(Field), 1);
+  rb_define_method(cArray, "n_children", RUBY_METHOD_FUNC(NChildren), 0);
+  rb_define_method(cArray, "child_name", RUBY_METHOD_FUNC(ChildName), 1);
+  rb_define_method(cArray, "child", RUBY_METHOD_FUNC(Child), 1);
   rb_memory_view_register(cArray, &kEntry);
   /* An arrow.fixed_shape_tensor array: N-d items, permutation honoured through strides. */
   cTensor = rb_define_class_under(mFerry, "Tensor", cArray);

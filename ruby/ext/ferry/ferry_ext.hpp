@@ -41,9 +41,16 @@ VALUE Guarded(F&& body) {
   return result;
 }
 
-/// A Ruby exception object of `klass` whose message is `what` followed by ": " and the
-/// status's message. Raise it with Guarded, never from inside C++ scopes.
+/// A Ruby exception object whose message is `what` followed by ": " and the status's message.
+/// With `klass` eError, the class follows the status's code as Python's exceptions do
+/// (ErrorClassFor); any other class is used as given. Raise it with Guarded, never from inside
+/// C++ scopes.
 VALUE MakeError(VALUE klass, const std::string& what, const ferry::Status& status);
+
+/// The Ferry::Error subclass for an errno-style code: InvalidError (EINVAL), NotSupportedError
+/// (ENOTSUP), OutOfMemoryError (ENOMEM), OutOfRangeError (ERANGE), NotFoundError (ENOENT),
+/// IOError (EIO, EACCES, EPERM, EISDIR, ENOSPC); Ferry::Error itself for any other code.
+VALUE ErrorClassFor(int code);
 
 /// The message of the last failed export on this thread (Ruby's get function can only return
 /// false); Ferry::MemoryView.new quotes it.

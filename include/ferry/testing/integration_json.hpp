@@ -1,6 +1,6 @@
 // The testing module's writer of Arrow's integration-test JSON (the format of arrow-testing's
-// .json.gz files), from ferry arrays: `ferry cat --json`, tests and benchmarks use it. It is not
-// part of libferry.
+// .json.gz files), from ferry arrays: `ferry cat --json`, tests and benchmarks use it. It is a
+// static library of its own (ferry_testing), not part of libferry, and is not installed.
 #pragma once
 
 #include <nlohmann/json.hpp>

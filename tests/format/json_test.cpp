@@ -1,0 +1,58 @@
+// The JSON rendering: StreamToJson over a stream, and hex byte strings read back by ArrayFromJson,
+// each checked against values written out by hand.
+#include "ferry/format/json.hpp"
+
+#include <gtest/gtest.h>
+
+#include "ferry/format/schema.hpp"
+#include "ferry/format/stream.hpp"
+#include "support/test_util.hpp"
+
+namespace ferry {
+namespace {
+
+Result<UniqueArrayStream> Stream(const char* format, std::vector<const char*> batches) {
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, Field::Make(format, "x").Export());
+  std::vector<UniqueArray> arrays;
+  for (const char* json : batches) {
+    FERRY_ASSIGN_OR_RAISE(UniqueArray a, ArrayFromJson(schema.get(), json));
+    arrays.push_back(std::move(a));
+  }
+  return MakeArrayStream(std::move(schema), std::move(arrays));
+}
+
+TEST(StreamToJson, RendersEachBatchInOrderAndTakesTheStream) {
+  ASSERT_OK_AND_ASSIGN(UniqueArrayStream stream, Stream("i", {"[1, null]", "[]", "[-3]"}));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> batches, StreamToJson(stream.get()));
+  EXPECT_FALSE(stream.valid());
+  EXPECT_EQ(batches, (std::vector<std::string>{"[1, null]", "[]", "[-3]"}));
+}
+
+TEST(StreamToJson, PassesTheStreamsErrorOn) {
+  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("i", "x").Export());
+  ASSERT_OK_AND_ASSIGN(UniqueSchema copy, CopySchema(schema.get()));
+  int calls = 0;
+  ArraySource source = [&]() -> Result<std::optional<UniqueArray>> {
+    if (++calls == 2) return Status::IOError("the disk went away at batch 1");
+    FERRY_ASSIGN_OR_RAISE(UniqueArray a, ArrayFromJson(schema.get(), "[7]"));
+    return std::optional<UniqueArray>(std::move(a));
+  };
+  ASSERT_OK_AND_ASSIGN(UniqueArrayStream stream, MakeArrayStream(std::move(copy), source));
+  ASSERT_RAISES_WITH(EIO, "the disk went away at batch 1", StreamToJson(stream.get()));
+}
+
+TEST(ArrayFromJson, ReadsBinaryFromHexInEitherCaseAndNamesABadDigit) {
+  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("z", "x").Export());
+  ASSERT_OK_AND_ASSIGN(UniqueArray a, ArrayFromJson(schema.get(), R"(["00ff", "AbCd", ""])"));
+  ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
+  ASSERT_OK(view.SetArray(a.get()));
+  EXPECT_EQ(view.GetBytes(0), std::string_view("\x00\xff", 2));
+  EXPECT_EQ(view.GetBytes(1), "\xab\xcd");
+  EXPECT_EQ(view.GetBytes(2), "");
+  ASSERT_OK_AND_ASSIGN(std::string back, ArrayToJson(view));
+  EXPECT_EQ(back, R"(["00ff", "abcd", ""])");
+  ASSERT_RAISES_WITH(EINVAL, "'x' at offset 1", ArrayFromJson(schema.get(), R"(["0x"])"));
+}
+
+}  // namespace
+}  // namespace ferry
