@@ -9,7 +9,7 @@ extern "C" {
 
 FerryErrorCode FerryArrayFromJson(const struct ArrowSchema* schema, const char* json,
                                   struct ArrowArray* out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (json == nullptr) return Status::Invalid("json is NULL");
     if (out == nullptr) return Status::Invalid("out is NULL");
     FERRY_ASSIGN_OR_RAISE(ferry::UniqueArray array, ferry::ArrayFromJson(schema, json));
@@ -21,7 +21,7 @@ FerryErrorCode FerryArrayFromJson(const struct ArrowSchema* schema, const char* 
 FerryErrorCode FerryArrayStreamInit(struct ArrowArrayStream* out, struct ArrowSchema* schema,
                                     int64_t n_arrays, struct ArrowArray* arrays,
                                     struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     // Take ownership first, so that every input is released even when a check fails.
     ferry::UniqueSchema owned_schema;
     if (schema != nullptr) owned_schema = ferry::UniqueSchema(schema);

@@ -44,7 +44,7 @@ extern "C" {
 FerryErrorCode FerryArrayViewInitFromSchema(struct FerryArrayView* view,
                                             const struct ArrowSchema* schema,
                                             struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (view == nullptr) return Status::Invalid("view is NULL");
     std::memset(view, 0, sizeof(*view));
     FERRY_ASSIGN_OR_RAISE(ferry::DeviceArrayView cpp, ferry::DeviceArrayView::Make(schema));
@@ -56,7 +56,7 @@ FerryErrorCode FerryArrayViewInitFromSchema(struct FerryArrayView* view,
 
 FerryErrorCode FerryArrayViewSetArray(struct FerryArrayView* view, const struct ArrowArray* array,
                                       struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
     Status st = Cpp(view)->SetArray(array);
     Mirror(view);
@@ -67,7 +67,7 @@ FerryErrorCode FerryArrayViewSetArray(struct FerryArrayView* view, const struct 
 FerryErrorCode FerryArrayViewSetArrayMinimal(struct FerryArrayView* view,
                                              const struct ArrowArray* array,
                                              struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
     Status st = Cpp(view)->SetArrayMinimal(array);
     Mirror(view);
@@ -77,7 +77,7 @@ FerryErrorCode FerryArrayViewSetArrayMinimal(struct FerryArrayView* view,
 
 FerryErrorCode FerryArrayViewValidate(struct FerryArrayView* view, int32_t level,
                                       struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
     const int32_t raw = level;
     if (raw < FERRY_VALIDATION_LEVEL_NONE || raw > FERRY_VALIDATION_LEVEL_FULL) {
@@ -95,7 +95,7 @@ void FerryArrayViewReset(struct FerryArrayView* view) {
 
 FerryErrorCode FerryArrayViewToJson(const struct FerryArrayView* view, char** out_json,
                                     struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
     if (out_json == nullptr) return Status::Invalid("out_json is NULL");
     FERRY_ASSIGN_OR_RAISE(std::string json, ferry::ArrayToJson(*Cpp(view)));
@@ -109,7 +109,7 @@ FerryErrorCode FerryArrayViewToJson(const struct FerryArrayView* view, char** ou
 
 FerryErrorCode FerryArrayViewBufferView(const struct FerryArrayView* view, int64_t i,
                                         struct FerryBufferView* out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
     if (out == nullptr) return Status::Invalid("out is NULL");
     const ferry::ArrayView& v = *Cpp(view);

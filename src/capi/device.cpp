@@ -62,7 +62,7 @@ void ReleaseCpuCopy(FerryDevice* device) { device->release = nullptr; }
 template <typename Call>
 int Dispatch(FerryDevice* device_src, FerryDevice* device_dst, FerryError* error, Call&& call) {
   if (device_src == nullptr || device_dst == nullptr) {
-    return ferry::capi::SetError(error, EINVAL, "device is NULL");
+    return ferry::capi::internal::SetError(error, EINVAL, "device is NULL");
   }
   int rc = call(device_dst);
   if (rc != ENOTSUP || device_src == device_dst) return rc;
@@ -74,7 +74,7 @@ int Dispatch(FerryDevice* device_src, FerryDevice* device_dst, FerryError* error
 extern "C" {
 
 FerryErrorCode FerryDeviceCheckRuntime(struct FerryError* error) {
-  return ferry::capi::Guard(error, [] { return ferry::CheckDeviceRuntime(); });
+  return ferry::capi::internal::Guard(error, [] { return ferry::CheckDeviceRuntime(); });
 }
 
 struct FerryDevice* FerryDeviceCpu(void) {
@@ -127,17 +127,18 @@ FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,
                                          struct ArrowDeviceArray* device_array,
                                          struct ArrowArray* array, void* sync_event, void* stream,
                                          struct FerryError* error) {
-  if (device == nullptr) return ferry::capi::SetError(error, EINVAL, "device is NULL");
+  if (device == nullptr) return ferry::capi::internal::SetError(error, EINVAL, "device is NULL");
   if (device->array_init != nullptr) {
     return device->array_init(device, device_array, array, sync_event, stream, error);
   }
   // A device without array_init (a caller's own struct) gets a plain, event-less wrap.
   if (sync_event != nullptr) {
-    return ferry::capi::SetError(error, EINVAL,
-                                 "the device has no array_init but an event was given");
+    return ferry::capi::internal::SetError(error, EINVAL,
+                                           "the device has no array_init but an event was given");
   }
   if (device_array == nullptr || array == nullptr || array->release == nullptr) {
-    return ferry::capi::SetError(error, EINVAL, "device array init: NULL or released array");
+    return ferry::capi::internal::SetError(error, EINVAL,
+                                           "device array init: NULL or released array");
   }
   std::memset(device_array, 0, sizeof(*device_array));
   std::memcpy(&device_array->array, array, sizeof(*array));
@@ -157,7 +158,7 @@ FerryErrorCode FerryDeviceBasicArrayStreamInit(struct ArrowDeviceArrayStream* de
                                                struct ArrowArrayStream* array_stream,
                                                struct FerryDevice* device,
                                                struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_ASSIGN_OR_RAISE(Device * d, Ferry(device, "the"));
     return ferry::BasicDeviceArrayStreamInit(device_array_stream, array_stream, *d);
   });
@@ -176,7 +177,7 @@ void FerryDeviceArrayViewReset(struct FerryDeviceArrayView* device_array_view) {
 FerryErrorCode FerryDeviceArrayViewSetArrayMinimal(struct FerryDeviceArrayView* view,
                                                    struct ArrowDeviceArray* device_array,
                                                    struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
     Status st = View(view)->SetArrayMinimal(device_array);
     Mirror(view);
@@ -187,7 +188,7 @@ FerryErrorCode FerryDeviceArrayViewSetArrayMinimal(struct FerryDeviceArrayView* 
 FerryErrorCode FerryDeviceArrayViewSetArray(struct FerryDeviceArrayView* view,
                                             struct ArrowDeviceArray* device_array,
                                             struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
     Status st = View(view)->SetArray(device_array);
     Mirror(view);
@@ -198,7 +199,7 @@ FerryErrorCode FerryDeviceArrayViewSetArray(struct FerryDeviceArrayView* view,
 FerryErrorCode FerryDeviceArrayViewSetArrayAsync(struct FerryDeviceArrayView* view,
                                                  struct ArrowDeviceArray* device_array,
                                                  void* stream, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(view));
     Status st = View(view)->SetArrayAsync(device_array, stream);
     Mirror(view);
@@ -210,7 +211,7 @@ FerryErrorCode FerryDeviceArrayViewCopyAsync(struct FerryDeviceArrayView* src,
                                              struct FerryDevice* device_dst,
                                              struct ArrowDeviceArray* dst, void* stream,
                                              struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(src));
     if (dst == nullptr) return Status::Invalid("destination device array is NULL");
     FERRY_ASSIGN_OR_RAISE(Device * d, Ferry(device_dst, "the destination"));
@@ -223,7 +224,7 @@ FerryErrorCode FerryDeviceArrayViewCopyAsync(struct FerryDeviceArrayView* src,
 FerryErrorCode FerryDeviceArrayViewCopy(struct FerryDeviceArrayView* src,
                                         struct FerryDevice* device_dst,
                                         struct ArrowDeviceArray* dst, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_RETURN_NOT_OK(CheckView(src));
     if (dst == nullptr) return Status::Invalid("destination device array is NULL");
     FERRY_ASSIGN_OR_RAISE(Device * d, Ferry(device_dst, "the destination"));
@@ -237,7 +238,7 @@ FerryErrorCode FerryDeviceArrayMoveToDevice(struct ArrowDeviceArray* src,
                                             struct FerryDevice* device_dst,
                                             struct ArrowDeviceArray* dst,
                                             struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_ASSIGN_OR_RAISE(Device * d, Ferry(device_dst, "the destination"));
     return ferry::MoveToDevice(src, *d, dst);
   });
@@ -276,7 +277,7 @@ FerryErrorCode FerryDeviceBufferMove(struct FerryDevice* device_src, struct Ferr
 FerryErrorCode FerryDeviceBufferInit(struct FerryDevice* device_src, struct FerryBufferView src,
                                      struct FerryDevice* device_dst, struct FerryBuffer* dst,
                                      struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_ASSIGN_OR_RAISE(Device * s, Ferry(device_src, "the source"));
     FERRY_ASSIGN_OR_RAISE(Device * d, Ferry(device_dst, "the destination"));
     if (dst == nullptr) return Status::Invalid("destination buffer is NULL");
@@ -289,7 +290,7 @@ FerryErrorCode FerryDeviceBufferInit(struct FerryDevice* device_src, struct Ferr
 FerryErrorCode FerryDeviceBufferCopy(struct FerryDevice* device_src, struct FerryBufferView src,
                                      struct FerryDevice* device_dst, struct FerryBufferView dst,
                                      struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_ASSIGN_OR_RAISE(Device * s, Ferry(device_src, "the source"));
     FERRY_ASSIGN_OR_RAISE(Device * d, Ferry(device_dst, "the destination"));
     return ferry::BufferCopy(*s, src, *d, dst);

@@ -59,7 +59,7 @@ Status Connect(const char* uri, const char* data_uri, const char* ticket,
 // The URI of `which` (0: one connection, 1: metadata, 2: data) for `name`.
 FerryErrorCode ServerUri(const struct FerryDipcServer* server, const char* name, int which,
                          char* out, size_t out_size, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
     const std::string n = name != nullptr ? name : "";
     const ferry::dipc::Server& s = *server->server;
@@ -76,7 +76,7 @@ extern "C" {
 
 FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options,
                                     struct FerryDipcServer** out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr) return Status::Invalid("out is NULL");
     *out = nullptr;
     ferry::dipc::ServerOptions o;
@@ -103,7 +103,7 @@ FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options
 
 FerryErrorCode FerryDipcServerAddPath(struct FerryDipcServer* server, const char* name,
                                       const char* path, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (server == nullptr || name == nullptr || path == nullptr) {
       return Status::Invalid("server, name or path is NULL");
     }
@@ -116,7 +116,7 @@ FerryErrorCode FerryDipcServerAddPath(struct FerryDipcServer* server, const char
 FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server, const char* name,
                                         struct ArrowDeviceArrayStream* stream,
                                         struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (server == nullptr || name == nullptr) return Status::Invalid("server or name is NULL");
     if (stream == nullptr || stream->release == nullptr) {
       return Status::Invalid("the stream is NULL or released");
@@ -129,7 +129,7 @@ FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server, const ch
 
 FerryErrorCode FerryDipcServerKeepPath(struct FerryDipcServer* server, const char* name,
                                        const char* path, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (server == nullptr || name == nullptr || path == nullptr) {
       return Status::Invalid("server, name or path is NULL");
     }
@@ -159,14 +159,15 @@ FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
                                 const struct FerryDevice* device,
                                 struct ArrowDeviceArrayStream* out, struct FerryError* error) {
   const FerryDipcClientOptions options{device, 0, 0, 0};
-  return ferry::capi::Guard(error, [&] { return Connect(uri, nullptr, ticket, &options, out); });
+  return ferry::capi::internal::Guard(error,
+                                      [&] { return Connect(uri, nullptr, ticket, &options, out); });
 }
 
 FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri, const char* ticket,
                                    const struct FerryDevice* device,
                                    struct ArrowDeviceArrayStream* out, struct FerryError* error) {
   const FerryDipcClientOptions options{device, 0, 0, 0};
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (data_uri == nullptr) return Status::Invalid("data_uri is NULL");
     return Connect(uri, data_uri, ticket, &options, out);
   });
@@ -175,7 +176,8 @@ FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri, const 
 FerryErrorCode FerryDipcConnectWith(const char* uri, const char* data_uri, const char* ticket,
                                     const struct FerryDipcClientOptions* options,
                                     struct ArrowDeviceArrayStream* out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&] { return Connect(uri, data_uri, ticket, options, out); });
+  return ferry::capi::internal::Guard(error,
+                                      [&] { return Connect(uri, data_uri, ticket, options, out); });
 }
 
 }  // extern "C"

@@ -9,7 +9,7 @@
 #include "ferry/capi/ferry.h"
 #include "ferry/core/status.hpp"
 
-namespace ferry::capi {
+namespace ferry::capi::internal {
 
 inline FerryErrorCode SetError(struct FerryError* error, int code, const char* message) {
   if (error != nullptr) std::snprintf(error->message, sizeof(error->message), "%s", message);
@@ -36,4 +36,4 @@ FerryErrorCode Guard(struct FerryError* error, Body&& body) noexcept {
   }
 }
 
-}  // namespace ferry::capi
+}  // namespace ferry::capi::internal

@@ -62,7 +62,7 @@ extern "C" {
 
 FerryErrorCode FerryFlightConnect(const char* uri, const struct FerryFlightClientOptions* options,
                                   struct FerryFlightClient** out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (uri == nullptr || out == nullptr) return Status::Invalid("uri or out is NULL");
     *out = nullptr;
     ferry::flight::ClientOptions o;
@@ -85,7 +85,7 @@ void FerryFlightClientRelease(struct FerryFlightClient* client) { delete client;
 
 FerryErrorCode FerryFlightListFlights(struct FerryFlightClient* client,
                                       struct FerryFlightInfo** out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (client == nullptr || out == nullptr) return Status::Invalid("client or out is NULL");
     *out = nullptr;
     FERRY_ASSIGN_OR_RAISE(auto flights, client->client->ListFlights());
@@ -96,7 +96,7 @@ FerryErrorCode FerryFlightListFlights(struct FerryFlightClient* client,
 
 FerryErrorCode FerryFlightGetInfo(struct FerryFlightClient* client, const char* path,
                                   struct FerryFlightInfo** out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (client == nullptr || path == nullptr || out == nullptr) {
       return Status::Invalid("client, path or out is NULL");
     }
@@ -162,7 +162,7 @@ int64_t FerryFlightInfoExpiration(const struct FerryFlightInfo* info, size_t i, 
 
 FerryErrorCode FerryFlightInfoSchema(const struct FerryFlightInfo* info, size_t i,
                                      struct ArrowSchema* out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (info == nullptr || out == nullptr) return Status::Invalid("info or out is NULL");
     if (i >= info->flights.size()) return Status::OutOfRange("no flight " + std::to_string(i));
     FERRY_ASSIGN_OR_RAISE(ferry::UniqueSchema schema, info->flights[i].DecodeSchema());
@@ -175,7 +175,7 @@ void FerryFlightInfoRelease(struct FerryFlightInfo* info) { delete info; }
 
 FerryErrorCode FerryFlightGetSchema(struct FerryFlightClient* client, const char* path,
                                     struct ArrowSchema* out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (client == nullptr || path == nullptr || out == nullptr) {
       return Status::Invalid("client, path or out is NULL");
     }
@@ -188,7 +188,7 @@ FerryErrorCode FerryFlightGetSchema(struct FerryFlightClient* client, const char
 FerryErrorCode FerryFlightGet(struct FerryFlightClient* client, const char* path, int via,
                               const struct FerryDevice* device, struct ArrowDeviceArrayStream* out,
                               char* location, size_t location_size, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (client == nullptr || path == nullptr || out == nullptr) {
       return Status::Invalid("client, path or out is NULL");
     }
@@ -213,7 +213,7 @@ FerryErrorCode FerryFlightGet(struct FerryFlightClient* client, const char* path
 FerryErrorCode FerryFlightDoGet(struct FerryFlightClient* client, const char* ticket,
                                 size_t ticket_size, const struct FerryDevice* device,
                                 struct ArrowDeviceArrayStream* out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (client == nullptr || ticket == nullptr || out == nullptr) {
       return Status::Invalid("client, ticket or out is NULL");
     }
@@ -228,7 +228,7 @@ FerryErrorCode FerryFlightDoGet(struct FerryFlightClient* client, const char* ti
 
 FerryErrorCode FerryFlightPut(struct FerryFlightClient* client, const char* path,
                               struct ArrowArrayStream* stream, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (client == nullptr || path == nullptr) return Status::Invalid("client or path is NULL");
     return client->client->Put(path, stream);
   });
@@ -237,7 +237,7 @@ FerryErrorCode FerryFlightPut(struct FerryFlightClient* client, const char* path
 FerryErrorCode FerryFlightAction(struct FerryFlightClient* client, const char* type,
                                  const char* body, size_t body_size,
                                  struct FerryFlightResults** out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (client == nullptr || type == nullptr || out == nullptr) {
       return Status::Invalid("client, type or out is NULL");
     }
@@ -263,7 +263,7 @@ void FerryFlightResultsRelease(struct FerryFlightResults* results) { delete resu
 
 FerryErrorCode FerryFlightServerStart(const char* listen, const char* token,
                                       struct FerryFlightServer** out, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr) return Status::Invalid("out is NULL");
     *out = nullptr;
     ferry::flight::ServerOptions options;
@@ -277,7 +277,7 @@ FerryErrorCode FerryFlightServerStart(const char* listen, const char* token,
 
 FerryErrorCode FerryFlightServerAddPath(struct FerryFlightServer* server, const char* name,
                                         const char* path, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (server == nullptr || name == nullptr || path == nullptr) {
       return Status::Invalid("server, name or path is NULL");
     }
@@ -287,7 +287,7 @@ FerryErrorCode FerryFlightServerAddPath(struct FerryFlightServer* server, const 
 
 FerryErrorCode FerryFlightServerUri(const struct FerryFlightServer* server, char* out,
                                     size_t out_size, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
     const std::string uri = server->server->uri();
     if (uri.size() + 1 > out_size) {

@@ -82,7 +82,7 @@ extern "C" {
 
 FerryErrorCode FerryIpcReadPath(const char* path, const FerryIpcReadOptions* options,
                                 ArrowArrayStream* out, FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (path == nullptr || out == nullptr) return Status::Invalid("path or out is NULL");
     FERRY_ASSIGN_OR_RAISE(auto o, ReadOptionsOf(options));
     FERRY_ASSIGN_OR_RAISE(ferry::UniqueArrayStream s, ferry::ipc::ReadPath(path, o));
@@ -99,7 +99,7 @@ FerryErrorCode FerryIpcReadBuffer(const uint8_t* data, int64_t size, void (*rele
   std::shared_ptr<const void> owner(private_data, [release](const void* p) {
     if (release != nullptr) release(const_cast<void*>(p));
   });
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr || (data == nullptr && size > 0) || size < 0) {
       return Status::Invalid("data, size or out is invalid");
     }
@@ -120,7 +120,7 @@ FerryErrorCode FerryIpcReadBuffer(const uint8_t* data, int64_t size, void (*rele
 
 FerryErrorCode FerryIpcWritePath(ArrowArrayStream* stream, const char* path,
                                  const FerryIpcWriteOptions* options, FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (stream == nullptr || stream->release == nullptr) {
       return Status::Invalid("the stream is NULL or released");
     }
@@ -136,7 +136,7 @@ FerryErrorCode FerryIpcWritePath(ArrowArrayStream* stream, const char* path,
 
 FerryErrorCode FerryIpcWriteBuffer(ArrowArrayStream* stream, const FerryIpcWriteOptions* options,
                                    FerryIpcBytes* out, FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (stream == nullptr || stream->release == nullptr) {
       return Status::Invalid("the stream is NULL or released");
     }
@@ -157,7 +157,7 @@ FerryErrorCode FerryIpcWriteBuffer(ArrowArrayStream* stream, const FerryIpcWrite
 
 FerryErrorCode FerryIpcFileReaderOpen(const char* path, const FerryIpcReadOptions* options,
                                       FerryIpcFileReader** out, FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (path == nullptr || out == nullptr) return Status::Invalid("path or out is NULL");
     FERRY_ASSIGN_OR_RAISE(auto o, ReadOptionsOf(options));
     FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, SharedBytes::MapFile(path));
@@ -178,7 +178,7 @@ int64_t FerryIpcFileReaderNumRecordBatches(const FerryIpcFileReader* reader) {
 
 FerryErrorCode FerryIpcFileReaderSchema(const FerryIpcFileReader* reader, ArrowSchema* out,
                                         FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (reader == nullptr || out == nullptr) return Status::Invalid("reader or out is NULL");
     FERRY_ASSIGN_OR_RAISE(ferry::UniqueSchema s, ferry::CopySchema(reader->reader.schema()));
     s.move_to(out);
@@ -188,7 +188,7 @@ FerryErrorCode FerryIpcFileReaderSchema(const FerryIpcFileReader* reader, ArrowS
 
 FerryErrorCode FerryIpcFileReaderRead(const FerryIpcFileReader* reader, int64_t i, ArrowArray* out,
                                       FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (reader == nullptr || out == nullptr) return Status::Invalid("reader or out is NULL");
     FERRY_ASSIGN_OR_RAISE(ferry::UniqueArray a, reader->reader.ReadRecordBatch(i));
     a.move_to(out);

@@ -154,7 +154,7 @@ extern "C" {
 
 FerryErrorCode FerryMemoryViewRegister(const char* tag, const FerryMemoryViewExporter* exporter,
                                        FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (tag == nullptr || *tag == '\0') return Status::Invalid("memory view tag is NULL or empty");
     if (exporter == nullptr || exporter->get == nullptr) {
       return Status::Invalid("memory view exporter of \"" + std::string(tag) +
@@ -176,7 +176,7 @@ int FerryMemoryViewAvailable(const char* tag, void* obj) {
 
 FerryErrorCode FerryMemoryViewGet(const char* tag, void* obj, int32_t flags, FerryMemoryView* out,
                                   FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (tag == nullptr) return Status::Invalid("memory view tag is NULL");
     if (out == nullptr) return Status::Invalid("memory view output is NULL");
     auto held = std::make_shared<Held>();
@@ -187,7 +187,7 @@ FerryErrorCode FerryMemoryViewGet(const char* tag, void* obj, int32_t flags, Fer
 }
 
 FerryErrorCode FerryMemoryViewRelease(FerryMemoryView* view, FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (view == nullptr) return Status::Invalid("memory view is NULL");
     HeldRef* held = Holder(view);
     view->reserved = nullptr;
@@ -201,7 +201,7 @@ int64_t FerryMemoryViewExportCount(const void* obj) {
 }
 
 FerryErrorCode FerryMemoryViewItemSize(const char* format, int64_t* out, FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr) return Status::Invalid("item size output is NULL");
     FERRY_ASSIGN_OR_RAISE(auto desc,
                           ferry::memview::ParseItemFormat(format == nullptr ? "" : format));
@@ -212,7 +212,7 @@ FerryErrorCode FerryMemoryViewItemSize(const char* format, int64_t* out, FerryEr
 
 FerryErrorCode FerryMemoryViewGetItemPointer(const FerryMemoryView* view, const int64_t* indices,
                                              void** out, FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (view == nullptr || out == nullptr) return Status::Invalid("memory view or output is NULL");
     if (view->ndim > 0 && indices == nullptr) return Status::Invalid("indices are NULL");
     MemoryView converted;
@@ -234,7 +234,7 @@ FerryErrorCode FerryMemoryViewGetItemPointer(const FerryMemoryView* view, const 
 FerryErrorCode FerryMemoryViewOfDeviceArray(ArrowSchema* schema, ArrowDeviceArray* array,
                                             int32_t flags, int allow_nulls, FerryMemoryView* out,
                                             FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (schema == nullptr || schema->release == nullptr) {
       return Status::Invalid("schema is NULL or released");
     }
@@ -264,7 +264,7 @@ FerryErrorCode FerryMemoryViewOfDeviceArray(ArrowSchema* schema, ArrowDeviceArra
 FerryErrorCode FerryMemoryViewToDeviceArray(const FerryMemoryView* view, void* stream,
                                             int allow_copy, ArrowSchema* schema_out,
                                             ArrowDeviceArray* array_out, FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (schema_out == nullptr || array_out == nullptr) return Status::Invalid("output is NULL");
     // The array keeps the export (and so the exporter's memory) alive.
     FERRY_ASSIGN_OR_RAISE(MemoryView keep, KeepAlive(view));
@@ -280,7 +280,7 @@ FerryErrorCode FerryMemoryViewToDeviceArray(const FerryMemoryView* view, void* s
 
 FerryErrorCode FerryMemoryViewToDLPack(const FerryMemoryView* view, DLManagedTensorVersioned** out,
                                        FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr) return Status::Invalid("DLPack output is NULL");
     FERRY_ASSIGN_OR_RAISE(MemoryView keep, KeepAlive(view));
     FERRY_ASSIGN_OR_RAISE(*out, ferry::memview::ToDLPack(keep));
@@ -290,7 +290,7 @@ FerryErrorCode FerryMemoryViewToDLPack(const FerryMemoryView* view, DLManagedTen
 
 FerryErrorCode FerryMemoryViewToDLPackLegacy(const FerryMemoryView* view, DLManagedTensor** out,
                                              FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr) return Status::Invalid("DLPack output is NULL");
     FERRY_ASSIGN_OR_RAISE(MemoryView keep, KeepAlive(view));
     FERRY_ASSIGN_OR_RAISE(*out, ferry::memview::ToDLPackLegacy(keep));
@@ -300,7 +300,7 @@ FerryErrorCode FerryMemoryViewToDLPackLegacy(const FerryMemoryView* view, DLMana
 
 FerryErrorCode FerryMemoryViewFromDLPack(DLManagedTensorVersioned* tensor, FerryMemoryView* out,
                                          FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr) {
       if (tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
       return Status::Invalid("memory view output is NULL (the tensor was deleted)");
@@ -311,7 +311,7 @@ FerryErrorCode FerryMemoryViewFromDLPack(DLManagedTensorVersioned* tensor, Ferry
 
 FerryErrorCode FerryMemoryViewFromDLPackLegacy(DLManagedTensor* tensor, FerryMemoryView* out,
                                                FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr) {
       if (tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
       return Status::Invalid("memory view output is NULL (the tensor was deleted)");

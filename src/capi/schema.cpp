@@ -27,7 +27,7 @@ extern "C" {
 
 FerryErrorCode FerryFormatParse(const char* format, struct FerryFormatInfo* out,
                                 struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (format == nullptr) return Status::Invalid("format is NULL");
     if (out == nullptr) return Status::Invalid("out is NULL");
     FERRY_ASSIGN_OR_RAISE(ferry::FormatInfo info, ferry::ParseFormat(format));
@@ -54,7 +54,7 @@ FerryErrorCode FerryFormatParse(const char* format, struct FerryFormatInfo* out,
 
 FerryErrorCode FerryFormatToString(const struct FerryFormatInfo* info, char* out, size_t out_size,
                                    struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (info == nullptr) return Status::Invalid("info is NULL");
     ferry::FormatInfo cpp;
     cpp.type = static_cast<ferry::TypeId>(info->type_id);
@@ -76,7 +76,7 @@ FerryErrorCode FerryFormatToString(const struct FerryFormatInfo* info, char* out
 
 FerryErrorCode FerrySchemaToString(const struct ArrowSchema* schema, char* out, size_t out_size,
                                    size_t* needed, struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_ASSIGN_OR_RAISE(std::string text, ferry::SchemaToString(schema));
     return CopyOut(text, out, out_size, needed);
   });
@@ -89,7 +89,7 @@ const char* FerryTypeIdName(int32_t type_id) {
 
 FerryErrorCode FerrySchemaDeepCopy(const struct ArrowSchema* schema, struct ArrowSchema* out,
                                    struct FerryError* error) {
-  return ferry::capi::Guard(error, [&]() -> Status {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (out == nullptr) return Status::Invalid("out is NULL");
     FERRY_ASSIGN_OR_RAISE(ferry::UniqueSchema copy, ferry::CopySchema(schema));
     copy.move_to(out);

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "device/device_internal.hpp"
+#include "device/device_support.hpp"
 #include "ferry/device/device.hpp"
 
 namespace ferry {

@@ -8,7 +8,7 @@
 
 #include "device/cuda_driver.hpp"
 #include "device/cuda_gpu.hpp"
-#include "device/device_internal.hpp"
+#include "device/device_support.hpp"
 
 namespace ferry::internal {
 

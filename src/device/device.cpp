@@ -8,7 +8,7 @@
 #include <exception>
 #include <new>
 
-#include "device/device_internal.hpp"
+#include "device/device_support.hpp"
 
 namespace ferry {
 

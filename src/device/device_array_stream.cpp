@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "device/device_internal.hpp"
+#include "device/device_support.hpp"
 #include "ferry/core/stream_adapter.hpp"
 
 namespace ferry {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "device/device_array_view_internal.hpp"
-#include "device/device_internal.hpp"
+#include "device/device_array_view_nodes.hpp"
+#include "device/device_support.hpp"
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "device/device_internal.hpp"
+#include "device/device_support.hpp"
 
 namespace ferry {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "device/device_internal.hpp"
+#include "device/device_support.hpp"
 
 namespace ferry {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "device/device_internal.hpp"
+#include "device/device_support.hpp"
 
 namespace ferry::internal {
 

@@ -11,8 +11,8 @@
 #include "ferry/ipc/writer.hpp"
 #include "flight/client_impl.hpp"
 #include "flight/convert.hpp"
+#include "flight/grpc_status.hpp"
 #include "flight/raw_call.hpp"
-#include "flight/status.hpp"
 #include "flight/wire.hpp"
 
 namespace ferry::flight {

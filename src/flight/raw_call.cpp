@@ -3,7 +3,7 @@
 
 #include <cerrno>
 
-#include "flight/status.hpp"
+#include "flight/grpc_status.hpp"
 
 namespace ferry::flight::internal {
 

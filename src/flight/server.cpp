@@ -81,7 +81,7 @@ class ServerImpl final : public Server {
 
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
-    for (const auto& f : state_->catalog.All()) out.push_back(f->name);
+    for (const auto& f : state_->catalogue.All()) out.push_back(f->name);
     return out;
   }
 

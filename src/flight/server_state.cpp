@@ -7,7 +7,7 @@ namespace ferry::flight::internal {
 
 Status ServerState::Add(const std::shared_ptr<Flight>& flight) {
   std::lock_guard lock(change_mutex_);
-  FERRY_RETURN_NOT_OK(catalog.Insert(flight));
+  FERRY_RETURN_NOT_OK(catalogue.Insert(flight));
   for (size_t i = 0; i < planes.size(); ++i) {
     dipc::Server& plane = *planes[i].second;
     Status st;
@@ -18,7 +18,7 @@ Status ServerState::Add(const std::shared_ptr<Flight>& flight) {
     }
     if (!st.ok()) {
       for (size_t j = 0; j < i; ++j) (void)planes[j].second->Remove(flight->name);
-      catalog.ForceErase(flight->name);
+      catalogue.ForceErase(flight->name);
       return st.WithContext("serving \"" + flight->name + "\" on the " + planes[i].first +
                             " plane");
     }
@@ -28,7 +28,7 @@ Status ServerState::Add(const std::shared_ptr<Flight>& flight) {
 
 Status ServerState::Drop(const std::string& name) {
   std::lock_guard lock(change_mutex_);
-  std::shared_ptr<Flight> flight = catalog.Find(name);
+  std::shared_ptr<Flight> flight = catalogue.Find(name);
   if (flight == nullptr) return Status(ENOENT, "no flight named \"" + name + "\"");
   std::string busy;
   int64_t total = 0;
@@ -45,7 +45,7 @@ Status ServerState::Drop(const std::string& name) {
                              " client(s) (" + busy + "); drop it when they are done");
   }
   flight.reset();
-  FERRY_RETURN_NOT_OK(catalog.Erase(name));
+  FERRY_RETURN_NOT_OK(catalogue.Erase(name));
   for (const auto& [transport, plane] : planes) {
     // A client that started in between keeps its own reference: it finishes reading.
     const Status st = plane->Remove(name);
@@ -62,7 +62,7 @@ Status ServerState::Drop(const std::string& name) {
 }
 
 Result<FlightInfo> ServerState::Info(const std::string& name) {
-  std::shared_ptr<Flight> flight = catalog.Find(name);
+  std::shared_ptr<Flight> flight = catalogue.Find(name);
   if (flight == nullptr) return Status(ENOENT, "no flight named \"" + name + "\"");
   FlightInfo info;
   info.path = {name};
@@ -91,7 +91,7 @@ Result<std::shared_ptr<Flight>> ServerState::Redeem(const std::string& ticket) {
     ++tickets_refused;
     return issued.status();
   }
-  std::shared_ptr<Flight> flight = catalog.Find(name);
+  std::shared_ptr<Flight> flight = catalogue.Find(name);
   if (flight == nullptr) {
     ++tickets_refused;
     if (issued.ok()) return Status(ENOENT, "the ticket's flight \"" + name + "\" was dropped");

@@ -1,4 +1,4 @@
-// Internal to the flight layer: what a Flight server's calls share: its options, its catalog of
+// Internal to the flight layer: what a Flight server's calls share: its options, its catalogue of
 // flights, its planes (a dissociated-IPC server per fast transport) and the tickets they all
 // honour, and running totals.
 #pragma once
@@ -14,7 +14,7 @@
 #include "ferry/dipc/server.hpp"
 #include "ferry/dipc/tickets.hpp"
 #include "ferry/flight/server.hpp"
-#include "flight/catalog.hpp"
+#include "flight/catalogue.hpp"
 
 namespace ferry::flight::internal {
 
@@ -24,11 +24,11 @@ struct ServerState {
   std::shared_ptr<dipc::TicketBook> tickets;
   /// (transport, server), in the order FlightInfo lists them.
   std::vector<std::pair<std::string, std::unique_ptr<dipc::Server>>> planes;
-  Catalog catalog;
+  Catalogue catalogue;
   std::atomic<int64_t> calls{0}, do_gets{0}, do_puts{0}, bytes_sent{0}, bytes_received{0},
       unauthenticated{0}, tickets_refused{0}, uploads_failed{0};
 
-  /// Serve `flight` in the catalog and on every plane; on a plane's failure nothing stays.
+  /// Serve `flight` in the catalogue and on every plane; on a plane's failure nothing stays.
   Status Add(const std::shared_ptr<Flight>& flight);
   /// Stop serving `name` everywhere; EBUSY, with nothing changed, while anyone reads it.
   Status Drop(const std::string& name);
@@ -46,7 +46,7 @@ struct ServerState {
   bool WaitIdle(std::chrono::milliseconds limit);
 
  private:
-  std::mutex change_mutex_;  // Add and Drop, across the catalog and the planes
+  std::mutex change_mutex_;  // Add and Drop, across the catalogue and the planes
   std::mutex live_mutex_;
   std::condition_variable idle_;
   int64_t live_ = 0;

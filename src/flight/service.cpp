@@ -7,7 +7,7 @@
 
 #include "ferry/dipc/uri.hpp"
 #include "flight/convert.hpp"
-#include "flight/status.hpp"
+#include "flight/grpc_status.hpp"
 
 namespace ferry::flight::internal {
 
@@ -180,7 +180,7 @@ grpc::ServerWriteReactor<pb::FlightInfo>* FlightService::ListFlights(
   using Fail = Refusal<grpc::ServerWriteReactor<pb::FlightInfo>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
   std::vector<pb::FlightInfo> infos;
-  for (const std::shared_ptr<Flight>& f : state_->catalog.All()) {
+  for (const std::shared_ptr<Flight>& f : state_->catalogue.All()) {
     Result<FlightInfo> info = state_->Info(f->name);
     if (!info.ok()) continue;  // dropped in between
     ToProto(*info, &infos.emplace_back());
@@ -223,7 +223,7 @@ grpc::ServerUnaryReactor* FlightService::GetSchema(grpc::CallbackServerContext* 
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
-  std::shared_ptr<Flight> flight = state_->catalog.Find(*name);
+  std::shared_ptr<Flight> flight = state_->catalogue.Find(*name);
   if (flight == nullptr) {
     return Answer(context, ToGrpc(Status(ENOENT, "no flight named \"" + *name + "\"")));
   }

@@ -7,8 +7,8 @@
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "flight/convert.hpp"
+#include "flight/grpc_status.hpp"
 #include "flight/service.hpp"
-#include "flight/status.hpp"
 #include "flight/wire.hpp"
 
 namespace ferry::flight::internal {
@@ -172,7 +172,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
         return Status::Invalid("the upload's flight descriptor is not a FlightDescriptor");
       }
       FERRY_ASSIGN_OR_RAISE(name_, NameOf(descriptor));
-      if (state_->catalog.Find(name_) != nullptr) {
+      if (state_->catalogue.Find(name_) != nullptr) {
         return Status(EEXIST, "a flight named \"" + name_ + "\" is already served (drop it first)");
       }
     }

@@ -10,7 +10,7 @@
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/bytes.hpp"
 #include "ipc/compression.hpp"
-#include "ipc/metadata.hpp"
+#include "ipc/schema_flatbuffer.hpp"
 
 namespace ferry::ipc::internal {
 

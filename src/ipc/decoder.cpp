@@ -9,7 +9,7 @@
 
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/format/json.hpp"
-#include "ipc/decoder_internal.hpp"
+#include "ipc/decoder_state.hpp"
 
 namespace ferry::ipc {
 
@@ -70,7 +70,7 @@ Result<UniqueArray> Concatenate(const ArrowSchema* schema, const ArrowArray* a,
 
 }  // namespace
 
-std::string CompressionName(const fb::BodyCompression* c) {
+std::string internal::CompressionName(const fb::BodyCompression* c) {
   if (c == nullptr) return "";
   switch (c->codec()) {
     case fb::CompressionType::LZ4_FRAME:
@@ -82,15 +82,15 @@ std::string CompressionName(const fb::BodyCompression* c) {
   }
 }
 
-int32_t LoadInt32LE(const uint8_t* p) {
+int32_t internal::LoadInt32LE(const uint8_t* p) {
   uint32_t v = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
                static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
   return static_cast<int32_t>(v);
 }
 
-Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
-                      const internal::BufferSizes& sizes, bool skip_root, ValidationLevel level,
-                      const std::string& label) {
+Status internal::ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
+                                const internal::BufferSizes& sizes, bool skip_root,
+                                ValidationLevel level, const std::string& label) {
   if (level == ValidationLevel::kNone) return Status::OK();
   FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
   Status st = view.SetArray(array);
@@ -208,7 +208,7 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
     loaded.columns[c].move_to(&root_slots.children[c]);
   }
   FERRY_RETURN_NOT_OK(
-      ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, Validation(), label));
+      internal::ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, Validation(), label));
   return out;
 }
 
@@ -249,8 +249,8 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
                         internal::LoadColumns({value_schema}, *schema, d->data(), body, lookup,
                                               options.max_decompressed_bytes, label));
   copied += loaded.decompressed_bytes;
-  FERRY_RETURN_NOT_OK(ValidateLoaded(value_schema, loaded.columns[0].get(), loaded.buffer_sizes,
-                                     false, Validation(), label));
+  FERRY_RETURN_NOT_OK(internal::ValidateLoaded(value_schema, loaded.columns[0].get(),
+                                               loaded.buffer_sizes, false, Validation(), label));
   auto existing = dictionaries.find(id);
   if (d->is_delta()) {
     if (existing != dictionaries.end() && (*existing->second)->length > 0) {
@@ -281,7 +281,7 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
   event.dictionary_id = id;
   event.is_delta = d->is_delta();
   event.body_length = body.size;
-  event.compression = CompressionName(d->data() ? d->data()->compression() : nullptr);
+  event.compression = internal::CompressionName(d->data() ? d->data()->compression() : nullptr);
   events.push_back(std::move(event));
   return Status::OK();
 }
@@ -315,7 +315,7 @@ Status Decoder::Impl::HandleMessage(const fb::Message* m, const SharedBytes& bod
       event.custom_metadata = std::move(custom);
       event.batch = std::move(batch);
       event.body_length = m->body_length();
-      event.compression = CompressionName(m->header_as_RecordBatch()->compression());
+      event.compression = internal::CompressionName(m->header_as_RecordBatch()->compression());
       events.push_back(std::move(event));
       break;
     }
@@ -338,7 +338,7 @@ void Decoder::Impl::EndOfStream() {
 Status Decoder::Impl::Feed(const SharedBytes& chunk) {
   switch (state) {
     case State::kPrefix: {
-      const int32_t v = LoadInt32LE(chunk.data);
+      const int32_t v = internal::LoadInt32LE(chunk.data);
       if (v == kContinuation) {
         state = State::kLength;
         need = 4;
@@ -353,7 +353,7 @@ Status Decoder::Impl::Feed(const SharedBytes& chunk) {
       return Status::OK();
     }
     case State::kLength: {
-      const int32_t v = LoadInt32LE(chunk.data);
+      const int32_t v = internal::LoadInt32LE(chunk.data);
       if (v == 0) {
         EndOfStream();
       } else if (v < 0) {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "ferry/format/stream.hpp"
-#include "ipc/decoder_internal.hpp"
+#include "ipc/decoder_state.hpp"
 
 namespace ferry::ipc {
 
@@ -96,10 +96,10 @@ struct FileReader::Impl {
     }
     const uint8_t* p = file.data + b.offset;
     int64_t prefix = 4;
-    int32_t length = LoadInt32LE(p);
+    int32_t length = internal::LoadInt32LE(p);
     if (length == -1) {
       prefix = 8;
-      length = LoadInt32LE(p + 4);
+      length = internal::LoadInt32LE(p + 4);
     }
     if (length <= 0 || length > b.metadata_length - prefix) {
       return Status::Invalid(label + ": the message length " + std::to_string(length) +
@@ -139,7 +139,7 @@ Result<FileReader> FileReader::Open(SharedBytes file, ReadOptions options) {
   if (std::memcmp(r.file.data + size - 6, kMagic, 6) != 0) {
     return Status::Invalid("the file does not end with the ARROW1 magic (truncated?)");
   }
-  const int32_t footer_length = LoadInt32LE(r.file.data + size - kTrailer);
+  const int32_t footer_length = internal::LoadInt32LE(r.file.data + size - kTrailer);
   if (footer_length <= 0 || footer_length > size - kLeading - kTrailer) {
     return Status::Invalid("the footer length " + std::to_string(footer_length) +
                            " does not fit the file's " + std::to_string(size) + " bytes");
@@ -223,7 +223,7 @@ Result<FileReader::BlockInfo> FileReader::RecordBatchInfo(int64_t i) const {
     return Status::Invalid("record batch " + std::to_string(i) + ": not a RecordBatch message");
   }
   return BlockInfo{b.offset, b.metadata_length, b.body_length, batch->length(),
-                   CompressionName(batch->compression())};
+                   internal::CompressionName(batch->compression())};
 }
 
 Result<UniqueArray> FileReader::ReadRecordBatch(int64_t i) const {

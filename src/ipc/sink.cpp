@@ -18,13 +18,13 @@ namespace {
 
 constexpr int64_t kPage = 4096;
 
-struct Region {
+struct MappedPages {
   void* address = nullptr;
   size_t length = 0;
-  Region(void* a, size_t l) : address(a), length(l) {}
-  Region(const Region&) = delete;
-  Region& operator=(const Region&) = delete;
-  ~Region() {
+  MappedPages(void* a, size_t l) : address(a), length(l) {}
+  MappedPages(const MappedPages&) = delete;
+  MappedPages& operator=(const MappedPages&) = delete;
+  ~MappedPages() {
     if (address != nullptr) munmap(address, length);
   }
 };
@@ -73,7 +73,7 @@ Status MemorySink::Write(std::span<const ByteSpan> pieces) {
 }
 
 SharedBytes MemorySink::Finish() {
-  auto region = std::make_shared<Region>(data_, static_cast<size_t>(capacity_));
+  auto region = std::make_shared<MappedPages>(data_, static_cast<size_t>(capacity_));
   SharedBytes out{data_, size_, std::move(region)};
   data_ = nullptr;
   size_ = 0;

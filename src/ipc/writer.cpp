@@ -14,7 +14,7 @@
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ipc/assembler.hpp"
-#include "ipc/metadata.hpp"
+#include "ipc/schema_flatbuffer.hpp"
 
 namespace ferry::ipc {
 

@@ -11,7 +11,7 @@
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/format/schema.hpp"
-#include "memview/arrow_internal.hpp"
+#include "memview/arrow_export.hpp"
 
 namespace ferry::memview {
 

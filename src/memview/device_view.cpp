@@ -7,7 +7,7 @@
 #include "ferry/device/device.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
-#include "memview/arrow_internal.hpp"
+#include "memview/arrow_export.hpp"
 
 namespace ferry::memview {
 

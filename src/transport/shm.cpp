@@ -21,17 +21,17 @@
 #include <thread>
 #include <vector>
 
-#include "transport/shm_internal.hpp"
+#include "transport/shm_common.hpp"
 
 namespace ferry::transport {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using shm_internal::Errno;
-using shm_internal::kOffsetMask;
-using shm_internal::MakeAddress;
-using shm_internal::ShmRegion;
+using internal::shm::Errno;
+using internal::shm::kOffsetMask;
+using internal::shm::MakeAddress;
+using internal::shm::ShmRegion;
 
 class ShmListener final : public Listener {
  public:
@@ -68,7 +68,7 @@ class ShmListener final : public Listener {
           close(c);
           continue;
         }
-        return std::unique_ptr<Connection>(shm_internal::MakeConnection(c, limits_));
+        return std::unique_ptr<Connection>(internal::shm::MakeConnection(c, limits_));
       }
       if (Clock::now() >= deadline) return Status(ETIMEDOUT, "timed out waiting for a client");
     }
@@ -175,7 +175,7 @@ Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return Errno("socket");
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) {
-      return shm_internal::MakeConnection(fd, options.limits);
+      return internal::shm::MakeConnection(fd, options.limits);
     }
     const int err = errno;
     close(fd);

@@ -25,9 +25,9 @@
 #include "ferry/core/hex.hpp"
 #include "ferry/core/host_buffer.hpp"
 #include "transport/mailbox.hpp"
-#include "transport/shm_internal.hpp"
+#include "transport/shm_common.hpp"
 
-namespace ferry::transport::shm_internal {
+namespace ferry::transport::internal::shm {
 
 namespace {
 
@@ -450,4 +450,4 @@ std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits) {
   return std::make_unique<ShmConnection>(fd, limits);
 }
 
-}  // namespace ferry::transport::shm_internal
+}  // namespace ferry::transport::internal::shm

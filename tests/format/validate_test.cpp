@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "ferry/format/array_view.hpp"
-#include "format/utf8.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry {
@@ -177,92 +176,6 @@ TEST(Validate, NestedPathNamesEveryLevel) {
   static_cast<int32_t*>(const_cast<void*>(strings->buffers[1]))[1] = 3;  // 0, 3, 2, 3
   ExpectFailsAt(a, ValidationLevel::kFull,
                 "field \"a\" > child 0 > element 1: offset 2 < previous offset 3");
-}
-
-TEST(SetArray, StructuralErrors) {
-  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("u", "s").Export());
-  ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
-  ArrowArray released{};
-  ASSERT_RAISES_WITH(EINVAL, "field \"s\": array is released", view.SetArray(&released));
-  ASSERT_RAISES_WITH(EINVAL, "array is NULL", view.SetArray(nullptr));
-
-  Array a = Build(Field::Make("u", "s"), R"(["x"])");
-  ArrowArray copy = *a.array();
-  copy.n_buffers = 2;
-  ASSERT_RAISES_WITH(EINVAL, "n_buffers is 2 but string needs 3", view.SetArray(&copy));
-  copy = *a.array();
-  copy.n_children = 1;
-  ASSERT_RAISES_WITH(EINVAL, "n_children is 1 but the schema has 0", view.SetArray(&copy));
-  copy = *a.array();
-  copy.length = -1;
-  ASSERT_RAISES_WITH(EINVAL, "length is negative", view.SetArray(&copy));
-  copy = *a.array();
-  copy.offset = INT64_MAX;
-  ASSERT_RAISES_WITH(EINVAL, "offset + length overflows", view.SetArray(&copy));
-}
-
-TEST(SetArrayMinimal, ReadsNoDataBuffer) {
-  // Buffers that would fault if read: minimal setup and validation must not touch them.
-  Array a = Build(Field::Make("u", "s"), R"(["abc", "de"])");
-  ArrowArray fake = *a.array();
-  const void* bogus[3] = {nullptr, reinterpret_cast<const void*>(0x10),
-                          reinterpret_cast<const void*>(0x20)};
-  fake.buffers = bogus;
-  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("u", "s").Export());
-  ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
-  ASSERT_OK(view.SetArrayMinimal(&fake));
-  EXPECT_EQ(view.buffer(1).size_bytes, 12);
-  EXPECT_EQ(view.buffer(2).size_bytes, -1);
-  ASSERT_OK(view.Validate(ValidationLevel::kMinimal));
-}
-
-TEST(SetArray, ListViewBuffersHoldOneEntryPerElement) {
-  // Unlike list offsets, list view offsets have no trailing entry: 3 elements, 12 bytes each.
-  for (const char* format : {"+vl", "+vL"}) {
-    const int64_t width = format[2] == 'l' ? 4 : 8;
-    Field f = Field::Make(format, "lv", {Field::Make("i", "item")});
-    Array a = Build(f, "[[1], null, [2, 3]]");
-    ASSERT_OK_AND_ASSIGN(UniqueSchema schema, f.Export());
-    ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
-    ASSERT_OK(view.SetArray(a.array()));
-    EXPECT_EQ(view.buffer(1).size_bytes, 3 * width) << format;
-    EXPECT_EQ(view.buffer(2).size_bytes, 3 * width) << format;
-  }
-}
-
-TEST(Utf8, AcceptsAndRejectsByTheStandard) {
-  auto ok = [](std::string_view s) {
-    return internal::ValidateUtf8(reinterpret_cast<const uint8_t*>(s.data()),
-                                  static_cast<int64_t>(s.size()));
-  };
-  EXPECT_TRUE(ok(""));
-  EXPECT_TRUE(ok("plain ascii"));
-  EXPECT_TRUE(ok("\xC2\x80"));           // U+0080
-  EXPECT_TRUE(ok("\xE0\xA0\x80"));       // U+0800
-  EXPECT_TRUE(ok("\xED\x9F\xBF"));       // U+D7FF
-  EXPECT_TRUE(ok("\xEE\x80\x80"));       // U+E000
-  EXPECT_TRUE(ok("\xF0\x90\x80\x80"));   // U+10000
-  EXPECT_TRUE(ok("\xF4\x8F\xBF\xBF"));   // U+10FFFF
-  EXPECT_FALSE(ok("\x80"));              // lone continuation
-  EXPECT_FALSE(ok("\xC0\xAF"));          // overlong '/'
-  EXPECT_FALSE(ok("\xC1\xBF"));          // overlong
-  EXPECT_FALSE(ok("\xE0\x9F\xBF"));      // overlong 3-byte
-  EXPECT_FALSE(ok("\xED\xA0\x80"));      // surrogate U+D800
-  EXPECT_FALSE(ok("\xF0\x8F\xBF\xBF"));  // overlong 4-byte
-  EXPECT_FALSE(ok("\xF4\x90\x80\x80"));  // above U+10FFFF
-  EXPECT_FALSE(ok("\xF5\x80\x80\x80"));
-  EXPECT_FALSE(ok("\xE2\x82"));  // truncated
-  EXPECT_FALSE(ok("\xC3"));
-  EXPECT_FALSE(ok("\xFF"));
-  // Errors right at the edges of the 16- and 64-byte ASCII blocks.
-  for (size_t pos : {0u, 15u, 16u, 31u, 63u, 64u, 65u, 127u}) {
-    std::string s(130, 'a');
-    s[pos] = static_cast<char>(0x80);
-    EXPECT_FALSE(ok(s)) << pos;
-    s[pos] = static_cast<char>(0xC3);
-    s[pos + 1] = static_cast<char>(0xA9);
-    EXPECT_TRUE(ok(s)) << pos;
-  }
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
@@ -93,6 +93,6 @@ TEST(BufferPool, SmallBuffersAreNotCached) {
 }
 
 }  // namespace
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 namespace {
 
@@ -195,6 +195,6 @@ std::shared_ptr<uint8_t> TakeBuffer(size_t size) { return BufferPool::Get().Take
 
 size_t CachedBufferBytes() { return BufferPool::Get().cached(); }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

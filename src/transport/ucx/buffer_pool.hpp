@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 /// A 64-byte-aligned buffer of at least `size` bytes, or NULL when out of memory. Buffers of
 /// 1 MiB or more are recycled process-wide: a returned one waits up to a second for reuse (at
@@ -17,4 +17,4 @@ std::shared_ptr<uint8_t> TakeBuffer(size_t size);
 /// The bytes now waiting for reuse (for tests and diagnostics).
 size_t CachedBufferBytes();
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

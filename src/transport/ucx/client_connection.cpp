@@ -10,7 +10,7 @@
 #include "ferry/core/hex.hpp"
 #include "transport/ucx/buffer_pool.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 namespace {
 
@@ -446,6 +446,6 @@ void ClientConnection::TearDown() {
   UcxConnection::TearDown();
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

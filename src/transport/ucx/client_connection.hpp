@@ -11,7 +11,7 @@
 
 #include "transport/ucx/connection.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 /// A client holds at most this many bytes of bodies it has not asked for (read-ahead); a body
 /// beyond it stays with the sender, so a client that stops reading makes the server wait.
@@ -86,4 +86,4 @@ class ClientConnection final : public UcxConnection {
   ucp_ep_h rkey_ep_ = nullptr;  // the endpoint rkey_ was unpacked for
 };
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

@@ -9,7 +9,7 @@
 
 #include "transport/ucx/buffer_pool.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 namespace {
 
@@ -434,6 +434,6 @@ void UcxConnection::TearDown() {
   worker_->Destroy();
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

@@ -18,7 +18,7 @@
 #include "transport/ucx/endpoint.hpp"
 #include "transport/ucx/worker.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 /// The Active Message id that carries untagged (metadata) messages.
 constexpr unsigned kMetadataAmId = 0;
@@ -164,4 +164,4 @@ class UcxConnection : public Connection {
   std::once_flag torn_down_;
 };
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

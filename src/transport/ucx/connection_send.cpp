@@ -9,7 +9,7 @@
 #include "transport/ucx/buffer_pool.hpp"
 #include "transport/ucx/connection.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 namespace {
 
@@ -139,6 +139,6 @@ Status UcxConnection::SendTagged(uint64_t tag, std::span<const ByteSpan> pieces)
   return Transmit(false, tag, pieces);
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

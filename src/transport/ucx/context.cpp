@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 Status UcxError(int code, const std::string& what, ucs_status_t status) {
   return Status(code, what + " (UCX: " + ucs_status_string(status) + ")");
@@ -64,6 +64,6 @@ Context::~Context() {
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

@@ -9,7 +9,7 @@
 
 #include "ferry/core/result.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 /// A Status with `code` whose message is `what` and UCX's word for `status`.
 Status UcxError(int code, const std::string& what, ucs_status_t status);
@@ -35,4 +35,4 @@ class Context {
   ucp_context_h context_ = nullptr;
 };
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

@@ -11,7 +11,7 @@
 #include "transport/ucx/context.hpp"
 #include "transport/ucx/worker.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 void Completion::Done(ucs_status_t status) {
   std::lock_guard lock(mutex_);
@@ -231,6 +231,6 @@ Result<std::vector<ucp_dt_iov_t>> ToIov(std::span<const ByteSpan> pieces) {
   return iov;
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

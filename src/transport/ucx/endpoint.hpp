@@ -17,7 +17,7 @@
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 /// Waits for one or more UCX operations. The first failure is kept.
 class Completion {
@@ -92,4 +92,4 @@ void CloseEndpoint(Worker& worker, ucp_ep_h ep, bool force, Pending* pending = n
 /// piece or a negative size.
 Result<std::vector<ucp_dt_iov_t>> ToIov(std::span<const ByteSpan> pieces);
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

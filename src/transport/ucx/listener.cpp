@@ -10,7 +10,7 @@
 #include "transport/ucx/region.hpp"
 #include "transport/ucx/server_connection.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, socklen_t addrlen,
                                                        const std::string& host,
@@ -139,6 +139,6 @@ void UcxListener::Close() {
   unclaimed.clear();  // connections nobody accepted close here
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

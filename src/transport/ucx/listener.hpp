@@ -15,7 +15,7 @@
 #include "transport/ucx/context.hpp"
 #include "transport/ucx/worker.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 class ServerConnection;
 
@@ -59,4 +59,4 @@ class UcxListener final : public Listener {
   bool closed_ = false;
 };
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 Result<std::shared_ptr<UcxRegion>> UcxRegion::Allocate(std::shared_ptr<Context> context,
                                                        int64_t size) {
@@ -62,6 +62,6 @@ UcxRegion::~UcxRegion() {
   if (owns_data_) std::free(data_);
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

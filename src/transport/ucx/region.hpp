@@ -11,7 +11,7 @@
 #include "ferry/transport/region.hpp"
 #include "transport/ucx/context.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 /// Host memory registered with a context (ucp_mem_map). Its packed rkey is the URI's
 /// remote_handle: a client that has it reads any byte of the region with ucp_get, and nothing
@@ -49,4 +49,4 @@ class UcxRegion final : public Region {
   std::string rkey_;
 };
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_ptr<Context> context,
                                                                    ucp_conn_request_h request,
@@ -94,6 +94,6 @@ void ServerConnection::SendAnswer() {
   answer_.reset();
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

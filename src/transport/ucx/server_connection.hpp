@@ -5,7 +5,7 @@
 
 #include "transport/ucx/connection.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 /// A server's end: its own worker on the listener's context, with the endpoint accepted from a
 /// client's connection request. It takes every tagged message as it comes (clients send only
@@ -32,4 +32,4 @@ class ServerConnection final : public UcxConnection {
   std::shared_ptr<Completion> answer_ready_;  // the fast endpoint's wire-up
 };
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

@@ -104,8 +104,8 @@ bool UcxAvailable() noexcept { return true; }
 
 Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address, TransportLimits limits) {
   FERRY_ASSIGN_OR_RAISE(Endpoint where, Resolve(address));
-  auto listener = ucx::UcxListener::Make(reinterpret_cast<const sockaddr*>(&where.addr),
-                                         where.addrlen, where.host, limits);
+  auto listener = internal::ucx::UcxListener::Make(reinterpret_cast<const sockaddr*>(&where.addr),
+                                                   where.addrlen, where.host, limits);
   if (!listener.ok()) {
     return Status(listener.status().code(),
                   "cannot listen on " + address + ": " + listener.status().message());
@@ -116,10 +116,10 @@ Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address, Transpor
 Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
                                                const ConnectOptions& options) {
   FERRY_ASSIGN_OR_RAISE(Endpoint where, Resolve(address));
-  FERRY_ASSIGN_OR_RAISE(
-      std::unique_ptr<ucx::ClientConnection> conn,
-      ucx::ClientConnection::Connect(reinterpret_cast<const sockaddr*>(&where.addr), where.addrlen,
-                                     address, SameHost(where.addr), options));
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<internal::ucx::ClientConnection> conn,
+                        internal::ucx::ClientConnection::Connect(
+                            reinterpret_cast<const sockaddr*>(&where.addr), where.addrlen, address,
+                            SameHost(where.addr), options));
   return std::unique_ptr<Connection>(std::move(conn));
 }
 

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <condition_variable>
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 Result<std::unique_ptr<Worker>> Worker::Make(std::shared_ptr<Context> context) {
   std::unique_ptr<Worker> worker(new Worker(std::move(context)));
@@ -217,6 +217,6 @@ void Worker::Loop() {
   }
 }
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx
 
 #endif  // FERRY_WITH_UCX

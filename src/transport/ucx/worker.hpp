@@ -17,7 +17,7 @@
 #include "ferry/core/result.hpp"
 #include "transport/ucx/context.hpp"
 
-namespace ferry::transport::ucx {
+namespace ferry::transport::internal::ucx {
 
 /// A UCP worker and its progress thread. The thread sleeps in epoll on the worker's event
 /// descriptor and on an eventfd that Post and Wake write, so an idle worker costs no CPU. UCX is
@@ -97,4 +97,4 @@ class Worker {
   bool stopped_ = false;  // guarded by tasks_mutex_
 };
 
-}  // namespace ferry::transport::ucx
+}  // namespace ferry::transport::internal::ucx

@@ -1,4 +1,4 @@
-// Resolving (device type, id) pairs to ferry's devices.
+// Resolving devices: by (type, id) pair, by name (ParseDevice), and listing what a driver has.
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "device/device_internal.hpp"
+#include "device/device_support.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/device/guarded.hpp"
 

@@ -177,7 +177,7 @@ int64_t Counter(const FerryCudaStandinCounters& c, int64_t FerryCudaStandinCount
   return c.*field;
 }
 
-TEST(CudaIpcBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
+TEST(CudaBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
   START_SERVER_OR_SKIP(gpu, standin, server, uri, host_uri);
   ASSERT_TRUE(uri.remote_handle.has_value());
   EXPECT_EQ(uri.remote_handle->size(), 64U);
@@ -238,7 +238,7 @@ TEST(CudaIpcBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
   EXPECT_EQ(failed, 0);
 }
 
-TEST(CudaIpcBodies, ClientsWithoutCudaAreToldToUseTheHostUri) {
+TEST(CudaBodies, ClientsWithoutCudaAreToldToUseTheHostUri) {
   START_SERVER_OR_SKIP(gpu, standin, server, uri, host_uri);
   // A CPU client is refused, naming the URI parameter.
   Result<UniqueDeviceArrayStream> cpu = ConnectStream(uri, "d", {});
@@ -267,7 +267,7 @@ TEST(CudaIpcBodies, ClientsWithoutCudaAreToldToUseTheHostUri) {
   }
 }
 
-TEST(CudaIpcBodies, ABadHandleIsAClearError) {
+TEST(CudaBodies, ABadHandleIsAClearError) {
   START_SERVER_OR_SKIP(gpu, standin, server, uri, host_uri);
   ClientOptions options;
   options.device = gpu;

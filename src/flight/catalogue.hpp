@@ -23,7 +23,7 @@ struct Flight {
   int64_t records = 0;
   /// Body bytes of its record batches and dictionaries in the IPC format.
   int64_t bytes = 0;
-  /// Held by the catalog and by each DoGet reading it: use_count() - 1 readers.
+  /// Held by the catalogue and by each DoGet reading it: use_count() - 1 readers.
   std::shared_ptr<const int> readers = std::make_shared<const int>(0);
 };
 
@@ -38,7 +38,7 @@ Result<std::pair<UniqueSchema, std::vector<UniqueDeviceArray>>> ReadBatches(
     const std::string& path);
 
 /// The flights by name. Thread-safe.
-class Catalog {
+class Catalogue {
  public:
   /// EEXIST if `flight->name` is taken.
   Status Insert(std::shared_ptr<Flight> flight);

@@ -1,5 +1,5 @@
 // Status codes between ferry and gRPC.
-#include "flight/status.hpp"
+#include "flight/grpc_status.hpp"
 
 #include <cerrno>
 

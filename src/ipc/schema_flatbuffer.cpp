@@ -1,5 +1,5 @@
 // Schemas to and from their flatbuffer form.
-#include "ipc/metadata.hpp"
+#include "ipc/schema_flatbuffer.hpp"
 
 #include <bit>
 #include <string>

@@ -1,5 +1,5 @@
 // The Flight server's datasets: made from batches or files, counted once, found by name.
-#include "flight/catalog.hpp"
+#include "flight/catalogue.hpp"
 
 #include <cerrno>
 
@@ -70,7 +70,7 @@ Result<std::pair<UniqueSchema, std::vector<UniqueDeviceArray>>> ReadBatches(
   return out;
 }
 
-Status Catalog::Insert(std::shared_ptr<Flight> flight) {
+Status Catalogue::Insert(std::shared_ptr<Flight> flight) {
   std::lock_guard lock(mutex_);
   if (flights_.count(flight->name) != 0) {
     return Status(EEXIST,
@@ -80,13 +80,13 @@ Status Catalog::Insert(std::shared_ptr<Flight> flight) {
   return Status::OK();
 }
 
-std::shared_ptr<Flight> Catalog::Find(const std::string& name) const {
+std::shared_ptr<Flight> Catalogue::Find(const std::string& name) const {
   std::lock_guard lock(mutex_);
   auto it = flights_.find(name);
   return it == flights_.end() ? nullptr : it->second;
 }
 
-Status Catalog::Erase(const std::string& name) {
+Status Catalogue::Erase(const std::string& name) {
   std::lock_guard lock(mutex_);
   auto it = flights_.find(name);
   if (it == flights_.end()) return Status(ENOENT, "no flight named \"" + name + "\"");
@@ -99,12 +99,12 @@ Status Catalog::Erase(const std::string& name) {
   return Status::OK();
 }
 
-void Catalog::ForceErase(const std::string& name) {
+void Catalogue::ForceErase(const std::string& name) {
   std::lock_guard lock(mutex_);
   flights_.erase(name);
 }
 
-std::vector<std::shared_ptr<Flight>> Catalog::All() const {
+std::vector<std::shared_ptr<Flight>> Catalogue::All() const {
   std::lock_guard lock(mutex_);
   std::vector<std::shared_ptr<Flight>> out;
   out.reserve(flights_.size());

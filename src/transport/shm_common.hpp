@@ -13,7 +13,7 @@
 #include "ferry/transport/shm.hpp"
 #include "ferry/transport/transport.hpp"
 
-namespace ferry::transport::shm_internal {
+namespace ferry::transport::internal::shm {
 
 inline Status Errno(const std::string& what, int err = errno) {
   return Status(err, what + ": " + std::strerror(err));
@@ -58,4 +58,4 @@ class ShmRegion final : public Region {
 /// A connection over `fd`, a connected Unix stream socket it then owns.
 std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits);
 
-}  // namespace ferry::transport::shm_internal
+}  // namespace ferry::transport::internal::shm

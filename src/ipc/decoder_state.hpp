@@ -10,7 +10,7 @@
 #include "ferry/core/host_buffer.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ipc/array_loader.hpp"
-#include "ipc/metadata.hpp"
+#include "ipc/schema_flatbuffer.hpp"
 
 namespace ferry::ipc {
 
@@ -69,6 +69,8 @@ struct Decoder::Impl {
   }
 };
 
+namespace internal {
+
 /// Run validation on a freshly loaded tree, with the IPC buffer sizes the loader recorded.
 Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
                       const internal::BufferSizes& sizes, bool skip_root, ValidationLevel level,
@@ -79,5 +81,7 @@ std::string CompressionName(const fb::BodyCompression* compression);
 
 /// Read an int32 stored little-endian.
 int32_t LoadInt32LE(const uint8_t* p);
+
+}  // namespace internal
 
 }  // namespace ferry::ipc

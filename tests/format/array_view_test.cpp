@@ -1,0 +1,70 @@
+// ArrayView::SetArray and SetArrayMinimal: structural checks of the C struct against the schema,
+// buffer sizes computed per layout, and a minimal setup that touches no data buffer.
+#include "ferry/format/array_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include "support/test_util.hpp"
+
+namespace ferry {
+namespace {
+
+Array Build(const Field& f, const std::string& json) {
+  auto r = testing::ArrayFromJson(f, json);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return std::move(r).ValueOrDie();
+}
+
+TEST(SetArray, StructuralErrors) {
+  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("u", "s").Export());
+  ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
+  ArrowArray released{};
+  ASSERT_RAISES_WITH(EINVAL, "field \"s\": array is released", view.SetArray(&released));
+  ASSERT_RAISES_WITH(EINVAL, "array is NULL", view.SetArray(nullptr));
+
+  Array a = Build(Field::Make("u", "s"), R"(["x"])");
+  ArrowArray copy = *a.array();
+  copy.n_buffers = 2;
+  ASSERT_RAISES_WITH(EINVAL, "n_buffers is 2 but string needs 3", view.SetArray(&copy));
+  copy = *a.array();
+  copy.n_children = 1;
+  ASSERT_RAISES_WITH(EINVAL, "n_children is 1 but the schema has 0", view.SetArray(&copy));
+  copy = *a.array();
+  copy.length = -1;
+  ASSERT_RAISES_WITH(EINVAL, "length is negative", view.SetArray(&copy));
+  copy = *a.array();
+  copy.offset = INT64_MAX;
+  ASSERT_RAISES_WITH(EINVAL, "offset + length overflows", view.SetArray(&copy));
+}
+
+TEST(SetArrayMinimal, ReadsNoDataBuffer) {
+  // Buffers that would fault if read: minimal setup and validation must not touch them.
+  Array a = Build(Field::Make("u", "s"), R"(["abc", "de"])");
+  ArrowArray fake = *a.array();
+  const void* bogus[3] = {nullptr, reinterpret_cast<const void*>(0x10),
+                          reinterpret_cast<const void*>(0x20)};
+  fake.buffers = bogus;
+  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("u", "s").Export());
+  ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
+  ASSERT_OK(view.SetArrayMinimal(&fake));
+  EXPECT_EQ(view.buffer(1).size_bytes, 12);
+  EXPECT_EQ(view.buffer(2).size_bytes, -1);
+  ASSERT_OK(view.Validate(ValidationLevel::kMinimal));
+}
+
+TEST(SetArray, ListViewBuffersHoldOneEntryPerElement) {
+  // Unlike list offsets, list view offsets have no trailing entry: 3 elements, 12 bytes each.
+  for (const char* format : {"+vl", "+vL"}) {
+    const int64_t width = format[2] == 'l' ? 4 : 8;
+    Field f = Field::Make(format, "lv", {Field::Make("i", "item")});
+    Array a = Build(f, "[[1], null, [2, 3]]");
+    ASSERT_OK_AND_ASSIGN(UniqueSchema schema, f.Export());
+    ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
+    ASSERT_OK(view.SetArray(a.array()));
+    EXPECT_EQ(view.buffer(1).size_bytes, 3 * width) << format;
+    EXPECT_EQ(view.buffer(2).size_bytes, 3 * width) << format;
+  }
+}
+
+}  // namespace
+}  // namespace ferry
