@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Style and structure gates: the include direction (scripts/layers.txt, with its own test on
-# planted violations), the exported symbols of libferry.so and libferry_flight.so (and no gRPC in
+# planted violations), one owner of mapped memory (ferry::Mapping), the exported symbols of libferry.so and libferry_flight.so (and no gRPC in
 # the former), clang-format (the tree must not
 # change) and clang-tidy (.clang-tidy; nothing reported on the library and the tool). Needs a
 # configured and built tree for compile_commands.json and libferry.so.
@@ -17,6 +17,14 @@ for f in $(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.py' '*.rb'); do
 done
 if [ -n "$long" ]; then
   echo "lint: over 600 lines without an 'Over 600 lines: <reason>' line at the top: $long" >&2
+  exit 1
+fi
+echo "== one owner of mapped memory"
+# Every mapping in the library is a ferry::Mapping (docs/architecture.md, "Bytes").
+raw=$(git grep -nE '\b(mmap|munmap|mremap)\(' -- 'src/*.cpp' 'src/*.hpp' ':!src/core/mapping.cpp' || true)
+if [ -n "$raw" ]; then
+  echo "lint: mmap, munmap or mremap outside src/core/mapping.cpp (use ferry::Mapping):" >&2
+  echo "$raw" >&2
   exit 1
 fi
 echo "== exported symbols"

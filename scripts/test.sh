@@ -39,10 +39,10 @@ stage "Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation "${FERRY_RELEASE_PIP[@]}" ./python
 
 .venv/bin/python scripts/test_pytest_strict_skips.py
-stage "Python and command-line suites (pytest; a skip that names no missing hardware fails)"
+stage "Python, command-line and docs suites (pytest; a skip that names no missing hardware fails)"
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips python/tests tests/cli
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips python/tests tests/cli tests/docs
 
 stage "Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \

@@ -74,5 +74,7 @@ gem build ferry.gemspec --output "$tmp/ferry.gem" >/dev/null
 export GEM_HOME="$tmp/gems" GEM_PATH="$tmp/gems"
 FERRY_CMAKE_ARGS="${FERRY_PACKAGE_DEFS[*]}" gem install --local --no-document "$tmp/ferry.gem"
 (cd "$tmp" && ruby "$repo/scripts/packaging_smoke.rb")
+# docs/ruby.md's first example, as the page shows it.
+[ "$(cd "$tmp" && ruby -e 'require "ferry"; p Ferry::Array.from_json("l", "[1, null]").to_a')" = "[1, nil]" ]
 no_fault_hook "$GEM_HOME"/gems/ferry-*/ruby/lib/ferry/ferry.so
 echo "test_packaging: pip install, pip wheel and gem install all work"

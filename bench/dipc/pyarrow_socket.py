@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Case (a) of issue 6's transfer benchmark: pyarrow on both ends of a Unix socket.
+"""Case (a) of the cross-process transfer benchmark: pyarrow on both ends of a Unix socket.
 
 A forked sender process builds the same table as bench/dipc/transfer_bench.cpp (int64, double,
 short string and list<int32> columns, `--batches` batches of `--rows` rows) and, for every

@@ -1,5 +1,5 @@
 // The transfer benchmark's peers and summary: ucx_perftest runs, and the table of figures with
-// the goals of issues 6 and 17 beside the peers measured in the same run.
+// the project's goals beside the peers measured in the same run.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>

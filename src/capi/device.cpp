@@ -69,6 +69,24 @@ int Dispatch(FerryDevice* device_src, FerryDevice* device_dst, FerryError* error
   return call(device_src);
 }
 
+// The C device for what a resolver found, or NULL with the reason kept for
+// FerryDeviceResolveError.
+template <typename F>
+struct FerryDevice* Resolved(F&& resolve) {
+  try {
+    ferry::Result<Device*> r = resolve();
+    if (!r.ok()) {
+      g_resolve_error = r.status().message();
+      return nullptr;
+    }
+    g_resolve_error.clear();
+    return r.value()->c_device();
+  } catch (...) {
+    g_resolve_error = "out of memory";
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -88,18 +106,7 @@ void FerryDeviceInitCpu(struct FerryDevice* device) {
 }
 
 struct FerryDevice* FerryDeviceResolve(ArrowDeviceType device_type, int64_t device_id) {
-  try {
-    auto r = ferry::ResolveDevice(device_type, device_id);
-    if (!r.ok()) {
-      g_resolve_error = r.status().message();
-      return nullptr;
-    }
-    g_resolve_error.clear();
-    return r.value()->c_device();
-  } catch (...) {
-    g_resolve_error = "out of memory";
-    return nullptr;
-  }
+  return Resolved([&] { return ferry::ResolveDevice(device_type, device_id); });
 }
 
 struct FerryDevice* FerryDeviceParse(const char* name) {
@@ -107,18 +114,7 @@ struct FerryDevice* FerryDeviceParse(const char* name) {
     g_resolve_error = "device name is NULL";
     return nullptr;
   }
-  try {
-    auto r = ferry::ParseDevice(name);
-    if (!r.ok()) {
-      g_resolve_error = r.status().message();
-      return nullptr;
-    }
-    g_resolve_error.clear();
-    return r.value()->c_device();
-  } catch (...) {
-    g_resolve_error = "out of memory";
-    return nullptr;
-  }
+  return Resolved([&] { return ferry::ParseDevice(name); });
 }
 
 const char* FerryDeviceResolveError(void) { return g_resolve_error.c_str(); }

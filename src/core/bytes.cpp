@@ -2,7 +2,6 @@
 #include "ferry/core/bytes.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,23 +9,9 @@
 #include <cstring>
 
 #include "ferry/core/host_buffer.hpp"
+#include "ferry/core/mapping.hpp"
 
 namespace ferry {
-
-namespace {
-
-struct Mapping {
-  void* address = nullptr;
-  size_t length = 0;
-  Mapping() = default;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (address != nullptr) munmap(address, length);
-  }
-};
-
-}  // namespace
 
 SharedBytes SharedBytes::Borrow(const void* data, int64_t size) {
   return SharedBytes{static_cast<const uint8_t*>(data), size, nullptr};
@@ -75,19 +60,12 @@ Result<SharedBytes> SharedBytes::MapFile(const std::string& path) {
     close(fd);
     return Status::Invalid("\"" + path + "\" is not a regular file");
   }
-  auto mapping = std::make_shared<Mapping>();
-  if (st.st_size > 0) {
-    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      close(fd);
-      return Status::IOError("cannot map \"" + path + "\": " + std::strerror(err));
-    }
-    mapping->address = p;
-    mapping->length = static_cast<size_t>(st.st_size);
-  }
+  Result<Mapping> mapped =
+      Mapping::OfFile(fd, st.st_size, {.access = MapAccess::kRead}, "the file");
   close(fd);
-  const auto* data = static_cast<const uint8_t*>(mapping->address);
+  if (!mapped.ok()) return mapped.status().WithContext("\"" + path + "\"");
+  auto mapping = std::make_shared<Mapping>(std::move(*mapped));
+  const uint8_t* data = mapping->data();
   return SharedBytes{data, static_cast<int64_t>(st.st_size), std::move(mapping)};
 }
 

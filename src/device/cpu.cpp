@@ -1,10 +1,10 @@
 // The CPU device: host memory, memcpy copies, no events or streams.
-#include <sys/mman.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "device/device_support.hpp"
+#include "ferry/core/mapping.hpp"
 #include "ferry/device/device.hpp"
 
 namespace ferry {
@@ -23,13 +23,10 @@ class Cpu final : public Device {
     if (size < 0) return Status::Invalid("allocation of a negative size");
     CountAllocation();
     if (size >= kHugeThreshold) {
-      void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) {
-        return Status::OutOfMemory("CPU: cannot map " + std::to_string(size) + " bytes");
-      }
-      madvise(p, static_cast<size_t>(size), MADV_HUGEPAGE);
-      return p;
+      Result<Mapping> pages = Mapping::Anonymous(size, {.huge_pages = true});
+      if (!pages.ok()) return pages.status().WithContext("CPU");
+      // Free gets only the pointer and size back: it adopts the mapping to unmap it.
+      return std::move(*pages).Release();
     }
     const auto rounded = static_cast<size_t>((size + 63) / 64 * 64);
     void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
@@ -42,7 +39,7 @@ class Cpu final : public Device {
   void Free(void* ptr, int64_t size) noexcept override {
     if (ptr == nullptr) return;
     if (size >= kHugeThreshold) {
-      munmap(ptr, static_cast<size_t>(size));
+      const Mapping unmapped = Mapping::Adopt(ptr, size);
     } else {
       std::free(ptr);
     }

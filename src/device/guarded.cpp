@@ -2,7 +2,7 @@
 // out and read-write for its own copies.
 #include "ferry/device/guarded.hpp"
 
-#include <sys/mman.h>
+#include <sys/mman.h>  // memfd_create
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "device/device_support.hpp"
+#include "ferry/core/mapping.hpp"
 
 namespace ferry {
 
@@ -23,8 +24,10 @@ constexpr size_t kSlabSize = size_t{64} << 20;
 constexpr size_t kPage = 4096;
 
 struct Chunk {
-  uint8_t* guard = nullptr;  // PROT_NONE: what callers see
-  uint8_t* alias = nullptr;  // read-write: what the device uses
+  Mapping guard_pages;       // PROT_NONE: what callers see
+  Mapping alias_pages;       // read-write: what the device uses
+  uint8_t* guard = nullptr;  // guard_pages.data()
+  uint8_t* alias = nullptr;  // alias_pages.data()
   size_t size = 0;
   size_t used = 0;
   int64_t live = 0;
@@ -155,24 +158,23 @@ class Guarded final : public Device {
       close(fd);
       return Status::OutOfMemory("guarded: cannot size a memfd to " + std::to_string(size));
     }
-    void* guard = mmap(nullptr, size, PROT_NONE, MAP_SHARED, fd, 0);
-    void* alias = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const auto n = static_cast<int64_t>(size);
+    Result<Mapping> guard = Mapping::OfFile(fd, n, {.access = MapAccess::kNone, .shared = true},
+                                            "the guarded device's memfd");
+    Result<Mapping> alias = Mapping::OfFile(fd, n, {.shared = true}, "the guarded device's memfd");
     close(fd);  // the mappings keep the memory alive
-    if (guard == MAP_FAILED || alias == MAP_FAILED) {
-      if (guard != MAP_FAILED) munmap(guard, size);
-      if (alias != MAP_FAILED) munmap(alias, size);
-      return Status::OutOfMemory("guarded: cannot map " + std::to_string(size) + " bytes");
-    }
-    auto* chunk = new Chunk{static_cast<uint8_t*>(guard), static_cast<uint8_t*>(alias), size, 0, 0};
-    chunks_[reinterpret_cast<uintptr_t>(guard)] = chunk;
+    if (!guard.ok()) return guard.status().WithContext("guarded");
+    if (!alias.ok()) return alias.status().WithContext("guarded");
+    auto* chunk = new Chunk{std::move(*guard), std::move(*alias), nullptr, nullptr, size, 0, 0};
+    chunk->guard = chunk->guard_pages.data();
+    chunk->alias = chunk->alias_pages.data();
+    chunks_[reinterpret_cast<uintptr_t>(chunk->guard)] = chunk;
     return chunk;
   }
 
   void UnmapChunk(Chunk* chunk) noexcept {
     chunks_.erase(reinterpret_cast<uintptr_t>(chunk->guard));
-    munmap(chunk->guard, chunk->size);
-    munmap(chunk->alias, chunk->size);
-    delete chunk;
+    delete chunk;  // its mappings unmap
   }
 
   Chunk* Find(const void* ptr, int64_t n) noexcept {

@@ -1,14 +1,13 @@
 // The server's catalogue of datasets, and kept datasets' one-time encoding.
 #include "dipc/catalogue.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <string>
 
+#include "ferry/core/mapping.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ferry/transport/region.hpp"
@@ -67,20 +66,16 @@ class KeepSink final : public ipc::MessageSink {
 
 class HostRegion final : public transport::Region {
  public:
-  HostRegion(uint8_t* data, int64_t size) : data_(data), size_(size) {}
-  ~HostRegion() override { munmap(data_, static_cast<size_t>(size_)); }
-  HostRegion(const HostRegion&) = delete;
-  HostRegion& operator=(const HostRegion&) = delete;
-  uint8_t* data() const noexcept override { return data_; }
-  int64_t size() const noexcept override { return size_; }
+  explicit HostRegion(Mapping pages) : pages_(std::move(pages)) {}
+  uint8_t* data() const noexcept override { return pages_.data(); }
+  int64_t size() const noexcept override { return pages_.size(); }
   uint64_t WireAddress(int64_t offset) const noexcept override {
-    return reinterpret_cast<uintptr_t>(data_) + static_cast<uint64_t>(offset);
+    return reinterpret_cast<uintptr_t>(pages_.data()) + static_cast<uint64_t>(offset);
   }
   std::string remote_handle() const override { return {}; }
 
  private:
-  uint8_t* data_;
-  int64_t size_;
+  Mapping pages_;
 };
 
 }  // namespace
@@ -88,14 +83,9 @@ class HostRegion final : public transport::Region {
 // An anonymous mapping rather than a core HostBuffer: Reserve would zero every byte that the
 // encoder then writes again (1 GiB twice for a 1 GiB dataset); fresh pages come zeroed for free.
 Result<std::shared_ptr<transport::Region>> MakeHostRegion(int64_t size) {
-  const auto bytes = static_cast<size_t>(std::max<int64_t>(size, 1));
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    return Status(errno, "cannot map " + std::to_string(size) +
-                             " bytes for a kept dataset: " + std::strerror(errno));
-  }
-  return std::shared_ptr<transport::Region>(
-      std::make_shared<HostRegion>(static_cast<uint8_t*>(p), static_cast<int64_t>(bytes)));
+  Result<Mapping> pages = Mapping::Anonymous(std::max<int64_t>(size, 1));
+  if (!pages.ok()) return pages.status().WithContext("a kept dataset");
+  return std::shared_ptr<transport::Region>(std::make_shared<HostRegion>(std::move(*pages)));
 }
 
 void KeptMessage::SetBody(const std::vector<transport::BufferRef>& refs) {

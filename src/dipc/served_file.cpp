@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ferry/core/mapping.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/ipc/sink.hpp"
 
@@ -27,11 +28,9 @@ Status Errno(const std::string& what, const std::string& path) {
 
 // The mapping and the descriptor it came from, released together.
 struct Held {
-  void* address = nullptr;
-  size_t length = 0;
+  Mapping mapping;
   int fd = -1;
   ~Held() {
-    if (address != nullptr) munmap(address, length);
     if (fd >= 0) close(fd);
   }
 };
@@ -161,12 +160,12 @@ Result<DatasetFile> MapServedFile(const std::string& path, bool copy) {
     close(held->fd);
     held->fd = memfd;
   }
-  void* p = mmap(nullptr, static_cast<size_t>(file.size), PROT_READ, MAP_SHARED, held->fd, 0);
-  if (p == MAP_FAILED) return Errno("mapping", path);
-  held->address = p;
-  held->length = static_cast<size_t>(file.size);
+  Result<Mapping> mapped = Mapping::OfFile(
+      held->fd, file.size, {.access = MapAccess::kRead, .shared = true}, "the served file");
+  if (!mapped.ok()) return mapped.status().WithContext("\"" + path + "\"");
+  held->mapping = std::move(*mapped);
   file.fd = held->fd;
-  file.data = static_cast<const uint8_t*>(p);
+  file.data = held->mapping.data();
   file.owner = std::move(held);
   return file;
 }

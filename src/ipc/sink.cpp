@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -18,42 +17,16 @@ namespace {
 
 constexpr int64_t kPage = 4096;
 
-struct MappedPages {
-  void* address = nullptr;
-  size_t length = 0;
-  MappedPages(void* a, size_t l) : address(a), length(l) {}
-  MappedPages(const MappedPages&) = delete;
-  MappedPages& operator=(const MappedPages&) = delete;
-  ~MappedPages() {
-    if (address != nullptr) munmap(address, length);
-  }
-};
-
 }  // namespace
 
-MemorySink::~MemorySink() {
-  if (data_ != nullptr) munmap(data_, static_cast<size_t>(capacity_));
-}
-
 Status MemorySink::Grow(int64_t needed) {
-  int64_t capacity = std::max<int64_t>(capacity_ * 2, int64_t{64} << 10);
+  int64_t capacity = std::max<int64_t>(pages_.size() * 2, int64_t{64} << 10);
   while (capacity < needed) capacity *= 2;
   capacity = (capacity + kPage - 1) / kPage * kPage;
-  // Fresh anonymous pages come zeroed from the kernel and mremap moves pages, not bytes.
-  void* p = data_ == nullptr ? mmap(nullptr, static_cast<size_t>(capacity), PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                             : mremap(data_, static_cast<size_t>(capacity_),
-                                      static_cast<size_t>(capacity), MREMAP_MAYMOVE);
-  if (p == MAP_FAILED) {
-    return Status::OutOfMemory("MemorySink: cannot grow to " + std::to_string(capacity) +
-                               " bytes: " + std::strerror(errno));
-  }
-  data_ = static_cast<uint8_t*>(p);
-  capacity_ = capacity;
-  // Large outputs take huge pages where the kernel offers them: 512x fewer page faults.
-  if (capacity >= (int64_t{2} << 20))
-    (void)madvise(data_, static_cast<size_t>(capacity), MADV_HUGEPAGE);
-  return Status::OK();
+  // Fresh anonymous pages come zeroed from the kernel and mremap moves pages, not bytes. Large
+  // outputs take huge pages where the kernel offers them: 512x fewer page faults.
+  const Status st = pages_.Resize(capacity, {.huge_pages = capacity >= (int64_t{2} << 20)});
+  return st.ok() ? st : st.WithContext("MemorySink");
 }
 
 Status MemorySink::Write(std::span<const ByteSpan> pieces) {
@@ -63,21 +36,19 @@ Status MemorySink::Write(std::span<const ByteSpan> pieces) {
       return Status::Invalid("MemorySink: a piece has a negative or overflowing size");
     }
   }
-  if (total > capacity_) FERRY_RETURN_NOT_OK(Grow(total));
+  if (total > pages_.size()) FERRY_RETURN_NOT_OK(Grow(total));
   for (const ByteSpan& p : pieces) {
     if (p.size == 0) continue;
-    std::memcpy(data_ + size_, p.data, static_cast<size_t>(p.size));
+    std::memcpy(pages_.data() + size_, p.data, static_cast<size_t>(p.size));
     size_ += p.size;
   }
   return Status::OK();
 }
 
 SharedBytes MemorySink::Finish() {
-  auto region = std::make_shared<MappedPages>(data_, static_cast<size_t>(capacity_));
-  SharedBytes out{data_, size_, std::move(region)};
-  data_ = nullptr;
+  auto pages = std::make_shared<Mapping>(std::move(pages_));
+  SharedBytes out{pages->data(), size_, std::move(pages)};
   size_ = 0;
-  capacity_ = 0;
   return out;
 }
 

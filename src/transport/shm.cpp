@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
+#include <sys/mman.h>  // memfd_create
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -89,14 +89,13 @@ class ShmListener final : public Listener {
       close(f);
       return st;
     }
-    void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-    if (p == MAP_FAILED) {
-      const Status st = Errno("mapping a shared segment of " + std::to_string(size) + " bytes");
+    Result<Mapping> pages = Mapping::OfFile(f, size, {.shared = true}, "a shared segment");
+    if (!pages.ok()) {
       close(f);
-      return st;
+      return pages.status();
     }
     return std::shared_ptr<Region>(
-        std::make_shared<ShmRegion>(f, static_cast<uint8_t*>(p), size, next_region_++));
+        std::make_shared<ShmRegion>(f, std::move(*pages), next_region_++));
   }
 
   Result<std::shared_ptr<Region>> RegisterRegion(LentMemory memory) override {

@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "ferry/core/mapping.hpp"
 #include "ferry/transport/shm.hpp"
 #include "ferry/transport/transport.hpp"
 
@@ -25,17 +27,21 @@ constexpr uint64_t kOffsetMask = (uint64_t{1} << kShmOffsetBits) - 1;
 /// with the process (no socket file survives a SIGKILL).
 Result<socklen_t> MakeAddress(const std::string& path, sockaddr_un* addr);
 
-/// A memfd segment the server created, mapped read-write; or memory lent to it (a served file's
-/// mapping), which `owner` keeps and which is never written.
+/// A memfd segment the server created, mapped read-write (the region owns the descriptor and
+/// the mapping); or memory lent to it (a served file's mapping), which `owner` keeps and which is
+/// never written.
 class ShmRegion final : public Region {
  public:
-  ShmRegion(int fd, uint8_t* data, int64_t size, uint32_t index,
-            std::shared_ptr<const void> owner = nullptr)
+  ShmRegion(int fd, Mapping pages, uint32_t index)
+      : fd_(fd),
+        data_(pages.data()),
+        size_(pages.size()),
+        index_(index),
+        pages_(std::move(pages)) {}
+  ShmRegion(int fd, uint8_t* data, int64_t size, uint32_t index, std::shared_ptr<const void> owner)
       : fd_(fd), data_(data), size_(size), index_(index), owner_(std::move(owner)) {}
   ~ShmRegion() override {
-    if (owner_ != nullptr) return;  // lent: the owner unmaps and closes
-    munmap(data_, static_cast<size_t>(size_));
-    close(fd_);
+    if (owner_ == nullptr) close(fd_);  // lent: the owner closes it
   }
   uint8_t* data() const noexcept override { return data_; }
   int64_t size() const noexcept override { return size_; }
@@ -52,6 +58,7 @@ class ShmRegion final : public Region {
   uint8_t* data_;
   int64_t size_;
   uint32_t index_;
+  Mapping pages_;
   std::shared_ptr<const void> owner_;
 };
 

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -49,15 +48,6 @@ static_assert(sizeof(FrameHeader) == 24);
 // bound.
 constexpr uint64_t kMaxPayload = uint64_t{1} << 36;
 constexpr uint64_t kOffsetMask = (uint64_t{1} << kShmOffsetBits) - 1;
-
-// A segment the client mapped read-only; arrays over it hold it through SharedBytes owners.
-struct Mapping {
-  const uint8_t* data = nullptr;
-  int64_t size = 0;
-  ~Mapping() {
-    if (data != nullptr) munmap(const_cast<uint8_t*>(data), static_cast<size_t>(size));
-  }
-};
 
 class ShmConnection final : public Connection {
  public:
@@ -127,8 +117,8 @@ class ShmConnection final : public Connection {
                             std::chrono::milliseconds /*timeout*/) override {
     FetchedBody out;
     out.buffers.reserve(refs.size());
-    std::shared_ptr<Mapping> only;  // the one segment every ref lies in, if there is one
-    std::vector<std::shared_ptr<Mapping>> of(refs.size());
+    std::shared_ptr<const Mapping> only;  // the one segment every ref lies in, if there is one
+    std::vector<std::shared_ptr<const Mapping>> of(refs.size());
     {
       std::lock_guard lock(regions_mutex_);
       for (size_t i = 0; i < refs.size(); ++i) {
@@ -142,11 +132,11 @@ class ShmConnection final : public Connection {
         }
         uint64_t end = 0;
         if (__builtin_add_overflow(offset, refs[i].length, &end) ||
-            end > static_cast<uint64_t>(it->second->size)) {
+            end > static_cast<uint64_t>(it->second->size())) {
           return Status::Invalid(
               "buffer " + std::to_string(i) + " (offset " + std::to_string(offset) + ", length " +
               std::to_string(refs[i].length) + ") lies outside segment " + std::to_string(index) +
-              " of " + std::to_string(it->second->size) + " bytes");
+              " of " + std::to_string(it->second->size()) + " bytes");
         }
         of[i] = it->second;
         if (i == 0) only = it->second;
@@ -156,7 +146,7 @@ class ShmConnection final : public Connection {
     }
     if (refs.empty() || only != nullptr) {
       // In place: the bytes are the whole segment, and the arrays keep the mapping.
-      if (only != nullptr) out.bytes = SharedBytes{only->data, only->size, only};
+      if (only != nullptr) out.bytes = SharedBytes{only->data(), only->size(), only};
       out.borrowed = !refs.empty();
       return out;
     }
@@ -165,7 +155,7 @@ class ShmConnection final : public Connection {
     for (size_t i = 0; i < refs.size(); ++i) {
       const int64_t at = (local->size() + 7) / 8 * 8;
       FERRY_RETURN_NOT_OK(local->Resize(at));
-      FERRY_RETURN_NOT_OK(local->Append(of[i]->data + out.buffers[i].address,
+      FERRY_RETURN_NOT_OK(local->Append(of[i]->data() + out.buffers[i].address,
                                         static_cast<int64_t>(out.buffers[i].length)));
       out.buffers[i].address = static_cast<uint64_t>(at);
     }
@@ -401,11 +391,12 @@ class ShmConnection final : public Connection {
       return Status::Invalid("segment " + std::to_string(h.tag) +
                              " is not sealed against shrinking");
     }
-    void* p = mmap(nullptr, h.length, PROT_READ, MAP_SHARED, f, 0);
-    if (p == MAP_FAILED) return Errno("mapping segment " + std::to_string(h.tag));
-    auto m = std::make_shared<Mapping>();
-    m->data = static_cast<const uint8_t*>(p);
-    m->size = static_cast<int64_t>(h.length);
+    // A segment the client maps read-only; arrays over it hold it through SharedBytes owners.
+    Result<Mapping> pages =
+        Mapping::OfFile(f, static_cast<int64_t>(h.length),
+                        {.access = MapAccess::kRead, .shared = true}, "a shared segment");
+    if (!pages.ok()) return pages.status().WithContext("segment " + std::to_string(h.tag));
+    auto m = std::make_shared<const Mapping>(std::move(*pages));
     std::lock_guard lock(regions_mutex_);
     regions_[h.tag] = std::move(m);
     return Status::OK();
@@ -426,7 +417,7 @@ class ShmConnection final : public Connection {
   size_t stage_begin_ = 0;
   size_t stage_end_ = 0;
   std::mutex regions_mutex_;
-  std::map<uint64_t, std::shared_ptr<Mapping>> regions_;
+  std::map<uint64_t, std::shared_ptr<const Mapping>> regions_;
   std::thread reader_;
 };
 

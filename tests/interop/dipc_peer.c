@@ -21,10 +21,11 @@
  * - [Protocol Description] both shapes: one connection carrying both streams, and separate
  *   metadata and data connections, each with its own want_data (free_data and remote_handle on
  *   the data URI), told apart by the want_data tag they send.
- * Where the text is loose, it follows ferry's issue 17: every DictionaryBatch/RecordBatch gets a
- * body even with bodyLength 0; metadata is reordered by sequence number (a schema anywhere but 0,
- * a duplicate, or a sequence number at or past the end of stream is an error); an AM header is an
- * error; a server that closes after its last send is not an error for the client.
+ * Where the text is loose, it follows ferry's reading (docs/dipc.md): every
+ * DictionaryBatch/RecordBatch gets a body even with bodyLength 0; metadata is reordered by sequence
+ * number (a schema anywhere but 0, a duplicate, or a sequence number at or past the end of stream
+ * is an error); an AM header is an error; a server that closes after its last send is not an error
+ * for the client.
  *
  * What it deliberately does not do: no Flight control plane (the URI and ticket come from the
  * command line); no CUDA or device memory; no sequence-number wrap past UINT32_MAX; no IPC

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -185,6 +186,11 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                   "Seconds the server may stay silent (a stopped server) before the read fails")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--connect-timeout", o->connect_timeout_s,
+                  "Seconds to keep trying while nothing listens at the URI (a server still "
+                  "starting) before failing")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-batch-bytes", o->max_batch_bytes,
                   "The largest batch body the server may make this client allocate")
       ->capture_default_str()
@@ -315,6 +321,7 @@ int RunGet(const GetOptions& o) {
   dipc::ClientOptions options;
   options.device = *device;
   options.timeout = Millis(o.timeout_s);
+  options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
   options.max_body_bytes = o.max_batch_bytes;
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;

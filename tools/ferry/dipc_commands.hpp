@@ -61,6 +61,9 @@ struct GetOptions {
   std::string validation = "full";
   /// How long the server may stay silent before the read fails.
   double timeout_s = 30;
+  /// How long to keep trying while nothing listens at the URI: a URI is printed once its server
+  /// listens, so a refused connection soon means the server is gone.
+  double connect_timeout_s = 2;
   /// The largest body (one batch) the server may make this client allocate.
   int64_t max_batch_bytes = int64_t{4} << 30;
   bool progress = true;

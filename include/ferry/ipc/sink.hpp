@@ -10,6 +10,7 @@
 #include "ferry/abi/export.h"
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/host_buffer.hpp"
+#include "ferry/core/mapping.hpp"
 #include "ferry/core/result.hpp"
 
 namespace ferry::ipc {
@@ -63,21 +64,19 @@ class FERRY_EXPORT MessageSink {
 class FERRY_EXPORT MemorySink final : public Sink {
  public:
   MemorySink() = default;
-  ~MemorySink() override;
   MemorySink(const MemorySink&) = delete;
   MemorySink& operator=(const MemorySink&) = delete;
   Status Write(std::span<const ByteSpan> pieces) override;
   int64_t position() const noexcept override { return size_; }
   /// The bytes written so far (valid until the next Write or Finish).
-  const uint8_t* data() const noexcept { return data_; }
+  const uint8_t* data() const noexcept { return pages_.data(); }
   /// Hand the bytes over as SharedBytes (no copy); the sink is empty afterwards.
   SharedBytes Finish();
 
  private:
   Status Grow(int64_t needed);
-  uint8_t* data_ = nullptr;
+  Mapping pages_;
   int64_t size_ = 0;
-  int64_t capacity_ = 0;
 };
 
 /// A sink over a file descriptor (file, pipe or socket). Pieces go out with writev, straight from

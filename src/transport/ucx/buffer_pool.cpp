@@ -4,7 +4,6 @@
 #include "transport/ucx/buffer_pool.hpp"
 
 #include <pthread.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "ferry/core/mapping.hpp"
 
 namespace ferry::transport::internal::ucx {
 
@@ -104,17 +105,18 @@ class BufferPool {
 
   static uint8_t* Allocate(size_t capacity) {
     if (capacity < kHuge) return static_cast<uint8_t*>(std::aligned_alloc(64, capacity));
-    void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
-    madvise(p, capacity, MADV_HUGEPAGE);
-    return static_cast<uint8_t*>(p);
+    Result<Mapping> pages =
+        Mapping::Anonymous(static_cast<int64_t>(capacity), {.huge_pages = true});
+    if (!pages.ok()) return nullptr;
+    // The pool tracks buffers by pointer; Release adopts the mapping back to unmap it.
+    return static_cast<uint8_t*>(std::move(*pages).Release());
   }
 
   static void Release(uint8_t* data, size_t capacity) {
     if (capacity < kHuge) {
       std::free(data);
     } else {
-      munmap(data, capacity);
+      const Mapping unmapped = Mapping::Adopt(data, static_cast<int64_t>(capacity));
     }
   }
 

@@ -1,0 +1,110 @@
+/* ferry's C surface: the Dissociated IPC server and client (docs/dipc.md).
+ * One part of ferry/capi/ferry.h, which states the conventions every part follows; it may be
+ * included alone. */
+#ifndef FERRY_CAPI_DIPC_H
+#define FERRY_CAPI_DIPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferry/capi/device.h"
+#include "ferry/capi/ipc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Dissociated IPC: server and client --------------------------------------------------- */
+
+/** Body types of the Dissociated IPC protocol: whole packed bodies, or (offset, length) pairs into
+ * the server's shared region. */
+enum FerryDipcBodyType { FERRY_DIPC_BODY_PACKED = 0, FERRY_DIPC_BODY_BUFFER_LIST = 1 };
+
+/** How a server runs: a transport ("shm" or "ucx"; NULL means "shm"), where to listen (NULL or ""
+ * picks a fresh address), a FerryDipcBodyType, the shared region's size in bytes (0: 256 MiB),
+ * which bounds the body memory in flight, how long the server waits on a client (its request,
+ * its frees, its sends; 0: 30 s), and the most clients served at once (0: 256). */
+struct FerryDipcServerOptions {
+  const char* transport;
+  const char* address;
+  int32_t body_type;
+  int64_t region_bytes;
+  int64_t timeout_ms;
+  int32_t max_clients;
+};
+
+/** A running server; opaque. */
+struct FerryDipcServer;
+
+/** Start a server (its accept thread runs until FerryDipcServerRelease). `options` may be NULL. */
+FERRY_EXPORT FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options,
+                                                 struct FerryDipcServer** out,
+                                                 struct FerryError* error);
+/** Serve the IPC stream or file at `path` under `name` (mapped once, read zero-copy per client). */
+FERRY_EXPORT FerryErrorCode FerryDipcServerAddPath(struct FerryDipcServer* server, const char* name,
+                                                   const char* path, struct FerryError* error);
+/** Serve `stream` under `name` to the first client that asks (moved in: released on return). */
+FERRY_EXPORT FerryErrorCode FerryDipcServerAddStream(struct FerryDipcServer* server,
+                                                     const char* name,
+                                                     struct ArrowDeviceArrayStream* stream,
+                                                     struct FerryError* error);
+/** Serve the IPC stream or file at `path` under `name` from memory of its own: its bodies are
+ * written there once, now, and every client gets them without a copy: lent (body type 1) or sent
+ * whole from there (type 0); memory: the file's body bytes until the server is released. That
+ * memory has its own URI
+ * (FerryDipcServerUri with this name). */
+FERRY_EXPORT FerryErrorCode FerryDipcServerKeepPath(struct FerryDipcServer* server,
+                                                    const char* name, const char* path,
+                                                    struct FerryError* error);
+/** The URI clients read dataset `name` with (NULL: datasets served from the shared region), both
+ * streams on one connection, written NUL-terminated into `out` (ERANGE when too small). */
+FERRY_EXPORT FerryErrorCode FerryDipcServerUri(const struct FerryDipcServer* server,
+                                               const char* name, char* out, size_t out_size,
+                                               struct FerryError* error);
+/** The split shape's metadata URI and data URI for `name` (FerryDipcConnectTwo); written like
+ * FerryDipcServerUri. */
+FERRY_EXPORT FerryErrorCode FerryDipcServerMetadataUri(const struct FerryDipcServer* server,
+                                                       const char* name, char* out, size_t out_size,
+                                                       struct FerryError* error);
+FERRY_EXPORT FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer* server,
+                                                   const char* name, char* out, size_t out_size,
+                                                   struct FerryError* error);
+/** Stop the server, close every session and free it. NULL is ignored. */
+FERRY_EXPORT void FerryDipcServerRelease(struct FerryDipcServer* server);
+
+/** How a client reads: where batches land (NULL: the CPU), how long the server may stay silent
+ * (0: 30 s), and the largest metadata message and body taken from it (0: 64 MiB and 4 GiB). */
+struct FerryDipcClientOptions {
+  const struct FerryDevice* device;
+  int64_t timeout_ms;
+  int64_t max_metadata_bytes;
+  int64_t max_body_bytes;
+};
+
+/** Connect to `uri`, ask for `ticket` and fill `out` with the stream of its batches, which land on
+ * `device` (NULL: the CPU). Validation of what arrives is full. A refused ticket, an unreachable
+ * or dead server fails here (with the server's words when the URI carries ferry=1). */
+FERRY_EXPORT FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
+                                             const struct FerryDevice* device,
+                                             struct ArrowDeviceArrayStream* out,
+                                             struct FerryError* error);
+/** As FerryDipcConnect, in the split shape: metadata from `uri` and bodies (and free_data) from
+ * `data_uri` (FerryDipcServerMetadataUri and FerryDipcServerDataUri). */
+FERRY_EXPORT FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri,
+                                                const char* ticket,
+                                                const struct FerryDevice* device,
+                                                struct ArrowDeviceArrayStream* out,
+                                                struct FerryError* error);
+/** As FerryDipcConnect (or FerryDipcConnectTwo when `data_uri` is not NULL), with `options`
+ * (NULL: the defaults). */
+FERRY_EXPORT FerryErrorCode FerryDipcConnectWith(const char* uri, const char* data_uri,
+                                                 const char* ticket,
+                                                 const struct FerryDipcClientOptions* options,
+                                                 struct ArrowDeviceArrayStream* out,
+                                                 struct FerryError* error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FERRY_CAPI_DIPC_H */

@@ -1,0 +1,337 @@
+"""Every code block of docs/*.md and README.md runs (tests/docs/doc_blocks.py says how): Python
+blocks in a fresh interpreter, where a nanobind leak report at exit fails the block; C and C++
+fragments compiled against the built library (one program per language, one function per block);
+Ruby against the built extension; sh and console commands against the built CLI, a `ferry serve`
+among them in the background, its URI standing in for the one the page shows."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import doc_blocks
+import fixtures
+import preludes
+
+ROOT = Path(doc_blocks.ROOT)
+BLOCKS = doc_blocks.all_blocks()
+RUN = [b for b in BLOCKS if b.language in doc_blocks.RUNNABLE]
+URI = re.compile(r"'?\b(?:grpc(?:\+tls)?|shm|ucx)://[^\s']*'?")
+
+
+def build_dir():
+    library = os.environ.get("FERRY_LIBRARY")
+    if library:
+        return Path(library).parent
+    return ROOT / "build" / "test"
+
+
+def cli():
+    return os.environ.get("FERRY_CLI") or str(build_dir() / "tools" / "ferry" / "ferry")
+
+
+def environment():
+    env = dict(os.environ)
+    env["PATH"] = str(Path(cli()).parent) + os.pathsep + env.get("PATH", "")
+    env.setdefault("FERRY_CUDA_DRIVER",
+                   str(build_dir() / "tests" / "support" / "cuda_standin" / "libferry_cuda_standin.so"))
+    return env
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    return tmp_path
+
+
+def start_servers(block, directory, env):
+    servers, replace = [], {}
+    for name in block.option_list("server"):
+        server, shown = fixtures.start_server(name, cli(), directory, env)
+        servers.append(server)
+        replace.update(shown)
+    return servers, replace
+
+
+def substitute(code, replace):
+    for shown, real in replace.items():
+        code = code.replace(shown, real)
+    return code
+
+
+# ---------------------------------------------------------------------------------------------
+# Python and Ruby
+
+
+def python_source(block):
+    """The block, preceded by the page's earlier Python blocks it continues (after=previous)."""
+    chain = [block]
+    page = [b for b in BLOCKS if b.page == block.page and b.language == "python"]
+    while chain[0].options.get("after") == "previous":
+        earlier = [b for b in page if b.index < chain[0].index]
+        chain.insert(0, earlier[-1])
+    return chain
+
+
+def run_python(block, workdir):
+    env = environment()
+    chain = python_source(block)
+    for b in chain:
+        fixtures.make_files(b.option_list("files"), workdir)
+    servers, replace = [], {}
+    try:
+        for b in chain:
+            s, r = start_servers(b, workdir, env)
+            servers += s
+            replace.update(r)
+        script = workdir / "block.py"
+        script.write_text("".join(substitute(b.code, replace) for b in chain))
+        r = subprocess.run([sys.executable, str(script)], cwd=workdir, env=env, text=True,
+                           capture_output=True, timeout=120)
+    finally:
+        for s in servers:
+            s.stop()
+    assert r.returncode == 0, f"{block.page}:{block.line}:\n{r.stdout}\n{r.stderr}"
+    assert "nanobind: leaked" not in r.stderr, f"{block.page}:{block.line}: {r.stderr}"
+
+
+def run_ruby(block, workdir):
+    fixtures.make_files(block.option_list("files"), workdir)
+    script = workdir / "block.rb"
+    script.write_text(block.code)
+    r = subprocess.run(["ruby", "-I", str(build_dir() / "ruby"), "-I", str(ROOT / "ruby" / "lib"),
+                        str(script)], cwd=workdir, text=True, capture_output=True, timeout=120)
+    assert r.returncode == 0, f"{block.page}:{block.line}:\n{r.stdout}\n{r.stderr}"
+
+
+# ---------------------------------------------------------------------------------------------
+# C and C++: one program per language, one function per block, #line pointing at the page
+
+
+def headers():
+    include = ROOT / "include" / "ferry"
+    return sorted(str(p.relative_to(ROOT / "include")) for p in include.glob("*/*.hpp")
+                  if p.parent.name not in ("testing",))
+
+
+def block_name(block):
+    return re.sub(r"\W", "_", f"{Path(block.page).stem}_{block.index}")
+
+
+def program(language, blocks):
+    table = preludes.CPP if language == "cpp" else preludes.C
+    out = []
+    if language == "cpp":
+        out += ["#include <fcntl.h>", "#include <unistd.h>", "#include <cstdio>",
+                "#include <cstring>", "#include <memory>", "#include <string>",
+                "#include <vector>"]
+        out += [f'#include "{h}"' for h in headers()]
+    else:
+        out += ["#include <stdio.h>", "#include <stdlib.h>", "#include <string.h>",
+                '#include "ferry/capi/ferry.h"', '#include "ferry/capi/flight.h"']
+    globals_done = set()
+    bodies = []
+    for b in blocks:
+        names = b.option_list("prelude")
+        for name in names:
+            if name not in globals_done:
+                out.append(table[name][0])
+                globals_done.add(name)
+        code_lines = b.code.split("\n")
+        includes = [line for line in code_lines if line.startswith("#include")]
+        out += includes
+        body = "\n".join("" if line.startswith("#include") else line for line in code_lines)
+        locals_ = "".join(table[name][1] for name in names)
+        if language == "cpp":
+            bodies.append(f"namespace docs_{block_name(b)} {{\nusing namespace ferry;\n"
+                          f"static ferry::Status Block() {{\n{locals_}\n"
+                          f'#line {b.line} "{b.page}"\n{body}\n'
+                          f"  return ferry::Status::OK();\n}}\n}}\n")
+        else:
+            bodies.append(f"static void Block_{block_name(b)}(void) {{\n{locals_}\n"
+                          f'#line {b.line} "{b.page}"\n{body}\n}}\n')
+    out += bodies
+    out.append("int main(int argc, char** argv) {")
+    out.append("  if (argc < 2) return 2;")
+    for b in blocks:
+        name = block_name(b)
+        if language == "cpp":
+            out.append(f'  if (std::strcmp(argv[1], "{name}") == 0) {{\n'
+                       f"    ferry::Status st = docs_{name}::Block();\n"
+                       f'    if (!st.ok()) {{ std::fprintf(stderr, "%s\\n", st.message().c_str()); '
+                       f"return 1; }}\n    return 0;\n  }}")
+        else:
+            out.append(f'  if (strcmp(argv[1], "{name}") == 0) {{ Block_{name}(); return 0; }}')
+    out.append("  return 2;\n}")
+    return "\n".join(out) + "\n"
+
+
+@pytest.fixture(scope="session")
+def programs(tmp_path_factory):
+    """language -> (the built program, or the compiler's complaint)."""
+    out = {}
+    where = tmp_path_factory.mktemp("docs-programs")
+    lib = build_dir()
+    for language, compiler, std in (("cpp", "g++", "-std=c++20"), ("c", "gcc", "-std=c11")):
+        blocks = [b for b in RUN if b.language == language]
+        source = where / f"blocks.{language}"
+        source.write_text(program(language, blocks))
+        binary = where / f"blocks-{language}"
+        cmd = [compiler, std, "-O0", "-w", f"-I{ROOT / 'include'}", str(source), "-o", str(binary),
+               f"-L{lib}", f"-Wl,-rpath,{lib}", "-lferry_flight", "-lferry"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        out[language] = (binary if r.returncode == 0 else None, r.stderr[-6000:])
+    return out
+
+
+def run_compiled(block, workdir, programs):
+    binary, complaint = programs[block.language]
+    assert binary is not None, f"the {block.language} blocks do not compile:\n{complaint}"
+    env = environment()
+    fixtures.make_files(block.option_list("files"), workdir)
+    r = subprocess.run([str(binary), block_name(block)], cwd=workdir, env=env, text=True,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, f"{block.page}:{block.line}:\n{r.stdout}\n{r.stderr}"
+    if block.language == "c":
+        # The C fragments print what failed and carry on; a clean run prints nothing to stderr.
+        assert r.stderr == "", f"{block.page}:{block.line}: {r.stderr}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Shell transcripts and command lists
+
+
+def run_commands(block, workdir):
+    env = environment()
+    fixtures.make_files(block.option_list("files"), workdir)
+    servers, replace = start_servers(block, workdir, env)
+    served = None
+    try:
+        listed = doc_blocks.commands(block.code, block.language)
+        for i, (command, shown) in enumerate(listed):
+            if command.startswith("echo $?") or command == "^C":
+                continue
+            # A failing command is followed by `$ echo $?` and the status it exits with.
+            expected = 0
+            if i + 1 < len(listed) and listed[i + 1][0] == "echo $?" and listed[i + 1][1]:
+                expected = int(listed[i + 1][1][0])
+            command = substitute(command, replace)
+            words = shlex.split(command)
+            first = next((k for k, w in enumerate(words) if "=" not in w), 0)
+            if words[first:first + 2] == ["ferry", "serve"]:
+                server = fixtures.Server(cli(), words[first + 2:], workdir, env)
+                servers.append(server)
+                served = server.uri
+                continue
+            if served is not None:
+                # Later commands name the URI the page shows; they get the server's own.
+                command = URI.sub(lambda _: f"'{served}'", command)
+            r = subprocess.run(["bash", "-c", command], cwd=workdir, env=env, text=True,
+                               capture_output=True, timeout=300)
+            assert r.returncode == expected, (f"{block.page}:{block.line}: {command}: exit "
+                                              f"{r.returncode}, the page shows {expected}:\n"
+                                              f"{r.stdout}\n{r.stderr}")
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def check_ci(block):
+    """Each command of the block is run by CI: its program and subcommand, and each argument that
+    names a file of the repository, appear in one of the files named by ci=."""
+    text = " ".join(" ".join((ROOT / f).read_text().split()) for f in block.option_list("ci"))
+    for command, _ in doc_blocks.commands(block.code, "sh"):
+        words = shlex.split(command)
+        needed = [" ".join(words[:2])] + [w for w in words[2:] if (ROOT / w).exists()]
+        for n in needed:
+            assert n in text, (f"{block.page}:{block.line}: `{command}`: CI "
+                               f"({', '.join(block.option_list('ci'))}) never runs {n!r}")
+
+
+def check_bench(block):
+    """A benchmark's commands take minutes of a quiet machine, so they are checked, not run: every
+    repository file they name exists, every benchmark binary is a target of bench/CMakeLists.txt,
+    every -D option is one of the project's, and every --flag given to a Python script is one the
+    script defines."""
+    cmake = (ROOT / "CMakeLists.txt").read_text() + (ROOT / "bench" / "CMakeLists.txt").read_text()
+    bench_cmake = (ROOT / "bench" / "CMakeLists.txt").read_text()
+    for command, _ in doc_blocks.commands(block.code, "sh"):
+        words = shlex.split(command)
+        where = f"{block.page}:{block.line}: `{command}`"
+        script = None
+        for w in words:
+            name = os.path.basename(w)
+            m = re.fullmatch(r"ferry_(\w+?)_bench", name)
+            if m:
+                assert (ROOT / "bench" / m.group(1)).is_dir() or name in bench_cmake, \
+                    f"{where}: no benchmark target {name}"
+            elif w.startswith("-DFERRY_"):
+                option = w[2:].split("=", 1)[0]
+                assert option in cmake, f"{where}: no CMake option {option}"
+            elif w.startswith(("bench/", "scripts/", "tests/")):
+                assert (ROOT / w).exists(), f"{where}: no file {w}"
+                if w.endswith(".py"):
+                    script = (ROOT / w).read_text()
+            elif script is not None and w.startswith("--"):
+                flag = w.split("=", 1)[0]
+                assert f'"{flag}"' in script or f"'{flag}'" in script, \
+                    f"{where}: the script has no option {flag}"
+
+
+def run_shell(block, workdir):
+    if block.options.get("ci"):
+        check_ci(block)
+    elif block.options.get("bench"):
+        check_bench(block)
+    else:
+        run_commands(block, workdir)
+
+
+# ---------------------------------------------------------------------------------------------
+# CMake: the lines a consumer writes, against ferry installed from the build tree
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory):
+    prefix = tmp_path_factory.mktemp("docs-install")
+    r = subprocess.run(["cmake", "--install", str(build_dir()), "--prefix", str(prefix)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return prefix
+
+
+def run_cmake(block, workdir, installed):
+    (workdir / "main.c").write_text("int main(void) { return 0; }\n")
+    (workdir / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.25)\nproject(docs_consumer C CXX)\n"
+        "add_executable(app main.c)\n" + block.code)
+    for cmd in (["cmake", "-S", ".", "-B", "b", "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={installed}"],
+                ["cmake", "--build", "b"]):
+        r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{block.page}:{block.line}:\n{r.stdout}\n{r.stderr}"
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+RUNNERS = {"python": run_python, "ruby": run_ruby, "cpp": run_compiled, "c": run_compiled,
+           "sh": run_shell, "console": run_shell, "cmake": run_cmake}
+
+
+@pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
+def test_block(block, request):
+    runner = RUNNERS[block.language]
+    kwargs = {"block": block}
+    for name in runner.__code__.co_varnames[:runner.__code__.co_argcount]:
+        if name != "block":
+            kwargs[name] = request.getfixturevalue(name)
+    runner(**kwargs)
+
+
+def test_every_page_parses_and_tags_its_fences():
+    # doc_blocks raises for an untagged or unknown fence; collecting BLOCKS above already did,
+    # so reaching here means every page passed. Check that the runnable set is not empty.
+    assert len(RUN) > 20, [b.id for b in BLOCKS]
