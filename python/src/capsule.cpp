@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ferry/core/keep_alive.hpp"
 #include "ferry/format/schema_view.hpp"
 
 namespace ferry::python {
@@ -63,21 +64,6 @@ Unique<T> Take(nb::handle capsule, const char* name) {
     Raise(PyExc_ValueError, std::string("the '") + name + "' capsule was already consumed");
   }
   return Unique<T>(raw);  // moves the struct out; the capsule's copy is marked released
-}
-
-struct ExportPrivate {
-  std::shared_ptr<const void> keep;
-  std::vector<ArrowArray> children;
-  std::vector<ArrowArray*> child_pointers;
-  ArrowArray dictionary{};
-};
-
-void ReleaseExport(ArrowArray* array) {
-  auto* priv = static_cast<ExportPrivate*>(array->private_data);
-  for (ArrowArray& child : priv->children) ReleaseIfLive(&child);
-  ReleaseIfLive(&priv->dictionary);
-  delete priv;  // drops the reference to the owner (its destructor guards the GIL itself)
-  array->release = nullptr;
 }
 
 bool SameLayout(const SchemaView& a, const SchemaView& b) {
@@ -154,23 +140,10 @@ UniqueDeviceArrayStream TakeDeviceStream(nb::handle c) {
 }
 
 void ExportArrayRef(const ArrowArray* src, std::shared_ptr<const void> keep, ArrowArray* out) {
-  auto priv = std::make_unique<ExportPrivate>();
-  std::memcpy(out, src, sizeof(ArrowArray));
-  // The buffer pointer array belongs to `src`, which `keep` keeps alive: shared as it is.
-  priv->children.resize(static_cast<size_t>(src->n_children));
-  priv->child_pointers.resize(static_cast<size_t>(src->n_children));
-  for (int64_t i = 0; i < src->n_children; ++i) {
-    ExportArrayRef(src->children[i], keep, &priv->children[static_cast<size_t>(i)]);
-    priv->child_pointers[static_cast<size_t>(i)] = &priv->children[static_cast<size_t>(i)];
-  }
-  out->children = src->n_children > 0 ? priv->child_pointers.data() : nullptr;
-  if (src->dictionary != nullptr) {
-    ExportArrayRef(src->dictionary, keep, &priv->dictionary);
-    out->dictionary = &priv->dictionary;
-  }
-  priv->keep = std::move(keep);
-  out->private_data = priv.release();
-  out->release = ReleaseExport;
+  // KeepAlive mirrors the tree: its nodes share one allocation and each holds `keep`, so a
+  // consumer may move a child out and release it after the rest.
+  KeepAlive nodes(std::move(keep));
+  nodes.Mirror(*src, out);
 }
 
 bool RequestIsRelabel(const ArrowSchema* have, const ArrowSchema* request) {

@@ -32,9 +32,9 @@ UniqueDeviceArray TakeDeviceArray(nb::handle capsule);
 UniqueArrayStream TakeStream(nb::handle capsule);
 UniqueDeviceArrayStream TakeDeviceStream(nb::handle capsule);
 
-/// Write into `out` a shallow copy of the tree at `src` (children and dictionary included):
-/// the buffers are shared, not copied, and `out`'s release drops one reference to `keep`, which
-/// must keep `src` alive. Safe to release from any thread.
+/// Write into `out` a shallow copy of the tree at `src` (children and dictionary included), made
+/// by KeepAlive: the buffers are shared, not copied, and the last node released drops the
+/// reference to `keep`, which must keep `src` alive. Safe to release from any thread.
 void ExportArrayRef(const ArrowArray* src, std::shared_ptr<const void> keep, ArrowArray* out);
 
 /// Make `schema` (a deep copy of `request`) acceptable for `have`'s data, or say why not:

@@ -70,8 +70,7 @@ class ServerImpl final : public Server {
   Status LendFile(const std::string& name, const std::shared_ptr<Dataset>& dataset) {
     const DatasetFile& file = *dataset->file();
     FERRY_ASSIGN_OR_RAISE(std::shared_ptr<transport::Region> region,
-                          state_->listener->RegisterRegion(
-                              transport::LentMemory{file.data, file.size, file.fd, file.owner}));
+                          state_->listener->RegisterRegion(LendableBytes(file)));
     FERRY_ASSIGN_OR_RAISE(
         std::shared_ptr<const internal::Kept> kept,
         internal::EncodeFromFile(*dataset, file, std::move(region), state_->options.write));

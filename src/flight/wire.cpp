@@ -140,7 +140,7 @@ Result<SharedBytes> GatherBody(const std::vector<std::pair<const grpc::Slice*, B
 std::string Gather(const std::vector<std::pair<const grpc::Slice*, ByteSpan>>& pieces) {
   std::string out;
   for (const auto& [slice, span] : pieces) {
-    out.append(static_cast<const char*>(span.data), static_cast<size_t>(span.size));
+    out.append(reinterpret_cast<const char*>(span.data), static_cast<size_t>(span.size));
   }
   return out;
 }
@@ -174,7 +174,7 @@ grpc::ByteBuffer EncodeFlightData(const ipc::EncodedMessage& message,
     for (const ByteSpan& piece : message.body) {
       if (piece.size <= 0) continue;
       if (!message.in_place || piece.size < kSmallPiece) {
-        slices.pending().append(static_cast<const char*>(piece.data),
+        slices.pending().append(reinterpret_cast<const char*>(piece.data),
                                 static_cast<size_t>(piece.size));
       } else {
         slices.Lend(piece.data, piece.size, keep_alive);

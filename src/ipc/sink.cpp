@@ -77,7 +77,7 @@ Status FileSink::Write(std::span<const ByteSpan> pieces) {
   std::vector<iovec> iov;
   iov.reserve(pieces.size());
   for (const ByteSpan& p : pieces) {
-    if (p.size > 0) iov.push_back(iovec{const_cast<void*>(p.data), static_cast<size_t>(p.size)});
+    if (p.size > 0) iov.push_back(iovec{const_cast<uint8_t*>(p.data), static_cast<size_t>(p.size)});
   }
   size_t first = 0;
   while (first < iov.size()) {

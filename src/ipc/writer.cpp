@@ -71,7 +71,7 @@ uint64_t HashBody(const internal::AssembledBody& body) {
   for (const fb::Buffer& b : body.buffers) mix(static_cast<uint64_t>(b.length()));
   for (const ByteSpan& p : body.pieces) {
     mix(std::hash<std::string_view>{}(
-        std::string_view(static_cast<const char*>(p.data), static_cast<size_t>(p.size))));
+        std::string_view(reinterpret_cast<const char*>(p.data), static_cast<size_t>(p.size))));
   }
   return h;
 }
@@ -157,8 +157,8 @@ struct StreamWriter::Impl {
     if (body != nullptr) {
       buffers.reserve(body->buffers.size());
       for (size_t i = 0; i < body->buffers.size(); ++i) {
-        buffers.push_back(
-            BodyBuffer{body->buffers[i].offset(), body->buffers[i].length(), body->buffer_data[i]});
+        buffers.push_back(BodyBuffer{body->buffers[i].offset(), body->buffers[i].length(),
+                                     static_cast<const uint8_t*>(body->buffer_data[i])});
       }
       m.body = body->pieces;
       m.body_length = body->body_length;

@@ -98,7 +98,7 @@ class ShmListener final : public Listener {
         std::make_shared<ShmRegion>(f, std::move(*pages), next_region_++));
   }
 
-  Result<std::shared_ptr<Region>> RegisterRegion(LentMemory memory) override {
+  Result<std::shared_ptr<Region>> RegisterRegion(LendableBytes memory) override {
     if (memory.fd < 0 || memory.data == nullptr || memory.owner == nullptr) {
       return Status::Invalid("lending memory over shared memory needs its mapping, its owner " +
                              std::string("and the descriptor it maps"));
@@ -114,7 +114,7 @@ class ShmListener final : public Listener {
                              std::to_string(memory.size) + " bytes");
     }
     // Never written: the const_cast only fits Region's interface.
-    auto* data = static_cast<uint8_t*>(const_cast<void*>(memory.data));
+    auto* data = const_cast<uint8_t*>(memory.data);
     return std::shared_ptr<Region>(std::make_shared<ShmRegion>(
         memory.fd, data, memory.size, next_region_++, std::move(memory.owner)));
   }

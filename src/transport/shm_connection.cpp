@@ -178,7 +178,7 @@ class ShmConnection final : public Connection {
       }
       if (p.size == 0) continue;
       header->length += static_cast<uint64_t>(p.size);
-      iov->push_back(iovec{const_cast<void*>(p.data), static_cast<size_t>(p.size)});
+      iov->push_back(iovec{const_cast<uint8_t*>(p.data), static_cast<size_t>(p.size)});
     }
     return Status::OK();
   }

@@ -56,7 +56,7 @@ Result<std::shared_ptr<Region>> Listener::CreateRegion(int64_t /*size*/) {
 
 // `memory` is a sink parameter that the default implementation drops.
 Result<std::shared_ptr<Region>> Listener::RegisterRegion(
-    LentMemory /*memory*/) {  // NOLINT(performance-unnecessary-value-param)
+    LendableBytes /*memory*/) {  // NOLINT(performance-unnecessary-value-param)
   return Status(ENOTSUP, "this transport cannot lend memory it did not make");
 }
 

@@ -70,6 +70,16 @@ std::string MappingOf(const void* address) {
   return "";
 }
 
+// Memory to lend: `size` bytes at `data` that `fd` maps, kept by `owner`.
+LendableBytes Lent(const uint8_t* data, int64_t size, int fd, std::shared_ptr<const void> owner) {
+  LendableBytes out;
+  out.data = data;
+  out.size = size;
+  out.fd = fd;
+  out.owner = std::move(owner);
+  return out;
+}
+
 class LentRegion : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -77,8 +87,8 @@ class LentRegion : public ::testing::TestWithParam<std::string> {
     file_ = MappedFile::Make(kFileBytes);
     ASSERT_NE(file_.data, nullptr) << "could not write and map a temporary file";
     ASSERT_OK_AND_ASSIGN(listener_, Listen(GetParam(), GetParam() == "ucx" ? "127.0.0.1:0" : ""));
-    LentMemory lent{file_.data, file_.size, file_.fd, file_.owner};
-    ASSERT_OK_AND_ASSIGN(region_, listener_->RegisterRegion(lent));
+    ASSERT_OK_AND_ASSIGN(
+        region_, listener_->RegisterRegion(Lent(file_.data, file_.size, file_.fd, file_.owner)));
     ConnectOptions options;
     options.limits.timeout = 5s;
     options.remote_handle = region_->remote_handle();
@@ -164,21 +174,21 @@ TEST(LentRegionShm, MemoryWithoutAFileOrOwnerIsRefusedByName) {
   ASSERT_NE(file.data, nullptr);
   // No descriptor: shared memory has nothing to pass to clients.
   Result<std::shared_ptr<Region>> r =
-      listener->RegisterRegion({file.data, file.size, -1, file.owner});
+      listener->RegisterRegion(Lent(file.data, file.size, -1, file.owner));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("descriptor"), std::string::npos) << r.status().message();
   // A descriptor that is not a regular file (a pipe), or a file shorter than the memory.
   int pipe_fds[2];
   ASSERT_EQ(pipe(pipe_fds), 0);
-  r = listener->RegisterRegion({file.data, file.size, pipe_fds[0], file.owner});
+  r = listener->RegisterRegion(Lent(file.data, file.size, pipe_fds[0], file.owner));
   EXPECT_FALSE(r.ok());
   close(pipe_fds[0]);
   close(pipe_fds[1]);
-  r = listener->RegisterRegion({file.data, file.size * 2, file.fd, file.owner});
+  r = listener->RegisterRegion(Lent(file.data, file.size * 2, file.fd, file.owner));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("regular file of at least"), std::string::npos);
   // No owner: nothing would keep the mapping alive while clients read it.
-  r = listener->RegisterRegion({file.data, file.size, file.fd, nullptr});
+  r = listener->RegisterRegion(Lent(file.data, file.size, file.fd, nullptr));
   EXPECT_FALSE(r.ok());
 }
 

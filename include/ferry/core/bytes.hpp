@@ -13,10 +13,15 @@
 namespace ferry {
 
 /// A borrowed run of bytes: the caller keeps them alive for as long as the callee may read them
-/// (for a write or send, until the call returns). Costs nothing.
+/// (for a write or send, until the call returns). Costs nothing. Made from any pointer, held as
+/// bytes, like SharedBytes.
 struct FERRY_EXPORT ByteSpan {
-  const void* data = nullptr;
+  const uint8_t* data = nullptr;
   int64_t size = 0;
+
+  ByteSpan() = default;
+  ByteSpan(const void* bytes, int64_t n) noexcept
+      : data(static_cast<const uint8_t*>(bytes)), size(n) {}
 };
 
 /// A span of read-only bytes and a shared owner. Copying one copies the reference, never the
@@ -41,6 +46,13 @@ struct FERRY_EXPORT SharedBytes {
   SharedBytes Slice(int64_t offset, int64_t length) const {
     return SharedBytes{data + offset, length, owner};
   }
+};
+
+/// Shared bytes that a peer can map too: `fd` is a descriptor (a file, a memfd) whose offset 0
+/// is `data`, kept open by `owner` as long as the bytes. A served file's bytes
+/// (dipc::DatasetFile) and the memory a transport lends as a region are these.
+struct FERRY_EXPORT LendableBytes : SharedBytes {
+  int fd = -1;
 };
 
 }  // namespace ferry

@@ -9,6 +9,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
 
 namespace ferry::dipc {
@@ -27,12 +28,8 @@ class FERRY_EXPORT DatasetReader {
 /// The bytes of a dataset served from an IPC file and the descriptor they map: a shared,
 /// read-only mapping of the file itself, or of a sealed memfd holding one copy when the file is
 /// on a network filesystem (`copied`). `owner` keeps the mapping and the descriptor alive.
-struct FERRY_EXPORT DatasetFile {
-  int fd = -1;
-  const uint8_t* data = nullptr;
-  int64_t size = 0;
+struct FERRY_EXPORT DatasetFile : LendableBytes {
   bool copied = false;
-  std::shared_ptr<const void> owner;
 };
 
 /// A named source of batches. Thread-safe: many clients open it at once.

@@ -29,7 +29,7 @@ class FERRY_EXPORT Sink {
 struct FERRY_EXPORT BodyBuffer {
   int64_t offset = 0;
   int64_t length = 0;
-  const void* data = nullptr;
+  const uint8_t* data = nullptr;
 };
 
 /// One IPC message with its metadata and body apart, as the dissociated protocol sends it. Every

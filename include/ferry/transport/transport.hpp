@@ -127,17 +127,6 @@ class FERRY_EXPORT Connection {
   virtual bool fetches_in_background() const { return false; }
 };
 
-/// Memory the caller already has (a mapped file, a memfd), to be lent to peers as a region.
-struct FERRY_EXPORT LentMemory {
-  const void* data = nullptr;
-  int64_t size = 0;
-  /// A descriptor that `data` maps from its offset 0 (the file, the memfd), or -1. Shared memory
-  /// passes it to clients, so it needs one; UCX registers `data` and ignores it.
-  int fd = -1;
-  /// Keeps `data` and `fd` alive as long as the region lives.
-  std::shared_ptr<const void> owner;
-};
-
 /// A listening endpoint of one transport. Thread-safe.
 class FERRY_EXPORT Listener {
  public:
@@ -154,7 +143,7 @@ class FERRY_EXPORT Listener {
   /// Memory the caller already has made a region that peers may read, without copying it: a
   /// served file's pages go to clients as they are. The region is read-only (its data() must
   /// not be written). ENOTSUP by default.
-  virtual Result<std::shared_ptr<Region>> RegisterRegion(LentMemory memory);
+  virtual Result<std::shared_ptr<Region>> RegisterRegion(LendableBytes memory);
   /// Stop accepting; blocked Accept calls return ECANCELED.
   virtual void Close() = 0;
 };

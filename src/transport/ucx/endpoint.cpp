@@ -226,7 +226,7 @@ Result<std::vector<ucp_dt_iov_t>> ToIov(std::span<const ByteSpan> pieces) {
     if (p.size < 0 || (p.size > 0 && p.data == nullptr)) {
       return Status::Invalid("a message piece is NULL or has a negative size");
     }
-    if (p.size > 0) iov.push_back({const_cast<void*>(p.data), static_cast<size_t>(p.size)});
+    if (p.size > 0) iov.push_back({const_cast<uint8_t*>(p.data), static_cast<size_t>(p.size)});
   }
   return iov;
 }

@@ -108,7 +108,7 @@ Result<std::shared_ptr<Region>> UcxListener::CreateRegion(int64_t size) {
   return std::shared_ptr<Region>(std::move(region));
 }
 
-Result<std::shared_ptr<Region>> UcxListener::RegisterRegion(LentMemory memory) {
+Result<std::shared_ptr<Region>> UcxListener::RegisterRegion(LendableBytes memory) {
   if (!limits_.remote_memory) {
     return Status(ENOTSUP, "this listener lends no memory (remote_memory is off)");
   }

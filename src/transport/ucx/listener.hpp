@@ -34,7 +34,7 @@ class UcxListener final : public Listener {
   std::string scheme() const override { return "ucx"; }
   std::string address() const override { return address_; }
   Result<std::shared_ptr<Region>> CreateRegion(int64_t size) override;
-  Result<std::shared_ptr<Region>> RegisterRegion(LentMemory memory) override;
+  Result<std::shared_ptr<Region>> RegisterRegion(LendableBytes memory) override;
   void Close() override;
 
  private:
