@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Style and structure gates: the include direction (scripts/layers.txt, with its own test on
-# planted violations), one owner of mapped memory (ferry::Mapping), the exported symbols of libferry.so and libferry_flight.so (and no gRPC in
-# the former), clang-format (the tree must not
-# change) and clang-tidy (.clang-tidy; nothing reported on the library and the tool). Needs a
-# configured and built tree for compile_commands.json and libferry.so.
+# planted violations), file sizes, test files named after what they test, one owner of mapped
+# memory (ferry::Mapping), the exported symbols of libferry.so and libferry_flight.so (and no
+# gRPC in the former), clang-format (the tree must not change) and clang-tidy (.clang-tidy;
+# nothing reported on the library and the tool). Needs a configured and built tree for
+# compile_commands.json and libferry.so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/test}
@@ -17,6 +18,24 @@ for f in $(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.py' '*.rb'); do
 done
 if [ -n "$long" ]; then
   echo "lint: over 600 lines without an 'Over 600 lines: <reason>' line at the top: $long" >&2
+  exit 1
+fi
+echo "== test files named after what they test"
+# tests/<layer>/X_test.cpp tests src/<layer>/X.* or include/ferry/<layer>/X.*; these suites test
+# a property across their layer instead (docs/architecture.md, "Mirrored names").
+across="tests/abi/layout_test.cpp tests/format/conformance_test.cpp tests/ipc/alignment_test.cpp
+        tests/ipc/device_body_test.cpp tests/memview/cuda_interop_test.cpp"
+unmirrored=""
+for t in $(git ls-files 'tests/*/*_test.cpp'); do
+  layer=$(cut -d/ -f2 <<<"$t")
+  name=$(basename "$t" _test.cpp)
+  if ! compgen -G "src/$layer/$name.*" >/dev/null && ! compgen -G "src/$layer/*/$name.*" >/dev/null &&
+     ! compgen -G "include/ferry/$layer/$name.*" >/dev/null && ! grep -qw "$t" <<<"$across"; then
+    unmirrored+="$t "
+  fi
+done
+if [ -n "$unmirrored" ]; then
+  echo "lint: test files named after no source or header of their layer: $unmirrored" >&2
   exit 1
 fi
 echo "== one owner of mapped memory"

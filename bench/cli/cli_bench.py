@@ -7,7 +7,7 @@ reading the whole file), splits each into the connection's set-up and the transf
 `ferry get`'s summary line reports them; ucx_perftest's figures exclude its own wire-up), and samples the server's memory every 2 ms while they run: its own
 memory (RssAnon + RssShmem, what a copy per client would grow) and the file's pages mapped
 (RssFile, the page cache, which the kernel shares and may drop). Prints a Markdown table with the
-ratios to the issue's goals, and writes JSON for plot_cli.py.
+ratios to the project's goals, and writes JSON for plot_cli.py.
 
     FERRY_CLI=build/release/tools/ferry/ferry .venv/bin/python bench/cli/cli_bench.py \\
         --out cli.json

@@ -107,7 +107,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   std::map<std::string, bool> medians_;
 };
 
-/// The summary table and the issues' goals, each figure beside its peer from the same run.
+/// The summary table and the project's goals, each figure beside its peer from the same run.
 void PrintSummary(const std::map<std::string, Figure>& figures);
 
 }  // namespace ferry::bench
