@@ -30,6 +30,25 @@ class JsonAppender {
     return Status::Invalid(std::string("expected ") + what + ", got " + v.type_name());
   }
 
+  // An integer field of a composite value (an interval's parts): a JSON integer that fits `T`.
+  // nlohmann's get<T>() would convert a float or an out-of-range integer with undefined results.
+  template <typename T>
+  static Result<T> IntegerOf(const Json& v) {
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<uint64_t>();
+      if (u <= static_cast<uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(u);
+    } else if (v.is_number_integer()) {
+      const auto n = v.get<int64_t>();
+      if (n >= std::numeric_limits<T>::min() && n <= std::numeric_limits<T>::max()) {
+        return static_cast<T>(n);
+      }
+    } else {
+      return Expected("an integer", v);
+    }
+    return Status::Invalid("integer " + v.dump() + " is out of range for " +
+                           std::to_string(sizeof(T) * 8) + " bits");
+  }
+
   static Result<std::string> Hex(const Json& v) {
     if (!v.is_string()) return Expected("a hex string", v);
     return HexDecode(v.get_ref<const std::string&>());
@@ -86,15 +105,17 @@ class JsonAppender {
       }
       case TypeId::kIntervalDayTime: {
         if (!v.is_array() || v.size() != 2) return Expected("[days, milliseconds]", v);
-        int32_t parts[2] = {v[0].get<int32_t>(), v[1].get<int32_t>()};
+        int32_t parts[2];
+        FERRY_ASSIGN_OR_RAISE(parts[0], IntegerOf<int32_t>(v[0]));
+        FERRY_ASSIGN_OR_RAISE(parts[1], IntegerOf<int32_t>(v[1]));
         return b->AppendBytes(std::string_view(reinterpret_cast<const char*>(parts), 8));
       }
       case TypeId::kIntervalMonthDayNano: {
         if (!v.is_array() || v.size() != 3) return Expected("[months, days, nanoseconds]", v);
         char bytes[16];
-        int32_t months = v[0].get<int32_t>();
-        int32_t days = v[1].get<int32_t>();
-        int64_t nanos = v[2].get<int64_t>();
+        FERRY_ASSIGN_OR_RAISE(const int32_t months, IntegerOf<int32_t>(v[0]));
+        FERRY_ASSIGN_OR_RAISE(const int32_t days, IntegerOf<int32_t>(v[1]));
+        FERRY_ASSIGN_OR_RAISE(const int64_t nanos, IntegerOf<int64_t>(v[2]));
         std::memcpy(bytes, &months, 4);
         std::memcpy(bytes + 4, &days, 4);
         std::memcpy(bytes + 8, &nanos, 8);

@@ -54,5 +54,22 @@ TEST(ArrayFromJson, ReadsBinaryFromHexInEitherCaseAndNamesABadDigit) {
   ASSERT_RAISES_WITH(EINVAL, "'x' at offset 1", ArrayFromJson(schema.get(), R"(["0x"])"));
 }
 
+TEST(ArrayFromJson, IntervalPartsMustBeIntegersThatFit) {
+  ASSERT_OK_AND_ASSIGN(UniqueSchema day_time, Field::Make("tiD", "x").Export());
+  ASSERT_OK_AND_ASSIGN(UniqueArray a, ArrayFromJson(day_time.get(), "[[1, -2], null]"));
+  ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(day_time.get()));
+  ASSERT_OK(view.SetArray(a.get()));
+  ASSERT_OK_AND_ASSIGN(std::string back, ArrayToJson(view));
+  EXPECT_EQ(back, "[[1, -2], null]");
+  // The fuzzer's find: a float far outside int32 once went through an undefined conversion.
+  ASSERT_RAISES_WITH(EINVAL, "expected an integer",
+                     ArrayFromJson(day_time.get(), "[[1, 533333333333133.33]]"));
+  ASSERT_RAISES_WITH(EINVAL, "integer 4294967296 is out of range for 32 bits",
+                     ArrayFromJson(day_time.get(), "[[4294967296, 0]]"));
+  ASSERT_OK_AND_ASSIGN(UniqueSchema mdn, Field::Make("tin", "x").Export());
+  ASSERT_RAISES_WITH(EINVAL, "out of range for 64 bits",
+                     ArrayFromJson(mdn.get(), "[[1, 2, 18446744073709551615]]"));
+}
+
 }  // namespace
 }  // namespace ferry
