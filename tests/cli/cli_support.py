@@ -8,16 +8,9 @@ import pyarrow as pa
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "python", "tests"))
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+from ferry_process import find_cli  # noqa: E402,F401 (the suite's conftest uses it)
 VECTORS = os.path.join(REPO, "..", "shared", "testdata", "arrow-testing")
-
-
-def find_cli():
-    """FERRY_CLI (scripts/test.sh sets it), or the newest build/*/tools/ferry/ferry."""
-    path = os.environ.get("FERRY_CLI")
-    if path:
-        return path
-    found = sorted(glob.glob(os.path.join(REPO, "build", "*", "tools", "ferry", "ferry")), key=os.path.getmtime)
-    return found[-1] if found else None
 
 
 def write_ipc(path, table, fmt="stream", chunk=None, **options):

@@ -2,12 +2,14 @@
 ferry) and servers started with the `ferry` CLI. A page names them in its blocks' directives
 (tests/docs/doc_blocks.py); each block runs in a directory of its own."""
 import os
-import signal
 import subprocess
-import time
+import sys
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from ferry_process import ServeProcess  # noqa: E402
 
 
 def _write_stream(path, batches, schema=None, options=None):
@@ -105,28 +107,13 @@ def make_files(names, directory):
         FILES[name](directory)
 
 
-class Server:
-    """`ferry serve ARGS...` in `directory`, stopped with SIGINT; .uri is the first line it
-    printed (the last word of it: dipc prints NAME URI)."""
+class Server(ServeProcess):
+    """`ferry serve ARGS...` in `directory`; .uri is the first line it printed (the last word of
+    it: dipc prints NAME URI)."""
 
     def __init__(self, cli, args, directory, env):
-        self.proc = subprocess.Popen([cli, "serve", *args], cwd=directory, env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        line = self.proc.stdout.readline().strip()
-        if not line:
-            self.stop()
-            raise AssertionError(f"ferry serve {' '.join(args)} printed nothing: "
-                                 f"{self.proc.stderr.read()}")
-        self.uri = line.split()[-1]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().__init__(args, env=env, cwd=directory, cli=cli)
+        self.uri = self.first_line().split()[-1]
 
 
 def _self_signed(directory):
@@ -168,8 +155,3 @@ def start_server(name, cli, directory, env):
         uri = uri.replace("127.0.0.1", "localhost")
     return server, {shown: uri}
 
-
-def wait_gone(proc, timeout=10):
-    deadline = time.monotonic() + timeout
-    while proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)

@@ -93,7 +93,7 @@ def run_python(block, workdir):
                            capture_output=True, timeout=120)
     finally:
         for s in servers:
-            s.stop()
+            s.close()
     assert r.returncode == 0, f"{block.page}:{block.line}:\n{r.stdout}\n{r.stderr}"
     assert "nanobind: leaked" not in r.stderr, f"{block.page}:{block.line}: {r.stderr}"
 
@@ -236,7 +236,7 @@ def run_commands(block, workdir):
                                               f"{r.stdout}\n{r.stderr}")
     finally:
         for s in servers:
-            s.stop()
+            s.close()
 
 
 def check_ci(block):

@@ -9,15 +9,13 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from ferry_process import ferry_cli  # noqa: E402,F401 (also for the suites)
+
 PAUSED = "ferry-fault: paused at"
-
-
-def ferry_cli():
-    path = os.environ.get("FERRY_CLI")
-    assert path and os.access(path, os.X_OK), "FERRY_CLI must name the built ferry tool"
-    return path
 
 
 class Log:

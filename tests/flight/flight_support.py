@@ -3,10 +3,7 @@ first, with the port it bound), the arrow-testing vectors, and pyarrow's read of
 oracle)."""
 import glob
 import os
-import signal
-import subprocess
 import sys
-import time
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -14,17 +11,8 @@ import pyarrow.ipc as ipc
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VECTORS = os.path.join(REPO, "..", "shared", "testdata", "arrow-testing", "ipc-integration")
 sys.path.insert(0, os.path.join(REPO, "tests", "interop"))
-
-
-def ferry_cli():
-    """FERRY_CLI (scripts/test.sh sets it), or the newest build/*/tools/ferry/ferry."""
-    path = os.environ.get("FERRY_CLI")
-    if not path:
-        found = sorted(glob.glob(os.path.join(REPO, "build", "*", "tools", "ferry", "ferry")),
-                       key=os.path.getmtime)
-        path = found[-1] if found else None
-    assert path and os.access(path, os.X_OK), "no ferry executable: build ferry_cli or set FERRY_CLI"
-    return path
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+from ferry_process import ServeProcess, ferry_cli  # noqa: E402,F401 (ferry_cli: for the suites)
 
 
 def vectors():
@@ -49,18 +37,14 @@ def read_pyarrow(path):
     return ipc.open_stream(path).read_all()
 
 
-class Serve:
+class Serve(ServeProcess):
     """`ferry serve --flight 127.0.0.1:0 ARGS...`: .uri is the grpc:// (or grpc+tls://) line it
     printed first. Stopped with SIGINT (its summary line is then in .stderr())."""
 
     def __init__(self, *args, env=None, listen="127.0.0.1:0", tmp=None):
-        self.err_path = os.path.join(tmp or "/tmp", f"ferry-serve-{time.monotonic_ns()}.err")
-        self.err = open(self.err_path, "w")
-        full_env = dict(os.environ, **(env or {}))
-        self.proc = subprocess.Popen([ferry_cli(), "serve", "--flight", listen, *map(str, args)],
-                                     stdout=subprocess.PIPE, stderr=self.err, env=full_env,
-                                     text=True)
-        line = self.proc.stdout.readline().strip()
+        super().__init__(["--flight", listen, *args], env=dict(os.environ, **(env or {})),
+                         tmp=tmp)
+        line = self.first_line()
         if not line.startswith("grpc"):
             self.stop()
             raise AssertionError(f"ferry serve --flight printed {line!r}: {self.stderr()}")
@@ -69,32 +53,6 @@ class Serve:
     @property
     def port(self):
         return int(self.uri.rsplit(":", 1)[1])
-
-    def stderr(self):
-        if self.err.closed:
-            return self.final_stderr
-        self.err.flush()
-        with open(self.err_path) as f:
-            return f.read()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        self.final_stderr = self.stderr()
-        self.err.close()
-        os.unlink(self.err_path)
 
 
 def mixed_table(rows=1000, seed=0):

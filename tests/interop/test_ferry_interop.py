@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pyarrow as pa
@@ -21,14 +22,10 @@ import pytest
 
 from peer_harness import REFUSED, Server, get, ucx_env
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from ferry_process import ferry_cli  # noqa: E402
+
 TLS = {"default": None, "tcp": "tcp,self"}
-
-
-def ferry_cli():
-    path = os.environ.get("FERRY_CLI")
-    assert path and os.access(path, os.X_OK), (
-        "FERRY_CLI must name the built ferry tool (scripts/test.sh sets it)")
-    return path
 
 
 def _write(path, schema, batches, **options):

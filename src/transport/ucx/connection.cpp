@@ -256,7 +256,7 @@ void UcxConnection::OnEndpointError(void* arg, ucp_ep_h /*ep*/, ucs_status_t sta
   std::string why = status == UCS_ERR_CONNECTION_RESET ? "the peer closed the connection"
                                                        : std::string("the peer went away (UCX: ") +
                                                              ucs_status_string(status) + ")";
-  // Runs inside progress: the endpoint is UCX's to clean up; the fast one dies with it.
+  // Runs inside progress, so the endpoints close from a task Fail posts.
   self->Fail(why, true);
 }
 
@@ -269,8 +269,8 @@ void UcxConnection::Fail(const std::string& why, bool abort) {
       failure_ = why;
     }
   }
-  // Force-closing the fast endpoint ends what waits on it (a rendezvous to a dead peer); then
-  // callers waiting on sends or gets return, whatever UCX still holds.
+  // Force-closing the endpoints ends what waits on them (a rendezvous to a dead peer); then
+  // callers waiting on sends or gets return.
   worker_->Post(
       [this, abort] {
         if (abort) {
@@ -278,6 +278,12 @@ void UcxConnection::Fail(const std::string& why, bool abort) {
           if (fast_ep_ != nullptr) {
             CloseEndpoint(*worker_, fast_ep_, true, nullptr);
             fast_ep_ = nullptr;
+          }
+          // The failed endpoint is ours to close; closing it by force ends the sends it still
+          // holds, so that their callers learn UCX reads their bytes no more.
+          if (ep_ != nullptr) {
+            CloseEndpoint(*worker_, ep_, true, nullptr);
+            ep_ = nullptr;
           }
         }
         ReleaseWaiters();

@@ -27,6 +27,9 @@ constexpr unsigned kMetadataAmId = 0;
 /// it goes on TCP lanes (the rendezvous threshold ferry sets: smaller ones go eager, packed by
 /// UCX anyway).
 constexpr size_t kGatherMinBytes = size_t{256} << 10;
+/// Messages up to this size are sent from a copy the send owns (a copy costs less than tracking
+/// the caller's bytes through an endpoint's wire-up).
+constexpr size_t kCopyMaxBytes = size_t{16} << 10;
 
 /// ferry's extension, only between ferry peers and only when the client asks: the client's
 /// hello (flags, then its worker address when it wants the fast path) and the server's answer

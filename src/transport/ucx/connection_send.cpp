@@ -17,6 +17,21 @@ using Clock = std::chrono::steady_clock;
 
 std::string Millis(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
+// What a send owns until UCX lets go of it: the copy it sends from, if any, and a token whose
+// release tells the sender that UCX no longer reads anything of the send.
+struct SendHold {
+  std::shared_ptr<uint8_t> copy;
+  std::shared_ptr<const void> released;
+};
+
+// Copies the pieces of `iov`, in order, to `into`.
+void Gather(const std::vector<ucp_dt_iov_t>& iov, uint8_t* into) {
+  for (const ucp_dt_iov_t& piece : iov) {
+    std::memcpy(into, piece.buffer, piece.length);
+    into += piece.length;
+  }
+}
+
 }  // namespace
 
 Status UcxConnection::SendStatus(const char* doing) {
@@ -36,26 +51,33 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
   FERRY_ASSIGN_OR_RAISE(std::vector<ucp_dt_iov_t> iov, ToIov(pieces));
   FERRY_RETURN_NOT_OK(SendStatus(active_message ? "sending metadata" : "sending a message"));
   auto done = std::make_shared<Completion>();
-  std::shared_ptr<uint8_t> staging;
-  if (!active_message && iov.size() > 1 && !OnFastLanes()) {
+  // Signalled when UCX lets go of the request (its callback ran, or the worker dropped it): until
+  // then UCX may still read the bytes the I/O vector points at.
+  auto released = std::make_shared<Completion>();
+  auto hold = std::make_shared<SendHold>();
+  hold->released.reset(static_cast<const void*>(nullptr),
+                       [released](const void*) { released->Done(UCS_OK); });
+  size_t total = 0;
+  for (const ucp_dt_iov_t& piece : iov) total += piece.length;
+  if (total > 0 && total <= kCopyMaxBytes) {
+    // A send queued behind an endpoint's wire-up is replayed later from the progress thread,
+    // after a failed caller may have returned: small messages go from a copy the send owns.
+    hold->copy = std::shared_ptr<uint8_t>(new uint8_t[total], std::default_delete<uint8_t[]>());
+    Gather(iov, hold->copy.get());
+    iov.assign(1, ucp_dt_iov_t{hold->copy.get(), total});
+  } else if (!active_message && iov.size() > 1 && total >= kGatherMinBytes && !OnFastLanes()) {
     // UCX 1.13 sends a large I/O vector over TCP lanes four times slower than one buffer
     // (ucx_perftest tag_bw over TCP: 1.2 GiB/s with -D iov, 5.1 GiB/s without): one copy into a
     // recycled buffer costs less than that. Same-host fast lanes move vectors at full speed.
-    size_t total = 0;
-    for (const ucp_dt_iov_t& piece : iov) total += piece.length;
-    if (total >= kGatherMinBytes) {
-      staging = TakeBuffer(total);
-      if (staging) {
-        size_t at = 0;
-        for (const ucp_dt_iov_t& piece : iov) {
-          std::memcpy(staging.get() + at, piece.buffer, piece.length);
-          at += piece.length;
-        }
-        iov.assign(1, ucp_dt_iov_t{staging.get(), total});
-      }  // out of memory for the copy: the vector goes as it is
-    }
+    hold->copy = TakeBuffer(total);
+    if (hold->copy) {
+      Gather(iov, hold->copy.get());
+      iov.assign(1, ucp_dt_iov_t{hold->copy.get(), total});
+    }  // out of memory for the copy: the vector goes as it is
   }
-  if (staging) {
+  const bool owns_bytes = hold->copy != nullptr;
+  const bool staged = owns_bytes && total > kCopyMaxBytes;
+  if (staged) {
     // The copy above ran while the previous gathered message was still on the wire; that one
     // must end before this one goes, so at most one is in flight and its failure is reported
     // here, by the next send.
@@ -69,14 +91,13 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
     if (ep == nullptr) {
       done->Done(UCS_ERR_NOT_CONNECTED);
     } else if (active_message) {
-      SendActiveMessage(ep, kMetadataAmId, std::move(iov),
-                        new Pending{done, nullptr, worker_.get()});
+      SendActiveMessage(ep, kMetadataAmId, std::move(iov), new Pending{done, hold, worker_.get()});
     } else {
-      // The staging copy lives as long as the send reads it, whoever gives up waiting.
-      SendTaggedMessage(ep, tag, std::move(iov), new Pending{done, staging, worker_.get()});
+      SendTaggedMessage(ep, tag, std::move(iov), new Pending{done, hold, worker_.get()});
     }
   }
-  if (staging && !done->Wait(Clock::now())) {
+  hold.reset();
+  if (staged && !done->Wait(Clock::now())) {
     // Nothing of the caller's is read any more: return now, and let the caller make its next
     // message while this one is sent (TCP lanes, one core each way: the copy would otherwise
     // add to the send's time). The next gathered send or Close waits for it.
@@ -87,7 +108,15 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
     worker_->Wake();
     return Status::OK();
   }
-  return Await(done);
+  Status st = Await(done);
+  if (!st.ok() && !owns_bytes && !released->Wait(Clock::now())) {
+    // The wait was abandoned (the connection failed) while UCX still holds a send that reads the
+    // caller's bytes; the failure closes its endpoint, which ends the send: wait for that, a
+    // little, before the caller may free them.
+    worker_->Wake();
+    released->Wait(Clock::now() + std::chrono::seconds(1));
+  }
+  return st;
 }
 
 Status UcxConnection::Flush() { return AwaitStaged(); }

@@ -1,0 +1,86 @@
+"""The `ferry` command as the Python suites run it: where the built tool is, and a `ferry serve`
+process whose stderr goes to a file that can be read while it runs. Shared by the CLI, Flight,
+docs, fault and interop suites, which add only how they read the URIs a server prints."""
+import glob
+import os
+import signal
+import subprocess
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def find_cli():
+    """FERRY_CLI (scripts/test.sh sets it), or the newest build/*/tools/ferry/ferry; None when
+    there is neither."""
+    path = os.environ.get("FERRY_CLI")
+    if path:
+        return path
+    found = sorted(glob.glob(os.path.join(REPO, "build", "*", "tools", "ferry", "ferry")),
+                   key=os.path.getmtime)
+    return found[-1] if found else None
+
+
+def ferry_cli():
+    """The ferry executable (find_cli), asserted to exist."""
+    path = find_cli()
+    assert path and os.access(path, os.X_OK), (
+        "no ferry executable: build ferry_cli or set FERRY_CLI (scripts/test.sh sets it)")
+    return path
+
+
+class ServeProcess:
+    """`[*wrap, cli, "serve", *args]` (cli: ferry_cli() unless named) started in `cwd` with `env`; its stdout is a pipe the
+    caller reads URIs from, its stderr a file under `tmp` (stderr() reads it as it grows). A
+    context manager: leaving stops it (SIGINT, then SIGKILL after 10 s) and removes the file,
+    keeping the text in .final_stderr."""
+
+    def __init__(self, args, env=None, cwd=None, tmp=None, wrap=(), cli=None):
+        self.err_path = os.path.join(tmp or "/tmp", f"ferry-serve-{time.monotonic_ns()}.err")
+        self.err = open(self.err_path, "w+")
+        self.final_stderr = None
+        self.proc = subprocess.Popen([*wrap, cli or ferry_cli(), "serve", *map(str, args)], cwd=cwd,
+                                     env=env, stdout=subprocess.PIPE, stderr=self.err, text=True)
+
+    def first_line(self):
+        """The first line the server printed, stripped; fails with its stderr if it printed
+        none."""
+        line = self.proc.stdout.readline().strip()
+        if not line:
+            self.stop()
+            raise AssertionError(f"ferry serve printed nothing: {self.stderr()}")
+        return line
+
+    def stderr(self):
+        if self.err.closed:
+            return self.final_stderr
+        self.err.flush()
+        with open(self.err_path) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGINT, timeout=10):
+        """Sends `sig` and waits up to `timeout` s, then kills; the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def close(self):
+        """Stops the server if it runs, and keeps its stderr in .final_stderr."""
+        self.stop()
+        if not self.err.closed:
+            self.final_stderr = self.stderr()
+            self.err.close()
+            os.unlink(self.err_path)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
