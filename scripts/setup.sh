@@ -44,6 +44,12 @@ if ! .venv/bin/python -c "import pyarrow, pytest, pytest_timeout, xdist, numpy, 
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q pyarrow pytest pytest-timeout pytest-xdist numpy nanobind scikit-build-core
 fi
+# matplotlib draws the benchmarks' plots (docs/benchmarks.md's blocks, which CI runs at their
+# smallest).
+if ! .venv/bin/python -c "import matplotlib" >/dev/null 2>&1; then
+  echo "setup: installing matplotlib into .venv"
+  .venv/bin/python -m pip install -q matplotlib
+fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU
 # tensors need no GPU.

@@ -42,6 +42,7 @@ stage "Python binding (pip install ./python)"
 stage "Python, command-line and docs suites (pytest; a skip that names no missing hardware fails)"
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
+FERRY_BENCH_TREE="$PWD/build/test" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips python/tests tests/cli tests/docs
 
 stage "Interop: ferry against the independent Dissociated IPC peer (tests/interop)"

@@ -9,7 +9,8 @@
 # FERRY_PACKAGE_DEFS: Release with debug info and warnings as errors (optimizers warn about what
 #   lower levels do not see), as the packages are built (the gem takes these).
 # FERRY_RELEASE_DEFS: the same plus the fault suite's pause points (FERRY_FAULT_INJECTION, which no
-#   package sets); the tree that serves ctest, pytest, the install test and lint.
+#   package sets) and the benchmarks (which the docs test runs at their smallest); the tree that
+#   serves ctest, pytest, the install test and lint.
 # FERRY_RELEASE_PIP: FERRY_PACKAGE_DEFS, turned into scikit-build-core's -C options for
 #   `pip install ./python`.
 # FERRY_ASAN_DEFS: clang, ASan and UBSan, with the libFuzzer targets; one tree serves the
@@ -19,7 +20,7 @@
 #   glibc's and ferry's thread-local buffers as leaks), so the tree stays where it is stable.
 FERRY_PACKAGE_DEFS=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release
                     -DCMAKE_C_FLAGS=-g -DCMAKE_CXX_FLAGS=-g -DFERRY_WERROR=ON)
-FERRY_RELEASE_DEFS=("${FERRY_PACKAGE_DEFS[@]}" -DFERRY_FAULT_INJECTION=ON)
+FERRY_RELEASE_DEFS=("${FERRY_PACKAGE_DEFS[@]}" -DFERRY_FAULT_INJECTION=ON -DFERRY_BUILD_BENCH=ON)
 FERRY_RELEASE_PIP=()
 for def in "${FERRY_PACKAGE_DEFS[@]}"; do
   FERRY_RELEASE_PIP+=(-C "cmake.define.${def#-D}")

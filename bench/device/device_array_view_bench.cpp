@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bench_scale.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/device/guarded.hpp"
@@ -14,7 +15,7 @@
 namespace ferry {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+const int64_t kGiB = ferry::testing::ScaledBytes(int64_t{1} << 30);  // 1 GiB but in a smoke run
 constexpr int kSmallArrays = 10000;
 
 // A host ArrowArray over memory the benchmark owns (release only marks it released).

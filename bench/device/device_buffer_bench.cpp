@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bench_scale.hpp"
 #include "device/cuda_driver.hpp"
 #include "ferry/device/device_buffer.hpp"
 
@@ -14,6 +15,7 @@ namespace ferry {
 namespace {
 
 namespace cu = internal::cuda;
+using testing::ScaledBytes;
 
 // A pinned host block and a device block of the same size, both from ferry's devices.
 struct PinnedPair {
@@ -79,19 +81,19 @@ void BM_Pinned(benchmark::State& state, bool to_device, bool use_ferry) {
 }
 
 BENCHMARK_CAPTURE(BM_Pinned, HostToDevice_ferry, true, true)
-    ->Arg(int64_t{1} << 30)
+    ->Arg(ScaledBytes(int64_t{1} << 30))
     ->Arg(int64_t{1} << 16)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pinned, HostToDevice_cuMemcpy, true, false)
-    ->Arg(int64_t{1} << 30)
+    ->Arg(ScaledBytes(int64_t{1} << 30))
     ->Arg(int64_t{1} << 16)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pinned, DeviceToHost_ferry, false, true)
-    ->Arg(int64_t{1} << 30)
+    ->Arg(ScaledBytes(int64_t{1} << 30))
     ->Arg(int64_t{1} << 16)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pinned, DeviceToHost_cuMemcpy, false, false)
-    ->Arg(int64_t{1} << 30)
+    ->Arg(ScaledBytes(int64_t{1} << 30))
     ->Arg(int64_t{1} << 16)
     ->UseRealTime();
 
@@ -127,19 +129,19 @@ void BM_Pageable(benchmark::State& state, bool to_device, bool use_ferry) {
 }
 
 BENCHMARK_CAPTURE(BM_Pageable, HostToDevice_ferry, true, true)
-    ->Arg(int64_t{1} << 30)
+    ->Arg(ScaledBytes(int64_t{1} << 30))
     ->Arg(int64_t{1} << 20)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pageable, HostToDevice_cuMemcpy, true, false)
-    ->Arg(int64_t{1} << 30)
+    ->Arg(ScaledBytes(int64_t{1} << 30))
     ->Arg(int64_t{1} << 20)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pageable, DeviceToHost_ferry, false, true)
-    ->Arg(int64_t{1} << 30)
+    ->Arg(ScaledBytes(int64_t{1} << 30))
     ->Arg(int64_t{1} << 20)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pageable, DeviceToHost_cuMemcpy, false, false)
-    ->Arg(int64_t{1} << 30)
+    ->Arg(ScaledBytes(int64_t{1} << 30))
     ->Arg(int64_t{1} << 20)
     ->UseRealTime();
 
@@ -148,7 +150,7 @@ BENCHMARK_CAPTURE(BM_Pageable, DeviceToHost_cuMemcpy, false, false)
 // peer, valid where both blocks are host memory (PoCL's CPU device keeps SVM in host memory).
 void BM_BufferCopy_1GiB(benchmark::State& state, ArrowDeviceType from, ArrowDeviceType to,
                         bool raw) {
-  constexpr int64_t n = int64_t{1} << 30;
+  const int64_t n = ScaledBytes(int64_t{1} << 30);
   auto src_dev = ResolveDevice(from, 0);
   auto dst_dev = ResolveDevice(to, 0);
   if (!src_dev.ok() || !dst_dev.ok()) {

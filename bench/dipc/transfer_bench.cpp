@@ -191,10 +191,11 @@ void BM_Pyarrow(benchmark::State& state) {
   }
   const int reps = static_cast<int>(state.max_iterations);
   int status = 0;
-  const std::string out = RunCapture(
-      {python, SourceDir() + "/bench/dipc/pyarrow_socket.py", "--rows", std::to_string(kBigRows),
-       "--batches", std::to_string(kBigBatches), "--reps", std::to_string(reps)},
-      {}, &status);
+  const std::string out =
+      RunCapture({python, SourceDir() + "/bench/dipc/pyarrow_socket.py", "--rows",
+                  std::to_string(TheShape().big_rows), "--batches",
+                  std::to_string(TheShape().big_batches), "--reps", std::to_string(reps)},
+                 {}, &status);
   std::vector<double> times;
   double bytes = 0, batches = 0;
   std::istringstream in(out);
@@ -223,14 +224,18 @@ void BM_Pyarrow(benchmark::State& state) {
 void Register() {
   using benchmark::RegisterBenchmark;
   const ValidationLevel full = ValidationLevel::kFull, def = ValidationLevel::kDefault;
+  // A smoke run takes the command line's --benchmark_min_time.
   auto big = [](benchmark::internal::Benchmark* b) {
-    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(3);
+    b->UseManualTime()->Unit(benchmark::kMillisecond);
+    if (!Smoke()) b->MinTime(3);
   };
   auto small = [](benchmark::internal::Benchmark* b) {
-    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2);
+    b->UseManualTime()->Unit(benchmark::kMillisecond);
+    if (!Smoke()) b->MinTime(2);
   };
   auto socket = [](benchmark::internal::Benchmark* b) {
-    b->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(3);
+    b->UseRealTime()->Unit(benchmark::kMillisecond);
+    if (!Smoke()) b->MinTime(3);
   };
   auto peer = [](benchmark::internal::Benchmark* b) {
     b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
@@ -238,7 +243,7 @@ void Register() {
   RegisterBenchmark("a_pyarrow_ipc_unix_socket", BM_Pyarrow)
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)
-      ->Iterations(5);
+      ->Iterations(Smoke() ? 1 : 5);
   socket(RegisterBenchmark("b_ferry_ipc_unix_socket", BM_Ipc, full));
   big(RegisterBenchmark("c_dipc_ucx_body0_spec_default", BM_Dipc, "ucx", "0", "big", def, "spec"));
   big(RegisterBenchmark("c_dipc_ucx_body0_fast_default", BM_Dipc, "ucx", "0", "big", def, "fast"));

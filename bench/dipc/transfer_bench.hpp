@@ -15,11 +15,21 @@
 
 namespace ferry::bench {
 
-constexpr int64_t kBigRows = 1725000;  // ~64 MiB of the mixed columns
-constexpr int64_t kBigBatches = 16;
-constexpr int64_t kSmallRows = 1000;
-constexpr int64_t kSmallBatches = 20000;
-constexpr int64_t kPerftestSize = int64_t{64} << 20;
+/// What the benchmark moves. The full run: 16 batches of ~64 MiB, 20,000 batches of 1,000 rows,
+/// ucx_perftest at 64 MiB. A smoke run (FERRY_BENCH_SMOKE=1, inherited by the server processes)
+/// moves a few MiB with the shortest timing, to prove in CI that every path still runs.
+struct Shape {
+  int64_t big_rows;
+  int64_t big_batches;
+  int64_t small_rows;
+  int64_t small_batches;
+  int64_t perftest_bytes;
+};
+
+/// True in a smoke run.
+bool Smoke();
+/// The shape of this run.
+const Shape& TheShape();
 
 [[noreturn]] void Die(const std::string& what);
 void Check(const Status& st, const char* doing);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "bench/dipc/transfer_bench.hpp"
+#include "bench_scale.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/dataset.hpp"
@@ -39,6 +40,14 @@ void Check(const Status& st, const char* doing) {
 }
 
 std::string SourceDir() { return FERRY_SOURCE_DIR; }
+
+bool Smoke() { return testing::SmokeRun(); }
+
+const Shape& TheShape() {
+  static const Shape full{1725000, 16, 1000, 20000, int64_t{64} << 20};
+  static const Shape smoke{27000, 2, 1000, 200, int64_t{1} << 20};
+  return Smoke() ? smoke : full;
+}
 
 namespace {
 
@@ -81,8 +90,8 @@ Table MakeTable(bool small) {
                            Field::Make("+l", "list", {Field::Make("i", "item")})});
   root.flags = 0;
   t.schema = Value(root.Export(), "schema");
-  const int64_t rows = small ? kSmallRows : kBigRows;
-  const int64_t count = small ? kSmallBatches : kBigBatches;
+  const int64_t rows = small ? TheShape().small_rows : TheShape().big_rows;
+  const int64_t count = small ? TheShape().small_batches : TheShape().big_batches;
   auto b = Value(ArrayBuilder::Make(t.schema.get()), "builder");
   for (int64_t i = 0; i < rows; ++i) {
     Check(b->child(0)->AppendInt(i), "append");

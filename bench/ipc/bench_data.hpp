@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_scale.hpp"
 #include "ferry/core/bytes.hpp"
 #include "ferry/format/builder.hpp"
 #include "ferry/format/schema.hpp"
@@ -56,7 +57,7 @@ inline const IpcData& MixedTable() {
     }
     d->batch = Value(b->Finish());
     const char* mib = std::getenv("FERRY_BENCH_IPC_MIB");
-    const int64_t target = (mib ? std::atoll(mib) : 1024) << 20;
+    const int64_t target = mib ? std::atoll(mib) << 20 : testing::ScaledBytes(int64_t{1} << 30);
     ipc::MemorySink sink;
     auto w = Value(ipc::StreamWriter::Open(&sink, d->schema.get()));
     while (sink.position() < target) {

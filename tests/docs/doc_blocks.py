@@ -14,7 +14,9 @@ on the rendered page:
 - after=previous: Python only, the block continues the page's previous Python block;
 - fails: console only, the transcript shows a command that fails (its exit status is not 0);
 - bench: the block reproduces a benchmark, which takes minutes of a quiet machine: its commands
-  are checked (the files, targets, CMake options and script flags they name exist), not run;
+  are checked (the files, targets, CMake options and script flags they name exist), and, where
+  FERRY_BENCH_TREE names a tree with the benchmarks (CI's test tree), run at their smallest
+  (test_docs.py's SMOKE_*), its build and install lines left to CI's own stages;
 - ci=FILE: the block builds or installs (README's two commands, pip, gem), which CI itself runs:
   each of its commands must appear in FILE, so the page and CI cannot drift apart.
 """

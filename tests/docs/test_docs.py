@@ -252,7 +252,7 @@ def check_ci(block):
 
 
 def check_bench(block):
-    """A benchmark's commands take minutes of a quiet machine, so they are checked, not run: every
+    """A benchmark's commands take minutes of a quiet machine, so their full form is checked: every
     repository file they name exists, every benchmark binary is a target of bench/CMakeLists.txt,
     every -D option is one of the project's, and every --flag given to a Python script is one the
     script defines."""
@@ -281,11 +281,82 @@ def check_bench(block):
                     f"{where}: the script has no option {flag}"
 
 
+# The shortest run of each benchmark, appended to its command (a later flag wins, in argparse and
+# in Google Benchmark); FERRY_BENCH_SMOKE=1 shrinks the data of those with no flag for it.
+SMOKE_GBENCH = ["--benchmark_min_time=0.001", "--benchmark_repetitions=1"]
+SMOKE_SCRIPT = {
+    "flight_bench.py": ["--gib", "0.02", "--batch-mib", "4", "--repeat", "1", "--rounds", "1",
+                        "--latency-calls", "20", "--pairs", "1"],
+    "cli_bench.py": ["--mib", "16", "--batches", "4", "--repeat", "1"],
+    "crossing_bench.py": ["--number", "200", "--repeat", "1"],
+}
+
+
+def bench_tree():
+    """FERRY_BENCH_TREE: a tree configured with -DFERRY_BUILD_BENCH=ON (scripts/test.sh sets it to
+    the test tree), which stands in for the pages' build/bench; None where it is not set."""
+    tree = os.environ.get("FERRY_BENCH_TREE")
+    return Path(tree).resolve() if tree else None
+
+
+def is_setup(words):
+    """What builds or installs (the setup script, CMake, pip): CI's own stages do that, so a
+    benchmark block's such lines are checked, not run."""
+    return (words[:2] == ["bash", "scripts/setup.sh"] or words[0] == "cmake"
+            or words[1:4] == ["-m", "pip", "install"])
+
+
+def smoke_command(words, tree, workdir):
+    """`words` with the pages' paths mapped to this run (build/bench to `tree`, repository files
+    to the checkout, docs/img outputs to `workdir`) and the benchmark's shortest-run flags."""
+    def place(w):
+        if w.startswith("build/bench/"):
+            return str(tree / w[len("build/bench/"):])
+        if w.startswith("docs/img/"):
+            return str(workdir / os.path.basename(w))
+        if w.startswith(("bench/", ".venv/", "scripts/")):
+            return str(ROOT / w)
+        return w
+    out = []
+    for w in words:
+        name, eq, value = w.partition("=")
+        out.append(f"{name}={place(value)}" if eq and re.fullmatch(r"[A-Z_]+", name) else place(w))
+    program = next((os.path.basename(w) for w in words if "=" not in w or w.startswith("-")), "")
+    script = next((os.path.basename(w) for w in words if w.endswith(".py")), None)
+    if re.fullmatch(r"ferry_\w+_bench", program):
+        out += SMOKE_GBENCH
+    elif script in SMOKE_SCRIPT:
+        out += SMOKE_SCRIPT[script]
+    return out
+
+
+def run_bench(block, workdir):
+    """A benchmark block runs at its smallest (SMOKE_*), proving its commands still work; the
+    figures of such a run mean nothing and are not kept. Without FERRY_BENCH_TREE the block is
+    only checked."""
+    check_bench(block)
+    tree = bench_tree()
+    if tree is None:
+        return
+    env = dict(environment(), FERRY_BENCH_SMOKE="1")
+    for command, _ in doc_blocks.commands(block.code, "sh"):
+        words = shlex.split(command)
+        if is_setup(words):
+            continue
+        words = smoke_command(words, tree, workdir)
+        # shlex.join leaves VAR=value unquoted, so bash still reads it as an assignment.
+        r = subprocess.run(["bash", "-c", shlex.join(words)], cwd=workdir, env=env, text=True,
+                           capture_output=True, timeout=300)
+        assert r.returncode == 0, (f"{block.page}:{block.line}: `{command}` (smoke run: "
+                                   f"{' '.join(words)}): exit {r.returncode}\n{r.stdout[-2000:]}\n"
+                                   f"{r.stderr[-4000:]}")
+
+
 def run_shell(block, workdir):
     if block.options.get("ci"):
         check_ci(block)
     elif block.options.get("bench"):
-        check_bench(block)
+        run_bench(block, workdir)
     else:
         run_commands(block, workdir)
 
