@@ -61,6 +61,11 @@ class Device:
         The device a name spells: 'cpu', 'cuda:0', 'cuda_host:0', 'cuda_managed:0', 'opencl:0' or 'guarded:0' (any case; str(device) reads back). The same parser as the CLI's --device; ValueError naming why when the name is bad or the device absent.
         """
 
+    def release_cached(self) -> int:
+        """
+        Free what this device keeps for reuse and no work uses now (CUDA's pinned staging blocks), as torch.cuda.empty_cache does; returns the bytes freed.
+        """
+
     @property
     def device_type(self) -> DeviceType: ...
 

@@ -75,6 +75,17 @@ void InitDevice(nb::module_& m) {
           "The device a name spells: 'cpu', 'cuda:0', 'cuda_host:0', 'cuda_managed:0', "
           "'opencl:0' or 'guarded:0' (any case; str(device) reads back). The same parser as "
           "the CLI's --device; ValueError naming why when the name is bad or the device absent.")
+      .def(
+          "release_cached",
+          [](Device& d) {
+            Result<int64_t> freed = [&] {
+              nb::gil_scoped_release release;
+              return d.ReleaseCached();
+            }();
+            return Unwrap(std::move(freed));
+          },
+          "Free what this device keeps for reuse and no work uses now (CUDA's pinned staging "
+          "blocks), as torch.cuda.empty_cache does; returns the bytes freed.")
       .def_prop_ro("device_type",
                    [](const Device& d) { return static_cast<DeviceType>(d.device_type()); })
       .def_prop_ro("device_id", &Device::device_id)

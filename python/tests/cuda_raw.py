@@ -18,8 +18,16 @@ COUNTER_NAMES = (
 )
 
 
+LIVE_NAMES = ("device_allocations", "pinned_allocations", "managed_allocations", "ipc_mappings",
+              "streams", "events", "context_retains")
+
+
 class Counters(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int64) for name in COUNTER_NAMES]
+
+
+class Live(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int64) for name in LIVE_NAMES]
 
 
 class CudaError(RuntimeError):
@@ -55,12 +63,15 @@ class Driver:
             "cuEventCreate": [ctypes.c_void_p, ctypes.c_uint],
             "cuEventRecord": [ctypes.c_void_p, ctypes.c_void_p],
             "cuEventDestroy_v2": [ctypes.c_void_p],
+            "cuEventSynchronize": [ctypes.c_void_p],
             "cuLaunchHostFunc": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p],
         }.items():
             getattr(self.lib, name).argtypes = args
         self.standin = None
         if hasattr(self.lib, "ferry_cuda_standin_counters"):
             self.standin = self.lib
+        # What the tests' producers made, freed by free_since() (kind, handle) in order.
+        self.made = []
         # Pinned memory for reads, kept: freeing pinned memory waits for every stream, a gated
         # one included.
         self.scratch = self.pinned(4096)
@@ -82,6 +93,27 @@ class Driver:
         self.standin.ferry_cuda_standin_counters(ctypes.byref(out))
         return out
 
+    def live(self):
+        """What the process holds on the stand-in now (FerryCudaStandinLive) as a dict."""
+        out = Live()
+        self.standin.ferry_cuda_standin_live(ctypes.byref(out))
+        return {name: getattr(out, name) for name in LIVE_NAMES}
+
+    def mark(self):
+        return len(self.made)
+
+    def free_since(self, mark):
+        """Free what this driver made for producers since `mark`, newest first."""
+        while len(self.made) > mark:
+            kind, handle = self.made.pop()
+            if kind == "event":
+                self.call("cuEventSynchronize", handle)
+                self.call("cuEventDestroy_v2", handle)
+            elif kind == "device":
+                self.call("cuMemFree_v2", handle)
+            else:
+                self.call("cuMemFreeHost", handle)
+
     def delta(self, before):
         after = self.counters()
         return {name: getattr(after, name) - getattr(before, name) for name in COUNTER_NAMES}
@@ -97,11 +129,13 @@ class Driver:
     def alloc(self, n):
         p = ctypes.c_uint64()
         self.call("cuMemAlloc_v2", ctypes.byref(p), n)
+        self.made.append(("device", p.value))
         return p.value
 
     def pinned(self, n):
         p = ctypes.c_void_p()
         self.call("cuMemAllocHost_v2", ctypes.byref(p), n)
+        self.made.append(("pinned", p.value))
         return p.value
 
     def read(self, ptr, n, stream):
@@ -116,6 +150,7 @@ class Driver:
         e = ctypes.c_void_p()
         self.call("cuEventCreate", ctypes.byref(e), 2)  # CU_EVENT_DISABLE_TIMING
         self.call("cuEventRecord", e, stream)
+        self.made.append(("event", e.value))
         return e.value
 
 
@@ -159,7 +194,7 @@ class Producer:
         self.ptr = driver.alloc(16)
         zeros = np.zeros(4, np.int32)
         driver.call("cuMemcpy", self.ptr, zeros.ctypes.data, 16)
-        self.host = driver.pinned(16)  # freed never: freeing pinned memory waits for all streams
+        self.host = driver.pinned(16)  # freed after the test (free_since): freeing waits for streams
         ctypes.memmove(self.host, self.values.ctypes.data, 16)
         driver.call("cuMemcpyAsync", self.ptr, self.host, 16, stream)
         self.with_stream = with_stream

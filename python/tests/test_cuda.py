@@ -3,8 +3,10 @@ both ways, the CUDA Array Interface's `stream` both ways, and device capsules, e
 an independent producer or consumer (cuda_raw: the raw driver through ctypes) and against pyarrow.
 A gated stream holds the producer's work back, so a read that skips the protocol's wait sees the
 old bytes; the stand-in's counters show that no step makes the host wait."""
+import gc
 import os
 import threading
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +38,33 @@ def gpu():
 @pytest.fixture(scope="module")
 def cu(gpu):
     return Driver()
+
+
+@pytest.fixture(autouse=True)
+def gives_everything_back(cu, gpu):
+    """On the stand-in, every test ends holding what it started with: allocations, streams,
+    events, IPC mappings and context retains (the producers' own are freed first, and ferry's
+    reusable staging blocks released). On a GPU the driver has no such counts."""
+    if cu.standin is None:
+        yield
+        return
+    cuda = [d for d in ferry.devices() if d.device_type == ferry.DeviceType.CUDA]
+    for device in cuda:
+        device.release_cached()  # also makes ferry's per-GPU context and stream, once
+    before, mark = cu.live(), cu.mark()
+    yield
+    gc.collect()
+    cu.free_since(mark)
+    deadline = time.monotonic() + 2  # stream-ordered frees run after the test returns
+    while True:
+        for device in cuda:
+            device.release_cached()
+        now = cu.live()
+        if now == before or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    grew = {k: (before[k], now[k]) for k in before if before[k] != now[k]}
+    assert not grew, f"the stand-in CUDA driver still holds what the test took: {grew}"
 
 
 @pytest.fixture

@@ -248,6 +248,12 @@ class CudaDevice final : public Device {
 
   Result<void*> InternalStream() override { return gpu_.InternalStream(); }
 
+  Result<int64_t> ReleaseCached() override {
+    ScopedContext scope(d_);
+    FERRY_RETURN_NOT_OK(scope.Push(gpu_));
+    return gpu_.staging().Trim();
+  }
+
   Result<std::shared_ptr<void>> RecordEvent(void* stream) override {
     if (stream == nullptr)
       return Status::Invalid(ToString() + ": recording an event needs a stream");

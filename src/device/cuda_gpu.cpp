@@ -21,6 +21,31 @@ void StagingPool::Clear() noexcept {
   pooled_ = 0;
 }
 
+Result<int64_t> StagingPool::Trim() {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t freed = 0;
+  std::vector<StagingBlock*> kept;
+  for (StagingBlock* b : blocks_) {
+    bool idle = !b->in_use;
+    if (idle && b->pending) {
+      const CUresult rc = d_.EventQuery(b->ready);
+      if (rc != kSuccess && rc != kNotReady) return Error(d_, rc, "EventQuery");
+      idle = rc == kSuccess;
+    }
+    if (!idle) {
+      kept.push_back(b);
+      continue;
+    }
+    if (b->ready != nullptr) d_.EventDestroy(b->ready);
+    d_.MemFreeHost(b->data);
+    pooled_ -= b->size;
+    freed += static_cast<int64_t>(b->size);
+    delete b;
+  }
+  blocks_.swap(kept);
+  return freed;
+}
+
 Result<StagingBlock*> StagingPool::Acquire(size_t size) {
   if (size > kMaxBlockBytes) {
     return Status::NotSupported("a staging block of " + std::to_string(size) + " bytes is above " +

@@ -44,6 +44,9 @@ class StagingPool {
   void ReleaseNow(StagingBlock* block) noexcept;
   /// Free every block (at exit, with the GPU's context current and its streams drained).
   void Clear() noexcept;
+  /// Free the blocks no one uses and whose last copy has completed (the GPU's context must be
+  /// current); returns the bytes freed.
+  Result<int64_t> Trim();
 
  private:
   const Driver& d_;

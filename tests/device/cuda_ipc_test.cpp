@@ -50,7 +50,9 @@ std::string PeerPath() {
 // A running peer with its standard input and output as pipes.
 class Peer {
  public:
-  Peer(const CudaIpcMemHandle& h, size_t n, const char* mode) {
+  // `env`: NAME=VALUE settings that replace the peer's inherited ones.
+  Peer(const CudaIpcMemHandle& h, size_t n, const char* mode,
+       const std::vector<std::string>& env = {}) {
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) return;
     posix_spawn_file_actions_t actions;
@@ -69,7 +71,20 @@ class Peer {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    std::vector<std::string> vars = env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string var = *e;
+      const std::string name = var.substr(0, var.find('=') + 1);
+      bool replaced = false;
+      for (const std::string& v : env) replaced = replaced || v.rfind(name, 0) == 0;
+      if (!replaced) vars.push_back(var);
+    }
+    std::vector<char*> envp;
+    for (std::string& v : vars) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    if (posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) {
+      pid_ = -1;
+    }
     posix_spawn_file_actions_destroy(&actions);
     close(in[0]);
     close(out[1]);
@@ -215,6 +230,36 @@ TEST(CudaIpc, RefusesWhatCannotBeShared) {
   if (testing::GetStandin() != nullptr) {
     ASSERT_RAISES_WITH(EIO, "cuMemAlloc", refused);
   }
+}
+
+// Memory of the second GPU opens in a peer that has that GPU (on its GPU 0, with peer access, as
+// ferry asks), and is refused, naming the driver's reason, in one that has only one GPU.
+TEST(CudaPeer, IpcOfTheSecondGpuOpensOnlyWhereThatGpuIs) {
+  FERRY_RESOLVE_OR_SKIP(gpu1, (testing::DeviceCase{ARROW_DEVICE_CUDA, 1, "CUDA1"}));
+  Block block{gpu1};
+  ASSERT_OK_AND_ASSIGN(block.data, gpu1->Allocate(4096, nullptr));
+  block.size = 4096;
+  std::vector<uint8_t> pattern(32);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 11 + 1);
+  ASSERT_OK(BufferCopy(*CpuDevice(), {pattern.data(), 32}, *gpu1, {block.data, 32}));
+  ASSERT_OK_AND_ASSIGN(CudaIpcMemHandle handle, ExportCudaIpcMemHandle(*gpu1, block.data));
+  {
+    Peer peer(handle, 32, "once");
+    ASSERT_TRUE(peer.started()) << PeerPath();
+    EXPECT_EQ(peer.ReadLine(), "read " + Hex(pattern.data(), 32));
+    EXPECT_EQ(peer.ReadLine(), "wrote");
+    peer.ReadLine();  // open N
+    peer.CloseInput();
+    EXPECT_EQ(peer.Wait(), 0);
+  }
+  FERRY_STANDIN_OR_SKIP(standin);
+  Peer one_gpu(handle, 32, "once", {"FERRY_CUDA_STANDIN_DEVICES=1"});
+  ASSERT_TRUE(one_gpu.started()) << PeerPath();
+  const std::string line = one_gpu.ReadLine();
+  EXPECT_NE(line.find("error"), std::string::npos) << line;
+  EXPECT_NE(line.find("CUDA_ERROR_INVALID_DEVICE"), std::string::npos) << line;
+  one_gpu.CloseInput();
+  EXPECT_EQ(one_gpu.Wait(), 1);
 }
 
 }  // namespace

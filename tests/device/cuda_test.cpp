@@ -22,6 +22,10 @@ using testing::Json;
 
 #define RESOLVE_GPU_OR_SKIP(var) \
   FERRY_RESOLVE_OR_SKIP(var, (testing::DeviceCase{ARROW_DEVICE_CUDA, 0, "CUDA0"}))
+// The second GPU: the stand-in with FERRY_CUDA_STANDIN_DEVICES=2 (ctest's device_two_gpus), or a
+// machine with two.
+#define RESOLVE_SECOND_GPU_OR_SKIP(var) \
+  FERRY_RESOLVE_OR_SKIP(var, (testing::DeviceCase{ARROW_DEVICE_CUDA, 1, "CUDA1"}))
 
 // The array's values, read back to the CPU with ferry, as JSON (or the error text).
 Json HostJson(const ArrowSchema* schema, const ArrowDeviceArray* array) {
@@ -312,6 +316,58 @@ TEST(CudaEvents, RecordEventMarksTheStream) {
   EXPECT_EQ(testing::GetRawCuda()->cuEventQuery(ev), 0);
   ASSERT_RAISES_WITH(EINVAL, "needs a stream", gpu->RecordEvent(nullptr));
   ASSERT_RAISES_WITH(ENOTSUP, "no events", CpuDevice()->RecordEvent(stream.arg()));
+}
+
+// -- Two GPUs: copies between them, ordered by an event of one GPU on a stream of the other ------
+
+TEST(CudaPeer, BuffersCrossBetweenGpusOrderedByAnEventAcrossThem) {
+  RESOLVE_GPU_OR_SKIP(gpu0);
+  RESOLVE_SECOND_GPU_OR_SKIP(gpu1);
+  std::vector<uint8_t> pattern(size_t{1} << 16);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 7 + 3);
+  const auto n = static_cast<int64_t>(pattern.size());
+  ASSERT_OK_AND_ASSIGN(UniqueBuffer on0, BufferInit(*CpuDevice(), {pattern.data(), n}, *gpu0));
+  testing::RawStream s0(0);
+  testing::RawStream s1(1);
+  const testing::StandinDelta delta;
+  // GPU 0 -> GPU 1 on a stream of GPU 1, held back by a gate: not yet run when the next call
+  // queues the copy back.
+  testing::StreamGate gate(s1.get(), /*timeout_ms=*/10000, /*device=*/1);
+  ASSERT_OK_AND_ASSIGN(UniqueBuffer on1, BufferInitAsync(*gpu0, {on0->data, n}, *gpu1, s1.arg()));
+  // GPU 1 -> GPU 0 on a stream of GPU 0, after an event of GPU 1's stream.
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<void> copied, gpu1->RecordEvent(s1.arg()));
+  ASSERT_OK(gpu0->SynchronizeEvent(copied.get(), s0.arg()));
+  ASSERT_OK_AND_ASSIGN(UniqueBuffer back, BufferInitAsync(*gpu1, {on1->data, n}, *gpu0, s0.arg()));
+  gate.Open();
+  std::vector<uint8_t> host(pattern.size(), 0);
+  ASSERT_OK(gpu0->SynchronizeEvent(nullptr, s0.arg()));
+  ASSERT_OK(BufferCopy(*gpu0, {back->data, n}, *CpuDevice(), {host.data(), n}));
+  EXPECT_EQ(host, pattern) << "the copy back ran before the copy it waited for";
+  if (testing::GetStandin() != nullptr) {
+    const FerryCudaStandinCounters c = delta.Get();
+    EXPECT_EQ(c.copies_d2d, 2);  // one peer copy each way
+    EXPECT_EQ(c.stream_waits, 1);
+    EXPECT_EQ(c.bytes_d2d, 2 * n);
+  }
+}
+
+TEST(CudaPeer, AnArrayCopiesToTheOtherGpuAfterItsEvent) {
+  RESOLVE_GPU_OR_SKIP(gpu0);
+  RESOLVE_SECOND_GPU_OR_SKIP(gpu1);
+  testing::RawStream producer(0);
+  UniqueSchema schema;
+  UniqueDeviceArray cpu = Cpu(Field::Make("+l", "s", {Field::Make("u", "item")}),
+                              R"([["a", "bc"], null, ["def"]])", &schema);
+  ASSERT_OK_AND_ASSIGN(DeviceArrayView view, DeviceArrayView::Make(schema.get()));
+  ASSERT_OK(view.SetArray(cpu.get()));
+  testing::StreamGate gate(producer.get(), /*timeout_ms=*/200);
+  // On GPU 0, with the event of a stream that has not run yet ...
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArray on0, view.CopyAsync(*gpu0, producer.arg()));
+  ASSERT_OK(view.SetArray(on0.get()));
+  // ... copied to GPU 1: the copy waits on that event, and the values arrive whole.
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArray on1, view.Copy(*gpu1));
+  EXPECT_EQ(on1->device_id, 1);
+  EXPECT_EQ(HostJson(schema.get(), on1.get()), Json::parse(R"([["a", "bc"], null, ["def"]])"));
 }
 
 }  // namespace

@@ -26,7 +26,16 @@ void Bind(const char* name, F* out) {
   *out = DriverLibrary() == nullptr ? nullptr : reinterpret_cast<F>(dlsym(DriverLibrary(), name));
 }
 
+// Registered before main in every binary that links this file (see cuda_util.hpp).
+const bool kLeakCheckRegistered = RegisterStandinLeakCheck();
+
 }  // namespace
+
+FerryCudaStandinLive Standin::Live() const {
+  FerryCudaStandinLive l{};
+  live(&l);
+  return l;
+}
 
 FerryCudaStandinCounters Standin::Counters() const {
   FerryCudaStandinCounters c{};
@@ -44,9 +53,10 @@ const Standin* GetStandin() {
     Bind("ferry_cuda_standin_live_allocations", &s.live_allocations);
     Bind("ferry_cuda_standin_ipc_open_handles", &s.ipc_open_handles);
     Bind("ferry_cuda_standin_ipc_importers", &s.ipc_importers);
-    if (s.counters == nullptr || s.reset_counters == nullptr || s.set_delay_us == nullptr ||
-        s.delay_us == nullptr || s.live_allocations == nullptr || s.ipc_open_handles == nullptr ||
-        s.ipc_importers == nullptr) {
+    Bind("ferry_cuda_standin_live", &s.live);
+    if (s.live == nullptr || s.counters == nullptr || s.reset_counters == nullptr ||
+        s.set_delay_us == nullptr || s.delay_us == nullptr || s.live_allocations == nullptr ||
+        s.ipc_open_handles == nullptr || s.ipc_importers == nullptr) {
       return nullptr;
     }
     return &s;
@@ -93,9 +103,9 @@ StandinDelay::~StandinDelay() {
   if (const Standin* s = GetStandin()) s->set_delay_us(previous_);
 }
 
-RawContext::RawContext() {
+RawContext::RawContext(int device) : device_(device) {
   const RawCuda* cu = GetRawCuda();
-  if (cu == nullptr || cu->cuDevicePrimaryCtxRetain(&ctx_, 0) != 0) {
+  if (cu == nullptr || cu->cuDevicePrimaryCtxRetain(&ctx_, device) != 0) {
     ctx_ = nullptr;
     return;
   }
@@ -107,7 +117,7 @@ RawContext::~RawContext() {
   const RawCuda* cu = GetRawCuda();
   CUcontext popped = nullptr;
   cu->cuCtxPopCurrent_v2(&popped);
-  cu->cuDevicePrimaryCtxRelease_v2(0);
+  cu->cuDevicePrimaryCtxRelease_v2(device_);
 }
 
 struct StreamGate::Shared {
@@ -117,7 +127,8 @@ struct StreamGate::Shared {
   int timeout_ms = 0;
 };
 
-StreamGate::StreamGate(CUstream stream, int timeout_ms) : shared_(std::make_shared<Shared>()) {
+StreamGate::StreamGate(CUstream stream, int timeout_ms, int device)
+    : shared_(std::make_shared<Shared>()) {
   shared_->timeout_ms = timeout_ms;
   auto* held = new std::shared_ptr<Shared>(shared_);
   const RawCuda* cu = GetRawCuda();
@@ -127,6 +138,7 @@ StreamGate::StreamGate(CUstream stream, int timeout_ms) : shared_(std::make_shar
     (*s)->cv.wait_for(lock, std::chrono::milliseconds((*s)->timeout_ms),
                       [&] { return (*s)->open; });
   };
+  RawContext ctx(device);
   if (cu == nullptr || cu->cuLaunchHostFunc(stream, wait, held) != 0) {
     delete held;
     ADD_FAILURE() << "could not queue the gate on the stream";
@@ -141,8 +153,8 @@ void StreamGate::Open() {
   shared_->cv.notify_all();
 }
 
-RawStream::RawStream() {
-  RawContext ctx;
+RawStream::RawStream(int device) : device_(device) {
+  RawContext ctx(device);
   const RawCuda* cu = GetRawCuda();
   if (cu == nullptr || cu->cuStreamCreate(&stream_, 1) != 0) {
     ADD_FAILURE() << "could not create a CUDA stream";
@@ -150,7 +162,9 @@ RawStream::RawStream() {
 }
 
 RawStream::~RawStream() {
-  if (stream_ != nullptr) GetRawCuda()->cuStreamDestroy_v2(stream_);
+  if (stream_ == nullptr) return;
+  RawContext ctx(device_);
+  GetRawCuda()->cuStreamDestroy_v2(stream_);
 }
 
 }  // namespace ferry::testing

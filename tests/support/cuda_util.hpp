@@ -21,12 +21,19 @@ struct Standin {
   int64_t (*live_allocations)() = nullptr;
   int64_t (*ipc_open_handles)() = nullptr;
   int64_t (*ipc_importers)(unsigned long long) = nullptr;  // NOLINT(google-runtime-int)
+  void (*live)(FerryCudaStandinLive*) = nullptr;
 
   FerryCudaStandinCounters Counters() const;
+  FerryCudaStandinLive Live() const;
 };
 
 /// The stand-in, or nullptr when $FERRY_CUDA_DRIVER is unset or names another driver (a GPU).
 const Standin* GetStandin();
+
+/// Fails the test binary when a test ends holding more on the stand-in than when it started
+/// (allocations, streams, events, IPC mappings, context retains; ferry's reusable caches are
+/// released first). Registered once, before main, in every binary that links this support.
+bool RegisterStandinLeakCheck();
 
 /// The driver API of the library ferry loads ($FERRY_CUDA_DRIVER, else libcuda.so.1), cuInit
 /// called; nullptr when it cannot be loaded.
@@ -59,23 +66,26 @@ class StandinDelay {
   int64_t previous_ = 0;
 };
 
-/// Pushes GPU 0's primary context on the calling thread for raw driver calls in a scope.
+/// Pushes a GPU's primary context (GPU 0 unless named) on the calling thread for raw driver calls
+/// in a scope.
 class RawContext {
  public:
-  RawContext();
+  explicit RawContext(int device = 0);
   ~RawContext();
   RawContext(const RawContext&) = delete;
   RawContext& operator=(const RawContext&) = delete;
 
  private:
   CUcontext ctx_ = nullptr;
+  int device_ = 0;
 };
 
 /// Holds a stream back until Open() (or the timeout): a host function queued on it waits, so
 /// work queued after it cannot have run yet. Deterministic where a delay would be a race.
 class StreamGate {
  public:
-  explicit StreamGate(CUstream stream, int timeout_ms = 10000);
+  /// `stream` is on GPU `device`.
+  explicit StreamGate(CUstream stream, int timeout_ms = 10000, int device = 0);
   ~StreamGate() { Open(); }
   StreamGate(const StreamGate&) = delete;
   StreamGate& operator=(const StreamGate&) = delete;
@@ -86,10 +96,11 @@ class StreamGate {
   std::shared_ptr<Shared> shared_;
 };
 
-/// A non-blocking stream on GPU 0 made with the raw driver, destroyed with the scope.
+/// A non-blocking stream on a GPU (0 unless named) made with the raw driver, destroyed with the
+/// scope.
 class RawStream {
  public:
-  RawStream();
+  explicit RawStream(int device = 0);
   ~RawStream();
   RawStream(const RawStream&) = delete;
   RawStream& operator=(const RawStream&) = delete;
@@ -99,6 +110,7 @@ class RawStream {
 
  private:
   CUstream stream_ = nullptr;
+  int device_ = 0;
 };
 
 }  // namespace ferry::testing

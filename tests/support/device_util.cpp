@@ -11,14 +11,20 @@
 namespace ferry::testing {
 
 const std::vector<DeviceCase>& ConformanceDevices() {
-  static const std::vector<DeviceCase> devices = {
-      {ARROW_DEVICE_CPU, -1, "CPU"},
-      {ARROW_DEVICE_EXT_DEV, 0, "GUARDED"},
-      {ARROW_DEVICE_OPENCL, 0, "OPENCL0"},
-      {ARROW_DEVICE_CUDA, 0, "CUDA0"},
-      {ARROW_DEVICE_CUDA_HOST, 0, "CUDA_HOST0"},
-      {ARROW_DEVICE_CUDA_MANAGED, 0, "CUDA_MANAGED0"},
-  };
+  static const std::vector<DeviceCase> devices = [] {
+    std::vector<DeviceCase> all = {
+        {ARROW_DEVICE_CPU, -1, "CPU"},
+        {ARROW_DEVICE_EXT_DEV, 0, "GUARDED"},
+        {ARROW_DEVICE_OPENCL, 0, "OPENCL0"},
+        {ARROW_DEVICE_CUDA, 0, "CUDA0"},
+        {ARROW_DEVICE_CUDA_HOST, 0, "CUDA_HOST0"},
+        {ARROW_DEVICE_CUDA_MANAGED, 0, "CUDA_MANAGED0"},
+    };
+    // A second GPU joins where it is required: the two-GPU stand-in run, or a machine with two.
+    const DeviceCase second{ARROW_DEVICE_CUDA, 1, "CUDA1"};
+    if (DeviceRequired(second)) all.push_back(second);
+    return all;
+  }();
   return devices;
 }
 

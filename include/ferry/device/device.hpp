@@ -89,6 +89,12 @@ class FERRY_EXPORT Device {
   /// work queued on `stream` so far; ENOTSUP on devices without events.
   virtual Result<std::shared_ptr<void>> RecordEvent(void* stream);
 
+  /// Frees what this device keeps for reuse and no work uses now (CUDA's pinned staging blocks
+  /// and their events), as PyTorch's `empty_cache` does; returns the bytes freed. Blocks still
+  /// in use, or whose last copy is still running, stay. The next copy that needs one allocates
+  /// it again.
+  virtual Result<int64_t> ReleaseCached() { return int64_t{0}; }
+
   /// A snapshot of the counters, and a reset (tests and benchmarks only).
   DeviceStats stats() const noexcept;
   void ResetStats() noexcept;

@@ -45,6 +45,20 @@ typedef struct FerryCudaStandinCounters {
   int64_t stream_errors;
 } FerryCudaStandinCounters;
 
+/* What the process holds now, for leak checks: each returns to zero when every allocation, stream,
+ * event, IPC mapping and context retain has been given back. */
+typedef struct FerryCudaStandinLive {
+  int64_t device_allocations; /* cuMemAlloc, cuMemAllocAsync (not imported ones) */
+  int64_t pinned_allocations; /* cuMemAllocHost */
+  int64_t managed_allocations;
+  int64_t ipc_mappings;    /* cuIpcOpenMemHandle minus cuIpcCloseMemHandle */
+  int64_t streams;         /* cuStreamCreate minus cuStreamDestroy */
+  int64_t events;          /* cuEventCreate minus cuEventDestroy */
+  int64_t context_retains; /* cuDevicePrimaryCtxRetain minus Release, over every device */
+} FerryCudaStandinLive;
+
+/* Copy what the process holds now into `out`. */
+void ferry_cuda_standin_live(FerryCudaStandinLive* out);
 /* Copy the counters into `out`. */
 void ferry_cuda_standin_counters(FerryCudaStandinCounters* out);
 /* Zero the counters. */

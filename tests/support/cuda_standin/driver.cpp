@@ -17,6 +17,7 @@ namespace {
 constexpr int kMaxContextDepth = 64;
 thread_local Context* t_context_stack[kMaxContextDepth];
 thread_local int t_context_depth = 0;
+thread_local bool t_in_host_function = false;
 
 struct ErrorText {
   CUresult code;
@@ -37,6 +38,7 @@ constexpr ErrorText kErrors[] = {
     {kNotFound, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {kNotReady, "CUDA_ERROR_NOT_READY", "device not ready"},
     {kIllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {kNotPermitted, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {kNotSupported, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {kUnknown, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
@@ -77,11 +79,21 @@ int CurrentDevice() {
   return t_context_depth == 0 ? -1 : t_context_stack[t_context_depth - 1]->device;
 }
 
+CUresult Enter() {
+  if (t_in_host_function) return kNotPermitted;
+  if (!GetState().initialized) return kNotInitialized;
+  return kSuccess;
+}
+
+InHostFunction::InHostFunction() { t_in_host_function = true; }
+InHostFunction::~InHostFunction() { t_in_host_function = false; }
+
 }  // namespace standin
 
 using namespace standin;  // NOLINT(google-build-using-namespace): the exported C functions
 
 CUresult cuInit(unsigned int flags) {
+  if (t_in_host_function) return kNotPermitted;
   if (flags != 0) return kInvalidValue;
   State& s = GetState();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -111,14 +123,14 @@ CUresult cuDriverGetVersion(int* version) {
 }
 
 CUresult cuDeviceGetCount(int* count) {
-  if (!GetState().initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (count == nullptr) return kInvalidValue;
   *count = GetState().device_count;
   return kSuccess;
 }
 
 CUresult cuDeviceGet(CUdevice* device, int ordinal) {
-  if (!GetState().initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (device == nullptr) return kInvalidValue;
   if (!ValidDevice(ordinal)) return kInvalidDevice;
   *device = ordinal;
@@ -126,7 +138,7 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
-  if (!GetState().initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (name == nullptr || len <= 0) return kInvalidValue;
   if (!ValidDevice(dev)) return kInvalidDevice;
   const std::string text = "ferry CUDA stand-in " + std::to_string(dev);
@@ -136,7 +148,7 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
 }
 
 CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice dev) {
-  if (!GetState().initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (value == nullptr) return kInvalidValue;
   if (!ValidDevice(dev)) return kInvalidDevice;
   switch (attrib) {
@@ -159,7 +171,7 @@ CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice de
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (ctx == nullptr) return kInvalidValue;
   if (!ValidDevice(dev)) return kInvalidDevice;
   std::lock_guard<std::mutex> lock(s.mu);
@@ -171,7 +183,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (!ValidDevice(dev)) return kInvalidDevice;
   std::lock_guard<std::mutex> lock(s.mu);
   Context& c = *s.contexts[static_cast<size_t>(dev)];
@@ -181,7 +193,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 }
 
 CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
-  if (!GetState().initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   Context* c = ContextOf(ctx);
   if (c == nullptr) return kInvalidContext;
   if (t_context_depth == kMaxContextDepth) return kInvalidValue;
@@ -190,7 +202,7 @@ CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
 }
 
 CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
-  if (!GetState().initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (t_context_depth == 0) return kInvalidContext;
   t_context_depth -= 1;
   if (ctx != nullptr) *ctx = reinterpret_cast<CUcontext>(t_context_stack[t_context_depth]);
@@ -198,7 +210,7 @@ CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
 }
 
 CUresult cuCtxGetCurrent(CUcontext* ctx) {
-  if (!GetState().initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (ctx == nullptr) return kInvalidValue;
   *ctx = t_context_depth == 0 ? nullptr
                               : reinterpret_cast<CUcontext>(t_context_stack[t_context_depth - 1]);

@@ -43,6 +43,7 @@ constexpr CUresult kInvalidHandle = 400;
 constexpr CUresult kNotFound = 500;
 constexpr CUresult kNotReady = 600;
 constexpr CUresult kIllegalAddress = 700;
+constexpr CUresult kNotPermitted = 800;
 constexpr CUresult kNotSupported = 801;
 constexpr CUresult kUnknown = 999;
 

@@ -59,7 +59,7 @@ CUresult MapTwice(int fd, size_t mapped, uintptr_t* base, uint8_t** alias) {
 CUresult NewDevice(size_t bytes, bool async, CUdeviceptr* out) {
   if (out == nullptr || bytes == 0) return kInvalidValue;
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   const int device = CurrentDevice();
   if (device < 0) return kInvalidContext;
   auto a = std::make_shared<Alloc>();
@@ -83,7 +83,7 @@ CUresult NewDevice(size_t bytes, bool async, CUdeviceptr* out) {
 CUresult NewHost(size_t bytes, Kind kind, uintptr_t* out) {
   if (out == nullptr || bytes == 0) return kInvalidValue;
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   const int device = CurrentDevice();
   if (device < 0) return kInvalidContext;
   auto a = std::make_shared<Alloc>();
@@ -112,7 +112,7 @@ CUresult NewHost(size_t bytes, Kind kind, uintptr_t* out) {
 template <typename Ok>
 CUresult Free(uintptr_t base, Ok ok) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::unique_lock<std::mutex> lock(s.mu);
   auto it = s.allocs.find(base);
   if (it == s.allocs.end() || !ok(*it->second)) return kInvalidValue;
@@ -191,7 +191,7 @@ CUresult cuMemFreeHost(void* p) {
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::lock_guard<std::mutex> lock(s.mu);
   CUresult rc = kSuccess;
   std::shared_ptr<Stream> st = ResolveStreamLocked(stream, &rc);
@@ -210,7 +210,7 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr dptr) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::lock_guard<std::mutex> lock(s.mu);
   bool bad = false;
   std::shared_ptr<Alloc> a = FindLocked(dptr, 1, &bad);
@@ -295,7 +295,7 @@ CUresult Attribute(const Alloc* a, int attribute, CUdeviceptr ptr, void* data, b
 
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (data == nullptr) return kInvalidValue;
   std::shared_ptr<Alloc> a;
   {
@@ -317,7 +317,7 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
 
 CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attributes, void** data,
                                 CUdeviceptr ptr) {
-  if (!GetState().initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (count > 0 && (attributes == nullptr || data == nullptr)) return kInvalidValue;
   for (unsigned i = 0; i < count; ++i) {
     if (data[i] == nullptr) return kInvalidValue;
@@ -343,7 +343,7 @@ CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attribu
 
 CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (handle == nullptr) return kInvalidValue;
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.allocs.find(dptr);  // the base of an allocation, as the driver requires
@@ -368,7 +368,7 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr) {
 
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* dptr, CUipcMemHandle handle, unsigned int flags) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (dptr == nullptr || (flags & ~kIpcLazyEnablePeerAccess) != 0) return kInvalidValue;
   const int device = CurrentDevice();
   if (device < 0) return kInvalidContext;
@@ -379,6 +379,12 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* dptr, CUipcMemHandle handle, unsigne
   }
   // The driver refuses to open a handle in the process that exported it.
   if (p.pid == static_cast<int32_t>(getpid())) return kInvalidContext;
+  // Memory of another GPU opens only where that GPU is a peer of the current one, and only when
+  // the caller lets the driver enable peer access (CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS).
+  if (p.device != device &&
+      (p.device < 0 || p.device >= s.device_count || (flags & kIpcLazyEnablePeerAccess) == 0)) {
+    return kInvalidDevice;
+  }
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(p.pid)) << 32) ^ p.alloc_id;
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -402,7 +408,7 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* dptr, CUipcMemHandle handle, unsigne
   a->kind = Kind::kDevice;
   a->size = p.size;
   a->mapped = p.mapped;
-  a->device = device;
+  a->device = p.device;
   a->imported = true;
   a->import_refs = 1;
   a->import_key = key;
@@ -419,7 +425,7 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* dptr, CUipcMemHandle handle, unsigne
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   State& s = GetState();
-  if (!s.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::unique_lock<std::mutex> lock(s.mu);
   auto it = s.allocs.find(dptr);
   if (it == s.allocs.end() || !it->second->imported) return kInvalidValue;
@@ -436,6 +442,27 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
 STANDIN_EXPORT int64_t ferry_cuda_standin_live_allocations(void) {
   std::lock_guard<std::mutex> lock(GetState().mu);
   return static_cast<int64_t>(GetState().allocs.size());
+}
+
+STANDIN_EXPORT void ferry_cuda_standin_live(FerryCudaStandinLive* out) {
+  State& st = GetState();
+  std::lock_guard<std::mutex> lock(st.mu);
+  FerryCudaStandinLive live{};
+  for (const auto& [base, a] : st.allocs) {
+    if (a->imported) {
+      live.ipc_mappings += a->import_refs;
+    } else if (a->kind == Kind::kDevice) {
+      live.device_allocations += 1;
+    } else if (a->kind == Kind::kPinned) {
+      live.pinned_allocations += 1;
+    } else {
+      live.managed_allocations += 1;
+    }
+  }
+  live.streams = static_cast<int64_t>(st.streams.size());
+  live.events = static_cast<int64_t>(st.events.size());
+  for (const auto& c : st.contexts) live.context_retains += c->refs;
+  *out = live;
 }
 
 STANDIN_EXPORT int64_t ferry_cuda_standin_ipc_open_handles(void) {

@@ -104,6 +104,9 @@ struct State {
   std::vector<std::unique_ptr<Context>> contexts;
   std::map<uintptr_t, std::shared_ptr<Alloc>> allocs;  // by base address
   std::map<CUstream, std::shared_ptr<Stream>> streams;
+  // Each thread's per-thread default stream, by (thread, device): made on first use, blocking
+  // (ordered with the legacy stream), never destroyed.
+  std::map<std::pair<std::thread::id, int>, std::shared_ptr<Stream>> per_thread;
   std::set<CUevent> events;
   uint64_t next_id = 1;
 
@@ -127,7 +130,9 @@ void EraseLocked(uintptr_t base);
 
 // streams.cpp
 /// The stream a handle names: 0 and CU_STREAM_LEGACY are the current context's legacy stream,
-/// CU_STREAM_PER_THREAD is treated as it too. Null with `*rc` set when there is none. Needs `mu`.
+/// CU_STREAM_PER_THREAD the calling thread's own default stream on that context. Every handle,
+/// an explicit one too, needs a current context (CUDA_ERROR_INVALID_CONTEXT). Null with `*rc` set
+/// when there is none. Needs `mu`.
 std::shared_ptr<Stream> ResolveStreamLocked(CUstream handle, CUresult* rc);
 /// Append `op` to `s` (with the legacy stream's implicit ordering). Needs `mu`.
 void EnqueueLocked(const std::shared_ptr<Stream>& s, Op op);
@@ -144,6 +149,18 @@ void StopStream(const std::shared_ptr<Stream>& s);
 // driver.cpp
 /// The device of the calling thread's current context, or -1.
 int CurrentDevice();
+/// What every driver entry point checks first: CUDA_ERROR_NOT_PERMITTED from inside a host
+/// function (the real driver forbids any driver call there), CUDA_ERROR_NOT_INITIALIZED before
+/// cuInit, else success.
+CUresult Enter();
+/// Marks the calling thread as running a host function, for the scope.
+class InHostFunction {
+ public:
+  InHostFunction();
+  ~InHostFunction();
+  InHostFunction(const InHostFunction&) = delete;
+  InHostFunction& operator=(const InHostFunction&) = delete;
+};
 
 }  // namespace standin
 

@@ -35,11 +35,15 @@ CUresult Execute(std::unique_lock<std::mutex>& lock, Op& op) {
       lock.lock();
       return kSuccess;
     }
-    case Op::Type::kHostFunc:
+    case Op::Type::kHostFunc: {
       lock.unlock();
-      op.fn(op.user_data);
+      {
+        InHostFunction marked;  // a driver call from here fails, as on the real driver
+        op.fn(op.user_data);
+      }
       lock.lock();
       return kSuccess;
+    }
     case Op::Type::kFree:
       if (Live(op.freed)) EraseLocked(op.freed->base);
       return kSuccess;
@@ -119,16 +123,21 @@ void StopStream(const std::shared_ptr<Stream>& s) {
 
 std::shared_ptr<Stream> ResolveStreamLocked(CUstream handle, CUresult* rc) {
   State& st = GetState();
+  const int device = CurrentDevice();
+  if (device < 0) {
+    *rc = kInvalidContext;  // the real driver needs a current context, whatever the stream
+    return nullptr;
+  }
   const auto value = reinterpret_cast<uintptr_t>(handle);
-  if (value == 0 || value == kStreamLegacy || value == kStreamPerThread) {
-    const int device = CurrentDevice();
-    if (device < 0) {
-      *rc = kInvalidContext;
-      return nullptr;
-    }
+  if (value == 0 || value == kStreamLegacy) {
     Context& ctx = *st.contexts[static_cast<size_t>(device)];
     if (ctx.legacy == nullptr) ctx.legacy = MakeStream(device, 0, true);
     return ctx.legacy;
+  }
+  if (value == kStreamPerThread) {
+    std::shared_ptr<Stream>& own = st.per_thread[{std::this_thread::get_id(), device}];
+    if (own == nullptr) own = MakeStream(device, 0, false);
+    return own;
   }
   auto it = st.streams.find(handle);
   if (it == st.streams.end()) {
@@ -142,11 +151,13 @@ void EnqueueLocked(const std::shared_ptr<Stream>& s, Op op) {
   State& st = GetState();
   // The legacy default stream waits for blocking streams' earlier work, and they for its.
   if (s->legacy) {
-    for (auto& [handle, other] : st.streams) {
+    const auto wait_for = [&](const std::shared_ptr<Stream>& other) {
       if (other->device == s->device && Blocking(*other) && other->completed < other->enqueued) {
         Push(s, WaitOp(other));
       }
-    }
+    };
+    for (auto& [handle, other] : st.streams) wait_for(other);
+    for (auto& [owner, other] : st.per_thread) wait_for(other);
   } else if (Blocking(*s)) {
     const std::shared_ptr<Stream>& legacy = st.contexts[static_cast<size_t>(s->device)]->legacy;
     if (legacy != nullptr && legacy->completed < legacy->enqueued) Push(s, WaitOp(legacy));
@@ -165,6 +176,7 @@ bool DrainAllLocked(std::unique_lock<std::mutex>& lock) {
   State& st = GetState();
   std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> targets;
   for (auto& [handle, s] : st.streams) targets.emplace_back(s, s->enqueued);
+  for (auto& [owner, s] : st.per_thread) targets.emplace_back(s, s->enqueued);
   for (auto& ctx : st.contexts) {
     if (ctx->legacy != nullptr) targets.emplace_back(ctx->legacy, ctx->legacy->enqueued);
   }
@@ -185,7 +197,7 @@ namespace {
 // cuMemcpy, cuMemcpyAsync and cuMemcpyPeerAsync.
 CUresult Copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream handle, bool sync) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::unique_lock<std::mutex> lock(st.mu);
   CUresult rc = kSuccess;
   std::shared_ptr<Stream> s = ResolveStreamLocked(handle, &rc);
@@ -265,7 +277,7 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, 
 
 CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (stream == nullptr || (flags & ~kStreamNonBlocking) != 0) return kInvalidValue;
   const int device = CurrentDevice();
   if (device < 0) return kInvalidContext;
@@ -279,7 +291,7 @@ CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
 
 CUresult cuStreamDestroy_v2(CUstream stream) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::shared_ptr<Stream> s;
   {
     std::lock_guard<std::mutex> lock(st.mu);
@@ -294,7 +306,7 @@ CUresult cuStreamDestroy_v2(CUstream stream) {
 
 CUresult cuStreamSynchronize(CUstream stream) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::unique_lock<std::mutex> lock(st.mu);
   CUresult rc = kSuccess;
   std::shared_ptr<Stream> s = ResolveStreamLocked(stream, &rc);
@@ -305,7 +317,7 @@ CUresult cuStreamSynchronize(CUstream stream) {
 
 CUresult cuStreamQuery(CUstream stream) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::lock_guard<std::mutex> lock(st.mu);
   CUresult rc = kSuccess;
   std::shared_ptr<Stream> s = ResolveStreamLocked(stream, &rc);
@@ -316,7 +328,7 @@ CUresult cuStreamQuery(CUstream stream) {
 
 CUresult cuCtxSynchronize() {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (CurrentDevice() < 0) return kInvalidContext;
   std::unique_lock<std::mutex> lock(st.mu);
   STANDIN_COUNT(synchronizations, 1);
@@ -326,7 +338,7 @@ CUresult cuCtxSynchronize() {
 
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* user_data) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (fn == nullptr) return kInvalidValue;
   std::lock_guard<std::mutex> lock(st.mu);
   CUresult rc = kSuccess;
@@ -343,7 +355,7 @@ CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* user_data) {
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (flags > 1) return kInvalidValue;
   std::lock_guard<std::mutex> lock(st.mu);
   CUresult rc = kSuccess;
@@ -363,7 +375,7 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
 
 CUresult cuEventCreate(CUevent* event, unsigned int flags) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (event == nullptr || (flags & ~kEventFlagsMask) != 0) return kInvalidValue;
   if (CurrentDevice() < 0) return kInvalidContext;
   auto* e = new Event;
@@ -376,7 +388,7 @@ CUresult cuEventCreate(CUevent* event, unsigned int flags) {
 
 CUresult cuEventDestroy_v2(CUevent event) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::lock_guard<std::mutex> lock(st.mu);
   Event* e = EventOf(event);
   if (e == nullptr) return kInvalidHandle;
@@ -387,7 +399,7 @@ CUresult cuEventDestroy_v2(CUevent event) {
 
 CUresult cuEventRecord(CUevent event, CUstream stream) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::lock_guard<std::mutex> lock(st.mu);
   Event* e = EventOf(event);
   if (e == nullptr) return kInvalidHandle;
@@ -402,7 +414,7 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
 
 CUresult cuEventQuery(CUevent event) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::lock_guard<std::mutex> lock(st.mu);
   Event* e = EventOf(event);
   if (e == nullptr) return kInvalidHandle;
@@ -412,7 +424,7 @@ CUresult cuEventQuery(CUevent event) {
 
 CUresult cuEventSynchronize(CUevent event) {
   State& st = GetState();
-  if (!st.initialized) return kNotInitialized;
+  if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   std::unique_lock<std::mutex> lock(st.mu);
   Event* e = EventOf(event);
   if (e == nullptr) return kInvalidHandle;
