@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries, ccache
-# (CMake compiles through it), clang with libFuzzer and the clang-format/clang-tidy gates, PoCL (a
-# real OpenCL device on the CPU for the device suites) (apt), and a Python virtual environment at
-# .venv with the test peers (pip): pyarrow, and the peer libraries whose tests must run in CI
-# (polars, DuckDB, nanoarrow, arro3, torch). Idempotent: it installs nothing when everything is
-# present.
+# (CMake compiles through it), patchelf (the GPU bundle's RPATHs), clang with libFuzzer and the
+# clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for the device suites)
+# (apt), and a Python virtual environment at .venv with the test peers (pip): pyarrow, and the
+# peer libraries whose tests must run in CI (polars, DuckDB, nanoarrow, arro3, torch).
+# Idempotent: it installs nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +16,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev
   ruby ruby-dev ruby-test-unit
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
-  iproute2
+  iproute2 patchelf
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
 )
 

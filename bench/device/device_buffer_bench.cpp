@@ -1,10 +1,11 @@
-// Device buffer copies: pinned and pageable host <-> CUDA with ferry's BufferCopy against the
-// driver's own cuMemcpy on the same buffers, in the same run. Skips (saying why) where there is no
-// GPU.
+// Device buffer copies: pinned and pageable host <-> CUDA and device to device on one GPU, with
+// ferry's BufferCopy against the driver's own cuMemcpy on the same buffers, in the same run, at
+// 64 KiB, 1 MiB and 1 GiB. Skips (saying why) where there is no GPU.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "bench_scale.hpp"
@@ -80,23 +81,6 @@ void BM_Pinned(benchmark::State& state, bool to_device, bool use_ferry) {
   state.SetBytesProcessed(state.iterations() * n);
 }
 
-BENCHMARK_CAPTURE(BM_Pinned, HostToDevice_ferry, true, true)
-    ->Arg(ScaledBytes(int64_t{1} << 30))
-    ->Arg(int64_t{1} << 16)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pinned, HostToDevice_cuMemcpy, true, false)
-    ->Arg(ScaledBytes(int64_t{1} << 30))
-    ->Arg(int64_t{1} << 16)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pinned, DeviceToHost_ferry, false, true)
-    ->Arg(ScaledBytes(int64_t{1} << 30))
-    ->Arg(int64_t{1} << 16)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pinned, DeviceToHost_cuMemcpy, false, false)
-    ->Arg(ScaledBytes(int64_t{1} << 30))
-    ->Arg(int64_t{1} << 16)
-    ->UseRealTime();
-
 // Pageable host memory (an ordinary vector on the CPU device) <-> CUDA, ferry's BufferCopy
 // against cuMemcpy on the same buffers. ferry stages copies up to 64 MiB through its pinned pool;
 // larger ones go to the driver as they are.
@@ -128,22 +112,64 @@ void BM_Pageable(benchmark::State& state, bool to_device, bool use_ferry) {
   state.SetBytesProcessed(state.iterations() * n);
 }
 
-BENCHMARK_CAPTURE(BM_Pageable, HostToDevice_ferry, true, true)
-    ->Arg(ScaledBytes(int64_t{1} << 30))
-    ->Arg(int64_t{1} << 20)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pageable, HostToDevice_cuMemcpy, true, false)
-    ->Arg(ScaledBytes(int64_t{1} << 30))
-    ->Arg(int64_t{1} << 20)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pageable, DeviceToHost_ferry, false, true)
-    ->Arg(ScaledBytes(int64_t{1} << 30))
-    ->Arg(int64_t{1} << 20)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pageable, DeviceToHost_cuMemcpy, false, false)
-    ->Arg(ScaledBytes(int64_t{1} << 30))
-    ->Arg(int64_t{1} << 20)
-    ->UseRealTime();
+// Device to device on one GPU: ferry's BufferCopy between two blocks of cuda:0 against
+// cuMemcpy of the same blocks.
+void BM_DeviceToDevice(benchmark::State& state, bool use_ferry) {
+  const int64_t n = state.range(0);
+  PinnedPair p;  // its device block is the source
+  Status st = p.Open(n);
+  if (!st.ok()) {
+    state.SkipWithError(("no CUDA GPU on this machine: " + st.message()).c_str());
+    return;
+  }
+  Result<void*> other = p.gpu->Allocate(n, nullptr);
+  if (!other.ok()) {
+    state.SkipWithError(other.status().message().c_str());
+    return;
+  }
+  if (p.driver->CtxPushCurrent(p.context) != cu::kSuccess) std::abort();
+  for (auto _ : state) {
+    if (use_ferry) {
+      if (!BufferCopy(*p.gpu, {p.device, n}, *p.gpu, {*other, n}).ok()) std::abort();
+    } else if (p.driver->Memcpy(reinterpret_cast<cu::CUdeviceptr>(*other),
+                                reinterpret_cast<cu::CUdeviceptr>(p.device),
+                                static_cast<size_t>(n)) != cu::kSuccess) {
+      std::abort();
+    }
+  }
+  cu::CUcontext popped = nullptr;
+  p.driver->CtxPopCurrent(&popped);
+  p.gpu->Free(*other, n);
+  state.SetBytesProcessed(state.iterations() * n);
+}
+
+// Each copy at 64 KiB, 1 MiB and 1 GiB, ferry beside the driver's cuMemcpy.
+void RegisterCopies() {
+  const std::vector<int64_t> sizes = {int64_t{1} << 16, int64_t{1} << 20,
+                                      ScaledBytes(int64_t{1} << 30)};
+  for (const bool use_ferry : {true, false}) {
+    const std::string who = use_ferry ? "ferry" : "cuMemcpy";
+    for (const bool to_device : {true, false}) {
+      const std::string way = to_device ? "HostToDevice_" : "DeviceToHost_";
+      auto* pinned = benchmark::RegisterBenchmark(("BM_Pinned/" + way + who).c_str(), BM_Pinned,
+                                                  to_device, use_ferry);
+      auto* pageable = benchmark::RegisterBenchmark(("BM_Pageable/" + way + who).c_str(),
+                                                    BM_Pageable, to_device, use_ferry);
+      for (const int64_t n : sizes) {
+        pinned->Arg(n);
+        pageable->Arg(n);
+      }
+      pinned->UseRealTime();
+      pageable->UseRealTime();
+    }
+    auto* d2d = benchmark::RegisterBenchmark(("BM_DeviceToDevice/" + who).c_str(),
+                                             BM_DeviceToDevice, use_ferry);
+    for (const int64_t n : sizes) d2d->Arg(n);
+    d2d->UseRealTime();
+  }
+}
+
+const bool kCopiesRegistered = (RegisterCopies(), true);
 
 // Copy bandwidth into an existing destination (no allocation in the loop), 1 GiB, between the
 // CPU and another device. With `raw`, the same blocks are copied with std::memcpy instead: the

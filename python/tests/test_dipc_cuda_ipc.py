@@ -156,15 +156,16 @@ def test_a_killed_client_holding_the_mapping_is_cleaned_up(served):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     standin = bool(os.environ.get("FERRY_CUDA_DRIVER"))
+    # The client has landed the batches (mapped the server's memory) once it blocks opening the
+    # FIFO to write them: its current system call is openat (257 on x86-64), on any driver.
+    deadline = time.time() + 20
+    while not _in_openat(client.pid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert _in_openat(client.pid), "the client never reached the point of writing its output"
     if standin:
         # The client maps the very memory the server allocated (no copy of it).
-        deadline = time.time() + 20
-        while not memfd_inodes(client.pid) and time.time() < deadline:
-            time.sleep(0.05)
         shared = memfd_inodes(client.pid) & memfd_inodes(server.proc.pid)
         assert shared, "the client does not map the server's device memory"
-    else:
-        time.sleep(2)
     client.send_signal(signal.SIGKILL)
     client.wait(timeout=10)
     # The server still serves, and nothing but itself maps its memory any more.
@@ -181,6 +182,14 @@ def test_a_killed_client_holding_the_mapping_is_cleaned_up(served):
         assert others == [], others
     summary = server.stop()
     assert "2 clients" in summary and "0 clients still connected" in summary, summary
+
+
+def _in_openat(pid):
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            return f.read().split()[0] == "257"
+    except (OSError, IndexError):
+        return False
 
 
 def _maps_any(pid, inodes):

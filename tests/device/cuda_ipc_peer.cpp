@@ -1,7 +1,8 @@
 // The other process of the CUDA IPC tests (cuda_ipc_test.cpp starts it): it opens the handle it is
 // given, prints the bytes it reads, writes their complement back and reports how many handles it
-// has open; in "hold" mode it keeps the mapping until told to close, then waits for end of input.
-// Usage: ferry_cuda_ipc_peer HANDLE_HEX OFFSET ALLOCATION_SIZE N MODE
+// has open (on the stand-in; -1 elsewhere) and whether the driver maps it; in "hold" mode it keeps
+// the mapping until told to close, then waits for end of input. Usage: ferry_cuda_ipc_peer
+// HANDLE_HEX OFFSET ALLOCATION_SIZE N MODE
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,18 @@ int64_t OpenHandles() {
   return s == nullptr ? -1 : s->ipc_open_handles();
 }
 
+// 1 when the driver maps `p` here as device memory, else 0: observed the same way on any driver.
+int Mapped(const void* p) {
+  ferry::testing::RawContext ctx;
+  unsigned int type = 0;
+  return ferry::testing::GetRawCuda()->cuPointerGetAttribute(
+             &type, 2 /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */, reinterpret_cast<CUdeviceptr>(p)) ==
+                     0 &&
+                 type == 2 /* CU_MEMORYTYPE_DEVICE */
+             ? 1
+             : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,13 +77,16 @@ int main(int argc, char** argv) {
   st = ferry::BufferCopy(*ferry::CpuDevice(), {bytes.data(), static_cast<int64_t>(n)}, **gpu,
                          {mapping->data(), static_cast<int64_t>(n)});
   if (!st.ok()) return Fail(st.message());
-  std::printf("wrote\nopen %lld\n", static_cast<long long>(OpenHandles()));  // NOLINT
+  const void* mapped_at = mapping->data();
+  std::printf("wrote\nopen %lld mapped %d\n", static_cast<long long>(OpenHandles()),  // NOLINT
+              Mapped(mapped_at));
   std::fflush(stdout);
   if (mode == "hold") {
     char line[64];
     if (std::fgets(line, sizeof(line), stdin) == nullptr) return 0;
     mapping->Close();
-    std::printf("closed %lld\n", static_cast<long long>(OpenHandles()));  // NOLINT
+    std::printf("closed %lld mapped %d\n", static_cast<long long>(OpenHandles()),  // NOLINT
+                Mapped(mapped_at));
     std::fflush(stdout);
     while (std::fgets(line, sizeof(line), stdin) != nullptr) {
     }

@@ -158,7 +158,7 @@ TEST(CudaIpc, APeerProcessReadsAndWritesTheSameDeviceMemory) {
   EXPECT_EQ(peer.ReadLine(), "read " + Hex(pattern.data(), 64));
   ASSERT_EQ(peer.ReadLine(), "wrote");
   const testing::Standin* standin = testing::GetStandin();
-  EXPECT_EQ(peer.ReadLine(), standin != nullptr ? "open 1" : "open -1");
+  EXPECT_EQ(peer.ReadLine(), standin != nullptr ? "open 1 mapped 1" : "open -1 mapped 1");
   if (standin != nullptr) {
     EXPECT_EQ(standin->ipc_importers(reinterpret_cast<uintptr_t>(range)), 1);
   }
@@ -170,7 +170,7 @@ TEST(CudaIpc, APeerProcessReadsAndWritesTheSameDeviceMemory) {
 
   // The peer closes its mapping (the owner's release) while it still runs.
   peer.Send("close\n");
-  EXPECT_EQ(peer.ReadLine(), standin != nullptr ? "closed 0" : "closed -1");
+  EXPECT_EQ(peer.ReadLine(), standin != nullptr ? "closed 0 mapped 0" : "closed -1 mapped 0");
   if (standin != nullptr) {
     EXPECT_EQ(standin->ipc_importers(reinterpret_cast<uintptr_t>(range)), 0);
   }
@@ -178,9 +178,11 @@ TEST(CudaIpc, APeerProcessReadsAndWritesTheSameDeviceMemory) {
   EXPECT_EQ(peer.Wait(), 0);
 }
 
+// On the stand-in the exporter also counts the peer's mapping, and sees it go with the peer; on a
+// GPU the driver's own cleanup is not observable from here, and the memory's contents are.
 TEST(CudaIpc, AKilledPeersMappingIsGone) {
   RESOLVE_GPU_OR_SKIP(gpu);
-  FERRY_STANDIN_OR_SKIP(standin);
+  const testing::Standin* standin = testing::GetStandin();
   Block block{gpu};
   ASSERT_OK_AND_ASSIGN(block.data, gpu->Allocate(1 << 16, nullptr));
   block.size = 1 << 16;
@@ -192,11 +194,15 @@ TEST(CudaIpc, AKilledPeersMappingIsGone) {
   ASSERT_TRUE(peer.started());
   EXPECT_EQ(peer.ReadLine(), "read " + std::string(32, '0'));
   ASSERT_EQ(peer.ReadLine(), "wrote");
-  ASSERT_EQ(peer.ReadLine(), "open 1");
-  EXPECT_EQ(standin->ipc_importers(reinterpret_cast<uintptr_t>(block.data)), 1);
+  ASSERT_EQ(peer.ReadLine(), standin != nullptr ? "open 1 mapped 1" : "open -1 mapped 1");
+  if (standin != nullptr) {
+    EXPECT_EQ(standin->ipc_importers(reinterpret_cast<uintptr_t>(block.data)), 1);
+  }
   peer.Kill();
   EXPECT_EQ(peer.Wait(), -SIGKILL);
-  EXPECT_EQ(standin->ipc_importers(reinterpret_cast<uintptr_t>(block.data)), 0);
+  if (standin != nullptr) {
+    EXPECT_EQ(standin->ipc_importers(reinterpret_cast<uintptr_t>(block.data)), 0);
+  }
   // The exporter's memory is untouched by the peer's death: it still holds what the peer wrote.
   std::vector<uint8_t> back(16);
   ASSERT_OK(BufferCopy(*gpu, {block.data, 16}, *CpuDevice(), {back.data(), 16}));

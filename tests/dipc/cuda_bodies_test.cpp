@@ -162,7 +162,7 @@ class ServerProcess {
 
 #define START_SERVER_OR_SKIP(gpu, standin, server, uri, host_uri)                   \
   FERRY_RESOLVE_OR_SKIP(gpu, (testing::DeviceCase{ARROW_DEVICE_CUDA, 0, "CUDA0"})); \
-  FERRY_STANDIN_OR_SKIP(standin);                                                   \
+  [[maybe_unused]] const testing::Standin* standin = testing::GetStandin();         \
   ServerProcess server;                                                             \
   const std::string uri##_text = server.ReadLine();                                 \
   ASSERT_EQ(uri##_text.rfind("shm://", 0), 0U) << uri##_text;                       \
@@ -177,6 +177,22 @@ int64_t Counter(const FerryCudaStandinCounters& c, int64_t FerryCudaStandinCount
   return c.*field;
 }
 
+// Whether the driver maps `p` in this process (device memory or an open IPC mapping): what the
+// stand-in's counts say, observed the same way on a GPU.
+bool DriverMaps(const void* p) {
+  testing::RawContext ctx;
+  unsigned int type = 0;
+  return testing::GetRawCuda()->cuPointerGetAttribute(&type,
+                                                      2 /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */,
+                                                      reinterpret_cast<CUdeviceptr>(p)) == 0 &&
+         type == 2 /* CU_MEMORYTYPE_DEVICE */;
+}
+
+// The device memory holding a batch's first column (int64 "x").
+const void* FirstColumn(const UniqueDeviceArray& batch) {
+  return batch->array.n_children > 0 ? batch->array.children[0]->buffers[1] : nullptr;
+}
+
 TEST(CudaBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
   START_SERVER_OR_SKIP(gpu, standin, server, uri, host_uri);
   ASSERT_TRUE(uri.remote_handle.has_value());
@@ -186,10 +202,12 @@ TEST(CudaBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
   std::vector<Json> got_a, got_b;
   {
     testing::StandinDelta delta;
-    const int64_t open_before = standin->ipc_open_handles();
+    const int64_t open_before = standin != nullptr ? standin->ipc_open_handles() : 0;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream a, ConnectStream(uri, "d", options));
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream b, ConnectStream(uri, "d", options));
-    EXPECT_EQ(standin->ipc_open_handles() - open_before, 2);  // one per connection
+    if (standin != nullptr) {
+      EXPECT_EQ(standin->ipc_open_handles() - open_before, 2);  // one per connection
+    }
     UniqueSchema schema;
     ASSERT_EQ(a->get_schema(a.get(), schema.get()), 0);
     std::vector<UniqueDeviceArray> held;
@@ -205,14 +223,22 @@ TEST(CudaBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
     }
     ASSERT_EQ(held.size(), 2U * kBatches);
     // Landing: nothing copied, nothing allocated, by the driver's own count.
-    const FerryCudaStandinCounters c = delta.Get();
-    for (auto field : {&FerryCudaStandinCounters::copies_h2d, &FerryCudaStandinCounters::copies_d2h,
-                       &FerryCudaStandinCounters::copies_d2d, &FerryCudaStandinCounters::copies_h2h,
-                       &FerryCudaStandinCounters::allocations_device,
-                       &FerryCudaStandinCounters::allocations_pinned}) {
-      EXPECT_EQ(Counter(c, field), 0);
+    if (standin != nullptr) {
+      const FerryCudaStandinCounters c = delta.Get();
+      for (auto field :
+           {&FerryCudaStandinCounters::copies_h2d, &FerryCudaStandinCounters::copies_d2h,
+            &FerryCudaStandinCounters::copies_d2d, &FerryCudaStandinCounters::copies_h2h,
+            &FerryCudaStandinCounters::allocations_device,
+            &FerryCudaStandinCounters::allocations_pinned}) {
+        EXPECT_EQ(Counter(c, field), 0);
+      }
+      EXPECT_EQ(c.ipc_opens, 2);
     }
-    EXPECT_EQ(c.ipc_opens, 2);
+    // The batches point into the server's memory, which the driver maps here.
+    const void* column_a = FirstColumn(held.front());
+    const void* column_b = FirstColumn(held.back());
+    EXPECT_TRUE(DriverMaps(column_a));
+    EXPECT_TRUE(DriverMaps(column_b));
     // Read back (this copies) and compare with the rows the server was given.
     for (size_t i = 0; i < held.size(); ++i) {
       Json rows = Json::parse(testing::DeviceArrayToJson(schema.get(), held[i].get()));
@@ -220,9 +246,16 @@ TEST(CudaBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
     }
     a.reset();
     b.reset();
-    EXPECT_EQ(standin->ipc_open_handles() - open_before, 2);  // the arrays still hold them
+    EXPECT_TRUE(DriverMaps(column_a));  // the arrays still hold the mappings
+    if (standin != nullptr) {
+      EXPECT_EQ(standin->ipc_open_handles() - open_before, 2);
+    }
     held.clear();
-    EXPECT_EQ(standin->ipc_open_handles(), open_before);
+    EXPECT_FALSE(DriverMaps(column_a));  // closed with the last array
+    EXPECT_FALSE(DriverMaps(column_b));
+    if (standin != nullptr) {
+      EXPECT_EQ(standin->ipc_open_handles(), open_before);
+    }
   }
   for (int b = 0; b < kBatches; ++b) {
     EXPECT_EQ(got_a[static_cast<size_t>(b)], Rows(b));
@@ -245,14 +278,29 @@ TEST(CudaBodies, ClientsWithoutCudaAreToldToUseTheHostUri) {
   ASSERT_FALSE(cpu.ok());
   EXPECT_NE(cpu.status().message().find(kCudaIpcParameter), std::string::npos)
       << cpu.status().message();
-  EXPECT_EQ(standin->ipc_open_handles(), 0);
+  if (standin != nullptr) {
+    EXPECT_EQ(standin->ipc_open_handles(), 0);
+  }
   ClientOptions on_gpu;
   on_gpu.device = gpu;
   // A client that can use it, beside: the handle is what decides, not the connection.
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream g, ConnectStream(uri, "d", on_gpu));
-  EXPECT_EQ(standin->ipc_open_handles(), 1);
-  g.reset();
-  EXPECT_EQ(standin->ipc_open_handles(), 0);
+  if (standin != nullptr) {
+    EXPECT_EQ(standin->ipc_open_handles(), 1);
+  }
+  {
+    UniqueDeviceArray first;
+    ASSERT_EQ(g->get_next(g.get(), first.get()), 0) << g->get_last_error(g.get());
+    ASSERT_TRUE(first.valid());
+    const void* column = FirstColumn(first);
+    EXPECT_TRUE(DriverMaps(column));
+    first.reset();
+    g.reset();
+    EXPECT_FALSE(DriverMaps(column));
+  }
+  if (standin != nullptr) {
+    EXPECT_EQ(standin->ipc_open_handles(), 0);
+  }
   // The host URI serves the same rows from host memory.
   EXPECT_FALSE(host_uri.remote_handle.has_value());
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(host_uri, "d", {}));
@@ -282,7 +330,9 @@ TEST(CudaBodies, ABadHandleIsAClearError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("opening the remote_handle"), std::string::npos)
       << r.status().message();
-  EXPECT_EQ(standin->ipc_open_handles(), 0);
+  if (standin != nullptr) {
+    EXPECT_EQ(standin->ipc_open_handles(), 0);
+  }
 }
 
 }  // namespace

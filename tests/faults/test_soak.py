@@ -79,11 +79,22 @@ def test_soak(tmp_path, data, transport, body):
                 early_rss.append(first[2])
             elif cycles // 5 < cycle <= cycles // 2 and cycle % max(cycles // 20, 1) == 0:
                 early_rss.append(rss_bytes(srv.proc.pid))
-        time.sleep(1.0)
+        # The last cycle killed a client: the server lets go of its connection once it sees the
+        # death, bounded by the server's 5 s timeout (a loaded machine takes longer than an idle
+        # one), so wait for that rather than a fixed moment.
+        settle_start = time.monotonic()
+        deadline = settle_start + 6
+        while True:
+            last = (fd_count(srv.proc.pid), segment_maps(srv.proc.pid), rss_bytes(srv.proc.pid))
+            if (last[0] <= first[0] and last[1] <= first[1]) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        settled = time.monotonic() - settle_start
+        time.sleep(0.5)  # allocator caches settle before RSS is read
         last = (fd_count(srv.proc.pid), segment_maps(srv.proc.pid), rss_bytes(srv.proc.pid))
         elapsed = time.monotonic() - start
         print(f"soak {transport} {body[1]}: {cycles} cycles ({killed} killed) in {elapsed:.1f} s; "
-              f"fds {first[0]} -> {last[0]}, segments {first[1]} -> {last[1]}, "
+              f"fds {first[0]} -> {last[0]} (settled in {settled:.2f} s), segments {first[1]} -> {last[1]}, "
               f"anonymous RSS {first[2] >> 10} (highest early {max(early_rss) >> 10}) -> "
               f"{last[2] >> 10} KiB")
         assert srv.proc.poll() is None, srv.log.text()
