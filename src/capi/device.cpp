@@ -119,6 +119,21 @@ struct FerryDevice* FerryDeviceParse(const char* name) {
 
 const char* FerryDeviceResolveError(void) { return g_resolve_error.c_str(); }
 
+FerryErrorCode FerryDeviceReleaseCached(struct FerryDevice* device, int64_t* freed_bytes,
+                                        struct FerryError* error) {
+  if (freed_bytes != nullptr) *freed_bytes = 0;
+  ferry::Device* d = ferry::Device::FromC(device);
+  if (d == nullptr) {
+    return ferry::capi::internal::SetError(error, EINVAL,
+                                           "release cached: the device is NULL or not ferry's");
+  }
+  return ferry::capi::internal::Guard(error, [&]() -> ferry::Status {
+    FERRY_ASSIGN_OR_RAISE(int64_t freed, d->ReleaseCached());
+    if (freed_bytes != nullptr) *freed_bytes = freed;
+    return ferry::Status::OK();
+  });
+}
+
 FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,
                                          struct ArrowDeviceArray* device_array,
                                          struct ArrowArray* array, void* sync_event, void* stream,

@@ -164,6 +164,12 @@ static void TestDevices(void) {
   CHECK(FerryDeviceParse("guarded:x") == NULL);
   CHECK(strstr(FerryDeviceResolveError(), "not a non-negative integer") != NULL);
   CHECK(FerryDeviceParse(NULL) == NULL);
+  {
+    int64_t freed = -1;
+    CHECK(FerryDeviceReleaseCached(cpu, &freed, &error) == 0 && freed == 0);
+    CHECK(FerryDeviceReleaseCached(NULL, &freed, &error) == EINVAL);
+    CHECK(strstr(error.message, "not ferry's") != NULL);
+  }
 
   CHECK(FerryArrayFromJson(&schema, "[\"ab\", null, \"cde\"]", &array, &error) == 0);
   CHECK(FerryDeviceArrayInit(cpu, &cpu_array, &array, NULL, &error) == 0);

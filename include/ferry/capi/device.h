@@ -43,6 +43,13 @@ FERRY_EXPORT struct FerryDevice* FerryDeviceParse(const char* name);
  * success). */
 FERRY_EXPORT const char* FerryDeviceResolveError(void);
 
+/** Free what `device` keeps for reuse and no work uses now (CUDA's pinned staging blocks), as
+ * PyTorch's empty_cache does; `*freed_bytes` (may be NULL) gets the bytes freed. EINVAL for a
+ * device struct ferry did not make. The C face of Device::ReleaseCached. */
+FERRY_EXPORT FerryErrorCode FerryDeviceReleaseCached(struct FerryDevice* device,
+                                                     int64_t* freed_bytes,
+                                                     struct FerryError* error);
+
 /** Wrap `array` (moved in) as `device_array` on `device`; a non-NULL `sync_event` is owned by
  * the result. `reserved` is zeroed. */
 FERRY_EXPORT FerryErrorCode FerryDeviceArrayInit(struct FerryDevice* device,
