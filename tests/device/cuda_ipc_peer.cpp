@@ -36,18 +36,6 @@ int64_t OpenHandles() {
   return s == nullptr ? -1 : s->ipc_open_handles();
 }
 
-// 1 when the driver maps `p` here as device memory, else 0: observed the same way on any driver.
-int Mapped(const void* p) {
-  ferry::testing::RawContext ctx;
-  unsigned int type = 0;
-  return ferry::testing::GetRawCuda()->cuPointerGetAttribute(
-             &type, 2 /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */, reinterpret_cast<CUdeviceptr>(p)) ==
-                     0 &&
-                 type == 2 /* CU_MEMORYTYPE_DEVICE */
-             ? 1
-             : 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,14 +67,14 @@ int main(int argc, char** argv) {
   if (!st.ok()) return Fail(st.message());
   const void* mapped_at = mapping->data();
   std::printf("wrote\nopen %lld mapped %d\n", static_cast<long long>(OpenHandles()),  // NOLINT
-              Mapped(mapped_at));
+              ferry::testing::DriverMaps(mapped_at) ? 1 : 0);
   std::fflush(stdout);
   if (mode == "hold") {
     char line[64];
     if (std::fgets(line, sizeof(line), stdin) == nullptr) return 0;
     mapping->Close();
     std::printf("closed %lld mapped %d\n", static_cast<long long>(OpenHandles()),  // NOLINT
-                Mapped(mapped_at));
+                ferry::testing::DriverMaps(mapped_at) ? 1 : 0);
     std::fflush(stdout);
     while (std::fgets(line, sizeof(line), stdin) != nullptr) {
     }

@@ -177,17 +177,6 @@ int64_t Counter(const FerryCudaStandinCounters& c, int64_t FerryCudaStandinCount
   return c.*field;
 }
 
-// Whether the driver maps `p` in this process (device memory or an open IPC mapping): what the
-// stand-in's counts say, observed the same way on a GPU.
-bool DriverMaps(const void* p) {
-  testing::RawContext ctx;
-  unsigned int type = 0;
-  return testing::GetRawCuda()->cuPointerGetAttribute(&type,
-                                                      2 /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */,
-                                                      reinterpret_cast<CUdeviceptr>(p)) == 0 &&
-         type == 2 /* CU_MEMORYTYPE_DEVICE */;
-}
-
 // The device memory holding a batch's first column (int64 "x").
 const void* FirstColumn(const UniqueDeviceArray& batch) {
   return batch->array.n_children > 0 ? batch->array.children[0]->buffers[1] : nullptr;
@@ -237,8 +226,8 @@ TEST(CudaBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
     // The batches point into the server's memory, which the driver maps here.
     const void* column_a = FirstColumn(held.front());
     const void* column_b = FirstColumn(held.back());
-    EXPECT_TRUE(DriverMaps(column_a));
-    EXPECT_TRUE(DriverMaps(column_b));
+    EXPECT_TRUE(testing::DriverMaps(column_a));
+    EXPECT_TRUE(testing::DriverMaps(column_b));
     // Read back (this copies) and compare with the rows the server was given.
     for (size_t i = 0; i < held.size(); ++i) {
       Json rows = Json::parse(testing::DeviceArrayToJson(schema.get(), held[i].get()));
@@ -246,13 +235,13 @@ TEST(CudaBodies, TwoConnectionsLandOnTheServersMemoryWithoutACopy) {
     }
     a.reset();
     b.reset();
-    EXPECT_TRUE(DriverMaps(column_a));  // the arrays still hold the mappings
+    EXPECT_TRUE(testing::DriverMaps(column_a));  // the arrays still hold the mappings
     if (standin != nullptr) {
       EXPECT_EQ(standin->ipc_open_handles() - open_before, 2);
     }
     held.clear();
-    EXPECT_FALSE(DriverMaps(column_a));  // closed with the last array
-    EXPECT_FALSE(DriverMaps(column_b));
+    EXPECT_FALSE(testing::DriverMaps(column_a));  // closed with the last array
+    EXPECT_FALSE(testing::DriverMaps(column_b));
     if (standin != nullptr) {
       EXPECT_EQ(standin->ipc_open_handles(), open_before);
     }
@@ -293,10 +282,10 @@ TEST(CudaBodies, ClientsWithoutCudaAreToldToUseTheHostUri) {
     ASSERT_EQ(g->get_next(g.get(), first.get()), 0) << g->get_last_error(g.get());
     ASSERT_TRUE(first.valid());
     const void* column = FirstColumn(first);
-    EXPECT_TRUE(DriverMaps(column));
+    EXPECT_TRUE(testing::DriverMaps(column));
     first.reset();
     g.reset();
-    EXPECT_FALSE(DriverMaps(column));
+    EXPECT_FALSE(testing::DriverMaps(column));
   }
   if (standin != nullptr) {
     EXPECT_EQ(standin->ipc_open_handles(), 0);

@@ -76,6 +76,16 @@ const RawCuda* GetRawCuda() {
   return raw;
 }
 
+bool DriverMaps(const void* p) {
+  const RawCuda* cu = GetRawCuda();
+  if (cu == nullptr) return false;
+  RawContext ctx;
+  unsigned int type = 0;
+  return cu->cuPointerGetAttribute(&type, 2 /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */,
+                                   reinterpret_cast<CUdeviceptr>(p)) == 0 &&
+         type == 2 /* CU_MEMORYTYPE_DEVICE */;
+}
+
 StandinDelta::StandinDelta() {
   if (const Standin* s = GetStandin()) start_ = s->Counters();
 }

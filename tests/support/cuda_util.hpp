@@ -44,6 +44,11 @@ struct RawCuda {
 };
 const RawCuda* GetRawCuda();
 
+/// Whether the driver ferry loads maps `p` in this process as device memory (an allocation or an
+/// open IPC mapping), asked with cuPointerGetAttribute on GPU 0's context: what the stand-in's
+/// counts say, observed the same way on any driver.
+bool DriverMaps(const void* p);
+
 /// The counters' change since construction (all zero without the stand-in).
 class StandinDelta {
  public:

@@ -51,12 +51,7 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
   FERRY_ASSIGN_OR_RAISE(std::vector<ucp_dt_iov_t> iov, ToIov(pieces));
   FERRY_RETURN_NOT_OK(SendStatus(active_message ? "sending metadata" : "sending a message"));
   auto done = std::make_shared<Completion>();
-  // Signalled when UCX lets go of the request (its callback ran, or the worker dropped it): until
-  // then UCX may still read the bytes the I/O vector points at.
-  auto released = std::make_shared<Completion>();
   auto hold = std::make_shared<SendHold>();
-  hold->released.reset(static_cast<const void*>(nullptr),
-                       [released](const void*) { released->Done(UCS_OK); });
   size_t total = 0;
   for (const ucp_dt_iov_t& piece : iov) total += piece.length;
   if (total > 0 && total <= kCopyMaxBytes) {
@@ -77,6 +72,14 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
   }
   const bool owns_bytes = hold->copy != nullptr;
   const bool staged = owns_bytes && total > kCopyMaxBytes;
+  // A send that reads the caller's bytes signals this when UCX lets go of its request (its
+  // callback ran, or the worker dropped it): until then UCX may still read them.
+  std::shared_ptr<Completion> released;
+  if (!owns_bytes) {
+    released = std::make_shared<Completion>();
+    hold->released.reset(static_cast<const void*>(nullptr),
+                         [released](const void*) { released->Done(UCS_OK); });
+  }
   if (staged) {
     // The copy above ran while the previous gathered message was still on the wire; that one
     // must end before this one goes, so at most one is in flight and its failure is reported
