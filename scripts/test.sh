@@ -32,6 +32,18 @@ stage "build (Release with debug info; warnings are errors)"
 cmake -S . -B build/test -G Ninja "${FERRY_RELEASE_DEFS[@]}" >/dev/null
 cmake --build build/test -j"$jobs"
 
+# The sanitizer tree builds in the background at the lowest priority while the suites below run:
+# they wait on processes, timeouts and servers for much of their time, and the build takes only
+# what they leave idle (the scheduler serves every nice-0 process first).
+asan_pid=""
+asan_log=build/asan-build.log
+if ((sanitize)); then
+  # A session of its own, so that an early exit stops the compilers with it.
+  setsid nice -n 19 bash scripts/build_asan.sh >"$asan_log" 2>&1 &
+  asan_pid=$!
+  trap '[ -z "$asan_pid" ] || kill -- -"$asan_pid" 2>/dev/null || true' EXIT
+fi
+
 stage "C++ and C suites"
 ctest --test-dir build/test --output-on-failure --timeout 900 -j"$jobs"
 
@@ -68,7 +80,12 @@ FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/tes
 
 if ((sanitize)); then
   stage "C++ and C suites under ASan + UBSan"
-  bash scripts/build_asan.sh
+  if ! wait "$asan_pid"; then
+    cat "$asan_log" >&2
+    echo "test.sh: the sanitizer tree did not build (the log above)" >&2
+    exit 1
+  fi
+  asan_pid=""
   # UCX patches malloc and mmap in the running process (its memory hooks, for registration
   # caches); LeakSanitizer's stop-the-world tracer can then fault at exit. The transports under
   # test (TCP, shared memory, CMA) need no registration cache, so the hooks are turned off here.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Packaging as users meet it, each in a fresh place with a smoke test run from outside the tree:
-# `pip install ./python` into a new virtual environment; `pip wheel ./python` installed alone into
-# another (the wheel carries libferry, linked in statically: no libferry.so, no path into the
-# build tree); and `gem build ferry.gemspec` installed into a temporary GEM_HOME, which compiles
-# the extension with CMake. CI runs it (.ci/run); it needs scripts/setup.sh's packages.
+# Packaging from source as users meet it, each in a fresh place with a smoke test run from outside
+# the tree: `pip install ./python` into a new virtual environment, and `gem build ferry.gemspec`
+# installed into a temporary GEM_HOME, which compiles the extension with CMake. Every ELF file
+# that dist/ ships (the wheel, the platform gem, the Debian packages) is checked to carry no
+# fault-injection hook. CI runs it (.ci/run); it needs scripts/setup.sh's packages. The built
+# packages are tested where they install: scripts/test_without_apt.sh, scripts/test_deb.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -13,8 +14,7 @@ PY=${PYTHON:-python3}
 # The test tree's flags (scripts/trees.sh), so each build here takes its objects from ccache. The
 # fresh environment for `pip install` lives at a fixed path, build/packaging-venv, made anew each
 # run: scikit-build-core starts a build tree over when the interpreter's path changes, so that
-# install keeps a tree of its own, build/packaging-python. `pip wheel` uses the interpreter of
-# .venv, so it finds scripts/test.sh's tree (build/python-<tag>) built.
+# install keeps a tree of its own, build/packaging-python.
 source scripts/trees.sh
 envs=build/packaging-venv
 
@@ -52,22 +52,18 @@ echo "== pip install ./python into a fresh virtual environment"
 (cd "$tmp" && "$repo/$envs/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
 no_fault_hook "$envs"/lib/python*/site-packages/ferry/_ferry*.so build/packaging-python/libferry.a
 
-echo "== pip wheel ./python, installed alone into another fresh environment"
-.venv/bin/python -m pip wheel -q --no-build-isolation --no-deps "${FERRY_RELEASE_PIP[@]}" ./python -w "$tmp/dist"
-wheel=$(ls "$tmp"/dist/ferry-*.whl)
-"$PY" -m venv "$tmp/wheel"
-"$tmp/wheel/bin/python" -m pip install -q pyarrow "$wheel"
-so=$(ls "$tmp"/wheel/lib/python*/site-packages/ferry/_ferry*.so)
-if ldd "$so" | grep -E "libferry|$repo"; then
-  echo "test_packaging: the wheel's extension needs libferry.so or the build tree" >&2
-  exit 1
-fi
-if readelf -d "$so" | grep -E "RPATH|RUNPATH" | grep -F "$repo"; then
-  echo "test_packaging: the wheel's extension has a run path into the build tree" >&2
-  exit 1
-fi
-(cd "$tmp" && env -u FERRY_LIBRARY "$tmp/wheel/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
-no_fault_hook "$so"
+echo "== what dist/ gives users (scripts/build_wheel.sh, build_gem.sh, build_deb.sh; built if absent)"
+ls dist/ferry-*manylinux*.whl >/dev/null 2>&1 || bash scripts/build_wheel.sh
+ls dist/ferry-*-x86_64-linux.gem >/dev/null 2>&1 || bash scripts/build_gem.sh
+ls dist/libferry0_*.deb >/dev/null 2>&1 || bash scripts/build_deb.sh
+mkdir -p "$tmp/dist/wheel" "$tmp/dist/gem" "$tmp/dist/deb"
+.venv/bin/python -m zipfile -e dist/ferry-*manylinux*.whl "$tmp/dist/wheel"
+tar -xOf dist/ferry-*-x86_64-linux.gem data.tar.gz | tar -xzf - -C "$tmp/dist/gem"
+for deb in dist/libferry0_*.deb dist/ferry-tools_*.deb; do dpkg-deb -x "$deb" "$tmp/dist/deb"; done
+mapfile -t shipped < <(find "$tmp/dist" -type f | xargs file | awk -F: '/ELF/{print $1}')
+[ ${#shipped[@]} -ge 8 ] || { echo "test_packaging: only ${#shipped[@]} ELF files in dist/" >&2; exit 1; }
+no_fault_hook "${shipped[@]}" >/dev/null
+echo "test_packaging: no fault-injection hook in the ${#shipped[@]} ELF files of dist/"
 
 echo "== gem build ferry.gemspec, gem install into a temporary GEM_HOME"
 gem build ferry.gemspec --output "$tmp/ferry.gem" >/dev/null
@@ -77,4 +73,4 @@ FERRY_CMAKE_ARGS="${FERRY_PACKAGE_DEFS[*]}" gem install --local --no-document "$
 # docs/ruby.md's first example, as the page shows it.
 [ "$(cd "$tmp" && ruby -e 'require "ferry"; p Ferry::Array.from_json("l", "[1, null]").to_a')" = "[1, nil]" ]
 no_fault_hook "$GEM_HOME"/gems/ferry-*/ruby/lib/ferry/ferry.so
-echo "test_packaging: pip install, pip wheel and gem install all work"
+echo "test_packaging: pip install ./python and the source gem work; dist/ carries no fault hook"

@@ -4,7 +4,17 @@ A thin binding of the C++ library: every class and function lives in the extensi
 `ferry._ferry` and is re-exported here; `ferry.ipc` holds the IPC readers and writers,
 `ferry.dipc` the dissociated-IPC server and client, and `ferry.flight` the Arrow Flight client.
 """
-from ferry._ferry import (  # noqa: F401
+from ferry import _build_config
+
+if _build_config.UCX == "libucx":
+    # The extension links the libucp.so.0 of PyPI's libucx package; loading that package's
+    # libraries first (as ucxx and dask-cuda do) makes the loader resolve it there, so every
+    # library in the process shares one UCX.
+    import libucx
+
+    libucx.load_library()
+
+from ferry._ferry import (  # noqa: E402, F401
     Array,
     ArrayStream,
     DataType,
@@ -21,8 +31,8 @@ from ferry._ferry import (  # noqa: F401
     schema,
     stream,
 )
-from ferry import dipc, flight, ipc  # noqa: F401
-from ferry._ferry import version as _version
+from ferry import dipc, flight, ipc  # noqa: E402, F401
+from ferry._ferry import version as _version  # noqa: E402
 
 #: The version of the ferry library in the extension; the package metadata, `ferry --version`, the
 #: gem and the CMake and pkg-config packages report the same (the repository's VERSION file).

@@ -11,6 +11,11 @@ import ferry._ferry
 def ucx_available() -> bool:
     """Whether this build has the UCX transport."""
 
+def loaded_ucx() -> dict:
+    """
+    The UCX this process loaded, as `ferry devices --json` reports it: available, built_against (the UCP API version of ferry's build), loaded (the libucp version) and path (that libucp's file). Both ends of a UCX connection need wire-compatible UCX builds.
+    """
+
 class Uri:
     """
     A dissociated-IPC URI: scheme://authority/path?want_data=N&free_data=N&remote_handle=BASE64; the scheme names the transport.

@@ -274,6 +274,21 @@ void InitDipc(nb::module_& parent) {
       "Dissociated IPC: a server of named datasets and its clients, over shared memory or UCX.");
 
   m.def("ucx_available", &transport::UcxAvailable, "Whether this build has the UCX transport.");
+  m.def(
+      "loaded_ucx",
+      [] {
+        const transport::UcxLibrary ucx = transport::LoadedUcx();
+        nb::dict d;
+        d["available"] = ucx.available;
+        d["built_against"] =
+            ucx.available ? nb::object(nb::str(ucx.built_against.c_str())) : nb::none();
+        d["loaded"] = ucx.available ? nb::object(nb::str(ucx.loaded.c_str())) : nb::none();
+        d["path"] = ucx.available ? nb::object(nb::str(ucx.path.c_str())) : nb::none();
+        return d;
+      },
+      "The UCX this process loaded, as `ferry devices --json` reports it: available, "
+      "built_against (the UCP API version of ferry's build), loaded (the libucp version) and path "
+      "(that libucp's file). Both ends of a UCX connection need wire-compatible UCX builds.");
 
   nb::class_<dipc::Uri>(m, "Uri",
                         "A dissociated-IPC URI: scheme://authority/path?want_data=N&free_data=N"

@@ -4,6 +4,7 @@ stream and file paths written by pyarrow) over shared memory and UCX with both b
 copy over shared memory with buffer lists; errors with the server's message; the region and
 pyarrow's pool back to where they were once everything is released."""
 import gc
+import os
 import threading
 import time
 
@@ -370,3 +371,19 @@ def test_a_kept_dataset_is_lent_to_every_client(transport):
         stats = server.stats
         assert stats.sessions_failed == 0, server.last_error
         assert stats.addresses_lent == 0  # sent whole: nothing lent
+
+
+def test_loaded_ucx_is_the_libucp_this_process_mapped():
+    """loaded_ucx() names the libucp the process runs on: /proc/self/maps, the kernel's list of the
+    process's mappings, holds exactly that file (one libucp, not two: a second UCX under the same
+    soname would be a mixed process)."""
+    ucx = dipc.loaded_ucx()
+    assert set(ucx) == {"available", "built_against", "loaded", "path"}
+    if not dipc.ucx_available():
+        assert ucx == {"available": False, "built_against": None, "loaded": None, "path": None}
+        pytest.skip("ferry.dipc.ucx_available() is False: this build has no UCX transport")
+    with open("/proc/self/maps") as f:
+        mapped = {line.split()[-1] for line in f if "libucp.so" in line}
+    assert {os.path.realpath(p) for p in mapped} == {os.path.realpath(ucx["path"])}, (mapped, ucx)
+    loaded = tuple(int(p) for p in ucx["loaded"].split("."))
+    assert len(loaded) == 3 and loaded[:2] >= tuple(int(p) for p in ucx["built_against"].split("."))

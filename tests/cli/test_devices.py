@@ -25,7 +25,7 @@ def devices(run, *args, env=None):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["schema"] == "ferry.devices/1"
-    assert set(doc) == {"schema", "devices", "absent"}
+    assert set(doc) == {"schema", "devices", "absent", "ucx"}
     for d in doc["devices"]:
         assert set(d) == KEYS[d["kind"]], d
     return doc
@@ -129,3 +129,27 @@ def test_text_lists_every_json_device(run):
         assert d["name"] in text
     for kind, why in doc["absent"].items():
         assert f"none: {why}" in text
+
+
+def test_ucx_is_the_library_the_process_mapped(run, ferry_cli):
+    """The UCX report names the libucp the tool's process loaded: the loader's own answer
+    (`LD_DEBUG=libs`) for which file satisfied libucp.so.0, and its version as the system's
+    `ucx_info -v` prints it when the report names the system's library."""
+    doc = devices(run)
+    ucx = doc["ucx"]
+    assert set(ucx) == {"available", "built_against", "loaded", "path"}
+    assert ucx["available"] is True, "this build has UCX (setup.sh installs libucx-dev)"
+    r = subprocess.run([ferry_cli, "devices", "--json"], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "LD_DEBUG": "libs"})
+    found = re.findall(r"trying file=(\S*libucp\.so\.0)\s*$", r.stderr, re.M)
+    assert found, "the loader never looked for libucp.so.0"
+    assert os.path.realpath(ucx["path"]) == os.path.realpath(found[-1])
+    assert re.fullmatch(r"\d+\.\d+\.\d+", ucx["loaded"]) and re.fullmatch(r"\d+\.\d+", ucx["built_against"])
+    # UCX keeps old binaries working on newer libraries, not the reverse.
+    loaded = tuple(int(p) for p in ucx["loaded"].split("."))
+    assert loaded[:2] >= tuple(int(p) for p in ucx["built_against"].split(".")), ucx
+    if ucx["path"].startswith("/usr/lib/") and shutil.which("ucx_info"):
+        v = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True, timeout=60).stdout
+        assert f"# Version {ucx['loaded']}\n" in v, v
+    text = run("devices").stdout
+    assert f"UCX {ucx['loaded']} ({ucx['path']}), built against {ucx['built_against']}" in text

@@ -1,5 +1,6 @@
 // `ferry devices`: the CPU from the operating system, GPUs and OpenCL devices from their drivers
-// (through the device layer), the guarded test device on request.
+// (through the device layer), the guarded test device on request, and the UCX library the process
+// loaded.
 #include "devices_command.hpp"
 
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "ferry/device/device.hpp"
+#include "ferry/transport/ucx.hpp"
 
 namespace ferry::cli {
 
@@ -119,6 +121,19 @@ Kind GuardedKind() {
   return k;
 }
 
+// The UCX this process loaded, as `devices --json` reports it (null fields without UCX).
+nlohmann::json UcxJson() {
+  const transport::UcxLibrary ucx = transport::LoadedUcx();
+  if (!ucx.available) {
+    return {
+        {"available", false}, {"built_against", nullptr}, {"loaded", nullptr}, {"path", nullptr}};
+  }
+  return {{"available", true},
+          {"built_against", ucx.built_against},
+          {"loaded", ucx.loaded},
+          {"path", ucx.path}};
+}
+
 void PrintText(const std::vector<Kind>& kinds, bool all) {
   for (const Kind& k : kinds) {
     std::printf("%s\n", k.title);
@@ -144,6 +159,13 @@ void PrintText(const std::vector<Kind>& kinds, bool all) {
     }
   }
   if (!all) std::printf("(the guarded test device is listed with --all)\n");
+  const transport::UcxLibrary ucx = transport::LoadedUcx();
+  if (ucx.available) {
+    std::printf("UCX %s (%s), built against %s\n", ucx.loaded.c_str(), ucx.path.c_str(),
+                ucx.built_against.c_str());
+  } else {
+    std::printf("UCX: none (this build has no UCX transport)\n");
+  }
 }
 
 }  // namespace
@@ -160,7 +182,8 @@ int RunDevices(const DevicesOptions& options) {
   }
   nlohmann::json doc = {{"schema", "ferry.devices/1"},
                         {"devices", nlohmann::json::array()},
-                        {"absent", nlohmann::json::object()}};
+                        {"absent", nlohmann::json::object()},
+                        {"ucx", UcxJson()}};
   for (const Kind& k : kinds) {
     for (const nlohmann::json& d : k.devices) doc["devices"].push_back(d);
     if (k.devices.empty()) doc["absent"][k.key] = k.absent;

@@ -7,10 +7,12 @@
 #if FERRY_WITH_UCX
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <ucp/api/ucp.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +104,23 @@ bool SameHost(const sockaddr_storage& addr) {
 
 bool UcxAvailable() noexcept { return true; }
 
+UcxLibrary LoadedUcx() {
+  UcxLibrary ucx;
+  ucx.available = true;
+  ucx.built_against = std::to_string(UCP_API_MAJOR) + "." + std::to_string(UCP_API_MINOR);
+  unsigned major = 0;
+  unsigned minor = 0;
+  unsigned release = 0;
+  ucp_get_version(&major, &minor, &release);
+  ucx.loaded = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+  // The library that defines ucp_get_version is the libucp every UCP call goes to.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ucp_get_version), &info) != 0 && info.dli_fname != nullptr) {
+    ucx.path = info.dli_fname;
+  }
+  return ucx;
+}
+
 Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address, TransportLimits limits) {
   FERRY_ASSIGN_OR_RAISE(Endpoint where, Resolve(address));
   auto listener = internal::ucx::UcxListener::Make(reinterpret_cast<const sockaddr*>(&where.addr),
@@ -130,6 +149,8 @@ Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
 namespace ferry::transport {
 
 bool UcxAvailable() noexcept { return false; }
+
+UcxLibrary LoadedUcx() { return {}; }
 
 Result<std::unique_ptr<Listener>> ListenUcx(const std::string& /*address*/,
                                             TransportLimits /*limits*/) {
