@@ -8,10 +8,7 @@
 # Usage: scripts/build_deb.sh [-h]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
+case "${1:-}" in -h|--help) sed -n '2,8p' "$0" | cut -c3-; exit 0 ;; esac
 source scripts/trees.sh
 cmake -S . -B build/deb -G Ninja "${FERRY_PACKAGE_DEFS[@]}" -DCMAKE_INSTALL_PREFIX=/usr \
   -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_RUBY=OFF -DFERRY_BUILD_PYTHON=OFF >/dev/null

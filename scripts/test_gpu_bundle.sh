@@ -15,20 +15,7 @@ trap 'rm -rf "$dir"' EXIT
 bash scripts/gpu-bundle.sh "$dir/bundle" "$build"
 
 # Every library each file needs resolves inside the bundle, with the system's library path empty.
-bad=0
-while IFS= read -r f; do
-  while read -r name arrow path _; do
-    case "$name" in
-      libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libstdc++.so.*|libgcc_s.so.*|libcuda.so.*|linux-vdso*|/lib64/*) continue ;;
-    esac
-    if [ "$arrow" != "=>" ] || [[ "$path" != "$dir/bundle/"* ]]; then
-      echo "test_gpu_bundle: ${f#"$dir"/} needs $name from ${path:-nowhere}, outside the bundle" >&2
-      bad=1
-    fi
-  done < <(LD_LIBRARY_PATH= ldd "$f" 2>/dev/null | grep -v "statically linked")
-done < <(find "$dir/bundle" -type f \( -name '*.so*' -o -perm -u+x \) ! -name '*.py' ! -name '*.sh' |
-         xargs file | awk -F: '/ELF/{print $1}')
-[ $bad -eq 0 ] || exit 1
+bash scripts/elf_closure.sh --base 'libcuda.so.*' --inside "$dir/bundle" -- "$dir/bundle"
 
 # The project's runtime libraries, hidden for the run.
 hide=()

@@ -4,9 +4,12 @@ A thin binding of the C++ library: every class and function lives in the extensi
 `ferry._ferry` and is re-exported here; `ferry.ipc` holds the IPC readers and writers,
 `ferry.dipc` the dissociated-IPC server and client, and `ferry.flight` the Arrow Flight client.
 """
-from ferry import _build_config
+try:
+    from ferry._build_config import UCX as _UCX
+except ImportError:  # the package's sources, with an extension built apart (the GPU bundle)
+    _UCX = "system"
 
-if _build_config.UCX == "libucx":
+if _UCX == "libucx":
     # The extension links the libucp.so.0 of PyPI's libucx package; loading that package's
     # libraries first (as ucxx and dask-cuda do) makes the loader resolve it there, so every
     # library in the process shares one UCX.

@@ -285,6 +285,22 @@ FerryErrorCode FerryFlightServerAddPath(struct FerryFlightServer* server, const 
   });
 }
 
+FerryErrorCode FerryFlightServerAddPaths(struct FerryFlightServer* server, const char* name,
+                                         const char* const* paths, size_t count,
+                                         int64_t partition_bytes, struct FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (server == nullptr || name == nullptr || (paths == nullptr && count > 0)) {
+      return Status::Invalid("server, name or paths is NULL");
+    }
+    std::vector<std::string> files;
+    for (size_t i = 0; i < count; ++i) {
+      if (paths[i] == nullptr) return Status::Invalid("path " + std::to_string(i) + " is NULL");
+      files.emplace_back(paths[i]);
+    }
+    return server->server->AddPaths(name, files, partition_bytes);
+  });
+}
+
 FerryErrorCode FerryFlightServerUri(const struct FerryFlightServer* server, char* out,
                                     size_t out_size, struct FerryError* error) {
   return ferry::capi::internal::Guard(error, [&]() -> Status {

@@ -1,10 +1,12 @@
-// The Flight server's datasets: made from batches or files, counted once, found by name.
+// The Flight server's flights and their partitions: made from batches or files, counted once,
+// found by name.
 #include "flight/catalogue.hpp"
 
 #include <cerrno>
 
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/flight/info.hpp"
+#include "ferry/format/schema.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/writer.hpp"
 
@@ -25,13 +27,36 @@ class CountingSink final : public ipc::MessageSink {
 
 }  // namespace
 
-Result<std::shared_ptr<Flight>> MakeFlight(const std::string& name, UniqueSchema schema,
-                                           std::vector<UniqueDeviceArray> batches) {
+int64_t Flight::records() const {
+  int64_t n = 0;
+  for (const auto& p : partitions) n += p->records;
+  return n;
+}
+
+int64_t Flight::bytes() const {
+  int64_t n = 0;
+  for (const auto& p : partitions) n += p->bytes;
+  return n;
+}
+
+int64_t Flight::readers() const {
+  int64_t n = 0;
+  for (const auto& p : partitions) n += p->readers.use_count() - 1;
+  return n;
+}
+
+std::string PartitionName(const std::string& flight, size_t index) {
+  return index == 0 ? flight : flight + "/" + std::to_string(index);
+}
+
+Result<std::shared_ptr<Partition>> MakePartition(const std::string& name, UniqueSchema schema,
+                                                 std::vector<UniqueDeviceArray> batches,
+                                                 std::string* encoded) {
   if (name.empty()) return Status::Invalid("a flight's name is empty");
   if (!schema.valid()) return Status::Invalid("the schema of flight \"" + name + "\" is released");
-  auto flight = std::make_shared<Flight>();
-  flight->name = name;
-  FERRY_ASSIGN_OR_RAISE(flight->schema, EncodeSchema(schema.get()));
+  auto part = std::make_shared<Partition>();
+  part->name = name;
+  FERRY_ASSIGN_OR_RAISE(*encoded, EncodeSchema(schema.get()));
   CountingSink counter;
   {
     FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
@@ -43,13 +68,57 @@ Result<std::shared_ptr<Flight>> MakeFlight(const std::string& name, UniqueSchema
       }
       FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batches[i].get())
                               .WithContext("batch " + std::to_string(i) + " of \"" + name + "\""));
-      flight->records += batches[i]->array.length;
+      part->records += batches[i]->array.length;
     }
   }
-  flight->bytes = counter.bytes;
-  FERRY_ASSIGN_OR_RAISE(flight->dataset,
+  part->bytes = counter.bytes;
+  FERRY_ASSIGN_OR_RAISE(part->dataset,
                         dipc::Dataset::FromBatches(std::move(schema), std::move(batches)));
+  return part;
+}
+
+Result<std::shared_ptr<Flight>> MakeFlight(const std::string& name, const ArrowSchema* schema,
+                                           std::vector<std::vector<UniqueDeviceArray>> partitions) {
+  if (partitions.empty()) {
+    return Status::Invalid("flight \"" + name + "\" has no partition (an empty one has no batch)");
+  }
+  auto flight = std::make_shared<Flight>();
+  flight->name = name;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(schema));
+    std::string encoded;
+    FERRY_ASSIGN_OR_RAISE(
+        std::shared_ptr<Partition> part,
+        MakePartition(PartitionName(name, i), std::move(copy), std::move(partitions[i]), &encoded));
+    if (i == 0) flight->schema = std::move(encoded);
+    flight->partitions.push_back(std::move(part));
+  }
   return flight;
+}
+
+Result<std::vector<std::vector<UniqueDeviceArray>>> SplitBatches(
+    const ArrowSchema* schema, std::vector<UniqueDeviceArray> batches, int64_t max_bytes) {
+  std::vector<std::vector<UniqueDeviceArray>> groups(1);
+  if (max_bytes <= 0) {
+    groups[0] = std::move(batches);
+    return groups;
+  }
+  CountingSink counter;
+  FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer, ipc::StreamWriter::Open(&counter, schema));
+  int64_t in_group = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const int64_t before = counter.bytes;
+    FERRY_RETURN_NOT_OK(
+        writer.WriteDeviceBatch(batches[i].get()).WithContext("batch " + std::to_string(i)));
+    const int64_t size = counter.bytes - before;
+    if (!groups.back().empty() && in_group + size > max_bytes) {
+      groups.emplace_back();
+      in_group = 0;
+    }
+    in_group += size;
+    groups.back().push_back(std::move(batches[i]));
+  }
+  return groups;
 }
 
 Result<std::pair<UniqueSchema, std::vector<UniqueDeviceArray>>> ReadBatches(
@@ -72,12 +141,25 @@ Result<std::pair<UniqueSchema, std::vector<UniqueDeviceArray>>> ReadBatches(
 
 Status Catalogue::Insert(std::shared_ptr<Flight> flight) {
   std::lock_guard lock(mutex_);
-  if (flights_.count(flight->name) != 0) {
+  for (const auto& p : flight->partitions) {
+    if (flights_.count(p->name) != 0 || partitions_.count(p->name) != 0) {
+      return Status(EEXIST, "a flight or partition named \"" + p->name +
+                                "\" is already served (drop it first)");
+    }
+  }
+  if (flights_.count(flight->name) != 0 || partitions_.count(flight->name) != 0) {
     return Status(EEXIST,
                   "a flight named \"" + flight->name + "\" is already served (drop it first)");
   }
+  for (const auto& p : flight->partitions) partitions_[p->name] = p;
   flights_[flight->name] = std::move(flight);
   return Status::OK();
+}
+
+void Catalogue::Replace(std::shared_ptr<Flight> flight) {
+  std::lock_guard lock(mutex_);
+  for (const auto& p : flight->partitions) partitions_[p->name] = p;
+  flights_[flight->name] = std::move(flight);
 }
 
 std::shared_ptr<Flight> Catalogue::Find(const std::string& name) const {
@@ -86,22 +168,41 @@ std::shared_ptr<Flight> Catalogue::Find(const std::string& name) const {
   return it == flights_.end() ? nullptr : it->second;
 }
 
+std::shared_ptr<Partition> Catalogue::FindPartition(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto it = partitions_.find(name);
+  return it == partitions_.end() ? nullptr : it->second;
+}
+
+bool Catalogue::Taken(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  return flights_.count(name) != 0 || partitions_.count(name) != 0;
+}
+
+void Catalogue::Unindex(const Flight& flight) {
+  for (const auto& p : flight.partitions) partitions_.erase(p->name);
+}
+
 Status Catalogue::Erase(const std::string& name) {
   std::lock_guard lock(mutex_);
   auto it = flights_.find(name);
   if (it == flights_.end()) return Status(ENOENT, "no flight named \"" + name + "\"");
-  const int64_t readers = it->second->readers.use_count() - 1;
+  const int64_t readers = it->second->readers();
   if (readers > 0) {
     return Status(EBUSY, "flight \"" + name + "\" is being read by " + std::to_string(readers) +
                              " DoGet stream(s)");
   }
+  Unindex(*it->second);
   flights_.erase(it);
   return Status::OK();
 }
 
 void Catalogue::ForceErase(const std::string& name) {
   std::lock_guard lock(mutex_);
-  flights_.erase(name);
+  auto it = flights_.find(name);
+  if (it == flights_.end()) return;
+  Unindex(*it->second);
+  flights_.erase(it);
 }
 
 std::vector<std::shared_ptr<Flight>> Catalogue::All() const {

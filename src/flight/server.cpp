@@ -67,14 +67,55 @@ class ServerImpl final : public Server {
 
   Status Add(const std::string& name, UniqueSchema schema,
              std::vector<UniqueDeviceArray> batches) override {
-    FERRY_ASSIGN_OR_RAISE(std::shared_ptr<internal::Flight> flight,
-                          internal::MakeFlight(name, std::move(schema), std::move(batches)));
-    return state_->Add(flight);
+    std::vector<std::vector<UniqueDeviceArray>> partitions;
+    partitions.push_back(std::move(batches));
+    return AddPartitioned(name, std::move(schema), std::move(partitions));
   }
 
   Status AddPath(const std::string& name, const std::string& path) override {
-    FERRY_ASSIGN_OR_RAISE(auto data, internal::ReadBatches(path));
-    return Add(name, std::move(data.first), std::move(data.second));
+    return AddPaths(name, {path}, 0);
+  }
+
+  Status AddPartitioned(const std::string& name, UniqueSchema schema,
+                        std::vector<std::vector<UniqueDeviceArray>> partitions) override {
+    if (!schema.valid())
+      return Status::Invalid("the schema of flight \"" + name + "\" is released");
+    FERRY_ASSIGN_OR_RAISE(std::shared_ptr<internal::Flight> flight,
+                          internal::MakeFlight(name, schema.get(), std::move(partitions)));
+    return state_->Add(flight);
+  }
+
+  Status AddPaths(const std::string& name, const std::vector<std::string>& paths,
+                  int64_t partition_bytes) override {
+    if (paths.empty()) return Status::Invalid("flight \"" + name + "\" has no file to serve");
+    UniqueSchema schema;
+    std::string encoded;
+    std::vector<std::vector<UniqueDeviceArray>> partitions;
+    for (const std::string& path : paths) {
+      FERRY_ASSIGN_OR_RAISE(auto data, internal::ReadBatches(path));
+      FERRY_ASSIGN_OR_RAISE(std::string this_schema, EncodeSchema(data.first.get()));
+      if (!schema.valid()) {
+        schema = std::move(data.first);
+        encoded = std::move(this_schema);
+      } else if (this_schema != encoded) {
+        return Status::Invalid(path + ": its schema differs from " + paths[0] +
+                               "'s; the files of one flight need the same schema");
+      }
+      FERRY_ASSIGN_OR_RAISE(
+          auto groups,
+          internal::SplitBatches(schema.get(), std::move(data.second), partition_bytes));
+      for (auto& g : groups) partitions.push_back(std::move(g));
+    }
+    return AddPartitioned(name, std::move(schema), std::move(partitions));
+  }
+
+  Result<size_t> AppendPartition(const std::string& name, UniqueSchema schema,
+                                 std::vector<UniqueDeviceArray> batches) override {
+    std::string encoded;
+    FERRY_ASSIGN_OR_RAISE(
+        std::shared_ptr<internal::Partition> part,
+        internal::MakePartition(name, std::move(schema), std::move(batches), &encoded));
+    return state_->Append(name, part, encoded);
   }
 
   Status Drop(const std::string& name) override { return state_->Drop(name); }

@@ -1,42 +1,122 @@
-// The Flight server's shared state: flights on every plane, tickets, and FlightInfo.
+// The Flight server's shared state: flights and their partitions on every plane, tickets, and
+// FlightInfo.
 #include "flight/server_state.hpp"
 
 #include <cerrno>
 
 namespace ferry::flight::internal {
 
-Status ServerState::Add(const std::shared_ptr<Flight>& flight) {
-  std::lock_guard lock(change_mutex_);
-  FERRY_RETURN_NOT_OK(catalogue.Insert(flight));
+Status ServerState::Serve(const std::vector<std::shared_ptr<Partition>>& parts) {
   for (size_t i = 0; i < planes.size(); ++i) {
     dipc::Server& plane = *planes[i].second;
-    Status st;
-    if (options.keep) {
-      st = plane.Keep(flight->name, flight->dataset);
-    } else {
-      plane.Add(flight->name, flight->dataset);
-    }
-    if (!st.ok()) {
-      for (size_t j = 0; j < i; ++j) (void)planes[j].second->Remove(flight->name);
-      catalogue.ForceErase(flight->name);
-      return st.WithContext("serving \"" + flight->name + "\" on the " + planes[i].first +
-                            " plane");
+    for (size_t k = 0; k < parts.size(); ++k) {
+      Status st;
+      if (options.keep) {
+        st = plane.Keep(parts[k]->name, parts[k]->dataset);
+      } else {
+        plane.Add(parts[k]->name, parts[k]->dataset);
+      }
+      if (!st.ok()) {
+        for (size_t j = 0; j <= i; ++j) {
+          const size_t served = j < i ? parts.size() : k;
+          for (size_t m = 0; m < served; ++m) (void)planes[j].second->Remove(parts[m]->name);
+        }
+        return st.WithContext("serving \"" + parts[k]->name + "\" on the " + planes[i].first +
+                              " plane");
+      }
     }
   }
   return Status::OK();
 }
 
+Status ServerState::Add(const std::shared_ptr<Flight>& flight) {
+  std::lock_guard lock(change_mutex_);
+  FERRY_RETURN_NOT_OK(catalogue.Insert(flight));
+  Status st = Serve(flight->partitions);
+  if (!st.ok()) catalogue.ForceErase(flight->name);
+  return st;
+}
+
+Result<size_t> ServerState::Append(const std::string& name, const std::shared_ptr<Partition>& part,
+                                   const std::string& schema) {
+  std::lock_guard lock(change_mutex_);
+  return AppendLocked(name, part, schema);
+}
+
+Result<size_t> ServerState::AppendLocked(const std::string& name,
+                                         const std::shared_ptr<Partition>& part,
+                                         const std::string& schema) {
+  std::shared_ptr<Flight> old = catalogue.Find(name);
+  const size_t index = old == nullptr ? 0 : old->partitions.size();
+  part->name = PartitionName(name, index);
+  if (catalogue.Taken(part->name) || (old == nullptr && catalogue.Taken(name))) {
+    return Status(EEXIST, "partition " + std::to_string(index) + " of \"" + name +
+                              "\" would be \"" + part->name + "\", which another flight has");
+  }
+  if (old != nullptr && schema != old->schema) {
+    return Status::Invalid("the partition's schema differs from flight \"" + name +
+                           "\"'s: every partition of a flight has the same schema");
+  }
+  auto flight = std::make_shared<Flight>();
+  flight->name = name;
+  flight->schema = old != nullptr ? old->schema : schema;
+  if (old != nullptr) flight->partitions = old->partitions;
+  flight->partitions.push_back(part);
+  FERRY_RETURN_NOT_OK(Serve({part}));
+  if (old == nullptr) {
+    const Status st = catalogue.Insert(flight);
+    if (!st.ok()) {
+      for (const auto& [transport, plane] : planes) (void)plane->Remove(part->name);
+      return st;
+    }
+  } else {
+    catalogue.Replace(flight);
+  }
+  return index;
+}
+
+Result<size_t> ServerState::AppendFrom(const std::string& name, const std::string& source) {
+  std::lock_guard lock(change_mutex_);
+  if (source == name) return Status::Invalid("a flight cannot be appended to itself");
+  std::shared_ptr<Flight> from = catalogue.Find(source);
+  if (from == nullptr) return Status(ENOENT, "no flight named \"" + source + "\" to append");
+  if (from->partitions.size() != 1) {
+    return Status::Invalid("flight \"" + source + "\" has " +
+                           std::to_string(from->partitions.size()) +
+                           " partitions; only a flight of one (an upload) can be appended");
+  }
+  FERRY_RETURN_NOT_OK(DropLocked(source));
+  // The same dataset, served again under the partition's name: nothing is copied.
+  auto part = std::make_shared<Partition>();
+  part->dataset = from->partitions[0]->dataset;
+  part->records = from->partitions[0]->records;
+  part->bytes = from->partitions[0]->bytes;
+  Result<size_t> index = AppendLocked(name, part, from->schema);
+  if (!index.ok()) {
+    // Put the upload back as it was, so that nothing is lost.
+    if (catalogue.Insert(from).ok() && !Serve(from->partitions).ok()) {
+      catalogue.ForceErase(source);
+    }
+  }
+  return index;
+}
+
 Status ServerState::Drop(const std::string& name) {
   std::lock_guard lock(change_mutex_);
+  return DropLocked(name);
+}
+
+Status ServerState::DropLocked(const std::string& name) {
   std::shared_ptr<Flight> flight = catalogue.Find(name);
   if (flight == nullptr) return Status(ENOENT, "no flight named \"" + name + "\"");
   std::string busy;
   int64_t total = 0;
-  const int64_t streams = flight->readers.use_count() - 1;  // less the flight's own
+  const int64_t streams = flight->readers();
   if (streams > 0) busy += std::to_string(streams) + " over gRPC";
   total += std::max<int64_t>(streams, 0);
   for (const auto& [transport, plane] : planes) {
-    const int64_t n = plane->readers(name);
+    int64_t n = 0;
+    for (const auto& p : flight->partitions) n += plane->readers(p->name);
     if (n > 0) busy += (busy.empty() ? "" : ", ") + std::to_string(n) + " over " + transport;
     total += n;
   }
@@ -44,20 +124,24 @@ Status ServerState::Drop(const std::string& name) {
     return Status(EBUSY, "flight \"" + name + "\" is being read by " + std::to_string(total) +
                              " client(s) (" + busy + "); drop it when they are done");
   }
+  std::vector<std::string> parts;
+  for (const auto& p : flight->partitions) parts.push_back(p->name);
   flight.reset();
   FERRY_RETURN_NOT_OK(catalogue.Erase(name));
-  for (const auto& [transport, plane] : planes) {
-    // A client that started in between keeps its own reference: it finishes reading.
-    const Status st = plane->Remove(name);
-    if (!st.ok()) {
-      std::string line = "dropping \"" + name + "\" on the ";
-      line += transport;
-      line += " plane: ";
-      line += st.message();
-      Log(line);
+  for (const std::string& part : parts) {
+    for (const auto& [transport, plane] : planes) {
+      // A client that started in between keeps its own reference: it finishes reading.
+      const Status st = plane->Remove(part);
+      if (!st.ok()) {
+        std::string line = "dropping \"" + part + "\" on the ";
+        line += transport;
+        line += " plane: ";
+        line += st.message();
+        Log(line);
+      }
     }
+    tickets->Revoke(part);
   }
-  tickets->Revoke(name);
   return Status::OK();
 }
 
@@ -67,37 +151,43 @@ Result<FlightInfo> ServerState::Info(const std::string& name) {
   FlightInfo info;
   info.path = {name};
   info.schema = flight->schema;
-  info.total_records = flight->records;
-  info.total_bytes = flight->bytes;
+  info.total_records = flight->records();
+  info.total_bytes = flight->bytes();
+  // The partitions are kept in the order they were given or appended: the data's order.
   info.ordered = true;
-  Endpoint e;
   const auto ttl = options.ticket_ttl;
-  FERRY_ASSIGN_OR_RAISE(e.ticket, tickets->Issue(name, std::chrono::steady_clock::now() + ttl));
-  e.expiration = std::chrono::system_clock::now() + ttl;
-  for (const auto& [transport, plane] : planes) e.locations.push_back(plane->uri(name).ToString());
-  e.locations.emplace_back(kReuseConnection);
-  info.endpoints.push_back(std::move(e));
+  for (const auto& part : flight->partitions) {
+    Endpoint e;
+    FERRY_ASSIGN_OR_RAISE(e.ticket,
+                          tickets->Issue(part->name, std::chrono::steady_clock::now() + ttl));
+    e.expiration = std::chrono::system_clock::now() + ttl;
+    for (const auto& [transport, plane] : planes) {
+      e.locations.push_back(plane->uri(part->name).ToString());
+    }
+    e.locations.emplace_back(kReuseConnection);
+    info.endpoints.push_back(std::move(e));
+  }
   return info;
 }
 
-Result<std::shared_ptr<Flight>> ServerState::Redeem(const std::string& ticket) {
+Result<std::shared_ptr<Partition>> ServerState::Redeem(const std::string& ticket) {
   std::string name;
   Result<std::string> issued = tickets->Resolve(ticket);
   if (issued.ok()) {
     name = *issued;
   } else if (options.token.empty() && issued.status().code() == ENOENT) {
-    name = ticket;  // without a token, a ticket may be the flight's name, as on the planes
+    name = ticket;  // without a token, a ticket may be a partition's name, as on the planes
   } else {
     ++tickets_refused;
     return issued.status();
   }
-  std::shared_ptr<Flight> flight = catalogue.Find(name);
-  if (flight == nullptr) {
+  std::shared_ptr<Partition> part = catalogue.FindPartition(name);
+  if (part == nullptr) {
     ++tickets_refused;
     if (issued.ok()) return Status(ENOENT, "the ticket's flight \"" + name + "\" was dropped");
     return Status(ENOENT, "unknown ticket: no issued ticket and no flight has this name");
   }
-  return flight;
+  return part;
 }
 
 void ServerState::Log(const std::string& line) const {

@@ -30,12 +30,20 @@ struct ServerState {
 
   /// Serve `flight` in the catalogue and on every plane; on a plane's failure nothing stays.
   Status Add(const std::shared_ptr<Flight>& flight);
+  /// Serve `part` (made by MakePartition, whose `schema` it has) as the next partition of flight
+  /// `name`, made if there is none; it is named here. EINVAL when the schema differs from the
+  /// flight's. The partition's index.
+  Result<size_t> Append(const std::string& name, const std::shared_ptr<Partition>& part,
+                        const std::string& schema);
+  /// Move flight `source` (one partition: an upload) into flight `name` as its next partition,
+  /// without a copy (the DoAction append-partition). On a failure `source` stays as it was.
+  Result<size_t> AppendFrom(const std::string& name, const std::string& source);
   /// Stop serving `name` everywhere; EBUSY, with nothing changed, while anyone reads it.
   Status Drop(const std::string& name);
   /// GetFlightInfo's answer: a fresh ticket valid on every location.
   Result<FlightInfo> Info(const std::string& name);
-  /// The flight a DoGet ticket names: an issued ticket, or (with no token) a flight's name.
-  Result<std::shared_ptr<Flight>> Redeem(const std::string& ticket);
+  /// The partition a DoGet ticket names: an issued ticket, or (with no token) a partition's name.
+  Result<std::shared_ptr<Partition>> Redeem(const std::string& ticket);
   void Log(const std::string& line) const;
 
   /// Calls in progress: each reactor counts itself from construction to OnDone, so Stop can
@@ -46,6 +54,12 @@ struct ServerState {
   bool WaitIdle(std::chrono::milliseconds limit);
 
  private:
+  /// Add each partition on every plane; on a failure, none stays on any plane.
+  Status Serve(const std::vector<std::shared_ptr<Partition>>& parts);
+  /// Append and Drop with change_mutex_ held.
+  Result<size_t> AppendLocked(const std::string& name, const std::shared_ptr<Partition>& part,
+                              const std::string& schema);
+  Status DropLocked(const std::string& name);
   std::mutex change_mutex_;  // Add and Drop, across the catalogue and the planes
   std::mutex live_mutex_;
   std::condition_variable idle_;

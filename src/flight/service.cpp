@@ -3,6 +3,8 @@
 #include "flight/service.hpp"
 
 #include <cerrno>
+#include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "ferry/dipc/uri.hpp"
@@ -148,6 +150,21 @@ class HandshakeReactor final
   pb::HandshakeResponse response_;
 };
 
+// append-partition's body: {"flight": NAME, "from": UPLOADED}.
+Result<std::pair<std::string, std::string>> AppendArguments(const std::string& body) {
+  const nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
+  if (!doc.is_object() || !doc.contains("flight") || !doc["flight"].is_string() ||
+      !doc.contains("from") || !doc["from"].is_string()) {
+    return Status::Invalid(
+        "append-partition's body is JSON {\"flight\": NAME, \"from\": UPLOADED}, not " +
+        body.substr(0, 200));
+  }
+  std::string flight = doc["flight"].get<std::string>();
+  std::string from = doc["from"].get<std::string>();
+  if (flight.empty() || from.empty()) return Status::Invalid("append-partition: a name is empty");
+  return std::make_pair(std::move(flight), std::move(from));
+}
+
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const grpc::Status& st) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(st);
@@ -268,10 +285,20 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
       return new Fail(state_, ToGrpc(st));
     }
     results.emplace_back().set_body(FormatRfc3339(std::chrono::system_clock::now() + ttl));
+  } else if (request->type() == "append-partition") {
+    Result<std::pair<std::string, std::string>> args = AppendArguments(request->body());
+    if (!args.ok()) return new Fail(state_, ToGrpc(args.status()));
+    Result<size_t> index = state_->AppendFrom(args->first, args->second);
+    if (!index.ok()) return new Fail(state_, ToGrpc(index.status()));
+    state_->Log("appended \"" + args->second + "\" to \"" + args->first + "\" as partition " +
+                std::to_string(*index));
+    results.emplace_back().set_body(
+        nlohmann::json{{"flight", args->first}, {"partition", *index}}.dump());
   } else {
     return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                          "unknown action \"" + request->type() +
-                                             "\" (this server has: drop, refresh-ticket)"));
+                                             "\" (this server has: append-partition, drop, "
+                                             "refresh-ticket)"));
   }
   return new ListWriter<pb::Result>(state_, std::move(results));
 }
@@ -280,7 +307,13 @@ grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
     grpc::CallbackServerContext* context, const pb::Empty* /*request*/) {
   using Fail = Refusal<grpc::ServerWriteReactor<pb::ActionType>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
-  std::vector<pb::ActionType> types(2);
+  std::vector<pb::ActionType> types(3);
+  types[2].set_type("append-partition");
+  types[2].set_description(
+      "Move a flight uploaded with DoPut into another flight as its next endpoint, without a "
+      "copy (the flight is made if it does not exist). Body: JSON {\"flight\": NAME, \"from\": "
+      "UPLOADED}. The schemas must be equal. Result: JSON {\"flight\": NAME, \"partition\": "
+      "INDEX}.");
   types[0].set_type("drop");
   types[0].set_description(
       "Stop serving a flight on every plane. Body: the flight's name. Fails while a client is "

@@ -64,7 +64,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     if (!grpc::SerializationTraits<pb::Ticket>::Deserialize(&copy, &ticket).ok()) {
       return Status::Invalid("the DoGet request is not a Ticket message");
     }
-    FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Flight> flight, state_->Redeem(ticket.ticket()));
+    FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Partition> flight, state_->Redeem(ticket.ticket()));
     readers_ = flight->readers;
     // Every lent slice holds the dataset (and so the batches' memory) until gRPC drops it.
     keep_alive_ = flight->dataset;
@@ -172,7 +172,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
         return Status::Invalid("the upload's flight descriptor is not a FlightDescriptor");
       }
       FERRY_ASSIGN_OR_RAISE(name_, NameOf(descriptor));
-      if (state_->catalogue.Find(name_) != nullptr) {
+      if (state_->catalogue.Taken(name_)) {
         return Status(EEXIST, "a flight named \"" + name_ + "\" is already served (drop it first)");
       }
     }
@@ -207,8 +207,10 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
       Fail(schema.status());
       return;
     }
+    std::vector<std::vector<UniqueDeviceArray>> partitions;
+    partitions.push_back(std::move(batches_));
     Result<std::shared_ptr<Flight>> flight =
-        MakeFlight(name_, std::move(*schema), std::move(batches_));
+        MakeFlight(name_, schema->get(), std::move(partitions));
     Status st = flight.status();
     if (st.ok()) st = state_->Add(*flight);
     if (!st.ok()) {

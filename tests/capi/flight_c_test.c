@@ -98,6 +98,17 @@ int main(void) {
   CHECK(FerryFlightServerStart("127.0.0.1:0", "s3cret", &server, &error) == 0);
   CHECK(FerryFlightServerAddPath(server, "t", path, &error) == 0);
   CHECK(FerryFlightServerAddPath(server, "u", "/no/such/file", &error) == ENOENT);
+  {
+    /* Flight p: the file twice, one endpoint each; flight q: the file three times, each cut at
+     * 1 byte into endpoints of one whole batch (the file holds two). */
+    const char* parts[3] = {path, path, path};
+    const char* bad[2] = {path, NULL};
+    CHECK(FerryFlightServerAddPaths(server, "p", parts, 2, 0, &error) == 0);
+    CHECK(FerryFlightServerAddPaths(server, "q", parts, 3, 1, &error) == 0);
+    CHECK(FerryFlightServerAddPaths(server, "r", bad, 2, 0, &error) == EINVAL);
+    CHECK(strstr(error.message, "path 1 is NULL") != NULL);
+    CHECK(FerryFlightServerAddPaths(server, "p", parts, 1, 0, &error) == EEXIST);
+  }
   CHECK(FerryFlightServerUri(server, uri, sizeof(uri), &error) == 0);
   CHECK(strncmp(uri, "grpc://127.0.0.1:", 17) == 0);
   CHECK(FerryFlightServerUri(server, uri, 4, &error) == ERANGE);
@@ -111,10 +122,15 @@ int main(void) {
 
   CHECK(FerryFlightConnect(uri, &options, &client, &error) == 0);
   CHECK(FerryFlightListFlights(client, &info, &error) == 0);
-  CHECK(FerryFlightInfoCount(info) == 1);
-  CHECK(strcmp(FerryFlightInfoPath(info, 0), "t") == 0);
-  CHECK(FerryFlightInfoTotalRecords(info, 0) == 3);
-  CHECK(FerryFlightInfoEndpoints(info, 0) == 1);
+  CHECK(FerryFlightInfoCount(info) == 3);
+  CHECK(strcmp(FerryFlightInfoPath(info, 0), "p") == 0);
+  CHECK(FerryFlightInfoTotalRecords(info, 0) == 6);
+  CHECK(FerryFlightInfoEndpoints(info, 0) == 2);
+  CHECK(strcmp(FerryFlightInfoPath(info, 1), "q") == 0);
+  CHECK(FerryFlightInfoEndpoints(info, 1) == 6);
+  CHECK(strcmp(FerryFlightInfoPath(info, 2), "t") == 0);
+  CHECK(FerryFlightInfoTotalRecords(info, 2) == 3);
+  CHECK(FerryFlightInfoEndpoints(info, 2) == 1);
   FerryFlightInfoRelease(info);
 
   CHECK(FerryFlightGetInfo(client, "t", &info, &error) == 0);

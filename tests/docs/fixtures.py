@@ -92,8 +92,15 @@ def _files():
     def token(d):
         (d / "token").write_text("s3cret\n")
 
+    def parts(d):
+        # A partitioned flight's files: three of 1,000 rows, written out of name order.
+        (d / "parts").mkdir()
+        for i in (2, 0, 1):
+            _write_stream(d / "parts" / f"part-{i}.arrows",
+                          _table(1000, seed=i).to_batches(max_chunksize=500))
+
     return {"weather": weather, "growing": growing, "flights": flights, "taxi": taxi,
-            "data": data, "token": token}
+            "data": data, "token": token, "parts": parts}
 
 
 FILES = _files()

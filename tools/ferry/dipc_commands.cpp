@@ -1,6 +1,7 @@
 // `ferry serve` and `ferry get`.
 #include "dipc_commands.hpp"
 
+#include <glob.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -13,9 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "ferry/core/host_port.hpp"
@@ -106,6 +109,34 @@ bool ListensOnLoopbackOnly(const std::string& address) {
   return loopback;
 }
 
+Result<std::vector<std::string>> ExpandFiles(const std::string& target) {
+  struct stat st {};
+  if (stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(target, ec)) {
+      const std::string leaf = entry.path().filename().string();
+      if (leaf.empty() || leaf[0] == '.' || !entry.is_regular_file()) continue;
+      files.push_back(entry.path().string());
+    }
+    if (ec) return Status(ec.value(), "cannot list directory " + target + ": " + ec.message());
+    if (files.empty()) return Status(ENOENT, "directory " + target + " holds no file to serve");
+    std::sort(files.begin(), files.end());
+    return files;
+  }
+  if (target.find_first_of("*?[") == std::string::npos) return std::vector<std::string>{target};
+  glob_t found{};
+  const int rc = glob(target.c_str(), GLOB_ERR, nullptr, &found);
+  std::vector<std::string> files;
+  for (size_t i = 0; rc == 0 && i < found.gl_pathc; ++i) files.emplace_back(found.gl_pathv[i]);
+  globfree(&found);
+  if (rc == GLOB_NOMATCH || (rc == 0 && files.empty())) {
+    return Status(ENOENT, "no file matches the pattern " + target);
+  }
+  if (rc != 0) return Status(EIO, "cannot expand the pattern " + target);
+  return files;  // glob(3) sorts them
+}
+
 CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "serve",
@@ -113,7 +144,13 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
       "and runs until interrupted (SIGINT or SIGTERM stop it within a second).");
   cmd->add_option("datasets", o->datasets,
                   "NAME=FILE (IPC stream or file), repeated (with --flight, none is fine: "
-                  "clients upload with DoPut)");
+                  "clients upload with DoPut). With --flight, FILE may be a directory or a "
+                  "pattern (NAME='part-*.arrows'): one flight, one endpoint per file, in name "
+                  "order");
+  cmd->add_option("--partition-bytes", o->partition_bytes,
+                  "With --flight: cut each file into endpoints of whole batches of at most this "
+                  "many body bytes (default 0: one endpoint per file)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--transport", o->transport,
                   "shm (one host, the default) or ucx (TCP, any host); with --flight, the one "
                   "fast plane to serve beside gRPC (default both), or grpc for none")
@@ -239,11 +276,22 @@ int RunServe(const ServeOptions& o) {
                        "a UCX listener beyond loopback needs a token (--token-file or "
                        "FERRY_TOKEN), or --insecure"));
   }
+  if (o.partition_bytes > 0) {
+    return Fail("--partition-bytes", Status::Invalid("partitions are a Flight's endpoints: use it "
+                                                     "with --flight"));
+  }
   std::vector<std::pair<std::string, std::shared_ptr<dipc::Dataset>>> datasets;
   for (const std::string& spec : o.datasets) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
       return Fail(spec, Status::Invalid("a dataset is NAME=FILE"));
+    }
+    Result<std::vector<std::string>> files = ExpandFiles(spec.substr(eq + 1));
+    if (!files.ok()) return Fail(spec.substr(eq + 1), files.status());
+    if (files->size() != 1 || (*files)[0] != spec.substr(eq + 1)) {
+      return Fail(spec.substr(eq + 1),
+                  Status::Invalid("a directory or pattern serves one flight of many endpoints: "
+                                  "serve it with --flight"));
     }
     Result<std::shared_ptr<dipc::Dataset>> d = dipc::Dataset::FromPath(spec.substr(eq + 1));
     if (!d.ok()) return Fail(spec.substr(eq + 1), d.status());

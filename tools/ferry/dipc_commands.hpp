@@ -48,6 +48,9 @@ struct ServeOptions {
   int64_t max_upload_bytes = int64_t{4} << 30;
   double ticket_ttl_s = 600;
   std::string ucx_listen;
+  /// With --flight: cut each file into endpoints of whole batches of at most this many body
+  /// bytes (0: one endpoint per file).
+  int64_t partition_bytes = 0;
 };
 
 /// Options of `ferry get`.
@@ -95,6 +98,10 @@ int64_t ViewBytes(const ArrayView& view);
 
 /// The token: the file's first line, else FERRY_TOKEN, else "".
 Result<std::string> ReadToken(const std::string& file);
+/// The files a dataset's FILE names: the file itself; every regular file of a directory, in
+/// name order (hidden ones left out); or those a pattern (`part-*.arrows`, glob(3)) matches, in
+/// name order. ENOENT, naming the directory or pattern, when there is none.
+Result<std::vector<std::string>> ExpandFiles(const std::string& target);
 /// Whether a listen address ("host:port", empty for 127.0.0.1) is loopback only.
 bool ListensOnLoopbackOnly(const std::string& address);
 /// Block until SIGINT or SIGTERM (checked every 50 ms).

@@ -168,7 +168,9 @@ int Serve(const ServeOptions& o) {
       return Fail(spec, Status::Invalid("a dataset is NAME=FILE"));
     }
     const std::string name = spec.substr(0, eq);
-    if (const Status st = (*server)->AddPath(name, spec.substr(eq + 1)); !st.ok()) {
+    Result<std::vector<std::string>> files = ExpandFiles(spec.substr(eq + 1));
+    if (!files.ok()) return Fail(spec.substr(eq + 1), files.status());
+    if (const Status st = (*server)->AddPaths(name, *files, o.partition_bytes); !st.ok()) {
       return Fail(spec.substr(eq + 1), st);
     }
   }
@@ -177,10 +179,13 @@ int Serve(const ServeOptions& o) {
   for (const std::string& name : (*server)->names()) {
     Result<flight::FlightInfo> info = (*server)->Info(name);
     if (!info.ok()) continue;
+    const size_t n = info->endpoints.size();
+    const std::string endpoints = n == 1 ? std::string() : ", " + std::to_string(n) + " endpoints";
     std::fprintf(stderr,
-                 "ferry serve: flight [%s]: %lld records, %lld bytes, ferry get %s --path %s\n",
+                 "ferry serve: flight [%s]: %lld records, %lld bytes%s, ferry get %s --path %s\n",
                  name.c_str(), static_cast<long long>(info->total_records),
-                 static_cast<long long>(info->total_bytes), (*server)->uri().c_str(), name.c_str());
+                 static_cast<long long>(info->total_bytes), endpoints.c_str(),
+                 (*server)->uri().c_str(), name.c_str());
   }
   WaitForSignal();
   const flight::ServerStats s = (*server)->stats();

@@ -121,6 +121,13 @@ FERRY_EXPORT FerryErrorCode FerryFlightServerStart(const char* listen, const cha
 FERRY_EXPORT FerryErrorCode FerryFlightServerAddPath(struct FerryFlightServer* server,
                                                      const char* name, const char* path,
                                                      struct FerryError* error);
+/** Serve `count` IPC streams or files as one flight `name` with one endpoint per file, in this
+ * order, each file cut further into endpoints of whole batches of at most `partition_bytes` body
+ * bytes when it is positive. The files' schemas must be equal (EINVAL naming the file). */
+FERRY_EXPORT FerryErrorCode FerryFlightServerAddPaths(struct FerryFlightServer* server,
+                                                      const char* name, const char* const* paths,
+                                                      size_t count, int64_t partition_bytes,
+                                                      struct FerryError* error);
 /** The server's grpc:// URI with the port bound, written to `out` (ERANGE if it does not fit). */
 FERRY_EXPORT FerryErrorCode FerryFlightServerUri(const struct FerryFlightServer* server, char* out,
                                                  size_t out_size, struct FerryError* error);

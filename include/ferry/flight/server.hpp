@@ -1,6 +1,8 @@
 // ferry's Arrow Flight server: every dataset is a flight that any Flight client can list,
 // describe and read with DoGet, and whose FlightInfo also offers ferry's fast planes (shared
-// memory, UCX) as locations redeemed with the same ticket. DoPut stores uploads as datasets.
+// memory, UCX) as locations redeemed with the same ticket. A flight may be partitioned: one
+// endpoint per partition, each with its own ticket. DoPut stores uploads as datasets; DoAction
+// append-partition moves an upload into a flight as its next endpoint.
 #pragma once
 
 #include <chrono>
@@ -81,6 +83,23 @@ class FERRY_EXPORT Server {
   /// Serve an IPC stream or file (mapped, decoded once with full validation, then lent) as
   /// flight `name`.
   [[nodiscard]] virtual Status AddPath(const std::string& name, const std::string& path) = 0;
+  /// Serve `partitions` (each a list of batches of `schema`) as flight `name` with one endpoint
+  /// per partition, in this order, each with its own ticket (FlightInfo's `ordered` is true).
+  /// Partition 0 is served under `name`, partition i under "NAME/i". EEXIST if a name is taken.
+  [[nodiscard]] virtual Status AddPartitioned(
+      const std::string& name, UniqueSchema schema,
+      std::vector<std::vector<UniqueDeviceArray>> partitions) = 0;
+  /// Serve IPC files as flight `name`, one endpoint per file in this order, each file cut
+  /// further into endpoints of whole batches of at most `partition_bytes` body bytes when it is
+  /// positive. The files' schemas must be equal.
+  [[nodiscard]] virtual Status AddPaths(const std::string& name,
+                                        const std::vector<std::string>& paths,
+                                        int64_t partition_bytes = 0) = 0;
+  /// Serve `batches` as the next endpoint of flight `name` (made if it does not exist), so that
+  /// a flight can be built from many writers. EINVAL if the schema differs from the flight's.
+  /// The new endpoint's index.
+  virtual Result<size_t> AppendPartition(const std::string& name, UniqueSchema schema,
+                                         std::vector<UniqueDeviceArray> batches) = 0;
   /// Stop serving `name` on every plane. ENOENT if unknown; EBUSY, with nothing changed, while a
   /// client reads it.
   [[nodiscard]] virtual Status Drop(const std::string& name) = 0;
