@@ -155,11 +155,13 @@ void InitFlight(nb::module_& parent) {
       .def(
           "do_get",
           [](PyFlightClient& c, const std::variant<std::string, nb::bytes>& what,
-             const std::string& via, Device* device, ValidationLevel validation) {
+             const std::string& via, Device* device, ValidationLevel validation, int parallel) {
+            if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
             flight::GetOptions options;
             options.via = ViaOf(via);
             options.device = device;
             options.read.validation = validation;
+            options.parallel = parallel;
             std::string location;
             Result<UniqueDeviceArrayStream> stream = Status::OK();
             if (const auto* path = std::get_if<std::string>(&what)) {
@@ -182,11 +184,13 @@ void InitFlight(nb::module_& parent) {
             return out;
           },
           nb::arg("path_or_ticket"), nb::arg("via") = "auto", nb::arg("device").none() = nb::none(),
-          nb::arg("validation") = ValidationLevel::kFull,
+          nb::arg("validation") = ValidationLevel::kFull, nb::arg("parallel") = 0,
           "Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and "
           "__arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: "
-          "GetFlightInfo, then the locations in order (shared memory when the server is on this "
-          "host, UCX, DoGet), or only `via`. bytes are a ticket, redeemed with DoGet.")
+          "GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's "
+          "batches in its order), each through its own locations in order (shared memory when "
+          "its server is on this host, UCX, DoGet), or only `via`. bytes are a ticket, redeemed "
+          "with DoGet.")
       .def(
           "do_put",
           [](PyFlightClient& c, const std::string& path, nb::handle data) {

@@ -1,14 +1,17 @@
-// Following a flight's locations: shared memory when the server is on this host, then UCX, then
-// DoGet on this server (or on the grpc:// location given), or only the one asked for.
+// Following a flight's locations: shared memory when the endpoint's server is on this host, then
+// UCX, then DoGet on this server (or on the grpc:// location given), or only the one asked for;
+// several endpoints one after the other or several at once.
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "ferry/core/host_port.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/uri.hpp"
 #include "flight/client_impl.hpp"
@@ -50,6 +53,22 @@ bool SameAddress(const sockaddr* a, const sockaddr* b) {
                        &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, sizeof(in6_addr)) == 0;
   }
   return false;
+}
+
+// The host of the server that holds `endpoint`: that of its ucx:// or grpc:// location (a
+// shm:// location names none), else `fallback`, the server asked.
+std::string EndpointHost(const Endpoint& endpoint, const std::string& fallback) {
+  for (const std::string& l : endpoint.locations) {
+    size_t start = 0;
+    for (const char* scheme : {"ucx://", "grpc://", "grpc+tls://"}) {
+      if (l.rfind(scheme, 0) == 0) start = std::strlen(scheme);
+    }
+    if (start == 0) continue;
+    const std::string authority = l.substr(start, l.find_first_of("/?", start) - start);
+    Result<HostPort> hp = ParseHostPort(authority);
+    if (hp.ok() && !hp->host.empty()) return hp->host;
+  }
+  return fallback;
 }
 
 }  // namespace
@@ -100,15 +119,29 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   if (info.endpoints.empty()) {
     return Status(ENOENT, "the flight has no endpoint: nothing to read");
   }
+  if (options.parallel < 0) return Status::Invalid("parallel is negative");
   FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
                         ReadEndpoint(info.endpoints[0], options, location));
-  std::vector<std::function<Result<UniqueDeviceArrayStream>()>> rest;
-  for (size_t i = 1; i < info.endpoints.size(); ++i) {
-    rest.emplace_back([this, endpoint = info.endpoints[i], options, location] {
-      return ReadEndpoint(endpoint, options, location);
+  Device* target = options.device != nullptr ? options.device : CpuDevice();
+  const size_t n = info.endpoints.size();
+  const size_t parallel =
+      options.parallel > 0 ? static_cast<size_t>(options.parallel) : std::min<size_t>(n, 4);
+  std::vector<EndpointOpener> rest;
+  if (parallel > 1 && n > 1) {
+    rest.emplace_back();  // endpoint 0 is `first`
+    for (size_t i = 1; i < n; ++i) {
+      rest.emplace_back([this, endpoint = info.endpoints[i], options] {
+        return ReadEndpoint(endpoint, options, nullptr);
+      });
+    }
+    return ReadParallel(std::move(first), std::move(rest), parallel, info.ordered,
+                        target->device_type());
+  }
+  for (size_t i = 1; i < n; ++i) {
+    rest.emplace_back([this, endpoint = info.endpoints[i], options] {
+      return ReadEndpoint(endpoint, options, nullptr);
     });
   }
-  Device* target = options.device != nullptr ? options.device : CpuDevice();
   return Concatenate(std::move(first), std::move(rest), target->device_type());
 }
 
@@ -120,14 +153,19 @@ Result<UniqueDeviceArrayStream> ClientImpl::ReadEndpoint(const Endpoint& endpoin
   if (offered.empty()) offered.emplace_back(kReuseConnection);
   std::string listed;
   for (const std::string& l : offered) listed += (listed.empty() ? "" : ", ") + l;
-  const bool local = IsLocalHost(host_);
+  const std::string server = EndpointHost(endpoint, host_);
+  const bool local = IsLocalHost(server);
   std::string failures;
   for (Via kind : {Via::kShm, Via::kUcx, Via::kGrpc}) {
     if (options.via != Via::kAuto && options.via != kind) continue;
     for (const std::string& l : offered) {
       if (KindOf(l) != kind) continue;
       if (kind == Via::kShm && !local && options.via != Via::kShm) {
-        Log("flight: skipping " + l + ": the server (" + host_ + ") is not on this host");
+        std::string line = "flight: skipping " + l;
+        line += ": the endpoint's server (";
+        line += server;
+        line += ") is not on this host";
+        Log(line);
         continue;
       }
       Result<UniqueDeviceArrayStream> stream = Status::OK();

@@ -1,5 +1,5 @@
 // Internal to the flight layer: the client's streams. DoGet decoded as it arrives, and several
-// endpoints read one after the other as one stream.
+// endpoints read one after the other, or several at once, as one stream.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -22,6 +22,19 @@ Result<UniqueDeviceArrayStream> OpenDoGet(std::shared_ptr<grpc::Channel> channel
                                           const std::string& token, const std::string& ticket,
                                           const GetOptions& options,
                                           std::chrono::milliseconds timeout);
+
+/// Opens one endpoint's stream.
+using EndpointOpener = std::function<Result<UniqueDeviceArrayStream>()>;
+
+/// One stream of a flight's endpoints read `parallel` at a time by reader threads, each endpoint
+/// buffering at most two batches: `first` is endpoint 0, already open (its schema is the
+/// stream's); `endpoints[i]` opens endpoint i > 0. With `ordered`, batches come out in the
+/// endpoints' order and only endpoints within `parallel` of the one being taken from are read;
+/// else as they arrive. The first failure fails the stream, naming the endpoint. Releasing the
+/// stream waits for reads in progress, each bounded by its stream's timeout.
+Result<UniqueDeviceArrayStream> ReadParallel(UniqueDeviceArrayStream first,
+                                             std::vector<EndpointOpener> endpoints, size_t parallel,
+                                             bool ordered, ArrowDeviceType device_type);
 
 /// One stream of several: `first` (already open) then each of `rest`, opened when reached. The
 /// schemas must be equal. Batches are on `device_type`.

@@ -186,3 +186,30 @@ def test_a_directory_without_flight_and_an_empty_pattern_are_refused(tmp_path):
                        "use it with --flight")):
         r = subprocess.run([ferry_cli(), *args], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and why in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.parametrize("parallel", [1, 2, 4])
+def test_ferry_get_reads_the_endpoints_at_once_in_the_flights_order(tmp_path, parallel):
+    directory, files = _parts(tmp_path, [f"part-{i}.arrows" for i in range(6)], rows=2000)
+    want = pa.concat_tables([files[n] for n in sorted(files)])
+    with Serve(f"t={directory}", tmp=str(tmp_path)) as s:
+        out = tmp_path / "got.arrows"
+        r = subprocess.run([ferry_cli(), "get", s.uri, "--path", "t", "--parallel", str(parallel),
+                            "--to", str(out), "--no-progress", "-v"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert pa.ipc.open_stream(str(out)).read_all().equals(want)
+        # Each endpoint chose its own location: shared memory, its server being on this host.
+        assert r.stderr.count("reading over shm") == 6, r.stderr
+
+
+def test_the_binding_reads_the_endpoints_at_once(tmp_path):
+    import ferry
+    directory, files = _parts(tmp_path, [f"{i}.arrows" for i in range(5)])
+    want = pa.concat_tables([files[n] for n in sorted(files)])
+    with Serve(f"t={directory}", tmp=str(tmp_path)) as s:
+        client = ferry.flight.connect(s.uri)
+        for parallel in (0, 1, 3):
+            assert pa.table(client.do_get("t", parallel=parallel)).equals(want), parallel
+        with pytest.raises(ValueError, match="parallel must be 0 or more"):
+            client.do_get("t", parallel=-1)

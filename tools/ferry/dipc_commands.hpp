@@ -74,6 +74,8 @@ struct GetOptions {
   /// grpc), the token and the TLS roots to trust.
   std::string path;
   std::string via = "auto";
+  /// Endpoints read at once (0: min(endpoints, 4)).
+  int parallel = 0;
   std::string token_file;
   std::string tls_roots;
   bool verbose = false;

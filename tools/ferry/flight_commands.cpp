@@ -124,6 +124,11 @@ void AddFlightGetOptions(CLI::App* cmd, GetOptions* o) {
                   "host, then UCX, then DoGet)")
       ->check(CLI::IsMember({"auto", "shm", "ucx", "grpc"}))
       ->capture_default_str();
+  cmd->add_option("--parallel", o->parallel,
+                  "With a grpc:// URI: how many of the flight's endpoints to read at once, each "
+                  "through its own fastest location (default 0: as many as it has, at most 4; "
+                  "1: one after the other)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--token-file", o->token_file,
                   "With a grpc:// URI: a file holding the server's token (else FERRY_TOKEN)");
   cmd->add_option("--tls-roots", o->tls_roots,

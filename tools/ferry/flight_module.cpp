@@ -217,6 +217,7 @@ int Get(const GetOptions& o) {
   flight::GetOptions options;
   options.via = *via;
   options.device = *device;
+  options.parallel = o.parallel;
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
   Result<UniqueDeviceArrayStream> stream =

@@ -49,6 +49,10 @@ struct FERRY_EXPORT GetOptions {
   Device* device = nullptr;
   /// Checks on what arrives (full validation by default: the server is not trusted).
   ipc::ReadOptions read;
+  /// How many endpoints of a flight are read at once, each through its own fastest location:
+  /// 0 is min(endpoints, 4), 1 reads them one after the other. Each endpoint holds at most two
+  /// batches ready; an `ordered` flight's batches come out in its order, others as they arrive.
+  int parallel = 0;
 };
 
 /// A connection to one Flight server (a gRPC channel). Thread-safe: calls may run from many
@@ -65,10 +69,10 @@ class FERRY_EXPORT Client {
   /// GetFlightInfo for the path descriptor [path].
   virtual Result<FlightInfo> GetFlightInfo(const std::string& path) = 0;
   virtual Result<UniqueSchema> GetSchema(const std::string& path) = 0;
-  /// Read flight `path`: GetFlightInfo, then each endpoint in order through its locations
-  /// (shm:// when the server is on this host, ucx://, then DoGet), or only `options.via`. Each
-  /// fallback is logged. `location`, when given, receives the URI each endpoint was read from
-  /// (the last one's, for several).
+  /// Read flight `path`: GetFlightInfo, then its endpoints (`options.parallel` at once), each
+  /// through its own locations (shm:// when that endpoint's server is on this host, ucx://, then
+  /// DoGet), or only `options.via`. Each fallback is logged. `location`, when given, receives the
+  /// URI the first endpoint was read from. A failing endpoint fails the read, naming it.
   virtual Result<UniqueDeviceArrayStream> Get(const std::string& path, GetOptions options = {},
                                               std::string* location = nullptr) = 0;
   /// Read the endpoints of `info` (from GetFlightInfo or ListFlights) as Get does.

@@ -1,0 +1,190 @@
+// Reading a flight's endpoints at once: a few reader threads, each opening one endpoint and
+// reading its batches into a short queue of its own; the caller's stream takes them in the
+// flight's order (ordered flights) or as they come.
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "ferry/core/stream_adapter.hpp"
+#include "ferry/device/device_array.hpp"
+#include "ferry/format/schema.hpp"
+#include "ferry/format/schema_view.hpp"
+#include "flight/client_stream.hpp"
+
+namespace ferry::flight::internal {
+
+namespace {
+
+// Batches each endpoint may hold ready before its reader waits for the caller.
+constexpr size_t kQueueDepth = 2;
+
+class ParallelProducer final : public DeviceArrayProducer {
+ public:
+  ParallelProducer(std::vector<EndpointOpener> endpoints, size_t parallel, bool ordered)
+      : endpoints_(std::move(endpoints)),
+        slots_(endpoints_.size()),
+        parallel_(std::max<size_t>(1, std::min(parallel, endpoints_.size()))),
+        ordered_(ordered) {}
+
+  ~ParallelProducer() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    // A reader inside a read returns within its stream's own timeout.
+    for (std::thread& t : readers_) t.join();
+  }
+
+  // Opens the first endpoint here, for the schema, then starts the readers.
+  Status Init(UniqueDeviceArrayStream first) {
+    FERRY_RETURN_NOT_OK(StreamGetSchema(first.get(), schema_.get()));
+    FERRY_ASSIGN_OR_RAISE(schema_text_, SchemaToString(schema_.get()));
+    first_ = std::move(first);
+    for (size_t i = 0; i < parallel_; ++i) readers_.emplace_back([this] { ReaderLoop(); });
+    return Status::OK();
+  }
+
+  Status GetSchema(ArrowSchema* out) override {
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(schema_.get()));
+    copy.move_to(out);
+    return Status::OK();
+  }
+
+  Status GetNext(ArrowDeviceArray* out) override {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      if (!error_.ok()) return error_;
+      if (ordered_) {
+        if (emit_ == slots_.size()) return Status::OK();  // the end: `out` stays released
+        Slot& s = slots_[emit_];
+        if (!s.batches.empty()) return Take(emit_, out);
+        if (s.done) {
+          ++emit_;  // the window moves: a reader may start another endpoint
+          changed_.notify_all();
+          continue;
+        }
+      } else {
+        bool all_done = true;
+        for (size_t i = 0; i < slots_.size(); ++i) {
+          if (!slots_[i].batches.empty()) return Take(i, out);
+          all_done = all_done && slots_[i].done;
+        }
+        if (all_done) return Status::OK();
+      }
+      changed_.wait(lock);
+    }
+  }
+
+ private:
+  struct Slot {
+    std::deque<UniqueDeviceArray> batches;
+    bool done = false;
+    bool retired = false;
+  };
+
+  Status Take(size_t index, ArrowDeviceArray* out) {
+    Slot& s = slots_[index];
+    DeviceArrayMove(s.batches.front().get(), out);
+    s.batches.pop_front();
+    Retire(index);
+    changed_.notify_all();
+    return Status::OK();
+  }
+
+  // Claims endpoints one after another until none is left or the read stops. In the flight's
+  // order, an endpoint starts only within `parallel_` of the one the caller is taking from, so
+  // at most that many endpoints hold batches at once.
+  void ReaderLoop() {
+    while (true) {
+      size_t index = 0;
+      UniqueDeviceArrayStream stream;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] {
+          return stopping_ || !error_.ok() || next_ == slots_.size() ||
+                 (open_ < parallel_ && (!ordered_ || next_ < emit_ + parallel_));
+        });
+        if (stopping_ || !error_.ok() || next_ == slots_.size()) return;
+        index = next_++;
+        ++open_;
+        if (index == 0) stream = std::move(first_);
+      }
+      Status st = ReadEndpoint(index, std::move(stream));
+      std::lock_guard lock(mutex_);
+      if (!st.ok() && error_.ok() && !stopping_) {
+        error_ = st.WithContext("endpoint " + std::to_string(index) + " of " +
+                                std::to_string(slots_.size()));
+      }
+      slots_[index].done = true;
+      Retire(index);
+      changed_.notify_all();
+    }
+  }
+
+  // An endpoint read to its end whose batches the caller has all taken no longer counts against
+  // `parallel_`. Called with the lock held, once the slot may have become both.
+  void Retire(size_t index) {
+    Slot& s = slots_[index];
+    if (s.done && s.batches.empty() && !s.retired) {
+      s.retired = true;
+      --open_;
+    }
+  }
+
+  Status ReadEndpoint(size_t index, UniqueDeviceArrayStream stream) {
+    if (!stream.valid()) {
+      FERRY_ASSIGN_OR_RAISE(stream, endpoints_[index]());
+      UniqueSchema s;
+      FERRY_RETURN_NOT_OK(StreamGetSchema(stream.get(), s.get()));
+      FERRY_ASSIGN_OR_RAISE(std::string text, SchemaToString(s.get()));
+      if (text != schema_text_) {
+        return Status::Invalid("its schema " + text + " is not the first endpoint's, " +
+                               schema_text_);
+      }
+    }
+    while (true) {
+      UniqueDeviceArray batch;
+      FERRY_RETURN_NOT_OK(StreamGetNext(stream.get(), batch.get()));
+      if (!batch.valid()) return Status::OK();
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] {
+        return stopping_ || !error_.ok() || slots_[index].batches.size() < kQueueDepth;
+      });
+      if (stopping_ || !error_.ok()) return Status::OK();
+      slots_[index].batches.push_back(std::move(batch));
+      changed_.notify_all();
+    }
+  }
+
+  std::vector<EndpointOpener> endpoints_;
+  std::vector<Slot> slots_;
+  const size_t parallel_;
+  const bool ordered_;
+  UniqueSchema schema_;
+  std::string schema_text_;
+  UniqueDeviceArrayStream first_;
+  std::vector<std::thread> readers_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  size_t next_ = 0;  // the next endpoint a reader claims
+  size_t emit_ = 0;  // ordered: the endpoint the caller takes from
+  size_t open_ = 0;  // endpoints claimed and not yet retired
+  Status error_;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+Result<UniqueDeviceArrayStream> ReadParallel(UniqueDeviceArrayStream first,
+                                             std::vector<EndpointOpener> endpoints, size_t parallel,
+                                             bool ordered, ArrowDeviceType device_type) {
+  auto producer = std::make_unique<ParallelProducer>(std::move(endpoints), parallel, ordered);
+  FERRY_RETURN_NOT_OK(producer->Init(std::move(first)));
+  return ExportDeviceArrayStream(std::move(producer), device_type);
+}
+
+}  // namespace ferry::flight::internal

@@ -1,0 +1,141 @@
+// Reading a flight's endpoints at once (ReadParallel) against endpoints made here: each endpoint
+// i yields batches whose single int64 value is 100 * i + j, so the order is known by hand; the
+// endpoints count how many are open at once; one may fail at a chosen batch.
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "ferry/core/stream_adapter.hpp"
+#include "ferry/format/builder.hpp"
+#include "ferry/format/schema.hpp"
+#include "flight/client_stream.hpp"
+#include "support/ipc_util.hpp"
+#include "support/test_util.hpp"
+
+namespace ferry::flight::internal {
+namespace {
+
+struct Counters {
+  std::atomic<int> open{0};
+  std::atomic<int> most_open{0};
+};
+
+// Endpoint `index`: `batches` batches of one row, `fail_at` (if >= 0) failing that batch.
+class FakeEndpoint final : public DeviceArrayProducer {
+ public:
+  FakeEndpoint(int index, int batches, int fail_at, Counters* counters)
+      : index_(index), batches_(batches), fail_at_(fail_at), counters_(counters) {
+    const int now = ++counters_->open;
+    int most = counters_->most_open.load();
+    while (now > most && !counters_->most_open.compare_exchange_weak(most, now)) {
+    }
+  }
+  ~FakeEndpoint() override { --counters_->open; }
+
+  Status GetSchema(ArrowSchema* out) override {
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema s, testing::BatchField({Field::Make("l", "x")}).Export());
+    s.move_to(out);
+    return Status::OK();
+  }
+
+  Status GetNext(ArrowDeviceArray* out) override {
+    if (next_ == fail_at_)
+      return Status(EIO, "the peer went away at batch " + std::to_string(next_));
+    if (next_ == batches_) return Status::OK();
+    // A little time per batch, so that endpoints overlap.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    UniqueSchema s;
+    FERRY_RETURN_NOT_OK(GetSchema(s.get()));
+    FERRY_ASSIGN_OR_RAISE(std::unique_ptr<ArrayBuilder> b, ArrayBuilder::Make(s.get()));
+    FERRY_RETURN_NOT_OK(b->child(0)->AppendInt(int64_t{100} * index_ + next_));
+    FERRY_RETURN_NOT_OK(b->FinishElement());
+    FERRY_ASSIGN_OR_RAISE(UniqueArray a, b->Finish());
+    a.move_to(&out->array);
+    out->device_type = ARROW_DEVICE_CPU;
+    out->device_id = -1;
+    out->sync_event = nullptr;
+    ++next_;
+    return Status::OK();
+  }
+
+ private:
+  int index_, batches_, fail_at_, next_ = 0;
+  Counters* counters_;
+};
+
+struct Read {
+  std::vector<int64_t> values;
+  Status status;
+};
+
+// `n` endpoints of `per` batches each, read `parallel` at once; endpoint `failing` fails at its
+// second batch.
+Read ReadAll(int n, int per, size_t parallel, bool ordered, Counters* counters, int failing = -1) {
+  auto open = [=](int i) {
+    return ExportDeviceArrayStream(
+        std::make_unique<FakeEndpoint>(i, per, i == failing ? 1 : -1, counters), ARROW_DEVICE_CPU);
+  };
+  std::vector<EndpointOpener> endpoints(1);
+  for (int i = 1; i < n; ++i) {
+    endpoints.emplace_back([open, i]() -> Result<UniqueDeviceArrayStream> { return open(i); });
+  }
+  Read r;
+  Result<UniqueDeviceArrayStream> s =
+      ReadParallel(open(0), std::move(endpoints), parallel, ordered, ARROW_DEVICE_CPU);
+  if (!s.ok()) {
+    r.status = s.status();
+    return r;
+  }
+  while (true) {
+    UniqueDeviceArray a;
+    r.status = StreamGetNext(s->get(), a.get());
+    if (!r.status.ok() || !a.valid()) break;
+    const auto* child = a->array.children[0];
+    r.values.push_back(static_cast<const int64_t*>(child->buffers[1])[child->offset]);
+  }
+  return r;
+}
+
+std::vector<int64_t> Expected(int n, int per) {
+  std::vector<int64_t> v;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < per; ++j) v.push_back(int64_t{100} * i + j);
+  }
+  return v;
+}
+
+TEST(FlightReadParallel, OrderedComesOutInTheFlightsOrderWithAtMostParallelOpen) {
+  for (size_t parallel : {1u, 2u, 4u, 16u}) {
+    Counters counters;
+    Read r = ReadAll(9, 5, parallel, true, &counters);
+    ASSERT_OK(r.status);
+    EXPECT_EQ(r.values, Expected(9, 5)) << parallel;
+    EXPECT_LE(counters.most_open.load(), static_cast<int>(std::min<size_t>(parallel, 9)) + 1);
+    EXPECT_EQ(counters.open.load(), 0) << "every endpoint was released";
+  }
+}
+
+TEST(FlightReadParallel, UnorderedDeliversEveryBatchOnce) {
+  Counters counters;
+  Read r = ReadAll(6, 7, 3, false, &counters);
+  ASSERT_OK(r.status);
+  std::sort(r.values.begin(), r.values.end());
+  EXPECT_EQ(r.values, Expected(6, 7));
+  EXPECT_GE(counters.most_open.load(), 2) << "endpoints overlapped";
+}
+
+TEST(FlightReadParallel, AFailingEndpointFailsTheReadNamingIt) {
+  Counters counters;
+  const auto start = std::chrono::steady_clock::now();
+  Read r = ReadAll(8, 50, 4, true, &counters, /*failing=*/5);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(r.status.code(), EIO);
+  EXPECT_NE(r.status.message().find("endpoint 5 of 8"), std::string::npos) << r.status.message();
+  EXPECT_NE(r.status.message().find("went away at batch 1"), std::string::npos);
+  EXPECT_EQ(counters.open.load(), 0) << "the other endpoints' readers were closed";
+}
+
+}  // namespace
+}  // namespace ferry::flight::internal
