@@ -24,7 +24,10 @@ std::vector<UniqueDeviceArray> Int64Batches(int count, int rows, UniqueSchema* s
     json += "]";
     Result<Array> a = testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), json);
     EXPECT_TRUE(a.ok()) << a.status().message();
-    out.push_back(testing::ToCpuDeviceArray(std::move(*a), schema));
+    // A schema of its own each time: the last one is kept (assigning releases the one before).
+    UniqueSchema s;
+    out.push_back(testing::ToCpuDeviceArray(std::move(*a), &s));
+    *schema = std::move(s);
   }
   return out;
 }
