@@ -57,8 +57,10 @@ def test_a_served_file_is_lent_in_place(tmp_path, transport):
             assert r.returncode == 0, r.stderr
             assert pa.ipc.open_stream(str(out)).read_all().equals(want)
         grown = rss_own_kib(server.proc.pid) - before
-        # Three more clients read the whole file; the server's own memory holds none of it.
-        assert grown <= size_kib // 10, f"server RssAnon + RssShmem grew {grown} KiB for a {size_kib} KiB file"
+        # Three more clients read the whole file; the server's own memory holds none of it: a
+        # copy of the file, even one, would be its whole size; UCX 1.22's pools still grew up to
+        # 1.7 MB over these three clients here, so the bound is a quarter of the file.
+        assert grown <= size_kib // 4, f"server RssAnon + RssShmem grew {grown} KiB for a {size_kib} KiB file"
     finally:
         log = server.stop()
     assert summary(log) == (1, 0)
