@@ -2,8 +2,9 @@
 # Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries, ccache
 # (CMake compiles through it), patchelf (the GPU bundle's RPATHs), clang with libFuzzer and the
 # clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for the device suites)
-# (apt), and a Python virtual environment at .venv with the test peers (pip): pyarrow, and the
-# peer libraries whose tests must run in CI (polars, DuckDB, nanoarrow, arro3, torch).
+# (apt), and a Python virtual environment at .venv (kept in ~/.cache/ferry) with the test peers
+# (pip): pyarrow, and the peer libraries whose tests must run in CI (polars, DuckDB, nanoarrow,
+# arro3, torch).
 # Idempotent: it installs nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,12 +34,29 @@ if ((${#missing[@]})); then
 fi
 
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  echo "setup: creating .venv"
-  "$PY" -m venv .venv
+# .venv is a link to an environment in the user's cache, one per Python version, so that a fresh
+# clone (CI makes one per run) finds the peers installed rather than unpacking torch's 5 GB again;
+# the checks below still install whatever it lacks. FERRY_VENV_CACHE=0 makes a plain .venv here.
+# Clones share the environment: `pip install ./python` in one replaces the other's binding.
+if [ ! -e .venv ]; then
+  if [ "${FERRY_VENV_CACHE:-1}" = 1 ]; then
+    shared="${XDG_CACHE_HOME:-$HOME/.cache}/ferry/venv-$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+    mkdir -p "$(dirname "$shared")"
+    if [ ! -x "$shared/bin/python" ]; then
+      echo "setup: creating $shared"
+      "$PY" -m venv "$shared"
+    fi
+    ln -s "$shared" .venv
+  else
+    echo "setup: creating .venv"
+    "$PY" -m venv .venv
+  fi
+elif [ ! -x .venv/bin/python ]; then
+  echo "setup: .venv exists but holds no Python; remove it and run again" >&2
+  exit 1
 fi
 # pytest-timeout turns a hung test into a failure with its stack instead of a stalled CI run;
-# pytest-xdist runs the fault suite's cells (mostly waits on processes) four at a time.
+# pytest-xdist runs the fault suite's cells (mostly waits on processes) eight at a time.
 if ! .venv/bin/python -c "import pyarrow, pytest, pytest_timeout, xdist, numpy, nanobind, scikit_build_core" >/dev/null 2>&1; then
   echo "setup: installing pyarrow, pytest, pytest-timeout, pytest-xdist, numpy, nanobind and scikit-build-core into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
@@ -49,6 +67,13 @@ fi
 if ! .venv/bin/python -c "import matplotlib" >/dev/null 2>&1; then
   echo "setup: installing matplotlib into .venv"
   .venv/bin/python -m pip install -q matplotlib
+fi
+# PyPI's UCX, which ferry's wheel and ucxx load: the fault matrix runs its UCX cells on it as well as
+# on Debian's 1.13 (the two do not talk to each other on the wire, so both are tested).
+PYPI_UCX=1.22.0
+if ! .venv/bin/python -c "import importlib.metadata as m, libucx; assert m.version('libucx-cu12') == '$PYPI_UCX'" >/dev/null 2>&1; then
+  echo "setup: installing libucx-cu12==$PYPI_UCX into .venv"
+  .venv/bin/python -m pip install -q "libucx-cu12==$PYPI_UCX"
 fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU

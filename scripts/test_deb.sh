@@ -5,7 +5,7 @@
 #   pkg-config (ferry-flight), and each serves an Arrow test vector over Flight;
 # - the installed /usr/bin/ferry reports the version and serves and gets the vector over Flight
 #   (pyarrow checks what came back);
-# and `apt-get remove` takes them away again, also when a step fails. CI runs it; it needs root.
+# and `apt-get purge` takes them away again, also when a step fails. CI runs it; it needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -16,12 +16,13 @@ installed=0
 cleanup() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
   if ((installed)); then
-    DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq ferry-tools libferry-dev libferry0 >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq ferry-tools libferry-dev libferry0 >/dev/null
   fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-if dpkg -s libferry0 >/dev/null 2>&1; then
+# "rc" (removed, its configuration kept) counts as absent: dpkg -s alone says yes to it.
+if [ "$(dpkg-query -W -f='${Status}' libferry0 2>/dev/null)" = "install ok installed" ]; then
   echo "test_deb: libferry0 is installed already; remove it first (apt-get remove libferry0)" >&2
   exit 1
 fi
@@ -65,11 +66,11 @@ assert ipc.open_stream(sys.argv[2]).read_all().equals(ipc.open_file(sys.argv[1])
 ' "$vector" "$tmp/got.arrows"
 kill "$server"; wait "$server" 2>/dev/null || true; server=""
 
-echo "== apt-get remove"
-DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq ferry-tools libferry-dev libferry0 >/dev/null
+echo "== apt-get purge"
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq ferry-tools libferry-dev libferry0 >/dev/null
 installed=0
 if [ -e /usr/bin/ferry ] || [ -e /usr/lib/x86_64-linux-gnu/libferry.so.0 ] || [ -d /usr/include/ferry ]; then
-  echo "test_deb: apt-get remove left ferry's files behind" >&2
+  echo "test_deb: apt-get purge left ferry's files behind" >&2
   exit 1
 fi
-echo "test_deb: libferry0, libferry-dev and ferry-tools install, build two consumers, serve and remove"
+echo "test_deb: libferry0, libferry-dev and ferry-tools install, build two consumers, serve and purge"

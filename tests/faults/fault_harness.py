@@ -18,6 +18,33 @@ from ferry_process import ferry_cli  # noqa: E402,F401 (also for the suites)
 PAUSED = "ferry-fault: paused at"
 
 
+def pypi_ucx():
+    """The environment that makes ferry's processes load PyPI's UCX (the libucx-cu12 wheel that
+    ferry's wheel and ucxx load; scripts/setup.sh installs it into .venv) instead of the system's,
+    and that UCX's version; None where it is not installed.
+
+    The binaries are built against Debian's UCX 1.13 and run on the newer one unchanged. The mmap
+    hooks are installed by relocation, not 1.22's default atomic code patching, which costs every
+    process 0.4 s of CPU at start on this project's 2-core VMs (docs/install.md); the hooks serve
+    RDMA registration caches, which the shared-memory and TCP lanes under test do not use."""
+    try:
+        import importlib.metadata
+        import libucx
+    except ImportError:
+        return None
+    lib = os.path.join(os.path.dirname(os.path.abspath(libucx.__file__)), "lib")
+    env = {"LD_LIBRARY_PATH": lib, "UCX_MEM_MMAP_HOOK_MODE": "reloc"}
+    return env, importlib.metadata.version("libucx-cu12")
+
+
+def loaded_ucx(env):
+    """The UCX version a `ferry` process started with `env` loads (`ferry devices --json`)."""
+    import json
+    out = subprocess.run([ferry_cli(), "devices", "--json"], env=dict(os.environ, **env),
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    return json.loads(out)["ucx"]["loaded"]
+
+
 class Log:
     """A process's stderr, written to a file and read as it grows."""
 

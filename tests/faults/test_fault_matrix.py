@@ -1,9 +1,10 @@
 """The fault matrix: `ferry serve` and `ferry get` as separate processes, and one of them killed
 (SIGKILL), stopped (SIGSTOP) or closed (SIGTERM: a clean exit) at one of four phases (after
-want_data, during metadata, during a body or fetch, before free_data), on three transports
-(shared memory, UCX over shared memory, UCX over TCP only) and four kinds of bodies (type 0,
-type 1, and each from a kept dataset), plus type 0 of an LZ4 file over TCP only (scattered
-bodies, which UCX's TCP lanes send gathered and unwaited).
+want_data, during metadata, during a body or fetch, before free_data), on five transports
+(shared memory, and UCX over shared memory and over TCP only, each on the system's UCX and on
+PyPI's, which ferry's wheel loads) and four kinds of bodies (type 0, type 1, and each from a kept
+dataset), plus type 0 of an LZ4 file over TCP only (scattered bodies, which UCX's TCP lanes send
+gathered and unwaited).
 
 Each cell asserts that the survivor reports within the bound (a kill or a close: 1 s; a stop:
 the 2 s --timeout plus 1 s), that it exits or carries on as specified (a client exits 2 with one
@@ -23,16 +24,21 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from fault_harness import PAUSED, Get, Serve, fd_count, idle_cpu, segment_maps
+from fault_harness import (PAUSED, Get, Serve, fd_count, idle_cpu, loaded_ucx, pypi_ucx,
+                           segment_maps)
 
 TIMEOUT = 2  # --timeout of both ends, seconds
 BOUND = {"kill": 1.0, "close": 1.0, "stop": TIMEOUT + 1.0}
 # Room for this test's own polling and process teardown on a loaded 2-core machine.
 SLACK = 0.5
+PYPI_UCX = pypi_ucx()
+PYPI_ENV = PYPI_UCX[0] if PYPI_UCX else {}
 TRANSPORTS = {
     "shm": ("shm", {}),
     "ucx-shm": ("ucx", {}),  # the URIs carry ferry=1: the same-host fast path
     "ucx-tcp": ("ucx", {"UCX_TLS": "tcp,self"}),
+    "pypi-ucx-shm": ("ucx", dict(PYPI_ENV)),
+    "pypi-ucx-tcp": ("ucx", dict(PYPI_ENV, UCX_TLS="tcp,self")),
 }
 BODIES = {
     "packed": ["--body", "packed"],
@@ -46,7 +52,7 @@ BODIES = {
 }
 # (transport, body) pairs in the matrix: the gathered sends exist only on UCX's TCP lanes.
 CELLS = [(t, b) for t in sorted(TRANSPORTS) for b in sorted(BODIES)
-         if b != "packed-lz4" or t == "ucx-tcp"]
+         if b != "packed-lz4" or t.endswith("ucx-tcp")]
 FAULTS = ["kill-server", "stop-server", "close-server", "kill-client", "stop-client",
           "close-client"]
 PHASES = ["want_data", "metadata", "body", "free"]
@@ -71,6 +77,14 @@ def data(tmp_path_factory):
             for b in batches:
                 w.write_batch(b)
     return paths, pa.Table.from_batches(batches)
+
+
+@pytest.fixture(scope="module")
+def pypi_ucx_loads():
+    """PyPI's UCX is installed and is what the processes of its cells load."""
+    assert PYPI_UCX, "libucx-cu12 is not installed in this Python (scripts/setup.sh installs it)"
+    env, version = PYPI_UCX
+    assert loaded_ucx(env) == version
 
 
 def file_for(paths, body):
@@ -134,12 +148,14 @@ def next_client_gets_equal_data(tmp, srv, env, table):
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("transport,body", CELLS)
 def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, phase):
+    if transport.startswith("pypi-"):
+        request.getfixturevalue("pypi_ucx_loads")
     kind, side = fault.split("-")
     scheme, env = TRANSPORTS[transport]
     paths, table = data
     path = file_for(paths, body)
     cell = f"{transport}/{body}/{fault}/{phase}"
-    if (transport == "ucx-tcp" and "list" in BODIES[body] and
+    if (transport.endswith("ucx-tcp") and "list" in BODIES[body] and
             fault in ("stop-server", "close-client") and phase != "want_data"):
         # Over TCP, UCX 1.13 emulates the client's RMA gets with Active Messages that the
         # server's worker answers; one answered after the client gave up (it left while the
