@@ -4,7 +4,7 @@
 # clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for the device suites)
 # (apt), and a Python virtual environment at .venv (kept in ~/.cache/ferry) with the test peers
 # (pip): pyarrow, and the peer libraries whose tests must run in CI (polars, DuckDB, nanoarrow,
-# arro3, torch).
+# arro3, torch), dask and distributed (ferry.dask), and PyPI's UCX (the fault matrix).
 # Idempotent: it installs nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +74,11 @@ PYPI_UCX=1.22.0
 if ! .venv/bin/python -c "import importlib.metadata as m, libucx; assert m.version('libucx-cu12') == '$PYPI_UCX'" >/dev/null 2>&1; then
   echo "setup: installing libucx-cu12==$PYPI_UCX into .venv"
   .venv/bin/python -m pip install -q "libucx-cu12==$PYPI_UCX"
+fi
+# Dask, for ferry.dask and its suite (a real scheduler with worker processes).
+if ! .venv/bin/python -c "import dask.dataframe, distributed" >/dev/null 2>&1; then
+  echo "setup: installing dask[dataframe] and distributed into .venv"
+  .venv/bin/python -m pip install -q "dask[dataframe]" distributed
 fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU

@@ -2,6 +2,8 @@
 Arrow Flight: a client of any Flight server, which follows a ferry server's fast locations (shared memory, UCX) before DoGet.
 """
 
+from collections.abc import Sequence
+
 import ferry._ferry
 
 
@@ -9,6 +11,15 @@ class Endpoint:
     """
     One stream of a flight: its ticket, the URIs that redeem it (fastest first on a ferry server) and its expiry.
     """
+
+    def __init__(self, ticket: bytes, locations: Sequence[str]) -> None:
+        """
+        An endpoint from its ticket and locations (as another process got them from GetFlightInfo), for do_get; it has no expiry. Pickled, an endpoint keeps these two.
+        """
+
+    def __getstate__(self) -> tuple[bytes, list[str]]: ...
+
+    def __setstate__(self, arg: tuple[bytes, Sequence[str]], /) -> None: ...
 
     @property
     def ticket(self) -> bytes: ...
@@ -65,9 +76,9 @@ class Client:
     def get_schema(self, path: str) -> ferry._ferry.Schema:
         """GetSchema for [path], as a ferry.Schema."""
 
-    def do_get(self, path_or_ticket: str | bytes, via: str = 'auto', device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, parallel: int = 0) -> ferry._ferry.ArrayStream:
+    def do_get(self, path_or_ticket: str | bytes | Endpoint, via: str = 'auto', device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, parallel: int = 0) -> ferry._ferry.ArrayStream:
         """
-        Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and __arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's batches in its order), each through its own locations in order (shared memory when its server is on this host, UCX, DoGet), or only `via`. bytes are a ticket, redeemed with DoGet.
+        Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and __arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's batches in its order), each through its own locations in order (shared memory when its server is on this host, UCX, DoGet), or only `via`. An Endpoint is read the same way, alone. bytes are a ticket, redeemed with DoGet.
         """
 
     def do_put(self, path: str, data: object) -> None:
@@ -77,7 +88,7 @@ class Client:
 
     def do_action(self, type: str, body: bytes = ...) -> list:
         """
-        DoAction: the result bodies (a list of bytes). ferry's server has 'drop' (body: a flight's name) and 'refresh-ticket' (body: a ticket).
+        DoAction: the result bodies (a list of bytes). ferry's server has 'drop' (body: a flight's name), 'refresh-ticket' (body: a ticket), 'append-partition' (body: JSON {"flight": NAME, "from": UPLOADED}) and 'stats' (its totals per plane, JSON).
         """
 
     def list_actions(self) -> list[tuple[str, str]]:
@@ -90,6 +101,12 @@ class Client:
     @property
     def last_location(self) -> str:
         """The URI the last do_get read from (a shm://, ucx:// or grpc:// URI)."""
+
+    @property
+    def plane_bytes(self) -> dict:
+        """
+        Bytes this client's reads received through each plane so far, {'shm', 'ucx', 'grpc'}, counted as batches in host memory come out of the streams.
+        """
 
     def __repr__(self) -> str: ...
 

@@ -4,6 +4,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
@@ -83,6 +84,26 @@ void InitFlight(nb::module_& parent) {
   nb::class_<flight::Endpoint>(m, "Endpoint",
                                "One stream of a flight: its ticket, the URIs that redeem it "
                                "(fastest first on a ferry server) and its expiry.")
+      .def(
+          "__init__",
+          [](flight::Endpoint* self, const nb::bytes& ticket,
+             const std::vector<std::string>& locations) {
+            new (self) flight::Endpoint{std::string(ticket.c_str(), ticket.size()), locations, {}};
+          },
+          nb::arg("ticket"), nb::arg("locations"),
+          "An endpoint from its ticket and locations (as another process got them from "
+          "GetFlightInfo), for do_get; it has no expiry. Pickled, an endpoint keeps these two.")
+      .def("__getstate__",
+           [](const flight::Endpoint& e) {
+             return std::make_tuple(nb::bytes(e.ticket.data(), e.ticket.size()), e.locations);
+           })
+      .def(
+          "__setstate__",
+          [](flight::Endpoint* self, const std::tuple<nb::bytes, std::vector<std::string>>& state) {
+            const nb::bytes& ticket = std::get<0>(state);
+            new (self) flight::Endpoint{
+                std::string(ticket.c_str(), ticket.size()), std::get<1>(state), {}};
+          })
       .def_prop_ro(
           "ticket",
           [](const flight::Endpoint& e) { return nb::bytes(e.ticket.data(), e.ticket.size()); })
@@ -154,7 +175,7 @@ void InitFlight(nb::module_& parent) {
           nb::arg("path"), "GetSchema for [path], as a ferry.Schema.")
       .def(
           "do_get",
-          [](PyFlightClient& c, const std::variant<std::string, nb::bytes>& what,
+          [](PyFlightClient& c, const std::variant<std::string, nb::bytes, flight::Endpoint>& what,
              const std::string& via, Device* device, ValidationLevel validation, int parallel) {
             if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
             flight::GetOptions options;
@@ -167,6 +188,12 @@ void InitFlight(nb::module_& parent) {
             if (const auto* path = std::get_if<std::string>(&what)) {
               nb::gil_scoped_release release;  // GetFlightInfo, connects, waits for the schema
               stream = c.client->Get(*path, options, &location);
+            } else if (const auto* endpoint = std::get_if<flight::Endpoint>(&what)) {
+              // One endpoint, through its own locations as a path's endpoints are read.
+              flight::FlightInfo info;
+              info.endpoints.push_back(*endpoint);
+              nb::gil_scoped_release release;
+              stream = c.client->GetInfo(info, options, &location);
             } else {
               const nb::bytes& b = std::get<nb::bytes>(what);
               std::string ticket(b.c_str(), b.size());
@@ -189,8 +216,8 @@ void InitFlight(nb::module_& parent) {
           "__arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: "
           "GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's "
           "batches in its order), each through its own locations in order (shared memory when "
-          "its server is on this host, UCX, DoGet), or only `via`. bytes are a ticket, redeemed "
-          "with DoGet.")
+          "its server is on this host, UCX, DoGet), or only `via`. An Endpoint is read the same "
+          "way, alone. bytes are a ticket, redeemed with DoGet.")
       .def(
           "do_put",
           [](PyFlightClient& c, const std::string& path, nb::handle data) {
@@ -225,7 +252,8 @@ void InitFlight(nb::module_& parent) {
           },
           nb::arg("type"), nb::arg("body") = nb::bytes(""),
           "DoAction: the result bodies (a list of bytes). ferry's server has 'drop' (body: a "
-          "flight's name) and 'refresh-ticket' (body: a ticket).")
+          "flight's name), 'refresh-ticket' (body: a ticket), 'append-partition' (body: JSON "
+          "{\"flight\": NAME, \"from\": UPLOADED}) and 'stats' (its totals per plane, JSON).")
       .def(
           "list_actions",
           [](PyFlightClient& c) {
@@ -245,6 +273,18 @@ void InitFlight(nb::module_& parent) {
           "The URI this client connected to.")
       .def_ro("last_location", &PyFlightClient::last_location,
               "The URI the last do_get read from (a shm://, ucx:// or grpc:// URI).")
+      .def_prop_ro(
+          "plane_bytes",
+          [](const PyFlightClient& c) {
+            const flight::PlaneBytes b = c.client->plane_bytes();
+            nb::dict out;
+            out["shm"] = nb::int_(b.shm);
+            out["ucx"] = nb::int_(b.ucx);
+            out["grpc"] = nb::int_(b.grpc);
+            return out;
+          },
+          "Bytes this client's reads received through each plane so far, {'shm', 'ucx', "
+          "'grpc'}, counted as batches in host memory come out of the streams.")
       .def("__repr__", [](const PyFlightClient& c) { return "Client(" + c.client->uri() + ")"; });
 
   m.def("connect", &Connect, nb::arg("uri"), nb::kw_only(), nb::arg("token").none() = nb::none(),

@@ -59,6 +59,7 @@ ClientImpl::~ClientImpl() = default;
 
 void ClientImpl::Prepare(grpc::ClientContext* context) const {
   if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
+  for (const auto& [name, value] : options_.headers) context->AddMetadata(name, value);
   context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
 }
 
@@ -94,7 +95,17 @@ Result<UniqueSchema> ClientImpl::GetSchema(const std::string& path) {
 }
 
 Result<UniqueDeviceArrayStream> ClientImpl::DoGet(const std::string& ticket, GetOptions options) {
-  return OpenDoGet(channel_, options_.token, ticket, options, options_.timeout);
+  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream stream,
+                        OpenDoGet(channel_, options_.token, ticket, options, options_.timeout));
+  return CountBytes(std::move(stream), counters_, &counters_->grpc, "DoGet on " + uri_);
+}
+
+PlaneBytes ClientImpl::plane_bytes() const {
+  PlaneBytes out;
+  out.shm = counters_->shm.load();
+  out.ucx = counters_->ucx.load();
+  out.grpc = counters_->grpc.load();
+  return out;
 }
 
 Status ClientImpl::Put(const std::string& path, ArrowArrayStream* stream) {

@@ -171,7 +171,7 @@ Result<UniqueDeviceArrayStream> ClientImpl::ReadEndpoint(const Endpoint& endpoin
       Result<UniqueDeviceArrayStream> stream = Status::OK();
       if (kind == Via::kGrpc) {
         if (l.empty() || l == kReuseConnection || l == uri_) {
-          stream = DoGet(endpoint.ticket, options);
+          stream = OpenDoGet(channel_, options_.token, endpoint.ticket, options, options_.timeout);
         } else {
           ClientOptions other = options_;
           Result<std::unique_ptr<Client>> client = Client::Connect(l, other);
@@ -198,7 +198,14 @@ Result<UniqueDeviceArrayStream> ClientImpl::ReadEndpoint(const Endpoint& endpoin
       if (stream.ok()) {
         Log(std::string("flight: reading over ") + ViaName(kind) + " from " + used);
         if (location != nullptr) *location = used;
-        return stream;
+        std::atomic<int64_t>* counter = kind == Via::kShm   ? &counters_->shm
+                                        : kind == Via::kUcx ? &counters_->ucx
+                                                            : &counters_->grpc;
+        std::string context = "reading over ";
+        context += ViaName(kind);
+        context += " from " + used;
+        context += " (server " + server + ")";
+        return CountBytes(std::move(*stream), counters_, counter, std::move(context));
       }
       Log(std::string("flight: ") + ViaName(kind) + " location " + used +
           " failed, trying the next: " + stream.status().message());

@@ -34,6 +34,7 @@ class ClientImpl final : public Client {
                                           const std::string& body) override;
   Result<std::vector<ActionType>> ListActions() override;
   const std::string& uri() const override { return uri_; }
+  PlaneBytes plane_bytes() const override;
 
  private:
   // The token and deadline on a call that answers at once.
@@ -50,6 +51,8 @@ class ClientImpl final : public Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::FlightService::Stub> stub_;
   ClientOptions options_;
+  /// Bytes per plane (shm, ucx, grpc), shared with the streams that count into them.
+  std::shared_ptr<PlaneCounters> counters_ = std::make_shared<PlaneCounters>();
 };
 
 }  // namespace ferry::flight::internal

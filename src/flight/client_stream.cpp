@@ -125,7 +125,65 @@ class ConcatProducer final : public DeviceArrayProducer {
   UniqueSchema schema_;
 };
 
+// The bytes of a view's buffers, its children's and its dictionary's.
+int64_t ViewBytes(const ArrayView& v) {
+  int64_t total = 0;
+  for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
+  for (int64_t i = 0; i < v.n_children(); ++i) total += ViewBytes(v.child(i));
+  if (v.dictionary() != nullptr) total += ViewBytes(*v.dictionary());
+  return total;
+}
+
+class CountingProducer final : public DeviceArrayProducer {
+ public:
+  CountingProducer(UniqueDeviceArrayStream inner, std::shared_ptr<PlaneCounters> counters,
+                   std::atomic<int64_t>* counter, std::string context)
+      : inner_(std::move(inner)),
+        counters_(std::move(counters)),
+        counter_(counter),
+        context_(std::move(context)) {}
+
+  Status Init() {
+    FERRY_RETURN_NOT_OK(StreamGetSchema(inner_.get(), schema_.get()));
+    FERRY_ASSIGN_OR_RAISE(view_, DeviceArrayView::Make(schema_.get()));
+    return Status::OK();
+  }
+
+  Status GetSchema(ArrowSchema* out) override { return StreamGetSchema(inner_.get(), out); }
+
+  Status GetNext(ArrowDeviceArray* out) override {
+    FERRY_RETURN_NOT_OK(StreamGetNext(inner_.get(), out).WithContext(context_));
+    if (out->array.release == nullptr) return Status::OK();
+    // Sizing a variable-length buffer reads its last offset: from host memory only, so that a
+    // read onto a GPU pays no copy for counting. A batch the view cannot size counts nothing;
+    // the reader's own validation reports it.
+    if (out->device_type == ARROW_DEVICE_CPU || out->device_type == ARROW_DEVICE_CUDA_HOST) {
+      if (view_.SetArray(out).ok()) counter_->fetch_add(ViewBytes(view_.array_view()));
+      view_.Reset();
+    }
+    return Status::OK();
+  }
+
+ private:
+  UniqueDeviceArrayStream inner_;
+  std::shared_ptr<PlaneCounters> counters_;
+  std::atomic<int64_t>* counter_;
+  std::string context_;
+  UniqueSchema schema_;
+  DeviceArrayView view_;
+};
+
 }  // namespace
+
+Result<UniqueDeviceArrayStream> CountBytes(UniqueDeviceArrayStream inner,
+                                           std::shared_ptr<PlaneCounters> counters,
+                                           std::atomic<int64_t>* counter, std::string context) {
+  const ArrowDeviceType device_type = inner->device_type;
+  auto producer = std::make_unique<CountingProducer>(std::move(inner), std::move(counters), counter,
+                                                     std::move(context));
+  FERRY_RETURN_NOT_OK(producer->Init());
+  return ExportDeviceArrayStream(std::move(producer), device_type);
+}
 
 Status Deliver(const ArrowSchema* schema, UniqueDeviceArray batch, Device* device,
                ArrowDeviceArray* out) {

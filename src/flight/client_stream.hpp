@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,6 +43,18 @@ Result<UniqueDeviceArrayStream> Concatenate(
     UniqueDeviceArrayStream first,
     std::vector<std::function<Result<UniqueDeviceArrayStream>()>> rest,
     ArrowDeviceType device_type);
+
+/// Bytes received per plane, counted by the streams of CountBytes.
+struct PlaneCounters {
+  std::atomic<int64_t> shm{0}, ucx{0}, grpc{0};
+};
+
+/// `inner`, whose batches' buffer bytes (in host memory) are added to `*counter` as they are
+/// handed out, and whose errors say where the stream came from (`context`: the plane, the
+/// location and the server). `counters` keeps the counter alive.
+Result<UniqueDeviceArrayStream> CountBytes(UniqueDeviceArrayStream inner,
+                                           std::shared_ptr<PlaneCounters> counters,
+                                           std::atomic<int64_t>* counter, std::string context);
 
 /// Move a CPU batch to `device` (NULL or the CPU: as it is), as the dipc client does.
 Status Deliver(const ArrowSchema* schema, UniqueDeviceArray batch, Device* device,

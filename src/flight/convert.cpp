@@ -63,6 +63,7 @@ void ToProto(const FlightInfo& info, pb::FlightInfo* out) {
   out->set_total_records(info.total_records);
   out->set_total_bytes(info.total_bytes);
   out->set_ordered(info.ordered);
+  out->set_app_metadata(info.app_metadata);
 }
 
 FlightInfo FromProto(const pb::FlightInfo& info) {
@@ -81,6 +82,7 @@ FlightInfo FromProto(const pb::FlightInfo& info) {
   out.total_records = info.total_records();
   out.total_bytes = info.total_bytes();
   out.ordered = info.ordered();
+  out.app_metadata = info.app_metadata();
   return out;
 }
 

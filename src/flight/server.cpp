@@ -178,6 +178,16 @@ class ServerImpl final : public Server {
 
 Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   if (options.max_upload_bytes <= 0) return Status::Invalid("max_upload_bytes must be positive");
+  for (const std::string& peer : options.peers) {
+    if (peer.rfind("grpc://", 0) != 0 && peer.rfind("grpc+tls://", 0) != 0 &&
+        peer.rfind("grpc+unix://", 0) != 0) {
+      return Status::Invalid("peer \"" + peer +
+                             "\" is not a grpc://, grpc+tls:// or grpc+unix:// URI");
+    }
+  }
+  if (!options.peers.empty() && options.peer_timeout.count() <= 0) {
+    return Status::Invalid("peer_timeout must be positive");
+  }
   auto state = std::make_unique<ServerState>();
   state->tickets = std::make_shared<dipc::TicketBook>();
   for (const std::string& transport : options.planes) {

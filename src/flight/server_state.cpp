@@ -3,6 +3,7 @@
 #include "flight/server_state.hpp"
 
 #include <cerrno>
+#include <nlohmann/json.hpp>
 
 namespace ferry::flight::internal {
 
@@ -192,6 +193,22 @@ Result<std::shared_ptr<Partition>> ServerState::Redeem(const std::string& ticket
 
 void ServerState::Log(const std::string& line) const {
   if (options.log) options.log(line);
+}
+
+std::string ServerState::StatsJson() const {
+  nlohmann::json doc = nlohmann::json::object();
+  doc["grpc"] = {{"do_gets", do_gets.load()},
+                 {"bytes_sent", bytes_sent.load()},
+                 {"do_puts", do_puts.load()},
+                 {"bytes_received", bytes_received.load()}};
+  for (const auto& [transport, plane] : planes) {
+    const dipc::ServerStats st = plane->stats();
+    doc[transport] = {{"clients", st.clients_accepted},
+                      {"batches_sent", st.batches_sent},
+                      {"body_bytes_sent", st.body_bytes_sent},
+                      {"addresses_lent", st.addresses_lent}};
+  }
+  return doc.dump();
 }
 
 void ServerState::CallStarted() {

@@ -45,6 +45,9 @@ struct ServerState {
   /// The partition a DoGet ticket names: an issued ticket, or (with no token) a partition's name.
   Result<std::shared_ptr<Partition>> Redeem(const std::string& ticket);
   void Log(const std::string& line) const;
+  /// The DoAction "stats" answer: each plane's running totals as JSON, {"grpc": {...}, "shm":
+  /// {...}, "ucx": {...}}, so that a caller can tell which plane its reads took.
+  std::string StatsJson() const;
 
   /// Calls in progress: each reactor counts itself from construction to OnDone, so Stop can
   /// wait for the last before the state goes.

@@ -37,6 +37,12 @@ std::string Header(const grpc::CallbackServerContext* context, const char* name)
   return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
 }
 
+// The caller's bearer token (empty: none), which a federated server forwards to its peers.
+std::string Bearer(const grpc::CallbackServerContext* context) {
+  const std::string header = Header(context, "authorization");
+  return header.rfind("Bearer ", 0) == 0 ? header.substr(7) : std::string();
+}
+
 bool HasBearer(const ServerState* state, const grpc::CallbackServerContext* context) {
   const std::string header = Header(context, "authorization");
   return header.rfind("Bearer ", 0) == 0 && SameSecret(header.substr(7), state->options.token);
@@ -187,6 +193,17 @@ grpc::Status Authenticate(ServerState* state, const grpc::CallbackServerContext*
                           why);
 }
 
+bool FlightService::Federated(const grpc::CallbackServerContext* context) const {
+  return !federation_.empty() && Header(context, kFederatedHeader).empty();
+}
+
+Result<FlightInfo> FlightService::InfoFor(const grpc::CallbackServerContext* context,
+                                          const std::string& name) {
+  Result<FlightInfo> info = state_->Info(name);
+  if (!Federated(context)) return info;
+  return federation_.Info(name, std::move(info), Bearer(context));
+}
+
 grpc::ServerBidiReactor<pb::HandshakeRequest, pb::HandshakeResponse>* FlightService::Handshake(
     grpc::CallbackServerContext* context) {
   return new HandshakeReactor(state_, context);
@@ -196,12 +213,19 @@ grpc::ServerWriteReactor<pb::FlightInfo>* FlightService::ListFlights(
     grpc::CallbackServerContext* context, const pb::Criteria* /*request*/) {
   using Fail = Refusal<grpc::ServerWriteReactor<pb::FlightInfo>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
-  std::vector<pb::FlightInfo> infos;
+  std::vector<FlightInfo> local;
   for (const std::shared_ptr<Flight>& f : state_->catalogue.All()) {
     Result<FlightInfo> info = state_->Info(f->name);
     if (!info.ok()) continue;  // dropped in between
-    ToProto(*info, &infos.emplace_back());
+    local.push_back(std::move(*info));
   }
+  if (Federated(context)) {
+    Result<std::vector<FlightInfo>> all = federation_.List(std::move(local), Bearer(context));
+    if (!all.ok()) return new Fail(state_, ToGrpc(all.status()));
+    local = std::move(*all);
+  }
+  std::vector<pb::FlightInfo> infos(local.size());
+  for (size_t i = 0; i < local.size(); ++i) ToProto(local[i], &infos[i]);
   return new ListWriter<pb::FlightInfo>(state_, std::move(infos));
 }
 
@@ -212,7 +236,7 @@ grpc::ServerUnaryReactor* FlightService::GetFlightInfo(grpc::CallbackServerConte
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
-  Result<FlightInfo> info = state_->Info(*name);
+  Result<FlightInfo> info = InfoFor(context, *name);
   if (!info.ok()) return Answer(context, ToGrpc(info.status()));
   ToProto(*info, response);
   return Answer(context, grpc::Status::OK);
@@ -225,7 +249,7 @@ grpc::ServerUnaryReactor* FlightService::PollFlightInfo(grpc::CallbackServerCont
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
-  Result<FlightInfo> info = state_->Info(*name);
+  Result<FlightInfo> info = InfoFor(context, *name);
   if (!info.ok()) return Answer(context, ToGrpc(info.status()));
   // Complete at once: the whole info, no descriptor to poll again, progress 1.
   ToProto(*info, response->mutable_info());
@@ -241,6 +265,12 @@ grpc::ServerUnaryReactor* FlightService::GetSchema(grpc::CallbackServerContext* 
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
   std::shared_ptr<Flight> flight = state_->catalogue.Find(*name);
+  if (flight == nullptr && Federated(context)) {
+    Result<FlightInfo> info = InfoFor(context, *name);  // a peer's flight
+    if (!info.ok()) return Answer(context, ToGrpc(info.status()));
+    response->set_schema(info->schema);
+    return Answer(context, grpc::Status::OK);
+  }
   if (flight == nullptr) {
     return Answer(context, ToGrpc(Status(ENOENT, "no flight named \"" + *name + "\"")));
   }
@@ -294,11 +324,13 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
                 std::to_string(*index));
     results.emplace_back().set_body(
         nlohmann::json{{"flight", args->first}, {"partition", *index}}.dump());
+  } else if (request->type() == "stats") {
+    results.emplace_back().set_body(state_->StatsJson());
   } else {
     return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                          "unknown action \"" + request->type() +
                                              "\" (this server has: append-partition, drop, "
-                                             "refresh-ticket)"));
+                                             "refresh-ticket, stats)"));
   }
   return new ListWriter<pb::Result>(state_, std::move(results));
 }
@@ -307,7 +339,7 @@ grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
     grpc::CallbackServerContext* context, const pb::Empty* /*request*/) {
   using Fail = Refusal<grpc::ServerWriteReactor<pb::ActionType>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
-  std::vector<pb::ActionType> types(3);
+  std::vector<pb::ActionType> types(4);
   types[2].set_type("append-partition");
   types[2].set_description(
       "Move a flight uploaded with DoPut into another flight as its next endpoint, without a "
@@ -322,6 +354,11 @@ grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
   types[1].set_description(
       "Extend a ticket from GetFlightInfo by the server's ticket lifetime, on every location. "
       "Body: the ticket. Result: its new expiry, UTC, as RFC 3339.");
+  types[3].set_type("stats");
+  types[3].set_description(
+      "The server's running totals per plane, as JSON: \"grpc\" (do_gets, bytes_sent, do_puts, "
+      "bytes_received) and each dipc plane, \"shm\" and \"ucx\" (clients, batches_sent, "
+      "body_bytes_sent: type-0 bodies, addresses_lent: type-1 buffers). Body: empty.");
   return new ListWriter<pb::ActionType>(state_, std::move(types));
 }
 

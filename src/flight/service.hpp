@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "Flight.grpc.pb.h"
+#include "flight/federation.hpp"
 #include "flight/server_state.hpp"
 
 namespace ferry::flight::internal {
@@ -21,9 +22,11 @@ using ServiceBase = FS::WithCallbackMethod_Handshake<
                     FS::WithCallbackMethod_ListActions<FS::Service>>>>>>>>>>;
 
 /// The service. Every call checks the bearer token first (when one is set). Borrows the state.
+/// With peers (ServerOptions::peers), ListFlights, GetFlightInfo, PollFlightInfo and GetSchema
+/// answer for the federation, except to a peer's own calls.
 class FlightService final : public ServiceBase {
  public:
-  explicit FlightService(ServerState* state) : state_(state) {}
+  explicit FlightService(ServerState* state) : state_(state), federation_(state->options) {}
 
   grpc::ServerBidiReactor<pb::HandshakeRequest, pb::HandshakeResponse>* Handshake(
       grpc::CallbackServerContext* context) override;
@@ -50,7 +53,13 @@ class FlightService final : public ServiceBase {
                                                         const pb::Empty* request) override;
 
  private:
+  /// Whether this call is answered for the federation: there are peers and the caller is not one.
+  bool Federated(const grpc::CallbackServerContext* context) const;
+  /// This server's FlightInfo for `name`, merged with the peers' when the call is federated.
+  Result<FlightInfo> InfoFor(const grpc::CallbackServerContext* context, const std::string& name);
+
   ServerState* state_;
+  Federation federation_;
 };
 
 /// OK, or UNAUTHENTICATED when a token is set and the call's `authorization` header is not

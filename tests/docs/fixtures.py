@@ -142,6 +142,9 @@ SERVERS = {
     "flight-token": (["taxi", "flights", "token"], lambda d: (
         ["--flight", "127.0.0.1:0", "--token-file", "token", "taxi=taxi.arrows",
          "prim=primitive.arrows", "nested=nested.arrows"], "grpc://127.0.0.1:42871")),
+    # A partitioned flight: one endpoint per file of parts/.
+    "flight-parts": (["parts"], lambda d: (
+        ["--flight", "127.0.0.1:0", "taxi=parts/"], "grpc://host1:8815")),
     # TLS with a certificate made here (ca.pem) and the token.
     "flight-tls": (["taxi", "token"], lambda d: (
         ["--flight", "127.0.0.1:0", "--token-file", "token", "--tls-cert", str(d / "ca.pem"),

@@ -222,6 +222,9 @@ def run_commands(block, workdir):
             words = shlex.split(command)
             first = next((k for k, w in enumerate(words) if "=" not in w), 0)
             if words[first:first + 2] == ["ferry", "serve"]:
+                if served is not None:
+                    # A second server names the first (--peer): the first's own URI.
+                    words = [URI.sub(served, w) for w in words]
                 server = fixtures.Server(cli(), words[first + 2:], workdir, env)
                 servers.append(server)
                 served = server.uri

@@ -335,10 +335,11 @@ TEST_F(FlightServerTest, ExpiredTicketsAreRefusedEverywhereAndRefreshExtends) {
                      client->Action("refresh-ticket", brief.endpoints[0].ticket));
   ASSERT_RAISES_WITH(ENOTSUP, "unknown action \"nap\"", client->Action("nap"));
   ASSERT_OK_AND_ASSIGN(std::vector<ActionType> actions, client->ListActions());
-  ASSERT_EQ(actions.size(), 3u);
+  ASSERT_EQ(actions.size(), 4u);
   EXPECT_EQ(actions[0].type, "drop");
   EXPECT_EQ(actions[1].type, "refresh-ticket");
   EXPECT_EQ(actions[2].type, "append-partition");
+  EXPECT_EQ(actions[3].type, "stats");
 }
 
 TEST_F(FlightServerTest, DropRefusesWhileReadAndRevokesTickets) {

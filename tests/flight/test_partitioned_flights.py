@@ -5,6 +5,7 @@ endpoint per file in name order, --partition-bytes cutting a file into endpoints
 flight from uploads, each endpoint's ticket and fast locations reading its own partition, tokens,
 and drop. Every read is compared with pyarrow's read of the files."""
 import json
+import re
 import subprocess
 
 import pyarrow as pa
@@ -201,6 +202,14 @@ def test_ferry_get_reads_the_endpoints_at_once_in_the_flights_order(tmp_path, pa
         assert pa.ipc.open_stream(str(out)).read_all().equals(want)
         # Each endpoint chose its own location: shared memory, its server being on this host.
         assert r.stderr.count("reading over shm") == 6, r.stderr
+        # The summary counts the bytes by plane: every byte the read counted, over shared memory.
+        total = int(re.search(r"t: \d+ batches, \d+ rows, (\d+) bytes", r.stdout).group(1))
+        assert total > 0
+        assert f"t: by plane: shm {total} bytes, ucx 0 bytes, grpc 0 bytes" in r.stdout
+        grpc = subprocess.run([ferry_cli(), "get", s.uri, "--path", "t", "--via", "grpc",
+                               "--parallel", str(parallel), "--no-progress"],
+                              capture_output=True, text=True, timeout=120)
+        assert f"t: by plane: shm 0 bytes, ucx 0 bytes, grpc {total} bytes" in grpc.stdout
 
 
 def test_the_binding_reads_the_endpoints_at_once(tmp_path):
@@ -211,5 +220,22 @@ def test_the_binding_reads_the_endpoints_at_once(tmp_path):
         client = ferry.flight.connect(s.uri)
         for parallel in (0, 1, 3):
             assert pa.table(client.do_get("t", parallel=parallel)).equals(want), parallel
+        # Three reads, every endpoint over shared memory.
+        planes = client.plane_bytes
+        assert planes["shm"] > 0 and planes["ucx"] == 0 and planes["grpc"] == 0
+        pa.table(client.do_get("t", via="grpc"))
+        assert client.plane_bytes["grpc"] * 3 == planes["shm"]
         with pytest.raises(ValueError, match="parallel must be 0 or more"):
             client.do_get("t", parallel=-1)
+        # One endpoint alone, through its own locations, also once pickled (as ferry.dask sends
+        # endpoints to workers) or made from its ticket and locations.
+        import pickle
+        info = client.get_flight_info("t")
+        for i, e in enumerate(info.endpoints):
+            name = sorted(files)[i]
+            copy = pickle.loads(pickle.dumps(e))
+            assert copy.ticket == e.ticket and copy.locations == e.locations
+            assert pa.table(client.do_get(copy)).equals(files[name]), name
+            made = ferry.flight.Endpoint(e.ticket, list(e.locations))
+            assert pa.table(client.do_get(made, via="grpc")).equals(files[name]), name
+        assert client.last_location == s.uri

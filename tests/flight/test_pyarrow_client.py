@@ -5,6 +5,7 @@ with a certificate made here, expiring tickets, a ticket of another server, uplo
 DoExchange, and 64 concurrent clients. (pyarrow has no PollFlightInfo: tests/flight/
 server_test.cpp calls it with the generated gRPC stub.)"""
 import concurrent.futures
+import json
 import os
 import re
 import subprocess
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from flight_support import Serve, mixed_table, read_pyarrow, vector_id, vectors
+from flight_support import Serve, ferry_cli, mixed_table, read_pyarrow, vector_id, vectors
 
 VECTORS = vectors()
 # Flight errors come back as FlightError or, for NOT_FOUND, ALREADY_EXISTS, INVALID_ARGUMENT and
@@ -240,13 +241,49 @@ def test_a_ticket_of_another_server_is_refused(tmp_path):
             fl.connect(b.uri).do_get(ticket, options=auth).read_all()
 
 
+def test_stats_count_each_planes_reads(tmp_path):
+    """DoAction "stats": pyarrow's DoGet counts on gRPC only, ferry's shared-memory read on shm
+    only (the figures tell a caller, e.g. ferry.dask's tests, which plane its reads took)."""
+    table = mixed_table(2000)
+    path = _write(tmp_path / "t.arrows", table, chunk=500)
+    with Serve(f"t={path}", tmp=str(tmp_path)) as s:
+        client = fl.connect(s.uri)
+
+        def stats():
+            [result] = list(client.do_action(fl.Action("stats", b"")))
+            return json.loads(result.body.to_pybytes())
+
+        before = stats()
+        assert sorted(before) == ["grpc", "shm", "ucx"] or sorted(before) == ["grpc", "shm"]
+        assert before["grpc"]["do_gets"] == 0 and before["shm"]["clients"] == 0
+        info = client.get_flight_info(fl.FlightDescriptor.for_path("t"))
+        assert client.do_get(info.endpoints[0].ticket).read_all().equals(table)
+        after_grpc = stats()
+        assert after_grpc["grpc"]["do_gets"] == 1
+        # The bodies alone are at least the table's buffers (each padded to 8 bytes).
+        assert after_grpc["grpc"]["bytes_sent"] >= table.nbytes
+        assert after_grpc["shm"] == before["shm"]
+
+        out = tmp_path / "got.arrows"
+        subprocess.run([ferry_cli(), "get", s.uri, "--path", "t", "--via", "shm", "--to",
+                        str(out)], check=True, capture_output=True, timeout=60)
+        assert pa.ipc.open_stream(str(out)).read_all().equals(table)
+        after_shm = stats()
+        assert after_shm["grpc"] == after_grpc["grpc"]
+        assert after_shm["shm"]["clients"] == 1
+        assert after_shm["shm"]["batches_sent"] == 4
+        assert after_shm["shm"]["body_bytes_sent"] + after_shm["shm"]["addresses_lent"] > 0
+        if "ucx" in after_shm:
+            assert after_shm["ucx"]["clients"] == 0
+
+
 def test_actions_drop_and_do_exchange(tmp_path):
     table = mixed_table(20)
     path = _write(tmp_path / "t.arrows", table)
     with Serve(f"t={path}", f"u={path}", tmp=str(tmp_path)) as s:
         client = fl.connect(s.uri)
         assert [a.type for a in client.list_actions()] == ["drop", "refresh-ticket",
-                                                           "append-partition"]
+                                                           "append-partition", "stats"]
         [result] = list(client.do_action(fl.Action("drop", b"u")))
         assert result.body.to_pybytes() == b"dropped u"
         assert _names(client) == ["t"]

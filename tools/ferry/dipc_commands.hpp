@@ -51,6 +51,14 @@ struct ServeOptions {
   /// With --flight: cut each file into endpoints of whole batches of at most this many body
   /// bytes (0: one endpoint per file).
   int64_t partition_bytes = 0;
+  /// With --flight: the federation's peers (grpc:// URIs; --peer, and --peers-file's lines), how
+  /// long each may take, whether to answer without one that does not, and the PEM certificates
+  /// to trust for grpc+tls:// peers.
+  std::vector<std::string> peers;
+  std::string peers_file;
+  double peer_timeout_s = 2;
+  bool allow_partial = false;
+  std::string peer_tls_roots;
 };
 
 /// Options of `ferry get`.

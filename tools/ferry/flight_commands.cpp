@@ -115,6 +115,24 @@ void AddFlightServeOptions(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--ucx-listen", o->ucx_listen,
                   "With --flight: where the UCX plane listens (default: the --flight host, a "
                   "free port); give the address clients reach when --flight is 0.0.0.0");
+  cmd->add_option("--peer", o->peers,
+                  "With --flight: another Flight server (grpc:// or grpc+tls:// URI, repeatable) "
+                  "whose flights this one lists and describes with its own: a flight of the "
+                  "same name on several servers is one FlightInfo with every server's endpoints")
+      ->allow_extra_args(false);
+  cmd->add_option("--peers-file", o->peers_file,
+                  "With --flight: a file of peer URIs, one a line ('#' starts a comment)");
+  cmd->add_option("--peer-timeout", o->peer_timeout_s,
+                  "With --peer: seconds a peer may take to answer; past it the call fails with "
+                  "UNAVAILABLE naming the peer")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--allow-partial", o->allow_partial,
+                "With --peer: answer without a peer that does not answer, naming it in the "
+                "FlightInfo's app_metadata");
+  cmd->add_option("--peer-tls-roots", o->peer_tls_roots,
+                  "With --peer: PEM certificates to trust for grpc+tls:// peers (default: the "
+                  "system's)");
 }
 
 void AddFlightGetOptions(CLI::App* cmd, GetOptions* o) {

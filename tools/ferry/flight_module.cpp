@@ -112,6 +112,27 @@ class CountingProducer final : public ArrayProducer {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// The peers of --peer, then those of --peers-file (one URI a line; blank lines and '#' comments
+// skipped).
+Result<std::vector<std::string>> Peers(const ServeOptions& o) {
+  std::vector<std::string> peers = o.peers;
+  if (o.peers_file.empty()) return peers;
+  FERRY_ASSIGN_OR_RAISE(std::string text, ReadFile(o.peers_file, "peers file"));
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    line = line.substr(0, line.find('#'));
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const size_t last = line.find_last_not_of(" \t\r");
+    peers.push_back(line.substr(first, last - first + 1));
+  }
+  return peers;
+}
+
 int Serve(const ServeOptions& o) {
   flight::ServerOptions options;
   options.listen = o.flight;
@@ -141,6 +162,16 @@ int Serve(const ServeOptions& o) {
     Result<std::string> text = ReadFile(*path, what);
     if (!text.ok()) return Fail(*path, text.status());
     *out = std::move(*text);
+  }
+  Result<std::vector<std::string>> peers = Peers(o);
+  if (!peers.ok()) return Fail(o.peers_file, peers.status());
+  options.peers = std::move(*peers);
+  options.peer_timeout = Millis(o.peer_timeout_s);
+  options.allow_partial = o.allow_partial;
+  if (!o.peer_tls_roots.empty()) {
+    Result<std::string> roots = ReadFile(o.peer_tls_roots, "peer TLS roots");
+    if (!roots.ok()) return Fail(o.peer_tls_roots, roots.status());
+    options.peer_tls_roots = std::move(*roots);
   }
   options.keep = o.keep;
   options.ucx_address = o.ucx_listen;
@@ -223,7 +254,15 @@ int Get(const GetOptions& o) {
   Result<UniqueDeviceArrayStream> stream =
       o.path.empty() ? (*client)->DoGet(o.ticket, options) : (*client)->Get(o.path, options);
   if (!stream.ok()) return Fail("get", stream.status());
-  return Drain(stream->get(), o, o.path.empty() ? "ticket" : o.path, o.uri, start);
+  const std::string label = o.path.empty() ? "ticket" : o.path;
+  const int rc = Drain(stream->get(), o, label, o.uri, start);
+  if (rc != 0) return rc;
+  // Where the bytes came from: each endpoint takes its own plane.
+  const flight::PlaneBytes planes = (*client)->plane_bytes();
+  std::printf("%s: by plane: shm %lld bytes, ucx %lld bytes, grpc %lld bytes\n", label.c_str(),
+              static_cast<long long>(planes.shm), static_cast<long long>(planes.ucx),
+              static_cast<long long>(planes.grpc));
+  return 0;
 }
 
 int List(const FlightOptions& o) {

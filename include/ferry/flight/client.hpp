@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ferry/abi/export.h"
@@ -30,6 +31,9 @@ struct FERRY_EXPORT ClientOptions {
   std::string tls_key;
   /// Check the server's certificate against this name instead of the URI's host.
   std::string tls_server_name;
+  /// Headers sent on each call that returns at once (list, info, schema, action), besides the
+  /// token: a federated server marks its calls to its peers this way.
+  std::vector<std::pair<std::string, std::string>> headers;
   /// The deadline of each call that returns at once (list, info, schema, action), and how long
   /// a stream may stay silent on the fast planes.
   std::chrono::milliseconds timeout{30000};
@@ -53,6 +57,15 @@ struct FERRY_EXPORT GetOptions {
   /// 0 is min(endpoints, 4), 1 reads them one after the other. Each endpoint holds at most two
   /// batches ready; an `ordered` flight's batches come out in its order, others as they arrive.
   int parallel = 0;
+};
+
+/// Body bytes a client's reads received through each kind of location so far: the buffers of
+/// each batch as its stream handed it out, for batches in host memory (a batch landed on a GPU
+/// is not counted: sizing it would read its offsets back). Plain values.
+struct FERRY_EXPORT PlaneBytes {
+  int64_t shm = 0;
+  int64_t ucx = 0;
+  int64_t grpc = 0;
 };
 
 /// A connection to one Flight server (a gRPC channel). Thread-safe: calls may run from many
@@ -90,6 +103,9 @@ class FERRY_EXPORT Client {
   virtual Result<std::vector<ActionType>> ListActions() = 0;
   /// The URI this client was connected with.
   virtual const std::string& uri() const = 0;
+  /// What this client's reads (Get, GetInfo, DoGet) received through each plane so far,
+  /// counted as their streams hand batches out (streams still being read go on counting).
+  virtual PlaneBytes plane_bytes() const = 0;
 };
 
 /// Whether `host` (a name or an address, IPv6 with or without brackets) is this machine: a

@@ -37,6 +37,9 @@ struct FERRY_EXPORT FlightInfo {
   int64_t total_records = -1;
   int64_t total_bytes = -1;
   bool ordered = false;
+  /// The server's note for the caller (FlightInfo.app_metadata); a federated server with
+  /// `allow_partial` names the peers that did not answer here, as JSON.
+  std::string app_metadata;
 
   /// The schema decoded (a struct whose children are the columns). Errors name what is wrong
   /// with the bytes.

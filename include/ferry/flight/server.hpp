@@ -49,6 +49,18 @@ struct FERRY_EXPORT ServerOptions {
   /// The most bytes one DoPut may upload (FlightData as received); beyond it the upload fails
   /// with RESOURCE_EXHAUSTED and nothing is stored.
   int64_t max_upload_bytes = int64_t{4} << 30;
+  /// Federation: other Flight servers (grpc:// or grpc+tls:// URIs) whose flights this server
+  /// lists and describes with its own. A flight of the same path on several servers is one
+  /// FlightInfo: this server's endpoints first, then each peer's in this order, with the tickets
+  /// and locations that peer issued (asked with the caller's token). Static: no discovery.
+  std::vector<std::string> peers;
+  /// How long a peer may take to answer; past it the call fails with UNAVAILABLE naming the
+  /// peer, or, with `allow_partial`, answers without that peer's endpoints and names it in the
+  /// FlightInfo's app_metadata.
+  std::chrono::milliseconds peer_timeout{2000};
+  bool allow_partial = false;
+  /// The certificates to trust for grpc+tls:// peers (PEM text; empty: the system's).
+  std::string peer_tls_roots;
   /// Where the server tells what it refused or tolerated, one line each, from any thread.
   std::function<void(const std::string&)> log;
 };

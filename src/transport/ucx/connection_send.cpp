@@ -15,6 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a failed send waits for UCX to let go of the caller's bytes once its endpoint is
+// force-closed: the close ends queued sends at once; a rendezvous to a dead peer it never ends.
+constexpr auto kReleaseWait = std::chrono::milliseconds(100);
+
 std::string Millis(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
 // What a send owns until UCX lets go of it: the copy it sends from, if any, and a token whose
@@ -114,10 +118,12 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag,
   Status st = Await(done);
   if (!st.ok() && !owns_bytes && !released->Wait(Clock::now())) {
     // The wait was abandoned (the connection failed) while UCX still holds a send that reads the
-    // caller's bytes; the failure closes its endpoint, which ends the send: wait for that, a
-    // little, before the caller may free them.
+    // caller's bytes; the failure force-closes its endpoint, which ends the sends queued on it:
+    // wait for that, a little, before the caller may free them. A rendezvous whose peer died is
+    // not ended by the close (UCX 1.13 and 1.22 kept one past 4 s), but its lanes are gone and
+    // nothing reads its bytes again, so a longer wait would only delay the report.
     worker_->Wake();
-    released->Wait(Clock::now() + std::chrono::seconds(1));
+    released->Wait(Clock::now() + kReleaseWait);
   }
   return st;
 }
@@ -153,8 +159,8 @@ Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
       });
       // A force-closed endpoint ends its operations with an error; a rendezvous still waiting
       // for a peer's answer is left to UCX (nothing of ours sends from it any more: its lanes
-      // are gone), so the wait is bounded.
-      done->Wait(Clock::now() + std::chrono::seconds(1));
+      // are gone), so the wait is bounded (as above).
+      done->Wait(Clock::now() + kReleaseWait);
       return Status(ETIMEDOUT, "the peer took nothing for " + Millis(limits_.timeout));
     }
   }

@@ -1,0 +1,224 @@
+"""Dask: a flight as a Dask DataFrame, one partition per endpoint, each read on a worker on the
+host of the server that holds it when there is one (through shared memory there); and a Dask
+DataFrame written as one partitioned flight.
+
+Needs `dask[dataframe]` (and `distributed` for locality); ferry itself does not depend on them.
+"""
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import socket
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from ferry import flight
+
+__all__ = ["read_flight", "to_flight"]
+
+_LOCATION_SCHEMES = ("ucx", "grpc", "grpc+tls")
+
+
+@dataclass(frozen=True)
+class EndpointPart:
+    """One partition of `read_flight`: where its endpoint is and how to reach its server. Plain
+    values, so that it pickles to the worker that reads it."""
+
+    uri: str
+    token: str | None
+    ticket: bytes
+    locations: tuple[str, ...]
+    #: The address of the server that holds the endpoint (from its ucx:// or grpc:// location,
+    #: else the server `read_flight` asked), resolved to an IP address as Dask names workers.
+    host: str
+    index: int = field(default=0)
+
+
+def endpoint_host(locations, uri):
+    """The host of the server that holds an endpoint: that of its first ucx://, grpc:// or
+    grpc+tls:// location (a shm:// location names none), else that of `uri`, as an IP address
+    where it resolves."""
+    host = None
+    for location in locations:
+        parsed = urllib.parse.urlsplit(location)
+        if parsed.scheme in _LOCATION_SCHEMES and parsed.hostname:
+            host = parsed.hostname
+            break
+    if host is None:
+        host = urllib.parse.urlsplit(uri).hostname or "127.0.0.1"
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        try:
+            return socket.gethostbyname(host)
+        except OSError:
+            return host
+
+
+_clients: dict[tuple[str, str | None], flight.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(uri, token):
+    """One Flight client per server and token in each worker process (a client is a gRPC
+    channel, safe to share between threads)."""
+    key = (uri, token)
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = flight.connect(uri, token=token)
+        return _clients[key]
+
+
+def _to_pandas(table, dtype_backend):
+    import pandas as pd
+
+    if dtype_backend not in ("pyarrow", "numpy"):
+        raise ValueError(f"dtype_backend must be 'pyarrow' or 'numpy', not {dtype_backend!r}")
+    if dtype_backend == "pyarrow":
+        # pandas' Arrow-backed columns wrap the table's arrays: no copy.
+        return table.to_pandas(types_mapper=pd.ArrowDtype)
+    return table.to_pandas()
+
+
+class ReadEndpoint:
+    """The function of `read_flight`'s tasks: reads one endpoint through its own locations (shared
+    memory when its server is on this worker's host, UCX, then DoGet) into a pandas frame of the
+    `columns` Dask asks for (its column projection: the `columns=` argument)."""
+
+    def __init__(self, dtype_backend="pyarrow", via="auto"):
+        self.dtype_backend = dtype_backend
+        self.via = via
+
+    def __call__(self, part: EndpointPart, columns=None):
+        client = _client(part.uri, part.token)
+        stream = client.do_get(flight.Endpoint(part.ticket, list(part.locations)), via=self.via)
+        table = pa.RecordBatchReader.from_stream(stream).read_all()
+        if columns is not None:
+            table = table.select(list(columns))
+        return _to_pandas(table, self.dtype_backend)
+
+    def __dask_tokenize__(self):
+        return ("ferry-read-endpoint", self.dtype_backend, self.via)
+
+
+def _parts_of(node, depth=0):
+    """The EndpointParts inside a task (a fused task holds its tasks in its arguments)."""
+    if depth > 8:
+        return
+    if isinstance(node, EndpointPart):
+        yield node
+    elif isinstance(node, (list, tuple, set, frozenset)):
+        for item in node:
+            yield from _parts_of(item, depth + 1)
+    elif isinstance(node, dict):
+        for item in node.values():
+            yield from _parts_of(item, depth + 1)
+    elif hasattr(node, "args") and hasattr(node, "kwargs"):  # dask._task_spec.Task
+        yield from _parts_of(node.args, depth + 1)
+        yield from _parts_of(node.kwargs, depth + 1)
+    elif hasattr(node, "value"):  # dask._task_spec.DataNode
+        yield from _parts_of(node.value, depth + 1)
+
+
+try:
+    from distributed.diagnostics.plugin import SchedulerPlugin as _PluginBase
+except ImportError:  # without distributed there is no scheduler to plug into
+    _PluginBase = object
+
+
+class Locality(_PluginBase):
+    """A scheduler plugin that restricts each task reading an endpoint to the workers on its
+    server's host, loosely (Dask's allow_other_workers=True): any worker takes it when none is
+    there. Stateless: the host travels with the task's EndpointPart."""
+
+    name = "ferry-locality"
+
+    def update_graph(self, scheduler, *, tasks=None, **kwargs):
+        hosts = {ws.host for ws in scheduler.workers.values()}
+        for key in tasks or ():
+            ts = scheduler.tasks.get(key)
+            if ts is None or ts.run_spec is None:
+                continue
+            wanted = {p.host for p in _parts_of(ts.run_spec)} & hosts
+            if wanted:
+                ts.host_restrictions = wanted
+                ts.loose_restrictions = True
+
+
+def _register_locality():
+    """Installs Locality on the current distributed client's scheduler, if there is one."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        return False
+    try:
+        client = default_client()
+    except ValueError:
+        return False  # no distributed client: the local schedulers run everything here
+    scheduler = client.scheduler_info().get("id")
+    if scheduler not in _registered:
+        client.register_plugin(Locality(), name=Locality.name)
+        _registered.add(scheduler)
+    return True
+
+
+_registered: set = set()  # the schedulers (by id) that have the plugin
+
+
+def read_flight(uri, path, token=None, *, columns=None, dtype_backend="pyarrow", via="auto"):
+    """A Dask DataFrame of flight `path` on the Flight server at `uri`, one partition per
+    endpoint, in the endpoints' order. Its meta comes from the flight's schema (no data is read to
+    learn it); its divisions are unknown. With a distributed client, each partition's task is
+    restricted (loosely) to the workers on the host of its endpoint's server, which read it
+    through shared memory. Partitions have Arrow-backed dtypes (`pd.ArrowDtype`, no copy); with
+    `dtype_backend="numpy"` they have pandas' default NumPy dtypes (a copy). `columns` selects
+    columns at once; Dask's own projection (`df[["x"]]`) reaches the reads the same way."""
+    import dask.dataframe as dd
+
+    info = _client(uri, token).get_flight_info(path)
+    if not info.endpoints:
+        raise ValueError(f"flight {path!r} on {uri} has no endpoint")
+    schema = pa.schema(info.schema)
+    meta = _to_pandas(schema.empty_table(), dtype_backend)
+    parts = [EndpointPart(uri, token, e.ticket, tuple(e.locations),
+                          endpoint_host(e.locations, uri), i)
+             for i, e in enumerate(info.endpoints)]
+    digest = hashlib.sha1(json.dumps([uri, path]).encode()).hexdigest()[:8]
+    _register_locality()
+    df = dd.from_map(ReadEndpoint(dtype_backend, via), parts, meta=meta, divisions=None,
+                     label=f"ferry-read-flight-{digest}", enforce_metadata=False)
+    if columns is not None:
+        df = df[list(columns)]
+    return df
+
+
+def _upload(pdf, uri, token, path, partition_info=None):
+    """Uploads one partition as a flight of its own (DoPut) and says where it went."""
+    index = partition_info["number"] if partition_info else 0
+    name = f"{path}.part-{index:06d}"
+    table = pa.Table.from_pandas(pdf, preserve_index=False)
+    _client(uri, token).do_put(name, table)
+    import pandas as pd
+
+    return pd.DataFrame({"index": [index], "upload": [name]})
+
+
+def to_flight(df, uri, path, token=None):
+    """Write Dask DataFrame `df` as flight `path` on the Flight server at `uri`: each partition is
+    uploaded (DoPut) from the worker that holds it, then the uploads become the flight's
+    endpoints in the partitions' order (DoAction append-partition, which moves them without a
+    copy). Returns the flight's FlightInfo."""
+    import pandas as pd
+
+    meta = pd.DataFrame({"index": pd.Series([], dtype="int64"),
+                         "upload": pd.Series([], dtype="object")})
+    uploads = df.map_partitions(_upload, uri, token, path, meta=meta).compute()
+    client = _client(uri, token)
+    for name in uploads.sort_values("index")["upload"]:
+        client.do_action("append-partition", json.dumps({"flight": path, "from": name}).encode())
+    return client.get_flight_info(path)

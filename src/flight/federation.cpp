@@ -1,0 +1,202 @@
+// A federated server's peers: each asked at once with the caller's token, and their answers
+// merged with this server's own flights.
+#include "flight/federation.hpp"
+
+#include <cerrno>
+#include <future>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+
+#include "ferry/flight/client.hpp"
+
+namespace ferry::flight::internal {
+
+namespace {
+
+int64_t SumKnown(int64_t a, int64_t b) { return a < 0 || b < 0 ? -1 : a + b; }
+
+std::string Owner(const std::string& peer) { return peer.empty() ? "this server" : peer; }
+
+// A peer that could not be reached or did not answer in time (as opposed to one that answered
+// with a refusal of its own).
+bool Unreachable(int code) {
+  return code == ETIMEDOUT || code == ECONNREFUSED || code == ECONNRESET || code == EPIPE ||
+         code == ECANCELED || code == EIO;
+}
+
+// The key a flight is merged under: its path's elements joined by '/', or its command.
+std::string FlightKey(const FlightInfo& info) {
+  if (info.path.empty()) return "cmd:" + info.command;
+  std::string key;
+  for (const std::string& p : info.path) key += (key.empty() ? "" : "/") + p;
+  return key;
+}
+
+// A peer's endpoint as a client of this server must see it: its "reuse this connection"
+// location is the peer's URI, and the peer's URI is among its locations.
+void NameOwner(const std::string& peer, Endpoint* e) {
+  std::vector<std::string> locations;
+  bool named = false;
+  for (std::string& l : e->locations) {
+    const std::string& uri = l == kReuseConnection ? peer : l;
+    if (uri == peer) {
+      if (named) continue;
+      named = true;
+    }
+    locations.push_back(uri);
+  }
+  if (!named) locations.push_back(peer);
+  e->locations = std::move(locations);
+}
+
+}  // namespace
+
+Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> answers) {
+  if (answers.empty()) {
+    return Status(ENOENT, "no flight named \"" + path + "\" on this server or its peers");
+  }
+  FlightInfo out;
+  out.path = answers[0].info.path;
+  out.command = answers[0].info.command;
+  out.schema = answers[0].info.schema;
+  out.total_records = 0;
+  out.total_bytes = 0;
+  // Rows from different servers have no order between them.
+  out.ordered = answers.size() == 1 && answers[0].info.ordered;
+  for (OwnedInfo& a : answers) {
+    if (a.info.schema != out.schema) {
+      return Status(EBUSY, Owner(a.peer) + " serves flight \"" + path +
+                               "\" with another schema than " + Owner(answers[0].peer));
+    }
+    out.total_records = SumKnown(out.total_records, a.info.total_records);
+    out.total_bytes = SumKnown(out.total_bytes, a.info.total_bytes);
+    for (Endpoint& e : a.info.endpoints) {
+      if (!a.peer.empty()) NameOwner(a.peer, &e);
+      out.endpoints.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+Federation::Federation(const ServerOptions& options)
+    : peers_(options.peers),
+      timeout_(options.peer_timeout),
+      allow_partial_(options.allow_partial),
+      tls_roots_(options.peer_tls_roots) {}
+
+std::vector<Federation::PeerAnswer> Federation::Ask(const std::string* path,
+                                                    const std::string& token) const {
+  std::optional<std::string> wanted;
+  if (path != nullptr) wanted = *path;
+  std::vector<std::future<PeerAnswer>> pending;
+  pending.reserve(peers_.size());
+  for (const std::string& peer : peers_) {
+    // Every call below carries the deadline, so each of these ends within the peer timeout.
+    pending.push_back(std::async(std::launch::async, [this, peer, wanted, token] {
+      PeerAnswer answer{peer, Status::OK(), {}};
+      ClientOptions options;
+      options.token = token;
+      options.tls_roots = tls_roots_;
+      options.timeout = timeout_;
+      options.headers = {{kFederatedHeader, "1"}};
+      Result<std::unique_ptr<Client>> client = Client::Connect(peer, options);
+      if (!client.ok()) {
+        answer.status = client.status();
+        return answer;
+      }
+      if (wanted) {
+        Result<FlightInfo> info = (*client)->GetFlightInfo(*wanted);
+        if (info.ok()) {
+          answer.infos.push_back(std::move(*info));
+        } else {
+          answer.status = info.status();
+        }
+      } else {
+        Result<std::vector<FlightInfo>> infos = (*client)->ListFlights();
+        if (infos.ok()) {
+          answer.infos = std::move(*infos);
+        } else {
+          answer.status = infos.status();
+        }
+      }
+      return answer;
+    }));
+  }
+  std::vector<PeerAnswer> answers;
+  answers.reserve(pending.size());
+  for (std::future<PeerAnswer>& f : pending) answers.push_back(f.get());
+  return answers;
+}
+
+Status Federation::PeerFailure(const std::string& peer, const Status& status) const {
+  if (Unreachable(status.code())) {
+    return Status(ECONNREFUSED, "peer " + peer + " is unavailable (asked with a " +
+                                    std::to_string(timeout_.count()) +
+                                    " ms limit): " + status.message());
+  }
+  return Status(status.code(), "peer " + peer + ": " + status.message());
+}
+
+Result<FlightInfo> Federation::Info(const std::string& path, Result<FlightInfo> local,
+                                    const std::string& token) const {
+  if (!local.ok() && local.status().code() != ENOENT) return local.status();
+  std::vector<OwnedInfo> answers;
+  if (local.ok()) answers.push_back({"", std::move(*local)});
+  nlohmann::json missing = nlohmann::json::array();
+  for (PeerAnswer& a : Ask(&path, token)) {
+    if (a.status.ok()) {
+      answers.push_back({a.peer, std::move(a.infos.front())});
+      continue;
+    }
+    if (a.status.code() == ENOENT) continue;  // that peer has no such flight
+    Status failure = PeerFailure(a.peer, a.status);
+    if (!allow_partial_ || failure.code() != ECONNREFUSED) return failure;
+    missing.push_back({{"peer", a.peer}, {"error", a.status.message()}});
+  }
+  Result<FlightInfo> merged = MergeInfos(path, std::move(answers));
+  if (!merged.ok() && merged.status().code() == ENOENT && !missing.empty()) {
+    return Status(ENOENT,
+                  merged.status().message() + " that answered (missing: " + missing.dump() + ")");
+  }
+  FERRY_RETURN_NOT_OK(merged.status());
+  if (!missing.empty()) merged->app_metadata = nlohmann::json{{"missing_peers", missing}}.dump();
+  return merged;
+}
+
+Result<std::vector<FlightInfo>> Federation::List(std::vector<FlightInfo> local,
+                                                 const std::string& token) const {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<OwnedInfo>> by_key;
+  auto add = [&](const std::string& peer, FlightInfo info) {
+    const std::string key = FlightKey(info);
+    auto [it, fresh] = by_key.try_emplace(key);
+    if (fresh) order.push_back(key);
+    it->second.push_back({peer, std::move(info)});
+  };
+  for (FlightInfo& info : local) add("", std::move(info));
+  nlohmann::json missing = nlohmann::json::array();
+  for (PeerAnswer& a : Ask(nullptr, token)) {
+    if (!a.status.ok()) {
+      Status failure = PeerFailure(a.peer, a.status);
+      if (!allow_partial_ || failure.code() != ECONNREFUSED) return failure;
+      missing.push_back({{"peer", a.peer}, {"error", a.status.message()}});
+      continue;
+    }
+    for (FlightInfo& info : a.infos) add(a.peer, std::move(info));
+  }
+  std::vector<FlightInfo> out;
+  out.reserve(order.size());
+  for (const std::string& key : order) {
+    FERRY_ASSIGN_OR_RAISE(FlightInfo merged, MergeInfos(key, std::move(by_key[key])));
+    if (!missing.empty()) {
+      merged.app_metadata = nlohmann::json{{"missing_peers", missing}}.dump();
+    }
+    out.push_back(std::move(merged));
+  }
+  return out;
+}
+
+}  // namespace ferry::flight::internal

@@ -1,0 +1,68 @@
+// Internal to the flight layer: a federated server's peers (ServerOptions::peers), asked for
+// their flights on behalf of a caller, and the merge of what they answer with this server's own.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "ferry/core/result.hpp"
+#include "ferry/flight/info.hpp"
+#include "ferry/flight/server.hpp"
+
+namespace ferry::flight::internal {
+
+/// The header a federated server sets on its calls to its peers: a server answers such a call
+/// with its own flights only, so that servers that list each other never ask each other again.
+inline constexpr const char* kFederatedHeader = "x-ferry-federated";
+
+/// One server's answer about a flight: `peer` is its URI (empty: this server).
+struct OwnedInfo {
+  std::string peer;
+  FlightInfo info;
+};
+
+/// `path`'s FlightInfo from the answers of the servers that hold it, in order: the first one's
+/// schema (every other must be equal, else EBUSY naming the peer), every endpoint in order, the
+/// sums of the sizes (-1 when one is unknown), `ordered` only when one server holds it all. A
+/// peer's "reuse this connection" location becomes that peer's URI, and every peer endpoint
+/// lists its owner's URI, so that a client that follows locations reaches the right server.
+/// ENOENT when no server holds it.
+Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> answers);
+
+/// The peers of a federated server, asked on behalf of callers. Owned by the Flight service;
+/// thread-safe. Each question asks every peer at once, each call bounded by `peer_timeout`.
+class Federation {
+ public:
+  explicit Federation(const ServerOptions& options);
+
+  bool empty() const { return peers_.empty(); }
+  /// Flight `path`: `local` (this server's FlightInfo, or its ENOENT) merged with each peer's,
+  /// asked with `token` (the caller's bearer token; empty: none). A peer that fails to answer
+  /// fails the call with UNAVAILABLE (or its own refusal) naming it; with `allow_partial` the
+  /// answer goes without it and names it in app_metadata ({"missing_peers": [{"peer", "error"}]}).
+  Result<FlightInfo> Info(const std::string& path, Result<FlightInfo> local,
+                          const std::string& token) const;
+  /// Every flight of this server (`local`) and of each peer: one FlightInfo per path, as Info
+  /// merges them, in the order first seen.
+  Result<std::vector<FlightInfo>> List(std::vector<FlightInfo> local,
+                                       const std::string& token) const;
+
+ private:
+  struct PeerAnswer {
+    std::string peer;
+    Status status;
+    std::vector<FlightInfo> infos;
+  };
+  /// Asks every peer at once: GetFlightInfo(path), or ListFlights when `path` is null.
+  std::vector<PeerAnswer> Ask(const std::string* path, const std::string& token) const;
+  /// The failure for a peer's `status`, naming it.
+  Status PeerFailure(const std::string& peer, const Status& status) const;
+
+  std::vector<std::string> peers_;
+  std::chrono::milliseconds timeout_;
+  bool allow_partial_;
+  std::string tls_roots_;
+};
+
+}  // namespace ferry::flight::internal

@@ -1,0 +1,124 @@
+"""A server killed in the middle of a parallel read of a flight spread over two servers (`ferry
+serve --flight --peer`): ferry's client fails within the bound with one line naming the endpoint,
+where it was reading from (the plane, the location, the server) and the cause, and leaves no
+output file; the other server is left idle, with its descriptors and segments back, and serving.
+The dying server stops itself at its third body (FERRY_FAULT_PAUSE) and is then killed, so the
+fault lands mid-read every time.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import pyarrow as pa
+import pyarrow.flight as fl
+import pyarrow.ipc as ipc
+import pytest
+
+from fault_harness import PAUSED, Log, fd_count, ferry_cli, idle_cpu, segment_maps
+
+BOUND = 1.0  # a killed peer is found at once: its sockets are reset by the kernel
+SLACK = 0.5
+
+
+class FlightServe:
+    """`ferry serve -v --flight 127.0.0.1:0 ARGS...`; .uri once it printed it."""
+
+    def __init__(self, tmp, args, pause=None):
+        self.log = Log(os.path.join(tmp, f"flight-{time.monotonic_ns()}.err"))
+        env = dict(os.environ)
+        env.pop("FERRY_FAULT_PAUSE", None)
+        if pause:
+            env["FERRY_FAULT_PAUSE"] = pause
+        self.proc = subprocess.Popen(
+            [ferry_cli(), "serve", "-v", "--flight", "127.0.0.1:0", "--timeout", "2", *args],
+            stdout=subprocess.PIPE, stderr=self.log.file, text=True, env=env)
+        self.uri = self.proc.stdout.readline().strip()
+        assert self.uri.startswith("grpc://"), "ferry serve exited: " + self.log.text()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.log.file.close()
+
+
+@pytest.fixture(scope="module")
+def halves(tmp_path_factory):
+    d = tmp_path_factory.mktemp("halves")
+    n = 100_000
+    batch = pa.record_batch({"i": pa.array(range(n), pa.int64()),
+                             "s": pa.array([f"r{k % 977}" for k in range(n)])})
+    paths = []
+    for name in ("a.arrows", "b.arrows"):
+        paths.append(d / name)
+        with ipc.new_stream(str(paths[-1]), batch.schema) as w:
+            for _ in range(8):
+                w.write_batch(batch)
+    return paths, pa.Table.from_batches([batch] * 8)
+
+
+def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves):
+    (a_path, b_path), half = halves
+    dying = FlightServe(tmp_path, [f"t={a_path}"], pause="server:body:3")
+    survivor = None
+    try:
+        survivor = FlightServe(tmp_path, ["--peer", dying.uri, "--allow-partial", f"t={b_path}",
+                                          f"u={b_path}"])
+        info = fl.connect(survivor.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
+        assert len(info.endpoints) == 2
+        dying_shm = next(l.uri.decode() for l in info.endpoints[1].locations
+                         if l.uri.decode().startswith("shm://"))
+        # A first read of the survivor's own flight, for its baseline of descriptors and segments.
+        warm = subprocess.run([ferry_cli(), "get", survivor.uri, "--path", "u", "--no-progress",
+                               "--to", str(tmp_path / "warm.arrows")],
+                              capture_output=True, text=True, timeout=60)
+        assert warm.returncode == 0, warm.stderr
+        time.sleep(0.3)
+        fds, segments = fd_count(survivor.proc.pid), segment_maps(survivor.proc.pid)
+
+        out = tmp_path / "got.arrows"
+        err = Log(str(tmp_path / "get.err"))
+        client = subprocess.Popen(
+            [ferry_cli(), "get", survivor.uri, "--path", "t", "--parallel", "2", "--timeout", "2",
+             "--no-progress", "--to", str(out)],
+            stdout=subprocess.DEVNULL, stderr=err.file)
+        try:
+            paused, _ = dying.log.wait_for(PAUSED, 30)
+            assert paused, "the dying server never reached its third body: " + dying.log.text()
+            t0 = time.monotonic()
+            os.kill(dying.proc.pid, signal.SIGKILL)
+            rc = client.wait(timeout=BOUND + 10)
+            took = time.monotonic() - t0
+        finally:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
+        message = err.text().strip()
+        assert rc == 2, message
+        assert took <= BOUND + SLACK, f"the client took {took:.2f} s: {message}"
+        assert len(message.splitlines()) == 1, message
+        assert "endpoint 1 of 2" in message, message
+        assert f"from {dying_shm} (server 127.0.0.1)" in message, message
+        assert not out.exists(), "a failed get left its output file"
+
+        # The survivor let go of that client and serves the next one.
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and (fd_count(survivor.proc.pid) > fds or
+                                               segment_maps(survivor.proc.pid) > segments):
+            time.sleep(0.05)
+        assert fd_count(survivor.proc.pid) <= fds, "the survivor keeps descriptors"
+        assert segment_maps(survivor.proc.pid) <= segments, "the survivor keeps segments"
+        assert idle_cpu(survivor.proc.pid) < 0.01, "the survivor does not fall idle"
+        again = subprocess.run([ferry_cli(), "get", survivor.uri, "--path", "u", "--no-progress",
+                                "--to", str(tmp_path / "again.arrows")],
+                               capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0, again.stderr
+        assert ipc.open_stream(str(tmp_path / "again.arrows")).read_all().equals(half)
+    finally:
+        dying.kill()
+        if survivor is not None:
+            survivor.kill()
