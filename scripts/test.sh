@@ -70,6 +70,10 @@ stage "Flight: pyarrow.flight against ferry's server, ferry's client against pya
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 4 tests/flight
 
+stage "Cluster: two server hosts, a client host and Dask workers in network namespaces (tests/cluster)"
+FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/cluster
+
 stage "Transport, dipc and flight suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
 UCX_TLS=tcp,self ctest --test-dir build/test -R '^(transport|dipc|flight)$' --output-on-failure --timeout 900
 

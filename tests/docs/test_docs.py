@@ -295,6 +295,7 @@ SMOKE_SCRIPT = {
                         "--latency-calls", "20", "--pairs", "1"],
     "cli_bench.py": ["--mib", "16", "--batches", "4", "--repeat", "1"],
     "crossing_bench.py": ["--number", "200", "--repeat", "1"],
+    "cluster_bench.py": ["--mib", "4", "--repeat", "1"],
 }
 
 

@@ -112,7 +112,48 @@ def idle_cpu(pid, seconds=1.0, settle=0.7, windows=3, bound=0.01):
     return min(shares)
 
 
-class Serve:
+def fault_batch(rows):
+    """The suites' batch: an int64 column and a string column of `rows` rows (needs pyarrow)."""
+    import pyarrow as pa
+    return pa.record_batch({"i": pa.array(range(rows), pa.int64()),
+                            "s": pa.array([f"r{k % 977}" for k in range(rows)])})
+
+
+class _ServerProcess:
+    """A `ferry serve` process with its stdout pipe and its stderr Log; kill() ends it (resumed
+    first, should it be stopped) and closes both."""
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.log.file.close()
+
+
+class FlightServe(_ServerProcess):
+    """`ferry serve -v --flight 127.0.0.1:0 --timeout 2 ARGS...`, optionally with a fault point;
+    .uri once it printed it."""
+
+    def __init__(self, tmp, args, pause=None):
+        self.log = Log(os.path.join(tmp, f"flight-{time.monotonic_ns()}.err"))
+        env = dict(os.environ)
+        env.pop("FERRY_FAULT_PAUSE", None)
+        if pause:
+            env["FERRY_FAULT_PAUSE"] = pause
+        self.proc = subprocess.Popen(
+            [ferry_cli(), "serve", "-v", "--flight", "127.0.0.1:0", "--timeout", "2", *args],
+            stdout=subprocess.PIPE, stderr=self.log.file, text=True, env=env)
+        self.uri = self.proc.stdout.readline().strip()
+        assert self.uri.startswith("grpc://"), "ferry serve exited: " + self.log.text()
+
+
+class Serve(_ServerProcess):
     """`ferry serve -v` with a dataset `t`; .uri once it printed it."""
 
     def __init__(self, tmp, transport, body_args, data, env, timeout, pause=None):
@@ -130,10 +171,6 @@ class Serve:
         assert line, "ferry serve exited: " + self.log.text()
         self.uri = line.split()[1]
 
-    def signal(self, sig):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-
     def stop(self, timeout=5):
         """SIGTERM; the time it took to exit."""
         start = time.monotonic()
@@ -145,14 +182,6 @@ class Serve:
             self.proc.wait()
             raise AssertionError("ferry serve did not stop within %ss: %s" % (timeout, self.log.text()))
         return time.monotonic() - start
-
-    def kill(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
-        self.log.file.close()
 
 
 class Get:

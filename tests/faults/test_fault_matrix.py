@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from fault_harness import (PAUSED, Get, Serve, fd_count, idle_cpu, loaded_ucx, pypi_ucx,
-                           segment_maps)
+from fault_harness import (PAUSED, Get, Serve, fault_batch, fd_count, idle_cpu, loaded_ucx,
+                           pypi_ucx, segment_maps)
 
 TIMEOUT = 2  # --timeout of both ends, seconds
 BOUND = {"kill": 1.0, "close": 1.0, "stop": TIMEOUT + 1.0}
@@ -65,15 +65,12 @@ PHASE_WORDS = ("connecting", "metadata", "body", "fetch", "free")
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("faults")
-    n = 200_000
-    batch = pa.record_batch({"i": pa.array(range(n), pa.int64()),
-                             "s": pa.array([f"r{k % 977}" for k in range(n)])})
-    batches = [batch] * 12
+    batches = [fault_batch(200_000)] * 12
     paths = {}
     for name, codec in (("t.arrows", None), ("t-lz4.arrows", "lz4")):
         paths[name] = d / name
         options = ipc.IpcWriteOptions(compression=codec)
-        with ipc.new_stream(str(paths[name]), batch.schema, options=options) as w:
+        with ipc.new_stream(str(paths[name]), batches[0].schema, options=options) as w:
             for b in batches:
                 w.write_batch(b)
     return paths, pa.Table.from_batches(batches)

@@ -16,42 +16,17 @@ import pyarrow.flight as fl
 import pyarrow.ipc as ipc
 import pytest
 
-from fault_harness import PAUSED, Log, fd_count, ferry_cli, idle_cpu, segment_maps
+from fault_harness import (PAUSED, FlightServe, Log, fault_batch, fd_count, ferry_cli, idle_cpu,
+                           segment_maps)
 
 BOUND = 1.0  # a killed peer is found at once: its sockets are reset by the kernel
 SLACK = 0.5
 
 
-class FlightServe:
-    """`ferry serve -v --flight 127.0.0.1:0 ARGS...`; .uri once it printed it."""
-
-    def __init__(self, tmp, args, pause=None):
-        self.log = Log(os.path.join(tmp, f"flight-{time.monotonic_ns()}.err"))
-        env = dict(os.environ)
-        env.pop("FERRY_FAULT_PAUSE", None)
-        if pause:
-            env["FERRY_FAULT_PAUSE"] = pause
-        self.proc = subprocess.Popen(
-            [ferry_cli(), "serve", "-v", "--flight", "127.0.0.1:0", "--timeout", "2", *args],
-            stdout=subprocess.PIPE, stderr=self.log.file, text=True, env=env)
-        self.uri = self.proc.stdout.readline().strip()
-        assert self.uri.startswith("grpc://"), "ferry serve exited: " + self.log.text()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
-        self.log.file.close()
-
-
 @pytest.fixture(scope="module")
 def halves(tmp_path_factory):
     d = tmp_path_factory.mktemp("halves")
-    n = 100_000
-    batch = pa.record_batch({"i": pa.array(range(n), pa.int64()),
-                             "s": pa.array([f"r{k % 977}" for k in range(n)])})
+    batch = fault_batch(100_000)
     paths = []
     for name in ("a.arrows", "b.arrows"):
         paths.append(d / name)

@@ -1,0 +1,197 @@
+"""ferry across hosts: network namespaces joined by a bridge (tests/support/netns.py), two server
+hosts each holding half of a dataset, a client host, and a Dask worker on each server host with
+the scheduler reachable from all.
+
+- Federation across hosts: server b lists server a as its peer (with a token, which b forwards);
+  the flight is one FlightInfo, b's endpoint then a's, each naming its owner.
+- ferry's client on the third host reads both endpoints at once over UCX (neither server is on its
+  host, so no shared memory), equal to pyarrow's read of the files, and counts the bytes by plane.
+- pyarrow.flight on the third host reads the same flight by following each endpoint's location.
+- Dask: read_flight on the two-worker cluster computes what pandas computes from the files, and
+  every partition came through shared memory on its own server's host (the servers' counters:
+  nothing over gRPC or UCX); to_flight writes a partitioned flight that pyarrow reads back.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.flight as fl
+import pyarrow.ipc as ipc
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from ferry_process import ServeProcess, ferry_cli  # noqa: E402
+from netns import Hosts, Unavailable  # noqa: E402
+
+TOKEN = "s3cret"
+AUTH = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {TOKEN}".encode())])
+
+
+def _table(rows, start):
+    return pa.table({
+        "x": pa.array(range(start, start + rows), pa.int64()),
+        "f": pa.array([i / 4 for i in range(rows)], pa.float64()),
+        "s": pa.array([f"row-{start + i}" for i in range(rows)]),
+    })
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Hosts a, b (servers) and c (client); server b federates a."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    halves = [_table(50_000, 0), _table(50_000, 50_000)]
+    paths = []
+    for name, half in zip(("a", "b"), halves):
+        paths.append(tmp / f"{name}.arrows")
+        with ipc.new_stream(str(paths[-1]), half.schema) as w:
+            w.write_table(half, max_chunksize=10_000)
+    try:
+        hosts = Hosts(["a", "b", "c"]).__enter__()
+    except Unavailable as e:
+        pytest.skip(f"this sandbox forbids network namespaces and bridges: {e}")
+    servers = []
+    try:
+        env = dict(os.environ, FERRY_TOKEN=TOKEN)
+        a = ServeProcess(["-v", "--flight", f"{hosts['a'].ip}:0", f"t={paths[0]}"], env=env,
+                         tmp=str(tmp), wrap=hosts["a"].wrap)
+        servers.append(a)
+        a.uri = a.first_line()
+        b = ServeProcess(["-v", "--flight", f"{hosts['b'].ip}:0", "--peer", a.uri,
+                          f"t={paths[1]}"], env=env, tmp=str(tmp), wrap=hosts["b"].wrap)
+        servers.append(b)
+        b.uri = b.first_line()
+        yield hosts, a, b, halves, tmp
+    finally:
+        for s in servers:
+            s.close()
+        hosts.__exit__(None, None, None)
+
+
+def _stats(uri):
+    [result] = list(fl.connect(uri).do_action(fl.Action("stats", b""), options=AUTH))
+    return json.loads(result.body.to_pybytes())
+
+
+def _sorted(table):
+    return table.sort_by("x")
+
+
+def test_federation_across_hosts(cluster):
+    hosts, a, b, halves, _ = cluster
+    info = fl.connect(b.uri).get_flight_info(fl.FlightDescriptor.for_path("t"), options=AUTH)
+    assert len(info.endpoints) == 2 and not info.ordered
+    assert info.total_records == 100_000
+    locations = [[l.uri.decode() for l in e.locations] for e in info.endpoints]
+    assert any(l.startswith(f"ucx://{hosts['b'].ip}:") for l in locations[0])
+    assert any(l.startswith(f"ucx://{hosts['a'].ip}:") for l in locations[1])
+    assert a.uri in locations[1]
+
+
+def test_the_client_host_reads_both_servers_at_once_over_ucx(cluster):
+    hosts, a, b, halves, tmp = cluster
+    out = tmp / "got.arrows"
+    r = hosts["c"].run([ferry_cli(), "get", b.uri, "--path", "t", "--parallel", "2", "-v",
+                        "--no-progress", "--force", "--to", str(out)],
+                       env=dict(os.environ, FERRY_TOKEN=TOKEN), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = ipc.open_stream(str(out)).read_all()
+    assert _sorted(got).equals(_sorted(pa.concat_tables(halves)))
+    # Neither server is on the client's host: no shared memory, both over UCX.
+    assert r.stderr.count("is not on this host") == 2, r.stderr
+    assert r.stderr.count("reading over ucx") == 2, r.stderr
+    assert "by plane: shm 0 bytes" in r.stdout and "grpc 0 bytes" in r.stdout, r.stdout
+
+
+PYARROW_READER = """
+import sys, pyarrow as pa, pyarrow.flight as fl
+auth = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer s3cret")])
+info = fl.connect(sys.argv[1]).get_flight_info(fl.FlightDescriptor.for_path("t"), options=auth)
+tables = []
+for e in info.endpoints:
+    grpc = [l.uri.decode() for l in e.locations if l.uri.decode().startswith("grpc")]
+    tables.append(fl.connect(grpc[0] if grpc else sys.argv[1]).do_get(e.ticket, options=auth).read_all())
+with pa.ipc.new_stream(sys.argv[2], tables[0].schema) as w:
+    for t in tables:
+        w.write_table(t)
+"""
+
+
+def test_pyarrow_flight_on_the_client_host_follows_the_locations(cluster):
+    hosts, a, b, halves, tmp = cluster
+    out = tmp / "pyarrow.arrows"
+    r = hosts["c"].run([sys.executable, "-c", PYARROW_READER, b.uri, str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = ipc.open_stream(str(out)).read_all()
+    assert _sorted(got).equals(_sorted(pa.concat_tables(halves)))
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(cluster):
+    """A scheduler here, on the bridge, and one worker on each server host."""
+    distributed = pytest.importorskip("distributed", reason="distributed is not installed "
+                                      "(scripts/setup.sh installs it)")
+    hosts = cluster[0]
+    with distributed.LocalCluster(n_workers=0, host=hosts.root_ip, scheduler_port=0,
+                                  dashboard_address=":0") as local:
+        workers = []
+        try:
+            for name in ("a", "b"):
+                workers.append(hosts[name].popen(
+                    [sys.executable, "-m", "distributed.cli.dask_worker", local.scheduler_address,
+                     "--host", hosts[name].ip, "--nthreads", "1", "--no-nanny",
+                     "--no-dashboard"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    env=dict(os.environ, FERRY_TOKEN=TOKEN)))
+            with distributed.Client(local) as client:
+                client.wait_for_workers(2, timeout=60)
+                yield client
+        finally:
+            for w in workers:
+                w.terminate()
+                try:
+                    w.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+                    w.wait()
+
+
+def test_dask_reads_each_partition_on_its_servers_host_through_shared_memory(cluster,
+                                                                            dask_cluster):
+    import ferry.dask
+    hosts, a, b, halves, _ = cluster
+    before = {s.uri: _stats(s.uri) for s in (a, b)}
+    df = ferry.dask.read_flight(b.uri, "t", token=TOKEN)
+    assert df.npartitions == 2
+    start = time.monotonic()
+    assert df.x.sum().compute() == sum(range(100_000))
+    print(f"dask: x.sum() over two hosts in {time.monotonic() - start:.2f} s")
+    for s in (a, b):
+        after = _stats(s.uri)
+        assert after["shm"]["clients"] == before[s.uri]["shm"]["clients"] + 1, (s.uri, after)
+        assert after["ucx"]["clients"] == before[s.uri]["ucx"]["clients"], (s.uri, after)
+        assert after["grpc"]["do_gets"] == before[s.uri]["grpc"]["do_gets"], (s.uri, after)
+
+
+def test_dask_writes_a_partitioned_flight(cluster, dask_cluster):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    import ferry.dask
+    hosts, a, b, halves, _ = cluster
+    table = pa.concat_tables(halves)
+    pdf = table.to_pandas(types_mapper=pd.ArrowDtype)
+    info = ferry.dask.to_flight(dd.from_pandas(pdf, npartitions=4, sort=False), a.uri, "w",
+                                token=TOKEN)
+    assert len(info.endpoints) == 4
+    client = fl.connect(a.uri)
+    pinfo = client.get_flight_info(fl.FlightDescriptor.for_path("w"), options=AUTH)
+    assert pinfo.ordered
+    got = pa.concat_tables([client.do_get(e.ticket, options=AUTH).read_all()
+                            for e in pinfo.endpoints])
+    assert got.equals(table)

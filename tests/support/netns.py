@@ -1,0 +1,97 @@
+"""Hosts for tests and benchmarks: network namespaces joined by veth pairs to a bridge in this
+(the root) namespace, which has an address on the hosts' network too, so that a process here (a
+Dask scheduler, a test) reaches every host and every host reaches it. Each host has its own
+loopback, interfaces and abstract sockets, so shared memory works within a host only, and TCP
+(UCX over TCP, gRPC) between hosts.
+
+    with Hosts(["a", "b", "c"]) as hosts:
+        hosts["a"].ip                      # 10.<net>.0.1
+        hosts["a"].run(["ferry", ...])     # ip netns exec ... ferry ...
+        hosts.root_ip                      # this namespace's address on the bridge
+
+Everything made is removed on exit, also when a step fails; where the sandbox forbids
+namespaces, entering raises Unavailable with its reason (a test skips with it).
+"""
+import os
+import subprocess
+from dataclasses import dataclass
+
+
+class Unavailable(Exception):
+    """The sandbox forbids network namespaces, veth pairs or bridges (the message says which)."""
+
+
+def _ip(*args):
+    return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+@dataclass
+class Host:
+    """One network namespace: its name, its address on the bridge, and the prefix that runs a
+    command inside it."""
+    name: str
+    ip: str
+
+    @property
+    def wrap(self):
+        return ["ip", "netns", "exec", self.name]
+
+    def run(self, args, **kwargs):
+        return subprocess.run([*self.wrap, *args], **kwargs)
+
+    def popen(self, args, **kwargs):
+        return subprocess.Popen([*self.wrap, *args], **kwargs)
+
+
+class Hosts:
+    """Namespaces named after `names`, 10.N.0.1, 10.N.0.2, ... on a bridge whose root address is
+    10.N.0.254, N chosen from this process's id so that concurrent runs do not collide."""
+
+    def __init__(self, names):
+        tag = os.getpid() % 10000
+        self.net = 220 + os.getpid() % 30
+        self.bridge = f"fbr{tag}"
+        self.root_ip = f"10.{self.net}.0.254"
+        self.hosts = {n: Host(f"ferry-{n}{tag}", f"10.{self.net}.0.{i + 1}")
+                      for i, n in enumerate(names)}
+        self._made_bridge = False
+        self._made = []
+
+    def __getitem__(self, name):
+        return self.hosts[name]
+
+    def _step(self, *args):
+        r = _ip(*args)
+        if r.returncode != 0:
+            raise Unavailable(f"ip {' '.join(args)}: {r.stderr.strip()}")
+
+    def __enter__(self):
+        try:
+            self._step("link", "add", self.bridge, "type", "bridge")
+            self._made_bridge = True
+            self._step("addr", "add", f"{self.root_ip}/24", "dev", self.bridge)
+            self._step("link", "set", self.bridge, "up")
+            for i, host in enumerate(self.hosts.values()):
+                self._step("netns", "add", host.name)
+                self._made.append(host.name)
+                outside, inside = f"{self.bridge}h{i}", f"{self.bridge}n{i}"
+                self._step("link", "add", outside, "type", "veth", "peer", "name", inside)
+                self._step("link", "set", outside, "master", self.bridge)
+                self._step("link", "set", outside, "up")
+                self._step("link", "set", inside, "netns", host.name)
+                self._step("-n", host.name, "addr", "add", f"{host.ip}/24", "dev", inside)
+                self._step("-n", host.name, "link", "set", inside, "up")
+                self._step("-n", host.name, "link", "set", "lo", "up")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for name in self._made:
+            _ip("netns", "del", name)  # takes its end of the veth pair, and so the other
+        self._made = []
+        if self._made_bridge:
+            _ip("link", "del", self.bridge)
+            self._made_bridge = False
+        return False
