@@ -51,7 +51,7 @@ ctest --test-dir build/test --output-on-failure --timeout 900 -j"$jobs"
 
 # The pytest suites run four tests at a time (pytest-xdist): many wait on servers and processes;
 # python/, cli/ and docs/ took 56 s that way against 100 s one at a time, interop 13 s against 32,
-# flight 13 s against 45.
+# flight 13 s against 45. (The docs' blocks then run apart, below.)
 stage "Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation "${FERRY_RELEASE_PIP[@]}" ./python
 
@@ -60,7 +60,13 @@ stage "Python, command-line and docs suites (pytest; a skip that names no missin
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
 FERRY_BENCH_TREE="$PWD/build/test" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 4 python/tests tests/cli tests/docs
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 4 python/tests tests/cli
+# The docs' blocks one at a time: among them are `ferry demo` and the benchmarks at their smallest,
+# which load both cores themselves.
+FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
+FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
+FERRY_BENCH_TREE="$PWD/build/test" \
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/docs
 
 stage "Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \

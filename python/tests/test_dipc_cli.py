@@ -139,6 +139,27 @@ def memfd_mappings(pid):
         return []  # gone, or not ours to read (and then not ours to have mapped a segment)
 
 
+def descendants(root):
+    """The processes below `root`, from each process's parent in /proc/PID/stat."""
+    parents = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                # The field after the parenthesised command (which may hold spaces) is the state,
+                # then the parent.
+                parents[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            pass
+    found, frontier = [], [root]
+    while frontier:
+        children = [p for p, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
 KILL_SHAPES = [("shm", "list"), ("ucx", "list"), ("ucx", "packed")]
 
 
@@ -186,10 +207,10 @@ def test_a_killed_server_leaves_no_segment_and_a_clear_error(tmp_path, transport
     else:
         assert client.returncode == 2, err
         assert "closed the connection before the end of the stream" in err
-    # No process maps a ferry segment any more, and memfd segments have no name to leak.
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            assert not memfd_mappings(pid), f"process {pid} still maps a ferry segment"
+    # Neither this process nor any it started maps a ferry segment any more, and memfd segments
+    # have no name to leak. (Other processes may: tests beside this one run their own servers.)
+    for pid in [os.getpid(), *descendants(os.getpid())]:
+        assert not memfd_mappings(pid), f"process {pid} still maps a ferry segment"
 
 
 @pytest.mark.parametrize("transport,body", KILL_SHAPES)
