@@ -68,16 +68,25 @@ int Wait(Child* c) {
 // What one `ferry get` reported and how long its process lived.
 struct GetRun {
   int exit_code = 1;
+  std::string why;  // the last line it wrote on stderr, when it failed
   int64_t bytes = 0;
   double transfer_s = 0;  // the client's own figure: connect, receive, validate
   double process_s = 0;   // spawn to exit
 };
 
 // The demo's one use of `ferry serve` and `ferry get`: every command line they are given is
-// built here. Children's stderr goes to /dev/null unless verbose.
+// built here. Children's stderr goes to a file per role (`stem`-serve.err, `stem`-get.err), so a
+// failure can say why, unless verbose (then it is the demo's own).
 class CliPeers {
  public:
-  explicit CliPeers(bool verbose) : verbose_(verbose) {}
+  CliPeers(bool verbose, const std::string& stem)
+      : verbose_(verbose), serve_err_(stem + "-serve.err"), get_err_(stem + "-get.err") {}
+  ~CliPeers() {
+    std::remove(serve_err_.c_str());
+    std::remove(get_err_.c_str());
+  }
+  CliPeers(const CliPeers&) = delete;
+  CliPeers& operator=(const CliPeers&) = delete;
 
   // `ferry serve` with NAME=FILE datasets; fills `uris` (NAME -> URI) from its first lines.
   Result<Child> Serve(const std::string& transport, const std::string& body,
@@ -86,7 +95,7 @@ class CliPeers {
     std::vector<std::string> args{"ferry", "serve", "--transport", transport, "--body", body};
     for (const auto& [name, path] : datasets)
       args.push_back(std::string(name).append("=").append(path));
-    FERRY_ASSIGN_OR_RAISE(Child server, Spawn(args));
+    FERRY_ASSIGN_OR_RAISE(Child server, Spawn(args, serve_err_));
     for (size_t i = 0; i < datasets.size(); ++i) {
       const std::string line = ReadLine(server.out);
       const size_t space = line.find(' ');
@@ -111,12 +120,13 @@ class CliPeers {
       args.emplace_back("--force");  // each path's check overwrites the last one's file
     }
     GetRun run;
-    Result<Child> client = Spawn(args);
+    Result<Child> client = Spawn(args, get_err_);
     if (!client.ok()) return run;
     // "NAME: N batches, R rows, B bytes in T s (X MB/s) on cpu...".
     const std::string summary = ReadLine(client->out);
     run.exit_code = Wait(&*client);
     run.process_s = Since(client->started);
+    if (run.exit_code != 0) run.why = LastLine(get_err_);
     const size_t colon = summary.find(": ");
     long long batches = 0;
     long long rows = 0;
@@ -134,7 +144,19 @@ class CliPeers {
   }
 
  private:
-  Result<Child> Spawn(const std::vector<std::string>& args) {
+  // The last non-empty line of `path` (empty when there is none).
+  static std::string LastLine(const std::string& path) {
+    FILE* f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) return {};
+    std::string last;
+    for (std::string line = ReadLine(f); !line.empty() || !std::feof(f); line = ReadLine(f)) {
+      if (!line.empty()) last = line;
+    }
+    std::fclose(f);
+    return last;
+  }
+
+  Result<Child> Spawn(const std::vector<std::string>& args, const std::string& err_path) {
     if (verbose_) {
       std::string line;
       for (const std::string& a : args) line += (line.empty() ? "" : " ") + a;
@@ -147,7 +169,8 @@ class CliPeers {
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
     if (!verbose_) {
-      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0600);
     }
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
@@ -167,6 +190,8 @@ class CliPeers {
   }
 
   bool verbose_;
+  std::string serve_err_;
+  std::string get_err_;
 };
 
 // Write the table as an IPC stream in `batches` slices (the slices share the table's buffers),
@@ -229,7 +254,7 @@ int ProcessTransfers(const Array& table, const DemoOptions& options, std::vector
                         {"shm", "packed", "serve -> get: Unix socket, type 0 (packed)"},
                         {"ucx", "list", "serve -> get: UCX, type 1 (RMA get)"},
                         {"ucx", "packed", "serve -> get: UCX, type 0 (tagged)"}};
-  CliPeers peers(options.verbose);
+  CliPeers peers(options.verbose, stem);
   const int64_t target = options.transfer_mib << 20;
   int rc = 0;
   bool bulk_written = false;
@@ -254,6 +279,7 @@ int ProcessTransfers(const Array& table, const DemoOptions& options, std::vector
     std::string verdict;
     if (check.exit_code != 0) {
       verdict = "FAILED: `ferry get` exited " + std::to_string(check.exit_code);
+      if (!check.why.empty()) verdict += ": " + check.why;
     } else {
       Result<std::vector<std::string>> got = ReadBatches(received);
       verdict = got.ok() && *got == want ? "identical, value by value" : "FAILED: values differ";
@@ -282,6 +308,7 @@ int ProcessTransfers(const Array& table, const DemoOptions& options, std::vector
     Wait(&*server);
     if (check.exit_code == 0 && timed.exit_code != 0) {
       verdict = "FAILED: the timed `ferry get` exited " + std::to_string(timed.exit_code);
+      if (!timed.why.empty()) verdict += ": " + timed.why;
     }
     if (verdict.rfind("FAILED", 0) == 0) rc = 1;
     char startup[64];
