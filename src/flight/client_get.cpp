@@ -185,9 +185,11 @@ Result<UniqueDeviceArrayStream> ClientImpl::ReadEndpoint(const Endpoint& endpoin
           dipc_options.read = options.read;
           dipc_options.timeout = options_.timeout;
           // The server is up (it just answered): an address that does not answer at once is
-          // unreachable from here (another host, another namespace), so fall back soon.
+          // unreachable from here (another host, another namespace), so fall back soon. A
+          // shared-memory socket that refuses is on this host and gone: no retry at all.
           dipc_options.connect_timeout =
-              std::min(options_.timeout, std::chrono::milliseconds(2000));
+              kind == Via::kShm ? std::chrono::milliseconds(1)
+                                : std::min(options_.timeout, std::chrono::milliseconds(2000));
           stream = dipc::ConnectStream(*uri, endpoint.ticket, dipc_options);
         } else {
           stream = uri.status();
@@ -219,7 +221,7 @@ Result<UniqueDeviceArrayStream> ClientImpl::ReadEndpoint(const Endpoint& endpoin
                                                : std::string(ViaName(options.via)) + " location") +
                     " (it offers: " + listed + ")");
   }
-  return Status(EIO, "every location of the flight failed: " + failures);
+  return Status(EIO, "every location of the endpoint (server " + server + ") failed: " + failures);
 }
 
 }  // namespace internal

@@ -2,6 +2,8 @@
 serve --flight --peer`): ferry's client fails within the bound with one line naming the endpoint,
 where it was reading from (the plane, the location, the server) and the cause, and leaves no
 output file; the other server is left idle, with its descriptors and segments back, and serving.
+The same read through ferry.dask on a real Dask cluster fails its task as fast, Dask's retry
+included, with an error naming the server.
 The dying server stops itself at its third body (FERRY_FAULT_PAUSE) and is then killed, so the
 fault lands mid-read every time.
 """
@@ -93,6 +95,53 @@ def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves):
                                capture_output=True, text=True, timeout=60)
         assert again.returncode == 0, again.stderr
         assert ipc.open_stream(str(tmp_path / "again.arrows")).read_all().equals(half)
+    finally:
+        dying.kill()
+        if survivor is not None:
+            survivor.kill()
+
+
+def test_a_server_killed_mid_read_fails_the_dask_task_naming_it(tmp_path, halves):
+    """ferry.dask.read_flight on a real cluster (a scheduler and a worker process): the task
+    reading the killed server's endpoint fails within the bound, plus Dask's own retry (one here,
+    which finds the server gone at once); the error names the location and its server, and the
+    other server is left idle and serving."""
+    distributed = pytest.importorskip("distributed", reason="scripts/setup.sh installs distributed")
+    import ferry.dask as fdask
+
+    (a_path, b_path), half = halves
+    dying = FlightServe(tmp_path, [f"t={a_path}"], pause="server:body:3")
+    survivor = None
+    try:
+        survivor = FlightServe(tmp_path, ["--peer", dying.uri, "--allow-partial", f"t={b_path}",
+                                          f"u={b_path}"])
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                                      dashboard_address=":0", host="127.0.0.1") as cluster, \
+                distributed.Client(cluster) as dask_client:
+            df = fdask.read_flight(survivor.uri, "t")
+            assert df.npartitions == 2
+            info = fl.connect(survivor.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
+            dying_shm = next(l.uri.decode() for l in info.endpoints[1].locations
+                             if l.uri.decode().startswith("shm://"))
+            future = dask_client.compute(df.i.sum(), retries=1)
+            paused, _ = dying.log.wait_for(PAUSED, 60)
+            assert paused, "the dying server never reached its third body: " + dying.log.text()
+            t0 = time.monotonic()
+            os.kill(dying.proc.pid, signal.SIGKILL)
+            with pytest.raises(Exception) as failed:
+                future.result(timeout=BOUND + 10)
+            took = time.monotonic() - t0
+            assert future.status == "error"
+        message = str(failed.value)
+        # The retry found the server gone: every location refused, each named, and the server.
+        assert "(server 127.0.0.1)" in message and dying_shm in message, message
+        assert took <= BOUND + SLACK, f"the task failed after {took:.2f} s: {message}"
+
+        assert idle_cpu(survivor.proc.pid) < 0.01, "the survivor does not fall idle"
+        again = fl.connect(survivor.uri).do_get(
+            fl.connect(survivor.uri).get_flight_info(
+                fl.FlightDescriptor.for_path("u")).endpoints[0].ticket).read_all()
+        assert again.equals(half)
     finally:
         dying.kill()
         if survivor is not None:
