@@ -160,6 +160,14 @@ int64_t FerryFlightInfoExpiration(const struct FerryFlightInfo* info, size_t i, 
       .count();
 }
 
+const char* FerryFlightInfoAppMetadata(const struct FerryFlightInfo* info, size_t i, size_t* size) {
+  if (size != nullptr) *size = 0;
+  if (info == nullptr || i >= info->flights.size()) return nullptr;
+  const std::string& note = info->flights[i].app_metadata;
+  if (size != nullptr) *size = note.size();
+  return note.c_str();
+}
+
 FerryErrorCode FerryFlightInfoSchema(const struct FerryFlightInfo* info, size_t i,
                                      struct ArrowSchema* out, struct FerryError* error) {
   return ferry::capi::internal::Guard(error, [&]() -> Status {
@@ -270,6 +278,44 @@ FerryErrorCode FerryFlightServerStart(const char* listen, const char* token,
     if (listen != nullptr) options.listen = listen;
     if (token != nullptr) options.token = token;
     FERRY_ASSIGN_OR_RAISE(auto server, ferry::flight::Server::Start(std::move(options)));
+    *out = new FerryFlightServer{std::move(server)};
+    return Status::OK();
+  });
+}
+
+FerryErrorCode FerryFlightServerStartWith(const struct FerryFlightServerOptions* options,
+                                          struct FerryFlightServer** out,
+                                          struct FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (out == nullptr) return Status::Invalid("out is NULL");
+    *out = nullptr;
+    ferry::flight::ServerOptions o;
+    if (options != nullptr) {
+      if (options->listen != nullptr) o.listen = options->listen;
+      if (options->token != nullptr) o.token = options->token;
+      if (options->tls_cert != nullptr) o.tls_cert = options->tls_cert;
+      if (options->tls_key != nullptr) o.tls_key = options->tls_key;
+      if (options->peers == nullptr && options->peer_count > 0) {
+        return Status::Invalid("peers is NULL but peer_count is " +
+                               std::to_string(options->peer_count));
+      }
+      for (size_t k = 0; k < options->peer_count; ++k) {
+        if (options->peers[k] == nullptr) {
+          return Status::Invalid("peer " + std::to_string(k) + " is NULL");
+        }
+        o.peers.emplace_back(options->peers[k]);
+      }
+      if (options->peer_timeout_ms < 0) {
+        return Status::Invalid("peer_timeout_ms is negative (" +
+                               std::to_string(options->peer_timeout_ms) + ")");
+      }
+      if (options->peer_timeout_ms > 0) {
+        o.peer_timeout = std::chrono::milliseconds(options->peer_timeout_ms);
+      }
+      o.allow_partial = options->allow_partial != 0;
+      if (options->peer_tls_roots != nullptr) o.peer_tls_roots = options->peer_tls_roots;
+    }
+    FERRY_ASSIGN_OR_RAISE(auto server, ferry::flight::Server::Start(std::move(o)));
     *out = new FerryFlightServer{std::move(server)};
     return Status::OK();
   });

@@ -195,6 +195,77 @@ int main(void) {
   CHECK(FerryFlightConnect("nonsense", NULL, &anonymous, &error) == EINVAL);
   CHECK(FerryFlightConnect(NULL, NULL, &anonymous, &error) == EINVAL);
 
+  {
+    /* Federation: a second server lists the first as its peer; its flight t is the union (its
+     * own endpoint first, then the peer's), and a read of it sums both. A third lists a peer
+     * where nothing listens: with allow_partial it answers and names the peer in app_metadata,
+     * without it the call fails naming the peer. */
+    struct FerryFlightServer* second = NULL;
+    struct FerryFlightServer* partial = NULL;
+    struct FerryFlightServer* strict = NULL;
+    struct FerryFlightClient* to_second = NULL;
+    struct FerryFlightClient* to_partial = NULL;
+    struct FerryFlightClient* to_strict = NULL;
+    const char* peers[1] = {uri};
+    const char* dead[1] = {"grpc://127.0.0.1:1"};
+    const char* null_peer[1] = {NULL};
+    struct FerryFlightServerOptions fed = {NULL, "s3cret", NULL, NULL, peers, 1, 5000, 0, NULL};
+    struct FerryFlightServerOptions lax = {NULL, "s3cret", NULL, NULL, dead, 1, 500, 1, NULL};
+    struct FerryFlightServerOptions tight = {NULL, "s3cret", NULL, NULL, dead, 1, 500, 0, NULL};
+    struct FerryFlightServerOptions bad = {NULL, NULL, NULL, NULL, null_peer, 1, 0, 0, NULL};
+    char second_uri[256];
+    const char* note;
+    size_t note_size = 0;
+
+    CHECK(FerryFlightServerStartWith(&fed, &second, &error) == 0);
+    CHECK(FerryFlightServerAddPath(second, "t", path, &error) == 0);
+    CHECK(FerryFlightServerUri(second, second_uri, sizeof(second_uri), &error) == 0);
+    CHECK(FerryFlightConnect(second_uri, &options, &to_second, &error) == 0);
+    CHECK(FerryFlightGetInfo(to_second, "t", &info, &error) == 0);
+    CHECK(FerryFlightInfoEndpoints(info, 0) == 2);
+    CHECK(FerryFlightInfoTotalRecords(info, 0) == 6);
+    note = FerryFlightInfoAppMetadata(info, 0, &note_size);
+    CHECK(note != NULL && note_size == 0);
+    CHECK(FerryFlightInfoAppMetadata(info, 1, &note_size) == NULL && note_size == 0);
+    FerryFlightInfoRelease(info);
+    CHECK(FerryFlightGet(to_second, "t", FERRY_FLIGHT_VIA_AUTO, NULL, &got, NULL, 0, &error) == 0);
+    DrainSum(&got, &rows, &sum);
+    CHECK(rows == 6 && sum == 642);
+    got.release(&got);
+
+    CHECK(FerryFlightServerStartWith(&lax, &partial, &error) == 0);
+    CHECK(FerryFlightServerAddPath(partial, "t", path, &error) == 0);
+    CHECK(FerryFlightServerUri(partial, second_uri, sizeof(second_uri), &error) == 0);
+    CHECK(FerryFlightConnect(second_uri, &options, &to_partial, &error) == 0);
+    CHECK(FerryFlightGetInfo(to_partial, "t", &info, &error) == 0);
+    CHECK(FerryFlightInfoEndpoints(info, 0) == 1);
+    note = FerryFlightInfoAppMetadata(info, 0, &note_size);
+    CHECK(note != NULL && note_size > 0 && strstr(note, "grpc://127.0.0.1:1") != NULL);
+    FerryFlightInfoRelease(info);
+
+    CHECK(FerryFlightServerStartWith(&tight, &strict, &error) == 0);
+    CHECK(FerryFlightServerAddPath(strict, "t", path, &error) == 0);
+    CHECK(FerryFlightServerUri(strict, second_uri, sizeof(second_uri), &error) == 0);
+    CHECK(FerryFlightConnect(second_uri, &options, &to_strict, &error) == 0);
+    CHECK(FerryFlightGetInfo(to_strict, "t", &info, &error) != 0);
+    CHECK(info == NULL);
+    CHECK(strstr(error.message, "UNAVAILABLE") != NULL);
+    CHECK(strstr(error.message, "grpc://127.0.0.1:1") != NULL);
+
+    CHECK(FerryFlightServerStartWith(&bad, &partial, &error) == EINVAL);
+    CHECK(strstr(error.message, "peer 0 is NULL") != NULL);
+    dead[0] = "http://nowhere";
+    CHECK(FerryFlightServerStartWith(&lax, &partial, &error) == EINVAL);
+    CHECK(strstr(error.message, "http://nowhere") != NULL);
+
+    FerryFlightClientRelease(to_strict);
+    FerryFlightClientRelease(to_partial);
+    FerryFlightClientRelease(to_second);
+    FerryFlightServerRelease(strict);
+    FerryFlightServerRelease(partial);
+    FerryFlightServerRelease(second);
+  }
+
   FerryFlightClientRelease(client);
   FerryFlightServerRelease(server);
   FerryFlightServerRelease(NULL);

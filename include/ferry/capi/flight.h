@@ -74,6 +74,10 @@ FERRY_EXPORT const char* FerryFlightInfoLocation(const struct FerryFlightInfo* i
                                                  size_t e, size_t l);
 FERRY_EXPORT int64_t FerryFlightInfoExpiration(const struct FerryFlightInfo* info, size_t i,
                                                size_t e);
+/** Flight `i`'s app_metadata (`*size` bytes; "" when it has none): a federated server started
+ * with allow_partial names there, as JSON, the peers that did not answer. NULL out of range. */
+FERRY_EXPORT const char* FerryFlightInfoAppMetadata(const struct FerryFlightInfo* info, size_t i,
+                                                    size_t* size);
 /** Flight `i`'s schema, decoded into `out` (the caller releases it). */
 FERRY_EXPORT FerryErrorCode FerryFlightInfoSchema(const struct FerryFlightInfo* info, size_t i,
                                                   struct ArrowSchema* out,
@@ -117,6 +121,30 @@ struct FerryFlightServer;
 FERRY_EXPORT FerryErrorCode FerryFlightServerStart(const char* listen, const char* token,
                                                    struct FerryFlightServer** out,
                                                    struct FerryError* error);
+/** How FerryFlightServerStartWith starts a server. Every field may be NULL or 0 (the default):
+ * where gRPC listens (NULL: 127.0.0.1:0) and the token every call must carry, as for
+ * FerryFlightServerStart; the server's TLS certificate chain and key (PEM text; both NULL: plain
+ * gRPC); federation: `peer_count` other Flight servers (grpc:// or grpc+tls:// URIs) whose
+ * flights this server lists and describes with its own, how long a peer may take to answer
+ * (0: 2000 ms), whether a peer that does not answer is left out and named in the FlightInfo's
+ * app_metadata (nonzero) rather than failing the call with UNAVAILABLE naming it (0), and the
+ * certificates to trust for grpc+tls peers (PEM text; NULL: the system's). */
+struct FerryFlightServerOptions {
+  const char* listen;
+  const char* token;
+  const char* tls_cert;
+  const char* tls_key;
+  const char* const* peers;
+  size_t peer_count;
+  int64_t peer_timeout_ms;
+  int allow_partial;
+  const char* peer_tls_roots;
+};
+/** Start a Flight server with `options` (NULL: every default); EINVAL names a bad field (a NULL
+ * peer, a peer URI that is not grpc:// or grpc+tls://, a negative timeout). */
+FERRY_EXPORT FerryErrorCode
+FerryFlightServerStartWith(const struct FerryFlightServerOptions* options,
+                           struct FerryFlightServer** out, struct FerryError* error);
 /** Serve an IPC stream or file as flight `name`. */
 FERRY_EXPORT FerryErrorCode FerryFlightServerAddPath(struct FerryFlightServer* server,
                                                      const char* name, const char* path,
