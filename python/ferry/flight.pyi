@@ -1,8 +1,9 @@
 """
-Arrow Flight: a client of any Flight server, which follows a ferry server's fast locations (shared memory, UCX) before DoGet.
+Arrow Flight: a client of any Flight server, which follows a ferry server's fast locations (shared memory, UCX) before DoGet, and a server in this process.
 """
 
 from collections.abc import Sequence
+import os
 
 import ferry._ferry
 
@@ -114,3 +115,62 @@ def connect(uri: str, *, token: str | None = None, tls_roots: str | None = None,
     """
     Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH. `token` is sent as 'authorization: Bearer <token>' on every call; the TLS arguments are PEM text. The channel connects lazily: an absent server fails the first call.
     """
+
+class Server:
+    """
+    A Flight server in this process: gRPC and the shared-memory and UCX planes, which its FlightInfos list as locations. Serving never holds the GIL; its batches keep their producers' memory (no copy) until dropped or stopped.
+    """
+
+    @staticmethod
+    def start(listen: str = '127.0.0.1:0', *, token: str | None = None, tls_cert: str | None = None, tls_key: str | None = None, planes: Sequence[str] = ['shm', 'ucx'], keep: bool = False, peers: Sequence[str] = [], peer_timeout: float = 2.0, allow_partial: bool = False, peer_tls_roots: str | None = None) -> Server:
+        """
+        Start serving on `listen` (HOST:PORT; port 0: a free one). `token`: the bearer token every call must carry; `tls_cert`/`tls_key`: PEM text for grpc+tls; `planes`: the fast planes beside gRPC; `keep`: each flight written once into each plane's own memory. Federation: `peers` (grpc:// or grpc+tls:// URIs) whose flights this server lists with its own, each given `peer_timeout` seconds to answer; with `allow_partial` a silent peer is left out and named in the FlightInfo's app_metadata instead of failing the call; `peer_tls_roots`: PEM certificates for grpc+tls peers.
+        """
+
+    def add(self, name: str, data: object, *, partitioned: bool = False) -> None:
+        """
+        Serve `data` as flight `name` (FileExistsError if it is served): a list of record batches (any array producers), one batch, or a stream producer (a pyarrow Table or RecordBatchReader, ...; read to its end now). With partitioned=True, `data` is a list of partitions, each one of those, and the flight has one endpoint per partition in this order. No batch is copied.
+        """
+
+    def add_path(self, name: str, paths: str | os.PathLike | Sequence[str | os.PathLike], *, partition_bytes: int = 0) -> None:
+        """
+        Serve IPC streams or files as flight `name`: one path is one endpoint, a list one endpoint per file in this order, each file cut further into endpoints of whole batches of at most `partition_bytes` body bytes when it is positive. The files are mapped and lent, not copied.
+        """
+
+    def append_partition(self, name: str, data: object) -> int:
+        """
+        Serve `data` (as for add) as the next endpoint of flight `name`, made if it does not exist, so that many writers build one flight; the new endpoint's index. ValueError if its schema differs from the flight's.
+        """
+
+    def drop(self, name: str) -> None:
+        """
+        Stop serving flight `name` on every plane (FileNotFoundError if unknown; RuntimeError, nothing changed, while a client reads it).
+        """
+
+    @property
+    def names(self) -> list[str]:
+        """The flights served, sorted."""
+
+    @property
+    def uri(self) -> str:
+        """
+        grpc://HOST:PORT (or grpc+tls://) with the port bound; the last one once stopped.
+        """
+
+    @property
+    def port(self) -> int:
+        """The gRPC port bound."""
+
+    def stats(self) -> dict:
+        """
+        The server's running totals: calls, do_gets, do_puts, bytes_sent, bytes_received, unauthenticated, tickets_refused, uploads_failed (each plane's own: do_action('stats') from a client).
+        """
+
+    def stop(self) -> None:
+        """End every call, close the planes and drop the flights (idempotent)."""
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(self, *args) -> None: ...
+
+    def __repr__(self) -> str: ...

@@ -38,8 +38,8 @@ enum class DeviceType : int32_t {
 
 /// Raise the Python exception that matches `status`'s errno code, with its message:
 /// EINVAL -> ValueError, ENOTSUP -> NotImplementedError, ENOMEM -> MemoryError,
-/// ERANGE -> IndexError, ENOENT -> FileNotFoundError, EIO and other system codes -> OSError,
-/// anything else -> RuntimeError.
+/// ERANGE -> IndexError, ENOENT -> FileNotFoundError, EEXIST -> FileExistsError, EIO and other
+/// system codes -> OSError, anything else -> RuntimeError.
 [[noreturn]] void RaiseStatus(const Status& status);
 
 /// Raise when `status` is not OK.
@@ -91,5 +91,7 @@ void InitMemoryView(nb::module_& m);
 void InitIpc(nb::module_& m);
 void InitDipc(nb::module_& m);
 void InitFlight(nb::module_& m);
+/// ferry.flight.Server, in the flight submodule `m`.
+void InitFlightServer(nb::module_& m);
 
 }  // namespace ferry::python

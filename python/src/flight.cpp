@@ -79,7 +79,7 @@ void InitFlight(nb::module_& parent) {
   nb::module_ m = parent.def_submodule(
       "flight",
       "Arrow Flight: a client of any Flight server, which follows a ferry server's fast "
-      "locations (shared memory, UCX) before DoGet.");
+      "locations (shared memory, UCX) before DoGet, and a server in this process.");
 
   nb::class_<flight::Endpoint>(m, "Endpoint",
                                "One stream of a flight: its ticket, the URIs that redeem it "
@@ -294,6 +294,7 @@ void InitFlight(nb::module_& parent) {
         "Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH. `token` is sent "
         "as 'authorization: Bearer <token>' on every call; the TLS arguments are PEM text. The "
         "channel connects lazily: an absent server fails the first call.");
+  InitFlightServer(m);
 }
 
 }  // namespace ferry::python

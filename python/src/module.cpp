@@ -29,6 +29,9 @@ void RaiseStatus(const Status& status) {
     case ENOENT:
       type = PyExc_FileNotFoundError;
       break;
+    case EEXIST:
+      type = PyExc_FileExistsError;
+      break;
     case EIO:
     case EACCES:
     case EPERM:
