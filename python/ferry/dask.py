@@ -88,22 +88,29 @@ def _to_pandas(table, dtype_backend):
 class ReadEndpoint:
     """The function of `read_flight`'s tasks: reads one endpoint through its own locations (shared
     memory when its server is on this worker's host, UCX, then DoGet) into a pandas frame of the
-    `columns` Dask asks for (its column projection: the `columns=` argument)."""
+    `columns` Dask asks for (its column projection: the `columns=` argument). Only those columns
+    are decoded, and over type-1 bodies only their buffers are fetched; `names` are the flight's
+    column names, in its schema's order."""
 
-    def __init__(self, dtype_backend="pyarrow", via="auto"):
+    def __init__(self, dtype_backend="pyarrow", via="auto", names=None):
         self.dtype_backend = dtype_backend
         self.via = via
+        self.names = list(names) if names is not None else None
 
     def __call__(self, part: EndpointPart, columns=None):
         client = _client(part.uri, part.token)
-        stream = client.do_get(flight.Endpoint(part.ticket, list(part.locations)), via=self.via)
+        endpoint = flight.Endpoint(part.ticket, list(part.locations))
+        indices = None
+        if columns is not None and self.names is not None:
+            indices = sorted({self.names.index(c) for c in columns})
+        stream = client.do_get(endpoint, via=self.via, columns=indices)
         table = pa.RecordBatchReader.from_stream(stream).read_all()
         if columns is not None:
-            table = table.select(list(columns))
+            table = table.select(list(columns))  # in the order Dask asked for
         return _to_pandas(table, self.dtype_backend)
 
     def __dask_tokenize__(self):
-        return ("ferry-read-endpoint", self.dtype_backend, self.via)
+        return ("ferry-read-endpoint", self.dtype_backend, self.via, self.names)
 
 
 def _parts_of(node, depth=0):
@@ -190,7 +197,8 @@ def read_flight(uri, path, token=None, *, columns=None, dtype_backend="pyarrow",
              for i, e in enumerate(info.endpoints)]
     digest = hashlib.sha1(json.dumps([uri, path]).encode()).hexdigest()[:8]
     _register_locality()
-    df = dd.from_map(ReadEndpoint(dtype_backend, via), parts, meta=meta, divisions=None,
+    df = dd.from_map(ReadEndpoint(dtype_backend, via, schema.names), parts, meta=meta,
+                     divisions=None,
                      label=f"ferry-read-flight-{digest}", enforce_metadata=False)
     if columns is not None:
         df = df[list(columns)]

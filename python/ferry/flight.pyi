@@ -77,9 +77,9 @@ class Client:
     def get_schema(self, path: str) -> ferry._ferry.Schema:
         """GetSchema for [path], as a ferry.Schema."""
 
-    def do_get(self, path_or_ticket: str | bytes | Endpoint, via: str = 'auto', device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, parallel: int = 0) -> ferry._ferry.ArrayStream:
+    def do_get(self, path_or_ticket: str | bytes | Endpoint, via: str = 'auto', device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, parallel: int = 0, columns: Sequence[int | str] | None = None) -> ferry._ferry.ArrayStream:
         """
-        Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and __arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's batches in its order), each through its own locations in order (shared memory when its server is on this host, UCX, DoGet), or only `via`. An Endpoint is read the same way, alone. bytes are a ticket, redeemed with DoGet.
+        Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and __arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's batches in its order), each through its own locations in order (shared memory when its server is on this host, UCX, DoGet), or only `via`. An Endpoint is read the same way, alone. bytes are a ticket, redeemed with DoGet. `columns` (indices, or names with a path) reads only those columns, in the schema's order: over type-1 bodies only their buffers are fetched; other planes carry whole batches and decode only these.
         """
 
     def do_put(self, path: str, data: object) -> None:

@@ -8,8 +8,10 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +25,41 @@
 
 namespace ferry::python {
 namespace {
+
+/// A column asked for: its index, or its name (which needs the flight's schema).
+using Column = std::variant<int64_t, std::string>;
+
+/// `columns` as the decoder takes them: indices into `schema`'s columns, increasing, each once.
+/// Names need `schema` (NULL: the caller has none, so names are refused).
+std::vector<int32_t> ColumnIndices(const std::vector<Column>& columns, const ArrowSchema* schema) {
+  std::vector<std::string> names;
+  for (const Column& c : columns) {
+    if (const auto* index = std::get_if<int64_t>(&c)) {
+      if (*index < 0 || *index > std::numeric_limits<int32_t>::max()) {
+        Raise(PyExc_IndexError, "column " + std::to_string(*index) + " is out of range");
+      }
+      names.push_back(std::to_string(*index));
+    } else if (schema == nullptr) {
+      Raise(PyExc_ValueError, "column \"" + std::get<std::string>(c) +
+                                  "\" is a name, which needs a path (an Endpoint or a ticket "
+                                  "carries no schema): give column indices");
+    } else {
+      names.push_back(std::get<std::string>(c));
+    }
+  }
+  if (schema != nullptr) {
+    Result<std::vector<int32_t>> found = ferry::ColumnIndices(schema, names);
+    if (!found.ok() && found.status().code() == EINVAL) {
+      Raise(PyExc_KeyError, found.status().message());
+    }
+    return Unwrap(std::move(found));
+  }
+  std::vector<int32_t> out;
+  for (const std::string& n : names) out.push_back(static_cast<int32_t>(std::stol(n)));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 /// ferry.flight.Client: one connection (a gRPC channel) to a Flight server.
 struct PyFlightClient {
@@ -176,7 +213,8 @@ void InitFlight(nb::module_& parent) {
       .def(
           "do_get",
           [](PyFlightClient& c, const std::variant<std::string, nb::bytes, flight::Endpoint>& what,
-             const std::string& via, Device* device, ValidationLevel validation, int parallel) {
+             const std::string& via, Device* device, ValidationLevel validation, int parallel,
+             const std::optional<std::vector<Column>>& columns) {
             if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
             flight::GetOptions options;
             options.via = ViaOf(via);
@@ -186,9 +224,19 @@ void InitFlight(nb::module_& parent) {
             std::string location;
             Result<UniqueDeviceArrayStream> stream = Status::OK();
             if (const auto* path = std::get_if<std::string>(&what)) {
-              nb::gil_scoped_release release;  // GetFlightInfo, connects, waits for the schema
-              stream = c.client->Get(*path, options, &location);
+              Result<flight::FlightInfo> info = [&] {
+                nb::gil_scoped_release release;
+                return c.client->GetFlightInfo(*path);
+              }();
+              flight::FlightInfo got = Unwrap(std::move(info));
+              if (columns) {
+                UniqueSchema schema = Unwrap(got.DecodeSchema());
+                options.read.columns = ColumnIndices(*columns, schema.get());
+              }
+              nb::gil_scoped_release release;  // connects, waits for the schema
+              stream = c.client->GetInfo(got, options, &location);
             } else if (const auto* endpoint = std::get_if<flight::Endpoint>(&what)) {
+              if (columns) options.read.columns = ColumnIndices(*columns, nullptr);
               // One endpoint, through its own locations as a path's endpoints are read.
               flight::FlightInfo info;
               info.endpoints.push_back(*endpoint);
@@ -197,6 +245,7 @@ void InitFlight(nb::module_& parent) {
             } else {
               const nb::bytes& b = std::get<nb::bytes>(what);
               std::string ticket(b.c_str(), b.size());
+              if (columns) options.read.columns = ColumnIndices(*columns, nullptr);
               if (options.via != flight::Via::kAuto && options.via != flight::Via::kGrpc) {
                 Raise(PyExc_ValueError,
                       "a ticket is redeemed with DoGet: via must be 'auto' or "
@@ -212,12 +261,16 @@ void InitFlight(nb::module_& parent) {
           },
           nb::arg("path_or_ticket"), nb::arg("via") = "auto", nb::arg("device").none() = nb::none(),
           nb::arg("validation") = ValidationLevel::kFull, nb::arg("parallel") = 0,
+          nb::arg("columns") = nb::none(),
           "Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and "
           "__arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: "
           "GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's "
           "batches in its order), each through its own locations in order (shared memory when "
           "its server is on this host, UCX, DoGet), or only `via`. An Endpoint is read the same "
-          "way, alone. bytes are a ticket, redeemed with DoGet.")
+          "way, alone. bytes are a ticket, redeemed with DoGet. `columns` (indices, or names "
+          "with a path) reads only those columns, in the schema's order: over type-1 bodies "
+          "only their buffers are fetched; other planes carry whole batches and decode only "
+          "these.")
       .def(
           "do_put",
           [](PyFlightClient& c, const std::string& path, nb::handle data) {

@@ -44,7 +44,7 @@ class Session {
           ClientOptions options, std::shared_ptr<internal::CudaBodies> cuda)
       : conn_(std::move(conn)),
         data_(std::move(data)),
-        options_(options),
+        options_(std::move(options)),
         cuda_(std::move(cuda)),
         decoder_(options_.read),
         metadata_(options_.reorder_window),
@@ -258,22 +258,34 @@ class Session {
                              " has a packed body, but the URI says bodies are in the server's "
                              "CUDA memory (type 1)");
     }
-    if (tag.type == BodyType::kPacked) return decoder_.ConsumeMessage(fb, fb_size, r->payload);
+    if (tag.type == BodyType::kPacked) {
+      Count(r->payload.size);
+      return decoder_.ConsumeMessage(fb, fb_size, r->payload);
+    }
 
     FERRY_ASSIGN_OR_RAISE(BufferList list,
                           ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
     if (cuda_) return ConsumeOnDevice(fb, fb_size, list);
-    Result<FetchedBody> fetched = ahead && ahead->fetch
-                                      ? ahead->fetch->Wait(options_.timeout)
-                                      : data_->Fetch(list.buffers, options_.timeout);
+    std::vector<bool> needed;
+    const std::vector<BufferRef> wanted = Wanted(fb, fb_size, list, &needed);
+    Result<FetchedBody> fetched = ahead && ahead->fetch ? ahead->fetch->Wait(options_.timeout)
+                                                        : data_->Fetch(wanted, options_.timeout);
     FERRY_RETURN_NOT_OK(
         Check(fetched.status(), "fetch (message " + std::to_string(m.sequence) + ")"));
     // While this batch is decoded and validated, the next one's buffers travel.
     FetchAhead();
     std::vector<ipc::BufferLocation> at;
-    at.reserve(fetched->buffers.size());
-    for (const BufferRef& b : fetched->buffers) {
+    at.reserve(list.buffers.size());
+    size_t next = 0;
+    for (size_t i = 0; i < list.buffers.size(); ++i) {
+      if (!needed.empty() && !needed[i]) {
+        at.push_back({-1, -1});  // a column left out: the decoder never looks here
+        continue;
+      }
+      if (next >= fetched->buffers.size()) break;  // the decoder names the count mismatch
+      const BufferRef& b = fetched->buffers[next++];
       at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
+      Count(static_cast<int64_t>(b.length));
     }
     SharedBytes bytes = fetched->bytes;
     std::vector<uint64_t> addresses = DistinctAddresses(list.buffers);
@@ -333,8 +345,11 @@ class Session {
       Result<BufferList> list =
           ParseBufferList({body->payload.data, static_cast<size_t>(body->payload.size)});
       if (list.ok()) {
+        std::vector<bool> needed;
+        const std::vector<BufferRef> wanted = Wanted(
+            m->flatbuffer.data(), static_cast<int64_t>(m->flatbuffer.size()), *list, &needed);
         Result<std::unique_ptr<transport::FetchInFlight>> fetch =
-            data_->StartFetch(list->buffers, options_.timeout);
+            data_->StartFetch(wanted, options_.timeout);
         if (fetch.ok()) ahead->fetch = std::move(*fetch);
       }
     }
@@ -356,6 +371,27 @@ class Session {
     if (ahead->fetch && !ahead->fetch->Wait(kReturnAheadWait).ok()) return;
     std::vector<uint64_t> addresses = DistinctAddresses(list->buffers);
     if (!addresses.empty()) freer_->Free(addresses);
+  }
+
+  // The pairs of `list` that decoding reads: all of them, unless read.columns leaves columns
+  // out (then `needed` says which, one flag per pair). A list whose length differs from the
+  // metadata's is fetched whole, for the decoder to refuse by name.
+  std::vector<BufferRef> Wanted(const uint8_t* fb, int64_t fb_size, const BufferList& list,
+                                std::vector<bool>* needed) const {
+    needed->clear();
+    if (options_.read.columns.empty()) return list.buffers;
+    Result<std::vector<bool>> n = decoder_.BuffersNeeded(fb, fb_size);
+    if (!n.ok() || n->size() != list.buffers.size()) return list.buffers;
+    *needed = std::move(*n);
+    std::vector<BufferRef> out;
+    for (size_t i = 0; i < list.buffers.size(); ++i) {
+      if ((*needed)[i]) out.push_back(list.buffers[i]);
+    }
+    return out;
+  }
+
+  void Count(int64_t bytes) const {
+    if (options_.bytes_read) options_.bytes_read->fetch_add(bytes, std::memory_order_relaxed);
   }
 
   // A type-1 body whose pairs are offsets into the server's device allocation: the arrays point
@@ -483,7 +519,7 @@ Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
     session_options.read.body_on_device = true;
   }
   auto session = std::make_unique<Session>(std::move(conn), std::move(data), data_uri,
-                                           session_options, std::move(cuda));
+                                           std::move(session_options), std::move(cuda));
   FERRY_RETURN_NOT_OK(session->Handshake(ticket, uri.want_data, data_uri.want_data));
   return ExportDeviceArrayStream(std::make_unique<SessionProducer>(std::move(session)),
                                  device_type);
@@ -492,21 +528,22 @@ Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
 }  // namespace
 
 Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
-                                              ClientOptions options) {
+                                              const ClientOptions& options) {
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(uri, options));
   return Start(conn, conn, uri, uri, ticket, options);
 }
 
 Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<transport::Connection> connection,
                                               const Uri& uri, const std::string& ticket,
-                                              ClientOptions options) {
+                                              const ClientOptions& options) {
   if (connection == nullptr) return Status::Invalid("the connection is NULL");
   std::shared_ptr<Connection> conn(std::move(connection));
   return Start(conn, conn, uri, uri, ticket, options);
 }
 
 Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri, const Uri& data_uri,
-                                              const std::string& ticket, ClientOptions options) {
+                                              const std::string& ticket,
+                                              const ClientOptions& options) {
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(metadata_uri, options));
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> data, Open(data_uri, options));
   return Start(std::move(conn), std::move(data), metadata_uri, data_uri, ticket, options);

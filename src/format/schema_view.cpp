@@ -2,6 +2,7 @@
 // type descriptions of schema trees.
 #include "ferry/format/schema_view.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -285,6 +286,39 @@ Status AppendTypeString(const ArrowSchema* schema, int depth, std::string* out) 
 Result<std::string> SchemaToString(const ArrowSchema* schema) {
   std::string out;
   FERRY_RETURN_NOT_OK(AppendTypeString(schema, 0, &out));
+  return out;
+}
+
+Result<std::vector<int32_t>> ColumnIndices(const ArrowSchema* schema,
+                                           const std::vector<std::string>& names) {
+  if (schema == nullptr) return Status::Invalid("ColumnIndices: the schema is NULL");
+  std::vector<int32_t> out;
+  for (const std::string& name : names) {
+    int32_t found = -1;
+    std::string all;
+    for (int64_t k = 0; k < schema->n_children; ++k) {
+      const char* n = schema->children[k]->name != nullptr ? schema->children[k]->name : "";
+      all += (k > 0 ? ", " : "") + std::string(n);
+      if (found < 0 && name == n) found = static_cast<int32_t>(k);
+    }
+    if (found < 0 && !name.empty() && name.size() < 10 &&
+        name.find_first_not_of("0123456789") == std::string::npos) {
+      const int64_t index = std::stoll(name);
+      if (index >= schema->n_children) {
+        return Status(ERANGE, "column " + name + " is out of range (the schema has " +
+                                  std::to_string(schema->n_children) + " columns)");
+      }
+      found = static_cast<int32_t>(index);
+    }
+    if (found < 0) {
+      std::string why = "no column named \"";
+      why.append(name).append("\" (the schema has: ").append(all).append(")");
+      return Status::Invalid(why);
+    }
+    out.push_back(found);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -100,6 +100,9 @@ class Loader {
   Status Column(const ArrowSchema* s, ArrowArray* out) {
     return Node(s, out, 1, Path{nullptr, s, -1});
   }
+  Status SkipColumn(const ArrowSchema* s) { return Skip(s, 1, Path{nullptr, s, -1}); }
+  // How many of the batch's buffers the columns so far took.
+  flatbuffers::uoffset_t buffers_read() const { return buffer_; }
 
   Status Finish() const {
     if (node_ != batch_->nodes()->size()) {
@@ -207,16 +210,59 @@ class Loader {
     return Status::OK();
   }
 
+  Result<const SchemaView*> ViewOf(const ArrowSchema* s, const Path& path) const {
+    if (preorder_ != nullptr && node_ < preorder_->nodes.size() && preorder_->nodes[node_] == s) {
+      return preorder_->views[node_];  // the common case: field node k is pre-order node k
+    }
+    if (auto it = schema_.views.find(s); it != schema_.views.end()) return &it->second;
+    return Fail(path, "the schema node was never parsed");
+  }
+
+  // Step over a column's field nodes and buffers without reading or checking them (a column the
+  // reader did not ask for); only that the batch lists them is checked, so that the columns
+  // after it are found where they are.
+  Status Skip(const ArrowSchema* s, int depth, const Path& path) {
+    if (depth > kMaxDepth) return Fail(path, "nesting is deeper than 64");
+    FERRY_ASSIGN_OR_RAISE(const SchemaView* v, ViewOf(s, path));
+    const auto* nodes = batch_->nodes();
+    if (node_ >= nodes->size()) {
+      return Fail(
+          path, "no field node is left (the batch has only " + std::to_string(nodes->size()) + ")");
+    }
+    ++node_;
+    const TypeId st = v->storage_type;
+    int64_t count = v->layout.n_fixed_buffers;
+    if ((st == TypeId::kSparseUnion || st == TypeId::kDenseUnion) &&
+        schema_.version < fb::MetadataVersion::V5) {
+      ++count;
+    }
+    if (st == TypeId::kBinaryView || st == TypeId::kStringView) {
+      const auto* counts = batch_->variadic_buffer_counts();
+      if (counts == nullptr || variadic_ >= counts->size()) {
+        return Fail(path, "the batch gives no variadic buffer count for this view field");
+      }
+      const int64_t variadic = counts->Get(variadic_++);
+      if (variadic < 0) {
+        return Fail(path, "the variadic buffer count " + std::to_string(variadic) + " is negative");
+      }
+      count += variadic;
+    }
+    const int64_t left = static_cast<int64_t>(batch_->buffers()->size() - buffer_);
+    if (count > left) {
+      return Fail(path, "the field needs " + std::to_string(count) + " buffers but only " +
+                            std::to_string(left) + " are left");
+    }
+    buffer_ += static_cast<flatbuffers::uoffset_t>(count);
+    for (int64_t i = 0; i < s->n_children; ++i) {
+      const ArrowSchema* c = s->children[i];
+      FERRY_RETURN_NOT_OK(Skip(c, depth + 1, Path{&path, c, i}));
+    }
+    return Status::OK();
+  }
+
   Status Node(const ArrowSchema* s, ArrowArray* out, int depth, const Path& path) {
     if (depth > kMaxDepth) return Fail(path, "nesting is deeper than 64");
-    const SchemaView* found = nullptr;
-    if (preorder_ != nullptr && node_ < preorder_->nodes.size() && preorder_->nodes[node_] == s) {
-      found = preorder_->views[node_];  // the common case: field node k is pre-order node k
-    } else if (auto it = schema_.views.find(s); it != schema_.views.end()) {
-      found = &it->second;
-    } else {
-      return Fail(path, "the schema node was never parsed");
-    }
+    FERRY_ASSIGN_OR_RAISE(const SchemaView* found, ViewOf(s, path));
     const SchemaView& v = *found;
     const auto* nodes = batch_->nodes();
     if (node_ >= nodes->size()) {
@@ -359,10 +405,48 @@ class Loader {
 
 }  // namespace
 
+namespace {
+
+void UsePreorder(Loader& loader, const std::vector<const ArrowSchema*>& columns,
+                 const StreamSchema& schema) {
+  if (!columns.empty() && !schema.preorder.nodes.empty() &&
+      schema.preorder.nodes[0] == columns[0]) {
+    loader.set_preorder(&schema.preorder);
+  } else if (columns.size() == 1) {
+    for (const auto& [id, p] : schema.dictionary_preorder) {
+      if (!p.nodes.empty() && p.nodes[0] == columns[0]) loader.set_preorder(&p);
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::vector<bool>> BuffersOfColumns(const std::vector<const ArrowSchema*>& columns,
+                                           const StreamSchema& schema, const fb::RecordBatch* batch,
+                                           const std::vector<bool>& selected,
+                                           const std::string& label) {
+  if (batch == nullptr) return Status::Invalid(label + ": the message has no record batch");
+  const DictionaryLookup none;  // never called: no buffer is read
+  Loader loader(schema, batch, Body{}, none, 0, label);
+  FERRY_RETURN_NOT_OK(loader.Init());
+  UsePreorder(loader, columns, schema);
+  std::vector<bool> needed(batch->buffers()->size(), false);
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const flatbuffers::uoffset_t first = loader.buffers_read();
+    FERRY_RETURN_NOT_OK(loader.SkipColumn(columns[c]));
+    if (selected.empty() || selected[c]) {
+      for (auto k = first; k < loader.buffers_read(); ++k) needed[k] = true;
+    }
+  }
+  FERRY_RETURN_NOT_OK(loader.Finish());
+  return needed;
+}
+
 Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns,
                                   const StreamSchema& schema, const fb::RecordBatch* batch,
                                   const Body& body, const DictionaryLookup& dictionaries,
-                                  int64_t decompress_limit, const std::string& label) {
+                                  int64_t decompress_limit, const std::string& label,
+                                  const std::vector<bool>& selected) {
   if (batch == nullptr) return Status::Invalid(label + ": the message has no record batch");
   Body aligned = body;
   int64_t realigned = 0;
@@ -374,16 +458,14 @@ Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns
   }
   Loader loader(schema, batch, aligned, dictionaries, decompress_limit, label);
   FERRY_RETURN_NOT_OK(loader.Init());
-  if (!columns.empty() && !schema.preorder.nodes.empty() &&
-      schema.preorder.nodes[0] == columns[0]) {
-    loader.set_preorder(&schema.preorder);
-  } else if (columns.size() == 1) {
-    for (const auto& [id, p] : schema.dictionary_preorder) {
-      if (!p.nodes.empty() && p.nodes[0] == columns[0]) loader.set_preorder(&p);
-    }
-  }
+  UsePreorder(loader, columns, schema);
   LoadedColumns out;
-  for (const ArrowSchema* column : columns) {
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const ArrowSchema* column = columns[c];
+    if (!selected.empty() && !selected[c]) {
+      FERRY_RETURN_NOT_OK(loader.SkipColumn(column));
+      continue;
+    }
     UniqueArray array;
     FERRY_RETURN_NOT_OK(loader.Column(column, array.get()));
     if (array->length != batch->length()) {

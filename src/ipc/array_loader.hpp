@@ -44,10 +44,19 @@ struct LoadedColumns {
 /// Load the columns described by `columns` (schema nodes of `schema.root`) from `batch` over
 /// `body`. Checks every count, offset, length and alignment against the body and the schema
 /// before any pointer is handed out; bodies are referenced, never copied, unless compressed.
-/// `label` ("message 3") starts every error.
+/// With `selected` (one flag per column; empty: all), the others are stepped over unread and
+/// only the selected are returned. `label` ("message 3") starts every error.
 Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns,
                                   const StreamSchema& schema, const fb::RecordBatch* batch,
                                   const Body& body, const DictionaryLookup& dictionaries,
-                                  int64_t decompress_limit, const std::string& label);
+                                  int64_t decompress_limit, const std::string& label,
+                                  const std::vector<bool>& selected = {});
+
+/// Which of `batch`'s body buffers LoadColumns reads for the `selected` columns (one flag per
+/// buffer the batch lists), found from the field nodes and the schema alone: no body needed.
+Result<std::vector<bool>> BuffersOfColumns(const std::vector<const ArrowSchema*>& columns,
+                                           const StreamSchema& schema, const fb::RecordBatch* batch,
+                                           const std::vector<bool>& selected,
+                                           const std::string& label);
 
 }  // namespace ferry::ipc::internal

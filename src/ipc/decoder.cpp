@@ -9,6 +9,7 @@
 
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/format/json.hpp"
+#include "ferry/format/schema.hpp"
 #include "ipc/decoder_state.hpp"
 
 namespace ferry::ipc {
@@ -185,21 +186,22 @@ Status Decoder::Impl::HandleSchema(const fb::Schema* s, fb::MetadataVersion vers
     return Status(parsed.status().code(), Label(i) + " (schema): " + parsed.status().message());
   }
   schema = std::move(*parsed);
-  return Status::OK();
+  return Project(i);
 }
 
 Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
                                                const SharedBytes& body, const std::string& label,
                                                int64_t* decompressed) const {
-  const ArrowSchema* root = schema->root.get();
-  std::vector<const ArrowSchema*> columns(root->children, root->children + root->n_children);
+  const ArrowSchema* all = schema->root.get();
+  std::vector<const ArrowSchema*> columns(all->children, all->children + all->n_children);
   FERRY_RETURN_NOT_OK(
       CheckDeviceBody(batch != nullptr && batch->compression() != nullptr, body, label));
   auto lookup = [this](int64_t key) { return Lookup(key); };
   FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
                         internal::LoadColumns(columns, *schema, batch, body, lookup,
-                                              options.max_decompressed_bytes, label));
+                                              options.max_decompressed_bytes, label, selected));
   if (decompressed != nullptr) *decompressed += loaded.decompressed_bytes;
+  const ArrowSchema* root = OutSchema();
   UniqueArray out;
   const void* no_validity = nullptr;
   const KeepAlive::Slots root_slots =
@@ -241,8 +243,21 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
                            " is not declared by the schema");
   }
   const ArrowSchema* value_schema = it->second;
-  auto lookup = [this](int64_t key) { return Lookup(key); };
   const std::string label = Label(i) + " (dictionary " + std::to_string(id) + ")";
+  DecodedMessage event;
+  event.kind = MessageKind::kDictionary;
+  event.index = i;
+  event.dictionary_id = id;
+  event.is_delta = d->is_delta();
+  event.body_length = body.size;
+  event.compression = internal::CompressionName(d->data() ? d->data()->compression() : nullptr);
+  if (!selected.empty() && used_dictionaries.count(id) == 0) {
+    // Only columns the reader left out use it: not decoded (its buffers were not fetched).
+    event.custom_metadata = std::move(custom_metadata);
+    events.push_back(std::move(event));
+    return Status::OK();
+  }
+  auto lookup = [this](int64_t key) { return Lookup(key); };
   FERRY_RETURN_NOT_OK(
       CheckDeviceBody(d->data() != nullptr && d->data()->compression() != nullptr, body, label));
   FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
@@ -274,14 +289,7 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
     }
     dictionaries[id] = std::make_shared<UniqueArray>(std::move(loaded.columns[0]));
   }
-  DecodedMessage event;
-  event.kind = MessageKind::kDictionary;
-  event.index = i;
   event.custom_metadata = std::move(custom_metadata);
-  event.dictionary_id = id;
-  event.is_delta = d->is_delta();
-  event.body_length = body.size;
-  event.compression = internal::CompressionName(d->data() ? d->data()->compression() : nullptr);
   events.push_back(std::move(event));
   return Status::OK();
 }
@@ -396,7 +404,7 @@ Status Decoder::Impl::Feed(const SharedBytes& chunk) {
 
 // ---- Decoder -----------------------------------------------------------------------------------
 
-Decoder::Decoder(ReadOptions options) : impl_(std::make_unique<Impl>(options)) {}
+Decoder::Decoder(ReadOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Decoder::~Decoder() = default;
 Decoder::Decoder(Decoder&&) noexcept = default;
 Decoder& Decoder::operator=(Decoder&&) noexcept = default;
@@ -455,62 +463,6 @@ Status Decoder::ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
   return Status::OK();
 }
 
-Status Decoder::ConsumeMessageBuffers(const uint8_t* metadata, int64_t metadata_size,
-                                      const SharedBytes& region,
-                                      std::span<const BufferLocation> buffers) {
-  Impl& d = *impl_;
-  if (!d.failed.ok()) return d.failed;
-  if (metadata == nullptr || metadata_size <= 0) {
-    return d.Fail(Status::Invalid(d.Label(d.index) + ": empty metadata"));
-  }
-  // VerifyMessage leaves its own copy in d.metadata, which is ours to rewrite.
-  Result<const fb::Message*> m = d.VerifyMessage(metadata, metadata_size, &d.metadata, d.index);
-  if (!m.ok()) return d.Fail(m.status());
-  const flatbuffers::Vector<const fb::Buffer*>* listed = nullptr;
-  if (const fb::RecordBatch* rb = (*m)->header_as_RecordBatch()) {
-    listed = rb->buffers();
-  } else if (const fb::DictionaryBatch* db = (*m)->header_as_DictionaryBatch()) {
-    if (db->data() != nullptr) listed = db->data()->buffers();
-  }
-  const size_t count = listed ? listed->size() : 0;
-  if (count != buffers.size()) {
-    return d.Fail(Status::Invalid(d.Label(d.index) + ": the metadata lists " +
-                                  std::to_string(count) + " body buffers but " +
-                                  std::to_string(buffers.size()) + " locations were given"));
-  }
-  for (size_t i = 0; i < count; ++i) {
-    const BufferLocation& at = buffers[i];
-    const int64_t declared = listed->Get(static_cast<flatbuffers::uoffset_t>(i))->length();
-    int64_t end = 0;
-    std::string why;
-    if (at.offset < 0 || at.length < 0 || __builtin_add_overflow(at.offset, at.length, &end) ||
-        end > region.size) {
-      // Built by appending: `"(" + std::string&&` trips GCC 12's bogus -Wrestrict (GCC PR
-      // 105651) in optimized builds.
-      why.append("(").append(std::to_string(at.offset)).append(", ");
-      why.append(std::to_string(at.length)).append(") lies outside the region of ");
-      why.append(std::to_string(region.size)).append(" bytes");
-    } else if (at.length != declared) {
-      why = "has " + std::to_string(at.length) + " bytes but the metadata says " +
-            std::to_string(declared);
-    } else if (at.offset % 8 != 0) {
-      why = "starts at " + std::to_string(at.offset) + ", which is not a multiple of 8";
-    }
-    if (!why.empty()) {
-      return d.Fail(
-          Status::Invalid(d.Label(d.index) + ": body buffer " + std::to_string(i) + " " + why));
-    }
-    // fb::Buffer is a fixed struct {int64 offset; int64 length}, little-endian on the wire.
-    auto* raw = reinterpret_cast<uint8_t*>(
-        const_cast<fb::Buffer*>(listed->Get(static_cast<flatbuffers::uoffset_t>(i))));
-    const int64_t le = flatbuffers::EndianScalar(at.offset);
-    std::memcpy(raw, &le, sizeof(le));
-  }
-  Status st = d.HandleMessage(*m, region);
-  if (!st.ok()) return d.Fail(st);
-  return Status::OK();
-}
-
 int64_t Decoder::next_required_size() const noexcept {
   return impl_->state == Impl::State::kDone ? 0 : impl_->need - impl_->pending.size();
 }
@@ -523,12 +475,12 @@ std::optional<DecodedMessage> Decoder::Next() {
 }
 
 const ArrowSchema* Decoder::schema() const noexcept {
-  return impl_->schema ? impl_->schema->root.get() : nullptr;
+  return impl_->schema ? impl_->OutSchema() : nullptr;
 }
 
 Result<UniqueSchema> Decoder::ExportSchema() const {
   if (!impl_->schema) return Status::Invalid("no schema has been decoded yet");
-  return CopySchema(impl_->schema->root.get());
+  return CopySchema(impl_->OutSchema());
 }
 
 MetadataVersion Decoder::version() const noexcept {

@@ -5,7 +5,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "ferry/core/host_buffer.hpp"
 #include "ferry/ipc/decoder.hpp"
@@ -15,7 +17,7 @@
 namespace ferry::ipc {
 
 struct Decoder::Impl {
-  explicit Impl(ReadOptions o) : options(o) {}
+  explicit Impl(ReadOptions o) : options(std::move(o)) {}
 
   enum class State : int8_t { kPrefix, kLength, kMetadata, kBody, kDone };
 
@@ -29,6 +31,11 @@ struct Decoder::Impl {
   Status failed;
   // Stream state.
   std::optional<internal::StreamSchema> schema;
+  // With options.columns: which columns are decoded, the schema of those, and the dictionary
+  // ids they use (dictionary batches of other ids are skipped).
+  std::vector<bool> selected;
+  UniqueSchema projected;
+  std::set<int64_t> used_dictionaries;
   std::map<int64_t, std::shared_ptr<UniqueArray>> dictionaries;
   bool file_mode = false;  // the file format forbids dictionary replacement
   std::deque<DecodedMessage> events;
@@ -51,6 +58,13 @@ struct Decoder::Impl {
   Result<UniqueArray> DecodeBatch(const fb::RecordBatch* batch, const SharedBytes& body,
                                   const std::string& label, int64_t* decompressed) const;
   Status CheckVersion(fb::MetadataVersion version, int64_t i) const;
+  /// Apply options.columns to the schema just decoded: fill selected, projected and
+  /// used_dictionaries, or fail naming a bad index.
+  Status Project(int64_t i);
+  /// The buffers of verified message `m` (number `i`) that decoding reads (Decoder::BuffersNeeded).
+  Result<std::vector<bool>> Needed(const fb::Message* m, int64_t i) const;
+  /// The schema handed out: the projected one, or the stream's.
+  const ArrowSchema* OutSchema() const { return projected ? projected.get() : schema->root.get(); }
   /// With options.body_on_device: refuse a body whose decoding would read it on the host.
   Status CheckDeviceBody(bool compressed, const SharedBytes& body, const std::string& label) const;
   /// The level loaded arrays are validated at (none for bodies in device memory).

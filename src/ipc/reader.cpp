@@ -51,7 +51,8 @@ struct Block {
 }  // namespace
 
 Result<UniqueArrayStream> ReadStream(SharedBytes bytes, ReadOptions options) {
-  auto state = std::make_shared<StreamState>(StreamState{Decoder(options), std::move(bytes), 0});
+  auto state =
+      std::make_shared<StreamState>(StreamState{Decoder(std::move(options)), std::move(bytes), 0});
   // Decode up to the schema now, so a bad or missing schema fails here.
   while (state->decoder.schema() == nullptr) {
     if (state->pos == state->bytes.size || state->decoder.finished()) {
@@ -122,7 +123,7 @@ FileReader::~FileReader() = default;
 FileReader::FileReader(FileReader&&) noexcept = default;
 FileReader& FileReader::operator=(FileReader&&) noexcept = default;
 
-Result<FileReader> FileReader::Open(SharedBytes file, ReadOptions options) {
+Result<FileReader> FileReader::Open(SharedBytes file, const ReadOptions& options) {
   FileReader reader;
   Impl& r = *reader.impl_;
   r.file = std::move(file);
@@ -265,7 +266,7 @@ Result<UniqueArrayStream> ReadPath(const std::string& path, ReadOptions options)
     }
     return FileReader::ToStream(std::move(*reader));
   }
-  Result<UniqueArrayStream> stream = ReadStream(std::move(bytes), options);
+  Result<UniqueArrayStream> stream = ReadStream(std::move(bytes), std::move(options));
   if (!stream.ok()) {
     return Status(stream.status().code(), "\"" + path + "\": " + stream.status().message());
   }

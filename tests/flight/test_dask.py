@@ -96,6 +96,8 @@ def test_projection_reaches_the_reads(tmp_path, parts, cluster):
         readers = list(_reads(projected.optimize().__dask_graph__().values()))
         assert len(readers) == 3
         assert all(t.kwargs.get("columns") == [name] for t in readers)
+        # Each read knows the flight's columns, so it asks the server for that one alone.
+        assert all(t.func.names == tables[0].column_names for t in readers)
         got = projected.compute()
         assert list(got.columns) == [name]
         assert pa.Table.from_pandas(got, preserve_index=False).column(name).equals(

@@ -171,6 +171,42 @@ def test_cli_against_pyarrow_server(pyarrow_server, tables, tmp_path):
     assert [f["path"] for f in flights] == [["mixed"], ["small"], ["up"]]
 
 
+def test_columns_are_read_alone_on_every_plane(tmp_path):
+    """do_get(columns=...) gives only those columns, in the schema's order, equal to pyarrow's
+    selection, on every plane and for type-1 and packed bodies; names need a path."""
+    table = mixed_table(3000)
+    path = tmp_path / "t.arrows"
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=1000)
+    for body in ("list", "packed"):
+        with Serve(f"t={path}", "--body", body, tmp=str(tmp_path)) as s:
+            client = ferry.flight.connect(s.uri)
+            for via in ("shm", "ucx", "grpc"):
+                got = pa.table(client.do_get("t", via=via, columns=["s", "i"]))
+                assert got.equals(table.select(["i", "s"])), (body, via)
+                got = pa.table(client.do_get("t", via=via, columns=[4, 1, 4]))
+                assert got.equals(table.select([1, 4])), (body, via)
+            info = client.get_flight_info("t")
+            endpoint = ferry.flight.Endpoint(info.endpoints[0].ticket, info.endpoints[0].locations)
+            assert pa.table(client.do_get(endpoint, columns=[2])).equals(table.select([2]))
+            with pytest.raises(ValueError, match="is a name, which needs a path"):
+                client.do_get(endpoint, columns=["s"])
+            with pytest.raises(KeyError, match='no column named "z"'):
+                client.do_get("t", columns=["z"])
+            with pytest.raises(IndexError, match=r"column 9 is out of range \(the schema has 7"):
+                client.do_get("t", columns=[9])
+            # The command line: names or indices.
+            out = tmp_path / f"cols-{body}.arrows"
+            r = subprocess.run([ferry_cli(), "get", s.uri, "--path", "t", "--columns", "s,0",
+                                "--no-progress", "--to", str(out)],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            assert pa.ipc.open_stream(str(out)).read_all().equals(table.select(["i", "s"]))
+            r = subprocess.run([ferry_cli(), "get", s.uri, "--path", "t", "--columns", "zz",
+                                "--no-progress"], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 2 and 'no column named "zz"' in r.stderr, r.stderr
+
+
 def test_binding_against_ferry_server_follows_locations(tmp_path):
     table = mixed_table(4000)
     path = tmp_path / "t.arrows"

@@ -203,5 +203,21 @@ TEST(SchemaToString, ReadableNestedTypes) {
             "ext: extension<arrow.uuid: fixed_size_binary[16]>>");
 }
 
+TEST(ColumnIndices, NamesAndIndicesBecomeSortedIndices) {
+  Field f = Field::Make(
+      "+s", "",
+      {Field::Make("l", "x"), Field::Make("u", "s"), Field::Make("g", "7"), Field::Make("i", "x")});
+  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, f.Export());
+  ASSERT_OK_AND_ASSIGN(std::vector<int32_t> got, ColumnIndices(schema.get(), {"s", "x", "1"}));
+  EXPECT_EQ(got, (std::vector<int32_t>{0, 1}));  // sorted, each once; "x" is the first x
+  // A column named like a number is that column; other numbers are indices.
+  ASSERT_OK_AND_ASSIGN(got, ColumnIndices(schema.get(), {"7", "3"}));
+  EXPECT_EQ(got, (std::vector<int32_t>{2, 3}));
+  ASSERT_RAISES_WITH(EINVAL, "no column named \"z\" (the schema has: x, s, 7, x)",
+                     ColumnIndices(schema.get(), {"z"}));
+  ASSERT_RAISES_WITH(ERANGE, "column 4 is out of range (the schema has 4 columns)",
+                     ColumnIndices(schema.get(), {"4"}));
+}
+
 }  // namespace
 }  // namespace ferry

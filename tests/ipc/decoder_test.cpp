@@ -12,6 +12,7 @@
 #include "ferry/ipc/writer.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
+#include "support/type_catalog.hpp"
 
 namespace ferry {
 namespace {
@@ -228,17 +229,23 @@ TEST(DecoderLimitTest, DecompressionIsCapped) {
 }
 
 }  // namespace
-// Keeps a copy of each message's metadata and its body length, as the writer reports them.
+// Keeps a copy of each message's metadata, its body length and its body buffers, as the writer
+// reports them.
 class RecordingSink final : public ipc::MessageSink {
  public:
   Status WriteMessage(const ipc::EncodedMessage& m) override {
     metadata.emplace_back(m.metadata.begin(), m.metadata.end());
     body_lengths.push_back(m.body_length);
+    buffers.emplace_back();
+    for (const ipc::BodyBuffer& b : m.buffers) {
+      buffers.back().emplace_back(b.data, b.data + b.length);
+    }
     return Status::OK();
   }
   Status WriteEndOfStream() override { return Status::OK(); }
   std::vector<std::vector<uint8_t>> metadata;
   std::vector<int64_t> body_lengths;
+  std::vector<std::vector<std::vector<uint8_t>>> buffers;
 };
 
 TEST(MessageBodyLengthTest, ReadsWhatTheWriterAnnounced) {
@@ -264,6 +271,177 @@ TEST(MessageBodyLengthTest, ReadsWhatTheWriterAnnounced) {
   ASSERT_RAISES_WITH(EINVAL, "is not a valid Message flatbuffer", ipc::MessageBodyLength(garbage));
   ASSERT_RAISES_WITH(EINVAL, "is not a valid Message flatbuffer",
                      ipc::MessageBodyLength(std::span<const uint8_t>()));
+}
+
+// ---- Projection: ReadOptions::columns ---------------------------------------------------------
+
+// Every catalog type as one column ("c0", "c1", ...) of `rows` rows with nulls, and how each
+// renders by the catalog's own generator (the oracle the decoded columns are checked against).
+struct CatalogBatch {
+  Array batch;
+  std::vector<Json> rendered;
+};
+
+Result<CatalogBatch> MakeCatalogBatch(int64_t rows) {
+  const auto& catalog = testing::TypeCatalog();
+  std::vector<Field> columns;
+  std::vector<Json> values;
+  std::vector<Json> rendered;
+  for (size_t t = 0; t < catalog.size(); ++t) {
+    testing::GeneratedValues g = testing::GenerateValues(catalog[t], t * 7919 + 3, rows, true);
+    Field f = catalog[t].field;
+    f.name = "c" + std::to_string(t);
+    columns.push_back(std::move(f));
+    values.push_back(std::move(g.values));
+    rendered.push_back(std::move(g.rendered));
+  }
+  Json table = Json::array();
+  for (int64_t i = 0; i < rows; ++i) {
+    Json row = Json::object();
+    for (size_t t = 0; t < columns.size(); ++t) row[columns[t].name] = values[t][i];
+    table.push_back(std::move(row));
+  }
+  FERRY_ASSIGN_OR_RAISE(Array batch,
+                        testing::ArrayFromJson(testing::BatchField(columns), table.dump()));
+  return CatalogBatch{std::move(batch), std::move(rendered)};
+}
+
+TEST(DecoderProjectionTest, DecodesOnlyTheColumnsAskedForOfEveryType) {
+  const int64_t rows = 7;
+  ASSERT_OK_AND_ASSIGN(CatalogBatch c, MakeCatalogBatch(rows));
+  ASSERT_OK_AND_ASSIGN(
+      SharedBytes bytes,
+      testing::WriteIpc(c.batch.schema(), {c.batch.array(), c.batch.array()}, false));
+  const auto n = static_cast<int32_t>(c.rendered.size());
+  std::vector<std::vector<int32_t>> selections;
+  for (int32_t k = 0; k < n; ++k) selections.push_back({k});
+  selections.push_back({0, n / 2, n - 1});
+  std::vector<int32_t> even;
+  for (int32_t k = 0; k < n; k += 2) even.push_back(k);
+  selections.push_back(even);
+  for (const std::vector<int32_t>& selection : selections) {
+    ipc::ReadOptions options;
+    options.columns = selection;
+    Json expected = Json::array();
+    for (int64_t i = 0; i < rows; ++i) {
+      Json row = Json::object();
+      for (int32_t k : selection) row["c" + std::to_string(k)] = c.rendered[k][i];
+      expected.push_back(std::move(row));
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(bytes, options));
+    ASSERT_EQ(read.size(), 2u);
+    for (const std::string& batch : read) {
+      EXPECT_EQ(Json::parse(batch), expected)
+          << "columns " << Json(selection).dump()
+          << " (first: " << testing::TypeCatalog()[selection[0]].name << ")";
+    }
+  }
+}
+
+// The sample batch's messages as the dissociated protocol's server sees them.
+RecordingSink SampleMessages() {
+  RecordingSink sink;
+  Result<Array> batch = SampleBatch();
+  EXPECT_TRUE(batch.ok());
+  Result<ipc::StreamWriter> writer = ipc::StreamWriter::Open(&sink, batch->schema());
+  EXPECT_TRUE(writer.ok());
+  EXPECT_OK(writer->WriteBatch(batch->array()));
+  EXPECT_OK(writer->Close());
+  return sink;
+}
+
+// Feed message `i` of `sink` with its buffers lent: the needed ones copied into a region of
+// their own, every other given a location no region has (so reading one would fail).
+Status FeedLent(ipc::Decoder& decoder, const RecordingSink& sink, size_t i,
+                std::vector<bool>* needed_out) {
+  const std::vector<uint8_t>& m = sink.metadata[i];
+  FERRY_ASSIGN_OR_RAISE(std::vector<bool> needed, decoder.BuffersNeeded(m.data(), m.size()));
+  if (needed_out != nullptr) *needed_out = needed;
+  if (needed.size() != sink.buffers[i].size()) {
+    return Status::Invalid("BuffersNeeded gave " + std::to_string(needed.size()) + " flags for " +
+                           std::to_string(sink.buffers[i].size()) + " buffers");
+  }
+  std::vector<ipc::BufferLocation> at;
+  int64_t size = 0;
+  for (size_t b = 0; b < needed.size(); ++b) {
+    if (!needed[b]) {
+      at.push_back({-1, -1});
+      continue;
+    }
+    at.push_back({size, static_cast<int64_t>(sink.buffers[i][b].size())});
+    size += (static_cast<int64_t>(sink.buffers[i][b].size()) + 7) / 8 * 8;
+  }
+  auto words = std::make_shared<std::vector<uint64_t>>(static_cast<size_t>(size / 8 + 1));
+  auto* base = reinterpret_cast<uint8_t*>(words->data());
+  for (size_t b = 0; b < needed.size(); ++b) {
+    if (needed[b] && !sink.buffers[i][b].empty()) {
+      std::memcpy(base + at[b].offset, sink.buffers[i][b].data(), sink.buffers[i][b].size());
+    }
+  }
+  const SharedBytes region{base, size, words};
+  return decoder.ConsumeMessageBuffers(m.data(), static_cast<int64_t>(m.size()), region, at);
+}
+
+TEST(DecoderProjectionTest, LentBuffersOfOtherColumnsAreNeverRead) {
+  const RecordingSink sink = SampleMessages();
+  ASSERT_EQ(sink.metadata.size(), 3u);  // schema, the dictionary of d, the batch
+  // Buffers of the batch, by hand: x (validity, values), s (validity, offsets, data),
+  // d (validity, indices), list (validity, offsets) and its int32 items (validity, values).
+  struct Case {
+    std::vector<int32_t> columns;
+    bool dictionary_needed;
+    std::vector<bool> batch_needed;
+    std::string rows;
+  };
+  const std::vector<Case> cases = {
+      {{1}, false, {0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0}, R"([{"s":"one"},{"s":null},{"s":"three"}])"},
+      {{2}, true, {0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0}, R"([{"d":"a"},{"d":"b"},{"d":"a"}])"},
+      {{0, 3},
+       false,
+       {1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1},
+       R"([{"x":1,"list":[1,2]},{"x":null,"list":null},{"x":3,"list":[]}])"},
+  };
+  for (const Case& c : cases) {
+    ipc::ReadOptions options;
+    options.columns = c.columns;
+    ipc::Decoder decoder(options);
+    ASSERT_RAISES_WITH(EINVAL, "no schema has been decoded yet",
+                       decoder.BuffersNeeded(sink.metadata[0].data(), sink.metadata[0].size()));
+    ASSERT_OK(decoder.ConsumeMessage(sink.metadata[0].data(),
+                                     static_cast<int64_t>(sink.metadata[0].size()), {}));
+    ASSERT_EQ(decoder.schema()->n_children, static_cast<int64_t>(c.columns.size()));
+    std::vector<bool> dictionary;
+    ASSERT_OK(FeedLent(decoder, sink, 1, &dictionary));
+    EXPECT_EQ(dictionary, std::vector<bool>(dictionary.size(), c.dictionary_needed));
+    std::vector<bool> batch;
+    ASSERT_OK(FeedLent(decoder, sink, 2, &batch));
+    EXPECT_EQ(batch, c.batch_needed) << Json(c.columns).dump();
+    std::vector<Json> got = Drain(decoder, decoder.schema());
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0], Json::parse(c.rows)) << Json(c.columns).dump();
+  }
+  // Without a projection every buffer is needed, and a lying location is refused.
+  ipc::Decoder whole;
+  ASSERT_OK(whole.ConsumeMessage(sink.metadata[0].data(),
+                                 static_cast<int64_t>(sink.metadata[0].size()), {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> all,
+                       whole.BuffersNeeded(sink.metadata[2].data(), sink.metadata[2].size()));
+  EXPECT_EQ(all, std::vector<bool>(11, true));
+}
+
+TEST(DecoderProjectionTest, ColumnsOutOfRangeOrOrderAreRefused) {
+  const RecordingSink sink = SampleMessages();
+  ipc::ReadOptions options;
+  options.columns = {1, 4};
+  ipc::Decoder past(options);
+  ASSERT_RAISES_WITH(ERANGE, "message 0 (schema): column 4 was asked for, but the schema has 4",
+                     past.ConsumeMessage(sink.metadata[0].data(),
+                                         static_cast<int64_t>(sink.metadata[0].size()), {}));
+  options.columns = {2, 1};
+  ipc::Decoder unordered(options);
+  ASSERT_RAISES_WITH(EINVAL, "increasing order without repeats (1 after 2)",
+                     unordered.ConsumeMessage(sink.metadata[0].data(),
+                                              static_cast<int64_t>(sink.metadata[0].size()), {}));
 }
 
 }  // namespace ferry

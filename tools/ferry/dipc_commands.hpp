@@ -84,6 +84,8 @@ struct GetOptions {
   std::string via = "auto";
   /// Endpoints read at once (0: min(endpoints, 4)).
   int parallel = 0;
+  /// The columns to read (names or indices; empty: all).
+  std::vector<std::string> columns;
   std::string token_file;
   std::string tls_roots;
   bool verbose = false;

@@ -251,8 +251,21 @@ int Get(const GetOptions& o) {
   options.parallel = o.parallel;
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
-  Result<UniqueDeviceArrayStream> stream =
-      o.path.empty() ? (*client)->DoGet(o.ticket, options) : (*client)->Get(o.path, options);
+  Result<UniqueDeviceArrayStream> stream = Status::OK();
+  if (o.columns.empty()) {
+    stream = o.path.empty() ? (*client)->DoGet(o.ticket, options) : (*client)->Get(o.path, options);
+  } else if (o.path.empty()) {
+    return Fail("--columns", Status::Invalid("needs --path (a ticket carries no schema)"));
+  } else {
+    Result<flight::FlightInfo> info = (*client)->GetFlightInfo(o.path);
+    if (!info.ok()) return Fail("get", info.status());
+    Result<UniqueSchema> schema = info->DecodeSchema();
+    if (!schema.ok()) return Fail("get", schema.status());
+    Result<std::vector<int32_t>> columns = ColumnIndices(schema->get(), o.columns);
+    if (!columns.ok()) return Fail("--columns", columns.status());
+    options.read.columns = std::move(*columns);
+    stream = (*client)->GetInfo(*info, options);
+  }
   if (!stream.ok()) return Fail("get", stream.status());
   const std::string label = o.path.empty() ? "ticket" : o.path;
   const int rc = Drain(stream->get(), o, label, o.uri, start);

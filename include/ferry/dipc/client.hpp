@@ -2,6 +2,7 @@
 // ArrowDeviceArrayStream whose batches land on the device asked for.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -38,6 +39,10 @@ struct FERRY_EXPORT ClientOptions {
   /// fails the stream with an error naming both sizes (nothing is allocated first).
   int64_t max_metadata_bytes = int64_t{64} << 20;
   int64_t max_body_bytes = int64_t{4} << 30;
+  /// Where the client adds the body bytes it takes from the server: each packed body whole, and
+  /// of a buffer list the buffers it fetched or mapped (only the columns of read.columns);
+  /// NULL: not counted. For a caller's accounting of what moved.
+  std::shared_ptr<std::atomic<int64_t>> bytes_read;
 };
 
 /// Connect to `uri`, send `ticket` as the want_data request and return the stream. The schema
@@ -47,17 +52,17 @@ struct FERRY_EXPORT ClientOptions {
 /// closes once the stream is over and nothing is borrowed.
 FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri,
                                                            const std::string& ticket,
-                                                           ClientOptions options = {});
+                                                           const ClientOptions& options = {});
 /// Read over a connection the caller made (a custom transport, a test's in-process pair): as
 /// ConnectStream, with `uri` giving only the want_data and free_data tags.
 FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(
     std::unique_ptr<transport::Connection> connection, const Uri& uri, const std::string& ticket,
-    ClientOptions options = {});
+    const ClientOptions& options = {});
 /// The split shape: metadata from `metadata_uri`, bodies (and free_data) from `data_uri`, each
 /// asked for with its own want_data and the same ticket, as the protocol has it.
 FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(const Uri& metadata_uri,
                                                            const Uri& data_uri,
                                                            const std::string& ticket,
-                                                           ClientOptions options = {});
+                                                           const ClientOptions& options = {});
 
 }  // namespace ferry::dipc

@@ -51,4 +51,11 @@ struct FERRY_EXPORT SchemaView {
 /// `timestamp[us, tz=UTC]`, `dictionary<values=string, indices=int8, ordered>`.
 FERRY_EXPORT Result<std::string> SchemaToString(const ArrowSchema* schema);
 
+/// The indices of the columns (children of the struct `schema`) that `names` name, increasing
+/// and each once, as a column projection takes them (ipc::ReadOptions::columns). A name that is
+/// no column's and is all digits is an index. EINVAL names an unknown column and lists the
+/// schema's; ERANGE an index past the last column.
+FERRY_EXPORT Result<std::vector<int32_t>> ColumnIndices(const ArrowSchema* schema,
+                                                        const std::vector<std::string>& names);
+
 }  // namespace ferry

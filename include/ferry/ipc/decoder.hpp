@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
@@ -37,6 +38,11 @@ struct FERRY_EXPORT ReadOptions {
   /// refused with an error: a compressed body, a big-endian stream, a misaligned body, a
   /// dictionary delta.
   bool body_on_device = false;
+  /// The columns to decode, as indices into the stream's schema in increasing order; empty:
+  /// every column. The others' field nodes and buffers are stepped over, neither read nor
+  /// checked; batches and schema() hold only these columns, and a dictionary batch that only the
+  /// others use is skipped. A reader of lent buffers fetches only what BuffersNeeded names.
+  std::vector<int32_t> columns;
 };
 
 /// The metadata version a stream declared. ferry reads V4 and V5 and writes V5.
@@ -119,14 +125,21 @@ class FERRY_EXPORT Decoder {
                                              const SharedBytes& region,
                                              std::span<const BufferLocation> buffers);
 
+  /// Which body buffers of a message (a Message flatbuffer without prefix) decoding will read:
+  /// one flag per buffer its metadata lists, all set unless ReadOptions::columns leaves some
+  /// out (none for a dictionary only other columns use). Needs the schema first; does not change
+  /// the decoder. ConsumeMessageBuffers ignores the locations of buffers not needed, so a
+  /// reader of lent buffers fetches only these. Errors name a bad message.
+  Result<std::vector<bool>> BuffersNeeded(const uint8_t* metadata, int64_t metadata_size) const;
+
   /// How many more bytes the decoder needs before it can decode anything more (0 once the
   /// stream ended or failed).
   int64_t next_required_size() const noexcept;
   /// The next decoded message, or nullopt when none is waiting.
   std::optional<DecodedMessage> Next();
 
-  /// The stream's schema (a struct whose children are the columns), or NULL before it arrived.
-  /// Owned by the decoder.
+  /// The stream's schema (a struct whose children are the columns; only the selected ones with
+  /// ReadOptions::columns), or NULL before it arrived. Owned by the decoder.
   const ArrowSchema* schema() const noexcept;
   /// A deep copy of the schema, for exporting.
   Result<UniqueSchema> ExportSchema() const;

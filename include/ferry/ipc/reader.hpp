@@ -28,7 +28,7 @@ class FERRY_EXPORT FileReader {
  public:
   /// Check the magic, verify the footer, decode the schema and the dictionaries. Errors name the
   /// block and message.
-  static Result<FileReader> Open(SharedBytes file, ReadOptions options = {});
+  static Result<FileReader> Open(SharedBytes file, const ReadOptions& options = {});
   ~FileReader();
   FileReader(FileReader&&) noexcept;
   FileReader& operator=(FileReader&&) noexcept;
