@@ -205,28 +205,60 @@ def read_flight(uri, path, token=None, *, columns=None, dtype_backend="pyarrow",
     return df
 
 
-def _upload(pdf, uri, token, path, partition_info=None):
-    """Uploads one partition as a flight of its own (DoPut) and says where it went."""
+def is_local_host(host):
+    """Whether `host` (a name or an IP address) is an address of this machine: one a socket can
+    be bound to here."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_DGRAM)
+    except OSError:
+        return False
+    for family, _, _, _, address in infos:
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as s:
+                s.bind((address[0], 0))
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def _local_server(servers, default):
+    """The first of `servers` (grpc:// URIs) whose host is this machine, else `default`."""
+    for server in servers:
+        host = urllib.parse.urlsplit(server).hostname
+        if host and is_local_host(host):
+            return server
+    return default
+
+
+def _upload(pdf, uri, servers, token, path, partition_info=None):
+    """Uploads one partition as a flight of its own (DoPut), to the server on this worker's host
+    when `servers` has one (else to `uri`), and says where it went."""
+    import pandas as pd
+
     index = partition_info["number"] if partition_info else 0
     name = f"{path}.part-{index:06d}"
+    server = _local_server(servers, uri)
     table = pa.Table.from_pandas(pdf, preserve_index=False)
-    _client(uri, token).do_put(name, table)
+    _client(server, token).do_put(name, table)
+    return pd.DataFrame({"index": [index], "upload": [name], "server": [server]})
+
+
+def to_flight(df, uri, path, token=None, *, servers=None):
+    """Write Dask DataFrame `df` as flight `path`: each partition is uploaded (DoPut) from the
+    worker that holds it, to the server of `servers` (grpc:// URIs) on that worker's host when
+    there is one, else to `uri`; then each server makes its uploads endpoints of `path` in the
+    partitions' order (DoAction append-partition, a move without a copy). Returns the FlightInfo
+    `uri` gives: all the partitions when the other servers are its peers (`--peer`), the
+    server's own partitions first (then not `ordered`)."""
     import pandas as pd
 
-    return pd.DataFrame({"index": [index], "upload": [name]})
-
-
-def to_flight(df, uri, path, token=None):
-    """Write Dask DataFrame `df` as flight `path` on the Flight server at `uri`: each partition is
-    uploaded (DoPut) from the worker that holds it, then the uploads become the flight's
-    endpoints in the partitions' order (DoAction append-partition, which moves them without a
-    copy). Returns the flight's FlightInfo."""
-    import pandas as pd
-
+    servers = list(servers or [])
     meta = pd.DataFrame({"index": pd.Series([], dtype="int64"),
-                         "upload": pd.Series([], dtype="object")})
-    uploads = df.map_partitions(_upload, uri, token, path, meta=meta).compute()
-    client = _client(uri, token)
-    for name in uploads.sort_values("index")["upload"]:
-        client.do_action("append-partition", json.dumps({"flight": path, "from": name}).encode())
-    return client.get_flight_info(path)
+                         "upload": pd.Series([], dtype="object"),
+                         "server": pd.Series([], dtype="object")})
+    uploads = df.map_partitions(_upload, uri, servers, token, path, meta=meta).compute()
+    for row in uploads.sort_values("index").itertuples():
+        _client(row.server, token).do_action(
+            "append-partition", json.dumps({"flight": path, "from": row.upload}).encode())
+    return _client(uri, token).get_flight_info(path)

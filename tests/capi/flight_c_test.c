@@ -203,6 +203,7 @@ int main(void) {
     struct FerryFlightServer* second = NULL;
     struct FerryFlightServer* partial = NULL;
     struct FerryFlightServer* strict = NULL;
+    struct FerryFlightServer* refused = NULL;
     struct FerryFlightClient* to_second = NULL;
     struct FerryFlightClient* to_partial = NULL;
     struct FerryFlightClient* to_strict = NULL;
@@ -252,11 +253,13 @@ int main(void) {
     CHECK(strstr(error.message, "UNAVAILABLE") != NULL);
     CHECK(strstr(error.message, "grpc://127.0.0.1:1") != NULL);
 
-    CHECK(FerryFlightServerStartWith(&bad, &partial, &error) == EINVAL);
+    CHECK(FerryFlightServerStartWith(&bad, &refused, &error) == EINVAL);
     CHECK(strstr(error.message, "peer 0 is NULL") != NULL);
+    CHECK(refused == NULL);
     dead[0] = "http://nowhere";
-    CHECK(FerryFlightServerStartWith(&lax, &partial, &error) == EINVAL);
+    CHECK(FerryFlightServerStartWith(&lax, &refused, &error) == EINVAL);
     CHECK(strstr(error.message, "http://nowhere") != NULL);
+    CHECK(refused == NULL);
 
     FerryFlightClientRelease(to_strict);
     FerryFlightClientRelease(to_partial);

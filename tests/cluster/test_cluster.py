@@ -195,3 +195,36 @@ def test_dask_writes_a_partitioned_flight(cluster, dask_cluster):
     got = pa.concat_tables([client.do_get(e.ticket, options=AUTH).read_all()
                             for e in pinfo.endpoints])
     assert got.equals(table)
+
+
+def test_dask_writes_each_partition_to_the_server_on_its_workers_host(cluster, dask_cluster):
+    """to_flight with both servers: each worker uploads to the server on its own host, and b,
+    which lists a as its peer, answers for the whole flight."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    import ferry.dask
+    hosts, a, b, halves, _ = cluster
+    table = pa.concat_tables(halves)
+    pdf = table.to_pandas(types_mapper=pd.ArrowDtype)
+    before = {s.uri: _stats(s.uri)["grpc"]["do_puts"] for s in (a, b)}
+    frame = dd.from_pandas(pdf, npartitions=4, sort=False)
+    info = ferry.dask.to_flight(frame, b.uri, "local", token=TOKEN, servers=[a.uri, b.uri])
+    assert len(info.endpoints) == 4 and not info.ordered
+    # pyarrow.flight reads it from b, following each endpoint's locations.
+    pinfo = fl.connect(b.uri).get_flight_info(fl.FlightDescriptor.for_path("local"), options=AUTH)
+    tables = []
+    for e in pinfo.endpoints:
+        grpc = [l.uri.decode() for l in e.locations if l.uri.decode().startswith("grpc")]
+        client = fl.connect(grpc[0] if grpc else b.uri)
+        tables.append(client.do_get(e.ticket, options=AUTH).read_all())
+    got = pa.concat_tables(tables)
+    assert _sorted(got).equals(_sorted(table))
+    # Each upload stayed on its worker's host: the worker in b finds only b local, the worker
+    # in a finds a first, and Dask spreads the four uploads over both workers, so both servers
+    # were written to, each holding what it was sent (a has no peers: its listing is its own).
+    own_a = len(fl.connect(a.uri).get_flight_info(fl.FlightDescriptor.for_path("local"),
+                                                  options=AUTH).endpoints)
+    puts = {s.uri: _stats(s.uri)["grpc"]["do_puts"] - before[s.uri] for s in (a, b)}
+    assert puts[a.uri] == own_a and puts[b.uri] == 4 - own_a, puts
+    assert puts[a.uri] >= 1 and puts[b.uri] >= 1, puts

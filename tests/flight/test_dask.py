@@ -137,6 +137,30 @@ def test_to_flight_writes_partitions_in_order(tmp_path, cluster):
         assert pa.Table.from_pandas(back, preserve_index=False).equals(table)
 
 
+def test_to_flight_uploads_to_the_server_on_the_workers_host(tmp_path, cluster):
+    """With `servers`, each partition goes to the server on its worker's host (here the one on
+    127.0.0.1; 192.0.2.1 is a documentation address, on no host), not to `uri`, which lists that
+    server as its peer and so answers for the whole flight."""
+    assert fdask.is_local_host("127.0.0.1") and fdask.is_local_host("localhost")
+    assert not fdask.is_local_host("192.0.2.1")
+    assert not fdask.is_local_host("no-such-host.invalid")
+    table = mixed_table(300)
+    pdf = table.to_pandas(types_mapper=pd.ArrowDtype)
+    with Serve(tmp=str(tmp_path)) as here, \
+            Serve("--peer", here.uri, tmp=str(tmp_path)) as front:
+        far = "grpc://192.0.2.1:8815"
+        info = fdask.to_flight(dd.from_pandas(pdf, npartitions=2, sort=False), front.uri, "w",
+                               servers=[far, here.uri])
+        assert len(info.endpoints) == 2
+        assert _stats(here.uri)["grpc"]["do_puts"] == 2
+        assert _stats(front.uri)["grpc"]["do_puts"] == 0
+        own = fl.connect(here.uri).get_flight_info(fl.FlightDescriptor.for_path("w"))
+        assert own.ordered
+        got = pa.concat_tables([fl.connect(here.uri).do_get(e.ticket).read_all()
+                                for e in own.endpoints])
+        assert got.equals(table)
+
+
 class _Worker:
     def __init__(self, host):
         self.host = host
