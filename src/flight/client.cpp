@@ -53,7 +53,8 @@ ClientImpl::ClientImpl(std::string uri, std::string host, std::shared_ptr<grpc::
       host_(std::move(host)),
       channel_(std::move(channel)),
       stub_(pb::FlightService::NewStub(channel_)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      reader_(std::make_shared<const EndpointReader>(uri_, host_, channel_, options_, counters_)) {}
 
 ClientImpl::~ClientImpl() = default;
 

@@ -121,7 +121,7 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   }
   if (options.parallel < 0) return Status::Invalid("parallel is negative");
   FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
-                        ReadEndpoint(info.endpoints[0], options, location));
+                        reader_->Read(info.endpoints[0], options, location));
   Device* target = options.device != nullptr ? options.device : CpuDevice();
   const size_t n = info.endpoints.size();
   const size_t parallel =
@@ -130,24 +130,25 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   if (parallel > 1 && n > 1) {
     rest.emplace_back();  // endpoint 0 is `first`
     for (size_t i = 1; i < n; ++i) {
-      rest.emplace_back([this, endpoint = info.endpoints[i], options] {
-        return ReadEndpoint(endpoint, options, nullptr);
+      // The reader, not the client: the stream may outlive the client.
+      rest.emplace_back([reader = reader_, endpoint = info.endpoints[i], options] {
+        return reader->Read(endpoint, options, nullptr);
       });
     }
     return ReadParallel(std::move(first), std::move(rest), parallel, info.ordered,
                         target->device_type());
   }
   for (size_t i = 1; i < n; ++i) {
-    rest.emplace_back([this, endpoint = info.endpoints[i], options] {
-      return ReadEndpoint(endpoint, options, nullptr);
+    rest.emplace_back([reader = reader_, endpoint = info.endpoints[i], options] {
+      return reader->Read(endpoint, options, nullptr);
     });
   }
   return Concatenate(std::move(first), std::move(rest), target->device_type());
 }
 
-Result<UniqueDeviceArrayStream> ClientImpl::ReadEndpoint(const Endpoint& endpoint,
-                                                         const GetOptions& options,
-                                                         std::string* location) {
+Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
+                                                     const GetOptions& options,
+                                                     std::string* location) const {
   // Candidates in order of speed, whatever order the server listed them in.
   std::vector<std::string> offered = endpoint.locations;
   if (offered.empty()) offered.emplace_back(kReuseConnection);

@@ -15,6 +15,35 @@ namespace ferry::flight::internal {
 
 namespace pb = ::arrow::flight::protocol;
 
+/// What reading an endpoint takes from its client (the server's URI and host, the channel, the
+/// options, the plane counters). Shared by the client and by every stream that opens endpoints
+/// later, so that a stream outlives the client that made it. Immutable, so thread-safe.
+class EndpointReader {
+ public:
+  EndpointReader(std::string uri, std::string host, std::shared_ptr<grpc::Channel> channel,
+                 ClientOptions options, std::shared_ptr<PlaneCounters> counters)
+      : uri_(std::move(uri)),
+        host_(std::move(host)),
+        channel_(std::move(channel)),
+        options_(std::move(options)),
+        counters_(std::move(counters)) {}
+
+  /// One endpoint through its locations, fastest first (client_get.cpp).
+  Result<UniqueDeviceArrayStream> Read(const Endpoint& endpoint, const GetOptions& options,
+                                       std::string* location) const;
+
+ private:
+  void Log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
+
+  std::string uri_;
+  std::string host_;
+  std::shared_ptr<grpc::Channel> channel_;
+  ClientOptions options_;
+  std::shared_ptr<PlaneCounters> counters_;
+};
+
 class ClientImpl final : public Client {
  public:
   ClientImpl(std::string uri, std::string host, std::shared_ptr<grpc::Channel> channel,
@@ -39,9 +68,6 @@ class ClientImpl final : public Client {
  private:
   // The token and deadline on a call that answers at once.
   void Prepare(grpc::ClientContext* context) const;
-  // One endpoint through its locations (client_get.cpp).
-  Result<UniqueDeviceArrayStream> ReadEndpoint(const Endpoint& endpoint, const GetOptions& options,
-                                               std::string* location);
   void Log(const std::string& line) const {
     if (options_.log) options_.log(line);
   }
@@ -53,6 +79,8 @@ class ClientImpl final : public Client {
   ClientOptions options_;
   /// Bytes per plane (shm, ucx, grpc), shared with the streams that count into them.
   std::shared_ptr<PlaneCounters> counters_ = std::make_shared<PlaneCounters>();
+  /// Reads endpoints for this client and for the streams it made.
+  std::shared_ptr<const EndpointReader> reader_;
 };
 
 }  // namespace ferry::flight::internal
