@@ -443,15 +443,19 @@ Status Decoder::Consume(const SharedBytes& bytes) {
   return Status::OK();
 }
 
+Result<const fb::Message*> Decoder::Impl::Begin(const uint8_t* data, int64_t size) {
+  if (!failed.ok()) return failed;
+  if (data == nullptr || size <= 0) return Fail(Status::Invalid(Label(index) + ": empty metadata"));
+  Result<const fb::Message*> m = VerifyMessage(data, size, &metadata, index);
+  if (!m.ok()) return Fail(m.status());
+  return m;
+}
+
 Status Decoder::ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
                                const SharedBytes& body) {
   Impl& d = *impl_;
-  if (!d.failed.ok()) return d.failed;
-  if (metadata == nullptr || metadata_size <= 0) {
-    return d.Fail(Status::Invalid(d.Label(d.index) + ": empty metadata"));
-  }
-  Result<const fb::Message*> m = d.VerifyMessage(metadata, metadata_size, &d.metadata, d.index);
-  if (!m.ok()) return d.Fail(m.status());
+  Result<const fb::Message*> m = d.Begin(metadata, metadata_size);
+  if (!m.ok()) return m.status();
   const int64_t body_length = (*m)->body_length();
   if (body_length < 0 || body_length > body.size) {
     return d.Fail(Status::Invalid(d.Label(d.index) + ": the metadata announces a body of " +

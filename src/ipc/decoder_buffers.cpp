@@ -76,13 +76,9 @@ Status Decoder::ConsumeMessageBuffers(const uint8_t* metadata, int64_t metadata_
                                       const SharedBytes& region,
                                       std::span<const BufferLocation> buffers) {
   Impl& d = *impl_;
-  if (!d.failed.ok()) return d.failed;
-  if (metadata == nullptr || metadata_size <= 0) {
-    return d.Fail(Status::Invalid(d.Label(d.index) + ": empty metadata"));
-  }
-  // VerifyMessage leaves its own copy in d.metadata, which is ours to rewrite.
-  Result<const fb::Message*> m = d.VerifyMessage(metadata, metadata_size, &d.metadata, d.index);
-  if (!m.ok()) return d.Fail(m.status());
+  // Begin leaves the verified copy in d.metadata, which is ours to rewrite.
+  Result<const fb::Message*> m = d.Begin(metadata, metadata_size);
+  if (!m.ok()) return m.status();
   const flatbuffers::Vector<const fb::Buffer*>* listed = nullptr;
   if (const fb::RecordBatch* rb = (*m)->header_as_RecordBatch()) {
     listed = rb->buffers();

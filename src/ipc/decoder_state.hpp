@@ -48,6 +48,9 @@ struct Decoder::Impl {
   /// and return the root, which lives in `storage`.
   Result<const fb::Message*> VerifyMessage(const uint8_t* data, int64_t size, HostBuffer* storage,
                                            int64_t i) const;
+  /// Start a message whose metadata arrived apart: refuse after a failure or on empty
+  /// metadata, then verify it into `metadata` (failing the decoder on any error).
+  Result<const fb::Message*> Begin(const uint8_t* data, int64_t size);
   /// Handle one verified message with its body.
   Status HandleMessage(const fb::Message* message, const SharedBytes& body);
   Status HandleSchema(const fb::Schema* schema, fb::MetadataVersion version, int64_t i);

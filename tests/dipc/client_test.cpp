@@ -365,18 +365,6 @@ bool WaitForServer(const std::function<bool()>& done) {
   return true;
 }
 
-Result<std::vector<Json>> DrainJson(ArrowDeviceArrayStream* s) {
-  UniqueSchema schema;
-  if (int rc = s->get_schema(s, schema.get()); rc != 0) return Status(rc, s->get_last_error(s));
-  std::vector<Json> out;
-  while (true) {
-    UniqueDeviceArray a;
-    if (int rc = s->get_next(s, a.get()); rc != 0) return Status(rc, s->get_last_error(s));
-    if (!a.valid()) return out;
-    out.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), a.get())));
-  }
-}
-
 struct ProjectionShape {
   std::string transport;
   BodyType body;
@@ -413,7 +401,7 @@ TEST_P(ClientProjection, OnlyTheColumnsAskedForAreReadAndFetched) {
     options.read.columns = r.columns;
     options.bytes_read = std::make_shared<std::atomic<int64_t>>(0);
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), "t", options));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, DrainJson(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, *r.expected);
     s.reset();
     if (shape.body == BodyType::kBufferList) {

@@ -91,19 +91,6 @@ Result<IntData> IntBatches(int count, int rows) {
   return out;
 }
 
-// Read a whole client stream as one JSON array of rows per batch.
-Result<std::vector<Json>> Drain(ArrowDeviceArrayStream* s) {
-  UniqueSchema schema;
-  if (int rc = s->get_schema(s, schema.get()); rc != 0) return Status(rc, s->get_last_error(s));
-  std::vector<Json> out;
-  while (true) {
-    UniqueDeviceArray a;
-    if (int rc = s->get_next(s, a.get()); rc != 0) return Status(rc, s->get_last_error(s));
-    if (!a.valid()) return out;
-    out.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), a.get())));
-  }
-}
-
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (!done()) {
@@ -160,7 +147,7 @@ TEST_P(ServerClient, EveryTypeRoundTrips) {
     SCOPED_TRACE(catalog[t].name);
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, catalog[t].name));
     EXPECT_EQ(s->device_type, ARROW_DEVICE_CPU);
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0], expected[t]);
   }
@@ -185,7 +172,7 @@ TEST_P(ServerClient, BatchesLandOnEveryDevice) {
     options.device = *device;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t", options));
     EXPECT_EQ(s->device_type, (*device)->device_type());
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, data.expected);
   }
 }
@@ -209,12 +196,12 @@ TEST_P(ServerClient, KeptDatasetsAreLentWithoutCopies) {
   // Two clients at once, each holding all its batches: both read the same kept bytes.
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream a, Open(*server, "k"));
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream b, Open(*server, "k"));
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> got_a, Drain(a.get()));
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> got_b, Drain(b.get()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got_a, testing::DrainToJson(a.get()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got_b, testing::DrainToJson(b.get()));
   EXPECT_EQ(got_a, data.expected);
   EXPECT_EQ(got_b, data.expected);
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream c, Open(*server, "last-type"));
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> got_c, Drain(c.get()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got_c, testing::DrainToJson(c.get()));
   ASSERT_EQ(got_c.size(), 1u);
   EXPECT_EQ(got_c[0], strings_expected);
   EXPECT_EQ(server->stats().bytes_in_flight, 0);  // the shared region was never used
@@ -381,7 +368,7 @@ TEST_P(ServerClient, AKeptDatasetIsServedOnlyUnderItsOwnUri) {
   EXPECT_NE(server->uri("k").want_data, server->uri().want_data);
   ASSERT_RAISES_WITH(EIO, "served under another URI", ConnectStream(server->uri(), "k"));
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("k"), "k"));
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
   EXPECT_EQ(got, data.expected);
 }
 
@@ -486,7 +473,7 @@ TEST_P(ServerClient, AnUnknownAddressInFreeDataIsLoggedAndIgnored) {
   rogue.reset();
   // The good client's batch is untouched and still held by the server for it.
   EXPECT_EQ(Json::parse(testing::DeviceArrayToJson(good_schema.get(), held.get())), expected);
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, Drain(good.get()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(good.get()));
   EXPECT_TRUE(rest.empty());
 }
 
@@ -500,7 +487,7 @@ TEST_P(ServerClient, EveryLentAddressIsFreed) {
   server->Add("t", data.dataset);
   {
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t"));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, data.expected);
   }
   EXPECT_TRUE(WaitFor([&] { return server->stats().clients_active == 0; }));
@@ -576,7 +563,7 @@ TEST(IssuedTickets, OnlyIssuedUnexpiredTicketsAreHonoured) {
   EXPECT_NE(ticket, other);
   {
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), ticket));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, data.expected);
   }
   // Refused messages do not echo the secret whole.

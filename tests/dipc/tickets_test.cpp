@@ -71,18 +71,6 @@ Result<std::pair<std::shared_ptr<Dataset>, std::vector<Json>>> Counting() {
   return std::make_pair(std::move(d), std::move(expected));
 }
 
-Result<std::vector<Json>> Drain(ArrowDeviceArrayStream* s) {
-  UniqueSchema schema;
-  if (int rc = s->get_schema(s, schema.get()); rc != 0) return Status(rc, s->get_last_error(s));
-  std::vector<Json> out;
-  while (true) {
-    UniqueDeviceArray a;
-    if (int rc = s->get_next(s, a.get()); rc != 0) return Status(rc, s->get_last_error(s));
-    if (!a.valid()) return out;
-    out.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), a.get())));
-  }
-}
-
 // The Flight service's shape: one book, a shared-memory and a UCX server, the same dataset on
 // both (one kept, one read afresh); a ticket issued by either reads from both, and a server with
 // a book of its own refuses it.
@@ -104,7 +92,7 @@ TEST(SharedTickets, OneTicketOnEveryPlane) {
   ASSERT_OK_AND_ASSIGN(std::string ticket, ucx->IssueTicket("t"));
   for (Server* server : {shm.get(), ucx.get()}) {
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), ticket));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, data.second);
   }
   options.tickets = nullptr;
@@ -130,7 +118,7 @@ TEST(SharedTickets, RemoveWaitsForReaders) {
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), ticket));
     EXPECT_EQ(server->readers("t"), 1);
     ASSERT_RAISES_WITH(EBUSY, "being read by 1 client", server->Remove("t"));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, data.second);
   }
   const auto end = std::chrono::steady_clock::now() + 5s;

@@ -8,6 +8,7 @@ The dying server stops itself at its third body (FERRY_FAULT_PAUSE) and is then 
 fault lands mid-read every time.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -38,13 +39,27 @@ def halves(tmp_path_factory):
     return paths, pa.Table.from_batches([batch] * 8)
 
 
-def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves):
-    (a_path, b_path), half = halves
+@contextlib.contextmanager
+def two_servers(tmp_path, halves):
+    """The dying server (flight t's first half, stopping itself at its third body) and the
+    survivor (t's second half, listing the dying one as its peer, and flight u); both are killed
+    on the way out."""
+    (a_path, b_path), _ = halves
     dying = FlightServe(tmp_path, [f"t={a_path}"], pause="server:body:3")
     survivor = None
     try:
         survivor = FlightServe(tmp_path, ["--peer", dying.uri, "--allow-partial", f"t={b_path}",
                                           f"u={b_path}"])
+        yield dying, survivor
+    finally:
+        dying.kill()
+        if survivor is not None:
+            survivor.kill()
+
+
+def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves):
+    half = halves[1]
+    with two_servers(tmp_path, halves) as (dying, survivor):
         info = fl.connect(survivor.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
         assert len(info.endpoints) == 2
         dying_shm = next(l.uri.decode() for l in info.endpoints[1].locations
@@ -95,10 +110,6 @@ def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves):
                                capture_output=True, text=True, timeout=60)
         assert again.returncode == 0, again.stderr
         assert ipc.open_stream(str(tmp_path / "again.arrows")).read_all().equals(half)
-    finally:
-        dying.kill()
-        if survivor is not None:
-            survivor.kill()
 
 
 def test_a_server_killed_mid_read_fails_the_dask_task_naming_it(tmp_path, halves):
@@ -109,12 +120,8 @@ def test_a_server_killed_mid_read_fails_the_dask_task_naming_it(tmp_path, halves
     distributed = pytest.importorskip("distributed", reason="scripts/setup.sh installs distributed")
     import ferry.dask as fdask
 
-    (a_path, b_path), half = halves
-    dying = FlightServe(tmp_path, [f"t={a_path}"], pause="server:body:3")
-    survivor = None
-    try:
-        survivor = FlightServe(tmp_path, ["--peer", dying.uri, "--allow-partial", f"t={b_path}",
-                                          f"u={b_path}"])
+    half = halves[1]
+    with two_servers(tmp_path, halves) as (dying, survivor):
         with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
                                       dashboard_address=":0", host="127.0.0.1") as cluster, \
                 distributed.Client(cluster) as dask_client:
@@ -142,7 +149,3 @@ def test_a_server_killed_mid_read_fails_the_dask_task_naming_it(tmp_path, halves
             fl.connect(survivor.uri).get_flight_info(
                 fl.FlightDescriptor.for_path("u")).endpoints[0].ticket).read_all()
         assert again.equals(half)
-    finally:
-        dying.kill()
-        if survivor is not None:
-            survivor.kill()

@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ferry/core/stream_adapter.hpp"
 #include "ferry/flight/server.hpp"
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
@@ -56,15 +55,7 @@ TEST(FlightClient, AStreamOutlivesTheClientThatMadeIt) {
       options.via = via;
       ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream, client->Get("t", options));
       client.reset();  // endpoints 1..5 are opened from here on, without it
-      UniqueSchema schema;
-      ASSERT_OK(StreamGetSchema(stream.get(), schema.get()));
-      std::vector<Json> got;
-      while (true) {
-        UniqueDeviceArray a;
-        ASSERT_OK(StreamGetNext(stream.get(), a.get()));
-        if (!a.valid()) break;
-        got.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), a.get())));
-      }
+      ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(stream.get()));
       EXPECT_EQ(got, data.expected);
     }
   }

@@ -77,18 +77,6 @@ Result<Data> BigData(int count, int64_t rows) {
   return out;
 }
 
-Result<std::vector<Json>> Drain(ArrowDeviceArrayStream* s) {
-  UniqueSchema schema;
-  FERRY_RETURN_NOT_OK(StreamGetSchema(s, schema.get()));
-  std::vector<Json> out;
-  while (true) {
-    UniqueDeviceArray a;
-    FERRY_RETURN_NOT_OK(StreamGetNext(s, a.get()));
-    if (!a.valid()) return out;
-    out.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), a.get())));
-  }
-}
-
 // Reads a stream to its end and counts its rows, for streams whose contents a test does not check
 // (rendering 8 M rows to JSON would cost the suite most of its time).
 Result<int64_t> DrainRows(ArrowDeviceArrayStream* s) {
@@ -176,11 +164,11 @@ TEST_F(FlightServerTest, OneTicketReadsOnEveryLocation) {
     if (l == kReuseConnection) continue;
     ASSERT_OK_AND_ASSIGN(dipc::Uri uri, dipc::Uri::Parse(l));
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, dipc::ConnectStream(uri, ticket));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, expected) << l;
   }
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->DoGet(ticket));
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> got, Drain(s.get()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
   EXPECT_EQ(got, expected);
   // Get follows the locations: shared memory first on this host; --via forces one.
   for (Via via : {Via::kAuto, Via::kShm, Via::kUcx, Via::kGrpc}) {
@@ -189,7 +177,7 @@ TEST_F(FlightServerTest, OneTicketReadsOnEveryLocation) {
     options.via = via;
     std::string used;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream g, client->Get("t", options, &used));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> rows, Drain(g.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> rows, testing::DrainToJson(g.get()));
     EXPECT_EQ(rows, expected);
     const char* prefix = via == Via::kUcx ? "ucx://" : via == Via::kGrpc ? "grpc://" : "shm://";
     EXPECT_EQ(used.rfind(prefix, 0), 0u) << used;
@@ -213,7 +201,7 @@ TEST_F(FlightServerTest, GetFallsBackWhenAPlaneFails) {
   info.endpoints[0].locations.erase(info.endpoints[0].locations.begin() + 1);
   std::string used;
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->GetInfo(info, {}, &used));
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> rows, Drain(s.get()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> rows, testing::DrainToJson(s.get()));
   EXPECT_EQ(rows, expected);
   EXPECT_NE(used.rfind("shm://", 0), 0u) << used;
   ASSERT_FALSE(log.empty());
@@ -264,7 +252,7 @@ TEST_F(FlightServerTest, PutStoresWholeUploadsOnly) {
     GetOptions g;
     g.via = via;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->Get("up", g));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> rows, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> rows, testing::DrainToJson(s.get()));
     EXPECT_EQ(rows, expected);
   }
   // The same name again: refused, the first upload stays.
@@ -301,7 +289,7 @@ TEST_F(FlightServerTest, TokenOnEveryCall) {
   // With a token, a flight's name is not a ticket, on any location.
   ASSERT_RAISES_WITH(ENOENT, "unknown ticket", client->DoGet("t"));
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->DoGet(info.endpoints[0].ticket));
-  EXPECT_OK(Drain(s.get()));
+  EXPECT_OK(testing::DrainToJson(s.get()));
   EXPECT_GE(server_->stats().unauthenticated, 3);
 }
 
@@ -331,7 +319,7 @@ TEST_F(FlightServerTest, ExpiredTicketsAreRefusedEverywhereAndRefreshExtends) {
   }
   // Refreshed 500 ms in, the other ticket lives on past the first's expiry.
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->DoGet(kept.endpoints[0].ticket));
-  EXPECT_OK(Drain(s.get()));
+  EXPECT_OK(testing::DrainToJson(s.get()));
   ASSERT_RAISES_WITH(ENOENT, "unknown or expired",
                      client->Action("refresh-ticket", brief.endpoints[0].ticket));
   ASSERT_RAISES_WITH(ENOTSUP, "unknown action \"nap\"", client->Action("nap"));
@@ -428,7 +416,7 @@ TEST_F(FlightServerTest, KeptPlanesAndAFileDataset) {
     GetOptions g;
     g.via = via;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->Get("file", g));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> rows, Drain(s.get()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> rows, testing::DrainToJson(s.get()));
     EXPECT_EQ(rows, expected);
   }
   std::remove(path.c_str());

@@ -65,4 +65,20 @@ std::string DeviceArrayToJson(const ArrowSchema* schema, const ArrowDeviceArray*
   return json.ok() ? *json : "error: " + json.status().message();
 }
 
+Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream) {
+  UniqueSchema schema;
+  if (int rc = stream->get_schema(stream, schema.get()); rc != 0) {
+    return Status(rc, stream->get_last_error(stream));
+  }
+  std::vector<nlohmann::json> out;
+  while (true) {
+    UniqueDeviceArray a;
+    if (int rc = stream->get_next(stream, a.get()); rc != 0) {
+      return Status(rc, stream->get_last_error(stream));
+    }
+    if (!a.valid()) return out;
+    out.push_back(nlohmann::json::parse(DeviceArrayToJson(schema.get(), a.get())));
+  }
+}
+
 }  // namespace ferry::testing

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ Result<UniqueDeviceArray> CopyToDevice(const ArrowSchema* schema, const ArrowDev
 
 /// The JSON of a device array on any device (copied to the CPU with ferry), or the error text.
 std::string DeviceArrayToJson(const ArrowSchema* schema, const ArrowDeviceArray* array);
+
+/// Read a device stream to its end: each batch's rows as JSON (rendered as DeviceArrayToJson
+/// does), or the stream's error with its code and message.
+Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream);
 
 }  // namespace ferry::testing
 
