@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "dipc/cuda_bodies.hpp"
@@ -267,7 +268,8 @@ class Session {
                           ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
     if (cuda_) return ConsumeOnDevice(fb, fb_size, list);
     std::vector<bool> needed;
-    const std::vector<BufferRef> wanted = Wanted(fb, fb_size, list, &needed);
+    std::vector<BufferRef> picked;
+    const std::span<const BufferRef> wanted = Wanted(fb, fb_size, list, &needed, &picked);
     Result<FetchedBody> fetched = ahead && ahead->fetch ? ahead->fetch->Wait(options_.timeout)
                                                         : data_->Fetch(wanted, options_.timeout);
     FERRY_RETURN_NOT_OK(
@@ -346,8 +348,10 @@ class Session {
           ParseBufferList({body->payload.data, static_cast<size_t>(body->payload.size)});
       if (list.ok()) {
         std::vector<bool> needed;
-        const std::vector<BufferRef> wanted = Wanted(
-            m->flatbuffer.data(), static_cast<int64_t>(m->flatbuffer.size()), *list, &needed);
+        std::vector<BufferRef> picked;
+        const std::span<const BufferRef> wanted =
+            Wanted(m->flatbuffer.data(), static_cast<int64_t>(m->flatbuffer.size()), *list, &needed,
+                   &picked);
         Result<std::unique_ptr<transport::FetchInFlight>> fetch =
             data_->StartFetch(wanted, options_.timeout);
         if (fetch.ok()) ahead->fetch = std::move(*fetch);
@@ -373,21 +377,22 @@ class Session {
     if (!addresses.empty()) freer_->Free(addresses);
   }
 
-  // The pairs of `list` that decoding reads: all of them, unless read.columns leaves columns
-  // out (then `needed` says which, one flag per pair). A list whose length differs from the
-  // metadata's is fetched whole, for the decoder to refuse by name.
-  std::vector<BufferRef> Wanted(const uint8_t* fb, int64_t fb_size, const BufferList& list,
-                                std::vector<bool>* needed) const {
+  // The pairs of `list` that decoding reads: all of them (no copy), unless read.columns leaves
+  // columns out (then `needed` says which, one flag per pair, and `picked` holds the pairs). A
+  // list whose length differs from the metadata's is fetched whole, for the decoder to refuse
+  // by name.
+  std::span<const BufferRef> Wanted(const uint8_t* fb, int64_t fb_size, const BufferList& list,
+                                    std::vector<bool>* needed,
+                                    std::vector<BufferRef>* picked) const {
     needed->clear();
     if (options_.read.columns.empty()) return list.buffers;
     Result<std::vector<bool>> n = decoder_.BuffersNeeded(fb, fb_size);
     if (!n.ok() || n->size() != list.buffers.size()) return list.buffers;
     *needed = std::move(*n);
-    std::vector<BufferRef> out;
     for (size_t i = 0; i < list.buffers.size(); ++i) {
-      if ((*needed)[i]) out.push_back(list.buffers[i]);
+      if ((*needed)[i]) picked->push_back(list.buffers[i]);
     }
-    return out;
+    return *picked;
   }
 
   void Count(int64_t bytes) const {
