@@ -117,8 +117,9 @@ Status Session::ServeRequest() {
   while (!dead_.load()) {
     FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
     if (batch == nullptr) break;
-    FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
+    // Counted before the send: a client that has read the batch must find it in the stats.
     if (send_bodies_) ++state_->batches_sent;
+    FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
   }
   if (dead_.load()) return Status(EPIPE, "the client went away");
   return writer.Close();
@@ -272,8 +273,8 @@ Status Session::Replay(const Kept& kept) {
         return Status(ENOTSUP, "this kept dataset has no packed body in host memory");
       }
       const ByteSpan whole{kept.region->data() + m.body_offset, m.body_length};
-      FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kPacked, {&whole, 1}, m.metadata));
       if (send_bodies_) ++state_->batches_sent;
+      FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kPacked, {&whole, 1}, m.metadata));
       continue;
     }
     if (send_bodies_) {
@@ -282,8 +283,8 @@ Status Session::Replay(const Kept& kept) {
       state_->addresses_lent += static_cast<int64_t>(m.addresses.size());
     }
     const ByteSpan piece{m.pairs.data(), static_cast<int64_t>(m.pairs.size())};
-    FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata));
     if (send_bodies_) ++state_->batches_sent;
+    FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata));
   }
   return WriteEndOfStream();
 }
