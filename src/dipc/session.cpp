@@ -18,6 +18,13 @@ using transport::TaggedMessage;
 // How long a refused client has to read the server's error (ferry's extension) and hang up.
 constexpr auto kRefusalWait = std::chrono::seconds(1);
 
+// Whether every batch of `kept` has its packed body in host memory.
+bool HasPackedBodies(const Kept& kept) {
+  if (kept.region == nullptr) return false;
+  return std::all_of(kept.messages.begin(), kept.messages.end(),
+                     [](const KeptMessage& m) { return !m.has_body || m.body_offset >= 0; });
+}
+
 }  // namespace
 
 void ServerState::RecordError(const std::string& e) {
@@ -109,9 +116,22 @@ Status Session::ServeRequest() {
   send_bodies_ = tag->channel != Channel::kMetadata;
   FaultPoint("server", "want_data", [this] { return dead_.load(); });
   phase_ = "metadata";
-  if (entry_.kept) return Replay(*entry_.kept);
+  // Bodies in device memory stay lent: the client opens them by CUDA IPC handle, not by gets.
+  const bool on_device = entry_.kept && entry_.kept->region == nullptr;
+  packed_ = state_->options.body_type == BodyType::kPacked ||
+            (send_bodies_ && !on_device && conn_->prefers_packed_bodies());
+  if (packed_ && state_->options.body_type != BodyType::kPacked) {
+    state_->Log("client " + conn_->peer() +
+                ": sending packed bodies, since UCX before 1.16 would emulate its reads of lent "
+                "memory on this host");
+  }
+  if (entry_.kept && (!packed_ || HasPackedBodies(*entry_.kept))) return Replay(*entry_.kept);
+  // A lent file's, to be sent packed: read afresh, each body going from the file's pages.
+  if (!entry_.dataset) return Status(ENOTSUP, "this kept dataset has no packed bodies");
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, entry_.dataset->Open());
-  if (send_bodies_ && state_->region) FERRY_RETURN_NOT_OK(conn_->ShareRegion(state_->region));
+  if (send_bodies_ && state_->region && !packed_) {
+    FERRY_RETURN_NOT_OK(conn_->ShareRegion(state_->region));
+  }
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
                         ipc::StreamWriter::Open(this, reader->schema(), state_->options.write));
   while (!dead_.load()) {
@@ -204,7 +224,7 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   const uint32_t seq = next_seq_++;
   if (!m.has_body) return send_metadata_ ? SendMetadata(m.metadata, seq) : Status::OK();
   if (send_bodies_) state_->body_bytes += m.body_length;
-  if (state_->options.body_type == BodyType::kPacked || !send_bodies_) {
+  if (packed_ || !send_bodies_) {
     if (const std::optional<ByteSpan> whole = BodyInFile(m); whole && send_bodies_) {
       ++state_->bodies_from_file;
       return SendBody(seq, BodyType::kPacked, {&*whole, 1}, m.metadata);
@@ -255,7 +275,7 @@ Status Session::WriteEndOfStream() {
 // client's free_data only returns the loan. With packed bodies, each goes whole from that memory
 // (as ucx_perftest sends from a buffer made beforehand: no gathering per client).
 Status Session::Replay(const Kept& kept) {
-  const bool packed = state_->options.body_type == BodyType::kPacked;
+  const bool packed = packed_;
   // Bodies in device memory need no region: the client opens the URI's CUDA IPC handle.
   if (send_bodies_ && kept.region && !packed) {
     FERRY_RETURN_NOT_OK(conn_->ShareRegion(kept.region));

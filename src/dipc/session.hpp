@@ -85,6 +85,9 @@ class Session final : public ipc::MessageSink {
   const char* phase_ = "request";  // what the session was doing, for its errors
   bool send_metadata_ = true;
   bool send_bodies_ = true;
+  // Whether this client gets packed bodies: the server's choice, or the connection's where
+  // lending would make the client's reads slow copies through this process.
+  bool packed_ = false;
   uint32_t next_seq_ = 0;
   std::atomic<bool> dead_{false};
   std::atomic<bool> done_{false};

@@ -6,6 +6,7 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "ferry/dipc/client.hpp"
@@ -14,6 +15,7 @@
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 #include "support/type_catalog.hpp"
+#include "support/ucx_lending.hpp"
 
 namespace ferry::dipc {
 namespace {
@@ -107,6 +109,7 @@ class ServerClient : public ::testing::TestWithParam<size_t> {
     if (shape_.transport == "ucx" && !UcxAvailable()) {
       GTEST_SKIP() << "this build has no UCX transport (libucx-dev was not found)";
     }
+    if (shape_.transport == "ucx" && shape_.body == BodyType::kBufferList) lending_.emplace();
   }
 
   std::unique_ptr<Server> StartServer(ServerOptions options = {}) {
@@ -127,6 +130,7 @@ class ServerClient : public ::testing::TestWithParam<size_t> {
   }
 
   Shape shape_;
+  std::optional<testing::UcxLendingPath> lending_;  // type 1 over UCX: a path that lends
 };
 
 TEST_P(ServerClient, EveryTypeRoundTrips) {

@@ -296,6 +296,7 @@ SMOKE_SCRIPT = {
     "cli_bench.py": ["--mib", "16", "--batches", "4", "--repeat", "1"],
     "crossing_bench.py": ["--number", "200", "--repeat", "1"],
     "cluster_bench.py": ["--mib", "4", "--repeat", "1"],
+    "many_clients.py": ["--mib", "16", "--clients", "1,2"],
 }
 
 

@@ -108,6 +108,12 @@ class FERRY_EXPORT Connection {
   virtual bool extensions() const { return false; }
   /// Who is at the other end, for messages: "host:port" (UCX), "pid N" (shared memory), or "".
   virtual std::string peer() const { return {}; }
+  /// Server side: whether this peer should get packed bodies where the server would lend
+  /// memory (type 1), because its reads of lent memory would not be one-sided but emulated by
+  /// messages this process copies (UCX before 1.16 on one host: a 512 KiB shared-memory queue
+  /// that several clients turn into a spinning sender). A packed body moves the same bytes by
+  /// rendezvous there, which the peer reads with CMA. False by default.
+  virtual bool prefers_packed_bodies() const { return false; }
 
   /// Server side: make `region` readable by the peer (shared memory passes its descriptor; UCX
   /// sends the packed rkey), before the first pair that points into it. ENOTSUP by default.

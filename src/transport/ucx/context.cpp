@@ -30,6 +30,15 @@ void QuietLogs() {
 
 }  // namespace
 
+bool OneSidedGetsOnOneHost() {
+  static const bool one_sided = [] {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    return major > 1 || (major == 1 && minor >= 16);
+  }();
+  return one_sided;
+}
+
 Result<std::shared_ptr<Context>> Context::Make(bool rma) {
   QuietLogs();
   ucp_config_t* config = nullptr;

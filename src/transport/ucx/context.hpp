@@ -11,6 +11,11 @@
 
 namespace ferry::transport::internal::ucx {
 
+/// Whether the UCX this process runs reads another process's registered host memory on this
+/// host one-sided (CMA, with protocols v2: UCX 1.16 and later). Before 1.16 a get is emulated:
+/// the memory's owner copies the bytes into the reader's shared-memory queue.
+bool OneSidedGetsOnOneHost();
+
 /// A Status with `code` whose message is `what` and UCX's word for `status`.
 Status UcxError(int code, const std::string& what, ucs_status_t status);
 

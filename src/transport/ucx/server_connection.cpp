@@ -68,6 +68,7 @@ void ServerConnection::Answer(const SharedBytes& hello) {
     if (fast.ok()) {
       fast_ep_ = *fast;
       granted |= kHelloFastPath;
+      packed_preferred_ = !OneSidedGetsOnOneHost();
       // Answered once the fast endpoint is wired up: an endpoint without error handling that
       // fails mid-wire-up trips UCX 1.13, so no traffic may start before it is done.
       FlushEndpoint(fast_ep_, new Pending{wired, nullptr, worker_.get()});

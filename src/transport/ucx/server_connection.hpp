@@ -1,6 +1,7 @@
 // Internal to the UCX transport: the server's end of a connection.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "transport/ucx/connection.hpp"
@@ -18,6 +19,8 @@ class ServerConnection final : public UcxConnection {
                                                           ucp_conn_request_h request,
                                                           TransportLimits limits);
   ~ServerConnection() override;
+  /// True for a client on this host under a UCX that emulates its gets (before 1.16).
+  bool prefers_packed_bodies() const override { return packed_preferred_.load(); }
 
  private:
   ServerConnection(std::unique_ptr<Worker> worker, TransportLimits limits)
@@ -27,6 +30,7 @@ class ServerConnection final : public UcxConnection {
   /// Send the hello's answer once the fast endpoint is wired up (progress thread).
   void SendAnswer();
 
+  std::atomic<bool> packed_preferred_{false};  // set before the hello's answer goes
   // Progress thread only.
   std::shared_ptr<std::string> answer_;       // the answer waiting to go
   std::shared_ptr<Completion> answer_ready_;  // the fast endpoint's wire-up
