@@ -6,6 +6,8 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
   parallel read   ferry's client on host c reads flight t from b: both endpoints at once
                   (parallel=2) and one after the other (parallel=1), with the client's CPU time
   ceiling         two concurrent `ucx_perftest -t tag_bw` streams over TCP, c to a and c to b
+  one stream      `ferry get` on host c of host a's half over UCX, type 0, the file's bodies
+                  sent whole from its pages and from a kept copy, against one tag_bw stream
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
   Dask            x.sum() with a worker on each server host: ferry.dask.read_flight, dd.from_map
                   over pyarrow.flight DoGet, and dd.read_parquet of the same halves written with
@@ -67,11 +69,11 @@ def reader(host, args):
     return {"s": float(took), "cpu_s": float(cpu)}
 
 
-def tag_bw(hosts, size, iters):
-    """Two concurrent ucx_perftest tag_bw streams over TCP, c->a and c->b: MiB/s each."""
+def tag_bw(hosts, size, iters, names=("a", "b")):
+    """Concurrent ucx_perftest tag_bw streams over TCP, from c to each of `names`: MiB/s each."""
     env = dict(os.environ, UCX_TLS="tcp,self")
     servers = [hosts[n].popen(["ucx_perftest", "-p", "13337"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) for n in ("a", "b")]
+                              stderr=subprocess.DEVNULL) for n in names]
     time.sleep(1)
     results = {}
 
@@ -82,7 +84,7 @@ def tag_bw(hosts, size, iters):
         final = [line for line in r.stdout.splitlines() if line.startswith("Final:")]
         results[name] = float(final[0].split()[6]) if final else 0.0
     try:
-        threads = [threading.Thread(target=client, args=(n,)) for n in ("a", "b")]
+        threads = [threading.Thread(target=client, args=(n,)) for n in names]
         for t in threads:
             t.start()
         for t in threads:
@@ -92,6 +94,29 @@ def tag_bw(hosts, size, iters):
             s.kill()
             s.wait()
     return results
+
+
+def one_stream(hosts, path, keep, repeat, tmp):
+    """`ferry get` on host c of `path` served on host a over UCX with packed bodies: the best
+    rate after connecting (MB/s), from the summary line."""
+    server = ServeProcess(["--transport", "ucx", "--listen", f"{hosts['a'].ip}:0", "--insecure",
+                           "--body", "packed", *(["--keep"] if keep else []), f"t={path}"],
+                          tmp=str(tmp), wrap=hosts["a"].wrap)
+    try:
+        uri = server.first_line().split()[-1]
+        best = 0.0
+        for i in range(repeat + 1):
+            r = hosts["c"].run([ferry_cli(), "get", uri, "--ticket", "t", "--no-progress",
+                                "--validation", "none"], capture_output=True, text=True,
+                               timeout=600)
+            if r.returncode != 0:
+                raise RuntimeError(f"ferry get: exit {r.returncode}: {r.stderr}")
+            rate = float(re.search(r"then ([0-9.]+) MB/s", r.stdout).group(1))
+            if i:
+                best = max(best, rate)
+        return best
+    finally:
+        server.close()
 
 
 # Each reader runs in a process of its own on host c: one read to warm up (a fresh process's first
@@ -246,6 +271,11 @@ def main():
                                  str(args.repeat)])
             bw = tag_bw(hosts, 8 << 20, max(20, args.mib // 8))
             figures["tag_bw MiB/s"] = bw
+            for keep in (False, True):
+                figures[f"one stream{', kept' if keep else ''} MB/s"] = one_stream(
+                    hosts, tmp / "a.arrows", keep, args.repeat, tmp)
+            figures["one tag_bw stream MiB/s"] = tag_bw(hosts, 8 << 20, max(20, args.mib // 8),
+                                                        ("a",))["a"]
             figures["pyarrow.flight, two threads"] = reader(
                 hosts["c"], [sys.executable, "-c", PYARROW_READER, b.uri, str(args.repeat)])
             figures["dask"] = dask_runs(hosts, a, b, tmp, args.repeat)
@@ -264,6 +294,12 @@ def main():
     print(f"| ferry's client, one after the other | {seq['s']:.3f} s ({seq['cpu_s']:.2f} s) | "
           f"{mib / seq['s']:.0f} | {seq['s'] / par['s']:.2f}x the parallel read's time |")
     print(f"| two ucx_perftest tag_bw streams over TCP | — | {ceiling:.0f} | the ceiling |")
+    one_bw = figures["one tag_bw stream MiB/s"]
+    for key, what in (("one stream MB/s", "the file's bodies sent whole"),
+                      ("one stream, kept MB/s", "a kept copy")):
+        rate = figures[key] * 1e6 / (1 << 20)
+        print(f"| one stream a to c, `ferry get` over UCX, type 0, {what} | — | {rate:.0f} | "
+              f"{rate / one_bw:.2f}x of one tag_bw stream ({one_bw:.0f} MiB/s) |")
     print(f"| pyarrow.flight, endpoints on two threads | {pa_run['s']:.3f} s "
           f"({pa_run['cpu_s']:.2f} s) | {mib / pa_run['s']:.0f} | "
           f"ferry {pa_run['s'] / par['s']:.2f}x faster |")

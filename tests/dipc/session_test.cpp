@@ -57,7 +57,8 @@ TEST_P(SessionBodies, ASameHostUcxClientIsLentOnlyWhereItsReadsAreOneSided) {
   s.reset();
   const ServerStats stats = server->stats();
   EXPECT_EQ(stats.batches_sent, 4);
-  if (testing::UcxLendsOnOneHost()) {
+  if (testing::UcxLendsOnOneHost() || !testing::UcxSameHostPath()) {
+    // UCX 1.16 and later read it by CMA; over TCP alone each get costs the server one send.
     EXPECT_GT(stats.addresses_lent, 0) << transport::LoadedUcx().loaded;
   } else {
     // Every body went packed: nothing lent, the 4 x 80,000 value bytes sent.

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "ferry/transport/ucx.hpp"
 
@@ -20,6 +21,21 @@ inline bool UcxLendsOnOneHost() {
     return false;
   }
   return major > 1 || (major == 1 && minor >= 16);
+}
+
+/// Whether a UCX client on this host takes the same-host path (shared memory and CMA beside
+/// the socket): unless FERRY_UCX_FAST_PATH=0, or UCX_TLS names no shared-memory transport (as
+/// CI's TCP-only stage sets it). Mirrors the transport's rule, read from the environment.
+inline bool UcxSameHostPath() {
+  const char* fast = std::getenv("FERRY_UCX_FAST_PATH");
+  if (fast != nullptr && std::string(fast) == "0") return false;
+  const char* tls = std::getenv("UCX_TLS");
+  if (tls == nullptr) return true;
+  const std::string t = tls;
+  for (const char* name : {"all", "sm", "shm", "posix", "sysv", "cma", "knem", "xpmem"}) {
+    if (t.find(name) != std::string::npos) return true;
+  }
+  return false;
 }
 
 /// While alive, where the loaded UCX does not lend on one host, this process's UCX clients go
