@@ -3,6 +3,7 @@
 #include "flight/federation.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <future>
 #include <map>
 #include <memory>
@@ -95,40 +96,79 @@ std::vector<Federation::PeerAnswer> Federation::Ask(const std::string* path,
   pending.reserve(peers_.size());
   for (const std::string& peer : peers_) {
     // Every call below carries the deadline, so each of these ends within the peer timeout.
-    pending.push_back(std::async(std::launch::async, [this, peer, wanted, token] {
-      PeerAnswer answer{peer, Status::OK(), {}};
-      ClientOptions options;
-      options.token = token;
-      options.tls_roots = tls_roots_;
-      options.timeout = timeout_;
-      options.headers = {{kFederatedHeader, "1"}};
-      Result<std::unique_ptr<Client>> client = Client::Connect(peer, options);
-      if (!client.ok()) {
-        answer.status = client.status();
-        return answer;
-      }
-      if (wanted) {
-        Result<FlightInfo> info = (*client)->GetFlightInfo(*wanted);
-        if (info.ok()) {
-          answer.infos.push_back(std::move(*info));
-        } else {
-          answer.status = info.status();
-        }
-      } else {
-        Result<std::vector<FlightInfo>> infos = (*client)->ListFlights();
-        if (infos.ok()) {
-          answer.infos = std::move(*infos);
-        } else {
-          answer.status = infos.status();
-        }
-      }
-      return answer;
-    }));
+    pending.push_back(std::async(
+        std::launch::async, [this, peer, wanted, token] { return AskPeer(peer, wanted, token); }));
   }
   std::vector<PeerAnswer> answers;
   answers.reserve(pending.size());
   for (std::future<PeerAnswer>& f : pending) answers.push_back(f.get());
   return answers;
+}
+
+Federation::PeerAnswer Federation::AskOn(Client& client, const std::string& peer,
+                                         const std::optional<std::string>& path) {
+  PeerAnswer answer{peer, Status::OK(), {}};
+  if (path) {
+    Result<FlightInfo> info = client.GetFlightInfo(*path);
+    if (info.ok()) {
+      answer.infos.push_back(std::move(*info));
+    } else {
+      answer.status = info.status();
+    }
+  } else {
+    Result<std::vector<FlightInfo>> infos = client.ListFlights();
+    if (infos.ok()) {
+      answer.infos = std::move(*infos);
+    } else {
+      answer.status = infos.status();
+    }
+  }
+  return answer;
+}
+
+Federation::PeerAnswer Federation::AskPeer(const std::string& peer,
+                                           const std::optional<std::string>& path,
+                                           const std::string& token) const {
+  const auto start = std::chrono::steady_clock::now();
+  const auto key = std::make_pair(peer, token);
+  ClientOptions options;
+  options.token = token;
+  options.tls_roots = tls_roots_;
+  options.timeout = timeout_;
+  options.headers = {{kFederatedHeader, "1"}};
+  std::shared_ptr<Client> kept;
+  {
+    std::lock_guard lock(kept_mutex_);
+    if (auto it = kept_.find(key); it != kept_.end()) kept = it->second;
+  }
+  if (kept) {
+    PeerAnswer answer = AskOn(*kept, peer, path);
+    if (answer.status.ok() || !Unreachable(answer.status.code())) return answer;
+    {
+      std::lock_guard lock(kept_mutex_);
+      if (auto it = kept_.find(key); it != kept_.end() && it->second == kept) kept_.erase(it);
+    }
+    // The peer may have restarted: a kept channel waits out gRPC's reconnect backoff, failing
+    // at once, where a fresh one connects now. Asked again only within the peer timeout (a
+    // kept channel that waited out the timeout has its answer).
+    const auto left = timeout_ - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now() - start);
+    if (left < timeout_ / 2) return answer;
+    options.timeout = left;
+    Result<std::unique_ptr<Client>> made = Client::Connect(peer, options);
+    if (!made.ok()) return PeerAnswer{peer, made.status(), {}};
+    return AskOn(**made, peer, path);  // not kept: its calls would have less than the timeout
+  }
+  Result<std::unique_ptr<Client>> made = Client::Connect(peer, options);
+  if (!made.ok()) return PeerAnswer{peer, made.status(), {}};
+  std::shared_ptr<Client> fresh = std::move(*made);
+  PeerAnswer answer = AskOn(*fresh, peer, path);
+  if (answer.status.ok() || !Unreachable(answer.status.code())) {
+    std::lock_guard lock(kept_mutex_);
+    if (kept_.size() >= kMaxKept) kept_.clear();
+    kept_[key] = std::move(fresh);
+  }
+  return answer;
 }
 
 Status Federation::PeerFailure(const std::string& peer, const Status& status) const {

@@ -3,10 +3,16 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ferry/core/result.hpp"
+#include "ferry/flight/client.hpp"
 #include "ferry/flight/info.hpp"
 #include "ferry/flight/server.hpp"
 
@@ -31,7 +37,9 @@ struct OwnedInfo {
 Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> answers);
 
 /// The peers of a federated server, asked on behalf of callers. Owned by the Flight service;
-/// thread-safe. Each question asks every peer at once, each call bounded by `peer_timeout`.
+/// thread-safe. Each question asks every peer at once, each call bounded by `peer_timeout`. A
+/// connection to a peer is kept for the next question with the same token (a gRPC channel: no
+/// TCP or TLS handshake per question), and dropped when a call on it fails.
 class Federation {
  public:
   explicit Federation(const ServerOptions& options);
@@ -58,11 +66,22 @@ class Federation {
   std::vector<PeerAnswer> Ask(const std::string* path, const std::string& token) const;
   /// The failure for a peer's `status`, naming it.
   Status PeerFailure(const std::string& peer, const Status& status) const;
+  /// Ask `peer` with `token` through its kept connection or, when there is none or a call on
+  /// it found the peer unreachable, a fresh one (within what is left of the peer timeout).
+  PeerAnswer AskPeer(const std::string& peer, const std::optional<std::string>& path,
+                     const std::string& token) const;
+  /// One question on `client`: GetFlightInfo(path), or ListFlights without a path.
+  static PeerAnswer AskOn(Client& client, const std::string& peer,
+                          const std::optional<std::string>& path);
 
   std::vector<std::string> peers_;
   std::chrono::milliseconds timeout_;
   bool allow_partial_;
   std::string tls_roots_;
+  // Kept connections by (peer, token); at most kMaxKept, all dropped when one more is needed.
+  static constexpr size_t kMaxKept = 256;
+  mutable std::mutex kept_mutex_;
+  mutable std::map<std::pair<std::string, std::string>, std::shared_ptr<Client>> kept_;
 };
 
 }  // namespace ferry::flight::internal

@@ -27,7 +27,9 @@ Result<std::pair<std::shared_ptr<Dataset>, std::vector<Json>>> Counting() {
     FERRY_ASSIGN_OR_RAISE(
         Array a,
         testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), values.dump()));
-    batches.push_back(testing::ToCpuDeviceArray(std::move(a), &schema));
+    UniqueSchema batch_schema;  // the same for every batch; the last one is kept
+    batches.push_back(testing::ToCpuDeviceArray(std::move(a), &batch_schema));
+    schema = std::move(batch_schema);
     expected.push_back(std::move(values));
   }
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Dataset> d,

@@ -208,3 +208,77 @@ def test_peers_file_and_bad_peers(tmp_path):
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode != 0
     assert 'peer "ucx://127.0.0.1:1" is not a grpc://' in bad.stderr
+
+
+class _CountingProxy:
+    """A TCP relay on 127.0.0.1 to `port` that counts the connections it accepted, so that a test
+    sees how often a server connects to its peer."""
+
+    def __init__(self, port):
+        import threading
+        self.target = port
+        self.accepted = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import threading
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                conn.close()
+                continue
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while data := src.recv(1 << 16):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.listener.close()
+
+
+def test_a_peer_connection_is_kept_and_made_afresh_after_the_peer_restarts(tmp_path):
+    _, (a, a_path), (b, b_path) = _tables(tmp_path)
+    port = _free_port()
+    A = Serve(f"t={a_path}", listen=f"127.0.0.1:{port}", tmp=str(tmp_path))
+    proxy = _CountingProxy(port)
+    try:
+        with Serve(f"t={b_path}", "--peer", f"grpc://127.0.0.1:{proxy.port}",
+                   tmp=str(tmp_path)) as B:
+            client = fl.connect(B.uri)
+            for _ in range(5):
+                assert len(_info(client, "t").endpoints) == 2
+            assert len(list(client.list_flights())) == 1
+            # Six questions, one connection to the peer.
+            assert proxy.accepted == 1
+            A.close()
+            A = Serve(f"t={a_path}", listen=f"127.0.0.1:{port}", tmp=str(tmp_path))
+            # The kept connection died with the old peer: the next question connects afresh.
+            info = _info(client, "t")
+            assert len(info.endpoints) == 2
+            assert _read_following_locations(info.endpoints[1], B.uri).equals(a)
+            assert proxy.accepted >= 2
+    finally:
+        proxy.close()
+        A.close()
