@@ -216,11 +216,20 @@ def dask_runs(hosts, a, b, tmp, repeat):
                     "dd.read_parquet (pyarrow's defaults)": lambda: dd.read_parquet(
                         [str(tmp / "a.parquet"), str(tmp / "b.parquet")]).x.sum().compute(),
                 }
+                def settle():
+                    # A run's keys are the same every time: wait until the scheduler forgot the
+                    # last run's, so that no result is served from its memory.
+                    deadline = time.monotonic() + 30
+                    while (client.run_on_scheduler(lambda dask_scheduler: len(
+                            dask_scheduler.tasks)) and time.monotonic() < deadline):
+                        time.sleep(0.01)
+
                 for name, run in cases.items():
                     before = {s.uri: stats(s.uri) for s in (a, b)}
                     run()  # warm-up: the workers import what the case needs
                     times = []
                     for _ in range(repeat):
+                        settle()
                         start = time.monotonic()
                         run()
                         times.append(time.monotonic() - start)

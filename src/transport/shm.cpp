@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <deque>
@@ -48,8 +49,8 @@ class ShmListener final : public Listener {
     while (true) {
       if (closed_.load()) return Status(ECANCELED, "the listener is closed");
       pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_, POLLIN, 0}};
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      // Rounded up: a wait of less than a millisecond must not become poll(0) calls in a loop.
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
       const int n = poll(
           fds, 2, static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT_MAX))));
       if (n < 0 && errno != EINTR) return Errno("waiting for a client");
