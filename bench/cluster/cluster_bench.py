@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -258,39 +259,42 @@ def main():
     import tempfile
     from pathlib import Path
     tmp = Path(tempfile.mkdtemp(prefix="ferry-cluster-bench-"))
-    rows = [make_half(tmp / "a.arrows", args.mib, 0)]
-    rows.append(make_half(tmp / "b.arrows", args.mib, rows[0]))
-    for name in ("a", "b"):
-        pq.write_table(ipc.open_stream(str(tmp / f"{name}.arrows")).read_all(),
-                       str(tmp / f"{name}.parquet"))
-    total_bytes = sum(os.path.getsize(tmp / f"{n}.arrows") for n in ("a", "b"))
-    figures = {"mib_per_server": args.mib, "rows": sum(rows)}
-    env = dict(os.environ, FERRY_TOKEN=TOKEN)
-    with Hosts(["a", "b", "c"]) as hosts:
-        a = ServeProcess(["--flight", f"{hosts['a'].ip}:0", "--keep", f"t={tmp / 'a.arrows'}"],
-                         env=env, tmp=str(tmp), wrap=hosts["a"].wrap)
-        a.uri = a.first_line()
-        b = ServeProcess(["--flight", f"{hosts['b'].ip}:0", "--keep", "--peer", a.uri,
-                          f"t={tmp / 'b.arrows'}"], env=env, tmp=str(tmp), wrap=hosts["b"].wrap)
-        b.uri = b.first_line()
-        try:
-            for parallel in (2, 1):
-                figures[f"ferry, parallel {parallel}"] = reader(
-                    hosts["c"], [sys.executable, "-c", FERRY_READER, b.uri, str(parallel),
-                                 str(args.repeat)])
-            bw = tag_bw(hosts, 8 << 20, max(20, args.mib // 8))
-            figures["tag_bw MiB/s"] = bw
-            for keep in (False, True):
-                figures[f"one stream{', kept' if keep else ''} MB/s"] = one_stream(
-                    hosts, tmp / "a.arrows", keep, args.repeat, tmp)
-            figures["one tag_bw stream MiB/s"] = tag_bw(hosts, 8 << 20, max(20, args.mib // 8),
-                                                        ("a",))["a"]
-            figures["pyarrow.flight, two threads"] = reader(
-                hosts["c"], [sys.executable, "-c", PYARROW_READER, b.uri, str(args.repeat)])
-            figures["dask"] = dask_runs(hosts, a, b, tmp, args.repeat)
-        finally:
-            a.close()
-            b.close()
+    try:
+        rows = [make_half(tmp / "a.arrows", args.mib, 0)]
+        rows.append(make_half(tmp / "b.arrows", args.mib, rows[0]))
+        for name in ("a", "b"):
+            pq.write_table(ipc.open_stream(str(tmp / f"{name}.arrows")).read_all(),
+                           str(tmp / f"{name}.parquet"))
+        total_bytes = sum(os.path.getsize(tmp / f"{n}.arrows") for n in ("a", "b"))
+        figures = {"mib_per_server": args.mib, "rows": sum(rows)}
+        env = dict(os.environ, FERRY_TOKEN=TOKEN)
+        with Hosts(["a", "b", "c"]) as hosts:
+            a = ServeProcess(["--flight", f"{hosts['a'].ip}:0", "--keep", f"t={tmp / 'a.arrows'}"],
+                             env=env, tmp=str(tmp), wrap=hosts["a"].wrap)
+            a.uri = a.first_line()
+            b = ServeProcess(["--flight", f"{hosts['b'].ip}:0", "--keep", "--peer", a.uri,
+                              f"t={tmp / 'b.arrows'}"], env=env, tmp=str(tmp), wrap=hosts["b"].wrap)
+            b.uri = b.first_line()
+            try:
+                for parallel in (2, 1):
+                    figures[f"ferry, parallel {parallel}"] = reader(
+                        hosts["c"], [sys.executable, "-c", FERRY_READER, b.uri, str(parallel),
+                                     str(args.repeat)])
+                bw = tag_bw(hosts, 8 << 20, max(20, args.mib // 8))
+                figures["tag_bw MiB/s"] = bw
+                for keep in (False, True):
+                    figures[f"one stream{', kept' if keep else ''} MB/s"] = one_stream(
+                        hosts, tmp / "a.arrows", keep, args.repeat, tmp)
+                figures["one tag_bw stream MiB/s"] = tag_bw(hosts, 8 << 20, max(20, args.mib // 8),
+                                                            ("a",))["a"]
+                figures["pyarrow.flight, two threads"] = reader(
+                    hosts["c"], [sys.executable, "-c", PYARROW_READER, b.uri, str(args.repeat)])
+                figures["dask"] = dask_runs(hosts, a, b, tmp, args.repeat)
+            finally:
+                a.close()
+                b.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the halves and their Parquet copies
     mib = total_bytes / (1 << 20)
     par, seq = figures["ferry, parallel 2"], figures["ferry, parallel 1"]
     ceiling = sum(figures["tag_bw MiB/s"].values())
