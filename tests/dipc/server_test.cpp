@@ -12,6 +12,7 @@
 #include "ferry/dipc/client.hpp"
 #include "ferry/transport/ucx.hpp"
 #include "support/device_util.hpp"
+#include "support/dipc_data.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 #include "support/type_catalog.hpp"
@@ -68,30 +69,8 @@ Result<Made> MakeBatch(size_t t, int64_t total, int64_t offset) {
   return m;
 }
 
-// `count` batches of `rows` int64 values counting up from 0, and their JSON rows.
-struct IntData {
-  std::shared_ptr<Dataset> dataset;
-  std::vector<Json> expected;
-};
-
-Result<IntData> IntBatches(int count, int rows) {
-  UniqueSchema schema;
-  std::vector<UniqueDeviceArray> batches;
-  IntData out;
-  for (int b = 0; b < count; ++b) {
-    Json values = Json::array();
-    for (int i = 0; i < rows; ++i) values.push_back(Json{{"x", int64_t{b} * rows + i}});
-    FERRY_ASSIGN_OR_RAISE(
-        Array a,
-        testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), values.dump()));
-    UniqueSchema batch_schema;  // the same for every batch; the last one is kept
-    batches.push_back(testing::ToCpuDeviceArray(std::move(a), &batch_schema));
-    schema = std::move(batch_schema);
-    out.expected.push_back(std::move(values));
-  }
-  FERRY_ASSIGN_OR_RAISE(out.dataset, Dataset::FromBatches(std::move(schema), std::move(batches)));
-  return out;
-}
+using testing::IntBatches;
+using testing::IntData;
 
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s) {
   const auto end = std::chrono::steady_clock::now() + limit;

@@ -7,6 +7,7 @@
 #include "ferry/dipc/server.hpp"
 #include "ferry/transport/ucx.hpp"
 #include "support/device_util.hpp"
+#include "support/dipc_data.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 #include "support/ucx_lending.hpp"
@@ -15,27 +16,6 @@ namespace ferry::dipc {
 namespace {
 
 using Json = nlohmann::json;
-
-// Four batches of 10,000 int64 counting up from 0 (80,000 value bytes each), and their rows.
-Result<std::pair<std::shared_ptr<Dataset>, std::vector<Json>>> Counting() {
-  UniqueSchema schema;
-  std::vector<UniqueDeviceArray> batches;
-  std::vector<Json> expected;
-  for (int b = 0; b < 4; ++b) {
-    Json values = Json::array();
-    for (int i = 0; i < 10000; ++i) values.push_back(Json{{"x", int64_t{b} * 10000 + i}});
-    FERRY_ASSIGN_OR_RAISE(
-        Array a,
-        testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), values.dump()));
-    UniqueSchema batch_schema;  // the same for every batch; the last one is kept
-    batches.push_back(testing::ToCpuDeviceArray(std::move(a), &batch_schema));
-    schema = std::move(batch_schema);
-    expected.push_back(std::move(values));
-  }
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Dataset> d,
-                        Dataset::FromBatches(std::move(schema), std::move(batches)));
-  return std::make_pair(std::move(d), std::move(expected));
-}
 
 class SessionBodies : public ::testing::TestWithParam<bool> {};  // kept or read afresh
 
@@ -47,15 +27,15 @@ TEST_P(SessionBodies, ASameHostUcxClientIsLentOnlyWhereItsReadsAreOneSided) {
   options.transport = "ucx";
   options.body_type = BodyType::kBufferList;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
-  ASSERT_OK_AND_ASSIGN(auto data, Counting());
+  ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(4, 10000));
   if (GetParam()) {
-    ASSERT_OK(server->Keep("t", data.first));
+    ASSERT_OK(server->Keep("t", data.dataset));
   } else {
-    server->Add("t", data.first);
+    server->Add("t", data.dataset);
   }
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), "t"));
   ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
-  EXPECT_EQ(got, data.second);
+  EXPECT_EQ(got, data.expected);
   s.reset();
   const ServerStats stats = server->stats();
   EXPECT_EQ(stats.batches_sent, 4);
