@@ -3,15 +3,17 @@
 
 #ifdef FERRY_FAULT_INJECTION
 
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 
 namespace ferry::dipc::internal {
 
@@ -39,6 +41,25 @@ Plan ReadPlan() {
   return plan;
 }
 
+// A pipe that SIGCONT's handler writes to: a paused point waits on it, with no timer.
+int g_continued[2] = {-1, -1};
+// How often a paused point looks at its cancellation, in milliseconds.
+constexpr int kCancelCheckMs = 100;
+
+void OnContinue(int /*sig*/) {
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t w = ::write(g_continued[1], &byte, 1);
+}
+
+void WatchContinue() {
+  if (::pipe2(g_continued, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  struct sigaction action {};
+  action.sa_handler = OnContinue;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGCONT, &action, nullptr);
+}
+
 }  // namespace
 
 void FaultPoint(const char* role, const char* phase, const std::function<bool()>& cancelled) {
@@ -46,17 +67,18 @@ void FaultPoint(const char* role, const char* phase, const std::function<bool()>
   static std::atomic<int> reached{0};
   if (!plan.on || plan.role != role || plan.phase != phase) return;
   if (++reached != plan.nth) return;
+  // Set up before the line below: the test may stop and continue the process as soon as it
+  // reads it.
+  WatchContinue();
   char line[128];
   const int n = std::snprintf(line, sizeof(line), "ferry-fault: paused at %s %s\n", role, phase);
   [[maybe_unused]] const ssize_t w = ::write(STDERR_FILENO, line, static_cast<size_t>(n));
   using Clock = std::chrono::steady_clock;
   const auto end = Clock::now() + std::chrono::minutes(10);
-  auto last = Clock::now();
+  pollfd fd{g_continued[0], POLLIN, 0};
+  // Woken by SIGCONT at once; the timeout only bounds how late a cancellation is seen.
   while (Clock::now() < end && !(cancelled && cancelled())) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    // A gap far longer than the nap: the process was stopped, and now it is continued.
-    if (Clock::now() - last > std::chrono::milliseconds(200)) return;
-    last = Clock::now();
+    if (::poll(&fd, 1, kCancelCheckMs) > 0) return;
   }
 }
 

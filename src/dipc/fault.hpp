@@ -12,8 +12,9 @@ namespace ferry::dipc::internal {
 /// time (1 by default) this process reaches that point it prints `ferry-fault: paused at ROLE
 /// PHASE` on stderr and waits there, so the test can kill it, stop it or close it right there.
 /// It carries on once the process was stopped and continued (SIGSTOP, SIGCONT), once
-/// `cancelled()` says so (the server is closing the session), or after ten minutes. Without the
-/// variable it costs one comparison; without FERRY_FAULT_INJECTION, nothing.
+/// `cancelled()` says so (looked at every 100 ms), or after ten minutes; SIGCONT wakes it at
+/// once, through a pipe. Without the variable it costs one comparison; without
+/// FERRY_FAULT_INJECTION, nothing.
 #ifdef FERRY_FAULT_INJECTION
 void FaultPoint(const char* role, const char* phase, const std::function<bool()>& cancelled = {});
 #else

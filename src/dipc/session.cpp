@@ -365,7 +365,11 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
 
 Status Session::AwaitEnd() {
   phase_ = "free";
-  FaultPoint("server", "free", [this] { return dead_.load(); });
+  // A client that read everything and closed also ends the pause: nothing is left to stop.
+  FaultPoint("server", "free", [this] {
+    std::lock_guard lock(mutex_);
+    return client_closed_ || dead_.load();
+  });
   // The protocol's client closes after its last free_data; a client that closes holding
   // addresses gets them freed (it is disconnected). One that neither frees nor closes is waited
   // for up to the timeout.

@@ -1,6 +1,7 @@
 // `ferry serve` and `ferry get`.
 #include "dipc_commands.hpp"
 
+#include <fcntl.h>
 #include <glob.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -19,7 +21,6 @@
 #include <functional>
 #include <optional>
 #include <system_error>
-#include <thread>
 
 #include "ferry/core/host_port.hpp"
 #include "ferry/core/stream_adapter.hpp"
@@ -34,8 +35,13 @@ namespace ferry::cli {
 
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void OnSignal(int /*sig*/) { g_stop = 1; }
+// A pipe that SIGINT's and SIGTERM's handler writes to, so that a serving process sleeps in
+// read() until one comes, with no timer.
+int g_stop[2] = {-1, -1};
+void OnSignal(int /*sig*/) {
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t w = write(g_stop[1], &byte, 1);
+}
 
 // `ferry get --to`'s partial file, removed if a signal ends the process mid-stream.
 char g_partial[4096] = {};
@@ -58,9 +64,15 @@ std::chrono::milliseconds Millis(double seconds) {
 }  // namespace
 
 void WaitForSignal() {
+  if (pipe2(g_stop, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "ferry: cannot wait for a signal: %s\n", std::strerror(errno));
+    return;
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  char byte = 0;
+  while (read(g_stop[0], &byte, 1) < 0 && errno == EINTR) {
+  }
 }
 
 int Fail(const std::string& what, const Status& st) {
