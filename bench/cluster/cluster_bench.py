@@ -8,6 +8,8 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
   ceiling         two concurrent `ucx_perftest -t tag_bw` streams over TCP, c to a and c to b
   one stream      `ferry get` on host c of host a's half over UCX, type 0, the file's bodies
                   sent whole from its pages and from a kept copy, against one tag_bw stream
+  plain TCP       the same bytes over plain sockets (no UCX, no Arrow), two streams into one
+                  process and one stream: what any reader could reach between these hosts
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
   Dask            x.sum() with a worker on each server host: ferry.dask.read_flight, dd.from_map
                   over pyarrow.flight DoGet, and dd.read_parquet of the same halves written with
@@ -95,6 +97,68 @@ def tag_bw(hosts, size, iters, names=("a", "b")):
             s.kill()
             s.wait()
     return results
+
+
+# The plain TCP peer: no UCX, no Arrow, no ferry. A server on a host sends argv[2] bytes from one
+# buffer to each client that connects; the reader on host c connects to every server at once, a
+# thread each, receives into one reused buffer per stream, and prints the best run's seconds (of
+# argv[3] after a warm-up). It bounds every reader here: none moves the bytes with less work.
+TCP_SERVER = """
+import socket, sys
+total, chunk = int(sys.argv[2]), 8 << 20
+data = memoryview(bytearray(chunk))
+s = socket.create_server((sys.argv[1], 13338))
+while True:
+    c, _ = s.accept()
+    left = total
+    while left:
+        left -= c.send(data[:min(chunk, left)])
+    c.close()
+"""
+
+TCP_READER = """
+import socket, sys, threading, time
+total, chunk = int(sys.argv[2]), 8 << 20
+def read(ip):
+    buf = memoryview(bytearray(chunk))
+    with socket.create_connection((ip, 13338)) as c:
+        left = total
+        while left:
+            n = c.recv_into(buf, min(chunk, left))
+            if n == 0:
+                raise SystemExit("the server closed early")
+            left -= n
+best = None
+for i in range(int(sys.argv[3]) + 1):
+    start = time.monotonic()
+    threads = [threading.Thread(target=read, args=(ip,)) for ip in sys.argv[1].split(",")]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    took = time.monotonic() - start
+    if i and (best is None or took < best):
+        best = took
+print(best)
+"""
+
+
+def tcp_streams(hosts, per_server, repeat, names=("a", "b")):
+    """Plain TCP streams, `per_server` bytes from each of `names` at once into one process on
+    host c: the aggregate MiB/s of the best run."""
+    servers = [hosts[n].popen([sys.executable, "-c", TCP_SERVER, hosts[n].ip, str(per_server)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for n in names]
+    try:
+        time.sleep(1)
+        r = hosts["c"].run([sys.executable, "-c", TCP_READER,
+                            ",".join(hosts[n].ip for n in names), str(per_server), str(repeat)],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError(f"tcp reader: exit {r.returncode}: {r.stderr}")
+        return per_server * len(names) / float(r.stdout) / (1 << 20)
+    finally:
+        for s in servers:
+            s.kill()
+            s.wait()
 
 
 def one_stream(hosts, path, keep, repeat, tmp):
@@ -287,6 +351,9 @@ def main():
                         hosts, tmp / "a.arrows", keep, args.repeat, tmp)
                 figures["one tag_bw stream MiB/s"] = tag_bw(hosts, 8 << 20, max(20, args.mib // 8),
                                                             ("a",))["a"]
+                half = total_bytes // 2
+                figures["two TCP streams MiB/s"] = tcp_streams(hosts, half, args.repeat)
+                figures["one TCP stream MiB/s"] = tcp_streams(hosts, half, args.repeat, ("a",))
                 figures["pyarrow.flight, two threads"] = reader(
                     hosts["c"], [sys.executable, "-c", PYARROW_READER, b.uri, str(args.repeat)])
                 figures["dask"] = dask_runs(hosts, a, b, tmp, args.repeat)
@@ -307,6 +374,12 @@ def main():
     print(f"| ferry's client, one after the other | {seq['s']:.3f} s ({seq['cpu_s']:.2f} s) | "
           f"{mib / seq['s']:.0f} | {seq['s'] / par['s']:.2f}x the parallel read's time |")
     print(f"| two ucx_perftest tag_bw streams over TCP | — | {ceiling:.0f} | the ceiling |")
+    tcp2, tcp1 = figures["two TCP streams MiB/s"], figures["one TCP stream MiB/s"]
+    print(f"| two plain TCP streams into one process (no UCX, no Arrow) | {mib / tcp2:.3f} s | "
+          f"{tcp2:.0f} | ferry's parallel read at {mib / par['s'] / tcp2:.2f}x; the fastest any "
+          f"reader could be: {pa_run['s'] * tcp2 / mib:.2f}x pyarrow.flight |")
+    print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream at "
+          f"{figures['one tag_bw stream MiB/s'] / tcp1:.2f}x |")
     one_bw = figures["one tag_bw stream MiB/s"]
     for key, what in (("one stream MB/s", "the file's bodies sent whole"),
                       ("one stream, kept MB/s", "a kept copy")):

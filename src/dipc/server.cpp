@@ -139,6 +139,12 @@ class ServerImpl final : public Server {
     return state_->last_error;
   }
 
+  bool AwaitIdle(std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(state_->idle_mutex);
+    return state_->idle_changed.wait_for(lock, timeout,
+                                         [&] { return state_->clients_active.load() == 0; });
+  }
+
   void Stop() override {
     if (state_->stopping.exchange(true)) return;
     state_->listener->Close();

@@ -83,7 +83,11 @@ void Session::Serve() {
     state_->Log("client " + who + ": served " + std::to_string(next_seq_) + " messages");
   }
   entry_ = Catalogue::Entry{};  // the client is done: the dataset may be removed now
-  --state_->clients_active;
+  {
+    std::lock_guard lock(state_->idle_mutex);
+    --state_->clients_active;
+  }
+  state_->idle_changed.notify_all();
   done_.store(true);
 }
 

@@ -358,15 +358,6 @@ Result<Wide> WideBatches() {
   return out;
 }
 
-bool WaitForServer(const std::function<bool()>& done) {
-  const auto end = std::chrono::steady_clock::now() + 5s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
 struct ProjectionShape {
   std::string transport;
   BodyType body;
@@ -420,7 +411,7 @@ TEST_P(ClientProjection, OnlyTheColumnsAskedForAreReadAndFetched) {
     }
   }
   // Everything lent was returned, columns read or not.
-  EXPECT_TRUE(WaitForServer([&] { return server->stats().clients_active == 0; }));
+  EXPECT_TRUE(server->AwaitIdle(5s));
   const ServerStats stats = server->stats();
   EXPECT_EQ(stats.addresses_freed, stats.addresses_lent);
   EXPECT_EQ(stats.sessions_failed, 0) << server->last_error();

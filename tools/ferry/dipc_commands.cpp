@@ -57,6 +57,9 @@ int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
   return ViewBytes(view->array_view());
 }
 
+// How long a stopping server waits for its sessions to end on their own.
+constexpr std::chrono::milliseconds kStopGrace{250};
+
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -352,6 +355,9 @@ int RunServe(const ServeOptions& o) {
                  (*server)->data_uri(name).ToString().c_str(), name.c_str());
   }
   WaitForSignal();
+  // A client that just closed is let finish (its frees counted), a little: one still reading
+  // is cut off, and the summary counts it as still connected.
+  (void)(*server)->AwaitIdle(kStopGrace);
   const dipc::ServerStats s = (*server)->stats();
   (*server)->Stop();
   std::fprintf(

@@ -137,6 +137,10 @@ class FERRY_EXPORT Server {
   /// The book this server's tickets are issued in (the options' book, or its own).
   virtual std::shared_ptr<TicketBook> tickets() const = 0;
   virtual ServerStats stats() const = 0;
+  /// Wait up to `timeout` until no client is being served: each session ended on its own (a
+  /// client that closed is let finish; nothing is cut off). True if none is left. Sleeps on a
+  /// condition variable, so it costs nothing while it waits.
+  virtual bool AwaitIdle(std::chrono::milliseconds timeout) = 0;
   /// The last session error, for logs ("" when none).
   virtual std::string last_error() const = 0;
   virtual void Stop() = 0;
