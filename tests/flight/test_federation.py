@@ -19,6 +19,7 @@ import pyarrow.flight as fl
 import pytest
 
 from flight_support import Serve, ferry_cli, mixed_table
+from ferry_process import stop_process
 
 ERRORS = (fl.FlightError, pa.ArrowException)
 
@@ -184,7 +185,7 @@ def test_a_stopped_peer_fails_the_call_within_the_peer_timeout(tmp_path):
                    tmp=str(tmp_path)) as B:
             client = fl.connect(B.uri)
             assert len(_info(client, "t").endpoints) == 2
-            os.kill(A.proc.pid, signal.SIGSTOP)
+            stop_process(A.proc.pid)
             try:
                 start = time.monotonic()
                 with pytest.raises(fl.FlightUnavailableError, match=f"peer {re.escape(A.uri)}"):

@@ -21,6 +21,20 @@ def find_cli():
     return found[-1] if found else None
 
 
+def stop_process(pid, timeout=5.0):
+    """SIGSTOP `pid` and wait until the kernel shows it stopped (state T in /proc/PID/stat):
+    kill() only queues the signal, and on a loaded machine a process may answer one more call
+    before it stops."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.001)
+    raise AssertionError(f"process {pid} did not stop within {timeout} s")
+
+
 def ferry_cli():
     """The ferry executable (find_cli), asserted to exist."""
     path = find_cli()
