@@ -7,7 +7,8 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
                   (parallel=2) and one after the other (parallel=1), with the client's CPU time
   ceiling         two concurrent `ucx_perftest -t tag_bw` streams over TCP, c to a and c to b
   one stream      `ferry get` on host c of host a's half over UCX, type 0, the file's bodies
-                  sent whole from its pages and from a kept copy, against one tag_bw stream
+                  sent whole from its pages and from a kept copy, and one tag_bw stream, in
+                  alternating rounds: the median ratio and its range
   plain TCP       the same bytes over plain sockets (no UCX, no Arrow), two streams into one
                   process and one stream: what any reader could reach between these hosts
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
@@ -25,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -161,27 +163,39 @@ def tcp_streams(hosts, per_server, repeat, names=("a", "b")):
             s.wait()
 
 
-def one_stream(hosts, path, keep, repeat, tmp):
-    """`ferry get` on host c of `path` served on host a over UCX with packed bodies: the best
-    rate after connecting (MB/s), from the summary line."""
-    server = ServeProcess(["--transport", "ucx", "--listen", f"{hosts['a'].ip}:0", "--insecure",
-                           "--body", "packed", *(["--keep"] if keep else []), f"t={path}"],
-                          tmp=str(tmp), wrap=hosts["a"].wrap)
+def one_stream(hosts, path, rounds, tmp):
+    """One stream from host a to host c, in `rounds` rounds after a warm-up: `ferry get` over
+    UCX with packed bodies sent whole from the file's pages and from a kept copy (the rate after
+    connecting, from its summary line, in MiB/s), then one `tag_bw` stream. The three alternate,
+    so a ratio compares runs minutes apart at most; returns each round's rates."""
+    servers = {}
     try:
-        uri = server.first_line().split()[-1]
-        best = 0.0
-        for i in range(repeat + 1):
+        for keep in (False, True):
+            s = ServeProcess(["--transport", "ucx", "--listen", f"{hosts['a'].ip}:0", "--insecure",
+                              "--body", "packed", *(["--keep"] if keep else []), f"t={path}"],
+                             tmp=str(tmp), wrap=hosts["a"].wrap)
+            servers["kept" if keep else "file"] = (s, s.first_line().split()[-1])
+
+        def get(uri):
             r = hosts["c"].run([ferry_cli(), "get", uri, "--ticket", "t", "--no-progress",
                                 "--validation", "none"], capture_output=True, text=True,
                                timeout=600)
             if r.returncode != 0:
                 raise RuntimeError(f"ferry get: exit {r.returncode}: {r.stderr}")
-            rate = float(re.search(r"then ([0-9.]+) MB/s", r.stdout).group(1))
-            if i:
-                best = max(best, rate)
-        return best
+            return float(re.search(r"then ([0-9.]+) MB/s", r.stdout).group(1)) * 1e6 / (1 << 20)
+
+        for _, uri in servers.values():
+            get(uri)  # warm-up: the file's pages, the kept copy, the client's first buffers
+        size = os.path.getsize(path)
+        runs = []
+        for _ in range(rounds):
+            run = {name: get(uri) for name, (_, uri) in servers.items()}
+            run["tag_bw"] = tag_bw(hosts, 8 << 20, max(20, size // (8 << 20)), ("a",))["a"]
+            runs.append(run)
+        return runs
     finally:
-        server.close()
+        for s, _ in servers.values():
+            s.close()
 
 
 # Each reader runs in a process of its own on host c: one read to warm up (a fresh process's first
@@ -346,11 +360,8 @@ def main():
                                      str(args.repeat)])
                 bw = tag_bw(hosts, 8 << 20, max(20, args.mib // 8))
                 figures["tag_bw MiB/s"] = bw
-                for keep in (False, True):
-                    figures[f"one stream{', kept' if keep else ''} MB/s"] = one_stream(
-                        hosts, tmp / "a.arrows", keep, args.repeat, tmp)
-                figures["one tag_bw stream MiB/s"] = tag_bw(hosts, 8 << 20, max(20, args.mib // 8),
-                                                            ("a",))["a"]
+                figures["one stream, rounds"] = one_stream(hosts, tmp / "a.arrows",
+                                                           max(args.repeat, 3), tmp)
                 half = total_bytes // 2
                 figures["two TCP streams MiB/s"] = tcp_streams(hosts, half, args.repeat)
                 figures["one TCP stream MiB/s"] = tcp_streams(hosts, half, args.repeat, ("a",))
@@ -378,14 +389,17 @@ def main():
     print(f"| two plain TCP streams into one process (no UCX, no Arrow) | {mib / tcp2:.3f} s | "
           f"{tcp2:.0f} | ferry's parallel read at {mib / par['s'] / tcp2:.2f}x; the fastest any "
           f"reader could be: {pa_run['s'] * tcp2 / mib:.2f}x pyarrow.flight |")
-    print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream at "
-          f"{figures['one tag_bw stream MiB/s'] / tcp1:.2f}x |")
-    one_bw = figures["one tag_bw stream MiB/s"]
-    for key, what in (("one stream MB/s", "the file's bodies sent whole"),
-                      ("one stream, kept MB/s", "a kept copy")):
-        rate = figures[key] * 1e6 / (1 << 20)
+    rounds = figures["one stream, rounds"]
+    one_bw = statistics.median(r["tag_bw"] for r in rounds)
+    print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream (median of "
+          f"{len(rounds)}) at {one_bw / tcp1:.2f}x |")
+    for key, what in (("file", "the file's bodies sent whole"), ("kept", "a kept copy")):
+        ratios = sorted(r[key] / r["tag_bw"] for r in rounds)
+        rate = statistics.median(r[key] for r in rounds)
         print(f"| one stream a to c, `ferry get` over UCX, type 0, {what} | — | {rate:.0f} | "
-              f"{rate / one_bw:.2f}x of one tag_bw stream ({one_bw:.0f} MiB/s) |")
+              f"{statistics.median(ratios):.2f}x one tag_bw stream, median of {len(rounds)} "
+              f"alternating rounds ({ratios[0]:.2f}-{ratios[-1]:.2f}x; tag_bw {one_bw:.0f} "
+              f"MiB/s) |")
     print(f"| pyarrow.flight, endpoints on two threads | {pa_run['s']:.3f} s "
           f"({pa_run['cpu_s']:.2f} s) | {mib / pa_run['s']:.0f} | "
           f"ferry {pa_run['s'] / par['s']:.2f}x faster |")

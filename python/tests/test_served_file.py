@@ -38,7 +38,8 @@ def summary(log):
 
 @pytest.mark.parametrize("transport", ["shm", "ucx"])
 def test_a_served_file_is_lent_in_place(tmp_path, transport):
-    table = mixed_table(400_000)
+    # 50 MB: a copy of the file stands far above UCX's own pools (below).
+    table = mixed_table(1_200_000)
     src = tmp_path / "t.arrow"
     write_file(src, table, 50_000)
     size_kib = src.stat().st_size // 1024
@@ -58,8 +59,9 @@ def test_a_served_file_is_lent_in_place(tmp_path, transport):
             assert pa.ipc.open_stream(str(out)).read_all().equals(want)
         grown = rss_own_kib(server.proc.pid) - before
         # Three more clients read the whole file; the server's own memory holds none of it: a
-        # copy of the file, even one, would be its whole size; UCX 1.22's pools still grew up to
-        # 1.7 MB over these three clients here, so the bound is a quarter of the file.
+        # copy of the file, even one, would be its whole size; UCX's pools still grew up to 1.7 MB
+        # over these three clients (1.22) and 4.7 MB once under CI's load (1.13), so the bound is
+        # a quarter of the file.
         assert grown <= size_kib // 4, f"server RssAnon + RssShmem grew {grown} KiB for a {size_kib} KiB file"
     finally:
         log = server.stop()
