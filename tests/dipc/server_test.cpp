@@ -383,7 +383,7 @@ TEST_P(ServerClient, AStoppedServerGivesTheClientAClearError) {
   server_options.region_bytes = 64 << 10;
   auto server = StartServer(server_options);
   ASSERT_TRUE(server);
-  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(200, 2000));
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(200, 2000, /*with_expected=*/false));
   server->Add("t", data.dataset);
   ClientOptions options;
   options.timeout = 2s;
