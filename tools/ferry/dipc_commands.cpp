@@ -1,7 +1,6 @@
 // `ferry serve` and `ferry get`.
 #include "dipc_commands.hpp"
 
-#include <fcntl.h>
 #include <glob.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -35,14 +34,6 @@ namespace ferry::cli {
 
 namespace {
 
-// A pipe that SIGINT's and SIGTERM's handler writes to, so that a serving process sleeps in
-// read() until one comes, with no timer.
-int g_stop[2] = {-1, -1};
-void OnSignal(int /*sig*/) {
-  const char byte = 1;
-  [[maybe_unused]] const ssize_t w = write(g_stop[1], &byte, 1);
-}
-
 // `ferry get --to`'s partial file, removed if a signal ends the process mid-stream.
 char g_partial[4096] = {};
 void OnGetSignal(int sig) {
@@ -65,18 +56,6 @@ std::chrono::milliseconds Millis(double seconds) {
 }
 
 }  // namespace
-
-void WaitForSignal() {
-  if (pipe2(g_stop, O_CLOEXEC) != 0) {
-    std::fprintf(stderr, "ferry: cannot wait for a signal: %s\n", std::strerror(errno));
-    return;
-  }
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  char byte = 0;
-  while (read(g_stop[0], &byte, 1) < 0 && errno == EINTR) {
-  }
-}
 
 int Fail(const std::string& what, const Status& st) {
   std::fprintf(stderr, "ferry: %s: %s\n", what.c_str(), st.message().c_str());

@@ -10,6 +10,7 @@
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/format/array_view.hpp"
+#include "wait_for_signal.hpp"
 
 namespace ferry::cli {
 
@@ -116,8 +117,6 @@ Result<std::string> ReadToken(const std::string& file);
 Result<std::vector<std::string>> ExpandFiles(const std::string& target);
 /// Whether a listen address ("host:port", empty for 127.0.0.1) is loopback only.
 bool ListensOnLoopbackOnly(const std::string& address);
-/// Block until SIGINT or SIGTERM (checked every 50 ms).
-void WaitForSignal();
 /// Print "ferry: WHAT: MESSAGE" on stderr; returns the exit status 2.
 int Fail(const std::string& what, const Status& st);
 /// Read `stream` to its end, into an IPC stream file when `options.to` is set (written beside it

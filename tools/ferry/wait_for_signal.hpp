@@ -1,0 +1,11 @@
+// How a serving `ferry` process waits for the signal that stops it.
+#pragma once
+
+namespace ferry::cli {
+
+/// Block until SIGINT or SIGTERM arrives, in any thread. The handlers write to a pipe this reads,
+/// so the wait sets no timer and costs nothing until then. Returns at once, with a message on
+/// stderr, if no pipe can be made.
+void WaitForSignal();
+
+}  // namespace ferry::cli
