@@ -94,6 +94,25 @@ rm -f "$PWD/build/test/faults.jsonl"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/test/faults.jsonl" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 8 --durations=10 tests/faults
 
+# asan_ctest ARGS...: ctest over the sanitizer tree. clang 14's LeakSanitizer can fault in its own
+# tracer while it stops the world at a suite's exit ("Tracer caught signal 11", about one run of
+# the dipc shard in a hundred here, under load): a crash of the sanitizer runtime, not a finding.
+# When every failed suite failed that way and the logs hold no leak, ASan or UBSan report, the
+# failed suites run once more, and must pass; anything else fails at once.
+asan_ctest() {
+  local logs=build/asan/Testing/Temporary
+  ctest --test-dir build/asan --output-on-failure "$@" && return 0
+  local failed tracer
+  failed=$(grep -c . "$logs/LastTestsFailed.log" 2>/dev/null || echo 0)
+  tracer=$(grep -c "LeakSanitizer has encountered a fatal error" "$logs/LastTest.log" || true)
+  if ((failed == 0 || tracer != failed)) ||
+     grep -qE "ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error:" "$logs/LastTest.log"; then
+    return 1
+  fi
+  echo "test.sh: LeakSanitizer's tracer faulted at exit in $failed suite(s) (the runtime's crash, not a finding); running them once more"
+  ctest --test-dir build/asan --output-on-failure "$@" --rerun-failed
+}
+
 if ((sanitize)); then
   stage "C++ and C suites under ASan + UBSan"
   if ! wait "$asan_pid"; then
@@ -108,11 +127,11 @@ if ((sanitize)); then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none
-  ctest --test-dir build/asan --output-on-failure --timeout 1200 -j"$jobs" -E '^memview$'
+  asan_ctest --timeout 1200 -j"$jobs" -E '^memview$'
   # The memview suite loads and unloads libraries (PoCL compiles and loads kernels at run time);
   # one leaves a stale dynamic-TLS entry whose bogus range LeakSanitizer's tracer faults on at
   # exit. Leaks are still checked there, with thread-local storage not taken as roots.
-  LSAN_OPTIONS=use_tls=0 ctest --test-dir build/asan --output-on-failure --timeout 1200 -R '^memview$'
+  LSAN_OPTIONS=use_tls=0 asan_ctest --timeout 1200 -R '^memview$'
 
 fi
 stage "all suites passed"

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
@@ -23,10 +24,19 @@ constexpr int kBatches = 3;
 constexpr int kRows = 40;
 
 // An IPC file of kBatches batches (an int64 and a string column); batch 1 holds the string
-// "MARKER" once. Returns its path and the file offset of that string's first byte.
+// "MARKER" once. Returns its path and the file offset of that string's first byte; the file is
+// removed with its last owner.
 struct MarkedFile {
   std::string path;
   off_t marker = -1;
+
+  MarkedFile() = default;
+  MarkedFile(MarkedFile&& other) noexcept
+      : path(std::exchange(other.path, {})), marker(other.marker) {}
+  MarkedFile& operator=(MarkedFile&&) = delete;
+  ~MarkedFile() {
+    if (!path.empty()) std::remove(path.c_str());
+  }
 };
 
 Result<MarkedFile> WriteMarkedFile(const std::string& name) {
@@ -53,7 +63,7 @@ Result<MarkedFile> WriteMarkedFile(const std::string& name) {
   for (const UniqueDeviceArray& b : batches) arrays.push_back(&b->array);
   FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, testing::WriteIpc(schema.get(), arrays, true));
   MarkedFile out;
-  out.path = ::testing::TempDir() + "/" + name;
+  out.path = testing::ScratchPath(name);
   const std::string text(reinterpret_cast<const char*>(bytes.data),
                          static_cast<size_t>(bytes.size));
   const size_t at = text.find("MARKER");

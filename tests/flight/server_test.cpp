@@ -399,7 +399,7 @@ TEST_F(FlightServerTest, KeptPlanesAndAFileDataset) {
   std::vector<const ArrowArray*> arrays;
   for (const auto& b : data.batches) arrays.push_back(&b->array);
   ASSERT_OK_AND_ASSIGN(SharedBytes file, testing::WriteIpc(data.schema.get(), arrays, true));
-  const std::string path = ::testing::TempDir() + "/flight_kept.arrow";
+  const std::string path = testing::ScratchPath("flight_kept.arrow");
   {
     FILE* f = std::fopen(path.c_str(), "wb");
     ASSERT_NE(f, nullptr);

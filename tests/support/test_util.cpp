@@ -1,5 +1,7 @@
 #include "support/test_util.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "ferry/format/schema_view.hpp"
@@ -31,6 +33,10 @@ void ExpectArraysEqual(const ArrayView& expected, const ArrayView& actual) {
 std::string SharedTestDataDir() {
   if (const char* dir = std::getenv("FERRY_SHARED_DIR")) return std::string(dir) + "/testdata";
   return std::string(FERRY_SOURCE_DIR) + "/../shared/testdata";
+}
+
+std::string ScratchPath(const std::string& name) {
+  return ::testing::TempDir() + "/ferry-" + std::to_string(getpid()) + "-" + name;
 }
 
 }  // namespace ferry::testing

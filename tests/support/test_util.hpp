@@ -65,6 +65,10 @@ void ExpectArraysEqual(const ArrayView& expected, const ArrayView& actual);
 /// `../shared/testdata` beside the repository (or $FERRY_SHARED_DIR/testdata).
 std::string SharedTestDataDir();
 
+/// A path for a test's scratch file `name`, in gtest's temporary directory and unique to this
+/// process, so that two runs of one suite at once never share a file. The caller removes it.
+std::string ScratchPath(const std::string& name);
+
 }  // namespace ferry::testing
 
 namespace ferry::testing {

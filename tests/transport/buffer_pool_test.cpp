@@ -1,15 +1,19 @@
 // The UCX transport's receive buffers (transport/ucx/buffer_pool.hpp): a large buffer that comes
 // back is reused for the next message of a similar size, and goes back to the system a second
-// after its return when nothing reuses it.
+// after its return when nothing reuses it. At exit the pool's reaper is joined and its cache
+// emptied, so no thread of ferry's outlives main.
 #if FERRY_WITH_UCX
 
 #include "transport/ucx/buffer_pool.hpp"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -81,6 +85,57 @@ TEST(BufferPool, AForkedChildStartsEmptyAndDecaysItsOwn) {
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "1: the parent's buffers were cached in the child; 2: the child's own return was not "
          "cached; 3: the child's cache did not decay";
+}
+
+// The threads this process runs now (its entries in /proc/self/task).
+int ThreadCount() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return -1;
+  int n = 0;
+  while (const dirent* e = readdir(tasks)) n += e->d_name[0] != '.';
+  closedir(tasks);
+  return n;
+}
+
+// The process the test below starts (this binary again, FERRY_BUFFER_POOL_AT_EXIT set) does its
+// work before main: a check registered with atexit before the pool exists runs after the pool's
+// own exit handler, and ends the process with 0 only when the main thread is the last one left
+// and nothing is cached.
+const bool kAtExitChild = [] {
+  if (std::getenv("FERRY_BUFFER_POOL_AT_EXIT") == nullptr) return false;
+  std::atexit([] {
+    if (CachedBufferBytes() != 0) _exit(3);
+    _exit(ThreadCount() == 1 ? 0 : 4);
+  });
+  TakeBuffer(8 * kMiB).reset();  // the pool is made, and its reaper starts
+  if (CachedBufferBytes() != 8 * kMiB) _exit(2);
+  std::exit(0);
+}();
+
+TEST(BufferPool, AtExitTheReaperIsJoinedAndNothingStaysCached) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("FERRY_BUFFER_POOL_AT_EXIT", "1", 1);
+    execl("/proc/self/exe", "buffer_pool_at_exit", nullptr);
+    _exit(1);
+  }
+  // Bounded: a reaper that never wakes for the exit would hang the child.
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 200 && done == 0; ++i) {
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the process did not exit within 10 s: its exit waited on the reaper";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: exec failed; 2: the buffer was not cached; 3: buffers were still cached after the "
+         "exit handler; 4: another thread was still running after it";
 }
 
 TEST(BufferPool, SmallBuffersAreNotCached) {

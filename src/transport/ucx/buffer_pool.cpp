@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -44,6 +46,10 @@ class BufferPool {
       // The mutex is held across fork, so the child's copy of the cache is consistent.
       pthread_atfork([] { Get().mutex_.lock(); }, [] { Get().mutex_.unlock(); },
                      [] { Get().AfterForkInChild(); });
+      // At exit (or when a dlclose unloads this code) the reaper is joined and the cache
+      // emptied, so no thread of ferry's outlives main: a thread that starts or ends while
+      // LeakSanitizer's exit check stops the world can crash its tracer.
+      std::atexit([] { Get().Close(); });
       return made;
     }();
     return *pool;
@@ -123,7 +129,7 @@ class BufferPool {
   void Give(uint8_t* data, size_t capacity) {
     {
       std::lock_guard lock(mutex_);
-      if (cached_ + capacity <= max_cached_ && StartReaper()) {
+      if (!closed_ && cached_ + capacity <= max_cached_ && StartReaper()) {
         free_.push_back({capacity, data, std::chrono::steady_clock::now()});
         cached_ += capacity;
         return;
@@ -134,11 +140,13 @@ class BufferPool {
 
   // The reaper lives only while something is cached and sleeps until the oldest entry is due,
   // so no timer runs in a process that holds nothing here. False when no thread can be started
-  // (then nothing is cached). Called with the mutex held.
+  // (then nothing is cached). Called with the mutex held: a reaper that ended on its own has
+  // already left the mutex for good, so joining it here waits only for its exit.
   bool StartReaper() {
     if (reaper_running_) return true;
+    if (reaper_.joinable()) reaper_.join();
     try {
-      std::thread([this] { Reap(); }).detach();
+      reaper_ = std::thread([this] { Reap(); });
     } catch (const std::system_error&) {
       return false;
     }
@@ -146,20 +154,41 @@ class BufferPool {
     return true;
   }
 
+  // At exit: joins the reaper and returns every cached buffer; later returns are not cached.
+  void Close() {
+    std::vector<Cached> cached;
+    std::thread reaper;
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+      cached.swap(free_);
+      cached_ = 0;
+      reaper = std::move(reaper_);
+    }
+    wake_.notify_all();
+    if (reaper.joinable()) reaper.join();
+    for (const Cached& c : cached) Release(c.data, c.capacity);
+  }
+
   // In a forked child, with the mutex held by the fork: the parent's reaper did not come along,
-  // so what waits here would wait for ever; the child may never read again.
+  // so what waits here would wait for ever; the child may never read again. The reaper's handle
+  // and the condition variable (which may count the parent's reaper as a waiter) are made anew
+  // in place, without their destructors: they name nothing in the child.
   void AfterForkInChild() {
     for (const Cached& c : free_) Release(c.data, c.capacity);
     free_.clear();
     cached_ = 0;
     reaper_running_ = false;
+    new (&reaper_) std::thread();
+    new (&wake_) std::condition_variable();
     mutex_.unlock();
   }
 
-  // Releases each cached buffer once it has waited kDecay, and exits when none is left.
+  // Releases each cached buffer once it has waited kDecay, and exits when none is left or the
+  // pool closes.
   void Reap() {
     std::unique_lock lock(mutex_);
-    while (!free_.empty()) {
+    while (!closed_ && !free_.empty()) {
       const auto now = std::chrono::steady_clock::now();
       std::vector<Cached> due;
       auto keep = std::partition(free_.begin(), free_.end(),
@@ -175,20 +204,20 @@ class BufferPool {
       }
       auto oldest = free_.front().since;
       for (const Cached& c : free_) oldest = std::min(oldest, c.since);
-      // A timed sleep, not a condition variable: nothing needs to wake it early, and a fork
-      // while it sleeps leaves no waiter behind in the child.
-      lock.unlock();
-      std::this_thread::sleep_until(oldest + kDecay);
-      lock.lock();
+      // Only Close wakes it early; a new entry is due later than the oldest.
+      wake_.wait_until(lock, oldest + kDecay, [this] { return closed_; });
     }
     reaper_running_ = false;
   }
 
   std::mutex mutex_;
+  std::condition_variable wake_;
   std::vector<Cached> free_;
   size_t cached_ = 0;
   const size_t max_cached_ = MaxCached();
+  std::thread reaper_;
   bool reaper_running_ = false;
+  bool closed_ = false;
 };
 
 }  // namespace

@@ -11,7 +11,8 @@ namespace ferry::transport::internal::ucx {
 /// 1 MiB or more are recycled process-wide: a returned one waits up to a second for reuse (at
 /// most 2 GiB, or an eighth of the machine's memory, wait at once), then goes back to the system.
 /// A fresh 64 MiB allocation costs an mmap and 16,384 page faults, about as long as moving its
-/// bytes over shared memory. A forked child starts with none waiting.
+/// bytes over shared memory. A forked child starts with none waiting; at exit the cache is emptied
+/// and its thread joined.
 std::shared_ptr<uint8_t> TakeBuffer(size_t size);
 
 /// The bytes now waiting for reuse (for tests and diagnostics).
