@@ -131,6 +131,21 @@ def test_an_unknown_ticket_is_refused_by_name(tmp_path):
         server.stop()
 
 
+def test_a_uri_given_to_listen_is_refused_by_name(tmp_path):
+    src = tmp_path / "t.arrows"
+    write_stream(src, mixed_table(10), 10)
+    r = subprocess.run([cli(), "serve", "--listen", "ucx://127.0.0.1:0", f"t={src}"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "--listen ucx://127.0.0.1:0" in r.stderr and "not a URI" in r.stderr, r.stderr
+    # With --flight the planes' addresses are the server's own choice: --listen is refused, not
+    # silently ignored.
+    r = subprocess.run([cli(), "serve", "--flight", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+                        f"t={src}"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "--listen 127.0.0.1:0" in r.stderr and "without --flight" in r.stderr, r.stderr
+
+
 def memfd_mappings(pid):
     try:
         with open(f"/proc/{pid}/maps") as f:

@@ -242,10 +242,20 @@ int64_t ViewBytes(const ArrayView& view) {
 }
 
 int RunServe(const ServeOptions& o) {
+  if (!o.flight.empty() && !o.listen.empty()) {
+    return Fail("--listen " + o.listen,
+                Status::Invalid("is for serving without --flight; a Flight server's shm and ucx "
+                                "planes listen on fresh addresses, which its locations name"));
+  }
   if (!o.flight.empty()) return RunFlightServe(o);
   if (o.datasets.empty()) return Fail("serve", Status::Invalid("name at least one NAME=FILE"));
   if (o.transport == "grpc") return Fail("--transport grpc", Status::Invalid("needs --flight"));
   const std::string transport = o.transport.empty() ? "shm" : o.transport;
+  if (o.listen.find("://") != std::string::npos) {
+    return Fail("--listen " + o.listen,
+                Status::Invalid("takes an address, not a URI: host:port with --transport ucx, a "
+                                "socket path or @name for shm"));
+  }
   dipc::ServerOptions options;
   options.transport = transport;
   options.address = o.listen;
