@@ -117,6 +117,8 @@ Result<std::string> ReadToken(const std::string& file);
 Result<std::vector<std::string>> ExpandFiles(const std::string& target);
 /// Whether a listen address ("host:port", empty for 127.0.0.1) is loopback only.
 bool ListensOnLoopbackOnly(const std::string& address);
+/// Seconds given on the command line, as milliseconds.
+std::chrono::milliseconds Millis(double seconds);
 /// Print "ferry: WHAT: MESSAGE" on stderr; returns the exit status 2.
 int Fail(const std::string& what, const Status& st);
 /// Read `stream` to its end, into an IPC stream file when `options.to` is set (written beside it

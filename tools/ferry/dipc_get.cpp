@@ -1,0 +1,243 @@
+// `ferry get`: a dataset read from a Dissociated IPC server, into an IPC file or counted, with
+// progress on a terminal and a summary line.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <system_error>
+
+#include "dipc_commands.hpp"
+#include "ferry/core/stream_adapter.hpp"
+#include "ferry/device/device_array_view.hpp"
+#include "ferry/dipc/client.hpp"
+#include "ferry/ipc/writer.hpp"
+#include "parses.hpp"
+
+namespace ferry::cli {
+
+namespace {
+
+// `ferry get --to`'s partial file, removed if a signal ends the process mid-stream.
+char g_partial[4096] = {};
+void OnGetSignal(int sig) {
+  if (g_partial[0] != '\0') unlink(g_partial);
+  _exit(128 + sig);
+}
+
+// Bytes of a batch as the layout implies them (visible slice and offsets included).
+int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
+  Result<DeviceArrayView> view = DeviceArrayView::Make(schema);
+  if (!view.ok() || !view->SetArray(batch).ok()) return 0;
+  return ViewBytes(view->array_view());
+}
+
+}  // namespace
+
+CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
+  CLI::App* cmd = app.add_subcommand(
+      "get", "Read a dataset from a ferry server; progress on a terminal, a summary at the end.");
+  cmd->add_option("uri", o->uri,
+                  "The URI `ferry serve` printed: a Dissociated IPC URI (shm://, ucx://; the "
+                  "metadata URI with --data), or a Flight server's grpc:// or grpc+tls://")
+      ->required();
+  cmd->add_option("--ticket", o->ticket,
+                  "The dataset's name, or the ticket the server issued (needed with a "
+                  "Dissociated IPC URI; with a grpc:// URI, a ticket to redeem with DoGet)");
+  cmd->add_option("--data", o->data,
+                  "The split shape's data URI (`ferry serve` prints it on stderr): metadata "
+                  "and bodies from separate servers");
+  cmd->add_option("--to", o->to,
+                  "Write the batches to this IPC stream file (whole, or not at all: written "
+                  "beside it and renamed at the end; a FIFO or device is written in place)");
+  cmd->add_flag("--force", o->force, "Replace the --to file if it exists");
+  cmd->add_option("--device", o->device,
+                  "Where batches land: cpu, opencl:N, cuda:N, cuda_host:N, cuda_managed:N")
+      ->capture_default_str();
+  cmd->add_option("--validation", o->validation, "none, default or full")
+      ->check(CLI::IsMember({"none", "default", "full"}))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s,
+                  "Seconds the server may stay silent (a stopped server) before the read fails")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--connect-timeout", o->connect_timeout_s,
+                  "Seconds to keep trying while nothing listens at the URI (a server still "
+                  "starting) before failing")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-bytes", o->max_batch_bytes,
+                  "The largest batch body the server may make this client allocate")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
+  return cmd;
+}
+
+int64_t ViewBytes(const ArrayView& view) {
+  int64_t total = 0;
+  std::function<void(const ArrayView&)> walk = [&](const ArrayView& v) {
+    for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
+    for (int64_t i = 0; i < v.n_children(); ++i) walk(v.child(i));
+    if (v.dictionary() != nullptr) walk(*v.dictionary());
+  };
+  walk(view);
+  return total;
+}
+
+int RunGet(const GetOptions& o) {
+  if (o.ticket.empty()) {
+    return Fail(o.uri, Status::Invalid("a Dissociated IPC URI needs --ticket (a grpc:// URI "
+                                       "takes --path)"));
+  }
+  Result<dipc::Uri> uri = dipc::Uri::Parse(o.uri);
+  if (!uri.ok()) return Fail(o.uri, uri.status());
+  Result<Device*> device = ParseDevice(o.device);
+  if (!device.ok()) return Fail("--device", device.status());
+  dipc::ClientOptions options;
+  options.device = *device;
+  options.timeout = Millis(o.timeout_s);
+  options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
+  options.max_body_bytes = o.max_batch_bytes;
+  if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
+  if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<dipc::Uri> data;
+  if (!o.data.empty()) {
+    Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data);
+    if (!parsed.ok()) return Fail("--data " + o.data, parsed.status());
+    data = std::move(*parsed);
+  }
+  // Refused before connecting: an existing regular file needs --force (a FIFO or a device is
+  // written in place).
+  if (struct stat st{};
+      !o.to.empty() && !o.force && stat(o.to.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
+  }
+  Result<UniqueDeviceArrayStream> stream = data
+                                               ? dipc::ConnectStream(*uri, *data, o.ticket, options)
+                                               : dipc::ConnectStream(*uri, o.ticket, options);
+  if (!stream.ok()) return Fail(o.uri, stream.status());
+  return Drain(stream->get(), o, o.ticket, o.uri, start);
+}
+
+int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& label,
+          const std::string& peer, std::chrono::steady_clock::time_point start) {
+  // The connection is up (transport, endpoint, ticket): what follows is the transfer.
+  const auto connected = std::chrono::steady_clock::now();
+  std::string partial;
+  // A pipe, a FIFO or a device (/dev/stdout) is written in place: it cannot be renamed into and
+  // a reader may already wait on it. Only a regular file (or a new path) is written atomically.
+  std::string direct;
+  struct stat info {};
+  const bool exists = !o.to.empty() && stat(o.to.c_str(), &info) == 0;
+  if (exists && !S_ISREG(info.st_mode)) {
+    direct = o.to;
+  } else if (!o.to.empty()) {
+    if (!o.force && exists) {
+      return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
+    }
+    const size_t slash = o.to.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : o.to.substr(0, slash + 1);
+    const std::string base = slash == std::string::npos ? o.to : o.to.substr(slash + 1);
+    partial = dir + "." + base + ".ferry-" + std::to_string(getpid()) + ".partial";
+    if (partial.size() >= sizeof(g_partial)) return Fail(o.to, Status::Invalid("path too long"));
+    std::memcpy(g_partial, partial.c_str(), partial.size() + 1);
+    std::signal(SIGINT, OnGetSignal);
+    std::signal(SIGTERM, OnGetSignal);
+  }
+  // Whatever ends the read early leaves no file behind.
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      if (!path.empty()) unlink(path.c_str());
+      g_partial[0] = '\0';
+    }
+  } cleanup{partial};
+  UniqueSchema schema;
+  if (const Status st = StreamGetSchema(s, schema.get()); !st.ok()) return Fail(peer, st);
+  std::unique_ptr<ipc::FileSink> sink;
+  std::optional<ipc::StreamWriter> writer;
+  if (!partial.empty() || !direct.empty()) {
+    Result<std::unique_ptr<ipc::FileSink>> f =
+        ipc::FileSink::Open(partial.empty() ? direct : partial);
+    if (!f.ok()) return Fail(o.to, f.status());
+    sink = std::move(*f);
+    Result<ipc::StreamWriter> w = ipc::StreamWriter::Open(sink.get(), schema.get());
+    if (!w.ok()) return Fail(o.to, w.status());
+    writer.emplace(std::move(*w));
+  }
+  const bool bar = o.progress && isatty(STDERR_FILENO) != 0;
+  int64_t batches = 0;
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  // With -v: what the device layer copied while batches landed (not while they were written).
+  Result<Device*> target = ParseDevice(o.device);
+  Device* counted = o.verbose && target.ok() ? *target : nullptr;
+  DeviceStats landing;
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (true) {
+    UniqueDeviceArray batch;
+    const DeviceStats before = counted != nullptr ? counted->stats() : DeviceStats{};
+    const Status next = StreamGetNext(s, batch.get());
+    if (counted != nullptr) {
+      const DeviceStats after = counted->stats();
+      landing.copies += after.copies - before.copies;
+      landing.bytes_copied += after.bytes_copied - before.bytes_copied;
+    }
+    if (!next.ok()) {
+      if (bar) std::fprintf(stderr, "\n");
+      return Fail(peer, next);
+    }
+    if (!batch.valid()) break;
+    ++batches;
+    rows += batch->array.length;
+    bytes += BatchBytes(schema.get(), batch.get());
+    if (writer) {
+      const Status st = writer->WriteDeviceBatch(batch.get());
+      if (!st.ok()) return Fail(o.to, st);
+    }
+    if (bar) {
+      std::fprintf(stderr, "\r\033[Kferry get: %lld batches, %lld rows, %.1f MB, %.1f MB/s",
+                   static_cast<long long>(batches), static_cast<long long>(rows),
+                   static_cast<double>(bytes) / 1e6, static_cast<double>(bytes) / 1e6 / seconds());
+    }
+  }
+  if (bar) std::fprintf(stderr, "\n");
+  if (writer) {
+    Status st = writer->Close();
+    if (st.ok()) st = sink->Close();
+    if (!st.ok()) return Fail(o.to, st);
+    if (!partial.empty() && std::rename(partial.c_str(), o.to.c_str()) != 0) {
+      return Fail(o.to, Status(errno, std::string("cannot rename the finished file into place: ") +
+                                          std::strerror(errno)));
+    }
+    cleanup.path.clear();
+  }
+  const double t = seconds();
+  const double connect = std::chrono::duration<double>(connected - start).count();
+  std::printf(
+      "%s: %lld batches, %lld rows, %lld bytes in %.3f s (%.1f MB/s; connected in %.1f ms, then "
+      "%.1f MB/s) on %s%s%s\n",
+      label.c_str(), static_cast<long long>(batches), static_cast<long long>(rows),
+      static_cast<long long>(bytes), t, static_cast<double>(bytes) / 1e6 / t, connect * 1e3,
+      static_cast<double>(bytes) / 1e6 / std::max(t - connect, 1e-9), o.device.c_str(),
+      o.to.empty() ? "" : ", written to ", o.to.c_str());
+  if (counted != nullptr) {
+    std::fprintf(stderr, "ferry get: landing on %s: %lld copies, %lld bytes copied\n",
+                 counted->ToString().c_str(), static_cast<long long>(landing.copies),
+                 static_cast<long long>(landing.bytes_copied));
+  }
+  return 0;
+}
+
+}  // namespace ferry::cli
