@@ -18,23 +18,6 @@ namespace {
 
 constexpr int32_t kContinuation = -1;  // 0xFFFFFFFF
 
-const char* HeaderName(fb::MessageHeader h) {
-  switch (h) {
-    case fb::MessageHeader::Schema:
-      return "Schema";
-    case fb::MessageHeader::DictionaryBatch:
-      return "DictionaryBatch";
-    case fb::MessageHeader::RecordBatch:
-      return "RecordBatch";
-    case fb::MessageHeader::Tensor:
-      return "Tensor";
-    case fb::MessageHeader::SparseTensor:
-      return "SparseTensor";
-    default:
-      return "unknown";
-  }
-}
-
 // Apply the loader's per-node IPC buffer sizes to a view tree, in the loader's pre-order
 // (children, not dictionaries: those were validated when they arrived).
 void ApplySizes(ArrayView& v, const internal::BufferSizes& sizes, size_t* next) {
@@ -70,24 +53,6 @@ Result<UniqueArray> Concatenate(const ArrowSchema* schema, const ArrowArray* a,
 }
 
 }  // namespace
-
-std::string internal::CompressionName(const fb::BodyCompression* c) {
-  if (c == nullptr) return "";
-  switch (c->codec()) {
-    case fb::CompressionType::LZ4_FRAME:
-      return "LZ4_FRAME";
-    case fb::CompressionType::ZSTD:
-      return "ZSTD";
-    default:
-      return "unknown";
-  }
-}
-
-int32_t internal::LoadInt32LE(const uint8_t* p) {
-  uint32_t v = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-               static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-  return static_cast<int32_t>(v);
-}
 
 Status internal::ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
                                 const internal::BufferSizes& sizes, bool skip_root,
@@ -164,7 +129,7 @@ Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int
   // table is absent, and vectors of 64-bit structs that start only 4-aligned.
   if (message->header_type() != fb::MessageHeader::NONE && message->header() == nullptr) {
     return Status::Invalid(Label(i) + ": the message says its header is a " +
-                           HeaderName(message->header_type()) + " but carries none");
+                           internal::HeaderName(message->header_type()) + " but carries none");
   }
   const fb::RecordBatch* batch = message->header_as_RecordBatch();
   if (const fb::DictionaryBatch* db = message->header_as_DictionaryBatch()) batch = db->data();
@@ -328,7 +293,7 @@ Status Decoder::Impl::HandleMessage(const fb::Message* m, const SharedBytes& bod
       break;
     }
     default:
-      return Status::NotSupported(Label(i) + ": " + HeaderName(m->header_type()) +
+      return Status::NotSupported(Label(i) + ": " + internal::HeaderName(m->header_type()) +
                                   " messages are not supported");
   }
   ++index;
@@ -499,48 +464,6 @@ bool Decoder::between_messages() const noexcept {
 
 bool Decoder::finished() const noexcept {
   return impl_->state == Impl::State::kDone && impl_->failed.ok();
-}
-
-Result<MessageInfo> InspectMessage(std::span<const uint8_t> flatbuffer) {
-  const uint8_t* data = flatbuffer.data();
-  std::vector<uint64_t> aligned;
-  if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
-    aligned.resize((flatbuffer.size() + 7) / 8);
-    std::memcpy(aligned.data(), flatbuffer.data(), flatbuffer.size());
-    data = reinterpret_cast<const uint8_t*>(aligned.data());
-  }
-  flatbuffers::Verifier verifier(data, flatbuffer.size());
-  if (flatbuffer.size() < 8 || !fb::VerifyMessageBuffer(verifier)) {
-    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size()) +
-                           " bytes) is not a valid Message flatbuffer");
-  }
-  const fb::Message* message = fb::GetMessage(data);
-  MessageInfo info;
-  info.body_length = message->body_length();
-  if (info.body_length < 0) {
-    return Status::Invalid("the metadata announces a negative body length (" +
-                           std::to_string(info.body_length) + ")");
-  }
-  switch (message->header_type()) {
-    case fb::MessageHeader::Schema:
-      info.kind = MessageKind::kSchema;
-      break;
-    case fb::MessageHeader::DictionaryBatch:
-      info.kind = MessageKind::kDictionary;
-      break;
-    case fb::MessageHeader::RecordBatch:
-      info.kind = MessageKind::kRecordBatch;
-      break;
-    default:
-      return Status::Invalid(std::string("a ") + HeaderName(message->header_type()) +
-                             " message has no place in a stream of record batches");
-  }
-  return info;
-}
-
-Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer) {
-  FERRY_ASSIGN_OR_RAISE(MessageInfo info, InspectMessage(flatbuffer));
-  return info.body_length;
 }
 
 int64_t Decoder::messages_decoded() const noexcept { return impl_->index; }

@@ -96,6 +96,9 @@ Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
 /// "" without compression, else the codec's name.
 std::string CompressionName(const fb::BodyCompression* compression);
 
+/// A message header type's name in the format's own words ("RecordBatch"), for errors.
+const char* HeaderName(fb::MessageHeader header);
+
 /// Read an int32 stored little-endian.
 int32_t LoadInt32LE(const uint8_t* p);
 
