@@ -6,6 +6,9 @@ every plane and body type, with the goals checked in the table.
   ucx         UCX, server and clients on one host (UCX picks shared memory and CMA)
   ucx-hosts   UCX between two network namespaces joined by a bridge (TCP), clients on host c
 
+Body types: packed (type 0), list (a type-1 server: it sends packed bodies to a client whose
+gets UCX would emulate) and list-asked (the same server, its clients asking for buffer lists).
+
 Each cell starts N clients at once, each a process of its own reading the whole dataset; a
 client's time runs from its start to its exit. The goals: the aggregate throughput (N x size /
 the slowest client's time) never falls below the single client's, and no client takes more than
@@ -50,10 +53,11 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_clients(n, uri, wrap):
-    """Starts `n` clients at once; their times in seconds. Fails on any client's failure."""
+def run_clients(n, uri, wrap, extra=()):
+    """Starts `n` clients at once, each with `extra` arguments; their times in seconds. Fails on
+    any client's failure."""
     args = [*wrap, ferry_cli(), "get", uri, "--ticket", "t", "--no-progress", "--validation",
-            "none"]
+            "none", *extra]
     procs = []
     for _ in range(n):
         procs.append((time.monotonic(), subprocess.Popen(args, stdout=subprocess.DEVNULL,
@@ -70,7 +74,7 @@ def run_clients(n, uri, wrap):
 def serve(plane, body, path, hosts):
     """A server of `path` as dataset t on `plane` with `body` bodies, and the wrap its clients
     run under."""
-    args = ["--body", body]
+    args = ["--body", "list" if body == "list-asked" else body]
     wrap_server, wrap_client = (), ()
     if plane == "shm":
         args += ["--transport", "shm"]
@@ -85,11 +89,14 @@ def serve(plane, body, path, hosts):
 
 
 def cell_row(plane, body, counts, size, server, uri, wrap):
-    run_clients(1, uri, wrap)  # the server's first client pays its page faults
+    # "list-asked": the clients ask for buffer lists, which the server lends even where UCX
+    # emulates the gets (where it would otherwise send its "list" clients packed bodies).
+    extra = ["--buffer-lists"] if body == "list-asked" else []
+    run_clients(1, uri, wrap, extra)  # the server's first client pays its page faults
     rows = []
     for n in counts:
         cpu = cpu_seconds(server.proc.pid)
-        times = run_clients(n, uri, wrap)
+        times = run_clients(n, uri, wrap, extra)
         rows.append({"plane": plane, "body": body, "clients": n, "max_s": max(times),
                      "min_s": min(times), "aggregate_gbs": n * size / max(times) / 1e9,
                      "server_cpu_s": cpu_seconds(server.proc.pid) - cpu})
@@ -101,7 +108,9 @@ def main():
     ap.add_argument("--mib", type=int, default=1024, help="the dataset's size (default 1024)")
     ap.add_argument("--clients", default="1,2,4,8,16", help="client counts (default 1,2,4,8,16)")
     ap.add_argument("--planes", default="shm,ucx,ucx-hosts", help="planes (default all three)")
-    ap.add_argument("--bodies", default="list,packed", help="body types (default both)")
+    ap.add_argument("--bodies", default="list,list-asked,packed",
+                    help="body types: list (the server's choice for such a client), list-asked "
+                    "(the clients ask for buffer lists) and packed (default all three)")
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
     counts = [int(c) for c in args.clients.split(",")]

@@ -178,15 +178,6 @@ def descendants(root):
 KILL_SHAPES = [("shm", "list"), ("ucx", "list"), ("ucx", "packed")]
 
 
-def ucx_lends_on_one_host():
-    """Whether the UCX that ferry loads reads another process's memory on this host one-sided
-    (1.16 and later); before, a server of type-1 bodies sends same-host clients packed ones."""
-    import ferry.dipc
-
-    loaded = ferry.dipc.loaded_ucx()["loaded"]
-    return loaded is not None and tuple(int(p) for p in loaded.split(".")[:2]) >= (1, 16)
-
-
 @pytest.mark.parametrize("transport,body", KILL_SHAPES)
 def test_a_killed_server_leaves_no_segment_and_a_clear_error(tmp_path, transport, body):
     table = mixed_table(400_000)
@@ -206,17 +197,15 @@ def test_a_killed_server_leaves_no_segment_and_a_clear_error(tmp_path, transport
     server = Server("--transport", transport, "--body", body, "--region-mb", "1", f"t={src}")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    env = dict(os.environ)
-    if transport == "ucx" and body == "list" and not ucx_lends_on_one_host():
-        # This UCX would emulate a same-host client's gets, so the server would send it packed
-        # bodies: over TCP alone it is lent, which is the case here.
-        env["FERRY_UCX_FAST_PATH"] = "0"
+    # Where this UCX would emulate the client's gets, the server would send it packed bodies
+    # unless it asks for buffer lists, which is the case here.
+    lists = ["--buffer-lists"] if body == "list" else []
     client = subprocess.Popen(
-        [cli(), "get", server.uris["t"], "--ticket", "t", "--no-progress", "--to", str(fifo)],
+        [cli(), "get", server.uris["t"], "--ticket", "t", *lists, "--no-progress", "--to",
+         str(fifo)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
     )
     got = bytearray()
     with open(fifo, "rb") as pipe:

@@ -126,8 +126,8 @@ Status Session::ServeRequest() {
             (send_bodies_ && !on_device && conn_->prefers_packed_bodies());
   if (packed_ && state_->options.body_type != BodyType::kPacked) {
     state_->Log("client " + conn_->peer() +
-                ": sending packed bodies, since UCX before 1.16 would emulate its reads of lent "
-                "memory on this host");
+                ": sending packed bodies, since UCX would emulate its reads of lent memory (over "
+                "TCP, or on this host before UCX 1.16)");
   }
   if (entry_.kept && (!packed_ || HasPackedBodies(*entry_.kept))) return Replay(*entry_.kept);
   // A lent file's, to be sent packed: read afresh, each body going from the file's pages.

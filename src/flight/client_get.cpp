@@ -184,6 +184,7 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
           dipc::ClientOptions dipc_options;
           dipc_options.device = options.device;
           dipc_options.read = options.read;
+          dipc_options.buffer_lists = options.buffer_lists;
           dipc_options.timeout = options_.timeout;
           // The server is up (it just answered): an address that does not answer at once is
           // unreachable from here (another host, another namespace), so fall back soon. A

@@ -5,7 +5,9 @@ the scheduler reachable from all.
 - Federation across hosts: server b lists server a as its peer (with a token, which b forwards);
   the flight is one FlightInfo, b's endpoint then a's, each naming its owner.
 - ferry's client on the third host reads both endpoints at once over UCX (neither server is on its
-  host, so no shared memory), equal to pyarrow's read of the files, and counts the bytes by plane.
+  host, so no shared memory), equal to pyarrow's read of the files, and counts the bytes by plane;
+  the servers send it packed bodies (UCX would emulate its gets over TCP), except to a projected
+  read, which is lent buffer lists and fetches only its columns.
 - pyarrow.flight on the third host reads the same flight by following each endpoint's location.
 - Dask: read_flight on the two-worker cluster computes what pandas computes from the files, and
   every partition came through shared memory on its own server's host (the servers' counters:
@@ -94,6 +96,7 @@ def test_federation_across_hosts(cluster):
 def test_the_client_host_reads_both_servers_at_once_over_ucx(cluster):
     hosts, a, b, halves, tmp = cluster
     out = tmp / "got.arrows"
+    before = {s.uri: _stats(s.uri)["ucx"] for s in (a, b)}
     r = hosts["c"].run([ferry_cli(), "get", b.uri, "--path", "t", "--parallel", "2", "-v",
                         "--no-progress", "--force", "--to", str(out)],
                        env=dict(os.environ, FERRY_TOKEN=TOKEN), capture_output=True, text=True,
@@ -105,6 +108,32 @@ def test_the_client_host_reads_both_servers_at_once_over_ucx(cluster):
     assert r.stderr.count("is not on this host") == 2, r.stderr
     assert r.stderr.count("reading over ucx") == 2, r.stderr
     assert "by plane: shm 0 bytes" in r.stdout and "grpc 0 bytes" in r.stdout, r.stdout
+    # Over TCP UCX would emulate the client's reads of lent memory, a copy and a send by the
+    # server for each: each server sent its half's bodies packed instead, and lent nothing.
+    for s, half in ((a, halves[0]), (b, halves[1])):
+        after = _stats(s.uri)["ucx"]
+        assert after["addresses_lent"] == before[s.uri]["addresses_lent"], after
+        assert after["body_bytes_sent"] - before[s.uri]["body_bytes_sent"] >= half.nbytes, after
+    assert "sending packed bodies, since UCX would emulate" in a.stderr(), a.stderr()
+
+
+def test_a_projected_read_across_hosts_is_lent_only_its_columns(cluster):
+    """With columns, the client asks for buffer lists, so it fetches only the x column's
+    buffers (the plane counter of ferry's client: 8 bytes a row), and the servers lend."""
+    hosts, a, b, halves, tmp = cluster
+    out = tmp / "x.arrows"
+    before = {s.uri: _stats(s.uri)["ucx"] for s in (a, b)}
+    r = hosts["c"].run([ferry_cli(), "get", b.uri, "--path", "t", "--columns", "x",
+                        "--no-progress", "--force", "--to", str(out)],
+                       env=dict(os.environ, FERRY_TOKEN=TOKEN), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = ipc.open_stream(str(out)).read_all()
+    assert _sorted(got).equals(_sorted(pa.concat_tables(halves).select(["x"])))
+    assert "by plane: shm 0 bytes, ucx 800000 bytes, grpc 0 bytes" in r.stdout, r.stdout
+    for s in (a, b):
+        after = _stats(s.uri)["ucx"]
+        assert after["addresses_lent"] > before[s.uri]["addresses_lent"], after
 
 
 PYARROW_READER = """

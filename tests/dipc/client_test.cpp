@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <thread>
 
 #include "ferry/dipc/server.hpp"
@@ -15,7 +14,6 @@
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
-#include "support/ucx_lending.hpp"
 
 namespace ferry::dipc {
 namespace {
@@ -371,8 +369,6 @@ TEST_P(ClientProjection, OnlyTheColumnsAskedForAreReadAndFetched) {
   if (shape.transport == "ucx" && !UcxAvailable()) {
     GTEST_SKIP() << "this build has no UCX transport (libucx-dev was not found)";
   }
-  std::optional<testing::UcxLendingPath> lending;
-  if (shape.transport == "ucx" && shape.body == BodyType::kBufferList) lending.emplace();
   ServerOptions so;
   so.transport = shape.transport;
   so.body_type = shape.body;

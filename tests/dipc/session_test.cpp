@@ -1,6 +1,7 @@
 // The server's choice of body per client (src/dipc/session.cpp): a server of type-1 bodies lends
-// its memory to every client whose reads of it are one-sided, and sends packed bodies to a
-// same-host UCX client whose gets the loaded UCX would emulate (before 1.16).
+// its memory to every client whose reads of it are one-sided, and sends packed bodies to a ferry
+// UCX client whose gets the loaded UCX would emulate (TCP lanes; one host before 1.16), unless
+// that client asks for buffer lists.
 #include <nlohmann/json.hpp>
 
 #include "ferry/dipc/client.hpp"
@@ -17,9 +18,15 @@ namespace {
 
 using Json = nlohmann::json;
 
-class SessionBodies : public ::testing::TestWithParam<bool> {};  // kept or read afresh
+// Kept or read afresh; whether the client asks for buffer lists.
+struct BodiesCase {
+  bool kept;
+  bool buffer_lists;
+};
 
-TEST_P(SessionBodies, ASameHostUcxClientIsLentOnlyWhereItsReadsAreOneSided) {
+class SessionBodies : public ::testing::TestWithParam<BodiesCase> {};
+
+TEST_P(SessionBodies, AUcxClientIsLentOnlyWhereItsReadsAreOneSidedOrItAsks) {
   if (!transport::UcxAvailable()) {
     GTEST_SKIP() << "this build has no UCX transport (libucx-dev was not found)";
   }
@@ -28,19 +35,22 @@ TEST_P(SessionBodies, ASameHostUcxClientIsLentOnlyWhereItsReadsAreOneSided) {
   options.body_type = BodyType::kBufferList;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
   ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(4, 10000));
-  if (GetParam()) {
+  if (GetParam().kept) {
     ASSERT_OK(server->Keep("t", data.dataset));
   } else {
     server->Add("t", data.dataset);
   }
-  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), "t"));
+  ClientOptions client;
+  client.buffer_lists = GetParam().buffer_lists;
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), "t", client));
   ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
   EXPECT_EQ(got, data.expected);
   s.reset();
   const ServerStats stats = server->stats();
   EXPECT_EQ(stats.batches_sent, 4);
-  if (testing::UcxLendsOnOneHost() || !testing::UcxSameHostPath()) {
-    // UCX 1.16 and later read it by CMA; over TCP alone each get costs the server one send.
+  // One-sided only on the same-host path of UCX 1.16 and later (CMA); over TCP lanes (UCX_TLS
+  // without shared memory) every get would cost the server a copy and a send.
+  if (GetParam().buffer_lists || (testing::UcxLendsOnOneHost() && testing::UcxSameHostPath())) {
     EXPECT_GT(stats.addresses_lent, 0) << transport::LoadedUcx().loaded;
   } else {
     // Every body went packed: nothing lent, the 4 x 80,000 value bytes sent.
@@ -50,9 +60,12 @@ TEST_P(SessionBodies, ASameHostUcxClientIsLentOnlyWhereItsReadsAreOneSided) {
   EXPECT_EQ(stats.sessions_failed, 0) << server->last_error();
 }
 
-INSTANTIATE_TEST_SUITE_P(KeptAndAfresh, SessionBodies, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& i) {
-                           return std::string(i.param ? "Kept" : "Afresh");
+INSTANTIATE_TEST_SUITE_P(Cases, SessionBodies,
+                         ::testing::Values(BodiesCase{true, false}, BodiesCase{false, false},
+                                           BodiesCase{true, true}, BodiesCase{false, true}),
+                         [](const ::testing::TestParamInfo<BodiesCase>& i) {
+                           return std::string(i.param.kept ? "Kept" : "Afresh") +
+                                  (i.param.buffer_lists ? "AskingForLists" : "");
                          });
 
 }  // namespace

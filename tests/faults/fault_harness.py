@@ -185,9 +185,9 @@ class Serve(_ServerProcess):
 
 
 class Get:
-    """`ferry get URI --ticket t --to OUT` in the background."""
+    """`ferry get URI --ticket t --to OUT [ARGS]` in the background."""
 
-    def __init__(self, tmp, uri, out, env, timeout, pause=None):
+    def __init__(self, tmp, uri, out, env, timeout, pause=None, args=()):
         self.log = Log(os.path.join(tmp, f"get-{time.monotonic_ns()}.err"))
         run_env = dict(os.environ, **env)
         run_env.pop("FERRY_FAULT_PAUSE", None)
@@ -196,7 +196,7 @@ class Get:
         self.out = out
         self.proc = subprocess.Popen(
             [ferry_cli(), "get", uri, "--ticket", "t", "--no-progress", "--force", "--to",
-             str(out), "--timeout", str(timeout)],
+             str(out), "--timeout", str(timeout), *args],
             stdout=subprocess.DEVNULL, stderr=self.log.file, env=run_env)
 
     def wait(self, timeout):

@@ -69,8 +69,11 @@ def test_a_link_down_mid_transfer_is_found_within_the_timeout(tmp_path, namespac
         client_log = tmp_path / "get.err"
         with open(client_log, "w") as err:
             client = subprocess.Popen(
+                # A type-1 client asks for buffer lists: over TCP the server would otherwise
+                # send it packed bodies.
                 ["ip", "netns", "exec", b, os.environ["FERRY_CLI"], "get", uri, "--ticket", "t",
-                 "--no-progress", "--timeout", str(TIMEOUT)],
+                 "--no-progress", "--timeout", str(TIMEOUT),
+                 *(["--buffer-lists"] if body == "list" else [])],
                 stdout=subprocess.DEVNULL, stderr=err,
                 env=dict(os.environ, FERRY_FAULT_PAUSE="client:body:3"))
         deadline = time.monotonic() + 30

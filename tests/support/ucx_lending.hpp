@@ -1,6 +1,6 @@
-// For tests of type-1 lending over UCX: where the loaded UCX would emulate a same-host client's
-// gets, a ferry server sends that client packed bodies instead, and a test of lending must then
-// reach the server by TCP.
+// For tests of the server's choice of body over UCX: where the loaded UCX would emulate a ferry
+// client's gets (over TCP lanes; on one host before 1.16), the server sends it packed bodies
+// unless the client asks for buffer lists (ClientOptions::buffer_lists).
 #pragma once
 
 #include <cstdio>
@@ -37,23 +37,5 @@ inline bool UcxSameHostPath() {
   }
   return false;
 }
-
-/// While alive, where the loaded UCX does not lend on one host, this process's UCX clients go
-/// by TCP alone (FERRY_UCX_FAST_PATH=0), so that the server lends to them. Made before the test
-/// starts a thread and destroyed after its threads stopped (it sets the environment).
-class UcxLendingPath {
- public:
-  UcxLendingPath() : set_(!UcxLendsOnOneHost()) {
-    if (set_) setenv("FERRY_UCX_FAST_PATH", "0", 1);
-  }
-  ~UcxLendingPath() {
-    if (set_) unsetenv("FERRY_UCX_FAST_PATH");
-  }
-  UcxLendingPath(const UcxLendingPath&) = delete;
-  UcxLendingPath& operator=(const UcxLendingPath&) = delete;
-
- private:
-  bool set_;
-};
 
 }  // namespace ferry::testing

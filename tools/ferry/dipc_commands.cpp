@@ -132,8 +132,9 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "Where to listen: a socket path or @name (shm), host:port (ucx); default: a "
                   "fresh one (ucx: on 127.0.0.1)");
   cmd->add_option("--body", o->body,
-                  "list: (address, length) pairs the client reads (type 1); packed: whole bodies "
-                  "(type 0)")
+                  "list: (address, length) pairs the client reads (type 1; a ferry client whose "
+                  "reads UCX would emulate gets packed bodies unless it asks for lists); packed: "
+                  "whole bodies (type 0)")
       ->check(Parses(dipc::ParseBodyType))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s,

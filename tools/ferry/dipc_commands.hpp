@@ -78,6 +78,8 @@ struct GetOptions {
   double connect_timeout_s = 2;
   /// The largest body (one batch) the server may make this client allocate.
   int64_t max_batch_bytes = int64_t{4} << 30;
+  /// Ask a ferry server to lend buffer lists where it would send packed bodies.
+  bool buffer_lists = false;
   bool progress = true;
   /// Arrow Flight (a grpc:// URI): the flight's name, the location to use (auto, shm, ucx,
   /// grpc), the token and the TLS roots to trust.

@@ -77,6 +77,10 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                   "The largest batch body the server may make this client allocate")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--buffer-lists", o->buffer_lists,
+                "Ask a ferry server over UCX to lend buffer lists (type 1) where it would send "
+                "packed bodies, since UCX would emulate this client's reads (TCP, or one host "
+                "before UCX 1.16); --columns implies it");
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
   return cmd;
 }
@@ -106,6 +110,7 @@ int RunGet(const GetOptions& o) {
   options.timeout = Millis(o.timeout_s);
   options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
   options.max_body_bytes = o.max_batch_bytes;
+  options.buffer_lists = o.buffer_lists;
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
   const auto start = std::chrono::steady_clock::now();

@@ -249,6 +249,7 @@ int Get(const GetOptions& o) {
   options.via = *via;
   options.device = *device;
   options.parallel = o.parallel;
+  options.buffer_lists = o.buffer_lists;
   if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
   if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
   Result<UniqueDeviceArrayStream> stream = Status::OK();

@@ -27,6 +27,11 @@ struct FERRY_EXPORT ClientOptions {
   Device* device = nullptr;
   /// Checks on what arrives (full validation by default: the peer is not trusted).
   ipc::ReadOptions read;
+  /// Ask a ferry server (ferry=1) to lend buffer lists (type 1) where it would rather send this
+  /// client packed bodies, because UCX would emulate the client's reads of lent memory (over TCP
+  /// lanes, or on one host before UCX 1.16). Implied by read.columns, so that only those
+  /// columns' buffers move.
+  bool buffer_lists = false;
   /// How long the server may stay silent (or take nothing we send) before the stream fails: a
   /// stopped server, or a link that went down, is reported after this long.
   std::chrono::milliseconds timeout{30000};

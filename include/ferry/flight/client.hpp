@@ -53,6 +53,9 @@ struct FERRY_EXPORT GetOptions {
   Device* device = nullptr;
   /// Checks on what arrives (full validation by default: the server is not trusted).
   ipc::ReadOptions read;
+  /// Over a ucx:// location, ask the server to lend buffer lists where it would rather send
+  /// packed bodies (dipc::ClientOptions::buffer_lists; read.columns implies it).
+  bool buffer_lists = false;
   /// How many endpoints of a flight are read at once, each through its own fastest location:
   /// 0 is min(endpoints, 4), 1 reads them one after the other. Each endpoint holds at most two
   /// batches ready; an `ordered` flight's batches come out in its order, others as they arrive.

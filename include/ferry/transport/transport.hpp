@@ -53,6 +53,10 @@ struct FERRY_EXPORT ConnectOptions {
   /// The URI says the server speaks ferry's extensions (ferry=1): error texts and, on one host,
   /// UCX's shared-memory fast path. Without it nothing travels that the protocol does not define.
   bool extensions = false;
+  /// The client reads only some buffers of each body (ReadOptions::columns), so with extensions
+  /// it asks the server to lend buffer lists, which let it fetch just those, even where the
+  /// server would rather send bodies packed (Connection::prefers_packed_bodies).
+  bool prefers_buffer_lists = false;
   /// How long to keep trying while nothing listens at the address (a server still starting);
   /// 0: limits.timeout. A caller that knows the server is up (it just named the address) sets
   /// it short, so an unreachable address fails fast.
@@ -111,8 +115,9 @@ class FERRY_EXPORT Connection {
   /// Server side: whether this peer should get packed bodies where the server would lend
   /// memory (type 1), because its reads of lent memory would not be one-sided but emulated by
   /// messages this process copies (UCX before 1.16 on one host: a 512 KiB shared-memory queue
-  /// that several clients turn into a spinning sender). A packed body moves the same bytes by
-  /// rendezvous there, which the peer reads with CMA. False by default.
+  /// that several clients turn into a spinning sender; over TCP lanes in any UCX: each get's
+  /// bytes copied into messages). A packed body moves the same bytes by rendezvous there, which
+  /// the peer reads with CMA or receives in place. False by default.
   virtual bool prefers_packed_bodies() const { return false; }
 
   /// Server side: make `region` readable by the peer (shared memory passes its descriptor; UCX

@@ -36,10 +36,13 @@ constexpr size_t kCopyMaxBytes = size_t{16} << 10;
 /// (the flags it grants, then its connection worker's address). Reserved bits 32-55 are set, so
 /// it is never a protocol tag; SendTagged refuses it.
 constexpr uint64_t kHelloTag = 0x00FE000000000001ULL;
-/// Hello flags: the peer may send error texts (metadata type 0xFF), and it wants (client) or
-/// grants (server) an endpoint from worker addresses, which UCX gives shared memory and CMA.
+/// Hello flags: the peer may send error texts (metadata type 0xFF); it wants (client) or
+/// grants (server) an endpoint from worker addresses, which UCX gives shared memory and CMA; the
+/// client reads only some buffers of each body, so it wants buffer lists even where the server
+/// would rather send packed bodies (client only).
 constexpr uint8_t kHelloErrors = 1;
 constexpr uint8_t kHelloFastPath = 2;
+constexpr uint8_t kHelloBufferLists = 4;
 /// Hello bytes: version (1), flags, six zero bytes, then a worker address (possibly empty).
 constexpr size_t kHelloHeader = 8;
 std::string EncodeHello(uint8_t flags, const std::string& address);

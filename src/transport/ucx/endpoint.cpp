@@ -6,7 +6,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
 
 #include "transport/ucx/context.hpp"
 #include "transport/ucx/worker.hpp"
@@ -153,6 +157,37 @@ Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
   return Create(worker, params, ECONNREFUSED, "cannot create an endpoint to the peer's worker");
+}
+
+std::vector<std::string> LaneTransports(ucp_ep_h ep) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* out = open_memstream(&text, &size);
+  if (out == nullptr) return {};
+  ucp_ep_print_info(ep, out);
+  std::fclose(out);
+  // Lines such as "#   lane[1]:  2:tcp/eth0.0 md[1] -> md[1]/tcp/sysdev[255] rma_bw#0": the
+  // transport is what stands between the resource index's colon and the slash.
+  std::vector<std::string> transports;
+  std::istringstream lines(std::string(text, size));
+  std::free(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t lane = line.find("lane[");
+    const size_t colon = lane == std::string::npos ? lane : line.find("]:", lane);
+    if (colon == std::string::npos) continue;
+    const size_t start = line.find(':', line.find_first_not_of(' ', colon + 2));
+    const size_t slash = start == std::string::npos ? start : line.find('/', start);
+    if (slash == std::string::npos || slash == start + 1) continue;
+    transports.push_back(line.substr(start + 1, slash - start - 1));
+  }
+  return transports;
+}
+
+bool GetsEmulated(ucp_ep_h ep) {
+  const std::vector<std::string> lanes = LaneTransports(ep);
+  return std::any_of(lanes.begin(), lanes.end(), [](const std::string& t) { return t == "tcp"; }) &&
+         std::all_of(lanes.begin(), lanes.end(),
+                     [](const std::string& t) { return t == "tcp" || t == "self"; });
 }
 
 std::string RemoteAddress(ucp_ep_h ep) {

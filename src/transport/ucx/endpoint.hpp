@@ -73,6 +73,15 @@ Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address
 /// The address at the other end of `ep` ("host:port"), or "" when UCX cannot say.
 std::string RemoteAddress(ucp_ep_h ep);
 
+/// The transports of `ep`'s lanes ("tcp", "self", "rc_mlx5", ...), read from what
+/// ucp_ep_print_info writes, the one report of them UCX 1.13 has; empty when it names none.
+/// Costs a print into memory.
+std::vector<std::string> LaneTransports(ucp_ep_h ep);
+/// Whether UCX would emulate a get on `ep` with messages that the peer's worker copies: its
+/// lanes are TCP (and self) only, and TCP has no one-sided read in any UCX. False when UCX names
+/// no lane.
+bool GetsEmulated(ucp_ep_h ep);
+
 /// Send `pieces` as Active Message `id` with no header. Reports to `pending`.
 void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,
                        Pending* pending);

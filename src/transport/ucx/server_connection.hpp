@@ -19,7 +19,8 @@ class ServerConnection final : public UcxConnection {
                                                           ucp_conn_request_h request,
                                                           TransportLimits limits);
   ~ServerConnection() override;
-  /// True for a client on this host under a UCX that emulates its gets (before 1.16).
+  /// True for a ferry client whose gets UCX would emulate (on this host before UCX 1.16, over
+  /// TCP lanes in any UCX), unless it said it reads only some buffers of each body.
   bool prefers_packed_bodies() const override { return packed_preferred_.load(); }
 
  private:
