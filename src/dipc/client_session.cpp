@@ -1,0 +1,398 @@
+// The dissociated-IPC client's session (client_session.hpp): the handshake, metadata in
+// sequence order, bodies packed or fetched, and the free_data owed for what was lent.
+#include "dipc/client_session.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "dipc/fault.hpp"
+#include "ferry/device/device_array.hpp"
+#include "ferry/device/device_array_view.hpp"
+#include "ferry/format/schema.hpp"
+
+namespace ferry::dipc::internal {
+
+using transport::FetchedBody;
+using transport::TaggedMessage;
+
+namespace {
+
+// How long a session being closed waits for the gets of a batch it fetched ahead.
+constexpr auto kReturnAheadWait = std::chrono::seconds(1);
+
+}  // namespace
+
+ClientSession::~ClientSession() {
+  if (ahead_ && !broken_) ReturnAhead();
+  if (broken_) {
+    // The server stopped answering or went away: nothing more will reach it, so waiting for a
+    // graceful close would only hold the caller.
+    data_->Abort();
+    conn_->Abort();
+  }
+  freer_->Finish();
+  if (data_ != conn_) conn_->Close();
+}
+
+Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
+                                uint64_t data_want_data) {
+  const ByteSpan piece{ticket.data(), static_cast<int64_t>(ticket.size())};
+  if (data_ != conn_) {
+    FERRY_RETURN_NOT_OK(Check(data_->SendTagged(data_want_data, {&piece, 1}),
+                              "connecting (want_data to the data server)"));
+  }
+  FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "connecting (want_data)"));
+  FaultPoint("client", "want_data");
+  FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
+  FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+  if (m.type != MetadataType::kIpcMessage) {
+    return Status::Invalid("the stream ended before its schema (message 0)");
+  }
+  FERRY_RETURN_NOT_OK(
+      decoder_.ConsumeMessage(m.flatbuffer.data(), static_cast<int64_t>(m.flatbuffer.size()), {}));
+  std::optional<ipc::DecodedMessage> first = decoder_.Next();
+  if (!first || first->kind != ipc::MessageKind::kSchema) {
+    return Status::Invalid("message 0 is not a schema");
+  }
+  FERRY_ASSIGN_OR_RAISE(schema_, decoder_.ExportSchema());
+  started_ = true;
+  return Status::OK();
+}
+
+Status ClientSession::Next(ArrowDeviceArray* out) {
+  std::memset(out, 0, sizeof(*out));
+  while (!finished_) {
+    if (std::optional<ipc::DecodedMessage> d = decoder_.Next()) {
+      if (d->kind == ipc::MessageKind::kRecordBatch) return Deliver(std::move(d->batch), out);
+      continue;  // a dictionary: kept by the decoder for the batches after it
+    }
+    FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
+    FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+    FaultPoint("client", "metadata");
+    if (m.type == MetadataType::kEndOfStream) {
+      finished_ = true;
+      if (metadata_.held() > 0) {
+        return Status::Invalid(std::to_string(metadata_.held()) +
+                               " metadata message(s) arrived after the end of stream (" +
+                               std::to_string(m.sequence) + ")");
+      }
+      // Nothing more to wait for: free what is pending and close when nothing is borrowed.
+      FaultPoint("client", "free");
+      freer_->Finish();
+      if (data_ != conn_) conn_->Close();
+      break;
+    }
+    FERRY_RETURN_NOT_OK(ReadBody(m));
+  }
+  return Status::OK();
+}
+
+Status ClientSession::Check(Status st, const std::string& doing) {
+  if (st.ok()) return st;
+  broken_ = true;
+  // A ferry server that refused or failed says why on the metadata channel before it
+  // closes, if we asked for its extensions: prefer its words.
+  if ((st.code() == EPIPE || st.code() == ETIMEDOUT) && conn_->extensions()) {
+    // In the split shape either server may have said it, and the words may still be on their
+    // way on the other connection.
+    const auto wait = std::chrono::milliseconds(st.code() == EPIPE && data_ != conn_ ? 1000 : 0);
+    for (Connection* c : {data_.get(), conn_.get()}) {
+      if (c == data_.get() && data_ == conn_) continue;
+      while (true) {
+        Result<SharedBytes> m = c->Receive(c == conn_.get() ? wait : std::chrono::milliseconds(0));
+        if (!m.ok()) break;
+        if (m->size >= 1 && m->data[0] == static_cast<uint8_t>(MetadataType::kFerryError)) {
+          return Parse(*m).status();
+        }
+      }
+    }
+  }
+  if (st.code() == ETIMEDOUT) {
+    std::string gap;
+    if (metadata_.held() > 0) {
+      gap = " (metadata message " + std::to_string(metadata_.next()) + " never came; " +
+            std::to_string(metadata_.held()) + " later one(s) did)";
+    }
+    return Status(ETIMEDOUT, doing + ": the server sent nothing for " +
+                                 std::to_string(options_.timeout.count()) + " ms" + gap);
+  }
+  if (st.code() == EPIPE && !started_) {
+    return Status(EPIPE, doing +
+                             ": the server closed the connection after want_data (unknown or "
+                             "expired ticket?): " +
+                             st.message());
+  }
+  if (st.code() == EPIPE) {
+    return Status(EPIPE, doing +
+                             ": the server closed the connection before the end of the "
+                             "stream (" +
+                             st.message() + ")");
+  }
+  return Status(st.code(), doing + ": " + st.message());
+}
+
+Result<MetadataMessage> ClientSession::Parse(const SharedBytes& bytes) const {
+  FERRY_ASSIGN_OR_RAISE(MetadataMessage m,
+                        ParseMetadataMessage({bytes.data, static_cast<size_t>(bytes.size)}));
+  if (m.type == MetadataType::kFerryError) {
+    if (!conn_->extensions()) {
+      return Status::Invalid("metadata message type 0xFF is not one the protocol defines");
+    }
+    return Status(EIO, "the server reported: " +
+                           std::string(reinterpret_cast<const char*>(m.flatbuffer.data()),
+                                       m.flatbuffer.size()));
+  }
+  return m;
+}
+
+Result<SharedBytes> ClientSession::NextMetadata() {
+  if (lookahead_) {
+    Result<SharedBytes> r = std::move(*lookahead_);
+    lookahead_.reset();
+    return r;
+  }
+  while (true) {
+    if (std::optional<SharedBytes> m = metadata_.Pop()) {
+      held_bytes_ -= m->size;
+      return std::move(*m);
+    }
+    Result<SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
+    if (!r.ok() && r.status().code() == ETIMEDOUT) {
+      freer_->Flush();  // about to wait: the server may be waiting for these
+      r = conn_->Receive(options_.timeout);
+    }
+    FERRY_RETURN_NOT_OK(
+        Check(r.status(), "metadata (message " + std::to_string(metadata_.next()) + ")"));
+    FERRY_RETURN_NOT_OK(Hold(std::move(*r)));
+  }
+}
+
+Status ClientSession::Hold(SharedBytes bytes) {
+  FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+  if (finished_) {
+    return Status::Invalid("metadata message " + std::to_string(m.sequence) +
+                           " arrived after the end of stream");
+  }
+  const int64_t size = bytes.size;
+  if (m.sequence != metadata_.next() && held_bytes_ + size > options_.reorder_bytes) {
+    return Status::Invalid("metadata message " + std::to_string(m.sequence) + " would hold " +
+                           std::to_string(held_bytes_ + size) +
+                           " bytes ahead of their turn, over the limit of " +
+                           std::to_string(options_.reorder_bytes));
+  }
+  FERRY_RETURN_NOT_OK(metadata_.Put(m.sequence, std::move(bytes)));
+  held_bytes_ += size;
+  return Status::OK();
+}
+
+Status ClientSession::ReadBody(const MetadataMessage& m) {
+  FERRY_ASSIGN_OR_RAISE(ipc::MessageInfo info, ipc::InspectMessage(m.flatbuffer));
+  if (info.kind == ipc::MessageKind::kSchema) {
+    return Status::Invalid("metadata message " + std::to_string(m.sequence) +
+                           " is a schema; the protocol allows one only at sequence 0");
+  }
+  if (info.body_length > options_.max_body_bytes) {
+    return Status::Invalid("metadata message " + std::to_string(m.sequence) + " announces a " +
+                           std::to_string(info.body_length) + "-byte body, over the limit of " +
+                           std::to_string(options_.max_body_bytes) + " bytes");
+  }
+  std::unique_ptr<Ahead> ahead = std::move(ahead_);
+  if (ahead && ahead->sequence != m.sequence) ahead.reset();
+  Result<TaggedMessage> r = Status(ETIMEDOUT, "not yet");
+  if (ahead) {
+    r = std::move(ahead->body);
+  } else {
+    // A packed body's size is the metadata's bodyLength: let the transport post its receive
+    // now. (A server sending buffer lists uses another tag; that receive is then dropped.)
+    if (data_->posts_receives()) {
+      data_->Expect(MakeBodyTag(BodyType::kPacked, m.sequence), info.body_length);
+    }
+    r = data_->ReceiveTagged(m.sequence, kSequenceMask, std::chrono::milliseconds(0));
+    if (!r.ok() && r.status().code() == ETIMEDOUT) {
+      freer_->Flush();  // about to wait: the server may be waiting for these
+      r = data_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
+    }
+  }
+  FERRY_RETURN_NOT_OK(Check(r.status(), "body (message " + std::to_string(m.sequence) + ")"));
+  FaultPoint("client", "body");
+  FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));
+  const auto* fb = m.flatbuffer.data();
+  const auto fb_size = static_cast<int64_t>(m.flatbuffer.size());
+  if (tag.type == BodyType::kPacked && cuda_) {
+    return Status::Invalid("message " + std::to_string(m.sequence) +
+                           " has a packed body, but the URI says bodies are in the server's "
+                           "CUDA memory (type 1)");
+  }
+  if (tag.type == BodyType::kPacked) {
+    Count(r->payload.size);
+    return decoder_.ConsumeMessage(fb, fb_size, r->payload);
+  }
+
+  FERRY_ASSIGN_OR_RAISE(BufferList list,
+                        ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
+  if (cuda_) return ConsumeOnDevice(fb, fb_size, list);
+  std::vector<bool> needed;
+  std::vector<BufferRef> picked;
+  const std::span<const BufferRef> wanted = Wanted(fb, fb_size, list, &needed, &picked);
+  Result<FetchedBody> fetched = ahead && ahead->fetch ? ahead->fetch->Wait(options_.timeout)
+                                                      : data_->Fetch(wanted, options_.timeout);
+  FERRY_RETURN_NOT_OK(
+      Check(fetched.status(), "fetch (message " + std::to_string(m.sequence) + ")"));
+  // While this batch is decoded and validated, the next one's buffers travel.
+  FetchAhead();
+  std::vector<ipc::BufferLocation> at;
+  at.reserve(list.buffers.size());
+  size_t next = 0;
+  for (size_t i = 0; i < list.buffers.size(); ++i) {
+    if (!needed.empty() && !needed[i]) {
+      at.push_back({-1, -1});  // a column left out: the decoder never looks here
+      continue;
+    }
+    if (next >= fetched->buffers.size()) break;  // the decoder names the count mismatch
+    const BufferRef& b = fetched->buffers[next++];
+    at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
+    Count(static_cast<int64_t>(b.length));
+  }
+  SharedBytes bytes = fetched->bytes;
+  std::vector<uint64_t> addresses = DistinctAddresses(list.buffers);
+  if (fetched->borrowed && !addresses.empty()) {
+    // Returned when the last array over it is released (or now, if decoding fails).
+    freer_->Borrow();
+    auto owner = std::make_shared<BorrowedBody>();
+    owner->mapping = std::move(bytes.owner);
+    owner->freer = freer_;
+    owner->addresses = std::move(addresses);
+    bytes.owner = std::move(owner);
+  } else if (!addresses.empty()) {
+    freer_->Free(addresses);  // a local copy: the server's memory is done
+  }
+  return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
+}
+
+void ClientSession::FetchAhead() {
+  // With default validation a batch is decoded in microseconds: there is nothing to hide
+  // behind, and a second batch's buffer in flight made transfers slower and less even here.
+  if (options_.read.validation != ValidationLevel::kFull) return;
+  if (!data_->fetches_in_background() || ahead_ || lookahead_ || finished_) return;
+  std::optional<SharedBytes> next = metadata_.Pop();
+  if (!next) {
+    Result<SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
+    if (!r.ok()) return;  // nothing taken: the ordinary path sees it again
+    // Held as NextMetadata would (an early one waits in the window); an error is handed out
+    // in its place.
+    if (Status held = Hold(std::move(*r)); !held.ok()) {
+      lookahead_ = held;
+      return;
+    }
+    next = metadata_.Pop();
+    if (!next) return;  // early: not the next one's turn
+  }
+  held_bytes_ -= next->size;
+  // From here on the message is taken: NextMetadata hands it out next.
+  lookahead_ = std::move(*next);
+  Result<MetadataMessage> m = Parse(**lookahead_);
+  if (!m.ok() || m->type != MetadataType::kIpcMessage) return;
+  Result<ipc::MessageInfo> info = ipc::InspectMessage(m->flatbuffer);
+  if (!info.ok() || info->kind == ipc::MessageKind::kSchema ||
+      info->body_length > options_.max_body_bytes) {
+    return;
+  }
+  Result<TaggedMessage> body =
+      data_->ReceiveTagged(m->sequence, kSequenceMask, std::chrono::milliseconds(0));
+  if (!body.ok()) return;
+  auto ahead = std::make_unique<Ahead>();
+  ahead->sequence = m->sequence;
+  Result<BodyTag> tag = ParseBodyTag(body->tag);
+  if (tag.ok() && tag->type == BodyType::kBufferList) {
+    Result<BufferList> list =
+        ParseBufferList({body->payload.data, static_cast<size_t>(body->payload.size)});
+    if (list.ok()) {
+      std::vector<bool> needed;
+      std::vector<BufferRef> picked;
+      const std::span<const BufferRef> wanted =
+          Wanted(m->flatbuffer.data(), static_cast<int64_t>(m->flatbuffer.size()), *list, &needed,
+                 &picked);
+      Result<std::unique_ptr<transport::FetchInFlight>> fetch =
+          data_->StartFetch(wanted, options_.timeout);
+      if (fetch.ok()) ahead->fetch = std::move(*fetch);
+    }
+  }
+  ahead->body = std::move(*body);
+  ahead_ = std::move(ahead);
+}
+
+void ClientSession::ReturnAhead() {
+  std::unique_ptr<Ahead> ahead = std::move(ahead_);
+  if (!ahead->body.ok()) return;
+  Result<BodyTag> tag = ParseBodyTag(ahead->body->tag);
+  if (!tag.ok() || tag->type != BodyType::kBufferList) return;
+  Result<BufferList> list =
+      ParseBufferList({ahead->body->payload.data, static_cast<size_t>(ahead->body->payload.size)});
+  if (!list.ok()) return;
+  if (ahead->fetch && !ahead->fetch->Wait(kReturnAheadWait).ok()) return;
+  std::vector<uint64_t> addresses = DistinctAddresses(list->buffers);
+  if (!addresses.empty()) freer_->Free(addresses);
+}
+
+std::span<const BufferRef> ClientSession::Wanted(const uint8_t* fb, int64_t fb_size,
+                                                 const BufferList& list, std::vector<bool>* needed,
+                                                 std::vector<BufferRef>* picked) const {
+  needed->clear();
+  if (options_.read.columns.empty()) return list.buffers;
+  Result<std::vector<bool>> n = decoder_.BuffersNeeded(fb, fb_size);
+  if (!n.ok() || n->size() != list.buffers.size()) return list.buffers;
+  *needed = std::move(*n);
+  for (size_t i = 0; i < list.buffers.size(); ++i) {
+    if ((*needed)[i]) picked->push_back(list.buffers[i]);
+  }
+  return *picked;
+}
+
+void ClientSession::Count(int64_t bytes) const {
+  if (options_.bytes_read) options_.bytes_read->fetch_add(bytes, std::memory_order_relaxed);
+}
+
+Status ClientSession::ConsumeOnDevice(const uint8_t* fb, int64_t fb_size, const BufferList& list) {
+  std::vector<ipc::BufferLocation> at;
+  at.reserve(list.buffers.size());
+  for (const BufferRef& b : list.buffers) {
+    // An address past INT64_MAX becomes negative, which the decoder refuses, naming it.
+    at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
+  }
+  SharedBytes bytes{cuda_->data(), cuda_->size(), cuda_};
+  std::vector<uint64_t> addresses = DistinctAddresses(list.buffers);
+  if (!addresses.empty()) {
+    freer_->Borrow();
+    auto owner = std::make_shared<BorrowedBody>();
+    owner->mapping = cuda_;
+    owner->freer = freer_;
+    owner->addresses = std::move(addresses);
+    bytes.owner = std::move(owner);
+  }
+  return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
+}
+
+Status ClientSession::Deliver(UniqueArray batch, ArrowDeviceArray* out) {
+  if (cuda_) {
+    // Already on the device, complete (the server waited for its copies before sending the
+    // pairs): no copy and no event.
+    return DeviceArrayInit(*cuda_->device(), out, batch.get(), nullptr);
+  }
+  UniqueDeviceArray host;
+  batch.move_to(&host->array);
+  host->device_id = -1;
+  host->device_type = ARROW_DEVICE_CPU;
+  Device* target = options_.device;
+  if (target == nullptr || target == CpuDevice()) {
+    host.move_to(out);
+    return Status::OK();
+  }
+  FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(schema_.get()));
+  FERRY_RETURN_NOT_OK(view.SetArray(host.get()));
+  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray copy, view.Copy(*target));
+  copy.move_to(out);
+  return Status::OK();
+}
+
+}  // namespace ferry::dipc::internal
