@@ -7,6 +7,7 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -219,7 +220,8 @@ PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std
                       Device* device, ValidationLevel validation, double timeout,
                       uint32_t reorder_window,
                       const std::optional<std::variant<dipc::Uri, std::string>>& data_uri,
-                      int64_t max_metadata_bytes, int64_t max_body_bytes) {
+                      int64_t max_metadata_bytes, int64_t max_body_bytes,
+                      const std::optional<std::vector<int32_t>>& columns, bool buffer_lists) {
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
@@ -233,6 +235,18 @@ PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std
   }
   options.max_metadata_bytes = max_metadata_bytes;
   options.max_body_bytes = max_body_bytes;
+  if (columns) {
+    // The decoder takes them in increasing order, each once; the schema names them when it
+    // arrives (an index past its fields fails the connect).
+    std::vector<int32_t> picked = *columns;
+    std::sort(picked.begin(), picked.end());
+    picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
+    if (picked.empty() || picked.front() < 0) {
+      Raise(PyExc_ValueError, "columns must be a non-empty list of field indices (0 or more)");
+    }
+    options.read.columns = std::move(picked);
+  }
+  options.buffer_lists = buffer_lists;
   Result<UniqueDeviceArrayStream> stream = [&] {
     nb::gil_scoped_release release;  // connects, sends the ticket, waits for the schema
     if (data) return dipc::ConnectStream(parsed, *data, ticket, options);
@@ -472,7 +486,8 @@ void InitDipc(nb::module_& parent) {
         nb::arg("device").none() = nb::none(), nb::arg("validation") = ValidationLevel::kFull,
         nb::arg("timeout") = 30.0, nb::arg("reorder_window") = 64,
         nb::arg("data_uri").none() = nb::none(), nb::arg("max_metadata_bytes") = int64_t{64} << 20,
-        nb::arg("max_body_bytes") = int64_t{4} << 30,
+        nb::arg("max_body_bytes") = int64_t{4} << 30, nb::arg("columns").none() = nb::none(),
+        nb::arg("buffer_lists") = false,
         "Connect to a server and read the dataset named `ticket` as an ArrayStream of record "
         "batches. "
         "The schema arrives before this returns, so a refused ticket or a dead server raises here "
@@ -481,7 +496,10 @@ void InitDipc(nb::module_& parent) {
         "arrives; timeout: seconds the server may stay silent; data_uri: the server's "
         "data_uri(name), with `uri` its metadata_uri(name), to take metadata and bodies from "
         "separate servers; max_metadata_bytes, max_body_bytes: the largest message of each "
-        "kind taken from the server.");
+        "kind taken from the server; columns: the field indices to read (None: all), whose "
+        "buffers alone are fetched from a type-1 body; buffer_lists: ask a ferry server to lend "
+        "buffer lists where it would send packed bodies because UCX would emulate this client's "
+        "reads (over TCP, or on one host before UCX 1.16; columns implies it).");
 }
 
 }  // namespace ferry::python

@@ -352,6 +352,40 @@ def test_metadata_and_bodies_on_two_connections(transport, body):
 
 
 @pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_connect_reads_only_the_columns_asked_for(transport):
+    """columns= gives those fields, in the schema's order, equal to pyarrow's selection (a
+    dictionary column included); an index past the schema or an empty list is refused by name."""
+    needs(transport)
+    table = mixed_table(10_000)
+    with dipc.Server.start(transport) as server:
+        serve(server, "t", "batches", table, None)
+        for columns in ([4, 1], [2], [1, 1, 0]):
+            got = read_back(server.uri, "t", columns=columns)
+            assert got.equals(table.select(sorted(set(columns))))
+            del got  # over shared memory its batches borrow the server's memory
+        wait_for(lambda: server.stats.clients_active == 0, "the readers' sessions to end")
+        assert server.stats.sessions_failed == 0, server.last_error
+        # (A client that refuses the schema leaves mid-stream: its session ends as failed.)
+        with pytest.raises(IndexError, match="column 9 was asked for, but the schema has 5"):
+            dipc.connect(server.uri, "t", columns=[9])
+        with pytest.raises(ValueError, match="non-empty list of field indices"):
+            dipc.connect(server.uri, "t", columns=[])
+
+
+def test_buffer_lists_asks_a_ucx_server_to_lend():
+    """buffer_lists=True: a type-1 UCX server lends to this client whichever UCX is loaded (left
+    to itself it sends packed bodies where UCX would emulate the client's gets)."""
+    needs("ucx")
+    table = mixed_table(10_000)
+    with dipc.Server.start("ucx") as server:
+        serve(server, "t", "batches", table, None)
+        before = server.stats.addresses_lent
+        assert read_back(server.uri, "t", buffer_lists=True).equals(table)
+        assert server.stats.addresses_lent > before
+        assert server.stats.sessions_failed == 0, server.last_error
+
+
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
 def test_a_kept_dataset_is_lent_to_every_client(transport):
     needs(transport)
     table = mixed_table(10_000)

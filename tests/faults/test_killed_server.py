@@ -1,5 +1,6 @@
 """A server killed in the middle of a parallel read of a flight spread over two servers (`ferry
-serve --flight --peer`): ferry's client fails within the bound with one line naming the endpoint,
+serve --flight --peer`), read on each endpoint's fastest plane or as one column over UCX (type-1
+gets in flight): ferry's client fails within the bound with one line naming the endpoint,
 where it was reading from (the plane, the location, the server) and the cause, and leaves no
 output file; the other server is left idle, with its descriptors and segments back, and serving.
 The same read through ferry.dask on a real Dask cluster fails its task as fast, Dask's retry
@@ -57,13 +58,21 @@ def two_servers(tmp_path, halves):
             survivor.kill()
 
 
-def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves):
+# How the client reads: each endpoint on its fastest plane (shared memory here), or one column
+# over UCX, where the projected read is lent buffer lists and has gets in flight when the server
+# dies.
+READS = {"fastest": [], "ucx-projected": ["--via", "ucx", "--columns", "i"]}
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves, read):
     half = halves[1]
+    scheme = "ucx://" if read == "ucx-projected" else "shm://"
     with two_servers(tmp_path, halves) as (dying, survivor):
         info = fl.connect(survivor.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
         assert len(info.endpoints) == 2
-        dying_shm = next(l.uri.decode() for l in info.endpoints[1].locations
-                         if l.uri.decode().startswith("shm://"))
+        dying_location = next(l.uri.decode() for l in info.endpoints[1].locations
+                              if l.uri.decode().startswith(scheme))
         # A first read of the survivor's own flight, for its baseline of descriptors and segments.
         warm = subprocess.run([ferry_cli(), "get", survivor.uri, "--path", "u", "--no-progress",
                                "--to", str(tmp_path / "warm.arrows")],
@@ -76,7 +85,7 @@ def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves):
         err = Log(str(tmp_path / "get.err"))
         client = subprocess.Popen(
             [ferry_cli(), "get", survivor.uri, "--path", "t", "--parallel", "2", "--timeout", "2",
-             "--no-progress", "--to", str(out)],
+             "--no-progress", "--to", str(out), *READS[read]],
             stdout=subprocess.DEVNULL, stderr=err.file)
         try:
             paused, _ = dying.log.wait_for(PAUSED, 30)
@@ -94,7 +103,7 @@ def test_a_server_killed_mid_read_fails_the_read_naming_it(tmp_path, halves):
         assert took <= BOUND + SLACK, f"the client took {took:.2f} s: {message}"
         assert len(message.splitlines()) == 1, message
         assert "endpoint 1 of 2" in message, message
-        assert f"from {dying_shm} (server 127.0.0.1)" in message, message
+        assert f"from {dying_location} (server 127.0.0.1)" in message, message
         assert not out.exists(), "a failed get left its output file"
 
         # The survivor let go of that client and serves the next one.

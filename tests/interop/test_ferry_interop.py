@@ -174,6 +174,29 @@ def test_ferry_get_from_the_peer(tmp_path, data, name, body, shape, tls):
         assert srv["addresses_freed"] == srv["addresses_sent"], srv
 
 
+@pytest.mark.parametrize("columns", [[0], [9, 2]], ids=["i64", "dict-and-str"])
+@pytest.mark.parametrize("body", [0, 1])
+def test_ferry_reads_some_columns_from_the_peer(tmp_path, data, body, columns):
+    """ferry's client asked for some columns (ferry.dipc.connect(columns=...)) reads the peer's
+    stream, dictionary deltas and replacements included: only those columns, equal to pyarrow's
+    selection of the file. Over type-1 bodies it fetches only their buffers, and still frees every
+    address the peer lent."""
+    import ferry.dipc
+
+    path, batches = data["types"]
+    with Server(tmp_path, path, body=body) as s:
+        stream = ferry.dipc.connect(s.uri, "ticket-1", columns=columns, timeout=20)
+        got = pa.RecordBatchReader.from_stream(stream).read_all()
+        del stream
+        rc, err, srv = s.finish()
+    assert rc == 0, err
+    want = pa.Table.from_batches(batches).select(sorted(columns))
+    assert got.equals(want), f"{got}\n!=\n{want}"
+    assert srv["tickets_refused"] == 0 and srv["unknown_frees"] == 0
+    if body == 1:
+        assert srv["addresses_freed"] == srv["addresses_sent"] > 0, srv
+
+
 def test_ferry_get_refused_by_the_peer(tmp_path, data):
     path, _ = data["types"]
     with Server(tmp_path, path, body=1, ticket="right") as s:
