@@ -214,13 +214,14 @@ void InitFlight(nb::module_& parent) {
           "do_get",
           [](PyFlightClient& c, const std::variant<std::string, nb::bytes, flight::Endpoint>& what,
              const std::string& via, Device* device, ValidationLevel validation, int parallel,
-             const std::optional<std::vector<Column>>& columns) {
+             const std::optional<std::vector<Column>>& columns, bool buffer_lists) {
             if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
             flight::GetOptions options;
             options.via = ViaOf(via);
             options.device = device;
             options.read.validation = validation;
             options.parallel = parallel;
+            options.buffer_lists = buffer_lists;
             std::string location;
             Result<UniqueDeviceArrayStream> stream = Status::OK();
             if (const auto* path = std::get_if<std::string>(&what)) {
@@ -261,7 +262,7 @@ void InitFlight(nb::module_& parent) {
           },
           nb::arg("path_or_ticket"), nb::arg("via") = "auto", nb::arg("device").none() = nb::none(),
           nb::arg("validation") = ValidationLevel::kFull, nb::arg("parallel") = 0,
-          nb::arg("columns") = nb::none(),
+          nb::arg("columns") = nb::none(), nb::arg("buffer_lists") = false,
           "Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and "
           "__arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: "
           "GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's "
@@ -270,7 +271,9 @@ void InitFlight(nb::module_& parent) {
           "way, alone. bytes are a ticket, redeemed with DoGet. `columns` (indices, or names "
           "with a path) reads only those columns, in the schema's order: over type-1 bodies "
           "only their buffers are fetched; other planes carry whole batches and decode only "
-          "these.")
+          "these. `buffer_lists` asks a server over a ucx:// location to lend buffer lists where "
+          "it would send packed bodies because UCX would emulate this client's reads (over TCP, "
+          "or on one host before UCX 1.16; `columns` implies it).")
       .def(
           "do_put",
           [](PyFlightClient& c, const std::string& path, nb::handle data) {

@@ -3,6 +3,7 @@ pyarrow.flight server written here (Arrow C++: an independent server), and again
 server where the fast locations matter: list, info, schema, get and put, each equal to pyarrow;
 do_get's stream read by pyarrow, polars and DuckDB."""
 import datetime
+import json
 import os
 import subprocess
 import threading
@@ -205,6 +206,25 @@ def test_columns_are_read_alone_on_every_plane(tmp_path):
             r = subprocess.run([ferry_cli(), "get", s.uri, "--path", "t", "--columns", "zz",
                                 "--no-progress"], capture_output=True, text=True, timeout=60)
             assert r.returncode == 2 and 'no column named "zz"' in r.stderr, r.stderr
+
+
+def test_buffer_lists_asks_the_ucx_location_to_lend(tmp_path):
+    """do_get(via="ucx", buffer_lists=True) against a type-1 server: the server's UCX plane lends
+    (addresses_lent grows), whichever UCX is loaded; the table is pyarrow's."""
+    table = mixed_table(3000)
+    path = tmp_path / "t.arrows"
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=1000)
+    with Serve(f"t={path}", "--body", "list", tmp=str(tmp_path)) as s:
+        client = ferry.flight.connect(s.uri)
+
+        def lent():
+            [body] = client.do_action("stats")
+            return json.loads(body)["ucx"]["addresses_lent"]
+
+        before = lent()
+        assert pa.table(client.do_get("t", via="ucx", buffer_lists=True)).equals(table)
+        assert lent() > before
 
 
 def test_binding_against_ferry_server_follows_locations(tmp_path):
