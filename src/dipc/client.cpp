@@ -42,7 +42,7 @@ transport::ConnectOptions ConnectOptionsFor(const Uri& uri, const ClientOptions&
   // A CUDA IPC handle is for the device layer, not the transport's key.
   if (!internal::CudaBodies::Carries(uri)) c.remote_handle = uri.remote_handle.value_or("");
   c.extensions = uri.ferry;
-  c.prefers_buffer_lists = options.buffer_lists || !options.read.columns.empty();
+  c.buffer_lists = options.buffer_lists || !options.read.columns.empty();
   return c;
 }
 

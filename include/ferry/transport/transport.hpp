@@ -53,10 +53,10 @@ struct FERRY_EXPORT ConnectOptions {
   /// The URI says the server speaks ferry's extensions (ferry=1): error texts and, on one host,
   /// UCX's shared-memory fast path. Without it nothing travels that the protocol does not define.
   bool extensions = false;
-  /// The client reads only some buffers of each body (ReadOptions::columns), so with extensions
-  /// it asks the server to lend buffer lists, which let it fetch just those, even where the
-  /// server would rather send bodies packed (Connection::prefers_packed_bodies).
-  bool prefers_buffer_lists = false;
+  /// With extensions, ask the server to lend buffer lists even where it would rather send bodies
+  /// packed (Connection::prefers_packed_bodies): the client reads only some buffers of each body,
+  /// or was told to (dipc::ClientOptions::buffer_lists).
+  bool buffer_lists = false;
   /// How long to keep trying while nothing listens at the address (a server still starting);
   /// 0: limits.timeout. A caller that knows the server is up (it just named the address) sets
   /// it short, so an unreachable address fails fast.

@@ -76,7 +76,7 @@ ClientConnection::~ClientConnection() { Close(); }
 
 Status ClientConnection::Hello(bool same_host) {
   const uint8_t flags = kHelloErrors | (same_host ? kHelloFastPath : 0) |
-                        (options_.prefers_buffer_lists ? kHelloBufferLists : 0);
+                        (options_.buffer_lists ? kHelloBufferLists : 0);
   const std::string hello = EncodeHello(flags, same_host ? worker_->address() : std::string());
   const ByteSpan piece{hello.data(), static_cast<int64_t>(hello.size())};
   FERRY_RETURN_NOT_OK(Transmit(false, kHelloTag, {&piece, 1}));
