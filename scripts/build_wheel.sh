@@ -37,7 +37,7 @@ echo "== the libucx dependency, written into the wheel's metadata; one copy of e
 "$venv/bin/python" -m wheel unpack -d "$tmp/unpacked" "$raw" >/dev/null
 meta=$(ls "$tmp"/unpacked/ferry-*/ferry-*.dist-info/METADATA)
 # A wheel holds no symbolic links: the command's libraries were installed as libferry.so.0 (the
-# name the loader looks for) and libferry.so.0.1.0 (the same bytes again); one copy is enough.
+# name the loader looks for) and libferry.so.0.2.0 (the same bytes again); one copy is enough.
 rm -f "$tmp"/unpacked/ferry-*/ferry/lib/lib*.so.*.*.*
 # The build keeps debug information (-g, for the test tree's sake); users' wheels do not.
 find "$tmp"/unpacked/ferry-*/ferry -type f \( -name '*.so*' -o -path '*/bin/*' \) -exec strip --strip-debug {} +

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Style and structure gates: the include direction (scripts/layers.txt, with its own test on
 # planted violations), file sizes, test files named after what they test, one owner of mapped
-# memory (ferry::Mapping), the exported symbols of libferry.so and libferry_flight.so (and no
-# gRPC in the former), clang-format (the tree must not change) and clang-tidy (.clang-tidy;
-# nothing reported on the library and the tool). Needs a configured and built tree for
+# memory (ferry::Mapping), typed errors (scripts/check_errors.py, with its own test), the
+# exported symbols of libferry.so and libferry_flight.so (and no gRPC in the former),
+# clang-format (the tree must not change) and clang-tidy (.clang-tidy; nothing reported on the
+# library and the tool). Needs a configured and built tree for
 # compile_commands.json and libferry.so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,13 @@ if [ -n "$raw" ]; then
   echo "$raw" >&2
   exit 1
 fi
+echo "== typed errors"
+# A Status is made from a StatusCode (its factories, or Status::FromErrno for what the OS said),
+# and code decides on code(), never on an errno (docs/architecture.md, "Errors"); the one place
+# errnos meet codes is the table, src/core/status_code.cpp. A system call's own EINTR, EAGAIN and
+# EWOULDBLOCK ("call again") may still be tested where the call is made.
+python3 scripts/check_errors.py
+python3 scripts/test_check_errors.py 2>&1 | tail -1
 echo "== exported symbols"
 bash scripts/check_symbols.sh "$build/libferry.so"
 bash scripts/check_symbols.sh "$build/libferry_flight.so"

@@ -103,10 +103,10 @@ Status DrainIpc(const ServerProc& s, ValidationLevel validation, int64_t* batche
     const auto rounded = static_cast<size_t>((need + 63) / 64 * 64);
     std::shared_ptr<uint8_t> mem(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)),
                                  [](uint8_t* p) { std::free(p); });
-    if (!mem) return Status(ENOMEM, "out of memory");
+    if (!mem) return Status::OutOfMemory("out of memory");
     if (!RecvExactly(fd, mem.get(), need)) {
       if (decoder.between_messages()) break;
-      return Status(EPIPE, "the IPC stream ended early");
+      return Status::DataLoss("the IPC stream ended early");
     }
     uint8_t* data = mem.get();
     FERRY_RETURN_NOT_OK(decoder.Consume(SharedBytes{data, need, std::move(mem)}));

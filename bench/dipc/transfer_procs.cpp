@@ -118,20 +118,20 @@ Table MakeTable(bool small) {
 
 Result<int> ListenUnix(const std::string& name) {
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status(errno, "socket");
+  if (fd < 0) return Status::FromErrno(errno, "socket");
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract namespace
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 8) != 0) {
-    return Status(errno, std::string("listening on @") + name + ": " + std::strerror(errno));
+    return Status::FromErrno(errno, std::string("listening on @") + name);
   }
   return fd;
 }
 
 Result<int> ConnectUnix(const std::string& name) {
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status(errno, "socket");
+  if (fd < 0) return Status::FromErrno(errno, "socket");
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path + 1, name.data(), name.size());
@@ -139,7 +139,7 @@ Result<int> ConnectUnix(const std::string& name) {
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     const int err = errno;
     close(fd);
-    return Status(err, std::string("connecting to @") + name + ": " + std::strerror(err));
+    return Status::FromErrno(err, std::string("connecting to @") + name);
   }
   return fd;
 }

@@ -36,10 +36,8 @@ enum class DeviceType : int32_t {
   HEXAGON = ARROW_DEVICE_HEXAGON,
 };
 
-/// Raise the Python exception that matches `status`'s errno code, with its message:
-/// EINVAL -> ValueError, ENOTSUP -> NotImplementedError, ENOMEM -> MemoryError,
-/// ERANGE -> IndexError, ENOENT -> FileNotFoundError, EEXIST -> FileExistsError, EIO and other
-/// system codes -> OSError, anything else -> RuntimeError.
+/// Raise the exception class the error table gives `status`'s code (`ferry.InvalidArgumentError`,
+/// a ValueError, for kInvalidArgument; ferry/core/status_code.hpp), with its message.
 [[noreturn]] void RaiseStatus(const Status& status);
 
 /// Raise when `status` is not OK.
@@ -83,6 +81,7 @@ Device& DeviceOf(ArrowDeviceType type, int64_t id);
 void CheckNoKwargs(const nb::kwargs& kwargs, const char* method);
 
 // Module sections, one per source file.
+void InitStatusCode(nb::module_& m);
 void InitDevice(nb::module_& m);
 void InitSchema(nb::module_& m);
 void InitArray(nb::module_& m);

@@ -77,7 +77,7 @@ std::shared_ptr<dipc::Dataset> DatasetFromBatches(nb::handle items, nb::handle s
 std::shared_ptr<dipc::Dataset> DatasetFromFactory(nb::handle fn) {
   std::shared_ptr<const void> owner = PyOwner(fn);
   return dipc::Dataset::FromStreamFactory([owner]() -> Result<UniqueDeviceArrayStream> {
-    if (!nb::is_alive()) return Status(ECANCELED, "the Python interpreter has exited");
+    if (!nb::is_alive()) return Status::Cancelled("the Python interpreter has exited");
     nb::gil_scoped_acquire gil;
     try {
       nb::handle callable(static_cast<PyObject*>(const_cast<void*>(owner.get())));
@@ -90,9 +90,9 @@ std::shared_ptr<dipc::Dataset> DatasetFromFactory(nb::handle fn) {
           std::string("the dataset factory raised ") + nb::type_name(e.type()).c_str();
       nb::str text = nb::str(e.value());
       if (nb::len(text) > 0) message += std::string(": ") + text.c_str();
-      return Status(EINVAL, message);
+      return Status::Invalid(message);
     } catch (const std::exception& e) {
-      return Status(EINVAL, std::string("the dataset factory failed: ") + e.what());
+      return Status::Invalid(std::string("the dataset factory failed: ") + e.what());
     }
   });
 }

@@ -49,7 +49,7 @@ std::vector<int32_t> ColumnIndices(const std::vector<Column>& columns, const Arr
   }
   if (schema != nullptr) {
     Result<std::vector<int32_t>> found = ferry::ColumnIndices(schema, names);
-    if (!found.ok() && found.status().code() == EINVAL) {
+    if (!found.ok() && found.status().code() == StatusCode::kInvalidArgument) {
       Raise(PyExc_KeyError, found.status().message());
     }
     return Unwrap(std::move(found));

@@ -1,4 +1,4 @@
-// The `ferry._ferry` extension module: error mapping, Python owners, and the module's sections.
+// The `ferry._ferry` extension module: Python owners, and the module's sections.
 #include <cstring>
 
 #include "common.hpp"
@@ -9,40 +9,6 @@ namespace ferry::python {
 void Raise(PyObject* type, const std::string& message) {
   PyErr_SetString(type, message.c_str());
   throw nb::python_error();
-}
-
-void RaiseStatus(const Status& status) {
-  PyObject* type = PyExc_RuntimeError;
-  switch (status.code()) {
-    case EINVAL:
-      type = PyExc_ValueError;
-      break;
-    case ENOTSUP:
-      type = PyExc_NotImplementedError;
-      break;
-    case ENOMEM:
-      type = PyExc_MemoryError;
-      break;
-    case ERANGE:
-      type = PyExc_IndexError;
-      break;
-    case ENOENT:
-      type = PyExc_FileNotFoundError;
-      break;
-    case EEXIST:
-      type = PyExc_FileExistsError;
-      break;
-    case EIO:
-    case EACCES:
-    case EPERM:
-    case EISDIR:
-    case ENOSPC:
-      type = PyExc_OSError;
-      break;
-    default:
-      break;
-  }
-  Raise(type, status.message());
 }
 
 std::shared_ptr<const void> PyOwner(nb::handle object) {
@@ -78,6 +44,7 @@ NB_MODULE(_ferry, m) {
   m.def(
       "version", [] { return ferry::Version(); },
       "The version of the ferry library built into this extension (ferry.__version__).");
+  InitStatusCode(m);
   InitDevice(m);
   InitSchema(m);
   InitArray(m);

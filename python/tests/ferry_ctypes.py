@@ -111,6 +111,8 @@ lib.FerryArrayFromJson.argtypes = [_P(ArrowSchema), ctypes.c_char_p, _P(ArrowArr
 lib.FerrySchemaDeepCopy.argtypes = [_P(ArrowSchema), _P(ArrowSchema), _P(FerryErrorStruct)]
 lib.FerryArrayStreamInit.argtypes = [_P(ArrowArrayStream), _P(ArrowSchema), ctypes.c_int64,
                                      _P(ArrowArray), _P(FerryErrorStruct)]
+lib.FerryErrorCodeName.argtypes = [ctypes.c_int]
+lib.FerryErrorCodeName.restype = ctypes.c_char_p
 
 
 def check(code, error):

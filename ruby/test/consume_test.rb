@@ -48,7 +48,7 @@ class ConsumeTest < Test::Unit::TestCase
     fiddle = Fiddle::MemoryView.new(buffer)
     assert_equal(view[1], fiddle[1])
     fiddle.release
-    assert_raise(Ferry::NotSupportedError) { view.to_arrow } # multi-member items have no Arrow type
+    assert_raise(Ferry::UnimplementedError) { view.to_arrow } # multi-member items have no Arrow type
   end
 
   def test_zero_dimensions_and_empty

@@ -47,7 +47,7 @@ class IpcTest < Test::Unit::TestCase
 
   def test_bad_input_raises
     # One class per error code, as Python maps them, all under Ferry::Error.
-    bad = assert_raise(Ferry::InvalidError) { Ferry::IPC.read(string: "not arrow at all") }
+    bad = assert_raise(Ferry::InvalidArgumentError) { Ferry::IPC.read(string: "not arrow at all") }
     assert_kind_of(Ferry::Error, bad)
     missing = assert_raise(Ferry::NotFoundError) { Ferry::IPC.read("/nonexistent/ferry.arrow") }
     assert_match(%r{/nonexistent/ferry\.arrow}, missing.message)

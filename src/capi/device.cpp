@@ -7,6 +7,7 @@
 
 #include "capi/error.hpp"
 #include "ferry/capi/ferry.h"
+#include "ferry/core/status_code.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_stream.hpp"
 #include "ferry/device/device_array_view.hpp"
@@ -62,10 +63,14 @@ void ReleaseCpuCopy(FerryDevice* device) { device->release = nullptr; }
 template <typename Call>
 int Dispatch(FerryDevice* device_src, FerryDevice* device_dst, FerryError* error, Call&& call) {
   if (device_src == nullptr || device_dst == nullptr) {
-    return ferry::capi::internal::SetError(error, EINVAL, "device is NULL");
+    return ferry::capi::internal::FromStatus(ferry::Status::Invalid("device is NULL"), error);
   }
   int rc = call(device_dst);
-  if (rc != ENOTSUP || device_src == device_dst) return rc;
+  // A device that cannot do the copy says so with ENOTSUP (kUnimplemented); the other may.
+  if (ferry::StatusCodeFromErrno(rc) != ferry::StatusCode::kUnimplemented ||
+      device_src == device_dst) {
+    return rc;
+  }
   return call(device_src);
 }
 
@@ -124,8 +129,8 @@ FerryErrorCode FerryDeviceReleaseCached(struct FerryDevice* device, int64_t* fre
   if (freed_bytes != nullptr) *freed_bytes = 0;
   ferry::Device* d = ferry::Device::FromC(device);
   if (d == nullptr) {
-    return ferry::capi::internal::SetError(error, EINVAL,
-                                           "release cached: the device is NULL or not ferry's");
+    return ferry::capi::internal::FromStatus(
+        ferry::Status::Invalid("release cached: the device is NULL or not ferry's"), error);
   }
   return ferry::capi::internal::Guard(error, [&]() -> ferry::Status {
     FERRY_ASSIGN_OR_RAISE(int64_t freed, d->ReleaseCached());
@@ -138,18 +143,19 @@ FerryErrorCode FerryDeviceArrayInitAsync(struct FerryDevice* device,
                                          struct ArrowDeviceArray* device_array,
                                          struct ArrowArray* array, void* sync_event, void* stream,
                                          struct FerryError* error) {
-  if (device == nullptr) return ferry::capi::internal::SetError(error, EINVAL, "device is NULL");
+  if (device == nullptr)
+    return ferry::capi::internal::FromStatus(ferry::Status::Invalid("device is NULL"), error);
   if (device->array_init != nullptr) {
     return device->array_init(device, device_array, array, sync_event, stream, error);
   }
   // A device without array_init (a caller's own struct) gets a plain, event-less wrap.
   if (sync_event != nullptr) {
-    return ferry::capi::internal::SetError(error, EINVAL,
-                                           "the device has no array_init but an event was given");
+    return ferry::capi::internal::FromStatus(
+        ferry::Status::Invalid("the device has no array_init but an event was given"), error);
   }
   if (device_array == nullptr || array == nullptr || array->release == nullptr) {
-    return ferry::capi::internal::SetError(error, EINVAL,
-                                           "device array init: NULL or released array");
+    return ferry::capi::internal::FromStatus(
+        ferry::Status::Invalid("device array init: NULL or released array"), error);
   }
   std::memset(device_array, 0, sizeof(*device_array));
   std::memcpy(&device_array->array, array, sizeof(*array));

@@ -19,7 +19,7 @@ namespace {
 Status CopyUri(const ferry::dipc::Uri& uri, char* out, size_t out_size) {
   const std::string text = uri.ToString();
   if (text.size() + 1 > out_size) {
-    return Status(ERANGE, "the URI needs " + std::to_string(text.size() + 1) + " bytes, not " +
+    return Status::OutOfRange("the URI needs " + std::to_string(text.size() + 1) + " bytes, not " +
                               std::to_string(out_size));
   }
   std::memcpy(out, text.c_str(), text.size() + 1);

@@ -8,6 +8,7 @@
 
 #include "ferry/capi/ferry.h"
 #include "ferry/core/status.hpp"
+#include "ferry/core/status_code.hpp"
 
 namespace ferry::capi::internal {
 
@@ -18,7 +19,7 @@ inline FerryErrorCode SetError(struct FerryError* error, int code, const char* m
 
 inline FerryErrorCode FromStatus(const Status& st, struct FerryError* error) {
   if (st.ok()) return 0;
-  return SetError(error, st.code(), st.message().c_str());
+  return SetError(error, CErrorCodeOf(st), st.message().c_str());
 }
 
 /// Run `body` (returning a Status) and turn any escaping C++ exception into an error code, so no
@@ -28,11 +29,11 @@ FerryErrorCode Guard(struct FerryError* error, Body&& body) noexcept {
   try {
     return FromStatus(body(), error);
   } catch (const std::bad_alloc&) {
-    return SetError(error, ENOMEM, "out of memory");
+    return FromStatus(Status::OutOfMemory("out of memory"), error);
   } catch (const std::exception& e) {
-    return SetError(error, EINVAL, e.what());
+    return FromStatus(Status::Internal(e.what()), error);
   } catch (...) {
-    return SetError(error, EINVAL, "unknown C++ exception");
+    return FromStatus(Status::Internal("unknown C++ exception"), error);
   }
 }
 

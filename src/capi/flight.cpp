@@ -353,7 +353,7 @@ FerryErrorCode FerryFlightServerUri(const struct FerryFlightServer* server, char
     if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
     const std::string uri = server->server->uri();
     if (uri.size() + 1 > out_size) {
-      return Status(ERANGE, "the URI needs " + std::to_string(uri.size() + 1) + " bytes, not " +
+      return Status::OutOfRange("the URI needs " + std::to_string(uri.size() + 1) + " bytes, not " +
                                 std::to_string(out_size));
     }
     std::memcpy(out, uri.c_str(), uri.size() + 1);

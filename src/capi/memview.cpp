@@ -5,6 +5,7 @@
 
 #include "capi/error.hpp"
 #include "ferry/capi/ferry.h"
+#include "ferry/core/status_code.hpp"
 #include "ferry/memview/device_view.hpp"
 #include "ferry/memview/dlpack.hpp"
 #include "ferry/memview/registry.hpp"
@@ -122,7 +123,8 @@ ferry::memview::Exporter Wrap(const std::string& tag, FerryMemoryViewExporter c)
     FerryError error{};
     const int rc = c.get(filled->obj, flags, filled.get(), &error);
     if (rc != 0) {
-      return Status(rc, "memory view exporter of \"" + tag + "\": " + error.message);
+      return Status(ferry::StatusCodeFromErrno(rc),
+                    "memory view exporter of \"" + tag + "\": " + error.message, rc);
     }
     Result<MemoryView> view = FromC(*filled);
     if (!view.ok()) {

@@ -46,15 +46,13 @@ Result<SharedBytes> SharedBytes::Gather(const ByteSpan* pieces, size_t count) {
 Result<SharedBytes> SharedBytes::MapFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    const int err = errno;
-    return Status(err == ENOENT ? ENOENT : EIO,
-                  "cannot open \"" + path + "\": " + std::strerror(err));
+    return Status::FromErrno(errno, "cannot open \"" + path + "\"");
   }
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     const int err = errno;
     close(fd);
-    return Status::IOError("cannot stat \"" + path + "\": " + std::strerror(err));
+    return Status::FromErrno(err, "cannot stat \"" + path + "\"");
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);

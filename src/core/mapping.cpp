@@ -28,10 +28,7 @@ int Flags(const MappingOptions& options) {
   return (options.shared ? MAP_SHARED : MAP_PRIVATE) | (options.populate ? MAP_POPULATE : 0);
 }
 
-Status Refused(int err, const std::string& what) {
-  return Status(err == ENOMEM ? ENOMEM : (err == EACCES || err == EPERM ? err : EIO),
-                what + ": " + std::strerror(err));
-}
+Status Refused(int err, const std::string& what) { return Status::FromErrno(err, what); }
 
 }  // namespace
 
@@ -104,8 +101,7 @@ Status Mapping::Resize(int64_t size, MappingOptions options) {
 Status Mapping::Advise(int advice) const {
   if (data_ == nullptr) return Status::OK();
   if (madvise(data_, static_cast<size_t>(size_), advice) != 0) {
-    const int err = errno;
-    return Status(err, std::string("madvise: ") + std::strerror(err));
+    return Status::FromErrno(errno, "madvise");
   }
   return Status::OK();
 }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "ferry/core/status_code.hpp"
+
 namespace ferry {
 
 namespace {
@@ -19,7 +21,7 @@ struct Exported {
 
   static int Fail(Exported* self, const Status& st) {
     self->last_error = st.message();
-    return st.code() != 0 ? st.code() : EIO;
+    return CErrorCodeOf(st);
   }
 
   static int GetSchema(Stream* s, ArrowSchema* out) {
@@ -63,8 +65,8 @@ struct Exported {
 template <typename Stream>
 Status CallFailed(Stream* stream, const char* call, int code) {
   const char* text = stream->get_last_error != nullptr ? stream->get_last_error(stream) : nullptr;
-  if (text != nullptr && *text != '\0') return Status(code, text);
-  return Status(code, std::string("stream ") + call + " failed: " + std::strerror(code));
+  if (text != nullptr && *text != '\0') return Status(StatusCodeFromErrno(code), text, code);
+  return Status::FromErrno(code, std::string("stream ") + call + " failed");
 }
 
 template <typename Stream>

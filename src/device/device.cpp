@@ -9,6 +9,7 @@
 #include <new>
 
 #include "device/device_support.hpp"
+#include "ferry/core/status_code.hpp"
 
 namespace ferry {
 
@@ -30,7 +31,7 @@ int Report(const Status& st, FerryError* error) {
   if (!st.ok() && error != nullptr) {
     std::snprintf(error->message, sizeof(error->message), "%s", st.message().c_str());
   }
-  return st.code();
+  return CErrorCodeOf(st);
 }
 
 template <typename Body>
@@ -195,10 +196,10 @@ Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst, i
                            dst_dev.ToString());
   }
   Status st = dst_dev.CopyBytes(src_dev, src, dst_dev, dst, n, stream);
-  if (st.code() != ENOTSUP) return st;
+  if (st.code() != StatusCode::kUnimplemented) return st;
   if (&src_dev != &dst_dev) {
     st = src_dev.CopyBytes(src_dev, src, dst_dev, dst, n, stream);
-    if (st.code() != ENOTSUP) return st;
+    if (st.code() != StatusCode::kUnimplemented) return st;
   }
   return Status::NotSupported("no copy path from " + src_dev.ToString() + " to " +
                               dst_dev.ToString() + " (copy through the CPU)");

@@ -91,9 +91,9 @@ Status ZeroCopyMove(Device& src_dev, ArrowDeviceArray* src, Device& dst_dev,
     return Status::OK();
   }
   Status st = src_dev.MoveArray(src_dev, src, dst_dev, dst);
-  if (st.code() != ENOTSUP) return st;
+  if (st.code() != StatusCode::kUnimplemented) return st;
   st = dst_dev.MoveArray(src_dev, src, dst_dev, dst);
-  if (st.code() != ENOTSUP) return st;
+  if (st.code() != StatusCode::kUnimplemented) return st;
   return Status::NotSupported("no zero-copy move from " + src_dev.ToString() + " to " +
                               dst_dev.ToString() + ": the memory is not addressable there (" +
                               st.message() + "); copy with DeviceArrayView::Copy");

@@ -153,7 +153,7 @@ class Guarded final : public Device {
  private:
   Result<Chunk*> MapChunk(size_t size) {
     int fd = memfd_create("ferry-guarded", MFD_CLOEXEC);
-    if (fd < 0) return Status::IOError(std::string("guarded: memfd_create: ") + strerror(errno));
+    if (fd < 0) return Status::FromErrno(errno, "guarded: memfd_create");
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
       close(fd);
       return Status::OutOfMemory("guarded: cannot size a memfd to " + std::to_string(size));

@@ -40,8 +40,8 @@ class KeepSink final : public ipc::MessageSink {
         written += piece.size;
       }
       if (written != m.body_length) {
-        return Status(EPROTO, "a batch's body pieces add up to " + std::to_string(written) +
-                                  " bytes, not its body length " + std::to_string(m.body_length));
+        return Status::Internal("a batch's body pieces add up to " + std::to_string(written) +
+                                " bytes, not its body length " + std::to_string(m.body_length));
       }
       k.body_offset = at;
       k.body_length = m.body_length;
@@ -136,29 +136,30 @@ uint32_t Catalogue::Keep(const std::string& name, std::shared_ptr<const Kept> ke
 
 Result<Catalogue::Entry> Catalogue::Find(const std::string& ticket, uint32_t region) const {
   std::string name = ticket;
-  Result<std::string> issued = tickets_->Resolve(ticket);
+  bool issued_here = false;
+  Result<std::string> issued = tickets_->Resolve(ticket, &issued_here);
   if (issued.ok()) {
     name = *issued;
-  } else if (issued_only_ || issued.status().code() == ETIME) {
+  } else if (issued_only_ || issued_here) {
     // Issued tickets are secrets: errors neither echo them whole nor list the datasets.
     return issued.status();
   }
   std::lock_guard lock(mutex_);
   auto it = entries_.find(name);
   if (it == entries_.end()) {
-    if (issued.ok()) return Status(ENOENT, "the ticket's dataset is gone");
+    if (issued.ok()) return Status::NotFound("the ticket's dataset is gone");
     std::string names;
     for (const auto& [n, e] : entries_) names += (names.empty() ? "" : ", ") + n;
-    return Status(ENOENT, "unknown ticket \"" + ticket + "\" (this server has: " + names + ")");
+    return Status::NotFound("unknown ticket \"" + ticket + "\" (this server has: " + names + ")");
   }
   if (it->second.region != region && region == 0 && it->second.dataset != nullptr) {
     // A lent file asked for under the shared region's URI: read and copied as before.
     return Entry{it->second.dataset, nullptr, 0, it->second.readers};
   }
   if (it->second.region != region) {
-    return Status(EACCES, "dataset \"" + name + "\" is served under another URI (its memory " +
-                              "has a remote_handle of its own): ask the server for uri(\"" + name +
-                              "\")");
+    return Status::FailedPrecondition(
+        "dataset \"" + name + "\" is served under another URI (its memory " +
+        "has a remote_handle of its own): ask the server for uri(\"" + name + "\")");
   }
   return it->second;
 }
@@ -167,7 +168,7 @@ Result<std::string> Catalogue::Issue(const std::string& name,
                                      std::chrono::steady_clock::time_point expires) {
   {
     std::lock_guard lock(mutex_);
-    if (entries_.count(name) == 0) return Status(ENOENT, "no dataset named \"" + name + "\"");
+    if (entries_.count(name) == 0) return Status::NotFound("no dataset named \"" + name + "\"");
   }
   return tickets_->Issue(name, expires);
 }
@@ -176,11 +177,11 @@ Status Catalogue::Remove(const std::string& name) {
   {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(name);
-    if (it == entries_.end()) return Status(ENOENT, "no dataset named \"" + name + "\"");
+    if (it == entries_.end()) return Status::NotFound("no dataset named \"" + name + "\"");
     const int64_t readers = it->second.readers.use_count() - 1;
     if (readers > 0) {
-      return Status(EBUSY, "dataset \"" + name + "\" is being read by " + std::to_string(readers) +
-                               " client(s)");
+      return Status::FailedPrecondition("dataset \"" + name + "\" is being read by " +
+                                        std::to_string(readers) + " client(s)");
     }
     // A session still replaying it holds its own references: memory stays valid for it.
     entries_.erase(it);

@@ -51,8 +51,7 @@ Result<std::shared_ptr<Connection>> Open(const Uri& uri, const ClientOptions& op
   Result<std::unique_ptr<Connection>> conn =
       transport::Connect(uri.scheme, address, ConnectOptionsFor(uri, options));
   if (!conn.ok()) {
-    return Status(conn.status().code(),
-                  "connecting to " + uri.ToString() + ": " + conn.status().message());
+    return conn.status().WithContext("connecting to " + uri.ToString());
   }
   return std::shared_ptr<Connection>(std::move(*conn));
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "dipc/fault.hpp"
+#include "ferry/core/status_code.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/schema.hpp"
@@ -93,10 +94,12 @@ Status ClientSession::Check(Status st, const std::string& doing) {
   broken_ = true;
   // A ferry server that refused or failed says why on the metadata channel before it
   // closes, if we asked for its extensions: prefer its words.
-  if ((st.code() == EPIPE || st.code() == ETIMEDOUT) && conn_->extensions()) {
+  const bool closed = st.code() == StatusCode::kUnavailable;
+  const bool silent = st.code() == StatusCode::kDeadlineExceeded;
+  if ((closed || silent) && conn_->extensions()) {
     // In the split shape either server may have said it, and the words may still be on their
     // way on the other connection.
-    const auto wait = std::chrono::milliseconds(st.code() == EPIPE && data_ != conn_ ? 1000 : 0);
+    const auto wait = std::chrono::milliseconds(closed && data_ != conn_ ? 1000 : 0);
     for (Connection* c : {data_.get(), conn_.get()}) {
       if (c == data_.get() && data_ == conn_) continue;
       while (true) {
@@ -108,29 +111,47 @@ Status ClientSession::Check(Status st, const std::string& doing) {
       }
     }
   }
-  if (st.code() == ETIMEDOUT) {
+  if (silent) {
     std::string gap;
     if (metadata_.held() > 0) {
       gap = " (metadata message " + std::to_string(metadata_.next()) + " never came; " +
             std::to_string(metadata_.held()) + " later one(s) did)";
     }
-    return Status(ETIMEDOUT, doing + ": the server sent nothing for " +
-                                 std::to_string(options_.timeout.count()) + " ms" + gap);
+    return Status::DeadlineExceeded(doing + ": the server sent nothing for " +
+                                    std::to_string(options_.timeout.count()) + " ms" + gap);
   }
-  if (st.code() == EPIPE && !started_) {
-    return Status(EPIPE, doing +
-                             ": the server closed the connection after want_data (unknown or "
-                             "expired ticket?): " +
-                             st.message());
+  if (closed && !started_) {
+    return Status::Unavailable(doing +
+                               ": the server closed the connection after want_data (unknown or "
+                               "expired ticket?): " +
+                               st.message());
   }
-  if (st.code() == EPIPE) {
-    return Status(EPIPE, doing +
-                             ": the server closed the connection before the end of the "
-                             "stream (" +
-                             st.message() + ")");
+  if (closed) {
+    return Status::Unavailable(doing +
+                               ": the server closed the connection before the end of the "
+                               "stream (" +
+                               st.message() + ")");
   }
-  return Status(st.code(), doing + ": " + st.message());
+  return st.WithContext(doing);
 }
+
+namespace {
+
+// A ferry server's error text ("NotFound: unknown ticket ..."): its code, by the name that leads
+// it, and its words. Text from a server that names no code is an I/O error.
+Status ServerError(const std::string& text) {
+  const size_t colon = text.find(": ");
+  if (colon != std::string::npos) {
+    for (const StatusCodeInfo& row : StatusCodeTable()) {
+      if (text.compare(0, colon, row.name) == 0) {
+        return Status(row.code, "the server reported: " + text.substr(colon + 2));
+      }
+    }
+  }
+  return Status::IOError("the server reported: " + text);
+}
+
+}  // namespace
 
 Result<MetadataMessage> ClientSession::Parse(const SharedBytes& bytes) const {
   FERRY_ASSIGN_OR_RAISE(MetadataMessage m,
@@ -139,9 +160,8 @@ Result<MetadataMessage> ClientSession::Parse(const SharedBytes& bytes) const {
     if (!conn_->extensions()) {
       return Status::Invalid("metadata message type 0xFF is not one the protocol defines");
     }
-    return Status(EIO, "the server reported: " +
-                           std::string(reinterpret_cast<const char*>(m.flatbuffer.data()),
-                                       m.flatbuffer.size()));
+    return ServerError(
+        std::string(reinterpret_cast<const char*>(m.flatbuffer.data()), m.flatbuffer.size()));
   }
   return m;
 }
@@ -158,7 +178,7 @@ Result<SharedBytes> ClientSession::NextMetadata() {
       return std::move(*m);
     }
     Result<SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
-    if (!r.ok() && r.status().code() == ETIMEDOUT) {
+    if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
       freer_->Flush();  // about to wait: the server may be waiting for these
       r = conn_->Receive(options_.timeout);
     }
@@ -186,6 +206,19 @@ Status ClientSession::Hold(SharedBytes bytes) {
   return Status::OK();
 }
 
+Result<TaggedMessage> ClientSession::ReceiveBody(uint32_t sequence, const ipc::MessageInfo& info) {
+  // A packed body's size is the metadata's bodyLength: let the transport post its receive now.
+  // (A server sending buffer lists uses another tag; that receive is then dropped.)
+  if (data_->posts_receives()) {
+    data_->Expect(MakeBodyTag(BodyType::kPacked, sequence), info.body_length);
+  }
+  Result<TaggedMessage> r =
+      data_->ReceiveTagged(sequence, kSequenceMask, std::chrono::milliseconds(0));
+  if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded) return r;
+  freer_->Flush();  // about to wait: the server may be waiting for these
+  return data_->ReceiveTagged(sequence, kSequenceMask, options_.timeout);
+}
+
 Status ClientSession::ReadBody(const MetadataMessage& m) {
   FERRY_ASSIGN_OR_RAISE(ipc::MessageInfo info, ipc::InspectMessage(m.flatbuffer));
   if (info.kind == ipc::MessageKind::kSchema) {
@@ -199,21 +232,8 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   }
   std::unique_ptr<Ahead> ahead = std::move(ahead_);
   if (ahead && ahead->sequence != m.sequence) ahead.reset();
-  Result<TaggedMessage> r = Status(ETIMEDOUT, "not yet");
-  if (ahead) {
-    r = std::move(ahead->body);
-  } else {
-    // A packed body's size is the metadata's bodyLength: let the transport post its receive
-    // now. (A server sending buffer lists uses another tag; that receive is then dropped.)
-    if (data_->posts_receives()) {
-      data_->Expect(MakeBodyTag(BodyType::kPacked, m.sequence), info.body_length);
-    }
-    r = data_->ReceiveTagged(m.sequence, kSequenceMask, std::chrono::milliseconds(0));
-    if (!r.ok() && r.status().code() == ETIMEDOUT) {
-      freer_->Flush();  // about to wait: the server may be waiting for these
-      r = data_->ReceiveTagged(m.sequence, kSequenceMask, options_.timeout);
-    }
-  }
+  Result<TaggedMessage> r =
+      ahead ? Result<TaggedMessage>(std::move(ahead->body)) : ReceiveBody(m.sequence, info);
   FERRY_RETURN_NOT_OK(Check(r.status(), "body (message " + std::to_string(m.sequence) + ")"));
   FaultPoint("client", "body");
   FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));
@@ -324,11 +344,10 @@ void ClientSession::FetchAhead() {
 
 void ClientSession::ReturnAhead() {
   std::unique_ptr<Ahead> ahead = std::move(ahead_);
-  if (!ahead->body.ok()) return;
-  Result<BodyTag> tag = ParseBodyTag(ahead->body->tag);
+  Result<BodyTag> tag = ParseBodyTag(ahead->body.tag);
   if (!tag.ok() || tag->type != BodyType::kBufferList) return;
   Result<BufferList> list =
-      ParseBufferList({ahead->body->payload.data, static_cast<size_t>(ahead->body->payload.size)});
+      ParseBufferList({ahead->body.payload.data, static_cast<size_t>(ahead->body.payload.size)});
   if (!list.ok()) return;
   if (ahead->fetch && !ahead->fetch->Wait(kReturnAheadWait).ok()) return;
   std::vector<uint64_t> addresses = DistinctAddresses(list->buffers);

@@ -68,6 +68,9 @@ class ClientSession {
   // Take the body of `m` (packed, or a buffer list fetched or mapped) and hand both to the
   // decoder.
   Status ReadBody(const MetadataMessage& m);
+  // The body of message `sequence`, received from the data connection (waiting up to the
+  // timeout, after handing the server what is ready to free).
+  Result<transport::TaggedMessage> ReceiveBody(uint32_t sequence, const ipc::MessageInfo& info);
 
   // With full validation, the next batch's metadata and buffer list, when both are here
   // already, with its fetch started: a transport that fetches in the background (UCX's gets)
@@ -115,7 +118,7 @@ class ClientSession {
   // The next batch's body, taken by FetchAhead before its turn, with its fetch under way.
   struct Ahead {
     uint32_t sequence = 0;
-    Result<transport::TaggedMessage> body = Status(ETIMEDOUT, "");
+    transport::TaggedMessage body;
     std::unique_ptr<transport::FetchInFlight> fetch;  // type 1 only
   };
   // Metadata that FetchAhead took for the next turn (or the error it found in it).

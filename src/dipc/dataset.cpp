@@ -159,7 +159,8 @@ class OneShotDataset final : public Dataset {
   Result<std::unique_ptr<DatasetReader>> Open() override {
     std::lock_guard lock(mutex_);
     if (!stream_.valid()) {
-      return Status(EBUSY, "this dataset was a one-shot stream and another client has read it");
+      return Status::FailedPrecondition(
+          "this dataset was a one-shot stream and another client has read it");
     }
     return DeviceStreamReader::Make(std::move(stream_));
   }

@@ -84,7 +84,7 @@ Result<std::shared_ptr<const Kept>> EncodeKeptOnDevice(Dataset& dataset,
   kept->device_bytes = size;
   FERRY_ASSIGN_OR_RAISE(CudaIpcMemHandle handle, ExportCudaIpcMemHandle(device, base));
   if (handle.offset != 0 || handle.allocation_size < size) {
-    return Status(EIO, "the CUDA IPC handle of " + device.ToString() +
+    return Status::IOError("the CUDA IPC handle of " + device.ToString() +
                            "'s allocation does not start at its base (offset " +
                            std::to_string(handle.offset) + ")");
   }

@@ -32,9 +32,9 @@ Result<int64_t> RegionAllocator::Allocate(int64_t size, std::chrono::millisecond
                                           const std::function<bool()>& cancelled) {
   const int64_t rounded = size <= 0 ? kAlign : (size + kAlign - 1) / kAlign * kAlign;
   if (size < 0 || rounded > capacity_) {
-    return Status(E2BIG, "a body of " + std::to_string(size) +
-                             " bytes can never fit the shared region of " +
-                             std::to_string(capacity_) + " bytes");
+    return Status::ResourceExhausted("a body of " + std::to_string(size) +
+                                     " bytes can never fit the shared region of " +
+                                     std::to_string(capacity_) + " bytes");
   }
   std::unique_lock lock(mutex_);
   int64_t offset = 0;
@@ -44,12 +44,11 @@ Result<int64_t> RegionAllocator::Allocate(int64_t size, std::chrono::millisecond
     return allocated || (cancelled && cancelled());
   });
   if (allocated) return offset;
-  if (cancelled && cancelled()) return Status(ECANCELED, "the allocation was cancelled");
-  return Status(ETIMEDOUT, "no room for a body of " + std::to_string(size) +
-                               " bytes in the shared region within " +
-                               std::to_string(timeout.count()) + " ms (" + std::to_string(in_use_) +
-                               " of " + std::to_string(capacity_) +
-                               " bytes are waiting for free_data)");
+  if (cancelled && cancelled()) return Status::Cancelled("the allocation was cancelled");
+  return Status::DeadlineExceeded(
+      "no room for a body of " + std::to_string(size) + " bytes in the shared region within " +
+      std::to_string(timeout.count()) + " ms (" + std::to_string(in_use_) + " of " +
+      std::to_string(capacity_) + " bytes are waiting for free_data)");
 }
 
 bool RegionAllocator::Free(int64_t offset) {

@@ -20,12 +20,6 @@ namespace ferry::dipc::internal {
 
 namespace {
 
-Status Errno(const std::string& what, const std::string& path) {
-  const int err = errno;
-  return Status(err == ENOENT ? ENOENT : EIO,
-                what + " \"" + path + "\" failed: " + std::strerror(err));
-}
-
 // The mapping and the descriptor it came from, released together.
 struct Held {
   Mapping mapping;
@@ -38,7 +32,7 @@ struct Held {
 // One copy of `fd`'s `size` bytes in a memfd sealed against every change; returns the memfd.
 Result<int> CopyToSealedMemfd(int fd, int64_t size, const std::string& path) {
   const int memfd = memfd_create("ferry-served-file", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (memfd < 0) return Errno("memfd_create for", path);
+  if (memfd < 0) return Status::FromErrno(errno, "memfd_create for \"" + path + "\"");
   std::vector<uint8_t> chunk(size_t{4} << 20);
   int64_t done = 0;
   while (done < size) {
@@ -46,15 +40,15 @@ Result<int> CopyToSealedMemfd(int fd, int64_t size, const std::string& path) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       close(memfd);
-      return n == 0 ? Status(EIO, "\"" + path + "\" shrank while it was copied")
-                    : Errno("reading", path);
+      return n == 0 ? Status::IOError("\"" + path + "\" shrank while it was copied")
+                    : Status::FromErrno(errno, "reading \"" + path + "\"");
     }
     for (ssize_t w = 0; w < n;) {
       const ssize_t m = pwrite(memfd, chunk.data() + w, static_cast<size_t>(n - w), done + w);
       if (m < 0 && errno == EINTR) continue;
       if (m <= 0) {
         close(memfd);
-        return Errno("copying into a memfd", path);
+        return Status::FromErrno(errno, "copying into a memfd \"" + path + "\"");
       }
       w += m;
     }
@@ -62,7 +56,7 @@ Result<int> CopyToSealedMemfd(int fd, int64_t size, const std::string& path) {
   }
   if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     close(memfd);
-    return Errno("sealing the copy of", path);
+    return Status::FromErrno(errno, "sealing the copy of \"" + path + "\"");
   }
   return memfd;
 }
@@ -147,9 +141,9 @@ bool OnNetworkFilesystem(int fd) {
 Result<DatasetFile> MapServedFile(const std::string& path, bool copy) {
   auto held = std::make_shared<Held>();
   held->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (held->fd < 0) return Errno("opening", path);
+  if (held->fd < 0) return Status::FromErrno(errno, "opening \"" + path + "\"");
   struct stat st {};
-  if (fstat(held->fd, &st) != 0) return Errno("stat of", path);
+  if (fstat(held->fd, &st) != 0) return Status::FromErrno(errno, "stat of \"" + path + "\"");
   if (!S_ISREG(st.st_mode)) return Status::Invalid("\"" + path + "\" is not a regular file");
   if (st.st_size == 0) return Status::Invalid("\"" + path + "\" is empty");
   DatasetFile file;

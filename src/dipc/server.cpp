@@ -190,7 +190,7 @@ class ServerImpl final : public Server {
         sessions_.remove_if([](const std::unique_ptr<Session>& s) { return s->done(); });
       }
       if (!c.ok()) {
-        if (c.status().code() == ETIMEDOUT) continue;
+        if (c.status().code() == StatusCode::kDeadlineExceeded) continue;
         break;
       }
       ++state_->clients_accepted;

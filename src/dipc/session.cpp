@@ -7,6 +7,7 @@
 
 #include "dipc/fault.hpp"
 #include "ferry/core/hex.hpp"
+#include "ferry/core/status_code.hpp"
 #include "ferry/dipc/protocol.hpp"
 
 namespace ferry::dipc::internal {
@@ -67,17 +68,18 @@ void Session::Serve() {
     phase_ = "body";
     st = conn_->Flush();
   }
-  if (st.code() == ECONNREFUSED || st.code() == ECONNABORTED) {
+  if (end_ == End::kRefused || end_ == End::kGoneBeforeRequest) {
     // Refused (counted as such), or a client gone before it asked: not a failure.
-    if (st.code() == ECONNABORTED) state_->Log(st.message());
+    if (end_ == End::kGoneBeforeRequest) state_->Log(st.message());
   } else if (!st.ok()) {
-    if (st.code() != EPIPE) SendError(st.message());
+    // A client that is gone cannot read why.
+    if (st.code() != StatusCode::kUnavailable) SendError(st);
     if (!state_->stopping.load()) Failed(st.message());
   } else if (const Status end = AwaitEnd(); !end.ok()) {
     Failed(end.message());
   }
   // A failed or unresponsive client gets no graceful close: nothing more reaches it.
-  Kill(unresponsive_ || (!st.ok() && st.code() != ECONNREFUSED));
+  Kill(unresponsive_ || (!st.ok() && end_ != End::kRefused));
   if (!failed_.load() && st.ok()) {
     const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
     state_->Log("client " + who + ": served " + std::to_string(next_seq_) + " messages");
@@ -96,13 +98,14 @@ Status Session::ServeRequest() {
   // client used, its body is the ticket.
   Result<TaggedMessage> want = conn_->ReceiveTagged(0, 0, state_->options.timeout);
   if (!want.ok()) {
-    if (want.status().code() == ETIMEDOUT) {
-      return Status(ETIMEDOUT, "the client sent no want_data request for " +
-                                   std::to_string(state_->options.timeout.count()) + " ms");
+    if (want.status().code() == StatusCode::kDeadlineExceeded) {
+      return Status::DeadlineExceeded("the client sent no want_data request for " +
+                                      std::to_string(state_->options.timeout.count()) + " ms");
     }
     // Not a failure of the server's: counted as neither a refusal nor a failed session.
-    return Status(ECONNABORTED,
-                  "the client went away before its request: " + want.status().message());
+    end_ = End::kGoneBeforeRequest;
+    return Status::Unavailable("the client went away before its request: " +
+                               want.status().message());
   }
   frees_ = std::thread([this] { TakeFrees(); });
   Result<WantTag> tag = ParseWantTag(state_->options.want_data_tag, want->tag);
@@ -110,8 +113,8 @@ Status Session::ServeRequest() {
   const std::string ticket(reinterpret_cast<const char*>(want->payload.data),
                            static_cast<size_t>(want->payload.size));
   if (state_->clients_active.load() > state_->options.max_clients) {
-    return Refuse(Status(EBUSY, "the server is serving its most clients (" +
-                                    std::to_string(state_->options.max_clients) + ")"));
+    return Refuse(Status::FailedPrecondition("the server is serving its most clients (" +
+                                             std::to_string(state_->options.max_clients) + ")"));
   }
   Result<Catalogue::Entry> entry = state_->catalogue->Find(ticket, tag->region);
   if (!entry.ok()) return Refuse(entry.status());
@@ -131,7 +134,7 @@ Status Session::ServeRequest() {
   }
   if (entry_.kept && (!packed_ || HasPackedBodies(*entry_.kept))) return Replay(*entry_.kept);
   // A lent file's, to be sent packed: read afresh, each body going from the file's pages.
-  if (!entry_.dataset) return Status(ENOTSUP, "this kept dataset has no packed bodies");
+  if (!entry_.dataset) return Status::NotSupported("this kept dataset has no packed bodies");
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, entry_.dataset->Open());
   if (send_bodies_ && state_->region && !packed_) {
     FERRY_RETURN_NOT_OK(conn_->ShareRegion(state_->region));
@@ -145,7 +148,7 @@ Status Session::ServeRequest() {
     if (send_bodies_) ++state_->batches_sent;
     FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
   }
-  if (dead_.load()) return Status(EPIPE, "the client went away");
+  if (dead_.load()) return Status::Unavailable("the client went away");
   return writer.Close();
 }
 
@@ -155,12 +158,13 @@ Status Session::Refuse(const Status& why) {
   // The protocol's answer to a refused ticket is a closed connection. A client that asked for
   // ferry's extensions also gets the reason first, and a moment to read it and hang up.
   if (conn_->extensions()) {
-    SendError(why.message());
+    SendError(why);
     std::unique_lock lock(mutex_);
     changed_.wait_for(lock, kRefusalWait, [&] { return client_closed_; });
   }
   conn_->Close();
-  return Status(ECONNREFUSED, why.message());
+  end_ = End::kRefused;
+  return why;
 }
 
 Status Session::SendMetadata(std::span<const uint8_t> flatbuffer, uint32_t seq) {
@@ -285,7 +289,7 @@ Status Session::Replay(const Kept& kept) {
     FERRY_RETURN_NOT_OK(conn_->ShareRegion(kept.region));
   }
   for (const KeptMessage& m : kept.messages) {
-    if (dead_.load()) return Status(EPIPE, "the client went away");
+    if (dead_.load()) return Status::Unavailable("the client went away");
     const uint32_t seq = next_seq_++;
     if (!m.has_body) {
       if (send_metadata_) FERRY_RETURN_NOT_OK(SendMetadata(m.metadata, seq));
@@ -294,7 +298,7 @@ Status Session::Replay(const Kept& kept) {
     if (send_bodies_) state_->body_bytes += m.body_length;
     if (packed) {
       if (m.body_offset < 0 || kept.region == nullptr) {
-        return Status(ENOTSUP, "this kept dataset has no packed body in host memory");
+        return Status::NotSupported("this kept dataset has no packed body in host memory");
       }
       const ByteSpan whole{kept.region->data() + m.body_offset, m.body_length};
       if (send_bodies_) ++state_->batches_sent;
@@ -318,7 +322,7 @@ void Session::TakeFrees() {
   while (!dead_.load()) {
     Result<TaggedMessage> m = conn_->ReceiveTagged(tag, ~uint64_t{0}, state_->options.timeout);
     if (!m.ok()) {
-      if (m.status().code() == ETIMEDOUT) continue;
+      if (m.status().code() == StatusCode::kDeadlineExceeded) continue;
       break;  // the client closed or went away
     }
     Result<std::vector<uint64_t>> addresses =
@@ -388,10 +392,10 @@ Status Session::AwaitEnd() {
   // gracefully would wait on it again.
   unresponsive_ = !ended && !dead_.load();
   if (ended || dead_.load() || held == 0) return Status::OK();
-  return Status(ETIMEDOUT, "the client held " + std::to_string(held) +
-                               " addresses for longer than " +
-                               std::to_string(state_->options.timeout.count()) +
-                               " ms after the end of the stream; they are freed");
+  return Status::DeadlineExceeded("the client held " + std::to_string(held) +
+                                  " addresses for longer than " +
+                                  std::to_string(state_->options.timeout.count()) +
+                                  " ms after the end of the stream; they are freed");
 }
 
 void Session::FreeAll() {
@@ -413,9 +417,11 @@ void Session::Failed(const std::string& why) {
   state_->RecordError("client " + who + ": " + phase_ + ": " + why);
 }
 
-void Session::SendError(const std::string& text) {
+void Session::SendError(const Status& why) {
   // ferry's extension only: a bare-protocol client would take type 0xFF for a broken stream.
   if (!conn_ || !conn_->extensions()) return;
+  // The code's name leads, so the client raises what the server would have ("NotFound: ...").
+  const std::string text = std::string(StatusCodeName(why.code())) + ": " + why.message();
   uint8_t header[kMetadataHeaderSize];
   EncodeMetadataHeader(MetadataType::kFerryError, next_seq_, header);
   const ByteSpan pieces[] = {{header, kMetadataHeaderSize},

@@ -78,7 +78,7 @@ class Session final : public ipc::MessageSink {
   Status AwaitEnd();
   void FreeAll();
   void Failed(const std::string& why);
-  void SendError(const std::string& text);
+  void SendError(const Status& why);
 
   ServerState* state_;
   std::unique_ptr<transport::Connection> conn_;
@@ -86,6 +86,9 @@ class Session final : public ipc::MessageSink {
   // held, the catalogue counts the client as a reader.
   Catalogue::Entry entry_;
   const char* phase_ = "request";  // what the session was doing, for its errors
+  // How the session ended where its status alone does not say (set on the serve thread).
+  enum class End { kServed, kRefused, kGoneBeforeRequest };
+  End end_ = End::kServed;
   bool send_metadata_ = true;
   bool send_bodies_ = true;
   // Whether this client gets packed bodies: the server's choice, or the connection's where

@@ -24,8 +24,7 @@ std::string Shown(const std::string& ticket) {
 Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point expires) {
   uint8_t bits[16];
   if (getrandom(bits, sizeof(bits), 0) != static_cast<ssize_t>(sizeof(bits))) {
-    return Status(errno,
-                  std::string("cannot draw random bits for a ticket: ") + std::strerror(errno));
+    return Status::FromErrno(errno, "cannot draw random bits for a ticket");
   }
   std::string ticket =
       HexEncode(std::string_view(reinterpret_cast<const char*>(bits), sizeof(bits)));
@@ -42,18 +41,19 @@ Status TicketBook::Refresh(const std::string& ticket, Clock::time_point expires)
   std::lock_guard lock(mutex_);
   auto t = tickets_.find(ticket);
   if (t == tickets_.end() || Clock::now() >= t->second.expires) {
-    return Status(ENOENT, "unknown or expired ticket " + Shown(ticket));
+    return Status::NotFound("unknown or expired ticket " + Shown(ticket));
   }
   t->second.expires = expires;
   return Status::OK();
 }
 
-Result<std::string> TicketBook::Resolve(const std::string& ticket) const {
+Result<std::string> TicketBook::Resolve(const std::string& ticket, bool* issued) const {
   std::lock_guard lock(mutex_);
   auto t = tickets_.find(ticket);
-  if (t == tickets_.end()) return Status(ENOENT, "unknown ticket " + Shown(ticket));
+  if (issued != nullptr) *issued = t != tickets_.end();
+  if (t == tickets_.end()) return Status::NotFound("unknown ticket " + Shown(ticket));
   // Kept until Issue sweeps it, so every server sharing the book says "expired" alike.
-  if (Clock::now() >= t->second.expires) return Status(ETIME, "expired ticket " + Shown(ticket));
+  if (Clock::now() >= t->second.expires) return Status::NotFound("expired ticket " + Shown(ticket));
   return t->second.name;
 }
 
@@ -61,7 +61,7 @@ Result<TicketBook::Clock::time_point> TicketBook::Expiry(const std::string& tick
   std::lock_guard lock(mutex_);
   auto t = tickets_.find(ticket);
   if (t == tickets_.end() || Clock::now() >= t->second.expires) {
-    return Status(ENOENT, "unknown or expired ticket " + Shown(ticket));
+    return Status::NotFound("unknown or expired ticket " + Shown(ticket));
   }
   return t->second.expires;
 }

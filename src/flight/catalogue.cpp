@@ -143,13 +143,13 @@ Status Catalogue::Insert(std::shared_ptr<Flight> flight) {
   std::lock_guard lock(mutex_);
   for (const auto& p : flight->partitions) {
     if (flights_.count(p->name) != 0 || partitions_.count(p->name) != 0) {
-      return Status(EEXIST, "a flight or partition named \"" + p->name +
-                                "\" is already served (drop it first)");
+      return Status::AlreadyExists("a flight or partition named \"" + p->name +
+                                   "\" is already served (drop it first)");
     }
   }
   if (flights_.count(flight->name) != 0 || partitions_.count(flight->name) != 0) {
-    return Status(EEXIST,
-                  "a flight named \"" + flight->name + "\" is already served (drop it first)");
+    return Status::AlreadyExists("a flight named \"" + flight->name +
+                                 "\" is already served (drop it first)");
   }
   for (const auto& p : flight->partitions) partitions_[p->name] = p;
   flights_[flight->name] = std::move(flight);
@@ -186,11 +186,11 @@ void Catalogue::Unindex(const Flight& flight) {
 Status Catalogue::Erase(const std::string& name) {
   std::lock_guard lock(mutex_);
   auto it = flights_.find(name);
-  if (it == flights_.end()) return Status(ENOENT, "no flight named \"" + name + "\"");
+  if (it == flights_.end()) return Status::NotFound("no flight named \"" + name + "\"");
   const int64_t readers = it->second->readers();
   if (readers > 0) {
-    return Status(EBUSY, "flight \"" + name + "\" is being read by " + std::to_string(readers) +
-                             " DoGet stream(s)");
+    return Status::FailedPrecondition("flight \"" + name + "\" is being read by " +
+                                      std::to_string(readers) + " DoGet stream(s)");
   }
   Unindex(*it->second);
   flights_.erase(it);

@@ -211,7 +211,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& uri, ClientOp
   args.SetMaxSendMessageSize(-1);
   if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(target, credentials, args);
-  if (channel == nullptr) return Status(EIO, "gRPC could not make a channel to " + uri);
+  if (channel == nullptr) return Status::IOError("gRPC could not make a channel to " + uri);
   return std::unique_ptr<Client>(
       std::make_unique<internal::ClientImpl>(uri, host, std::move(channel), std::move(options)));
 }

@@ -117,7 +117,7 @@ Result<UniqueDeviceArrayStream> ClientImpl::Get(const std::string& path, GetOpti
 Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetOptions options,
                                                     std::string* location) {
   if (info.endpoints.empty()) {
-    return Status(ENOENT, "the flight has no endpoint: nothing to read");
+    return Status::NotFound("the flight has no endpoint: nothing to read");
   }
   if (options.parallel < 0) return Status::Invalid("parallel is negative");
   FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
@@ -217,13 +217,14 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
     }
   }
   if (failures.empty()) {
-    return Status(
-        ENOENT, std::string("the flight offers no ") +
-                    (options.via == Via::kAuto ? "location ferry can read"
-                                               : std::string(ViaName(options.via)) + " location") +
-                    " (it offers: " + listed + ")");
+    return Status::NotFound(std::string("the flight offers no ") +
+                            (options.via == Via::kAuto
+                                 ? "location ferry can read"
+                                 : std::string(ViaName(options.via)) + " location") +
+                            " (it offers: " + listed + ")");
   }
-  return Status(EIO, "every location of the endpoint (server " + server + ") failed: " + failures);
+  return Status::Unavailable("every location of the endpoint (server " + server +
+                             ") failed: " + failures);
 }
 
 }  // namespace internal

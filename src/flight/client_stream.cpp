@@ -209,7 +209,7 @@ Result<UniqueDeviceArrayStream> OpenDoGet(std::shared_ptr<grpc::Channel> channel
   grpc::ByteBuffer request;
   bool own = false;
   if (!grpc::SerializationTraits<pb::Ticket>::Serialize(t, &request, &own).ok()) {
-    return Status(EIO, "DoGet: cannot serialize the ticket");
+    return Status::Internal("DoGet: cannot serialize the ticket");
   }
   FERRY_ASSIGN_OR_RAISE(bool sent, call->Write(request));
   if (sent) FERRY_RETURN_NOT_OK(call->WritesDone());

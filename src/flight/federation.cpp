@@ -2,7 +2,6 @@
 // merged with this server's own flights.
 #include "flight/federation.hpp"
 
-#include <cerrno>
 #include <chrono>
 #include <future>
 #include <map>
@@ -23,9 +22,15 @@ std::string Owner(const std::string& peer) { return peer.empty() ? "this server"
 
 // A peer that could not be reached or did not answer in time (as opposed to one that answered
 // with a refusal of its own).
-bool Unreachable(int code) {
-  return code == ETIMEDOUT || code == ECONNREFUSED || code == ECONNRESET || code == EPIPE ||
-         code == ECANCELED || code == EIO;
+bool Unreachable(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kCancelled:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // The key a flight is merged under: its path's elements joined by '/', or its command.
@@ -57,7 +62,7 @@ void NameOwner(const std::string& peer, Endpoint* e) {
 
 Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> answers) {
   if (answers.empty()) {
-    return Status(ENOENT, "no flight named \"" + path + "\" on this server or its peers");
+    return Status::NotFound("no flight named \"" + path + "\" on this server or its peers");
   }
   FlightInfo out;
   out.path = answers[0].info.path;
@@ -69,8 +74,8 @@ Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> an
   out.ordered = answers.size() == 1 && answers[0].info.ordered;
   for (OwnedInfo& a : answers) {
     if (a.info.schema != out.schema) {
-      return Status(EBUSY, Owner(a.peer) + " serves flight \"" + path +
-                               "\" with another schema than " + Owner(answers[0].peer));
+      return Status::FailedPrecondition(Owner(a.peer) + " serves flight \"" + path +
+                                        "\" with another schema than " + Owner(answers[0].peer));
     }
     out.total_records = SumKnown(out.total_records, a.info.total_records);
     out.total_bytes = SumKnown(out.total_bytes, a.info.total_bytes);
@@ -143,7 +148,7 @@ Federation::PeerAnswer Federation::AskPeer(const std::string& peer,
   }
   if (kept) {
     PeerAnswer answer = AskOn(*kept, peer, path);
-    if (answer.status.ok() || !Unreachable(answer.status.code())) return answer;
+    if (answer.status.ok() || !Unreachable(answer.status)) return answer;
     {
       std::lock_guard lock(kept_mutex_);
       if (auto it = kept_.find(key); it != kept_.end() && it->second == kept) kept_.erase(it);
@@ -163,7 +168,7 @@ Federation::PeerAnswer Federation::AskPeer(const std::string& peer,
   if (!made.ok()) return PeerAnswer{peer, made.status(), {}};
   std::shared_ptr<Client> fresh = std::move(*made);
   PeerAnswer answer = AskOn(*fresh, peer, path);
-  if (answer.status.ok() || !Unreachable(answer.status.code())) {
+  if (answer.status.ok() || !Unreachable(answer.status)) {
     std::lock_guard lock(kept_mutex_);
     if (kept_.size() >= kMaxKept) kept_.clear();
     kept_[key] = std::move(fresh);
@@ -172,17 +177,17 @@ Federation::PeerAnswer Federation::AskPeer(const std::string& peer,
 }
 
 Status Federation::PeerFailure(const std::string& peer, const Status& status) const {
-  if (Unreachable(status.code())) {
-    return Status(ECONNREFUSED, "peer " + peer + " is unavailable (asked with a " +
-                                    std::to_string(timeout_.count()) +
-                                    " ms limit): " + status.message());
+  if (Unreachable(status)) {
+    return Status::Unavailable("peer " + peer + " is unavailable (asked with a " +
+                               std::to_string(timeout_.count()) +
+                               " ms limit): " + status.message());
   }
-  return Status(status.code(), "peer " + peer + ": " + status.message());
+  return status.WithContext("peer " + peer);
 }
 
 Result<FlightInfo> Federation::Info(const std::string& path, Result<FlightInfo> local,
                                     const std::string& token) const {
-  if (!local.ok() && local.status().code() != ENOENT) return local.status();
+  if (!local.ok() && local.status().code() != StatusCode::kNotFound) return local.status();
   std::vector<OwnedInfo> answers;
   if (local.ok()) answers.push_back({"", std::move(*local)});
   nlohmann::json missing = nlohmann::json::array();
@@ -191,15 +196,14 @@ Result<FlightInfo> Federation::Info(const std::string& path, Result<FlightInfo> 
       answers.push_back({a.peer, std::move(a.infos.front())});
       continue;
     }
-    if (a.status.code() == ENOENT) continue;  // that peer has no such flight
-    Status failure = PeerFailure(a.peer, a.status);
-    if (!allow_partial_ || failure.code() != ECONNREFUSED) return failure;
+    if (a.status.code() == StatusCode::kNotFound) continue;  // that peer has no such flight
+    if (!allow_partial_ || !Unreachable(a.status)) return PeerFailure(a.peer, a.status);
     missing.push_back({{"peer", a.peer}, {"error", a.status.message()}});
   }
   Result<FlightInfo> merged = MergeInfos(path, std::move(answers));
-  if (!merged.ok() && merged.status().code() == ENOENT && !missing.empty()) {
-    return Status(ENOENT,
-                  merged.status().message() + " that answered (missing: " + missing.dump() + ")");
+  if (!merged.ok() && merged.status().code() == StatusCode::kNotFound && !missing.empty()) {
+    return Status::NotFound(merged.status().message() +
+                            " that answered (missing: " + missing.dump() + ")");
   }
   FERRY_RETURN_NOT_OK(merged.status());
   if (!missing.empty()) merged->app_metadata = nlohmann::json{{"missing_peers", missing}}.dump();
@@ -220,8 +224,7 @@ Result<std::vector<FlightInfo>> Federation::List(std::vector<FlightInfo> local,
   nlohmann::json missing = nlohmann::json::array();
   for (PeerAnswer& a : Ask(nullptr, token)) {
     if (!a.status.ok()) {
-      Status failure = PeerFailure(a.peer, a.status);
-      if (!allow_partial_ || failure.code() != ECONNREFUSED) return failure;
+      if (!allow_partial_ || !Unreachable(a.status)) return PeerFailure(a.peer, a.status);
       missing.push_back({{"peer", a.peer}, {"error", a.status.message()}});
       continue;
     }

@@ -29,11 +29,11 @@ struct OwnedInfo {
 };
 
 /// `path`'s FlightInfo from the answers of the servers that hold it, in order: the first one's
-/// schema (every other must be equal, else EBUSY naming the peer), every endpoint in order, the
-/// sums of the sizes (-1 when one is unknown), `ordered` only when one server holds it all. A
-/// peer's "reuse this connection" location becomes that peer's URI, and every peer endpoint
+/// schema (every other must be equal, else kFailedPrecondition naming the peer), every endpoint in
+/// order, the sums of the sizes (-1 when one is unknown), `ordered` only when one server holds it
+/// all. A peer's "reuse this connection" location becomes that peer's URI, and every peer endpoint
 /// lists its owner's URI, so that a client that follows locations reaches the right server.
-/// ENOENT when no server holds it.
+/// kNotFound when no server holds it.
 Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> answers);
 
 /// The peers of a federated server, asked on behalf of callers. Owned by the Flight service;
@@ -45,7 +45,7 @@ class Federation {
   explicit Federation(const ServerOptions& options);
 
   bool empty() const { return peers_.empty(); }
-  /// Flight `path`: `local` (this server's FlightInfo, or its ENOENT) merged with each peer's,
+  /// Flight `path`: `local` (this server's FlightInfo, or its kNotFound) merged with each peer's,
   /// asked with `token` (the caller's bearer token; empty: none). A peer that fails to answer
   /// fails the call with UNAVAILABLE (or its own refusal) naming it; with `allow_partial` the
   /// answer goes without it and names it in app_metadata ({"missing_peers": [{"peer", "error"}]}).

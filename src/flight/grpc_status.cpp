@@ -1,53 +1,13 @@
-// Status codes between ferry and gRPC.
+// Status codes between ferry and gRPC, through the error table (ferry/core/status_code.hpp).
 #include "flight/grpc_status.hpp"
 
-#include <cerrno>
+#include "ferry/core/status_code.hpp"
 
 namespace ferry::flight::internal {
 
 grpc::Status ToGrpc(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
-  switch (status.code()) {
-    case EINVAL:
-    case ERANGE:
-      code = grpc::StatusCode::INVALID_ARGUMENT;
-      break;
-    case ENOENT:
-    case ETIME:
-      code = grpc::StatusCode::NOT_FOUND;
-      break;
-    case EEXIST:
-      code = grpc::StatusCode::ALREADY_EXISTS;
-      break;
-    case EBUSY:
-      code = grpc::StatusCode::FAILED_PRECONDITION;
-      break;
-    case ENOTSUP:
-      code = grpc::StatusCode::UNIMPLEMENTED;
-      break;
-    case EACCES:
-    case EPERM:
-      code = grpc::StatusCode::PERMISSION_DENIED;
-      break;
-    case ETIMEDOUT:
-      code = grpc::StatusCode::DEADLINE_EXCEEDED;
-      break;
-    case ENOMEM:
-    case EFBIG:
-      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
-      break;
-    case ECONNREFUSED:
-    case ECONNRESET:
-    case EPIPE:
-      code = grpc::StatusCode::UNAVAILABLE;
-      break;
-    case ECANCELED:
-      code = grpc::StatusCode::CANCELLED;
-      break;
-    default:
-      break;
-  }
+  const auto code = static_cast<grpc::StatusCode>(StatusCodeInfoOf(status.code()).grpc_code);
   return grpc::Status(code, status.message());
 }
 
@@ -94,44 +54,8 @@ const char* CodeName(grpc::StatusCode code) {
 
 Status FromGrpc(const grpc::Status& status, const std::string& call) {
   if (status.ok()) return Status::OK();
-  int code = EIO;
-  switch (status.error_code()) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::OUT_OF_RANGE:
-      code = EINVAL;
-      break;
-    case grpc::StatusCode::NOT_FOUND:
-      code = ENOENT;
-      break;
-    case grpc::StatusCode::ALREADY_EXISTS:
-      code = EEXIST;
-      break;
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      code = EBUSY;
-      break;
-    case grpc::StatusCode::UNIMPLEMENTED:
-      code = ENOTSUP;
-      break;
-    case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED:
-      code = EACCES;
-      break;
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      code = ETIMEDOUT;
-      break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      code = EFBIG;
-      break;
-    case grpc::StatusCode::UNAVAILABLE:
-      code = ECONNREFUSED;
-      break;
-    case grpc::StatusCode::CANCELLED:
-      code = ECANCELED;
-      break;
-    default:
-      break;
-  }
-  return Status(code, call + ": " + CodeName(status.error_code()) + ": " + status.error_message());
+  return Status(StatusCodeFromGrpc(static_cast<int>(status.error_code())),
+                call + ": " + CodeName(status.error_code()) + ": " + status.error_message());
 }
 
 }  // namespace ferry::flight::internal

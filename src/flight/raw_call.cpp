@@ -44,7 +44,7 @@ RawCall::~RawCall() {
 
 Status RawCall::Start() {
   call_ = stub_.PrepareCall(&context_, "/arrow.flight.protocol.FlightService/" + method_, &queue_);
-  if (call_ == nullptr) return Status(EIO, method_ + ": gRPC could not prepare the call");
+  if (call_ == nullptr) return Status::Internal(method_ + ": gRPC could not prepare the call");
   started_ = true;
   call_->StartCall(Tag(1));
   FERRY_ASSIGN_OR_RAISE(bool ok, Wait(Tag(1), "starting the call"));
@@ -58,17 +58,18 @@ Result<bool> RawCall::Wait(void* want, const char* what) {
   const auto deadline = std::chrono::system_clock::now() + timeout_;
   switch (queue_.AsyncNext(&tag, &ok, deadline)) {
     case grpc::CompletionQueue::GOT_EVENT:
-      if (tag != want) return Status(EIO, method_ + ": gRPC completed an operation out of turn");
+      if (tag != want)
+        return Status::Internal(method_ + ": gRPC completed an operation out of turn");
       return ok;
     case grpc::CompletionQueue::TIMEOUT: {
       context_.TryCancel();
       // The cancelled operation still completes; take it before reporting.
       queue_.Next(&tag, &ok);
-      return Status(ETIMEDOUT, method_ + ": the server was silent for " +
-                                   std::to_string(timeout_.count()) + " ms while " + what);
+      return Status::DeadlineExceeded(method_ + ": the server was silent for " +
+                                      std::to_string(timeout_.count()) + " ms while " + what);
     }
     default:
-      return Status(EIO, method_ + ": the call's queue shut down while " + what);
+      return Status::Cancelled(method_ + ": the call's queue shut down while " + what);
   }
 }
 

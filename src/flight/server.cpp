@@ -58,8 +58,8 @@ class ServerImpl final : public Server {
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port_ == 0) {
       server_.reset();
-      return Status(EADDRNOTAVAIL, "cannot listen for gRPC on " + o.listen +
-                                       " (the address is in use, or not this host's)");
+      return Status::Unavailable("cannot listen for gRPC on " + o.listen +
+                                 " (the address is in use, or not this host's)");
     }
     host_ = HostOf(o.listen);
     return Status::OK();

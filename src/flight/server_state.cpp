@@ -51,8 +51,8 @@ Result<size_t> ServerState::AppendLocked(const std::string& name,
   const size_t index = old == nullptr ? 0 : old->partitions.size();
   part->name = PartitionName(name, index);
   if (catalogue.Taken(part->name) || (old == nullptr && catalogue.Taken(name))) {
-    return Status(EEXIST, "partition " + std::to_string(index) + " of \"" + name +
-                              "\" would be \"" + part->name + "\", which another flight has");
+    return Status::AlreadyExists("partition " + std::to_string(index) + " of \"" + name +
+                                 "\" would be \"" + part->name + "\", which another flight has");
   }
   if (old != nullptr && schema != old->schema) {
     return Status::Invalid("the partition's schema differs from flight \"" + name +
@@ -80,7 +80,7 @@ Result<size_t> ServerState::AppendFrom(const std::string& name, const std::strin
   std::lock_guard lock(change_mutex_);
   if (source == name) return Status::Invalid("a flight cannot be appended to itself");
   std::shared_ptr<Flight> from = catalogue.Find(source);
-  if (from == nullptr) return Status(ENOENT, "no flight named \"" + source + "\" to append");
+  if (from == nullptr) return Status::NotFound("no flight named \"" + source + "\" to append");
   if (from->partitions.size() != 1) {
     return Status::Invalid("flight \"" + source + "\" has " +
                            std::to_string(from->partitions.size()) +
@@ -109,7 +109,7 @@ Status ServerState::Drop(const std::string& name) {
 
 Status ServerState::DropLocked(const std::string& name) {
   std::shared_ptr<Flight> flight = catalogue.Find(name);
-  if (flight == nullptr) return Status(ENOENT, "no flight named \"" + name + "\"");
+  if (flight == nullptr) return Status::NotFound("no flight named \"" + name + "\"");
   std::string busy;
   int64_t total = 0;
   const int64_t streams = flight->readers();
@@ -122,8 +122,9 @@ Status ServerState::DropLocked(const std::string& name) {
     total += n;
   }
   if (total > 0) {
-    return Status(EBUSY, "flight \"" + name + "\" is being read by " + std::to_string(total) +
-                             " client(s) (" + busy + "); drop it when they are done");
+    return Status::FailedPrecondition("flight \"" + name + "\" is being read by " +
+                                      std::to_string(total) + " client(s) (" + busy +
+                                      "); drop it when they are done");
   }
   std::vector<std::string> parts;
   for (const auto& p : flight->partitions) parts.push_back(p->name);
@@ -148,7 +149,7 @@ Status ServerState::DropLocked(const std::string& name) {
 
 Result<FlightInfo> ServerState::Info(const std::string& name) {
   std::shared_ptr<Flight> flight = catalogue.Find(name);
-  if (flight == nullptr) return Status(ENOENT, "no flight named \"" + name + "\"");
+  if (flight == nullptr) return Status::NotFound("no flight named \"" + name + "\"");
   FlightInfo info;
   info.path = {name};
   info.schema = flight->schema;
@@ -173,10 +174,11 @@ Result<FlightInfo> ServerState::Info(const std::string& name) {
 
 Result<std::shared_ptr<Partition>> ServerState::Redeem(const std::string& ticket) {
   std::string name;
-  Result<std::string> issued = tickets->Resolve(ticket);
+  bool issued_here = false;
+  Result<std::string> issued = tickets->Resolve(ticket, &issued_here);
   if (issued.ok()) {
     name = *issued;
-  } else if (options.token.empty() && issued.status().code() == ENOENT) {
+  } else if (options.token.empty() && !issued_here) {
     name = ticket;  // without a token, a ticket may be a partition's name, as on the planes
   } else {
     ++tickets_refused;
@@ -185,8 +187,8 @@ Result<std::shared_ptr<Partition>> ServerState::Redeem(const std::string& ticket
   std::shared_ptr<Partition> part = catalogue.FindPartition(name);
   if (part == nullptr) {
     ++tickets_refused;
-    if (issued.ok()) return Status(ENOENT, "the ticket's flight \"" + name + "\" was dropped");
-    return Status(ENOENT, "unknown ticket: no issued ticket and no flight has this name");
+    if (issued.ok()) return Status::NotFound("the ticket's flight \"" + name + "\" was dropped");
+    return Status::NotFound("unknown ticket: no issued ticket and no flight has this name");
   }
   return part;
 }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/core/status_code.hpp"
 #include "ferry/dipc/uri.hpp"
 #include "flight/convert.hpp"
 #include "flight/grpc_status.hpp"
@@ -272,7 +273,7 @@ grpc::ServerUnaryReactor* FlightService::GetSchema(grpc::CallbackServerContext* 
     return Answer(context, grpc::Status::OK);
   }
   if (flight == nullptr) {
-    return Answer(context, ToGrpc(Status(ENOENT, "no flight named \"" + *name + "\"")));
+    return Answer(context, ToGrpc(Status::NotFound("no flight named \"" + *name + "\"")));
   }
   response->set_schema(flight->schema);
   return Answer(context, grpc::Status::OK);
@@ -326,6 +327,17 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
         nlohmann::json{{"flight", args->first}, {"partition", *index}}.dump());
   } else if (request->type() == "stats") {
     results.emplace_back().set_body(state_->StatsJson());
+#ifdef FERRY_FAULT_INJECTION
+  } else if (request->type() == "test-fail") {
+    // Test trees only: fail with the error code the body names, as any call failing so would.
+    for (const StatusCodeInfo& row : StatusCodeTable()) {
+      if (request->body() == row.name) {
+        return new Fail(state_, ToGrpc(Status(row.code, "failing as asked: " + request->body())));
+      }
+    }
+    return new Fail(state_, ToGrpc(Status::Invalid("no error code named \"" + request->body() +
+                                                   "\"")));
+#endif
   } else {
     return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                          "unknown action \"" + request->type() +

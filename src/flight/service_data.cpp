@@ -157,9 +157,9 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     state_->bytes_received += static_cast<int64_t>(in_.Length());
     const int64_t limit = state_->options.max_upload_bytes;
     if (received_ > limit) {
-      return Status(EFBIG, "the upload passed the server's limit of " + std::to_string(limit) +
-                               " bytes (--max-upload-bytes) after " + std::to_string(received_) +
-                               " bytes");
+      return Status::ResourceExhausted(
+          "the upload passed the server's limit of " + std::to_string(limit) +
+          " bytes (--max-upload-bytes) after " + std::to_string(received_) + " bytes");
     }
     FERRY_ASSIGN_OR_RAISE(FlightDataView data, DecodeFlightData(in_));
     ++messages_;
@@ -173,7 +173,8 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
       }
       FERRY_ASSIGN_OR_RAISE(name_, NameOf(descriptor));
       if (state_->catalogue.Taken(name_)) {
-        return Status(EEXIST, "a flight named \"" + name_ + "\" is already served (drop it first)");
+        return Status::AlreadyExists("a flight named \"" + name_ +
+                                     "\" is already served (drop it first)");
       }
     }
     if (data.header.empty()) return Status::OK();  // app_metadata alone

@@ -20,7 +20,7 @@ class JsonAppender {
   Status Append(ArrayBuilder* b, const Json& v, const std::string& path) {
     Status st = AppendImpl(b, v, path);
     if (!st.ok() && st.message().rfind("element", 0) != 0) {
-      return Status(st.code(), path + ": " + st.message());
+      return st.WithContext(path);
     }
     return st;
   }

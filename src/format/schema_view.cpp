@@ -305,7 +305,7 @@ Result<std::vector<int32_t>> ColumnIndices(const ArrowSchema* schema,
         name.find_first_not_of("0123456789") == std::string::npos) {
       const int64_t index = std::stoll(name);
       if (index >= schema->n_children) {
-        return Status(ERANGE, "column " + name + " is out of range (the schema has " +
+        return Status::OutOfRange("column " + name + " is out of range (the schema has " +
                                   std::to_string(schema->n_children) + " columns)");
       }
       found = static_cast<int32_t>(index);

@@ -69,7 +69,7 @@ Status internal::ValidateLoaded(const ArrowSchema* schema, const ArrowArray* arr
     }
     st = view.Validate(level);
   }
-  if (!st.ok()) return Status(st.code(), label + ": " + st.message());
+  if (!st.ok()) return st.WithContext(label);
   return Status::OK();
 }
 

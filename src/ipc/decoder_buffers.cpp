@@ -18,7 +18,7 @@ Status Decoder::Impl::Project(int64_t i) {
   int32_t previous = -1;
   for (int32_t c : options.columns) {
     if (c < 0 || c >= root->n_children) {
-      return Status(ERANGE, Label(i) + " (schema): column " + std::to_string(c) +
+      return Status::OutOfRange(Label(i) + " (schema): column " + std::to_string(c) +
                                 " was asked for, but the schema has " +
                                 std::to_string(root->n_children) + " columns");
     }

@@ -194,7 +194,7 @@ Result<FileReader> FileReader::Open(SharedBytes file, const ReadOptions& options
     }
     r.d().index = static_cast<int64_t>(i) + 1;
     Status st = r.d().HandleMessage(found.first, found.second);
-    if (!st.ok()) return Status(st.code(), label + ": " + st.message());
+    if (!st.ok()) return st.WithContext(label);
   }
   r.d().events.clear();
   return reader;
@@ -240,7 +240,7 @@ Result<UniqueArray> FileReader::ReadRecordBatch(int64_t i) const {
     return Status::Invalid(label + ": the message is not a RecordBatch");
   }
   Status version = impl_->d().CheckVersion(found.first->version(), i);
-  if (!version.ok()) return Status(version.code(), label + ": " + version.message());
+  if (!version.ok()) return version.WithContext(label);
   return impl_->d().DecodeBatch(found.first->header_as_RecordBatch(), found.second, label, nullptr);
 }
 

@@ -54,7 +54,7 @@ SharedBytes MemorySink::Finish() {
 
 Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError("cannot create \"" + path + "\": " + std::strerror(errno));
+  if (fd < 0) return Status::FromErrno(errno, "cannot create \"" + path + "\"");
   return std::unique_ptr<FileSink>(new FileSink(fd, true, path));
 }
 
@@ -68,7 +68,7 @@ Status FileSink::Close() {
   if (!owned_ || fd_ < 0) return Status::OK();
   const int fd = fd_;
   fd_ = -1;
-  if (close(fd) != 0) return Status::IOError("closing " + name_ + ": " + std::strerror(errno));
+  if (close(fd) != 0) return Status::FromErrno(errno, "closing " + name_);
   return Status::OK();
 }
 
@@ -85,7 +85,7 @@ Status FileSink::Write(std::span<const ByteSpan> pieces) {
     const ssize_t n = writev(fd_, iov.data() + first, count);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::IOError("writing to " + name_ + ": " + std::strerror(errno));
+      return Status::FromErrno(errno, "writing to " + name_);
     }
     position_ += n;
     // Skip what was written; a short write leaves the rest of one piece.

@@ -92,7 +92,7 @@ class Mailbox {
           return closed_ || bytes_ <= max_bytes_ || (untagged_.empty() && tagged_.empty());
         });
       }
-      if (closed_) return Status(EPIPE, "the connection is closed");
+      if (closed_) return Status::Unavailable("the connection is closed");
       push();
       bytes_ += size;
     }
@@ -107,8 +107,8 @@ class Mailbox {
   }
 
   Status Failure(bool ready, const char* what) const {
-    if (!ready) return Status(ETIMEDOUT, std::string("timed out waiting for ") + what);
-    return Status(EPIPE, reason_ + " while waiting for " + what);
+    if (!ready) return Status::DeadlineExceeded(std::string("timed out waiting for ") + what);
+    return Status::Unavailable(reason_ + " while waiting for " + what);
   }
 
   mutable std::mutex mutex_;

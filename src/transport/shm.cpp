@@ -29,7 +29,6 @@ namespace ferry::transport {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using internal::shm::Errno;
 using internal::shm::kOffsetMask;
 using internal::shm::MakeAddress;
 using internal::shm::ShmRegion;
@@ -47,19 +46,20 @@ class ShmListener final : public Listener {
   Result<std::unique_ptr<Connection>> Accept(std::chrono::milliseconds timeout) override {
     const auto deadline = Clock::now() + timeout;
     while (true) {
-      if (closed_.load()) return Status(ECANCELED, "the listener is closed");
+      if (closed_.load()) return Status::Cancelled("the listener is closed");
       pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_, POLLIN, 0}};
       // Rounded up: a wait of less than a millisecond must not become poll(0) calls in a loop.
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
       const int n = poll(
           fds, 2, static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT_MAX))));
-      if (n < 0 && errno != EINTR) return Errno("waiting for a client");
-      if (closed_.load()) return Status(ECANCELED, "the listener is closed");
+      if (n < 0 && errno != EINTR) return Status::FromErrno(errno, "waiting for a client");
+      if (closed_.load()) return Status::Cancelled("the listener is closed");
       if (n > 0 && (fds[0].revents & POLLIN)) {
         const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (c < 0) {
-          if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) continue;
-          return Errno("accepting a client");
+          // Interrupted, or a client that gave up before it was accepted: wait for the next.
+          if (errno == EINTR || StatusCodeFromErrno(errno) == StatusCode::kUnavailable) continue;
+          return Status::FromErrno(errno, "accepting a client");
         }
         // Only processes of this user may read our segments.
         ucred cred{};
@@ -71,7 +71,8 @@ class ShmListener final : public Listener {
         }
         return std::unique_ptr<Connection>(internal::shm::MakeConnection(c, limits_));
       }
-      if (Clock::now() >= deadline) return Status(ETIMEDOUT, "timed out waiting for a client");
+      if (Clock::now() >= deadline)
+        return Status::DeadlineExceeded("timed out waiting for a client");
     }
   }
 
@@ -83,10 +84,11 @@ class ShmListener final : public Listener {
       return Status::Invalid("a shared segment needs 1 byte to 1 TiB, not " + std::to_string(size));
     }
     const int f = memfd_create("ferry-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (f < 0) return Errno("memfd_create");
+    if (f < 0) return Status::FromErrno(errno, "memfd_create");
     if (fchmod(f, 0600) != 0 || ftruncate(f, size) != 0 ||
         fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-      const Status st = Errno("preparing a shared segment of " + std::to_string(size) + " bytes");
+      const Status st = Status::FromErrno(
+          errno, "preparing a shared segment of " + std::to_string(size) + " bytes");
       close(f);
       return st;
     }
@@ -109,7 +111,8 @@ class ShmListener final : public Listener {
                              std::to_string(memory.size));
     }
     struct stat st {};
-    if (fstat(memory.fd, &st) != 0) return Errno("fstat of the lent memory's descriptor");
+    if (fstat(memory.fd, &st) != 0)
+      return Status::FromErrno(errno, "fstat of the lent memory's descriptor");
     if (!S_ISREG(st.st_mode) || st.st_size < memory.size) {
       return Status::Invalid("the lent memory's descriptor is not a regular file of at least " +
                              std::to_string(memory.size) + " bytes");
@@ -149,15 +152,15 @@ Result<std::unique_ptr<Listener>> ListenShm(const std::string& path, TransportLi
   sockaddr_un addr{};
   FERRY_ASSIGN_OR_RAISE(socklen_t len, MakeAddress(where, &addr));
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Errno("socket");
+  if (fd < 0) return Status::FromErrno(errno, "socket");
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 64) != 0) {
-    const Status st = Errno("listening on " + where);
+    const Status st = Status::FromErrno(errno, "listening on " + where);
     close(fd);
     return st;
   }
   const int wake = eventfd(0, EFD_CLOEXEC);
   if (wake < 0) {
-    const Status st = Errno("eventfd");
+    const Status st = Status::FromErrno(errno, "eventfd");
     close(fd);
     return st;
   }
@@ -173,15 +176,17 @@ Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
       (options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
   while (true) {
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return Errno("socket");
+    if (fd < 0) return Status::FromErrno(errno, "socket");
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) {
       return internal::shm::MakeConnection(fd, options.limits);
     }
     const int err = errno;
     close(fd);
     // The server may not be listening yet: retry until the deadline.
-    if ((err != ECONNREFUSED && err != ENOENT && err != EAGAIN) || Clock::now() >= deadline) {
-      return Errno("connecting to shm://" + path, err);
+    const StatusCode code = StatusCodeFromErrno(err);
+    if ((code != StatusCode::kUnavailable && code != StatusCode::kNotFound) ||
+        Clock::now() >= deadline) {
+      return Status::FromErrno(err, "connecting to shm://" + path);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

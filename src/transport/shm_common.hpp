@@ -12,14 +12,11 @@
 #include <string>
 
 #include "ferry/core/mapping.hpp"
+#include "ferry/core/status_code.hpp"
 #include "ferry/transport/shm.hpp"
 #include "ferry/transport/transport.hpp"
 
 namespace ferry::transport::internal::shm {
-
-inline Status Errno(const std::string& what, int err = errno) {
-  return Status(err, what + ": " + std::strerror(err));
-}
 
 constexpr uint64_t kOffsetMask = (uint64_t{1} << kShmOffsetBits) - 1;
 

@@ -77,7 +77,7 @@ class ShmConnection final : public Connection {
 
   Status SendMessageAndBody(std::span<const ByteSpan> metadata, uint64_t tag,
                             std::span<const ByteSpan> body) override {
-    if (closed_.load()) return Status(EPIPE, "the connection is closed");
+    if (closed_.load()) return Status::Unavailable("the connection is closed");
     FrameHeader headers[2];
     std::vector<iovec> iov;
     iov.reserve(metadata.size() + body.size() + 2);
@@ -185,7 +185,7 @@ class ShmConnection final : public Connection {
 
   Status SendFrame(FrameKind kind, uint64_t tag, std::span<const ByteSpan> pieces, int pass_fd,
                    uint64_t length = 0) {
-    if (closed_.load()) return Status(EPIPE, "the connection is closed");
+    if (closed_.load()) return Status::Unavailable("the connection is closed");
     FrameHeader header;
     std::vector<iovec> iov;
     iov.reserve(pieces.size() + 1);
@@ -221,10 +221,11 @@ class ShmConnection final : public Connection {
           FERRY_RETURN_NOT_OK(AwaitRoom());
           continue;
         }
-        if (errno == EPIPE || errno == ECONNRESET) {
-          return Status(EPIPE, "the connection is closed (the peer went away)");
+        const Status st = Status::FromErrno(errno, "sending on the shared-memory socket");
+        if (st.code() == StatusCode::kUnavailable) {
+          return Status::Unavailable("the connection is closed (the peer went away)");
         }
-        return Errno("sending on the shared-memory socket");
+        return st;
       }
       fd_sent = true;
       // Advance past what was sent; a partial iovec keeps its remainder.
@@ -246,17 +247,17 @@ class ShmConnection final : public Connection {
     while (true) {
       const int n = poll(&p, 1, ms);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Errno("waiting for room on the shared-memory socket");
+      if (n < 0) return Status::FromErrno(errno, "waiting for room on the shared-memory socket");
       if (n == 0) {
         const std::string why = "the peer took nothing for " +
                                 std::to_string(limits_.timeout.count()) + " ms (stopped?)";
         closed_.store(true);
         shutdown(fd_, SHUT_RDWR);
         inbox_.Close(why);
-        return Status(ETIMEDOUT, why);
+        return Status::DeadlineExceeded(why);
       }
       if ((p.revents & (POLLERR | POLLHUP)) != 0 && (p.revents & POLLOUT) == 0) {
-        return Status(EPIPE, "the connection is closed (the peer went away)");
+        return Status::Unavailable("the connection is closed (the peer went away)");
       }
       return Status::OK();
     }
@@ -374,7 +375,8 @@ class ShmConnection final : public Connection {
       ~Closer() { close(f); }
     } closer{f};
     struct stat st {};
-    if (fstat(f, &st) != 0) return Errno("fstat of segment " + std::to_string(h.tag));
+    if (fstat(f, &st) != 0)
+      return Status::FromErrno(errno, "fstat of segment " + std::to_string(h.tag));
     if (h.length == 0 || h.length > static_cast<uint64_t>(st.st_size) || h.length > kOffsetMask) {
       return Status::Invalid("segment " + std::to_string(h.tag) + " claims " +
                              std::to_string(h.length) + " bytes but holds " +

@@ -21,12 +21,12 @@ Status Connection::SendMessageAndBody(std::span<const ByteSpan> metadata, uint64
 void Connection::Expect(uint64_t /*tag*/, int64_t /*size*/) {}
 
 Status Connection::ShareRegion(const std::shared_ptr<Region>& /*region*/) {
-  return Status(ENOTSUP, "this transport cannot share memory regions (no type-1 bodies)");
+  return Status::NotSupported("this transport cannot share memory regions (no type-1 bodies)");
 }
 
 Result<FetchedBody> Connection::Fetch(std::span<const BufferRef> /*refs*/,
                                       std::chrono::milliseconds /*timeout*/) {
-  return Status(ENOTSUP, "this transport cannot fetch type-1 bodies");
+  return Status::NotSupported("this transport cannot fetch type-1 bodies");
 }
 
 namespace {
@@ -51,13 +51,13 @@ Result<std::unique_ptr<FetchInFlight>> Connection::StartFetch(std::span<const Bu
 }
 
 Result<std::shared_ptr<Region>> Listener::CreateRegion(int64_t /*size*/) {
-  return Status(ENOTSUP, "this transport has no memory regions (no type-1 bodies)");
+  return Status::NotSupported("this transport has no memory regions (no type-1 bodies)");
 }
 
 // `memory` is a sink parameter that the default implementation drops.
 Result<std::shared_ptr<Region>> Listener::RegisterRegion(
     LendableBytes /*memory*/) {  // NOLINT(performance-unnecessary-value-param)
-  return Status(ENOTSUP, "this transport cannot lend memory it did not make");
+  return Status::NotSupported("this transport cannot lend memory it did not make");
 }
 
 Result<std::unique_ptr<Listener>> Listen(const std::string& scheme, const std::string& address,

@@ -27,9 +27,10 @@ TEST(SharedBytes, GatherJoinsPiecesIntoOneAlignedCopy) {
 
 TEST(SharedBytes, GatherNamesABadPiece) {
   const ByteSpan pieces[] = {{"ok", 2}, {nullptr, 3}};
-  ASSERT_RAISES_WITH(EINVAL, "piece 1 is NULL", SharedBytes::Gather(pieces, 2));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "piece 1 is NULL",
+                     SharedBytes::Gather(pieces, 2));
   const ByteSpan negative[] = {{"ok", -1}};
-  ASSERT_RAISES_WITH(EINVAL, "piece 0", SharedBytes::Gather(negative, 1));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "piece 0", SharedBytes::Gather(negative, 1));
 }
 
 TEST(SharedBytes, BorrowHasNoOwnerAndCopyHasOne) {
@@ -40,7 +41,7 @@ TEST(SharedBytes, BorrowHasNoOwnerAndCopyHasOne) {
   ASSERT_OK_AND_ASSIGN(SharedBytes copied, SharedBytes::Copy(text, 3));
   text[0] = 'z';
   EXPECT_EQ(copied.data[0], 'a');
-  ASSERT_RAISES_WITH(EINVAL, "negative size", SharedBytes::Copy(text, -2));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "negative size", SharedBytes::Copy(text, -2));
 }
 
 TEST(SharedBytes, MapFileReadsTheFileAndNamesMissingOnes) {
@@ -54,8 +55,9 @@ TEST(SharedBytes, MapFileReadsTheFileAndNamesMissingOnes) {
     EXPECT_EQ(std::string(reinterpret_cast<const char*>(mapped.data), mapped.size), "mapped bytes");
   }
   std::remove(path);
-  ASSERT_RAISES_WITH(ENOENT, path, SharedBytes::MapFile(path));
-  ASSERT_RAISES_WITH(EINVAL, "not a regular file", SharedBytes::MapFile("/tmp"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, path, SharedBytes::MapFile(path));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not a regular file",
+                     SharedBytes::MapFile("/tmp"));
 }
 
 }  // namespace

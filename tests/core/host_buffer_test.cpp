@@ -31,7 +31,7 @@ TEST(HostBuffer, AlignedGrowingAndZeroPadded) {
 
 TEST(HostBuffer, NegativeSizesAreErrors) {
   HostBuffer b;
-  ASSERT_RAISES_WITH(EINVAL, "negative buffer capacity", b.Reserve(-1));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "negative buffer capacity", b.Reserve(-1));
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ TEST(HostPort, RefusesWhatIsNotHostPortAndSaysWhy) {
   for (const auto& c : cases) {
     Result<HostPort> r = ParseHostPort(c.text);
     ASSERT_FALSE(r.ok()) << c.text;
-    EXPECT_EQ(r.status().code(), EINVAL) << c.text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.text;
     const std::string& message = r.status().message();
     EXPECT_NE(message.find(std::string("\"") + c.text + "\""), std::string::npos) << message;
     EXPECT_NE(message.find(c.why), std::string::npos) << c.text << ": " << message;

@@ -90,8 +90,9 @@ TEST(Mapping, ReleaseAndAdoptHandOwnershipThroughAPointer) {
 }
 
 TEST(Mapping, ErrorsNameWhatAndWhy) {
-  ASSERT_RAISES_WITH(EINVAL, "negative size", Mapping::Anonymous(-1));
-  ASSERT_RAISES_WITH(EIO, "cannot map 4096 bytes of the thing: Bad file descriptor",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "negative size", Mapping::Anonymous(-1));
+  ASSERT_RAISES_WITH(StatusCode::kIOError,
+                     "cannot map 4096 bytes of the thing: Bad file descriptor",
                      Mapping::OfFile(-1, 4096, {}, "the thing"));
   ASSERT_OK_AND_ASSIGN(Mapping empty, Mapping::Anonymous(0));
   EXPECT_EQ(empty.data(), nullptr);

@@ -18,11 +18,11 @@ TEST(Result, HoldsAValueOrAStatus) {
   EXPECT_EQ(good->size(), 5u);
   Result<std::string> bad(Status::NotFound("no flight named taxi"));
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().code(), ENOENT);
+  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
   // An OK status is no value: the Result says so instead of pretending.
   Result<int> confused(Status::OK());
   ASSERT_FALSE(confused.ok());
-  EXPECT_EQ(confused.status().code(), EINVAL);
+  EXPECT_EQ(confused.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Result, ValueOrDieMovesTheValueOut) {

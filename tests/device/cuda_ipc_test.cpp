@@ -216,25 +216,25 @@ TEST(CudaIpc, RefusesWhatCannotBeShared) {
   block.size = 256;
   ASSERT_OK_AND_ASSIGN(CudaIpcMemHandle handle, ExportCudaIpcMemHandle(*gpu, block.data));
   // The driver opens a handle only in another process.
-  ASSERT_RAISES_WITH(EIO, "IpcOpenMemHandle", OpenCudaIpcMemHandle(*gpu, handle));
+  ASSERT_RAISES_WITH(StatusCode::kIOError, "IpcOpenMemHandle", OpenCudaIpcMemHandle(*gpu, handle));
   CudaIpcMemHandle outside = handle;
   outside.offset = 257;
-  ASSERT_RAISES_WITH(EINVAL, "outside the allocation", OpenCudaIpcMemHandle(*gpu, outside));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "outside the allocation", OpenCudaIpcMemHandle(*gpu, outside));
   // Host memory, managed memory and non-CUDA devices are not CUDA IPC material.
   std::vector<uint8_t> host(16);
-  ASSERT_RAISES_WITH(EINVAL, "not device memory", ExportCudaIpcMemHandle(*gpu, host.data()));
-  ASSERT_RAISES_WITH(EINVAL, "needs a CUDA device",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not device memory", ExportCudaIpcMemHandle(*gpu, host.data()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a CUDA device",
                      ExportCudaIpcMemHandle(*CpuDevice(), host.data()));
   ASSERT_OK_AND_ASSIGN(Device * managed, ResolveDevice(ARROW_DEVICE_CUDA_MANAGED, 0));
-  ASSERT_RAISES_WITH(EINVAL, "needs a CUDA device", ExportCudaIpcMemHandle(*managed, host.data()));
-  ASSERT_RAISES_WITH(EINVAL, "NULL", ExportCudaIpcMemHandle(*gpu, nullptr));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a CUDA device", ExportCudaIpcMemHandle(*managed, host.data()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL", ExportCudaIpcMemHandle(*gpu, nullptr));
   // Stream-ordered (pool) memory cannot be exported with a legacy IPC handle.
   testing::RawStream stream;
   ASSERT_OK_AND_ASSIGN(void* pooled, gpu->Allocate(256, stream.arg()));
   Result<CudaIpcMemHandle> refused = ExportCudaIpcMemHandle(*gpu, pooled);
   gpu->Free(pooled, 256);
   if (testing::GetStandin() != nullptr) {
-    ASSERT_RAISES_WITH(EIO, "cuMemAlloc", refused);
+    ASSERT_RAISES_WITH(StatusCode::kIOError, "cuMemAlloc", refused);
   }
 }
 

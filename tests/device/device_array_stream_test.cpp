@@ -108,7 +108,7 @@ TEST(BasicDeviceArrayStream, NeverReadsAForeignProducersPrivateData) {
 TEST(BasicDeviceArrayStream, RejectsReleasedInput) {
   ArrowArrayStream released{};
   UniqueDeviceArrayStream stream;
-  ASSERT_RAISES_WITH(EINVAL, "released",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released",
                      BasicDeviceArrayStreamInit(stream.get(), &released, *CpuDevice()));
   EXPECT_EQ(stream->release, nullptr);
 }

@@ -95,7 +95,7 @@ TEST_P(DeviceArrayConformance, MoveToTheCpuIsZeroCopyOrNotSupported) {
     EXPECT_EQ(src->array.release, nullptr);
   } else {
     // Never success with an empty destination: ENOTSUP, the source untouched.
-    EXPECT_EQ(st.code(), ENOTSUP) << st.message();
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.message();
     EXPECT_NE(st.message().find("no zero-copy move from"), std::string::npos) << st.message();
     EXPECT_NE(src->array.release, nullptr);
     EXPECT_EQ(Buffers(src->array), before);
@@ -109,7 +109,7 @@ TEST_P(DeviceArrayConformance, MoveFromOrdinaryHostMemoryIsNotSupported) {
   if (device->device_type() == ARROW_DEVICE_CPU) GTEST_SKIP() << "CPU to CPU is a same-device move";
   UniqueDeviceArray src = Strings(*CpuDevice());
   UniqueDeviceArray dst;
-  ASSERT_RAISES_WITH(ENOTSUP, "", MoveToDevice(src.get(), *device, dst.get()));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "", MoveToDevice(src.get(), *device, dst.get()));
   EXPECT_NE(src->array.release, nullptr);
   EXPECT_EQ(dst->array.release, nullptr);
 }
@@ -120,10 +120,10 @@ TEST_P(DeviceArrayConformance, ReleasedAndNullArraysAreRejected) {
   released->device_type = device->device_type();
   released->device_id = device->device_id();
   UniqueDeviceArray dst;
-  ASSERT_RAISES_WITH(EINVAL, "released", MoveToDevice(released.get(), *device, dst.get()));
-  ASSERT_RAISES_WITH(EINVAL, "NULL", MoveToDevice(nullptr, *device, dst.get()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released", MoveToDevice(released.get(), *device, dst.get()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL", MoveToDevice(nullptr, *device, dst.get()));
   ArrowArray gone{};
-  ASSERT_RAISES_WITH(EINVAL, "released", DeviceArrayInit(*device, dst.get(), &gone, nullptr));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released", DeviceArrayInit(*device, dst.get(), &gone, nullptr));
 }
 
 TEST_P(DeviceArrayConformance, StreamOrderedCopiesNeedAStreamOnDevicesThatHaveThem) {
@@ -136,7 +136,7 @@ TEST_P(DeviceArrayConformance, StreamOrderedCopiesNeedAStreamOnDevicesThatHaveTh
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArray copy, view.CopyAsync(*device, nullptr));
     EXPECT_EQ(ToJson(copy.get()), R"(["a", null, "ccc"])");
   } else {
-    ASSERT_RAISES_WITH(EINVAL, "needs a stream", view.CopyAsync(*device, nullptr));
+    ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a stream", view.CopyAsync(*device, nullptr));
   }
 }
 
@@ -364,7 +364,7 @@ TEST(CudaHostToCuda, IsZeroCopyOnTheSameGpu) {
     EXPECT_EQ(dst->device_type, ARROW_DEVICE_CUDA);
     // And CUDA memory cannot move to the host.
     UniqueDeviceArray back;
-    ASSERT_RAISES_WITH(ENOTSUP, "", MoveToDevice(dst.get(), *CpuDevice(), back.get()));
+    ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "", MoveToDevice(dst.get(), *CpuDevice(), back.get()));
   }
 }
 

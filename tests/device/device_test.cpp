@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ferry/core/status_code.hpp"
 #include "ferry/device/guarded.hpp"
 #include "support/device_util.hpp"
 #include "support/test_util.hpp"
@@ -55,9 +56,9 @@ TEST(Device, AForeignStructIsNeverReadThrough) {
 }
 
 TEST(Device, UnknownDevicesNameWhatWasAsked) {
-  ASSERT_RAISES_WITH(ENOENT, "EXT_DEV device 5 does not exist",
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "EXT_DEV device 5 does not exist",
                      ResolveDevice(ARROW_DEVICE_EXT_DEV, 5));
-  ASSERT_RAISES_WITH(ENOTSUP, "device type 99 (unknown) is not supported",
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "device type 99 (unknown) is not supported",
                      ResolveDevice(static_cast<ArrowDeviceType>(99), 0));
 }
 
@@ -65,9 +66,9 @@ TEST(Device, OutOfRangeOrdinalsAreNotFound) {
   auto opencl = ResolveDevice(ARROW_DEVICE_OPENCL, 0);
   if (!opencl.ok())
     GTEST_SKIP() << "no OpenCL device on this machine: " << opencl.status().message();
-  ASSERT_RAISES_WITH(ENOENT, "OPENCL device 999 does not exist",
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "OPENCL device 999 does not exist",
                      ResolveDevice(ARROW_DEVICE_OPENCL, 999));
-  ASSERT_RAISES_WITH(ENOENT, "OPENCL device -1 does not exist",
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "OPENCL device -1 does not exist",
                      ResolveDevice(ARROW_DEVICE_OPENCL, -1));
 }
 
@@ -75,13 +76,13 @@ TEST(Device, CudaOrdinalsAreCheckedOrTheMissingDriverIsNamed) {
   auto cuda = ResolveDevice(ARROW_DEVICE_CUDA, 0);
   if (cuda.ok()) {
     EXPECT_EQ((*cuda)->device_type(), ARROW_DEVICE_CUDA);
-    ASSERT_RAISES_WITH(ENOENT, "CUDA device 4096 does not exist",
+    ASSERT_RAISES_WITH(StatusCode::kNotFound, "CUDA device 4096 does not exist",
                        ResolveDevice(ARROW_DEVICE_CUDA, 4096));
     // One object per (kind, ordinal), stable across calls.
     ASSERT_OK_AND_ASSIGN(Device * again, ResolveDevice(ARROW_DEVICE_CUDA, 0));
     EXPECT_EQ(again, *cuda);
   } else {
-    EXPECT_EQ(cuda.status().code(), ENOENT);
+    EXPECT_EQ(cuda.status().code(), StatusCode::kNotFound);
     EXPECT_THAT(cuda.status().message(), HasSubstr("CUDA driver"));
   }
 }
@@ -95,13 +96,13 @@ TEST(DeviceDeathTest, AMissingCudaDriverIsReportedNotFatal) {
         for (ArrowDeviceType t :
              {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST, ARROW_DEVICE_CUDA_MANAGED}) {
           auto r = ResolveDevice(t, 0);
-          std::fprintf(stderr, "%d:%s\n", r.ok() ? 0 : r.status().code(),
+          std::fprintf(stderr, "%s:%s\n", StatusCodeName(r.status().code()),
                        r.ok() ? "resolved" : r.status().message().c_str());
         }
         std::exit(0);
       },
       ::testing::ExitedWithCode(0),
-      "2:no CUDA driver: dlopen\\(/nonexistent/libcuda.so.1\\) failed");
+      "NotFound:no CUDA driver: dlopen\\(/nonexistent/libcuda.so.1\\) failed");
 }
 
 TEST(DeviceDeathTest, AMissingOpenClRuntimeIsReportedNotFatal) {
@@ -110,12 +111,12 @@ TEST(DeviceDeathTest, AMissingOpenClRuntimeIsReportedNotFatal) {
       {
         setenv("FERRY_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1", 1);
         auto r = ResolveDevice(ARROW_DEVICE_OPENCL, 0);
-        std::fprintf(stderr, "%d:%s\n", r.ok() ? 0 : r.status().code(),
+        std::fprintf(stderr, "%s:%s\n", StatusCodeName(r.status().code()),
                      r.ok() ? "resolved" : r.status().message().c_str());
         std::exit(0);
       },
       ::testing::ExitedWithCode(0),
-      "2:no OpenCL runtime: dlopen\\(/nonexistent/libOpenCL.so.1\\) failed");
+      "NotFound:no OpenCL runtime: dlopen\\(/nonexistent/libOpenCL.so.1\\) failed");
 }
 
 TEST(DeviceDeathTest, TheHostCannotTouchGuardedMemory) {
@@ -136,7 +137,7 @@ TEST(Device, GuardedCopiesGoThroughTheAlias) {
   EXPECT_STREQ(back, "fifteen letters");
   // A range that runs outside the allocation's chunk is refused, not copied.
   ASSERT_RAISES_WITH(
-      EINVAL, "not guarded device memory",
+      StatusCode::kInvalidArgument, "not guarded device memory",
       CopyBytes(g, static_cast<char*>(p) + 8, *CpuDevice(), back, int64_t{1} << 40, nullptr));
   g.Free(p, 16);
 }

@@ -54,18 +54,18 @@ TEST(ParseDevice, ReadsBackEachDevicesToString) {
 }
 
 TEST(ParseDevice, NamesWhatIsWrong) {
-  ASSERT_RAISES_WITH(EINVAL, "device \"tpu:0\" is not a device name (cpu, cuda:N",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "device \"tpu:0\" is not a device name (cpu, cuda:N",
                      ParseDevice("tpu:0"));
-  ASSERT_RAISES_WITH(EINVAL, "the id after ':' is not a non-negative integer",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the id after ':' is not a non-negative integer",
                      ParseDevice("cuda:"));
-  ASSERT_RAISES_WITH(EINVAL, "the id after ':' is not a non-negative integer",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the id after ':' is not a non-negative integer",
                      ParseDevice("cuda:-1"));
-  ASSERT_RAISES_WITH(EINVAL, "the id after ':' is not a non-negative integer",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the id after ':' is not a non-negative integer",
                      ParseDevice("opencl:0x"));
-  ASSERT_RAISES_WITH(EINVAL, "the CPU has only id 0", ParseDevice("cpu:1"));
-  ASSERT_RAISES_WITH(EINVAL, "is not a device name", ParseDevice(""));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the CPU has only id 0", ParseDevice("cpu:1"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a device name", ParseDevice(""));
   // A well-formed name of a device that is not there fails as ResolveDevice does.
-  ASSERT_RAISES_WITH(ENOENT, "EXT_DEV device 3 does not exist", ParseDevice("guarded:3"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "EXT_DEV device 3 does not exist", ParseDevice("guarded:3"));
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ TEST(TicketBook, IssueResolveRefreshRevoke) {
   EXPECT_NE(a, b);
   ASSERT_OK_AND_ASSIGN(std::string name, book.Resolve(a));
   EXPECT_EQ(name, "alpha");
-  ASSERT_RAISES_WITH(ENOENT, "unknown ticket", book.Resolve("alpha"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket", book.Resolve("alpha"));
   // The secret is not echoed whole.
   Result<std::string> wrong = book.Resolve(a + "0");
   ASSERT_FALSE(wrong.ok());
@@ -38,14 +38,14 @@ TEST(TicketBook, IssueResolveRefreshRevoke) {
   ASSERT_OK_AND_ASSIGN(Clock::time_point until, book.Expiry(brief));
   EXPECT_LE(until, Clock::now() + 50ms);
   std::this_thread::sleep_for(80ms);
-  ASSERT_RAISES_WITH(ETIME, "expired ticket", book.Resolve(brief));
-  ASSERT_RAISES_WITH(ENOENT, "unknown or expired", book.Refresh(brief, Clock::now() + 60s));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket", book.Resolve(brief));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired", book.Refresh(brief, Clock::now() + 60s));
   ASSERT_OK(book.Refresh(a, Clock::now() + 120s));
   ASSERT_OK_AND_ASSIGN(until, book.Expiry(a));
   EXPECT_GT(until, Clock::now() + 100s);
 
   book.Revoke("alpha");
-  ASSERT_RAISES_WITH(ENOENT, "unknown ticket", book.Resolve(a));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket", book.Resolve(a));
   ASSERT_OK_AND_ASSIGN(name, book.Resolve(b));
   EXPECT_EQ(name, "beta");
   EXPECT_EQ(book.size(), 1u);
@@ -100,10 +100,10 @@ TEST(SharedTickets, OneTicketOnEveryPlane) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> other, Server::Start(options));
   other->Add("t", data.first);
   EXPECT_NE(other->tickets(), book);
-  ASSERT_RAISES_WITH(EIO, "unknown ticket", ConnectStream(other->uri("t"), ticket));
+  ASSERT_RAISES_WITH(StatusCode::kIOError, "unknown ticket", ConnectStream(other->uri("t"), ticket));
 }
 
-// Remove: ENOENT for an unknown name, EBUSY while a client holds the dataset's stream open, and
+// Remove: kNotFound for an unknown name, kFailedPrecondition while a client holds the dataset's stream open, and
 // once it is done the dataset and its tickets are gone.
 TEST(SharedTickets, RemoveWaitsForReaders) {
   ServerOptions options;
@@ -111,13 +111,13 @@ TEST(SharedTickets, RemoveWaitsForReaders) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
   ASSERT_OK_AND_ASSIGN(auto data, Counting());
   server->Add("t", data.first);
-  ASSERT_RAISES_WITH(ENOENT, "no dataset named \"nope\"", server->Remove("nope"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "no dataset named \"nope\"", server->Remove("nope"));
   ASSERT_OK_AND_ASSIGN(std::string ticket, server->IssueTicket("t"));
   EXPECT_EQ(server->readers("t"), 0);
   {
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), ticket));
     EXPECT_EQ(server->readers("t"), 1);
-    ASSERT_RAISES_WITH(EBUSY, "being read by 1 client", server->Remove("t"));
+    ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition, "being read by 1 client", server->Remove("t"));
     ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, data.second);
   }
@@ -127,7 +127,7 @@ TEST(SharedTickets, RemoveWaitsForReaders) {
   }
   ASSERT_OK(server->Remove("t"));
   EXPECT_EQ(server->tickets()->size(), 0u);
-  ASSERT_RAISES_WITH(EIO, "unknown ticket", ConnectStream(server->uri("t"), ticket));
+  ASSERT_RAISES_WITH(StatusCode::kIOError, "unknown ticket", ConnectStream(server->uri("t"), ticket));
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ TEST(FlightCatalogue, PartitionsAreNamedAndCounted) {
   EXPECT_EQ(flight->records(), 20 + 30 + 15);
   EXPECT_EQ(flight->bytes(), 8 * (20 + 30 + 15));
   EXPECT_EQ(flight->readers(), 0);
-  ASSERT_RAISES_WITH(EINVAL, "has no partition", MakeFlight("none", schema.get(), {}));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has no partition", MakeFlight("none", schema.get(), {}));
 }
 
 TEST(FlightCatalogue, NamesAreTakenByFlightsAndPartitions) {
@@ -87,19 +87,19 @@ TEST(FlightCatalogue, NamesAreTakenByFlightsAndPartitions) {
   EXPECT_EQ(catalogue.Find("taxi/1"), nullptr);
   // A flight named as another's partition, and a flight whose partition is a flight's name.
   ASSERT_OK_AND_ASSIGN(auto clash, make("taxi/1", 1));
-  ASSERT_RAISES_WITH(EEXIST, "\"taxi/1\"", catalogue.Insert(clash));
+  ASSERT_RAISES_WITH(StatusCode::kAlreadyExists, "\"taxi/1\"", catalogue.Insert(clash));
   ASSERT_OK_AND_ASSIGN(auto solo, make("a/1", 1));
   ASSERT_OK(catalogue.Insert(solo));
   ASSERT_OK_AND_ASSIGN(auto a, make("a", 2));
-  ASSERT_RAISES_WITH(EEXIST, "\"a/1\"", catalogue.Insert(a));
+  ASSERT_RAISES_WITH(StatusCode::kAlreadyExists, "\"a/1\"", catalogue.Insert(a));
   EXPECT_EQ(catalogue.Find("a"), nullptr);
   // A reader of one partition holds the whole flight; once it lets go, every name is free.
   std::shared_ptr<const int> reader = taxi->partitions[2]->readers;
-  ASSERT_RAISES_WITH(EBUSY, "1 DoGet", catalogue.Erase("taxi"));
+  ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition, "1 DoGet", catalogue.Erase("taxi"));
   reader.reset();
   ASSERT_OK(catalogue.Erase("taxi"));
   EXPECT_FALSE(catalogue.Taken("taxi/2"));
-  ASSERT_RAISES_WITH(ENOENT, "no flight named \"taxi\"", catalogue.Erase("taxi"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "no flight named \"taxi\"", catalogue.Erase("taxi"));
 }
 
 }  // namespace

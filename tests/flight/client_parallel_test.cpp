@@ -42,7 +42,7 @@ class FakeEndpoint final : public DeviceArrayProducer {
 
   Status GetNext(ArrowDeviceArray* out) override {
     if (next_ == fail_at_)
-      return Status(EIO, "the peer went away at batch " + std::to_string(next_));
+      return Status::IOError("the peer went away at batch " + std::to_string(next_));
     if (next_ == batches_) return Status::OK();
     // A little time per batch, so that endpoints overlap.
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -131,7 +131,7 @@ TEST(FlightReadParallel, AFailingEndpointFailsTheReadNamingIt) {
   const auto start = std::chrono::steady_clock::now();
   Read r = ReadAll(8, 50, 4, true, &counters, /*failing=*/5);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
-  EXPECT_EQ(r.status.code(), EIO);
+  EXPECT_EQ(r.status.code(), StatusCode::kIOError);
   EXPECT_NE(r.status.message().find("endpoint 5 of 8"), std::string::npos) << r.status.message();
   EXPECT_NE(r.status.message().find("went away at batch 1"), std::string::npos);
   EXPECT_EQ(counters.open.load(), 0) << "the other endpoints' readers were closed";

@@ -31,7 +31,7 @@ TEST(Metadata, EncodesTheCDataLayout) {
 
 TEST(Metadata, RejectsNegativeLengths) {
   const char bad[] = {1, 0, 0, 0, -1, -1, -1, -1};
-  ASSERT_RAISES_WITH(EINVAL, "negative key length", DecodeMetadata(bad));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "negative key length", DecodeMetadata(bad));
   ASSERT_OK_AND_ASSIGN(MetadataView none, DecodeMetadata(nullptr));
   EXPECT_TRUE(none.empty());
 }

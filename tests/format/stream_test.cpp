@@ -56,10 +56,10 @@ TEST(ArrayStream, SourceErrorsPassThroughGetLastError) {
 }
 
 TEST(ArrayStream, RejectsReleasedInputs) {
-  ASSERT_RAISES_WITH(EINVAL, "stream schema is released",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "stream schema is released",
                      MakeArrayStream(UniqueSchema(), std::vector<UniqueArray>{}));
   ArrowArrayStream released{};
-  ASSERT_RAISES_WITH(EINVAL, "stream is released", ArrayStreamReader::Open(&released));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "stream is released", ArrayStreamReader::Open(&released));
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ class FormatErrors : public ::testing::TestWithParam<BadFormat> {};
 TEST_P(FormatErrors, NameCharacterPositionAndReason) {
   auto r = ParseFormat(GetParam().format);
   ASSERT_FALSE(r.ok()) << GetParam().format;
-  EXPECT_EQ(r.status().code(), EINVAL);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr(GetParam().message)) << r.status().message();
 }
 
@@ -159,25 +159,25 @@ TEST(SchemaView, DictionaryExtensionAndFlags) {
 }
 
 TEST(SchemaView, RejectsBadTrees) {
-  ASSERT_RAISES_WITH(EINVAL, "schema is NULL", SchemaView::Make(nullptr));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "schema is NULL", SchemaView::Make(nullptr));
   ArrowSchema released{};
-  ASSERT_RAISES_WITH(EINVAL, "schema is released", SchemaView::Make(&released));
-  ASSERT_RAISES_WITH(EINVAL, "needs 1 child(ren), got 0", Field::Make("+l", "a").Export());
-  ASSERT_RAISES_WITH(EINVAL, "field \"a\": type int32 needs 0 child(ren), got 1",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "schema is released", SchemaView::Make(&released));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs 1 child(ren), got 0", Field::Make("+l", "a").Export());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "field \"a\": type int32 needs 0 child(ren), got 1",
                      Field::Make("i", "a", {Field::Make("i", "b")}).Export());
-  ASSERT_RAISES_WITH(EINVAL, "a map's child must be a struct of two fields",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "a map's child must be a struct of two fields",
                      Field::Make("+m", "m", {Field::Make("i", "x")}).Export());
   ASSERT_RAISES_WITH(
-      EINVAL, "run ends must be int16, int32 or int64",
+      StatusCode::kInvalidArgument, "run ends must be int16, int32 or int64",
       Field::Make("+r", "r", {Field::Make("u", "e"), Field::Make("u", "v")}).Export());
   ASSERT_RAISES_WITH(
-      EINVAL, "union lists 1 type ids for 2 children",
+      StatusCode::kInvalidArgument, "union lists 1 type ids for 2 children",
       Field::Make("+us:1", "u", {Field::Make("i", "a"), Field::Make("i", "b")}).Export());
-  ASSERT_RAISES_WITH(EINVAL, "dictionary indices must be an integer type",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "dictionary indices must be an integer type",
                      Field::Dictionary("d", "u", Field::Make("u", "v")).Export());
-  ASSERT_RAISES_WITH(EINVAL, "field \"t\": format \"tsq:\"", Field::Make("tsq:", "t").Export());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "field \"t\": format \"tsq:\"", Field::Make("tsq:", "t").Export());
   // Found by the ipc_file fuzzer: the width in bits must fit the layout's int32.
-  ASSERT_RAISES_WITH(EINVAL, "fixed-size binary width 1895825424 exceeds the largest supported",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "fixed-size binary width 1895825424 exceeds the largest supported",
                      Field::Make("w:1895825424", "w").Export());
   ASSERT_OK(Field::Make("w:268435455", "w").Export().status());
 }
@@ -213,9 +213,9 @@ TEST(ColumnIndices, NamesAndIndicesBecomeSortedIndices) {
   // A column named like a number is that column; other numbers are indices.
   ASSERT_OK_AND_ASSIGN(got, ColumnIndices(schema.get(), {"7", "3"}));
   EXPECT_EQ(got, (std::vector<int32_t>{2, 3}));
-  ASSERT_RAISES_WITH(EINVAL, "no column named \"z\" (the schema has: x, s, 7, x)",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "no column named \"z\" (the schema has: x, s, 7, x)",
                      ColumnIndices(schema.get(), {"z"}));
-  ASSERT_RAISES_WITH(ERANGE, "column 4 is out of range (the schema has 4 columns)",
+  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "column 4 is out of range (the schema has 4 columns)",
                      ColumnIndices(schema.get(), {"4"}));
 }
 

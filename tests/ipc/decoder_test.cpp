@@ -173,7 +173,7 @@ TEST_F(DecoderTest, MetadataAndBodyMayArriveSeparately) {
   const uint8_t* dictionary = bytes_.data + 8 + schema_length;
   int32_t dictionary_length = 0;
   std::memcpy(&dictionary_length, dictionary + 4, 4);
-  ASSERT_RAISES_WITH(EINVAL, "message 1: the metadata announces a body of",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 1: the metadata announces a body of",
                      short_body.ConsumeMessage(dictionary + 8, dictionary_length, {}));
 }
 
@@ -182,29 +182,29 @@ TEST_F(DecoderTest, OutOfOrderMessagesAreRefused) {
   int32_t length = 0;
   std::memcpy(&length, bytes_.data + 4, 4);
   ipc::Decoder decoder;
-  ASSERT_RAISES_WITH(EINVAL, "message 0: a DictionaryBatch before the Schema",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 0: a DictionaryBatch before the Schema",
                      decoder.Consume(bytes_.Slice(8 + length, bytes_.size - 8 - length)));
   // The decoder stays failed.
-  ASSERT_RAISES_WITH(EINVAL, "before the Schema", decoder.Consume(bytes_));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "before the Schema", decoder.Consume(bytes_));
 }
 
 TEST_F(DecoderTest, LimitsAreEnforced) {
   ipc::ReadOptions tiny;
   tiny.max_metadata_bytes = 16;
   ipc::Decoder decoder(tiny);
-  ASSERT_RAISES_WITH(EINVAL, "exceeds the limit of 16", decoder.Consume(bytes_));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "exceeds the limit of 16", decoder.Consume(bytes_));
 
   // A huge advertised metadata length is refused before anything is allocated.
   const uint8_t lying[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xF0, 0xFF, 0xFF, 0x7F};
   ipc::Decoder d2;
-  ASSERT_RAISES_WITH(EINVAL, "message 0: metadata length",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 0: metadata length",
                      d2.Consume(SharedBytes::Borrow(lying, 8)));
 
   // Garbage metadata fails the flatbuffers Verifier.
   uint8_t garbage[24] = {0xFF, 0xFF, 0xFF, 0xFF, 16, 0, 0, 0};
   std::memset(garbage + 8, 0xAB, 16);
   ipc::Decoder d3;
-  ASSERT_RAISES_WITH(EINVAL, "not a valid Message flatbuffer",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not a valid Message flatbuffer",
                      d3.Consume(SharedBytes::Borrow(garbage, 24)));
 }
 
@@ -222,7 +222,7 @@ TEST(DecoderLimitTest, DecompressionIsCapped) {
   ipc::ReadOptions capped;
   capped.max_decompressed_bytes = 100000;
   ipc::Decoder decoder(capped);
-  ASSERT_RAISES_WITH(EINVAL, "message 1, field \"x\"", decoder.Consume(bytes));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 1, field \"x\"", decoder.Consume(bytes));
   ipc::Decoder uncapped;
   ASSERT_OK(uncapped.Consume(bytes));
   EXPECT_EQ(uncapped.bytes_copied(), 160000);
@@ -268,8 +268,8 @@ TEST(MessageBodyLengthTest, ReadsWhatTheWriterAnnounced) {
     EXPECT_EQ(again, sink.body_lengths[i]);
   }
   std::vector<uint8_t> garbage(64, 0xAB);
-  ASSERT_RAISES_WITH(EINVAL, "is not a valid Message flatbuffer", ipc::MessageBodyLength(garbage));
-  ASSERT_RAISES_WITH(EINVAL, "is not a valid Message flatbuffer",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a valid Message flatbuffer", ipc::MessageBodyLength(garbage));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a valid Message flatbuffer",
                      ipc::MessageBodyLength(std::span<const uint8_t>()));
 }
 
@@ -405,7 +405,7 @@ TEST(DecoderProjectionTest, LentBuffersOfOtherColumnsAreNeverRead) {
     ipc::ReadOptions options;
     options.columns = c.columns;
     ipc::Decoder decoder(options);
-    ASSERT_RAISES_WITH(EINVAL, "no schema has been decoded yet",
+    ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "no schema has been decoded yet",
                        decoder.BuffersNeeded(sink.metadata[0].data(), sink.metadata[0].size()));
     ASSERT_OK(decoder.ConsumeMessage(sink.metadata[0].data(),
                                      static_cast<int64_t>(sink.metadata[0].size()), {}));
@@ -434,12 +434,12 @@ TEST(DecoderProjectionTest, ColumnsOutOfRangeOrOrderAreRefused) {
   ipc::ReadOptions options;
   options.columns = {1, 4};
   ipc::Decoder past(options);
-  ASSERT_RAISES_WITH(ERANGE, "message 0 (schema): column 4 was asked for, but the schema has 4",
+  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "message 0 (schema): column 4 was asked for, but the schema has 4",
                      past.ConsumeMessage(sink.metadata[0].data(),
                                          static_cast<int64_t>(sink.metadata[0].size()), {}));
   options.columns = {2, 1};
   ipc::Decoder unordered(options);
-  ASSERT_RAISES_WITH(EINVAL, "increasing order without repeats (1 after 2)",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "increasing order without repeats (1 after 2)",
                      unordered.ConsumeMessage(sink.metadata[0].data(),
                                               static_cast<int64_t>(sink.metadata[0].size()), {}));
 }

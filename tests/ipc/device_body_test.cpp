@@ -117,7 +117,7 @@ TEST(DeviceBodyTest, ACompressedBodyIsRefusedNotDecompressed) {
   ipc::ReadOptions options;
   options.body_on_device = true;
   ipc::Decoder decoder(options);
-  ASSERT_RAISES_WITH(ENOTSUP, "the body is compressed, but it is device memory",
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "the body is compressed, but it is device memory",
                      Feed(decoder, sink, region));
 }
 
@@ -129,7 +129,7 @@ TEST(DeviceBodyTest, ABufferOutsideTheRegionIsRefused) {
   ipc::Decoder decoder(options);
   sink.messages.back().buffers.back().offset = region.size;  // past the end (nonzero length)
   ASSERT_GT(sink.messages.back().buffers.back().length, 0);
-  ASSERT_RAISES_WITH(EINVAL, "lies outside the region", Feed(decoder, sink, region));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "lies outside the region", Feed(decoder, sink, region));
 }
 
 }  // namespace

@@ -170,7 +170,7 @@ TEST(IpcWriterTest, FileHasMagicFooterAndRandomAccess) {
     std::memcpy(&value, b->children[0]->buffers[1], 8);
     EXPECT_EQ(value, i);
   }
-  ASSERT_RAISES_WITH(ERANGE, "record batch 3 is outside 0..2", reader.ReadRecordBatch(3));
+  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "record batch 3 is outside 0..2", reader.ReadRecordBatch(3));
 }
 
 TEST(IpcWriterTest, DictionariesAreSentOnceAndReplacedWhenTheyChange) {
@@ -194,7 +194,7 @@ TEST(IpcWriterTest, DictionariesAreSentOnceAndReplacedWhenTheyChange) {
   ipc::MemorySink file_sink;
   ASSERT_OK_AND_ASSIGN(auto fw, ipc::FileWriter::Open(&file_sink, a.schema()));
   ASSERT_OK(fw.WriteBatch(a.array()));
-  ASSERT_RAISES_WITH(EINVAL, "cannot replace", fw.WriteBatch(b.array()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace", fw.WriteBatch(b.array()));
 }
 
 TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
@@ -229,7 +229,7 @@ TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   ASSERT_OK_AND_ASSIGN(auto fw, ipc::FileWriter::Open(&file_sink, a.schema(), options));
   ASSERT_OK(fw.WriteBatch(a.array()));
   ASSERT_OK(fw.WriteBatch(grown.array()));
-  ASSERT_RAISES_WITH(EINVAL, "cannot replace", fw.WriteBatch(other.array()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace", fw.WriteBatch(other.array()));
   ASSERT_OK(fw.Close());
   SharedBytes file = file_sink.Finish();
   ASSERT_OK_AND_ASSIGN(ipc::FileReader reader, ipc::FileReader::Open(file));
@@ -242,7 +242,7 @@ TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   ipc::MemorySink plain_sink;
   ASSERT_OK_AND_ASSIGN(auto pw, ipc::FileWriter::Open(&plain_sink, a.schema()));
   ASSERT_OK(pw.WriteBatch(a.array()));
-  ASSERT_RAISES_WITH(EINVAL, "cannot replace", pw.WriteBatch(grown.array()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace", pw.WriteBatch(grown.array()));
 }
 
 TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
@@ -250,22 +250,22 @@ TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
   ipc::MemorySink sink;
   ipc::WriteOptions odd;
   odd.alignment = 16;
-  ASSERT_RAISES_WITH(EINVAL, "alignment must be 8 or 64",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "alignment must be 8 or 64",
                      ipc::StreamWriter::Open(&sink, batch.schema(), odd));
   const Field not_struct = Field::Make("l", "x");
   ASSERT_OK_AND_ASSIGN(UniqueSchema s, not_struct.Export());
-  ASSERT_RAISES_WITH(EINVAL, "must be a struct", ipc::StreamWriter::Open(&sink, s.get()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "must be a struct", ipc::StreamWriter::Open(&sink, s.get()));
   ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, batch.schema()));
   ArrowArray released{};
-  ASSERT_RAISES_WITH(EINVAL, "NULL or released", w.WriteBatch(&released));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL or released", w.WriteBatch(&released));
   // A batch of another shape.
   ASSERT_OK_AND_ASSIGN(
       Array other,
       testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x"), Field::Make("l", "y")}),
                              R"([{"x": 1, "y": 2}])"));
-  ASSERT_RAISES_WITH(EINVAL, "batch 0", w.WriteBatch(other.array()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "batch 0", w.WriteBatch(other.array()));
   ASSERT_OK(w.Close());
-  ASSERT_RAISES_WITH(EINVAL, "closed", w.WriteBatch(batch.array()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "closed", w.WriteBatch(batch.array()));
 }
 
 // Device batches are copied to the host through the device layer, then written. On the guarded
@@ -317,7 +317,7 @@ TEST(IpcWriterTest, ReleasedDeviceBatchIsRefused) {
   ipc::MemorySink sink;
   ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, batch.schema()));
   ArrowDeviceArray released{};
-  ASSERT_RAISES_WITH(EINVAL, "NULL or released", w.WriteDeviceBatch(&released));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL or released", w.WriteDeviceBatch(&released));
 }
 
 // What a MessageSink may keep: pieces of a plain batch are its own buffers (in_place); a

@@ -37,7 +37,7 @@ TEST(ArrowViews, FixedWidthSlicedIsZeroCopy) {
   EXPECT_EQ(At<int32_t>(v, {2}), 14);
   EXPECT_EQ(v.data, array->view().buffer(1).data + 8);  // points into the array's buffer
   EXPECT_TRUE(v.readonly);
-  ASSERT_RAISES_WITH(EINVAL, "WRITABLE was requested", ViewOfArray(array, kWritable));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "WRITABLE was requested", ViewOfArray(array, kWritable));
 }
 
 TEST(ArrowViews, FormatsByType) {
@@ -52,15 +52,15 @@ TEST(ArrowViews, FormatsByType) {
     ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(array, kFormat));
     EXPECT_EQ(v.format, c.item) << c.format;
   }
-  ASSERT_RAISES_WITH(ENOTSUP, "bit-packed",
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "bit-packed",
                      ViewOfArray(Make(Field::Make("b", "x"), "[]"), kFormat));
-  ASSERT_RAISES_WITH(ENOTSUP, "half floats",
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "half floats",
                      ViewOfArray(Make(Field::Make("e", "x"), "[]"), kFormat));
 }
 
 TEST(ArrowViews, NullsAreRefusedUnlessAllowed) {
   auto array = Make(Field::Make("l", "x"), "[1, null, 3]");
-  ASSERT_RAISES_WITH(EINVAL, "the array has nulls", ViewOfArray(array, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the array has nulls", ViewOfArray(array, kFormat));
   ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(array, kFormat, {/*allow_nulls=*/true}));
   EXPECT_EQ(At<int64_t>(v, {2}), 3);
 }
@@ -74,7 +74,7 @@ TEST(ArrowViews, FixedSizeListIsTwoDimensional) {
   EXPECT_EQ(At<int16_t>(v, {0, 0}), 4);
   EXPECT_EQ(At<int16_t>(v, {1, 2}), 9);
   EXPECT_TRUE(IsRowMajorContiguous(v));
-  ASSERT_RAISES_WITH(EINVAL, "MULTI_DIMENSIONAL was not requested", ViewOfArray(array, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "MULTI_DIMENSIONAL was not requested", ViewOfArray(array, kFormat));
 }
 
 Field Tensor(const std::string& metadata, int32_t size) {
@@ -95,7 +95,7 @@ TEST(ArrowViews, FixedShapeTensorHonoursPermutation) {
   EXPECT_EQ(At<int32_t>(v, {0, 1, 0}), 1);
   EXPECT_EQ(At<int32_t>(v, {1, 1, 2}), 15);
   EXPECT_TRUE(IsColumnMajorContiguous(v) == false);
-  ASSERT_RAISES_WITH(EINVAL, "ROW_MAJOR was requested", ViewOfArray(array, kRowMajor | kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ROW_MAJOR was requested", ViewOfArray(array, kRowMajor | kFormat));
 }
 
 TEST(ArrowViews, TensorEdgeCases) {
@@ -104,12 +104,12 @@ TEST(ArrowViews, TensorEdgeCases) {
   EXPECT_EQ(v.shape, (std::vector<int64_t>{2, 0, 4}));
   EXPECT_EQ(v.n_items(), 0);
   auto with_nulls = Make(Tensor(R"({"shape": [2]})", 2), "[[1, 2], null]");
-  ASSERT_RAISES_WITH(EINVAL, "has nulls", ViewOfArray(with_nulls, kFormat | kStrides));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has nulls", ViewOfArray(with_nulls, kFormat | kStrides));
   auto bad = Make(Tensor(R"({"shape": [2, 2]})", 3), "[[1, 2, 3]]");
-  ASSERT_RAISES_WITH(EINVAL, "shape has 4 elements but the list size is 3",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "shape has 4 elements but the list size is 3",
                      ViewOfArray(bad, kFormat | kStrides));
   auto bad_perm = Make(Tensor(R"({"shape": [1, 2], "permutation": [0, 0]})", 2), "[[1, 2]]");
-  ASSERT_RAISES_WITH(EINVAL, "is not a permutation", ViewOfArray(bad_perm, kFormat | kStrides));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a permutation", ViewOfArray(bad_perm, kFormat | kStrides));
 }
 
 TEST(ArrowViews, RegisteredExporterKeepsTheArrayAlive) {
@@ -185,7 +185,7 @@ TEST(ArrayFromView, InnerPermutationsBecomeTensorPermutations) {
 
 TEST(ArrayFromView, OtherLayoutsCopyOnlyWhenAllowed) {
   MemoryView t = Ints(Iota(6), {3, 2}, {4, 12});  // dimension 0 innermost
-  ASSERT_RAISES_WITH(EINVAL, "allow a copy to convert", ArrayFromView(t));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "allow a copy to convert", ArrayFromView(t));
   ASSERT_OK_AND_ASSIGN(Array a, ArrayFromView(t, {/*allow_copy=*/true}));
   EXPECT_EQ(testing::ToJson(a.view()), "[[0, 3], [1, 4], [2, 5]]");
   MemoryView rev = Ints(Iota(3), {3}, {-4});
@@ -196,7 +196,7 @@ TEST(ArrayFromView, OtherLayoutsCopyOnlyWhenAllowed) {
   pairs.format = "l2";
   pairs.item_desc = *ParseItemFormat("l2");
   pairs.item_size = 8;
-  ASSERT_RAISES_WITH(ENOTSUP, "one scalar per item", ArrayFromView(pairs));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "one scalar per item", ArrayFromView(pairs));
 }
 
 }  // namespace

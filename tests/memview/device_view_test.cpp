@@ -73,7 +73,7 @@ TEST_P(DeviceViewConformance, FixedWidthStaysOnItsDevice) {
   }
   EXPECT_EQ(ReadBack<int32_t>(*device, v), (std::vector<int32_t>{11, 12, 13}));
   EXPECT_TRUE(v.readonly);
-  ASSERT_RAISES_WITH(EINVAL, "WRITABLE", ViewOfDeviceArray(owner, kWritable));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "WRITABLE", ViewOfDeviceArray(owner, kWritable));
 }
 
 TEST_P(DeviceViewConformance, FixedSizeListIsTwoDimensional) {
@@ -90,7 +90,7 @@ TEST_P(DeviceViewConformance, FixedSizeListIsTwoDimensional) {
 TEST_P(DeviceViewConformance, NullsAreCountedOnlyWhenUnknown) {
   FERRY_RESOLVE_OR_SKIP(device, Case());
   auto with_nulls = OnDevice(*device, Field::Make("l", "x"), "[1, null, 3]");
-  ASSERT_RAISES_WITH(EINVAL, "has 1 nulls", ViewOfDeviceArray(with_nulls, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls", ViewOfDeviceArray(with_nulls, kFormat));
   ArrowViewOptions allow;
   allow.allow_nulls = true;
   ASSERT_OK_AND_ASSIGN(MemoryView anyway, ViewOfDeviceArray(with_nulls, kFormat, allow));
@@ -98,7 +98,7 @@ TEST_P(DeviceViewConformance, NullsAreCountedOnlyWhenUnknown) {
 
   // An unknown count (-1) is learnt from the bitmap, read through the device.
   with_nulls->array->array.null_count = -1;
-  ASSERT_RAISES_WITH(EINVAL, "has 1 nulls", ViewOfDeviceArray(with_nulls, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls", ViewOfDeviceArray(with_nulls, kFormat));
   // A slice that skips the null passes: only the visible bits count.
   auto owner = OnDevice(*device, Field::Make("l", "x"), "[1, null, 3, 4, 5, 6, 7, 8, 9, 10]", 2, 8);
   owner->array->array.null_count = -1;
@@ -140,10 +140,10 @@ TEST_P(DeviceViewConformance, LayoutsThatNeedACopyStayOffTheHost) {
     EXPECT_EQ(testing::DeviceArrayToJson(back.schema.get(), back.array.get()),
               "[[1, 3, 5], [2, 4, 6]]");
   } else {
-    ASSERT_RAISES_WITH(ENOTSUP, "copy the view's bytes to the CPU first",
+    ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "copy the view's bytes to the CPU first",
                        DeviceArrayFromView(v, nullptr, copy));
   }
-  ASSERT_RAISES_WITH(EINVAL, "allow a copy", DeviceArrayFromView(v, nullptr));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "allow a copy", DeviceArrayFromView(v, nullptr));
 }
 
 TEST_P(DeviceViewConformance, DLPackCarriesTheDevice) {
@@ -201,7 +201,7 @@ TEST_F(GuardedEvents, TheViewCarriesTheArraysEvent) {
   // A known null count reads nothing and waits for nothing.
   EXPECT_EQ((*event_)->host_waits, host_waits_);
   owner_->array->array.null_count = -1;
-  ASSERT_RAISES_WITH(EINVAL, "has 1 nulls", ViewOfDeviceArray(owner_, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls", ViewOfDeviceArray(owner_, kFormat));
   EXPECT_EQ((*event_)->host_waits, host_waits_ + 1);  // the bitmap is read after the producer
 }
 
@@ -233,10 +233,10 @@ TEST_F(GuardedEvents, WithAStreamTheStreamWaitsAndANewEventIsOwned) {
 // -- Negative cases and the registry ---------------------------------------------------------
 
 TEST(DeviceViews, BadInputGetsClearErrors) {
-  ASSERT_RAISES_WITH(EINVAL, "device array is NULL", ViewOfDeviceArray(nullptr, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "device array is NULL", ViewOfDeviceArray(nullptr, kFormat));
   auto released = std::make_shared<DeviceArrayOwner>();
   ASSERT_OK_AND_ASSIGN(released->schema, Field::Make("i", "x").Export());
-  ASSERT_RAISES_WITH(EINVAL, "released", ViewOfDeviceArray(released, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released", ViewOfDeviceArray(released, kFormat));
 
   MemoryView v;
   static int32_t data[2] = {1, 2};
@@ -253,7 +253,7 @@ TEST(DeviceViews, BadInputGetsClearErrors) {
   EXPECT_NE(unknown.status().message().find("99"), std::string::npos) << unknown.status().message();
   v.device_type = ARROW_DEVICE_CPU;
   v.sync_event = &data;
-  ASSERT_RAISES_WITH(EINVAL, "CPU memory view cannot carry a sync event",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "CPU memory view cannot carry a sync event",
                      DeviceArrayFromView(v, nullptr));
 }
 

@@ -107,27 +107,27 @@ TEST(MemoryView, IndirectPilStyle) {
 TEST(MemoryView, CheckedPointersReportIndexAndDimension) {
   std::vector<int32_t> data(6);
   MemoryView v = View(&data, {2, 3});
-  ASSERT_RAISES_WITH(ERANGE, "index 3 is out of range [0, 3) in dimension 1",
+  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "index 3 is out of range [0, 3) in dimension 1",
                      GetItemPointerChecked(v, {1, 3}));
-  ASSERT_RAISES_WITH(ERANGE, "index -1 is out of range", GetItemPointerChecked(v, {-1, 0}));
-  ASSERT_RAISES_WITH(EINVAL, "1 indices given for 2 dimensions", GetItemPointerChecked(v, {1}));
+  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "index -1 is out of range", GetItemPointerChecked(v, {-1, 0}));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "1 indices given for 2 dimensions", GetItemPointerChecked(v, {1}));
 }
 
 TEST(MemoryView, RequestFlagsAreEnforced) {
   std::vector<int32_t> data(6);
   MemoryView v = View(&data, {2, 3});
   v.readonly = true;
-  ASSERT_RAISES_WITH(EINVAL, "WRITABLE was requested but the memory is read-only",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "WRITABLE was requested but the memory is read-only",
                      ConformToRequest(&v, kWritable | kStrides));
-  ASSERT_RAISES_WITH(EINVAL, "2 dimensions but MULTI_DIMENSIONAL was not requested",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "2 dimensions but MULTI_DIMENSIONAL was not requested",
                      ConformToRequest(&v, kSimple));
   MemoryView t = View(&data, {3, 2}, {4, 12});
-  ASSERT_RAISES_WITH(EINVAL, "ROW_MAJOR was requested but the view is not row-major contiguous",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ROW_MAJOR was requested but the view is not row-major contiguous",
                      ConformToRequest(&t, kRowMajor));
   ASSERT_OK(ConformToRequest(&t, kColumnMajor));
   ASSERT_OK(ConformToRequest(&t, kAnyContiguous));
   MemoryView t2 = View(&data, {3, 2}, {4, 12});
-  ASSERT_RAISES_WITH(EINVAL, "needs strides but STRIDES was not requested",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs strides but STRIDES was not requested",
                      ConformToRequest(&t2, kMultiDimensional));
   MemoryView ok = View(&data, {2, 3}, {12, 4});
   ASSERT_OK(ConformToRequest(&ok, kMultiDimensional));
@@ -135,17 +135,17 @@ TEST(MemoryView, RequestFlagsAreEnforced) {
   EXPECT_TRUE(ok.format.empty());   // no FORMAT: unsigned bytes
   MemoryView ind = View(&data, {6});
   ind.sub_offsets = {0};
-  ASSERT_RAISES_WITH(EINVAL, "INDIRECT was not requested", ConformToRequest(&ind, kStrides));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "INDIRECT was not requested", ConformToRequest(&ind, kStrides));
 }
 
 TEST(MemoryView, MakeChecksShapeAgainstBytes) {
   std::vector<int32_t> data(6);
   ASSERT_RAISES_WITH(
-      EINVAL, "the shape needs 28 bytes but only 24 are given",
+      StatusCode::kInvalidArgument, "the shape needs 28 bytes but only 24 are given",
       MakeContiguousView(nullptr, reinterpret_cast<uint8_t*>(data.data()), 24, "l", {7}, true));
-  ASSERT_RAISES_WITH(EINVAL, "shape[1] is negative",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "shape[1] is negative",
                      MakeContiguousView(nullptr, nullptr, 0, "l", {1, -2}, true));
-  ASSERT_RAISES_WITH(EINVAL, "invalid type character 'b'",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "invalid type character 'b'",
                      MakeContiguousView(nullptr, nullptr, 0, "b8", {1}, true));
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "ferry/core/status_code.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/json.hpp"
@@ -65,16 +66,24 @@ std::string DeviceArrayToJson(const ArrowSchema* schema, const ArrowDeviceArray*
   return json.ok() ? *json : "error: " + json.status().message();
 }
 
+namespace {
+// A C stream call's failure: its return code mapped to a code, its own words as the message.
+Status StreamFailure(ArrowDeviceArrayStream* stream, int rc) {
+  const char* text = stream->get_last_error(stream);
+  return Status(StatusCodeFromErrno(rc), text != nullptr ? text : "stream call failed", rc);
+}
+}  // namespace
+
 Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream) {
   UniqueSchema schema;
   if (int rc = stream->get_schema(stream, schema.get()); rc != 0) {
-    return Status(rc, stream->get_last_error(stream));
+    return StreamFailure(stream, rc);
   }
   std::vector<nlohmann::json> out;
   while (true) {
     UniqueDeviceArray a;
     if (int rc = stream->get_next(stream, a.get()); rc != 0) {
-      return Status(rc, stream->get_last_error(stream));
+      return StreamFailure(stream, rc);
     }
     if (!a.valid()) return out;
     out.push_back(nlohmann::json::parse(DeviceArrayToJson(schema.get(), a.get())));

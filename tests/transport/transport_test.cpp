@@ -97,13 +97,13 @@ TEST_P(TransportConformance, TaggedMessagesMatchByTagAndMask) {
   const std::string x = "x";
   const ByteSpan piece{x.data(), 1};
   ASSERT_OK(a_->SendTagged(Tag(1, 9), {&piece, 1}));
-  ASSERT_RAISES_WITH(ETIMEDOUT, "timed out", b_->ReceiveTagged(Tag(0, 9), ~uint64_t{0}, 10ms));
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", b_->ReceiveTagged(Tag(0, 9), ~uint64_t{0}, 10ms));
   ASSERT_OK(b_->ReceiveTagged(Tag(1, 9), ~uint64_t{0}, 1s).status());
 }
 
 TEST_P(TransportConformance, ReceivesTimeOutWithAClearError) {
-  ASSERT_RAISES_WITH(ETIMEDOUT, "timed out waiting for an untagged message", b_->Receive(10ms));
-  ASSERT_RAISES_WITH(ETIMEDOUT, "timed out waiting for a tagged message",
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for an untagged message", b_->Receive(10ms));
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for a tagged message",
                      b_->ReceiveTagged(1, kNumberMask, 10ms));
 }
 
@@ -112,9 +112,9 @@ TEST_P(TransportConformance, CloseDrainsThenFails) {
   a_->Close();
   ASSERT_OK_AND_ASSIGN(SharedBytes m, b_->Receive(1s));
   EXPECT_EQ(Text(m), "last");
-  ASSERT_RAISES_WITH(EPIPE, "peer closed", b_->Receive(1s));
-  ASSERT_RAISES_WITH(EPIPE, "closed", SendText(*b_, "late", ""));
-  ASSERT_RAISES_WITH(EPIPE, "closed", SendText(*a_, "late", ""));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "peer closed", b_->Receive(1s));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "closed", SendText(*b_, "late", ""));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "closed", SendText(*a_, "late", ""));
 }
 
 TEST_P(TransportConformance, CloseWakesABlockedReceiver) {
@@ -122,7 +122,7 @@ TEST_P(TransportConformance, CloseWakesABlockedReceiver) {
     std::this_thread::sleep_for(20ms);
     a_->Close();
   });
-  ASSERT_RAISES_WITH(EPIPE, "peer closed", b_->ReceiveTagged(1, kNumberMask, 10s));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "peer closed", b_->ReceiveTagged(1, kNumberMask, 10s));
   closer.join();
 }
 
@@ -177,7 +177,7 @@ TEST(TransportConnect, ConnectTimeoutBoundsTheRetries) {
   auto client = Connect("shm", "@ferry-test-nobody-listens-here", options);
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(client.ok());
-  EXPECT_EQ(client.status().code(), ECONNREFUSED) << client.status().message();
+  EXPECT_EQ(client.status().code(), StatusCode::kUnavailable) << client.status().message();
   EXPECT_GE(took, 200ms);
   EXPECT_LT(took, 5s);
 }

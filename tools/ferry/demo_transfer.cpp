@@ -183,7 +183,7 @@ class CliPeers {
     close(fds[1]);
     if (rc != 0) {
       close(fds[0]);
-      return Status(rc, "could not start " + args[0] + " " + args[1]);
+      return Status::FromErrno(rc, "could not start " + args[0] + " " + args[1]);
     }
     c.out = fdopen(fds[0], "r");
     return c;

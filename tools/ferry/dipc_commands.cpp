@@ -47,7 +47,7 @@ Result<std::string> ReadToken(const std::string& file) {
     return std::string(env != nullptr ? env : "");
   }
   std::ifstream in(file);
-  if (!in) return Status(errno, "cannot read the token file " + file + ": " + std::strerror(errno));
+  if (!in) return Status::FromErrno(errno, "cannot read the token file " + file);
   std::string token;
   std::getline(in, token);
   while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
@@ -92,8 +92,8 @@ Result<std::vector<std::string>> ExpandFiles(const std::string& target) {
       if (leaf.empty() || leaf[0] == '.' || !entry.is_regular_file()) continue;
       files.push_back(entry.path().string());
     }
-    if (ec) return Status(ec.value(), "cannot list directory " + target + ": " + ec.message());
-    if (files.empty()) return Status(ENOENT, "directory " + target + " holds no file to serve");
+    if (ec) return Status::FromErrno(ec.value(), "cannot list directory " + target);
+    if (files.empty()) return Status::NotFound("directory " + target + " holds no file to serve");
     std::sort(files.begin(), files.end());
     return files;
   }
@@ -104,9 +104,9 @@ Result<std::vector<std::string>> ExpandFiles(const std::string& target) {
   for (size_t i = 0; rc == 0 && i < found.gl_pathc; ++i) files.emplace_back(found.gl_pathv[i]);
   globfree(&found);
   if (rc == GLOB_NOMATCH || (rc == 0 && files.empty())) {
-    return Status(ENOENT, "no file matches the pattern " + target);
+    return Status::NotFound("no file matches the pattern " + target);
   }
-  if (rc != 0) return Status(EIO, "cannot expand the pattern " + target);
+  if (rc != 0) return Status::IOError("cannot expand the pattern " + target);
   return files;  // glob(3) sorts them
 }
 
@@ -205,9 +205,8 @@ int RunServe(const ServeOptions& o) {
   if (transport == "ucx" && options.token.empty() && !o.insecure &&
       !ListensOnLoopbackOnly(o.listen)) {
     return Fail("--listen " + o.listen,
-                Status(EACCES,
-                       "a UCX listener beyond loopback needs a token (--token-file or "
-                       "FERRY_TOKEN), or --insecure"));
+                Status::Invalid("a UCX listener beyond loopback needs a token (--token-file or "
+                                "FERRY_TOKEN), or --insecure"));
   }
   if (o.partition_bytes > 0) {
     return Fail("--partition-bytes", Status::Invalid("partitions are a Flight's endpoints: use it "

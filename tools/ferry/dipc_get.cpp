@@ -124,7 +124,7 @@ int RunGet(const GetOptions& o) {
   // written in place).
   if (struct stat st{};
       !o.to.empty() && !o.force && stat(o.to.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
+    return Fail(o.to, Status::AlreadyExists("the file exists (--force replaces it)"));
   }
   Result<UniqueDeviceArrayStream> stream = data
                                                ? dipc::ConnectStream(*uri, *data, o.ticket, options)
@@ -147,7 +147,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     direct = o.to;
   } else if (!o.to.empty()) {
     if (!o.force && exists) {
-      return Fail(o.to, Status(EEXIST, "the file exists (--force replaces it)"));
+      return Fail(o.to, Status::AlreadyExists("the file exists (--force replaces it)"));
     }
     const size_t slash = o.to.rfind('/');
     const std::string dir = slash == std::string::npos ? "" : o.to.substr(0, slash + 1);
@@ -223,8 +223,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     if (st.ok()) st = sink->Close();
     if (!st.ok()) return Fail(o.to, st);
     if (!partial.empty() && std::rename(partial.c_str(), o.to.c_str()) != 0) {
-      return Fail(o.to, Status(errno, std::string("cannot rename the finished file into place: ") +
-                                          std::strerror(errno)));
+      return Fail(o.to, Status::FromErrno(errno, "cannot rename the finished file into place"));
     }
     cleanup.path.clear();
   }

@@ -54,8 +54,8 @@ Result<const FlightModule*> LoadFlightModule() {
       loaded = module;
       return;
     }
-    loaded = Status(ENOENT, "Arrow Flight is not available: cannot load ferry's Flight module (" +
-                                reasons + ")");
+    loaded = Status::NotFound("Arrow Flight is not available: cannot load ferry's Flight module (" +
+                              reasons + ")");
   });
   return loaded;
 }

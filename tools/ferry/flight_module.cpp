@@ -27,8 +27,7 @@ namespace {
 Result<std::string> ReadFile(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return Status(
-        errno, std::string("cannot read the ") + what + " " + path + ": " + std::strerror(errno));
+    return Status::FromErrno(errno, std::string("cannot read the ") + what + " " + path);
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -143,9 +142,8 @@ int Serve(const ServeOptions& o) {
       (!ListensOnLoopbackOnly(o.flight) ||
        (o.transport != "shm" && o.transport != "grpc" && !ListensOnLoopbackOnly(o.ucx_listen)))) {
     return Fail("--flight " + o.flight,
-                Status(EACCES,
-                       "a Flight server beyond loopback needs a token (--token-file or "
-                       "FERRY_TOKEN), or --insecure"));
+                Status::Invalid("a Flight server beyond loopback needs a token (--token-file or "
+                                "FERRY_TOKEN), or --insecure"));
   }
   if (o.transport.empty()) {
     options.planes = {"shm", "ucx"};

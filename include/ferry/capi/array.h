@@ -16,8 +16,18 @@
 extern "C" {
 #endif
 
-/** An errno-compatible code: 0 on success. */
+/** An errno-compatible code: 0 on success. Each of ferry's error codes has its own (the table in
+ * docs/architecture.md, "Errors"): EINVAL invalid argument, ENOENT not found, EEXIST already
+ * exists, EBUSY failed precondition, ERANGE out of range, ECONNREFUSED unavailable, ETIMEDOUT
+ * deadline exceeded, ECANCELED cancelled, EACCES permission denied, EPERM unauthenticated,
+ * ENOMEM resource exhausted, EBADMSG data loss, ENOTSUP unimplemented, ENOTRECOVERABLE
+ * internal, EIO I/O error. */
 typedef int FerryErrorCode;
+
+/** The name of the error code `code` stands for ("InvalidArgument", "NotFound", ...; "OK" for
+ * 0), as the C++, Python and Ruby faces name it; "Unknown" for a code that is none of ferry's.
+ * A static string the caller must not free. */
+FERRY_EXPORT const char* FerryErrorCodeName(FerryErrorCode code);
 
 /** The version of the libferry this process loaded, "MAJOR.MINOR.PATCH": a static string the
  * caller must not free. */

@@ -23,12 +23,14 @@ class FERRY_EXPORT TicketBook {
   /// A fresh ticket for `name`, valid until `expires`. Errors only when the system has no
   /// random bits to give.
   Result<std::string> Issue(const std::string& name, Clock::time_point expires);
-  /// Move a live ticket's expiry to `expires`. ENOENT if it is unknown or expired.
+  /// Move a live ticket's expiry to `expires`. kNotFound if it is unknown or expired.
   Status Refresh(const std::string& ticket, Clock::time_point expires);
-  /// The dataset a ticket names. ENOENT for a ticket never issued here (the message shows only
-  /// its first characters: tickets are secrets), ETIME for an expired one.
-  Result<std::string> Resolve(const std::string& ticket) const;
-  /// When a live ticket expires; ENOENT if it is unknown or expired.
+  /// The dataset a ticket names; kNotFound for a ticket never issued here or expired (the
+  /// message says which and shows only the ticket's first characters: tickets are secrets).
+  /// `issued`, when given, is set to whether the ticket was issued here, live or expired: a
+  /// server without tokens takes a ticket never issued as a dataset's name.
+  Result<std::string> Resolve(const std::string& ticket, bool* issued = nullptr) const;
+  /// When a live ticket expires; kNotFound if it is unknown or expired.
   Result<Clock::time_point> Expiry(const std::string& ticket) const;
   /// Forget every ticket of `name` (its dataset was removed).
   void Revoke(const std::string& name);

@@ -47,10 +47,12 @@ VALUE Guarded(F&& body) {
 /// C++ scopes.
 VALUE MakeError(VALUE klass, const std::string& what, const ferry::Status& status);
 
-/// The Ferry::Error subclass for an errno-style code: InvalidError (EINVAL), NotSupportedError
-/// (ENOTSUP), OutOfMemoryError (ENOMEM), OutOfRangeError (ERANGE), NotFoundError (ENOENT),
-/// IOError (EIO, EACCES, EPERM, EISDIR, ENOSPC); Ferry::Error itself for any other code.
-VALUE ErrorClassFor(int code);
+/// The Ferry::Error subclass the error table gives `code` (Ferry::InvalidArgumentError for
+/// kInvalidArgument, ...; ferry/core/status_code.hpp).
+VALUE ErrorClassFor(ferry::StatusCode code);
+
+/// Define Ferry::Error's subclasses, one per row of the error table (Init_ferry calls it).
+void InitStatusCode();
 
 /// The message of the last failed export on this thread (Ruby's get function can only return
 /// false); Ferry::MemoryView.new quotes it.

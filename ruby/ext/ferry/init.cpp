@@ -1,6 +1,4 @@
-// Init_ferry: the Ferry module, its error class and the helpers every class shares.
-#include <cerrno>
-
+// Init_ferry: the Ferry module, its error classes and the helpers every class shares.
 #include "ferry/core/version.hpp"
 #include "ferry_ext.hpp"
 
@@ -8,39 +6,6 @@ namespace ferry_ruby {
 
 VALUE mFerry = Qnil;
 VALUE eError = Qnil;
-
-namespace {
-// Ferry::Error's subclasses, one per errno-style code family (set by Init_ferry).
-VALUE eInvalid = Qnil;
-VALUE eNotSupported = Qnil;
-VALUE eOutOfMemory = Qnil;
-VALUE eOutOfRange = Qnil;
-VALUE eNotFound = Qnil;
-VALUE eIO = Qnil;
-}  // namespace
-
-VALUE ErrorClassFor(int code) {
-  switch (code) {
-    case EINVAL:
-      return eInvalid;
-    case ENOTSUP:
-      return eNotSupported;
-    case ENOMEM:
-      return eOutOfMemory;
-    case ERANGE:
-      return eOutOfRange;
-    case ENOENT:
-      return eNotFound;
-    case EIO:
-    case EACCES:
-    case EPERM:
-    case EISDIR:
-    case ENOSPC:
-      return eIO;
-    default:
-      return eError;
-  }
-}
 
 VALUE MakeError(VALUE klass, const std::string& what, const ferry::Status& status) {
   if (klass == eError) klass = ErrorClassFor(status.code());
@@ -73,18 +38,7 @@ extern "C" __attribute__((visibility("default"))) void Init_ferry() {
   rb_define_const(mFerry, "VERSION", rb_obj_freeze(rb_str_new_cstr(ferry::Version())));
   /* Raised when ferry refuses an operation; the message names what was wrong. */
   eError = rb_define_class_under(mFerry, "Error", rb_eStandardError);
-  /* The arguments or the data are not valid (EINVAL); the message says what and where. */
-  eInvalid = rb_define_class_under(mFerry, "InvalidError", eError);
-  /* ferry does not support the operation or the type (ENOTSUP). */
-  eNotSupported = rb_define_class_under(mFerry, "NotSupportedError", eError);
-  /* An allocation failed (ENOMEM). */
-  eOutOfMemory = rb_define_class_under(mFerry, "OutOfMemoryError", eError);
-  /* An index or length is out of range (ERANGE). */
-  eOutOfRange = rb_define_class_under(mFerry, "OutOfRangeError", eError);
-  /* A file, ticket or device does not exist (ENOENT). */
-  eNotFound = rb_define_class_under(mFerry, "NotFoundError", eError);
-  /* Reading or writing failed, or access was refused (EIO, EACCES, EPERM, EISDIR, ENOSPC). */
-  eIO = rb_define_class_under(mFerry, "IOError", eError);
+  InitStatusCode();
   InitBuffer();
   InitArray();
   InitMemoryView();

@@ -52,20 +52,19 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
     // A flush completes once the endpoint is wired up with the server (or failed).
     FlushEndpoint(self->ep_, new Pending{up, nullptr, self->worker_.get()});
   });
-  if (!ran) return Status(ECONNREFUSED, "the UCX worker stopped while connecting");
+  if (!ran) return Status::Unavailable("the UCX worker stopped while connecting");
   if (!made.ok()) {
-    return Status(made.code(),
-                  "could not connect to the UCX listener at " + address + ": " + made.message());
+    return made.WithContext("could not connect to the UCX listener at " + address);
   }
   if (!up->Wait(deadline)) {
-    return Status(ETIMEDOUT, "timed out connecting to the UCX listener at " + address);
+    return Status::DeadlineExceeded("timed out connecting to the UCX listener at " + address);
   }
   {
     std::lock_guard lock(conn->mutex_);
     if (up->status() != UCS_OK || conn->gone_) {
       const std::string why = conn->gone_ ? conn->failure_ : ucs_status_string(up->status());
-      return Status(ECONNREFUSED,
-                    "could not connect to the UCX listener at " + address + ": " + why);
+      return Status::Unavailable("could not connect to the UCX listener at " + address + ": " +
+                                 why);
     }
   }
   if (options.extensions) FERRY_RETURN_NOT_OK(conn->Hello(same_host));
@@ -84,9 +83,9 @@ Status ClientConnection::Hello(bool same_host) {
   answer_changed_.wait_until(lock, Clock::now() + limits_.timeout,
                              [&] { return answered_ || gone_; });
   if (!answered_) {
-    if (gone_) return Status(ECONNREFUSED, "the server closed the connection: " + failure_);
-    return Status(ETIMEDOUT,
-                  "the server did not answer ferry's hello (the URI says ferry=1: is it ferry?)");
+    if (gone_) return Status::Unavailable("the server closed the connection: " + failure_);
+    return Status::DeadlineExceeded(
+        "the server did not answer ferry's hello (the URI says ferry=1: is it ferry?)");
   }
   const bool fast = (granted_ & kHelloFastPath) != 0 && !server_address_.empty();
   const std::string server = server_address_;
@@ -105,7 +104,7 @@ Status ClientConnection::Hello(bool same_host) {
     // Wired up before any traffic: an endpoint without error handling that fails mid-wire-up
     // trips UCX 1.13.
     if (!wired->Wait(Clock::now() + limits_.timeout) || wired->status() != UCS_OK) {
-      return Status(ECONNREFUSED, "the fast path to the server could not be set up");
+      return Status::Unavailable("the fast path to the server could not be set up");
     }
   }
   extensions_ = true;
@@ -208,7 +207,7 @@ void ClientConnection::Landed(uint64_t tag, int64_t held, int64_t want, ucs_stat
 Result<TaggedMessage> ClientConnection::ReceiveTagged(uint64_t want, uint64_t mask,
                                                       std::chrono::milliseconds timeout) {
   Result<TaggedMessage> r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
-  if (!r.ok() && r.status().code() == ETIMEDOUT) {
+  if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
     // Look for it in UCX's queue (it may lie behind bodies the read-ahead left there): here
     // first, then, while we wait, on the progress thread.
     int64_t id = 0;
@@ -219,7 +218,7 @@ Result<TaggedMessage> ClientConnection::ReceiveTagged(uint64_t want, uint64_t ma
     }
     Pump();
     r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
-    if (!r.ok() && r.status().code() == ETIMEDOUT && timeout.count() > 0) {
+    if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded && timeout.count() > 0) {
       worker_->Wake();
       r = inbox_.PopTagged(want, mask, timeout);
     }
@@ -406,8 +405,8 @@ Result<FetchedBody> ClientConnection::FinishFetch(UcxFetch& fetch,
     Fail("a get of type-1 buffers took longer than " + std::to_string(timeout.count()) +
              " ms (the server stopped, or the link is down?)",
          true);
-    return Status(ETIMEDOUT, "timed out after " + std::to_string(timeout.count()) +
-                                 " ms waiting for a UCX get of type-1 buffers");
+    return Status::DeadlineExceeded("timed out after " + std::to_string(timeout.count()) +
+                                    " ms waiting for a UCX get of type-1 buffers");
   }
   const ucs_status_t st = done->status();
   if (st == UCS_OK) return std::move(fetch.body_);
@@ -416,13 +415,14 @@ Result<FetchedBody> ClientConnection::FinishFetch(UcxFetch& fetch,
   std::unique_lock lock(mutex_);
   answer_changed_.wait_for(lock, kFailureReportWait, [&] { return gone_; });
   if (gone_) {
-    return Status(EPIPE, "the peer closed the connection during a UCX get of type-1 buffers (" +
-                             failure_ + ")");
+    return Status::Unavailable(
+        "the peer closed the connection during a UCX get of type-1 buffers (" + failure_ + ")");
   }
   if (st == UCS_ERR_UNREACHABLE || st == UCS_ERR_INVALID_PARAM) {
-    return UcxError(EIO, "the remote_handle in the URI cannot read the server's memory", st);
+    return UcxError(StatusCode::kIOError,
+                    "the remote_handle in the URI cannot read the server's memory", st);
   }
-  return UcxError(EIO, "a UCX get of type-1 buffers failed", st);
+  return UcxError(StatusCode::kIOError, "a UCX get of type-1 buffers failed", st);
 }
 
 void ClientConnection::ReleaseRemote() {

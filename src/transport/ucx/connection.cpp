@@ -121,7 +121,8 @@ Status UcxConnection::StartWorker() {
   params.cb = &UcxConnection::OnActiveMessage;
   params.arg = this;
   const ucs_status_t st = ucp_worker_set_am_recv_handler(worker_->handle(), &params);
-  if (st != UCS_OK) return UcxError(EIO, "cannot register the metadata handler", st);
+  if (st != UCS_OK)
+    return UcxError(StatusCode::kIOError, "cannot register the metadata handler", st);
   worker_->Start([this] {
     Poll();
     return SettleFailure();
@@ -346,7 +347,8 @@ void UcxConnection::Pump() {
 
 Result<SharedBytes> UcxConnection::Receive(std::chrono::milliseconds timeout) {
   Result<SharedBytes> r = inbox_.PopUntagged(std::chrono::milliseconds(0));
-  if (r.ok() || r.status().code() != ETIMEDOUT || timeout.count() <= 0) return r;
+  if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded || timeout.count() <= 0)
+    return r;
   Pump();
   return inbox_.PopUntagged(timeout);
 }
@@ -354,7 +356,8 @@ Result<SharedBytes> UcxConnection::Receive(std::chrono::milliseconds timeout) {
 Result<TaggedMessage> UcxConnection::ReceiveTagged(uint64_t want, uint64_t mask,
                                                    std::chrono::milliseconds timeout) {
   Result<TaggedMessage> r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
-  if (r.ok() || r.status().code() != ETIMEDOUT || timeout.count() <= 0) return r;
+  if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded || timeout.count() <= 0)
+    return r;
   Pump();
   return inbox_.PopTagged(want, mask, timeout);
 }

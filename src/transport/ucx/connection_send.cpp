@@ -40,8 +40,8 @@ void Gather(const std::vector<ucp_dt_iov_t>& iov, uint8_t* into) {
 
 Status UcxConnection::SendStatus(const char* doing) {
   std::lock_guard lock(mutex_);
-  if (closed_) return Status(EPIPE, std::string("the connection is closed (") + doing + ")");
-  if (gone_) return Status(EPIPE, std::string("the connection is closed: ") + failure_);
+  if (closed_) return Status::Unavailable(std::string("the connection is closed (") + doing + ")");
+  if (gone_) return Status::Unavailable(std::string("the connection is closed: ") + failure_);
   return Status::OK();
 }
 
@@ -161,13 +161,13 @@ Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
       // for a peer's answer is left to UCX (nothing of ours sends from it any more: its lanes
       // are gone), so the wait is bounded (as above).
       done->Wait(Clock::now() + kReleaseWait);
-      return Status(ETIMEDOUT, "the peer took nothing for " + Millis(limits_.timeout));
+      return Status::DeadlineExceeded("the peer took nothing for " + Millis(limits_.timeout));
     }
   }
   const ucs_status_t st = done->status();
   if (st == UCS_OK) return Status::OK();
   FERRY_RETURN_NOT_OK(SendStatus("sending"));
-  return UcxError(EPIPE, "the connection is closed", st);
+  return UcxError(StatusCode::kUnavailable, "the connection is closed", st);
 }
 
 Status UcxConnection::Send(std::span<const ByteSpan> pieces) { return Transmit(true, 0, pieces); }

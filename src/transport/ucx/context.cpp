@@ -11,7 +11,7 @@
 
 namespace ferry::transport::internal::ucx {
 
-Status UcxError(int code, const std::string& what, ucs_status_t status) {
+Status UcxError(StatusCode code, const std::string& what, ucs_status_t status) {
   return Status(code, what + " (UCX: " + ucs_status_string(status) + ")");
 }
 
@@ -43,7 +43,7 @@ Result<std::shared_ptr<Context>> Context::Make(bool rma) {
   QuietLogs();
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
-  if (st != UCS_OK) return UcxError(EIO, "cannot read UCX's configuration", st);
+  if (st != UCS_OK) return UcxError(StatusCode::kIOError, "cannot read UCX's configuration", st);
   // UCX's keepalive stays at its default (20 s): a killed peer on one host is found at once (the
   // kernel resets its sockets), a stopped peer or a dead link by ferry's own timeouts. A short
   // keepalive makes UCX 1.13 fail an endpoint while it answers an emulated RMA get, which it
@@ -64,7 +64,7 @@ Result<std::shared_ptr<Context>> Context::Make(bool rma) {
   ucp_config_release(config);
   if (st != UCS_OK) {
     context->context_ = nullptr;
-    return UcxError(EIO, "cannot initialise UCX", st);
+    return UcxError(StatusCode::kIOError, "cannot initialise UCX", st);
   }
   return context;
 }

@@ -17,7 +17,7 @@ namespace ferry::transport::internal::ucx {
 bool OneSidedGetsOnOneHost();
 
 /// A Status with `code` whose message is `what` and UCX's word for `status`.
-Status UcxError(int code, const std::string& what, ucs_status_t status);
+Status UcxError(StatusCode code, const std::string& what, ucs_status_t status);
 
 /// A UCP context with the features the protocol maps onto: tag matching (bodies, want_data,
 /// free_data), Active Messages (metadata), RMA (type-1 gets) and wakeup (event-driven progress).

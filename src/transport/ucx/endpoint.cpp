@@ -123,7 +123,7 @@ std::pair<const void*, size_t> Describe(const std::vector<ucp_dt_iov_t>& iov,
   return {iov.data(), iov.size()};
 }
 
-Result<ucp_ep_h> Create(ucp_worker_h worker, const ucp_ep_params_t& params, int code,
+Result<ucp_ep_h> Create(ucp_worker_h worker, const ucp_ep_params_t& params, StatusCode code,
                         const char* what) {
   ucp_ep_h ep = nullptr;
   const ucs_status_t st = ucp_ep_create(worker, &params, &ep);
@@ -140,7 +140,8 @@ Result<ucp_ep_h> ConnectToSocket(ucp_worker_h worker, const sockaddr* addr, sock
   params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
   params.sockaddr.addr = addr;
   params.sockaddr.addrlen = addrlen;
-  return Create(worker, params, ECONNREFUSED, "cannot create an endpoint to the listener");
+  return Create(worker, params, StatusCode::kUnavailable,
+                "cannot create an endpoint to the listener");
 }
 
 Result<ucp_ep_h> AcceptRequest(ucp_worker_h worker, ucp_conn_request_h request,
@@ -148,7 +149,7 @@ Result<ucp_ep_h> AcceptRequest(ucp_worker_h worker, ucp_conn_request_h request,
   ucp_ep_params_t params = CheckedParams(on_error, arg);
   params.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
   params.conn_request = request;
-  return Create(worker, params, ECONNABORTED, "cannot accept a UCX connection");
+  return Create(worker, params, StatusCode::kUnavailable, "cannot accept a UCX connection");
 }
 
 Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address) {
@@ -156,7 +157,8 @@ Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-  return Create(worker, params, ECONNREFUSED, "cannot create an endpoint to the peer's worker");
+  return Create(worker, params, StatusCode::kUnavailable,
+                "cannot create an endpoint to the peer's worker");
 }
 
 std::vector<std::string> LaneTransports(ucp_ep_h ep) {

@@ -46,7 +46,7 @@ Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, soc
       port = ntohs(reinterpret_cast<const sockaddr_in6*>(&attr.sockaddr)->sin6_port);
     }
   });
-  if (st != UCS_OK) return UcxError(EADDRNOTAVAIL, "cannot listen", st);
+  if (st != UCS_OK) return UcxError(StatusCode::kUnavailable, "cannot listen", st);
   const bool v6 = host.find(':') != std::string::npos;
   listener->address_ = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
   {
@@ -93,8 +93,8 @@ Result<std::unique_ptr<Connection>> UcxListener::Accept(std::chrono::millisecond
   std::unique_lock lock(mutex_);
   const bool ready =
       changed_.wait_for(lock, timeout, [&] { return !accepted_.empty() || !listening_; });
-  if (!listening_) return Status(ECANCELED, "the UCX listener is closed");
-  if (!ready) return Status(ETIMEDOUT, "timed out waiting for a UCX connection");
+  if (!listening_) return Status::Cancelled("the UCX listener is closed");
+  if (!ready) return Status::DeadlineExceeded("timed out waiting for a UCX connection");
   std::unique_ptr<Connection> conn = std::move(accepted_.front());
   accepted_.pop_front();
   return conn;
@@ -102,7 +102,7 @@ Result<std::unique_ptr<Connection>> UcxListener::Accept(std::chrono::millisecond
 
 Result<std::shared_ptr<Region>> UcxListener::CreateRegion(int64_t size) {
   if (!limits_.remote_memory) {
-    return Status(ENOTSUP, "this listener lends no memory (remote_memory is off)");
+    return Status::NotSupported("this listener lends no memory (remote_memory is off)");
   }
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<UcxRegion> region, UcxRegion::Allocate(context_, size));
   return std::shared_ptr<Region>(std::move(region));
@@ -110,7 +110,7 @@ Result<std::shared_ptr<Region>> UcxListener::CreateRegion(int64_t size) {
 
 Result<std::shared_ptr<Region>> UcxListener::RegisterRegion(LendableBytes memory) {
   if (!limits_.remote_memory) {
-    return Status(ENOTSUP, "this listener lends no memory (remote_memory is off)");
+    return Status::NotSupported("this listener lends no memory (remote_memory is off)");
   }
   FERRY_ASSIGN_OR_RAISE(
       std::shared_ptr<UcxRegion> region,

@@ -46,12 +46,14 @@ Status UcxRegion::Map() {
   ucs_status_t st = ucp_mem_map(context_->handle(), &params, &memh_);
   if (st != UCS_OK) {
     memh_ = nullptr;
-    return UcxError(EIO, "cannot register " + std::to_string(size_) + " bytes with UCX", st);
+    return UcxError(StatusCode::kIOError,
+                    "cannot register " + std::to_string(size_) + " bytes with UCX", st);
   }
   void* packed = nullptr;
   size_t packed_size = 0;
   st = ucp_rkey_pack(context_->handle(), memh_, &packed, &packed_size);
-  if (st != UCS_OK) return UcxError(EIO, "cannot pack the UCX region's remote key", st);
+  if (st != UCS_OK)
+    return UcxError(StatusCode::kIOError, "cannot pack the UCX region's remote key", st);
   rkey_.assign(static_cast<const char*>(packed), packed_size);
   ucp_rkey_buffer_release(packed);
   return Status::OK();

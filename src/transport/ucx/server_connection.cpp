@@ -25,7 +25,7 @@ Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_p
       accepted = ep.status();
     }
   });
-  if (!ran) return Status(ECONNABORTED, "the UCX worker stopped while accepting");
+  if (!ran) return Status::Unavailable("the UCX worker stopped while accepting");
   FERRY_RETURN_NOT_OK(accepted);
   return conn;
 }

@@ -126,8 +126,7 @@ Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address, Transpor
   auto listener = internal::ucx::UcxListener::Make(reinterpret_cast<const sockaddr*>(&where.addr),
                                                    where.addrlen, where.host, limits);
   if (!listener.ok()) {
-    return Status(listener.status().code(),
-                  "cannot listen on " + address + ": " + listener.status().message());
+    return listener.status().WithContext("cannot listen on " + address);
   }
   return std::unique_ptr<Listener>(std::move(*listener));
 }
@@ -154,12 +153,12 @@ UcxLibrary LoadedUcx() { return {}; }
 
 Result<std::unique_ptr<Listener>> ListenUcx(const std::string& /*address*/,
                                             TransportLimits /*limits*/) {
-  return Status(ENOTSUP, "this build of ferry has no UCX transport");
+  return Status::NotSupported("this build of ferry has no UCX transport");
 }
 
 Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& /*address*/,
                                                const ConnectOptions& /*options*/) {
-  return Status(ENOTSUP, "this build of ferry has no UCX transport");
+  return Status::NotSupported("this build of ferry has no UCX transport");
 }
 
 }  // namespace ferry::transport

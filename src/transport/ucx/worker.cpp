@@ -25,26 +25,29 @@ Status Worker::Init() {
   ucs_status_t st = ucp_worker_create(context_->handle(), &params, &worker_);
   if (st != UCS_OK) {
     worker_ = nullptr;
-    return UcxError(EIO, "cannot create a UCX worker", st);
+    return UcxError(StatusCode::kIOError, "cannot create a UCX worker", st);
   }
   ucp_address_t* address = nullptr;
   size_t length = 0;
   st = ucp_worker_get_address(worker_, &address, &length);
-  if (st != UCS_OK) return UcxError(EIO, "cannot read the UCX worker's address", st);
+  if (st != UCS_OK)
+    return UcxError(StatusCode::kIOError, "cannot read the UCX worker's address", st);
   address_.assign(reinterpret_cast<const char*>(address), length);
   ucp_worker_release_address(worker_, address);
   int event_fd = -1;
   st = ucp_worker_get_efd(worker_, &event_fd);
-  if (st != UCS_OK) return UcxError(EIO, "cannot get the UCX worker's event descriptor", st);
+  if (st != UCS_OK)
+    return UcxError(StatusCode::kIOError, "cannot get the UCX worker's event descriptor", st);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status(errno, "UCX worker: epoll or eventfd failed");
+  if (epoll_fd_ < 0 || wake_fd_ < 0)
+    return Status::FromErrno(errno, "UCX worker: epoll or eventfd failed");
   for (int fd : {event_fd, wake_fd_}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      return Status(errno, "UCX worker: epoll_ctl failed");
+      return Status::FromErrno(errno, "UCX worker: epoll_ctl failed");
     }
   }
   return Status::OK();
