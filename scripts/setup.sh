@@ -80,6 +80,12 @@ if ! .venv/bin/python -c "import dask.dataframe, distributed" >/dev/null 2>&1; t
   echo "setup: installing dask[dataframe] and distributed into .venv"
   .venv/bin/python -m pip install -q "dask[dataframe]" distributed
 fi
+# grpcio: gRPC's own Python client, an implementation independent of ferry's, which reads the
+# status codes ferry's Flight server sends (tests/flight/test_grpc_status.py).
+if ! .venv/bin/python -c "import grpc" >/dev/null 2>&1; then
+  echo "setup: installing grpcio into .venv"
+  .venv/bin/python -m pip install -q grpcio
+fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU
 # tensors need no GPU.

@@ -1,7 +1,7 @@
 """ferry: move Arrow data and N-d arrays between devices, libraries and processes without copying.
 
 A thin binding of the C++ library: every class and function lives in the extension module
-`ferry._ferry` and is re-exported here; `ferry.ipc` holds the IPC readers and writers,
+`ferry._ferry` and is re-exported here, with `ferry.Error` and its subclasses, one per error code; `ferry.ipc` holds the IPC readers and writers,
 `ferry.dipc` the dissociated-IPC server and client, and `ferry.flight` the Arrow Flight client.
 """
 try:
@@ -18,15 +18,31 @@ if _UCX == "libucx":
     libucx.load_library()
 
 from ferry._ferry import (  # noqa: E402, F401
+    AlreadyExistsError,
     Array,
     ArrayStream,
+    CancelledError,
+    DataLossError,
     DataType,
+    DeadlineExceededError,
     Device,
     DeviceType,
+    Error,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    IOError,
     MemoryView,
+    NotFoundError,
+    OutOfRangeError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
     Schema,
     TimeUnit,
     TypeId,
+    UnauthenticatedError,
+    UnavailableError,
+    UnimplementedError,
     ValidationLevel,
     array,
     devices,
@@ -44,4 +60,9 @@ __version__: str = _version()
 __all__ = [
     "Array", "ArrayStream", "DataType", "Device", "DeviceType", "MemoryView", "Schema", "TimeUnit",
     "TypeId", "ValidationLevel", "array", "devices", "from_dlpack", "dipc", "flight", "ipc", "schema", "stream",
+    # Errors: ferry.Error and one subclass per error code (docs/architecture.md, "Errors").
+    "Error", "AlreadyExistsError", "CancelledError", "DataLossError", "DeadlineExceededError",
+    "FailedPreconditionError", "InternalError", "InvalidArgumentError", "IOError", "NotFoundError",
+    "OutOfRangeError", "PermissionDeniedError", "ResourceExhaustedError", "UnauthenticatedError",
+    "UnavailableError", "UnimplementedError",
 ]

@@ -11,6 +11,109 @@ def version() -> str:
     The version of the ferry library built into this extension (ferry.__version__).
     """
 
+class Error(Exception):
+    """
+    The base of every exception ferry raises for a failed operation; its subclasses, one per error code, also derive from the builtin that fits (ferry.NotFoundError is a FileNotFoundError).
+    """
+
+class InvalidArgumentError(Error, ValueError):
+    """
+    Raised for ferry's InvalidArgument code: C return code 22, gRPC status 3.
+    """
+
+    code: str = 'InvalidArgument'
+
+class NotFoundError(Error, FileNotFoundError):
+    """Raised for ferry's NotFound code: C return code 2, gRPC status 5."""
+
+    code: str = 'NotFound'
+
+class AlreadyExistsError(Error, FileExistsError):
+    """
+    Raised for ferry's AlreadyExists code: C return code 17, gRPC status 6.
+    """
+
+    code: str = 'AlreadyExists'
+
+class FailedPreconditionError(Error, RuntimeError):
+    """
+    Raised for ferry's FailedPrecondition code: C return code 16, gRPC status 9.
+    """
+
+    code: str = 'FailedPrecondition'
+
+class OutOfRangeError(Error, IndexError):
+    """Raised for ferry's OutOfRange code: C return code 34, gRPC status 11."""
+
+    code: str = 'OutOfRange'
+
+class UnavailableError(Error, ConnectionError):
+    """
+    Raised for ferry's Unavailable code: C return code 111, gRPC status 14.
+    """
+
+    code: str = 'Unavailable'
+
+class DeadlineExceededError(Error, TimeoutError):
+    """
+    Raised for ferry's DeadlineExceeded code: C return code 110, gRPC status 4.
+    """
+
+    code: str = 'DeadlineExceeded'
+
+class CancelledError(Error):
+    """Raised for ferry's Cancelled code: C return code 125, gRPC status 1."""
+
+    code: str = 'Cancelled'
+
+class PermissionDeniedError(Error, PermissionError):
+    """
+    Raised for ferry's PermissionDenied code: C return code 13, gRPC status 7.
+    """
+
+    code: str = 'PermissionDenied'
+
+class UnauthenticatedError(Error, PermissionError):
+    """
+    Raised for ferry's Unauthenticated code: C return code 1, gRPC status 16.
+    """
+
+    code: str = 'Unauthenticated'
+
+class ResourceExhaustedError(Error, MemoryError):
+    """
+    Raised for ferry's ResourceExhausted code: C return code 12, gRPC status 8.
+    """
+
+    code: str = 'ResourceExhausted'
+
+class DataLossError(Error):
+    """Raised for ferry's DataLoss code: C return code 74, gRPC status 15."""
+
+    code: str = 'DataLoss'
+
+class UnimplementedError(Error, NotImplementedError):
+    """
+    Raised for ferry's Unimplemented code: C return code 95, gRPC status 12.
+    """
+
+    code: str = 'Unimplemented'
+
+class InternalError(Error, RuntimeError):
+    """Raised for ferry's Internal code: C return code 131, gRPC status 13."""
+
+    code: str = 'Internal'
+
+class IOError(Error, OSError):
+    """Raised for ferry's IOError code: C return code 5, gRPC status 2."""
+
+    code: str = 'IOError'
+
+def status_codes() -> list:
+    """
+    The error table: one dict per code (name, error_class, c_code, grpc_code, python_base), the same rows the C, gRPC and Ruby faces map from.
+    """
+
 class DeviceType(enum.Enum):
     """Device types, numbered as in the Arrow C Device interface."""
 

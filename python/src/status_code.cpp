@@ -2,6 +2,8 @@
 // when the module is imported, and RaiseStatus, which picks one.
 #include "ferry/core/status_code.hpp"
 
+#include <nanobind/stl/string.h>
+
 #include <array>
 #include <string>
 
@@ -28,7 +30,7 @@ void RaiseStatus(const Status& status) { Raise(ClassFor(status.code()), status.m
 
 void InitStatusCode(nb::module_& m) {
   g_error = PyErr_NewExceptionWithDoc(
-      "ferry.Error",
+      "ferry._ferry.Error",
       "The base of every exception ferry raises for a failed operation; its subclasses, one per "
       "error code, also derive from the builtin that fits (ferry.NotFoundError is a "
       "FileNotFoundError).",
@@ -42,7 +44,7 @@ void InitStatusCode(nb::module_& m) {
                            : nb::make_tuple(nb::handle(g_error), builtins.attr(row.python_base));
     nb::dict attrs;
     attrs["code"] = row.name;
-    const std::string name = std::string("ferry.") + row.error_class;
+    const std::string name = std::string("ferry._ferry.") + row.error_class;
     const std::string doc = std::string("Raised for ferry's ") + row.name +
                             " code: C return code " + std::to_string(row.c_code) +
                             ", gRPC status " + std::to_string(row.grpc_code) + ".";
@@ -61,7 +63,8 @@ void InitStatusCode(nb::module_& m) {
           d["error_class"] = row.error_class;
           d["c_code"] = row.c_code;
           d["grpc_code"] = row.grpc_code;
-          d["python_base"] = row.python_base == nullptr ? nb::none() : nb::str(row.python_base);
+          d["python_base"] = row.python_base == nullptr ? nb::object(nb::none())
+                                                        : nb::object(nb::str(row.python_base));
           out.append(d);
         }
         return out;

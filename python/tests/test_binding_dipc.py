@@ -118,7 +118,7 @@ def test_a_stream_is_read_once_then_refused_by_name():
     with dipc.Server.start() as server:
         server.add("once", table)
         assert read_back(server.uri, "once").equals(table)
-        with pytest.raises(OSError, match="one-shot stream and another client has read it"):
+        with pytest.raises(ferry.FailedPreconditionError, match="one-shot stream and another client has read it"):
             dipc.connect(server.uri, "once")
 
 
@@ -146,9 +146,9 @@ def test_a_factory_error_reaches_the_client():
     with dipc.Server.start() as server:
         server.add("broken", broken)
         server.add("bad", lambda: 42)
-        with pytest.raises(OSError, match="the dataset factory raised ZeroDivisionError: no data today"):
+        with pytest.raises(ferry.InvalidArgumentError, match="the dataset factory raised ZeroDivisionError: no data today"):
             dipc.connect(server.uri, "broken")
-        with pytest.raises(OSError, match="the dataset factory raised TypeError"):
+        with pytest.raises(ferry.InvalidArgumentError, match="the dataset factory raised TypeError"):
             dipc.connect(server.uri, "bad")
         wait_for(lambda: server.stats.sessions_failed == 2, "the failed sessions")
         assert "ZeroDivisionError" in server.last_error or "TypeError" in server.last_error
@@ -215,7 +215,7 @@ def test_a_stopped_server_refuses_clients_and_keeps_its_totals():
     assert "stopped" in repr(server)
     with pytest.raises(ValueError, match="the server is stopped"):
         server.add("u", [pa.record_batch({"x": [1]})])
-    with pytest.raises(RuntimeError, match="Connection refused"):
+    with pytest.raises(ferry.UnavailableError, match="Connection refused"):
         dipc.connect(uri, "t", timeout=5.0)
 
 

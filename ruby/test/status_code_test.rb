@@ -3,7 +3,7 @@
 # The error table on the Ruby face, against expectations written from docs/architecture.md
 # ("Errors"): one Ferry::Error subclass per code, raised for that code, and real failures raising
 # the same classes. (The C, Python and gRPC faces: python/tests/test_status_code.py and
-# tests/flight/test_status_code.py.)
+# tests/flight/test_grpc_status.py.)
 require_relative "test_helper"
 
 class StatusCodeTest < Test::Unit::TestCase

@@ -52,6 +52,13 @@ static void TestFormats(void) {
   CHECK(strstr(error.message, "position 6") != NULL);
   CHECK(FerryFormatParse(NULL, &info, &error) == EINVAL);
   CHECK(FerryFormatParse("i", NULL, NULL) == EINVAL); /* NULL error struct is allowed */
+  /* Each return code names its error code (docs/architecture.md, "Errors"). */
+  CHECK(strcmp(FerryErrorCodeName(0), "OK") == 0);
+  CHECK(strcmp(FerryErrorCodeName(EINVAL), "InvalidArgument") == 0);
+  CHECK(strcmp(FerryErrorCodeName(ERANGE), "OutOfRange") == 0);
+  CHECK(strcmp(FerryErrorCodeName(ENOENT), "NotFound") == 0);
+  CHECK(strcmp(FerryErrorCodeName(EPERM), "Unauthenticated") == 0);
+  CHECK(strcmp(FerryErrorCodeName(EXDEV), "Unknown") == 0);
 }
 
 static void TestValidation(void) {
@@ -511,7 +518,7 @@ static void TestDipc(void) {
   CHECK(rows == 3 && sum == 321);
   got.release(&got);
 
-  CHECK(FerryDipcConnect(uri, "nope", NULL, &got, &error) == EIO);
+  CHECK(FerryDipcConnect(uri, "nope", NULL, &got, &error) == ENOENT);
   CHECK(strstr(error.message, "unknown ticket \"nope\"") != NULL);
   CHECK(FerryDipcConnect("not a uri", "t", NULL, &got, &error) == EINVAL);
   CHECK(FerryDipcConnect(uri, "t", NULL, NULL, &error) == EINVAL);

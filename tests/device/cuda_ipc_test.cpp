@@ -219,14 +219,17 @@ TEST(CudaIpc, RefusesWhatCannotBeShared) {
   ASSERT_RAISES_WITH(StatusCode::kIOError, "IpcOpenMemHandle", OpenCudaIpcMemHandle(*gpu, handle));
   CudaIpcMemHandle outside = handle;
   outside.offset = 257;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "outside the allocation", OpenCudaIpcMemHandle(*gpu, outside));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "outside the allocation",
+                     OpenCudaIpcMemHandle(*gpu, outside));
   // Host memory, managed memory and non-CUDA devices are not CUDA IPC material.
   std::vector<uint8_t> host(16);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not device memory", ExportCudaIpcMemHandle(*gpu, host.data()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not device memory",
+                     ExportCudaIpcMemHandle(*gpu, host.data()));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a CUDA device",
                      ExportCudaIpcMemHandle(*CpuDevice(), host.data()));
   ASSERT_OK_AND_ASSIGN(Device * managed, ResolveDevice(ARROW_DEVICE_CUDA_MANAGED, 0));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a CUDA device", ExportCudaIpcMemHandle(*managed, host.data()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a CUDA device",
+                     ExportCudaIpcMemHandle(*managed, host.data()));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL", ExportCudaIpcMemHandle(*gpu, nullptr));
   // Stream-ordered (pool) memory cannot be exported with a legacy IPC handle.
   testing::RawStream stream;

@@ -315,7 +315,8 @@ TEST(CudaEvents, RecordEventMarksTheStream) {
   ASSERT_OK(gpu->SynchronizeEvent(event.get(), nullptr));
   EXPECT_EQ(testing::GetRawCuda()->cuEventQuery(ev), 0);
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a stream", gpu->RecordEvent(nullptr));
-  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "no events", CpuDevice()->RecordEvent(stream.arg()));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "no events",
+                     CpuDevice()->RecordEvent(stream.arg()));
 }
 
 // -- Two GPUs: copies between them, ordered by an event of one GPU on a stream of the other ------

@@ -120,10 +120,13 @@ TEST_P(DeviceArrayConformance, ReleasedAndNullArraysAreRejected) {
   released->device_type = device->device_type();
   released->device_id = device->device_id();
   UniqueDeviceArray dst;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released", MoveToDevice(released.get(), *device, dst.get()));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL", MoveToDevice(nullptr, *device, dst.get()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released",
+                     MoveToDevice(released.get(), *device, dst.get()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL",
+                     MoveToDevice(nullptr, *device, dst.get()));
   ArrowArray gone{};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released", DeviceArrayInit(*device, dst.get(), &gone, nullptr));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released",
+                     DeviceArrayInit(*device, dst.get(), &gone, nullptr));
 }
 
 TEST_P(DeviceArrayConformance, StreamOrderedCopiesNeedAStreamOnDevicesThatHaveThem) {
@@ -136,7 +139,8 @@ TEST_P(DeviceArrayConformance, StreamOrderedCopiesNeedAStreamOnDevicesThatHaveTh
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArray copy, view.CopyAsync(*device, nullptr));
     EXPECT_EQ(ToJson(copy.get()), R"(["a", null, "ccc"])");
   } else {
-    ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a stream", view.CopyAsync(*device, nullptr));
+    ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a stream",
+                       view.CopyAsync(*device, nullptr));
   }
 }
 
@@ -364,7 +368,8 @@ TEST(CudaHostToCuda, IsZeroCopyOnTheSameGpu) {
     EXPECT_EQ(dst->device_type, ARROW_DEVICE_CUDA);
     // And CUDA memory cannot move to the host.
     UniqueDeviceArray back;
-    ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "", MoveToDevice(dst.get(), *CpuDevice(), back.get()));
+    ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "",
+                       MoveToDevice(dst.get(), *CpuDevice(), back.get()));
   }
 }
 

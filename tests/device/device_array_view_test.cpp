@@ -253,9 +253,11 @@ TEST(DeviceArrayView, NegativeCases) {
                        GuardedFromJson(Field::Make("u", "s"), R"(["a", "bc"])", &schema));
   ASSERT_OK_AND_ASSIGN(DeviceArrayView view, DeviceArrayView::Make(schema.get()));
   // A stream-ordered call on a device with streams needs a stream.
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a stream", view.SetArrayAsync(dev.get(), nullptr));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a stream",
+                     view.SetArrayAsync(dev.get(), nullptr));
   ASSERT_OK(view.SetArray(dev.get()));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a stream", view.CopyAsync(*CpuDevice(), nullptr));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs a stream",
+                     view.CopyAsync(*CpuDevice(), nullptr));
   // Released and NULL arrays.
   UniqueDeviceArray released;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released", view.SetArray(released.get()));
@@ -264,7 +266,8 @@ TEST(DeviceArrayView, NegativeCases) {
   ArrowDeviceArray bogus = *dev.get();
   bogus.device_type = ARROW_DEVICE_EXT_DEV;
   bogus.device_id = 7;
-  ASSERT_RAISES_WITH(StatusCode::kNotFound, "EXT_DEV device 7 does not exist", view.SetArray(&bogus));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "EXT_DEV device 7 does not exist",
+                     view.SetArray(&bogus));
   bogus.device_type = static_cast<ArrowDeviceType>(99);
   ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "device type 99", view.SetArray(&bogus));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "no array", view.Copy(*CpuDevice()));

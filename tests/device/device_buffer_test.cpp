@@ -78,7 +78,8 @@ TEST(DeviceBuffer, ZeroBytesAndNullInputs) {
   UniqueBuffer dst;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released",
                      BufferMove(*GuardedDevice(), released.get(), *GuardedDevice(), dst.get()));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL", BufferInit(*CpuDevice(), {nullptr, 16}, *GuardedDevice()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL",
+                     BufferInit(*CpuDevice(), {nullptr, 16}, *GuardedDevice()));
 }
 
 TEST(DeviceBuffer, AsyncCopiesNeedAStreamOnDevicesThatHaveThem) {

@@ -54,8 +54,8 @@ TEST(ParseDevice, ReadsBackEachDevicesToString) {
 }
 
 TEST(ParseDevice, NamesWhatIsWrong) {
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "device \"tpu:0\" is not a device name (cpu, cuda:N",
-                     ParseDevice("tpu:0"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "device \"tpu:0\" is not a device name (cpu, cuda:N", ParseDevice("tpu:0"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the id after ':' is not a non-negative integer",
                      ParseDevice("cuda:"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the id after ':' is not a non-negative integer",
@@ -65,7 +65,8 @@ TEST(ParseDevice, NamesWhatIsWrong) {
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the CPU has only id 0", ParseDevice("cpu:1"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a device name", ParseDevice(""));
   // A well-formed name of a device that is not there fails as ResolveDevice does.
-  ASSERT_RAISES_WITH(StatusCode::kNotFound, "EXT_DEV device 3 does not exist", ParseDevice("guarded:3"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "EXT_DEV device 3 does not exist",
+                     ParseDevice("guarded:3"));
 }
 
 }  // namespace

@@ -76,9 +76,9 @@ Status SendBody(Connection& c, uint64_t tag, const std::vector<uint8_t>& body) {
 }
 
 // A scripted send: the client may already have hung up on an earlier lie.
-#define SEND(expr)                                                       \
-  do {                                                                   \
-    const ::ferry::Status _sent = (expr);                                \
+#define SEND(expr)                                                                          \
+  do {                                                                                      \
+    const ::ferry::Status _sent = (expr);                                                   \
     EXPECT_TRUE(_sent.ok() || _sent.code() == StatusCode::kUnavailable) << _sent.message(); \
   } while (false)
 
@@ -317,7 +317,8 @@ TEST(ClientConnect, AnUnreachableServerFailsClearly) {
   ASSERT_RAISES_WITH(StatusCode::kUnavailable, "connecting to shm://@ferry-nobody-listens-here",
                      ConnectStream(uri, "t", options));
   uri.scheme = "carrier-pigeon";
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unknown transport \"carrier-pigeon\"", ConnectStream(uri, "t"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unknown transport \"carrier-pigeon\"",
+                     ConnectStream(uri, "t"));
 }
 
 // ---- Column projection (read.columns), on every transport and body type ----------------------

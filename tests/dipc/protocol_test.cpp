@@ -25,7 +25,8 @@ TEST(ProtocolTest, EndOfStreamIsExactlyFiveBytes) {
   EXPECT_EQ(m.type, MetadataType::kEndOfStream);
   EXPECT_EQ(m.sequence, 9u);
   const std::vector<uint8_t> longer{0, 9, 0, 0, 0, 0};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "must have exactly 5", ParseMetadataMessage(longer));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "must have exactly 5",
+                     ParseMetadataMessage(longer));
 }
 
 TEST(ProtocolTest, BadMetadataIsRefused) {
@@ -45,9 +46,12 @@ TEST(ProtocolTest, BodyTagUsesBits56To63) {
   EXPECT_EQ(t.type, BodyType::kBufferList);
   EXPECT_EQ(t.sequence, 7u);
   // A tag built with the diagrams' shift of 55 sets reserved bit 55: refused.
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "reserved bits 32-55", ParseBodyTag((uint64_t{1} << 55) | 7));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "reserved bits", ParseBodyTag(uint64_t{1} << 32));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unknown body type 2", ParseBodyTag(uint64_t{2} << 56));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "reserved bits 32-55",
+                     ParseBodyTag((uint64_t{1} << 55) | 7));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "reserved bits",
+                     ParseBodyTag(uint64_t{1} << 32));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unknown body type 2",
+                     ParseBodyTag(uint64_t{2} << 56));
   // Matching bodies to metadata ignores the type.
   EXPECT_EQ(MakeBodyTag(BodyType::kBufferList, 42) & kSequenceMask, 42u);
 }
@@ -74,13 +78,16 @@ TEST(ProtocolTest, BufferListLayout) {
 TEST(ProtocolTest, LyingBufferListsAreRefused) {
   std::vector<uint8_t> body = EncodeBufferList(std::vector<BufferRef>{{0, 5}});
   body[8] = 200;  // claims 200 buffers, holds 1: refused before allocating for 200
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "declares 200 buffers but holds 1", ParseBufferList(body));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "declares 200 buffers but holds 1",
+                     ParseBufferList(body));
   body = EncodeBufferList(std::vector<BufferRef>{{0, 5}});
   body[0] = 6;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sum to 5 but the declared total is 6", ParseBufferList(body));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sum to 5 but the declared total is 6",
+                     ParseBufferList(body));
   body = EncodeBufferList(std::vector<BufferRef>{{0, UINT64_MAX}, {0, 2}});
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "overflow", ParseBufferList(body));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not 16 + 16 x count", ParseBufferList(std::vector<uint8_t>(20)));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not 16 + 16 x count",
+                     ParseBufferList(std::vector<uint8_t>(20)));
 }
 
 TEST(ProtocolTest, FreeDataBatchesAddresses) {
@@ -91,8 +98,10 @@ TEST(ProtocolTest, FreeDataBatchesAddresses) {
   EXPECT_EQ(body[15], 0x11);
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> back, ParseFreeData(body));
   EXPECT_EQ(back, addresses);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "one or more uint64", ParseFreeData(std::vector<uint8_t>{}));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "one or more uint64", ParseFreeData(std::vector<uint8_t>(12)));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "one or more uint64",
+                     ParseFreeData(std::vector<uint8_t>{}));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "one or more uint64",
+                     ParseFreeData(std::vector<uint8_t>(12)));
 }
 
 }  // namespace

@@ -38,12 +38,14 @@ TEST(SequencerTest, WrapsAtUint32Max) {
 
 TEST(SequencerTest, WindowDuplicatesAndStaleNumbersAreErrors) {
   Sequencer<int> s(4);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is 4 ahead of 0, beyond the window of 4", s.Put(4, 0));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is 4 ahead of 0, beyond the window of 4",
+                     s.Put(4, 0));
   ASSERT_OK(s.Put(2, 0));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sequence number 2 arrived twice", s.Put(2, 0));
   ASSERT_OK(s.Put(0, 0));
   ASSERT_TRUE(s.Pop().has_value());
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sequence number 0 was already delivered", s.Put(0, 0));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sequence number 0 was already delivered",
+                     s.Put(0, 0));
   EXPECT_FALSE(s.Pop().has_value());  // 1 is missing: nothing past the gap comes out
   EXPECT_EQ(s.held(), 1u);
 }

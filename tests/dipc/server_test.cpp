@@ -313,7 +313,7 @@ TEST_P(ServerClient, AnUnknownTicketIsRefusedByName) {
   server->Add("alpha", d);
   // The server's URIs carry ferry=1: the client asks for ferry's extensions and gets the
   // server's words.
-  ASSERT_RAISES_WITH(StatusCode::kIOError, "unknown ticket \"beta\" (this server has: alpha)",
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket \"beta\" (this server has: alpha)",
                      Open(*server, "beta"));
   // In the split shape both servers (here one) refuse it, unless the client hung up first.
   EXPECT_TRUE(WaitFor([&] { return server->stats().tickets_refused >= 1; }));
@@ -331,7 +331,8 @@ TEST_P(ServerClient, WithoutExtensionsARefusalIsAClosedConnection) {
   options.timeout = 5s;
   const auto start = std::chrono::steady_clock::now();
   ASSERT_RAISES_WITH(
-      StatusCode::kUnavailable, "the server closed the connection after want_data (unknown or expired ticket?)",
+      StatusCode::kUnavailable,
+      "the server closed the connection after want_data (unknown or expired ticket?)",
       ConnectStream(uri, "beta", options));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
 }
@@ -347,7 +348,8 @@ TEST_P(ServerClient, AKeptDatasetIsServedOnlyUnderItsOwnUri) {
   // (Over TCP, UCX 1.13 emulates RMA and its packed keys carry no address: two regions' keys
   // may be equal. The want_data tag is what tells the server which memory the client means.)
   EXPECT_NE(server->uri("k").want_data, server->uri().want_data);
-  ASSERT_RAISES_WITH(StatusCode::kIOError, "served under another URI", ConnectStream(server->uri(), "k"));
+  ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition, "served under another URI",
+                     ConnectStream(server->uri(), "k"));
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("k"), "k"));
   ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
   EXPECT_EQ(got, data.expected);
@@ -540,8 +542,9 @@ TEST(IssuedTickets, OnlyIssuedUnexpiredTicketsAreHonoured) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(2, 50));
   server->Add("t", data.dataset);
-  ASSERT_RAISES_WITH(StatusCode::kNotFound, "no dataset named \"nope\"", server->IssueTicket("nope"));
-  ASSERT_RAISES_WITH(StatusCode::kIOError, "unknown ticket", ConnectStream(server->uri("t"), "t"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "no dataset named \"nope\"",
+                     server->IssueTicket("nope"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket", ConnectStream(server->uri("t"), "t"));
   ASSERT_OK_AND_ASSIGN(std::string ticket, server->IssueTicket("t"));
   EXPECT_EQ(ticket.size(), 32u);
   EXPECT_EQ(ticket.find_first_not_of("0123456789abcdef"), std::string::npos);
@@ -559,13 +562,15 @@ TEST(IssuedTickets, OnlyIssuedUnexpiredTicketsAreHonoured) {
 
   ASSERT_OK_AND_ASSIGN(std::string brief, server->IssueTicket("t", std::chrono::seconds(1)));
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  ASSERT_RAISES_WITH(StatusCode::kIOError, "expired ticket", ConnectStream(server->uri("t"), brief));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket",
+                     ConnectStream(server->uri("t"), brief));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired", server->RefreshTicket(brief));
   ASSERT_OK(server->RefreshTicket(other, std::chrono::seconds(120)));
 
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> another, Server::Start(options));
   another->Add("t", data.dataset);
-  ASSERT_RAISES_WITH(StatusCode::kIOError, "unknown ticket", ConnectStream(another->uri("t"), ticket));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket",
+                     ConnectStream(another->uri("t"), ticket));
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ TEST(TicketBook, IssueResolveRefreshRevoke) {
   EXPECT_LE(until, Clock::now() + 50ms);
   std::this_thread::sleep_for(80ms);
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket", book.Resolve(brief));
-  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired", book.Refresh(brief, Clock::now() + 60s));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired",
+                     book.Refresh(brief, Clock::now() + 60s));
   ASSERT_OK(book.Refresh(a, Clock::now() + 120s));
   ASSERT_OK_AND_ASSIGN(until, book.Expiry(a));
   EXPECT_GT(until, Clock::now() + 100s);
@@ -100,11 +101,12 @@ TEST(SharedTickets, OneTicketOnEveryPlane) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> other, Server::Start(options));
   other->Add("t", data.first);
   EXPECT_NE(other->tickets(), book);
-  ASSERT_RAISES_WITH(StatusCode::kIOError, "unknown ticket", ConnectStream(other->uri("t"), ticket));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket",
+                     ConnectStream(other->uri("t"), ticket));
 }
 
-// Remove: kNotFound for an unknown name, kFailedPrecondition while a client holds the dataset's stream open, and
-// once it is done the dataset and its tickets are gone.
+// Remove: kNotFound for an unknown name, kFailedPrecondition while a client holds the dataset's
+// stream open, and once it is done the dataset and its tickets are gone.
 TEST(SharedTickets, RemoveWaitsForReaders) {
   ServerOptions options;
   options.token = "s3cret";
@@ -117,7 +119,8 @@ TEST(SharedTickets, RemoveWaitsForReaders) {
   {
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), ticket));
     EXPECT_EQ(server->readers("t"), 1);
-    ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition, "being read by 1 client", server->Remove("t"));
+    ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition, "being read by 1 client",
+                       server->Remove("t"));
     ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, data.second);
   }
@@ -127,7 +130,8 @@ TEST(SharedTickets, RemoveWaitsForReaders) {
   }
   ASSERT_OK(server->Remove("t"));
   EXPECT_EQ(server->tickets()->size(), 0u);
-  ASSERT_RAISES_WITH(StatusCode::kIOError, "unknown ticket", ConnectStream(server->uri("t"), ticket));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket",
+                     ConnectStream(server->uri("t"), ticket));
 }
 
 }  // namespace

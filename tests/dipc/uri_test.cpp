@@ -39,18 +39,24 @@ TEST(UriTest, RemoteHandleIsBase64AndRoundTrips) {
 }
 
 TEST(UriTest, BadUrisSayWhatIsWrong) {
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has no scheme", Uri::Parse("127.0.0.1?want_data=1"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "lacks the required want_data", Uri::Parse("ucx://h:1"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has no scheme",
+                     Uri::Parse("127.0.0.1?want_data=1"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "lacks the required want_data",
+                     Uri::Parse("ucx://h:1"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not an unsigned 64-bit integer",
                      Uri::Parse("ucx://h?want_data=-1"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not an unsigned 64-bit integer",
                      Uri::Parse("ucx://h?want_data=18446744073709551616"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "given twice", Uri::Parse("ucx://h?want_data=1&want_data=2"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "given twice",
+                     Uri::Parse("ucx://h?want_data=1&want_data=2"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "remote_handle: base64",
                      Uri::Parse("ucx://h?want_data=1&remote_handle=a*b"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "bad percent-escape", Uri::Parse("ucx://h?want_data=1&x=%zz"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "truncated percent-escape", Uri::Parse("ucx://h?want_data=1&x=%4"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "bad character", Uri::Parse("u c x://h?want_data=1"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "bad percent-escape",
+                     Uri::Parse("ucx://h?want_data=1&x=%zz"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "truncated percent-escape",
+                     Uri::Parse("ucx://h?want_data=1&x=%4"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "bad character",
+                     Uri::Parse("u c x://h?want_data=1"));
 }
 
 TEST(UriTest, Base64MatchesRfc4648) {
@@ -66,9 +72,11 @@ TEST(UriTest, Base64MatchesRfc4648) {
     ASSERT_OK_AND_ASSIGN(std::string back, Base64Decode(encoded));
     EXPECT_EQ(back, plain);
   }
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unexpected '!' at position 2", Base64Decode("Zm!v"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unexpected '!' at position 2",
+                     Base64Decode("Zm!v"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "data after padding", Base64Decode("Zg=a"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot be a complete encoding", Base64Decode("Z"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot be a complete encoding",
+                     Base64Decode("Z"));
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ TEST(FlightCatalogue, PartitionsAreNamedAndCounted) {
   EXPECT_EQ(flight->records(), 20 + 30 + 15);
   EXPECT_EQ(flight->bytes(), 8 * (20 + 30 + 15));
   EXPECT_EQ(flight->readers(), 0);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has no partition", MakeFlight("none", schema.get(), {}));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has no partition",
+                     MakeFlight("none", schema.get(), {}));
 }
 
 TEST(FlightCatalogue, NamesAreTakenByFlightsAndPartitions) {

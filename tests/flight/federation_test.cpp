@@ -59,7 +59,8 @@ TEST(MergeInfos, ADifferentSchemaOrNoServerIsRefused) {
   std::vector<OwnedInfo> answers;
   answers.push_back({"", Info("S", {}, 0, 0)});
   answers.push_back({"grpc://b:1", Info("T", {}, 0, 0)});
-  ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition, "grpc://b:1 serves flight \"t\" with another schema than this server",
+  ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition,
+                     "grpc://b:1 serves flight \"t\" with another schema than this server",
                      MergeInfos("t", std::move(answers)));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "no flight named \"t\" on this server or its peers",
                      MergeInfos("t", {}));
@@ -80,7 +81,8 @@ TEST(Federation, APeerDownFailsNamingItOrIsNamedWithAllowPartial) {
   EXPECT_EQ(info.endpoints.size(), 1u);
   const nlohmann::json note = nlohmann::json::parse(info.app_metadata);
   EXPECT_EQ(note["missing_peers"][0]["peer"], "grpc://127.0.0.1:1");
-  ASSERT_RAISES_WITH(StatusCode::kNotFound, "missing", partial.Info("t", Status(StatusCode::kNotFound, "none here"), ""));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "missing",
+                     partial.Info("t", Status(StatusCode::kNotFound, "none here"), ""));
   ASSERT_OK_AND_ASSIGN(std::vector<FlightInfo> listed, partial.List({}, ""));
   EXPECT_TRUE(listed.empty());
 }

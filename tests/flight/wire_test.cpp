@@ -177,10 +177,13 @@ TEST(FlightDataWire, MalformedFramingIsNamed) {
   PutVarint(&body_short, (1000u << 3) | 2);
   PutVarint(&body_short, 100);
   body_short += "abc";
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "says 100 bytes but 3 remain", decode(body_short));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ends inside the varint", decode(std::string("\x12\x80", 2)));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "says 100 bytes but 3 remain",
+                     decode(body_short));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ends inside the varint",
+                     decode(std::string("\x12\x80", 2)));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "wire type 3", decode(std::string("\x0b", 1)));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "runs past 10 bytes", decode(std::string(11, '\xff')));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "runs past 10 bytes",
+                     decode(std::string(11, '\xff')));
 }
 
 }  // namespace
