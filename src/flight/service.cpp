@@ -335,8 +335,8 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
         return new Fail(state_, ToGrpc(Status(row.code, "failing as asked: " + request->body())));
       }
     }
-    return new Fail(state_, ToGrpc(Status::Invalid("no error code named \"" + request->body() +
-                                                   "\"")));
+    return new Fail(state_,
+                    ToGrpc(Status::Invalid("no error code named \"" + request->body() + "\"")));
 #endif
   } else {
     return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,

@@ -19,22 +19,26 @@ TEST(SetArray, StructuralErrors) {
   ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("u", "s").Export());
   ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
   ArrowArray released{};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "field \"s\": array is released", view.SetArray(&released));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "field \"s\": array is released",
+                     view.SetArray(&released));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "array is NULL", view.SetArray(nullptr));
 
   Array a = Build(Field::Make("u", "s"), R"(["x"])");
   ArrowArray copy = *a.array();
   copy.n_buffers = 2;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "n_buffers is 2 but string needs 3", view.SetArray(&copy));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "n_buffers is 2 but string needs 3",
+                     view.SetArray(&copy));
   copy = *a.array();
   copy.n_children = 1;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "n_children is 1 but the schema has 0", view.SetArray(&copy));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "n_children is 1 but the schema has 0",
+                     view.SetArray(&copy));
   copy = *a.array();
   copy.length = -1;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "length is negative", view.SetArray(&copy));
   copy = *a.array();
   copy.offset = INT64_MAX;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "offset + length overflows", view.SetArray(&copy));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "offset + length overflows",
+                     view.SetArray(&copy));
 }
 
 TEST(SetArrayMinimal, ReadsNoDataBuffer) {

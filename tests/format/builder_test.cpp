@@ -76,10 +76,12 @@ TEST(Builder, DecimalsParseToTwosComplement) {
   ASSERT_OK(b->AppendDecimal("-12.345"));
   ASSERT_OK(b->AppendDecimal("7"));
   ASSERT_OK(b->AppendDecimal("0.5"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "more fractional digits than scale 3", b->AppendDecimal("1.2345"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "more fractional digits than scale 3",
+                     b->AppendDecimal("1.2345"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs 11 digits but the precision is 10",
                      b->AppendDecimal("12345678.901"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unexpected 'x' at position 1", b->AppendDecimal("1x"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unexpected 'x' at position 1",
+                     b->AppendDecimal("1x"));
   ASSERT_OK_AND_ASSIGN(UniqueArray a, b->Finish());
   const auto* v = static_cast<const int64_t*>(a->buffers[1]);
   EXPECT_EQ(v[0], -12345);
@@ -93,7 +95,8 @@ TEST(Builder, ZeroAtNegativeScale) {
   ASSERT_OK_AND_ASSIGN(auto b, ArrayBuilder::Make(schema.get()));
   ASSERT_OK(b->AppendDecimal("-0"));
   ASSERT_OK(b->AppendDecimal("1200"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "more fractional digits than scale -2", b->AppendDecimal("1210"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "more fractional digits than scale -2",
+                     b->AppendDecimal("1210"));
   ASSERT_OK_AND_ASSIGN(UniqueArray a, b->Finish());
   const auto* limbs = static_cast<const uint64_t*>(a->buffers[1]);
   EXPECT_EQ(limbs[0], 0u);
@@ -103,18 +106,21 @@ TEST(Builder, ZeroAtNegativeScale) {
 TEST(Builder, MisuseIsAClearError) {
   ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("i", "n").Export());
   ASSERT_OK_AND_ASSIGN(auto b, ArrayBuilder::Make(schema.get()));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "expected 4 bytes for int32, got 1", b->AppendBytes("x"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot append a union element to a int32 builder (field \"n\")",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "expected 4 bytes for int32, got 1",
+                     b->AppendBytes("x"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "cannot append a union element to a int32 builder (field \"n\")",
                      b->AppendUnion(0));
   ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "value 3000000000 is out of range for int32",
                      b->AppendInt(3000000000));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot append a nested element", b->FinishElement());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot append a nested element",
+                     b->FinishElement());
   ASSERT_OK_AND_ASSIGN(UniqueSchema fsl,
                        Field::Make("+w:2", "f", {Field::Make("i", "x")}).Export());
   ASSERT_OK_AND_ASSIGN(auto fb, ArrayBuilder::Make(fsl.get()));
   ASSERT_OK(fb->child(0)->AppendInt(1));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "fixed-size list element 0 has 1 values, expected 2",
-                     fb->FinishElement());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "fixed-size list element 0 has 1 values, expected 2", fb->FinishElement());
 }
 
 TEST(Builder, EveryBufferIsFreedExactlyOnce) {

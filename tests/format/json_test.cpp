@@ -38,7 +38,8 @@ TEST(StreamToJson, PassesTheStreamsErrorOn) {
     return std::optional<UniqueArray>(std::move(a));
   };
   ASSERT_OK_AND_ASSIGN(UniqueArrayStream stream, MakeArrayStream(std::move(copy), source));
-  ASSERT_RAISES_WITH(StatusCode::kIOError, "the disk went away at batch 1", StreamToJson(stream.get()));
+  ASSERT_RAISES_WITH(StatusCode::kIOError, "the disk went away at batch 1",
+                     StreamToJson(stream.get()));
 }
 
 TEST(ArrayFromJson, ReadsBinaryFromHexInEitherCaseAndNamesABadDigit) {
@@ -51,7 +52,8 @@ TEST(ArrayFromJson, ReadsBinaryFromHexInEitherCaseAndNamesABadDigit) {
   EXPECT_EQ(view.GetBytes(2), "");
   ASSERT_OK_AND_ASSIGN(std::string back, ArrayToJson(view));
   EXPECT_EQ(back, R"(["00ff", "abcd", ""])");
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "'x' at offset 1", ArrayFromJson(schema.get(), R"(["0x"])"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "'x' at offset 1",
+                     ArrayFromJson(schema.get(), R"(["0x"])"));
 }
 
 TEST(ArrayFromJson, IntervalPartsMustBeIntegersThatFit) {

@@ -59,7 +59,8 @@ TEST(ArrayStream, RejectsReleasedInputs) {
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "stream schema is released",
                      MakeArrayStream(UniqueSchema(), std::vector<UniqueArray>{}));
   ArrowArrayStream released{};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "stream is released", ArrayStreamReader::Open(&released));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "stream is released",
+                     ArrayStreamReader::Open(&released));
 }
 
 }  // namespace

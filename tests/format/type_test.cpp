@@ -161,9 +161,12 @@ TEST(SchemaView, DictionaryExtensionAndFlags) {
 TEST(SchemaView, RejectsBadTrees) {
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "schema is NULL", SchemaView::Make(nullptr));
   ArrowSchema released{};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "schema is released", SchemaView::Make(&released));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs 1 child(ren), got 0", Field::Make("+l", "a").Export());
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "field \"a\": type int32 needs 0 child(ren), got 1",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "schema is released",
+                     SchemaView::Make(&released));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "needs 1 child(ren), got 0",
+                     Field::Make("+l", "a").Export());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "field \"a\": type int32 needs 0 child(ren), got 1",
                      Field::Make("i", "a", {Field::Make("i", "b")}).Export());
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "a map's child must be a struct of two fields",
                      Field::Make("+m", "m", {Field::Make("i", "x")}).Export());
@@ -175,9 +178,11 @@ TEST(SchemaView, RejectsBadTrees) {
       Field::Make("+us:1", "u", {Field::Make("i", "a"), Field::Make("i", "b")}).Export());
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "dictionary indices must be an integer type",
                      Field::Dictionary("d", "u", Field::Make("u", "v")).Export());
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "field \"t\": format \"tsq:\"", Field::Make("tsq:", "t").Export());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "field \"t\": format \"tsq:\"",
+                     Field::Make("tsq:", "t").Export());
   // Found by the ipc_file fuzzer: the width in bits must fit the layout's int32.
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "fixed-size binary width 1895825424 exceeds the largest supported",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "fixed-size binary width 1895825424 exceeds the largest supported",
                      Field::Make("w:1895825424", "w").Export());
   ASSERT_OK(Field::Make("w:268435455", "w").Export().status());
 }
@@ -213,7 +218,8 @@ TEST(ColumnIndices, NamesAndIndicesBecomeSortedIndices) {
   // A column named like a number is that column; other numbers are indices.
   ASSERT_OK_AND_ASSIGN(got, ColumnIndices(schema.get(), {"7", "3"}));
   EXPECT_EQ(got, (std::vector<int32_t>{2, 3}));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "no column named \"z\" (the schema has: x, s, 7, x)",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "no column named \"z\" (the schema has: x, s, 7, x)",
                      ColumnIndices(schema.get(), {"z"}));
   ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "column 4 is out of range (the schema has 4 columns)",
                      ColumnIndices(schema.get(), {"4"}));

@@ -192,7 +192,8 @@ TEST_F(DecoderTest, LimitsAreEnforced) {
   ipc::ReadOptions tiny;
   tiny.max_metadata_bytes = 16;
   ipc::Decoder decoder(tiny);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "exceeds the limit of 16", decoder.Consume(bytes_));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "exceeds the limit of 16",
+                     decoder.Consume(bytes_));
 
   // A huge advertised metadata length is refused before anything is allocated.
   const uint8_t lying[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xF0, 0xFF, 0xFF, 0x7F};
@@ -222,7 +223,8 @@ TEST(DecoderLimitTest, DecompressionIsCapped) {
   ipc::ReadOptions capped;
   capped.max_decompressed_bytes = 100000;
   ipc::Decoder decoder(capped);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 1, field \"x\"", decoder.Consume(bytes));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 1, field \"x\"",
+                     decoder.Consume(bytes));
   ipc::Decoder uncapped;
   ASSERT_OK(uncapped.Consume(bytes));
   EXPECT_EQ(uncapped.bytes_copied(), 160000);
@@ -268,7 +270,8 @@ TEST(MessageBodyLengthTest, ReadsWhatTheWriterAnnounced) {
     EXPECT_EQ(again, sink.body_lengths[i]);
   }
   std::vector<uint8_t> garbage(64, 0xAB);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a valid Message flatbuffer", ipc::MessageBodyLength(garbage));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a valid Message flatbuffer",
+                     ipc::MessageBodyLength(garbage));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a valid Message flatbuffer",
                      ipc::MessageBodyLength(std::span<const uint8_t>()));
 }
@@ -434,7 +437,8 @@ TEST(DecoderProjectionTest, ColumnsOutOfRangeOrOrderAreRefused) {
   ipc::ReadOptions options;
   options.columns = {1, 4};
   ipc::Decoder past(options);
-  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "message 0 (schema): column 4 was asked for, but the schema has 4",
+  ASSERT_RAISES_WITH(StatusCode::kOutOfRange,
+                     "message 0 (schema): column 4 was asked for, but the schema has 4",
                      past.ConsumeMessage(sink.metadata[0].data(),
                                          static_cast<int64_t>(sink.metadata[0].size()), {}));
   options.columns = {2, 1};

@@ -129,7 +129,8 @@ TEST(DeviceBodyTest, ABufferOutsideTheRegionIsRefused) {
   ipc::Decoder decoder(options);
   sink.messages.back().buffers.back().offset = region.size;  // past the end (nonzero length)
   ASSERT_GT(sink.messages.back().buffers.back().length, 0);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "lies outside the region", Feed(decoder, sink, region));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "lies outside the region",
+                     Feed(decoder, sink, region));
 }
 
 }  // namespace

@@ -157,7 +157,8 @@ TEST(IpcReaderTest, FileErrorsNameWhatIsWrong) {
   const uint8_t junk[32] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "does not end with the ARROW1 magic",
                      ipc::FileReader::Open(SharedBytes::Borrow(junk, sizeof(junk))));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "too few", ipc::FileReader::Open(SharedBytes::Borrow(junk, 10)));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "too few",
+                     ipc::FileReader::Open(SharedBytes::Borrow(junk, 10)));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ends before its Schema",
                      ipc::ReadStream(SharedBytes::Borrow(junk, 0)));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "/no/such/file", ipc::ReadPath("/no/such/file"));

@@ -170,7 +170,8 @@ TEST(IpcWriterTest, FileHasMagicFooterAndRandomAccess) {
     std::memcpy(&value, b->children[0]->buffers[1], 8);
     EXPECT_EQ(value, i);
   }
-  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "record batch 3 is outside 0..2", reader.ReadRecordBatch(3));
+  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "record batch 3 is outside 0..2",
+                     reader.ReadRecordBatch(3));
 }
 
 TEST(IpcWriterTest, DictionariesAreSentOnceAndReplacedWhenTheyChange) {
@@ -254,7 +255,8 @@ TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
                      ipc::StreamWriter::Open(&sink, batch.schema(), odd));
   const Field not_struct = Field::Make("l", "x");
   ASSERT_OK_AND_ASSIGN(UniqueSchema s, not_struct.Export());
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "must be a struct", ipc::StreamWriter::Open(&sink, s.get()));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "must be a struct",
+                     ipc::StreamWriter::Open(&sink, s.get()));
   ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, batch.schema()));
   ArrowArray released{};
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL or released", w.WriteBatch(&released));
@@ -317,7 +319,8 @@ TEST(IpcWriterTest, ReleasedDeviceBatchIsRefused) {
   ipc::MemorySink sink;
   ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, batch.schema()));
   ArrowDeviceArray released{};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL or released", w.WriteDeviceBatch(&released));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "NULL or released",
+                     w.WriteDeviceBatch(&released));
 }
 
 // What a MessageSink may keep: pieces of a plain batch are its own buffers (in_place); a

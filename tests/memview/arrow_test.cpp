@@ -37,7 +37,8 @@ TEST(ArrowViews, FixedWidthSlicedIsZeroCopy) {
   EXPECT_EQ(At<int32_t>(v, {2}), 14);
   EXPECT_EQ(v.data, array->view().buffer(1).data + 8);  // points into the array's buffer
   EXPECT_TRUE(v.readonly);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "WRITABLE was requested", ViewOfArray(array, kWritable));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "WRITABLE was requested",
+                     ViewOfArray(array, kWritable));
 }
 
 TEST(ArrowViews, FormatsByType) {
@@ -60,7 +61,8 @@ TEST(ArrowViews, FormatsByType) {
 
 TEST(ArrowViews, NullsAreRefusedUnlessAllowed) {
   auto array = Make(Field::Make("l", "x"), "[1, null, 3]");
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the array has nulls", ViewOfArray(array, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the array has nulls",
+                     ViewOfArray(array, kFormat));
   ASSERT_OK_AND_ASSIGN(MemoryView v, ViewOfArray(array, kFormat, {/*allow_nulls=*/true}));
   EXPECT_EQ(At<int64_t>(v, {2}), 3);
 }
@@ -74,7 +76,8 @@ TEST(ArrowViews, FixedSizeListIsTwoDimensional) {
   EXPECT_EQ(At<int16_t>(v, {0, 0}), 4);
   EXPECT_EQ(At<int16_t>(v, {1, 2}), 9);
   EXPECT_TRUE(IsRowMajorContiguous(v));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "MULTI_DIMENSIONAL was not requested", ViewOfArray(array, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "MULTI_DIMENSIONAL was not requested",
+                     ViewOfArray(array, kFormat));
 }
 
 Field Tensor(const std::string& metadata, int32_t size) {
@@ -95,7 +98,8 @@ TEST(ArrowViews, FixedShapeTensorHonoursPermutation) {
   EXPECT_EQ(At<int32_t>(v, {0, 1, 0}), 1);
   EXPECT_EQ(At<int32_t>(v, {1, 1, 2}), 15);
   EXPECT_TRUE(IsColumnMajorContiguous(v) == false);
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ROW_MAJOR was requested", ViewOfArray(array, kRowMajor | kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ROW_MAJOR was requested",
+                     ViewOfArray(array, kRowMajor | kFormat));
 }
 
 TEST(ArrowViews, TensorEdgeCases) {
@@ -104,12 +108,14 @@ TEST(ArrowViews, TensorEdgeCases) {
   EXPECT_EQ(v.shape, (std::vector<int64_t>{2, 0, 4}));
   EXPECT_EQ(v.n_items(), 0);
   auto with_nulls = Make(Tensor(R"({"shape": [2]})", 2), "[[1, 2], null]");
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has nulls", ViewOfArray(with_nulls, kFormat | kStrides));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has nulls",
+                     ViewOfArray(with_nulls, kFormat | kStrides));
   auto bad = Make(Tensor(R"({"shape": [2, 2]})", 3), "[[1, 2, 3]]");
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "shape has 4 elements but the list size is 3",
                      ViewOfArray(bad, kFormat | kStrides));
   auto bad_perm = Make(Tensor(R"({"shape": [1, 2], "permutation": [0, 0]})", 2), "[[1, 2]]");
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a permutation", ViewOfArray(bad_perm, kFormat | kStrides));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a permutation",
+                     ViewOfArray(bad_perm, kFormat | kStrides));
 }
 
 TEST(ArrowViews, RegisteredExporterKeepsTheArrayAlive) {

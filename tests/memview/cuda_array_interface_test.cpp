@@ -35,18 +35,23 @@ TEST(CudaArrayInterface, RefusesWhatTheProtocolForbids) {
   cai.shape = {2};
   cai.typestr = "<i8";
   cai.stream = 0;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "stream 0 is disallowed", FromCudaArrayInterface(cai, nullptr, 0));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "stream 0 is disallowed",
+                     FromCudaArrayInterface(cai, nullptr, 0));
   cai.stream.reset();
   cai.has_mask = true;
-  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "masks are not supported", FromCudaArrayInterface(cai, nullptr, 0));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "masks are not supported",
+                     FromCudaArrayInterface(cai, nullptr, 0));
   cai.has_mask = false;
   cai.version = 2;
-  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "version 2", FromCudaArrayInterface(cai, nullptr, 0));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "version 2",
+                     FromCudaArrayInterface(cai, nullptr, 0));
   cai.version = 3;
   cai.strides = {8, 8};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "strides and shape differ", FromCudaArrayInterface(cai, nullptr, 0));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "strides and shape differ",
+                     FromCudaArrayInterface(cai, nullptr, 0));
   MemoryView host;
-  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "describes CUDA memory", ToCudaArrayInterface(host));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "describes CUDA memory",
+                     ToCudaArrayInterface(host));
 }
 
 }  // namespace

@@ -90,7 +90,8 @@ TEST_P(DeviceViewConformance, FixedSizeListIsTwoDimensional) {
 TEST_P(DeviceViewConformance, NullsAreCountedOnlyWhenUnknown) {
   FERRY_RESOLVE_OR_SKIP(device, Case());
   auto with_nulls = OnDevice(*device, Field::Make("l", "x"), "[1, null, 3]");
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls", ViewOfDeviceArray(with_nulls, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls",
+                     ViewOfDeviceArray(with_nulls, kFormat));
   ArrowViewOptions allow;
   allow.allow_nulls = true;
   ASSERT_OK_AND_ASSIGN(MemoryView anyway, ViewOfDeviceArray(with_nulls, kFormat, allow));
@@ -98,7 +99,8 @@ TEST_P(DeviceViewConformance, NullsAreCountedOnlyWhenUnknown) {
 
   // An unknown count (-1) is learnt from the bitmap, read through the device.
   with_nulls->array->array.null_count = -1;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls", ViewOfDeviceArray(with_nulls, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls",
+                     ViewOfDeviceArray(with_nulls, kFormat));
   // A slice that skips the null passes: only the visible bits count.
   auto owner = OnDevice(*device, Field::Make("l", "x"), "[1, null, 3, 4, 5, 6, 7, 8, 9, 10]", 2, 8);
   owner->array->array.null_count = -1;
@@ -201,7 +203,8 @@ TEST_F(GuardedEvents, TheViewCarriesTheArraysEvent) {
   // A known null count reads nothing and waits for nothing.
   EXPECT_EQ((*event_)->host_waits, host_waits_);
   owner_->array->array.null_count = -1;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls", ViewOfDeviceArray(owner_, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "has 1 nulls",
+                     ViewOfDeviceArray(owner_, kFormat));
   EXPECT_EQ((*event_)->host_waits, host_waits_ + 1);  // the bitmap is read after the producer
 }
 
@@ -233,10 +236,12 @@ TEST_F(GuardedEvents, WithAStreamTheStreamWaitsAndANewEventIsOwned) {
 // -- Negative cases and the registry ---------------------------------------------------------
 
 TEST(DeviceViews, BadInputGetsClearErrors) {
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "device array is NULL", ViewOfDeviceArray(nullptr, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "device array is NULL",
+                     ViewOfDeviceArray(nullptr, kFormat));
   auto released = std::make_shared<DeviceArrayOwner>();
   ASSERT_OK_AND_ASSIGN(released->schema, Field::Make("i", "x").Export());
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released", ViewOfDeviceArray(released, kFormat));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released",
+                     ViewOfDeviceArray(released, kFormat));
 
   MemoryView v;
   static int32_t data[2] = {1, 2};

@@ -82,8 +82,8 @@ TEST(DLPack, RefusalsAreClear) {
   ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "cannot mark data read-only", ToDLPackLegacy(ro));
   MemoryView odd = Owned("l", 3, false);
   odd.strides = {6};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "stride 6 of dimension 0 is not a multiple of the item size 4",
-                     ToDLPack(odd));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "stride 6 of dimension 0 is not a multiple of the item size 4", ToDLPack(odd));
   MemoryView swapped = Owned(HostIsLittle() ? "l>" : "l<", 3, false);
   ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "native byte order", ToDLPack(swapped));
   MemoryView pair = Owned("l2", 3, false);

@@ -109,20 +109,25 @@ TEST(MemoryView, CheckedPointersReportIndexAndDimension) {
   MemoryView v = View(&data, {2, 3});
   ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "index 3 is out of range [0, 3) in dimension 1",
                      GetItemPointerChecked(v, {1, 3}));
-  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "index -1 is out of range", GetItemPointerChecked(v, {-1, 0}));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "1 indices given for 2 dimensions", GetItemPointerChecked(v, {1}));
+  ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "index -1 is out of range",
+                     GetItemPointerChecked(v, {-1, 0}));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "1 indices given for 2 dimensions",
+                     GetItemPointerChecked(v, {1}));
 }
 
 TEST(MemoryView, RequestFlagsAreEnforced) {
   std::vector<int32_t> data(6);
   MemoryView v = View(&data, {2, 3});
   v.readonly = true;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "WRITABLE was requested but the memory is read-only",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "WRITABLE was requested but the memory is read-only",
                      ConformToRequest(&v, kWritable | kStrides));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "2 dimensions but MULTI_DIMENSIONAL was not requested",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "2 dimensions but MULTI_DIMENSIONAL was not requested",
                      ConformToRequest(&v, kSimple));
   MemoryView t = View(&data, {3, 2}, {4, 12});
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ROW_MAJOR was requested but the view is not row-major contiguous",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "ROW_MAJOR was requested but the view is not row-major contiguous",
                      ConformToRequest(&t, kRowMajor));
   ASSERT_OK(ConformToRequest(&t, kColumnMajor));
   ASSERT_OK(ConformToRequest(&t, kAnyContiguous));
@@ -135,7 +140,8 @@ TEST(MemoryView, RequestFlagsAreEnforced) {
   EXPECT_TRUE(ok.format.empty());   // no FORMAT: unsigned bytes
   MemoryView ind = View(&data, {6});
   ind.sub_offsets = {0};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "INDIRECT was not requested", ConformToRequest(&ind, kStrides));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "INDIRECT was not requested",
+                     ConformToRequest(&ind, kStrides));
 }
 
 TEST(MemoryView, MakeChecksShapeAgainstBytes) {

@@ -52,13 +52,18 @@ TEST(Pep3118, StructsNamesAndPadding) {
 }
 
 TEST(Pep3118, UnsupportedFormsAreClearErrors) {
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "half floats ('e') have no pack-template type at offset 0",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "half floats ('e') have no pack-template type at offset 0",
                      PackFormatFromPep3118("e"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "complex numbers", PackFormatFromPep3118("Zf"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sub-array shapes", PackFormatFromPep3118("(2,2)i"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unterminated 'T{'", PackFormatFromPep3118("T{i"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unmatched '}' at offset 1", PackFormatFromPep3118("i}"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unknown format character 'y'", PackFormatFromPep3118("y"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sub-array shapes",
+                     PackFormatFromPep3118("(2,2)i"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unterminated 'T{'",
+                     PackFormatFromPep3118("T{i"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unmatched '}' at offset 1",
+                     PackFormatFromPep3118("i}"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unknown format character 'y'",
+                     PackFormatFromPep3118("y"));
 }
 
 TEST(Pep3118, FromItemDescRoundTripsLayout) {
@@ -112,7 +117,8 @@ TEST(NumpyTypestr, BothDirections) {
   EXPECT_EQ(*PackFormatFromNumpyTypestr("|V12"), "C12");
   ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "kind 'c'", PackFormatFromNumpyTypestr("<c8"));
   ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "of 2 bytes", PackFormatFromNumpyTypestr("<f2"));
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "bad byte order", PackFormatFromNumpyTypestr("?i4"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "bad byte order",
+                     PackFormatFromNumpyTypestr("?i4"));
 }
 
 }  // namespace

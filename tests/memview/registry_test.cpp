@@ -51,7 +51,8 @@ TEST(ExporterRegistry, NestedGetsThenReleasesKeepCount) {
   EXPECT_EQ(releases, 10);
   EXPECT_EQ(registry.ExportCount(&blob), 0);
   MemoryView stranger;
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not handed out by this registry", registry.Release(&stranger));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not handed out by this registry",
+                     registry.Release(&stranger));
 }
 
 TEST(ExporterRegistry, ReleaseFromAnotherThread) {
@@ -85,9 +86,11 @@ TEST(ExporterRegistry, BasesTagsAndMissingExporters) {
   ASSERT_OK_AND_ASSIGN(MemoryView t, registry.GetByTag("blob", &special, kSimple));
   EXPECT_TRUE(t.format.empty());  // FORMAT not requested: unsigned bytes
   ASSERT_OK(registry.Release(&t));
-  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "tag \"nope\"", registry.GetByTag("nope", &special, kSimple));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "tag \"nope\"",
+                     registry.GetByTag("nope", &special, kSimple));
   // A request the exporter's view cannot meet fails, and what get allocated is released.
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "WRITABLE was requested", registry.Get(special, kWritable));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "WRITABLE was requested",
+                     registry.Get(special, kWritable));
   EXPECT_EQ(releases, 3);
   EXPECT_EQ(registry.ExportCount(&special), 0);
 }

@@ -46,13 +46,15 @@ TEST(Mailbox, AMessageLargerThanTheLimitStillGoesIntoAnEmptyBox) {
 TEST(Mailbox, CloseWakesAWaitingPushWithEpipe) {
   Mailbox box(10);
   ASSERT_OK(box.PushUntagged(Bytes(20)));
-  std::thread late([&] { ASSERT_RAISES_WITH(StatusCode::kUnavailable, "closed", box.PushUntagged(Bytes(1))); });
+  std::thread late(
+      [&] { ASSERT_RAISES_WITH(StatusCode::kUnavailable, "closed", box.PushUntagged(Bytes(1))); });
   std::this_thread::sleep_for(20ms);
   box.Close("gone");
   late.join();
   // What was queued still drains, then the close reason.
   ASSERT_OK(box.PopUntagged(0ms).status());
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "gone while waiting for an untagged message", box.PopUntagged(0ms));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "gone while waiting for an untagged message",
+                     box.PopUntagged(0ms));
 }
 
 TEST(Mailbox, WithoutALimitPushesNeverWait) {

@@ -97,12 +97,14 @@ TEST_P(TransportConformance, TaggedMessagesMatchByTagAndMask) {
   const std::string x = "x";
   const ByteSpan piece{x.data(), 1};
   ASSERT_OK(a_->SendTagged(Tag(1, 9), {&piece, 1}));
-  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", b_->ReceiveTagged(Tag(0, 9), ~uint64_t{0}, 10ms));
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out",
+                     b_->ReceiveTagged(Tag(0, 9), ~uint64_t{0}, 10ms));
   ASSERT_OK(b_->ReceiveTagged(Tag(1, 9), ~uint64_t{0}, 1s).status());
 }
 
 TEST_P(TransportConformance, ReceivesTimeOutWithAClearError) {
-  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for an untagged message", b_->Receive(10ms));
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for an untagged message",
+                     b_->Receive(10ms));
   ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for a tagged message",
                      b_->ReceiveTagged(1, kNumberMask, 10ms));
 }
@@ -122,7 +124,8 @@ TEST_P(TransportConformance, CloseWakesABlockedReceiver) {
     std::this_thread::sleep_for(20ms);
     a_->Close();
   });
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "peer closed", b_->ReceiveTagged(1, kNumberMask, 10s));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "peer closed",
+                     b_->ReceiveTagged(1, kNumberMask, 10s));
   closer.join();
 }
 

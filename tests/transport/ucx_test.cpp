@@ -143,7 +143,8 @@ TEST_F(UcxTransport, AnExpectedBodyThatIsLargerFailsClearly) {
   std::vector<uint8_t> big(1000, 2);
   const ByteSpan piece{big.data(), 1000};
   ASSERT_OK(server_->SendTagged(Tag(0, 3), {&piece, 1}));
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "is larger than the 100 bytes its metadata announces",
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable,
+                     "is larger than the 100 bytes its metadata announces",
                      client_->ReceiveTagged(3, kNumberMask, 5s));
 }
 
@@ -277,7 +278,8 @@ TEST_F(UcxTransport, OverflowingRefsAreRefused) {
 }
 
 TEST_F(UcxTransport, TheTransportsOwnTagIsRefused) {
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the UCX transport's own", server_->SendTagged(ucx_hello_tag, {}));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the UCX transport's own",
+                     server_->SendTagged(ucx_hello_tag, {}));
 }
 
 // Metadata is an Active Message: the client has no business sending one to a server, and a
@@ -286,7 +288,8 @@ TEST_F(UcxTransport, AClientsActiveMessageFailsTheServersConnection) {
   const std::string x = "x";
   const ByteSpan piece{x.data(), 1};
   ASSERT_OK(client_->Send({&piece, 1}));
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "Active Message", server_->ReceiveTagged(1, kNumberMask, 5s));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "Active Message",
+                     server_->ReceiveTagged(1, kNumberMask, 5s));
 }
 
 // Limits a peer cannot lie past: a metadata message or a tagged message over the receiver's
@@ -305,14 +308,16 @@ TEST_F(UcxTransport, MessagesOverTheLimitsFailTheConnection) {
   ASSERT_OK(small->ReceiveTagged(1, kNumberMask, 5s).status());
   const ByteSpan over{big.data(), 1001};
   ASSERT_OK(server->SendTagged(Tag(0, 2), {&over, 1}));
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "1001-byte message tagged 0x0000000000000002, over the limit of 1000",
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable,
+                     "1001-byte message tagged 0x0000000000000002, over the limit of 1000",
                      small->ReceiveTagged(2, kNumberMask, 5s));
 
   ASSERT_OK_AND_ASSIGN(small, ConnectUcx(listener_->address(), options));
   ASSERT_OK_AND_ASSIGN(server, listener_->Accept(5s));
   const ByteSpan meta{big.data(), 101};
   ASSERT_OK(server->Send({&meta, 1}));
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "a metadata message of 101 bytes is over the limit of 100",
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable,
+                     "a metadata message of 101 bytes is over the limit of 100",
                      small->Receive(5s));
 }
 
