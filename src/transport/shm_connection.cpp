@@ -221,7 +221,7 @@ class ShmConnection final : public Connection {
           FERRY_RETURN_NOT_OK(AwaitRoom());
           continue;
         }
-        const Status st = Status::FromErrno(errno, "sending on the shared-memory socket");
+        Status st = Status::FromErrno(errno, "sending on the shared-memory socket");
         if (st.code() == StatusCode::kUnavailable) {
           return Status::Unavailable("the connection is closed (the peer went away)");
         }
