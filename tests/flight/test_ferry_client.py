@@ -180,7 +180,7 @@ def test_columns_are_read_alone_on_every_plane(tmp_path):
     with pa.ipc.new_stream(str(path), table.schema) as w:
         w.write_table(table, max_chunksize=1000)
     for body in ("list", "packed"):
-        with Serve(f"t={path}", "--body", body, tmp=str(tmp_path)) as s:
+        with Serve(f"t={path}", "--body-type", body, tmp=str(tmp_path)) as s:
             client = ferry.flight.connect(s.uri)
             for via in ("shm", "ucx", "grpc"):
                 got = pa.table(client.do_get("t", via=via, columns=["s", "i"]))
@@ -215,7 +215,7 @@ def test_buffer_lists_asks_the_ucx_location_to_lend(tmp_path):
     path = tmp_path / "t.arrows"
     with pa.ipc.new_stream(str(path), table.schema) as w:
         w.write_table(table, max_chunksize=1000)
-    with Serve(f"t={path}", "--body", "list", tmp=str(tmp_path)) as s:
+    with Serve(f"t={path}", "--body-type", "list", tmp=str(tmp_path)) as s:
         client = ferry.flight.connect(s.uri)
 
         def lent():

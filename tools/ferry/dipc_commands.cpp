@@ -122,7 +122,9 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "order");
   cmd->add_option("--partition-bytes", o->partition_bytes,
                   "With --flight: cut each file into endpoints of whole batches of at most this "
-                  "many body bytes (default 0: one endpoint per file)")
+                  "many body bytes (a suffix such as MiB may follow the number; default 0: one "
+                  "endpoint per file)")
+      ->transform(CLI::AsSizeValue(false))
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--transport", o->transport,
                   "shm (one host, the default) or ucx (TCP, any host); with --flight, the one "
@@ -131,7 +133,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_option("--listen", o->listen,
                   "Where to listen: a socket path or @name (shm), host:port (ucx); default: a "
                   "fresh one (ucx: on 127.0.0.1)");
-  cmd->add_option("--body", o->body,
+  cmd->add_option("--body-type", o->body_type,
                   "list: (address, length) pairs the client reads (type 1; a ferry client whose "
                   "reads UCX would emulate gets packed bodies unless it asks for lists); packed: "
                   "whole bodies (type 0)")
@@ -155,17 +157,19 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_flag("-v,--verbose", o->verbose, "Log refused requests and client faults");
   cmd->add_flag("--keep", o->keep,
                 "Write each dataset's bodies into memory of its own once, at start, and serve "
-                "every client from it (memory: the datasets' size). Without it, --body list "
-                "lends each file's own pages (no copy, no memory of its own) and --body packed "
-                "sends a file's bodies from its pages where they lie as sent");
+                "every client from it (memory: the datasets' size). Without it, --body-type "
+                "list lends each file's own pages (no copy, no memory of its own) and --body-type "
+                "packed sends a file's bodies from its pages where they lie as sent");
   cmd->add_option("--device", o->device,
                   "cuda:N: write each dataset's bodies into that GPU's memory once, at start, and "
                   "lend them to clients on this host by CUDA IPC handle (the printed URI; they "
                   "read with --device cuda:N); the host URI, printed on stderr, serves the rest. "
-                  "Needs --body list");
-  cmd->add_option("--region-mb", o->region_mb,
-                  "Shared region size: the most body memory in flight, all clients")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+                  "Needs --body-type list");
+  cmd->add_option("--region-bytes", o->region_bytes,
+                  "The shared region's size in bytes (a suffix such as MiB or GiB may follow the "
+                  "number): the most body bytes in flight, all clients together")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40))
       ->capture_default_str();
   return cmd;
 }
@@ -188,7 +192,7 @@ int RunServe(const ServeOptions& o) {
   dipc::ServerOptions options;
   options.transport = transport;
   options.address = o.listen;
-  options.region_bytes = o.region_mb << 20;
+  options.region_bytes = o.region_bytes;
   options.timeout = Millis(o.timeout_s);
   options.max_clients = o.max_clients;
   if (o.verbose) {
@@ -196,8 +200,8 @@ int RunServe(const ServeOptions& o) {
       std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
     };
   }
-  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body);
-  if (!body.ok()) return Fail("--body", body.status());
+  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
+  if (!body.ok()) return Fail("--body-type", body.status());
   options.body_type = *body;
   Result<std::string> token = ReadToken(o.token_file);
   if (!token.ok()) return Fail("--token-file", token.status());
@@ -268,7 +272,7 @@ int RunServe(const ServeOptions& o) {
       std::fprintf(stderr, "ferry serve: %s host: ferry get %s --ticket %s\n", name.c_str(),
                    (*server)->uri().ToString().c_str(), name.c_str());
     }
-    std::fprintf(stderr, "ferry serve: %s split: ferry get %s --data %s --ticket %s\n",
+    std::fprintf(stderr, "ferry serve: %s split: ferry get %s --data-uri %s --ticket %s\n",
                  name.c_str(), (*server)->metadata_uri(name).ToString().c_str(),
                  (*server)->data_uri(name).ToString().c_str(), name.c_str());
   }

@@ -46,12 +46,12 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       "get", "Read a dataset from a ferry server; progress on a terminal, a summary at the end.");
   cmd->add_option("uri", o->uri,
                   "The URI `ferry serve` printed: a Dissociated IPC URI (shm://, ucx://; the "
-                  "metadata URI with --data), or a Flight server's grpc:// or grpc+tls://")
+                  "metadata URI with --data-uri), or a Flight server's grpc:// or grpc+tls://")
       ->required();
   cmd->add_option("--ticket", o->ticket,
                   "The dataset's name, or the ticket the server issued (needed with a "
                   "Dissociated IPC URI; with a grpc:// URI, a ticket to redeem with DoGet)");
-  cmd->add_option("--data", o->data,
+  cmd->add_option("--data-uri", o->data_uri,
                   "The split shape's data URI (`ferry serve` prints it on stderr): metadata "
                   "and bodies from separate servers");
   cmd->add_option("--to", o->to,
@@ -61,8 +61,9 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
   cmd->add_option("--device", o->device,
                   "Where batches land: cpu, opencl:N, cuda:N, cuda_host:N, cuda_managed:N")
       ->capture_default_str();
-  cmd->add_option("--validation", o->validation, "none, default or full")
-      ->check(CLI::IsMember({"none", "default", "full"}))
+  cmd->add_option("--validation", o->validation,
+                  "Checks on what arrives: none, minimal, default or full")
+      ->check(Parses(ParseValidation))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s,
                   "Seconds the server may stay silent (a stopped server) before the read fails")
@@ -73,8 +74,10 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                   "starting) before failing")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-batch-bytes", o->max_batch_bytes,
-                  "The largest batch body the server may make this client allocate")
+  cmd->add_option("--max-body-bytes", o->max_body_bytes,
+                  "The largest message body (a batch's or a dictionary's, in bytes; a suffix such "
+                  "as MiB or GiB may follow the number) the server may make this client allocate")
+      ->transform(CLI::AsSizeValue(false))
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--buffer-lists", o->buffer_lists,
@@ -109,15 +112,16 @@ int RunGet(const GetOptions& o) {
   options.device = *device;
   options.timeout = Millis(o.timeout_s);
   options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
-  options.max_body_bytes = o.max_batch_bytes;
+  options.max_body_bytes = o.max_body_bytes;
   options.buffer_lists = o.buffer_lists;
-  if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
-  if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
+  Result<ValidationLevel> validation = ParseValidation(o.validation);
+  if (!validation.ok()) return Fail("--validation", validation.status());
+  options.read.validation = *validation;
   const auto start = std::chrono::steady_clock::now();
   std::optional<dipc::Uri> data;
-  if (!o.data.empty()) {
-    Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data);
-    if (!parsed.ok()) return Fail("--data " + o.data, parsed.status());
+  if (!o.data_uri.empty()) {
+    Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data_uri);
+    if (!parsed.ok()) return Fail("--data-uri " + o.data_uri, parsed.status());
     data = std::move(*parsed);
   }
   // Refused before connecting: an existing regular file needs --force (a FIFO or a device is

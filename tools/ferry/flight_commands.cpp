@@ -104,8 +104,9 @@ void AddFlightServeOptions(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--tls-client-ca", o->tls_client_ca,
                   "With --flight: require client certificates signed by this PEM CA");
   cmd->add_option("--max-upload-bytes", o->max_upload_bytes,
-                  "With --flight: the most bytes one DoPut may upload (beyond it nothing is "
-                  "stored)")
+                  "With --flight: the most bytes one DoPut may upload (a suffix such as GiB may "
+                  "follow the number; beyond it nothing is stored)")
+      ->transform(CLI::AsSizeValue(false))
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--ticket-ttl", o->ticket_ttl_s,

@@ -19,6 +19,7 @@
 #include "ferry/format/schema_view.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "flight_commands.hpp"
+#include "parses.hpp"
 
 namespace ferry::cli {
 
@@ -177,14 +178,14 @@ int Serve(const ServeOptions& o) {
   options.ucx_address = o.ucx_listen;
   options.max_upload_bytes = o.max_upload_bytes;
   options.ticket_ttl = std::chrono::seconds(static_cast<int64_t>(o.ticket_ttl_s));
-  options.plane.region_bytes = o.region_mb << 20;
+  options.plane.region_bytes = o.region_bytes;
   options.plane.timeout = Millis(o.timeout_s);
   options.plane.max_clients = o.max_clients;
-  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body);
-  if (!body.ok()) return Fail("--body", body.status());
+  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
+  if (!body.ok()) return Fail("--body-type", body.status());
   options.plane.body_type = *body;
   if (o.keep && *body == dipc::BodyType::kPacked) {
-    return Fail("--keep", Status::Invalid("keeping datasets needs --body list"));
+    return Fail("--keep", Status::Invalid("keeping datasets needs --body-type list"));
   }
   if (o.verbose) {
     options.log = [](const std::string& line) {
@@ -250,8 +251,9 @@ int Get(const GetOptions& o) {
   options.device = *device;
   options.parallel = o.parallel;
   options.buffer_lists = o.buffer_lists;
-  if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
-  if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
+  Result<ValidationLevel> validation = ParseValidation(o.validation);
+  if (!validation.ok()) return Fail("--validation", validation.status());
+  options.read.validation = *validation;
   Result<UniqueDeviceArrayStream> stream = Status::OK();
   if (o.columns.empty()) {
     stream = o.path.empty() ? (*client)->DoGet(o.ticket, options) : (*client)->Get(o.path, options);
