@@ -12,7 +12,9 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "dipc_commands.hpp"
 #include "ferry/core/stream_adapter.hpp"
@@ -37,6 +39,24 @@ int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
   Result<DeviceArrayView> view = DeviceArrayView::Make(schema);
   if (!view.ok() || !view->SetArray(batch).ok()) return 0;
   return ViewBytes(view->array_view());
+}
+
+// --columns as a Dissociated IPC read takes them: field indices, increasing, each once. A name
+// is refused: the projection is fixed before the schema arrives, so nothing could resolve it.
+Result<std::vector<int32_t>> ColumnIndicesOf(const std::vector<std::string>& columns) {
+  std::vector<int32_t> out;
+  for (const std::string& c : columns) {
+    if (c.empty() || c.size() > 9 || c.find_first_not_of("0123456789") != std::string::npos) {
+      return Status::Invalid("\"" + c +
+                             "\" is not a column index: a Dissociated IPC read takes indices "
+                             "(0 is the first column); names need a grpc:// URI and --path, "
+                             "whose FlightInfo carries the schema");
+    }
+    out.push_back(static_cast<int32_t>(std::stol(c)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace
@@ -84,6 +104,11 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                 "Ask a ferry server over UCX to lend buffer lists (type 1) where it would send "
                 "packed bodies, since UCX would emulate this client's reads (TCP, or one host "
                 "before UCX 1.16); --columns implies it");
+  cmd->add_option("--columns", o->columns,
+                  "Read only these columns, comma-separated, in the schema's order: indices (0 is "
+                  "the first), or with --path names too; only their buffers are fetched from "
+                  "type-1 bodies")
+      ->delimiter(',');
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
   return cmd;
 }
@@ -114,6 +139,12 @@ int RunGet(const GetOptions& o) {
   options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
   options.max_body_bytes = o.max_body_bytes;
   options.buffer_lists = o.buffer_lists;
+  if (!o.columns.empty()) {
+    // An index past the schema's last column fails the connect, naming both.
+    Result<std::vector<int32_t>> columns = ColumnIndicesOf(o.columns);
+    if (!columns.ok()) return Fail("--columns", columns.status());
+    options.read.columns = std::move(*columns);
+  }
   Result<ValidationLevel> validation = ParseValidation(o.validation);
   if (!validation.ok()) return Fail("--validation", validation.status());
   options.read.validation = *validation;

@@ -25,7 +25,7 @@ struct FlightOptions {
 
 /// Register --flight and its options (TLS, upload limit, ticket lifetime) on `serve`.
 void AddFlightServeOptions(CLI::App* serve, ServeOptions* options);
-/// Register --path, --via, --token-file, --tls-roots and -v on `get`.
+/// Register --path, --via, --parallel, --token-file, --tls-roots and -v on `get`.
 void AddFlightGetOptions(CLI::App* get, GetOptions* options);
 /// Register `list` and `put`, filling `options`; returns them.
 CLI::App* AddListCommand(CLI::App& app, FlightOptions* options);
