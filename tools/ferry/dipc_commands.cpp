@@ -30,6 +30,36 @@ namespace {
 // How long a stopping server waits for its sessions to end on their own.
 constexpr std::chrono::milliseconds kStopGrace{250};
 
+// Refuse, by name, what a server without --flight would ignore: the Flight server's options, and
+// those that do nothing beside the others given.
+int RefuseIgnoredServeOptions(const ServeOptions& o) {
+  const std::string flight = ": it needs --flight";
+  if (const int rc = RefuseGiven(
+          o.given,
+          {{"--tls-cert", "serves Arrow Flight over TLS" + flight},
+           {"--tls-key", "serves Arrow Flight over TLS" + flight},
+           {"--tls-client-ca", "asks Arrow Flight clients for certificates" + flight},
+           {"--max-upload-bytes", "bounds an Arrow Flight DoPut" + flight},
+           {"--ticket-ttl", "sets how long a ticket from GetFlightInfo stays valid" + flight},
+           {"--ucx-listen",
+            "places a Flight server's UCX plane" + flight + " (--listen places this server)"},
+           {"--peer", "federates Arrow Flight servers" + flight},
+           {"--peers-file", "federates Arrow Flight servers" + flight},
+           {"--peer-timeout", "bounds a federated Flight server's peers" + flight},
+           {"--allow-partial", "answers without a Flight server's silent peers" + flight},
+           {"--peer-tls-roots", "trusts a Flight server's grpc+tls:// peers" + flight},
+           {"--partition-bytes", "partitions are a Flight's endpoints: use it with --flight"}});
+      rc != 0) {
+    return rc;
+  }
+  if (!o.device.empty() && o.device != "cpu") {
+    return RefuseGiven(o.given, {{"--keep",
+                                  "--device keeps the bodies in the GPU's memory already, and the "
+                                  "host URI serves them from the shared region"}});
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::chrono::milliseconds Millis(double seconds) {
@@ -153,7 +183,8 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                 "Listen beyond loopback without a token (anyone who reaches the port may read "
                 "every dataset, and over UCX the server's memory)");
   cmd->add_flag("--print-ticket", o->print_ticket,
-                "Print an issued ticket after each URI (NAME URI TICKET), for scripts");
+                "Print an issued ticket after each URI (NAME URI TICKET), for scripts; not "
+                "with --flight, whose tickets come from GetFlightInfo");
   cmd->add_flag("-v,--verbose", o->verbose, "Log refused requests and client faults");
   cmd->add_flag("--keep", o->keep,
                 "Write each dataset's bodies into memory of its own once, at start, and serve "
@@ -164,7 +195,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "cuda:N: write each dataset's bodies into that GPU's memory once, at start, and "
                   "lend them to clients on this host by CUDA IPC handle (the printed URI; they "
                   "read with --device cuda:N); the host URI, printed on stderr, serves the rest. "
-                  "Needs --body-type list");
+                  "Needs --body-type list; not with --flight");
   cmd->add_option("--region-bytes", o->region_bytes,
                   "The shared region's size in bytes (a suffix such as MiB or GiB may follow the "
                   "number): the most body bytes in flight, all clients together")
@@ -183,6 +214,9 @@ int RunServe(const ServeOptions& o) {
   if (!o.flight.empty()) return RunFlightServe(o);
   if (o.datasets.empty()) return Fail("serve", Status::Invalid("name at least one NAME=FILE"));
   if (o.transport == "grpc") return Fail("--transport grpc", Status::Invalid("needs --flight"));
+  Result<std::string> token = ReadToken(o.token_file);
+  if (!token.ok()) return Fail("--token-file", token.status());
+  if (const int rc = RefuseIgnoredServeOptions(o); rc != 0) return rc;
   const std::string transport = o.transport.empty() ? "shm" : o.transport;
   if (o.listen.find("://") != std::string::npos) {
     return Fail("--listen " + o.listen,
@@ -203,8 +237,6 @@ int RunServe(const ServeOptions& o) {
   Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
   if (!body.ok()) return Fail("--body-type", body.status());
   options.body_type = *body;
-  Result<std::string> token = ReadToken(o.token_file);
-  if (!token.ok()) return Fail("--token-file", token.status());
   options.token = *token;
   if (transport == "ucx" && options.token.empty() && !o.insecure &&
       !ListensOnLoopbackOnly(o.listen)) {
@@ -212,10 +244,6 @@ int RunServe(const ServeOptions& o) {
                 Status(EACCES,
                        "a UCX listener beyond loopback needs a token (--token-file or "
                        "FERRY_TOKEN), or --insecure"));
-  }
-  if (o.partition_bytes > 0) {
-    return Fail("--partition-bytes", Status::Invalid("partitions are a Flight's endpoints: use it "
-                                                     "with --flight"));
   }
   std::vector<std::pair<std::string, std::shared_ptr<dipc::Dataset>>> datasets;
   for (const std::string& spec : o.datasets) {

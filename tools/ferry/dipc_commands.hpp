@@ -10,6 +10,7 @@
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/format/array_view.hpp"
+#include "given_options.hpp"
 #include "wait_for_signal.hpp"
 
 namespace ferry::cli {
@@ -62,6 +63,8 @@ struct ServeOptions {
   double peer_timeout_s = 2;
   bool allow_partial = false;
   std::string peer_tls_roots;
+  /// The options the command line gave, to refuse those the chosen mode would ignore.
+  Given given;
 };
 
 /// Options of `ferry get`.
@@ -95,6 +98,8 @@ struct GetOptions {
   std::string token_file;
   std::string tls_roots;
   bool verbose = false;
+  /// The options the command line gave, to refuse those the URI's scheme would ignore.
+  Given given;
 };
 
 /// Register `serve` and `get` on `app`, filling the options; returns the two subcommands.

@@ -59,6 +59,30 @@ Result<std::vector<int32_t>> ColumnIndicesOf(const std::vector<std::string>& col
   return out;
 }
 
+// Refuse, by name, what a Dissociated IPC read would ignore: a Flight client's options, and
+// --buffer-lists where the bodies come over shared memory (only a UCX server sends a client
+// packed bodies in place of lists).
+int RefuseIgnoredOptions(const GetOptions& o, const std::string& bodies_scheme) {
+  const std::string flight = ": it needs a grpc:// URI";
+  if (const int rc = RefuseGiven(
+          o.given,
+          {{"--path", "names a flight" + flight + " (a Dissociated IPC URI takes --ticket)"},
+           {"--via", "chooses among a flight's locations" + flight},
+           {"--parallel", "reads a flight's endpoints at once" + flight},
+           {"--token-file", "authenticates to an Arrow Flight server" + flight +
+                                " (a Dissociated IPC server with a token honours the tickets it "
+                                "issued: pass one to --ticket)"},
+           {"--tls-roots", "trusts a grpc+tls:// server" + flight}});
+      rc != 0) {
+    return rc;
+  }
+  if (bodies_scheme != "shm") return 0;
+  return RefuseGiven(o.given, {{"--buffer-lists",
+                                "asks a UCX server for buffer lists where it would send packed "
+                                "bodies, and over shm:// a server of type-1 bodies always lends "
+                                "them"}});
+}
+
 }  // namespace
 
 CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
@@ -154,6 +178,9 @@ int RunGet(const GetOptions& o) {
     Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data_uri);
     if (!parsed.ok()) return Fail("--data-uri " + o.data_uri, parsed.status());
     data = std::move(*parsed);
+  }
+  if (const int rc = RefuseIgnoredOptions(o, data ? data->scheme : uri->scheme); rc != 0) {
+    return rc;
   }
   // Refused before connecting: an existing regular file needs --force (a FIFO or a device is
   // written in place).

@@ -66,9 +66,13 @@ int Run(int argc, char** argv) {
   cat_cmd->add_option("input", ipc.input, "IPC stream or file")
       ->required()
       ->check(CLI::ExistingFile);
-  cat_cmd->add_option("--limit", ipc.limit, "Rows shown per batch (-1: all)")
-      ->capture_default_str();
-  cat_cmd->add_flag("--json", ipc.json, "Print Arrow integration JSON (the arrow-testing format)");
+  CLI::Option* limit =
+      cat_cmd->add_option("--limit", ipc.limit, "Rows shown per batch (-1: all); not with --json")
+          ->capture_default_str();
+  cat_cmd
+      ->add_flag("--json", ipc.json,
+                 "Print Arrow integration JSON (the arrow-testing format), which holds every row")
+      ->excludes(limit);
   CLI::App* convert_cmd = app.add_subcommand(
       "convert", "Rewrite an IPC stream or file in another format, compression or alignment.");
   convert_cmd->add_option("input", ipc.input, "IPC stream or file")
@@ -102,6 +106,9 @@ int Run(int argc, char** argv) {
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
+  serve.given = ferry::cli::GivenOptions(*serve_cmd);
+  get.given = ferry::cli::GivenOptions(*get_cmd);
+  flight.given = ferry::cli::GivenOptions(*list_cmd ? *list_cmd : *put_cmd);
   if (*version_cmd) {
     std::printf("ferry %s\n", ferry::Version());
     return 0;
