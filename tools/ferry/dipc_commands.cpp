@@ -225,7 +225,7 @@ int RunServe(const ServeOptions& o) {
   }
   dipc::ServerOptions options;
   options.transport = transport;
-  options.address = o.listen;
+  options.listen = o.listen;
   options.region_bytes = o.region_bytes;
   options.timeout = Millis(o.timeout_s);
   options.max_clients = o.max_clients;

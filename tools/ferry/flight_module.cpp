@@ -233,7 +233,7 @@ int Serve(const ServeOptions& o) {
     options.peer_tls_roots = std::move(*roots);
   }
   options.keep = o.keep;
-  options.ucx_address = o.ucx_listen;
+  options.ucx_listen = o.ucx_listen;
   options.max_upload_bytes = o.max_upload_bytes;
   options.ticket_ttl = std::chrono::seconds(static_cast<int64_t>(o.ticket_ttl_s));
   options.plane.region_bytes = o.region_bytes;
