@@ -1,15 +1,17 @@
 """`ferry get` from a `ferry serve` process over the Dissociated IPC planes (shm://, ucx://), with
 the options that shape the read. The oracle is pyarrow: what a projected read writes equals
 pyarrow's own selection of the same columns (`Table.select`) of the table the server was given."""
+import os
 import signal
 import subprocess
+import time
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
 from cli_support import write_ipc
-from ferry_process import ServeProcess
+from ferry_process import ServeProcess, on_terminal
 
 # The planes and body shapes a server offers: (transport, body type, --keep).
 SHAPES = [("shm", "list", False), ("shm", "list", True), ("shm", "packed", False),
@@ -123,3 +125,75 @@ def test_a_column_name_or_an_index_past_the_schema_is_refused(run, tmp_path, tab
                 "--no-progress")
         assert r.returncode == 2
         assert f"the schema has {table.num_columns} columns" in r.stderr, r.stderr
+
+
+def largest_body(path):
+    """The largest message body of an IPC stream, as pyarrow's own reader measures it."""
+    largest = 0
+    with open(path, "rb") as f:
+        reader = ipc.MessageReader.open_stream(f)
+        while True:
+            try:
+                message = reader.read_next_message()
+            except StopIteration:
+                return largest
+            largest = max(largest, message.body.size if message.body is not None else 0)
+
+
+@pytest.mark.parametrize("transport,body", [("shm", "list"), ("ucx", "packed")])
+def test_max_body_bytes_refuses_a_larger_body(run, tmp_path, transport, body):
+    # One int64 column without nulls, in batches of a multiple of 8 rows: a body is its values
+    # alone, with no padding that a server might count apart from pyarrow.
+    table = pa.table({"x": pa.array(range(300_000), pa.int64())})
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=100_000)
+    limit = largest_body(path)
+    assert limit == 100_000 * 8
+    with Served(tmp_path, path, "--transport", transport, "--body-type", body) as server:
+        r = run("get", server.uri, "--ticket", "t", "--max-body-bytes", limit - 1, "--no-progress")
+        assert r.returncode == 2
+        assert f"a {limit}-byte body, over the limit of {limit - 1} bytes" in r.stderr, r.stderr
+        out = tmp_path / "got.arrows"
+        r = run("get", server.uri, "--ticket", "t", "--max-body-bytes", limit, "--to", out,
+                "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert ipc.open_stream(str(out)).read_all().equals(table)
+
+
+def _sleeping(pid):
+    """Whether process `pid` sleeps on a timer now (its connect loop between two attempts)."""
+    with open(f"/proc/{pid}/wchan") as f:
+        return "nanosleep" in f.read()
+
+
+def test_connect_timeout_waits_for_a_server_still_starting(ferry_cli, tmp_path, table):
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=1200)
+    listen = f"@ferry-connect-timeout-{os.getpid()}"
+    # The URI a server on this address prints, which stays the same when it starts again.
+    with ServeProcess(["--listen", listen, f"t={path}"], tmp=str(tmp_path)) as first:
+        uri = first.first_line().split()[1]
+    out = tmp_path / "got.arrows"
+    client = subprocess.Popen([ferry_cli, "get", uri, "--ticket", "t", "--connect-timeout", "60",
+                               "--to", str(out), "--no-progress"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Nothing listens: the client was refused and waits to try again (a timer in /proc).
+        deadline = time.monotonic() + 30
+        while not _sleeping(client.pid):
+            assert client.poll() is None, client.communicate()
+            assert time.monotonic() < deadline, "the client never waited to connect again"
+        with ServeProcess(["--listen", listen, f"t={path}"], tmp=str(tmp_path)) as server:
+            assert server.first_line().split()[1] == uri
+            stdout, stderr = client.communicate(timeout=60)
+    finally:
+        client.kill()
+    assert client.returncode == 0, stderr
+    assert ipc.open_stream(str(out)).read_all().equals(table)
+
+
+def test_no_progress_leaves_a_terminal_without_a_bar(ferry_cli, tmp_path, table):
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=1200)
+    with Served(tmp_path, path) as server:
+        bar = on_terminal([ferry_cli, "get", server.uri, "--ticket", "t"])
+        quiet = on_terminal([ferry_cli, "get", server.uri, "--ticket", "t", "--no-progress"])
+    assert "\rferry get: " in bar or "\r\x1b[Kferry get: " in bar, repr(bar)
+    assert "ferry get: " not in quiet, repr(quiet)
