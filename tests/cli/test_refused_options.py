@@ -30,8 +30,12 @@ CASES = [
     (SERVE, ["--peer-tls-roots", "{path}"], "needs --flight"),
     (SERVE, ["--partition-bytes", "1MiB"], "use it with --flight"),
     (SERVE, ["--ticket-ttl", "5"], "needs --flight"),
-    # ... and --keep beside --device, which keeps the bodies already.
+    # ... --insecure where nothing listens beyond this host; --keep beside --device, which keeps
+    # the bodies already; --device with packed bodies, which it cannot lend.
+    (SERVE, ["--insecure"], "from this host only"),
+    (SERVE + ["--transport", "shm"], ["--insecure"], "from this host only"),
     (SERVE + ["--device", "cuda:0"], ["--keep"], "GPU's memory"),
+    (SERVE + ["--body-type", "packed"], ["--device", "cuda:0"], "needs --body-type list"),
     # A Flight server: a plain server's options; the planes' options with no plane; the peers'
     # options with no peer; a client CA without TLS.
     (FLIGHT, ["--device", "cuda:0"], "without --flight"),

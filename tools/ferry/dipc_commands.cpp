@@ -52,7 +52,22 @@ int RefuseIgnoredServeOptions(const ServeOptions& o) {
       rc != 0) {
     return rc;
   }
+  const std::string transport = o.transport.empty() ? "shm" : o.transport;
+  if (transport == "shm") {
+    if (const int rc = RefuseGiven(o.given, {{"--insecure",
+                                              "lets a UCX listener beyond loopback go without a "
+                                              "token, and a shm server is reached from this host "
+                                              "only"}});
+        rc != 0) {
+      return rc;
+    }
+  }
   if (!o.device.empty() && o.device != "cpu") {
+    const Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
+    if (body.ok() && *body != dipc::BodyType::kBufferList) {
+      return Fail("--device", Status::Invalid("lends bodies by CUDA IPC handle, which needs "
+                                              "--body-type list"));
+    }
     return RefuseGiven(o.given, {{"--keep",
                                   "--device keeps the bodies in the GPU's memory already, and the "
                                   "host URI serves them from the shared region"}});
@@ -181,7 +196,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "server issued are honoured");
   cmd->add_flag("--insecure", o->insecure,
                 "Listen beyond loopback without a token (anyone who reaches the port may read "
-                "every dataset, and over UCX the server's memory)");
+                "every dataset, and over UCX the server's memory); for a UCX or Flight listener");
   cmd->add_flag("--print-ticket", o->print_ticket,
                 "Print an issued ticket after each URI (NAME URI TICKET), for scripts; not "
                 "with --flight, whose tickets come from GetFlightInfo");

@@ -115,7 +115,7 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to keep trying while nothing listens at the URI (a server still "
-                  "starting) before failing")
+                  "starting) before failing; at most --timeout")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-body-bytes", o->max_body_bytes,
