@@ -229,8 +229,6 @@ int RunServe(const ServeOptions& o) {
   if (!o.flight.empty()) return RunFlightServe(o);
   if (o.datasets.empty()) return Fail("serve", Status::Invalid("name at least one NAME=FILE"));
   if (o.transport == "grpc") return Fail("--transport grpc", Status::Invalid("needs --flight"));
-  Result<std::string> token = ReadToken(o.token_file);
-  if (!token.ok()) return Fail("--token-file", token.status());
   if (const int rc = RefuseIgnoredServeOptions(o); rc != 0) return rc;
   const std::string transport = o.transport.empty() ? "shm" : o.transport;
   if (o.listen.find("://") != std::string::npos) {
@@ -252,6 +250,8 @@ int RunServe(const ServeOptions& o) {
   Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
   if (!body.ok()) return Fail("--body-type", body.status());
   options.body_type = *body;
+  Result<std::string> token = ReadToken(o.token_file);
+  if (!token.ok()) return Fail("--token-file", token.status());
   options.token = *token;
   if (transport == "ucx" && options.token.empty() && !o.insecure &&
       !ListensOnLoopbackOnly(o.listen)) {
