@@ -107,7 +107,8 @@ def test_metadata_and_bodies_on_two_connections(tmp_path, transport):
     try:
         line = server.proc.stderr.readline()
         assert line.startswith("ferry serve: t split: ferry get "), line
-        meta_uri, data_uri = line.split("ferry get ", 1)[1].split(" --ticket")[0].split(" --data-uri ")
+        shown = line.split("ferry get ", 1)[1].split(" --ticket")[0]
+        meta_uri, data_uri = shown.split(" --data-uri ")
         assert data_uri.startswith(transport + "://") and data_uri != meta_uri
         out = tmp_path / "got.arrows"
         r = get(meta_uri, "t", "--data-uri", data_uri, "--to", str(out))
