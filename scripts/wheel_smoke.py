@@ -49,7 +49,7 @@ with tempfile.TemporaryDirectory() as tmp:
         w.write_table(table, max_chunksize=10_000)
     for transport in ("shm", "ucx"):
         for body in ("list", "packed"):
-            with ServeProcess(["--transport", transport, "--body", body, f"t={src}"], cli=cli,
+            with ServeProcess(["--transport", transport, "--body-type", body, f"t={src}"], cli=cli,
                               tmp=tmp) as server:
                 name, uri = server.first_line().split()[:2]  # "NAME URI"
                 assert name == "t", name

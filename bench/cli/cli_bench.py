@@ -84,7 +84,7 @@ class Sampler(threading.Thread):
 
 
 def serve(cli, transport, body, path):
-    proc = subprocess.Popen([cli, "serve", "--transport", transport, "--body", body, f"t={path}"],
+    proc = subprocess.Popen([cli, "serve", "--transport", transport, "--body-type", body, f"t={path}"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if not line:

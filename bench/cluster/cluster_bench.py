@@ -172,7 +172,7 @@ def one_stream(hosts, path, rounds, tmp):
     try:
         for keep in (False, True):
             s = ServeProcess(["--transport", "ucx", "--listen", f"{hosts['a'].ip}:0", "--insecure",
-                              "--body", "packed", *(["--keep"] if keep else []), f"t={path}"],
+                              "--body-type", "packed", *(["--keep"] if keep else []), f"t={path}"],
                              tmp=str(tmp), wrap=hosts["a"].wrap)
             servers["kept" if keep else "file"] = (s, s.first_line().split()[-1])
 

@@ -74,7 +74,7 @@ def run_clients(n, uri, wrap, extra=()):
 def serve(plane, body, path, hosts):
     """A server of `path` as dataset t on `plane` with `body` bodies, and the wrap its clients
     run under."""
-    args = ["--body", "list" if body == "list-asked" else body]
+    args = ["--body-type", "list" if body == "list-asked" else body]
     wrap_server, wrap_client = (), ()
     if plane == "shm":
         args += ["--transport", "shm"]

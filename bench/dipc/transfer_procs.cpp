@@ -179,7 +179,7 @@ int ServerMain(int argc, char** argv) {
   } else {
     dipc::ServerOptions o;
     o.transport = transport;
-    if (transport == "ucx") o.address = "127.0.0.1:0";
+    if (transport == "ucx") o.listen = "127.0.0.1:0";
     o.body_type = body[0] == '0' ? dipc::BodyType::kPacked : dipc::BodyType::kBufferList;
     server = Value(dipc::Server::Start(o), "starting the server");
     auto dataset =

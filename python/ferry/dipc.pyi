@@ -130,9 +130,9 @@ class Server:
     """
 
     @staticmethod
-    def start(transport: str = 'shm', address: str = '', *, body_type: str = 'list', region_bytes: int = 268435456, timeout: float = 30.0, max_clients: int = 256, compression: str | None = None, alignment: int = 8, want_data_tag: int = 4294967296, free_data_tag: int = 8589934592) -> Server:
+    def start(transport: str = 'shm', listen: str = '', *, body_type: str = 'list', region_bytes: int = 268435456, timeout: float = 30.0, max_clients: int = 256, compression: str | None = None, alignment: int = 8, want_data_tag: int = 4294967296, free_data_tag: int = 8589934592) -> Server:
         """
-        Start serving. transport: 'shm' or 'ucx'; address: a socket path, '@name' (an abstract socket) or host:port, empty for a fresh one; body_type: 'list' (clients read bodies in place from the shared region) or 'packed' (each body one message); region_bytes: the most body bytes in flight, all clients together; timeout: seconds the server waits on a client (its request, room for its bodies, its frees, each send); max_clients: the most clients served at once; compression: None, 'lz4' or 'zstd'.
+        Start serving. transport: 'shm' or 'ucx'; listen: a socket path, '@name' (an abstract socket) or host:port, empty for a fresh one; body_type: 'list' (clients read bodies in place from the shared region) or 'packed' (each body one message); region_bytes: the most body bytes in flight, all clients together; timeout: seconds the server waits on a client (its request, room for its bodies, its frees, each send); max_clients: the most clients served at once; compression: None, 'lz4' or 'zstd'.
         """
 
     def add(self, name: str, data: object, schema: object | None = None) -> None:

@@ -479,7 +479,7 @@ def from_dlpack(obj, versioned=True):
 
 
 class FerryIpcReadOptions(ctypes.Structure):
-    _fields_ = [("validation_level", ctypes.c_int32), ("max_decompressed_bytes", ctypes.c_int64)]
+    _fields_ = [("validation", ctypes.c_int32), ("max_decompressed_bytes", ctypes.c_int64)]
 
 
 class FerryIpcWriteOptions(ctypes.Structure):

@@ -43,7 +43,7 @@ def test_a_served_file_is_lent_in_place(tmp_path, transport):
     src = tmp_path / "t.arrow"
     write_file(src, table, 50_000)
     size_kib = src.stat().st_size // 1024
-    server = Server("--transport", transport, "--body", "list", f"t={src}")
+    server = Server("--transport", transport, "--body-type", "list", f"t={src}")
     try:
         want = pa.ipc.open_file(str(src)).read_all()
         before = None
@@ -72,7 +72,7 @@ def test_a_compressed_file_is_copied_per_client_and_counted(tmp_path):
     table = mixed_table(50_000)
     src = tmp_path / "t.arrow"
     write_file(src, table, 10_000, compression="lz4")
-    server = Server("--transport", "shm", "--body", "list", "-v", f"t={src}")
+    server = Server("--transport", "shm", "--body-type", "list", "-v", f"t={src}")
     try:
         out = tmp_path / "got.arrows"
         r = get(server.uris["t"], "t", "--to", str(out))
@@ -98,11 +98,11 @@ def plain_table(rows):
 
 
 def serve_packed(tmp_path, table, transport="shm", validation="full", clients=1, compression=None):
-    """Serve `table` from a file (10,000-row batches) with --body packed to `clients` gets, each
+    """Serve `table` from a file (10,000-row batches) with --body-type packed to `clients` gets, each
     equal to `table`; returns the server's summary."""
     src = tmp_path / "t.arrow"
     write_file(src, table, 10_000, compression=compression)
-    server = Server("--transport", transport, "--body", "packed", f"t={src}")
+    server = Server("--transport", transport, "--body-type", "packed", f"t={src}")
     try:
         for i in range(clients):
             out = tmp_path / f"got{i}.arrows"
@@ -118,7 +118,7 @@ def serve_packed(tmp_path, table, transport="shm", validation="full", clients=1,
 @pytest.mark.parametrize("transport", ["shm", "ucx"])
 @pytest.mark.parametrize("validation", ["default", "full"])
 def test_packed_bodies_are_sent_whole_from_the_file(tmp_path, transport, validation):
-    """With --body packed a file's bodies leave the server as they lie in the file: one range
+    """With --body-type packed a file's bodies leave the server as they lie in the file: one range
     of its pages a batch (UCX then moves it by rendezvous with one copy), counted in the
     summary, and what the client decodes equals pyarrow's read of the file."""
     log = serve_packed(tmp_path, plain_table(30_000), transport, validation, clients=2)

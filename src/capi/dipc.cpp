@@ -82,7 +82,7 @@ FerryErrorCode FerryDipcServerStart(const struct FerryDipcServerOptions* options
     ferry::dipc::ServerOptions o;
     if (options != nullptr) {
       if (options->transport != nullptr) o.transport = options->transport;
-      if (options->address != nullptr) o.address = options->address;
+      if (options->listen != nullptr) o.listen = options->listen;
       if (options->body_type != FERRY_DIPC_BODY_PACKED &&
           options->body_type != FERRY_DIPC_BODY_BUFFER_LIST) {
         return Status::Invalid("unknown body type " + std::to_string(options->body_type));

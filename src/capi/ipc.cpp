@@ -16,10 +16,10 @@ namespace {
 ferry::Result<ferry::ipc::ReadOptions> ReadOptionsOf(const FerryIpcReadOptions* in) {
   ferry::ipc::ReadOptions o;
   if (in == nullptr) return o;
-  if (in->validation_level < 0 || in->validation_level > 3) {
-    return Status::Invalid("unknown validation level " + std::to_string(in->validation_level));
+  if (in->validation < 0 || in->validation > 3) {
+    return Status::Invalid("unknown validation level " + std::to_string(in->validation));
   }
-  o.validation = static_cast<ferry::ValidationLevel>(in->validation_level);
+  o.validation = static_cast<ferry::ValidationLevel>(in->validation);
   if (in->max_decompressed_bytes < 0) {
     return Status::Invalid("max_decompressed_bytes is negative");
   }

@@ -223,7 +223,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   // Packed bodies lend no memory: no client may reach this process's memory.
   limits.remote_memory = options.body_type == BodyType::kBufferList;
   FERRY_ASSIGN_OR_RAISE(state->listener,
-                        transport::Listen(options.transport, options.address, limits));
+                        transport::Listen(options.transport, options.listen, limits));
   if (options.body_type == BodyType::kBufferList) {
     // Registered before any URI is handed out: the URI carries its key.
     FERRY_ASSIGN_OR_RAISE(state->region, state->listener->CreateRegion(options.region_bytes));

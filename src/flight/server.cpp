@@ -197,9 +197,9 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     dipc::ServerOptions p = options.plane;
     p.transport = transport;
     if (transport == "shm") {
-      p.address = options.shm_address;
+      p.listen = options.shm_listen;
     } else {
-      p.address = options.ucx_address.empty() ? HostOf(options.listen) + ":0" : options.ucx_address;
+      p.listen = options.ucx_listen.empty() ? HostOf(options.listen) + ":0" : options.ucx_listen;
     }
     p.token = options.token;
     p.tickets = state->tickets;

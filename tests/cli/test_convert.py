@@ -66,7 +66,7 @@ def source(tmp_path_factory):
 def test_every_pair_reads_back_equal_in_pyarrow(run, tmp_path, source, fmt, codec, alignment):
     table, path = source
     out = tmp_path / f"out.{fmt}"
-    r = run("convert", path, out, "--to", fmt, "--compression", codec, "--alignment", alignment)
+    r = run("convert", path, out, "--format", fmt, "--compression", codec, "--alignment", alignment)
     assert r.returncode == 0, r.stderr
     assert re.match(rf"^{re.escape(path)} -> {re.escape(str(out))}: 4 batches, \d+ bytes "
                     rf"\({fmt}, {codec}, alignment {alignment}\)$", r.stdout.strip()), r.stdout
@@ -102,9 +102,9 @@ def test_compression_shrinks_bodies_and_pyarrow_decompresses(run, tmp_path, code
 def test_file_input_converts_too(run, tmp_path, source, fmt):
     table, path = source
     as_file = tmp_path / "in.arrow"
-    assert run("convert", path, as_file, "--to", "file").returncode == 0
+    assert run("convert", path, as_file, "--format", "file").returncode == 0
     out = tmp_path / f"again.{fmt}"
-    r = run("convert", as_file, out, "--to", fmt, "--compression", "zstd", "--progress")
+    r = run("convert", as_file, out, "--format", fmt, "--compression", "zstd", "--progress")
     assert r.returncode == 0, r.stderr
     assert "ferry convert: 4 batches" in r.stderr
     assert same(read_back(str(out), fmt), table)
@@ -118,7 +118,7 @@ def test_dictionary_replacement_cannot_become_a_file(run, tmp_path):
             for values in (["a", "b"], ["z"]):
                 w.write_batch(pa.record_batch([pa.DictionaryArray.from_arrays(pa.array([0], pa.int32()),
                                                                               pa.array(values))], schema=schema))
-    r = run("convert", path, tmp_path / "out.arrow", "--to", "file")
+    r = run("convert", path, tmp_path / "out.arrow", "--format", "file")
     assert r.returncode == 1
     assert "dictionary 0 changed between batches" in r.stderr and "stream" in r.stderr
     ok = tmp_path / "out.arrows"
@@ -128,7 +128,7 @@ def test_dictionary_replacement_cannot_become_a_file(run, tmp_path):
 
 def test_bad_options_are_refused(run, tmp_path, source):
     _, path = source
-    for args in (["--to", "parquet"], ["--compression", "gzip"], ["--alignment", "16"]):
+    for args in (["--format", "parquet"], ["--compression", "gzip"], ["--alignment", "16"]):
         r = run("convert", path, tmp_path / "x", *args)
         assert r.returncode != 0 and r.stderr
 
@@ -145,7 +145,7 @@ def test_growing_dictionaries_become_deltas_a_file_accepts(run, tmp_path):
             for b in batches:
                 w.write_batch(b)
     out = tmp_path / "out.arrow"
-    r = run("convert", path, out, "--to", "file", "--dictionary-deltas")
+    r = run("convert", path, out, "--format", "file", "--emit-dictionary-deltas")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("3 dictionary batches of which 2 deltas")
     reader = pa.ipc.open_file(str(out))

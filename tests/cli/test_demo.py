@@ -56,7 +56,7 @@ def test_children_are_silent_unless_verbose(run, quiet):
     assert quiet.stderr == ""
     loud = run("demo", "--rows", "500", "--transfer-mib", "1", "--verbose", timeout=300)
     assert loud.returncode == 0, loud.stderr
-    assert "ferry demo: running ferry serve --transport shm --body list check=" in loud.stderr
+    assert "ferry demo: running ferry serve --transport shm --body-type list check=" in loud.stderr
     assert "ferry demo: running ferry get " in loud.stderr
     assert "ferry serve:" in loud.stderr  # the server's own log reaches the terminal
 

@@ -50,7 +50,7 @@ def test_compression_names_agree(run, tmp_path, table, name):
 def test_body_type_names_agree(run, tmp_path, name):
     # The dataset's file does not exist: a body type the CLI accepts gets past its check and the
     # command fails on the file instead.
-    r = run("serve", f"t={tmp_path / 'missing.arrows'}", "--body", name, timeout=60)
+    r = run("serve", f"t={tmp_path / 'missing.arrows'}", "--body-type", name, timeout=60)
 
     def start():
         with dipc.Server.start(body_type=name):

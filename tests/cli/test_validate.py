@@ -41,7 +41,7 @@ def test_pyarrow_output_of_every_type_passes(run, tmp_path, fmt, level):
     table = pa.table({k: v for k, v in CATALOG.items() if len(v) == n})
     table.validate(full=True)
     path = write_ipc(tmp_path / f"t.{fmt}", table, fmt=fmt, chunk=7)
-    r = run("validate", "--level", level, path)
+    r = run("validate", "--validation", level, path)
     assert r.returncode == 0, r.stderr
     m = SUMMARY.match(r.stdout.strip())
     assert m and m.group(2) == level
@@ -73,7 +73,7 @@ def test_invalid_utf8_fails_full_but_passes_default(run, tmp_path):
     path = write_ipc(tmp_path / "bad.arrows", pa.table({"text": bad}))
     r = run("validate", path)
     assert r.returncode == 1 and '"text"' in r.stderr and "UTF-8" in r.stderr, r.stderr
-    assert run("validate", "--level", "default", path).returncode == 0
+    assert run("validate", "--validation", "default", path).returncode == 0
 
 
 def test_offsets_past_the_data_fail_at_default_level(run, tmp_path):
@@ -85,7 +85,7 @@ def test_offsets_past_the_data_fail_at_default_level(run, tmp_path):
     bad.write_bytes(data.replace(offsets, struct.pack("<4i", 0, 1, 3, 1000)))
     with pytest.raises(pa.ArrowInvalid):
         pa.ipc.open_stream(str(bad)).read_all().validate()
-    r = run("validate", "--level", "default", bad)
+    r = run("validate", "--validation", "default", bad)
     assert r.returncode == 1 and '"s"' in r.stderr, r.stderr
 
 
@@ -93,4 +93,4 @@ def test_missing_input_and_bad_level_are_usage_errors(run, tmp_path):
     r = run("validate", tmp_path / "nope.arrows")
     assert r.returncode != 0 and "nope.arrows" in r.stderr
     path = write_ipc(tmp_path / "t.arrows", pa.table({"x": [1]}))
-    assert run("validate", "--level", "paranoid", path).returncode != 0
+    assert run("validate", "--validation", "paranoid", path).returncode != 0

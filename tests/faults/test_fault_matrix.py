@@ -41,14 +41,14 @@ TRANSPORTS = {
     "pypi-ucx-tcp": ("ucx", dict(PYPI_ENV, UCX_TLS="tcp,self")),
 }
 BODIES = {
-    "packed": ["--body", "packed"],
-    "list": ["--body", "list"],
-    "keep": ["--body", "list", "--keep"],
-    "keep-packed": ["--body", "packed", "--keep"],
+    "packed": ["--body-type", "packed"],
+    "list": ["--body-type", "list"],
+    "keep": ["--body-type", "list", "--keep"],
+    "keep-packed": ["--body-type", "packed", "--keep"],
     # An LZ4 file's batches are decompressed into buffers of their own, so each type-0 body is
     # scattered: over TCP lanes it is gathered and sent without waiting (the next send or the
     # end-of-stream flush reports its failure), which whole file or kept bodies never reach.
-    "packed-lz4": ["--body", "packed"],
+    "packed-lz4": ["--body-type", "packed"],
 }
 
 

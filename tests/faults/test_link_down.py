@@ -62,7 +62,7 @@ def test_a_link_down_mid_transfer_is_found_within_the_timeout(tmp_path, namespac
         proc = subprocess.Popen(
             ["ip", "netns", "exec", a, os.environ["FERRY_CLI"], "serve", "-v", "--transport",
              "ucx", "--listen", "10.204.0.1:0", "--insecure", "--timeout", str(TIMEOUT),
-             "--body", body, f"t={path}"],
+             "--body-type", body, f"t={path}"],
             stdout=subprocess.PIPE, stderr=err, text=True)
     try:
         uri = proc.stdout.readline().split()[1]

@@ -50,9 +50,9 @@ def data(tmp_path_factory):
     return path, pa.Table.from_batches([batch] * 40)
 
 
-@pytest.mark.parametrize("transport,body", [("shm", ["--body", "list"]),
-                                            ("ucx", ["--body", "packed"]),
-                                            ("ucx", ["--body", "list"])])
+@pytest.mark.parametrize("transport,body", [("shm", ["--body-type", "list"]),
+                                            ("ucx", ["--body-type", "packed"]),
+                                            ("ucx", ["--body-type", "list"])])
 def test_soak(tmp_path, data, transport, body):
     cycles = int(CYCLES) if CYCLES else (1000 if transport == "shm" else 300)
     path, table = data

@@ -3,6 +3,7 @@ first, with the port it bound), the arrow-testing vectors, and pyarrow's read of
 oracle)."""
 import glob
 import os
+import subprocess
 import sys
 
 import pyarrow as pa
@@ -35,6 +36,17 @@ def read_pyarrow(path):
     if head == b"ARROW1":
         return ipc.open_file(path).read_all()
     return ipc.open_stream(path).read_all()
+
+
+def self_signed(tmp_path, name):
+    """A key and a self-signed certificate for 127.0.0.1 and localhost, made with openssl: the
+    paths of their PEM files."""
+    key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={name}",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return key, cert
 
 
 class Serve(ServeProcess):

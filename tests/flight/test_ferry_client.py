@@ -17,7 +17,8 @@ pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (
 import ferry  # noqa: E402
 import ferry.flight  # noqa: E402
 
-from flight_support import Serve, ferry_cli, mixed_table  # noqa: E402
+from flight_support import Serve, ferry_cli, mixed_table, self_signed  # noqa: E402
+from ferry_process import on_terminal  # noqa: E402
 
 
 class PyarrowServer(fl.FlightServerBase):
@@ -172,6 +173,57 @@ def test_cli_against_pyarrow_server(pyarrow_server, tables, tmp_path):
     assert [f["path"] for f in flights] == [["mixed"], ["small"], ["up"]]
 
 
+def test_cli_over_tls_with_a_token_file(tmp_path):
+    """list, put and get against ferry's server over grpc+tls with a token: --tls-roots trusts its
+    certificate and --token-file carries the token, and without either a call fails. What went
+    up and came down is what pyarrow.flight reads with the same certificate and token."""
+    key, cert = self_signed(tmp_path, "server")
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    upload = mixed_table(700, seed=3)
+    path = tmp_path / "up.arrows"
+    with pa.ipc.new_stream(str(path), upload.schema) as w:
+        w.write_table(upload, max_chunksize=200)
+    auth = ["--tls-roots", cert, "--token-file", token, "--timeout", "30"]
+    with Serve("--tls-cert", cert, "--tls-key", key, "--token-file", token,
+               tmp=str(tmp_path)) as s:
+        assert s.uri.startswith("grpc+tls://")
+        put = _run("put", s.uri, path, "--path", "up", "--no-progress", *auth)
+        assert put.returncode == 0, put.stderr
+        assert put.stdout.startswith("up: 4 batches, 700 rows"), put.stdout
+        oracle = fl.connect(s.uri, tls_root_certs=cert.read_bytes())
+        options = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer s3cret")])
+        info = oracle.get_flight_info(fl.FlightDescriptor.for_path("up"), options)
+        assert oracle.do_get(info.endpoints[0].ticket, options).read_all().equals(upload)
+        listed = _run("list", s.uri, "--json", *auth)
+        assert listed.returncode == 0, listed.stderr
+        assert [f["path"] for f in json.loads(listed.stdout)] == [["up"]]
+        out = tmp_path / "down.arrows"
+        got = _run("get", s.uri, "--path", "up", "--via", "grpc", "--to", out, *auth)
+        assert got.returncode == 0, got.stderr
+        assert pa.ipc.open_stream(str(out)).read_all().equals(upload)
+        untrusted = _run("list", s.uri, "--token-file", token, "--timeout", "30")
+        assert untrusted.returncode == 2 and "UNAVAILABLE" in untrusted.stderr, untrusted.stderr
+        for command in (["list", s.uri], ["get", s.uri, "--path", "up"],
+                        ["put", s.uri, path, "--path", "again"]):
+            refused = _run(*command, "--tls-roots", cert, env={"FERRY_TOKEN": ""})
+            assert refused.returncode == 2 and "UNAUTHENTICATED" in refused.stderr, refused.stderr
+
+
+def test_put_draws_progress_on_a_terminal_unless_told_not_to(tmp_path):
+    table = mixed_table(400)
+    path = tmp_path / "t.arrows"
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=100)
+    with Serve(tmp=str(tmp_path)) as s:
+        bar = on_terminal([ferry_cli(), "put", s.uri, str(path), "--path", "a"])
+        quiet = on_terminal([ferry_cli(), "put", s.uri, str(path), "--path", "b", "--no-progress"])
+        names = [f.path for f in ferry.flight.connect(s.uri).list_flights()]
+    assert "\r\x1b[Kferry put: 4 batches, 400 rows" in bar, repr(bar)
+    assert "ferry put" not in quiet, repr(quiet)
+    assert names == [["a"], ["b"]]
+
+
 def test_columns_are_read_alone_on_every_plane(tmp_path):
     """do_get(columns=...) gives only those columns, in the schema's order, equal to pyarrow's
     selection, on every plane and for type-1 and packed bodies; names need a path."""
@@ -180,7 +232,7 @@ def test_columns_are_read_alone_on_every_plane(tmp_path):
     with pa.ipc.new_stream(str(path), table.schema) as w:
         w.write_table(table, max_chunksize=1000)
     for body in ("list", "packed"):
-        with Serve(f"t={path}", "--body", body, tmp=str(tmp_path)) as s:
+        with Serve(f"t={path}", "--body-type", body, tmp=str(tmp_path)) as s:
             client = ferry.flight.connect(s.uri)
             for via in ("shm", "ucx", "grpc"):
                 got = pa.table(client.do_get("t", via=via, columns=["s", "i"]))
@@ -215,7 +267,7 @@ def test_buffer_lists_asks_the_ucx_location_to_lend(tmp_path):
     path = tmp_path / "t.arrows"
     with pa.ipc.new_stream(str(path), table.schema) as w:
         w.write_table(table, max_chunksize=1000)
-    with Serve(f"t={path}", "--body", "list", tmp=str(tmp_path)) as s:
+    with Serve(f"t={path}", "--body-type", "list", tmp=str(tmp_path)) as s:
         client = ferry.flight.connect(s.uri)
 
         def lent():

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from flight_support import Serve, ferry_cli, mixed_table, read_pyarrow, vector_id, vectors
+from flight_support import (Serve, ferry_cli, mixed_table, read_pyarrow, self_signed, vector_id,
+                            vectors)
 
 VECTORS = vectors()
 # Flight errors come back as FlightError or, for NOT_FOUND, ALREADY_EXISTS, INVALID_ARGUMENT and
@@ -163,19 +164,10 @@ def test_token_on_every_call_and_the_handshake(tmp_path):
     assert "unauthenticated" in s.stderr()
 
 
-def _self_signed(tmp_path, name):
-    key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={name}",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    return key, cert
-
-
 def test_tls_with_a_certificate_made_here(tmp_path):
     table = mixed_table(300)
     path = _write(tmp_path / "t.arrows", table)
-    key, cert = _self_signed(tmp_path, "server")
+    key, cert = self_signed(tmp_path, "server")
     with Serve(f"t={path}", "--tls-cert", cert, "--tls-key", key, tmp=str(tmp_path)) as s:
         assert s.uri.startswith("grpc+tls://127.0.0.1:")
         client = fl.connect(s.uri, tls_root_certs=cert.read_bytes())
@@ -197,8 +189,8 @@ def test_tls_with_a_certificate_made_here(tmp_path):
 def test_tls_client_certificates(tmp_path):
     table = mixed_table(10)
     path = _write(tmp_path / "t.arrows", table)
-    key, cert = _self_signed(tmp_path, "server")
-    client_key, client_cert = _self_signed(tmp_path, "client")
+    key, cert = self_signed(tmp_path, "server")
+    client_key, client_cert = self_signed(tmp_path, "client")
     with Serve(f"t={path}", "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", client_cert,
                tmp=str(tmp_path)) as s:
         good = fl.connect(s.uri, tls_root_certs=cert.read_bytes(), cert_chain=client_cert.read_bytes(),

@@ -81,9 +81,10 @@ class Server:
         self.meta_uri = lines.get("METADATA_URI")
         self.data_uri = lines.get("DATA_URI")
 
-    def get_args(self):
-        """The URI arguments a client passes: URI, or METADATA_URI --data DATA_URI."""
-        return [self.uri] if self.uri else [self.meta_uri, "--data", self.data_uri]
+    def get_args(self, data_flag="--data"):
+        """The URI arguments a client passes: URI, or METADATA_URI DATA_FLAG DATA_URI (the
+        peer's client names the data URI --data, ferry get --data-uri)."""
+        return [self.uri] if self.uri else [self.meta_uri, data_flag, self.data_uri]
 
     def stderr(self):
         self.err.flush()

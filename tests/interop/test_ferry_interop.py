@@ -113,7 +113,7 @@ class FerryServe:
         self.split = {}
         deadline = time.monotonic() + 10
         while len(self.split) < len(datasets) and time.monotonic() < deadline:
-            for m in re.finditer(r"ferry serve: (\S+) split: ferry get (\S+) --data (\S+)",
+            for m in re.finditer(r"ferry serve: (\S+) split: ferry get (\S+) --data-uri (\S+)",
                                  self.stderr()):
                 self.split[m.group(1)] = (m.group(2), m.group(3))
             time.sleep(0.02)
@@ -163,7 +163,7 @@ def test_ferry_get_from_the_peer(tmp_path, data, name, body, shape, tls):
     env = ucx_env(TLS[tls])
     with Server(tmp_path, path, body=body, split=shape == "split", env=env) as s:
         assert "ferry=" not in (s.uri or s.meta_uri)
-        p = ferry_get(s.get_args(), "ticket-1", tmp_path / "out.arrows", env=env)
+        p = ferry_get(s.get_args("--data-uri"), "ticket-1", tmp_path / "out.arrows", env=env)
         assert p.returncode == 0, p.stderr
         rc, err, srv = s.finish()
     assert rc == 0, err
@@ -200,7 +200,7 @@ def test_ferry_reads_some_columns_from_the_peer(tmp_path, data, body, columns):
 def test_ferry_get_refused_by_the_peer(tmp_path, data):
     path, _ = data["types"]
     with Server(tmp_path, path, body=1, ticket="right") as s:
-        p = ferry_get(s.get_args(), "wrong", tmp_path / "out.arrows")
+        p = ferry_get(s.get_args("--data-uri"), "wrong", tmp_path / "out.arrows")
         s.finish()
     assert p.returncode != 0
     assert REFUSED in p.stderr
@@ -218,7 +218,7 @@ def test_the_peer_gets_from_ferry_serve(tmp_path, data, name, mode, shape, tls):
     path, batches = data[name]
     env = ucx_env(TLS[tls])
     packed = mode in ("packed", "keep-packed")
-    args = ["--body", "packed"] if packed else ["--body", "list"]
+    args = ["--body-type", "packed"] if packed else ["--body-type", "list"]
     if mode.startswith("keep"):
         args.append("--keep")
     with FerryServe(tmp_path, {"t": path}, *args, env=env) as srv:
@@ -246,7 +246,7 @@ def test_the_peer_gets_from_ferry_serve(tmp_path, data, name, mode, shape, tls):
 
 def test_the_peer_is_refused_by_ferry_serve(tmp_path, data):
     path, _ = data["types"]
-    with FerryServe(tmp_path, {"t": path}, "--body", "list", "-v") as srv:
+    with FerryServe(tmp_path, {"t": path}, "--body-type", "list", "-v") as srv:
         p, _ = get(tmp_path, [srv.uris["t"]], tmp_path / "out.arrows", ticket="nope")
         totals = srv.stop()
         log = srv.stderr()
@@ -260,7 +260,7 @@ def test_the_peer_reads_a_kept_dataset_only_with_its_own_uri(tmp_path, data):
     """A kept dataset's memory has its own remote_handle: asked for with another dataset's
     URI, ferry refuses (closes) instead of lending addresses the client cannot read."""
     path, batches = data["types"]
-    with FerryServe(tmp_path, {"k": path, "f": path}, "--body", "list", "--keep") as srv:
+    with FerryServe(tmp_path, {"k": path, "f": path}, "--body-type", "list", "--keep") as srv:
         p, _ = get(tmp_path, [srv.uris["f"]], tmp_path / "bad.arrows", ticket="k")
         assert p.returncode == 2 and REFUSED in p.stderr
         p, _ = get(tmp_path, [srv.uris["k"]], tmp_path / "out.arrows", ticket="k")
@@ -324,7 +324,7 @@ def test_across_namespaces_ferry_get_from_the_peer(tmp_path, data, namespaces, b
 def test_across_namespaces_the_peer_gets_from_ferry_serve(tmp_path, data, namespaces, mode):
     (wrap_a, host_a), (wrap_b, _) = namespaces
     path, batches = data["large"]
-    with FerryServe(tmp_path, {"t": path}, "--body", mode, listen=f"{host_a}:0",
+    with FerryServe(tmp_path, {"t": path}, "--body-type", mode, listen=f"{host_a}:0",
                     wrap=wrap_a) as srv:
         p, cli = get(tmp_path, [srv.uris["t"]], tmp_path / "out.arrows", ticket="t", wrap=wrap_b)
         assert p.returncode == 0, p.stderr + srv.stderr()

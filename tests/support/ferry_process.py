@@ -1,8 +1,10 @@
-"""The `ferry` command as the Python suites run it: where the built tool is, and a `ferry serve`
-process whose stderr goes to a file that can be read while it runs. Shared by the CLI, Flight,
-docs, fault and interop suites, which add only how they read the URIs a server prints."""
+"""The `ferry` command as the Python suites run it: where the built tool is, a command run with its
+stderr on a terminal, and a `ferry serve` process whose stderr goes to a file that can be read
+while it runs. Shared by the CLI, Flight, docs, fault and interop suites, which add only how they
+read the URIs a server prints."""
 import glob
 import os
+import pty
 import signal
 import subprocess
 import time
@@ -41,6 +43,26 @@ def ferry_cli():
     assert path and os.access(path, os.X_OK), (
         "no ferry executable: build ferry_cli or set FERRY_CLI (scripts/test.sh sets it)")
     return path
+
+
+def on_terminal(argv, timeout=120):
+    """Run `argv` with its stderr on a pseudo-terminal (as a user's shell has it) and return what
+    it wrote there."""
+    main, side = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=side)
+    os.close(side)
+    out = bytearray()
+    while True:
+        try:
+            chunk = os.read(main, 1 << 16)
+        except OSError:  # EIO: the process closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(main)
+    assert proc.wait(timeout=timeout) == 0, out.decode(errors="replace")
+    return out.decode(errors="replace")
 
 
 class ServeProcess:

@@ -92,7 +92,7 @@ class CliPeers {
   Result<Child> Serve(const std::string& transport, const std::string& body,
                       const std::vector<std::pair<std::string, std::string>>& datasets,
                       std::map<std::string, std::string>* uris) {
-    std::vector<std::string> args{"ferry", "serve", "--transport", transport, "--body", body};
+    std::vector<std::string> args{"ferry", "serve", "--transport", transport, "--body-type", body};
     for (const auto& [name, path] : datasets)
       args.push_back(std::string(name).append("=").append(path));
     FERRY_ASSIGN_OR_RAISE(Child server, Spawn(args, serve_err_));

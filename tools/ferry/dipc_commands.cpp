@@ -30,6 +30,51 @@ namespace {
 // How long a stopping server waits for its sessions to end on their own.
 constexpr std::chrono::milliseconds kStopGrace{250};
 
+// Refuse, by name, what a server without --flight would ignore: the Flight server's options, and
+// those that do nothing beside the others given.
+int RefuseIgnoredServeOptions(const ServeOptions& o) {
+  const std::string flight = ": it needs --flight";
+  if (const int rc = RefuseGiven(
+          o.given,
+          {{"--tls-cert", "serves Arrow Flight over TLS" + flight},
+           {"--tls-key", "serves Arrow Flight over TLS" + flight},
+           {"--tls-client-ca", "asks Arrow Flight clients for certificates" + flight},
+           {"--max-upload-bytes", "bounds an Arrow Flight DoPut" + flight},
+           {"--ticket-ttl", "sets how long a ticket from GetFlightInfo stays valid" + flight},
+           {"--ucx-listen",
+            "places a Flight server's UCX plane" + flight + " (--listen places this server)"},
+           {"--peer", "federates Arrow Flight servers" + flight},
+           {"--peers-file", "federates Arrow Flight servers" + flight},
+           {"--peer-timeout", "bounds a federated Flight server's peers" + flight},
+           {"--allow-partial", "answers without a Flight server's silent peers" + flight},
+           {"--peer-tls-roots", "trusts a Flight server's grpc+tls:// peers" + flight},
+           {"--partition-bytes", "partitions are a Flight's endpoints: use it with --flight"}});
+      rc != 0) {
+    return rc;
+  }
+  const std::string transport = o.transport.empty() ? "shm" : o.transport;
+  if (transport == "shm") {
+    if (const int rc = RefuseGiven(o.given, {{"--insecure",
+                                              "lets a UCX listener beyond loopback go without a "
+                                              "token, and a shm server is reached from this host "
+                                              "only"}});
+        rc != 0) {
+      return rc;
+    }
+  }
+  if (!o.device.empty() && o.device != "cpu") {
+    const Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
+    if (body.ok() && *body != dipc::BodyType::kBufferList) {
+      return Fail("--device", Status::Invalid("lends bodies by CUDA IPC handle, which needs "
+                                              "--body-type list"));
+    }
+    return RefuseGiven(o.given, {{"--keep",
+                                  "--device keeps the bodies in the GPU's memory already, and the "
+                                  "host URI serves them from the shared region"}});
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::chrono::milliseconds Millis(double seconds) {
@@ -122,7 +167,9 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "order");
   cmd->add_option("--partition-bytes", o->partition_bytes,
                   "With --flight: cut each file into endpoints of whole batches of at most this "
-                  "many body bytes (default 0: one endpoint per file)")
+                  "many body bytes (a suffix such as MiB may follow the number; default 0: one "
+                  "endpoint per file)")
+      ->transform(CLI::AsSizeValue(false))
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--transport", o->transport,
                   "shm (one host, the default) or ucx (TCP, any host); with --flight, the one "
@@ -131,7 +178,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_option("--listen", o->listen,
                   "Where to listen: a socket path or @name (shm), host:port (ucx); default: a "
                   "fresh one (ucx: on 127.0.0.1)");
-  cmd->add_option("--body", o->body,
+  cmd->add_option("--body-type", o->body_type,
                   "list: (address, length) pairs the client reads (type 1; a ferry client whose "
                   "reads UCX would emulate gets packed bodies unless it asks for lists); packed: "
                   "whole bodies (type 0)")
@@ -149,23 +196,26 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "server issued are honoured");
   cmd->add_flag("--insecure", o->insecure,
                 "Listen beyond loopback without a token (anyone who reaches the port may read "
-                "every dataset, and over UCX the server's memory)");
+                "every dataset, and over UCX the server's memory); for a UCX or Flight listener");
   cmd->add_flag("--print-ticket", o->print_ticket,
-                "Print an issued ticket after each URI (NAME URI TICKET), for scripts");
+                "Print an issued ticket after each URI (NAME URI TICKET), for scripts; not "
+                "with --flight, whose tickets come from GetFlightInfo");
   cmd->add_flag("-v,--verbose", o->verbose, "Log refused requests and client faults");
   cmd->add_flag("--keep", o->keep,
                 "Write each dataset's bodies into memory of its own once, at start, and serve "
-                "every client from it (memory: the datasets' size). Without it, --body list "
-                "lends each file's own pages (no copy, no memory of its own) and --body packed "
-                "sends a file's bodies from its pages where they lie as sent");
+                "every client from it (memory: the datasets' size). Without it, --body-type "
+                "list lends each file's own pages (no copy, no memory of its own) and --body-type "
+                "packed sends a file's bodies from its pages where they lie as sent");
   cmd->add_option("--device", o->device,
                   "cuda:N: write each dataset's bodies into that GPU's memory once, at start, and "
                   "lend them to clients on this host by CUDA IPC handle (the printed URI; they "
                   "read with --device cuda:N); the host URI, printed on stderr, serves the rest. "
-                  "Needs --body list");
-  cmd->add_option("--region-mb", o->region_mb,
-                  "Shared region size: the most body memory in flight, all clients")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+                  "Needs --body-type list; not with --flight");
+  cmd->add_option("--region-bytes", o->region_bytes,
+                  "The shared region's size in bytes (a suffix such as MiB or GiB may follow the "
+                  "number): the most body bytes in flight, all clients together")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40))
       ->capture_default_str();
   return cmd;
 }
@@ -179,6 +229,7 @@ int RunServe(const ServeOptions& o) {
   if (!o.flight.empty()) return RunFlightServe(o);
   if (o.datasets.empty()) return Fail("serve", Status::Invalid("name at least one NAME=FILE"));
   if (o.transport == "grpc") return Fail("--transport grpc", Status::Invalid("needs --flight"));
+  if (const int rc = RefuseIgnoredServeOptions(o); rc != 0) return rc;
   const std::string transport = o.transport.empty() ? "shm" : o.transport;
   if (o.listen.find("://") != std::string::npos) {
     return Fail("--listen " + o.listen,
@@ -187,8 +238,8 @@ int RunServe(const ServeOptions& o) {
   }
   dipc::ServerOptions options;
   options.transport = transport;
-  options.address = o.listen;
-  options.region_bytes = o.region_mb << 20;
+  options.listen = o.listen;
+  options.region_bytes = o.region_bytes;
   options.timeout = Millis(o.timeout_s);
   options.max_clients = o.max_clients;
   if (o.verbose) {
@@ -196,8 +247,8 @@ int RunServe(const ServeOptions& o) {
       std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
     };
   }
-  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body);
-  if (!body.ok()) return Fail("--body", body.status());
+  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
+  if (!body.ok()) return Fail("--body-type", body.status());
   options.body_type = *body;
   Result<std::string> token = ReadToken(o.token_file);
   if (!token.ok()) return Fail("--token-file", token.status());
@@ -207,10 +258,6 @@ int RunServe(const ServeOptions& o) {
     return Fail("--listen " + o.listen,
                 Status::Invalid("a UCX listener beyond loopback needs a token (--token-file or "
                                 "FERRY_TOKEN), or --insecure"));
-  }
-  if (o.partition_bytes > 0) {
-    return Fail("--partition-bytes", Status::Invalid("partitions are a Flight's endpoints: use it "
-                                                     "with --flight"));
   }
   std::vector<std::pair<std::string, std::shared_ptr<dipc::Dataset>>> datasets;
   for (const std::string& spec : o.datasets) {
@@ -267,7 +314,7 @@ int RunServe(const ServeOptions& o) {
       std::fprintf(stderr, "ferry serve: %s host: ferry get %s --ticket %s\n", name.c_str(),
                    (*server)->uri().ToString().c_str(), name.c_str());
     }
-    std::fprintf(stderr, "ferry serve: %s split: ferry get %s --data %s --ticket %s\n",
+    std::fprintf(stderr, "ferry serve: %s split: ferry get %s --data-uri %s --ticket %s\n",
                  name.c_str(), (*server)->metadata_uri(name).ToString().c_str(),
                  (*server)->data_uri(name).ToString().c_str(), name.c_str());
   }

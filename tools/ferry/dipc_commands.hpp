@@ -10,6 +10,7 @@
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/format/array_view.hpp"
+#include "given_options.hpp"
 #include "wait_for_signal.hpp"
 
 namespace ferry::cli {
@@ -18,10 +19,12 @@ namespace ferry::cli {
 struct ServeOptions {
   /// shm or ucx ("" is shm; with --flight, "" is both, grpc neither).
   std::string transport;
+  /// Where the Dissociated IPC server listens (dipc::ServerOptions::listen); "": a fresh address.
   std::string listen;
   /// "list" (type-1 pairs into the shared region) or "packed" (type-0 bodies).
-  std::string body = "list";
-  int64_t region_mb = 256;
+  std::string body_type = "list";
+  /// The shared region's size: the most body bytes in flight, all clients together.
+  int64_t region_bytes = int64_t{256} << 20;
   /// Write each dataset's bodies into shared memory once and lend them to every client.
   bool keep = false;
   /// "cuda:N": write each dataset's bodies into that GPU's memory once and lend them to clients
@@ -60,12 +63,14 @@ struct ServeOptions {
   double peer_timeout_s = 2;
   bool allow_partial = false;
   std::string peer_tls_roots;
+  /// The options the command line gave, to refuse those the chosen mode would ignore.
+  Given given;
 };
 
 /// Options of `ferry get`.
 struct GetOptions {
   std::string uri;
-  std::string data;  // the split shape's data URI, when not empty
+  std::string data_uri;  // the split shape's data URI, when not empty
   std::string ticket;
   std::string to;
   bool force = false;  // replace an existing --to file
@@ -76,8 +81,9 @@ struct GetOptions {
   /// How long to keep trying while nothing listens at the URI: a URI is printed once its server
   /// listens, so a refused connection soon means the server is gone.
   double connect_timeout_s = 2;
-  /// The largest body (one batch) the server may make this client allocate.
-  int64_t max_batch_bytes = int64_t{4} << 30;
+  /// The largest message body (a record batch's or a dictionary's) the server may make this
+  /// client allocate (dipc::ClientOptions::max_body_bytes).
+  int64_t max_body_bytes = int64_t{4} << 30;
   /// Ask a ferry server to lend buffer lists where it would send packed bodies.
   bool buffer_lists = false;
   bool progress = true;
@@ -92,6 +98,8 @@ struct GetOptions {
   std::string token_file;
   std::string tls_roots;
   bool verbose = false;
+  /// The options the command line gave, to refuse those the URI's scheme would ignore.
+  Given given;
 };
 
 /// Register `serve` and `get` on `app`, filling the options; returns the two subcommands.

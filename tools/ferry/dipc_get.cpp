@@ -12,7 +12,9 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "dipc_commands.hpp"
 #include "ferry/core/stream_adapter.hpp"
@@ -39,6 +41,48 @@ int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
   return ViewBytes(view->array_view());
 }
 
+// --columns as a Dissociated IPC read takes them: field indices, increasing, each once. A name
+// is refused: the projection is fixed before the schema arrives, so nothing could resolve it.
+Result<std::vector<int32_t>> ColumnIndicesOf(const std::vector<std::string>& columns) {
+  std::vector<int32_t> out;
+  for (const std::string& c : columns) {
+    if (c.empty() || c.size() > 9 || c.find_first_not_of("0123456789") != std::string::npos) {
+      return Status::Invalid("\"" + c +
+                             "\" is not a column index: a Dissociated IPC read takes indices "
+                             "(0 is the first column); names need a grpc:// URI and --path, "
+                             "whose FlightInfo carries the schema");
+    }
+    out.push_back(static_cast<int32_t>(std::stol(c)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Refuse, by name, what a Dissociated IPC read would ignore: a Flight client's options, and
+// --buffer-lists where the bodies come over shared memory (only a UCX server sends a client
+// packed bodies in place of lists).
+int RefuseIgnoredOptions(const GetOptions& o, const std::string& bodies_scheme) {
+  const std::string flight = ": it needs a grpc:// URI";
+  if (const int rc = RefuseGiven(
+          o.given,
+          {{"--path", "names a flight" + flight + " (a Dissociated IPC URI takes --ticket)"},
+           {"--via", "chooses among a flight's locations" + flight},
+           {"--parallel", "reads a flight's endpoints at once" + flight},
+           {"--token-file", "authenticates to an Arrow Flight server" + flight +
+                                " (a Dissociated IPC server with a token honours the tickets it "
+                                "issued: pass one to --ticket)"},
+           {"--tls-roots", "trusts a grpc+tls:// server" + flight}});
+      rc != 0) {
+    return rc;
+  }
+  if (bodies_scheme != "shm") return 0;
+  return RefuseGiven(o.given, {{"--buffer-lists",
+                                "asks a UCX server for buffer lists where it would send packed "
+                                "bodies, and over shm:// a server of type-1 bodies always lends "
+                                "them"}});
+}
+
 }  // namespace
 
 CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
@@ -46,12 +90,12 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       "get", "Read a dataset from a ferry server; progress on a terminal, a summary at the end.");
   cmd->add_option("uri", o->uri,
                   "The URI `ferry serve` printed: a Dissociated IPC URI (shm://, ucx://; the "
-                  "metadata URI with --data), or a Flight server's grpc:// or grpc+tls://")
+                  "metadata URI with --data-uri), or a Flight server's grpc:// or grpc+tls://")
       ->required();
   cmd->add_option("--ticket", o->ticket,
                   "The dataset's name, or the ticket the server issued (needed with a "
                   "Dissociated IPC URI; with a grpc:// URI, a ticket to redeem with DoGet)");
-  cmd->add_option("--data", o->data,
+  cmd->add_option("--data-uri", o->data_uri,
                   "The split shape's data URI (`ferry serve` prints it on stderr): metadata "
                   "and bodies from separate servers");
   cmd->add_option("--to", o->to,
@@ -61,8 +105,9 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
   cmd->add_option("--device", o->device,
                   "Where batches land: cpu, opencl:N, cuda:N, cuda_host:N, cuda_managed:N")
       ->capture_default_str();
-  cmd->add_option("--validation", o->validation, "none, default or full")
-      ->check(CLI::IsMember({"none", "default", "full"}))
+  cmd->add_option("--validation", o->validation,
+                  "Checks on what arrives: none, minimal, default or full")
+      ->check(Parses(ParseValidation))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s,
                   "Seconds the server may stay silent (a stopped server) before the read fails")
@@ -70,17 +115,24 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to keep trying while nothing listens at the URI (a server still "
-                  "starting) before failing")
+                  "starting) before failing; at most --timeout")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-batch-bytes", o->max_batch_bytes,
-                  "The largest batch body the server may make this client allocate")
+  cmd->add_option("--max-body-bytes", o->max_body_bytes,
+                  "The largest message body (a batch's or a dictionary's, in bytes; a suffix such "
+                  "as MiB or GiB may follow the number) the server may make this client allocate")
+      ->transform(CLI::AsSizeValue(false))
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--buffer-lists", o->buffer_lists,
                 "Ask a ferry server over UCX to lend buffer lists (type 1) where it would send "
                 "packed bodies, since UCX would emulate this client's reads (TCP, or one host "
                 "before UCX 1.16); --columns implies it");
+  cmd->add_option("--columns", o->columns,
+                  "Read only these columns, comma-separated, in the schema's order: indices (0 is "
+                  "the first), or with --path names too; only their buffers are fetched from "
+                  "type-1 bodies")
+      ->delimiter(',');
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
   return cmd;
 }
@@ -109,16 +161,26 @@ int RunGet(const GetOptions& o) {
   options.device = *device;
   options.timeout = Millis(o.timeout_s);
   options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
-  options.max_body_bytes = o.max_batch_bytes;
+  options.max_body_bytes = o.max_body_bytes;
   options.buffer_lists = o.buffer_lists;
-  if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
-  if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
+  if (!o.columns.empty()) {
+    // An index past the schema's last column fails the connect, naming both.
+    Result<std::vector<int32_t>> columns = ColumnIndicesOf(o.columns);
+    if (!columns.ok()) return Fail("--columns", columns.status());
+    options.read.columns = std::move(*columns);
+  }
+  Result<ValidationLevel> validation = ParseValidation(o.validation);
+  if (!validation.ok()) return Fail("--validation", validation.status());
+  options.read.validation = *validation;
   const auto start = std::chrono::steady_clock::now();
   std::optional<dipc::Uri> data;
-  if (!o.data.empty()) {
-    Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data);
-    if (!parsed.ok()) return Fail("--data " + o.data, parsed.status());
+  if (!o.data_uri.empty()) {
+    Result<dipc::Uri> parsed = dipc::Uri::Parse(o.data_uri);
+    if (!parsed.ok()) return Fail("--data-uri " + o.data_uri, parsed.status());
     data = std::move(*parsed);
+  }
+  if (const int rc = RefuseIgnoredOptions(o, data ? data->scheme : uri->scheme); rc != 0) {
+    return rc;
   }
   // Refused before connecting: an existing regular file needs --force (a FIFO or a device is
   // written in place).

@@ -104,8 +104,9 @@ void AddFlightServeOptions(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--tls-client-ca", o->tls_client_ca,
                   "With --flight: require client certificates signed by this PEM CA");
   cmd->add_option("--max-upload-bytes", o->max_upload_bytes,
-                  "With --flight: the most bytes one DoPut may upload (beyond it nothing is "
-                  "stored)")
+                  "With --flight: the most bytes one DoPut may upload (a suffix such as GiB may "
+                  "follow the number; beyond it nothing is stored)")
+      ->transform(CLI::AsSizeValue(false))
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--ticket-ttl", o->ticket_ttl_s,
@@ -147,15 +148,13 @@ void AddFlightGetOptions(CLI::App* cmd, GetOptions* o) {
                   "through its own fastest location (default 0: as many as it has, at most 4; "
                   "1: one after the other)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--columns", o->columns,
-                  "With --path: read only these columns (names or indices, comma-separated), in "
-                  "the schema's order; over type-1 bodies only their buffers are fetched")
-      ->delimiter(',');
   cmd->add_option("--token-file", o->token_file,
                   "With a grpc:// URI: a file holding the server's token (else FERRY_TOKEN)");
   cmd->add_option("--tls-roots", o->tls_roots,
                   "With grpc+tls://: PEM certificates to trust (default: the system's)");
-  cmd->add_flag("-v,--verbose", o->verbose, "Log which location was used and each fallback");
+  cmd->add_flag("-v,--verbose", o->verbose,
+                "Log what landing on --device copied, and with a grpc:// URI which location was "
+                "used and each fallback");
 }
 
 CLI::App* AddListCommand(CLI::App& app, FlightOptions* o) {

@@ -21,11 +21,13 @@ struct FlightOptions {
   double timeout_s = 30;
   bool json = false;
   bool progress = true;
+  /// The options the command line gave, to refuse those the URI's scheme would ignore.
+  Given given;
 };
 
 /// Register --flight and its options (TLS, upload limit, ticket lifetime) on `serve`.
 void AddFlightServeOptions(CLI::App* serve, ServeOptions* options);
-/// Register --path, --via, --token-file, --tls-roots and -v on `get`.
+/// Register --path, --via, --parallel, --token-file, --tls-roots and -v on `get`.
 void AddFlightGetOptions(CLI::App* get, GetOptions* options);
 /// Register `list` and `put`, filling `options`; returns them.
 CLI::App* AddListCommand(CLI::App& app, FlightOptions* options);
@@ -52,7 +54,7 @@ struct FlightModule {
   int (*list)(const FlightOptions&);
   int (*put)(const FlightOptions&);
 };
-inline constexpr int kFlightModuleVersion = 1;
+inline constexpr int kFlightModuleVersion = 2;
 /// The module's one exported function (extern "C" FerryCliFlightModule) and its file name.
 inline constexpr const char* kFlightModuleEntry = "FerryCliFlightModule";
 inline constexpr const char* kFlightModuleFile = "ferry_cli_flight.so";

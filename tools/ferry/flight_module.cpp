@@ -19,6 +19,7 @@
 #include "ferry/format/schema_view.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "flight_commands.hpp"
+#include "parses.hpp"
 
 namespace ferry::cli {
 
@@ -132,6 +133,63 @@ Result<std::vector<std::string>> Peers(const ServeOptions& o) {
   return peers;
 }
 
+// Refuse, by name, what a Flight server would ignore: the options of a server without --flight,
+// the planes' options when no plane is served, and those that do nothing beside the others.
+int RefuseIgnoredServeOptions(const ServeOptions& o, size_t peers) {
+  if (const int rc = RefuseGiven(
+          o.given, {{"--device",
+                     "keeps bodies in a GPU's memory on a server without --flight: a Flight "
+                     "server's planes serve host memory"},
+                    {"--print-ticket",
+                     "prints the tickets of a server without --flight: a Flight server issues "
+                     "them from GetFlightInfo (ferry list --json shows them)"}});
+      rc != 0) {
+    return rc;
+  }
+  const std::string no_plane = "sets the shm and ucx planes, and --transport grpc serves neither";
+  if (o.transport == "grpc") {
+    if (const int rc = RefuseGiven(o.given, {{"--region-bytes", no_plane},
+                                             {"--body-type", no_plane},
+                                             {"--keep", no_plane},
+                                             {"--max-clients", no_plane},
+                                             {"--timeout", no_plane},
+                                             {"--ucx-listen", no_plane}});
+        rc != 0) {
+      return rc;
+    }
+  }
+  if (o.transport == "shm") {
+    if (const int rc = RefuseGiven(
+            o.given,
+            {{"--ucx-listen", "places the UCX plane, and --transport shm serves only shm"}});
+        rc != 0) {
+      return rc;
+    }
+  }
+  if (peers == 0) {
+    const std::string why = "sets how this server asks its peers: it needs --peer or --peers-file";
+    if (const int rc = RefuseGiven(
+            o.given,
+            {{"--peer-timeout", why}, {"--allow-partial", why}, {"--peer-tls-roots", why}});
+        rc != 0) {
+      return rc;
+    }
+  }
+  if (o.tls_cert.empty()) {
+    return RefuseGiven(o.given, {{"--tls-client-ca",
+                                  "asks clients for certificates over TLS: it needs --tls-cert "
+                                  "and --tls-key"}});
+  }
+  return 0;
+}
+
+// --tls-roots is read only for a grpc+tls:// URI: with another it is refused, not ignored.
+int RefuseTlsRoots(const std::string& uri, const Given& given) {
+  if (uri.rfind("grpc+tls://", 0) == 0) return 0;
+  return RefuseGiven(given,
+                     {{"--tls-roots", "trusts a grpc+tls:// server, and " + uri + " is not one"}});
+}
+
 int Serve(const ServeOptions& o) {
   flight::ServerOptions options;
   options.listen = o.flight;
@@ -163,6 +221,7 @@ int Serve(const ServeOptions& o) {
   }
   Result<std::vector<std::string>> peers = Peers(o);
   if (!peers.ok()) return Fail(o.peers_file, peers.status());
+  if (const int rc = RefuseIgnoredServeOptions(o, peers->size()); rc != 0) return rc;
   options.peers = std::move(*peers);
   options.peer_timeout = Millis(o.peer_timeout_s);
   options.allow_partial = o.allow_partial;
@@ -172,17 +231,17 @@ int Serve(const ServeOptions& o) {
     options.peer_tls_roots = std::move(*roots);
   }
   options.keep = o.keep;
-  options.ucx_address = o.ucx_listen;
+  options.ucx_listen = o.ucx_listen;
   options.max_upload_bytes = o.max_upload_bytes;
   options.ticket_ttl = std::chrono::seconds(static_cast<int64_t>(o.ticket_ttl_s));
-  options.plane.region_bytes = o.region_mb << 20;
+  options.plane.region_bytes = o.region_bytes;
   options.plane.timeout = Millis(o.timeout_s);
   options.plane.max_clients = o.max_clients;
-  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body);
-  if (!body.ok()) return Fail("--body", body.status());
+  Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
+  if (!body.ok()) return Fail("--body-type", body.status());
   options.plane.body_type = *body;
   if (o.keep && *body == dipc::BodyType::kPacked) {
-    return Fail("--keep", Status::Invalid("keeping datasets needs --body list"));
+    return Fail("--keep", Status::Invalid("keeping datasets needs --body-type list"));
   }
   if (o.verbose) {
     options.log = [](const std::string& line) {
@@ -230,11 +289,55 @@ int Serve(const ServeOptions& o) {
   return 0;
 }
 
+// Refuse, by name, what a Flight read would ignore: the options of a Dissociated IPC read, and
+// those that follow a flight's locations when a ticket is redeemed with DoGet instead.
+int RefuseIgnoredGetOptions(const GetOptions& o) {
+  if (const int rc = RefuseGiven(
+          o.given,
+          {{"--data-uri",
+            "is a Dissociated IPC server's data URI: a flight's locations say where its bodies "
+            "are"},
+           {"--connect-timeout",
+            "is for shm:// and ucx:// URIs: a Flight client connects on its first call, which "
+            "--timeout bounds"},
+           {"--max-body-bytes",
+            "bounds a shm:// or ucx:// read: a Flight read takes the bodies its locations send "
+            "(read a location's URI from `ferry list --json` to bound them)"}});
+      rc != 0) {
+    return rc;
+  }
+  if (const int rc = RefuseTlsRoots(o.uri, o.given); rc != 0) return rc;
+  if (!o.path.empty()) {
+    if (const int rc = RefuseGiven(
+            o.given, {{"--ticket",
+                       "redeems one ticket with DoGet, and --path reads the whole flight: give "
+                       "one of them"}});
+        rc != 0) {
+      return rc;
+    }
+    if (o.via == "shm" || o.via == "grpc") {
+      return RefuseGiven(o.given, {{"--buffer-lists",
+                                    "asks a UCX location for buffer lists, "
+                                    "and --via " +
+                                        o.via + " reads none"}});
+    }
+    return 0;
+  }
+  const std::string ticket =
+      "a --ticket is redeemed with DoGet on this server (--path follows "
+      "the flight's locations)";
+  return RefuseGiven(o.given,
+                     {{"--via", "chooses among a flight's locations, and " + ticket},
+                      {"--parallel", "reads a flight's endpoints at once, and " + ticket},
+                      {"--buffer-lists", "asks a UCX location for buffer lists, and " + ticket}});
+}
+
 int Get(const GetOptions& o) {
   if (o.path.empty() && o.ticket.empty()) {
     return Fail(o.uri,
                 Status::Invalid("a grpc:// URI needs --path NAME (or --ticket T for DoGet)"));
   }
+  if (const int rc = RefuseIgnoredGetOptions(o); rc != 0) return rc;
   Result<flight::Via> via = ParseVia(o.via);
   if (!via.ok()) return Fail("--via", via.status());
   Result<Device*> device = ParseDevice(o.device);
@@ -248,8 +351,9 @@ int Get(const GetOptions& o) {
   options.device = *device;
   options.parallel = o.parallel;
   options.buffer_lists = o.buffer_lists;
-  if (o.validation == "default") options.read.validation = ValidationLevel::kDefault;
-  if (o.validation == "none") options.read.validation = ValidationLevel::kNone;
+  Result<ValidationLevel> validation = ParseValidation(o.validation);
+  if (!validation.ok()) return Fail("--validation", validation.status());
+  options.read.validation = *validation;
   Result<UniqueDeviceArrayStream> stream = Status::OK();
   if (o.columns.empty()) {
     stream = o.path.empty() ? (*client)->DoGet(o.ticket, options) : (*client)->Get(o.path, options);
@@ -278,6 +382,7 @@ int Get(const GetOptions& o) {
 }
 
 int List(const FlightOptions& o) {
+  if (const int rc = RefuseTlsRoots(o.uri, o.given); rc != 0) return rc;
   const bool tty = isatty(STDERR_FILENO) != 0;
   if (tty) std::fprintf(stderr, "ferry list: asking %s ...", o.uri.c_str());
   Result<std::unique_ptr<flight::Client>> client =
@@ -328,6 +433,7 @@ int List(const FlightOptions& o) {
 }
 
 int Put(const FlightOptions& o) {
+  if (const int rc = RefuseTlsRoots(o.uri, o.given); rc != 0) return rc;
   const auto start = std::chrono::steady_clock::now();
   Result<UniqueArrayStream> input = ipc::ReadPath(o.file);
   if (!input.ok()) return Fail(o.file, input.status());

@@ -13,6 +13,7 @@
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "ferry/testing/integration_json.hpp"
+#include "parses.hpp"
 
 namespace ferry::cli {
 
@@ -21,15 +22,6 @@ namespace {
 int Fail(const std::string& what, const Status& st) {
   std::fprintf(stderr, "ferry: %s: %s\n", what.c_str(), st.message().c_str());
   return 1;
-}
-
-Result<ValidationLevel> LevelOf(const std::string& name) {
-  if (name == "none") return ValidationLevel::kNone;
-  if (name == "minimal") return ValidationLevel::kMinimal;
-  if (name == "default") return ValidationLevel::kDefault;
-  if (name == "full") return ValidationLevel::kFull;
-  return Status::Invalid("unknown validation level \"" + name +
-                         "\" (none, minimal, default, full)");
 }
 
 bool IsFile(const SharedBytes& bytes) {
@@ -125,8 +117,8 @@ int RunInspect(const IpcOptions& o) {
 }
 
 int RunValidate(const IpcOptions& o) {
-  Result<ValidationLevel> level = LevelOf(o.level);
-  if (!level.ok()) return Fail("--level", level.status());
+  Result<ValidationLevel> level = ParseValidation(o.validation);
+  if (!level.ok()) return Fail("--validation", level.status());
   ipc::ReadOptions options;
   options.validation = *level;
   Result<UniqueArrayStream> stream = ipc::ReadPath(o.input, options);
@@ -142,7 +134,7 @@ int RunValidate(const IpcOptions& o) {
     ++batches;
     rows += (*b)->length();
   }
-  std::printf("%s: valid (%s): %lld batches, %lld rows\n", o.input.c_str(), o.level.c_str(),
+  std::printf("%s: valid (%s): %lld batches, %lld rows\n", o.input.c_str(), o.validation.c_str(),
               static_cast<long long>(batches), static_cast<long long>(rows));
   return 0;
 }
@@ -198,7 +190,7 @@ int RunConvert(const IpcOptions& o) {
   if (!compression.ok()) return Fail("--compression", compression.status());
   w.compression = *compression;
   w.alignment = o.alignment;
-  w.emit_dictionary_deltas = o.dictionary_deltas;
+  w.emit_dictionary_deltas = o.emit_dictionary_deltas;
   Result<UniqueArrayStream> stream = ipc::ReadPath(o.input);
   if (!stream.ok()) return Fail(o.input, stream.status());
   UniqueSchema schema;
@@ -223,9 +215,9 @@ int RunConvert(const IpcOptions& o) {
     if (o.progress) std::fprintf(stderr, "\n");
     std::printf("%s -> %s: %lld batches, %lld bytes (%s, %s, alignment %d)", o.input.c_str(),
                 o.output.c_str(), static_cast<long long>(writer.stats().record_batches),
-                static_cast<long long>(writer.stats().bytes_written), o.to.c_str(),
+                static_cast<long long>(writer.stats().bytes_written), o.format.c_str(),
                 o.compression.c_str(), o.alignment);
-    if (o.dictionary_deltas) {
+    if (o.emit_dictionary_deltas) {
       std::printf(", %lld dictionary batches of which %lld deltas",
                   static_cast<long long>(writer.stats().dictionary_batches),
                   static_cast<long long>(writer.stats().dictionary_deltas));
@@ -234,14 +226,14 @@ int RunConvert(const IpcOptions& o) {
     return Status::OK();
   };
   Status st;
-  if (o.to == "file") {
+  if (o.format == "file") {
     Result<ipc::FileWriter> writer = ipc::FileWriter::Open(sink->get(), schema.get(), w);
     st = writer.ok() ? run(std::move(*writer)) : writer.status();
-  } else if (o.to == "stream") {
+  } else if (o.format == "stream") {
     Result<ipc::StreamWriter> writer = ipc::StreamWriter::Open(sink->get(), schema.get(), w);
     st = writer.ok() ? run(std::move(*writer)) : writer.status();
   } else {
-    st = Status::Invalid("unknown format \"" + o.to + "\" (stream, file)");
+    st = Status::Invalid("unknown format \"" + o.format + "\" (stream, file)");
   }
   if (st.ok()) st = (*sink)->Close();
   if (!st.ok()) return Fail(o.output, st);

@@ -12,17 +12,18 @@ struct IpcOptions {
   std::string input;
   std::string output;
   /// Validation level name: none, minimal, default or full.
-  std::string level = "full";
+  std::string validation = "full";
   /// cat: the most rows printed per batch (-1: all), or Arrow integration JSON instead.
   int64_t limit = 20;
   bool json = false;
   /// convert: "stream" or "file", "none", "lz4" or "zstd", 8 or 64, progress on stderr.
-  std::string to = "stream";
+  std::string format = "stream";
   std::string compression = "none";
   int32_t alignment = 8;
   bool progress = false;
-  /// convert: a dictionary that grows by appending goes as a delta, not a replacement.
-  bool dictionary_deltas = false;
+  /// convert: a dictionary that grows by appending goes as a delta, not a replacement
+  /// (ipc::WriteOptions::emit_dictionary_deltas).
+  bool emit_dictionary_deltas = false;
 };
 
 /// List the messages of a stream or file (kinds, sizes, rows) and its schema.

@@ -58,24 +58,28 @@ int Run(int argc, char** argv) {
   validate_cmd->add_option("input", ipc.input, "IPC stream or file")
       ->required()
       ->check(CLI::ExistingFile);
-  validate_cmd->add_option("--level", ipc.level, "none, minimal, default or full")
-      ->check(CLI::IsMember({"none", "minimal", "default", "full"}))
+  validate_cmd->add_option("--validation", ipc.validation, "none, minimal, default or full")
+      ->check(ferry::cli::Parses(ferry::cli::ParseValidation))
       ->capture_default_str();
   CLI::App* cat_cmd =
       app.add_subcommand("cat", "Print the schema and rows of an IPC stream or file as JSON.");
   cat_cmd->add_option("input", ipc.input, "IPC stream or file")
       ->required()
       ->check(CLI::ExistingFile);
-  cat_cmd->add_option("--limit", ipc.limit, "Rows shown per batch (-1: all)")
-      ->capture_default_str();
-  cat_cmd->add_flag("--json", ipc.json, "Print Arrow integration JSON (the arrow-testing format)");
+  CLI::Option* limit =
+      cat_cmd->add_option("--limit", ipc.limit, "Rows shown per batch (-1: all); not with --json")
+          ->capture_default_str();
+  cat_cmd
+      ->add_flag("--json", ipc.json,
+                 "Print Arrow integration JSON (the arrow-testing format), which holds every row")
+      ->excludes(limit);
   CLI::App* convert_cmd = app.add_subcommand(
       "convert", "Rewrite an IPC stream or file in another format, compression or alignment.");
   convert_cmd->add_option("input", ipc.input, "IPC stream or file")
       ->required()
       ->check(CLI::ExistingFile);
   convert_cmd->add_option("output", ipc.output, "Where to write")->required();
-  convert_cmd->add_option("--to", ipc.to, "stream or file")
+  convert_cmd->add_option("--format", ipc.format, "The IPC format written: stream or file")
       ->check(CLI::IsMember({"stream", "file"}))
       ->capture_default_str();
   convert_cmd->add_option("--compression", ipc.compression, "none, lz4 (or lz4_frame) or zstd")
@@ -85,7 +89,7 @@ int Run(int argc, char** argv) {
       ->check(CLI::IsMember({8, 64}))
       ->capture_default_str();
   convert_cmd->add_flag("--progress", ipc.progress, "Report batches and bytes written on stderr");
-  convert_cmd->add_flag("--dictionary-deltas", ipc.dictionary_deltas,
+  convert_cmd->add_flag("--emit-dictionary-deltas", ipc.emit_dictionary_deltas,
                         "Write a dictionary that grows by appending as a delta of its new values "
                         "(a file then accepts it), not as a replacement");
 
@@ -102,6 +106,9 @@ int Run(int argc, char** argv) {
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
+  serve.given = ferry::cli::GivenOptions(*serve_cmd);
+  get.given = ferry::cli::GivenOptions(*get_cmd);
+  flight.given = ferry::cli::GivenOptions(*list_cmd ? *list_cmd : *put_cmd);
   if (*version_cmd) {
     std::printf("ferry %s\n", ferry::Version());
     return 0;

@@ -26,7 +26,7 @@ enum FerryDipcBodyType { FERRY_DIPC_BODY_PACKED = 0, FERRY_DIPC_BODY_BUFFER_LIST
  * its frees, its sends; 0: 30 s), and the most clients served at once (0: 256). */
 struct FerryDipcServerOptions {
   const char* transport;
-  const char* address;
+  const char* listen;
   int32_t body_type;
   int64_t region_bytes;
   int64_t timeout_ms;

@@ -29,7 +29,7 @@ enum FerryIpcCompression {
  * FERRY_VALIDATION_LEVEL_*) and the most bytes decompression may allocate per message (0 keeps
  * the default of 4 GiB). */
 struct FerryIpcReadOptions {
-  int32_t validation_level;
+  int32_t validation;
   int64_t max_decompressed_bytes;
 };
 

@@ -41,7 +41,7 @@ FERRY_EXPORT void EncodeMetadataHeader(MetadataType type, uint32_t sequence,
 /// Body type, in bits 56-63 of a body message's tag.
 enum class BodyType : uint8_t { kPacked = 0, kBufferList = 1 };
 
-/// The one parser of body-type names, which every face uses (the CLI's --body, Python's
+/// The one parser of body-type names, which every face uses (the CLI's --body-type, Python's
 /// `body_type=`): "packed" (type 0) or "list" (type 1; also "buffer_list"). Anything else is
 /// EINVAL with a message that lists them.
 [[nodiscard]] FERRY_EXPORT Result<BodyType> ParseBodyType(std::string_view name);

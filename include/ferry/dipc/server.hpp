@@ -27,7 +27,7 @@ struct FERRY_EXPORT ServerOptions {
   std::string transport = "shm";
   /// Where to listen (a socket path, "@name" for an abstract socket, or host:port); empty picks
   /// a fresh one.
-  std::string address;
+  std::string listen;
   /// kBufferList sends (address, length) pairs into memory the client reads (in place over
   /// shared memory, with RMA gets over UCX); kPacked sends each body as one tagged message.
   BodyType body_type = BodyType::kBufferList;

@@ -34,10 +34,10 @@ struct FERRY_EXPORT ServerOptions {
   std::string tls_client_ca;
   /// The fast planes served beside gRPC, in the order FlightInfo lists them: "shm" and "ucx".
   std::vector<std::string> planes = {"shm", "ucx"};
-  /// Where each plane listens (see dipc::ServerOptions::address); empty: a fresh shared-memory
+  /// Where each plane listens (see dipc::ServerOptions::listen); empty: a fresh shared-memory
   /// socket, and UCX on the gRPC host with a free port.
-  std::string shm_address;
-  std::string ucx_address;
+  std::string shm_listen;
+  std::string ucx_listen;
   /// Serve each dataset on the planes from memory of its own, written once (dipc Keep): no copy
   /// per client, at the cost of one copy of the dataset per plane.
   bool keep = false;
