@@ -67,7 +67,10 @@ void ManualClock::Leave(Waiters::iterator it, std::unique_lock<std::mutex>& lock
 
 bool ManualClock::WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                             time_point deadline, const std::function<bool()>& done) const {
-  // Entered before time is read: an Advance after this point notifies this wait under its
+  // A wait that need not wait is not counted as one (AwaitWaiters sees only real waits).
+  if (done()) return true;
+  if (Now() >= deadline) return false;
+  // Entered before time is read again: an Advance after this point notifies this wait under its
   // mutex, and one before it is seen by the reading below.
   const Waiters::iterator it = Enter(cv, lock);
   const auto backstop = std::chrono::steady_clock::now() + backstop_;

@@ -164,8 +164,7 @@ Result<Catalogue::Entry> Catalogue::Find(const std::string& ticket, uint32_t reg
   return it->second;
 }
 
-Result<std::string> Catalogue::Issue(const std::string& name,
-                                     std::chrono::steady_clock::time_point expires) {
+Result<std::string> Catalogue::Issue(const std::string& name, Clock::time_point expires) {
   {
     std::lock_guard lock(mutex_);
     if (entries_.count(name) == 0) return Status::NotFound("no dataset named \"" + name + "\"");

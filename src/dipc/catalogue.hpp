@@ -100,7 +100,7 @@ class Catalogue {
   Result<Entry> Find(const std::string& ticket, uint32_t region) const;
   /// A fresh ticket for `name` (128 random bits, hex), valid until `expires`; ENOENT for a name
   /// the catalogue does not have.
-  Result<std::string> Issue(const std::string& name, std::chrono::steady_clock::time_point expires);
+  Result<std::string> Issue(const std::string& name, Clock::time_point expires);
   /// Stop serving `name` (ENOENT if unknown; EBUSY, with nothing changed, while a client reads
   /// it) and revoke its tickets.
   Status Remove(const std::string& name);

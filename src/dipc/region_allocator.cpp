@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <iterator>
 #include <string>
+#include <utility>
 
 namespace ferry::dipc::internal {
 
@@ -10,7 +11,8 @@ namespace {
 constexpr int64_t kAlign = 64;
 }
 
-RegionAllocator::RegionAllocator(int64_t capacity) : capacity_(capacity / kAlign * kAlign) {
+RegionAllocator::RegionAllocator(int64_t capacity, std::shared_ptr<Clock> clock)
+    : capacity_(capacity / kAlign * kAlign), clock_(std::move(clock)) {
   if (capacity_ > 0) free_.emplace(0, capacity_);
 }
 
@@ -39,7 +41,7 @@ Result<int64_t> RegionAllocator::Allocate(int64_t size, std::chrono::millisecond
   std::unique_lock lock(mutex_);
   int64_t offset = 0;
   bool allocated = false;
-  freed_.wait_for(lock, timeout, [&] {
+  clock_->WaitFor(freed_, lock, timeout, [&] {
     allocated = TryAllocate(rounded, &offset);
     return allocated || (cancelled && cancelled());
   });

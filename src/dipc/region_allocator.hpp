@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
+#include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 
 namespace ferry::dipc::internal {
@@ -18,11 +20,12 @@ namespace ferry::dipc::internal {
 /// Hands out 64-byte-aligned blocks of a region of `capacity` bytes. Thread-safe.
 class RegionAllocator {
  public:
-  explicit RegionAllocator(int64_t capacity);
+  /// Waits for space are timed by `clock` (the server's).
+  RegionAllocator(int64_t capacity, std::shared_ptr<Clock> clock);
 
-  /// A block of `size` bytes (at least 64), waiting up to `timeout` for space. Fails with E2BIG
-  /// when it can never fit, ETIMEDOUT when the wait ran out, ECANCELED when `cancelled()` turns
-  /// true (checked whenever the allocator is woken).
+  /// A block of `size` bytes (at least 64), waiting up to `timeout` (by the clock) for space. Fails
+  /// with E2BIG when it can never fit, ETIMEDOUT when the wait ran out, ECANCELED when
+  /// `cancelled()` turns true (checked whenever the allocator is woken).
   Result<int64_t> Allocate(int64_t size, std::chrono::milliseconds timeout,
                            const std::function<bool()>& cancelled = {});
   /// Return a block; an offset that is not an allocated block is ignored and reported false.
@@ -37,6 +40,7 @@ class RegionAllocator {
   bool TryAllocate(int64_t size, int64_t* offset);
 
   const int64_t capacity_;
+  const std::shared_ptr<Clock> clock_;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   std::map<int64_t, int64_t> free_;            // offset -> size, coalesced

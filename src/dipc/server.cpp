@@ -102,12 +102,13 @@ class ServerImpl final : public Server {
 
   Result<std::string> IssueTicket(const std::string& name, std::chrono::seconds ttl) override {
     if (ttl.count() <= 0) ttl = state_->options.ticket_ttl;
-    return state_->catalogue->Issue(name, std::chrono::steady_clock::now() + ttl);
+    return state_->catalogue->Issue(name, state_->options.tickets->clock()->After(ttl));
   }
 
   Status RefreshTicket(const std::string& ticket, std::chrono::seconds ttl) override {
     if (ttl.count() <= 0) ttl = state_->options.ticket_ttl;
-    return state_->options.tickets->Refresh(ticket, std::chrono::steady_clock::now() + ttl);
+    TicketBook& book = *state_->options.tickets;
+    return book.Refresh(ticket, book.clock()->After(ttl));
   }
 
   Status Remove(const std::string& name) override { return state_->catalogue->Remove(name); }
@@ -224,12 +225,17 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   limits.remote_memory = options.body_type == BodyType::kBufferList;
   FERRY_ASSIGN_OR_RAISE(state->listener,
                         transport::Listen(options.transport, options.listen, limits));
+  // One clock for the server's waits and its tickets, unless the book it shares has its own.
+  if (options.clock == nullptr) {
+    options.clock = options.tickets ? options.tickets->clock() : Clock::Real();
+  }
   if (options.body_type == BodyType::kBufferList) {
     // Registered before any URI is handed out: the URI carries its key.
     FERRY_ASSIGN_OR_RAISE(state->region, state->listener->CreateRegion(options.region_bytes));
-    state->allocator = std::make_unique<internal::RegionAllocator>(state->region->size());
+    state->allocator =
+        std::make_unique<internal::RegionAllocator>(state->region->size(), options.clock);
   }
-  if (options.tickets == nullptr) options.tickets = std::make_shared<TicketBook>();
+  if (options.tickets == nullptr) options.tickets = std::make_shared<TicketBook>(options.clock);
   state->catalogue = std::make_unique<internal::Catalogue>(options.tickets, !options.token.empty());
   state->options = std::move(options);
   return std::unique_ptr<Server>(std::make_unique<ServerImpl>(std::move(state)));

@@ -160,7 +160,7 @@ Status Session::Refuse(const Status& why) {
   if (conn_->extensions()) {
     SendError(why);
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, kRefusalWait, [&] { return client_closed_; });
+    state_->options.clock->WaitFor(changed_, lock, kRefusalWait, [&] { return client_closed_; });
   }
   conn_->Close();
   end_ = End::kRefused;
@@ -382,8 +382,8 @@ Status Session::AwaitEnd() {
   // addresses gets them freed (it is disconnected). One that neither frees nor closes is waited
   // for up to the timeout.
   std::unique_lock lock(mutex_);
-  const bool ended = changed_.wait_for(lock, state_->options.timeout,
-                                       [&] { return client_closed_ || dead_.load(); });
+  const bool ended = state_->options.clock->WaitFor(changed_, lock, state_->options.timeout,
+                                                    [&] { return client_closed_ || dead_.load(); });
   const size_t held = block_of_.size() + lent_.size();
   if (client_closed_ && held > 0) {
     state_->Log("the client closed holding " + std::to_string(held) + " addresses; freed");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <utility>
 
 #include "ferry/core/hex.hpp"
 
@@ -21,6 +22,9 @@ std::string Shown(const std::string& ticket) {
 
 }  // namespace
 
+TicketBook::TicketBook(std::shared_ptr<Clock> clock)
+    : clock_(clock ? std::move(clock) : Clock::Real()) {}
+
 Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point expires) {
   uint8_t bits[16];
   if (getrandom(bits, sizeof(bits), 0) != static_cast<ssize_t>(sizeof(bits))) {
@@ -29,7 +33,7 @@ Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point
   std::string ticket =
       HexEncode(std::string_view(reinterpret_cast<const char*>(bits), sizeof(bits)));
   std::lock_guard lock(mutex_);
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = clock_->Now();
   for (auto it = tickets_.begin(); it != tickets_.end();) {
     it = it->second.expires <= now ? tickets_.erase(it) : std::next(it);
   }
@@ -40,7 +44,7 @@ Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point
 Status TicketBook::Refresh(const std::string& ticket, Clock::time_point expires) {
   std::lock_guard lock(mutex_);
   auto t = tickets_.find(ticket);
-  if (t == tickets_.end() || Clock::now() >= t->second.expires) {
+  if (t == tickets_.end() || clock_->Now() >= t->second.expires) {
     return Status::NotFound("unknown or expired ticket " + Shown(ticket));
   }
   t->second.expires = expires;
@@ -53,14 +57,15 @@ Result<std::string> TicketBook::Resolve(const std::string& ticket, bool* issued)
   if (issued != nullptr) *issued = t != tickets_.end();
   if (t == tickets_.end()) return Status::NotFound("unknown ticket " + Shown(ticket));
   // Kept until Issue sweeps it, so every server sharing the book says "expired" alike.
-  if (Clock::now() >= t->second.expires) return Status::NotFound("expired ticket " + Shown(ticket));
+  if (clock_->Now() >= t->second.expires)
+    return Status::NotFound("expired ticket " + Shown(ticket));
   return t->second.name;
 }
 
-Result<TicketBook::Clock::time_point> TicketBook::Expiry(const std::string& ticket) const {
+Result<Clock::time_point> TicketBook::Expiry(const std::string& ticket) const {
   std::lock_guard lock(mutex_);
   auto t = tickets_.find(ticket);
-  if (t == tickets_.end() || Clock::now() >= t->second.expires) {
+  if (t == tickets_.end() || clock_->Now() >= t->second.expires) {
     return Status::NotFound("unknown or expired ticket " + Shown(ticket));
   }
   return t->second.expires;

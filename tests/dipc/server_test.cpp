@@ -70,15 +70,6 @@ Result<Made> MakeBatch(size_t t, int64_t total, int64_t offset) {
 using testing::IntBatches;
 using testing::IntData;
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
 class ServerClient : public ::testing::TestWithParam<size_t> {
  protected:
   void SetUp() override {
@@ -132,7 +123,9 @@ TEST_P(ServerClient, EveryTypeRoundTrips) {
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0], expected[t]);
   }
-  EXPECT_TRUE(WaitFor([&] { return server->stats().bytes_in_flight == 0; }));
+  // Each session frees what its client held before it ends.
+  EXPECT_TRUE(server->AwaitIdle(5s));
+  EXPECT_EQ(server->stats().bytes_in_flight, 0);
   EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
   EXPECT_EQ(server->stats().batches_sent, static_cast<int64_t>(catalog.size()));
 }
@@ -240,7 +233,8 @@ TEST_P(ServerClient, TypeOneBodiesAreReadInPlace) {
   EXPECT_GT(server->stats().bytes_in_flight, 0);
   a.reset();
   s.reset();
-  EXPECT_TRUE(WaitFor([&] { return server->stats().bytes_in_flight == 0; }));
+  EXPECT_TRUE(server->AwaitIdle(5s));
+  EXPECT_EQ(server->stats().bytes_in_flight, 0);
 }
 
 // 40 batches of about 32 KiB through a 256 KiB region: the server must wait for free_data, and
@@ -274,7 +268,8 @@ TEST_P(ServerClient, MemoryInFlightStaysBounded) {
   EXPECT_LE(peak, options.region_bytes);
   held.clear();
   s.reset();
-  EXPECT_TRUE(WaitFor([&] { return server->stats().bytes_in_flight == 0; }));
+  EXPECT_TRUE(server->AwaitIdle(5s));
+  EXPECT_EQ(server->stats().bytes_in_flight, 0);
   EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
 }
 
@@ -283,14 +278,22 @@ TEST_P(ServerClient, AClientThatNeverFreesMakesTheServerWaitThenFail) {
   if (shape_.transport != "shm") {
     GTEST_SKIP() << "only shared memory lends bodies: UCX gets copy them and free at once";
   }
+  auto clock = std::make_shared<ManualClock>();
   ServerOptions options;
   options.region_bytes = 64 << 10;
   options.timeout = 300ms;
+  options.clock = clock;
   auto server = StartServer(options);
   ASSERT_TRUE(server);
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(8, 4000));
   server->Add("big", data.dataset);
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "big"));
+  // The session's one wait on the clock is for room in the full region (in the split shape the
+  // metadata session's wait for the end is the other): the timeout is passed once it waits,
+  // with no time spent.
+  std::thread timer([&] {
+    if (clock->AwaitWaiters(shape_.split ? 2 : 1, 10s)) clock->Advance(300ms);
+  });
   std::vector<UniqueDeviceArray> held;
   int rc = 0;
   while (rc == 0) {
@@ -299,10 +302,15 @@ TEST_P(ServerClient, AClientThatNeverFreesMakesTheServerWaitThenFail) {
     if (rc == 0 && !a.valid()) break;
     if (rc == 0) held.push_back(std::move(a));
   }
+  timer.join();
   ASSERT_NE(rc, 0) << "the stream ended although the client freed nothing";
-  EXPECT_THAT(s->get_last_error(s.get()), ::testing::HasSubstr("no room for a body"));
+  EXPECT_THAT(s->get_last_error(s.get()),
+              ::testing::AllOf(::testing::HasSubstr("no room for a body of "),
+                               ::testing::HasSubstr("in the shared region within 300 ms")));
   EXPECT_LE(server->stats().bytes_in_flight, options.region_bytes);
-  EXPECT_TRUE(WaitFor([&] { return server->stats().bytes_in_flight == 0; }));
+  EXPECT_TRUE(server->AwaitIdle(5s));
+  EXPECT_EQ(server->stats().bytes_in_flight, 0);
+  EXPECT_EQ(server->stats().sessions_failed, 1);
 }
 
 TEST_P(ServerClient, AnUnknownTicketIsRefusedByName) {
@@ -315,8 +323,10 @@ TEST_P(ServerClient, AnUnknownTicketIsRefusedByName) {
   // server's words.
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket \"beta\" (this server has: alpha)",
                      Open(*server, "beta"));
-  // In the split shape both servers (here one) refuse it, unless the client hung up first.
-  EXPECT_TRUE(WaitFor([&] { return server->stats().tickets_refused >= 1; }));
+  // In the split shape both servers (here one) refuse it, unless the client hung up first; a
+  // refusal is counted before its session ends.
+  EXPECT_TRUE(server->AwaitIdle(5s));
+  EXPECT_GE(server->stats().tickets_refused, 1);
   EXPECT_EQ(server->stats().sessions_failed, 0);
 }
 
@@ -418,11 +428,15 @@ TEST_P(ServerClient, AStoppedServerGivesTheClientAClearError) {
 TEST_P(ServerClient, AnUnknownAddressInFreeDataIsLoggedAndIgnored) {
   if (shape_.body != BodyType::kBufferList || shape_.split) GTEST_SKIP() << "type 1, one URI";
   std::mutex log_mutex;
+  std::condition_variable logged;
   std::vector<std::string> log;
   ServerOptions options;
   options.log = [&](const std::string& line) {
-    std::lock_guard lock(log_mutex);
-    log.push_back(line);
+    {
+      std::lock_guard lock(log_mutex);
+      log.push_back(line);
+    }
+    logged.notify_all();
   };
   auto server = StartServer(options);
   ASSERT_TRUE(server);
@@ -449,13 +463,18 @@ TEST_P(ServerClient, AnUnknownAddressInFreeDataIsLoggedAndIgnored) {
   const std::vector<uint8_t> body = EncodeFreeData(bogus);
   const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
   ASSERT_OK(rogue->SendTagged(*uri.free_data, {&piece, 1}));
-  EXPECT_TRUE(WaitFor([&] { return server->stats().unknown_frees == 1; }));
-  EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
   {
-    std::lock_guard lock(log_mutex);
-    ASSERT_FALSE(log.empty());
+    // The session logs the address once it has counted it.
+    std::unique_lock lock(log_mutex);
+    ASSERT_TRUE(logged.wait_for(lock, 5s, [&] {
+      return std::any_of(log.begin(), log.end(), [](const std::string& line) {
+        return line.find("free_data names address") != std::string::npos;
+      });
+    }));
     EXPECT_THAT(log.back(), ::testing::HasSubstr("address 0x00000000dead0000"));
   }
+  EXPECT_EQ(server->stats().unknown_frees, 1);
+  EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
   // The rogue's stream goes on: its batch arrives.
   ASSERT_OK(rogue->Receive(5s).status());
   rogue.reset();
@@ -491,7 +510,10 @@ TEST_P(ServerClient, EveryLentAddressIsFreed) {
 // to the server with the others'. Shared memory maps in place and takes nothing ahead.
 TEST_P(ServerClient, ABatchFetchedAheadIsFreedWhenTheStreamIsLeft) {
   if (shape_.body != BodyType::kBufferList) GTEST_SKIP() << "type 1 only";
-  auto server = StartServer();
+  auto clock = std::make_shared<ManualClock>();
+  ServerOptions server_options;
+  server_options.clock = clock;
+  auto server = StartServer(server_options);
   ASSERT_TRUE(server);
   constexpr int kBatches = 6;
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(kBatches, 300));
@@ -504,8 +526,13 @@ TEST_P(ServerClient, ABatchFetchedAheadIsFreedWhenTheStreamIsLeft) {
     ASSERT_EQ(s->get_schema(s.get(), schema.get()), 0);
     UniqueDeviceArray first;
     ASSERT_EQ(s->get_next(s.get(), first.get()), 0);
-    // Every batch sent, and given time to arrive, so the next one is there to be taken ahead.
-    ASSERT_TRUE(WaitFor([&] { return server->stats().batches_sent == kBatches; }));
+    // Every batch sent and flushed: the session (each of the split shape's two) waits on the
+    // clock for the client's end.
+    ASSERT_TRUE(clock->AwaitWaiters(shape_.split ? 2 : 1, 5s));
+    EXPECT_EQ(server->stats().batches_sent, kBatches);
+    // Flushed means delivered to the client's transport; its progress thread then files the
+    // messages in the connection's queue, which nothing outside the client shows. The pause is
+    // for that hand-over between two threads of the client, not for a timeout.
     std::this_thread::sleep_for(200ms);
     UniqueDeviceArray second;
     ASSERT_EQ(s->get_next(s.get(), second.get()), 0);
@@ -536,9 +563,11 @@ namespace {
 // refused, an issued ticket reads it, an expired one is refused, and one server's ticket means
 // nothing to another.
 TEST(IssuedTickets, OnlyIssuedUnexpiredTicketsAreHonoured) {
+  auto clock = std::make_shared<ManualClock>();
   ServerOptions options;
   options.token = "s3cret";
   options.ticket_ttl = std::chrono::seconds(60);
+  options.clock = clock;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(2, 50));
   server->Add("t", data.dataset);
@@ -560,12 +589,27 @@ TEST(IssuedTickets, OnlyIssuedUnexpiredTicketsAreHonoured) {
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.status().message().find(ticket), std::string::npos) << wrong.status().message();
 
+  // The server's book runs on its clock: a ticket of one second reads until the last tick of
+  // that second and is refused from the next.
+  EXPECT_EQ(server->tickets()->clock(), clock);
   ASSERT_OK_AND_ASSIGN(std::string brief, server->IssueTicket("t", std::chrono::seconds(1)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  clock->Advance(1s - Clock::duration(1));
+  {
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), brief));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
+    EXPECT_EQ(got, data.expected);
+  }
+  clock->Advance(Clock::duration(1));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket",
                      ConnectStream(server->uri("t"), brief));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired", server->RefreshTicket(brief));
+  // Refreshed from now: 120 s more by the clock (and the default lifetime, 60 s, for the other).
   ASSERT_OK(server->RefreshTicket(other, std::chrono::seconds(120)));
+  ASSERT_OK_AND_ASSIGN(Clock::time_point until, server->tickets()->Expiry(other));
+  EXPECT_EQ(until, clock->Now() + 120s);
+  ASSERT_OK(server->RefreshTicket(ticket));
+  ASSERT_OK_AND_ASSIGN(until, server->tickets()->Expiry(ticket));
+  EXPECT_EQ(until, clock->Now() + 60s);
 
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> another, Server::Start(options));
   another->Add("t", data.dataset);

@@ -3,7 +3,6 @@
 #include "ferry/dipc/tickets.hpp"
 
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
@@ -16,13 +15,14 @@ namespace ferry::dipc {
 namespace {
 
 using Json = nlohmann::json;
-using Clock = TicketBook::Clock;
 using namespace std::chrono_literals;
 
 TEST(TicketBook, IssueResolveRefreshRevoke) {
-  TicketBook book;
-  ASSERT_OK_AND_ASSIGN(std::string a, book.Issue("alpha", Clock::now() + 60s));
-  ASSERT_OK_AND_ASSIGN(std::string b, book.Issue("beta", Clock::now() + 60s));
+  auto clock = std::make_shared<ManualClock>();
+  TicketBook book(clock);
+  EXPECT_EQ(book.clock(), clock);
+  ASSERT_OK_AND_ASSIGN(std::string a, book.Issue("alpha", clock->Now() + 60s));
+  ASSERT_OK_AND_ASSIGN(std::string b, book.Issue("beta", clock->Now() + 60s));
   EXPECT_EQ(a.size(), 32u);
   EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
   EXPECT_NE(a, b);
@@ -34,22 +34,45 @@ TEST(TicketBook, IssueResolveRefreshRevoke) {
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.status().message().find(a), std::string::npos);
 
-  ASSERT_OK_AND_ASSIGN(std::string brief, book.Issue("alpha", Clock::now() + 50ms));
+  // Live up to the last tick before its expiry, expired from that tick on: by the book's clock.
+  const Clock::time_point issued = clock->Now();
+  ASSERT_OK_AND_ASSIGN(std::string brief, book.Issue("alpha", issued + 50ms));
   ASSERT_OK_AND_ASSIGN(Clock::time_point until, book.Expiry(brief));
-  EXPECT_LE(until, Clock::now() + 50ms);
-  std::this_thread::sleep_for(80ms);
+  EXPECT_EQ(until, issued + 50ms);
+  clock->Advance(50ms - Clock::duration(1));
+  ASSERT_OK_AND_ASSIGN(name, book.Resolve(brief));
+  EXPECT_EQ(name, "alpha");
+  clock->Advance(Clock::duration(1));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket", book.Resolve(brief));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired", book.Expiry(brief));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired",
-                     book.Refresh(brief, Clock::now() + 60s));
-  ASSERT_OK(book.Refresh(a, Clock::now() + 120s));
+                     book.Refresh(brief, clock->Now() + 60s));
+  ASSERT_OK(book.Refresh(a, clock->Now() + 120s));
   ASSERT_OK_AND_ASSIGN(until, book.Expiry(a));
-  EXPECT_GT(until, Clock::now() + 100s);
+  EXPECT_EQ(until, issued + 50ms + 120s);
+  // An expired ticket is kept until the next Issue sweeps it.
+  EXPECT_EQ(book.size(), 3u);
+  ASSERT_OK_AND_ASSIGN(std::string c, book.Issue("gamma", clock->Now() + 1s));
+  EXPECT_NE(c, brief);
+  EXPECT_EQ(book.size(), 3u);
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket", book.Resolve(brief));
 
   book.Revoke("alpha");
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket", book.Resolve(a));
   ASSERT_OK_AND_ASSIGN(name, book.Resolve(b));
   EXPECT_EQ(name, "beta");
-  EXPECT_EQ(book.size(), 1u);
+  EXPECT_EQ(book.size(), 2u);
+}
+
+TEST(TicketBook, WithoutAClockItUsesTheRealOne) {
+  TicketBook book;
+  EXPECT_EQ(book.clock(), Clock::Real());
+  ASSERT_OK_AND_ASSIGN(std::string t, book.Issue("x", Clock::Real()->Now() + 60s));
+  ASSERT_OK_AND_ASSIGN(Clock::time_point until, book.Expiry(t));
+  EXPECT_GT(until, Clock::Real()->Now());
+  // A time already passed: expired at once.
+  ASSERT_OK_AND_ASSIGN(std::string gone, book.Issue("x", Clock::Real()->Now() - 1s));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket", book.Resolve(gone));
 }
 
 // Three int64 batches of 100 rows counting up, as a dataset, and the rows expected back.
@@ -124,10 +147,9 @@ TEST(SharedTickets, RemoveWaitsForReaders) {
     ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     EXPECT_EQ(got, data.second);
   }
-  const auto end = std::chrono::steady_clock::now() + 5s;
-  while (server->readers("t") > 0 && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(5ms);
-  }
+  // The session lets go of the dataset before it ends.
+  ASSERT_TRUE(server->AwaitIdle(5s));
+  EXPECT_EQ(server->readers("t"), 0);
   ASSERT_OK(server->Remove("t"));
   EXPECT_EQ(server->tickets()->size(), 0u);
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket",

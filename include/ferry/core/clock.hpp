@@ -83,7 +83,8 @@ class FERRY_EXPORT ManualClock final : public Clock {
   /// Move time forward by `d` (a negative `d` moves nothing: steady time never goes back) and
   /// wake every wait in progress. Call it holding no mutex that a waiter on this clock waits with.
   void Advance(duration d);
-  /// How many waits on this clock are in progress.
+  /// How many waits on this clock are in progress: those whose predicate was false when they
+  /// began (one that need not wait is never counted).
   int waiters() const;
   /// Wait, at most `limit` of real time, until at least `n` waits on this clock are in
   /// progress: how a test knows that a server has reached the wait it means to end. True if

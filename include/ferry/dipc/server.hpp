@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ferry/abi/export.h"
+#include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/dipc/dataset.hpp"
@@ -36,7 +37,8 @@ struct FERRY_EXPORT ServerOptions {
   int64_t region_bytes = int64_t{256} << 20;
   /// How long the server waits on a client: for its request, for room in the region, for its
   /// free_data and its close at the end; and how long a send may wait for the client to take
-  /// it. A stopped client fails its session after this long.
+  /// it. A stopped client fails its session after this long. The waits for room and for the end
+  /// are timed by `clock`; those on the connection (the request, a send) by the transport.
   std::chrono::milliseconds timeout{30000};
   /// The largest message a client may send (want_data with its ticket, free_data).
   int64_t max_request_bytes = int64_t{1} << 20;
@@ -50,11 +52,14 @@ struct FERRY_EXPORT ServerOptions {
   /// token, the data plane honours only tickets the server issued (IssueTicket): unguessable,
   /// bound to one dataset, expiring. Without one, a ticket is a dataset's name.
   std::string token;
-  /// How long an issued ticket stays valid.
+  /// How long an issued ticket stays valid, by the book's clock.
   std::chrono::seconds ticket_ttl{600};
   /// Where issued tickets are kept. Servers given the same book honour each other's tickets (a
-  /// Flight service's planes); NULL: a book of the server's own.
+  /// Flight service's planes); NULL: a book of the server's own, on `clock`.
   std::shared_ptr<TicketBook> tickets;
+  /// What times the server's waits on its clients (and its own book's tickets). NULL: the
+  /// book's clock when a book is given, else Clock::Real(). Tests pass a ManualClock.
+  std::shared_ptr<Clock> clock;
   /// Where the server tells what it tolerated or refused (an unknown address in free_data, an
   /// unknown ticket), one line each, from any thread. Unset: nowhere.
   std::function<void(const std::string&)> log;

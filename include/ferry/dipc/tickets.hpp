@@ -9,17 +9,23 @@
 #include <string>
 
 #include "ferry/abi/export.h"
+#include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 
 namespace ferry::dipc {
 
 /// A table of issued tickets: each is 128 random bits (32 hex digits) bound to a dataset's name
-/// until it expires. Thread-safe; shared by the servers that honour the same tickets (hold it in
-/// a shared_ptr). Expired tickets are dropped as new ones are issued, so it holds only live ones.
+/// until it expires by the book's clock. Thread-safe; shared by the servers that honour the same
+/// tickets (hold it in a shared_ptr). Expired tickets are dropped as new ones are issued, so it
+/// holds only live ones.
 class FERRY_EXPORT TicketBook {
  public:
-  using Clock = std::chrono::steady_clock;
+  /// A book whose tickets expire by `clock` (NULL: Clock::Real()); the servers that share the
+  /// book issue and refresh by it too (clock()).
+  explicit TicketBook(std::shared_ptr<Clock> clock = nullptr);
 
+  /// The clock tickets expire by.
+  const std::shared_ptr<Clock>& clock() const { return clock_; }
   /// A fresh ticket for `name`, valid until `expires`. Errors only when the system has no
   /// random bits to give.
   Result<std::string> Issue(const std::string& name, Clock::time_point expires);
@@ -42,6 +48,7 @@ class FERRY_EXPORT TicketBook {
     std::string name;
     Clock::time_point expires;
   };
+  const std::shared_ptr<Clock> clock_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> tickets_;
 };
