@@ -9,6 +9,7 @@
 #include <climits>
 
 #include "ferry/core/host_port.hpp"
+#include "flight/clock_hook.hpp"
 #include "flight/service.hpp"
 
 namespace ferry::flight {
@@ -160,6 +161,8 @@ class ServerImpl final : public Server {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
       state_->WaitIdle(std::chrono::seconds(10));
       server_.reset();
+      // With the federation's threads, joined here: none outlives the server.
+      service_.reset();
     }
     for (auto& [transport, plane] : state_->planes) plane->Stop();
   }
@@ -188,8 +191,9 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   if (!options.peers.empty() && options.peer_timeout.count() <= 0) {
     return Status::Invalid("peer_timeout must be positive");
   }
+  if (options.clock == nullptr) options.clock = internal::DefaultClock();
   auto state = std::make_unique<ServerState>();
-  state->tickets = std::make_shared<dipc::TicketBook>();
+  state->tickets = std::make_shared<dipc::TicketBook>(options.clock);
   for (const std::string& transport : options.planes) {
     if (transport != "shm" && transport != "ucx") {
       return Status::Invalid("unknown plane \"" + transport + "\" (shm, ucx)");
@@ -203,6 +207,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     }
     p.token = options.token;
     p.tickets = state->tickets;
+    p.clock = options.clock;
     p.ticket_ttl = options.ticket_ttl;
     if (options.log && !p.log) {
       p.log = [log = options.log, transport](const std::string& line) {

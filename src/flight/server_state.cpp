@@ -157,12 +157,12 @@ Result<FlightInfo> ServerState::Info(const std::string& name) {
   info.total_bytes = flight->bytes();
   // The partitions are kept in the order they were given or appended: the data's order.
   info.ordered = true;
-  const auto ttl = options.ticket_ttl;
+  const Clock& clock = *tickets->clock();
   for (const auto& part : flight->partitions) {
     Endpoint e;
-    FERRY_ASSIGN_OR_RAISE(e.ticket,
-                          tickets->Issue(part->name, std::chrono::steady_clock::now() + ttl));
-    e.expiration = std::chrono::system_clock::now() + ttl;
+    const Clock::time_point expires = clock.After(options.ticket_ttl);
+    FERRY_ASSIGN_OR_RAISE(e.ticket, tickets->Issue(part->name, expires));
+    e.expiration = clock.ToSystem(expires);
     for (const auto& [transport, plane] : planes) {
       e.locations.push_back(plane->uri(part->name).ToString());
     }

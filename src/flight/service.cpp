@@ -9,6 +9,7 @@
 
 #include "ferry/core/status_code.hpp"
 #include "ferry/dipc/uri.hpp"
+#include "flight/clock_hook.hpp"
 #include "flight/convert.hpp"
 #include "flight/grpc_status.hpp"
 
@@ -308,14 +309,14 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
     if (!st.ok()) return new Fail(state_, ToGrpc(st));
     results.emplace_back().set_body("dropped " + request->body());
   } else if (request->type() == "refresh-ticket") {
-    const auto ttl = state_->options.ticket_ttl;
-    const Status st =
-        state_->tickets->Refresh(request->body(), std::chrono::steady_clock::now() + ttl);
+    const Clock& clock = *state_->tickets->clock();
+    const Clock::time_point expires = clock.After(state_->options.ticket_ttl);
+    const Status st = state_->tickets->Refresh(request->body(), expires);
     if (!st.ok()) {
       ++state_->tickets_refused;
       return new Fail(state_, ToGrpc(st));
     }
-    results.emplace_back().set_body(FormatRfc3339(std::chrono::system_clock::now() + ttl));
+    results.emplace_back().set_body(FormatRfc3339(clock.ToSystem(expires)));
   } else if (request->type() == "append-partition") {
     Result<std::pair<std::string, std::string>> args = AppendArguments(request->body());
     if (!args.ok()) return new Fail(state_, ToGrpc(args.status()));
@@ -337,6 +338,11 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
     }
     return new Fail(state_,
                     ToGrpc(Status::Invalid("no error code named \"" + request->body() + "\"")));
+  } else if (request->type() == "advance-clock") {
+    // Test trees only: move the server's manual clock (flight/clock_hook.hpp).
+    Result<std::string> advanced = AdvanceClock(*state_->tickets->clock(), request->body());
+    if (!advanced.ok()) return new Fail(state_, ToGrpc(advanced.status()));
+    results.emplace_back().set_body(*advanced);
 #endif
   } else {
     return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,

@@ -300,23 +300,41 @@ TEST_F(FlightServerTest, TokenOnEveryCall) {
 }
 
 TEST_F(FlightServerTest, ExpiredTicketsAreRefusedEverywhereAndRefreshExtends) {
+  auto clock = std::make_shared<ManualClock>();
   ServerOptions options;
   options.token = "s3cret";
   options.ticket_ttl = 1s;
+  options.clock = clock;
   Start(options);
+  // The server, its book and every plane run on the one clock.
+  EXPECT_EQ(server_->tickets()->clock(), clock);
   ASSERT_OK_AND_ASSIGN(Data data, MakeData(1, 10));
   ASSERT_OK(server_->Add("t", std::move(data.schema), std::move(data.batches)));
   ClientOptions right;
   right.token = "s3cret";
   auto client = Connect(right);
+  const Clock::time_point issued = clock->Now();
   ASSERT_OK_AND_ASSIGN(FlightInfo brief, client->GetFlightInfo("t"));
   ASSERT_OK_AND_ASSIGN(FlightInfo kept, client->GetFlightInfo("t"));
-  std::this_thread::sleep_for(500ms);
+  // The endpoint's expiration_time is the clock's expiry as wall time.
+  ASSERT_TRUE(brief.endpoints[0].expiration.has_value());
+  EXPECT_EQ(*brief.endpoints[0].expiration, clock->ToSystem(issued + 1s));
+  clock->Advance(500ms);
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> refreshed,
                        client->Action("refresh-ticket", kept.endpoints[0].ticket));
   ASSERT_EQ(refreshed.size(), 1u);
   EXPECT_TRUE(std::regex_match(refreshed[0], std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
-  std::this_thread::sleep_for(700ms);
+  EXPECT_EQ(refreshed[0], FormatRfc3339(clock->ToSystem(issued + 1500ms)));
+  ASSERT_OK_AND_ASSIGN(Clock::time_point until,
+                       server_->tickets()->Expiry(kept.endpoints[0].ticket));
+  EXPECT_EQ(until, issued + 1500ms);
+  // Up to its last tick the first ticket reads; from its expiry on it is refused everywhere.
+  clock->Advance(500ms - Clock::duration(1));
+  {
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->DoGet(brief.endpoints[0].ticket));
+    EXPECT_OK(testing::DrainToJson(s.get()));
+  }
+  clock->Advance(Clock::duration(1));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket",
                      client->DoGet(brief.endpoints[0].ticket));
   for (const std::string& l : brief.endpoints[0].locations) {
@@ -325,9 +343,14 @@ TEST_F(FlightServerTest, ExpiredTicketsAreRefusedEverywhereAndRefreshExtends) {
     ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket",
                        dipc::ConnectStream(uri, brief.endpoints[0].ticket));
   }
-  // Refreshed 500 ms in, the other ticket lives on past the first's expiry.
-  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->DoGet(kept.endpoints[0].ticket));
-  EXPECT_OK(testing::DrainToJson(s.get()));
+  // Refreshed 500 ms in, the other ticket lives on past the first's expiry, until its own.
+  {
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, client->DoGet(kept.endpoints[0].ticket));
+    EXPECT_OK(testing::DrainToJson(s.get()));
+  }
+  clock->Advance(500ms);
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket",
+                     client->DoGet(kept.endpoints[0].ticket));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired",
                      client->Action("refresh-ticket", brief.endpoints[0].ticket));
   ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "unknown action \"nap\"", client->Action("nap"));

@@ -14,6 +14,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/flight/info.hpp"
@@ -42,9 +43,10 @@ struct FERRY_EXPORT ServerOptions {
   /// per client, at the cost of one copy of the dataset per plane.
   bool keep = false;
   /// The planes' other settings (region size, timeouts, body type, most clients); transport,
-  /// address, token and tickets are set by the Flight server.
+  /// address, token, tickets and clock are set by the Flight server.
   dipc::ServerOptions plane;
-  /// How long a ticket from GetFlightInfo stays valid (the endpoint's expiration_time).
+  /// How long a ticket from GetFlightInfo stays valid (the endpoint's expiration_time), by
+  /// `clock`.
   std::chrono::seconds ticket_ttl{600};
   /// The most bytes one DoPut may upload (FlightData as received); beyond it the upload fails
   /// with RESOURCE_EXHAUSTED and nothing is stored.
@@ -54,15 +56,20 @@ struct FERRY_EXPORT ServerOptions {
   /// FlightInfo: this server's endpoints first, then each peer's in this order, with the tickets
   /// and locations that peer issued (asked with the caller's token). Static: no discovery.
   std::vector<std::string> peers;
-  /// How long a peer may take to answer; past it the call fails with UNAVAILABLE naming the
-  /// peer, or, with `allow_partial`, answers without that peer's endpoints and names it in the
-  /// FlightInfo's app_metadata.
+  /// How long a peer may take to answer, by `clock`; past it the call fails with UNAVAILABLE
+  /// naming the peer, or, with `allow_partial`, answers without that peer's endpoints and names
+  /// it in the FlightInfo's app_metadata. Peers are asked on a pool of threads that lives as long
+  /// as the server (4 per peer, at most 32).
   std::chrono::milliseconds peer_timeout{2000};
   bool allow_partial = false;
   /// The certificates to trust for grpc+tls:// peers (PEM text; empty: the system's).
   std::string peer_tls_roots;
   /// Where the server tells what it refused or tolerated, one line each, from any thread.
   std::function<void(const std::string&)> log;
+  /// What times tickets, the planes' waits on their clients and the peers' answers. NULL:
+  /// Clock::Real(). Tests pass a ManualClock (and test trees' `ferry serve` processes take one
+  /// from FERRY_TEST_CLOCK=manual, moved by the advance-clock action: docs/flight.md).
+  std::shared_ptr<Clock> clock;
 };
 
 /// Running totals of a Flight server.
