@@ -2,8 +2,9 @@
 // merged with this server's own flights.
 #include "flight/federation.hpp"
 
+#include <algorithm>
 #include <chrono>
-#include <future>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -91,22 +92,83 @@ Federation::Federation(const ServerOptions& options)
     : peers_(options.peers),
       timeout_(options.peer_timeout),
       allow_partial_(options.allow_partial),
-      tls_roots_(options.peer_tls_roots) {}
+      tls_roots_(options.peer_tls_roots),
+      clock_(options.clock ? options.clock : Clock::Real()) {
+  if (peers_.empty()) return;
+  const size_t threads = std::min(kThreadsPerPeer * peers_.size(), kMaxThreads);
+  pool_ = std::make_unique<PeerPool>(threads, kQueuePerThread * threads, clock_);
+}
+
+namespace {
+
+// One question to every peer: the answers so far, filled in by the pool's threads.
+struct Question {
+  explicit Question(size_t peers) : answers(peers), answered(peers, false), left(peers) {}
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<Federation::PeerAnswer> answers;
+  std::vector<bool> answered;
+  size_t left;
+  bool over = false;  // the asker has taken what there was: later answers are dropped
+};
+
+}  // namespace
 
 std::vector<Federation::PeerAnswer> Federation::Ask(const std::string* path,
                                                     const std::string& token) const {
   std::optional<std::string> wanted;
   if (path != nullptr) wanted = *path;
-  std::vector<std::future<PeerAnswer>> pending;
-  pending.reserve(peers_.size());
-  for (const std::string& peer : peers_) {
-    // Every call below carries the deadline, so each of these ends within the peer timeout.
-    pending.push_back(std::async(
-        std::launch::async, [this, peer, wanted, token] { return AskPeer(peer, wanted, token); }));
+  const Clock::time_point deadline = clock_->After(timeout_);
+  auto question = std::make_shared<Question>(peers_.size());
+  auto answer = [question](size_t i, PeerAnswer a) {
+    {
+      std::lock_guard lock(question->mutex);
+      if (question->over || question->answered[i]) return;
+      question->answers[i] = std::move(a);
+      question->answered[i] = true;
+      --question->left;
+    }
+    question->changed.notify_all();
+  };
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    const std::string& peer = peers_[i];
+    Status queued = pool_->Submit(
+        [this, question, answer, i, peer, wanted, token, deadline](bool stopping) {
+          bool over = false;
+          {
+            std::lock_guard lock(question->mutex);
+            over = question->over;
+          }
+          if (stopping) {
+            answer(i, PeerAnswer{peer, Status::Unavailable("the server is stopping"), {}});
+          } else if (over || clock_->Now() >= deadline) {
+            // Taken too late to matter: the question has its answer, or is past its deadline.
+            answer(i, PeerAnswer{peer,
+                                 Status::DeadlineExceeded("not asked: no thread was free "
+                                                          "within the peer timeout"),
+                                 {}});
+          } else {
+            // Each call below carries a gRPC deadline of at most the peer timeout.
+            answer(i, AskPeer(peer, wanted, token, deadline));
+          }
+        },
+        deadline);
+    if (!queued.ok()) answer(i, PeerAnswer{peer, std::move(queued), {}});
   }
-  std::vector<PeerAnswer> answers;
-  answers.reserve(pending.size());
-  for (std::future<PeerAnswer>& f : pending) answers.push_back(f.get());
+  std::unique_lock lock(question->mutex);
+  clock_->WaitUntil(question->changed, lock, deadline, [&] { return question->left == 0; });
+  question->over = true;
+  std::vector<PeerAnswer> answers(peers_.size());
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    if (question->answered[i]) {
+      answers[i] = std::move(question->answers[i]);
+    } else {
+      answers[i] = PeerAnswer{
+          peers_[i],
+          Status::DeadlineExceeded("no answer within " + std::to_string(timeout_.count()) + " ms"),
+          {}};
+    }
+  }
   return answers;
 }
 
@@ -133,9 +195,11 @@ Federation::PeerAnswer Federation::AskOn(Client& client, const std::string& peer
 
 Federation::PeerAnswer Federation::AskPeer(const std::string& peer,
                                            const std::optional<std::string>& path,
-                                           const std::string& token) const {
-  const auto start = std::chrono::steady_clock::now();
+                                           const std::string& token,
+                                           Clock::time_point deadline) const {
   const auto key = std::make_pair(peer, token);
+  // Each call's gRPC deadline (real time) is the peer timeout, or what is left of it for a second
+  // try; the question itself ends at `deadline` by the clock, whichever comes first.
   ClientOptions options;
   options.token = token;
   options.tls_roots = tls_roots_;
@@ -156,10 +220,8 @@ Federation::PeerAnswer Federation::AskPeer(const std::string& peer,
     // The peer may have restarted: a kept channel waits out gRPC's reconnect backoff, failing
     // at once, where a fresh one connects now. Asked again only within the peer timeout (a
     // kept channel that waited out the timeout has its answer).
-    const auto left = timeout_ - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::steady_clock::now() - start);
-    if (left < timeout_ / 2) return answer;
-    options.timeout = left;
+    options.timeout = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock_->Now());
+    if (options.timeout < timeout_ / 2) return answer;
     Result<std::unique_ptr<Client>> made = Client::Connect(peer, options);
     if (!made.ok()) return PeerAnswer{peer, made.status(), {}};
     return AskOn(**made, peer, path);  // not kept: its calls would have less than the timeout

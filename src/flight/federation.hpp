@@ -11,10 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/flight/client.hpp"
 #include "ferry/flight/info.hpp"
 #include "ferry/flight/server.hpp"
+#include "flight/peer_pool.hpp"
 
 namespace ferry::flight::internal {
 
@@ -36,15 +38,35 @@ struct OwnedInfo {
 /// kNotFound when no server holds it.
 Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> answers);
 
-/// The peers of a federated server, asked on behalf of callers. Owned by the Flight service;
-/// thread-safe. Each question asks every peer at once, each call bounded by `peer_timeout`. A
-/// connection to a peer is kept for the next question with the same token (a gRPC channel: no
-/// TCP or TLS handshake per question), and dropped when a call on it fails.
+/// The peers of a federated server, asked on behalf of callers. Owned by the Flight service, so
+/// it lives as long as the server; thread-safe. Each question asks every peer at once on the
+/// federation's PeerPool (threads(): min(kThreadsPerPeer x peers, kMaxThreads), started with it
+/// and joined by its destructor) and answers within `peer_timeout` by the options' clock: a peer
+/// not heard from by then is unavailable. A connection to a peer is kept for the next question
+/// with the same token (a gRPC channel: no TCP or TLS handshake per question), and dropped when
+/// a call on it fails.
 class Federation {
  public:
+  /// Threads per peer: as many questions as this ask every peer at once (a peer that does not
+  /// answer holds a thread for up to the peer timeout), and no more threads than kMaxThreads.
+  static constexpr size_t kThreadsPerPeer = 4;
+  static constexpr size_t kMaxThreads = 32;
+  /// Questions waiting for a thread, per thread; past that a question waits for room until its
+  /// deadline.
+  static constexpr size_t kQueuePerThread = 16;
+
+  /// One peer's answer to a question: its flights, or why there are none.
+  struct PeerAnswer {
+    std::string peer;
+    Status status;
+    std::vector<FlightInfo> infos;
+  };
+
   explicit Federation(const ServerOptions& options);
 
   bool empty() const { return peers_.empty(); }
+  /// The threads peers are asked on (0 without peers).
+  size_t threads() const { return pool_ ? pool_->threads() : 0; }
   /// Flight `path`: `local` (this server's FlightInfo, or its kNotFound) merged with each peer's,
   /// asked with `token` (the caller's bearer token; empty: none). A peer that fails to answer
   /// fails the call with UNAVAILABLE (or its own refusal) naming it; with `allow_partial` the
@@ -57,19 +79,15 @@ class Federation {
                                        const std::string& token) const;
 
  private:
-  struct PeerAnswer {
-    std::string peer;
-    Status status;
-    std::vector<FlightInfo> infos;
-  };
-  /// Asks every peer at once: GetFlightInfo(path), or ListFlights when `path` is null.
+  /// Asks every peer at once: GetFlightInfo(path), or ListFlights when `path` is null. A peer
+  /// that has not answered within the peer timeout (by the clock) gets kDeadlineExceeded.
   std::vector<PeerAnswer> Ask(const std::string* path, const std::string& token) const;
   /// The failure for a peer's `status`, naming it.
   Status PeerFailure(const std::string& peer, const Status& status) const;
   /// Ask `peer` with `token` through its kept connection or, when there is none or a call on
-  /// it found the peer unreachable, a fresh one (within what is left of the peer timeout).
+  /// it found the peer unreachable, a fresh one (within what is left until `deadline`).
   PeerAnswer AskPeer(const std::string& peer, const std::optional<std::string>& path,
-                     const std::string& token) const;
+                     const std::string& token, Clock::time_point deadline) const;
   /// One question on `client`: GetFlightInfo(path), or ListFlights without a path.
   static PeerAnswer AskOn(Client& client, const std::string& peer,
                           const std::optional<std::string>& path);
@@ -78,10 +96,13 @@ class Federation {
   std::chrono::milliseconds timeout_;
   bool allow_partial_;
   std::string tls_roots_;
+  std::shared_ptr<Clock> clock_;
   // Kept connections by (peer, token); at most kMaxKept, all dropped when one more is needed.
   static constexpr size_t kMaxKept = 256;
   mutable std::mutex kept_mutex_;
   mutable std::map<std::pair<std::string, std::string>, std::shared_ptr<Client>> kept_;
+  // Last: destroyed first, so its threads are joined while everything they use is still here.
+  std::unique_ptr<PeerPool> pool_;
 };
 
 }  // namespace ferry::flight::internal

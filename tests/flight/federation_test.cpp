@@ -4,9 +4,23 @@
 // served result is checked against pyarrow.flight in tests/flight/test_federation.py.
 #include "flight/federation.hpp"
 
-#include <cerrno>
-#include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/device_util.hpp"
+#include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry::flight::internal {
@@ -85,6 +99,162 @@ TEST(Federation, APeerDownFailsNamingItOrIsNamedWithAllowPartial) {
                      partial.Info("t", Status(StatusCode::kNotFound, "none here"), ""));
   ASSERT_OK_AND_ASSIGN(std::vector<FlightInfo> listed, partial.List({}, ""));
   EXPECT_TRUE(listed.empty());
+}
+
+}  // namespace
+}  // namespace ferry::flight::internal
+
+namespace ferry::flight::internal {
+namespace {
+
+using namespace std::chrono_literals;
+
+// This process's threads by name (/proc/self/task/*/comm).
+std::map<std::string, int> ThreadNames() {
+  std::map<std::string, int> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line)) ++names[line];
+  }
+  return names;
+}
+
+// `rows` int64 values in column "x" as one batch of a flight.
+Status AddFlight(Server& server, const std::string& name, int rows) {
+  nlohmann::json values = nlohmann::json::array();
+  for (int i = 0; i < rows; ++i) values.push_back({{"x", i}});
+  FERRY_ASSIGN_OR_RAISE(
+      Array a, testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), values.dump()));
+  UniqueSchema schema;
+  std::vector<UniqueDeviceArray> batches;
+  batches.push_back(testing::ToCpuDeviceArray(std::move(a), &schema));
+  return server.Add(name, std::move(schema), std::move(batches));
+}
+
+// Many callers at once against three peers: every question is asked on the pool's threads, none
+// outlives the federation, and every answer is the peers' own answers merged. Threads are told
+// apart by name: a thread inherits the name of the thread that starts it (gRPC names its own), so
+// one started per question would show as one more "fed-caller" or "ferry-peers".
+TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
+  constexpr int kPeers = 3;
+  std::vector<std::unique_ptr<Server>> peers;
+  ServerOptions options;
+  for (int p = 0; p < kPeers; ++p) {
+    ServerOptions peer_options;
+    peer_options.planes = {};
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> peer, Server::Start(peer_options));
+    ASSERT_OK(AddFlight(*peer, "shared", (p + 1) * 10));
+    ASSERT_OK(AddFlight(*peer, "own-" + std::to_string(p), p + 1));
+    options.peers.push_back(peer->uri());
+    peers.push_back(std::move(peer));
+  }
+  // The oracle: each peer's own list, asked directly.
+  std::map<std::string, int64_t> records;
+  std::map<std::string, std::vector<std::string>> owners;
+  for (int p = 0; p < kPeers; ++p) {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Client> client, Client::Connect(options.peers[p]));
+    ASSERT_OK_AND_ASSIGN(std::vector<FlightInfo> own, client->ListFlights());
+    for (const FlightInfo& info : own) {
+      records[info.path[0]] += info.total_records;
+      owners[info.path[0]].push_back(options.peers[p]);
+    }
+  }
+  // By hand: 10 + 20 + 30 rows of "shared", one endpoint per peer in the peers' order.
+  EXPECT_EQ(records["shared"], 60);
+  EXPECT_EQ(owners["shared"], options.peers);
+  EXPECT_EQ(records.size(), 4u);
+
+  options.peer_timeout = 30s;
+  auto federation = std::make_unique<Federation>(options);
+  EXPECT_EQ(federation->threads(), Federation::kThreadsPerPeer * kPeers);
+  constexpr int kCallers = 24;
+  constexpr int kRounds = 4;
+  std::atomic<int> callers_done{0};
+  std::atomic<int> right{0};
+  std::mutex seen_mutex;
+  int most_pool = 0;
+  int most_callers = 0;
+  std::thread sampler([&] {
+    while (callers_done.load() < kCallers) {
+      const std::map<std::string, int> now = ThreadNames();
+      std::lock_guard lock(seen_mutex);
+      most_pool = std::max(most_pool, now.count("ferry-peers") ? now.at("ferry-peers") : 0);
+      most_callers = std::max(most_callers, now.count("fed-caller") ? now.at("fed-caller") : 0);
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&] {
+      pthread_setname_np(pthread_self(), "fed-caller");
+      for (int r = 0; r < kRounds; ++r) {
+        Result<std::vector<FlightInfo>> listed = federation->List({}, "");
+        if (!listed.ok()) {
+          ADD_FAILURE() << listed.status().message();
+          continue;
+        }
+        bool ok = listed->size() == records.size();
+        for (const FlightInfo& info : *listed) {
+          const std::string& path = info.path.at(0);
+          ok = ok && info.total_records == records[path] &&
+               info.endpoints.size() == owners[path].size();
+          for (size_t e = 0; ok && e < info.endpoints.size(); ++e) {
+            const std::vector<std::string>& at = info.endpoints[e].locations;
+            ok = std::find(at.begin(), at.end(), owners[path][e]) != at.end();
+          }
+        }
+        if (ok) ++right;
+      }
+      ++callers_done;
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  sampler.join();
+  EXPECT_EQ(right.load(), kCallers * kRounds);
+  EXPECT_GT(most_pool, 0);
+  EXPECT_LE(most_pool, static_cast<int>(federation->threads()));
+  EXPECT_LE(most_callers, kCallers);
+  federation.reset();
+  EXPECT_EQ(ThreadNames().count("ferry-peers"), 0u);
+}
+
+// A peer that takes the connection and never answers (a listening socket nobody accepts on):
+// the question ends when the clock reaches the peer timeout, not a tick before, naming the peer.
+TEST(Federation, AStalledPeerIsUnavailableAtThePeerTimeoutByTheClock) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(listener, 16), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string peer = "grpc://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  auto clock = std::make_shared<ManualClock>();
+  ServerOptions options;
+  options.peers = {peer};
+  options.peer_timeout = 30s;
+  options.clock = clock;
+  auto federation = std::make_unique<Federation>(options);
+  Result<FlightInfo> got = Status::Invalid("not asked");
+  std::thread asker([&] { got = federation->Info("t", Status::NotFound("none here"), ""); });
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  clock->Advance(30s - Clock::duration(1));
+  EXPECT_EQ(clock->waiters(), 1);  // still waiting for the peer
+  clock->Advance(Clock::duration(1));
+  asker.join();
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable,
+                     "peer " + peer +
+                         " is unavailable (asked with a 30000 ms limit): no answer "
+                         "within 30000 ms",
+                     got);
+  // Closing the socket resets the connection: the call still in flight fails, and the pool's
+  // thread with it, so the federation's threads are joined at once.
+  close(listener);
+  federation.reset();
+  EXPECT_EQ(ThreadNames().count("ferry-peers"), 0u);
 }
 
 }  // namespace

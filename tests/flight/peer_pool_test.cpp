@@ -1,0 +1,182 @@
+// The federation's pool: tasks run on its own threads only (counted in /proc/self/task by their
+// name), a full queue makes Submit wait for room until its deadline by the clock, and Stop ends
+// what is queued and joins every thread.
+#include "flight/peer_pool.hpp"
+
+#include <dirent.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "support/test_util.hpp"
+
+namespace ferry::flight::internal {
+namespace {
+
+using namespace std::chrono_literals;
+
+// How many of this process's threads are named `name` (/proc/self/task/*/comm).
+int ThreadsNamed(const std::string& name) {
+  int n = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+// A gate tasks wait at until the test opens it (bounded: a test that forgets fails, not hangs).
+class Gate {
+ public:
+  void Open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool Wait() {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, 30s, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// Counts finished tasks, and lets the test wait for a number of them.
+class Counter {
+ public:
+  void Add() {
+    {
+      std::lock_guard lock(mutex_);
+      ++n_;
+    }
+    cv_.notify_all();
+  }
+  bool AwaitAtLeast(int n) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, 30s, [&] { return n_ >= n; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int n_ = 0;
+};
+
+TEST(PeerPool, RunsEveryTaskOnItsOwnThreadsOnly) {
+  EXPECT_EQ(ThreadsNamed("ferry-peers"), 0);
+  std::mutex mutex;
+  std::set<std::thread::id> ran_on;
+  std::set<std::string> names;
+  Counter done;
+  {
+    PeerPool pool(3, 100, Clock::Real());
+    EXPECT_EQ(pool.threads(), 3u);
+    EXPECT_EQ(pool.capacity(), 100u);
+    for (int i = 0; i < 60; ++i) {
+      ASSERT_OK(pool.Submit(
+          [&](bool stopping) {
+            EXPECT_FALSE(stopping);
+            char name[16] = {};
+            pthread_getname_np(pthread_self(), name, sizeof(name));
+            {
+              std::lock_guard lock(mutex);
+              ran_on.insert(std::this_thread::get_id());
+              names.insert(name);
+            }
+            done.Add();
+          },
+          Clock::Real()->After(10s)));
+    }
+    ASSERT_TRUE(done.AwaitAtLeast(60));
+    EXPECT_EQ(ThreadsNamed("ferry-peers"), 3);
+  }
+  // Joined with the pool.
+  EXPECT_EQ(ThreadsNamed("ferry-peers"), 0);
+  EXPECT_LE(ran_on.size(), 3u);
+  EXPECT_EQ(ran_on.count(std::this_thread::get_id()), 0u);
+  EXPECT_EQ(names, std::set<std::string>{"ferry-peers"});
+}
+
+// One thread held at a gate and a queue of two: a third task waits for room until its deadline
+// by the clock, and gets room as soon as a thread takes one.
+TEST(PeerPool, AFullQueueMakesSubmitWaitForRoomUntilItsDeadline) {
+  auto clock = std::make_shared<ManualClock>();
+  PeerPool pool(1, 2, clock);
+  Gate gate;
+  Counter started;
+  Counter done;
+  ASSERT_OK(pool.Submit(
+      [&](bool) {
+        started.Add();
+        EXPECT_TRUE(gate.Wait());
+        done.Add();
+      },
+      clock->Now()));
+  ASSERT_TRUE(started.AwaitAtLeast(1));
+  for (int i = 0; i < 2; ++i) ASSERT_OK(pool.Submit([&](bool) { done.Add(); }, clock->Now()));
+  // Full, and a deadline already reached: refused at once.
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "threads and its queue of 2 were busy",
+                     pool.Submit([&](bool) { done.Add(); }, clock->Now()));
+  Status late = Status::OK();
+  std::thread waiting([&] { late = pool.Submit([&](bool) { done.Add(); }, clock->After(100ms)); });
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  clock->Advance(100ms);
+  waiting.join();
+  EXPECT_EQ(late.code(), StatusCode::kDeadlineExceeded) << late.message();
+  // Room comes when the thread takes the next task: a waiting Submit gets it, with no time
+  // passing.
+  Status in_time = Status::Invalid("not yet");
+  std::thread queued([&] { in_time = pool.Submit([&](bool) { done.Add(); }, clock->After(1h)); });
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  gate.Open();
+  queued.join();
+  EXPECT_OK(in_time);
+  ASSERT_TRUE(done.AwaitAtLeast(4));
+}
+
+TEST(PeerPool, StopEndsWhatIsQueuedAndJoinsEveryThread) {
+  std::atomic<int> asked{0};
+  std::atomic<int> ended{0};
+  Gate gate;
+  Counter started;
+  auto pool = std::make_unique<PeerPool>(2, 10, Clock::Real());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK(pool->Submit(
+        [&](bool) {
+          started.Add();
+          EXPECT_TRUE(gate.Wait());
+        },
+        Clock::Real()->Now()));
+  }
+  ASSERT_TRUE(started.AwaitAtLeast(2));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK(
+        pool->Submit([&](bool stopping) { ++(stopping ? ended : asked); }, Clock::Real()->Now()));
+  }
+  std::thread stopper([&] { pool->Stop(); });
+  gate.Open();
+  stopper.join();
+  // Each queued task ran once, told to end without asking anyone.
+  EXPECT_EQ(asked.load() + ended.load(), 5);
+  EXPECT_EQ(ThreadsNamed("ferry-peers"), 0);
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "stopping",
+                     pool->Submit([&](bool) { ++asked; }, Clock::Real()->After(1s)));
+  pool.reset();
+}
+
+}  // namespace
+}  // namespace ferry::flight::internal
