@@ -3,9 +3,13 @@ whole over shared memory and UCX with both body types, an unknown ticket is refu
 SIGKILLed server leaves no segment behind and gives the client a clear error, and a SIGKILLed
 client makes the server free what it held."""
 
+import array
+import fcntl
 import os
+import select
 import signal
 import subprocess
+import termios
 import time
 
 import numpy as np
@@ -176,6 +180,21 @@ def descendants(root):
     return found
 
 
+def wait_until_stalled(pipe, timeout=30):
+    """Waits until the FIFO `pipe` (its read end, which the test has stopped reading) has less
+    than PIPE_BUF bytes of room: the process writing into it is then blocked on it, holding what
+    it has received, mid-stream. Bounded: fails after `timeout` seconds."""
+    size = fcntl.fcntl(pipe.fileno(), 1032)  # F_GETPIPE_SZ
+    queued = array.array("i", [0])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fcntl.ioctl(pipe.fileno(), termios.FIONREAD, queued)
+        if size - queued[0] < select.PIPE_BUF:
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"the writer filled {queued[0]} of the FIFO's {size} bytes in {timeout} s")
+
+
 KILL_SHAPES = [("shm", "list"), ("ucx", "list"), ("ucx", "packed")]
 
 
@@ -213,7 +232,8 @@ def test_a_killed_server_leaves_no_segment_and_a_clear_error(tmp_path, transport
     with open(fifo, "rb") as pipe:
         got += pipe.read(1 << 20)
         assert len(got) > 0
-        time.sleep(0.3)
+        # The client now blocks on the FIFO, so the server waits on the client: kill it there.
+        wait_until_stalled(pipe)
         if transport == "shm":
             assert memfd_mappings(server.proc.pid), "the server should map its segment"
         server.proc.send_signal(signal.SIGKILL)
@@ -241,15 +261,20 @@ def test_a_killed_client_makes_the_server_free_what_it_held(tmp_path, transport,
     write_stream(src, table, 2_000)
     server = Server("--transport", transport, "--body-type", body, "--region-bytes", "1MiB",
                     f"t={src}")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
     try:
         client = subprocess.Popen(
-            [cli(), "get", server.uris["t"], "--ticket", "t", "--no-progress"],
+            [cli(), "get", server.uris["t"], "--ticket", "t", "--no-progress", "--to", str(fifo)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        time.sleep(0.2)
-        client.send_signal(signal.SIGKILL)
-        client.wait(timeout=10)
+        # Killed where it holds what it was sent: blocked on a FIFO the test does not read.
+        with open(fifo, "rb") as pipe:
+            assert pipe.read(1)
+            wait_until_stalled(pipe)
+            client.send_signal(signal.SIGKILL)
+            client.wait(timeout=10)
         # A later client still gets the whole table: nothing stayed held.
         out = tmp_path / "got.arrows"
         r = get(server.uris["t"], "t", "--to", str(out))

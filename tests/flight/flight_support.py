@@ -49,6 +49,21 @@ def self_signed(tmp_path, name):
     return key, cert
 
 
+# The environment that starts a test tree's `ferry serve --flight` on a manual clock, which only
+# advance_clock moves (docs/flight.md, "Time in tests").
+MANUAL_CLOCK = {"FERRY_TEST_CLOCK": "manual"}
+
+
+def advance_clock(client, ms, waiters=0, options=None):
+    """Moves the manual clock of the server `client` (a pyarrow.flight client) is connected to
+    forward by `ms` milliseconds, once at least `waiters` waits on it are in progress (the server
+    waits up to ten seconds for them, then fails the action)."""
+    import pyarrow.flight as fl
+    body = f"{ms}:{waiters}".encode()
+    results = list(client.do_action(fl.Action("advance-clock", body), options=options))
+    assert [r.body.to_pybytes() for r in results] == [f"advanced by {ms} ms".encode()]
+
+
 class Serve(ServeProcess):
     """`ferry serve --flight 127.0.0.1:0 ARGS...`: .uri is the grpc:// (or grpc+tls://) line it
     printed first. Stopped with SIGINT (its summary line is then in .stderr())."""

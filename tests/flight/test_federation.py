@@ -6,6 +6,7 @@ caller's token is forwarded; a TLS peer; a peer down or stopped fails the call w
 naming it, or with --allow-partial is named in app_metadata; two servers that list each other
 answer once; and ferry's own client reads a federated flight whole. Every read is compared with
 pyarrow's read of the files."""
+import concurrent.futures
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from flight_support import Serve, ferry_cli, mixed_table
+from flight_support import MANUAL_CLOCK, Serve, advance_clock, ferry_cli, mixed_table
 from ferry_process import stop_process
 
 ERRORS = (fl.FlightError, pa.ArrowException)
@@ -178,22 +179,30 @@ def test_a_peer_down_fails_the_call_naming_it_or_is_named_with_allow_partial(tmp
         assert json.loads(listed.app_metadata)["missing_peers"][0]["peer"] == gone
 
 
-def test_a_stopped_peer_fails_the_call_within_the_peer_timeout(tmp_path):
+def test_a_stopped_peer_fails_the_call_at_the_peer_timeout(tmp_path):
+    # B runs on a manual clock: its question to the stopped peer ends when the test moves the clock
+    # to the peer timeout (30 s, which no wall clock waits out here), and not a tick before.
     _, (a, a_path), (b, b_path) = _tables(tmp_path)
     with Serve(f"t={a_path}", tmp=str(tmp_path)) as A:
-        with Serve(f"t={b_path}", "--peer", A.uri, "--peer-timeout", "1",
+        with Serve(f"t={b_path}", "--peer", A.uri, "--peer-timeout", "30", env=MANUAL_CLOCK,
                    tmp=str(tmp_path)) as B:
             client = fl.connect(B.uri)
             assert len(_info(client, "t").endpoints) == 2
             stop_process(A.proc.pid)
             try:
                 start = time.monotonic()
-                with pytest.raises(fl.FlightUnavailableError, match=f"peer {re.escape(A.uri)}"):
-                    _info(client, "t")
-                took = time.monotonic() - start
+                with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                    asked = pool.submit(_info, client, "t")
+                    # Each move waits for the question's wait on the clock: after the first, the
+                    # question is still waiting for the peer; the second ends it.
+                    advance_clock(client, 29_999, waiters=1)
+                    advance_clock(client, 1, waiters=1)
+                    with pytest.raises(fl.FlightUnavailableError,
+                                       match=f"peer {re.escape(A.uri)} is unavailable"):
+                        asked.result(timeout=20)
+                assert time.monotonic() - start < 20
             finally:
                 os.kill(A.proc.pid, signal.SIGCONT)
-            assert 0.9 <= took < 2.0
             assert len(_info(client, "t").endpoints) == 2
 
 

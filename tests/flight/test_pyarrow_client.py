@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from flight_support import (Serve, ferry_cli, mixed_table, read_pyarrow, self_signed, vector_id,
-                            vectors)
+from flight_support import (MANUAL_CLOCK, Serve, advance_clock, ferry_cli, mixed_table,
+                            read_pyarrow, self_signed, vector_id, vectors)
 
 VECTORS = vectors()
 # Flight errors come back as FlightError or, for NOT_FOUND, ALREADY_EXISTS, INVALID_ARGUMENT and
@@ -203,20 +203,28 @@ def test_tls_client_certificates(tmp_path):
 
 
 def test_expired_ticket_is_refused(tmp_path):
+    # The server's clock moves only when the test moves it: expiry is seen at once, no waiting.
     table = mixed_table(50)
     path = _write(tmp_path / "t.arrows", table)
-    with Serve(f"t={path}", "--ticket-ttl", 1, tmp=str(tmp_path)) as s:
+    with Serve(f"t={path}", "--ticket-ttl", 1, env=MANUAL_CLOCK, tmp=str(tmp_path)) as s:
         client = fl.connect(s.uri)
         old = client.get_flight_info(fl.FlightDescriptor.for_path("t")).endpoints[0]
         kept = client.get_flight_info(fl.FlightDescriptor.for_path("t")).endpoints[0]
         assert old.expiration_time.value / 1e9 - time.time() <= 1.01
-        time.sleep(0.6)
+        advance_clock(client, 600)
         [refreshed] = list(client.do_action(fl.Action("refresh-ticket", kept.ticket.ticket)))
         assert re.fullmatch(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", refreshed.body.to_pybytes())
-        time.sleep(0.6)
+        # 999 ms after it was issued the old ticket still reads; at 1000 ms it has expired.
+        advance_clock(client, 399)
+        assert client.do_get(old.ticket).read_all().equals(table)
+        advance_clock(client, 1)
         with pytest.raises(ERRORS, match="expired ticket"):
             client.do_get(old.ticket).read_all()
+        # Refreshed at 600 ms, the other lives until 1600 ms.
         assert client.do_get(kept.ticket).read_all().equals(table)
+        advance_clock(client, 600)
+        with pytest.raises(ERRORS, match="expired ticket"):
+            client.do_get(kept.ticket).read_all()
 
 
 def test_a_ticket_of_another_server_is_refused(tmp_path):
