@@ -1,6 +1,8 @@
 // A federated server's merge of its own FlightInfo with its peers' (the rules of
 // docs/flight.md#federation, with hand-written infos), and the federation against real servers:
-// a peer down fails the call naming it, or with allow_partial is named in app_metadata. The
+// a peer down fails the call naming it, or with allow_partial is named in app_metadata; many
+// callers at once are answered on the pool's threads alone; a stalled peer's question ends at the
+// peer timeout by a ManualClock. The
 // served result is checked against pyarrow.flight in tests/flight/test_federation.py.
 #include "flight/federation.hpp"
 
@@ -13,8 +15,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -109,17 +109,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// This process's threads by name (/proc/self/task/*/comm).
-std::map<std::string, int> ThreadNames() {
-  std::map<std::string, int> names;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string line;
-    if (std::getline(comm, line)) ++names[line];
-  }
-  return names;
-}
-
 // `rows` int64 values in column "x" as one batch of a flight.
 Status AddFlight(Server& server, const std::string& name, int rows) {
   nlohmann::json values = nlohmann::json::array();
@@ -177,10 +166,11 @@ TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
   int most_callers = 0;
   std::thread sampler([&] {
     while (callers_done.load() < kCallers) {
-      const std::map<std::string, int> now = ThreadNames();
+      const int pool = testing::ThreadsNamed("ferry-peers");
+      const int asking = testing::ThreadsNamed("fed-caller");
       std::lock_guard lock(seen_mutex);
-      most_pool = std::max(most_pool, now.count("ferry-peers") ? now.at("ferry-peers") : 0);
-      most_callers = std::max(most_callers, now.count("fed-caller") ? now.at("fed-caller") : 0);
+      most_pool = std::max(most_pool, pool);
+      most_callers = std::max(most_callers, asking);
       std::this_thread::yield();
     }
   });
@@ -216,7 +206,7 @@ TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
   EXPECT_LE(most_pool, static_cast<int>(federation->threads()));
   EXPECT_LE(most_callers, kCallers);
   federation.reset();
-  EXPECT_EQ(ThreadNames().count("ferry-peers"), 0u);
+  EXPECT_EQ(testing::ThreadsNamed("ferry-peers"), 0);
 }
 
 // A peer that takes the connection and never answers (a listening socket nobody accepts on):
@@ -254,7 +244,7 @@ TEST(Federation, AStalledPeerIsUnavailableAtThePeerTimeoutByTheClock) {
   // thread with it, so the federation's threads are joined at once.
   close(listener);
   federation.reset();
-  EXPECT_EQ(ThreadNames().count("ferry-peers"), 0u);
+  EXPECT_EQ(testing::ThreadsNamed("ferry-peers"), 0);
 }
 
 }  // namespace

@@ -3,11 +3,9 @@
 // what is queued and joins every thread.
 #include "flight/peer_pool.hpp"
 
-#include <dirent.h>
 #include <pthread.h>
 
 #include <atomic>
-#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -18,21 +16,7 @@ namespace ferry::flight::internal {
 namespace {
 
 using namespace std::chrono_literals;
-
-// How many of this process's threads are named `name` (/proc/self/task/*/comm).
-int ThreadsNamed(const std::string& name) {
-  int n = 0;
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return -1;
-  while (dirent* e = readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-    std::string line;
-    if (std::getline(comm, line) && line == name) ++n;
-  }
-  closedir(dir);
-  return n;
-}
+using testing::ThreadsNamed;
 
 // A gate tasks wait at until the test opens it (bounded: a test that forgets fails, not hangs).
 class Gate {

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 
 #include "ferry/format/schema_view.hpp"
 
@@ -68,6 +71,21 @@ Result<Array> SlicedArrayFromJson(const Field& field, const std::string& json, i
   FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, field.Export());
   FERRY_ASSIGN_OR_RAISE(UniqueArray array, ::ferry::ArrayFromJson(schema.get(), json));
   return Array::Import(std::move(schema), SliceArray(std::move(array), offset, length));
+}
+
+}  // namespace ferry::testing
+
+namespace ferry::testing {
+
+int ThreadsNamed(const std::string& name) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++n;
+  }
+  return n;
 }
 
 }  // namespace ferry::testing

@@ -82,3 +82,12 @@ Result<Array> SlicedArrayFromJson(const Field& field, const std::string& json, i
                                   int64_t length);
 
 }  // namespace ferry::testing
+
+namespace ferry::testing {
+
+/// How many of this process's threads are named `name` now (/proc/self/task/*/comm). A thread
+/// takes the name of the thread that starts it unless it names itself, so a test can tell whose
+/// threads a piece of code started.
+int ThreadsNamed(const std::string& name);
+
+}  // namespace ferry::testing
