@@ -1,5 +1,6 @@
-// Issued tickets shared between servers: a book honoured by a shared-memory and a UCX server at
-// once, expiry, refresh and revocation, and Remove refusing a dataset a client is reading.
+// Issued tickets: expiry, refresh and revocation by the book's clock; a server with a token honours
+// only the tickets it issued, until they expire; a book shared by a shared-memory and a UCX server
+// at once; and Remove refusing a dataset a client is reading.
 #include "ferry/dipc/tickets.hpp"
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "ferry/dipc/server.hpp"
 #include "ferry/transport/ucx.hpp"
 #include "support/device_util.hpp"
+#include "support/dipc_data.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 
@@ -15,6 +17,8 @@ namespace ferry::dipc {
 namespace {
 
 using Json = nlohmann::json;
+using testing::IntBatches;
+using testing::IntData;
 using namespace std::chrono_literals;
 
 TEST(TicketBook, IssueResolveRefreshRevoke) {
@@ -126,6 +130,64 @@ TEST(SharedTickets, OneTicketOnEveryPlane) {
   EXPECT_NE(other->tickets(), book);
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket",
                      ConnectStream(other->uri("t"), ticket));
+}
+
+// With a token, the data plane honours only tickets the server issued: a dataset's name is
+// refused, an issued ticket reads it, an expired one is refused, and one server's ticket means
+// nothing to another.
+TEST(IssuedTickets, OnlyIssuedUnexpiredTicketsAreHonoured) {
+  auto clock = std::make_shared<ManualClock>();
+  ServerOptions options;
+  options.token = "s3cret";
+  options.ticket_ttl = std::chrono::seconds(60);
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(2, 50));
+  server->Add("t", data.dataset);
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "no dataset named \"nope\"",
+                     server->IssueTicket("nope"));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket", ConnectStream(server->uri("t"), "t"));
+  ASSERT_OK_AND_ASSIGN(std::string ticket, server->IssueTicket("t"));
+  EXPECT_EQ(ticket.size(), 32u);
+  EXPECT_EQ(ticket.find_first_not_of("0123456789abcdef"), std::string::npos);
+  ASSERT_OK_AND_ASSIGN(std::string other, server->IssueTicket("t"));
+  EXPECT_NE(ticket, other);
+  {
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), ticket));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
+    EXPECT_EQ(got, data.expected);
+  }
+  // Refused messages do not echo the secret whole.
+  Result<UniqueDeviceArrayStream> wrong = ConnectStream(server->uri("t"), ticket + "x");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message().find(ticket), std::string::npos) << wrong.status().message();
+
+  // The server's book runs on its clock: a ticket of one second reads until the last tick of
+  // that second and is refused from the next.
+  EXPECT_EQ(server->tickets()->clock(), clock);
+  ASSERT_OK_AND_ASSIGN(std::string brief, server->IssueTicket("t", std::chrono::seconds(1)));
+  clock->Advance(1s - Clock::duration(1));
+  {
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server->uri("t"), brief));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
+    EXPECT_EQ(got, data.expected);
+  }
+  clock->Advance(Clock::duration(1));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "expired ticket",
+                     ConnectStream(server->uri("t"), brief));
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown or expired", server->RefreshTicket(brief));
+  // Refreshed from now: 120 s more by the clock (and the default lifetime, 60 s, for the other).
+  ASSERT_OK(server->RefreshTicket(other, std::chrono::seconds(120)));
+  ASSERT_OK_AND_ASSIGN(Clock::time_point until, server->tickets()->Expiry(other));
+  EXPECT_EQ(until, clock->Now() + 120s);
+  ASSERT_OK(server->RefreshTicket(ticket));
+  ASSERT_OK_AND_ASSIGN(until, server->tickets()->Expiry(ticket));
+  EXPECT_EQ(until, clock->Now() + 60s);
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> another, Server::Start(options));
+  another->Add("t", data.dataset);
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket",
+                     ConnectStream(another->uri("t"), ticket));
 }
 
 // Remove: kNotFound for an unknown name, kFailedPrecondition while a client holds the dataset's
