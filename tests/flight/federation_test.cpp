@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <cerrno>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "support/device_util.hpp"
@@ -123,8 +125,9 @@ Status AddFlight(Server& server, const std::string& name, int rows) {
 
 // Many callers at once against three peers: every question is asked on the pool's threads, none
 // outlives the federation, and every answer is the peers' own answers merged. Threads are told
-// apart by name: a thread inherits the name of the thread that starts it (gRPC names its own), so
-// one started per question would show as one more "fed-caller" or "ferry-peers".
+// apart by name: a thread bears the name of the thread that starts it until it names itself (gRPC
+// names its own), so one started per question would show as a "fed-caller" or "ferry-peers" that
+// is neither a caller nor one of the pool's threads, and never bears another name.
 TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
   constexpr int kPeers = 3;
   std::vector<std::unique_ptr<Server>> peers;
@@ -157,20 +160,26 @@ TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
   options.peer_timeout = 30s;
   auto federation = std::make_unique<Federation>(options);
   EXPECT_EQ(federation->threads(), Federation::kThreadsPerPeer * kPeers);
+  std::set<int> pool;  // the pool's threads, all started and named with it
+  for (const auto& [tid, name] : testing::ThreadNames()) {
+    if (name == "ferry-peers") pool.insert(tid);
+  }
+  EXPECT_EQ(pool.size(), federation->threads());
   constexpr int kCallers = 24;
   constexpr int kRounds = 4;
   std::atomic<int> callers_done{0};
   std::atomic<int> right{0};
-  std::mutex seen_mutex;
-  int most_pool = 0;
-  int most_callers = 0;
+  std::mutex mutex;
+  std::set<int> caller_ids;
+  std::map<int, std::set<std::string>> seen;  // every thread sampled, with each name it bore
+  auto sample = [&] {
+    const std::map<int, std::string> now = testing::ThreadNames();
+    std::lock_guard lock(mutex);
+    for (const auto& [tid, name] : now) seen[tid].insert(name);
+  };
   std::thread sampler([&] {
     while (callers_done.load() < kCallers) {
-      const int pool = testing::ThreadsNamed("ferry-peers");
-      const int asking = testing::ThreadsNamed("fed-caller");
-      std::lock_guard lock(seen_mutex);
-      most_pool = std::max(most_pool, pool);
-      most_callers = std::max(most_callers, asking);
+      sample();
       std::this_thread::yield();
     }
   });
@@ -178,6 +187,10 @@ TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
   for (int c = 0; c < kCallers; ++c) {
     callers.emplace_back([&] {
       pthread_setname_np(pthread_self(), "fed-caller");
+      {
+        std::lock_guard lock(mutex);
+        caller_ids.insert(static_cast<int>(gettid()));
+      }
       for (int r = 0; r < kRounds; ++r) {
         Result<std::vector<FlightInfo>> listed = federation->List({}, "");
         if (!listed.ok()) {
@@ -201,10 +214,19 @@ TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
   }
   for (std::thread& t : callers) t.join();
   sampler.join();
+  sample();  // gRPC's threads caught before they named themselves bear their own names by now
   EXPECT_EQ(right.load(), kCallers * kRounds);
-  EXPECT_GT(most_pool, 0);
-  EXPECT_LE(most_pool, static_cast<int>(federation->threads()));
-  EXPECT_LE(most_callers, kCallers);
+  // Threads that bore `name` and no other, beyond the `known` ones.
+  auto strays = [&](const std::string& name, const std::set<int>& known) {
+    std::vector<int> out;
+    for (const auto& [tid, names] : seen) {
+      if (names == std::set<std::string>{name} && known.count(tid) == 0) out.push_back(tid);
+    }
+    return out;
+  };
+  EXPECT_EQ(strays("fed-caller", caller_ids), std::vector<int>{});
+  EXPECT_EQ(strays("ferry-peers", pool), std::vector<int>{});
+  for (int tid : pool) EXPECT_EQ(seen[tid], std::set<std::string>{"ferry-peers"});
   federation.reset();
   EXPECT_EQ(testing::ThreadsNamed("ferry-peers"), 0);
 }
@@ -230,7 +252,10 @@ TEST(Federation, AStalledPeerIsUnavailableAtThePeerTimeoutByTheClock) {
   auto federation = std::make_unique<Federation>(options);
   Result<FlightInfo> got = Status::Invalid("not asked");
   std::thread asker([&] { got = federation->Info("t", Status::NotFound("none here"), ""); });
+  // Asked: the question waits on the clock, and the peer has the connection.
   ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  pollfd pending{listener, POLLIN, 0};
+  ASSERT_EQ(poll(&pending, 1, 10000), 1);
   clock->Advance(30s - Clock::duration(1));
   EXPECT_EQ(clock->waiters(), 1);  // still waiting for the peer
   clock->Advance(Clock::duration(1));

@@ -77,14 +77,20 @@ Result<Array> SlicedArrayFromJson(const Field& field, const std::string& json, i
 
 namespace ferry::testing {
 
-int ThreadsNamed(const std::string& name) {
-  int n = 0;
+std::map<int, std::string> ThreadNames() {
+  std::map<int, std::string> names;
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
     std::ifstream comm(task.path() / "comm");
     std::string line;
-    if (std::getline(comm, line) && line == name) ++n;
+    if (std::getline(comm, line)) names[std::stoi(task.path().filename().string())] = line;
   }
+  return names;
+}
+
+int ThreadsNamed(const std::string& name) {
+  int n = 0;
+  for (const auto& [tid, named] : ThreadNames()) n += named == name ? 1 : 0;
   return n;
 }
 

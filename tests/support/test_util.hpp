@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "ferry/core/result.hpp"
@@ -85,9 +86,11 @@ Result<Array> SlicedArrayFromJson(const Field& field, const std::string& json, i
 
 namespace ferry::testing {
 
-/// How many of this process's threads are named `name` now (/proc/self/task/*/comm). A thread
-/// takes the name of the thread that starts it unless it names itself, so a test can tell whose
-/// threads a piece of code started.
+/// This process's threads now, thread id to name (/proc/self/task/*/comm). A thread takes the
+/// name of the thread that starts it until it names itself, so a test can tell whose threads a
+/// piece of code started.
+std::map<int, std::string> ThreadNames();
+/// How many of them are named `name`.
 int ThreadsNamed(const std::string& name);
 
 }  // namespace ferry::testing
