@@ -19,29 +19,34 @@ source scripts/trees.sh
 envs=build/packaging-venv
 
 # no_fault_hook FILE...: what users install carries no fault-injection hook (FERRY_FAULT_INJECTION
-# is a test tree's option): neither the hook's variable name nor a FaultPoint symbol. The test
-# tree's libferry.so has both, which shows the check can see them.
+# is a test tree's option): neither the hooks' variable names (FERRY_FAULT_PAUSE, and the Flight
+# server's FERRY_TEST_CLOCK) nor a FaultPoint symbol. The test tree's libferry.so has the first
+# and the last, and its libferry_flight.so the second, which shows the check can see them.
 no_fault_hook() {
   local f
   for f in "$@"; do
     if has_fault_hook "$f"; then
-      echo "test_packaging: $f carries the fault suite's hook (FERRY_FAULT_PAUSE, FaultPoint)" >&2
+      echo "test_packaging: $f carries a test tree's hook (FERRY_FAULT_PAUSE, FERRY_TEST_CLOCK, FaultPoint)" >&2
       exit 1
     fi
   done
   echo "test_packaging: no fault-injection hook in $*"
 }
-# has_fault_hook FILE: the variable's name in its bytes, or a FaultPoint symbol (read whole first:
+# has_fault_hook FILE: a hook's variable name in its bytes, or a FaultPoint symbol (read whole first:
 # under pipefail, `nm | grep -q` fails when grep stops reading early).
 has_fault_hook() {
   local symbols
   symbols=$(nm -C "$1" 2>/dev/null || true)
-  grep -qa FERRY_FAULT_PAUSE "$1" || grep -q FaultPoint <<<"$symbols"
+  grep -qa -e FERRY_FAULT_PAUSE -e FERRY_TEST_CLOCK "$1" || grep -q FaultPoint <<<"$symbols"
 }
 control=$(nm -C build/test/libferry.so 2>/dev/null || true)
 if [ -f build/test/libferry.so ] && ! { grep -qa FERRY_FAULT_PAUSE build/test/libferry.so &&
                                         grep -q FaultPoint <<<"$control"; }; then
   echo "test_packaging: the test tree's libferry.so lacks the fault hook: the check below sees nothing" >&2
+  exit 1
+fi
+if [ -f build/test/libferry_flight.so ] && ! grep -qa FERRY_TEST_CLOCK build/test/libferry_flight.so; then
+  echo "test_packaging: the test tree's libferry_flight.so lacks the clock hook: the check below sees nothing" >&2
   exit 1
 fi
 
