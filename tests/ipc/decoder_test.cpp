@@ -132,8 +132,7 @@ std::vector<uint8_t> ToLegacyFraming(const SharedBytes& in) {
 TEST_F(DecoderTest, LegacyFramingIsReadAndMisalignedBodiesAreRealigned) {
   std::vector<uint8_t> legacy = ToLegacyFraming(bytes_);
   ipc::Decoder decoder;
-  ASSERT_OK(
-      decoder.Consume(SharedBytes::Borrow(legacy.data(), static_cast<int64_t>(legacy.size()))));
+  ASSERT_OK(decoder.Consume(SharedBytes::Borrow(legacy)));
   EXPECT_TRUE(decoder.finished());
   std::vector<Json> batches = Drain(decoder, decoder.schema());
   ASSERT_EQ(batches.size(), 2u);
@@ -199,14 +198,14 @@ TEST_F(DecoderTest, LimitsAreEnforced) {
   const uint8_t lying[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xF0, 0xFF, 0xFF, 0x7F};
   ipc::Decoder d2;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 0: metadata length",
-                     d2.Consume(SharedBytes::Borrow(lying, 8)));
+                     d2.Consume(SharedBytes::Borrow(lying)));
 
   // Garbage metadata fails the flatbuffers Verifier.
   uint8_t garbage[24] = {0xFF, 0xFF, 0xFF, 0xFF, 16, 0, 0, 0};
   std::memset(garbage + 8, 0xAB, 16);
   ipc::Decoder d3;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not a valid Message flatbuffer",
-                     d3.Consume(SharedBytes::Borrow(garbage, 24)));
+                     d3.Consume(SharedBytes::Borrow(garbage)));
 }
 
 TEST(DecoderLimitTest, DecompressionIsCapped) {
