@@ -69,9 +69,8 @@ class Session final : public ipc::MessageSink {
   void Serve();
   Status ServeRequest();
   Status Replay(const Kept& kept);
-  Status SendMetadata(std::span<const uint8_t> flatbuffer, uint32_t seq);
-  Status SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body,
-                  std::span<const uint8_t> flatbuffer);
+  Status SendMetadata(ByteSpan flatbuffer, uint32_t seq);
+  Status SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body, ByteSpan flatbuffer);
   Status Refuse(const Status& why);
   void TakeFrees();
   void Release(const std::vector<uint64_t>& addresses);

@@ -70,9 +70,8 @@ class DoGetProducer final : public DeviceArrayProducer {
     ++messages_;
     FERRY_ASSIGN_OR_RAISE(FlightDataView data, DecodeFlightData(buffer));
     if (data.header.empty()) return true;  // app_metadata alone
-    FERRY_RETURN_NOT_OK(decoder_
-                            .ConsumeMessage(reinterpret_cast<const uint8_t*>(data.header.data()),
-                                            static_cast<int64_t>(data.header.size()), data.body)
+    const ByteSpan header{data.header.data(), static_cast<int64_t>(data.header.size())};
+    FERRY_RETURN_NOT_OK(decoder_.ConsumeMessage(header, data.body)
                             .WithContext("DoGet: FlightData " + std::to_string(messages_)));
     return true;
   }

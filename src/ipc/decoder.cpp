@@ -416,10 +416,9 @@ Result<const fb::Message*> Decoder::Impl::Begin(const uint8_t* data, int64_t siz
   return m;
 }
 
-Status Decoder::ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
-                               const SharedBytes& body) {
+Status Decoder::ConsumeMessage(ByteSpan metadata, const SharedBytes& body) {
   Impl& d = *impl_;
-  Result<const fb::Message*> m = d.Begin(metadata, metadata_size);
+  Result<const fb::Message*> m = d.Begin(metadata.data, metadata.size);
   if (!m.ok()) return m.status();
   const int64_t body_length = (*m)->body_length();
   if (body_length < 0 || body_length > body.size) {
