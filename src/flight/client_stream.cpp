@@ -127,7 +127,7 @@ class ConcatProducer final : public DeviceArrayProducer {
 // The bytes of a view's buffers, its children's and its dictionary's.
 int64_t ViewBytes(const ArrayView& v) {
   int64_t total = 0;
-  for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
+  for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size;
   for (int64_t i = 0; i < v.n_children(); ++i) total += ViewBytes(v.child(i));
   if (v.dictionary() != nullptr) total += ViewBytes(*v.dictionary());
   return total;
