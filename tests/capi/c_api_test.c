@@ -384,7 +384,7 @@ static void TestIpc(void) {
   struct ArrowArrayStream stream;
   struct ArrowArrayStream back;
   struct ArrowArray got;
-  struct FerryIpcBytes bytes;
+  struct FerryBuffer bytes;
   struct FerryIpcWriteOptions options = {
       FERRY_IPC_FORMAT_FILE, FERRY_IPC_COMPRESSION_ZSTD, 0, 64, 0, 0};
   struct FerryIpcReadOptions read_options = {FERRY_VALIDATION_LEVEL_FULL, 0};
