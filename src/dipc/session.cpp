@@ -140,7 +140,7 @@ Status Session::ServeRequest() {
     FERRY_RETURN_NOT_OK(conn_->ShareRegion(state_->region));
   }
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
-                        ipc::StreamWriter::Open(this, reader->schema(), state_->options.write));
+                        ipc::StreamWriter::Open(&sink_, reader->schema(), state_->options.write));
   while (!dead_.load()) {
     FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
     if (batch == nullptr) break;
