@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Style and structure gates: the include direction (scripts/layers.txt, with its own test on
 # planted violations), file sizes, test files named after what they test, one owner of mapped
-# memory (ferry::Mapping), typed errors (scripts/check_errors.py, with its own test), the
+# memory (ferry::Mapping), typed errors (scripts/check_errors.py, with its own test), one byte
+# vocabulary in include/ (scripts/check_bytes.py, with its own test), the
 # exported symbols of libferry.so and libferry_flight.so (and no gRPC in the former),
 # clang-format (the tree must not change) and clang-tidy (.clang-tidy; nothing reported on the
 # library and the tool). Needs a configured and built tree for
@@ -54,6 +55,12 @@ echo "== typed errors"
 # EWOULDBLOCK ("call again") may still be tested where the call is made.
 python3 scripts/check_errors.py
 python3 scripts/test_check_errors.py 2>&1 | tail -1
+echo "== one byte vocabulary in the public headers"
+# Borrowed bytes in include/ are a ByteSpan, owned ones a SharedBytes: no std::span of bytes and
+# no pointer-and-length pair outside the C headers (docs/architecture.md, "Bytes: which type
+# when"; scripts/check_bytes.py says what is allowed, with its own test on planted violations).
+python3 scripts/check_bytes.py
+python3 scripts/test_check_bytes.py 2>&1 | tail -1
 echo "== exported symbols"
 bash scripts/check_symbols.sh "$build/libferry.so"
 bash scripts/check_symbols.sh "$build/libferry_flight.so"

@@ -111,7 +111,7 @@ void BM_SetArray_ListOfStrings_1M(benchmark::State& state) {
   DeviceArrayView view = OrDie(DeviceArrayView::Make(schema.get()));
   for (auto _ : state) {
     OrDie(view.SetArray(dev.get()));
-    benchmark::DoNotOptimize(view.array_view().child(0).buffer(2).size_bytes);
+    benchmark::DoNotOptimize(view.array_view().child(0).buffer(2).size);
   }
   state.counters["round_trips"] = static_cast<double>(view.round_trips());
   state.counters["strings"] = static_cast<double>(kStrings);

@@ -64,7 +64,7 @@ int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
   Check(view.SetArray(batch), "view");
   int64_t total = 0;
   std::function<void(const ArrayView&)> walk = [&](const ArrayView& v) {
-    for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
+    for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size;
     for (int64_t i = 0; i < v.n_children(); ++i) walk(v.child(i));
   };
   walk(view.array_view());

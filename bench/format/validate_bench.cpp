@@ -40,7 +40,7 @@ void Check(const Status& st) {
 
 int64_t ViewBytes(const ArrayView& v) {
   int64_t total = 0;
-  for (int64_t i = 0; i < v.n_buffers(); ++i) total += std::max<int64_t>(v.buffer(i).size_bytes, 0);
+  for (int64_t i = 0; i < v.n_buffers(); ++i) total += std::max<int64_t>(v.buffer(i).size, 0);
   for (int64_t c = 0; c < v.n_children(); ++c) total += ViewBytes(v.child(c));
   return total;
 }

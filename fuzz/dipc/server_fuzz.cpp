@@ -114,8 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (!m.ok()) break;
           Result<BodyTag> tag = ParseBodyTag(m->tag);
           if (!tag.ok() || tag->type != BodyType::kBufferList) continue;
-          Result<BufferList> list =
-              ParseBufferList({m->payload.data, static_cast<size_t>(m->payload.size)});
+          Result<BufferList> list = ParseBufferList(m->payload);
           if (!list.ok()) std::abort();  // the server must send well-formed lists
           for (const BufferRef& b : list->buffers) lent.push_back(b.address);
         }

@@ -97,7 +97,7 @@ ArrowArray* Shape(const ArrowSchema* schema, Bytes& in, Tree& tree, int depth) {
 bool Fill(const ferry::ArrayView& view, ArrowArray* a, Bytes& in, Tree& tree) {
   const ferry::Layout& layout = view.type().layout;
   for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
-    const int64_t size = view.buffer(i).size_bytes;
+    const int64_t size = view.buffer(i).size;
     if (size == -1) continue;  // string data: sized from the offsets below
     if (layout.buffer_type[static_cast<size_t>(i)] == ferry::BufferType::kValidity &&
         in.Next() % 4 == 0) {

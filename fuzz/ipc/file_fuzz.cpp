@@ -5,7 +5,7 @@
 #include "fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto bytes = ferry::SharedBytes::Borrow(data, static_cast<int64_t>(size));
+  const auto bytes = ferry::SharedBytes::Borrow({data, static_cast<int64_t>(size)});
 
   // The file reader on raw input: errors are fine, crashes are not.
   if (auto reader = ferry::ipc::FileReader::Open(bytes, ferry::fuzz::Options()); reader.ok()) {

@@ -38,7 +38,7 @@ ferry::Result<std::vector<std::string>> ReadInPieces(const ferry::SharedBytes& b
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The piece size comes from the length, so that valid streams stay valid seeds.
   const int64_t piece = 1 + static_cast<int64_t>(size % 61);
-  const auto bytes = ferry::SharedBytes::Borrow(data, static_cast<int64_t>(size));
+  const auto bytes = ferry::SharedBytes::Borrow({data, static_cast<int64_t>(size)});
 
   ferry::UniqueSchema schema;
   ferry::Result<std::vector<std::string>> whole = ferry::Status::OK();

@@ -50,7 +50,7 @@ MemoryView FromBuffer(nb::handle obj) {
                                 " bytes, the buffer's itemsize " + std::to_string(b.itemsize));
   }
   view.data = static_cast<uint8_t*>(b.buf);
-  view.byte_size = b.len;
+  view.size = b.len;
   view.readonly = b.readonly != 0;
   view.item_size = b.itemsize;
   view.ndim = b.ndim;
@@ -241,7 +241,7 @@ nb::object Slice(nb::handle self, nb::handle key) {
   out.view.data = v.data + (n > 0 ? start * v.stride(0) : 0);
   out.view.shape[0] = n;
   out.view.strides[0] = v.stride(0) * step;
-  out.view.byte_size = Extent(out.view);
+  out.view.size = Extent(out.view);
   out.obj = nb::borrow(self);  // the slice references its parent
   out.stream = mv.stream;
   return nb::cast(std::move(out));

@@ -488,7 +488,7 @@ class FerryIpcWriteOptions(ctypes.Structure):
                 ("big_endian", ctypes.c_int32), ("emit_dictionary_deltas", ctypes.c_int32)]
 
 
-class FerryIpcBytes(ctypes.Structure):
+class FerryBuffer(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_int64),
                 ("release", ctypes.c_void_p), ("private_data", ctypes.c_void_p)]
 
@@ -508,7 +508,7 @@ lib.FerryIpcReadBuffer.argtypes = [ctypes.c_void_p, ctypes.c_int64, _RELEASE_CB,
                                    _P(FerryIpcReadOptions), _P(ArrowArrayStream), _P(FerryErrorStruct)]
 lib.FerryIpcWritePath.argtypes = [_P(ArrowArrayStream), ctypes.c_char_p, _P(FerryIpcWriteOptions),
                                   _P(FerryErrorStruct)]
-lib.FerryIpcWriteBuffer.argtypes = [_P(ArrowArrayStream), _P(FerryIpcWriteOptions), _P(FerryIpcBytes),
+lib.FerryIpcWriteBuffer.argtypes = [_P(ArrowArrayStream), _P(FerryIpcWriteOptions), _P(FerryBuffer),
                                     _P(FerryErrorStruct)]
 lib.FerryIpcFileReaderOpen.argtypes = [ctypes.c_char_p, _P(FerryIpcReadOptions), _P(ctypes.c_void_p),
                                        _P(FerryErrorStruct)]
@@ -600,7 +600,7 @@ def ipc_write_bytes(data, file=False, compression=None, alignment=8, level=0, bi
                     emit_dictionary_deltas=False):
     stream = _export_reader(data)
     error = FerryErrorStruct()
-    out = FerryIpcBytes()
+    out = FerryBuffer()
     opts = _write_options(file, compression, alignment, level, big_endian, emit_dictionary_deltas)
     check(lib.FerryIpcWriteBuffer(ctypes.byref(stream), ctypes.byref(opts), ctypes.byref(out),
                                   ctypes.byref(error)), error)

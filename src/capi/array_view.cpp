@@ -118,7 +118,7 @@ FerryErrorCode FerryArrayViewBufferView(const struct FerryArrayView* view, int64
                              std::to_string(v.n_buffers()) + ")");
     }
     out->data = v.buffer(i).data;
-    out->size_bytes = v.buffer(i).size_bytes;
+    out->size = v.buffer(i).size;
     return Status::OK();
   });
 }

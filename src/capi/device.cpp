@@ -274,7 +274,7 @@ FerryErrorCode FerryDeviceBufferInitAsync(struct FerryDevice* device_src,
 FerryErrorCode FerryDeviceBufferCopyAsync(struct FerryDevice* device_src,
                                           struct FerryBufferView src,
                                           struct FerryDevice* device_dst,
-                                          struct FerryBufferView dst, void* stream,
+                                          struct FerryMutableBufferView dst, void* stream,
                                           struct FerryError* error) {
   return Dispatch(device_src, device_dst, error, [&](FerryDevice* dev) {
     if (dev->buffer_copy == nullptr) return ENOTSUP;
@@ -305,8 +305,8 @@ FerryErrorCode FerryDeviceBufferInit(struct FerryDevice* device_src, struct Ferr
 }
 
 FerryErrorCode FerryDeviceBufferCopy(struct FerryDevice* device_src, struct FerryBufferView src,
-                                     struct FerryDevice* device_dst, struct FerryBufferView dst,
-                                     struct FerryError* error) {
+                                     struct FerryDevice* device_dst,
+                                     struct FerryMutableBufferView dst, struct FerryError* error) {
   return ferry::capi::internal::Guard(error, [&]() -> Status {
     FERRY_ASSIGN_OR_RAISE(Device * s, Ferry(device_src, "the source"));
     FERRY_ASSIGN_OR_RAISE(Device * d, Ferry(device_dst, "the destination"));

@@ -66,7 +66,7 @@ struct OwnedBytes {
   std::shared_ptr<const void> keep;
 };
 
-void ReleaseBytes(FerryIpcBytes* bytes) {
+void ReleaseBytes(FerryBuffer* bytes) {
   delete static_cast<OwnedBytes*>(bytes->private_data);
   bytes->release = nullptr;
   bytes->private_data = nullptr;
@@ -135,7 +135,7 @@ FerryErrorCode FerryIpcWritePath(ArrowArrayStream* stream, const char* path,
 }
 
 FerryErrorCode FerryIpcWriteBuffer(ArrowArrayStream* stream, const FerryIpcWriteOptions* options,
-                                   FerryIpcBytes* out, FerryError* error) {
+                                   FerryBuffer* out, FerryError* error) {
   return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (stream == nullptr || stream->release == nullptr) {
       return Status::Invalid("the stream is NULL or released");
@@ -147,7 +147,8 @@ FerryErrorCode FerryIpcWriteBuffer(ArrowArrayStream* stream, const FerryIpcWrite
     ferry::ipc::MemorySink sink;
     FERRY_RETURN_NOT_OK(WriteAll(owned.get(), &sink, file, o));
     SharedBytes bytes = sink.Finish();
-    out->data = bytes.data;
+    // The sink's own anonymous pages, writable and now the caller's alone.
+    out->data = const_cast<uint8_t*>(bytes.data);
     out->size = bytes.size;
     out->private_data = new OwnedBytes{std::move(bytes.owner)};
     out->release = &ReleaseBytes;

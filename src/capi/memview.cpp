@@ -37,7 +37,7 @@ void Publish(HeldRef held, void* obj, FerryMemoryView* out) {
   *out = FerryMemoryView{};
   out->obj = obj;
   out->data = v.data;
-  out->byte_size = v.byte_size;
+  out->byte_size = v.size;
   out->readonly = v.readonly ? 1 : 0;
   out->format = v.format.empty() ? nullptr : v.format.c_str();
   out->item_size = v.item_size;
@@ -60,7 +60,7 @@ Result<MemoryView> FromC(const FerryMemoryView& c) {
   if (c.ndim > 0 && c.shape == nullptr) return Status::Invalid("memory view shape is NULL");
   if (c.byte_size < 0) return Status::Invalid("memory view byte_size is negative");
   v.data = static_cast<uint8_t*>(c.data);
-  v.byte_size = c.byte_size;
+  v.size = c.byte_size;
   v.readonly = c.readonly != 0;
   v.format = c.format == nullptr ? "" : c.format;
   FERRY_ASSIGN_OR_RAISE(v.item_desc, ferry::memview::ParseItemFormat(v.format));

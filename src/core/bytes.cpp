@@ -13,21 +13,23 @@
 
 namespace ferry {
 
-SharedBytes SharedBytes::Borrow(const void* data, int64_t size) {
-  return SharedBytes{static_cast<const uint8_t*>(data), size, nullptr};
+SharedBytes SharedBytes::Borrow(ByteSpan bytes) {
+  return SharedBytes{bytes.data, bytes.size, nullptr};
 }
 
-Result<SharedBytes> SharedBytes::Copy(const void* data, int64_t size) {
-  if (size < 0) return Status::Invalid("SharedBytes::Copy: negative size " + std::to_string(size));
+Result<SharedBytes> SharedBytes::Copy(ByteSpan bytes) {
+  if (bytes.size < 0) {
+    return Status::Invalid("SharedBytes::Copy: negative size " + std::to_string(bytes.size));
+  }
   auto buffer = std::make_shared<HostBuffer>();
-  FERRY_RETURN_NOT_OK(buffer->Append(data, size));
+  FERRY_RETURN_NOT_OK(buffer->Append(bytes));
   const uint8_t* p = buffer->data();
-  return SharedBytes{p, size, std::move(buffer)};
+  return SharedBytes{p, bytes.size, std::move(buffer)};
 }
 
-Result<SharedBytes> SharedBytes::Gather(const ByteSpan* pieces, size_t count) {
+Result<SharedBytes> SharedBytes::Gather(std::span<const ByteSpan> pieces) {
   int64_t total = 0;
-  for (size_t i = 0; i < count; ++i) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
     const ByteSpan& p = pieces[i];
     if (p.size < 0 || (p.size > 0 && p.data == nullptr)) {
       return Status::Invalid("piece " + std::to_string(i) + " is NULL or has a negative size");
@@ -36,9 +38,7 @@ Result<SharedBytes> SharedBytes::Gather(const ByteSpan* pieces, size_t count) {
   }
   auto buffer = std::make_shared<HostBuffer>();
   FERRY_RETURN_NOT_OK(buffer->Reserve(total));
-  for (size_t i = 0; i < count; ++i) {
-    FERRY_RETURN_NOT_OK(buffer->Append(pieces[i].data, pieces[i].size));
-  }
+  for (const ByteSpan& p : pieces) FERRY_RETURN_NOT_OK(buffer->Append(p));
   const uint8_t* data = buffer->data();
   return SharedBytes{data, total, std::move(buffer)};
 }

@@ -84,11 +84,14 @@ Status HostBuffer::Resize(int64_t size) {
   return Status::OK();
 }
 
-Status HostBuffer::Append(const void* bytes, int64_t n) {
-  if (n == 0) return Status::OK();
-  FERRY_RETURN_NOT_OK(Reserve(size_ + n));
-  std::memcpy(data_ + size_, bytes, static_cast<size_t>(n));
-  size_ += n;
+Status HostBuffer::Append(ByteSpan bytes) {
+  if (bytes.size == 0) return Status::OK();
+  if (bytes.size < 0) {
+    return Status::Invalid("HostBuffer::Append: negative size " + std::to_string(bytes.size));
+  }
+  FERRY_RETURN_NOT_OK(Reserve(size_ + bytes.size));
+  std::memcpy(data_ + size_, bytes.data, static_cast<size_t>(bytes.size));
+  size_ += bytes.size;
   return Status::OK();
 }
 

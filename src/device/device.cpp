@@ -92,17 +92,17 @@ int CBufferMove(FerryDevice* device_src, FerryBuffer* src, FerryDevice* device_d
 }
 
 int CBufferCopy(FerryDevice* device_src, FerryBufferView src, FerryDevice* device_dst,
-                FerryBufferView dst, void* stream, FerryError* error) {
+                FerryMutableBufferView dst, void* stream, FerryError* error) {
   return Trampoline(error, [&]() -> Status {
     Device* s = Device::FromC(device_src);
     Device* d = Device::FromC(device_dst);
     if (s == nullptr) return Unknown(device_src, "the source");
     if (d == nullptr) return Unknown(device_dst, "the destination");
-    if (src.size_bytes != dst.size_bytes) {
-      return Status::Invalid("buffer copy: source has " + std::to_string(src.size_bytes) +
-                             " bytes but the destination " + std::to_string(dst.size_bytes));
+    if (src.size != dst.size) {
+      return Status::Invalid("buffer copy: source has " + std::to_string(src.size) +
+                             " bytes but the destination " + std::to_string(dst.size));
     }
-    return CopyBytes(*s, src.data, *d, const_cast<void*>(dst.data), src.size_bytes, stream);
+    return CopyBytes(*s, src.data, *d, dst.data, src.size, stream);
   });
 }
 

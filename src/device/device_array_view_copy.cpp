@@ -266,12 +266,12 @@ Result<UniqueDeviceArray> DeviceArrayView::CopyAsync(Device& dst, void* stream) 
         p.src_bytes = p.dst_bytes = n.len * w;
       } else if (bt == BufferType::kVariadicData) {
         p.src = data;
-        p.src_bytes = p.dst_bytes = v.buffer(b).size_bytes;
+        p.src_bytes = p.dst_bytes = v.buffer(b).size;
       } else if (bt == BufferType::kVariadicSize) {
         // Host-resident by convention, on every device.
         p.op = Op::kHost;
         p.src = data;
-        p.src_bytes = p.dst_bytes = v.buffer(b).size_bytes;
+        p.src_bytes = p.dst_bytes = v.buffer(b).size;
         p.dst_pos = host_size;
         host_size += Align64(p.dst_bytes);
         pieces.push_back(p);

@@ -24,7 +24,7 @@ void ReleaseBlock(FerryBuffer* buffer) {
     delete owner;
   }
   buffer->data = nullptr;
-  buffer->size_bytes = 0;
+  buffer->size = 0;
   buffer->private_data = nullptr;
   buffer->release = nullptr;
 }
@@ -33,7 +33,7 @@ void ReleaseBlock(FerryBuffer* buffer) {
 
 Status WrapBlock(Device& device, void* data, int64_t size, FerryBuffer* out) {
   out->data = static_cast<uint8_t*>(data);
-  out->size_bytes = size;
+  out->size = size;
   out->private_data = new BlockOwner{&device, size};
   out->release = &ReleaseBlock;
   return Status::OK();
@@ -48,20 +48,20 @@ Status SynchronizeStream(Device& a, Device& b, void* stream) {
 Status BufferInit(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBuffer* dst,
                   void* stream) {
   if (dst == nullptr) return Status::Invalid("buffer init: destination is NULL");
-  if (src.size_bytes < 0) {
-    return Status::Invalid("buffer init: negative size " + std::to_string(src.size_bytes));
+  if (src.size < 0) {
+    return Status::Invalid("buffer init: negative size " + std::to_string(src.size));
   }
-  if (src.size_bytes > 0 && src.data == nullptr) {
-    return Status::Invalid("buffer init: source is NULL but has " + std::to_string(src.size_bytes) +
+  if (src.size > 0 && src.data == nullptr) {
+    return Status::Invalid("buffer init: source is NULL but has " + std::to_string(src.size) +
                            " bytes");
   }
-  FERRY_ASSIGN_OR_RAISE(void* block, dst_dev.Allocate(src.size_bytes, stream));
-  Status st = CopyBytes(src_dev, src.data, dst_dev, block, src.size_bytes, stream);
+  FERRY_ASSIGN_OR_RAISE(void* block, dst_dev.Allocate(src.size, stream));
+  Status st = CopyBytes(src_dev, src.data, dst_dev, block, src.size, stream);
   if (!st.ok()) {
-    dst_dev.Free(block, src.size_bytes);
+    dst_dev.Free(block, src.size);
     return st;
   }
-  return WrapBlock(dst_dev, block, src.size_bytes, dst);
+  return WrapBlock(dst_dev, block, src.size, dst);
 }
 
 Status BufferMove(Device& src_dev, FerryBuffer* src, Device& dst_dev, FerryBuffer* dst) {
@@ -91,10 +91,10 @@ Status BufferMove(Device& src_dev, FerryBuffer* src, Device& dst_dev, FerryBuffe
 
 namespace {
 
-Status CheckSameSize(FerryBufferView src, FerryBufferView dst) {
-  if (src.size_bytes == dst.size_bytes) return Status::OK();
-  return Status::Invalid("buffer copy: source has " + std::to_string(src.size_bytes) +
-                         " bytes but the destination " + std::to_string(dst.size_bytes));
+Status CheckSameSize(FerryBufferView src, FerryMutableBufferView dst) {
+  if (src.size == dst.size) return Status::OK();
+  return Status::Invalid("buffer copy: source has " + std::to_string(src.size) +
+                         " bytes but the destination " + std::to_string(dst.size));
 }
 
 }  // namespace
@@ -119,18 +119,18 @@ Status BufferMove(Device& src_dev, FerryBuffer* src, Device& dst_dev, FerryBuffe
   return internal::BufferMove(src_dev, src, dst_dev, dst);
 }
 
-Status BufferCopyAsync(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBufferView dst,
-                       void* stream) {
+Status BufferCopyAsync(Device& src_dev, FerryBufferView src, Device& dst_dev,
+                       FerryMutableBufferView dst, void* stream) {
   FERRY_RETURN_NOT_OK(internal::NeedStream(src_dev, dst_dev, stream, "BufferCopyAsync"));
   FERRY_RETURN_NOT_OK(CheckSameSize(src, dst));
-  return CopyBytes(src_dev, src.data, dst_dev, const_cast<void*>(dst.data), src.size_bytes, stream);
+  return CopyBytes(src_dev, src.data, dst_dev, dst.data, src.size, stream);
 }
 
-Status BufferCopy(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBufferView dst) {
+Status BufferCopy(Device& src_dev, FerryBufferView src, Device& dst_dev,
+                  FerryMutableBufferView dst) {
   FERRY_ASSIGN_OR_RAISE(void* stream, InternalStreamFor(src_dev, dst_dev));
   FERRY_RETURN_NOT_OK(CheckSameSize(src, dst));
-  FERRY_RETURN_NOT_OK(
-      CopyBytes(src_dev, src.data, dst_dev, const_cast<void*>(dst.data), src.size_bytes, stream));
+  FERRY_RETURN_NOT_OK(CopyBytes(src_dev, src.data, dst_dev, dst.data, src.size, stream));
   return internal::SynchronizeStream(src_dev, dst_dev, stream);
 }
 

@@ -46,7 +46,7 @@ void Relabel(ArrowDeviceArray* src, Device& dst_device, ArrowDeviceArray* dst,
 /// Ask the source device, then the destination, for a zero-copy move; ENOTSUP names the pair.
 Status ZeroCopyMove(Device& src_dev, ArrowDeviceArray* src, Device& dst_dev, ArrowDeviceArray* dst);
 
-/// Allocate `src.size_bytes` on `dst_dev` and copy `src` into it on `stream`.
+/// Allocate `src.size` on `dst_dev` and copy `src` into it on `stream`.
 Status BufferInit(Device& src_dev, FerryBufferView src, Device& dst_dev, FerryBuffer* dst,
                   void* stream);
 

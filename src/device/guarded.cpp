@@ -214,8 +214,8 @@ Guarded* Instance() noexcept {
 
 Device* GuardedDevice() noexcept { return Instance(); }
 
-bool IsGuardedMemory(const void* ptr, int64_t size) noexcept {
-  return Instance()->Contains(ptr, size);
+bool IsGuardedMemory(ByteSpan bytes) noexcept {
+  return Instance()->Contains(bytes.data, bytes.size);
 }
 
 int64_t GuardedLiveAllocations() noexcept { return Instance()->LiveAllocations(); }

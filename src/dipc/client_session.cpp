@@ -50,8 +50,7 @@ Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
   if (m.type != MetadataType::kIpcMessage) {
     return Status::Invalid("the stream ended before its schema (message 0)");
   }
-  FERRY_RETURN_NOT_OK(
-      decoder_.ConsumeMessage(m.flatbuffer.data(), static_cast<int64_t>(m.flatbuffer.size()), {}));
+  FERRY_RETURN_NOT_OK(decoder_.ConsumeMessage(m.flatbuffer, {}));
   std::optional<ipc::DecodedMessage> first = decoder_.Next();
   if (!first || first->kind != ipc::MessageKind::kSchema) {
     return Status::Invalid("message 0 is not a schema");
@@ -154,14 +153,12 @@ Status ServerError(const std::string& text) {
 }  // namespace
 
 Result<MetadataMessage> ClientSession::Parse(const SharedBytes& bytes) const {
-  FERRY_ASSIGN_OR_RAISE(MetadataMessage m,
-                        ParseMetadataMessage({bytes.data, static_cast<size_t>(bytes.size)}));
+  FERRY_ASSIGN_OR_RAISE(MetadataMessage m, ParseMetadataMessage(bytes));
   if (m.type == MetadataType::kFerryError) {
     if (!conn_->extensions()) {
       return Status::Invalid("metadata message type 0xFF is not one the protocol defines");
     }
-    return ServerError(
-        std::string(reinterpret_cast<const char*>(m.flatbuffer.data()), m.flatbuffer.size()));
+    return ServerError(std::string(m.flatbuffer.begin(), m.flatbuffer.end()));
   }
   return m;
 }
@@ -237,8 +234,6 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   FERRY_RETURN_NOT_OK(Check(r.status(), "body (message " + std::to_string(m.sequence) + ")"));
   FaultPoint("client", "body");
   FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));
-  const auto* fb = m.flatbuffer.data();
-  const auto fb_size = static_cast<int64_t>(m.flatbuffer.size());
   if (tag.type == BodyType::kPacked && cuda_) {
     return Status::Invalid("message " + std::to_string(m.sequence) +
                            " has a packed body, but the URI says bodies are in the server's "
@@ -246,15 +241,14 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   }
   if (tag.type == BodyType::kPacked) {
     Count(r->payload.size);
-    return decoder_.ConsumeMessage(fb, fb_size, r->payload);
+    return decoder_.ConsumeMessage(m.flatbuffer, r->payload);
   }
 
-  FERRY_ASSIGN_OR_RAISE(BufferList list,
-                        ParseBufferList({r->payload.data, static_cast<size_t>(r->payload.size)}));
-  if (cuda_) return ConsumeOnDevice(fb, fb_size, list);
+  FERRY_ASSIGN_OR_RAISE(BufferList list, ParseBufferList(r->payload));
+  if (cuda_) return ConsumeOnDevice(m.flatbuffer, list);
   std::vector<bool> needed;
   std::vector<BufferRef> picked;
-  const std::span<const BufferRef> wanted = Wanted(fb, fb_size, list, &needed, &picked);
+  const std::span<const BufferRef> wanted = Wanted(m.flatbuffer, list, &needed, &picked);
   Result<FetchedBody> fetched = ahead && ahead->fetch ? ahead->fetch->Wait(options_.timeout)
                                                       : data_->Fetch(wanted, options_.timeout);
   FERRY_RETURN_NOT_OK(
@@ -287,7 +281,7 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   } else if (!addresses.empty()) {
     freer_->Free(addresses);  // a local copy: the server's memory is done
   }
-  return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
+  return decoder_.ConsumeMessageBuffers(m.flatbuffer, bytes, at);
 }
 
 void ClientSession::FetchAhead() {
@@ -325,14 +319,11 @@ void ClientSession::FetchAhead() {
   ahead->sequence = m->sequence;
   Result<BodyTag> tag = ParseBodyTag(body->tag);
   if (tag.ok() && tag->type == BodyType::kBufferList) {
-    Result<BufferList> list =
-        ParseBufferList({body->payload.data, static_cast<size_t>(body->payload.size)});
+    Result<BufferList> list = ParseBufferList(body->payload);
     if (list.ok()) {
       std::vector<bool> needed;
       std::vector<BufferRef> picked;
-      const std::span<const BufferRef> wanted =
-          Wanted(m->flatbuffer.data(), static_cast<int64_t>(m->flatbuffer.size()), *list, &needed,
-                 &picked);
+      const std::span<const BufferRef> wanted = Wanted(m->flatbuffer, *list, &needed, &picked);
       Result<std::unique_ptr<transport::FetchInFlight>> fetch =
           data_->StartFetch(wanted, options_.timeout);
       if (fetch.ok()) ahead->fetch = std::move(*fetch);
@@ -346,20 +337,19 @@ void ClientSession::ReturnAhead() {
   std::unique_ptr<Ahead> ahead = std::move(ahead_);
   Result<BodyTag> tag = ParseBodyTag(ahead->body.tag);
   if (!tag.ok() || tag->type != BodyType::kBufferList) return;
-  Result<BufferList> list =
-      ParseBufferList({ahead->body.payload.data, static_cast<size_t>(ahead->body.payload.size)});
+  Result<BufferList> list = ParseBufferList(ahead->body.payload);
   if (!list.ok()) return;
   if (ahead->fetch && !ahead->fetch->Wait(kReturnAheadWait).ok()) return;
   std::vector<uint64_t> addresses = DistinctAddresses(list->buffers);
   if (!addresses.empty()) freer_->Free(addresses);
 }
 
-std::span<const BufferRef> ClientSession::Wanted(const uint8_t* fb, int64_t fb_size,
-                                                 const BufferList& list, std::vector<bool>* needed,
+std::span<const BufferRef> ClientSession::Wanted(ByteSpan fb, const BufferList& list,
+                                                 std::vector<bool>* needed,
                                                  std::vector<BufferRef>* picked) const {
   needed->clear();
   if (options_.read.columns.empty()) return list.buffers;
-  Result<std::vector<bool>> n = decoder_.BuffersNeeded(fb, fb_size);
+  Result<std::vector<bool>> n = decoder_.BuffersNeeded(fb);
   if (!n.ok() || n->size() != list.buffers.size()) return list.buffers;
   *needed = std::move(*n);
   for (size_t i = 0; i < list.buffers.size(); ++i) {
@@ -372,7 +362,7 @@ void ClientSession::Count(int64_t bytes) const {
   if (options_.bytes_read) options_.bytes_read->fetch_add(bytes, std::memory_order_relaxed);
 }
 
-Status ClientSession::ConsumeOnDevice(const uint8_t* fb, int64_t fb_size, const BufferList& list) {
+Status ClientSession::ConsumeOnDevice(ByteSpan fb, const BufferList& list) {
   std::vector<ipc::BufferLocation> at;
   at.reserve(list.buffers.size());
   for (const BufferRef& b : list.buffers) {
@@ -389,7 +379,7 @@ Status ClientSession::ConsumeOnDevice(const uint8_t* fb, int64_t fb_size, const 
     owner->addresses = std::move(addresses);
     bytes.owner = std::move(owner);
   }
-  return decoder_.ConsumeMessageBuffers(fb, fb_size, bytes, at);
+  return decoder_.ConsumeMessageBuffers(fb, bytes, at);
 }
 
 Status ClientSession::Deliver(UniqueArray batch, ArrowDeviceArray* out) {

@@ -87,8 +87,7 @@ class ClientSession {
   // columns out (then `needed` says which, one flag per pair, and `picked` holds the pairs). A
   // list whose length differs from the metadata's is fetched whole, for the decoder to refuse
   // by name.
-  std::span<const BufferRef> Wanted(const uint8_t* fb, int64_t fb_size, const BufferList& list,
-                                    std::vector<bool>* needed,
+  std::span<const BufferRef> Wanted(ByteSpan fb, const BufferList& list, std::vector<bool>* needed,
                                     std::vector<BufferRef>* picked) const;
 
   // Add `bytes` to the caller's count of body bytes taken, if it keeps one.
@@ -97,7 +96,7 @@ class ClientSession {
   // A type-1 body whose pairs are offsets into the server's device allocation: the arrays point
   // there (the decoder bounds-checks every buffer against it and never reads it), and the loan
   // goes back when the last of them is released.
-  Status ConsumeOnDevice(const uint8_t* fb, int64_t fb_size, const BufferList& list);
+  Status ConsumeOnDevice(ByteSpan fb, const BufferList& list);
 
   // Hand `batch` out on the target device (a copy unless that is the CPU or CUDA bodies).
   Status Deliver(UniqueArray batch, ArrowDeviceArray* out);

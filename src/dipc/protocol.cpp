@@ -19,9 +19,15 @@ void Store64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
+// The bytes as a std::span to index; a negative size (a caller's bug) reads as no bytes.
+std::span<const uint8_t> Indexable(ByteSpan b) {
+  return {b.data, b.size > 0 ? static_cast<size_t>(b.size) : 0};
+}
+
 }  // namespace
 
-Result<MetadataMessage> ParseMetadataMessage(std::span<const uint8_t> bytes) {
+Result<MetadataMessage> ParseMetadataMessage(ByteSpan input) {
+  const std::span<const uint8_t> bytes = Indexable(input);
   if (bytes.size() < kMetadataHeaderSize) {
     return Status::Invalid("a metadata message of " + std::to_string(bytes.size()) +
                            " bytes is shorter than its 5-byte header");
@@ -85,7 +91,8 @@ Result<BodyTag> ParseBodyTag(uint64_t tag) {
   return BodyTag{static_cast<BodyType>(type), static_cast<uint32_t>(tag & kSequenceMask)};
 }
 
-Result<BufferList> ParseBufferList(std::span<const uint8_t> bytes) {
+Result<BufferList> ParseBufferList(ByteSpan input) {
+  const std::span<const uint8_t> bytes = Indexable(input);
   if (bytes.size() < 16 || bytes.size() % 16 != 0) {
     return Status::Invalid("a buffer-list body of " + std::to_string(bytes.size()) +
                            " bytes is not 16 + 16 x count bytes");
@@ -128,7 +135,8 @@ std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers) {
   return out;
 }
 
-Result<std::vector<uint64_t>> ParseFreeData(std::span<const uint8_t> bytes) {
+Result<std::vector<uint64_t>> ParseFreeData(ByteSpan input) {
+  const std::span<const uint8_t> bytes = Indexable(input);
   if (bytes.empty() || bytes.size() % 8 != 0) {
     return Status::Invalid("a free_data body of " + std::to_string(bytes.size()) +
                            " bytes is not one or more uint64 addresses");

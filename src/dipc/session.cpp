@@ -140,7 +140,7 @@ Status Session::ServeRequest() {
     FERRY_RETURN_NOT_OK(conn_->ShareRegion(state_->region));
   }
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
-                        ipc::StreamWriter::Open(this, reader->schema(), state_->options.write));
+                        ipc::StreamWriter::Open(&sink_, reader->schema(), state_->options.write));
   while (!dead_.load()) {
     FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
     if (batch == nullptr) break;
@@ -167,19 +167,18 @@ Status Session::Refuse(const Status& why) {
   return why;
 }
 
-Status Session::SendMetadata(std::span<const uint8_t> flatbuffer, uint32_t seq) {
+Status Session::SendMetadata(ByteSpan flatbuffer, uint32_t seq) {
   phase_ = "metadata";
   uint8_t header[kMetadataHeaderSize];
   EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
-  const ByteSpan meta[] = {{header, kMetadataHeaderSize},
-                           {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
+  const ByteSpan meta[] = {{header, kMetadataHeaderSize}, flatbuffer};
   FERRY_RETURN_NOT_OK(conn_->Send(meta));
   FaultPoint("server", "metadata", [this] { return dead_.load(); });
   return Status::OK();
 }
 
 Status Session::SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body,
-                         std::span<const uint8_t> flatbuffer) {
+                         ByteSpan flatbuffer) {
   if (!send_bodies_) return SendMetadata(flatbuffer, seq);
   phase_ = "body";
   const uint64_t tag = MakeBodyTag(type, seq);
@@ -188,8 +187,7 @@ Status Session::SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> 
   } else {
     uint8_t header[kMetadataHeaderSize];
     EncodeMetadataHeader(MetadataType::kIpcMessage, seq, header);
-    const ByteSpan meta[] = {{header, kMetadataHeaderSize},
-                             {flatbuffer.data(), static_cast<int64_t>(flatbuffer.size())}};
+    const ByteSpan meta[] = {{header, kMetadataHeaderSize}, flatbuffer};
     FERRY_RETURN_NOT_OK(conn_->SendMessageAndBody(meta, tag, body));
     FaultPoint("server", "metadata", [this] { return dead_.load(); });
   }
@@ -266,7 +264,7 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
     blocks_[block] = std::move(addresses);
   }
   const std::vector<uint8_t> list = EncodeBufferList(pairs);
-  const ByteSpan piece{list.data(), static_cast<int64_t>(list.size())};
+  const ByteSpan piece(list);
   return SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata);
 }
 
@@ -310,7 +308,7 @@ Status Session::Replay(const Kept& kept) {
       for (uint64_t a : m.addresses) ++lent_[a];
       state_->addresses_lent += static_cast<int64_t>(m.addresses.size());
     }
-    const ByteSpan piece{m.pairs.data(), static_cast<int64_t>(m.pairs.size())};
+    const ByteSpan piece(m.pairs);
     if (send_bodies_) ++state_->batches_sent;
     FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata));
   }
@@ -325,8 +323,7 @@ void Session::TakeFrees() {
       if (m.status().code() == StatusCode::kDeadlineExceeded) continue;
       break;  // the client closed or went away
     }
-    Result<std::vector<uint64_t>> addresses =
-        ParseFreeData({m->payload.data, static_cast<size_t>(m->payload.size)});
+    Result<std::vector<uint64_t>> addresses = ParseFreeData(m->payload);
     if (!addresses.ok()) {
       Failed("the client sent a bad free_data: " + addresses.status().message());
       break;

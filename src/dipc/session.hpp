@@ -46,12 +46,13 @@ struct ServerState {
 /// One client's connection: it reads the want_data request, then serves the ticket's metadata,
 /// bodies or both (as the request's tag says), and accounts for every address it lent until
 /// the client frees it or goes. The server never closes first on a good stream: it waits (up to
-/// the timeout) for the client's close. Owned by the server's session list.
-class Session final : public ipc::MessageSink {
+/// the timeout) for the client's close. Owned by the server's session list. The stream writer
+/// it opens sends it messages through a private sink, so nothing else can.
+class Session final {
  public:
   Session(ServerState* state, std::unique_ptr<transport::Connection> conn)
       : state_(state), conn_(std::move(conn)) {}
-  ~Session() override;
+  ~Session();
 
   /// Start serving on a thread of its own.
   void Start();
@@ -60,18 +61,28 @@ class Session final : public ipc::MessageSink {
   /// what is in flight (the server is stopping).
   void Kill(bool abort = false);
 
-  Status WriteMessage(const ipc::EncodedMessage& m) override;
+ private:
+  // The message sink the session's stream writer writes to: it hands each message to the
+  // session, whose WriteMessage and WriteEndOfStream stay private.
+  class MessageForwarder final : public ipc::MessageSink {
+   public:
+    explicit MessageForwarder(Session* session) : session_(session) {}
+    Status WriteMessage(const ipc::EncodedMessage& m) override { return session_->WriteMessage(m); }
+    Status WriteEndOfStream() override { return session_->WriteEndOfStream(); }
+
+   private:
+    Session* session_;
+  };
+
+  Status WriteMessage(const ipc::EncodedMessage& m);
   // The body of `m` as one range of the served file, when it is one (see session.cpp).
   std::optional<ByteSpan> BodyInFile(const ipc::EncodedMessage& m) const;
-  Status WriteEndOfStream() override;
-
- private:
+  Status WriteEndOfStream();
   void Serve();
   Status ServeRequest();
   Status Replay(const Kept& kept);
-  Status SendMetadata(std::span<const uint8_t> flatbuffer, uint32_t seq);
-  Status SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body,
-                  std::span<const uint8_t> flatbuffer);
+  Status SendMetadata(ByteSpan flatbuffer, uint32_t seq);
+  Status SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body, ByteSpan flatbuffer);
   Status Refuse(const Status& why);
   void TakeFrees();
   void Release(const std::vector<uint64_t>& addresses);
@@ -82,6 +93,7 @@ class Session final : public ipc::MessageSink {
 
   ServerState* state_;
   std::unique_ptr<transport::Connection> conn_;
+  MessageForwarder sink_{this};  // what the stream writer writes to
   // What the client reads, held until it is done with it (its lent memory included): while
   // held, the catalogue counts the client as a reader.
   Catalogue::Entry entry_;

@@ -70,9 +70,8 @@ class DoGetProducer final : public DeviceArrayProducer {
     ++messages_;
     FERRY_ASSIGN_OR_RAISE(FlightDataView data, DecodeFlightData(buffer));
     if (data.header.empty()) return true;  // app_metadata alone
-    FERRY_RETURN_NOT_OK(decoder_
-                            .ConsumeMessage(reinterpret_cast<const uint8_t*>(data.header.data()),
-                                            static_cast<int64_t>(data.header.size()), data.body)
+    const ByteSpan header{data.header.data(), static_cast<int64_t>(data.header.size())};
+    FERRY_RETURN_NOT_OK(decoder_.ConsumeMessage(header, data.body)
                             .WithContext("DoGet: FlightData " + std::to_string(messages_)));
     return true;
   }
@@ -128,7 +127,7 @@ class ConcatProducer final : public DeviceArrayProducer {
 // The bytes of a view's buffers, its children's and its dictionary's.
 int64_t ViewBytes(const ArrayView& v) {
   int64_t total = 0;
-  for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size_bytes;
+  for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size;
   for (int64_t i = 0; i < v.n_children(); ++i) total += ViewBytes(v.child(i));
   if (v.dictionary() != nullptr) total += ViewBytes(*v.dictionary());
   return total;

@@ -20,7 +20,8 @@ Result<std::string> EncodeSchema(const ArrowSchema* schema) {
 Result<UniqueSchema> DecodeSchema(const std::string& bytes) {
   if (bytes.empty()) return Status::Invalid("the flight has no schema (0 bytes)");
   ipc::Decoder decoder;
-  FERRY_ASSIGN_OR_RAISE(SharedBytes copy, SharedBytes::Copy(bytes.data(), bytes.size()));
+  FERRY_ASSIGN_OR_RAISE(SharedBytes copy,
+                        SharedBytes::Copy({bytes.data(), static_cast<int64_t>(bytes.size())}));
   FERRY_RETURN_NOT_OK(decoder.Consume(copy).WithContext("the flight's schema"));
   if (decoder.schema() == nullptr) {
     return Status::Invalid("the flight's schema is incomplete (" + std::to_string(bytes.size()) +

@@ -178,10 +178,9 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
       }
     }
     if (data.header.empty()) return Status::OK();  // app_metadata alone
+    const ByteSpan header{data.header.data(), static_cast<int64_t>(data.header.size())};
     FERRY_RETURN_NOT_OK(
-        decoder_
-            .ConsumeMessage(reinterpret_cast<const uint8_t*>(data.header.data()),
-                            static_cast<int64_t>(data.header.size()), data.body)
+        decoder_.ConsumeMessage(header, data.body)
             .WithContext("FlightData " + std::to_string(messages_) + " of the upload"));
     while (std::optional<ipc::DecodedMessage> m = decoder_.Next()) {
       if (m->kind != ipc::MessageKind::kRecordBatch) continue;

@@ -166,8 +166,9 @@ grpc::ByteBuffer EncodeFlightData(const ipc::EncodedMessage& message,
     head += descriptor;
   }
   PutTag(&head, kDataHeaderField, kLengthDelimited);
-  PutVarint(&head, message.metadata.size());
-  head.append(reinterpret_cast<const char*>(message.metadata.data()), message.metadata.size());
+  PutVarint(&head, static_cast<uint64_t>(message.metadata.size));
+  head.append(reinterpret_cast<const char*>(message.metadata.data),
+              static_cast<size_t>(message.metadata.size));
   if (message.has_body && message.body_length > 0) {
     PutTag(&head, kDataBodyField, kLengthDelimited);
     PutVarint(&head, static_cast<uint64_t>(message.body_length));

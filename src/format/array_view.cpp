@@ -179,7 +179,7 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
     if (size < -1 || (size == -1 && bits != 0)) {
       return fail("buffer " + std::to_string(i) + " size overflows");
     }
-    buf.size_bytes = size;
+    buf.size = size;
   }
 
   if (is_view) {
@@ -190,14 +190,14 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
                   std::to_string(n_variadic) + " data buffers");
     }
     variadic_sizes_ = reinterpret_cast<const int64_t*>(sizes_buf.data);
-    buffers_.back().size_bytes = n_variadic * 8;
+    buffers_.back().size = n_variadic * 8;
     for (int64_t i = 0; i < n_variadic; ++i) {
       int64_t sz = Load<int64_t>(sizes_buf.data, i);
       if (sz < 0) {
         return fail("variadic buffer " + std::to_string(i) + " has a negative size (" +
                     std::to_string(sz) + ")");
       }
-      buffers_[static_cast<size_t>(2 + i)].size_bytes = sz;
+      buffers_[static_cast<size_t>(2 + i)].size = sz;
     }
   }
 
@@ -206,11 +206,11 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
       layout.buffer_type[1] == BufferType::kDataOffset) {
     const BufferView& offsets = buffers_[1];
     if (offsets.data == nullptr) {
-      buffers_[2].size_bytes = 0;
+      buffers_[2].size = 0;
     } else if (layout.element_size_bits[1] == 32) {
-      buffers_[2].size_bytes = Load<int32_t>(offsets.data, end);
+      buffers_[2].size = Load<int32_t>(offsets.data, end);
     } else {
-      buffers_[2].size_bytes = Load<int64_t>(offsets.data, end);
+      buffers_[2].size = Load<int64_t>(offsets.data, end);
     }
   }
 

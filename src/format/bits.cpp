@@ -82,12 +82,12 @@ CountFn ChooseCount() noexcept {
 
 }  // namespace
 
-int64_t CountSetBitsInWords(const uint8_t* words, int64_t n_words) noexcept {
+int64_t CountSetBitsInWords(ByteSpan words) noexcept {
 #if FERRY_X86_DISPATCH
   static const CountFn count = ChooseCount();
-  return count(words, n_words);
+  return count(words.data, words.size / 8);
 #else
-  return CountWordsScalar(words, n_words);
+  return CountWordsScalar(words.data, words.size / 8);
 #endif
 }
 

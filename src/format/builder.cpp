@@ -124,8 +124,8 @@ Status ArrayBuilder::AppendOffsetValue(HostBuffer* buffer, int64_t value) {
   return buffer->Append<int32_t>(static_cast<int32_t>(value));
 }
 
-Status ArrayBuilder::AppendFixed(const void* bytes, int64_t width) {
-  FERRY_RETURN_NOT_OK(data_.Append(bytes, width));
+Status ArrayBuilder::AppendFixed(ByteSpan value) {
+  FERRY_RETURN_NOT_OK(data_.Append(value));
   FERRY_RETURN_NOT_OK(AppendValidity(true, 1));
   ++length_;
   return Status::OK();
@@ -253,7 +253,7 @@ Status ArrayBuilder::AppendEmpty(int64_t n) {
         const int64_t width = DataWidth(type_);
         if (width == 0) return TypeError("an empty value");
         std::string zeros(static_cast<size_t>(width), '\0');
-        FERRY_RETURN_NOT_OK(AppendFixed(zeros.data(), width));
+        FERRY_RETURN_NOT_OK(AppendFixed({zeros.data(), width}));
         break;
       }
     }
@@ -345,12 +345,12 @@ Status ArrayBuilder::AppendInt(int64_t value) {
     case TypeId::kInt8:
     case TypeId::kUInt8: {
       auto v = static_cast<uint8_t>(value);
-      return AppendFixed(&v, 1);
+      return AppendFixed({&v, 1});
     }
     case TypeId::kInt16:
     case TypeId::kUInt16: {
       auto v = static_cast<uint16_t>(value);
-      return AppendFixed(&v, 2);
+      return AppendFixed({&v, 2});
     }
     case TypeId::kInt32:
     case TypeId::kUInt32:
@@ -358,7 +358,7 @@ Status ArrayBuilder::AppendInt(int64_t value) {
     case TypeId::kTime32:
     case TypeId::kIntervalMonths: {
       auto v = static_cast<uint32_t>(value);
-      return AppendFixed(&v, 4);
+      return AppendFixed({&v, 4});
     }
     case TypeId::kInt64:
     case TypeId::kUInt64:
@@ -366,14 +366,14 @@ Status ArrayBuilder::AppendInt(int64_t value) {
     case TypeId::kTime64:
     case TypeId::kTimestamp:
     case TypeId::kDuration:
-      return AppendFixed(&value, 8);
+      return AppendFixed({&value, 8});
     default:
       return TypeError("an integer");
   }
 }
 
 Status ArrayBuilder::AppendUInt(uint64_t value) {
-  if (type_.storage_type == TypeId::kUInt64 && !is_dictionary_) return AppendFixed(&value, 8);
+  if (type_.storage_type == TypeId::kUInt64 && !is_dictionary_) return AppendFixed({&value, 8});
   if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return Status::OutOfRange("value " + std::to_string(value) + " is out of range for " +
                               TypeIdName(type_.storage_type));
@@ -391,14 +391,14 @@ Status ArrayBuilder::AppendDouble(double value) {
   switch (type_.storage_type) {
     case TypeId::kHalfFloat: {
       uint16_t h = internal::DoubleToHalf(value);
-      return AppendFixed(&h, 2);
+      return AppendFixed({&h, 2});
     }
     case TypeId::kFloat: {
       auto f = static_cast<float>(value);
-      return AppendFixed(&f, 4);
+      return AppendFixed({&f, 4});
     }
     case TypeId::kDouble:
-      return AppendFixed(&value, 8);
+      return AppendFixed({&value, 8});
     default:
       if (std::isfinite(value) && value == std::trunc(value) && std::fabs(value) < 9.2e18) {
         return AppendInt(static_cast<int64_t>(value));
@@ -433,15 +433,15 @@ Status ArrayBuilder::AppendBytes(std::string_view value) {
       HostBuffer& block = variadic_.back();
       const auto index = static_cast<int32_t>(variadic_.size() - 1);
       const auto offset = static_cast<int32_t>(block.size());
-      FERRY_RETURN_NOT_OK(block.Append(value.data(), n));
+      FERRY_RETURN_NOT_OK(block.Append({value.data(), n}));
       std::memcpy(view + 4, value.data(), 4);
       std::memcpy(view + 8, &index, 4);
       std::memcpy(view + 12, &offset, 4);
     }
-    return AppendFixed(view, 16);
+    return AppendFixed({view, 16});
   }
   if (IsBinaryLike(t)) {
-    FERRY_RETURN_NOT_OK(data_.Append(value.data(), n));
+    FERRY_RETURN_NOT_OK(data_.Append({value.data(), n}));
     FERRY_RETURN_NOT_OK(AppendOffsetValue(&offsets_, data_.size()));
     FERRY_RETURN_NOT_OK(AppendValidity(true, 1));
     ++length_;
@@ -453,7 +453,7 @@ Status ArrayBuilder::AppendBytes(std::string_view value) {
     return Status::Invalid("expected " + std::to_string(width) + " bytes for " + TypeIdName(t) +
                            ", got " + std::to_string(n));
   }
-  return AppendFixed(value.data(), n);
+  return AppendFixed({value.data(), n});
 }
 
 Status ArrayBuilder::AppendDecimal(std::string_view text) {
@@ -461,7 +461,7 @@ Status ArrayBuilder::AppendDecimal(std::string_view text) {
   uint8_t bytes[32];
   FERRY_RETURN_NOT_OK(ParseDecimal(text, type_.decimal_precision, type_.decimal_scale,
                                    type_.decimal_bitwidth, bytes));
-  return AppendFixed(bytes, type_.decimal_bitwidth / 8);
+  return AppendFixed({bytes, type_.decimal_bitwidth / 8});
 }
 
 Status ArrayBuilder::AppendUnion(int8_t type_id) {
@@ -572,7 +572,7 @@ Status ArrayBuilder::AppendIndex(int64_t index) {
   }
   FERRY_RETURN_NOT_OK(CheckIntRange(index));
   const int64_t width = DataWidth(type_);
-  FERRY_RETURN_NOT_OK(data_.Append(&index, width));  // little-endian truncation
+  FERRY_RETURN_NOT_OK(data_.Append({&index, width}));  // little-endian truncation
   FERRY_RETURN_NOT_OK(AppendValidity(true, 1));
   ++length_;
   return Status::OK();

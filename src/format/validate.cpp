@@ -89,9 +89,9 @@ class ArrayValidator {
     const int64_t end = v.offset() + v.length();
     for (int64_t i = 0; i < v.n_buffers(); ++i) {
       const BufferView& b = v.buffer(i);
-      if (b.data == nullptr && b.size_bytes > 0 && v.buffer_type(i) != BufferType::kValidity) {
+      if (b.data == nullptr && b.size > 0 && v.buffer_type(i) != BufferType::kValidity) {
         return Fail(path, -1,
-                    "buffer " + std::to_string(i) + " is NULL but " + std::to_string(b.size_bytes) +
+                    "buffer " + std::to_string(i) + " is NULL but " + std::to_string(b.size) +
                         " bytes are required");
       }
     }
@@ -197,10 +197,10 @@ class ArrayValidator {
     switch (v.type().storage_type) {
       case TypeId::kBinary:
       case TypeId::kString:
-        return CheckOffsetEnds<int32_t>(v, path, v.buffer(2).size_bytes, "data size");
+        return CheckOffsetEnds<int32_t>(v, path, v.buffer(2).size, "data size");
       case TypeId::kLargeBinary:
       case TypeId::kLargeString:
-        return CheckOffsetEnds<int64_t>(v, path, v.buffer(2).size_bytes, "data size");
+        return CheckOffsetEnds<int64_t>(v, path, v.buffer(2).size, "data size");
       case TypeId::kList:
       case TypeId::kMap:
         return CheckOffsetEnds<int32_t>(v, path, v.child(0).length(), "child length");
@@ -230,7 +230,7 @@ class ArrayValidator {
     const uint8_t* data = v.buffer(2).data;
     const int64_t begin = v.offset();
     const int64_t end = begin + v.length();
-    const int64_t data_size = v.buffer(2).size_bytes;
+    const int64_t data_size = v.buffer(2).size;
     // Monotonicity first, as one branch-light pass, so later reads of `data` stay in bounds.
     Offset prev;
     std::memcpy(&prev, offsets + begin, sizeof(Offset));
@@ -303,7 +303,7 @@ class ArrayValidator {
                       "view buffer index " + std::to_string(index) + " is outside [0, " +
                           std::to_string(n_variadic) + ")");
         }
-        const int64_t buf_size = v.buffer(2 + index).size_bytes;
+        const int64_t buf_size = v.buffer(2 + index).size;
         if (offset < 0 || static_cast<int64_t>(offset) + size > buf_size) {
           return Fail(path, i,
                       "view range [" + std::to_string(offset) + ", " +

@@ -453,7 +453,7 @@ Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns
   if (reinterpret_cast<uintptr_t>(body.data) % 8 != 0) {
     // Arrays must not hand out misaligned buffers (a legacy 4-byte prefix can shift a body):
     // this is the one case where an uncompressed body is copied.
-    FERRY_ASSIGN_OR_RAISE(aligned, SharedBytes::Copy(body.data, body.size));
+    FERRY_ASSIGN_OR_RAISE(aligned, SharedBytes::Copy(body));
     realigned = body.size;
   }
   Loader loader(schema, batch, aligned, dictionaries, decompress_limit, label);

@@ -113,7 +113,7 @@ Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int
   if (reinterpret_cast<uintptr_t>(data) % 8 != 0 || data != storage->data()) {
     // Flatbuffers reads fields in place: give it 8-aligned bytes (metadata is small).
     storage->Clear();
-    FERRY_RETURN_NOT_OK(storage->Append(data, size));
+    FERRY_RETURN_NOT_OK(storage->Append({data, size}));
     data = storage->data();
   }
   flatbuffers::Verifier::Options vo;
@@ -393,7 +393,7 @@ Status Decoder::Consume(const SharedBytes& bytes) {
     }
     const int64_t take = std::min(left, d.need - d.pending.size());
     // Grows with the bytes that actually arrive, so a lying length cannot allocate ahead.
-    Status st = d.pending.Append(bytes.data + pos, take);
+    Status st = d.pending.Append({bytes.data + pos, take});
     if (!st.ok()) return d.Fail(st);
     pos += take;
     if (d.pending.size() == d.need) {
@@ -416,10 +416,9 @@ Result<const fb::Message*> Decoder::Impl::Begin(const uint8_t* data, int64_t siz
   return m;
 }
 
-Status Decoder::ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
-                               const SharedBytes& body) {
+Status Decoder::ConsumeMessage(ByteSpan metadata, const SharedBytes& body) {
   Impl& d = *impl_;
-  Result<const fb::Message*> m = d.Begin(metadata, metadata_size);
+  Result<const fb::Message*> m = d.Begin(metadata.data, metadata.size);
   if (!m.ok()) return m.status();
   const int64_t body_length = (*m)->body_length();
   if (body_length < 0 || body_length > body.size) {

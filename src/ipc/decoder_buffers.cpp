@@ -59,25 +59,23 @@ Result<std::vector<bool>> Decoder::Impl::Needed(const fb::Message* m, int64_t i)
   return internal::BuffersOfColumns(columns, *schema, batch, selected, Label(i));
 }
 
-Result<std::vector<bool>> Decoder::BuffersNeeded(const uint8_t* metadata,
-                                                 int64_t metadata_size) const {
+Result<std::vector<bool>> Decoder::BuffersNeeded(ByteSpan metadata) const {
   const Impl& d = *impl_;
   if (!d.schema) return Status::Invalid("BuffersNeeded: no schema has been decoded yet");
-  if (metadata == nullptr || metadata_size <= 0) {
+  if (metadata.data == nullptr || metadata.size <= 0) {
     return Status::Invalid("BuffersNeeded: empty metadata");
   }
   HostBuffer storage;
   FERRY_ASSIGN_OR_RAISE(const fb::Message* m,
-                        d.VerifyMessage(metadata, metadata_size, &storage, d.index));
+                        d.VerifyMessage(metadata.data, metadata.size, &storage, d.index));
   return d.Needed(m, d.index);
 }
 
-Status Decoder::ConsumeMessageBuffers(const uint8_t* metadata, int64_t metadata_size,
-                                      const SharedBytes& region,
+Status Decoder::ConsumeMessageBuffers(ByteSpan metadata, const SharedBytes& region,
                                       std::span<const BufferLocation> buffers) {
   Impl& d = *impl_;
   // Begin leaves the verified copy in d.metadata, which is ours to rewrite.
-  Result<const fb::Message*> m = d.Begin(metadata, metadata_size);
+  Result<const fb::Message*> m = d.Begin(metadata.data, metadata.size);
   if (!m.ok()) return m.status();
   const flatbuffers::Vector<const fb::Buffer*>* listed = nullptr;
   if (const fb::RecordBatch* rb = (*m)->header_as_RecordBatch()) {

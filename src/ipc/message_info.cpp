@@ -45,17 +45,22 @@ int32_t internal::LoadInt32LE(const uint8_t* p) {
   return static_cast<int32_t>(v);
 }
 
-Result<MessageInfo> InspectMessage(std::span<const uint8_t> flatbuffer) {
-  const uint8_t* data = flatbuffer.data();
+Result<MessageInfo> InspectMessage(ByteSpan flatbuffer) {
+  if (flatbuffer.size < 8 || flatbuffer.data == nullptr) {
+    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size) +
+                           " bytes) is not a valid Message flatbuffer");
+  }
+  const auto size = static_cast<size_t>(flatbuffer.size);
+  const uint8_t* data = flatbuffer.data;
   std::vector<uint64_t> aligned;
   if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
-    aligned.resize((flatbuffer.size() + 7) / 8);
-    std::memcpy(aligned.data(), flatbuffer.data(), flatbuffer.size());
+    aligned.resize((size + 7) / 8);
+    std::memcpy(aligned.data(), flatbuffer.data, size);
     data = reinterpret_cast<const uint8_t*>(aligned.data());
   }
-  flatbuffers::Verifier verifier(data, flatbuffer.size());
-  if (flatbuffer.size() < 8 || !fb::VerifyMessageBuffer(verifier)) {
-    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size()) +
+  flatbuffers::Verifier verifier(data, size);
+  if (!fb::VerifyMessageBuffer(verifier)) {
+    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size) +
                            " bytes) is not a valid Message flatbuffer");
   }
   const fb::Message* message = fb::GetMessage(data);
@@ -82,7 +87,7 @@ Result<MessageInfo> InspectMessage(std::span<const uint8_t> flatbuffer) {
   return info;
 }
 
-Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer) {
+Result<int64_t> MessageBodyLength(ByteSpan flatbuffer) {
   FERRY_ASSIGN_OR_RAISE(MessageInfo info, InspectMessage(flatbuffer));
   return info.body_length;
 }

@@ -146,7 +146,7 @@ Result<FileReader> FileReader::Open(SharedBytes file, const ReadOptions& options
                            " does not fit the file's " + std::to_string(size) + " bytes");
   }
   r.footer_start = size - kTrailer - footer_length;
-  FERRY_RETURN_NOT_OK(r.footer_storage.Append(r.file.data + r.footer_start, footer_length));
+  FERRY_RETURN_NOT_OK(r.footer_storage.Append({r.file.data + r.footer_start, footer_length}));
   flatbuffers::Verifier::Options vo;
   vo.max_depth = static_cast<flatbuffers::uoffset_t>(std::max(options.max_flatbuffer_depth, 1));
   vo.max_tables = static_cast<flatbuffers::uoffset_t>(std::max(options.max_flatbuffer_tables, 1));

@@ -167,7 +167,7 @@ struct StreamWriter::Impl {
       m.in_place = body->copied == 0 && !device_copy;
     }
     FERRY_RETURN_NOT_OK(message_sink->WriteMessage(m));
-    stats.bytes_written += static_cast<int64_t>(m.metadata.size()) + m.body_length;
+    stats.bytes_written += m.metadata.size + m.body_length;
     ++stats.messages;
     return Status::OK();
   }

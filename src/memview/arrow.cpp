@@ -170,7 +170,7 @@ Result<MemoryView> ViewOfValues(const ArrayView& v, const NullCheck& check_no_nu
       view.shape[1 + logical] = inner[logical];
       view.strides[1 + logical] = physical_strides[i];
     }
-    view.byte_size = v.length() * stride;
+    view.size = v.length() * stride;
   } else {
     FERRY_RETURN_NOT_OK(check_no_nulls(v, "array"));
     FERRY_ASSIGN_OR_RAISE(view.format, ItemFormatOf(t));
@@ -179,7 +179,7 @@ Result<MemoryView> ViewOfValues(const ArrayView& v, const NullCheck& check_no_nu
     view.data = const_cast<uint8_t*>(v.buffer(1).data) + v.offset() * view.item_size;
     view.ndim = 1;
     view.shape = {v.length()};
-    view.byte_size = v.length() * view.item_size;
+    view.size = v.length() * view.item_size;
   }
   return view;
 }

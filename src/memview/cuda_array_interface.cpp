@@ -61,7 +61,7 @@ Result<MemoryView> FromCudaArrayInterface(const CudaArrayInterface& cai,
   view.strides = cai.strides;
   // The protocol hands over the address as an integer.
   view.data = reinterpret_cast<uint8_t*>(cai.data);  // NOLINT(performance-no-int-to-ptr)
-  view.byte_size = view.n_items() * view.item_size;
+  view.size = view.n_items() * view.item_size;
   view.readonly = cai.readonly;
   view.device_type = ARROW_DEVICE_CUDA;
   view.device_id = device_id;

@@ -108,7 +108,7 @@ Result<MemoryView> ViewOfTensor(const DLTensor& t, bool readonly,
     }
   }
   view.data = static_cast<uint8_t*>(t.data) + t.byte_offset;
-  view.byte_size = view.n_items() * view.item_size;
+  view.size = view.n_items() * view.item_size;
   view.readonly = readonly;
   view.device_type = static_cast<ArrowDeviceType>(t.device.device_type);
   view.device_id = t.device.device_type == kDLCPU ? -1 : t.device.device_id;

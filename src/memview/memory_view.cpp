@@ -19,8 +19,8 @@ int64_t MemoryView::stride(int64_t dim) const noexcept {
 }
 
 Result<MemoryView> MakeContiguousView(std::shared_ptr<const void> owner, uint8_t* data,
-                                      int64_t byte_size, std::string format,
-                                      std::vector<int64_t> shape, bool readonly) {
+                                      int64_t size, std::string format, std::vector<int64_t> shape,
+                                      bool readonly) {
   MemoryView view;
   FERRY_ASSIGN_OR_RAISE(view.item_desc, ParseItemFormat(format.empty() ? "C" : format));
   view.item_size = view.item_desc.item_size;
@@ -34,13 +34,13 @@ Result<MemoryView> MakeContiguousView(std::shared_ptr<const void> owner, uint8_t
       return Status::Invalid("memory view: the shape's byte size overflows");
     }
   }
-  if (bytes > byte_size) {
+  if (bytes > size) {
     return Status::Invalid("memory view: the shape needs " + std::to_string(bytes) +
-                           " bytes but only " + std::to_string(byte_size) + " are given");
+                           " bytes but only " + std::to_string(size) + " are given");
   }
   view.owner = std::move(owner);
   view.data = data;
-  view.byte_size = bytes;
+  view.size = bytes;
   view.readonly = readonly;
   view.format = std::move(format);
   view.ndim = static_cast<int64_t>(shape.size());

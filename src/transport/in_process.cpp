@@ -14,10 +14,6 @@ namespace ferry::transport {
 
 namespace {
 
-Result<SharedBytes> Gather(std::span<const ByteSpan> pieces) {
-  return SharedBytes::Gather(pieces.data(), pieces.size());
-}
-
 // Two in-process ends: each pushes into the other's mailbox, and lends regions to the other.
 struct Shared {
   internal::Mailbox to[2];  // to[i]: messages for end i
@@ -32,12 +28,12 @@ class InProcessEnd final : public Connection {
   ~InProcessEnd() override { Close(); }
 
   Status Send(std::span<const ByteSpan> pieces) override {
-    FERRY_ASSIGN_OR_RAISE(SharedBytes message, Gather(pieces));
+    FERRY_ASSIGN_OR_RAISE(SharedBytes message, SharedBytes::Gather(pieces));
     return shared_->to[1 - self_].PushUntagged(std::move(message));
   }
 
   Status SendTagged(uint64_t tag, std::span<const ByteSpan> pieces) override {
-    FERRY_ASSIGN_OR_RAISE(SharedBytes message, Gather(pieces));
+    FERRY_ASSIGN_OR_RAISE(SharedBytes message, SharedBytes::Gather(pieces));
     return shared_->to[1 - self_].PushTagged(TaggedMessage{tag, std::move(message)});
   }
 

@@ -155,8 +155,8 @@ class ShmConnection final : public Connection {
     for (size_t i = 0; i < refs.size(); ++i) {
       const int64_t at = (local->size() + 7) / 8 * 8;
       FERRY_RETURN_NOT_OK(local->Resize(at));
-      FERRY_RETURN_NOT_OK(local->Append(of[i]->data() + out.buffers[i].address,
-                                        static_cast<int64_t>(out.buffers[i].length)));
+      FERRY_RETURN_NOT_OK(local->Append(
+          {of[i]->data() + out.buffers[i].address, static_cast<int64_t>(out.buffers[i].length)}));
       out.buffers[i].address = static_cast<uint64_t>(at);
     }
     out.bytes = SharedBytes{local->data(), local->size(), local};

@@ -1,5 +1,7 @@
 /* Layout pins for the Arrow C ABI structs, shared by the C and the C++ layout tests. Each
- * assertion states a size or field offset fixed by the Arrow specifications (64-bit systems). */
+ * assertion states a size or field offset fixed by the Arrow specifications (64-bit systems),
+ * or by ferry's own C ABI for its byte structs (a pointer, then the `size`; 0.2.0 renamed
+ * fields but moved none). */
 #ifndef FERRY_TESTS_ABI_LAYOUT_CHECK_H
 #define FERRY_TESTS_ABI_LAYOUT_CHECK_H
 
@@ -7,6 +9,7 @@
 #include <stdint.h>
 
 #include "ferry/abi/arrow_c_abi.h"
+#include "ferry/abi/device_abi.h"
 
 #ifdef __cplusplus
 #define FERRY_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -67,6 +70,17 @@ FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, get_next) == 16, "ge
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, get_last_error) == 24, "last_error");
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, release) == 32, "release");
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, private_data) == 40, "private_data");
+
+FERRY_STATIC_ASSERT(sizeof(struct FerryBufferView) == 16 &&
+                        offsetof(struct FerryBufferView, size) == 8,
+                    "FerryBufferView: data, size");
+FERRY_STATIC_ASSERT(sizeof(struct FerryMutableBufferView) == 16 &&
+                        offsetof(struct FerryMutableBufferView, size) == 8,
+                    "FerryMutableBufferView: data, size");
+FERRY_STATIC_ASSERT(sizeof(struct FerryBuffer) == 32 && offsetof(struct FerryBuffer, size) == 8 &&
+                        offsetof(struct FerryBuffer, release) == 16 &&
+                        offsetof(struct FerryBuffer, private_data) == 24,
+                    "FerryBuffer: data, size, release, private_data");
 #endif
 
 FERRY_STATIC_ASSERT(sizeof(ArrowDeviceType) == 4, "ArrowDeviceType is int32_t");

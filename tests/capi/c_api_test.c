@@ -149,7 +149,7 @@ static void TestDevices(void) {
   struct FerryDevice local_cpu;
   struct FerryBuffer buffer;
   struct FerryBufferView src_view;
-  struct FerryBufferView dst_view;
+  struct FerryMutableBufferView dst_view;
   struct FerryError error;
   char* json = NULL;
   char bytes[6] = "hello";
@@ -192,7 +192,7 @@ static void TestDevices(void) {
   CHECK(FerryArrayViewInitFromSchema(&guarded_view.array_view, &schema, &error) == 0);
   CHECK(FerryDeviceArrayViewSetArray(&guarded_view, &guarded_array, &error) == 0);
   CHECK(FerryArrayViewBufferView(&guarded_view.array_view, 2, &src_view, &error) == 0);
-  CHECK(src_view.size_bytes == 5); /* learnt from the device */
+  CHECK(src_view.size == 5); /* learnt from the device */
   CHECK(FerryArrayViewBufferView(&guarded_view.array_view, 3, &src_view, &error) == EINVAL);
   CHECK(FerryDeviceArrayViewSetArrayAsync(&guarded_view, &guarded_array, NULL, &error) == EINVAL);
   CHECK(strstr(error.message, "needs a stream") != NULL);
@@ -212,12 +212,12 @@ static void TestDevices(void) {
 
   /* Buffers: CPU -> guarded, then back into existing memory. */
   src_view.data = bytes;
-  src_view.size_bytes = 6;
+  src_view.size = 6;
   CHECK(FerryDeviceBufferInit(cpu, src_view, guarded, &buffer, &error) == 0);
-  CHECK(buffer.size_bytes == 6);
+  CHECK(buffer.size == 6);
   src_view.data = buffer.data;
   dst_view.data = read_back;
-  dst_view.size_bytes = 6;
+  dst_view.size = 6;
   CHECK(FerryDeviceBufferCopy(guarded, src_view, cpu, dst_view, &error) == 0);
   CHECK(strcmp(read_back, "hello") == 0);
   buffer.release(&buffer);
@@ -384,7 +384,7 @@ static void TestIpc(void) {
   struct ArrowArrayStream stream;
   struct ArrowArrayStream back;
   struct ArrowArray got;
-  struct FerryIpcBytes bytes;
+  struct FerryBuffer bytes;
   struct FerryIpcWriteOptions options = {
       FERRY_IPC_FORMAT_FILE, FERRY_IPC_COMPRESSION_ZSTD, 0, 64, 0, 0};
   struct FerryIpcReadOptions read_options = {FERRY_VALIDATION_LEVEL_FULL, 0};

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "support/counting_allocator.hpp"
 #include "support/test_util.hpp"
@@ -32,6 +33,16 @@ TEST(HostBuffer, AlignedGrowingAndZeroPadded) {
 TEST(HostBuffer, NegativeSizesAreErrors) {
   HostBuffer b;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "negative buffer capacity", b.Reserve(-1));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "negative size", b.Append({"x", -1}));
+}
+
+TEST(HostBuffer, AppendTakesARangeOfBytesAsItsBytes) {
+  HostBuffer b;
+  const std::vector<uint8_t> bytes{1, 2, 3};
+  ASSERT_OK(b.Append(bytes));  // the vector's bytes, not the vector object
+  ASSERT_OK(b.Append({bytes.data() + 2, 1}));
+  ASSERT_EQ(b.size(), 4);
+  EXPECT_EQ(std::vector<uint8_t>(b.data(), b.data() + 4), (std::vector<uint8_t>{1, 2, 3, 3}));
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(CudaAsync, BufferCallsNeverWaitAndReadAfterTheirStream) {
     ASSERT_OK_AND_ASSIGN(dev, BufferInitAsync(*CpuDevice(), src, *gpu, stream.arg()));
     host.assign(1000, 0);  // a pageable source may be reused once the call returns
     ASSERT_OK(BufferCopyAsync(*gpu, FerryBufferView{dev->data, 4000}, *CpuDevice(),
-                              FerryBufferView{back.data(), 4000}, stream.arg()));
+                              FerryMutableBufferView{back.data(), 4000}, stream.arg()));
     EXPECT_EQ(back[999], -1) << "the copy ran before the gate opened: it was not queued";
   }
   const FerryCudaStandinCounters c = delta.Get();
@@ -141,7 +141,7 @@ TEST(CudaSizes, ANestedStringColumnNeedsOneCopyAndOneWait) {
   ASSERT_OK(view.SetArray(dev.get()));
   const FerryCudaStandinCounters c = delta.Get();
   EXPECT_EQ(view.round_trips(), 1);
-  EXPECT_EQ(view.array_view().child(0).child(0).buffer(2).size_bytes, 11);  // hand-counted
+  EXPECT_EQ(view.array_view().child(0).child(0).buffer(2).size, 11);  // hand-counted
   ASSERT_OK(view.Validate(ValidationLevel::kDefault));
   if (testing::GetStandin() != nullptr) {
     EXPECT_EQ(c.copies_d2h, 1);        // every offset gathered on the device first

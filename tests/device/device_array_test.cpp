@@ -254,7 +254,7 @@ TEST_F(GuardedEvents, OffsetPeeksWaitOnTheSourceEvent) {
   ASSERT_OK_AND_ASSIGN(DeviceArrayView view, DeviceArrayView::Make(schema_.get()));
   ASSERT_OK(view.SetArray(a.get()));
   EXPECT_EQ(Waits(event), 1);
-  EXPECT_EQ(view.array_view().buffer(2).size_bytes, 3);
+  EXPECT_EQ(view.array_view().buffer(2).size, 3);
 }
 
 TEST_F(GuardedEvents, AStreamOnlySynchronizeReallySynchronizes) {
@@ -268,7 +268,7 @@ TEST_F(GuardedEvents, AStreamOnlySynchronizeReallySynchronizes) {
 
 TEST_F(GuardedEvents, ReleasingFreesTheDeviceBuffers) {
   UniqueDeviceArray a = Make("u", R"(["ab", "c"])", nullptr);
-  ASSERT_TRUE(IsGuardedMemory(a->array.buffers[2], 1));
+  ASSERT_TRUE(IsGuardedMemory({a->array.buffers[2], 1}));
   const int64_t live = GuardedLiveAllocations();
   EXPECT_GE(live, 1);
   a.reset();

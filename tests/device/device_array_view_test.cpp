@@ -31,12 +31,11 @@ void ExpectSameBytes(const ArrayView& a, const ArrayView& b, const std::string& 
   ASSERT_EQ(a.offset(), b.offset()) << path;
   ASSERT_EQ(a.n_buffers(), b.n_buffers()) << path;
   for (int64_t i = 0; i < a.n_buffers(); ++i) {
-    ASSERT_EQ(a.buffer(i).size_bytes, b.buffer(i).size_bytes) << path << " buffer " << i;
+    ASSERT_EQ(a.buffer(i).size, b.buffer(i).size) << path << " buffer " << i;
     ASSERT_EQ(a.buffer(i).data == nullptr, b.buffer(i).data == nullptr) << path << " buffer " << i;
-    if (a.buffer(i).data == nullptr || a.buffer(i).size_bytes <= 0) continue;
-    EXPECT_EQ(std::memcmp(a.buffer(i).data, b.buffer(i).data,
-                          static_cast<size_t>(a.buffer(i).size_bytes)),
-              0)
+    if (a.buffer(i).data == nullptr || a.buffer(i).size <= 0) continue;
+    EXPECT_EQ(
+        std::memcmp(a.buffer(i).data, b.buffer(i).data, static_cast<size_t>(a.buffer(i).size)), 0)
         << path << " buffer " << i;
   }
   ASSERT_EQ(a.n_children(), b.n_children()) << path;
@@ -77,7 +76,7 @@ TEST_P(DeviceConformance, RoundTripThroughDevice) {
       const bool host_side = (id == TypeId::kBinaryView || id == TypeId::kStringView) &&
                              i == on_device->array.n_buffers - 1;
       if (b != nullptr && !host_side) {
-        EXPECT_TRUE(IsGuardedMemory(b, 1)) << "buffer " << i;
+        EXPECT_TRUE(IsGuardedMemory({b, 1})) << "buffer " << i;
       }
     }
   }
@@ -165,9 +164,9 @@ TEST(DeviceArrayView, SetArrayLearnsNestedStringSizesInOneRoundTrip) {
   EXPECT_EQ(view.round_trips(), 1);
   EXPECT_EQ(after.round_trips - before.round_trips, 1);
   const ArrayView& a = view.array_view().child(0).child(0);
-  EXPECT_EQ(a.buffer(2).size_bytes, 18);  // "xy" + "long string here" + ""
+  EXPECT_EQ(a.buffer(2).size, 18);  // "xy" + "long string here" + ""
   const ArrayView& b_items = view.array_view().child(0).child(1).child(0);
-  EXPECT_EQ(b_items.buffer(2).size_bytes, 3);  // "p" + "qq"
+  EXPECT_EQ(b_items.buffer(2).size, 3);  // "p" + "qq"
   ASSERT_OK(view.Validate(ValidationLevel::kDefault));
 }
 
@@ -179,7 +178,7 @@ TEST(DeviceArrayView, SetArrayMinimalReadsNothing) {
   const DeviceStats before = GuardedDevice()->stats();
   ASSERT_OK(view.SetArrayMinimal(dev.get()));
   EXPECT_EQ(GuardedDevice()->stats().copies, before.copies);
-  EXPECT_EQ(view.array_view().buffer(2).size_bytes, -1);
+  EXPECT_EQ(view.array_view().buffer(2).size, -1);
   ASSERT_OK(view.Validate(ValidationLevel::kMinimal));
 }
 

@@ -22,10 +22,10 @@ TEST_P(BufferConformance, RoundTripsThroughTheDevice) {
   std::iota(bytes.begin(), bytes.end(), uint8_t{7});
   ASSERT_OK_AND_ASSIGN(UniqueBuffer on_device,
                        BufferInit(*CpuDevice(), {bytes.data(), 1000}, *device));
-  EXPECT_EQ(on_device->size_bytes, 1000);
+  EXPECT_EQ(on_device->size, 1000);
   ASSERT_OK_AND_ASSIGN(UniqueBuffer back,
                        BufferInit(*device, {on_device->data, 1000}, *CpuDevice()));
-  ASSERT_EQ(back->size_bytes, 1000);
+  ASSERT_EQ(back->size, 1000);
   const auto* b = static_cast<const uint8_t*>(back->data);
   EXPECT_EQ(std::vector<uint8_t>(b, b + 1000), bytes);
 
@@ -73,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, BufferConformance,
 TEST(DeviceBuffer, ZeroBytesAndNullInputs) {
   ASSERT_OK_AND_ASSIGN(UniqueBuffer empty,
                        BufferInit(*CpuDevice(), {nullptr, 0}, *GuardedDevice()));
-  EXPECT_EQ(empty->size_bytes, 0);
+  EXPECT_EQ(empty->size, 0);
   UniqueBuffer released;
   UniqueBuffer dst;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "released",
@@ -90,7 +90,7 @@ TEST(DeviceBuffer, AsyncCopiesNeedAStreamOnDevicesThatHaveThem) {
   GuardedStream* handle = &stream;
   ASSERT_OK_AND_ASSIGN(UniqueBuffer b,
                        BufferInitAsync(*CpuDevice(), {&byte, 1}, *GuardedDevice(), &handle));
-  EXPECT_TRUE(IsGuardedMemory(b->data, 1));
+  EXPECT_TRUE(IsGuardedMemory({b->data, 1}));
 }
 
 }  // namespace

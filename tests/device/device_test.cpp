@@ -122,7 +122,7 @@ TEST(DeviceDeathTest, AMissingOpenClRuntimeIsReportedNotFatal) {
 TEST(DeviceDeathTest, TheHostCannotTouchGuardedMemory) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   ASSERT_OK_AND_ASSIGN(void* p, GuardedDevice()->Allocate(64, nullptr));
-  EXPECT_TRUE(IsGuardedMemory(p, 64));
+  EXPECT_TRUE(IsGuardedMemory({p, 64}));
   EXPECT_DEATH({ std::printf("%d\n", *static_cast<volatile const uint8_t*>(p)); }, "");
   GuardedDevice()->Free(p, 64);
 }

@@ -15,8 +15,8 @@ TEST(ProtocolTest, MetadataHeaderLayout) {
   ASSERT_OK_AND_ASSIGN(MetadataMessage m, ParseMetadataMessage(message));
   EXPECT_EQ(m.type, MetadataType::kIpcMessage);
   EXPECT_EQ(m.sequence, 0x01020304u);
-  ASSERT_EQ(m.flatbuffer.size(), 2u);
-  EXPECT_EQ(m.flatbuffer.data(), message.data() + 5);  // a view into the input, not a copy
+  ASSERT_EQ(m.flatbuffer.size, 2);
+  EXPECT_EQ(m.flatbuffer.data, message.data() + 5);  // a view into the input, not a copy
 }
 
 TEST(ProtocolTest, EndOfStreamIsExactlyFiveBytes) {

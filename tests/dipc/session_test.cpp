@@ -2,7 +2,10 @@
 // its memory to every client whose reads of it are one-sided, and sends packed bodies to a ferry
 // UCX client whose gets the loaded UCX would emulate (TCP lanes; one host before 1.16), unless
 // that client asks for buffer lists.
+#include "dipc/session.hpp"
+
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
@@ -17,6 +20,10 @@ namespace ferry::dipc {
 namespace {
 
 using Json = nlohmann::json;
+
+// A session holds the sink its stream writer writes to: nothing outside it can hand it messages.
+static_assert(!std::is_base_of_v<ipc::MessageSink, internal::Session>);
+static_assert(!std::is_convertible_v<internal::Session*, ipc::MessageSink*>);
 
 // Kept or read afresh; whether the client asks for buffer lists.
 struct BodiesCase {

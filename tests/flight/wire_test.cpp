@@ -78,9 +78,11 @@ TEST(FlightDataWire, ProtobufParsesWhatFerryWrites) {
       EXPECT_TRUE(data.data_body().empty());
     }
     ASSERT_OK_AND_ASSIGN(SharedBytes body,
-                         SharedBytes::Copy(data.data_body().data(), data.data_body().size()));
-    ASSERT_OK(decoder.ConsumeMessage(reinterpret_cast<const uint8_t*>(data.data_header().data()),
-                                     static_cast<int64_t>(data.data_header().size()), body));
+                         SharedBytes::Copy({data.data_body().data(),
+                                            static_cast<int64_t>(data.data_body().size())}));
+    const ByteSpan header{data.data_header().data(),
+                          static_cast<int64_t>(data.data_header().size())};
+    ASSERT_OK(decoder.ConsumeMessage(header, body));
   }
   std::optional<ipc::DecodedMessage> m = decoder.Next();
   ASSERT_TRUE(m && m->kind == ipc::MessageKind::kSchema);

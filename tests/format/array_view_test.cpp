@@ -51,8 +51,8 @@ TEST(SetArrayMinimal, ReadsNoDataBuffer) {
   ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("u", "s").Export());
   ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
   ASSERT_OK(view.SetArrayMinimal(&fake));
-  EXPECT_EQ(view.buffer(1).size_bytes, 12);
-  EXPECT_EQ(view.buffer(2).size_bytes, -1);
+  EXPECT_EQ(view.buffer(1).size, 12);
+  EXPECT_EQ(view.buffer(2).size, -1);
   ASSERT_OK(view.Validate(ValidationLevel::kMinimal));
 }
 
@@ -65,8 +65,8 @@ TEST(SetArray, ListViewBuffersHoldOneEntryPerElement) {
     ASSERT_OK_AND_ASSIGN(UniqueSchema schema, f.Export());
     ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
     ASSERT_OK(view.SetArray(a.array()));
-    EXPECT_EQ(view.buffer(1).size_bytes, 3 * width) << format;
-    EXPECT_EQ(view.buffer(2).size_bytes, 3 * width) << format;
+    EXPECT_EQ(view.buffer(1).size, 3 * width) << format;
+    EXPECT_EQ(view.buffer(2).size, 3 * width) << format;
   }
 }
 

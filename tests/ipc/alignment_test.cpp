@@ -78,8 +78,7 @@ TEST(FlatbufferAlignment, FooterBlocksOffTheBoundaryAreRefused) {
   Store32(&damaged[damaged.size() - 4], static_cast<uint32_t>(footer.size()));
   damaged.insert(damaged.end(), file.end() - 6, file.end());
 
-  Result<ipc::FileReader> reader = ipc::FileReader::Open(
-      SharedBytes::Borrow(damaged.data(), static_cast<int64_t>(damaged.size())));
+  Result<ipc::FileReader> reader = ipc::FileReader::Open(SharedBytes::Borrow(damaged));
   ASSERT_FALSE(reader.ok());
   EXPECT_EQ(reader.status().message(),
             "the footer's recordBatches vector starts at byte " + std::to_string(elements) +
@@ -107,8 +106,7 @@ TEST(FlatbufferAlignment, BatchNodesOffTheBoundaryAreRefused) {
   damaged.insert(damaged.end(), stream.begin() + static_cast<ptrdiff_t>(batch + 8 + length),
                  stream.end());
 
-  Result<std::vector<std::string>> read = testing::ReadIpcAsJson(
-      SharedBytes::Borrow(damaged.data(), static_cast<int64_t>(damaged.size())));
+  Result<std::vector<std::string>> read = testing::ReadIpcAsJson(SharedBytes::Borrow(damaged));
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.status().message().find(
                 "the metadata's nodes vector starts at byte " + std::to_string(elements) +
@@ -135,8 +133,7 @@ TEST(FlatbufferAlignment, AMessageWithoutItsHeaderIsRefused) {
   stream[vtable + 4 + 2 * 2] = 0;
   stream[vtable + 4 + 2 * 2 + 1] = 0;
 
-  Result<std::vector<std::string>> read = testing::ReadIpcAsJson(
-      SharedBytes::Borrow(stream.data(), static_cast<int64_t>(stream.size())));
+  Result<std::vector<std::string>> read = testing::ReadIpcAsJson(SharedBytes::Borrow(stream));
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.status().message().find(
                 "the message says its header is a DictionaryBatch but carries none"),

@@ -132,8 +132,7 @@ std::vector<uint8_t> ToLegacyFraming(const SharedBytes& in) {
 TEST_F(DecoderTest, LegacyFramingIsReadAndMisalignedBodiesAreRealigned) {
   std::vector<uint8_t> legacy = ToLegacyFraming(bytes_);
   ipc::Decoder decoder;
-  ASSERT_OK(
-      decoder.Consume(SharedBytes::Borrow(legacy.data(), static_cast<int64_t>(legacy.size()))));
+  ASSERT_OK(decoder.Consume(SharedBytes::Borrow(legacy)));
   EXPECT_TRUE(decoder.finished());
   std::vector<Json> batches = Drain(decoder, decoder.schema());
   ASSERT_EQ(batches.size(), 2u);
@@ -158,7 +157,7 @@ TEST_F(DecoderTest, MetadataAndBodyMayArriveSeparately) {
         framing.next_required_size() == 4 ? 0 : framing.next_required_size();
     ASSERT_OK(framing.Consume(bytes_.Slice(pos + 8 + length, body_length)));
     ASSERT_OK(
-        decoder.ConsumeMessage(metadata, length, bytes_.Slice(pos + 8 + length, body_length)));
+        decoder.ConsumeMessage({metadata, length}, bytes_.Slice(pos + 8 + length, body_length)));
     pos += 8 + length + body_length;
   }
   EXPECT_EQ(decoder.bytes_copied(), 0);
@@ -169,12 +168,12 @@ TEST_F(DecoderTest, MetadataAndBodyMayArriveSeparately) {
   ipc::Decoder short_body;
   int32_t schema_length = 0;
   std::memcpy(&schema_length, bytes_.data + 4, 4);
-  ASSERT_OK(short_body.ConsumeMessage(bytes_.data + 8, schema_length, {}));
+  ASSERT_OK(short_body.ConsumeMessage({bytes_.data + 8, schema_length}, {}));
   const uint8_t* dictionary = bytes_.data + 8 + schema_length;
   int32_t dictionary_length = 0;
   std::memcpy(&dictionary_length, dictionary + 4, 4);
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 1: the metadata announces a body of",
-                     short_body.ConsumeMessage(dictionary + 8, dictionary_length, {}));
+                     short_body.ConsumeMessage({dictionary + 8, dictionary_length}, {}));
 }
 
 TEST_F(DecoderTest, OutOfOrderMessagesAreRefused) {
@@ -199,14 +198,14 @@ TEST_F(DecoderTest, LimitsAreEnforced) {
   const uint8_t lying[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xF0, 0xFF, 0xFF, 0x7F};
   ipc::Decoder d2;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "message 0: metadata length",
-                     d2.Consume(SharedBytes::Borrow(lying, 8)));
+                     d2.Consume(SharedBytes::Borrow(lying)));
 
   // Garbage metadata fails the flatbuffers Verifier.
   uint8_t garbage[24] = {0xFF, 0xFF, 0xFF, 0xFF, 16, 0, 0, 0};
   std::memset(garbage + 8, 0xAB, 16);
   ipc::Decoder d3;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "not a valid Message flatbuffer",
-                     d3.Consume(SharedBytes::Borrow(garbage, 24)));
+                     d3.Consume(SharedBytes::Borrow(garbage)));
 }
 
 TEST(DecoderLimitTest, DecompressionIsCapped) {
@@ -358,7 +357,7 @@ RecordingSink SampleMessages() {
 Status FeedLent(ipc::Decoder& decoder, const RecordingSink& sink, size_t i,
                 std::vector<bool>* needed_out) {
   const std::vector<uint8_t>& m = sink.metadata[i];
-  FERRY_ASSIGN_OR_RAISE(std::vector<bool> needed, decoder.BuffersNeeded(m.data(), m.size()));
+  FERRY_ASSIGN_OR_RAISE(std::vector<bool> needed, decoder.BuffersNeeded(m));
   if (needed_out != nullptr) *needed_out = needed;
   if (needed.size() != sink.buffers[i].size()) {
     return Status::Invalid("BuffersNeeded gave " + std::to_string(needed.size()) + " flags for " +
@@ -382,7 +381,7 @@ Status FeedLent(ipc::Decoder& decoder, const RecordingSink& sink, size_t i,
     }
   }
   const SharedBytes region{base, size, words};
-  return decoder.ConsumeMessageBuffers(m.data(), static_cast<int64_t>(m.size()), region, at);
+  return decoder.ConsumeMessageBuffers(m, region, at);
 }
 
 TEST(DecoderProjectionTest, LentBuffersOfOtherColumnsAreNeverRead) {
@@ -409,9 +408,8 @@ TEST(DecoderProjectionTest, LentBuffersOfOtherColumnsAreNeverRead) {
     options.columns = c.columns;
     ipc::Decoder decoder(options);
     ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "no schema has been decoded yet",
-                       decoder.BuffersNeeded(sink.metadata[0].data(), sink.metadata[0].size()));
-    ASSERT_OK(decoder.ConsumeMessage(sink.metadata[0].data(),
-                                     static_cast<int64_t>(sink.metadata[0].size()), {}));
+                       decoder.BuffersNeeded(sink.metadata[0]));
+    ASSERT_OK(decoder.ConsumeMessage(sink.metadata[0], {}));
     ASSERT_EQ(decoder.schema()->n_children, static_cast<int64_t>(c.columns.size()));
     std::vector<bool> dictionary;
     ASSERT_OK(FeedLent(decoder, sink, 1, &dictionary));
@@ -425,10 +423,8 @@ TEST(DecoderProjectionTest, LentBuffersOfOtherColumnsAreNeverRead) {
   }
   // Without a projection every buffer is needed, and a lying location is refused.
   ipc::Decoder whole;
-  ASSERT_OK(whole.ConsumeMessage(sink.metadata[0].data(),
-                                 static_cast<int64_t>(sink.metadata[0].size()), {}));
-  ASSERT_OK_AND_ASSIGN(std::vector<bool> all,
-                       whole.BuffersNeeded(sink.metadata[2].data(), sink.metadata[2].size()));
+  ASSERT_OK(whole.ConsumeMessage(sink.metadata[0], {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> all, whole.BuffersNeeded(sink.metadata[2]));
   EXPECT_EQ(all, std::vector<bool>(11, true));
 }
 
@@ -439,13 +435,11 @@ TEST(DecoderProjectionTest, ColumnsOutOfRangeOrOrderAreRefused) {
   ipc::Decoder past(options);
   ASSERT_RAISES_WITH(StatusCode::kOutOfRange,
                      "message 0 (schema): column 4 was asked for, but the schema has 4",
-                     past.ConsumeMessage(sink.metadata[0].data(),
-                                         static_cast<int64_t>(sink.metadata[0].size()), {}));
+                     past.ConsumeMessage(sink.metadata[0], {}));
   options.columns = {2, 1};
   ipc::Decoder unordered(options);
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "increasing order without repeats (1 after 2)",
-                     unordered.ConsumeMessage(sink.metadata[0].data(),
-                                              static_cast<int64_t>(sink.metadata[0].size()), {}));
+                     unordered.ConsumeMessage(sink.metadata[0], {}));
 }
 
 }  // namespace ferry

@@ -73,12 +73,11 @@ void CollectBuffers(const ArrowArray* a, std::vector<const void*>* out) {
 
 Status Feed(ipc::Decoder& decoder, const LayoutSink& sink, const SharedBytes& region) {
   for (const LayoutSink::Message& m : sink.messages) {
-    const auto size = static_cast<int64_t>(m.metadata.size());
     if (!m.has_body) {
-      FERRY_RETURN_NOT_OK(decoder.ConsumeMessage(m.metadata.data(), size, {}));
+      FERRY_RETURN_NOT_OK(decoder.ConsumeMessage(m.metadata, {}));
       continue;
     }
-    FERRY_RETURN_NOT_OK(decoder.ConsumeMessageBuffers(m.metadata.data(), size, region, m.buffers));
+    FERRY_RETURN_NOT_OK(decoder.ConsumeMessageBuffers(m.metadata, region, m.buffers));
   }
   return Status::OK();
 }

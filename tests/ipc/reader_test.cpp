@@ -119,7 +119,7 @@ TEST(IpcReaderTest, EveryTruncationFailsOrReadsAPrefix) {
   ASSERT_OK_AND_ASSIGN(SharedBytes whole, SharedBytes::MapFile(path));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> all, testing::ReadIpcAsJson(whole));
   for (int64_t n = 0; n < whole.size; n += 1 + n / 64) {
-    ASSERT_OK_AND_ASSIGN(SharedBytes cut, SharedBytes::Copy(whole.data, n));
+    ASSERT_OK_AND_ASSIGN(SharedBytes cut, SharedBytes::Copy({whole.data, n}));
     Result<std::vector<std::string>> r = testing::ReadIpcAsJson(cut);
     if (r.ok()) {
       // A stream may end between messages: what was read is a prefix of the whole.
@@ -144,8 +144,7 @@ TEST(IpcReaderTest, DamagedBytesNeverCrash) {
       for (uint8_t value : {uint8_t{0xFF}, uint8_t{0x7F}, uint8_t{0x00}}) {
         const uint8_t saved = copy[i];
         copy[i] = value;
-        ASSERT_OK_AND_ASSIGN(SharedBytes damaged,
-                             SharedBytes::Copy(copy.data(), static_cast<int64_t>(copy.size())));
+        ASSERT_OK_AND_ASSIGN(SharedBytes damaged, SharedBytes::Copy(copy));
         (void)ReadFully(damaged);
         copy[i] = saved;
       }
@@ -156,11 +155,11 @@ TEST(IpcReaderTest, DamagedBytesNeverCrash) {
 TEST(IpcReaderTest, FileErrorsNameWhatIsWrong) {
   const uint8_t junk[32] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "does not end with the ARROW1 magic",
-                     ipc::FileReader::Open(SharedBytes::Borrow(junk, sizeof(junk))));
+                     ipc::FileReader::Open(SharedBytes::Borrow(junk)));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "too few",
-                     ipc::FileReader::Open(SharedBytes::Borrow(junk, 10)));
+                     ipc::FileReader::Open(SharedBytes::Borrow({junk, 10})));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ends before its Schema",
-                     ipc::ReadStream(SharedBytes::Borrow(junk, 0)));
+                     ipc::ReadStream(SharedBytes::Borrow({junk, 0})));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "/no/such/file", ipc::ReadPath("/no/such/file"));
 }
 

@@ -19,7 +19,7 @@ TEST(CudaArrayInterface, RoundTripsADeviceView) {
   EXPECT_EQ(v.device_id, 0);
   EXPECT_EQ(v.item_size, 4);
   EXPECT_EQ(v.format, "e");
-  EXPECT_EQ(v.byte_size, 80);
+  EXPECT_EQ(v.size, 80);
   EXPECT_TRUE(IsRowMajorContiguous(v));
   ASSERT_OK_AND_ASSIGN(CudaArrayInterface out, ToCudaArrayInterface(v));
   EXPECT_EQ(out.typestr, "<f4");

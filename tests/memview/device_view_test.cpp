@@ -44,10 +44,10 @@ class DeviceViewConformance : public ::testing::TestWithParam<size_t> {
   // The view's bytes, read back through the device (the host may not be able to touch them).
   template <typename T>
   std::vector<T> ReadBack(Device& device, const MemoryView& v) {
-    std::vector<T> out(static_cast<size_t>(v.byte_size) / sizeof(T));
+    std::vector<T> out(static_cast<size_t>(v.size) / sizeof(T));
     auto stream = InternalStreamFor(device, *CpuDevice());
     EXPECT_TRUE(stream.ok());
-    EXPECT_TRUE(CopyBytes(device, v.data, *CpuDevice(), out.data(), v.byte_size, *stream).ok());
+    EXPECT_TRUE(CopyBytes(device, v.data, *CpuDevice(), out.data(), v.size, *stream).ok());
     if (*stream != nullptr) {
       EXPECT_TRUE(device.SynchronizeEvent(nullptr, *stream).ok());
     }
@@ -63,13 +63,13 @@ TEST_P(DeviceViewConformance, FixedWidthStaysOnItsDevice) {
   EXPECT_EQ(v.device_id, owner->array->device_id);
   EXPECT_EQ(v.format, "l");
   EXPECT_EQ(v.shape, (std::vector<int64_t>{3}));
-  EXPECT_EQ(v.byte_size, 12);
+  EXPECT_EQ(v.size, 12);
   // Points into the device buffer, past the slice offset: nothing was copied.
   const auto* values = static_cast<const uint8_t*>(owner->array->array.buffers[1]);
   const int64_t offset = owner->array->array.offset;
   EXPECT_EQ(v.data, values + offset * 4);
   if (device->device_type() == ARROW_DEVICE_EXT_DEV) {
-    EXPECT_TRUE(IsGuardedMemory(v.data, 12));
+    EXPECT_TRUE(IsGuardedMemory({v.data, 12}));
   }
   EXPECT_EQ(ReadBack<int32_t>(*device, v), (std::vector<int32_t>{11, 12, 13}));
   EXPECT_TRUE(v.readonly);
@@ -246,7 +246,7 @@ TEST(DeviceViews, BadInputGetsClearErrors) {
   MemoryView v;
   static int32_t data[2] = {1, 2};
   v.data = reinterpret_cast<uint8_t*>(data);
-  v.byte_size = 8;
+  v.size = 8;
   v.format = "l";
   ASSERT_OK_AND_ASSIGN(v.item_desc, ParseItemFormat("l"));
   v.item_size = 4;

@@ -115,7 +115,7 @@ TEST(DLPack, LegacyAndBoolAndStrides) {
   ASSERT_OK_AND_ASSIGN(MemoryView b, FromDLPack(t));
   EXPECT_EQ(b.format, "C");
   EXPECT_TRUE(b.strides.empty());  // NULL strides: row-major
-  EXPECT_EQ(b.byte_size, 3);
+  EXPECT_EQ(b.size, 3);
 }
 
 }  // namespace

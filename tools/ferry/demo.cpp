@@ -179,7 +179,7 @@ Status AppendGenerated(ArrayBuilder* b, int64_t i, int depth) {
 int64_t BufferBytes(const ArrayView& v) {
   int64_t total = 0;
   for (int64_t i = 0; i < v.n_buffers(); ++i) {
-    if (v.buffer(i).data != nullptr && v.buffer(i).size_bytes > 0) total += v.buffer(i).size_bytes;
+    if (v.buffer(i).data != nullptr && v.buffer(i).size > 0) total += v.buffer(i).size;
   }
   for (int64_t c = 0; c < v.n_children(); ++c) total += BufferBytes(v.child(c));
   if (v.dictionary() != nullptr) total += BufferBytes(*v.dictionary());

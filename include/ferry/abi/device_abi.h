@@ -1,9 +1,12 @@
 /* ferry's device ABI: the C structs behind the device layer (FerryDevice, FerryBuffer,
- * FerryBufferView) and the error struct every fallible C call fills.
+ * FerryBufferView, FerryMutableBufferView) and the error struct every fallible C call fills.
+ * A length is `size`, in bytes, in every one of them.
  *
  * FerryDevice has the fields and callbacks of nanoarrow's ArrowDevice, in the same order, with
- * one deliberate difference: every callback takes a `struct FerryError*` (NULL allowed), so a
- * driver's message reaches the caller instead of being dropped.
+ * two deliberate differences: every callback takes a `struct FerryError*` (NULL allowed), so a
+ * driver's message reaches the caller instead of being dropped; and `buffer_copy` writes into a
+ * FerryMutableBufferView where nanoarrow passes its read-only ArrowBufferView (the same layout,
+ * a pointer and an int64_t, so the destination's type says it is written).
  */
 #ifndef FERRY_ABI_DEVICE_ABI_H
 #define FERRY_ABI_DEVICE_ABI_H
@@ -22,19 +25,27 @@ struct FerryError {
   char message[1024];
 };
 
-/** A non-owning view of `size_bytes` bytes at `data`, in the memory of whichever device the
- * call names. */
+/** A non-owning, read-only view of `size` bytes at `data`, in the memory of whichever device
+ * the call names. */
 struct FerryBufferView {
   const void* data;
-  int64_t size_bytes;
+  int64_t size;
 };
 
-/** An owned buffer on some device. `release` frees `data` (through the device that allocated
- * it) and marks the buffer released by setting `release` to NULL; a released or zeroed buffer
- * owns nothing. Move it by copying the struct and setting the source's `release` to NULL. */
+/** A non-owning view of `size` bytes at `data` that a call writes into (a copy's destination),
+ * in the memory of whichever device the call names. */
+struct FerryMutableBufferView {
+  void* data;
+  int64_t size;
+};
+
+/** An owned buffer of `size` bytes on some device (host memory for the bytes ferry makes,
+ * such as FerryIpcWriteBuffer's). `release` frees `data` (through whatever allocated it) and
+ * marks the buffer released by setting `release` to NULL; a released or zeroed buffer owns
+ * nothing. Move it by copying the struct and setting the source's `release` to NULL. */
 struct FerryBuffer {
   uint8_t* data;
-  int64_t size_bytes;
+  int64_t size;
   void (*release)(struct FerryBuffer* buffer);
   void* private_data;
 };
@@ -69,8 +80,8 @@ struct FerryDevice {
                      struct FerryError* error);
   /** Copy `src` into the existing `dst` (same size), ordered on `stream`. */
   int (*buffer_copy)(struct FerryDevice* device_src, struct FerryBufferView src,
-                     struct FerryDevice* device_dst, struct FerryBufferView dst, void* stream,
-                     struct FerryError* error);
+                     struct FerryDevice* device_dst, struct FerryMutableBufferView dst,
+                     void* stream, struct FerryError* error);
   /** Event and stream: the stream waits on the event. Event only: the host waits on it. Stream
    * only: the host waits for the stream to drain. Neither: nothing to do. */
   int (*synchronize_event)(struct FerryDevice* device, void* sync_event, void* stream,

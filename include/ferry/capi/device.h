@@ -140,19 +140,19 @@ FERRY_EXPORT FerryErrorCode FerryDeviceBufferMove(struct FerryDevice* device_src
                                                   struct FerryBuffer* dst,
                                                   struct FerryError* error);
 
-/** Copy `src` into the existing `dst` (complete on return). */
+/** Copy `src` into the existing, writable `dst` of the same size (complete on return). */
 FERRY_EXPORT FerryErrorCode FerryDeviceBufferCopy(struct FerryDevice* device_src,
                                                   struct FerryBufferView src,
                                                   struct FerryDevice* device_dst,
-                                                  struct FerryBufferView dst,
+                                                  struct FerryMutableBufferView dst,
                                                   struct FerryError* error);
 
 /** FerryDeviceBufferCopy ordered on `stream`. */
 FERRY_EXPORT FerryErrorCode FerryDeviceBufferCopyAsync(struct FerryDevice* device_src,
                                                        struct FerryBufferView src,
                                                        struct FerryDevice* device_dst,
-                                                       struct FerryBufferView dst, void* stream,
-                                                       struct FerryError* error);
+                                                       struct FerryMutableBufferView dst,
+                                                       void* stream, struct FerryError* error);
 
 /** Move the struct `src` into `dst` and mark `src` released. */
 FERRY_EXPORT void FerryDeviceArrayMove(struct ArrowDeviceArray* src, struct ArrowDeviceArray* dst);

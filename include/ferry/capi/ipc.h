@@ -46,14 +46,6 @@ struct FerryIpcWriteOptions {
   int32_t emit_dictionary_deltas;
 };
 
-/** Bytes produced by ferry; call release once when done. */
-struct FerryIpcBytes {
-  const uint8_t* data;
-  int64_t size;
-  void (*release)(struct FerryIpcBytes* self);
-  void* private_data;
-};
-
 /** Read an IPC file or stream from `path` (memory-mapped; the format is chosen from the magic)
  * as a stream of struct arrays pointing into the mapping. `options` may be NULL. */
 FERRY_EXPORT FerryErrorCode FerryIpcReadPath(const char* path,
@@ -77,11 +69,11 @@ FERRY_EXPORT FerryErrorCode FerryIpcWritePath(struct ArrowArrayStream* stream, c
                                               const struct FerryIpcWriteOptions* options,
                                               struct FerryError* error);
 
-/** Write every batch of `stream` into memory; `out` receives the bytes. */
+/** Write every batch of `stream` into memory; `out` receives the bytes, in host memory that
+ * belongs to the caller until `out->release(out)`. */
 FERRY_EXPORT FerryErrorCode FerryIpcWriteBuffer(struct ArrowArrayStream* stream,
                                                 const struct FerryIpcWriteOptions* options,
-                                                struct FerryIpcBytes* out,
-                                                struct FerryError* error);
+                                                struct FerryBuffer* out, struct FerryError* error);
 
 /** An IPC file opened for random access (opaque). */
 struct FerryIpcFileReader;

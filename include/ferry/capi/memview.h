@@ -35,7 +35,8 @@ enum FerryMemoryViewFlags {
  * pointers point at until its `release` is called with that struct. A view from
  * FerryMemoryViewGet (or the functions below) is ferry's: its pointers stay valid until
  * FerryMemoryViewRelease, which clears `reserved`. Strides are in bytes and may be negative;
- * `sub_offsets` follow PIL (>= 0: dereference, then add). */
+ * `sub_offsets` follow PIL (>= 0: dereference, then add). The fields it shares with Ruby's
+ * rb_memory_view_t keep Ruby's names, `byte_size` (the length, `size` elsewhere) among them. */
 struct FerryMemoryView {
   /** The exported object (the exporter's; ferry never dereferences it). */
   void* obj;

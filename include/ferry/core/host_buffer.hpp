@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 
 #include "ferry/abi/export.h"
+#include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
 
 namespace ferry {
@@ -46,12 +48,14 @@ class FERRY_EXPORT HostBuffer {
   Status Reserve(int64_t capacity);
   /// Set the size; new bytes are zeroed.
   Status Resize(int64_t size);
-  /// Append `n` bytes.
-  Status Append(const void* bytes, int64_t n);
-  /// Append one value's bytes.
-  template <typename T>
+  /// Append `bytes` (one copy, into this buffer). Errors name a negative size.
+  Status Append(ByteSpan bytes);
+  /// Append one value's bytes (a number, a plain struct; never a range of bytes, which goes as a
+  /// ByteSpan to the overload above).
+  template <typename T, typename = std::enable_if_t<std::is_trivially_copyable_v<T> &&
+                                                    !std::is_convertible_v<const T&, ByteSpan>>>
   Status Append(const T& value) {
-    return Append(&value, static_cast<int64_t>(sizeof(T)));
+    return Append(ByteSpan(&value, static_cast<int64_t>(sizeof(T))));
   }
   /// Append `n` zero bytes.
   Status AppendZeros(int64_t n);

@@ -20,11 +20,11 @@ FERRY_EXPORT Result<UniqueBuffer> BufferInitAsync(Device& src_dev, FerryBufferVi
 /// a device that can address it. ENOTSUP (and `src` untouched) otherwise.
 FERRY_EXPORT Status BufferMove(Device& src_dev, FerryBuffer* src, Device& dst_dev,
                                FerryBuffer* dst);
-/// Copy `src` into the existing `dst` (equal sizes), complete on return.
+/// Copy `src` into the existing, writable `dst` (equal sizes), complete on return.
 FERRY_EXPORT Status BufferCopy(Device& src_dev, FerryBufferView src, Device& dst_dev,
-                               FerryBufferView dst);
+                               FerryMutableBufferView dst);
 /// BufferCopy ordered on `stream`.
 FERRY_EXPORT Status BufferCopyAsync(Device& src_dev, FerryBufferView src, Device& dst_dev,
-                                    FerryBufferView dst, void* stream);
+                                    FerryMutableBufferView dst, void* stream);
 
 }  // namespace ferry

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "ferry/abi/export.h"
+#include "ferry/core/bytes.hpp"
 #include "ferry/device/device.hpp"
 
 namespace ferry {
@@ -40,8 +41,8 @@ struct FERRY_EXPORT GuardedStream {
 /// The guarded device (a process-wide singleton; never null).
 FERRY_EXPORT Device* GuardedDevice() noexcept;
 
-/// Whether [ptr, ptr + size) lies inside guarded device memory (a mapped chunk of the device).
-FERRY_EXPORT bool IsGuardedMemory(const void* ptr, int64_t size) noexcept;
+/// Whether `bytes` lie inside guarded device memory (a mapped chunk of the device).
+FERRY_EXPORT bool IsGuardedMemory(ByteSpan bytes) noexcept;
 
 /// Guarded allocations not yet freed (tests assert that releases free each block once).
 FERRY_EXPORT int64_t GuardedLiveAllocations() noexcept;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ferry/abi/export.h"
+#include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/transport/region.hpp"
 
@@ -20,11 +21,11 @@ namespace ferry::dipc {
 enum class MetadataType : uint8_t { kEndOfStream = 0, kIpcMessage = 1, kFerryError = 0xFF };
 
 /// A decoded metadata message: its type, sequence number and (for kIpcMessage) the flatbuffer
-/// Message bytes, which point into the input.
+/// Message bytes, which point into the input (borrowed: valid as long as the input is).
 struct FERRY_EXPORT MetadataMessage {
   MetadataType type = MetadataType::kEndOfStream;
   uint32_t sequence = 0;
-  std::span<const uint8_t> flatbuffer;
+  ByteSpan flatbuffer;
 };
 
 /// Size of the header before the flatbuffer: type byte + little-endian uint32 sequence number.
@@ -32,7 +33,7 @@ constexpr size_t kMetadataHeaderSize = 5;
 
 /// Decode a metadata message. Errors: shorter than 5 bytes, an unknown type, an end-of-stream
 /// message that is not exactly 5 bytes, an IPC message with no flatbuffer bytes.
-FERRY_EXPORT Result<MetadataMessage> ParseMetadataMessage(std::span<const uint8_t> bytes);
+FERRY_EXPORT Result<MetadataMessage> ParseMetadataMessage(ByteSpan bytes);
 
 /// Write the 5-byte header of a metadata message into `out` (the flatbuffer follows it).
 FERRY_EXPORT void EncodeMetadataHeader(MetadataType type, uint32_t sequence,
@@ -77,13 +78,13 @@ struct FERRY_EXPORT BufferList {
 /// Decode a type-1 body. The byte count must be 16 + 16 x count, the lengths must sum to the
 /// total (without overflow), and the count is bounded by the bytes present (no allocation a
 /// lying count can inflate).
-FERRY_EXPORT Result<BufferList> ParseBufferList(std::span<const uint8_t> bytes);
+FERRY_EXPORT Result<BufferList> ParseBufferList(ByteSpan bytes);
 
 /// Encode a type-1 body (little-endian uint64s). `total_size` is recomputed from the buffers.
 FERRY_EXPORT std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers);
 
 /// Decode a free_data body: one or more little-endian uint64 addresses or offsets.
-FERRY_EXPORT Result<std::vector<uint64_t>> ParseFreeData(std::span<const uint8_t> bytes);
+FERRY_EXPORT Result<std::vector<uint64_t>> ParseFreeData(ByteSpan bytes);
 
 /// Encode a free_data body (a client may batch many addresses into one).
 FERRY_EXPORT std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses);

@@ -10,17 +10,15 @@
 
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/export.h"
+#include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/format/schema_view.hpp"
 
 namespace ferry {
 
-/// One buffer as the view sees it: a pointer and the byte size the layout implies. `size_bytes`
-/// is -1 while unknown (a data buffer after SetArrayMinimal, before the offsets are read).
-struct FERRY_EXPORT BufferView {
-  const uint8_t* data = nullptr;
-  int64_t size_bytes = 0;
-};
+/// One buffer as the view sees it: a ByteSpan of the size the layout implies. Its `size` is -1
+/// while unknown (a data buffer after SetArrayMinimal, before the offsets are read).
+using BufferView = ByteSpan;
 
 /// How much validation to run. Each level includes the ones before it.
 enum class ValidationLevel : int32_t {
@@ -60,8 +58,8 @@ class FERRY_EXPORT ArrayView {
   void Reset();
   /// Record a buffer size learnt elsewhere: device-aware populators read offsets through the
   /// device and store the result here. No effect when `i` is out of range.
-  void set_buffer_size(int64_t i, int64_t size_bytes) noexcept {
-    if (i >= 0 && i < n_buffers()) buffers_[static_cast<size_t>(i)].size_bytes = size_bytes;
+  void set_buffer_size(int64_t i, int64_t size) noexcept {
+    if (i >= 0 && i < n_buffers()) buffers_[static_cast<size_t>(i)].size = size;
   }
 
   /// Check the array at `level`. Errors name the path, e.g.

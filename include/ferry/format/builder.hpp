@@ -78,7 +78,7 @@ class FERRY_EXPORT ArrayBuilder {
   Status Init(const ArrowSchema* schema, Allocator* allocator, int depth);
   void ResetBuffers();
   Status TypeError(const char* what) const;
-  Status AppendFixed(const void* bytes, int64_t width);
+  Status AppendFixed(ByteSpan value);
   Status AppendValidity(bool valid, int64_t n);
   Status AppendOffsetValue(HostBuffer* buffer, int64_t value);
   Status AppendDictionaryKey(std::string key, const std::function<Status(ArrayBuilder*)>& append);

@@ -88,12 +88,12 @@ struct FERRY_EXPORT MessageInfo {
 /// Verify a Message flatbuffer and say what it is (bytes not 8-aligned are copied first;
 /// metadata is small). Errors name a flatbuffer that is not a valid Message, a negative length,
 /// or a message kind a stream cannot hold (Tensor, SparseTensor).
-FERRY_EXPORT Result<MessageInfo> InspectMessage(std::span<const uint8_t> flatbuffer);
+FERRY_EXPORT Result<MessageInfo> InspectMessage(ByteSpan flatbuffer);
 
 /// The body length a Message flatbuffer announces, after verifying it (bytes not 8-aligned are
 /// copied first; metadata is small). Lets a transport size a receive before the body arrives.
 /// Errors name a flatbuffer that is not a valid Message, or a negative length.
-FERRY_EXPORT Result<int64_t> MessageBodyLength(std::span<const uint8_t> flatbuffer);
+FERRY_EXPORT Result<int64_t> MessageBodyLength(ByteSpan flatbuffer);
 
 /// A push decoder for the Arrow IPC stream format. Feed it bytes with Consume in pieces of any
 /// size; it reports how many it needs next and queues decoded messages for Next. A message body
@@ -113,16 +113,16 @@ class FERRY_EXPORT Decoder {
   /// the buffer.
   [[nodiscard]] Status Consume(const SharedBytes& bytes);
   /// Decode one message whose metadata (a flatbuffer Message, without prefix) and body arrived
-  /// separately, as in the dissociated protocol. The body is referenced, never copied.
-  [[nodiscard]] Status ConsumeMessage(const uint8_t* metadata, int64_t metadata_size,
-                                      const SharedBytes& body);
+  /// separately, as in the dissociated protocol. The metadata is read during the call (the
+  /// decoder keeps its own copy); the body is referenced, never copied, and kept alive by the
+  /// arrays.
+  [[nodiscard]] Status ConsumeMessage(ByteSpan metadata, const SharedBytes& body);
 
   /// Decode one message whose body buffers lie at `buffers` (one per buffer of the metadata, in
   /// order) inside `region` rather than packed. Each must lie inside the region, start 8-aligned
   /// and have the length the metadata gives; errors name the buffer. No copy: the arrays
   /// reference `region`.
-  [[nodiscard]] Status ConsumeMessageBuffers(const uint8_t* metadata, int64_t metadata_size,
-                                             const SharedBytes& region,
+  [[nodiscard]] Status ConsumeMessageBuffers(ByteSpan metadata, const SharedBytes& region,
                                              std::span<const BufferLocation> buffers);
 
   /// Which body buffers of a message (a Message flatbuffer without prefix) decoding will read:
@@ -130,7 +130,7 @@ class FERRY_EXPORT Decoder {
   /// out (none for a dictionary only other columns use). Needs the schema first; does not change
   /// the decoder. ConsumeMessageBuffers ignores the locations of buffers not needed, so a
   /// reader of lent buffers fetches only these. Errors name a bad message.
-  Result<std::vector<bool>> BuffersNeeded(const uint8_t* metadata, int64_t metadata_size) const;
+  Result<std::vector<bool>> BuffersNeeded(ByteSpan metadata) const;
 
   /// How many more bytes the decoder needs before it can decode anything more (0 once the
   /// stream ended or failed).

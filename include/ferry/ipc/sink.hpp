@@ -36,7 +36,7 @@ struct FERRY_EXPORT BodyBuffer {
 /// span is valid only during the WriteMessage call.
 struct FERRY_EXPORT EncodedMessage {
   /// The flatbuffer Message, without the stream format's prefix or padding.
-  std::span<const uint8_t> metadata;
+  ByteSpan metadata;
   /// The packed body's pieces, padding included (empty for a schema).
   std::span<const ByteSpan> body;
   int64_t body_length = 0;

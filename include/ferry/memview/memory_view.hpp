@@ -28,7 +28,7 @@ enum RequestFlags : int32_t {
   kIndirect = 0x4C,
 };
 
-/// A view of `byte_size` bytes at `data`. It never owns the memory: `owner` keeps whatever does
+/// A view of `size` bytes at `data`. It never owns the memory: `owner` keeps whatever does
 /// alive for as long as the view (or a copy of it) exists. Strides are in bytes and may be
 /// negative; an empty `strides` means row-major contiguous. `sub_offsets` follow PIL: in a
 /// dimension whose sub-offset is >= 0, the address reached is a pointer to dereference, then the
@@ -36,7 +36,7 @@ enum RequestFlags : int32_t {
 struct FERRY_EXPORT MemoryView {
   std::shared_ptr<const void> owner;
   uint8_t* data = nullptr;
-  int64_t byte_size = 0;
+  int64_t size = 0;
   bool readonly = true;
   /// Pack-template item format; empty means unsigned bytes ("C").
   std::string format;
@@ -64,7 +64,7 @@ struct FERRY_EXPORT MemoryView {
 /// Build a contiguous row-major view of `shape` items of `format` over `data`. Checks that the
 /// format parses and that the bytes cover the shape.
 FERRY_EXPORT Result<MemoryView> MakeContiguousView(std::shared_ptr<const void> owner, uint8_t* data,
-                                                   int64_t byte_size, std::string format,
+                                                   int64_t size, std::string format,
                                                    std::vector<int64_t> shape, bool readonly);
 
 /// Whether the items are laid out row-major (C order) with no gaps. Dimensions of extent 1 do not

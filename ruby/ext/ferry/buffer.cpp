@@ -190,7 +190,7 @@ mv::MemoryView ViewOf(const BufferObject& b) {
   v.ndim = static_cast<int64_t>(b.shape.size());
   v.shape = b.shape;
   v.strides = b.strides;
-  v.byte_size = v.n_items() * v.item_size;
+  v.size = v.n_items() * v.item_size;
   return v;
 }
 

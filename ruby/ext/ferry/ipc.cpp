@@ -53,7 +53,7 @@ VALUE ReadBytes(VALUE, VALUE bytes) {
   StringValue(bytes);
   return Guarded([&](VALUE* exc) {
     VALUE out = rb_ary_new();
-    auto shared = ferry::SharedBytes::Copy(RSTRING_PTR(bytes), RSTRING_LEN(bytes));
+    auto shared = ferry::SharedBytes::Copy({RSTRING_PTR(bytes), RSTRING_LEN(bytes)});
     ferry::Status st = shared.status();
     if (shared.ok()) {
       const uint8_t* d = shared->data;

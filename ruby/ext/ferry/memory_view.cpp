@@ -75,7 +75,7 @@ ferry::Status FromRuby(std::shared_ptr<RubyView> holder, int flags, mv::MemoryVi
   const rb_memory_view_t& r = holder->view;
   mv::MemoryView v;
   v.data = static_cast<uint8_t*>(r.data);
-  v.byte_size = r.byte_size;
+  v.size = r.byte_size;
   v.readonly = r.readonly;
   v.format = r.format == nullptr ? "C" : r.format;
   auto desc = mv::ParseItemFormat(v.format);
@@ -91,7 +91,7 @@ ferry::Status FromRuby(std::shared_ptr<RubyView> holder, int flags, mv::MemoryVi
   if (v.ndim < 0) return ferry::Status::Invalid("ndim " + std::to_string(v.ndim) + " < 0");
   if (r.shape == nullptr || v.ndim == 0) {
     if (v.ndim > 1) return ferry::Status::Invalid("no shape for a view of ndim > 1");
-    if (v.ndim == 1) v.shape = {v.byte_size / v.item_size};
+    if (v.ndim == 1) v.shape = {v.size / v.item_size};
   } else {
     v.shape.assign(r.shape, r.shape + r.ndim);
   }
@@ -163,7 +163,7 @@ VALUE Obj(VALUE self) { return Get(self)->obj; }
 VALUE Format(VALUE self) { return rb_str_new_cstr(Get(self)->view.format.c_str()); }
 VALUE ItemSize(VALUE self) { return LL2NUM(Get(self)->view.item_size); }
 VALUE Ndim(VALUE self) { return LL2NUM(Get(self)->view.ndim); }
-VALUE ByteSize(VALUE self) { return LL2NUM(Get(self)->view.byte_size); }
+VALUE ByteSize(VALUE self) { return LL2NUM(Get(self)->view.size); }
 VALUE ReadonlyP(VALUE self) { return Get(self)->view.readonly ? Qtrue : Qfalse; }
 VALUE Address(VALUE self) { return ULL2NUM(reinterpret_cast<uintptr_t>(Get(self)->view.data)); }
 VALUE Shape(VALUE self) {
