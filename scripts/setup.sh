@@ -4,7 +4,8 @@
 # clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for the device suites)
 # (apt), and a Python virtual environment at .venv (kept in ~/.cache/ferry) with the test peers
 # (pip): pyarrow, and the peer libraries whose tests must run in CI (polars, DuckDB, nanoarrow,
-# arro3, torch), dask and distributed (ferry.dask), and PyPI's UCX (the fault matrix).
+# arro3, torch), dask and distributed (ferry.dask; the oldest Dask it supports in .venv-dask-oldest),
+# and PyPI's UCX (the fault matrix).
 # Idempotent: it installs nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,10 +76,35 @@ if ! .venv/bin/python -c "import importlib.metadata as m, libucx; assert m.versi
   echo "setup: installing libucx-cu12==$PYPI_UCX into .venv"
   .venv/bin/python -m pip install -q "libucx-cu12==$PYPI_UCX"
 fi
-# Dask, for ferry.dask and its suite (a real scheduler with worker processes).
-if ! .venv/bin/python -c "import dask.dataframe, distributed" >/dev/null 2>&1; then
-  echo "setup: installing dask[dataframe] and distributed into .venv"
-  .venv/bin/python -m pip install -q "dask[dataframe]" distributed
+# Dask, for ferry.dask and its suite (a real scheduler with worker processes): the range ferry.dask
+# supports, oldest and newest (docs/dask.md). .venv holds the newest; the oldest has an environment
+# of its own beside it, .venv-dask-oldest (kept in the cache as .venv is), holding only what the Dask
+# suite needs, where scripts/test.sh runs that suite again. 2025.1.0 is the first Dask with
+# dask-expr inside it and `dask.task_spec`, which the locality plugin reads.
+DASK_OLDEST=2025.1.0
+DASK_NEWEST=2026.8.0
+dask_is() {  # dask_is PYTHON VERSION: whether PYTHON has dask and distributed at VERSION
+  "$1" -c "import importlib.metadata as m, dask.dataframe, distributed
+assert m.version('dask') == m.version('distributed') == '$2'" >/dev/null 2>&1
+}
+if ! dask_is .venv/bin/python "$DASK_NEWEST"; then
+  echo "setup: installing dask[dataframe] and distributed $DASK_NEWEST into .venv"
+  .venv/bin/python -m pip install -q "dask[dataframe]==$DASK_NEWEST" "distributed==$DASK_NEWEST"
+fi
+if [ ! -e .venv-dask-oldest ]; then
+  if [ "${FERRY_VENV_CACHE:-1}" = 1 ]; then
+    oldest="${XDG_CACHE_HOME:-$HOME/.cache}/ferry/venv-$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dask-$DASK_OLDEST"
+    [ -x "$oldest/bin/python" ] || "$PY" -m venv "$oldest"
+    ln -s "$oldest" .venv-dask-oldest
+  else
+    "$PY" -m venv .venv-dask-oldest
+  fi
+fi
+if ! dask_is .venv-dask-oldest/bin/python "$DASK_OLDEST" ||
+   ! .venv-dask-oldest/bin/python -c "import pyarrow, pytest, pytest_timeout" >/dev/null 2>&1; then
+  echo "setup: installing dask[dataframe] and distributed $DASK_OLDEST into .venv-dask-oldest"
+  .venv-dask-oldest/bin/python -m pip install -q "dask[dataframe]==$DASK_OLDEST" \
+    "distributed==$DASK_OLDEST" pyarrow pytest pytest-timeout
 fi
 # grpcio: gRPC's own Python client, an implementation independent of ferry's, which reads the
 # status codes ferry's Flight server sends (tests/flight/test_grpc_status.py).

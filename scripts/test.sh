@@ -77,6 +77,16 @@ stage "Flight: pyarrow.flight against ferry's server, ferry's client against pya
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 4 tests/flight
 
+# The Dask suite again on the oldest Dask scripts/setup.sh allows (the stage above ran it on the
+# newest), in .venv-dask-oldest with ferry's package from .venv alone on its path.
+dask_oldest=$(sed -n 's/^DASK_OLDEST=//p' scripts/setup.sh)
+stage "Dask: the Dask suite on the oldest Dask allowed, $dask_oldest (tests/flight/test_dask.py)"
+rm -rf build/dask-oldest && mkdir -p build/dask-oldest
+ln -s "$(.venv/bin/python -c 'import ferry, os; print(os.path.dirname(ferry.__file__))')" build/dask-oldest/ferry
+.venv-dask-oldest/bin/python -c "import dask, distributed; assert dask.__version__ == distributed.__version__ == '$dask_oldest', dask.__version__"
+FERRY_CLI="$PWD/build/test/tools/ferry/ferry" PYTHONPATH="$PWD/build/dask-oldest:$PWD/scripts" \
+  .venv-dask-oldest/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/flight/test_dask.py
+
 stage "Cluster: two server hosts, a client host and Dask workers in network namespaces (tests/cluster)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/cluster

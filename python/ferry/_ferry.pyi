@@ -391,6 +391,11 @@ class Schema:
     def __arrow_c_schema__(self) -> object:
         """A capsule owning a deep copy of this schema node."""
 
+    def equals(self, other: object, check_metadata: bool = False) -> bool:
+        """
+        Whether `other` (any __arrow_c_schema__ producer) describes the same data, as pyarrow.Schema.equals decides: types, names, nullability, children, dictionaries and extension types; with check_metadata, every node's key-value metadata too.
+        """
+
     def __eq__(self, arg: object, /) -> bool: ...
 
     def __str__(self) -> str: ...

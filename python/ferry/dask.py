@@ -113,23 +113,48 @@ class ReadEndpoint:
         return ("ferry-read-endpoint", self.dtype_backend, self.via, self.names)
 
 
-def _parts_of(node, depth=0):
-    """The EndpointParts inside a task (a fused task holds its tasks in its arguments)."""
-    if depth > 8:
-        return
-    if isinstance(node, EndpointPart):
-        yield node
-    elif isinstance(node, (list, tuple, set, frozenset)):
-        for item in node:
-            yield from _parts_of(item, depth + 1)
-    elif isinstance(node, dict):
-        for item in node.values():
-            yield from _parts_of(item, depth + 1)
-    elif hasattr(node, "args") and hasattr(node, "kwargs"):  # dask._task_spec.Task
-        yield from _parts_of(node.args, depth + 1)
-        yield from _parts_of(node.kwargs, depth + 1)
-    elif hasattr(node, "value"):  # dask._task_spec.DataNode
-        yield from _parts_of(node.value, depth + 1)
+def _restrict_reads_to_their_hosts(scheduler, keys):
+    """The one place where ferry.dask reaches into Dask's scheduler, and why it must.
+
+    Dask's public ways to place tasks cannot say "partition i on host h_i" for a DataFrame:
+    `dask.annotate(workers=..., allow_other_workers=True)` is dropped by dask-expr's query
+    planning (Dask warns "Annotations will be ignored"), and `workers=` of `Client.compute` and
+    `Client.persist` gives one set of workers to every task of the graph. So, as each graph
+    reaches the scheduler, this finds the EndpointParts in each task's run_spec (in tasks Dask
+    fused too) through `dask.task_spec`, Dask's public task classes, and sets what those
+    annotations would have set: the task's `host_restrictions` to its server's host, where a
+    worker runs, and `loose_restrictions`, so a worker elsewhere takes it when none is there. A
+    task the caller placed (annotations, `workers=`) keeps its placement. Costs one walk of each
+    new task's arguments. Tested over the oldest and newest Dask that scripts/setup.sh allows.
+    """
+    from dask.task_spec import DataNode, Task
+
+    def parts_of(node, depth=0):
+        if depth > 8:
+            return
+        if isinstance(node, EndpointPart):
+            yield node
+        elif isinstance(node, Task):  # a fused task holds its tasks in its arguments
+            yield from parts_of(node.args, depth + 1)
+            yield from parts_of(node.kwargs, depth + 1)
+        elif isinstance(node, DataNode):
+            yield from parts_of(node.value, depth + 1)
+        elif isinstance(node, (list, tuple, set, frozenset)):
+            for item in node:
+                yield from parts_of(item, depth + 1)
+        elif isinstance(node, dict):
+            for item in node.values():
+                yield from parts_of(item, depth + 1)
+
+    hosts = {ws.host for ws in scheduler.workers.values()}
+    for key in keys or ():
+        ts = scheduler.tasks.get(key)
+        if ts is None or ts.run_spec is None or ts.worker_restrictions or ts.host_restrictions:
+            continue
+        wanted = {p.host for p in parts_of(ts.run_spec)} & hosts
+        if wanted:
+            ts.host_restrictions = wanted
+            ts.loose_restrictions = True
 
 
 try:
@@ -140,21 +165,14 @@ except ImportError:  # without distributed there is no scheduler to plug into
 
 class Locality(_PluginBase):
     """A scheduler plugin that restricts each task reading an endpoint to the workers on its
-    server's host, loosely (Dask's allow_other_workers=True): any worker takes it when none is
-    there. Stateless: the host travels with the task's EndpointPart."""
+    server's host, loosely (as Dask's allow_other_workers=True does): any worker takes it when
+    none is there. Stateless: the host travels with the task's EndpointPart. Dask's public API
+    cannot say this of a DataFrame's partitions; `_restrict_reads_to_their_hosts` says why."""
 
     name = "ferry-locality"
 
     def update_graph(self, scheduler, *, tasks=None, **kwargs):
-        hosts = {ws.host for ws in scheduler.workers.values()}
-        for key in tasks or ():
-            ts = scheduler.tasks.get(key)
-            if ts is None or ts.run_spec is None:
-                continue
-            wanted = {p.host for p in _parts_of(ts.run_spec)} & hosts
-            if wanted:
-                ts.host_restrictions = wanted
-                ts.loose_restrictions = True
+        _restrict_reads_to_their_hosts(scheduler, tasks)
 
 
 def _register_locality():

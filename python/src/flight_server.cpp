@@ -55,9 +55,10 @@ Batches BatchesFrom(nb::handle data, const std::string& what) {
                                     have);
       }
       out.schema = Unwrap(CopySchema(array.schema));
-    } else if (const std::string want = Unwrap(SchemaToString(out.schema.get())); have != want) {
+    } else if (!Unwrap(SchemaEquals(array.schema, out.schema.get()))) {
       Raise(PyExc_ValueError, what + ": batch " + std::to_string(i) + " is " + have +
-                                  ", the first batch's schema " + want);
+                                  ", the first batch's schema " +
+                                  Unwrap(SchemaToString(out.schema.get())));
     }
     out.arrays.push_back(ExportDeviceArray(array));
   };
@@ -202,18 +203,17 @@ void InitFlightServer(nb::module_& m) {
               Raise(PyExc_TypeError, what + ": partitioned=True takes a list of partitions");
             }
             UniqueSchema schema;
-            std::string want;
             std::vector<std::vector<UniqueDeviceArray>> partitions;
             size_t i = 0;
             for (nb::handle part : data) {
               Batches b = BatchesFrom(part, what + " partition " + std::to_string(i));
-              const std::string have = Unwrap(SchemaToString(b.schema.get()));
               if (!schema) {
                 schema = std::move(b.schema);
-                want = have;
-              } else if (have != want) {
-                Raise(PyExc_ValueError, what + ": partition " + std::to_string(i) + " is " + have +
-                                            ", partition 0's schema " + want);
+              } else if (!Unwrap(SchemaEquals(b.schema.get(), schema.get()))) {
+                Raise(PyExc_ValueError, what + ": partition " + std::to_string(i) + " is " +
+                                            Unwrap(SchemaToString(b.schema.get())) +
+                                            ", partition 0's schema " +
+                                            Unwrap(SchemaToString(schema.get())));
               }
               partitions.push_back(std::move(b.arrays));
               ++i;

@@ -191,13 +191,19 @@ void InitSchema(nb::module_& m) {
           "__arrow_c_schema__",
           [](const PySchema& s) { return SchemaCapsule(Unwrap(CopySchema(s.schema))); },
           "A capsule owning a deep copy of this schema node.")
+      .def(
+          "equals",
+          [](const PySchema& a, nb::handle other, bool check_metadata) {
+            return Unwrap(SchemaEquals(a.schema, SchemaFrom(other).schema, check_metadata));
+          },
+          nb::arg("other"), nb::arg("check_metadata") = false,
+          "Whether `other` (any __arrow_c_schema__ producer) describes the same data, as "
+          "pyarrow.Schema.equals decides: types, names, nullability, children, dictionaries and "
+          "extension types; with check_metadata, every node's key-value metadata too.")
       .def("__eq__",
            [](const PySchema& a, nb::handle b) {
              if (!nb::isinstance<PySchema>(b)) return false;
-             const PySchema& o = nb::cast<const PySchema&>(b);
-             return Unwrap(SchemaToString(a.schema)) == Unwrap(SchemaToString(o.schema)) &&
-                    std::string(a.schema->name ? a.schema->name : "") ==
-                        (o.schema->name ? o.schema->name : "");
+             return Unwrap(SchemaEquals(a.schema, nb::cast<const PySchema&>(b).schema));
            })
       .def("__str__", [](const PySchema& s) { return Unwrap(SchemaToString(s.schema)); })
       .def("__repr__", [](const PySchema& s) {

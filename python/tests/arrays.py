@@ -1,4 +1,4 @@
-"""A catalog of pyarrow arrays: every type ferry supports, each with nulls."""
+"""The type cases as pyarrow arrays: every type ferry supports, each with nulls."""
 import datetime
 import decimal
 
@@ -31,7 +31,7 @@ except pa.ArrowKeyError:
     pass  # already registered in this process
 
 
-def catalog():
+def type_cases():
     rng = np.random.default_rng(42)
     ints = rng.integers(-100, 100, N).tolist()
     words = ["", "a", "héllo", "ferry", "a string longer than twelve bytes", "日本語"]
@@ -103,4 +103,4 @@ def catalog():
     return out
 
 
-CATALOG = catalog()
+TYPE_CASES = type_cases()

@@ -1,18 +1,18 @@
-"""Shared fixtures data for the binding tests (test_binding_*.py): the pyarrow catalog in every
+"""Shared fixtures data for the binding tests (test_binding_*.py): the type cases (pyarrow) in every
 variant, and helpers that compare ferry's results with pyarrow's own."""
 import ctypes
 
 import pyarrow as pa
 
-from arrays import CATALOG
+from arrays import TYPE_CASES
 from render import render
 
-NAMES = sorted(CATALOG)
+NAMES = sorted(TYPE_CASES)
 VARIANTS = ["whole", "sliced", "empty"]
 
 
 def variant(name, how):
-    arr = CATALOG[name]
+    arr = TYPE_CASES[name]
     if how == "sliced":
         return arr.slice(3, max(len(arr) - 7, 0))
     if how == "empty":

@@ -6,12 +6,12 @@ import pytest
 pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
 import ferry  # noqa: E402
 
-from arrays import CATALOG  # noqa: E402
+from arrays import TYPE_CASES  # noqa: E402
 from binding_support import assert_same  # noqa: E402
 
-N = len(CATALOG["int8"])
+N = len(TYPE_CASES["int8"])
 # Extension types travel as their storage plus metadata; the rest as themselves.
-COLUMNS = {n: a for n, a in CATALOG.items() if len(a) == N and n != "extension"}
+COLUMNS = {n: a for n, a in TYPE_CASES.items() if len(a) == N and n != "extension"}
 
 
 def table():

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
 import ferry  # noqa: E402
 
-from arrays import CATALOG  # noqa: E402
+from arrays import TYPE_CASES  # noqa: E402
 
 
 @pytest.fixture
@@ -78,8 +78,8 @@ def test_streams_release_unread_batches(baseline):
     gc.collect()
 
 
-def test_every_catalog_type_round_trips_without_leaks(baseline):
-    for arr in CATALOG.values():
+def test_every_type_case_round_trips_without_leaks(baseline):
+    for arr in TYPE_CASES.values():
         back = pa.array(ferry.array(arr))
         del back
     gc.collect()

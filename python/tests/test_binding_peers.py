@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
 import ferry  # noqa: E402
 
-from arrays import CATALOG  # noqa: E402
+from arrays import TYPE_CASES  # noqa: E402
 from binding_support import addresses, assert_same  # noqa: E402
 
 
@@ -14,7 +14,7 @@ from binding_support import addresses, assert_same  # noqa: E402
 def test_nanoarrow_device_arrays_both_ways(name):
     na = pytest.importorskip("nanoarrow")
     device = pytest.importorskip("nanoarrow.device")
-    arr = CATALOG[name]
+    arr = TYPE_CASES[name]
     f = ferry.array(arr)
     c = device.c_device_array(f)  # nanoarrow calls __arrow_c_device_array__ with no keywords
     assert c.device_type == device.DeviceType.CPU and c.device_id == -1
@@ -27,19 +27,19 @@ def test_nanoarrow_device_arrays_both_ways(name):
 
 def test_arro3_arrays_and_streams_both_ways():
     arro3 = pytest.importorskip("arro3.core")
-    arr = CATALOG["string"]
+    arr = TYPE_CASES["string"]
     a3 = arro3.Array.from_arrow(ferry.array(arr))
     back = ferry.array(a3)
     assert_same(pa.array(back), arr)
     assert addresses(pa.array(back)) == addresses(arr)
-    t = pa.table({"s": arr, "i": CATALOG["int32"]})
+    t = pa.table({"s": arr, "i": TYPE_CASES["int32"]})
     reader = arro3.RecordBatchReader.from_arrow(ferry.stream(pa.RecordBatchReader.from_batches(t.schema, t.to_batches(7))))
     assert pa.table(reader.read_all()).equals(t)
 
 
 def test_polars_string_views_round_trip():
     pl = pytest.importorskip("polars")
-    arr = CATALOG["string_view"]
+    arr = TYPE_CASES["string_view"]
     s = pl.Series(ferry.array(pa.array(arr.to_pylist(), pa.string())))
     assert s.to_list() == arr.to_pylist()
     # polars exports string views: ferry reads them as they are.
@@ -51,7 +51,7 @@ def test_polars_string_views_round_trip():
 
 def test_duckdb_consumes_a_stream_once():
     duckdb = pytest.importorskip("duckdb")
-    t = pa.table({"a": CATALOG["int64"], "s": CATALOG["string"]})
+    t = pa.table({"a": TYPE_CASES["int64"], "s": TYPE_CASES["string"]})
     s = ferry.stream(pa.RecordBatchReader.from_batches(t.schema, t.to_batches(9)))
     expected = pa.compute.sum(t["a"]).as_py()
     con = duckdb.connect()

@@ -6,13 +6,13 @@ import pytest
 pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
 import ferry  # noqa: E402
 
-from arrays import CATALOG  # noqa: E402
+from arrays import TYPE_CASES  # noqa: E402
 from binding_support import addresses, assert_same, capsule_is  # noqa: E402
 
 
 def table():
     names = ["int32", "string", "list", "struct", "dictionary", "string_view"]
-    return pa.table({n: CATALOG[n] for n in names})
+    return pa.table({n: TYPE_CASES[n] for n in names})
 
 
 def reader(t, max_chunksize=7):
@@ -120,7 +120,7 @@ def test_requested_schema_of_another_shape_raises_on_streams():
 
 
 def test_record_batch_readers_round_trip_every_type():
-    t = pa.table({name: arr for name, arr in CATALOG.items() if len(arr) == len(CATALOG["int8"])})
+    t = pa.table({name: arr for name, arr in TYPE_CASES.items() if len(arr) == len(TYPE_CASES["int8"])})
     back = pa.RecordBatchReader.from_stream(ferry.stream(reader(t, 13))).read_all()
     for name in t.column_names:
         assert_same(back.column(name).combine_chunks(), t.column(name).combine_chunks())

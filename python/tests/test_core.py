@@ -9,16 +9,16 @@ import pyarrow as pa
 import pytest
 
 import ferry_ctypes as fc
-from arrays import CATALOG
+from arrays import TYPE_CASES
 from render import render
 
-NAMES = sorted(CATALOG)
+NAMES = sorted(TYPE_CASES)
 
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("sliced", [False, True], ids=["whole", "sliced"])
 def test_pyarrow_arrays_cross_into_ferry(name, sliced):
-    arr = CATALOG[name]
+    arr = TYPE_CASES[name]
     if sliced:
         arr = arr.slice(3, max(len(arr) - 7, 0))  # an offset that is not a multiple of 8
     assert fc.to_json(arr) == render(arr)
@@ -26,7 +26,7 @@ def test_pyarrow_arrays_cross_into_ferry(name, sliced):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_empty_arrays_cross_into_ferry(name):
-    arr = CATALOG[name].slice(0, 0)
+    arr = TYPE_CASES[name].slice(0, 0)
     assert fc.to_json(arr) == []
 
 
@@ -37,7 +37,7 @@ BUILDABLE = [n for n in NAMES if n not in ("sparse_union", "dense_union")]
 
 @pytest.mark.parametrize("name", BUILDABLE)
 def test_arrays_built_by_ferry_equal_pyarrow(name):
-    expected = CATALOG[name]
+    expected = TYPE_CASES[name]
     built = fc.array_from_json(expected.type, render(expected))
     built.validate(full=True)
     assert built.type == expected.type
@@ -49,7 +49,7 @@ def test_arrays_built_by_ferry_equal_pyarrow(name):
 
 @pytest.mark.parametrize("name", ["sparse_union", "dense_union"])
 def test_unions_built_by_ferry_read_back_in_pyarrow(name):
-    expected = CATALOG[name]
+    expected = TYPE_CASES[name]
     built = fc.array_from_json(expected.type, render(expected))
     built.validate(full=True)
     assert built.type == expected.type

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 import ferry_ctypes as fc
-from arrays import CATALOG
+from arrays import TYPE_CASES
 from render import render
 
-NAMES = sorted(CATALOG)
+NAMES = sorted(TYPE_CASES)
 
 
 def round_trip(arr, device):
@@ -60,7 +60,7 @@ def resolve_or_skip(name):
 @pytest.mark.parametrize("sliced", [False, True], ids=["whole", "sliced"])
 @pytest.mark.parametrize("device_name", sorted(DEVICES))
 def test_pyarrow_device_arrays_round_trip_through_a_device(name, sliced, device_name):
-    arr = CATALOG[name]
+    arr = TYPE_CASES[name]
     if sliced:
         arr = arr.slice(3, max(len(arr) - 7, 0))
     back = round_trip(arr, resolve_or_skip(device_name))

@@ -11,7 +11,7 @@ import pytest
 
 import ferry_ctypes as F
 import integration_json
-from arrays import CATALOG
+from arrays import TYPE_CASES
 
 VECTORS = os.path.join(F.REPO, "..", "shared", "testdata", "arrow-testing")
 INTEGRATION = sorted(glob.glob(os.path.join(VECTORS, "ipc-integration", "*", "*.stream")) +
@@ -140,8 +140,8 @@ def test_file_reader_random_access_matches_pyarrow():
 @pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
 @pytest.mark.parametrize("fmt", ["stream", "file"])
 def test_ferry_reads_pyarrow_output(tmp_path, compression, fmt):
-    n = len(CATALOG["int32"])
-    table = pa.table({name: arr for name, arr in CATALOG.items() if len(arr) == n})
+    n = len(TYPE_CASES["int32"])
+    table = pa.table({name: arr for name, arr in TYPE_CASES.items() if len(arr) == n})
     options = pa.ipc.IpcWriteOptions(compression=compression)
     path = tmp_path / f"t.{fmt}"
     with pa.OSFile(str(path), "wb") as sink:
@@ -235,14 +235,14 @@ def test_pyarrow_reads_ferrys_dictionary_deltas_in_a_file():
 
 # -- pyarrow reads what ferry wrote ------------------------------------------------------------
 
-CASES = [(name, sl) for name in CATALOG for sl in [None, (3, 20), (7, 0)]]
+CASES = [(name, sl) for name in TYPE_CASES for sl in [None, (3, 20), (7, 0)]]
 
 
 @pytest.mark.parametrize("name,sl", CASES, ids=[f"{n}-{s}" for n, s in CASES])
 @pytest.mark.parametrize("fmt,compression,alignment",
                          [("stream", None, 8), ("file", None, 64), ("stream", "lz4", 8), ("file", "zstd", 8)])
 def test_pyarrow_reads_ferry_output(name, sl, fmt, compression, alignment):
-    arr = CATALOG[name] if sl is None else CATALOG[name].slice(*sl)
+    arr = TYPE_CASES[name] if sl is None else TYPE_CASES[name].slice(*sl)
     batch = pa.record_batch([arr], names=[name])
     data = F.ipc_write_bytes(batch, file=fmt == "file", compression=compression, alignment=alignment)
     reader = pa.ipc.open_file(pa.py_buffer(data)) if fmt == "file" else pa.ipc.open_stream(data)
@@ -256,11 +256,11 @@ def test_pyarrow_reads_ferry_output(name, sl, fmt, compression, alignment):
 PYARROW_CANNOT_SWAP = {"binary_view", "string_view", "run_end_encoded"}
 
 
-@pytest.mark.parametrize("name", list(CATALOG))
+@pytest.mark.parametrize("name", list(TYPE_CASES))
 def test_big_endian_output_reads_natively_in_pyarrow_and_ferry(name):
     """ferry writes big-endian bodies; Arrow C++ (pyarrow) swaps them back on read, an
     independent check of ferry's per-type swap rules, and so does ferry's reader."""
-    batch = pa.record_batch([CATALOG[name].slice(2, 30)], names=[name])
+    batch = pa.record_batch([TYPE_CASES[name].slice(2, 30)], names=[name])
     data = F.ipc_write_bytes(batch, big_endian=True)
     native = F.ipc_write_bytes(batch)
     assert _same(F.ipc_read_buffer(data).read_all(), pa.Table.from_batches([batch]))
@@ -304,7 +304,7 @@ def test_ferry_output_is_byte_compatible_in_size(tmp_path):
 
 
 def test_ferry_writes_files_and_dictionaries_pyarrow_reads(tmp_path):
-    table = pa.table({"d": CATALOG["dictionary"], "n": CATALOG["list_struct"]})
+    table = pa.table({"d": TYPE_CASES["dictionary"], "n": TYPE_CASES["list_struct"]})
     path = tmp_path / "out.arrow"
     F.ipc_write_path(table, path, file=True)
     r = pa.ipc.open_file(str(path))

@@ -42,7 +42,6 @@ class ParallelProducer final : public DeviceArrayProducer {
   // Opens the first endpoint here, for the schema, then starts the readers.
   Status Init(UniqueDeviceArrayStream first) {
     FERRY_RETURN_NOT_OK(StreamGetSchema(first.get(), schema_.get()));
-    FERRY_ASSIGN_OR_RAISE(schema_text_, SchemaToString(schema_.get()));
     first_ = std::move(first);
     for (size_t i = 0; i < parallel_; ++i) readers_.emplace_back([this] { ReaderLoop(); });
     return Status::OK();
@@ -140,10 +139,12 @@ class ParallelProducer final : public DeviceArrayProducer {
       FERRY_ASSIGN_OR_RAISE(stream, endpoints_[index]());
       UniqueSchema s;
       FERRY_RETURN_NOT_OK(StreamGetSchema(stream.get(), s.get()));
-      FERRY_ASSIGN_OR_RAISE(std::string text, SchemaToString(s.get()));
-      if (text != schema_text_) {
-        return Status::Invalid("its schema " + text + " is not the first endpoint's, " +
-                               schema_text_);
+      // The batches are read as the first endpoint's: metadata may differ, the data may not.
+      FERRY_ASSIGN_OR_RAISE(bool same, SchemaEquals(s.get(), schema_.get()));
+      if (!same) {
+        FERRY_ASSIGN_OR_RAISE(std::string text, SchemaToString(s.get()));
+        FERRY_ASSIGN_OR_RAISE(std::string first, SchemaToString(schema_.get()));
+        return Status::Invalid("its schema " + text + " is not the first endpoint's, " + first);
       }
     }
     while (true) {
@@ -165,7 +166,6 @@ class ParallelProducer final : public DeviceArrayProducer {
   const size_t parallel_;
   const bool ordered_;
   UniqueSchema schema_;
-  std::string schema_text_;
   UniqueDeviceArrayStream first_;
   std::vector<std::thread> readers_;
   std::mutex mutex_;

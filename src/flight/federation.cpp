@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "ferry/flight/client.hpp"
+#include "ferry/flight/info.hpp"
 
 namespace ferry::flight::internal {
 
@@ -74,7 +75,12 @@ Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> an
   // Rows from different servers have no order between them.
   out.ordered = answers.size() == 1 && answers[0].info.ordered;
   for (OwnedInfo& a : answers) {
-    if (a.info.schema != out.schema) {
+    // Metadata counts: the merged flight answers with one schema for every server's endpoints.
+    Result<bool> same = EncodedSchemaEquals(a.info.schema, out.schema, /*check_metadata=*/true);
+    if (!same.ok()) {
+      return same.status().WithContext(Owner(a.peer) + "'s flight \"" + path + "\"");
+    }
+    if (!*same) {
       return Status::FailedPrecondition(Owner(a.peer) + " serves flight \"" + path +
                                         "\" with another schema than " + Owner(answers[0].peer));
     }

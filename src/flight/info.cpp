@@ -1,9 +1,11 @@
-// Schemas in Flight's IPC form, and times as FlightInfo's expirations show them.
+// Schemas in Flight's IPC form (encoded, decoded, compared), and times as FlightInfo's expirations
+// show them.
 #include "ferry/flight/info.hpp"
 
 #include <cstring>
 #include <ctime>
 
+#include "ferry/format/schema.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
 
@@ -28,6 +30,13 @@ Result<UniqueSchema> DecodeSchema(const std::string& bytes) {
                            " bytes)");
   }
   return decoder.ExportSchema();
+}
+
+Result<bool> EncodedSchemaEquals(const std::string& a, const std::string& b, bool check_metadata) {
+  if (a == b) return true;
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema sa, DecodeSchema(a));
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema sb, DecodeSchema(b));
+  return SchemaEquals(sa.get(), sb.get(), check_metadata);
 }
 
 std::string FormatRfc3339(std::chrono::system_clock::time_point t) {

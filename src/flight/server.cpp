@@ -9,6 +9,7 @@
 #include <climits>
 
 #include "ferry/core/host_port.hpp"
+#include "ferry/format/schema.hpp"
 #include "flight/clock_hook.hpp"
 #include "flight/service.hpp"
 
@@ -90,17 +91,17 @@ class ServerImpl final : public Server {
                   int64_t partition_bytes) override {
     if (paths.empty()) return Status::Invalid("flight \"" + name + "\" has no file to serve");
     UniqueSchema schema;
-    std::string encoded;
     std::vector<std::vector<UniqueDeviceArray>> partitions;
     for (const std::string& path : paths) {
       FERRY_ASSIGN_OR_RAISE(auto data, internal::ReadBatches(path));
-      FERRY_ASSIGN_OR_RAISE(std::string this_schema, EncodeSchema(data.first.get()));
       if (!schema.valid()) {
         schema = std::move(data.first);
-        encoded = std::move(this_schema);
-      } else if (this_schema != encoded) {
-        return Status::Invalid(path + ": its schema differs from " + paths[0] +
-                               "'s; the files of one flight need the same schema");
+      } else {
+        FERRY_ASSIGN_OR_RAISE(bool same, SchemaEquals(data.first.get(), schema.get(), true));
+        if (!same) {
+          return Status::Invalid(path + ": its schema differs from " + paths[0] +
+                                 "'s; the files of one flight need the same schema");
+        }
       }
       FERRY_ASSIGN_OR_RAISE(
           auto groups,

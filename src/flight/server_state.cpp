@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
+#include "ferry/flight/info.hpp"
+
 namespace ferry::flight::internal {
 
 Status ServerState::Serve(const std::vector<std::shared_ptr<Partition>>& parts) {
@@ -54,9 +56,13 @@ Result<size_t> ServerState::AppendLocked(const std::string& name,
     return Status::AlreadyExists("partition " + std::to_string(index) + " of \"" + name +
                                  "\" would be \"" + part->name + "\", which another flight has");
   }
-  if (old != nullptr && schema != old->schema) {
-    return Status::Invalid("the partition's schema differs from flight \"" + name +
-                           "\"'s: every partition of a flight has the same schema");
+  if (old != nullptr) {
+    // Metadata counts: the flight answers with one schema for all its partitions.
+    FERRY_ASSIGN_OR_RAISE(bool same, EncodedSchemaEquals(schema, old->schema, true));
+    if (!same) {
+      return Status::Invalid("the partition's schema differs from flight \"" + name +
+                             "\"'s: every partition of a flight has the same schema");
+    }
   }
   auto flight = std::make_shared<Flight>();
   flight->name = name;

@@ -1,6 +1,7 @@
-// Field export/import: owned schema trees through the C data interface.
+// Field export/import (owned schema trees through the C data interface), and SchemaEquals.
 #include "ferry/format/schema.hpp"
 
+#include <algorithm>
 #include <new>
 
 #include "ferry/format/schema_view.hpp"
@@ -102,6 +103,80 @@ Status ImportInto(const ArrowSchema* schema, Field* out, int depth) {
   return Status::OK();
 }
 
+// How a node is compared besides its type: a field by its name and nullability; a child whose
+// name its parent's type fixes by convention by its nullability (and its name only with the
+// metadata); a dictionary's values by neither (Arrow's dictionary type has a value type, not a
+// value field).
+enum class Role { kField, kConventionalChild, kMapEntries, kDictionaryValues };
+
+// The types whose children are named by convention, not by the data ("item" or "element").
+bool ChildNamesByConvention(TypeId storage) {
+  switch (storage) {
+    case TypeId::kList:
+    case TypeId::kLargeList:
+    case TypeId::kListView:
+    case TypeId::kLargeListView:
+    case TypeId::kFixedSizeList:
+    case TypeId::kRunEndEncoded:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Result<bool> SameMetadata(const char* a, const char* b) {
+  FERRY_ASSIGN_OR_RAISE(MetadataView pa, DecodeMetadata(a));
+  FERRY_ASSIGN_OR_RAISE(MetadataView pb, DecodeMetadata(b));
+  if (pa.size() != pb.size()) return false;
+  std::sort(pa.begin(), pa.end());
+  std::sort(pb.begin(), pb.end());
+  return pa == pb;
+}
+
+Result<bool> SameNode(const ArrowSchema* a, const ArrowSchema* b, bool check_metadata, Role role,
+                      int depth) {
+  if (depth > 64) return Status::Invalid("schema nests deeper than 64 levels");
+  FERRY_ASSIGN_OR_RAISE(SchemaView va, SchemaView::Make(a));
+  FERRY_ASSIGN_OR_RAISE(SchemaView vb, SchemaView::Make(b));
+  // The format's parts, not its text, and the extension type, which lives in the metadata.
+  if (va.type != vb.type || va.storage_type != vb.storage_type || va.fixed_size != vb.fixed_size ||
+      va.decimal_bitwidth != vb.decimal_bitwidth || va.decimal_precision != vb.decimal_precision ||
+      va.decimal_scale != vb.decimal_scale || va.time_unit != vb.time_unit ||
+      va.timezone != vb.timezone || va.union_type_ids != vb.union_type_ids ||
+      va.extension_name != vb.extension_name || va.extension_metadata != vb.extension_metadata) {
+    return false;
+  }
+  // Arrow compares the names a type fixes by convention only with the metadata.
+  if ((role == Role::kField ||
+       (check_metadata && (role == Role::kConventionalChild || role == Role::kMapEntries))) &&
+      std::string_view(a->name == nullptr ? "" : a->name) !=
+          std::string_view(b->name == nullptr ? "" : b->name)) {
+    return false;
+  }
+  if (role != Role::kDictionaryValues && va.nullable != vb.nullable) return false;
+  if (va.storage_type == TypeId::kMap && va.map_keys_sorted != vb.map_keys_sorted) return false;
+  if ((a->dictionary == nullptr) != (b->dictionary == nullptr)) return false;
+  if (a->dictionary != nullptr && va.dictionary_ordered != vb.dictionary_ordered) return false;
+  if (check_metadata) {
+    FERRY_ASSIGN_OR_RAISE(bool same, SameMetadata(a->metadata, b->metadata));
+    if (!same) return false;
+  }
+  if (a->n_children != b->n_children) return false;
+  Role child_role = Role::kField;
+  if (role == Role::kMapEntries || ChildNamesByConvention(va.storage_type)) {
+    child_role = Role::kConventionalChild;
+  } else if (va.storage_type == TypeId::kMap) {
+    child_role = Role::kMapEntries;
+  }
+  for (int64_t i = 0; i < a->n_children; ++i) {
+    FERRY_ASSIGN_OR_RAISE(
+        bool same, SameNode(a->children[i], b->children[i], check_metadata, child_role, depth + 1));
+    if (!same) return false;
+  }
+  if (a->dictionary == nullptr) return true;
+  return SameNode(a->dictionary, b->dictionary, check_metadata, Role::kDictionaryValues, depth + 1);
+}
+
 }  // namespace
 
 Field Field::Make(std::string format, std::string name, std::vector<Field> children) {
@@ -151,6 +226,10 @@ Result<Field> Field::Import(const ArrowSchema* schema) {
 Result<UniqueSchema> CopySchema(const ArrowSchema* schema) {
   FERRY_ASSIGN_OR_RAISE(Field f, Field::Import(schema));
   return f.Export();
+}
+
+Result<bool> SchemaEquals(const ArrowSchema* a, const ArrowSchema* b, bool check_metadata) {
+  return SameNode(a, b, check_metadata, Role::kField, 0);
 }
 
 }  // namespace ferry

@@ -1,5 +1,5 @@
 """Helpers of the command-line suite: paths, pyarrow-written inputs and the arrow-testing vectors.
-The catalog of every type and its JSON rendering come from python/tests (pyarrow only)."""
+The type cases (every type) and their JSON rendering come from python/tests (pyarrow only)."""
 import glob
 import os
 import sys

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from cli_support import integration_vectors, vector_id, write_ipc
-from arrays import CATALOG
+from arrays import TYPE_CASES
 from render import render
 
 BATCH = re.compile(r"^batch (\d+) \((\d+) rows\):$")
@@ -52,8 +52,8 @@ def expected_rows(batch, skip=()):
 
 
 def table_of_every_type():
-    n = len(CATALOG["int32"])
-    return pa.table({k: v for k, v in CATALOG.items() if len(v) == n})
+    n = len(TYPE_CASES["int32"])
+    return pa.table({k: v for k, v in TYPE_CASES.items() if len(v) == n})
 
 
 @pytest.mark.parametrize("fmt", ["stream", "file"])
@@ -76,7 +76,7 @@ def test_rows_equal_pyarrow_values_for_every_type(run, tmp_path, fmt):
 
 def test_sliced_and_nested_columns(run, tmp_path):
     names = ["list_struct", "map", "dense_union", "sparse_union", "run_end_encoded", "dictionary"]
-    table = pa.table({k: CATALOG[k] for k in names}).slice(5, 20)
+    table = pa.table({k: TYPE_CASES[k] for k in names}).slice(5, 20)
     path = write_ipc(tmp_path / "t.arrows", table)
     _, batches = parse(run("cat", "--limit", "-1", path).stdout)
     assert [row for b in batches for row in b["shown"]] == expected_rows(table.combine_chunks().to_batches()[0])

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from cli_support import write_ipc
-from arrays import CATALOG
+from arrays import TYPE_CASES
 
 FORMATS = ["stream", "file"]
 CODECS = ["none", "lz4", "zstd"]
@@ -57,8 +57,8 @@ def frames(data, start):
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    n = len(CATALOG["int32"])
-    table = pa.table({k: v for k, v in CATALOG.items() if len(v) == n})
+    n = len(TYPE_CASES["int32"])
+    table = pa.table({k: v for k, v in TYPE_CASES.items() if len(v) == n})
     return table, write_ipc(tmp_path_factory.mktemp("in") / "in.arrows", table, chunk=13)
 
 

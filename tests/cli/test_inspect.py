@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from cli_support import integration_vectors, vector_id, write_ipc
-from arrays import CATALOG
+from arrays import TYPE_CASES
 
 MESSAGE = re.compile(r"^message (\d+) \(ends at byte (\d+)\): (schema|dictionary|record batch|end of stream)(.*)$")
 BATCH = re.compile(r"^, (\d+) rows, (\d+) body bytes, (\S+)$")
@@ -91,8 +91,8 @@ def test_stream_vectors_list_the_messages_pyarrow_reads(run, path):
 
 @pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
 def test_pyarrow_streams_with_every_type(run, tmp_path, compression):
-    n = len(CATALOG["int32"])
-    table = pa.table({k: v for k, v in CATALOG.items() if len(v) == n})
+    n = len(TYPE_CASES["int32"])
+    table = pa.table({k: v for k, v in TYPE_CASES.items() if len(v) == n})
     path = write_ipc(tmp_path / "t.arrows", table, chunk=15, compression=compression)
     ours = check_stream(run, path, {None: "uncompressed", "lz4": "LZ4_FRAME", "zstd": "ZSTD"}[compression])
     assert ours[-1]["kind"] == "end of stream"

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from cli_support import VECTORS, integration_vectors, vector_id, write_ipc
-from arrays import CATALOG
+from arrays import TYPE_CASES
 
 MALFORMED = sorted(glob.glob(os.path.join(VECTORS, "ipc-malformed", "*")))
 SUMMARY = re.compile(r"^(.*): valid \((\w+)\): (\d+) batches, (\d+) rows$")
@@ -37,8 +37,8 @@ def test_good_vectors_pass(run, path):
 @pytest.mark.parametrize("level", ["none", "minimal", "default", "full"])
 @pytest.mark.parametrize("fmt", ["stream", "file"])
 def test_pyarrow_output_of_every_type_passes(run, tmp_path, fmt, level):
-    n = len(CATALOG["int32"])
-    table = pa.table({k: v for k, v in CATALOG.items() if len(v) == n})
+    n = len(TYPE_CASES["int32"])
+    table = pa.table({k: v for k, v in TYPE_CASES.items() if len(v) == n})
     table.validate(full=True)
     path = write_ipc(tmp_path / f"t.{fmt}", table, fmt=fmt, chunk=7)
     r = run("validate", "--validation", level, path)

@@ -13,7 +13,7 @@
 #include "support/cuda_util.hpp"
 #include "support/device_util.hpp"
 #include "support/test_util.hpp"
-#include "support/type_catalog.hpp"
+#include "support/type_cases.hpp"
 
 namespace ferry {
 namespace {

@@ -10,7 +10,7 @@
 #include "ferry/device/guarded.hpp"
 #include "support/device_util.hpp"
 #include "support/test_util.hpp"
-#include "support/type_catalog.hpp"
+#include "support/type_cases.hpp"
 
 namespace ferry {
 namespace {
@@ -53,7 +53,7 @@ TEST_P(DeviceConformance, RoundTripThroughDevice) {
   const Param p = GetParam();
   const testing::DeviceCase& dc = testing::ConformanceDevices()[p.device];
   FERRY_RESOLVE_OR_SKIP(device, dc);
-  const testing::TypeCase& tc = testing::TypeCatalog()[p.type];
+  const testing::TypeCase& tc = testing::TypeCases()[p.type];
   const int64_t length = 37;
   const int64_t total = p.offset + length;
   auto generated = testing::GenerateValues(tc, p.type * 31 + 7, total, p.nulls);
@@ -113,7 +113,7 @@ TEST_P(DeviceConformance, RoundTripThroughDevice) {
 std::vector<Param> AllParams() {
   std::vector<Param> params;
   for (size_t d = 0; d < testing::ConformanceDevices().size(); ++d) {
-    for (size_t t = 0; t < testing::TypeCatalog().size(); ++t) {
+    for (size_t t = 0; t < testing::TypeCases().size(); ++t) {
       for (bool nulls : {false, true}) {
         for (int64_t offset : {0, 5}) params.push_back({d, t, nulls, offset});
       }
@@ -126,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(AllDevicesAllTypes, DeviceConformance, ::testing::Value
                          [](const ::testing::TestParamInfo<Param>& param_info) {
                            const Param& p = param_info.param;
                            return testing::ConformanceDevices()[p.device].name + "_" +
-                                  testing::TypeCatalog()[p.type].name +
+                                  testing::TypeCases()[p.type].name +
                                   (p.nulls ? "_nulls" : "_dense") + "_off" +
                                   std::to_string(p.offset);
                          });

@@ -14,7 +14,7 @@
 #include "support/dipc_data.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
-#include "support/type_catalog.hpp"
+#include "support/type_cases.hpp"
 
 namespace ferry::dipc {
 namespace {
@@ -40,7 +40,7 @@ std::vector<Shape> Shapes() {
           {"ucx", BodyType::kBufferList, "UcxBufferListSplit", true}};
 }
 
-// A batch of `rows` rows (from `offset` of a generated column) of catalog type `t`, and the JSON
+// A batch of `rows` rows (from `offset` of a generated column) of type case `t`, and the JSON
 // rows ferry must give back.
 struct Made {
   UniqueSchema schema;
@@ -49,7 +49,7 @@ struct Made {
 };
 
 Result<Made> MakeBatch(size_t t, int64_t total, int64_t offset) {
-  const testing::TypeCase& tc = testing::TypeCatalog()[t];
+  const testing::TypeCase& tc = testing::TypeCases()[t];
   auto [values, rendered] = testing::GenerateValues(tc, t * 7919 + 1, total, true);
   Field column = tc.field;
   column.name = "c";
@@ -105,19 +105,19 @@ TEST_P(ServerClient, EveryTypeRoundTrips) {
   auto server = StartServer();
   ASSERT_TRUE(server);
   std::vector<Json> expected;
-  const auto& catalog = testing::TypeCatalog();
-  for (size_t t = 0; t < catalog.size(); ++t) {
+  const auto& cases = testing::TypeCases();
+  for (size_t t = 0; t < cases.size(); ++t) {
     ASSERT_OK_AND_ASSIGN(Made made, MakeBatch(t, 120, 7));
     std::vector<UniqueDeviceArray> batches;
     batches.push_back(std::move(made.batch));
     ASSERT_OK_AND_ASSIGN(auto dataset,
                          Dataset::FromBatches(std::move(made.schema), std::move(batches)));
-    server->Add(catalog[t].name, dataset);
+    server->Add(cases[t].name, dataset);
     expected.push_back(std::move(made.expected));
   }
-  for (size_t t = 0; t < catalog.size(); ++t) {
-    SCOPED_TRACE(catalog[t].name);
-    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, catalog[t].name));
+  for (size_t t = 0; t < cases.size(); ++t) {
+    SCOPED_TRACE(cases[t].name);
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, cases[t].name));
     EXPECT_EQ(s->device_type, ARROW_DEVICE_CPU);
     ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
     ASSERT_EQ(got.size(), 1u);
@@ -127,7 +127,7 @@ TEST_P(ServerClient, EveryTypeRoundTrips) {
   EXPECT_TRUE(server->AwaitIdle(5s));
   EXPECT_EQ(server->stats().bytes_in_flight, 0);
   EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
-  EXPECT_EQ(server->stats().batches_sent, static_cast<int64_t>(catalog.size()));
+  EXPECT_EQ(server->stats().batches_sent, static_cast<int64_t>(cases.size()));
 }
 
 TEST_P(ServerClient, BatchesLandOnEveryDevice) {
@@ -160,8 +160,8 @@ TEST_P(ServerClient, KeptDatasetsAreLentWithoutCopies) {
   ASSERT_TRUE(server);
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(20, 5000));  // 800 KB of int64
   ASSERT_OK(server->Keep("k", data.dataset));
-  const auto& catalog = testing::TypeCatalog();
-  ASSERT_OK_AND_ASSIGN(Made strings, MakeBatch(catalog.size() - 1, 300, 11));
+  const auto& cases = testing::TypeCases();
+  ASSERT_OK_AND_ASSIGN(Made strings, MakeBatch(cases.size() - 1, 300, 11));
   Json strings_expected = strings.expected;
   std::vector<UniqueDeviceArray> batches;
   batches.push_back(std::move(strings.batch));

@@ -21,6 +21,8 @@
 #include <set>
 #include <thread>
 
+#include "ferry/flight/info.hpp"
+#include "ferry/format/schema.hpp"
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
@@ -71,13 +73,46 @@ TEST(MergeInfos, OneServersFlightKeepsItsOrderAndAnUnknownSizeStaysUnknown) {
   EXPECT_EQ(merged.endpoints[0].locations, std::vector<std::string>{"grpc://b:1"});
 }
 
-TEST(MergeInfos, ADifferentSchemaOrNoServerIsRefused) {
+// A flight's schema in the IPC form: two columns, and the key-value metadata given.
+std::string Encoded(const std::vector<std::pair<std::string, std::string>>& metadata,
+                    const std::string& second = "s") {
+  Field f = Field::Make("+s", "", {Field::Make("l", "x"), Field::Make("u", second)}).WithFlags(0);
+  f.metadata = metadata;
+  Result<UniqueSchema> schema = f.Export();
+  EXPECT_TRUE(schema.ok());
+  Result<std::string> bytes = EncodeSchema(schema->get());
+  EXPECT_TRUE(bytes.ok());
+  return bytes.ok() ? *bytes : std::string();
+}
+
+TEST(MergeInfos, TheSameSchemaInOtherBytesMerges) {
+  const std::string ours = Encoded({{"a", "1"}, {"b", "2"}});
+  // Another writer may list the metadata in another order: other bytes, the same schema.
+  const std::string theirs = Encoded({{"b", "2"}, {"a", "1"}});
+  ASSERT_NE(ours, theirs);
   std::vector<OwnedInfo> answers;
-  answers.push_back({"", Info("S", {}, 0, 0)});
-  answers.push_back({"grpc://b:1", Info("T", {}, 0, 0)});
-  ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition,
-                     "grpc://b:1 serves flight \"t\" with another schema than this server",
-                     MergeInfos("t", std::move(answers)));
+  answers.push_back({"", Info(ours, {{"own", {}, {}}}, 1, 8)});
+  answers.push_back({"grpc://b:1", Info(theirs, {{"peer", {}, {}}}, 1, 8)});
+  ASSERT_OK_AND_ASSIGN(FlightInfo merged, MergeInfos("t", std::move(answers)));
+  EXPECT_EQ(merged.schema, ours);
+  EXPECT_EQ(merged.endpoints.size(), 2u);
+}
+
+TEST(MergeInfos, ADifferentSchemaOrNoServerIsRefused) {
+  for (const std::string& other : {Encoded({}, "renamed"), Encoded({{"a", "other"}})}) {
+    std::vector<OwnedInfo> answers;
+    answers.push_back({"", Info(Encoded({{"a", "1"}}), {}, 0, 0)});
+    answers.push_back({"grpc://b:1", Info(other, {}, 0, 0)});
+    // Metadata counts too: the merged flight has one schema for every server's endpoints.
+    ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition,
+                       "grpc://b:1 serves flight \"t\" with another schema than this server",
+                       MergeInfos("t", std::move(answers)));
+  }
+  std::vector<OwnedInfo> garbled;
+  garbled.push_back({"", Info(Encoded({}), {}, 0, 0)});
+  garbled.push_back({"grpc://b:1", Info("T", {}, 0, 0)});
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "grpc://b:1's flight \"t\"",
+                     MergeInfos("t", std::move(garbled)));
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "no flight named \"t\" on this server or its peers",
                      MergeInfos("t", {}));
 }

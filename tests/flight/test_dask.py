@@ -1,9 +1,12 @@
-"""ferry.dask against a real distributed cluster (a scheduler and two worker processes): a
-partitioned flight of `ferry serve --flight` read as a Dask DataFrame, one partition per endpoint,
-equal to pyarrow's read of the files; every partition read through shared memory, as the server's
-own counters (DoAction "stats") show; column projection reaching the reads; a Dask DataFrame
-written back as a partitioned flight and read by pyarrow.flight in order; the scheduler plugin's
-restrictions for endpoints on other hosts."""
+"""ferry.dask against a real distributed cluster (a scheduler and two worker processes, on two
+loopback addresses that Dask takes for two hosts): a partitioned flight of `ferry serve --flight`
+read as a Dask DataFrame, one partition per endpoint, equal to pyarrow's read of the files; every
+partition read through shared memory, as the server's own counters (DoAction "stats") show, and a
+federated flight's partitions each read by the worker on its own server's host; column projection
+reaching the reads; a Dask DataFrame written back as a partitioned flight and read by
+pyarrow.flight in order; the scheduler plugin's restrictions for endpoints on other hosts.
+scripts/test.sh runs this suite on the newest and on the oldest Dask that scripts/setup.sh
+allows."""
 import json
 
 import pyarrow as pa
@@ -17,7 +20,8 @@ import ferry.flight  # noqa: E402
 dd = pytest.importorskip("dask.dataframe", reason="dask is not installed (scripts/setup.sh installs it)")
 distributed = pytest.importorskip("distributed", reason="distributed is not installed (scripts/setup.sh)")
 import pandas as pd  # noqa: E402
-from dask._task_spec import Task, TaskRef  # noqa: E402
+from dask.task_spec import DataNode, Task, TaskRef  # noqa: E402
+from distributed.diagnostics.plugin import SchedulerPlugin  # noqa: E402
 
 from flight_support import Serve, mixed_table  # noqa: E402
 
@@ -28,11 +32,20 @@ def _write(path, table, chunk=None):
     return str(path)
 
 
+# Two hosts as Dask sees them (WorkerState.host): every 127.x.y.z address is this machine's.
+HOSTS = ("127.0.0.1", "127.0.0.2")
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", host="127.0.0.1") as c:
+    """A scheduler and one single-threaded worker process on each of HOSTS."""
+    workers = {host: {"cls": distributed.Nanny, "options": {"host": host, "nthreads": 1}}
+               for host in HOSTS}
+    scheduler = {"cls": distributed.Scheduler,
+                 "options": {"host": HOSTS[0], "dashboard_address": ":0"}}
+    with distributed.SpecCluster(workers=workers, scheduler=scheduler) as c:
         with distributed.Client(c) as client:
+            client.wait_for_workers(len(HOSTS))
             yield client
 
 
@@ -60,6 +73,50 @@ def _reads(tasks):
                     yield from _reads(arg.values())
 
 
+def _parts_in(node):
+    """The EndpointParts inside a task, through Dask's public task classes."""
+    if isinstance(node, fdask.EndpointPart):
+        yield node
+    elif isinstance(node, Task):
+        for arg in (*node.args, *node.kwargs.values()):
+            yield from _parts_in(arg)
+    elif isinstance(node, DataNode):
+        yield from _parts_in(node.value)
+    elif isinstance(node, (list, tuple)):
+        for item in node:
+            yield from _parts_in(item)
+    elif isinstance(node, dict):
+        for item in node.values():
+            yield from _parts_in(item)
+
+
+class _WhereReadsRan(SchedulerPlugin):
+    """On the scheduler: for each task that read an endpoint (alone, or with what Dask fused into
+    it), the host of the worker that ran it, by the endpoint's index."""
+
+    name = "ferry-test-where-reads-ran"
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.hosts = {}
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        ts = self.scheduler.tasks.get(key)
+        if finish == "memory" and ts is not None and ts.run_spec is not None:
+            for part in _parts_in(ts.run_spec):
+                self.hosts[part.index] = {ws.host for ws in ts.who_has}.pop()
+
+    @classmethod
+    def install(cls, dask_scheduler):
+        dask_scheduler.add_plugin(cls(dask_scheduler))
+
+    @classmethod
+    def uninstall(cls, dask_scheduler):
+        plugin = dask_scheduler.plugins[cls.name]
+        dask_scheduler.remove_plugin(name=cls.name)
+        return plugin.hosts
+
+
 def _stats(uri):
     [body] = ferry.flight.connect(uri).do_action("stats")
     return json.loads(body)
@@ -84,6 +141,29 @@ def test_read_flight_is_one_partition_per_endpoint_read_through_shared_memory(tm
         assert stats["shm"]["clients"] == 3
         assert stats["grpc"]["do_gets"] == 0
         assert stats.get("ucx", {"clients": 0})["clients"] == 0
+
+
+def test_each_partition_is_read_on_its_servers_host(tmp_path, parts, cluster):
+    """A flight federated over a server on each host: each partition's read runs on the worker
+    on its own server's host (the scheduler says where each ran), and each server served its own
+    partitions through shared memory."""
+    directory, tables = parts
+    with Serve(f"t={directory}", listen=f"{HOSTS[1]}:0", tmp=str(tmp_path)) as far, \
+            Serve(f"t={directory}", "--peer", far.uri, listen=f"{HOSTS[0]}:0",
+                  tmp=str(tmp_path)) as near:
+        info = ferry.flight.connect(near.uri).get_flight_info("t")
+        hosts = [fdask.endpoint_host(e.locations, near.uri) for e in info.endpoints]
+        # This server's endpoints first, then its peer's.
+        assert hosts == [HOSTS[0]] * 3 + [HOSTS[1]] * 3
+        df = fdask.read_flight(near.uri, "t")
+        cluster.run_on_scheduler(_WhereReadsRan.install)
+        got = df.compute()
+        ran = cluster.run_on_scheduler(_WhereReadsRan.uninstall)
+        assert pa.Table.from_pandas(got, preserve_index=False).equals(
+            pa.concat_tables(tables + tables))
+        assert ran == dict(enumerate(hosts))
+        assert _stats(near.uri)["shm"]["clients"] == 3
+        assert _stats(far.uri)["shm"]["clients"] == 3
 
 
 def test_projection_reaches_the_reads(tmp_path, parts, cluster):
@@ -169,6 +249,7 @@ class _Worker:
 class _TaskState:
     def __init__(self, run_spec):
         self.run_spec = run_spec
+        self.worker_restrictions = None
         self.host_restrictions = None
         self.loose_restrictions = False
 
@@ -190,13 +271,17 @@ def test_locality_restricts_loosely_to_the_servers_host():
     fused = Task.fuse(Task(("r", 1), read, _part("10.0.0.2", 1)),
                       Task(("sum", 1), len, TaskRef(("r", 1))))
     elsewhere = Task(("r", 2), read, _part("10.0.0.9", 2))  # no worker on that host
-    tasks = {t.key: _TaskState(t) for t in (plain, fused, elsewhere)}
+    placed = Task(("r", 3), read, _part("10.0.0.1", 3))  # the caller placed it (workers=)
+    tasks = {t.key: _TaskState(t) for t in (plain, fused, elsewhere, placed)}
+    tasks[("r", 3)].worker_restrictions = {"tcp://10.0.0.2:1"}
     fdask.Locality().update_graph(_Scheduler(["10.0.0.1", "10.0.0.2"], tasks),
                                   tasks=list(tasks))
     assert tasks[("r", 0)].host_restrictions == {"10.0.0.1"}
     assert tasks[("r", 0)].loose_restrictions
     assert tasks[("sum", 1)].host_restrictions == {"10.0.0.2"}
     assert tasks[("r", 2)].host_restrictions is None
+    assert tasks[("r", 3)].host_restrictions is None
+    assert not tasks[("r", 3)].loose_restrictions
 
 
 def test_endpoint_host_comes_from_the_endpoints_server():

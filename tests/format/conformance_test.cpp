@@ -7,7 +7,7 @@
 
 #include "ferry/format/schema_view.hpp"
 #include "support/test_util.hpp"
-#include "support/type_catalog.hpp"
+#include "support/type_cases.hpp"
 
 namespace ferry {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 using testing::Json;
 using testing::TypeCase;
 
-const std::vector<TypeCase>& Cases() { return testing::TypeCatalog(); }
+const std::vector<TypeCase>& Cases() { return testing::TypeCases(); }
 
 struct Param {
   size_t type_index;

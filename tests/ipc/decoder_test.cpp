@@ -12,7 +12,7 @@
 #include "ferry/ipc/writer.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
-#include "support/type_catalog.hpp"
+#include "support/type_cases.hpp"
 
 namespace ferry {
 namespace {
@@ -277,21 +277,21 @@ TEST(MessageBodyLengthTest, ReadsWhatTheWriterAnnounced) {
 
 // ---- Projection: ReadOptions::columns ---------------------------------------------------------
 
-// Every catalog type as one column ("c0", "c1", ...) of `rows` rows with nulls, and how each
-// renders by the catalog's own generator (the oracle the decoded columns are checked against).
-struct CatalogBatch {
+// Every type case as one column ("c0", "c1", ...) of `rows` rows with nulls, and how each
+// renders by the type case's own generator (the oracle the decoded columns are checked against).
+struct TypeCasesBatch {
   Array batch;
   std::vector<Json> rendered;
 };
 
-Result<CatalogBatch> MakeCatalogBatch(int64_t rows) {
-  const auto& catalog = testing::TypeCatalog();
+Result<TypeCasesBatch> MakeTypeCasesBatch(int64_t rows) {
+  const auto& cases = testing::TypeCases();
   std::vector<Field> columns;
   std::vector<Json> values;
   std::vector<Json> rendered;
-  for (size_t t = 0; t < catalog.size(); ++t) {
-    testing::GeneratedValues g = testing::GenerateValues(catalog[t], t * 7919 + 3, rows, true);
-    Field f = catalog[t].field;
+  for (size_t t = 0; t < cases.size(); ++t) {
+    testing::GeneratedValues g = testing::GenerateValues(cases[t], t * 7919 + 3, rows, true);
+    Field f = cases[t].field;
     f.name = "c" + std::to_string(t);
     columns.push_back(std::move(f));
     values.push_back(std::move(g.values));
@@ -305,12 +305,12 @@ Result<CatalogBatch> MakeCatalogBatch(int64_t rows) {
   }
   FERRY_ASSIGN_OR_RAISE(Array batch,
                         testing::ArrayFromJson(testing::BatchField(columns), table.dump()));
-  return CatalogBatch{std::move(batch), std::move(rendered)};
+  return TypeCasesBatch{std::move(batch), std::move(rendered)};
 }
 
 TEST(DecoderProjectionTest, DecodesOnlyTheColumnsAskedForOfEveryType) {
   const int64_t rows = 7;
-  ASSERT_OK_AND_ASSIGN(CatalogBatch c, MakeCatalogBatch(rows));
+  ASSERT_OK_AND_ASSIGN(TypeCasesBatch c, MakeTypeCasesBatch(rows));
   ASSERT_OK_AND_ASSIGN(
       SharedBytes bytes,
       testing::WriteIpc(c.batch.schema(), {c.batch.array(), c.batch.array()}, false));
@@ -335,7 +335,7 @@ TEST(DecoderProjectionTest, DecodesOnlyTheColumnsAskedForOfEveryType) {
     for (const std::string& batch : read) {
       EXPECT_EQ(Json::parse(batch), expected)
           << "columns " << Json(selection).dump()
-          << " (first: " << testing::TypeCatalog()[selection[0]].name << ")";
+          << " (first: " << testing::TypeCases()[selection[0]].name << ")";
     }
   }
 }

@@ -1,4 +1,4 @@
-// The IPC conformance suite: every catalog type x nulls x slice x codec x format is written by
+// The IPC conformance suite: every type case x nulls x slice x codec x format is written by
 // ferry's writer and read back by ferry's reader. The oracle is the generated value list (sliced
 // in the test); pyarrow checks the same bytes in python/tests/test_ipc.py.
 #include "ferry/ipc/writer.hpp"
@@ -11,7 +11,7 @@
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
-#include "support/type_catalog.hpp"
+#include "support/type_cases.hpp"
 
 namespace ferry {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 using testing::Json;
 using testing::TypeCase;
 
-const std::vector<TypeCase>& Cases() { return testing::TypeCatalog(); }
+const std::vector<TypeCase>& Cases() { return testing::TypeCases(); }
 
 struct Param {
   size_t type_index;

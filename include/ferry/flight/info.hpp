@@ -56,6 +56,11 @@ struct FERRY_EXPORT ActionType {
 FERRY_EXPORT Result<std::string> EncodeSchema(const ArrowSchema* schema);
 /// Decode the IPC form of a schema (with or without the continuation marker).
 FERRY_EXPORT Result<UniqueSchema> DecodeSchema(const std::string& bytes);
+/// Whether two schemas in the IPC form are one, as `ferry::SchemaEquals` decides: equal bytes
+/// are, without decoding; other bytes are decoded and compared as trees, since another writer may
+/// encode the same schema otherwise. Costs two decodes at most; errors name undecodable bytes.
+FERRY_EXPORT Result<bool> EncodedSchemaEquals(const std::string& a, const std::string& b,
+                                              bool check_metadata = false);
 /// A time as RFC 3339 writes it, in UTC to the second ("2026-11-25T23:51:36Z"): how ferry shows
 /// an endpoint's expiration and how `refresh-ticket` answers.
 FERRY_EXPORT std::string FormatRfc3339(std::chrono::system_clock::time_point t);

@@ -1,4 +1,5 @@
-// Field: an owning description of a schema tree that exports to, and imports from, ArrowSchema.
+// Schema trees: Field (an owning description that exports to, and imports from, ArrowSchema),
+// deep copies, and structural equality (SchemaEquals).
 #pragma once
 
 #include <memory>
@@ -44,5 +45,14 @@ struct FERRY_EXPORT Field {
 
 /// Deep-copy a schema tree into a fresh, independently released ArrowSchema.
 FERRY_EXPORT Result<UniqueSchema> CopySchema(const ArrowSchema* schema);
+
+/// Whether two schema trees describe the same data, as Arrow C++'s `Schema::Equals` decides:
+/// node by node, the parsed format ("d:10,2" is "d:10,2,128"), names, nullability, the
+/// dictionary-ordered and map-keys-sorted flags, children, dictionaries and extension types, and
+/// with `check_metadata` every node's key-value metadata (in any order) and the child names a
+/// list, map or run-end-encoded type fixes by convention ("item", "entries"). The caller owns
+/// both trees; it costs one parse of each node, and errors name a malformed node.
+FERRY_EXPORT Result<bool> SchemaEquals(const ArrowSchema* a, const ArrowSchema* b,
+                                       bool check_metadata = false);
 
 }  // namespace ferry

@@ -1,4 +1,4 @@
-// The type catalog shared by the conformance suites: every Arrow type ferry supports, each with
+// The type cases shared by the conformance suites: every Arrow type ferry supports, each with
 // a generator of JSON values and how its nulls render.
 #pragma once
 
@@ -17,7 +17,7 @@ using Json = nlohmann::json;
 /// Generates the value of element `i` (deterministic for a seeded engine).
 using Gen = std::function<Json(std::mt19937_64&, int64_t)>;
 
-/// One type of the catalog.
+/// One type case: a type ferry supports, named, with its generator.
 struct TypeCase {
   std::string name;
   Field field;
@@ -27,7 +27,7 @@ struct TypeCase {
 };
 
 /// Every type case (built once).
-const std::vector<TypeCase>& TypeCatalog();
+const std::vector<TypeCase>& TypeCases();
 
 /// Values for `total` elements of `tc` (every fifth, from the third, null when `nulls`), as
 /// ArrayFromJson takes them, plus how ArrayToJson renders them.

@@ -1,5 +1,5 @@
-// The shared type catalog (see type_catalog.hpp).
-#include "support/type_catalog.hpp"
+// The shared type cases (see type_cases.hpp).
+#include "support/type_cases.hpp"
 
 namespace ferry::testing {
 
@@ -175,7 +175,7 @@ std::vector<TypeCase> AllTypes() {
 
 }  // namespace
 
-const std::vector<TypeCase>& TypeCatalog() {
+const std::vector<TypeCase>& TypeCases() {
   static const std::vector<TypeCase> cases = AllTypes();
   return cases;
 }
