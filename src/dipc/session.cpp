@@ -411,7 +411,7 @@ void Session::FreeAll() {
 void Session::Failed(const std::string& why) {
   if (failed_.exchange(true)) return;
   const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
-  state_->RecordError("client " + who + ": " + phase_ + ": " + why);
+  state_->RecordError("client " + who + ": " + phase_.load() + ": " + why);
 }
 
 void Session::SendError(const Status& why) {

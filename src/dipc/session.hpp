@@ -97,7 +97,9 @@ class Session final {
   // What the client reads, held until it is done with it (its lent memory included): while
   // held, the catalogue counts the client as a reader.
   Catalogue::Entry entry_;
-  const char* phase_ = "request";  // what the session was doing, for its errors
+  // What the session was doing, for its errors: set by the serving thread, read by whichever of
+  // the session's threads fails it first (the free_data thread too).
+  std::atomic<const char*> phase_{"request"};
   // How the session ended where its status alone does not say (set on the serve thread).
   enum class End { kServed, kRefused, kGoneBeforeRequest };
   End end_ = End::kServed;

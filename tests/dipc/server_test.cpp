@@ -484,6 +484,34 @@ TEST_P(ServerClient, AnUnknownAddressInFreeDataIsLoggedAndIgnored) {
   EXPECT_TRUE(rest.empty());
 }
 
+// A free_data that is not a list of addresses fails the session, naming what it was doing:
+// noticed on the session's free_data thread while its serving thread goes on with the stream.
+TEST_P(ServerClient, AMalformedFreeDataFailsTheSession) {
+  if (shape_.split) GTEST_SKIP() << "one URI";
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(4, 100));
+  server->Add("t", data.dataset);
+  const Uri uri = server->uri("t");
+  const std::string address = uri.authority.empty() ? uri.path : uri.authority;
+  ConnectOptions connect;
+  connect.limits.timeout = 5s;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, Connect(uri.scheme, address, connect));
+  const ByteSpan ticket{"t", 1};
+  ASSERT_OK(rogue->SendTagged(uri.want_data, {&ticket, 1}));
+  ASSERT_OK(rogue->Receive(5s).status());  // the schema
+  const uint8_t three[] = {1, 2, 3};
+  const ByteSpan bad{three, 3};
+  ASSERT_OK(rogue->SendTagged(*uri.free_data, {&bad, 1}));
+  // The server streams to the end and closes; every receive is bounded.
+  while (rogue->Receive(5s).ok()) {
+  }
+  rogue.reset();
+  ASSERT_TRUE(server->AwaitIdle(5s));
+  EXPECT_EQ(server->stats().sessions_failed, 1);
+  EXPECT_THAT(server->last_error(), ::testing::HasSubstr("bad free_data"));
+}
+
 // The protocol's accounting: every distinct address lent in a type-1 body is freed by the
 // client, and the server counts them.
 TEST_P(ServerClient, EveryLentAddressIsFreed) {
