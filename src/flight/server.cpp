@@ -11,6 +11,7 @@
 #include "ferry/core/host_port.hpp"
 #include "ferry/format/schema.hpp"
 #include "flight/clock_hook.hpp"
+#include "flight/grpc_order.hpp"
 #include "flight/service.hpp"
 
 namespace ferry::flight {
@@ -57,6 +58,8 @@ class ServerImpl final : public Server {
     builder.SetMaxSendMessageSize(INT_MAX);
     builder.SetMaxReceiveMessageSize(
         static_cast<int>(std::min<int64_t>(o.max_upload_bytes + (int64_t{1} << 16), INT_MAX)));
+    // The service's calls run on gRPC's threads, each taking back what was set up here.
+    internal::GrpcHandOff(service_.get());
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port_ == 0) {
       server_.reset();

@@ -11,6 +11,7 @@
 #include "ferry/dipc/uri.hpp"
 #include "flight/clock_hook.hpp"
 #include "flight/convert.hpp"
+#include "flight/grpc_order.hpp"
 #include "flight/grpc_status.hpp"
 
 namespace ferry::flight::internal {
@@ -59,13 +60,16 @@ class ListWriter final : public grpc::ServerWriteReactor<T> {
     Next();
   }
   void OnWriteDone(bool ok) override {
+    GrpcTakeBack(this);
     if (!ok) {
+      GrpcHandOff(this);
       this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
       return;
     }
     Next();
   }
   void OnDone() override {
+    GrpcTakeBack(this);
     state_->CallDone();
     delete this;
   }
@@ -73,10 +77,13 @@ class ListWriter final : public grpc::ServerWriteReactor<T> {
  private:
   void Next() {
     if (next_ == items_.size()) {
+      GrpcHandOff(this);
       this->Finish(grpc::Status::OK);
       return;
     }
-    this->StartWrite(&items_[next_++]);
+    const T* item = &items_[next_++];
+    GrpcHandOff(this);
+    this->StartWrite(item);
   }
   ServerState* state_;
   std::vector<T> items_;
@@ -89,9 +96,11 @@ class Refusal final : public Reactor {
  public:
   Refusal(ServerState* state, const grpc::Status& status) : state_(state) {
     state_->CallStarted();
+    GrpcHandOff(this);
     this->Finish(status);
   }
   void OnDone() override {
+    GrpcTakeBack(this);
     state_->CallDone();
     delete this;
   }
@@ -121,6 +130,7 @@ class HandshakeReactor final
       }
       if (!basic_ok) {
         ++state_->unauthenticated;
+        GrpcHandOff(this);
         Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                             "the handshake needs the server's token: send 'authorization: Bearer "
                             "<token>', or basic authentication with the token as the password"));
@@ -128,19 +138,25 @@ class HandshakeReactor final
       }
       context->AddInitialMetadata("authorization", "Bearer " + token);
     }
+    GrpcHandOff(this);
     StartSendInitialMetadata();
     StartRead(&request_);
   }
   void OnReadDone(bool ok) override {
+    GrpcTakeBack(this);
     if (!ok) {
+      GrpcHandOff(this);
       Finish(grpc::Status::OK);
       return;
     }
     response_.set_protocol_version(request_.protocol_version());
     response_.set_payload(request_.payload());
+    GrpcHandOff(this);
     StartWrite(&response_);
   }
   void OnWriteDone(bool ok) override {
+    GrpcTakeBack(this);
+    GrpcHandOff(this);
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
       return;
@@ -148,6 +164,7 @@ class HandshakeReactor final
     StartRead(&request_);
   }
   void OnDone() override {
+    GrpcTakeBack(this);
     state_->CallDone();
     delete this;
   }
@@ -208,11 +225,13 @@ Result<FlightInfo> FlightService::InfoFor(const grpc::CallbackServerContext* con
 
 grpc::ServerBidiReactor<pb::HandshakeRequest, pb::HandshakeResponse>* FlightService::Handshake(
     grpc::CallbackServerContext* context) {
+  GrpcTakeBack(this);
   return new HandshakeReactor(state_, context);
 }
 
 grpc::ServerWriteReactor<pb::FlightInfo>* FlightService::ListFlights(
     grpc::CallbackServerContext* context, const pb::Criteria* /*request*/) {
+  GrpcTakeBack(this);
   using Fail = Refusal<grpc::ServerWriteReactor<pb::FlightInfo>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
   std::vector<FlightInfo> local;
@@ -234,6 +253,7 @@ grpc::ServerWriteReactor<pb::FlightInfo>* FlightService::ListFlights(
 grpc::ServerUnaryReactor* FlightService::GetFlightInfo(grpc::CallbackServerContext* context,
                                                        const pb::FlightDescriptor* request,
                                                        pb::FlightInfo* response) {
+  GrpcTakeBack(this);
   CallScope scope(state_);
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
   Result<std::string> name = NameOf(*request);
@@ -247,6 +267,7 @@ grpc::ServerUnaryReactor* FlightService::GetFlightInfo(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* FlightService::PollFlightInfo(grpc::CallbackServerContext* context,
                                                         const pb::FlightDescriptor* request,
                                                         pb::PollInfo* response) {
+  GrpcTakeBack(this);
   CallScope scope(state_);
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
   Result<std::string> name = NameOf(*request);
@@ -262,6 +283,7 @@ grpc::ServerUnaryReactor* FlightService::PollFlightInfo(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* FlightService::GetSchema(grpc::CallbackServerContext* context,
                                                    const pb::FlightDescriptor* request,
                                                    pb::SchemaResult* response) {
+  GrpcTakeBack(this);
   CallScope scope(state_);
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
   Result<std::string> name = NameOf(*request);
@@ -282,16 +304,19 @@ grpc::ServerUnaryReactor* FlightService::GetSchema(grpc::CallbackServerContext* 
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* FlightService::DoGet(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  GrpcTakeBack(this);
   return MakeDoGet(state_, context, request);
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* FlightService::DoPut(
     grpc::CallbackServerContext* context) {
+  GrpcTakeBack(this);
   return MakeDoPut(state_, context);
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* FlightService::DoExchange(
     grpc::CallbackServerContext* context) {
+  GrpcTakeBack(this);
   using Fail = Refusal<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
   return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
@@ -301,6 +326,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* FlightService::DoEx
 
 grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServerContext* context,
                                                               const pb::Action* request) {
+  GrpcTakeBack(this);
   using Fail = Refusal<grpc::ServerWriteReactor<pb::Result>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
   std::vector<pb::Result> results;
@@ -355,6 +381,7 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
 
 grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
     grpc::CallbackServerContext* context, const pb::Empty* /*request*/) {
+  GrpcTakeBack(this);
   using Fail = Refusal<grpc::ServerWriteReactor<pb::ActionType>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
   std::vector<pb::ActionType> types(4);

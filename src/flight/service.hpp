@@ -22,6 +22,8 @@ using ServiceBase = FS::WithCallbackMethod_Handshake<
                     FS::WithCallbackMethod_ListActions<FS::Service>>>>>>>>>>;
 
 /// The service. Every call checks the bearer token first (when one is set). Borrows the state.
+/// Each call starts on a gRPC thread with GrpcTakeBack(this): what Server::Start set up, handed
+/// off before gRPC started, is then visible to ThreadSanitizer too.
 /// With peers (ServerOptions::peers), ListFlights, GetFlightInfo, PollFlightInfo and GetSchema
 /// answer for the federation, except to a peer's own calls.
 class FlightService final : public ServiceBase {

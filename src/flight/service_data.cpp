@@ -7,6 +7,7 @@
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "flight/convert.hpp"
+#include "flight/grpc_order.hpp"
 #include "flight/grpc_status.hpp"
 #include "flight/service.hpp"
 #include "flight/wire.hpp"
@@ -26,6 +27,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       : state_(state) {
     state_->CallStarted();
     if (grpc::Status st = Authenticate(state_, context); !st.ok()) {
+      GrpcHandOff(this);
       Finish(st);
       return;
     }
@@ -46,6 +48,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   Status WriteEndOfStream() override { return Status::OK(); }  // Flight ends with the call
 
   void OnWriteDone(bool ok) override {
+    GrpcTakeBack(this);
     if (!ok) {
       End(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
       return;
@@ -53,6 +56,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     Pump();
   }
   void OnDone() override {
+    GrpcTakeBack(this);
     state_->CallDone();
     delete this;
   }
@@ -78,6 +82,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   // and then drops the flight must not find it busy (OnDone runs later, on gRPC's time).
   void End(const grpc::Status& status) {
     readers_.reset();
+    GrpcHandOff(this);
     Finish(status);
   }
 
@@ -104,6 +109,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     current_.Swap(&queue_.front());
     queue_.pop_front();
     state_->bytes_sent += static_cast<int64_t>(current_.Length());
+    GrpcHandOff(this);
     StartWrite(&current_);
   }
 
@@ -126,13 +132,16 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
       : state_(state), peer_(context->peer()) {
     state_->CallStarted();
     if (grpc::Status st = Authenticate(state_, context); !st.ok()) {
+      GrpcHandOff(this);
       Finish(st);
       return;
     }
+    GrpcHandOff(this);
     StartRead(&in_);
   }
 
   void OnReadDone(bool ok) override {
+    GrpcTakeBack(this);
     if (!ok) {
       Complete();
       return;
@@ -143,10 +152,16 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
       Fail(st);
       return;
     }
+    GrpcHandOff(this);
     StartRead(&in_);
   }
-  void OnWriteDone(bool /*ok*/) override { Finish(grpc::Status::OK); }
+  void OnWriteDone(bool /*ok*/) override {
+    GrpcTakeBack(this);
+    GrpcHandOff(this);
+    Finish(grpc::Status::OK);
+  }
   void OnDone() override {
+    GrpcTakeBack(this);
     state_->CallDone();
     delete this;
   }
@@ -223,6 +238,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     // One PutResult (empty metadata) tells the client the flight is stored.
     grpc::Slice empty;
     out_ = grpc::ByteBuffer(&empty, 1);
+    GrpcHandOff(this);
     StartWrite(&out_);
   }
 
@@ -230,6 +246,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     ++state_->uploads_failed;
     batches_.clear();
     state_->Log("refused an upload from " + peer_ + ": " + st.message());
+    GrpcHandOff(this);
     Finish(ToGrpc(st.WithContext("nothing was stored")));
   }
 
