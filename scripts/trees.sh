@@ -18,6 +18,9 @@
 #   quarter of the time (63 s against 278 s), but LeakSanitizer's tracer then faulted at the exit
 #   of the dipc suite in one run of four (with use_tls=0 it stops faulting but reports
 #   glibc's and ferry's thread-local buffers as leaks), so the tree stays where it is stable.
+# FERRY_TSAN_DEFS: clang and ThreadSanitizer, the test suites only (no fuzzers, tools, Ruby or
+#   benchmarks), assertions on; the tree scripts/test.sh --sanitize runs the threaded suites in
+#   (scripts/build_tsan.sh).
 FERRY_PACKAGE_DEFS=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release
                     -DCMAKE_C_FLAGS=-g -DCMAKE_CXX_FLAGS=-g -DFERRY_WERROR=ON)
 FERRY_RELEASE_DEFS=("${FERRY_PACKAGE_DEFS[@]}" -DFERRY_FAULT_INJECTION=ON -DFERRY_BUILD_BENCH=ON)
@@ -28,3 +31,7 @@ done
 FERRY_ASAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
                  -DFERRY_WERROR=ON -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_FUZZ=ON
                  -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_RUBY=OFF)
+FERRY_TSAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
+                 "-DCMAKE_C_FLAGS_DEBUG=-g -O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
+                 -DFERRY_WERROR=ON -DFERRY_SANITIZE=thread -DFERRY_BUILD_TOOLS=OFF
+                 -DFERRY_BUILD_RUBY=OFF)
