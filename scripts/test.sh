@@ -3,7 +3,9 @@
 # and C suites and the Ruby suite (ctest), the Python and command-line suites (pytest, against pyarrow; a skip that
 # names no missing hardware fails), the Flight suites against pyarrow.flight.
 # With --sanitize (CI uses it) the C++ and C suites run a second time under AddressSanitizer and
-# UBSan, built with clang in the tree that also holds the libFuzzer targets (scripts/build_asan.sh).
+# UBSan, built with clang in the tree that also holds the libFuzzer targets (scripts/build_asan.sh),
+# and a third time under ThreadSanitizer (scripts/build_tsan.sh, scripts/tsan_gate.sh), after a
+# self-test proving that gate fails on a planted race (scripts/test_tsan_gate.py).
 # The build trees' flags are in scripts/trees.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,19 +34,36 @@ stage "build (Release with debug info; warnings are errors)"
 cmake -S . -B build/test -G Ninja "${FERRY_RELEASE_DEFS[@]}" >/dev/null
 cmake --build build/test -j"$jobs"
 
-# The sanitizer tree builds in the background at the lowest priority while the suites below run:
-# they wait on processes, timeouts and servers for much of their time, and the build takes only
-# what they leave idle. It runs in a session of its own, so that an early exit stops the
+# The sanitizer trees build in the background at the lowest priority while the suites below run:
+# they wait on processes, timeouts and servers for much of their time, and the builds take only
+# what they leave idle. Each runs in a session of its own, so that an early exit stops the
 # compilers with it; with the kernel's autogroup scheduling a session is weighed apart from the
 # others whatever its processes' nice values, so the session's own weight is set lowest too.
+# The ThreadSanitizer tree builds after the ASan tree, whose suites run first: the ASan build
+# holds a lock (build/sanitizer-builds.lock, inherited by every process it starts) that the TSan
+# build waits on, so the two never split the idle CPU between them.
 asan_pid=""
+tsan_pid=""
 asan_log=build/asan-build.log
+tsan_log=build/tsan-build.log
 if ((sanitize)); then
+  exec 9>build/sanitizer-builds.lock
+  flock 9
   setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 bash scripts/build_asan.sh' \
     >"$asan_log" 2>&1 &
   asan_pid=$!
-  trap '[ -z "$asan_pid" ] || kill -- -"$asan_pid" 2>/dev/null || true' EXIT
+  exec 9>&-
+  setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null
+                  exec flock build/sanitizer-builds.lock nice -n 19 bash scripts/build_tsan.sh' \
+    >"$tsan_log" 2>&1 &
+  tsan_pid=$!
 fi
+# stop_builds: ends the background builds still running, on an early exit.
+stop_builds() {
+  local pid
+  for pid in $asan_pid $tsan_pid; do kill -- -"$pid" 2>/dev/null || true; done
+}
+trap stop_builds EXIT
 
 stage "C++ and C suites"
 ctest --test-dir build/test --output-on-failure --timeout 900 -j"$jobs"
@@ -143,5 +162,17 @@ if ((sanitize)); then
   # exit. Leaks are still checked there, with thread-local storage not taken as roots.
   LSAN_OPTIONS=use_tls=0 asan_ctest --timeout 1200 -R '^memview$'
 
+  stage "C++ and C suites under ThreadSanitizer"
+  if ! wait "$tsan_pid"; then
+    cat "$tsan_log" >&2
+    echo "test.sh: the ThreadSanitizer tree did not build (the log above)" >&2
+    exit 1
+  fi
+  tsan_pid=""
+  # First the gate's own test: it must fail on the planted race, or no result of it means much.
+  python3 scripts/test_tsan_gate.py
+  # Every suite that starts a thread, and the rest with them (they take seconds): any report from
+  # any process fails the stage (scripts/tsan_gate.sh says which count).
+  bash scripts/tsan_gate.sh --timeout 1200 -j"$jobs"
 fi
 stage "all suites passed"
