@@ -88,6 +88,9 @@ class ReportFilter(unittest.TestCase):
         freed = report(FERRY, GRPC, top="operator delete(void*)")
         self.assertFalse(self.counts(freed))
 
+    def test_an_unsymbolised_frame_of_the_program_counts(self):
+        self.assertTrue(self.counts(report(("<null>", "<null>", "ferry_x_tests"), GRPC)))
+
     def test_any_other_report_counts(self):
         self.assertTrue(self.counts("==1==ERROR: ThreadSanitizer: SEGV on unknown address\n"))
 

@@ -12,7 +12,7 @@ scripts/tsan.supp also holds `#third_party_fun:REGEX` and `#third_party_lib:REGE
 neither the sanitizer runtime nor the C++ standard library: third-party code when that frame is a
 function whose qualified name matches a `fun` pattern or an unsymbolised frame of a library
 matching a `lib` pattern, or when there is no such frame (every caller uninstrumented; all of
-ferry is instrumented in this tree). A data race is left out when both accesses are third-party,
+ferry is instrumented in this tree). An unsymbolised frame of the executable is ferry's. A data race is left out when both accesses are third-party,
 or one is and the other is ferry allocating or freeing the memory (an object handed to the
 library, which alone knows when it is done with it). Every other report counts: a race with
 ferry's code on either side, and any other kind.
@@ -75,12 +75,13 @@ def owner(frames, fun, lib):
     top = frames[0]["fun"] if frames else ""
     for f in frames:
         module = os.path.basename(f["mod"])
-        if f["file"] == "<null>" and ".so" not in module:
-            continue  # the sanitizer runtime's interceptors, linked into the executable
         if module.startswith(("libstdc++.so", "libc.so")):
             continue
         if f["fun"] == "<null>":
+            # Not symbolised: a library's frame, or the executable's (then it counts as ferry's).
             return ("third" if any(p.search(module) for p in lib) else "ferry"), module
+        if f["file"] == "<null>" and ".so" not in module:
+            continue  # the sanitizer runtime's interceptors, linked into the executable
         name = qualified(f["fun"])
         if name.startswith(("std::", "__gnu_cxx::", "__gthread_", "__cxxabiv1::")):
             continue
