@@ -20,8 +20,9 @@ namespace ferry::flight::internal {
 // links is not instrumented, so ThreadSanitizer cannot see that order; ferry states it. Each
 // reactor calls GrpcHandOff(this) once it is done with its members, just before it starts an
 // operation (StartRead, StartWrite, Finish, ...), and GrpcTakeBack(this) first thing in each
-// callback; the server hands off its service before gRPC starts, and each call takes it back.
-// Both do nothing outside ThreadSanitizer builds.
+// callback; the server hands off its service before gRPC starts, and each call takes it back;
+// a slice lent to gRPC hands off its keep-alive, which gRPC's release callback takes back. Both
+// do nothing outside ThreadSanitizer builds.
 
 /// Everything this thread did so far happens before the callbacks of the operation it is about
 /// to start on `reactor` (or before the calls of a service about to be started).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ferry/device/device.hpp"
+#include "flight/grpc_order.hpp"
 
 namespace ferry::flight::internal {
 
@@ -19,8 +20,12 @@ void PutTag(std::string* out, uint32_t field, uint32_t wire_type) {
   PutVarint(out, (static_cast<uint64_t>(field) << 3) | wire_type);
 }
 
-// Called by gRPC when the last reference to a lent slice goes: drops the keep-alive.
-void ReleaseKeepAlive(void* holder) { delete static_cast<std::shared_ptr<const void>*>(holder); }
+// Called by gRPC, on one of its threads, when the last reference to a lent slice goes: drops the
+// keep-alive, which Lend handed off.
+void ReleaseKeepAlive(void* holder) {
+  GrpcTakeBack(holder);
+  delete static_cast<std::shared_ptr<const void>*>(holder);
+}
 
 // Collects the slices of one message: copied bytes accumulate in `pending` and become one slice
 // when a lent slice follows or the message ends.
@@ -30,6 +35,7 @@ class SliceList {
   void Lend(const void* data, int64_t size, const std::shared_ptr<const void>& keep_alive) {
     Flush();
     auto* holder = new std::shared_ptr<const void>(keep_alive);
+    GrpcHandOff(holder);
     // gRPC's API takes a mutable pointer; it never writes through a slice it was lent.
     slices_.emplace_back(const_cast<void*>(data), static_cast<size_t>(size), ReleaseKeepAlive,
                          holder);
