@@ -99,10 +99,11 @@ TEST(PeerPool, RunsEveryTaskOnItsOwnThreadsOnly) {
 // by the clock, and gets room as soon as a thread takes one.
 TEST(PeerPool, AFullQueueMakesSubmitWaitForRoomUntilItsDeadline) {
   auto clock = std::make_shared<ManualClock>();
-  PeerPool pool(1, 2, clock);
   Gate gate;
   Counter started;
   Counter done;
+  // After what its tasks use: the pool is destroyed, and its thread joined, before them.
+  PeerPool pool(1, 2, clock);
   ASSERT_OK(pool.Submit(
       [&](bool) {
         started.Add();
