@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <thread>
 #include <vector>
 
 namespace ferry {
@@ -54,6 +55,7 @@ class RealClock final : public Clock {
       if (n > 0 || Now() >= deadline) return n;
     }
   }
+  void SleepUntil(time_point deadline) const override { std::this_thread::sleep_until(deadline); }
 };
 
 }  // namespace
@@ -176,6 +178,13 @@ Result<int> ManualClock::Poll(pollfd* fds, int count, time_point deadline) const
   if (!failed.ok()) return failed;
   for (int i = 0; i < count; ++i) fds[i].revents = all[i].revents;
   return ready_now;
+}
+
+void ManualClock::SleepUntil(time_point deadline) const {
+  std::mutex mutex;
+  std::condition_variable never;
+  std::unique_lock lock(mutex);
+  WaitUntil(never, lock, deadline, [] { return false; });
 }
 
 void ManualClock::Advance(duration d) {

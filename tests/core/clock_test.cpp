@@ -269,6 +269,25 @@ TEST(ManualClock, NoAdvanceIsLostToAPollThatIsStarting) {
   EXPECT_EQ(clock.waiters(), 0);
 }
 
+// A sleep ends when the clock reaches its deadline: the real one's after that much real time, a
+// manual one's when it is moved there, and not a tick before.
+TEST(Clock, ASleepEndsAtItsDeadline) {
+  const std::shared_ptr<Clock> real = Clock::Real();
+  const Clock::time_point deadline = real->After(5ms);
+  real->SleepUntil(deadline);
+  EXPECT_GE(real->Now(), deadline);
+
+  ManualClock clock;
+  const Clock::time_point until = clock.Now() + 1h;
+  auto sleeping = std::async(std::launch::async, [&] { clock.SleepUntil(until); });
+  ASSERT_TRUE(clock.AwaitWaiters(1, 10s));
+  clock.Advance(1h - Clock::duration(1));
+  EXPECT_EQ(sleeping.wait_for(0s), std::future_status::timeout);
+  clock.Advance(Clock::duration(1));
+  EXPECT_EQ(sleeping.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(clock.waiters(), 0);
+}
+
 TEST(ManualClock, AForgottenPollEndsAtItsBackstop) {
   ManualClock clock(Steady::now(), 0ms);
   Pipe pipe;

@@ -49,6 +49,9 @@ class FERRY_EXPORT Clock {
   /// clock reaches `deadline`: how many are ready (their revents set), or 0 at the deadline (or
   /// the error poll gave). An interrupted poll is resumed; readiness at the deadline still counts.
   virtual Result<int> Poll(pollfd* fds, int count, time_point deadline) const = 0;
+  /// Wait until this clock reaches `deadline`, with nothing that ends the wait sooner: a pause
+  /// between two tries. The real clock sleeps (nanosleep).
+  virtual void SleepUntil(time_point deadline) const = 0;
 
   /// Now plus `d`, saturated at the latest time a time_point holds (a timeout "forever" stays
   /// one).
@@ -88,6 +91,7 @@ class FERRY_EXPORT ManualClock final : public Clock {
   bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                  time_point deadline, const std::function<bool()>& done) const override;
   Result<int> Poll(pollfd* fds, int count, time_point deadline) const override;
+  void SleepUntil(time_point deadline) const override;
 
   /// Move time forward by `d` (a negative `d` moves nothing: steady time never goes back) and
   /// wake every wait in progress. Call it holding no mutex that a waiter on this clock waits with.
