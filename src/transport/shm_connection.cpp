@@ -247,9 +247,10 @@ class ShmConnection final : public Connection {
     if (n == 0) {
       const std::string why =
           "the peer took nothing for " + std::to_string(limits_.timeout.count()) + " ms (stopped?)";
+      // The reason first: the reader, woken by the shutdown, closes the inbox too.
+      inbox_.Close(why);
       closed_.store(true);
       shutdown(fd_, SHUT_RDWR);
-      inbox_.Close(why);
       return Status::DeadlineExceeded(why);
     }
     if ((p.revents & (POLLERR | POLLHUP)) != 0 && (p.revents & POLLOUT) == 0) {
