@@ -16,7 +16,9 @@ namespace {
 
 // Two in-process ends: each pushes into the other's mailbox, and lends regions to the other.
 struct Shared {
-  internal::Mailbox to[2];  // to[i]: messages for end i
+  explicit Shared(std::shared_ptr<Clock> clock)
+      : to{internal::Mailbox(0, clock), internal::Mailbox(0, std::move(clock))} {}
+  internal::Mailbox to[2];  // to[i]: messages for end i, timed by the pair's clock
   std::mutex mutex;
   std::vector<std::shared_ptr<Region>> lent[2];  // lent[i]: regions end i may read
 };
@@ -108,8 +110,9 @@ class InProcessEnd final : public Connection {
 
 }  // namespace
 
-std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MakeInProcessPair() {
-  auto shared = std::make_shared<Shared>();
+std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MakeInProcessPair(
+    std::shared_ptr<Clock> clock) {
+  auto shared = std::make_shared<Shared>(std::move(clock));
   return {std::make_unique<InProcessEnd>(shared, 0), std::make_unique<InProcessEnd>(shared, 1)};
 }
 

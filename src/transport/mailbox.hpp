@@ -1,26 +1,41 @@
 // A connection end's inbox: untagged messages in order, tagged messages matched by tag and mask,
-// blocking receives with timeouts, and close semantics shared by every transport.
+// blocking receives with timeouts by the end's clock, and close semantics shared by every
+// transport.
 #pragma once
 
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
+#include "ferry/core/clock.hpp"
 #include "ferry/transport/transport.hpp"
 
 namespace ferry::transport::internal {
 
-/// Messages delivered to one end. Producers push; receivers pop, waiting up to a timeout. Once
-/// closed, pushes fail with EPIPE and pops drain what is queued, then fail with the close
-/// reason. With a byte limit, a push waits while the queue holds more than the limit (and at
-/// least one message), which is how a slow consumer holds back its transport's reader and, through
-/// the socket, the sender. Thread-safe.
+/// `limits` with its clock set: Clock::Real() where the caller left it NULL. Every transport end
+/// keeps its limits so, and times its waits by that clock.
+inline TransportLimits WithClock(TransportLimits limits) {
+  if (limits.clock == nullptr) limits.clock = Clock::Real();
+  return limits;
+}
+
+/// Messages delivered to one end. Producers push; receivers pop, waiting up to a timeout by the
+/// mailbox's clock. Once closed, pushes fail with EPIPE and pops drain what is queued, then fail
+/// with the close reason. With a byte limit, a push waits while the queue holds more than the
+/// limit (and at least one message), which is how a slow consumer holds back its transport's
+/// reader and, through the socket, the sender; that wait has no deadline (a pop or the close
+/// ends it), but is one on the clock, so a test sees it. Thread-safe.
 class Mailbox {
  public:
-  explicit Mailbox(int64_t max_bytes = 0) : max_bytes_(max_bytes) {}
+  /// A mailbox holding up to `max_bytes` (0: no limit), whose waits are timed by `clock` (NULL:
+  /// Clock::Real()).
+  explicit Mailbox(int64_t max_bytes = 0, std::shared_ptr<Clock> clock = nullptr)
+      : clock_(clock != nullptr ? std::move(clock) : Clock::Real()), max_bytes_(max_bytes) {}
 
   [[nodiscard]] Status PushUntagged(SharedBytes message) {
     const int64_t size = message.size;
@@ -35,7 +50,7 @@ class Mailbox {
   Result<SharedBytes> PopUntagged(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
     const bool ready =
-        changed_.wait_for(lock, timeout, [&] { return !untagged_.empty() || closed_; });
+        clock_->WaitFor(changed_, lock, timeout, [&] { return !untagged_.empty() || closed_; });
     if (!untagged_.empty()) {
       SharedBytes m = std::move(untagged_.front());
       untagged_.pop_front();
@@ -54,8 +69,8 @@ class Mailbox {
       }
       return tagged_.end();
     };
-    const bool ready =
-        changed_.wait_for(lock, timeout, [&] { return match() != tagged_.end() || closed_; });
+    const bool ready = clock_->WaitFor(changed_, lock, timeout,
+                                       [&] { return match() != tagged_.end() || closed_; });
     if (auto it = match(); it != tagged_.end()) {
       TaggedMessage m = std::move(*it);
       tagged_.erase(it);
@@ -88,9 +103,12 @@ class Mailbox {
     {
       std::unique_lock lock(mutex_);
       if (max_bytes_ > 0) {
-        room_.wait(lock, [&] {
+        const auto room = [&] {
           return closed_ || bytes_ <= max_bytes_ || (untagged_.empty() && tagged_.empty());
-        });
+        };
+        // No deadline: a manual clock's backstop only ends one round of the wait.
+        while (!clock_->WaitUntil(room_, lock, Clock::time_point::max(), room)) {
+        }
       }
       if (closed_) return Status::Unavailable("the connection is closed");
       push();
@@ -111,6 +129,7 @@ class Mailbox {
     return Status::Unavailable(reason_ + " while waiting for " + what);
   }
 
+  const std::shared_ptr<Clock> clock_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::condition_variable room_;

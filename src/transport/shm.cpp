@@ -14,21 +14,19 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <climits>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <vector>
 
+#include "transport/mailbox.hpp"
 #include "transport/shm_common.hpp"
 
 namespace ferry::transport {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using internal::shm::kOffsetMask;
 using internal::shm::MakeAddress;
 using internal::shm::ShmRegion;
@@ -36,7 +34,10 @@ using internal::shm::ShmRegion;
 class ShmListener final : public Listener {
  public:
   ShmListener(int fd, int wake, std::string path, TransportLimits limits)
-      : fd_(fd), wake_(wake), path_(std::move(path)), limits_(limits) {}
+      : fd_(fd),
+        wake_(wake),
+        path_(std::move(path)),
+        limits_(internal::WithClock(std::move(limits))) {}
   ~ShmListener() override {
     Close();
     close(fd_);
@@ -44,15 +45,12 @@ class ShmListener final : public Listener {
   }
 
   Result<std::unique_ptr<Connection>> Accept(std::chrono::milliseconds timeout) override {
-    const auto deadline = Clock::now() + timeout;
+    const Clock& clock = *limits_.clock;
+    const Clock::time_point deadline = clock.After(timeout);
     while (true) {
       if (closed_.load()) return Status::Cancelled("the listener is closed");
       pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_, POLLIN, 0}};
-      // Rounded up: a wait of less than a millisecond must not become poll(0) calls in a loop.
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-      const int n = poll(
-          fds, 2, static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT_MAX))));
-      if (n < 0 && errno != EINTR) return Status::FromErrno(errno, "waiting for a client");
+      FERRY_ASSIGN_OR_RAISE(const int n, clock.Poll(fds, 2, deadline));
       if (closed_.load()) return Status::Cancelled("the listener is closed");
       if (n > 0 && (fds[0].revents & POLLIN)) {
         const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -71,8 +69,9 @@ class ShmListener final : public Listener {
         }
         return std::unique_ptr<Connection>(internal::shm::MakeConnection(c, limits_));
       }
-      if (Clock::now() >= deadline)
+      if (clock.Now() >= deadline) {
         return Status::DeadlineExceeded("timed out waiting for a client");
+      }
     }
   }
 
@@ -164,31 +163,33 @@ Result<std::unique_ptr<Listener>> ListenShm(const std::string& path, TransportLi
     close(fd);
     return st;
   }
-  return std::unique_ptr<Listener>(std::make_unique<ShmListener>(fd, wake, where, limits));
+  return std::unique_ptr<Listener>(
+      std::make_unique<ShmListener>(fd, wake, where, std::move(limits)));
 }
 
 Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
                                                const ConnectOptions& options) {
   sockaddr_un addr{};
   FERRY_ASSIGN_OR_RAISE(socklen_t len, MakeAddress(path, &addr));
-  const auto deadline =
-      Clock::now() +
-      (options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
+  const TransportLimits limits = internal::WithClock(options.limits);
+  const Clock& clock = *limits.clock;
+  const Clock::time_point deadline =
+      clock.After(options.connect_timeout.count() > 0 ? options.connect_timeout : limits.timeout);
   while (true) {
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return Status::FromErrno(errno, "socket");
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) {
-      return internal::shm::MakeConnection(fd, options.limits);
+      return internal::shm::MakeConnection(fd, limits);
     }
     const int err = errno;
     close(fd);
-    // The server may not be listening yet: retry until the deadline.
+    // The server may not be listening yet: retry every 10 ms until the deadline, and once at it.
     const StatusCode code = StatusCodeFromErrno(err);
     if ((code != StatusCode::kUnavailable && code != StatusCode::kNotFound) ||
-        Clock::now() >= deadline) {
+        clock.Now() >= deadline) {
       return Status::FromErrno(err, "connecting to shm://" + path);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    clock.SleepUntil(std::min(deadline, clock.After(std::chrono::milliseconds(10))));
   }
 }
 

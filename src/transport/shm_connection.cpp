@@ -30,8 +30,6 @@ namespace ferry::transport::internal::shm {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Every frame starts with this header, little-endian (the socket never leaves the host).
 // kFileRegion is a region over a served file: read-only on both ends, and not sealed (a file
 // cannot be), so only the server's promise keeps it from shrinking.
@@ -51,7 +49,8 @@ constexpr uint64_t kOffsetMask = (uint64_t{1} << kShmOffsetBits) - 1;
 
 class ShmConnection final : public Connection {
  public:
-  ShmConnection(int fd, TransportLimits limits) : fd_(fd), limits_(limits) {
+  ShmConnection(int fd, TransportLimits limits)
+      : fd_(fd), limits_(WithClock(std::move(limits))), inbox_(kInboxBytes, limits_.clock) {
     ucred cred{};
     socklen_t len = sizeof(cred);
     if (getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
@@ -239,28 +238,25 @@ class ShmConnection final : public Connection {
     return Status::OK();
   }
 
-  // Wait until the socket takes more, up to the timeout; a peer that takes nothing for that long
-  // (stopped, or too slow) fails the connection.
+  // Wait until the socket takes more, up to the timeout by the clock; a peer that takes nothing
+  // for that long (stopped, or too slow) fails the connection.
   Status AwaitRoom() {
     pollfd p{fd_, POLLOUT, 0};
-    const auto ms = static_cast<int>(std::min<int64_t>(limits_.timeout.count(), INT_MAX));
-    while (true) {
-      const int n = poll(&p, 1, ms);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::FromErrno(errno, "waiting for room on the shared-memory socket");
-      if (n == 0) {
-        const std::string why = "the peer took nothing for " +
-                                std::to_string(limits_.timeout.count()) + " ms (stopped?)";
-        closed_.store(true);
-        shutdown(fd_, SHUT_RDWR);
-        inbox_.Close(why);
-        return Status::DeadlineExceeded(why);
-      }
-      if ((p.revents & (POLLERR | POLLHUP)) != 0 && (p.revents & POLLOUT) == 0) {
-        return Status::Unavailable("the connection is closed (the peer went away)");
-      }
-      return Status::OK();
+    FERRY_ASSIGN_OR_RAISE(const int n,
+                          limits_.clock->Poll(&p, 1, limits_.clock->After(limits_.timeout)));
+    if (n == 0) {
+      const std::string why =
+          "the peer took nothing for " + std::to_string(limits_.timeout.count()) + " ms (stopped?)";
+      // The reason first: the reader, woken by the shutdown, closes the inbox too.
+      inbox_.Close(why);
+      closed_.store(true);
+      shutdown(fd_, SHUT_RDWR);
+      return Status::DeadlineExceeded(why);
     }
+    if ((p.revents & (POLLERR | POLLHUP)) != 0 && (p.revents & POLLOUT) == 0) {
+      return Status::Unavailable("the connection is closed (the peer went away)");
+    }
+    return Status::OK();
   }
 
   // Read exactly `size` bytes. Small reads come out of a staging buffer refilled a chunk at a
@@ -412,7 +408,7 @@ class ShmConnection final : public Connection {
   static constexpr int64_t kInboxBytes = int64_t{256} << 20;
   const TransportLimits limits_;
   std::string peer_;
-  internal::Mailbox inbox_{kInboxBytes};
+  internal::Mailbox inbox_;
   std::deque<int> pending_fds_;  // reader thread only
   static constexpr size_t kStageBytes = 64 << 10;
   std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);  // reader thread only
@@ -440,7 +436,7 @@ Result<socklen_t> MakeAddress(const std::string& path, sockaddr_un* addr) {
 }
 
 std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits) {
-  return std::make_unique<ShmConnection>(fd, limits);
+  return std::make_unique<ShmConnection>(fd, std::move(limits));
 }
 
 }  // namespace ferry::transport::internal::shm

@@ -62,8 +62,8 @@ Result<std::shared_ptr<Region>> Listener::RegisterRegion(
 
 Result<std::unique_ptr<Listener>> Listen(const std::string& scheme, const std::string& address,
                                          TransportLimits limits) {
-  if (scheme == "shm") return ListenShm(address, limits);
-  if (scheme == "ucx") return ListenUcx(address, limits);
+  if (scheme == "shm") return ListenShm(address, std::move(limits));
+  if (scheme == "ucx") return ListenUcx(address, std::move(limits));
   return Status::Invalid("unknown transport \"" + scheme + "\" (expected shm or ucx)");
 }
 

@@ -1,9 +1,13 @@
-// Clock: the real one reads the steady clock and waits as a condition variable does; the manual
-// one moves only when told, wakes every wait it passes the deadline of, and misses none.
+// Clock: the real one reads the steady clock and waits as a condition variable (or poll) does;
+// the manual one moves only when told, wakes every wait it passes the deadline of, and misses
+// none.
 #include "ferry/core/clock.hpp"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
 
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -185,6 +189,110 @@ TEST(ManualClock, AwaitWaitersIsBoundedAndCountsEveryWait) {
   EXPECT_EQ(clock.waiters(), 4);
   clock.Advance(1s);
   for (auto& w : waits) EXPECT_FALSE(w->Join());
+  EXPECT_EQ(clock.waiters(), 0);
+}
+
+// A pipe whose read end a Poll waits on; closed with the test.
+class Pipe {
+ public:
+  Pipe() { EXPECT_EQ(pipe(fds_), 0); }
+  ~Pipe() {
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  void Write() const { EXPECT_EQ(write(fds_[1], "x", 1), 1); }
+  pollfd ReadEnd() const { return pollfd{fds_[0], POLLIN, 0}; }
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
+TEST(Clock, ARealPollEndsWhenReadyOrAtAPassedDeadline) {
+  const std::shared_ptr<Clock> real = Clock::Real();
+  Pipe pipe;
+  pollfd p = pipe.ReadEnd();
+  ASSERT_TRUE(real->Poll(&p, 1, real->Now() - 1s).ok());
+  EXPECT_EQ(*real->Poll(&p, 1, real->Now() - 1s), 0);
+  pipe.Write();
+  // Readiness at a passed deadline still counts.
+  EXPECT_EQ(*real->Poll(&p, 1, real->Now() - 1s), 1);
+  EXPECT_NE(p.revents & POLLIN, 0);
+  EXPECT_EQ(*real->Poll(&p, 1, real->After(1h)), 1);
+}
+
+// A Poll on a manual clock ends at its deadline by that clock (and not a tick before), or when a
+// descriptor is ready, with no time moving.
+TEST(ManualClock, APollEndsAtItsDeadlineOrWhenReady) {
+  ManualClock clock;
+  Pipe pipe;
+  const Clock::time_point deadline = clock.Now() + 100ms;
+  auto poll = [&] {
+    pollfd p = pipe.ReadEnd();
+    Result<int> n = clock.Poll(&p, 1, deadline);
+    return n.ok() ? *n : -1;
+  };
+  auto timed_out = std::async(std::launch::async, poll);
+  ASSERT_TRUE(clock.AwaitWaiters(1, 10s));
+  clock.Advance(100ms - Clock::duration(1));
+  EXPECT_EQ(clock.waiters(), 1);
+  EXPECT_EQ(timed_out.wait_for(0s), std::future_status::timeout);
+  clock.Advance(Clock::duration(1));
+  EXPECT_EQ(timed_out.get(), 0);
+  EXPECT_EQ(clock.waiters(), 0);
+
+  auto ready = std::async(std::launch::async, [&] {
+    pollfd p = pipe.ReadEnd();
+    Result<int> n = clock.Poll(&p, 1, clock.Now() + 1h);
+    return n.ok() && (p.revents & POLLIN) != 0 ? *n : -1;
+  });
+  ASSERT_TRUE(clock.AwaitWaiters(1, 10s));
+  pipe.Write();
+  EXPECT_EQ(ready.get(), 1);
+  EXPECT_EQ(clock.Now(), deadline);
+}
+
+// An Advance racing the start of a Poll is never lost (the backstop is an hour).
+TEST(ManualClock, NoAdvanceIsLostToAPollThatIsStarting) {
+  ManualClock clock(Steady::now(), std::chrono::hours(1));
+  Pipe pipe;
+  const auto real_start = Steady::now();
+  for (int i = 0; i < 300; ++i) {
+    const Clock::time_point deadline = clock.Now() + 1ms;
+    auto polled = std::async(std::launch::async, [&] {
+      pollfd p = pipe.ReadEnd();
+      return clock.Poll(&p, 1, deadline).ok();
+    });
+    clock.Advance(1ms);
+    EXPECT_TRUE(polled.get());
+  }
+  EXPECT_LT(Steady::now() - real_start, 60s);
+  EXPECT_EQ(clock.waiters(), 0);
+}
+
+// A sleep ends when the clock reaches its deadline: the real one's after that much real time, a
+// manual one's when it is moved there, and not a tick before.
+TEST(Clock, ASleepEndsAtItsDeadline) {
+  const std::shared_ptr<Clock> real = Clock::Real();
+  const Clock::time_point deadline = real->After(5ms);
+  real->SleepUntil(deadline);
+  EXPECT_GE(real->Now(), deadline);
+
+  ManualClock clock;
+  const Clock::time_point until = clock.Now() + 1h;
+  auto sleeping = std::async(std::launch::async, [&] { clock.SleepUntil(until); });
+  ASSERT_TRUE(clock.AwaitWaiters(1, 10s));
+  clock.Advance(1h - Clock::duration(1));
+  EXPECT_EQ(sleeping.wait_for(0s), std::future_status::timeout);
+  clock.Advance(Clock::duration(1));
+  EXPECT_EQ(sleeping.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(clock.waiters(), 0);
+}
+
+TEST(ManualClock, AForgottenPollEndsAtItsBackstop) {
+  ManualClock clock(Steady::now(), 0ms);
+  Pipe pipe;
+  pollfd p = pipe.ReadEnd();
+  EXPECT_EQ(*clock.Poll(&p, 1, clock.Now() + 1h), 0);
   EXPECT_EQ(clock.waiters(), 0);
 }
 

@@ -1,6 +1,7 @@
 // The client against a scripted, lying server: malformed metadata, unknown body types, reserved
 // tag bits, missing and duplicate sequence numbers, pairs outside the shared segment and lying
-// lengths each end the stream with an error naming what was wrong, and never crash.
+// lengths each end the stream with an error naming what was wrong, and never crash. The client
+// is timed by a ManualClock: a timeout is seen by moving it, and no test waits for one.
 #include "ferry/dipc/client.hpp"
 
 #include <functional>
@@ -11,6 +12,7 @@
 #include "ferry/ipc/writer.hpp"
 #include "ferry/transport/shm.hpp"
 #include "ferry/transport/ucx.hpp"
+#include "support/clock_util.hpp"
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
@@ -20,6 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace ferry::transport;
+using ferry::testing::AtTheDeadline;
 using Json = nlohmann::json;
 
 // Messages as a real writer encodes them: metadata flatbuffers and packed bodies.
@@ -116,18 +119,29 @@ class ScriptedServer {
   std::thread thread_;
 };
 
-// Connect to a scripted server and read until the stream ends or fails; the error text.
-std::string ReadAll(const ScriptedServer& server) {
+// A client of a scripted server: its timeouts are on `clock` (one nobody moves by default, so
+// these tests see every lie before any timeout).
+ClientOptions Timed(std::shared_ptr<Clock> clock = std::make_shared<ManualClock>()) {
   ClientOptions options;
   options.timeout = 500ms;
-  auto stream = ConnectStream(server.uri(), "t", options);
-  if (!stream.ok()) return stream.status().message();
-  ArrowDeviceArrayStream* s = stream->get();
+  options.clock = std::move(clock);
+  return options;
+}
+
+// Read `stream` until it ends or fails; the error text.
+std::string ReadRest(ArrowDeviceArrayStream* s) {
   while (true) {
     UniqueDeviceArray a;
     if (s->get_next(s, a.get()) != 0) return s->get_last_error(s);
     if (!a.valid()) return "";
   }
+}
+
+// Connect to a scripted server and read until the stream ends or fails; the error text.
+std::string ReadAll(const ScriptedServer& server) {
+  auto stream = ConnectStream(server.uri(), "t", Timed());
+  if (!stream.ok()) return stream.status().message();
+  return ReadRest(stream->get());
 }
 
 TEST(ClientAgainstABadServer, AWellFormedStreamReadsBack) {
@@ -191,14 +205,20 @@ TEST(ClientAgainstABadServer, ReservedTagBitsAreRefused) {
   EXPECT_THAT(ReadAll(server), ::testing::HasSubstr("reserved"));
 }
 
+// The client waits for message 1 up to its timeout by its clock, and not a tick less.
 TEST(ClientAgainstABadServer, AMissingSequenceNumberTimesOutByNumber) {
   const std::vector<Recorded> m = RecordStream();
+  // 2 and the end (3) come before the schema (0): once the client has its schema it holds both,
+  // and its one wait on the clock is for message 1.
   ScriptedServer server([&](Connection& c, Listener&) {
-    SEND(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
     SEND(SendMetadata(c, MetadataType::kIpcMessage, 2, m[1].metadata));
     SEND(SendMetadata(c, MetadataType::kEndOfStream, 3, {}));
+    SEND(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
   });
-  EXPECT_THAT(ReadAll(server),
+  auto clock = std::make_shared<ManualClock>();
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream,
+                       ConnectStream(server.uri(), "t", Timed(clock)));
+  EXPECT_THAT(AtTheDeadline(*clock, 500ms, [&] { return ReadRest(stream.get()); }),
               ::testing::HasSubstr("metadata (message 1): the server sent nothing for 500 ms "
                                    "(metadata message 1 never came; 2 later one(s) did)"));
 }
@@ -312,10 +332,13 @@ TEST(ClientConnect, AnUnreachableServerFailsClearly) {
   uri.scheme = "shm";
   uri.authority = "@ferry-nobody-listens-here";
   uri.want_data = kDefaultWantDataTag;
-  ClientOptions options;
+  // Tried again and again until the timeout by the client's clock, and not a tick less.
+  auto clock = std::make_shared<ManualClock>();
+  ClientOptions options = Timed(clock);
   options.timeout = 100ms;
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "connecting to shm://@ferry-nobody-listens-here",
-                     ConnectStream(uri, "t", options));
+  ASSERT_RAISES_WITH(
+      StatusCode::kUnavailable, "connecting to shm://@ferry-nobody-listens-here",
+      AtTheDeadline(*clock, 100ms, [&] { return ConnectStream(uri, "t", options).status(); }));
   uri.scheme = "carrier-pigeon";
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unknown transport \"carrier-pigeon\"",
                      ConnectStream(uri, "t"));

@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ferry/dipc/client.hpp"
@@ -77,9 +76,7 @@ int Serve() {
   while (std::fgetc(stdin) != EOF) {
   }
   // The clients' last free_data may still be on its way to a session: wait for it (bounded).
-  for (int i = 0; i < 500 && (*server)->stats().clients_active > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  (void)(*server)->AwaitIdle(std::chrono::seconds(5));
   const ServerStats s = (*server)->stats();
   (*server)->Stop();
   std::printf("lent %lld freed %lld failed %lld\n", static_cast<long long>(s.addresses_lent),

@@ -1,39 +1,56 @@
 // The UCX transport's receive buffers (transport/ucx/buffer_pool.hpp): a large buffer that comes
 // back is reused for the next message of a similar size, and goes back to the system a second
 // after its return when nothing reuses it. At exit the pool's reaper is joined and its cache
-// emptied, so no thread of ferry's outlives main.
+// emptied, so no thread of ferry's outlives main. The second is timed by a ManualClock, which
+// the tests move instead of waiting it out.
 #if FERRY_WITH_UCX
 
 #include "transport/ucx/buffer_pool.hpp"
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
+
+#include "support/clock_util.hpp"
 
 namespace ferry::transport::internal::ucx {
 namespace {
 
+using namespace std::chrono_literals;
+using ferry::testing::kTick;
+
 constexpr size_t kMiB = size_t{1} << 20;
+// How long a returned buffer waits for reuse.
+constexpr auto kDecay = 1s;
 
-// Waits (bounded) until no buffer waits for reuse; returns how long that took.
-std::chrono::milliseconds WaitUntilNothingCached(std::chrono::milliseconds limit) {
-  const auto start = std::chrono::steady_clock::now();
-  while (CachedBufferBytes() != 0 && std::chrono::steady_clock::now() - start < limit) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+// The pool's decay runs on clock_ while a test runs; what earlier suites left cached is let go
+// first.
+class BufferPool : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SetBufferPoolClock(clock_);
+    ReleaseDue();
   }
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               start);
-}
+  void TearDown() override { SetBufferPoolClock(nullptr); }
 
-TEST(BufferPool, ALargeBufferIsReusedForASimilarSize) {
-  ASSERT_LT(WaitUntilNothingCached(std::chrono::seconds(5)), std::chrono::seconds(5));
+  // Move the clock past the decay of everything cached, and wait (bounded) for its release.
+  void ReleaseDue() {
+    clock_->Advance(kDecay);
+    ASSERT_TRUE(AwaitCachedBufferBytes(0, 10s)) << CachedBufferBytes() << " bytes still cached";
+  }
+
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+};
+
+TEST_F(BufferPool, ALargeBufferIsReusedForASimilarSize) {
   std::shared_ptr<uint8_t> first = TakeBuffer(64 * kMiB);
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(first.get()) % 64, 0u);
@@ -49,33 +66,38 @@ TEST(BufferPool, ALargeBufferIsReusedForASimilarSize) {
   EXPECT_EQ(CachedBufferBytes(), 0u);
 }
 
-TEST(BufferPool, AnUnusedBufferGoesBackAfterTheDecay) {
-  ASSERT_LT(WaitUntilNothingCached(std::chrono::seconds(5)), std::chrono::seconds(5));
+TEST_F(BufferPool, AnUnusedBufferGoesBackAfterTheDecay) {
   TakeBuffer(8 * kMiB).reset();
   TakeBuffer(2 * kMiB).reset();
   EXPECT_EQ(CachedBufferBytes(), 10 * kMiB);
-  const std::chrono::milliseconds took = WaitUntilNothingCached(std::chrono::seconds(5));
-  EXPECT_EQ(CachedBufferBytes(), 0u) << "still cached after 5 s";
-  EXPECT_GE(took, std::chrono::milliseconds(800));  // kept for about a second, not dropped at once
+  // Kept a second by the clock, not dropped at once, and not a tick less.
+  ASSERT_TRUE(clock_->AwaitWaiters(1, 10s));  // the reaper waits for the first to be due
+  clock_->Advance(kDecay - kTick);
+  EXPECT_EQ(CachedBufferBytes(), 10 * kMiB);
+  clock_->Advance(kTick);
+  EXPECT_TRUE(AwaitCachedBufferBytes(0, 10s)) << CachedBufferBytes() << " bytes still cached";
   // The pool works again after its reaper has exited.
   TakeBuffer(8 * kMiB).reset();
   EXPECT_EQ(CachedBufferBytes(), 8 * kMiB);
 }
 
 // A forked child has no reaper thread (fork copies only the forking thread): it starts with
-// nothing cached, and what it returns itself still goes back after the decay. The parent keeps
-// its own cache.
-TEST(BufferPool, AForkedChildStartsEmptyAndDecaysItsOwn) {
-  ASSERT_LT(WaitUntilNothingCached(std::chrono::seconds(5)), std::chrono::seconds(5));
+// nothing cached, and what it returns itself still goes back after the decay, by the clock the
+// child moves. The parent keeps its own cache.
+TEST_F(BufferPool, AForkedChildStartsEmptyAndDecaysItsOwn) {
   TakeBuffer(8 * kMiB).reset();
   ASSERT_EQ(CachedBufferBytes(), 8 * kMiB);
+  // The reaper waits, holding none of the clock's locks, when the process forks.
+  ASSERT_TRUE(clock_->AwaitWaiters(1, 10s));
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     if (CachedBufferBytes() != 0) _exit(1);
     TakeBuffer(4 * kMiB).reset();
     if (CachedBufferBytes() != 4 * kMiB) _exit(2);
-    if (WaitUntilNothingCached(std::chrono::seconds(5)) >= std::chrono::seconds(5)) _exit(3);
+    // The child's reaper sees the advance whether or not it waits yet.
+    clock_->Advance(kDecay);
+    if (!AwaitCachedBufferBytes(0, 10s)) _exit(3);
     _exit(0);
   }
   EXPECT_EQ(CachedBufferBytes(), 8 * kMiB);
@@ -126,7 +148,7 @@ const bool kAtExitChild = [] {
   std::exit(0);
 }();
 
-TEST(BufferPool, AtExitTheReaperIsJoinedAndNothingStaysCached) {
+TEST_F(BufferPool, AtExitTheReaperIsJoinedAndNothingStaysCached) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -134,25 +156,23 @@ TEST(BufferPool, AtExitTheReaperIsJoinedAndNothingStaysCached) {
     execl("/proc/self/exe", "buffer_pool_at_exit", nullptr);
     _exit(1);
   }
-  // Bounded: a reaper that never wakes for the exit would hang the child.
+  // Bounded: a reaper that never wakes for the exit would hang the child. Its pidfd turns
+  // readable when it exits.
+  const int exited = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
+  pollfd p{exited, POLLIN, 0};
+  const bool on_time = exited >= 0 && poll(&p, 1, 10000) == 1;
+  if (exited >= 0) close(exited);
   int status = 0;
-  pid_t done = 0;
-  for (int i = 0; i < 200 && done == 0; ++i) {
-    done = waitpid(child, &status, WNOHANG);
-    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (done == 0) {
-    kill(child, SIGKILL);
-    waitpid(child, &status, 0);
-    FAIL() << "the process did not exit within 10 s: its exit waited on the reaper";
-  }
+  if (!on_time) kill(child, SIGKILL);
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(on_time) << "the process did not exit within 10 s: its exit waited on the reaper";
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "1: exec failed; 2: the buffer was not cached; 3: buffers were still cached after the "
          "exit handler; 4: another thread was still running after it";
 }
 
-TEST(BufferPool, SmallBuffersAreNotCached) {
+TEST_F(BufferPool, SmallBuffersAreNotCached) {
   std::shared_ptr<uint8_t> b = TakeBuffer(1000);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.get()) % 64, 0u);

@@ -2,7 +2,6 @@
 // a body of several pieces bound for TCP lanes is gathered into one buffer and not waited for,
 // so the next body's copy overlaps its send; Flush and Close wait for it, and its failure is
 // reported, never lost.
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <future>
@@ -56,7 +55,7 @@ TEST_F(UcxTransport, GatheredMessagesCarryTheirBytesAndGoBeforeClose) {
 TEST_F(UcxTransport, AClientThatStopsReadingHoldsGatheredMessagesBack) {
   constexpr int kCount = 9;
   constexpr size_t kHalf = size_t{8} << 20;
-  std::atomic<int> sent{0};
+  SendCount sent;
   std::vector<uint8_t> a(kHalf), b(kHalf);
   std::thread sender([&] {
     for (uint32_t i = 0; i < kCount; ++i) {
@@ -64,13 +63,13 @@ TEST_F(UcxTransport, AClientThatStopsReadingHoldsGatheredMessagesBack) {
       const ByteSpan pieces[] = {{a.data(), static_cast<int64_t>(kHalf)},
                                  {b.data(), static_cast<int64_t>(kHalf)}};
       ASSERT_OK(server_->SendTagged(Tag(0, i), pieces));
-      ++sent;
+      sent.Add();
     }
   });
   // 64 MiB of read-ahead is 4 bodies; one more may be landing, and one more was returned from
-  // without waiting.
-  for (int waited = 0; sent.load() < 4 && waited < 1000; ++waited)
-    std::this_thread::sleep_for(10ms);
+  // without waiting. What is checked is that no more go: a window of real time in which sends
+  // running ahead would be seen (no timeout of ferry's is waited out; the sends' own is 30 s).
+  EXPECT_TRUE(sent.AwaitAtLeast(4, 10s));
   std::this_thread::sleep_for(300ms);
   EXPECT_GE(sent.load(), 4);
   EXPECT_LE(sent.load(), 6) << "gathered sends ran ahead of the client's read-ahead";
@@ -100,6 +99,9 @@ TEST_F(UcxTransport, FlushReportsAGatheredMessageThePeerNeverTook) {
     SCOPED_TRACE(i);
     ASSERT_OK(server_->SendTagged(Tag(0, i), pieces));  // the one before was flushed
     auto flush = std::async(std::launch::async, [&] { return server_->Flush(); });
+    // A flush not back within 500 ms of real time is taken for stuck: a window for the client's
+    // read-ahead to take the message, not a timeout of ferry's (the flush's own, 30 s by the
+    // fixture's clock, never passes).
     if (flush.wait_for(500ms) == std::future_status::ready) {
       ASSERT_OK(flush.get());
       continue;

@@ -1,16 +1,20 @@
-// The mailbox every transport delivers into: order, tag matching, close, and the byte limit that
-// holds a transport's reader back while its consumer is slow.
+// The mailbox every transport delivers into: order, tag matching, close, the byte limit that
+// holds a transport's reader back while its consumer is slow, and pops that time out by the
+// mailbox's clock. A ManualClock times each box, so a test sees a waiting push or pop as a wait
+// on it, and a timeout by moving it.
 #include "transport/mailbox.hpp"
 
 #include <atomic>
 #include <thread>
 
+#include "support/clock_util.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry::transport::internal {
 namespace {
 
 using namespace std::chrono_literals;
+using ferry::testing::AtTheDeadline;
 
 SharedBytes Bytes(int64_t n) {
   auto owner = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n), uint8_t{7});
@@ -18,7 +22,8 @@ SharedBytes Bytes(int64_t n) {
 }
 
 TEST(Mailbox, APushPastTheLimitWaitsForAPop) {
-  Mailbox box(100);
+  auto clock = std::make_shared<ManualClock>();
+  Mailbox box(100, clock);
   ASSERT_OK(box.PushUntagged(Bytes(60)));
   ASSERT_OK(box.PushUntagged(Bytes(60)));  // 60 <= 100 when it was pushed: it goes in
   std::atomic<bool> pushed{false};
@@ -26,7 +31,8 @@ TEST(Mailbox, APushPastTheLimitWaitsForAPop) {
     EXPECT_OK(box.PushTagged(TaggedMessage{5, Bytes(10)}));  // 120 > 100: waits
     pushed = true;
   });
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));  // the push waits
+  clock->Advance(1h);                        // and time ends no such wait
   EXPECT_FALSE(pushed.load());
   ASSERT_OK_AND_ASSIGN(SharedBytes first, box.PopUntagged(1s));
   EXPECT_EQ(first.size, 60);
@@ -44,11 +50,12 @@ TEST(Mailbox, AMessageLargerThanTheLimitStillGoesIntoAnEmptyBox) {
 }
 
 TEST(Mailbox, CloseWakesAWaitingPushWithEpipe) {
-  Mailbox box(10);
+  auto clock = std::make_shared<ManualClock>();
+  Mailbox box(10, clock);
   ASSERT_OK(box.PushUntagged(Bytes(20)));
   std::thread late(
       [&] { ASSERT_RAISES_WITH(StatusCode::kUnavailable, "closed", box.PushUntagged(Bytes(1))); });
-  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
   box.Close("gone");
   late.join();
   // What was queued still drains, then the close reason.
@@ -62,6 +69,25 @@ TEST(Mailbox, WithoutALimitPushesNeverWait) {
   for (int i = 0; i < 100; ++i) ASSERT_OK(box.PushUntagged(Bytes(1 << 16)));
   for (int i = 0; i < 100; ++i) ASSERT_OK(box.PopUntagged(0ms).status());
   ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", box.PopUntagged(0ms));
+}
+
+// A pop waits until its deadline by the box's clock, not a tick less; a message or the close
+// ends it sooner.
+TEST(Mailbox, APopTimesOutAtItsDeadline) {
+  auto clock = std::make_shared<ManualClock>();
+  Mailbox box(0, clock);
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for an untagged message",
+                     AtTheDeadline(*clock, 30s, [&] { return box.PopUntagged(30s).status(); }));
+  ASSERT_RAISES_WITH(
+      StatusCode::kDeadlineExceeded, "timed out waiting for a tagged message",
+      AtTheDeadline(*clock, 5ms, [&] { return box.PopTagged(1, ~uint64_t{0}, 5ms).status(); }));
+  std::thread pusher([&] {
+    EXPECT_TRUE(clock->AwaitWaiters(1, 10s));
+    EXPECT_OK(box.PushTagged(TaggedMessage{1, Bytes(3)}));
+  });
+  ASSERT_OK_AND_ASSIGN(TaggedMessage m, box.PopTagged(1, ~uint64_t{0}, 1h));
+  EXPECT_EQ(m.payload.size, 3);
+  pusher.join();
 }
 
 }  // namespace

@@ -10,15 +10,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/clock_util.hpp"
 #include "support/test_util.hpp"
 #include "support/transport_util.hpp"
 #include "transport/ucx_fixture.hpp"
@@ -26,6 +27,7 @@
 namespace ferry::transport {
 namespace {
 
+using ferry::testing::AtTheDeadline;
 using testing::kNumberMask;
 using testing::Tag;
 
@@ -56,25 +58,28 @@ TEST_F(UcxTransport, AClientThatStopsReadingMakesTheServerWait) {
   constexpr int kCount = 8;
   constexpr size_t kSize = size_t{16} << 20;
   constexpr uint32_t kLate = 100;
-  std::atomic<int> sent{0};
+  SendCount sent;
   auto send = [&](std::vector<uint8_t>& buffer, uint32_t seq) {
     std::memset(buffer.data(), static_cast<int>(seq + 1), 64);  // reused once a send is done
     const ByteSpan piece{buffer.data(), static_cast<int64_t>(kSize)};
     ASSERT_OK(server_->SendTagged(Tag(0, seq), {&piece, 1}));
-    ++sent;
+    sent.Add();
   };
   std::vector<uint8_t> first(kSize), second(kSize);
   std::thread sender([&] {
     for (uint32_t i = 0; i < kCount; ++i) send(first, i);
   });
-  // 64 MiB of read-ahead is 4 bodies; one more may be landing as the limit is reached.
-  for (int waited = 0; sent.load() < 4 && waited < 1000; ++waited)
-    std::this_thread::sleep_for(10ms);
+  // 64 MiB of read-ahead is 4 bodies; one more may be landing as the limit is reached. What is
+  // checked is that no more go: a window of real time in which a client taking more than its
+  // read-ahead would be seen (no timeout of ferry's is waited out; the sends' own is 30 s).
+  EXPECT_TRUE(sent.AwaitAtLeast(4, 10s));
   std::this_thread::sleep_for(300ms);
   EXPECT_GE(sent.load(), 4);
   EXPECT_LE(sent.load(), 5) << "the client took more than its read-ahead off the wire";
+  // Once both the held-back send and the late one wait for the client to take them, the late
+  // body lies behind the held-back one.
   std::thread late([&] { send(second, kLate); });
-  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(clock_->AwaitWaiters(2, 10s));
   auto check = [&](uint32_t seq) {
     auto m = client_->ReceiveTagged(seq, kNumberMask, 20s);
     ASSERT_OK(m.status());
@@ -90,21 +95,51 @@ TEST_F(UcxTransport, AClientThatStopsReadingMakesTheServerWait) {
   EXPECT_EQ(sent.load(), kCount + 1);
 }
 
+// A send the client never takes (its read-ahead is full and it reads nothing) fails at the
+// server's timeout by its clock, and not a tick before; the connection fails with it.
+TEST_F(UcxTransport, ASendThePeerNeverTakesFailsAtTheTimeout) {
+  constexpr size_t kSize = size_t{16} << 20;
+  std::vector<uint8_t> body(kSize, 3);
+  const ByteSpan piece{body.data(), static_cast<int64_t>(kSize)};
+  SendCount sent;
+  auto sender = std::async(std::launch::async, [&] {
+    for (uint32_t i = 0; i < 8; ++i) {
+      FERRY_RETURN_NOT_OK(server_->SendTagged(Tag(0, i), {&piece, 1}));
+      sent.Add();
+    }
+    return Status::OK();
+  });
+  // The read-ahead takes 4 bodies, and a fifth may land: a window of real time for it, as
+  // above. Every send began its wait with the clock where it is, so each one's deadline is the
+  // same 30 s ahead.
+  EXPECT_TRUE(sent.AwaitAtLeast(4, 10s));
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(clock_->AwaitWaiters(1, 10s));
+  clock_->Advance(30s - ferry::testing::kTick);
+  EXPECT_EQ(sender.wait_for(0s), std::future_status::timeout);
+  clock_->Advance(ferry::testing::kTick);
+  ASSERT_EQ(sender.wait_for(10s), std::future_status::ready);
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "the peer took nothing for 30000 ms",
+                     sender.get());
+  EXPECT_LE(sent.load(), 5);
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "took nothing", server_->SendTagged(9, {}));
+}
+
 // A receive posted with Expect takes its body as it arrives, even while the read-ahead is full
 // and nobody is receiving: the server's send completes at once.
 TEST_F(UcxTransport, AnExpectedBodyIsTakenPastAFullReadAhead) {
   constexpr size_t kSize = size_t{16} << 20;
   std::vector<uint8_t> body(kSize, 7);
   const ByteSpan piece{body.data(), static_cast<int64_t>(kSize)};
-  std::atomic<int> sent{0};
+  SendCount sent;
   std::thread filler([&] {
     for (uint32_t i = 0; i < 6; ++i) {
       ASSERT_OK(server_->SendTagged(Tag(0, i), {&piece, 1}));
-      ++sent;
+      sent.Add();
     }
   });
-  for (int waited = 0; sent.load() < 4 && waited < 1000; ++waited)
-    std::this_thread::sleep_for(10ms);
+  // A window of real time for a fifth body to land, as above (no timeout is waited out).
+  EXPECT_TRUE(sent.AwaitAtLeast(4, 10s));
   std::this_thread::sleep_for(200ms);
   ASSERT_LE(sent.load(), 5) << "the read-ahead should be full";
   EXPECT_TRUE(client_->posts_receives());
@@ -112,14 +147,13 @@ TEST_F(UcxTransport, AnExpectedBodyIsTakenPastAFullReadAhead) {
   client_->Expect(Tag(0, kSeq), static_cast<int64_t>(kSize));
   std::vector<uint8_t> expected(kSize, 9);
   const ByteSpan expected_piece{expected.data(), static_cast<int64_t>(kSize)};
-  std::atomic<bool> done{false};
-  std::thread late([&] {
-    ASSERT_OK(server_->SendTagged(Tag(0, kSeq), {&expected_piece, 1}));
-    done = true;
+  auto late = std::async(std::launch::async, [&] {
+    return server_->SendTagged(Tag(0, kSeq), {&expected_piece, 1});
   });
-  for (int waited = 0; !done.load() && waited < 1000; ++waited) std::this_thread::sleep_for(10ms);
-  EXPECT_TRUE(done.load()) << "the posted receive did not take the expected body";
-  late.join();
+  // The server's clock never moves: only the client taking the body ends this send.
+  ASSERT_EQ(late.wait_for(10s), std::future_status::ready)
+      << "the posted receive did not take the expected body";
+  ASSERT_OK(late.get());
   auto m = client_->ReceiveTagged(kSeq, kNumberMask, 5s);
   ASSERT_OK(m.status());
   ASSERT_EQ(m->payload.size, static_cast<int64_t>(kSize));
@@ -149,9 +183,11 @@ TEST_F(UcxTransport, AnExpectedBodyThatIsLargerFailsClearly) {
 }
 
 TEST_F(UcxTransport, AcceptTimesOutThenIsCanceledByClose) {
-  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", listener_->Accept(10ms));
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", AtTheDeadline(*clock_, 10ms, [&] {
+                       return listener_->Accept(10ms).status();
+                     }));
   std::thread closer([this] {
-    std::this_thread::sleep_for(20ms);
+    EXPECT_TRUE(clock_->AwaitWaiters(1, 10s));
     listener_->Close();
   });
   ASSERT_RAISES_WITH(StatusCode::kCancelled, "closed", listener_->Accept(10s));
@@ -323,7 +359,7 @@ TEST_F(UcxTransport, MessagesOverTheLimitsFailTheConnection) {
 
 TEST_F(UcxTransport, ServerCloseWakesABlockedClientReceive) {
   std::thread closer([this] {
-    std::this_thread::sleep_for(50ms);
+    EXPECT_TRUE(clock_->AwaitWaiters(1, 10s));  // the receive waits
     server_->Close();
   });
   const auto start = std::chrono::steady_clock::now();
@@ -334,8 +370,9 @@ TEST_F(UcxTransport, ServerCloseWakesABlockedClientReceive) {
 
 TEST_F(UcxTransport, AnIdleBlockedReceiveUsesNoCpu) {
   std::thread receiver([this] { EXPECT_OK(server_->ReceiveTagged(7, kNumberMask, 10s).status()); });
-  std::this_thread::sleep_for(50ms);  // let the receiver block
+  ASSERT_TRUE(clock_->AwaitWaiters(1, 10s));  // the receiver blocks
   const int64_t before = CpuMicros();
+  // What is measured is the CPU an idle wait takes over real time: this window must pass.
   std::this_thread::sleep_for(300ms);
   const int64_t used = CpuMicros() - before;
   const std::string x = "x";
@@ -358,6 +395,7 @@ TEST(UcxTransportChild, DISABLED_ConnectsThenWaits) {
   const std::string hello = "child";
   const ByteSpan piece{hello.data(), static_cast<int64_t>(hello.size())};
   ASSERT_OK(c->SendTagged(Tag(0, 9), {&piece, 1}));
+  // Killed by the parent long before this ends; the bound only ends an orphan.
   std::this_thread::sleep_for(60s);
 }
 
@@ -395,12 +433,13 @@ TEST_F(UcxTransport, KilledPeerFailsReceivesWithinSeconds) {
 
   const auto start = std::chrono::steady_clock::now();
   std::thread killer([&] {
-    std::this_thread::sleep_for(50ms);
+    EXPECT_TRUE(clock_->AwaitWaiters(1, 10s));  // the receive below waits
     reap();
   });
   ASSERT_RAISES_WITH(StatusCode::kUnavailable, "peer", peer->ReceiveTagged(1, kNumberMask, 30s));
   killer.join();
-  // Keepalive and the kernel's reset find a dead peer within about a second on one host.
+  // Keepalive and the kernel's reset find a dead peer within about a second on one host: real
+  // detection, measured in real time (the receive's own timeout is on the clock nobody moves).
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
 }
 

@@ -1,6 +1,7 @@
-// Time as ferry's servers read it: one Clock for ticket expiry, the dissociated-IPC sessions'
-// timeouts and the Flight federation's peer timeouts. The process's steady clock by default; a
-// ManualClock that a test moves by hand, so that no test waits for time to pass.
+// Time as ferry reads it: one Clock for ticket expiry, the dissociated-IPC sessions' timeouts,
+// the transports' and clients' timeouts and the Flight federation's peer timeouts. The process's
+// steady clock by default; a ManualClock that a test moves by hand, so that no test waits for
+// time to pass.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,9 @@
 #include <mutex>
 
 #include "ferry/abi/export.h"
+#include "ferry/core/result.hpp"
+
+struct pollfd;  // <poll.h>
 
 namespace ferry {
 
@@ -41,6 +45,13 @@ class FERRY_EXPORT Clock {
   /// result. As with any wait, `lock` may be released while waiting.
   virtual bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                          time_point deadline, const std::function<bool()>& done) const = 0;
+  /// Wait until one of the `count` descriptors of `fds` (as poll(2) takes them) is ready, or this
+  /// clock reaches `deadline`: how many are ready (their revents set), or 0 at the deadline (or
+  /// the error poll gave). An interrupted poll is resumed; readiness at the deadline still counts.
+  virtual Result<int> Poll(pollfd* fds, int count, time_point deadline) const = 0;
+  /// Wait until this clock reaches `deadline`, with nothing that ends the wait sooner: a pause
+  /// between two tries. The real clock sleeps (nanosleep).
+  virtual void SleepUntil(time_point deadline) const = 0;
 
   /// Now plus `d`, saturated at the latest time a time_point holds (a timeout "forever" stays
   /// one).
@@ -66,9 +77,9 @@ class FERRY_EXPORT Clock {
 
 /// A clock that moves only when told (Advance), for tests: expiry and timeouts are seen the
 /// moment the test moves time past them, with no wall-clock time spent. Advance wakes every
-/// wait in progress under its own mutex, so none misses it. So that a test that forgets to
-/// move it fails rather than hangs, each wait on it also ends after `backstop` of real time.
-/// Costs a list node per wait in progress.
+/// wait in progress under its own mutex (a Poll through an eventfd of its own), so none misses
+/// it. So that a test that forgets to move it fails rather than hangs, each wait on it also ends
+/// after `backstop` of real time. Costs a list node per wait in progress, and an eventfd per Poll.
 class FERRY_EXPORT ManualClock final : public Clock {
  public:
   /// Starts at `start`, which ToSystem maps to the wall time of construction.
@@ -79,6 +90,8 @@ class FERRY_EXPORT ManualClock final : public Clock {
   std::chrono::system_clock::time_point ToSystem(time_point t) const override;
   bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                  time_point deadline, const std::function<bool()>& done) const override;
+  Result<int> Poll(pollfd* fds, int count, time_point deadline) const override;
+  void SleepUntil(time_point deadline) const override;
 
   /// Move time forward by `d` (a negative `d` moves nothing: steady time never goes back) and
   /// wake every wait in progress. Call it holding no mutex that a waiter on this clock waits with.
@@ -92,13 +105,17 @@ class FERRY_EXPORT ManualClock final : public Clock {
   bool AwaitWaiters(int n, std::chrono::milliseconds limit) const;
 
  private:
+  // A WaitUntil (its mutex and condition variable), or a Poll (the eventfd Advance writes to).
   struct Waiter {
-    std::mutex* mutex;
-    std::condition_variable* cv;
+    std::mutex* mutex = nullptr;
+    std::condition_variable* cv = nullptr;
+    int wake_fd = -1;
   };
   using Waiters = std::list<Waiter>;
   Waiters::iterator Enter(std::condition_variable& cv, std::unique_lock<std::mutex>& lock) const;
   void Leave(Waiters::iterator it, std::unique_lock<std::mutex>& lock) const;
+  Waiters::iterator Enter(int wake_fd) const;
+  void Leave(Waiters::iterator it) const;
 
   const time_point start_;
   const std::chrono::system_clock::time_point system_start_;

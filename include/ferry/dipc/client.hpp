@@ -10,6 +10,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/dipc/uri.hpp"
@@ -37,6 +38,10 @@ struct FERRY_EXPORT ClientOptions {
   std::chrono::milliseconds timeout{30000};
   /// How long to keep trying to connect while nothing listens at the URI's address; 0: timeout.
   std::chrono::milliseconds connect_timeout{0};
+  /// What times the client's waits on its connections: the timeouts above, and the short waits
+  /// for a server's last words. NULL: Clock::Real(). Tests pass a ManualClock and move it
+  /// instead of waiting (a connection the caller made keeps its own clock).
+  std::shared_ptr<Clock> clock;
   /// How many metadata messages, and how many bytes of them, may arrive ahead of their turn.
   uint32_t reorder_window = 64;
   int64_t reorder_bytes = int64_t{64} << 20;

@@ -14,6 +14,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/core/bytes.hpp"
+#include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/transport/region.hpp"
 
@@ -30,11 +31,16 @@ struct FERRY_EXPORT TaggedMessage {
 constexpr uint64_t kRegionTag = 0x00F0000000000000ULL;
 
 /// Limits and timing of one transport end: what a peer cannot make it wait for or allocate.
-/// Plain values.
+/// Plain values, and the clock they are timed by.
 struct FERRY_EXPORT TransportLimits {
   /// How long a send may wait for the peer to take it, and a connect for the peer to answer. A
   /// stopped peer, or a link that went down, fails the connection after this long.
   std::chrono::milliseconds timeout{30000};
+  /// What times this end's waits: the timeout above, a connect's retries, and the timeouts given
+  /// to Receive, ReceiveTagged, Fetch and Accept. NULL: Clock::Real(). Tests pass a ManualClock
+  /// and move it instead of waiting. (The few graces in which ferry waits for UCX to let go of
+  /// something at a close or a failure stay on the steady clock.)
+  std::shared_ptr<Clock> clock;
   /// The largest untagged (metadata) message taken from the peer; a larger one fails the
   /// connection with an error naming both sizes.
   int64_t max_message_bytes = int64_t{64} << 20;
@@ -165,7 +171,7 @@ class FERRY_EXPORT Listener {
 FERRY_EXPORT Result<std::unique_ptr<Listener>> Listen(const std::string& scheme,
                                                       const std::string& address,
                                                       TransportLimits limits = {});
-/// Connect to a listener, waiting up to `options.limits.timeout`.
+/// Connect to a listener, waiting up to `options.limits.timeout` by `options.limits.clock`.
 FERRY_EXPORT Result<std::unique_ptr<Connection>> Connect(const std::string& scheme,
                                                          const std::string& address,
                                                          const ConnectOptions& options);

@@ -77,6 +77,7 @@ class BufferPool {
         data = best->data;
         cached_ -= capacity;
         free_.erase(best);
+        changed_.notify_all();
       }
     }
     if (data == nullptr) {
@@ -92,11 +93,27 @@ class BufferPool {
     return cached_;
   }
 
+  bool AwaitCached(size_t bytes, std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, limit, [&] { return cached_ == bytes; });
+  }
+
+  // Entries waiting now start their wait anew by `clock`; the reaper waits on it from now on.
+  void SetClock(std::shared_ptr<Clock> clock) {
+    {
+      std::lock_guard lock(mutex_);
+      clock_ = clock != nullptr ? std::move(clock) : Clock::Real();
+      for (Cached& c : free_) c.since = clock_->Now();
+      ++clock_changes_;
+    }
+    wake_.notify_all();
+  }
+
  private:
   struct Cached {
     size_t capacity;
     uint8_t* data;
-    std::chrono::steady_clock::time_point since;
+    Clock::time_point since;  // by clock_
   };
 
   // At most an eighth of the machine's memory, and 2 GiB, waits for reuse.
@@ -130,8 +147,9 @@ class BufferPool {
     {
       std::lock_guard lock(mutex_);
       if (!closed_ && cached_ + capacity <= max_cached_ && StartReaper()) {
-        free_.push_back({capacity, data, std::chrono::steady_clock::now()});
+        free_.push_back({capacity, data, clock_->Now()});
         cached_ += capacity;
+        changed_.notify_all();
         return;
       }
     }
@@ -166,13 +184,14 @@ class BufferPool {
       reaper = std::move(reaper_);
     }
     wake_.notify_all();
+    changed_.notify_all();
     if (reaper.joinable()) reaper.join();
     for (const Cached& c : cached) Release(c.data, c.capacity);
   }
 
   // In a forked child, with the mutex held by the fork: the parent's reaper did not come along,
   // so what waits here would wait for ever; the child may never read again. The reaper's handle
-  // and the condition variable (which may count the parent's reaper as a waiter) are made anew
+  // and the condition variables (which may count the parent's threads as waiters) are made anew
   // in place, without their destructors: they name nothing in the child.
   void AfterForkInChild() {
     for (const Cached& c : free_) Release(c.data, c.capacity);
@@ -181,15 +200,17 @@ class BufferPool {
     reaper_running_ = false;
     new (&reaper_) std::thread();
     new (&wake_) std::condition_variable();
+    new (&changed_) std::condition_variable();
     mutex_.unlock();
   }
 
-  // Releases each cached buffer once it has waited kDecay, and exits when none is left or the
-  // pool closes.
+  // Releases each cached buffer once it has waited kDecay by the clock, and exits when none is
+  // left or the pool closes.
   void Reap() {
     std::unique_lock lock(mutex_);
     while (!closed_ && !free_.empty()) {
-      const auto now = std::chrono::steady_clock::now();
+      const std::shared_ptr<Clock> clock = clock_;  // SetClock may replace it while we wait
+      const Clock::time_point now = clock->Now();
       std::vector<Cached> due;
       auto keep = std::partition(free_.begin(), free_.end(),
                                  [&](const Cached& c) { return now - c.since < kDecay; });
@@ -197,6 +218,7 @@ class BufferPool {
       free_.erase(keep, free_.end());
       for (const Cached& c : due) cached_ -= c.capacity;
       if (!due.empty()) {
+        changed_.notify_all();
         lock.unlock();
         for (const Cached& c : due) Release(c.data, c.capacity);
         lock.lock();
@@ -204,14 +226,19 @@ class BufferPool {
       }
       auto oldest = free_.front().since;
       for (const Cached& c : free_) oldest = std::min(oldest, c.since);
-      // Only Close wakes it early; a new entry is due later than the oldest.
-      wake_.wait_until(lock, oldest + kDecay, [this] { return closed_; });
+      // Only Close and SetClock wake it early; a new entry is due later than the oldest.
+      const uint64_t changes = clock_changes_;
+      clock->WaitUntil(wake_, lock, oldest + kDecay,
+                       [&] { return closed_ || clock_changes_ != changes; });
     }
     reaper_running_ = false;
   }
 
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable changed_;  // cached_ changed (AwaitCached)
+  std::shared_ptr<Clock> clock_ = Clock::Real();
+  uint64_t clock_changes_ = 0;
   std::vector<Cached> free_;
   size_t cached_ = 0;
   const size_t max_cached_ = MaxCached();
@@ -225,6 +252,14 @@ class BufferPool {
 std::shared_ptr<uint8_t> TakeBuffer(size_t size) { return BufferPool::Get().Take(size); }
 
 size_t CachedBufferBytes() { return BufferPool::Get().cached(); }
+
+void SetBufferPoolClock(std::shared_ptr<Clock> clock) {
+  BufferPool::Get().SetClock(std::move(clock));
+}
+
+bool AwaitCachedBufferBytes(size_t bytes, std::chrono::milliseconds limit) {
+  return BufferPool::Get().AwaitCached(bytes, limit);
+}
 
 }  // namespace ferry::transport::internal::ucx
 

@@ -1,9 +1,12 @@
 // Internal to the UCX transport: receive buffers, recycled when large.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "ferry/core/clock.hpp"
 
 namespace ferry::transport::internal::ucx {
 
@@ -17,5 +20,12 @@ std::shared_ptr<uint8_t> TakeBuffer(size_t size);
 
 /// The bytes now waiting for reuse (for tests and diagnostics).
 size_t CachedBufferBytes();
+
+/// For tests: time the wait for reuse by `clock` from now on (NULL: Clock::Real()); what waits
+/// now starts its wait anew by it. A test moves a ManualClock instead of waiting a second.
+void SetBufferPoolClock(std::shared_ptr<Clock> clock);
+/// For tests: wait, at most `limit` of real time, until exactly `bytes` wait for reuse (the
+/// reaper released what was due). True if they do.
+bool AwaitCachedBufferBytes(size_t bytes, std::chrono::milliseconds limit);
 
 }  // namespace ferry::transport::internal::ucx

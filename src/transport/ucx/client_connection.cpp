@@ -27,9 +27,9 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
                                                                     const std::string& address,
                                                                     bool same_host,
                                                                     const ConnectOptions& options) {
-  const auto deadline =
-      Clock::now() +
-      (options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
+  const std::shared_ptr<ferry::Clock> clock = WithClock(options.limits).clock;
+  const ferry::Clock::time_point deadline = clock->After(
+      options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
   // Without a remote_handle there is nothing to get, and the context needs no remote memory
   // access (which would let the server reach this process's memory).
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,
@@ -56,7 +56,7 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
   if (!made.ok()) {
     return made.WithContext("could not connect to the UCX listener at " + address);
   }
-  if (!up->Wait(deadline)) {
+  if (!up->Wait(*clock, deadline)) {
     return Status::DeadlineExceeded("timed out connecting to the UCX listener at " + address);
   }
   {
@@ -80,8 +80,8 @@ Status ClientConnection::Hello(bool same_host) {
   const ByteSpan piece{hello.data(), static_cast<int64_t>(hello.size())};
   FERRY_RETURN_NOT_OK(Transmit(false, kHelloTag, {&piece, 1}));
   std::unique_lock lock(mutex_);
-  answer_changed_.wait_until(lock, Clock::now() + limits_.timeout,
-                             [&] { return answered_ || gone_; });
+  limits_.clock->WaitFor(answer_changed_, lock, limits_.timeout,
+                         [&] { return answered_ || gone_; });
   if (!answered_) {
     if (gone_) return Status::Unavailable("the server closed the connection: " + failure_);
     return Status::DeadlineExceeded(
@@ -103,7 +103,8 @@ Status ClientConnection::Hello(bool same_host) {
     });
     // Wired up before any traffic: an endpoint without error handling that fails mid-wire-up
     // trips UCX 1.13.
-    if (!wired->Wait(Clock::now() + limits_.timeout) || wired->status() != UCS_OK) {
+    if (!wired->Wait(*limits_.clock, limits_.clock->After(limits_.timeout)) ||
+        wired->status() != UCS_OK) {
       return Status::Unavailable("the fast path to the server could not be set up");
     }
   }
@@ -401,7 +402,7 @@ Result<std::unique_ptr<FetchInFlight>> ClientConnection::StartFetch(
 Result<FetchedBody> ClientConnection::FinishFetch(UcxFetch& fetch,
                                                   std::chrono::milliseconds timeout) {
   const std::shared_ptr<Completion>& done = fetch.done_;
-  if (!done->Wait(Clock::now() + timeout)) {
+  if (!done->Wait(*limits_.clock, limits_.clock->After(timeout))) {
     Fail("a get of type-1 buffers took longer than " + std::to_string(timeout.count()) +
              " ms (the server stopped, or the link is down?)",
          true);

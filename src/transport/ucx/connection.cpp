@@ -104,7 +104,10 @@ bool DecodeHello(const SharedBytes& bytes, uint8_t* flags, std::string* address)
 
 UcxConnection::UcxConnection(std::unique_ptr<Worker> worker, TransportLimits limits,
                              bool takes_metadata)
-    : worker_(std::move(worker)), limits_(limits), takes_metadata_(takes_metadata) {}
+    : worker_(std::move(worker)),
+      limits_(WithClock(std::move(limits))),
+      inbox_(0, limits_.clock),
+      takes_metadata_(takes_metadata) {}
 
 UcxConnection::~UcxConnection() {
   // Derived classes close first (their state goes before this base); this covers a connection

@@ -109,8 +109,8 @@ class UcxConnection : public Connection {
   /// that send is not waited for: the next such send, or Close, waits for it (and reports its
   /// failure), so the copy of one overlaps the sending of the one before.
   Status Transmit(bool active_message, uint64_t tag, std::span<const ByteSpan> pieces);
-  /// Wait for `done`, a send in flight, up to the timeout; a peer that takes nothing for that
-  /// long fails the connection.
+  /// Wait for `done`, a send in flight, up to the timeout by the clock; a peer that takes nothing
+  /// for that long fails the connection.
   Status Await(const std::shared_ptr<Completion>& done);
   /// Wait for the gathered send still in flight, if any (Await).
   Status AwaitStaged();
@@ -130,6 +130,7 @@ class UcxConnection : public Connection {
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   std::unique_ptr<Worker> worker_;
+  // Its clock set (WithClock): receives and the timeouts of sends, connects and gets run on it.
   const TransportLimits limits_;
   std::string peer_;  // set once, before the connection is handed out
   internal::Mailbox inbox_;

@@ -1,6 +1,6 @@
 // What both ends of a UCX connection share, the sending half: metadata as Active Messages,
-// bodies as tagged messages, each waited for up to the timeout (a gathered body overlaps the
-// next one's copy).
+// bodies as tagged messages, each waited for up to the timeout by the connection's clock (a
+// gathered body overlaps the next one's copy).
 #if FERRY_WITH_UCX
 
 #include <cstring>
@@ -144,7 +144,7 @@ Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
   if (!done->Wait(Clock::now())) {
     Waiting(done);
     worker_->Wake();  // what is left (a rendezvous, a full queue) progresses there
-    if (!done->Wait(Clock::now() + limits_.timeout)) {
+    if (!done->Wait(*limits_.clock, limits_.clock->After(limits_.timeout))) {
       // The peer took nothing for the whole timeout: stopped, or the link is down. The send
       // still reads the caller's bytes; failing the connection force-closes its endpoints,
       // which ends the send before we return.

@@ -36,6 +36,11 @@ bool Completion::Wait(std::chrono::steady_clock::time_point deadline) {
   return done_.wait_until(lock, deadline, [&] { return remaining_ <= 0; });
 }
 
+bool Completion::Wait(const Clock& clock, Clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  return clock.WaitUntil(done_, lock, deadline, [&] { return remaining_ <= 0; });
+}
+
 ucs_status_t Completion::status() {
   std::lock_guard lock(mutex_);
   return status_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ferry/core/bytes.hpp"
+#include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 
 namespace ferry::transport::internal::ucx {
@@ -30,6 +31,8 @@ class Completion {
   void Abandon(ucs_status_t status);
   /// Wait until every operation finished or `deadline` passed; false on timeout.
   bool Wait(std::chrono::steady_clock::time_point deadline);
+  /// The same, with `deadline` by `clock`: how a timeout of the connection's is waited out.
+  bool Wait(const Clock& clock, Clock::time_point deadline);
   ucs_status_t status();
 
  private:

@@ -16,7 +16,7 @@ Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, soc
                                                        const std::string& host,
                                                        TransportLimits limits) {
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context, Context::Make(limits.remote_memory));
-  std::unique_ptr<UcxListener> listener(new UcxListener(context, limits));
+  std::unique_ptr<UcxListener> listener(new UcxListener(context, std::move(limits)));
   FERRY_ASSIGN_OR_RAISE(listener->worker_, Worker::Make(context));
   UcxListener* self = listener.get();
   listener->worker_->Start([self] {
@@ -91,8 +91,8 @@ void UcxListener::AcceptPending() {
 
 Result<std::unique_ptr<Connection>> UcxListener::Accept(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  const bool ready =
-      changed_.wait_for(lock, timeout, [&] { return !accepted_.empty() || !listening_; });
+  const bool ready = limits_.clock->WaitFor(changed_, lock, timeout,
+                                            [&] { return !accepted_.empty() || !listening_; });
   if (!listening_) return Status::Cancelled("the UCX listener is closed");
   if (!ready) return Status::DeadlineExceeded("timed out waiting for a UCX connection");
   std::unique_ptr<Connection> conn = std::move(accepted_.front());

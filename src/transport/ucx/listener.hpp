@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ferry/transport/transport.hpp"
+#include "transport/mailbox.hpp"
 #include "transport/ucx/context.hpp"
 #include "transport/ucx/worker.hpp"
 
@@ -39,12 +40,12 @@ class UcxListener final : public Listener {
 
  private:
   UcxListener(std::shared_ptr<Context> context, TransportLimits limits)
-      : context_(std::move(context)), limits_(limits) {}
+      : context_(std::move(context)), limits_(WithClock(std::move(limits))) {}
   static void OnConnectionRequest(ucp_conn_request_h request, void* arg);
   void AcceptPending();
 
   std::shared_ptr<Context> context_;
-  const TransportLimits limits_;
+  const TransportLimits limits_;  // its clock set: Accept waits on it, and so do connections
   std::unique_ptr<Worker> worker_;
   std::string address_;
 

@@ -11,7 +11,8 @@ Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_p
                                                                    ucp_conn_request_h request,
                                                                    TransportLimits limits) {
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
-  std::unique_ptr<ServerConnection> conn(new ServerConnection(std::move(worker), limits));
+  std::unique_ptr<ServerConnection> conn(
+      new ServerConnection(std::move(worker), std::move(limits)));
   FERRY_RETURN_NOT_OK(conn->StartWorker());
   Status accepted;
   ServerConnection* self = conn.get();

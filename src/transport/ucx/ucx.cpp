@@ -124,7 +124,7 @@ UcxLibrary LoadedUcx() {
 Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address, TransportLimits limits) {
   FERRY_ASSIGN_OR_RAISE(Endpoint where, Resolve(address));
   auto listener = internal::ucx::UcxListener::Make(reinterpret_cast<const sockaddr*>(&where.addr),
-                                                   where.addrlen, where.host, limits);
+                                                   where.addrlen, where.host, std::move(limits));
   if (!listener.ok()) {
     return listener.status().WithContext("cannot listen on " + address);
   }
