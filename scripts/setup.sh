@@ -20,6 +20,7 @@ APT_PACKAGES=(
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
   iproute2 patchelf
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
+  libsystemd-dev
 )
 
 missing=()
@@ -111,6 +112,12 @@ fi
 if ! .venv/bin/python -c "import grpc" >/dev/null 2>&1; then
   echo "setup: installing grpcio into .venv"
   .venv/bin/python -m pip install -q grpcio
+fi
+# grpcio-health-checking: gRPC's own grpc.health.v1 client, which reads the health statuses of
+# `ferry serve --flight` (tests/flight/test_drain.py).
+if ! .venv/bin/python -c "import grpc_health.v1.health_pb2_grpc" >/dev/null 2>&1; then
+  echo "setup: installing grpcio-health-checking into .venv"
+  .venv/bin/python -m pip install -q grpcio-health-checking
 fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU

@@ -146,6 +146,17 @@ class ServerImpl final : public Server {
                                          [&] { return state_->clients_active.load() == 0; });
   }
 
+  void Drain() override {
+    if (!state_->draining.exchange(true)) state_->Log("draining: new requests are refused");
+  }
+  bool draining() const override { return state_->draining.load(); }
+
+  bool AwaitIdleUntil(Clock::time_point deadline) override {
+    std::unique_lock lock(state_->idle_mutex);
+    return state_->options.clock->WaitUntil(state_->idle_changed, lock, deadline,
+                                            [&] { return state_->clients_active.load() == 0; });
+  }
+
   void Stop() override {
     if (state_->stopping.exchange(true)) return;
     state_->listener->Close();

@@ -112,6 +112,12 @@ Status Session::ServeRequest() {
   if (!tag.ok()) return Refuse(tag.status());
   const std::string ticket(reinterpret_cast<const char*>(want->payload.data),
                            static_cast<size_t>(want->payload.size));
+  if (state_->draining.load()) {
+    // Refused before its ticket is looked at: a draining server takes no new session, and the
+    // client, told UNAVAILABLE, may go to another server.
+    return Refuse(Status::Unavailable(
+        "the server is draining: it finishes the sessions in progress and takes no new one"));
+  }
   if (state_->clients_active.load() > state_->options.max_clients) {
     return Refuse(Status::FailedPrecondition("the server is serving its most clients (" +
                                              std::to_string(state_->options.max_clients) + ")"));

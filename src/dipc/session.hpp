@@ -27,6 +27,8 @@ struct ServerState {
   std::unique_ptr<RegionAllocator> allocator;
   std::unique_ptr<Catalogue> catalogue;
   std::atomic<bool> stopping{false};
+  /// Set by Server::Drain: requests from then on are refused with UNAVAILABLE.
+  std::atomic<bool> draining{false};
 
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},

@@ -11,6 +11,7 @@
 #include "ferry/core/host_port.hpp"
 #include "ferry/format/schema.hpp"
 #include "flight/clock_hook.hpp"
+#include "flight/drain.hpp"
 #include "flight/grpc_order.hpp"
 #include "flight/service.hpp"
 
@@ -50,6 +51,9 @@ class ServerImpl final : public Server {
     } else {
       credentials = grpc::InsecureServerCredentials();
     }
+    // grpc.health.v1 through gRPC's own service; a process-wide switch, read when a server is
+    // built.
+    grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
     builder.AddListeningPort(o.listen, credentials, &port_);
     builder.RegisterService(service_.get());
@@ -67,7 +71,31 @@ class ServerImpl final : public Server {
                                  " (the address is in use, or not this host's)");
     }
     host_ = HostOf(o.listen);
+    state_->begin_drain = [this] { BeginDrain(); };
+    internal::SetHealth(server_.get(), *state_, true);
     return Status::OK();
+  }
+
+  void BeginDrain() override {
+    if (state_->draining.exchange(true)) return;
+    {
+      // Not stop_mutex_: Stop holds it while it waits for calls, and the drain action is one.
+      std::lock_guard lock(health_mutex_);
+      if (server_ != nullptr) internal::SetHealth(server_.get(), *state_, false);
+    }
+    for (auto& [transport, plane] : state_->planes) plane->Drain();
+    state_->Log("draining: health NOT_SERVING, new calls and sessions refused");
+    if (state_->options.on_drain) state_->options.on_drain();
+  }
+
+  bool draining() const override { return state_->draining.load(); }
+
+  bool Drain(std::chrono::milliseconds timeout) override {
+    BeginDrain();
+    const Clock::time_point deadline = state_->options.clock->After(timeout);
+    bool idle = state_->WaitIdleUntil(deadline);
+    for (auto& [transport, plane] : state_->planes) idle = plane->AwaitIdleUntil(deadline) && idle;
+    return idle;
   }
 
   Status Add(const std::string& name, UniqueSchema schema,
@@ -164,6 +192,7 @@ class ServerImpl final : public Server {
       // Calls still running after a second are cancelled; their reactors then finish.
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
       state_->WaitIdle(std::chrono::seconds(10));
+      std::lock_guard health(health_mutex_);
       server_.reset();
       // With the federation's threads, joined here: none outlives the server.
       service_.reset();
@@ -177,6 +206,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<internal::FlightService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::mutex stop_mutex_;
+  std::mutex health_mutex_;  // server_'s health statuses against its reset
   std::string host_;
   int port_ = 0;
 };
@@ -226,6 +256,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     state->planes.emplace_back(transport, std::move(*plane));
   }
   const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  state->started = options.clock->Now();
   state->options = std::move(options);
   auto server = std::make_unique<ServerImpl>(std::move(state), tls ? "grpc+tls" : "grpc");
   FERRY_RETURN_NOT_OK(server->Start());

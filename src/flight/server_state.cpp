@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ferry/flight/info.hpp"
+#include "flight/drain.hpp"
 
 namespace ferry::flight::internal {
 
@@ -216,6 +217,7 @@ std::string ServerState::StatsJson() const {
                       {"body_bytes_sent", st.body_bytes_sent},
                       {"addresses_lent", st.addresses_lent}};
   }
+  DescribeServer(*this, &doc);
   return doc.dump();
 }
 
@@ -228,6 +230,11 @@ void ServerState::CallStarted() {
 void ServerState::CallDone() {
   std::lock_guard lock(live_mutex_);
   if (--live_ == 0) idle_.notify_all();
+}
+
+bool ServerState::WaitIdleUntil(Clock::time_point deadline) {
+  std::unique_lock lock(live_mutex_);
+  return options.clock->WaitUntil(idle_, lock, deadline, [&] { return live_ == 0; });
 }
 
 bool ServerState::WaitIdle(std::chrono::milliseconds limit) {

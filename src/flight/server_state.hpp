@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,11 @@ struct ServerState {
   Catalogue catalogue;
   std::atomic<int64_t> calls{0}, do_gets{0}, do_puts{0}, bytes_sent{0}, bytes_received{0},
       unauthenticated{0}, tickets_refused{0}, uploads_failed{0};
+  /// Drain and health (flight/drain.hpp): set once a drain starts; the server's BeginDrain (which
+  /// the drain action calls); when the server started, by the options' clock.
+  std::atomic<bool> draining{false};
+  std::function<void()> begin_drain;
+  Clock::time_point started{};
 
   /// Serve `flight` in the catalogue and on every plane; on a plane's failure nothing stays.
   Status Add(const std::shared_ptr<Flight>& flight);
@@ -55,6 +61,9 @@ struct ServerState {
   void CallDone();
   /// Wait (at most `limit`) until no call is in progress.
   bool WaitIdle(std::chrono::milliseconds limit);
+  /// Wait until no call is in progress or the options' clock reaches `deadline` (a drain's
+  /// wait). True if none is left.
+  bool WaitIdleUntil(Clock::time_point deadline);
 
  private:
   /// Add each partition on every plane; on a failure, none stays on any plane.

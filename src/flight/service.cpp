@@ -11,6 +11,7 @@
 #include "ferry/dipc/uri.hpp"
 #include "flight/clock_hook.hpp"
 #include "flight/convert.hpp"
+#include "flight/drain.hpp"
 #include "flight/grpc_order.hpp"
 #include "flight/grpc_status.hpp"
 
@@ -256,6 +257,9 @@ grpc::ServerUnaryReactor* FlightService::GetFlightInfo(grpc::CallbackServerConte
   GrpcTakeBack(this);
   CallScope scope(state_);
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
+  if (grpc::Status st = RefuseIfDraining(state_, "GetFlightInfo", context); !st.ok()) {
+    return Answer(context, st);
+  }
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
   Result<FlightInfo> info = InfoFor(context, *name);
@@ -270,6 +274,9 @@ grpc::ServerUnaryReactor* FlightService::PollFlightInfo(grpc::CallbackServerCont
   GrpcTakeBack(this);
   CallScope scope(state_);
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
+  if (grpc::Status st = RefuseIfDraining(state_, "PollFlightInfo", context); !st.ok()) {
+    return Answer(context, st);
+  }
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
   Result<FlightInfo> info = InfoFor(context, *name);
@@ -354,6 +361,9 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
         nlohmann::json{{"flight", args->first}, {"partition", *index}}.dump());
   } else if (request->type() == "stats") {
     results.emplace_back().set_body(state_->StatsJson());
+  } else if (request->type() == "drain") {
+    if (grpc::Status st = DrainAction(state_, context); !st.ok()) return new Fail(state_, st);
+    results.emplace_back().set_body("draining");
 #ifdef FERRY_FAULT_INJECTION
   } else if (request->type() == "test-fail") {
     // Test trees only: fail with the error code the body names, as any call failing so would.
@@ -373,7 +383,7 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
   } else {
     return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                          "unknown action \"" + request->type() +
-                                             "\" (this server has: append-partition, drop, "
+                                             "\" (this server has: append-partition, drain, drop, "
                                              "refresh-ticket, stats)"));
   }
   return new ListWriter<pb::Result>(state_, std::move(results));
@@ -384,7 +394,7 @@ grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
   GrpcTakeBack(this);
   using Fail = Refusal<grpc::ServerWriteReactor<pb::ActionType>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
-  std::vector<pb::ActionType> types(4);
+  std::vector<pb::ActionType> types(5);
   types[2].set_type("append-partition");
   types[2].set_description(
       "Move a flight uploaded with DoPut into another flight as its next endpoint, without a "
@@ -404,6 +414,12 @@ grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
       "The server's running totals per plane, as JSON: \"grpc\" (do_gets, bytes_sent, do_puts, "
       "bytes_received) and each dipc plane, \"shm\" and \"ucx\" (clients, batches_sent, "
       "body_bytes_sent: type-0 bodies, addresses_lent: type-1 buffers). Body: empty.");
+  types[4].set_type("drain");
+  types[4].set_description(
+      "Start a drain: health turns NOT_SERVING, new GetFlightInfo, DoGet, DoPut and plane "
+      "sessions are refused with UNAVAILABLE, and those in progress run to their end; `ferry "
+      "serve` then exits. Needs the server's token when it has one (else a caller on its host). "
+      "Body: empty. Result: 'draining'.");
   return new ListWriter<pb::ActionType>(state_, std::move(types));
 }
 

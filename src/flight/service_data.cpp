@@ -7,6 +7,7 @@
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "flight/convert.hpp"
+#include "flight/drain.hpp"
 #include "flight/grpc_order.hpp"
 #include "flight/grpc_status.hpp"
 #include "flight/service.hpp"
@@ -26,9 +27,11 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                const grpc::ByteBuffer* request)
       : state_(state) {
     state_->CallStarted();
-    if (grpc::Status st = Authenticate(state_, context); !st.ok()) {
+    grpc::Status admitted = Authenticate(state_, context);
+    if (admitted.ok()) admitted = RefuseIfDraining(state_, "DoGet", context);
+    if (!admitted.ok()) {
       GrpcHandOff(this);
-      Finish(st);
+      Finish(admitted);
       return;
     }
     const Status st = Open(*request);
@@ -131,9 +134,11 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
   DoPutReactor(ServerState* state, grpc::CallbackServerContext* context)
       : state_(state), peer_(context->peer()) {
     state_->CallStarted();
-    if (grpc::Status st = Authenticate(state_, context); !st.ok()) {
+    grpc::Status admitted = Authenticate(state_, context);
+    if (admitted.ok()) admitted = RefuseIfDraining(state_, "DoPut", context);
+    if (!admitted.ok()) {
       GrpcHandOff(this);
-      Finish(st);
+      Finish(admitted);
       return;
     }
     GrpcHandOff(this);

@@ -355,11 +355,12 @@ TEST_F(FlightServerTest, ExpiredTicketsAreRefusedEverywhereAndRefreshExtends) {
                      client->Action("refresh-ticket", brief.endpoints[0].ticket));
   ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "unknown action \"nap\"", client->Action("nap"));
   ASSERT_OK_AND_ASSIGN(std::vector<ActionType> actions, client->ListActions());
-  ASSERT_EQ(actions.size(), 4u);
+  ASSERT_EQ(actions.size(), 5u);
   EXPECT_EQ(actions[0].type, "drop");
   EXPECT_EQ(actions[1].type, "refresh-ticket");
   EXPECT_EQ(actions[2].type, "append-partition");
   EXPECT_EQ(actions[3].type, "stats");
+  EXPECT_EQ(actions[4].type, "drain");
 }
 
 TEST_F(FlightServerTest, DropRefusesWhileReadAndRevokesTickets) {

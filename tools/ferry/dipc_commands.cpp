@@ -48,7 +48,8 @@ int RefuseIgnoredServeOptions(const ServeOptions& o) {
            {"--peer-timeout", "bounds a federated Flight server's peers" + flight},
            {"--allow-partial", "answers without a Flight server's silent peers" + flight},
            {"--peer-tls-roots", "trusts a Flight server's grpc+tls:// peers" + flight},
-           {"--partition-bytes", "partitions are a Flight's endpoints: use it with --flight"}});
+           {"--partition-bytes", "partitions are a Flight's endpoints: use it with --flight"},
+           {"--drain-timeout", "bounds a Flight server's drain" + flight}});
       rc != 0) {
     return rc;
   }

@@ -63,6 +63,9 @@ struct ServeOptions {
   double peer_timeout_s = 2;
   bool allow_partial = false;
   std::string peer_tls_roots;
+  /// With --flight: how long a drain (SIGTERM, or `ferry status --drain`) lets the calls and
+  /// sessions in progress run before the process exits.
+  double drain_timeout_s = 30;
   /// The options the command line gave, to refuse those the chosen mode would ignore.
   Given given;
 };
@@ -110,8 +113,8 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* options);
 /// dataset's URI first. Exit status 0, or 2 with one line on stderr.
 int RunServe(const ServeOptions& options);
 
-/// Read a dataset from a server, optionally into an IPC file (written beside it and renamed
-/// when whole, removed on failure), showing progress on a terminal and a summary line at the
+/// Read a dataset from a server, optionally into an IPC file (put in place only when whole:
+/// output_file.hpp), showing progress on a terminal and a summary line at the
 /// end. Exit status 0, or 2 with one line on stderr naming the peer, the phase and the cause.
 int RunGet(const GetOptions& options);
 
@@ -131,8 +134,8 @@ bool ListensOnLoopbackOnly(const std::string& address);
 std::chrono::milliseconds Millis(double seconds);
 /// Print "ferry: WHAT: MESSAGE" on stderr; returns the exit status 2.
 int Fail(const std::string& what, const Status& st);
-/// Read `stream` to its end, into an IPC stream file when `options.to` is set (written beside it
-/// and renamed when whole), with progress on a terminal and a summary line naming `label`.
+/// Read `stream` to its end, into an IPC stream file when `options.to` is set (put in place only
+/// when whole: output_file.hpp), with progress on a terminal and a summary line naming `label`.
 /// Exit status 0, or 2 with one line on stderr naming `peer`.
 int Drain(ArrowDeviceArrayStream* stream, const GetOptions& options, const std::string& label,
           const std::string& peer, std::chrono::steady_clock::time_point start);

@@ -21,13 +21,15 @@
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "output_file.hpp"
 #include "parses.hpp"
 
 namespace ferry::cli {
 
 namespace {
 
-// `ferry get --to`'s partial file, removed if a signal ends the process mid-stream.
+// `ferry get --to`'s partial file where there is no O_TMPFILE, removed if a signal ends the
+// process mid-stream.
 char g_partial[4096] = {};
 void OnGetSignal(int sig) {
   if (g_partial[0] != '\0') unlink(g_partial);
@@ -99,8 +101,10 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                   "The split shape's data URI (`ferry serve` prints it on stderr): metadata "
                   "and bodies from separate servers");
   cmd->add_option("--to", o->to,
-                  "Write the batches to this IPC stream file (whole, or not at all: written "
-                  "beside it and renamed at the end; a FIFO or device is written in place)");
+                  "Write the batches to this IPC stream file, whole or not at all: written to an "
+                  "unnamed file in its directory (O_TMPFILE) and linked into place at the end, so "
+                  "that even SIGKILL leaves nothing (without O_TMPFILE: a hidden .partial file "
+                  "renamed at the end); a FIFO or device is written in place");
   cmd->add_flag("--force", o->force, "Replace the --to file if it exists");
   cmd->add_option("--device", o->device,
                   "Where batches land: cpu, opencl:N, cuda:N, cuda_host:N, cuda_managed:N")
@@ -199,45 +203,50 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
           const std::string& peer, std::chrono::steady_clock::time_point start) {
   // The connection is up (transport, endpoint, ticket): what follows is the transfer.
   const auto connected = std::chrono::steady_clock::now();
-  std::string partial;
   // A pipe, a FIFO or a device (/dev/stdout) is written in place: it cannot be renamed into and
-  // a reader may already wait on it. Only a regular file (or a new path) is written atomically.
+  // a reader may already wait on it. Only a regular file (or a new path) is written atomically:
+  // through an unnamed file linked into place at the end (output_file.hpp).
   std::string direct;
   struct stat info {};
   const bool exists = !o.to.empty() && stat(o.to.c_str(), &info) == 0;
+  std::unique_ptr<OutputFile> file;
   if (exists && !S_ISREG(info.st_mode)) {
     direct = o.to;
   } else if (!o.to.empty()) {
     if (!o.force && exists) {
       return Fail(o.to, Status::AlreadyExists("the file exists (--force replaces it)"));
     }
-    const size_t slash = o.to.rfind('/');
-    const std::string dir = slash == std::string::npos ? "" : o.to.substr(0, slash + 1);
-    const std::string base = slash == std::string::npos ? o.to : o.to.substr(slash + 1);
-    partial = dir + "." + base + ".ferry-" + std::to_string(getpid()) + ".partial";
+    Result<std::unique_ptr<OutputFile>> made = OutputFile::Create(o.to, exists);
+    if (!made.ok()) return Fail(o.to, made.status());
+    file = std::move(*made);
+    // Where the filesystem has no O_TMPFILE: a named file, removed if a signal ends the read.
+    const std::string& partial = file->partial();
     if (partial.size() >= sizeof(g_partial)) return Fail(o.to, Status::Invalid("path too long"));
-    std::memcpy(g_partial, partial.c_str(), partial.size() + 1);
-    std::signal(SIGINT, OnGetSignal);
-    std::signal(SIGTERM, OnGetSignal);
-  }
-  // Whatever ends the read early leaves no file behind.
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      if (!path.empty()) unlink(path.c_str());
-      g_partial[0] = '\0';
+    if (!partial.empty()) {
+      std::memcpy(g_partial, partial.c_str(), partial.size() + 1);
+      std::signal(SIGINT, OnGetSignal);
+      std::signal(SIGTERM, OnGetSignal);
     }
-  } cleanup{partial};
+  }
+  // Whatever ends the read early leaves no file behind (the OutputFile's destructor).
+  struct Cleanup {
+    ~Cleanup() { g_partial[0] = '\0'; }
+  } cleanup;
   UniqueSchema schema;
   if (const Status st = StreamGetSchema(s, schema.get()); !st.ok()) return Fail(peer, st);
-  std::unique_ptr<ipc::FileSink> sink;
+  std::unique_ptr<ipc::FileSink> direct_sink;
   std::optional<ipc::StreamWriter> writer;
-  if (!partial.empty() || !direct.empty()) {
-    Result<std::unique_ptr<ipc::FileSink>> f =
-        ipc::FileSink::Open(partial.empty() ? direct : partial);
-    if (!f.ok()) return Fail(o.to, f.status());
-    sink = std::move(*f);
-    Result<ipc::StreamWriter> w = ipc::StreamWriter::Open(sink.get(), schema.get());
+  if (file != nullptr || !direct.empty()) {
+    ipc::FileSink* sink = nullptr;
+    if (file != nullptr) {
+      sink = file->sink();
+    } else {
+      Result<std::unique_ptr<ipc::FileSink>> f = ipc::FileSink::Open(direct);
+      if (!f.ok()) return Fail(o.to, f.status());
+      direct_sink = std::move(*f);
+      sink = direct_sink.get();
+    }
+    Result<ipc::StreamWriter> w = ipc::StreamWriter::Open(sink, schema.get());
     if (!w.ok()) return Fail(o.to, w.status());
     writer.emplace(std::move(*w));
   }
@@ -282,12 +291,8 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
   if (bar) std::fprintf(stderr, "\n");
   if (writer) {
     Status st = writer->Close();
-    if (st.ok()) st = sink->Close();
+    if (st.ok()) st = file != nullptr ? file->Commit() : direct_sink->Close();
     if (!st.ok()) return Fail(o.to, st);
-    if (!partial.empty() && std::rename(partial.c_str(), o.to.c_str()) != 0) {
-      return Fail(o.to, Status::FromErrno(errno, "cannot rename the finished file into place"));
-    }
-    cleanup.path.clear();
   }
   const double t = seconds();
   const double connect = std::chrono::duration<double>(connected - start).count();

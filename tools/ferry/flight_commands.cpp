@@ -88,6 +88,10 @@ int RunPut(const FlightOptions& options) {
   return RunInModule(&FlightModule::put, options.uri, options);
 }
 
+int RunStatus(const FlightOptions& options) {
+  return RunInModule(&FlightModule::status, options.uri, options);
+}
+
 bool IsFlightUri(const std::string& uri) {
   return uri.rfind("grpc://", 0) == 0 || uri.rfind("grpc+tls://", 0) == 0 ||
          uri.rfind("grpc+tcp://", 0) == 0 || uri.rfind("grpc+unix://", 0) == 0;
@@ -134,6 +138,12 @@ void AddFlightServeOptions(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--peer-tls-roots", o->peer_tls_roots,
                   "With --peer: PEM certificates to trust for grpc+tls:// peers (default: the "
                   "system's)");
+  cmd->add_option("--drain-timeout", o->drain_timeout_s,
+                  "With --flight: seconds a drain (SIGTERM, or `ferry status --drain`) lets the "
+                  "calls and sessions in progress run before the process exits 0 (a second "
+                  "SIGTERM exits at once; SIGINT stops without a drain)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 }
 
 void AddFlightGetOptions(CLI::App* cmd, GetOptions* o) {
@@ -182,6 +192,31 @@ CLI::App* AddPutCommand(CLI::App& app, FlightOptions* o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
+  return cmd;
+}
+
+CLI::App* AddStatusCommand(CLI::App& app, FlightOptions* o) {
+  CLI::App* cmd = app.add_subcommand(
+      "status",
+      "Show a Flight server's state: health (SERVING, or NOT_SERVING while it drains), version, "
+      "uptime, planes, datasets, sessions (active/total) and bytes sent per plane, and its "
+      "federation peers. --drain asks it to drain: it stops taking new calls and sessions, lets "
+      "those in progress end, then exits.");
+  cmd->add_option("uri", o->uri, "grpc://HOST:PORT or grpc+tls://HOST:PORT")->required();
+  cmd->add_option("--token-file", o->token_file,
+                  "A file holding the server's token (else FERRY_TOKEN); a server with a token "
+                  "answers and drains only with it");
+  cmd->add_option("--tls-roots", o->tls_roots, "PEM certificates to trust for grpc+tls");
+  cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the server")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", o->json,
+                "Print the server's answer as JSON (the stats action's document: \"server\", "
+                "\"datasets\", one object per plane, and \"peers\" when federated)");
+  cmd->add_flag("--drain", o->drain,
+                "Start a drain (the drain action), then show the state: health turns "
+                "NOT_SERVING, new calls and sessions are refused with UNAVAILABLE, and the "
+                "server exits 0 once those in progress end or its --drain-timeout passes");
   return cmd;
 }
 

@@ -21,6 +21,8 @@ struct FlightOptions {
   double timeout_s = 30;
   bool json = false;
   bool progress = true;
+  /// `ferry status --drain`: ask the server to drain.
+  bool drain = false;
   /// The options the command line gave, to refuse those the URI's scheme would ignore.
   Given given;
 };
@@ -32,20 +34,25 @@ void AddFlightGetOptions(CLI::App* get, GetOptions* options);
 /// Register `list` and `put`, filling `options`; returns them.
 CLI::App* AddListCommand(CLI::App& app, FlightOptions* options);
 CLI::App* AddPutCommand(CLI::App& app, FlightOptions* options);
+/// Register `status` (a server's health, version, uptime, planes, datasets, sessions, bytes and
+/// peers; --json; --drain), filling `options`; returns it.
+CLI::App* AddStatusCommand(CLI::App& app, FlightOptions* options);
 
-/// Serve every NAME=FILE as a flight on gRPC and on the fast planes until SIGINT or SIGTERM;
-/// prints the grpc:// (or grpc+tls://) URI with the port bound first. Exit status 0, or 2 (also
-/// when the Flight module cannot be loaded, with dlopen's reason).
+/// Serve every NAME=FILE as a flight on gRPC and on the fast planes until SIGINT, or until SIGTERM
+/// or the drain action, which drain it first (--drain-timeout); prints the grpc:// (or
+/// grpc+tls://) URI with the port bound first. Exit status 0, or 2 (also when the Flight module
+/// cannot be loaded, with dlopen's reason).
 int RunFlightServe(const ServeOptions& options);
 /// `ferry get grpc://HOST:PORT --path NAME`: follow the flight's locations (or --via).
 int RunFlightGet(const GetOptions& options);
 int RunList(const FlightOptions& options);
 int RunPut(const FlightOptions& options);
+int RunStatus(const FlightOptions& options);
 
 /// Whether `uri` names a Flight server (grpc://, grpc+tls://, grpc+tcp://, grpc+unix://).
 bool IsFlightUri(const std::string& uri);
 
-/// What the Flight module hands the tool: its four commands. The tool and the module are built
+/// What the Flight module hands the tool: its commands. The tool and the module are built
 /// together; `version` guards against a stale module left beside a newer tool.
 struct FlightModule {
   int version;
@@ -53,8 +60,9 @@ struct FlightModule {
   int (*get)(const GetOptions&);
   int (*list)(const FlightOptions&);
   int (*put)(const FlightOptions&);
+  int (*status)(const FlightOptions&);
 };
-inline constexpr int kFlightModuleVersion = 2;
+inline constexpr int kFlightModuleVersion = 3;
 /// The module's one exported function (extern "C" FerryCliFlightModule) and its file name.
 inline constexpr const char* kFlightModuleEntry = "FerryCliFlightModule";
 inline constexpr const char* kFlightModuleFile = "ferry_cli_flight.so";

@@ -1,7 +1,7 @@
 // The ferry tool's Flight module (ferry_cli_flight.so): `ferry serve --flight`, `ferry list`,
-// `ferry get grpc://...` and `ferry put`. The tool loads it only for those commands, so that no
-// other command pays for loading gRPC; it uses the tool's own helpers (dipc_commands.hpp), which
-// the tool exports to it.
+// `ferry get grpc://...`, `ferry put` and `ferry status` (flight_operate.cpp). The tool loads it
+// only for those commands, so that no other command pays for loading gRPC; it uses the tool's own
+// helpers (dipc_commands.hpp), which the tool exports to it.
 
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include "ferry/format/schema_view.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "flight_commands.hpp"
+#include "flight_operate.hpp"
 #include "parses.hpp"
 
 namespace ferry::cli {
@@ -248,6 +249,7 @@ int Serve(const ServeOptions& o) {
       std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
     };
   }
+  options.on_drain = [] { RequestStop(); };
   Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);
   if (!server.ok()) return Fail("starting the Flight server", server.status());
   for (const std::string& spec : o.datasets) {
@@ -275,7 +277,7 @@ int Serve(const ServeOptions& o) {
                  static_cast<long long>(info->total_bytes), endpoints.c_str(),
                  (*server)->uri().c_str(), name.c_str());
   }
-  WaitForSignal();
+  ServeUntilStopped(**server, o);
   const flight::ServerStats s = (*server)->stats();
   (*server)->Stop();
   std::fprintf(stderr,
@@ -455,7 +457,15 @@ int Put(const FlightOptions& o) {
   return 0;
 }
 
-constexpr FlightModule kModule{kFlightModuleVersion, &Serve, &Get, &List, &Put};
+int StatusCommand(const FlightOptions& o) {
+  if (const int rc = RefuseTlsRoots(o.uri, o.given); rc != 0) return rc;
+  Result<std::unique_ptr<flight::Client>> client =
+      Connect(o.uri, o.token_file, o.tls_roots, o.timeout_s, false);
+  if (!client.ok()) return Fail(o.uri, client.status());
+  return ShowStatus(o, **client);
+}
+
+constexpr FlightModule kModule{kFlightModuleVersion, &Serve, &Get, &List, &Put, &StatusCommand};
 
 }  // namespace
 

@@ -102,6 +102,8 @@ int Run(int argc, char** argv) {
   ferry::cli::FlightOptions flight;
   CLI::App* list_cmd = ferry::cli::AddListCommand(app, &flight);
   CLI::App* put_cmd = ferry::cli::AddPutCommand(app, &flight);
+  ferry::cli::FlightOptions status;
+  CLI::App* status_cmd = ferry::cli::AddStatusCommand(app, &status);
 
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version");
 
@@ -109,6 +111,7 @@ int Run(int argc, char** argv) {
   serve.given = ferry::cli::GivenOptions(*serve_cmd);
   get.given = ferry::cli::GivenOptions(*get_cmd);
   flight.given = ferry::cli::GivenOptions(*list_cmd ? *list_cmd : *put_cmd);
+  status.given = ferry::cli::GivenOptions(*status_cmd);
   if (*version_cmd) {
     std::printf("ferry %s\n", ferry::Version());
     return 0;
@@ -126,6 +129,7 @@ int Run(int argc, char** argv) {
   }
   if (*list_cmd) return ferry::cli::RunList(flight);
   if (*put_cmd) return ferry::cli::RunPut(flight);
+  if (*status_cmd) return ferry::cli::RunStatus(status);
   return 0;
 }
 

@@ -146,6 +146,15 @@ class FERRY_EXPORT Server {
   /// client that closed is let finish; nothing is cut off). True if none is left. Sleeps on a
   /// condition variable, so it costs nothing while it waits.
   virtual bool AwaitIdle(std::chrono::milliseconds timeout) = 0;
+  /// Start a drain: every request that arrives from now on is refused with UNAVAILABLE (a
+  /// message saying the server is draining; ferry's clients read it), while the sessions already
+  /// serving run to their end. Cannot be undone; Stop still ends everything. Costs one flag.
+  virtual void Drain() = 0;
+  virtual bool draining() const = 0;
+  /// Wait until no client is being served or the options' clock reaches `deadline`: true if none
+  /// is left. As AwaitIdle, on a condition variable, but timed by the injected clock (a drain's
+  /// wait, which a test's ManualClock ends).
+  virtual bool AwaitIdleUntil(Clock::time_point deadline) = 0;
   /// The last session error, for logs ("" when none).
   virtual std::string last_error() const = 0;
   virtual void Stop() = 0;

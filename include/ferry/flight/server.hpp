@@ -66,6 +66,9 @@ struct FERRY_EXPORT ServerOptions {
   std::string peer_tls_roots;
   /// Where the server tells what it refused or tolerated, one line each, from any thread.
   std::function<void(const std::string&)> log;
+  /// Called once, on the thread that starts it, when a drain starts (Drain, BeginDrain or the
+  /// drain action): how `ferry serve` learns that a client asked it to drain.
+  std::function<void()> on_drain;
   /// What times tickets, the planes' waits on their clients and the peers' answers. NULL:
   /// Clock::Real(). Tests pass a ManualClock (and test trees' `ferry serve` processes take one
   /// from FERRY_TEST_CLOCK=manual, moved by the advance-clock action: docs/flight.md).
@@ -135,6 +138,16 @@ class FERRY_EXPORT Server {
   /// The tickets every plane and DoGet honour.
   virtual std::shared_ptr<dipc::TicketBook> tickets() const = 0;
   virtual ServerStats stats() const = 0;
+  /// Start a drain (flight/drain.cpp), once; later calls do nothing. grpc.health.v1 answers
+  /// NOT_SERVING from then on, and new GetFlightInfo, PollFlightInfo, DoGet and DoPut calls and
+  /// new sessions on the planes are refused with UNAVAILABLE, saying the server is draining;
+  /// calls and sessions in progress run on. Returns at once.
+  virtual void BeginDrain() = 0;
+  virtual bool draining() const = 0;
+  /// BeginDrain, then wait until every call and plane session in progress has ended, or until
+  /// `timeout` has passed by the options' clock: true if all ended. Sleeps on condition
+  /// variables; Stop then ends what is left.
+  virtual bool Drain(std::chrono::milliseconds timeout) = 0;
   /// Stop accepting calls, end those in progress and close the planes.
   virtual void Stop() = 0;
 };
