@@ -8,7 +8,8 @@ gathered and unwaited).
 
 Each cell asserts that the survivor reports within the bound (a kill or a close: 1 s; a stop:
 the 2 s --timeout plus 1 s), that it exits or carries on as specified (a client exits 2 with one
-line naming the phase and leaves no output file, unless it already had the whole stream; a
+line naming the phase and leaves no file in the output's directory, not even a partial one,
+unless it already had the whole stream; a client killed, SIGKILL included, leaves none either; a
 server logs the session's end and goes on), that a surviving server is back to its file
 descriptors and shared-memory segments and idle, and that the next client gets equal data.
 The measured detection times go to $FERRY_FAULT_REPORT (JSON lines) when it is set, for
@@ -101,6 +102,15 @@ def equal_to(out, table):
     return os.path.exists(out) and ipc.open_stream(str(out)).read_all().equals(table)
 
 
+def files_left(directory, before):
+    """The files in `directory` that were not in `before`, the processes' logs (*.err) aside:
+    what a client writing --to left there (`ferry get` writes an unnamed O_TMPFILE file and links
+    it into place only when whole, so a client killed, stopped or closed mid-stream leaves
+    nothing, not even a .partial file)."""
+    return sorted(p.name for p in directory.iterdir()
+                  if p.name not in before and not p.name.endswith(".err"))
+
+
 def report(cell, **figures):
     path = os.environ.get("FERRY_FAULT_REPORT")
     if path:
@@ -181,6 +191,7 @@ def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, ph
     bound = BOUND[kind] + SLACK
     if side == "server":
         srv = Serve(tmp_path, scheme, BODIES[body], path, env, TIMEOUT, pause=pause)
+        before = {p.name for p in tmp_path.iterdir()}
         cli = Get(tmp_path, srv.uri, out, env, TIMEOUT, args=client_args(transport, body))
         try:
             paused, _ = srv.log.wait_for(PAUSED, 30)
@@ -199,6 +210,7 @@ def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, ph
                 assert detect <= bound, f"{cell}: the client took {detect:.2f} s: {message}"
                 assert rc == 2, message
                 assert not os.path.exists(out), "a failed get left its output file"
+                assert files_left(tmp_path, before) == [], "a failed get left a file"
                 assert len(message.splitlines()) == 1, message
                 assert message.startswith("ferry: ") and any(w in message for w in PHASE_WORDS)
             if kind == "stop":
@@ -218,6 +230,7 @@ def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, ph
         return
 
     srv, fds, segments = servers.get(tmp_path, transport, body, path, table)
+    before = {p.name for p in tmp_path.iterdir()}
     cli = Get(tmp_path, srv.uri, out, env, TIMEOUT, pause=pause,
               args=client_args(transport, body))
     try:
@@ -233,7 +246,10 @@ def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, ph
         assert detect <= bound, f"{cell}: the server took {detect:.2f} s: {line.group(0)}"
         if kind == "close":
             assert cli.proc.wait(timeout=5) != 0
-            assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+        elif kind == "kill":
+            assert cli.proc.wait(timeout=5) == -signal.SIGKILL
+        # Killed (SIGKILL included), closed, or stopped mid-stream: nothing in the directory.
+        assert files_left(tmp_path, before) == [], f"{cell}: the client left a file"
         assert not os.path.exists(out)
     finally:
         cli.kill()

@@ -22,7 +22,7 @@ import pyarrow.flight as fl
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from flight_support import MANUAL_CLOCK, Serve, advance_clock, ferry_cli
+from flight_support import MANUAL_CLOCK, Serve, advance_clock, ferry_cli, self_signed
 
 ERRORS = (fl.FlightError, pa.ArrowException)
 PLANES = ["", "flight", "shm", "ucx"]
@@ -275,6 +275,28 @@ def test_status_shows_the_server_and_drains_with_the_token(tmp_path):
         # Idle, the server drains at once and exits 0.
         assert s.proc.wait(timeout=30) == 0
         assert "draining (asked by a client)" in s.stderr()
+
+
+def test_status_over_tls(tmp_path):
+    """`ferry status` trusts a grpc+tls:// server with --tls-roots; gRPC's health client reads
+    the same server's health over TLS."""
+    key, cert = self_signed(tmp_path, "server")
+    path = _write(tmp_path / "t.arrows", _table(100), 100)
+    with Serve("--tls-cert", cert, "--tls-key", key, f"t={path}", tmp=str(tmp_path)) as s:
+        assert s.uri.startswith("grpc+tls://")
+        r = subprocess.run([ferry_cli(), "status", s.uri, "--json", "--tls-roots", cert,
+                            "--timeout", "30"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["server"]["health"] == "SERVING"
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        with grpc.secure_channel(s.uri.split("://", 1)[1], credentials) as channel:
+            response = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service="flight"), timeout=10)
+        assert response.status == health_pb2.HealthCheckResponse.SERVING
+        # Without the roots, the certificate is not trusted.
+        r = subprocess.run([ferry_cli(), "status", s.uri, "--timeout", "30"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2, r.stdout
 
 
 def test_systemd_is_told_ready_watchdog_and_stopping(tmp_path):

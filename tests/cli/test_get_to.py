@@ -1,0 +1,107 @@
+"""`ferry get --to FILE` puts FILE in place only when it is whole: it writes an unnamed file
+(O_TMPFILE) in FILE's directory and links it there at the end. Mid-stream the directory holds
+nothing new while the client holds a deleted-looking file of that directory open (how Linux shows
+an O_TMPFILE file in /proc); SIGKILL then leaves nothing; --force replaces an existing file with
+the new data (pyarrow's read of it is the oracle) and leaves no hidden name behind; without
+--force an existing file is refused and kept. The client stops mid-stream at the fault suite's
+pause point (FERRY_FAULT_PAUSE, compiled into test trees)."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from cli_support import write_ipc
+from ferry_process import ServeProcess
+
+PAUSED = "ferry-fault: paused at"
+
+
+def _table(rows=200_000):
+    return pa.table({"i": pa.array(range(rows), pa.int64()),
+                     "s": pa.array([f"r{k % 977}" for k in range(rows)])})
+
+
+def _serve(tmp_path, path):
+    server = ServeProcess([f"t={path}"], tmp=str(tmp_path))
+    name, uri = server.first_line().split()[:2]
+    assert name == "t"
+    return server, uri
+
+
+def _unnamed_files(pid, directory):
+    """The files process `pid` has open that live in `directory` without a name there: /proc
+    shows an O_TMPFILE file as 'DIR/#INODE (deleted)'."""
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            continue
+        if re.fullmatch(re.escape(str(directory)) + r"/#\d+ \(deleted\)", target):
+            out.append(target)
+    return out
+
+
+def test_a_client_killed_mid_stream_leaves_nothing(ferry_cli, tmp_path):
+    table = _table()
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=20_000)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    server, uri = _serve(tmp_path, path)
+    log = open(tmp_path / "get.err", "w+")
+    try:
+        client = subprocess.Popen(
+            [ferry_cli, "get", uri, "--ticket", "t", "--to", str(out_dir / "got.arrows"),
+             "--no-progress"],
+            stderr=log, stdout=subprocess.DEVNULL,
+            env=dict(os.environ, FERRY_FAULT_PAUSE="client:body:3"))
+        deadline = time.monotonic() + 30
+        while PAUSED not in open(log.name).read():
+            assert client.poll() is None and time.monotonic() < deadline, open(log.name).read()
+            time.sleep(0.01)
+        # Mid-stream: written to an unnamed file of the directory, which shows nothing.
+        assert os.listdir(out_dir) == []
+        assert len(_unnamed_files(client.pid, out_dir)) == 1
+        client.send_signal(signal.SIGKILL)
+        assert client.wait(timeout=10) == -signal.SIGKILL
+        assert os.listdir(out_dir) == []
+    finally:
+        if client.poll() is None:
+            client.kill()
+        log.close()
+        server.close()
+
+
+def test_force_replaces_a_file_and_an_existing_file_is_kept_without_it(run, ferry_cli,
+                                                                        tmp_path):
+    table = _table(50_000)
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=10_000)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / "got.arrows"
+    target.write_bytes(b"an older file")
+    old_umask = os.umask(0o022)
+    os.umask(old_umask)
+    server, uri = _serve(tmp_path, path)
+    try:
+        r = run("get", uri, "--ticket", "t", "--to", target, "--no-progress")
+        assert r.returncode == 2 and "the file exists (--force replaces it)" in r.stderr
+        assert target.read_bytes() == b"an older file"
+        r = run("get", uri, "--ticket", "t", "--to", target, "--force", "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert ipc.open_stream(str(target)).read_all().equals(table)
+        assert os.listdir(out_dir) == ["got.arrows"]
+        assert os.stat(target).st_mode & 0o777 == 0o644 & ~old_umask
+        # A bare name: the working directory's file.
+        r = subprocess.run([ferry_cli, "get", uri, "--ticket", "t", "--to", "new.arrows",
+                            "--no-progress"], cwd=out_dir, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert ipc.open_stream(str(out_dir / "new.arrows")).read_all().equals(table)
+        assert sorted(os.listdir(out_dir)) == ["got.arrows", "new.arrows"]
+    finally:
+        server.close()
