@@ -1,11 +1,13 @@
 // systemd's readiness protocol for `ferry serve` (notify.hpp), through libsystemd.
 #include "notify.hpp"
 
+#include <dlfcn.h>
 #include <systemd/sd-daemon.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -26,13 +28,37 @@ Watchdog& TheWatchdog() {
   return watchdog;
 }
 
+// libsystemd's two functions, loaded when the service manager gave a socket: a process that
+// runs outside systemd (the wheel's, a container's) neither needs nor loads the library.
+struct Systemd {
+  decltype(&sd_notify) notify = nullptr;
+  decltype(&sd_watchdog_enabled) watchdog_enabled = nullptr;
+};
+
+const Systemd& TheSystemd() {
+  static const Systemd systemd = [] {
+    Systemd s;
+    if (std::getenv("NOTIFY_SOCKET") == nullptr) return s;
+    void* handle = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return s;
+    s.notify = reinterpret_cast<decltype(&sd_notify)>(dlsym(handle, "sd_notify"));
+    s.watchdog_enabled =
+        reinterpret_cast<decltype(&sd_watchdog_enabled)>(dlsym(handle, "sd_watchdog_enabled"));
+    return s;
+  }();
+  return systemd;
+}
+
 }  // namespace
 
-void Notify(const char* state) { (void)sd_notify(0, state); }
+void Notify(const char* state) {
+  if (const Systemd& s = TheSystemd(); s.notify != nullptr) (void)s.notify(0, state);
+}
 
 void StartWatchdog() {
+  const Systemd& s = TheSystemd();
   uint64_t usec = 0;
-  if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+  if (s.watchdog_enabled == nullptr || s.watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
   Watchdog& w = TheWatchdog();
   std::lock_guard lock(w.mutex);
   if (w.thread.joinable()) return;

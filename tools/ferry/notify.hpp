@@ -1,6 +1,7 @@
 // systemd's readiness protocol (sd_notify(3), through libsystemd) for `ferry serve`: READY=1 once
 // it listens, STOPPING=1 when it drains or stops, and WATCHDOG=1 pings while the unit sets
-// WatchdogSec. Outside systemd (no NOTIFY_SOCKET) each call does nothing.
+// WatchdogSec. libsystemd.so.0 is loaded (dlopen) only when NOTIFY_SOCKET is set, so the tool
+// does not depend on it; outside systemd, or without the library, each call does nothing.
 #pragma once
 
 namespace ferry::cli {
