@@ -142,9 +142,10 @@ int ShowStatus(const FlightOptions& o, flight::Client& client) {
     Result<std::vector<std::string>> drained = client.Action("drain");
     if (!drained.ok()) return Fail("--drain", drained.status());
     if (!o.json) {
-      std::printf("%s: draining: new calls and sessions are refused; it exits once those in "
-                  "progress end\n",
-                  o.uri.c_str());
+      std::printf(
+          "%s: draining: new calls and sessions are refused; it exits once those in "
+          "progress end\n",
+          o.uri.c_str());
     }
   }
   Result<std::vector<std::string>> stats = client.Action("stats");
