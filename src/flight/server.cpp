@@ -62,6 +62,8 @@ class ServerImpl final : public Server {
     builder.SetMaxSendMessageSize(INT_MAX);
     builder.SetMaxReceiveMessageSize(
         static_cast<int>(std::min<int64_t>(o.max_upload_bytes + (int64_t{1} << 16), INT_MAX)));
+    // Set before any call can read it (the drain action).
+    state_->begin_drain = [this] { BeginDrain(); };
     // The service's calls run on gRPC's threads, each taking back what was set up here.
     internal::GrpcHandOff(service_.get());
     server_ = builder.BuildAndStart();
@@ -71,7 +73,6 @@ class ServerImpl final : public Server {
                                  " (the address is in use, or not this host's)");
     }
     host_ = HostOf(o.listen);
-    state_->begin_drain = [this] { BeginDrain(); };
     internal::SetHealth(server_.get(), *state_, true);
     return Status::OK();
   }
