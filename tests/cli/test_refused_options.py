@@ -30,6 +30,7 @@ CASES = [
     (SERVE, ["--peer-tls-roots", "{path}"], "needs --flight"),
     (SERVE, ["--partition-bytes", "1MiB"], "use it with --flight"),
     (SERVE, ["--ticket-ttl", "5"], "needs --flight"),
+    (SERVE, ["--drain-timeout", "5"], "needs --flight"),
     # ... --insecure where nothing listens beyond this host; --keep beside --device, which keeps
     # the bodies already; --device with packed bodies, which it cannot lend.
     (SERVE, ["--insecure"], "from this host only"),
