@@ -277,6 +277,48 @@ def test_status_shows_the_server_and_drains_with_the_token(tmp_path):
         assert "draining (asked by a client)" in s.stderr()
 
 
+class _StatsServer(fl.FlightServerBase):
+    """pyarrow's Flight server answering the stats action with a document of the test's."""
+
+    def __init__(self, body):
+        super().__init__("grpc://127.0.0.1:0")
+        self.body = body
+
+    def do_action(self, context, action):
+        if action.type != "stats":
+            raise fl.FlightServerError(f"no action {action.type}")
+        return [self.body]
+
+
+def test_status_prints_the_peers_and_refuses_what_is_not_a_document():
+    doc = {"server": {"version": "9.9.9", "uptime_s": 3725.5, "health": "SERVING",
+                      "planes": ["flight", "shm"]},
+           "grpc": {"bytes_sent": 7, "sessions_active": 1, "sessions_total": 4},
+           "shm": {"body_bytes_sent": 11, "sessions_active": 0, "sessions_total": 2},
+           "datasets": [{"name": "t", "records": 5, "bytes": 40, "endpoints": 2, "readers": 1},
+                        "not an object"],
+           "peers": [{"uri": "grpc://a:1", "up": True, "latency_s": 0.0012},
+                     {"uri": "grpc://b:2", "up": False}, 17]}
+    with _StatsServer(json.dumps(doc).encode()) as server:
+        uri = f"grpc://127.0.0.1:{server.port}"
+        r = subprocess.run([ferry_cli(), "status", uri], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        rows = [line.split() for line in r.stdout.splitlines()]
+        assert ["version", "9.9.9"] in rows and ["uptime", "0d", "01h", "02m", "05s"] in rows
+        assert ["flight", "1", "4", "7"] in rows and ["shm", "0", "2", "11"] in rows
+        assert ["t", "5", "40", "2", "1"] in rows
+        assert ["grpc://a:1", "up", "1.2", "ms"] in rows and ["grpc://b:2", "down", "-"] in rows
+        r = subprocess.run([ferry_cli(), "status", uri, "--json"], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0 and json.loads(r.stdout) == doc
+    for body in (b"not json", b'["a list"]'):
+        with _StatsServer(body) as server:
+            r = subprocess.run([ferry_cli(), "status", f"grpc://127.0.0.1:{server.port}"],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 2 and "is not a JSON object" in r.stderr, r.stderr
+
+
 def test_status_over_tls(tmp_path):
     """`ferry status` trusts a grpc+tls:// server with --tls-roots; gRPC's health client reads
     the same server's health over TLS."""

@@ -20,6 +20,12 @@ double Number(const nlohmann::json& doc, const char* key) {
   return doc[key].get<double>();
 }
 
+// A JSON value as text ("?" when it is absent or not a string).
+std::string Text(const nlohmann::json& doc, const char* key) {
+  if (!doc.is_object() || !doc.contains(key) || !doc[key].is_string()) return "?";
+  return doc[key].get<std::string>();
+}
+
 int64_t Count(const nlohmann::json& doc, const char* key) {
   return static_cast<int64_t>(Number(doc, key));
 }
@@ -63,14 +69,14 @@ void PrintPeer(const std::string& uri, const nlohmann::json& peer) {
 }
 
 void PrintReport(const std::string& uri, const nlohmann::json& doc) {
-  const nlohmann::json& server = doc.contains("server") ? doc["server"] : nlohmann::json::object();
-  auto text = [&](const char* key) {
-    return server.contains(key) && server[key].is_string() ? server[key].get<std::string>()
-                                                           : std::string("?");
-  };
+  static const nlohmann::json kNone = nlohmann::json::object();
+  const nlohmann::json& server = doc.contains("server") ? doc["server"] : kNone;
+  auto text = [&](const char* key) { return Text(server, key); };
   std::vector<std::string> planes;
   if (server.contains("planes") && server["planes"].is_array()) {
-    for (const auto& p : server["planes"]) planes.push_back(p.get<std::string>());
+    for (const auto& p : server["planes"]) {
+      if (p.is_string()) planes.push_back(p.get<std::string>());
+    }
   }
   std::string plane_list;
   for (const std::string& p : planes) plane_list += (plane_list.empty() ? "" : ", ") + p;
@@ -91,7 +97,8 @@ void PrintReport(const std::string& uri, const nlohmann::json& doc) {
               "READERS");
   if (doc.contains("datasets") && doc["datasets"].is_array()) {
     for (const auto& d : doc["datasets"]) {
-      std::printf("  %-24s %12lld %14lld %9lld %7lld\n", d.value("name", std::string("?")).c_str(),
+      if (!d.is_object()) continue;
+      std::printf("  %-24s %12lld %14lld %9lld %7lld\n", Text(d, "name").c_str(),
                   static_cast<long long>(Count(d, "records")),
                   static_cast<long long>(Count(d, "bytes")),
                   static_cast<long long>(Count(d, "endpoints")),
@@ -102,9 +109,13 @@ void PrintReport(const std::string& uri, const nlohmann::json& doc) {
   const nlohmann::json& peers = doc["peers"];
   std::printf("\n  %-44s %-6s %s\n", "PEER", "STATE", "LATENCY");
   if (peers.is_array()) {
-    for (const auto& p : peers) PrintPeer(p.value("uri", std::string("?")), p);
+    for (const auto& p : peers) {
+      if (p.is_object()) PrintPeer(Text(p, "uri"), p);
+    }
   } else if (peers.is_object()) {
-    for (const auto& [peer_uri, p] : peers.items()) PrintPeer(peer_uri, p);
+    for (const auto& [peer_uri, p] : peers.items()) {
+      if (p.is_object()) PrintPeer(peer_uri, p);
+    }
   }
 }
 
