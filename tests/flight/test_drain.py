@@ -5,8 +5,10 @@ under load (SIGTERM with 8 clients mid-transfer on each plane: gRPC DoGet throug
 shared memory and UCX through `ferry get`), where every client's data equals pyarrow's read of
 the file, a client arriving after the drain started is refused with UNAVAILABLE saying
 "draining" on every plane, and the process exits 0; a second SIGTERM ending it at once; the
-drain timeout timed by the server's own clock; `ferry status` and its --drain, which needs the
-token; and systemd's readiness protocol read from a fake NOTIFY_SOCKET."""
+drain timeout timed by the server's own clock; a draining peer left out of (or failing) a
+federated answer; `ferry status` and its --drain, which needs the token, and its report of a
+document from pyarrow's own Flight server; and systemd's readiness protocol read from a fake
+NOTIFY_SOCKET."""
 import concurrent.futures
 import json
 import os
@@ -275,6 +277,30 @@ def test_status_shows_the_server_and_drains_with_the_token(tmp_path):
         # Idle, the server drains at once and exits 0.
         assert s.proc.wait(timeout=30) == 0
         assert "draining (asked by a client)" in s.stderr()
+
+
+def test_a_draining_peer_is_left_out_or_named(tmp_path):
+    table = _table(1 << 20)
+    path = _write(tmp_path / "t.arrows", table, 1 << 14)
+    small = _write(tmp_path / "s.arrows", _table(100), 100)
+    with Serve(f"t={path}", "--timeout", "60", tmp=str(tmp_path)) as b, \
+            Serve("--peer", b.uri, "--allow-partial", f"t={small}", tmp=str(tmp_path)) as a1, \
+            Serve("--peer", b.uri, f"t={small}", tmp=str(tmp_path)) as a2:
+        info = fl.connect(b.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
+        reader = _small_window_client(b.uri).do_get(info.endpoints[0].ticket)
+        reader.read_chunk()  # b stays draining while this is read
+        b.proc.send_signal(signal.SIGTERM)
+        _wait_until("b draining", lambda: _health(b.uri, "") == "NOT_SERVING")
+        merged = fl.connect(a1.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
+        assert len(merged.endpoints) == 1  # a1's own
+        missing = json.loads(merged.app_metadata)["missing_peers"]
+        assert [m["peer"] for m in missing] == [b.uri] and "draining" in missing[0]["error"]
+        with pytest.raises(fl.FlightUnavailableError, match=f"peer {b.uri}.*draining"):
+            fl.connect(a2.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
+        # The servers asking it stay SERVING.
+        assert _health(a1.uri, "") == _health(a2.uri, "") == "SERVING"
+        reader.read_all()
+        assert b.proc.wait(timeout=30) == 0
 
 
 class _StatsServer(fl.FlightServerBase):
