@@ -282,6 +282,7 @@ int RunServe(const ServeOptions& o) {
     if (!parsed.ok()) return Fail("--device", parsed.status());
     body_device = *parsed;
   }
+  if (!CatchStopSignals()) return 2;
   Result<std::unique_ptr<dipc::Server>> server = dipc::Server::Start(options);
   if (!server.ok()) return Fail("starting the server", server.status());
   for (auto& [name, d] : datasets) {
