@@ -250,6 +250,7 @@ int Serve(const ServeOptions& o) {
     };
   }
   options.on_drain = [] { RequestStop(); };
+  if (!CatchStopSignals()) return 2;
   Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);
   if (!server.ok()) return Fail("starting the Flight server", server.status());
   for (const std::string& spec : o.datasets) {

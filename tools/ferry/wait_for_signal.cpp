@@ -18,35 +18,34 @@ namespace {
 // The pipe SIGINT's and SIGTERM's handler (and RequestStop) writes to; WaitForSignal reads it.
 // Each writes one byte: the signal's number, or 0.
 int g_stop[2] = {-1, -1};
-// Stops asked for so far: the second one ends the process.
-std::atomic<int> g_stops{0};
+// Signals caught so far: the second one ends the process.
+std::atomic<int> g_signals{0};
 
 void OnSignal(int sig) {
-  if (g_stops.fetch_add(1) > 0) _exit(128 + sig);
+  if (g_signals.fetch_add(1) > 0) _exit(128 + sig);
   const char byte = static_cast<char>(sig);
   [[maybe_unused]] const ssize_t w = write(g_stop[1], &byte, 1);
 }
 
-// Make the pipe and install the handlers, once: false if no pipe can be made.
-bool Arm() {
+}  // namespace
+
+bool CatchStopSignals() {
   static std::once_flag once;
-  static bool armed = false;
+  static bool caught = false;
   std::call_once(once, [] {
     if (pipe2(g_stop, O_CLOEXEC) != 0) {
       std::fprintf(stderr, "ferry: cannot wait for a signal: %s\n", std::strerror(errno));
       return;
     }
-    armed = true;
+    caught = true;
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
   });
-  return armed;
+  return caught;
 }
 
-}  // namespace
-
 int WaitForSignal() {
-  if (!Arm()) return SIGTERM;
+  if (!CatchStopSignals()) return SIGTERM;
   char byte = 0;
   while (read(g_stop[0], &byte, 1) < 0 && errno == EINTR) {
   }
@@ -56,7 +55,7 @@ int WaitForSignal() {
 void RequestStop() {
   // Not counted as a signal: a SIGTERM after a drain asked for over the network (a service
   // manager stopping the process the drain was for) is a first signal, and waits for the drain.
-  if (!Arm()) return;
+  if (!CatchStopSignals()) return;
   const char byte = 0;
   [[maybe_unused]] const ssize_t w = write(g_stop[1], &byte, 1);
 }

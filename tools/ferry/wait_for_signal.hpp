@@ -3,11 +3,17 @@
 
 namespace ferry::cli {
 
-/// Block until SIGINT or SIGTERM arrives, in any thread, or RequestStop is called: the signal's
-/// number, or 0 for RequestStop. The handlers write to a pipe this reads, so the wait sets no
-/// timer and costs nothing until then. From then on a second SIGINT or SIGTERM ends the process
-/// at once (exit status 128 + the signal): how an operator cuts a drain short. Returns SIGTERM at
-/// once, with a message on stderr, if no pipe can be made.
+/// Catch SIGINT and SIGTERM from now on: their handlers write to a pipe WaitForSignal reads.
+/// A server calls it before it prints where it listens, so a client that reads that line and
+/// signals the server at once finds the handlers in place. Idempotent and thread-safe; false,
+/// with a message on stderr, if no pipe can be made (the signals then keep their default action).
+bool CatchStopSignals();
+
+/// Block until SIGINT or SIGTERM arrives, in any thread, or RequestStop is called
+/// (CatchStopSignals first, if not yet called): the signal's number, or 0 for RequestStop. The
+/// wait sets no timer and costs nothing until then. From the first signal on, a second SIGINT or
+/// SIGTERM ends the process at once (exit status 128 + the signal): how an operator cuts a drain
+/// short. Returns SIGTERM at once if the signals cannot be caught.
 int WaitForSignal();
 
 /// Make WaitForSignal return 0 as if a signal had come (a drain asked for over the network), from
