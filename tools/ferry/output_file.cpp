@@ -68,7 +68,7 @@ Status OutputFile::Commit() {
     return Status::FromErrno(errno, "cannot link the finished file into place");
   }
   if (replace_ && std::rename(target.c_str(), path_.c_str()) != 0) {
-    const Status st = Status::FromErrno(errno, "cannot rename the finished file into place");
+    Status st = Status::FromErrno(errno, "cannot rename the finished file into place");
     unlink(target.c_str());
     return st;
   }
