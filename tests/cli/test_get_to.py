@@ -3,16 +3,20 @@
 nothing new while the client holds a deleted-looking file of that directory open (how Linux shows
 an O_TMPFILE file in /proc); SIGKILL then leaves nothing; --force replaces an existing file with
 the new data (pyarrow's read of it is the oracle) and leaves no hidden name behind; without
---force an existing file is refused and kept. The client stops mid-stream at the fault suite's
-pause point (FERRY_FAULT_PAUSE, compiled into test trees)."""
+--force an existing file is refused and kept. Where the filesystem has no O_TMPFILE (emulated
+here by a preloaded open() that fails it with EOPNOTSUPP, as such a filesystem does), the client
+falls back to a hidden .partial file, renamed when whole and removed on SIGTERM. The client stops
+mid-stream at the fault suite's pause point (FERRY_FAULT_PAUSE, compiled into test trees)."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
+import pytest
 
 from cli_support import write_ipc
 from ferry_process import ServeProcess
@@ -46,6 +50,85 @@ def _unnamed_files(pid, directory):
     return out
 
 
+def _paused_get(ferry_cli, uri, out, log, env=None):
+    """`ferry get URI --ticket t --to OUT` stopped at its third body; returns the process."""
+    client = subprocess.Popen(
+        [ferry_cli, "get", uri, "--ticket", "t", "--to", str(out), "--no-progress"],
+        stderr=log, stdout=subprocess.DEVNULL,
+        env=dict(os.environ, FERRY_FAULT_PAUSE="client:body:3", **(env or {})))
+    deadline = time.monotonic() + 30
+    while PAUSED not in open(log.name).read():
+        assert client.poll() is None and time.monotonic() < deadline, open(log.name).read()
+        time.sleep(0.01)
+    return client
+
+
+# open() failing O_TMPFILE with EOPNOTSUPP, as a filesystem without it does; anything else goes
+# to the C library's own open.
+NO_TMPFILE_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+
+int open(const char* path, int flags, ...) {
+  va_list args;
+  va_start(args, flags);
+  mode_t mode = (flags & (O_CREAT | __O_TMPFILE)) ? va_arg(args, mode_t) : 0;
+  va_end(args);
+  if ((flags & O_TMPFILE) == O_TMPFILE) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  int (*real)(const char*, int, ...) = (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, "open");
+  return real(path, flags, mode);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def no_tmpfile(tmp_path_factory):
+    """LD_PRELOAD of a library whose open() refuses O_TMPFILE."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "no C compiler (scripts/setup.sh installs build-essential)"
+    d = tmp_path_factory.mktemp("no_tmpfile")
+    (d / "no_tmpfile.c").write_text(NO_TMPFILE_C)
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(d / "no_tmpfile.so"),
+                    str(d / "no_tmpfile.c"), "-ldl"], check=True, capture_output=True)
+    return {"LD_PRELOAD": str(d / "no_tmpfile.so")}
+
+
+def test_without_o_tmpfile_a_partial_file_is_renamed_or_removed(ferry_cli, tmp_path,
+                                                                 no_tmpfile):
+    table = _table(100_000)
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=20_000)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    server, uri = _serve(tmp_path, path)
+    log = open(tmp_path / "get.err", "w+")
+    try:
+        # Caught mid-stream: the hidden .partial file, removed by SIGTERM.
+        client = _paused_get(ferry_cli, uri, out_dir / "got.arrows", log, no_tmpfile)
+        [partial] = os.listdir(out_dir)
+        assert re.fullmatch(rf"\.got\.arrows\.ferry-{client.pid}\.partial", partial), partial
+        assert _unnamed_files(client.pid, out_dir) == []
+        client.send_signal(signal.SIGTERM)
+        assert client.wait(timeout=10) == 128 + signal.SIGTERM
+        assert os.listdir(out_dir) == []
+        # Whole: renamed into place.
+        r = subprocess.run([ferry_cli, "get", uri, "--ticket", "t", "--to",
+                            str(out_dir / "got.arrows"), "--no-progress"],
+                           env=dict(os.environ, **no_tmpfile), capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert os.listdir(out_dir) == ["got.arrows"]
+        assert ipc.open_stream(str(out_dir / "got.arrows")).read_all().equals(table)
+    finally:
+        log.close()
+        server.close()
+
+
 def test_a_client_killed_mid_stream_leaves_nothing(ferry_cli, tmp_path):
     table = _table()
     path = write_ipc(tmp_path / "t.arrows", table, chunk=20_000)
@@ -53,16 +136,9 @@ def test_a_client_killed_mid_stream_leaves_nothing(ferry_cli, tmp_path):
     out_dir.mkdir()
     server, uri = _serve(tmp_path, path)
     log = open(tmp_path / "get.err", "w+")
+    client = None
     try:
-        client = subprocess.Popen(
-            [ferry_cli, "get", uri, "--ticket", "t", "--to", str(out_dir / "got.arrows"),
-             "--no-progress"],
-            stderr=log, stdout=subprocess.DEVNULL,
-            env=dict(os.environ, FERRY_FAULT_PAUSE="client:body:3"))
-        deadline = time.monotonic() + 30
-        while PAUSED not in open(log.name).read():
-            assert client.poll() is None and time.monotonic() < deadline, open(log.name).read()
-            time.sleep(0.01)
+        client = _paused_get(ferry_cli, uri, out_dir / "got.arrows", log)
         # Mid-stream: written to an unnamed file of the directory, which shows nothing.
         assert os.listdir(out_dir) == []
         assert len(_unnamed_files(client.pid, out_dir)) == 1
@@ -70,7 +146,7 @@ def test_a_client_killed_mid_stream_leaves_nothing(ferry_cli, tmp_path):
         assert client.wait(timeout=10) == -signal.SIGKILL
         assert os.listdir(out_dir) == []
     finally:
-        if client.poll() is None:
+        if client is not None and client.poll() is None:
             client.kill()
         log.close()
         server.close()
