@@ -330,23 +330,6 @@ TEST_P(ServerClient, AnUnknownTicketIsRefusedByName) {
   EXPECT_EQ(server->stats().sessions_failed, 0);
 }
 
-// A draining server refuses every new request, known ticket or not, with UNAVAILABLE and says
-// why; it was idle, so it is idle by its clock at once.
-TEST_P(ServerClient, ADrainingServerRefusesNewRequests) {
-  auto server = StartServer();
-  ASSERT_TRUE(server);
-  ASSERT_OK_AND_ASSIGN(Made made, MakeBatch(0, 10, 0));
-  ASSERT_OK_AND_ASSIGN(auto d, Dataset::FromBatches(std::move(made.schema), {}));
-  server->Add("alpha", d);
-  EXPECT_FALSE(server->draining());
-  server->Drain();
-  EXPECT_TRUE(server->draining());
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the server is draining", Open(*server, "alpha"));
-  EXPECT_TRUE(server->AwaitIdleUntil(Clock::Real()->After(5s)));
-  EXPECT_GE(server->stats().tickets_refused, 1);
-  EXPECT_EQ(server->stats().sessions_failed, 0);
-}
-
 // Without ferry=1 the wire is the bare protocol: the refusal is a closed connection.
 TEST_P(ServerClient, WithoutExtensionsARefusalIsAClosedConnection) {
   if (shape_.transport != "ucx") GTEST_SKIP() << "the shm scheme is ferry's own";

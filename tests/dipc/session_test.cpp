@@ -1,7 +1,7 @@
 // The server's choice of body per client (src/dipc/session.cpp): a server of type-1 bodies lends
 // its memory to every client whose reads of it are one-sided, and sends packed bodies to a ferry
 // UCX client whose gets the loaded UCX would emulate (TCP lanes; one host before 1.16), unless
-// that client asks for buffer lists.
+// that client asks for buffer lists. And a draining server's refusal of new requests.
 #include "dipc/session.hpp"
 
 #include <nlohmann/json.hpp>
@@ -74,6 +74,38 @@ INSTANTIATE_TEST_SUITE_P(Cases, SessionBodies,
                            return std::string(i.param.kept ? "Kept" : "Afresh") +
                                   (i.param.buffer_lists ? "AskingForLists" : "");
                          });
+
+// A draining server refuses every new request, its ticket known or not, with UNAVAILABLE and
+// says why; the session in progress when the drain started is served to its end, and the server
+// is idle by its clock once that session has ended.
+class DrainingServer : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DrainingServer, RefusesNewRequestsAndServesTheOneInProgress) {
+  if (GetParam() == "ucx" && !transport::UcxAvailable()) {
+    GTEST_SKIP() << "this build has no UCX transport (libucx-dev was not found)";
+  }
+  ServerOptions options;
+  options.transport = GetParam();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
+  ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(4, 10000));
+  server->Add("t", data.dataset);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream before, ConnectStream(server->uri("t"), "t"));
+  EXPECT_FALSE(server->draining());
+  server->Drain();
+  EXPECT_TRUE(server->draining());
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the server is draining",
+                     ConnectStream(server->uri("t"), "t"));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the server is draining",
+                     ConnectStream(server->uri("t"), "no-such-ticket"));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(before.get()));
+  EXPECT_EQ(got, data.expected);
+  before.reset();
+  EXPECT_TRUE(server->AwaitIdleUntil(Clock::Real()->After(std::chrono::seconds(10))));
+  EXPECT_EQ(server->stats().tickets_refused, 2);
+  EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, DrainingServer, ::testing::Values("shm", "ucx"));
 
 }  // namespace
 }  // namespace ferry::dipc
