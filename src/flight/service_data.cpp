@@ -38,6 +38,8 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       return;
     }
     ++state_->do_gets;
+    state_->do_gets_active.fetch_add(1, std::memory_order_relaxed);
+    counted_ = true;
     Pump();
   }
 
@@ -57,6 +59,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
   void OnDone() override {
     GrpcTakeBack(this);
+    if (counted_) state_->do_gets_active.fetch_sub(1, std::memory_order_relaxed);
     state_->CallDone();
     delete this;
   }
@@ -99,6 +102,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
         ended_ = true;
         st = writer_->Close();
       } else if (st.ok()) {
+        state_->batches_sent.fetch_add(1, std::memory_order_relaxed);
         st = writer_->WriteDeviceBatch(*batch);
       }
       if (!st.ok()) {
@@ -121,6 +125,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   std::deque<grpc::ByteBuffer> queue_;
   grpc::ByteBuffer current_;
   bool ended_ = false;
+  bool counted_ = false;  // in do_gets_active
 };
 
 // Receives an upload: the first FlightData names the flight (a path descriptor) and carries the

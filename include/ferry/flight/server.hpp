@@ -18,6 +18,7 @@
 #include "ferry/core/result.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/flight/info.hpp"
+#include "ferry/flight/metrics.hpp"
 
 namespace ferry::flight {
 
@@ -66,6 +67,10 @@ struct FERRY_EXPORT ServerOptions {
   std::string peer_tls_roots;
   /// Where the server tells what it refused or tolerated, one line each, from any thread.
   std::function<void(const std::string&)> log;
+  /// Time every RPC and count failed calls by code (a gRPC interceptor: an allocation, two
+  /// clock reads and a few relaxed atomic adds per call), for metrics(); the other figures of
+  /// metrics() are kept always.
+  bool metrics = false;
   /// What times tickets, the planes' waits on their clients and the peers' answers. NULL:
   /// Clock::Real(). Tests pass a ManualClock (and test trees' `ferry serve` processes take one
   /// from FERRY_TEST_CLOCK=manual, moved by the advance-clock action: docs/flight.md).
@@ -135,6 +140,9 @@ class FERRY_EXPORT Server {
   /// The tickets every plane and DoGet honour.
   virtual std::shared_ptr<dipc::TicketBook> tickets() const = 0;
   virtual ServerStats stats() const = 0;
+  /// Every plane's, the tickets', each RPC's (with ServerOptions::metrics) and the federation
+  /// peers' figures, for monitoring (include/ferry/flight/metrics.hpp). Cheap: reads counters.
+  virtual ServerMetrics metrics() const = 0;
   /// Stop accepting calls, end those in progress and close the planes.
   virtual void Stop() = 0;
 };
