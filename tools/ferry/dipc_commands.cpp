@@ -48,6 +48,7 @@ int RefuseIgnoredServeOptions(const ServeOptions& o) {
            {"--peer-timeout", "bounds a federated Flight server's peers" + flight},
            {"--allow-partial", "answers without a Flight server's silent peers" + flight},
            {"--peer-tls-roots", "trusts a Flight server's grpc+tls:// peers" + flight},
+           {"--metrics", "serves a Flight server's Prometheus metrics" + flight},
            {"--partition-bytes", "partitions are a Flight's endpoints: use it with --flight"}});
       rc != 0) {
     return rc;

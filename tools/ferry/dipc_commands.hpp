@@ -63,6 +63,8 @@ struct ServeOptions {
   double peer_timeout_s = 2;
   bool allow_partial = false;
   std::string peer_tls_roots;
+  /// With --flight: HOST:PORT to serve Prometheus metrics on (metrics_exporter.hpp); empty: none.
+  std::string metrics;
   /// The options the command line gave, to refuse those the chosen mode would ignore.
   Given given;
 };

@@ -134,6 +134,9 @@ void AddFlightServeOptions(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--peer-tls-roots", o->peer_tls_roots,
                   "With --peer: PEM certificates to trust for grpc+tls:// peers (default: the "
                   "system's)");
+  cmd->add_option("--metrics", o->metrics,
+                  "With --flight: serve Prometheus metrics on http://HOST:PORT/metrics (port 0: "
+                  "a free one, printed on stderr); the config key is metrics.listen");
 }
 
 void AddFlightGetOptions(CLI::App* cmd, GetOptions* o) {
