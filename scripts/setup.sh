@@ -20,6 +20,7 @@ APT_PACKAGES=(
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
   iproute2 patchelf
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
+  prometheus-cpp-dev prometheus
 )
 
 missing=()
@@ -111,6 +112,13 @@ fi
 if ! .venv/bin/python -c "import grpc" >/dev/null 2>&1; then
   echo "setup: installing grpcio into .venv"
   .venv/bin/python -m pip install -q grpcio
+fi
+# prometheus-client: Prometheus' own Python client, whose strict parser reads `ferry serve
+# --metrics`' exposition text (tests/flight/test_prometheus.py; the Prometheus server from apt
+# scrapes it too).
+if ! .venv/bin/python -c "import prometheus_client" >/dev/null 2>&1; then
+  echo "setup: installing prometheus-client into .venv"
+  .venv/bin/python -m pip install -q prometheus-client
 fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU
