@@ -2,7 +2,9 @@
 `prometheus`, installed by scripts/setup.sh) every second: a known number of bytes read over the
 shared-memory and UCX planes must come back from Prometheus' HTTP API as ferry_sent_bytes_total
 by plane, and the exposition text must pass Prometheus' own parsers (the server's, whose target
-stays "up", and prometheus_client's).
+stays "up", and prometheus_client's). The page's example alert rules (docs/operations_metrics.md)
+are loaded into that Prometheus, which must evaluate each without error, and its metrics reference
+must name every ferry_ family the server exposes, with its type.
 
 The expected bytes are computed without ferry: the sum of the record batches' message bodies in
 the IPC stream file, as pyarrow reads them (pyarrow.ipc.MessageReader). That is what a plane
@@ -28,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from flight_support import Serve, ferry_cli
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PAGE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "operations_metrics.md")
 ROWS, BATCH_ROWS = 1 << 17, 4096
 SCRAPE_LIMIT_S = 60  # bounded waits on Prometheus: its start, and a scrape after the transfers
 
@@ -65,14 +68,32 @@ def wait_until(what, check, limit=SCRAPE_LIMIT_S):
         time.sleep(0.2)
 
 
+def page_alert_rules():
+    """The text block after the page's `<!-- alert-rules -->` marker."""
+    with open(PAGE) as f:
+        text = f.read()
+    m = re.search(r"<!-- alert-rules -->\n```text\n(.*?)```", text, re.S)
+    assert m, "docs/operations_metrics.md has no alert-rules block"
+    return m.group(1)
+
+
+def page_reference():
+    """The page's reference table: {metric name: type}."""
+    with open(PAGE) as f:
+        return dict(re.findall(r"^\| `([a-z_]+)` \| (counter|gauge|histogram) \|", f.read(), re.M))
+
+
 class Prometheus:
-    """Debian's prometheus scraping `target` (HOST:PORT) every second, its data in `tmp`."""
+    """Debian's prometheus scraping `target` (HOST:PORT) every second and evaluating the page's
+    alert rules every second, its data in `tmp`."""
 
     def __init__(self, tmp, target):
         self.port = free_port()
         config = tmp / "prometheus.yml"
+        (tmp / "rules.yml").write_text(page_alert_rules())
         config.write_text(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+            f"rule_files: ['{tmp / 'rules.yml'}']\n"
             "scrape_configs:\n  - job_name: ferry\n"
             f"    static_configs:\n      - targets: ['{target}']\n")
         self.log = open(tmp / "prometheus.log", "w+")
@@ -175,6 +196,15 @@ def test_prometheus_scrapes_the_bytes_each_plane_moved(tmp_path, dataset):
 
             targets = prometheus.api("targets")["activeTargets"]
             assert [(t["health"], t["lastError"]) for t in targets] == [("up", "")], targets
+
+            # Every example rule evaluated, without error, after the transfers' scrape.
+            def evaluated():
+                rules = [r for g in prometheus.api("rules")["groups"] for r in g["rules"]]
+                return rules if all(r["lastEvaluation"] > "2000" for r in rules) else None
+            rules = wait_until("evaluation of the page's alert rules", evaluated)
+            assert len(rules) == page_alert_rules().count("- alert:")
+            assert [(r["name"], r["health"], r.get("lastError", "")) for r in rules] == \
+                [(r["name"], "ok", "") for r in rules]
         finally:
             prometheus.close()
 
@@ -186,6 +216,13 @@ def test_prometheus_scrapes_the_bytes_each_plane_moved(tmp_path, dataset):
         assert families["ferry_sent_bytes"].type == "counter"
         assert families["ferry_rpc_duration_seconds"].type == "histogram"
         assert families["ferry_sessions_active"].type == "gauge"
+        # The page's reference names every family exposed, with its type (prometheus_client
+        # drops a counter's _total suffix from the family's name).
+        reference = page_reference()
+        for f in families.values():
+            if f.name.startswith(("ferry_", "process_")):
+                name = f.name + "_total" if f.type == "counter" else f.name
+                assert reference.get(name) == f.type, (name, f.type)
         by_plane = {}
         for s in families["ferry_sent_bytes"].samples:
             by_plane[s.labels["plane"]] = by_plane.get(s.labels["plane"], 0) + s.value
