@@ -15,7 +15,10 @@ Each round reads every path from "off", "on", "on", "off" (ABBA, so a slow spell
 hits both alike), timing the transfer after connect (`ferry get`'s summary line). The overhead is
 the median over rounds of each round's on/off - 1 (the two "on" reads' time over the two "off"
 reads'), with the quartiles of those rounds beside it: a ratio within one round is what a busy
-machine disturbs least. Prints a Markdown table; --out writes JSON.
+machine disturbs least. Beside the times, the server's own CPU time for the same reads (from
+/proc/PID/stat, summed over all rounds: clock ticks, so only totals are exact), which other
+processes on the machine disturb far less than they do elapsed time. Prints a Markdown table;
+--out writes JSON.
 
     FERRY_CLI=build/bench/tools/ferry/ferry .venv/bin/python bench/flight/metrics_bench.py \\
         --repeat 5 --out metrics.json
@@ -65,6 +68,12 @@ class Server:
                 self.metrics = m.group(1) if m else None
                 assert self.metrics or time.monotonic() < deadline, open(err_path).read()
                 time.sleep(0.05)
+
+    def cpu(self):
+        """The server's user and system CPU seconds so far, its ended threads' included."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self):
         self.proc.send_signal(2)
@@ -128,6 +137,7 @@ def main():
                  "small shm": ("small", "shm"), "small grpc": ("small", "grpc")}
         paths = {p: paths[p] for p in args.paths.split(",")}
         times = {p: {"off": [], "on": []} for p in paths}
+        cpu = {p: {"off": 0.0, "on": 0.0} for p in paths}
         try:
             for name, (flight, via) in paths.items():  # a first read of each, discarded
                 for s in servers.values():
@@ -135,16 +145,18 @@ def main():
             for _ in range(args.repeat):
                 for name, (flight, via) in paths.items():
                     for which in ("off", "on", "on", "off"):
+                        before = servers[which].cpu()
                         times[name][which].append(get(cli, servers[which].uri, flight, via))
+                        cpu[name][which] += servers[which].cpu() - before
         finally:
             scraper.stopped.set()
             scraper.join()
             for s in servers.values():
                 s.close()
 
-    print(f"| path | metrics off | metrics on | overhead (quartiles) | target | "
-          f"({args.repeat} rounds of 4 reads; {scraper.scrapes} scrapes)")
-    print("| --- | --- | --- | --- | --- |")
+    print(f"| path | metrics off | metrics on | overhead (quartiles) | server CPU off / on | "
+          f"CPU overhead | target |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     report = {"repeat": args.repeat, "scrapes": scraper.scrapes, "paths": {}}
     for name, t in times.items():
         off, on = statistics.median(t["off"]), statistics.median(t["on"])
@@ -152,10 +164,18 @@ def main():
                          (t["off"][2 * i] + t["off"][2 * i + 1]) - 1) for i in range(args.repeat)]
         overhead = statistics.median(rounds)
         q = statistics.quantiles(rounds, n=4) if len(rounds) > 1 else [overhead, overhead, overhead]
+        reads = 2 * args.repeat
+        cpu_off, cpu_on = cpu[name]["off"] / reads, cpu[name]["on"] / reads
+        cpu_overhead = 100 * (cpu_on / cpu_off - 1) if cpu_off > 0 else float("nan")
         report["paths"][name] = {"off_s": off, "on_s": on, "overhead_percent": overhead,
-                                 "rounds_percent": rounds, "off_all": t["off"], "on_all": t["on"]}
+                                 "rounds_percent": rounds, "off_all": t["off"], "on_all": t["on"],
+                                 "server_cpu_off_s": cpu_off, "server_cpu_on_s": cpu_on,
+                                 "server_cpu_overhead_percent": cpu_overhead}
         print(f"| {name} | {off * 1e3:.1f} ms | {on * 1e3:.1f} ms | {overhead:+.1f}% "
-              f"({q[0]:+.1f}% to {q[2]:+.1f}%) | ≤ {TARGETS[name]:.0f}% |")
+              f"({q[0]:+.1f}% to {q[2]:+.1f}%) | {cpu_off * 1e3:.1f} / {cpu_on * 1e3:.1f} ms | "
+              f"{cpu_overhead:+.1f}% | ≤ {TARGETS[name]:.0f}% |")
+    print(f"({args.repeat} rounds of 4 reads per path; {scraper.scrapes} scrapes of the \"on\" "
+          f"server, every {args.scrape_interval:g} s)")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(report, f, indent=1)

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ferry/core/status_code.hpp"
+#include "flight/grpc_order.hpp"
 
 namespace ferry::flight {
 
@@ -22,15 +23,23 @@ namespace {
 // Times one call from its creation (gRPC makes it as the call starts) to its status.
 class RpcInterceptor final : public grpc::experimental::Interceptor {
  public:
-  RpcInterceptor(RpcMetricsTable* table, size_t rpc)
-      : table_(table), rpc_(rpc), start_(table->clock().Now()) {}
+  // gRPC makes, runs and deletes an interceptor on whichever of its threads is free, in order
+  // (grpc_order.hpp): each step takes back what the one before handed off.
+  RpcInterceptor(RpcMetricsTable* table, size_t rpc) : table_(table), rpc_(rpc) {
+    GrpcTakeBack(table_);
+    start_ = table_->clock().Now();
+    GrpcHandOff(this);
+  }
+  ~RpcInterceptor() override { GrpcTakeBack(this); }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    GrpcTakeBack(this);
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
       const std::chrono::duration<double> took = table_->clock().Now() - start_;
       table_->Record(rpc_, took.count(), static_cast<int>(methods->GetSendStatus().error_code()));
     }
+    GrpcHandOff(this);
     methods->Proceed();
   }
 

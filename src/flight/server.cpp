@@ -56,6 +56,8 @@ class ServerImpl final : public Server {
     if (state_->rpc_metrics) {
       std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> made;
       made.push_back(state_->rpc_metrics->MakeFactory());
+      // Its interceptors start on gRPC's threads, each taking back the table.
+      internal::GrpcHandOff(state_->rpc_metrics.get());
       builder.experimental().SetInterceptorCreators(std::move(made));
     }
     // One FlightData carries a whole batch: no limit on what is sent; uploads are bounded by
