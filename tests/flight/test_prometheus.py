@@ -242,3 +242,16 @@ def test_prometheus_scrapes_the_bytes_each_plane_moved(tmp_path, dataset):
             resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         rss = families["process_resident_memory_bytes"].samples[0].value
         assert 0.5 * resident <= rss <= 2 * resident, (rss, resident)
+
+
+def test_a_bad_or_taken_metrics_address_is_refused_by_name(tmp_path, dataset):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = f"127.0.0.1:{taken.getsockname()[1]}"
+        for address, why in (("garbage", "is not HOST:PORT"), (busy, "cannot listen for metrics")):
+            r = subprocess.run([ferry_cli(), "serve", "--flight", "127.0.0.1:0", "--metrics",
+                                address, f"ints={dataset}"], capture_output=True, text=True,
+                               timeout=60)
+            assert r.returncode == 2, r.stderr
+            assert f"ferry: --metrics {address}: " in r.stderr and why in r.stderr, r.stderr
