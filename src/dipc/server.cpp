@@ -128,13 +128,13 @@ class ServerImpl final : public Server {
     s.tickets_refused = state_->tickets_refused.load();
     s.addresses_lent = state_->addresses_lent.load();
     s.addresses_freed = state_->addresses_freed.load();
+    s.addresses_reclaimed = state_->addresses_reclaimed.load();
     s.unknown_frees = state_->unknown_frees.load();
     s.files_lent = state_->files_lent.load();
     s.files_copied = state_->files_copied.load();
     s.bodies_from_file = state_->bodies_from_file.load();
     s.packed_batches_sent = state_->packed_batches.load(std::memory_order_relaxed);
     s.packed_body_bytes_sent = state_->packed_body_bytes.load(std::memory_order_relaxed);
-    s.addresses_reclaimed = state_->addresses_reclaimed.load(std::memory_order_relaxed);
     for (size_t code = 0; code < state_->errors.size(); ++code) {
       const int64_t n = state_->errors[code].load(std::memory_order_relaxed);
       if (n > 0) s.session_errors[static_cast<StatusCode>(code)] = n;

@@ -412,10 +412,9 @@ Status Session::AwaitEnd() {
 void Session::FreeAll() {
   {
     std::lock_guard lock(mutex_);
-    // What the client never freed: the server takes it back.
     int64_t held = static_cast<int64_t>(block_of_.size());
-    for (const auto& [address, count] : lent_) held += count;
-    if (held > 0) state_->addresses_reclaimed.fetch_add(held, std::memory_order_relaxed);
+    for (const auto& [address, times] : lent_) held += times;
+    state_->addresses_reclaimed += held;
     for (const auto& [block, left] : blocks_) state_->allocator->Free(block);
     blocks_.clear();
     block_of_.clear();

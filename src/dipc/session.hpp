@@ -34,10 +34,9 @@ struct ServerState {
 
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},
-      unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0};
-  // The share of batches_sent and body_bytes that went as packed (type-0) bodies; addresses
-  // still lent when their session ended (freed by the server, not the client).
-  std::atomic<int64_t> packed_batches{0}, packed_body_bytes{0}, addresses_reclaimed{0};
+      addresses_reclaimed{0}, unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0};
+  // The share of batches_sent and body_bytes that went as packed (type-0) bodies.
+  std::atomic<int64_t> packed_batches{0}, packed_body_bytes{0};
   // Failed sessions by their error's code (StatusCode's value).
   std::array<std::atomic<int64_t>, kStatusCodeSlots> errors{};
   // clients_active falls under idle_mutex and idle_changed tells of it (Server::AwaitIdle).

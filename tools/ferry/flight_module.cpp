@@ -250,6 +250,7 @@ int Serve(const ServeOptions& o) {
     };
   }
   options.metrics = !o.metrics.empty();
+  if (!CatchStopSignals()) return 2;
   Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);
   if (!server.ok()) return Fail("starting the Flight server", server.status());
   std::unique_ptr<MetricsExporter> metrics;  // destroyed before the server

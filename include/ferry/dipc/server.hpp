@@ -81,6 +81,9 @@ struct FERRY_EXPORT ServerStats {
   /// Type-1 addresses lent to clients, and those the clients freed.
   int64_t addresses_lent = 0;
   int64_t addresses_freed = 0;
+  /// Lent addresses the server freed itself, because their client closed, failed or was cut
+  /// off holding them: lent - freed - reclaimed is what clients hold now.
+  int64_t addresses_reclaimed = 0;
   /// Addresses in free_data that the client did not hold (logged, then ignored).
   int64_t unknown_frees = 0;
   /// Datasets from IPC files (Add of Dataset::FromPath) lent to clients from the file's own
@@ -95,9 +98,6 @@ struct FERRY_EXPORT ServerStats {
   /// buffer lists (type 1).
   int64_t packed_batches_sent = 0;
   int64_t packed_body_bytes_sent = 0;
-  /// Addresses still lent when their session ended, which the server took back itself: lent
-  /// buffers outstanding are addresses_lent - addresses_freed - addresses_reclaimed.
-  int64_t addresses_reclaimed = 0;
   /// Failed sessions by the code of their error (only codes seen; they sum to sessions_failed).
   std::map<StatusCode, int64_t> session_errors;
 };
