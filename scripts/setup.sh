@@ -21,6 +21,7 @@ APT_PACKAGES=(
   iproute2 patchelf
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
   libsystemd-dev
+  prometheus-cpp-dev prometheus
 )
 
 missing=()
@@ -118,6 +119,13 @@ fi
 if ! .venv/bin/python -c "import grpc_health.v1.health_pb2_grpc" >/dev/null 2>&1; then
   echo "setup: installing grpcio-health-checking into .venv"
   .venv/bin/python -m pip install -q grpcio-health-checking
+fi
+# prometheus-client: Prometheus' own Python client, whose strict parser reads `ferry serve
+# --metrics`' exposition text (tests/flight/test_prometheus.py; the Prometheus server from apt
+# scrapes it too).
+if ! .venv/bin/python -c "import prometheus_client" >/dev/null 2>&1; then
+  echo "setup: installing prometheus-client into .venv"
+  .venv/bin/python -m pip install -q prometheus-client
 fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU

@@ -133,6 +133,12 @@ class ServerImpl final : public Server {
     s.files_lent = state_->files_lent.load();
     s.files_copied = state_->files_copied.load();
     s.bodies_from_file = state_->bodies_from_file.load();
+    s.packed_batches_sent = state_->packed_batches.load(std::memory_order_relaxed);
+    s.packed_body_bytes_sent = state_->packed_body_bytes.load(std::memory_order_relaxed);
+    for (size_t code = 0; code < state_->errors.size(); ++code) {
+      const int64_t n = state_->errors[code].load(std::memory_order_relaxed);
+      if (n > 0) s.session_errors[static_cast<StatusCode>(code)] = n;
+    }
     return s;
   }
 

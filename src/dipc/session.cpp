@@ -28,8 +28,9 @@ bool HasPackedBodies(const Kept& kept) {
 
 }  // namespace
 
-void ServerState::RecordError(const std::string& e) {
+void ServerState::RecordError(const std::string& e, StatusCode code) {
   ++sessions_failed;
+  errors[static_cast<size_t>(code) % errors.size()].fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(error_mutex);
     last_error = e;
@@ -74,9 +75,9 @@ void Session::Serve() {
   } else if (!st.ok()) {
     // A client that is gone cannot read why.
     if (st.code() != StatusCode::kUnavailable) SendError(st);
-    if (!state_->stopping.load()) Failed(st.message());
+    if (!state_->stopping.load()) Failed(st.message(), st.code());
   } else if (const Status end = AwaitEnd(); !end.ok()) {
-    Failed(end.message());
+    Failed(end.message(), end.code());
   }
   // A failed or unresponsive client gets no graceful close: nothing more reaches it.
   Kill(unresponsive_ || (!st.ok() && end_ != End::kRefused));
@@ -151,7 +152,10 @@ Status Session::ServeRequest() {
     FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
     if (batch == nullptr) break;
     // Counted before the send: a client that has read the batch must find it in the stats.
-    if (send_bodies_) ++state_->batches_sent;
+    if (send_bodies_) {
+      ++state_->batches_sent;
+      if (packed_) state_->packed_batches.fetch_add(1, std::memory_order_relaxed);
+    }
     FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
   }
   if (dead_.load()) return Status::Unavailable("the client went away");
@@ -235,7 +239,10 @@ std::optional<ByteSpan> Session::BodyInFile(const ipc::EncodedMessage& m) const 
 Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   const uint32_t seq = next_seq_++;
   if (!m.has_body) return send_metadata_ ? SendMetadata(m.metadata, seq) : Status::OK();
-  if (send_bodies_) state_->body_bytes += m.body_length;
+  if (send_bodies_) {
+    state_->body_bytes += m.body_length;
+    if (packed_) state_->packed_body_bytes.fetch_add(m.body_length, std::memory_order_relaxed);
+  }
   if (packed_ || !send_bodies_) {
     if (const std::optional<ByteSpan> whole = BodyInFile(m); whole && send_bodies_) {
       ++state_->bodies_from_file;
@@ -299,13 +306,19 @@ Status Session::Replay(const Kept& kept) {
       if (send_metadata_) FERRY_RETURN_NOT_OK(SendMetadata(m.metadata, seq));
       continue;
     }
-    if (send_bodies_) state_->body_bytes += m.body_length;
+    if (send_bodies_) {
+      state_->body_bytes += m.body_length;
+      if (packed) state_->packed_body_bytes.fetch_add(m.body_length, std::memory_order_relaxed);
+    }
     if (packed) {
       if (m.body_offset < 0 || kept.region == nullptr) {
         return Status::NotSupported("this kept dataset has no packed body in host memory");
       }
       const ByteSpan whole{kept.region->data() + m.body_offset, m.body_length};
-      if (send_bodies_) ++state_->batches_sent;
+      if (send_bodies_) {
+        ++state_->batches_sent;
+        state_->packed_batches.fetch_add(1, std::memory_order_relaxed);
+      }
       FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kPacked, {&whole, 1}, m.metadata));
       continue;
     }
@@ -331,7 +344,8 @@ void Session::TakeFrees() {
     }
     Result<std::vector<uint64_t>> addresses = ParseFreeData(m->payload);
     if (!addresses.ok()) {
-      Failed("the client sent a bad free_data: " + addresses.status().message());
+      Failed("the client sent a bad free_data: " + addresses.status().message(),
+             addresses.status().code());
       break;
     }
     Release(*addresses);
@@ -417,10 +431,10 @@ void Session::FreeAll() {
 
 // Count a session's failure once, whichever of its threads notices first, naming the client
 // and what the session was doing.
-void Session::Failed(const std::string& why) {
+void Session::Failed(const std::string& why, StatusCode code) {
   if (failed_.exchange(true)) return;
   const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
-  state_->RecordError("client " + who + ": " + phase_.load() + ": " + why);
+  state_->RecordError("client " + who + ": " + phase_.load() + ": " + why, code);
 }
 
 void Session::SendError(const Status& why) {

@@ -1,6 +1,7 @@
 // Internal to the dissociated-IPC server: its shared state, and one client's session.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -18,6 +19,9 @@
 
 namespace ferry::dipc::internal {
 
+/// One slot per StatusCode value (kIOError is the last), for counts by code.
+inline constexpr size_t kStatusCodeSlots = static_cast<size_t>(StatusCode::kIOError) + 1;
+
 /// What a server's sessions share: its options, listener, shared region and catalogue, and
 /// running totals. Owned by the server; outlives every session.
 struct ServerState {
@@ -33,14 +37,18 @@ struct ServerState {
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},
       addresses_reclaimed{0}, unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0};
+  // The share of batches_sent and body_bytes that went as packed (type-0) bodies.
+  std::atomic<int64_t> packed_batches{0}, packed_body_bytes{0};
+  // Failed sessions by their error's code (StatusCode's value).
+  std::array<std::atomic<int64_t>, kStatusCodeSlots> errors{};
   // clients_active falls under idle_mutex and idle_changed tells of it (Server::AwaitIdle).
   std::mutex idle_mutex;
   std::condition_variable idle_changed;
   mutable std::mutex error_mutex;
   std::string last_error;
 
-  /// Count a failed session and keep its error.
-  void RecordError(const std::string& e);
+  /// Count a failed session (by `code`) and keep its error.
+  void RecordError(const std::string& e, StatusCode code);
   /// Tell the options' log, if any.
   void Log(const std::string& line) const;
 };
@@ -90,7 +98,7 @@ class Session final {
   void Release(const std::vector<uint64_t>& addresses);
   Status AwaitEnd();
   void FreeAll();
-  void Failed(const std::string& why);
+  void Failed(const std::string& why, StatusCode code);
   void SendError(const Status& why);
 
   ServerState* state_;

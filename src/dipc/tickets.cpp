@@ -35,9 +35,15 @@ Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point
   std::lock_guard lock(mutex_);
   const Clock::time_point now = clock_->Now();
   for (auto it = tickets_.begin(); it != tickets_.end();) {
-    it = it->second.expires <= now ? tickets_.erase(it) : std::next(it);
+    if (it->second.expires <= now) {
+      ++swept_;
+      it = tickets_.erase(it);
+    } else {
+      it = std::next(it);
+    }
   }
   tickets_[ticket] = Entry{name, expires};
+  ++issued_;
   return ticket;
 }
 
@@ -73,14 +79,33 @@ Result<Clock::time_point> TicketBook::Expiry(const std::string& ticket) const {
 
 void TicketBook::Revoke(const std::string& name) {
   std::lock_guard lock(mutex_);
+  const Clock::time_point now = clock_->Now();
   for (auto it = tickets_.begin(); it != tickets_.end();) {
-    it = it->second.name == name ? tickets_.erase(it) : std::next(it);
+    if (it->second.name != name) {
+      it = std::next(it);
+      continue;
+    }
+    if (it->second.expires <= now) ++swept_;  // it had expired before it was revoked
+    it = tickets_.erase(it);
   }
 }
 
 size_t TicketBook::size() const {
   std::lock_guard lock(mutex_);
   return tickets_.size();
+}
+
+int64_t TicketBook::issued() const {
+  std::lock_guard lock(mutex_);
+  return issued_;
+}
+
+int64_t TicketBook::expired() const {
+  std::lock_guard lock(mutex_);
+  const Clock::time_point now = clock_->Now();
+  int64_t n = swept_;
+  for (const auto& [ticket, entry] : tickets_) n += entry.expires <= now ? 1 : 0;
+  return n;
 }
 
 }  // namespace ferry::dipc

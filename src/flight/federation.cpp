@@ -94,13 +94,15 @@ Result<FlightInfo> MergeInfos(const std::string& path, std::vector<OwnedInfo> an
   return out;
 }
 
-Federation::Federation(const ServerOptions& options)
+Federation::Federation(const ServerOptions& options, PeerHealth* health)
     : peers_(options.peers),
       timeout_(options.peer_timeout),
       allow_partial_(options.allow_partial),
       tls_roots_(options.peer_tls_roots),
-      clock_(options.clock ? options.clock : Clock::Real()) {
+      clock_(options.clock ? options.clock : Clock::Real()),
+      health_(health) {
   if (peers_.empty()) return;
+  if (health_ != nullptr) health_->Register(peers_);
   const size_t threads = std::min(kThreadsPerPeer * peers_.size(), kMaxThreads);
   pool_ = std::make_unique<PeerPool>(threads, kQueuePerThread * threads, clock_);
 }
@@ -109,11 +111,13 @@ namespace {
 
 // One question to every peer: the answers so far, filled in by the pool's threads.
 struct Question {
-  explicit Question(size_t peers) : answers(peers), answered(peers, false), left(peers) {}
+  explicit Question(size_t peers)
+      : answers(peers), answered(peers, false), answered_at(peers), left(peers) {}
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<Federation::PeerAnswer> answers;
   std::vector<bool> answered;
+  std::vector<Clock::time_point> answered_at;  // by the federation's clock
   size_t left;
   bool over = false;  // the asker has taken what there was: later answers are dropped
 };
@@ -124,14 +128,16 @@ std::vector<Federation::PeerAnswer> Federation::Ask(const std::string* path,
                                                     const std::string& token) const {
   std::optional<std::string> wanted;
   if (path != nullptr) wanted = *path;
+  const Clock::time_point start = clock_->Now();
   const Clock::time_point deadline = clock_->After(timeout_);
   auto question = std::make_shared<Question>(peers_.size());
-  auto answer = [question](size_t i, PeerAnswer a) {
+  auto answer = [question, clock = clock_](size_t i, PeerAnswer a) {
     {
       std::lock_guard lock(question->mutex);
       if (question->over || question->answered[i]) return;
       question->answers[i] = std::move(a);
       question->answered[i] = true;
+      question->answered_at[i] = clock->Now();
       --question->left;
     }
     question->changed.notify_all();
@@ -173,6 +179,12 @@ std::vector<Federation::PeerAnswer> Federation::Ask(const std::string* path,
           peers_[i],
           Status::DeadlineExceeded("no answer within " + std::to_string(timeout_.count()) + " ms"),
           {}};
+    }
+    if (health_ != nullptr) {
+      const Clock::time_point end = question->answered[i] ? question->answered_at[i] : deadline;
+      const Status& st = answers[i].status;
+      health_->Record(peers_[i], st.ok() || !Unreachable(st), st,
+                      std::chrono::duration<double>(end - start).count());
     }
   }
   return answers;

@@ -16,6 +16,7 @@
 #include "ferry/flight/client.hpp"
 #include "ferry/flight/info.hpp"
 #include "ferry/flight/server.hpp"
+#include "flight/peer_health.hpp"
 #include "flight/peer_pool.hpp"
 
 namespace ferry::flight::internal {
@@ -62,7 +63,8 @@ class Federation {
     std::vector<FlightInfo> infos;
   };
 
-  explicit Federation(const ServerOptions& options);
+  /// `health`, when given, is told each peer's answer to each question (it must outlive this).
+  explicit Federation(const ServerOptions& options, PeerHealth* health = nullptr);
 
   bool empty() const { return peers_.empty(); }
   /// The threads peers are asked on (0 without peers).
@@ -97,6 +99,7 @@ class Federation {
   bool allow_partial_;
   std::string tls_roots_;
   std::shared_ptr<Clock> clock_;
+  PeerHealth* health_;
   // Kept connections by (peer, token); at most kMaxKept, all dropped when one more is needed.
   static constexpr size_t kMaxKept = 256;
   mutable std::mutex kept_mutex_;

@@ -57,6 +57,13 @@ class ServerImpl final : public Server {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(o.listen, credentials, &port_);
     builder.RegisterService(service_.get());
+    if (state_->rpc_metrics) {
+      std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> made;
+      made.push_back(state_->rpc_metrics->MakeFactory());
+      // Its interceptors start on gRPC's threads, each taking back the table.
+      internal::GrpcHandOff(state_->rpc_metrics.get());
+      builder.experimental().SetInterceptorCreators(std::move(made));
+    }
     // One FlightData carries a whole batch: no limit on what is sent; uploads are bounded by
     // max_upload_bytes (and gRPC's int sizes).
     builder.SetMaxSendMessageSize(INT_MAX);
@@ -187,6 +194,8 @@ class ServerImpl final : public Server {
     return s;
   }
 
+  ServerMetrics metrics() const override { return state_->Metrics(); }
+
   void Stop() override {
     std::lock_guard lock(stop_mutex_);
     if (server_ != nullptr) {
@@ -256,6 +265,8 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     if (!plane.ok()) return plane.status().WithContext("starting the " + transport + " plane");
     state->planes.emplace_back(transport, std::move(*plane));
   }
+  if (options.metrics)
+    state->rpc_metrics = std::make_unique<internal::RpcMetricsTable>(options.clock);
   const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
   state->started = options.clock->Now();
   state->options = std::move(options);

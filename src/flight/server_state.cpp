@@ -218,6 +218,15 @@ std::string ServerState::StatsJson() const {
                       {"addresses_lent", st.addresses_lent}};
   }
   DescribeServer(*this, &doc);
+  nlohmann::json peers = nlohmann::json::array();
+  for (const PeerMetrics& p : peer_health.Snapshot()) {
+    // "up" is null until the peer was first asked (peers are asked on a caller's behalf).
+    peers.push_back({{"uri", p.uri},
+                     {"up", p.asked ? nlohmann::json(p.up) : nlohmann::json(nullptr)},
+                     {"latency_seconds", p.latency_seconds},
+                     {"last_error", p.last_error}});
+  }
+  doc["peers"] = std::move(peers);
   return doc.dump();
 }
 

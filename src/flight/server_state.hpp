@@ -14,8 +14,11 @@
 
 #include "ferry/dipc/server.hpp"
 #include "ferry/dipc/tickets.hpp"
+#include "ferry/flight/metrics.hpp"
 #include "ferry/flight/server.hpp"
 #include "flight/catalogue.hpp"
+#include "flight/peer_health.hpp"
+#include "flight/rpc_metrics.hpp"
 
 namespace ferry::flight::internal {
 
@@ -33,6 +36,12 @@ struct ServerState {
   std::atomic<bool> draining{false};
   std::function<void()> begin_drain;
   Clock::time_point started{};
+  /// DoGet's record batches sent and its streams in progress (for the metrics).
+  std::atomic<int64_t> batches_sent{0}, do_gets_active{0};
+  /// The federation peers' last answers (server_metrics.cpp reads them).
+  PeerHealth peer_health;
+  /// Each RPC's latency and failures; NULL unless options.metrics.
+  std::unique_ptr<RpcMetricsTable> rpc_metrics;
 
   /// Serve `flight` in the catalogue and on every plane; on a plane's failure nothing stays.
   Status Add(const std::shared_ptr<Flight>& flight);
@@ -54,6 +63,9 @@ struct ServerState {
   /// The DoAction "stats" answer: each plane's running totals as JSON, {"grpc": {...}, "shm":
   /// {...}, "ucx": {...}}, so that a caller can tell which plane its reads took.
   std::string StatsJson() const;
+  /// Server::metrics(): every plane's, the tickets', the RPCs' and the peers' figures
+  /// (server_metrics.cpp).
+  ServerMetrics Metrics() const;
 
   /// Calls in progress: each reactor counts itself from construction to OnDone, so Stop can
   /// wait for the last before the state goes.

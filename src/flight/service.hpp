@@ -28,7 +28,8 @@ using ServiceBase = FS::WithCallbackMethod_Handshake<
 /// answer for the federation, except to a peer's own calls.
 class FlightService final : public ServiceBase {
  public:
-  explicit FlightService(ServerState* state) : state_(state), federation_(state->options) {}
+  explicit FlightService(ServerState* state)
+      : state_(state), federation_(state->options, &state->peer_health) {}
 
   grpc::ServerBidiReactor<pb::HandshakeRequest, pb::HandshakeResponse>* Handshake(
       grpc::CallbackServerContext* context) override;

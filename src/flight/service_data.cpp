@@ -41,6 +41,8 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       return;
     }
     ++state_->do_gets;
+    state_->do_gets_active.fetch_add(1, std::memory_order_relaxed);
+    counted_ = true;
     Pump();
   }
 
@@ -60,6 +62,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
   void OnDone() override {
     GrpcTakeBack(this);
+    if (counted_) state_->do_gets_active.fetch_sub(1, std::memory_order_relaxed);
     state_->CallDone();
     delete this;
   }
@@ -102,6 +105,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
         ended_ = true;
         st = writer_->Close();
       } else if (st.ok()) {
+        state_->batches_sent.fetch_add(1, std::memory_order_relaxed);
         st = writer_->WriteDeviceBatch(*batch);
       }
       if (!st.ok()) {
@@ -124,6 +128,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   std::deque<grpc::ByteBuffer> queue_;
   grpc::ByteBuffer current_;
   bool ended_ = false;
+  bool counted_ = false;  // in do_gets_active
 };
 
 // Receives an upload: the first FlightData names the flight (a path descriptor) and carries the

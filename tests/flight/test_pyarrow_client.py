@@ -254,8 +254,9 @@ def test_stats_count_each_planes_reads(tmp_path):
             return json.loads(result.body.to_pybytes())
 
         before = stats()
-        assert {"grpc", "shm", "server", "datasets"} <= set(before)
+        assert {"grpc", "shm", "server", "datasets", "peers"} <= set(before)
         assert before["server"]["planes"][:2] == ["flight", "shm"]
+        assert before["peers"] == []  # no federation
         assert before["grpc"]["do_gets"] == 0 and before["shm"]["clients"] == 0
         info = client.get_flight_info(fl.FlightDescriptor.for_path("t"))
         assert client.do_get(info.endpoints[0].ticket).read_all().equals(table)

@@ -49,7 +49,8 @@ int RefuseIgnoredServeOptions(const ServeOptions& o) {
            {"--allow-partial", "answers without a Flight server's silent peers" + flight},
            {"--peer-tls-roots", "trusts a Flight server's grpc+tls:// peers" + flight},
            {"--partition-bytes", "partitions are a Flight's endpoints: use it with --flight"},
-           {"--drain-timeout", "bounds a Flight server's drain" + flight}});
+           {"--drain-timeout", "bounds a Flight server's drain" + flight},
+           {"--metrics", "serves a Flight server's Prometheus metrics" + flight}});
       rc != 0) {
     return rc;
   }

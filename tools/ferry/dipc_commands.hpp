@@ -66,6 +66,8 @@ struct ServeOptions {
   /// With --flight: how long a drain (SIGTERM, or `ferry status --drain`) lets the calls and
   /// sessions in progress run before the process exits.
   double drain_timeout_s = 30;
+  /// With --flight: HOST:PORT to serve Prometheus metrics on (metrics_exporter.hpp); empty: none.
+  std::string metrics;
   /// The options the command line gave, to refuse those the chosen mode would ignore.
   Given given;
 };

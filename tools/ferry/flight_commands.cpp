@@ -144,6 +144,9 @@ void AddFlightServeOptions(CLI::App* cmd, ServeOptions* o) {
                   "SIGTERM exits at once; SIGINT stops without a drain)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--metrics", o->metrics,
+                  "With --flight: serve Prometheus metrics on http://HOST:PORT/metrics (port 0: "
+                  "a free one, printed on stderr); the config key is metrics.listen");
 }
 
 void AddFlightGetOptions(CLI::App* cmd, GetOptions* o) {

@@ -20,6 +20,7 @@
 #include "ferry/ipc/reader.hpp"
 #include "flight_commands.hpp"
 #include "flight_operate.hpp"
+#include "metrics_exporter.hpp"
 #include "parses.hpp"
 
 namespace ferry::cli {
@@ -250,9 +251,18 @@ int Serve(const ServeOptions& o) {
     };
   }
   options.on_drain = [] { RequestStop(); };
+  options.metrics = !o.metrics.empty();
   if (!CatchStopSignals()) return 2;
   Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);
   if (!server.ok()) return Fail("starting the Flight server", server.status());
+  std::unique_ptr<MetricsExporter> metrics;  // destroyed before the server
+  if (!o.metrics.empty()) {
+    Result<std::unique_ptr<MetricsExporter>> started =
+        MetricsExporter::Start(o.metrics, server->get());
+    if (!started.ok()) return Fail("--metrics " + o.metrics, started.status());
+    metrics = std::move(*started);
+    std::fprintf(stderr, "ferry serve: metrics on %s\n", metrics->url().c_str());
+  }
   for (const std::string& spec : o.datasets) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
@@ -280,6 +290,7 @@ int Serve(const ServeOptions& o) {
   }
   ServeUntilStopped(**server, o);
   const flight::ServerStats s = (*server)->stats();
+  metrics.reset();
   (*server)->Stop();
   std::fprintf(stderr,
                "ferry serve: %lld calls, %lld DoGet, %lld DoPut, %.1f MB sent, %.1f MB received, "

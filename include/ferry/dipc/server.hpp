@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -93,6 +94,12 @@ struct FERRY_EXPORT ServerStats {
   /// Packed (type-0) bodies sent straight from their file: one range of the file's pages, with
   /// no per-buffer pieces and no copy.
   int64_t bodies_from_file = 0;
+  /// Of batches_sent and body_bytes_sent, those sent as packed (type-0) bodies; the rest went as
+  /// buffer lists (type 1).
+  int64_t packed_batches_sent = 0;
+  int64_t packed_body_bytes_sent = 0;
+  /// Failed sessions by the code of their error (only codes seen; they sum to sessions_failed).
+  std::map<StatusCode, int64_t> session_errors;
 };
 
 /// A running server: a thread accepts clients; each client gets a session thread. Stop (or the

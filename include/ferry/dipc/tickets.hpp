@@ -42,6 +42,11 @@ class FERRY_EXPORT TicketBook {
   void Revoke(const std::string& name);
   /// Live tickets, for tests and stats.
   size_t size() const;
+  /// Tickets issued since the book was made.
+  int64_t issued() const;
+  /// Tickets whose time ran out since the book was made (those revoked first are not counted),
+  /// counted as soon as the clock passes their expiry. Walks the live tickets: for metrics.
+  int64_t expired() const;
 
  private:
   struct Entry {
@@ -51,6 +56,8 @@ class FERRY_EXPORT TicketBook {
   const std::shared_ptr<Clock> clock_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> tickets_;
+  int64_t issued_ = 0;  // under mutex_
+  int64_t swept_ = 0;   // expired tickets dropped by Issue, under mutex_
 };
 
 }  // namespace ferry::dipc

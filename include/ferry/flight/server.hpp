@@ -18,6 +18,7 @@
 #include "ferry/core/result.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/flight/info.hpp"
+#include "ferry/flight/metrics.hpp"
 
 namespace ferry::flight {
 
@@ -69,6 +70,10 @@ struct FERRY_EXPORT ServerOptions {
   /// Called once, on the thread that starts it, when a drain starts (Drain, BeginDrain or the
   /// drain action): how `ferry serve` learns that a client asked it to drain.
   std::function<void()> on_drain;
+  /// Time every RPC and count failed calls by code (a gRPC interceptor: an allocation, two
+  /// clock reads and a few relaxed atomic adds per call), for metrics(); the other figures of
+  /// metrics() are kept always.
+  bool metrics = false;
   /// What times tickets, the planes' waits on their clients and the peers' answers. NULL:
   /// Clock::Real(). Tests pass a ManualClock (and test trees' `ferry serve` processes take one
   /// from FERRY_TEST_CLOCK=manual, moved by the advance-clock action: docs/flight.md).
@@ -148,6 +153,9 @@ class FERRY_EXPORT Server {
   /// `timeout` has passed by the options' clock: true if all ended. Sleeps on condition
   /// variables; Stop then ends what is left.
   virtual bool Drain(std::chrono::milliseconds timeout) = 0;
+  /// Every plane's, the tickets', each RPC's (with ServerOptions::metrics) and the federation
+  /// peers' figures, for monitoring (include/ferry/flight/metrics.hpp). Cheap: reads counters.
+  virtual ServerMetrics metrics() const = 0;
   /// Stop accepting calls, end those in progress and close the planes.
   virtual void Stop() = 0;
 };
