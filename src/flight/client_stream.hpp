@@ -22,7 +22,9 @@ namespace ferry::flight::internal {
 Result<UniqueDeviceArrayStream> OpenDoGet(std::shared_ptr<grpc::Channel> channel,
                                           const std::string& token, const std::string& ticket,
                                           const GetOptions& options,
-                                          std::chrono::milliseconds timeout);
+                                          std::chrono::milliseconds timeout,
+                                          const std::vector<std::pair<std::string, std::string>>&
+                                              headers = {});
 
 /// Opens one endpoint's stream.
 using EndpointOpener = std::function<Result<UniqueDeviceArrayStream>()>;
