@@ -59,8 +59,9 @@ Result<std::shared_ptr<Connection>> Open(const Uri& uri, const ClientOptions& op
     Result<TraceContext> trace = ParseTraceparent(options.traceparent, options.tracestate);
     if (!trace.ok()) return trace.status().WithContext("ClientOptions::traceparent");
     if (trace->tracestate != options.tracestate) {
-      return Status::Invalid("ClientOptions::tracestate is longer than 512 characters or not "
-                             "printable ASCII");
+      return Status::Invalid(
+          "ClientOptions::tracestate is longer than 512 characters or not "
+          "printable ASCII");
     }
   }
   Result<std::unique_ptr<Connection>> conn =

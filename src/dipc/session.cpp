@@ -400,9 +400,9 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
       auto it = block_of_.find(a);
       if (it == block_of_.end()) {
         ++state_->unknown_frees;
-        state_->Log(Record(LogLevel::kWarning, "unknown_free",
-                           "free_data names address " + Hex(a) +
-                               ", which this client does not hold"));
+        state_->Log(
+            Record(LogLevel::kWarning, "unknown_free",
+                   "free_data names address " + Hex(a) + ", which this client does not hold"));
         continue;
       }
       const int64_t block = it->second;
@@ -463,8 +463,8 @@ void Session::FreeAll() {
 void Session::Failed(const std::string& why) {
   if (failed_.exchange(true)) return;
   const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
-  state_->RecordError(
-      Record(LogLevel::kWarning, "session_failed", "client " + who + ": " + phase_.load() + ": " + why));
+  state_->RecordError(Record(LogLevel::kWarning, "session_failed",
+                             "client " + who + ": " + phase_.load() + ": " + why));
 }
 
 void Session::SendError(const Status& why) {

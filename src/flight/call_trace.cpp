@@ -25,15 +25,14 @@ TraceContext StartCall(ServerState* state, const grpc::CallbackServerContext* co
   r.peer = context->peer();
   r.plane = "grpc";
   if (!traceparent.empty()) {
-    Result<TraceContext> parsed =
-        ParseTraceparent(traceparent, Header(context, kTracestateHeader));
+    Result<TraceContext> parsed = ParseTraceparent(traceparent, Header(context, kTracestateHeader));
     if (parsed.ok()) {
       span = parsed->Child();
     } else {
       r.level = LogLevel::kWarning;
       r.event = "bad_traceparent";
-      r.message = std::string(rpc) + " from " + r.peer + ": ignoring its " +
-                  parsed.status().message();
+      r.message =
+          std::string(rpc) + " from " + r.peer + ": ignoring its " + parsed.status().message();
       state->Log(r);
     }
   }

@@ -176,8 +176,9 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& uri, ClientOp
     Result<TraceContext> trace = ParseTraceparent(options.traceparent, options.tracestate);
     if (!trace.ok()) return trace.status().WithContext("ClientOptions::traceparent");
     if (trace->tracestate != options.tracestate) {
-      return Status::Invalid("ClientOptions::tracestate is longer than 512 characters or not "
-                             "printable ASCII");
+      return Status::Invalid(
+          "ClientOptions::tracestate is longer than 512 characters or not "
+          "printable ASCII");
     }
   }
   const size_t sep = uri.find("://");

@@ -203,8 +203,7 @@ Federation::PeerAnswer Federation::AskOn(Client& client, const std::string& peer
 
 Federation::PeerAnswer Federation::AskPeer(const std::string& peer,
                                            const std::optional<std::string>& path,
-                                           const std::string& token,
-                                           Clock::time_point deadline,
+                                           const std::string& token, Clock::time_point deadline,
                                            const TraceContext& trace) const {
   // The peer's calls carry the caller's trace, with this server's call span as their parent.
   const OutgoingTraceScope traced(trace);

@@ -243,8 +243,8 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     }
     ++state_->do_puts;
     state_->Log("upload_stored",
-                "stored \"" + name_ + "\" uploaded by " + peer_ + " (" +
-                    std::to_string(received_) + " bytes)",
+                "stored \"" + name_ + "\" uploaded by " + peer_ + " (" + std::to_string(received_) +
+                    " bytes)",
                 peer_);
     // One PutResult (empty metadata) tells the client the flight is stored.
     grpc::Slice empty;

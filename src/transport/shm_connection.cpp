@@ -353,8 +353,8 @@ class ShmConnection final : public Connection {
       }
       if (static_cast<FrameKind>(h.kind) == FrameKind::kTrace) {
         if (h.length > kMaxTraceBytes) {
-          why = "the peer sent a trace of " + std::to_string(h.length) + " bytes, over the limit of " +
-                std::to_string(kMaxTraceBytes);
+          why = "the peer sent a trace of " + std::to_string(h.length) +
+                " bytes, over the limit of " + std::to_string(kMaxTraceBytes);
           break;
         }
         std::string trace(h.length, '\0');

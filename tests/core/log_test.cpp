@@ -16,8 +16,8 @@ using std::chrono::seconds;
 using std::chrono::system_clock;
 
 // 2026-11-28T08:35:16Z is 1795854916 s after the epoch (date -u -d @1795854916).
-const system_clock::time_point kTime = system_clock::time_point(seconds(1795854916)) +
-                                       microseconds(123456);
+const system_clock::time_point kTime =
+    system_clock::time_point(seconds(1795854916)) + microseconds(123456);
 
 TEST(LogRecordJson, AFullRecordIsOneObjectInFieldOrder) {
   LogRecord r;

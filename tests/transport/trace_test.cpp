@@ -25,8 +25,7 @@ class TraceField : public ::testing::TestWithParam<std::string> {
 
   // The server's end of a connection made with `options`, once the client's first tagged
   // message (a want_data) has arrived there; the client's end in `client`.
-  std::unique_ptr<Connection> Served(ConnectOptions options,
-                                     std::unique_ptr<Connection>* client) {
+  std::unique_ptr<Connection> Served(ConnectOptions options, std::unique_ptr<Connection>* client) {
     auto listener = Listen(GetParam(), GetParam() == "ucx" ? "127.0.0.1:0" : "");
     EXPECT_OK(listener.status());
     if (!listener.ok()) return nullptr;
@@ -83,7 +82,8 @@ TEST_P(TraceField, TracesUpToTheLimitTravelAndLargerOnesAreRefused) {
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(server->trace(), options.trace);
   options.trace += "t";
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "a trace of 1025 bytes is over the limit of 1024",
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "a trace of 1025 bytes is over the limit of 1024",
                      Connect(GetParam(), "127.0.0.1:1", options).status());
 }
 

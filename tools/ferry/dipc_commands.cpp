@@ -316,8 +316,8 @@ int RunServe(const ServeOptions& o) {
   // data servers apart) is told on stderr.
   for (auto& [name, d] : datasets) {
     if (body_device != nullptr) {
-      log.Tell("dataset_host_uri", name + " host: ferry get " + (*server)->uri().ToString() +
-                                       " --ticket " + name);
+      log.Tell("dataset_host_uri",
+               name + " host: ferry get " + (*server)->uri().ToString() + " --ticket " + name);
     }
     log.Tell("dataset_split_uris", name + " split: ferry get " +
                                        (*server)->metadata_uri(name).ToString() + " --data-uri " +

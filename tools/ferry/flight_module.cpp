@@ -52,8 +52,7 @@ Result<flight::Via> ParseVia(const std::string& text) {
 Result<std::unique_ptr<flight::Client>> Connect(const std::string& uri,
                                                 const std::string& token_file,
                                                 const std::string& tls_roots, double timeout_s,
-                                                bool verbose,
-                                                const std::string& traceparent = {}) {
+                                                bool verbose, const std::string& traceparent = {}) {
   flight::ClientOptions options;
   FERRY_ASSIGN_OR_RAISE(options.token, ReadToken(token_file));
   if (!tls_roots.empty()) {
@@ -279,14 +278,14 @@ int Serve(const ServeOptions& o) {
   const flight::ServerStats s = (*server)->stats();
   (*server)->Stop();
   char summary[512];
-  std::snprintf(summary, sizeof(summary),
-               "%lld calls, %lld DoGet, %lld DoPut, %.1f MB sent, %.1f MB received, "
-               "%lld unauthenticated, %lld tickets refused, %lld uploads refused",
-               static_cast<long long>(s.calls), static_cast<long long>(s.do_gets),
-               static_cast<long long>(s.do_puts), static_cast<double>(s.bytes_sent) / 1e6,
-               static_cast<double>(s.bytes_received) / 1e6,
-               static_cast<long long>(s.unauthenticated), static_cast<long long>(s.tickets_refused),
-               static_cast<long long>(s.uploads_failed));
+  std::snprintf(
+      summary, sizeof(summary),
+      "%lld calls, %lld DoGet, %lld DoPut, %.1f MB sent, %.1f MB received, "
+      "%lld unauthenticated, %lld tickets refused, %lld uploads refused",
+      static_cast<long long>(s.calls), static_cast<long long>(s.do_gets),
+      static_cast<long long>(s.do_puts), static_cast<double>(s.bytes_sent) / 1e6,
+      static_cast<double>(s.bytes_received) / 1e6, static_cast<long long>(s.unauthenticated),
+      static_cast<long long>(s.tickets_refused), static_cast<long long>(s.uploads_failed));
   log.Tell("server_stopped", summary);
   return 0;
 }
