@@ -316,12 +316,21 @@ int RunServe(const ServeOptions& o) {
   // data servers apart) is told on stderr.
   for (auto& [name, d] : datasets) {
     if (body_device != nullptr) {
-      log.Tell("dataset_host_uri",
-               name + " host: ferry get " + (*server)->uri().ToString() + " --ticket " + name);
+      std::string host = name;
+      host += " host: ferry get ";
+      host += (*server)->uri().ToString();
+      host += " --ticket ";
+      host += name;
+      log.Tell("dataset_host_uri", host);
     }
-    log.Tell("dataset_split_uris", name + " split: ferry get " +
-                                       (*server)->metadata_uri(name).ToString() + " --data-uri " +
-                                       (*server)->data_uri(name).ToString() + " --ticket " + name);
+    std::string split = name;
+    split += " split: ferry get ";
+    split += (*server)->metadata_uri(name).ToString();
+    split += " --data-uri ";
+    split += (*server)->data_uri(name).ToString();
+    split += " --ticket ";
+    split += name;
+    log.Tell("dataset_split_uris", split);
   }
   WaitForSignal();
   // A client that just closed is let finish (its frees counted), a little: one still reading

@@ -269,10 +269,19 @@ int Serve(const ServeOptions& o) {
     if (!info.ok()) continue;
     const size_t n = info->endpoints.size();
     const std::string endpoints = n == 1 ? std::string() : ", " + std::to_string(n) + " endpoints";
-    log.Tell("flight_served", "flight [" + name + "]: " + std::to_string(info->total_records) +
-                                  " records, " + std::to_string(info->total_bytes) + " bytes" +
-                                  endpoints + ", ferry get " + (*server)->uri() + " --path " +
-                                  name);
+    std::string line = "flight [";
+    line += name;
+    line += "]: ";
+    line += std::to_string(info->total_records);
+    line += " records, ";
+    line += std::to_string(info->total_bytes);
+    line += " bytes";
+    line += endpoints;
+    line += ", ferry get ";
+    line += (*server)->uri();
+    line += " --path ";
+    line += name;
+    log.Tell("flight_served", line);
   }
   WaitForSignal();
   const flight::ServerStats s = (*server)->stats();
