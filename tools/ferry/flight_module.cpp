@@ -248,6 +248,7 @@ int Serve(const ServeOptions& o) {
   const ServeLog log{.json = o.log_format == "json", .verbose = o.verbose};
   options.log_sink = log.sink();
   options.log = log.lines();
+  if (!CatchStopSignals()) return 2;
   Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);
   if (!server.ok()) return Fail("starting the Flight server", server.status());
   for (const std::string& spec : o.datasets) {

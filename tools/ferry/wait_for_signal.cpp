@@ -23,13 +23,19 @@ void OnSignal(int /*sig*/) {
 
 }  // namespace
 
-void WaitForSignal() {
+bool CatchStopSignals() {
+  if (g_stop[0] >= 0) return true;
   if (pipe2(g_stop, O_CLOEXEC) != 0) {
     std::fprintf(stderr, "ferry: cannot wait for a signal: %s\n", std::strerror(errno));
-    return;
+    return false;
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  return true;
+}
+
+void WaitForSignal() {
+  if (!CatchStopSignals()) return;
   char byte = 0;
   while (read(g_stop[0], &byte, 1) < 0 && errno == EINTR) {
   }

@@ -3,9 +3,15 @@
 
 namespace ferry::cli {
 
-/// Block until SIGINT or SIGTERM arrives, in any thread. The handlers write to a pipe this reads,
-/// so the wait sets no timer and costs nothing until then. Returns at once, with a message on
-/// stderr, if no pipe can be made.
+/// Catch SIGINT and SIGTERM from now on: their handlers write to a pipe WaitForSignal reads.
+/// A server calls it before it prints where it listens, so a client that reads that line and
+/// signals the server at once finds the handlers in place. Idempotent; false, with a message on
+/// stderr, if no pipe can be made (the signals then keep their default action).
+bool CatchStopSignals();
+
+/// Block until SIGINT or SIGTERM arrives, in any thread (CatchStopSignals first, if not yet
+/// called). The wait sets no timer and costs nothing until then. Returns at once if the signals
+/// cannot be caught.
 void WaitForSignal();
 
 }  // namespace ferry::cli
