@@ -18,6 +18,7 @@
 
 #include "dipc_commands.hpp"
 #include "ferry/core/stream_adapter.hpp"
+#include "ferry/core/trace.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/ipc/writer.hpp"
@@ -135,7 +136,8 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       ->delimiter(',');
   cmd->add_option("--traceparent", o->traceparent,
                   "A W3C traceparent (00-TRACEID-PARENTID-FLAGS) that the servers' JSON logs "
-                  "record: sent on Flight calls and in the hello of shm:// and ucx:// sessions");
+                  "record: sent on Flight calls and in the hello of shm:// and ucx:// sessions")
+      ->check(Parses(+[](std::string_view text) { return ParseTraceparent(text); }));
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
   return cmd;
 }
