@@ -221,7 +221,9 @@ PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std
                       uint32_t reorder_window,
                       const std::optional<std::variant<dipc::Uri, std::string>>& data_uri,
                       int64_t max_metadata_bytes, int64_t max_body_bytes,
-                      const std::optional<std::vector<int32_t>>& columns, bool buffer_lists) {
+                      const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
+                      const std::optional<std::string>& traceparent,
+                      const std::optional<std::string>& tracestate) {
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
@@ -247,6 +249,8 @@ PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std
     options.read.columns = std::move(picked);
   }
   options.buffer_lists = buffer_lists;
+  options.traceparent = traceparent.value_or("");
+  options.tracestate = tracestate.value_or("");
   Result<UniqueDeviceArrayStream> stream = [&] {
     nb::gil_scoped_release release;  // connects, sends the ticket, waits for the schema
     if (data) return dipc::ConnectStream(parsed, *data, ticket, options);
@@ -490,7 +494,8 @@ void InitDipc(nb::module_& parent) {
         nb::arg("timeout") = 30.0, nb::arg("reorder_window") = 64,
         nb::arg("data_uri").none() = nb::none(), nb::arg("max_metadata_bytes") = int64_t{64} << 20,
         nb::arg("max_body_bytes") = int64_t{4} << 30, nb::arg("columns").none() = nb::none(),
-        nb::arg("buffer_lists") = false,
+        nb::arg("buffer_lists") = false, nb::arg("traceparent").none() = nb::none(),
+        nb::arg("tracestate").none() = nb::none(),
         "Connect to a server and read the dataset named `ticket` as an ArrayStream of record "
         "batches. "
         "The schema arrives before this returns, so a refused ticket or a dead server raises here "
@@ -502,7 +507,10 @@ void InitDipc(nb::module_& parent) {
         "kind taken from the server; columns: the field indices to read (None: all), whose "
         "buffers alone are fetched from a type-1 body; buffer_lists: ask a ferry server to lend "
         "buffer lists where it would send packed bodies because UCX would emulate this client's "
-        "reads (over TCP, or on one host before UCX 1.16; columns implies it).");
+        "reads (over TCP, or on one host before UCX 1.16; columns implies it); traceparent, "
+        "tracestate: a W3C Trace Context sent to a ferry server in its hello, so that the "
+        "session's log records carry its trace id (None: the server uses the trace its ticket was "
+        "issued with).");
 }
 
 }  // namespace ferry::python

@@ -79,7 +79,9 @@ PyFlightClient Connect(const std::string& uri, const std::optional<std::string>&
                        const std::optional<std::string>& tls_roots,
                        const std::optional<std::string>& tls_cert,
                        const std::optional<std::string>& tls_key,
-                       const std::optional<std::string>& tls_server_name, double timeout) {
+                       const std::optional<std::string>& tls_server_name, double timeout,
+                       const std::optional<std::string>& traceparent,
+                       const std::optional<std::string>& tracestate) {
   if (!std::isfinite(timeout) || timeout <= 0) {
     Raise(PyExc_ValueError, "timeout must be a positive number of seconds");
   }
@@ -90,6 +92,8 @@ PyFlightClient Connect(const std::string& uri, const std::optional<std::string>&
   options.tls_key = tls_key.value_or("");
   options.tls_server_name = tls_server_name.value_or("");
   options.timeout = std::chrono::milliseconds(std::llround(timeout * 1000.0));
+  options.traceparent = traceparent.value_or("");
+  options.tracestate = tracestate.value_or("");
   PyFlightClient out;
   out.client = Unwrap(flight::Client::Connect(uri, std::move(options)));
   return out;
@@ -346,10 +350,14 @@ void InitFlight(nb::module_& parent) {
   m.def("connect", &Connect, nb::arg("uri"), nb::kw_only(), nb::arg("token").none() = nb::none(),
         nb::arg("tls_roots").none() = nb::none(), nb::arg("tls_cert").none() = nb::none(),
         nb::arg("tls_key").none() = nb::none(), nb::arg("tls_server_name").none() = nb::none(),
-        nb::arg("timeout") = 30.0,
+        nb::arg("timeout") = 30.0, nb::arg("traceparent").none() = nb::none(),
+        nb::arg("tracestate").none() = nb::none(),
         "Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH. `token` is sent "
         "as 'authorization: Bearer <token>' on every call; the TLS arguments are PEM text. The "
-        "channel connects lazily: an absent server fails the first call.");
+        "channel connects lazily: an absent server fails the first call. `traceparent` (and "
+        "`tracestate`): a W3C Trace Context sent with every call and in the hello of every shm:// "
+        "and ucx:// location a read follows, so that the servers' logs carry its trace id "
+        "(ValueError if it is not valid).");
   InitFlightServer(m);
 }
 

@@ -5,6 +5,7 @@
 #include "dipc/client_session.hpp"
 #include "dipc/cuda_bodies.hpp"
 #include "ferry/core/stream_adapter.hpp"
+#include "ferry/core/trace.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/transport/transport.hpp"
 
@@ -44,11 +45,25 @@ transport::ConnectOptions ConnectOptionsFor(const Uri& uri, const ClientOptions&
   if (!internal::CudaBodies::Carries(uri)) c.remote_handle = uri.remote_handle.value_or("");
   c.extensions = uri.ferry;
   c.buffer_lists = options.buffer_lists || !options.read.columns.empty();
+  if (!options.traceparent.empty()) {
+    // The hello's trace field: the traceparent, then a newline and the tracestate if any.
+    c.trace = options.traceparent;
+    if (!options.tracestate.empty()) c.trace += "\n" + options.tracestate;
+  }
   return c;
 }
 
 Result<std::shared_ptr<Connection>> Open(const Uri& uri, const ClientOptions& options) {
   const std::string address = uri.authority.empty() ? uri.path : uri.authority;
+  if (!options.traceparent.empty()) {
+    Result<TraceContext> trace = ParseTraceparent(options.traceparent, options.tracestate);
+    if (!trace.ok()) return trace.status().WithContext("ClientOptions::traceparent");
+    if (trace->tracestate != options.tracestate) {
+      return Status::Invalid(
+          "ClientOptions::tracestate is longer than 512 characters or not "
+          "printable ASCII");
+    }
+  }
   Result<std::unique_ptr<Connection>> conn =
       transport::Connect(uri.scheme, address, ConnectOptionsFor(uri, options));
   if (!conn.ok()) {

@@ -33,7 +33,8 @@ class ServerImpl final : public Server {
       const Status lent = LendFile(name, dataset);
       if (lent.ok()) return;
       ++state_->files_copied;
-      state_->Log("dataset \"" + name + "\" is copied for each client: " + lent.message());
+      state_->Log("dataset_copied",
+                  "dataset \"" + name + "\" is copied for each client: " + lent.message());
     }
     state_->catalogue->Add(name, std::move(dataset));
   }

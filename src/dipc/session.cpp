@@ -28,18 +28,59 @@ bool HasPackedBodies(const Kept& kept) {
 
 }  // namespace
 
-void ServerState::RecordError(const std::string& e, StatusCode code) {
+void ServerState::RecordError(LogRecord record, StatusCode code) {
   ++sessions_failed;
   errors[static_cast<size_t>(code) % errors.size()].fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(error_mutex);
-    last_error = e;
+    last_error = record.message;
   }
-  Log(e);
+  record.level = LogLevel::kWarning;
+  Log(std::move(record));
 }
 
-void ServerState::Log(const std::string& line) const {
-  if (options.log) options.log(line);
+void ServerState::Log(LogRecord record) const {
+  if (!options.log_sink && !options.log) return;
+  if (record.plane.empty()) record.plane = options.transport;
+  EmitLog(options.log_sink, options.log, record);
+}
+
+void ServerState::Log(const char* event, const std::string& message) const {
+  LogRecord r;
+  r.event = event;
+  r.message = message;
+  Log(std::move(r));
+}
+
+LogRecord Session::Record(LogLevel level, const char* event, std::string message) const {
+  LogRecord r;
+  r.level = level;
+  r.event = event;
+  r.message = std::move(message);
+  r.session = id_;
+  if (conn_) r.peer = conn_->peer();
+  r.trace_id = trace_.trace_id;
+  r.span_id = trace_.span_id;
+  return r;
+}
+
+void Session::FindTrace(const std::string& ticket) {
+  TraceContext parent;
+  if (const std::string sent = conn_->trace(); !sent.empty()) {
+    // ferry's hello field: the traceparent, then a newline and the tracestate when there is one.
+    const size_t nl = sent.find('\n');
+    const std::string_view text(sent);
+    Result<TraceContext> parsed =
+        ParseTraceparent(text.substr(0, nl), nl == std::string::npos ? "" : text.substr(nl + 1));
+    if (parsed.ok()) {
+      parent = std::move(*parsed);
+    } else {
+      state_->Log(Record(LogLevel::kWarning, "bad_traceparent",
+                         "ignoring the client's trace: " + parsed.status().message()));
+    }
+  }
+  if (!parent.valid()) parent = state_->options.tickets->Trace(ticket);
+  trace_ = parent.Child();
 }
 
 Session::~Session() {
@@ -71,7 +112,9 @@ void Session::Serve() {
   }
   if (end_ == End::kRefused || end_ == End::kGoneBeforeRequest) {
     // Refused (counted as such), or a client gone before it asked: not a failure.
-    if (end_ == End::kGoneBeforeRequest) state_->Log(st.message());
+    if (end_ == End::kGoneBeforeRequest) {
+      state_->Log(Record(LogLevel::kInfo, "session_abandoned", st.message()));
+    }
   } else if (!st.ok()) {
     // A client that is gone cannot read why.
     if (st.code() != StatusCode::kUnavailable) SendError(st);
@@ -83,7 +126,8 @@ void Session::Serve() {
   Kill(unresponsive_ || (!st.ok() && end_ != End::kRefused));
   if (!failed_.load() && st.ok()) {
     const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
-    state_->Log("client " + who + ": served " + std::to_string(next_seq_) + " messages");
+    state_->Log(Record(LogLevel::kInfo, "session_end",
+                       "client " + who + ": served " + std::to_string(next_seq_) + " messages"));
   }
   entry_ = Catalogue::Entry{};  // the client is done: the dataset may be removed now
   {
@@ -108,11 +152,12 @@ Status Session::ServeRequest() {
     return Status::Unavailable("the client went away before its request: " +
                                want.status().message());
   }
+  const std::string ticket(reinterpret_cast<const char*>(want->payload.data),
+                           static_cast<size_t>(want->payload.size));
+  FindTrace(ticket);  // before the free_data thread, whose records carry it
   frees_ = std::thread([this] { TakeFrees(); });
   Result<WantTag> tag = ParseWantTag(state_->options.want_data_tag, want->tag);
   if (!tag.ok()) return Refuse(tag.status());
-  const std::string ticket(reinterpret_cast<const char*>(want->payload.data),
-                           static_cast<size_t>(want->payload.size));
   if (state_->draining.load()) {
     // Refused before its ticket is looked at: a draining server takes no new session, and the
     // client, told UNAVAILABLE, may go to another server.
@@ -126,6 +171,9 @@ Status Session::ServeRequest() {
   Result<Catalogue::Entry> entry = state_->catalogue->Find(ticket, tag->region);
   if (!entry.ok()) return Refuse(entry.status());
   entry_ = std::move(*entry);
+  state_->Log(Record(LogLevel::kDebug, "session_start",
+                     "client " + (conn_->peer().empty() ? std::string("?") : conn_->peer()) +
+                         ": serving " + (tag->channel == Channel::kData ? "bodies" : "a stream")));
   send_metadata_ = tag->channel != Channel::kData;
   send_bodies_ = tag->channel != Channel::kMetadata;
   FaultPoint("server", "want_data", [this] { return dead_.load(); });
@@ -135,9 +183,10 @@ Status Session::ServeRequest() {
   packed_ = state_->options.body_type == BodyType::kPacked ||
             (send_bodies_ && !on_device && conn_->prefers_packed_bodies());
   if (packed_ && state_->options.body_type != BodyType::kPacked) {
-    state_->Log("client " + conn_->peer() +
-                ": sending packed bodies, since UCX would emulate its reads of lent memory (over "
-                "TCP, or on this host before UCX 1.16)");
+    state_->Log(Record(LogLevel::kInfo, "packed_bodies",
+                       "client " + conn_->peer() +
+                           ": sending packed bodies, since UCX would emulate its reads of lent "
+                           "memory (over TCP, or on this host before UCX 1.16)"));
   }
   if (entry_.kept && (!packed_ || HasPackedBodies(*entry_.kept))) return Replay(*entry_.kept);
   // A lent file's, to be sent packed: read afresh, each body going from the file's pages.
@@ -164,7 +213,7 @@ Status Session::ServeRequest() {
 
 Status Session::Refuse(const Status& why) {
   ++state_->tickets_refused;
-  state_->Log("refused a client: " + why.message());
+  state_->Log(Record(LogLevel::kInfo, "session_refused", "refused a client: " + why.message()));
   // The protocol's answer to a refused ticket is a closed connection. A client that asked for
   // ferry's extensions also gets the reason first, and a moment to read it and hang up.
   if (conn_->extensions()) {
@@ -371,7 +420,9 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
       auto it = block_of_.find(a);
       if (it == block_of_.end()) {
         ++state_->unknown_frees;
-        state_->Log("free_data names address " + Hex(a) + ", which this client does not hold");
+        state_->Log(
+            Record(LogLevel::kWarning, "unknown_free",
+                   "free_data names address " + Hex(a) + ", which this client does not hold"));
         continue;
       }
       const int64_t block = it->second;
@@ -403,7 +454,8 @@ Status Session::AwaitEnd() {
                                                     [&] { return client_closed_ || dead_.load(); });
   const size_t held = block_of_.size() + lent_.size();
   if (client_closed_ && held > 0) {
-    state_->Log("the client closed holding " + std::to_string(held) + " addresses; freed");
+    state_->Log(Record(LogLevel::kInfo, "addresses_unreturned",
+                       "the client closed holding " + std::to_string(held) + " addresses; freed"));
   }
   // A client that neither freed nor closed for the whole timeout is stopped or gone: closing
   // gracefully would wait on it again.
@@ -434,7 +486,9 @@ void Session::FreeAll() {
 void Session::Failed(const std::string& why, StatusCode code) {
   if (failed_.exchange(true)) return;
   const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
-  state_->RecordError("client " + who + ": " + phase_.load() + ": " + why, code);
+  state_->RecordError(Record(LogLevel::kWarning, "session_failed",
+                             "client " + who + ": " + phase_.load() + ": " + why),
+                      code);
 }
 
 void Session::SendError(const Status& why) {

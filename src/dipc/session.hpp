@@ -13,6 +13,8 @@
 
 #include "dipc/catalogue.hpp"
 #include "dipc/region_allocator.hpp"
+#include "ferry/core/log.hpp"
+#include "ferry/core/trace.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ferry/transport/transport.hpp"
@@ -34,6 +36,7 @@ struct ServerState {
   /// Set by Server::Drain: requests from then on are refused with UNAVAILABLE.
   std::atomic<bool> draining{false};
 
+  std::atomic<int64_t> next_session{0};  // sessions' ids: "<transport>-<n>"
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},
       addresses_reclaimed{0}, unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0};
@@ -47,10 +50,13 @@ struct ServerState {
   mutable std::mutex error_mutex;
   std::string last_error;
 
-  /// Count a failed session (by `code`) and keep its error.
-  void RecordError(const std::string& e, StatusCode code);
-  /// Tell the options' log, if any.
-  void Log(const std::string& line) const;
+  /// Count a failed session (by `code`) and keep its error; `record` (event and fields set,
+  /// message the error) is logged as kWarning.
+  void RecordError(LogRecord record, StatusCode code);
+  /// Tell the options' log sink (or log lines), if any; the record's plane is the transport.
+  void Log(LogRecord record) const;
+  /// A kInfo record of `event` about the server as a whole.
+  void Log(const char* event, const std::string& message) const;
 };
 
 /// One client's connection: it reads the want_data request, then serves the ticket's metadata,
@@ -61,7 +67,9 @@ struct ServerState {
 class Session final {
  public:
   Session(ServerState* state, std::unique_ptr<transport::Connection> conn)
-      : state_(state), conn_(std::move(conn)) {}
+      : state_(state),
+        conn_(std::move(conn)),
+        id_(state->options.transport + "-" + std::to_string(++state->next_session)) {}
   ~Session();
 
   /// Start serving on a thread of its own.
@@ -99,10 +107,18 @@ class Session final {
   Status AwaitEnd();
   void FreeAll();
   void Failed(const std::string& why, StatusCode code);
+  // This session's trace: the client's hello's, else the ticket's (Trace).
+  void FindTrace(const std::string& ticket);
+  // A record of `event` with this session's id, peer, plane and trace.
+  LogRecord Record(LogLevel level, const char* event, std::string message) const;
   void SendError(const Status& why);
 
   ServerState* state_;
   std::unique_ptr<transport::Connection> conn_;
+  const std::string id_;  // for logs
+  // The session's own span of the trace it serves (set on the serve thread before any record
+  // that carries it; read by the free_data thread only after).
+  TraceContext trace_;
   MessageForwarder sink_{this};  // what the stream writer writes to
   // What the client reads, held until it is done with it (its lent memory included): while
   // held, the catalogue counts the client as a reader.

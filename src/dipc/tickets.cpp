@@ -25,7 +25,8 @@ std::string Shown(const std::string& ticket) {
 TicketBook::TicketBook(std::shared_ptr<Clock> clock)
     : clock_(clock ? std::move(clock) : Clock::Real()) {}
 
-Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point expires) {
+Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point expires,
+                                      TraceContext trace) {
   uint8_t bits[16];
   if (getrandom(bits, sizeof(bits), 0) != static_cast<ssize_t>(sizeof(bits))) {
     return Status::FromErrno(errno, "cannot draw random bits for a ticket");
@@ -42,7 +43,7 @@ Result<std::string> TicketBook::Issue(const std::string& name, Clock::time_point
       it = std::next(it);
     }
   }
-  tickets_[ticket] = Entry{name, expires};
+  tickets_[ticket] = Entry{name, expires, std::move(trace)};
   ++issued_;
   return ticket;
 }
@@ -75,6 +76,13 @@ Result<Clock::time_point> TicketBook::Expiry(const std::string& ticket) const {
     return Status::NotFound("unknown or expired ticket " + Shown(ticket));
   }
   return t->second.expires;
+}
+
+TraceContext TicketBook::Trace(const std::string& ticket) const {
+  std::lock_guard lock(mutex_);
+  auto t = tickets_.find(ticket);
+  if (t == tickets_.end() || clock_->Now() >= t->second.expires) return {};
+  return t->second.trace;
 }
 
 void TicketBook::Revoke(const std::string& name) {

@@ -9,6 +9,7 @@
 #include "ferry/core/host_port.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "flight/call_trace.hpp"
 #include "flight/client_impl.hpp"
 #include "flight/convert.hpp"
 #include "flight/grpc_status.hpp"
@@ -61,6 +62,7 @@ ClientImpl::~ClientImpl() = default;
 void ClientImpl::Prepare(grpc::ClientContext* context) const {
   if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
   for (const auto& [name, value] : options_.headers) context->AddMetadata(name, value);
+  for (const auto& [name, value] : TraceHeaders(options_)) context->AddMetadata(name, value);
   context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
 }
 
@@ -97,7 +99,8 @@ Result<UniqueSchema> ClientImpl::GetSchema(const std::string& path) {
 
 Result<UniqueDeviceArrayStream> ClientImpl::DoGet(const std::string& ticket, GetOptions options) {
   FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream stream,
-                        OpenDoGet(channel_, options_.token, ticket, options, options_.timeout));
+                        OpenDoGet(channel_, options_.token, ticket, options, options_.timeout,
+                                  TraceHeaders(options_)));
   return CountBytes(std::move(stream), counters_, &counters_->grpc, "DoGet on " + uri_);
 }
 
@@ -117,7 +120,7 @@ Status ClientImpl::Put(const std::string& path, ArrowArrayStream* stream) {
   UniqueSchema schema;
   FERRY_RETURN_NOT_OK(
       StreamGetSchema(owned.get(), schema.get()).WithContext("Put: the stream's get_schema"));
-  RawCall call(channel_, "DoPut", options_.token, options_.timeout);
+  RawCall call(channel_, "DoPut", options_.token, options_.timeout, TraceHeaders(options_));
   FERRY_RETURN_NOT_OK(call.Start());
   PutSink sink(&call, PathDescriptor(path).SerializeAsString());
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer, ipc::StreamWriter::Open(&sink, schema.get()));
@@ -169,6 +172,15 @@ Result<std::vector<ActionType>> ClientImpl::ListActions() {
 }  // namespace internal
 
 Result<std::unique_ptr<Client>> Client::Connect(const std::string& uri, ClientOptions options) {
+  if (!options.traceparent.empty()) {
+    Result<TraceContext> trace = ParseTraceparent(options.traceparent, options.tracestate);
+    if (!trace.ok()) return trace.status().WithContext("ClientOptions::traceparent");
+    if (trace->tracestate != options.tracestate) {
+      return Status::Invalid(
+          "ClientOptions::tracestate is longer than 512 characters or not "
+          "printable ASCII");
+    }
+  }
   const size_t sep = uri.find("://");
   if (sep == std::string::npos) {
     return Status::Invalid("\"" + uri + "\" is not a Flight URI (grpc://HOST:PORT, " +

@@ -14,6 +14,7 @@
 #include "ferry/core/host_port.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/uri.hpp"
+#include "flight/call_trace.hpp"
 #include "flight/client_impl.hpp"
 
 namespace ferry::flight {
@@ -172,7 +173,8 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
       Result<UniqueDeviceArrayStream> stream = Status::OK();
       if (kind == Via::kGrpc) {
         if (l.empty() || l == kReuseConnection || l == uri_) {
-          stream = OpenDoGet(channel_, options_.token, endpoint.ticket, options, options_.timeout);
+          stream = OpenDoGet(channel_, options_.token, endpoint.ticket, options, options_.timeout,
+                             TraceHeaders(options_));
         } else {
           ClientOptions other = options_;
           Result<std::unique_ptr<Client>> client = Client::Connect(l, other);
@@ -186,6 +188,8 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
           dipc_options.read = options.read;
           dipc_options.buffer_lists = options.buffer_lists;
           dipc_options.timeout = options_.timeout;
+          dipc_options.traceparent = options_.traceparent;
+          dipc_options.tracestate = options_.tracestate;
           // The server is up (it just answered): an address that does not answer at once is
           // unreachable from here (another host, another namespace), so fall back soon. A
           // shared-memory socket that refuses is on this host and gone: no retry at all.

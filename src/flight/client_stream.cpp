@@ -199,11 +199,11 @@ Status Deliver(const ArrowSchema* schema, UniqueDeviceArray batch, Device* devic
   return Status::OK();
 }
 
-Result<UniqueDeviceArrayStream> OpenDoGet(std::shared_ptr<grpc::Channel> channel,
-                                          const std::string& token, const std::string& ticket,
-                                          const GetOptions& options,
-                                          std::chrono::milliseconds timeout) {
-  auto call = std::make_unique<RawCall>(std::move(channel), "DoGet", token, timeout);
+Result<UniqueDeviceArrayStream> OpenDoGet(
+    std::shared_ptr<grpc::Channel> channel, const std::string& token, const std::string& ticket,
+    const GetOptions& options, std::chrono::milliseconds timeout,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  auto call = std::make_unique<RawCall>(std::move(channel), "DoGet", token, timeout, headers);
   FERRY_RETURN_NOT_OK(call->Start());
   pb::Ticket t;
   t.set_ticket(ticket);

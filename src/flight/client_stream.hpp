@@ -19,10 +19,10 @@ namespace ferry::flight::internal {
 /// DoGet `ticket` on `channel`: the stream's schema has arrived when this returns. Bodies stay
 /// in gRPC's receive buffers when a message arrived in one slice (else one aligned copy);
 /// batches are moved to `options.device` (one copy) when it is not the CPU.
-Result<UniqueDeviceArrayStream> OpenDoGet(std::shared_ptr<grpc::Channel> channel,
-                                          const std::string& token, const std::string& ticket,
-                                          const GetOptions& options,
-                                          std::chrono::milliseconds timeout);
+Result<UniqueDeviceArrayStream> OpenDoGet(
+    std::shared_ptr<grpc::Channel> channel, const std::string& token, const std::string& ticket,
+    const GetOptions& options, std::chrono::milliseconds timeout,
+    const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 /// Opens one endpoint's stream.
 using EndpointOpener = std::function<Result<UniqueDeviceArrayStream>()>;

@@ -13,6 +13,7 @@
 
 #include "ferry/flight/client.hpp"
 #include "ferry/flight/info.hpp"
+#include "flight/call_trace.hpp"
 
 namespace ferry::flight::internal {
 
@@ -125,7 +126,8 @@ struct Question {
 }  // namespace
 
 std::vector<Federation::PeerAnswer> Federation::Ask(const std::string* path,
-                                                    const std::string& token) const {
+                                                    const std::string& token,
+                                                    const TraceContext& trace) const {
   std::optional<std::string> wanted;
   if (path != nullptr) wanted = *path;
   const Clock::time_point start = clock_->Now();
@@ -145,7 +147,7 @@ std::vector<Federation::PeerAnswer> Federation::Ask(const std::string* path,
   for (size_t i = 0; i < peers_.size(); ++i) {
     const std::string& peer = peers_[i];
     Status queued = pool_->Submit(
-        [this, question, answer, i, peer, wanted, token, deadline](bool stopping) {
+        [this, question, answer, i, peer, wanted, token, deadline, trace](bool stopping) {
           bool over = false;
           {
             std::lock_guard lock(question->mutex);
@@ -161,7 +163,7 @@ std::vector<Federation::PeerAnswer> Federation::Ask(const std::string* path,
                                  {}});
           } else {
             // Each call below carries a gRPC deadline of at most the peer timeout.
-            answer(i, AskPeer(peer, wanted, token, deadline));
+            answer(i, AskPeer(peer, wanted, token, deadline, trace));
           }
         },
         deadline);
@@ -213,8 +215,10 @@ Federation::PeerAnswer Federation::AskOn(Client& client, const std::string& peer
 
 Federation::PeerAnswer Federation::AskPeer(const std::string& peer,
                                            const std::optional<std::string>& path,
-                                           const std::string& token,
-                                           Clock::time_point deadline) const {
+                                           const std::string& token, Clock::time_point deadline,
+                                           const TraceContext& trace) const {
+  // The peer's calls carry the caller's trace, with this server's call span as their parent.
+  const OutgoingTraceScope traced(trace);
   const auto key = std::make_pair(peer, token);
   // Each call's gRPC deadline (real time) is the peer timeout, or what is left of it for a second
   // try; the question itself ends at `deadline` by the clock, whichever comes first.
@@ -266,12 +270,12 @@ Status Federation::PeerFailure(const std::string& peer, const Status& status) co
 }
 
 Result<FlightInfo> Federation::Info(const std::string& path, Result<FlightInfo> local,
-                                    const std::string& token) const {
+                                    const std::string& token, const TraceContext& trace) const {
   if (!local.ok() && local.status().code() != StatusCode::kNotFound) return local.status();
   std::vector<OwnedInfo> answers;
   if (local.ok()) answers.push_back({"", std::move(*local)});
   nlohmann::json missing = nlohmann::json::array();
-  for (PeerAnswer& a : Ask(&path, token)) {
+  for (PeerAnswer& a : Ask(&path, token, trace)) {
     if (a.status.ok()) {
       answers.push_back({a.peer, std::move(a.infos.front())});
       continue;
@@ -291,7 +295,8 @@ Result<FlightInfo> Federation::Info(const std::string& path, Result<FlightInfo> 
 }
 
 Result<std::vector<FlightInfo>> Federation::List(std::vector<FlightInfo> local,
-                                                 const std::string& token) const {
+                                                 const std::string& token,
+                                                 const TraceContext& trace) const {
   std::vector<std::string> order;
   std::map<std::string, std::vector<OwnedInfo>> by_key;
   auto add = [&](const std::string& peer, FlightInfo info) {
@@ -302,7 +307,7 @@ Result<std::vector<FlightInfo>> Federation::List(std::vector<FlightInfo> local,
   };
   for (FlightInfo& info : local) add("", std::move(info));
   nlohmann::json missing = nlohmann::json::array();
-  for (PeerAnswer& a : Ask(nullptr, token)) {
+  for (PeerAnswer& a : Ask(nullptr, token, trace)) {
     if (!a.status.ok()) {
       if (!allow_partial_ || !Unreachable(a.status)) return PeerFailure(a.peer, a.status);
       missing.push_back({{"peer", a.peer}, {"error", a.status.message()}});

@@ -13,6 +13,7 @@
 
 #include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
+#include "ferry/core/trace.hpp"
 #include "ferry/flight/client.hpp"
 #include "ferry/flight/info.hpp"
 #include "ferry/flight/server.hpp"
@@ -73,23 +74,27 @@ class Federation {
   /// asked with `token` (the caller's bearer token; empty: none). A peer that fails to answer
   /// fails the call with UNAVAILABLE (or its own refusal) naming it; with `allow_partial` the
   /// answer goes without it and names it in app_metadata ({"missing_peers": [{"peer", "error"}]}).
+  /// `trace` (the caller's call span, when it sent a traceparent) goes to each peer as its
+  /// call's traceparent: the caller's trace, this server's span as the parent.
   Result<FlightInfo> Info(const std::string& path, Result<FlightInfo> local,
-                          const std::string& token) const;
+                          const std::string& token, const TraceContext& trace = {}) const;
   /// Every flight of this server (`local`) and of each peer: one FlightInfo per path, as Info
   /// merges them, in the order first seen.
-  Result<std::vector<FlightInfo>> List(std::vector<FlightInfo> local,
-                                       const std::string& token) const;
+  Result<std::vector<FlightInfo>> List(std::vector<FlightInfo> local, const std::string& token,
+                                       const TraceContext& trace = {}) const;
 
  private:
   /// Asks every peer at once: GetFlightInfo(path), or ListFlights when `path` is null. A peer
   /// that has not answered within the peer timeout (by the clock) gets kDeadlineExceeded.
-  std::vector<PeerAnswer> Ask(const std::string* path, const std::string& token) const;
+  std::vector<PeerAnswer> Ask(const std::string* path, const std::string& token,
+                              const TraceContext& trace) const;
   /// The failure for a peer's `status`, naming it.
   Status PeerFailure(const std::string& peer, const Status& status) const;
   /// Ask `peer` with `token` through its kept connection or, when there is none or a call on
   /// it found the peer unreachable, a fresh one (within what is left until `deadline`).
   PeerAnswer AskPeer(const std::string& peer, const std::optional<std::string>& path,
-                     const std::string& token, Clock::time_point deadline) const;
+                     const std::string& token, Clock::time_point deadline,
+                     const TraceContext& trace) const;
   /// One question on `client`: GetFlightInfo(path), or ListFlights without a path.
   static PeerAnswer AskOn(Client& client, const std::string& peer,
                           const std::optional<std::string>& path);

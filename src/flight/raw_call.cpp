@@ -16,9 +16,11 @@ void* Tag(int op) { return &g_tags[op]; }
 }  // namespace
 
 RawCall::RawCall(std::shared_ptr<grpc::Channel> channel, const std::string& method,
-                 const std::string& token, std::chrono::milliseconds timeout)
+                 const std::string& token, std::chrono::milliseconds timeout,
+                 const std::vector<std::pair<std::string, std::string>>& headers)
     : method_(method), timeout_(timeout), channel_(channel), stub_(std::move(channel)) {
   if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
+  for (const auto& [name, value] : headers) context_.AddMetadata(name, value);
 }
 
 RawCall::~RawCall() {

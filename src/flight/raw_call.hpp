@@ -8,6 +8,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ferry/core/result.hpp"
 
@@ -18,8 +20,10 @@ namespace ferry::flight::internal {
 /// at most `timeout`; a timeout cancels the call. Destruction cancels a call not finished.
 class RawCall {
  public:
+  /// `headers`: metadata sent besides the token (a trace's traceparent).
   RawCall(std::shared_ptr<grpc::Channel> channel, const std::string& method,
-          const std::string& token, std::chrono::milliseconds timeout);
+          const std::string& token, std::chrono::milliseconds timeout,
+          const std::vector<std::pair<std::string, std::string>>& headers = {});
   ~RawCall();
   RawCall(const RawCall&) = delete;
   RawCall& operator=(const RawCall&) = delete;

@@ -253,6 +253,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     p.tickets = state->tickets;
     p.clock = options.clock;
     p.ticket_ttl = options.ticket_ttl;
+    if (options.log_sink && !p.log_sink) p.log_sink = options.log_sink;
     if (options.log && !p.log) {
       p.log = [log = options.log, transport](const std::string& line) {
         std::string prefixed = transport;

@@ -146,7 +146,7 @@ Status ServerState::DropLocked(const std::string& name) {
         line += transport;
         line += " plane: ";
         line += st.message();
-        Log(line);
+        Log("drop_failed", line);
       }
     }
     tickets->Revoke(part);
@@ -154,7 +154,7 @@ Status ServerState::DropLocked(const std::string& name) {
   return Status::OK();
 }
 
-Result<FlightInfo> ServerState::Info(const std::string& name) {
+Result<FlightInfo> ServerState::Info(const std::string& name, const TraceContext& trace) {
   std::shared_ptr<Flight> flight = catalogue.Find(name);
   if (flight == nullptr) return Status::NotFound("no flight named \"" + name + "\"");
   FlightInfo info;
@@ -168,7 +168,7 @@ Result<FlightInfo> ServerState::Info(const std::string& name) {
   for (const auto& part : flight->partitions) {
     Endpoint e;
     const Clock::time_point expires = clock.After(options.ticket_ttl);
-    FERRY_ASSIGN_OR_RAISE(e.ticket, tickets->Issue(part->name, expires));
+    FERRY_ASSIGN_OR_RAISE(e.ticket, tickets->Issue(part->name, expires, trace));
     e.expiration = clock.ToSystem(expires);
     for (const auto& [transport, plane] : planes) {
       e.locations.push_back(plane->uri(part->name).ToString());
@@ -200,8 +200,19 @@ Result<std::shared_ptr<Partition>> ServerState::Redeem(const std::string& ticket
   return part;
 }
 
-void ServerState::Log(const std::string& line) const {
-  if (options.log) options.log(line);
+void ServerState::Log(LogRecord record) const {
+  if (!options.log_sink && !options.log) return;
+  if (record.plane.empty()) record.plane = "grpc";
+  EmitLog(options.log_sink, options.log, record);
+}
+
+void ServerState::Log(const char* event, const std::string& message,
+                      const std::string& peer) const {
+  LogRecord r;
+  r.event = event;
+  r.message = message;
+  r.peer = peer;
+  Log(std::move(r));
 }
 
 std::string ServerState::StatsJson() const {

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/core/log.hpp"
+#include "ferry/core/trace.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/dipc/tickets.hpp"
 #include "ferry/flight/metrics.hpp"
@@ -55,11 +57,15 @@ struct ServerState {
   Result<size_t> AppendFrom(const std::string& name, const std::string& source);
   /// Stop serving `name` everywhere; EBUSY, with nothing changed, while anyone reads it.
   Status Drop(const std::string& name);
-  /// GetFlightInfo's answer: a fresh ticket valid on every location.
-  Result<FlightInfo> Info(const std::string& name);
+  /// GetFlightInfo's answer: a fresh ticket valid on every location, kept with `trace` (the
+  /// call's span: the parent of the sessions that redeem it).
+  Result<FlightInfo> Info(const std::string& name, const TraceContext& trace = {});
   /// The partition a DoGet ticket names: an issued ticket, or (with no token) a partition's name.
   Result<std::shared_ptr<Partition>> Redeem(const std::string& ticket);
-  void Log(const std::string& line) const;
+  /// Tell the options' log sink (or log lines), if any.
+  void Log(LogRecord record) const;
+  /// A kInfo record of `event` on the gRPC plane.
+  void Log(const char* event, const std::string& message, const std::string& peer = {}) const;
   /// The DoAction "stats" answer: each plane's running totals as JSON, {"grpc": {...}, "shm":
   /// {...}, "ucx": {...}}, so that a caller can tell which plane its reads took.
   std::string StatsJson() const;

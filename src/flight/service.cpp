@@ -9,6 +9,7 @@
 
 #include "ferry/core/status_code.hpp"
 #include "ferry/dipc/uri.hpp"
+#include "flight/call_trace.hpp"
 #include "flight/clock_hook.hpp"
 #include "flight/convert.hpp"
 #include "flight/drain.hpp"
@@ -206,7 +207,8 @@ grpc::Status Authenticate(ServerState* state, const grpc::CallbackServerContext*
   ++state->unauthenticated;
   const std::string why = Header(context, "authorization").empty() ? "no authorization header"
                                                                    : "a wrong authorization header";
-  state->Log("refused a call from " + context->peer() + ": " + why);
+  state->Log("unauthenticated", "refused a call from " + context->peer() + ": " + why,
+             context->peer());
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "this server needs its token on every call ('authorization: Bearer "
                       "<token>'); the call had " +
@@ -218,10 +220,10 @@ bool FlightService::Federated(const grpc::CallbackServerContext* context) const 
 }
 
 Result<FlightInfo> FlightService::InfoFor(const grpc::CallbackServerContext* context,
-                                          const std::string& name) {
-  Result<FlightInfo> info = state_->Info(name);
+                                          const std::string& name, const TraceContext& trace) {
+  Result<FlightInfo> info = state_->Info(name, trace);
   if (!Federated(context)) return info;
-  return federation_.Info(name, std::move(info), Bearer(context));
+  return federation_.Info(name, std::move(info), Bearer(context), trace);
 }
 
 grpc::ServerBidiReactor<pb::HandshakeRequest, pb::HandshakeResponse>* FlightService::Handshake(
@@ -235,14 +237,16 @@ grpc::ServerWriteReactor<pb::FlightInfo>* FlightService::ListFlights(
   GrpcTakeBack(this);
   using Fail = Refusal<grpc::ServerWriteReactor<pb::FlightInfo>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
+  const TraceContext trace = StartCall(state_, context, "ListFlights");
   std::vector<FlightInfo> local;
   for (const std::shared_ptr<Flight>& f : state_->catalogue.All()) {
-    Result<FlightInfo> info = state_->Info(f->name);
+    Result<FlightInfo> info = state_->Info(f->name, trace);
     if (!info.ok()) continue;  // dropped in between
     local.push_back(std::move(*info));
   }
   if (Federated(context)) {
-    Result<std::vector<FlightInfo>> all = federation_.List(std::move(local), Bearer(context));
+    Result<std::vector<FlightInfo>> all =
+        federation_.List(std::move(local), Bearer(context), trace);
     if (!all.ok()) return new Fail(state_, ToGrpc(all.status()));
     local = std::move(*all);
   }
@@ -260,9 +264,10 @@ grpc::ServerUnaryReactor* FlightService::GetFlightInfo(grpc::CallbackServerConte
   if (grpc::Status st = RefuseIfDraining(state_, "GetFlightInfo", context); !st.ok()) {
     return Answer(context, st);
   }
+  const TraceContext trace = StartCall(state_, context, "GetFlightInfo");
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
-  Result<FlightInfo> info = InfoFor(context, *name);
+  Result<FlightInfo> info = InfoFor(context, *name, trace);
   if (!info.ok()) return Answer(context, ToGrpc(info.status()));
   ToProto(*info, response);
   return Answer(context, grpc::Status::OK);
@@ -277,9 +282,10 @@ grpc::ServerUnaryReactor* FlightService::PollFlightInfo(grpc::CallbackServerCont
   if (grpc::Status st = RefuseIfDraining(state_, "PollFlightInfo", context); !st.ok()) {
     return Answer(context, st);
   }
+  const TraceContext trace = StartCall(state_, context, "PollFlightInfo");
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
-  Result<FlightInfo> info = InfoFor(context, *name);
+  Result<FlightInfo> info = InfoFor(context, *name, trace);
   if (!info.ok()) return Answer(context, ToGrpc(info.status()));
   // Complete at once: the whole info, no descriptor to poll again, progress 1.
   ToProto(*info, response->mutable_info());
@@ -293,11 +299,12 @@ grpc::ServerUnaryReactor* FlightService::GetSchema(grpc::CallbackServerContext* 
   GrpcTakeBack(this);
   CallScope scope(state_);
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
+  const TraceContext trace = StartCall(state_, context, "GetSchema");
   Result<std::string> name = NameOf(*request);
   if (!name.ok()) return Answer(context, ToGrpc(name.status()));
   std::shared_ptr<Flight> flight = state_->catalogue.Find(*name);
   if (flight == nullptr && Federated(context)) {
-    Result<FlightInfo> info = InfoFor(context, *name);  // a peer's flight
+    Result<FlightInfo> info = InfoFor(context, *name, trace);  // a peer's flight
     if (!info.ok()) return Answer(context, ToGrpc(info.status()));
     response->set_schema(info->schema);
     return Answer(context, grpc::Status::OK);
@@ -336,6 +343,7 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
   GrpcTakeBack(this);
   using Fail = Refusal<grpc::ServerWriteReactor<pb::Result>>;
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
+  (void)StartCall(state_, context, "DoAction");
   std::vector<pb::Result> results;
   if (request->type() == "drop") {
     const Status st = state_->Drop(request->body());
@@ -355,8 +363,8 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
     if (!args.ok()) return new Fail(state_, ToGrpc(args.status()));
     Result<size_t> index = state_->AppendFrom(args->first, args->second);
     if (!index.ok()) return new Fail(state_, ToGrpc(index.status()));
-    state_->Log("appended \"" + args->second + "\" to \"" + args->first + "\" as partition " +
-                std::to_string(*index));
+    state_->Log("partition_appended", "appended \"" + args->second + "\" to \"" + args->first +
+                                          "\" as partition " + std::to_string(*index));
     results.emplace_back().set_body(
         nlohmann::json{{"flight", args->first}, {"partition", *index}}.dump());
   } else if (request->type() == "stats") {

@@ -59,7 +59,9 @@ class FlightService final : public ServiceBase {
   /// Whether this call is answered for the federation: there are peers and the caller is not one.
   bool Federated(const grpc::CallbackServerContext* context) const;
   /// This server's FlightInfo for `name`, merged with the peers' when the call is federated.
-  Result<FlightInfo> InfoFor(const grpc::CallbackServerContext* context, const std::string& name);
+  /// `trace`: the call's span, kept with the tickets issued and handed on to the peers.
+  Result<FlightInfo> InfoFor(const grpc::CallbackServerContext* context, const std::string& name,
+                             const TraceContext& trace);
 
   ServerState* state_;
   Federation federation_;

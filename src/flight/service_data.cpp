@@ -6,6 +6,7 @@
 
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "flight/call_trace.hpp"
 #include "flight/convert.hpp"
 #include "flight/drain.hpp"
 #include "flight/grpc_order.hpp"
@@ -34,9 +35,16 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       Finish(admitted);
       return;
     }
+    const TraceContext trace = StartCall(state_, context, "DoGet");
     const Status st = Open(*request);
     if (!st.ok()) {
-      state_->Log("DoGet from " + context->peer() + " refused: " + st.message());
+      LogRecord r;
+      r.event = "doget_refused";
+      r.message = "DoGet from " + context->peer() + " refused: " + st.message();
+      r.peer = context->peer();
+      r.trace_id = trace.trace_id;
+      r.span_id = trace.span_id;
+      state_->Log(std::move(r));
       End(ToGrpc(st));
       return;
     }
@@ -146,6 +154,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
       Finish(admitted);
       return;
     }
+    (void)StartCall(state_, context, "DoPut");
     GrpcHandOff(this);
     StartRead(&in_);
   }
@@ -243,8 +252,10 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
       return;
     }
     ++state_->do_puts;
-    state_->Log("stored \"" + name_ + "\" uploaded by " + peer_ + " (" + std::to_string(received_) +
-                " bytes)");
+    state_->Log("upload_stored",
+                "stored \"" + name_ + "\" uploaded by " + peer_ + " (" + std::to_string(received_) +
+                    " bytes)",
+                peer_);
     // One PutResult (empty metadata) tells the client the flight is stored.
     grpc::Slice empty;
     out_ = grpc::ByteBuffer(&empty, 1);
@@ -255,7 +266,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
   void Fail(const Status& st) {
     ++state_->uploads_failed;
     batches_.clear();
-    state_->Log("refused an upload from " + peer_ + ": " + st.message());
+    state_->Log("upload_refused", "refused an upload from " + peer_ + ": " + st.message(), peer_);
     GrpcHandOff(this);
     Finish(ToGrpc(st.WithContext("nothing was stored")));
   }

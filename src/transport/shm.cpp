@@ -171,6 +171,10 @@ Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
                                                const ConnectOptions& options) {
   sockaddr_un addr{};
   FERRY_ASSIGN_OR_RAISE(socklen_t len, MakeAddress(path, &addr));
+  if (options.trace.size() > kMaxTraceBytes) {
+    return Status::Invalid("a trace of " + std::to_string(options.trace.size()) +
+                           " bytes is over the limit of " + std::to_string(kMaxTraceBytes));
+  }
   const TransportLimits limits = internal::WithClock(options.limits);
   const Clock& clock = *limits.clock;
   const Clock::time_point deadline =
@@ -179,7 +183,7 @@ Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return Status::FromErrno(errno, "socket");
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) {
-      return internal::shm::MakeConnection(fd, limits);
+      return internal::shm::MakeClientConnection(fd, limits, options.trace);
     }
     const int err = errno;
     close(fd);

@@ -61,5 +61,9 @@ class ShmRegion final : public Region {
 
 /// A connection over `fd`, a connected Unix stream socket it then owns.
 std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits);
+/// A client's end over `fd`, as MakeConnection, that sends a non-empty `trace`
+/// (ConnectOptions::trace) first, in a trace frame.
+Result<std::unique_ptr<Connection>> MakeClientConnection(int fd, TransportLimits limits,
+                                                         const std::string& trace);
 
 }  // namespace ferry::transport::internal::shm

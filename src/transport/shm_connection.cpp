@@ -32,8 +32,15 @@ namespace {
 
 // Every frame starts with this header, little-endian (the socket never leaves the host).
 // kFileRegion is a region over a served file: read-only on both ends, and not sealed (a file
-// cannot be), so only the server's promise keeps it from shrinking.
-enum class FrameKind : uint8_t { kUntagged = 1, kTagged = 2, kRegion = 3, kFileRegion = 4 };
+// cannot be), so only the server's promise keeps it from shrinking. kTrace is the client's trace
+// (ConnectOptions::trace): sent first, at most once, tag 0, its payload the trace's bytes.
+enum class FrameKind : uint8_t {
+  kUntagged = 1,
+  kTagged = 2,
+  kRegion = 3,
+  kFileRegion = 4,
+  kTrace = 5
+};
 struct FrameHeader {
   uint8_t kind = 0;
   uint8_t zero[7] = {};
@@ -88,6 +95,16 @@ class ShmConnection final : public Connection {
   /// The shared-memory scheme is ferry's own: both ends always speak its extensions.
   bool extensions() const override { return true; }
   std::string peer() const override { return peer_; }
+  std::string trace() const override {
+    std::lock_guard lock(trace_mutex_);
+    return trace_;
+  }
+  /// Client side: send the trace frame (before anything else).
+  Status SendTrace(const std::string& trace) {
+    const ByteSpan piece{reinterpret_cast<const uint8_t*>(trace.data()),
+                         static_cast<int64_t>(trace.size())};
+    return SendFrame(FrameKind::kTrace, 0, {&piece, 1}, -1);
+  }
 
   Result<SharedBytes> Receive(std::chrono::milliseconds timeout) override {
     return inbox_.PopUntagged(timeout);
@@ -321,7 +338,7 @@ class ShmConnection final : public Connection {
       if (!ReadExactly(&h, sizeof(h))) break;
       const bool zero =
           std::all_of(std::begin(h.zero), std::end(h.zero), [](uint8_t b) { return b == 0; });
-      if (!zero || h.kind < 1 || h.kind > 4) {
+      if (!zero || h.kind < 1 || h.kind > 5) {
         why = "the peer sent a malformed frame (kind " + std::to_string(h.kind) + ")";
         break;
       }
@@ -332,6 +349,18 @@ class ShmConnection final : public Connection {
           why = "the peer shared a bad segment: " + st.message();
           break;
         }
+        continue;
+      }
+      if (static_cast<FrameKind>(h.kind) == FrameKind::kTrace) {
+        if (h.length > kMaxTraceBytes) {
+          why = "the peer sent a trace of " + std::to_string(h.length) +
+                " bytes, over the limit of " + std::to_string(kMaxTraceBytes);
+          break;
+        }
+        std::string trace(h.length, '\0');
+        if (!ReadExactly(trace.data(), h.length)) break;
+        std::lock_guard lock(trace_mutex_);
+        trace_ = std::move(trace);
         continue;
       }
       const bool untagged = static_cast<FrameKind>(h.kind) == FrameKind::kUntagged;
@@ -408,6 +437,8 @@ class ShmConnection final : public Connection {
   static constexpr int64_t kInboxBytes = int64_t{256} << 20;
   const TransportLimits limits_;
   std::string peer_;
+  mutable std::mutex trace_mutex_;
+  std::string trace_;  // the client's trace frame (server side)
   internal::Mailbox inbox_;
   std::deque<int> pending_fds_;  // reader thread only
   static constexpr size_t kStageBytes = 64 << 10;
@@ -437,6 +468,13 @@ Result<socklen_t> MakeAddress(const std::string& path, sockaddr_un* addr) {
 
 std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits) {
   return std::make_unique<ShmConnection>(fd, std::move(limits));
+}
+
+Result<std::unique_ptr<Connection>> MakeClientConnection(int fd, TransportLimits limits,
+                                                         const std::string& trace) {
+  auto conn = std::make_unique<ShmConnection>(fd, std::move(limits));
+  if (!trace.empty()) FERRY_RETURN_NOT_OK(conn->SendTrace(trace));
+  return std::unique_ptr<Connection>(std::move(conn));
 }
 
 }  // namespace ferry::transport::internal::shm

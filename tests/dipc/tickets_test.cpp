@@ -21,6 +21,23 @@ using testing::IntBatches;
 using testing::IntData;
 using namespace std::chrono_literals;
 
+// A ticket keeps the trace of the call that issued it while it lives, and only its own.
+TEST(TicketBook, ATicketKeepsItsTraceWhileItLives) {
+  auto clock = std::make_shared<ManualClock>();
+  TicketBook book(clock);
+  ASSERT_OK_AND_ASSIGN(
+      TraceContext trace,
+      ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "a=b"));
+  ASSERT_OK_AND_ASSIGN(std::string traced, book.Issue("alpha", clock->Now() + 60s, trace));
+  ASSERT_OK_AND_ASSIGN(std::string plain, book.Issue("alpha", clock->Now() + 60s));
+  EXPECT_EQ(book.Trace(traced).traceparent(), trace.traceparent());
+  EXPECT_EQ(book.Trace(traced).tracestate, "a=b");
+  EXPECT_FALSE(book.Trace(plain).valid());
+  EXPECT_FALSE(book.Trace("unknown").valid());
+  clock->Advance(60s);
+  EXPECT_FALSE(book.Trace(traced).valid());  // expired
+}
+
 TEST(TicketBook, IssueResolveRefreshRevoke) {
   auto clock = std::make_shared<ManualClock>();
   TicketBook book(clock);

@@ -22,6 +22,7 @@
 #include "ferry/dipc/server.hpp"
 #include "flight_commands.hpp"
 #include "parses.hpp"
+#include "serve_log.hpp"
 
 namespace ferry::cli {
 
@@ -203,6 +204,12 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                 "Print an issued ticket after each URI (NAME URI TICKET), for scripts; not "
                 "with --flight, whose tickets come from GetFlightInfo");
   cmd->add_flag("-v,--verbose", o->verbose, "Log refused requests and client faults");
+  cmd->add_option("--log-format", o->log_format,
+                  "text: lines on stderr (the servers' with -v); json: every record (calls, "
+                  "sessions, refusals) as one JSON object a line on stderr, with time, level, "
+                  "event, message, session, peer, plane, trace_id and span_id")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   cmd->add_flag("--keep", o->keep,
                 "Write each dataset's bodies into memory of its own once, at start, and serve "
                 "every client from it (memory: the datasets' size). Without it, --body-type "
@@ -244,11 +251,9 @@ int RunServe(const ServeOptions& o) {
   options.region_bytes = o.region_bytes;
   options.timeout = Millis(o.timeout_s);
   options.max_clients = o.max_clients;
-  if (o.verbose) {
-    options.log = [](const std::string& line) {
-      std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
-    };
-  }
+  const ServeLog log{.json = o.log_format == "json", .verbose = o.verbose};
+  options.log_sink = log.sink();
+  options.log = log.lines();
   Result<dipc::BodyType> body = dipc::ParseBodyType(o.body_type);
   if (!body.ok()) return Fail("--body-type", body.status());
   options.body_type = *body;
@@ -314,12 +319,21 @@ int RunServe(const ServeOptions& o) {
   // data servers apart) is told on stderr.
   for (auto& [name, d] : datasets) {
     if (body_device != nullptr) {
-      std::fprintf(stderr, "ferry serve: %s host: ferry get %s --ticket %s\n", name.c_str(),
-                   (*server)->uri().ToString().c_str(), name.c_str());
+      std::string host = name;
+      host += " host: ferry get ";
+      host += (*server)->uri().ToString();
+      host += " --ticket ";
+      host += name;
+      log.Tell("dataset_host_uri", host);
     }
-    std::fprintf(stderr, "ferry serve: %s split: ferry get %s --data-uri %s --ticket %s\n",
-                 name.c_str(), (*server)->metadata_uri(name).ToString().c_str(),
-                 (*server)->data_uri(name).ToString().c_str(), name.c_str());
+    std::string split = name;
+    split += " split: ferry get ";
+    split += (*server)->metadata_uri(name).ToString();
+    split += " --data-uri ";
+    split += (*server)->data_uri(name).ToString();
+    split += " --ticket ";
+    split += name;
+    log.Tell("dataset_split_uris", split);
   }
   WaitForSignal();
   // A client that just closed is let finish (its frees counted), a little: one still reading
@@ -327,12 +341,13 @@ int RunServe(const ServeOptions& o) {
   (void)(*server)->AwaitIdle(kStopGrace);
   const dipc::ServerStats s = (*server)->stats();
   (*server)->Stop();
-  std::fprintf(
-      stderr,
-      "ferry serve: %lld clients, %lld batches, %.1f MB of bodies (%lld sent whole from their "
+  char summary[512];
+  std::snprintf(
+      summary, sizeof(summary),
+      "%lld clients, %lld batches, %.1f MB of bodies (%lld sent whole from their "
       "file), %lld failed, %lld "
       "refused; addresses lent %lld, freed %lld, reclaimed %lld, unknown frees %lld; files served "
-      "in place %lld, copied per client %lld; %lld clients still connected\n",
+      "in place %lld, copied per client %lld; %lld clients still connected",
       static_cast<long long>(s.clients_accepted), static_cast<long long>(s.batches_sent),
       static_cast<double>(s.body_bytes_sent) / 1e6, static_cast<long long>(s.bodies_from_file),
       static_cast<long long>(s.sessions_failed), static_cast<long long>(s.tickets_refused),
@@ -340,6 +355,7 @@ int RunServe(const ServeOptions& o) {
       static_cast<long long>(s.addresses_reclaimed), static_cast<long long>(s.unknown_frees),
       static_cast<long long>(s.files_lent), static_cast<long long>(s.files_copied),
       static_cast<long long>(s.clients_active));
+  log.Tell("server_stopped", summary);
   return 0;
 }
 

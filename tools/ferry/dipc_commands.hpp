@@ -41,6 +41,9 @@ struct ServeOptions {
   bool print_ticket = false;
   /// Log refused requests and tolerated faults on stderr.
   bool verbose = false;
+  /// "text" (lines, the servers' with -v) or "json" (every record as one JSON object a line:
+  /// serve_log.hpp).
+  std::string log_format = "text";
   /// NAME=FILE pairs.
   std::vector<std::string> datasets;
   /// Arrow Flight (flight_commands.cpp): HOST:PORT to serve gRPC on, beside the planes; empty:
@@ -103,6 +106,9 @@ struct GetOptions {
   std::string token_file;
   std::string tls_roots;
   bool verbose = false;
+  /// A W3C traceparent for the servers' logs: sent on Flight calls and in the hello of the
+  /// shm:// and ucx:// sessions; empty: none.
+  std::string traceparent;
   /// The options the command line gave, to refuse those the URI's scheme would ignore.
   Given given;
 };

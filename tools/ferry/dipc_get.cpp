@@ -18,6 +18,7 @@
 
 #include "dipc_commands.hpp"
 #include "ferry/core/stream_adapter.hpp"
+#include "ferry/core/trace.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/ipc/writer.hpp"
@@ -137,6 +138,10 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                   "the first), or with --path names too; only their buffers are fetched from "
                   "type-1 bodies")
       ->delimiter(',');
+  cmd->add_option("--traceparent", o->traceparent,
+                  "A W3C traceparent (00-TRACEID-PARENTID-FLAGS) that the servers' JSON logs "
+                  "record: sent on Flight calls and in the hello of shm:// and ucx:// sessions")
+      ->check(Parses(+[](std::string_view text) { return ParseTraceparent(text); }));
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
   return cmd;
 }
@@ -167,6 +172,7 @@ int RunGet(const GetOptions& o) {
   options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
   options.max_body_bytes = o.max_body_bytes;
   options.buffer_lists = o.buffer_lists;
+  options.traceparent = o.traceparent;
   if (!o.columns.empty()) {
     // An index past the schema's last column fails the connect, naming both.
     Result<std::vector<int32_t>> columns = ColumnIndicesOf(o.columns);

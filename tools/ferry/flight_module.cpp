@@ -22,6 +22,7 @@
 #include "flight_operate.hpp"
 #include "metrics_exporter.hpp"
 #include "parses.hpp"
+#include "serve_log.hpp"
 
 namespace ferry::cli {
 
@@ -53,13 +54,14 @@ Result<flight::Via> ParseVia(const std::string& text) {
 Result<std::unique_ptr<flight::Client>> Connect(const std::string& uri,
                                                 const std::string& token_file,
                                                 const std::string& tls_roots, double timeout_s,
-                                                bool verbose) {
+                                                bool verbose, const std::string& traceparent = {}) {
   flight::ClientOptions options;
   FERRY_ASSIGN_OR_RAISE(options.token, ReadToken(token_file));
   if (!tls_roots.empty()) {
     FERRY_ASSIGN_OR_RAISE(options.tls_roots, ReadFile(tls_roots, "TLS roots"));
   }
   options.timeout = Millis(timeout_s);
+  options.traceparent = traceparent;
   if (verbose) {
     options.log = [](const std::string& line) {
       std::fprintf(stderr, "ferry: %s\n", line.c_str());
@@ -245,11 +247,9 @@ int Serve(const ServeOptions& o) {
   if (o.keep && *body == dipc::BodyType::kPacked) {
     return Fail("--keep", Status::Invalid("keeping datasets needs --body-type list"));
   }
-  if (o.verbose) {
-    options.log = [](const std::string& line) {
-      std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
-    };
-  }
+  const ServeLog log{.json = o.log_format == "json", .verbose = o.verbose};
+  options.log_sink = log.sink();
+  options.log = log.lines();
   options.on_drain = [] { RequestStop(); };
   options.metrics = !o.metrics.empty();
   if (!CatchStopSignals()) return 2;
@@ -261,7 +261,7 @@ int Serve(const ServeOptions& o) {
         MetricsExporter::Start(o.metrics, server->get());
     if (!started.ok()) return Fail("--metrics " + o.metrics, started.status());
     metrics = std::move(*started);
-    std::fprintf(stderr, "ferry serve: metrics on %s\n", metrics->url().c_str());
+    log.Tell("metrics_listening", "metrics on " + metrics->url());
   }
   for (const std::string& spec : o.datasets) {
     const size_t eq = spec.find('=');
@@ -282,24 +282,34 @@ int Serve(const ServeOptions& o) {
     if (!info.ok()) continue;
     const size_t n = info->endpoints.size();
     const std::string endpoints = n == 1 ? std::string() : ", " + std::to_string(n) + " endpoints";
-    std::fprintf(stderr,
-                 "ferry serve: flight [%s]: %lld records, %lld bytes%s, ferry get %s --path %s\n",
-                 name.c_str(), static_cast<long long>(info->total_records),
-                 static_cast<long long>(info->total_bytes), endpoints.c_str(),
-                 (*server)->uri().c_str(), name.c_str());
+    std::string line = "flight [";
+    line += name;
+    line += "]: ";
+    line += std::to_string(info->total_records);
+    line += " records, ";
+    line += std::to_string(info->total_bytes);
+    line += " bytes";
+    line += endpoints;
+    line += ", ferry get ";
+    line += (*server)->uri();
+    line += " --path ";
+    line += name;
+    log.Tell("flight_served", line);
   }
   ServeUntilStopped(**server, o);
   const flight::ServerStats s = (*server)->stats();
   metrics.reset();
   (*server)->Stop();
-  std::fprintf(stderr,
-               "ferry serve: %lld calls, %lld DoGet, %lld DoPut, %.1f MB sent, %.1f MB received, "
-               "%lld unauthenticated, %lld tickets refused, %lld uploads refused\n",
-               static_cast<long long>(s.calls), static_cast<long long>(s.do_gets),
-               static_cast<long long>(s.do_puts), static_cast<double>(s.bytes_sent) / 1e6,
-               static_cast<double>(s.bytes_received) / 1e6,
-               static_cast<long long>(s.unauthenticated), static_cast<long long>(s.tickets_refused),
-               static_cast<long long>(s.uploads_failed));
+  char summary[512];
+  std::snprintf(
+      summary, sizeof(summary),
+      "%lld calls, %lld DoGet, %lld DoPut, %.1f MB sent, %.1f MB received, "
+      "%lld unauthenticated, %lld tickets refused, %lld uploads refused",
+      static_cast<long long>(s.calls), static_cast<long long>(s.do_gets),
+      static_cast<long long>(s.do_puts), static_cast<double>(s.bytes_sent) / 1e6,
+      static_cast<double>(s.bytes_received) / 1e6, static_cast<long long>(s.unauthenticated),
+      static_cast<long long>(s.tickets_refused), static_cast<long long>(s.uploads_failed));
+  log.Tell("server_stopped", summary);
   return 0;
 }
 
@@ -358,7 +368,7 @@ int Get(const GetOptions& o) {
   if (!device.ok()) return Fail("--device", device.status());
   const auto start = std::chrono::steady_clock::now();
   Result<std::unique_ptr<flight::Client>> client =
-      Connect(o.uri, o.token_file, o.tls_roots, o.timeout_s, o.verbose);
+      Connect(o.uri, o.token_file, o.tls_roots, o.timeout_s, o.verbose, o.traceparent);
   if (!client.ok()) return Fail(o.uri, client.status());
   flight::GetOptions options;
   options.via = *via;

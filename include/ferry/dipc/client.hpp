@@ -53,6 +53,13 @@ struct FERRY_EXPORT ClientOptions {
   /// of a buffer list the buffers it fetched or mapped (only the columns of read.columns);
   /// NULL: not counted. For a caller's accounting of what moved.
   std::shared_ptr<std::atomic<int64_t>> bytes_read;
+  /// The caller's W3C Trace Context (a `traceparent` header's value, and its `tracestate`),
+  /// sent to a ferry server in the hello (ferry's extension: shm://, and ucx:// with ferry=1;
+  /// nothing travels to a bare-protocol server), so that the session's log records carry its
+  /// trace id. Empty: none, and the server uses the trace its ticket was issued with. A
+  /// traceparent that is not valid fails the connect with kInvalid.
+  std::string traceparent;
+  std::string tracestate;
 };
 
 /// Connect to `uri`, send `ticket` as the want_data request and return the stream. The schema

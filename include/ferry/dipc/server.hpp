@@ -12,6 +12,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/core/clock.hpp"
+#include "ferry/core/log.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/dipc/dataset.hpp"
@@ -62,8 +63,15 @@ struct FERRY_EXPORT ServerOptions {
   /// book's clock when a book is given, else Clock::Real(). Tests pass a ManualClock.
   std::shared_ptr<Clock> clock;
   /// Where the server tells what it tolerated or refused (an unknown address in free_data, an
-  /// unknown ticket), one line each, from any thread. Unset: nowhere.
+  /// unknown ticket), one line each, from any thread: the message of each record of kInfo or
+  /// above. Unset: nowhere. Not called when `log_sink` is set.
   std::function<void(const std::string&)> log;
+  /// Where the server's structured records go (ferry/core/log.hpp), every level, from any
+  /// thread: besides what `log` tells, each session's start and end ("session_start",
+  /// "session_end", kDebug and kInfo), with its id, peer, plane (the transport) and, when a
+  /// trace is known (the client's hello, else the ticket's), the trace id and the session's own
+  /// span id. Unset: records go to `log` as lines.
+  LogSink log_sink;
 };
 
 /// Running totals, for progress and tests.

@@ -11,6 +11,7 @@
 #include "ferry/abi/export.h"
 #include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
+#include "ferry/core/trace.hpp"
 
 namespace ferry::dipc {
 
@@ -26,9 +27,14 @@ class FERRY_EXPORT TicketBook {
 
   /// The clock tickets expire by.
   const std::shared_ptr<Clock>& clock() const { return clock_; }
-  /// A fresh ticket for `name`, valid until `expires`. Errors only when the system has no
-  /// random bits to give.
-  Result<std::string> Issue(const std::string& name, Clock::time_point expires);
+  /// A fresh ticket for `name`, valid until `expires`, kept with `trace` (the trace of the call
+  /// that issued it, whose span is the parent of the sessions that redeem it; empty: none).
+  /// Errors only when the system has no random bits to give.
+  Result<std::string> Issue(const std::string& name, Clock::time_point expires,
+                            TraceContext trace = {});
+  /// The trace a live ticket was issued with; empty (not valid()) for none, or for a ticket
+  /// unknown or expired.
+  TraceContext Trace(const std::string& ticket) const;
   /// Move a live ticket's expiry to `expires`. kNotFound if it is unknown or expired.
   Status Refresh(const std::string& ticket, Clock::time_point expires);
   /// The dataset a ticket names; kNotFound for a ticket never issued here or expired (the
@@ -52,6 +58,7 @@ class FERRY_EXPORT TicketBook {
   struct Entry {
     std::string name;
     Clock::time_point expires;
+    TraceContext trace;
   };
   const std::shared_ptr<Clock> clock_;
   mutable std::mutex mutex_;

@@ -40,6 +40,12 @@ struct FERRY_EXPORT ClientOptions {
   /// Where the client tells which location it chose and why it fell back, one line each
   /// (verbose logging). Unset: nowhere.
   std::function<void(const std::string&)> log;
+  /// The caller's W3C Trace Context: sent as the `traceparent` (and `tracestate`) header of
+  /// every call, and in the hello of every shm:// and ucx:// location a read follows
+  /// (dipc::ClientOptions::traceparent), so that the server's and the sessions' log records
+  /// carry its trace id. Empty: none. Connect refuses a traceparent that is not valid.
+  std::string traceparent;
+  std::string tracestate;
 };
 
 /// Which location Get uses: the fastest that works (kAuto), or only the one named.

@@ -65,7 +65,8 @@ struct FERRY_EXPORT ServerOptions {
   bool allow_partial = false;
   /// The certificates to trust for grpc+tls:// peers (PEM text; empty: the system's).
   std::string peer_tls_roots;
-  /// Where the server tells what it refused or tolerated, one line each, from any thread.
+  /// Where the server tells what it refused or tolerated, one line each, from any thread (the
+  /// planes' lines prefixed "shm plane: ", "ucx plane: "). Not called when `log_sink` is set.
   std::function<void(const std::string&)> log;
   /// Called once, on the thread that starts it, when a drain starts (Drain, BeginDrain or the
   /// drain action): how `ferry serve` learns that a client asked it to drain.
@@ -74,6 +75,11 @@ struct FERRY_EXPORT ServerOptions {
   /// clock reads and a few relaxed atomic adds per call), for metrics(); the other figures of
   /// metrics() are kept always.
   bool metrics = false;
+  /// Where the server's structured records go (ferry/core/log.hpp), every level, from any
+  /// thread: what `log` tells, one kDebug "flight_call" record per call (with the caller's trace
+  /// when its metadata carried a W3C `traceparent`), and the planes' records
+  /// (dipc::ServerOptions::log_sink). Unset: records go to `log` as lines.
+  LogSink log_sink;
   /// What times tickets, the planes' waits on their clients and the peers' answers. NULL:
   /// Clock::Real(). Tests pass a ManualClock (and test trees' `ferry serve` processes take one
   /// from FERRY_TEST_CLOCK=manual, moved by the advance-clock action: docs/flight.md).

@@ -67,7 +67,15 @@ struct FERRY_EXPORT ConnectOptions {
   /// 0: limits.timeout. A caller that knows the server is up (it just named the address) sets
   /// it short, so an unreachable address fails fast.
   std::chrono::milliseconds connect_timeout{0};
+  /// With extensions, bytes the server's end is told before anything else (ferry's hello: a
+  /// field of the UCX hello, a trace frame over shared memory), which it reads with
+  /// Connection::trace(). The Dissociated IPC layer puts a W3C traceparent here. At most
+  /// kMaxTraceBytes; empty: none, and nothing extra travels.
+  std::string trace;
 };
+
+/// The most bytes ConnectOptions::trace may hold.
+constexpr size_t kMaxTraceBytes = 1024;
 
 /// A fetch started by Connection::StartFetch whose buffers land while the caller does other
 /// work. Owned by the caller, and destroyed before its connection; dropping it unwaited abandons
@@ -118,6 +126,9 @@ class FERRY_EXPORT Connection {
   virtual bool extensions() const { return false; }
   /// Who is at the other end, for messages: "host:port" (UCX), "pid N" (shared memory), or "".
   virtual std::string peer() const { return {}; }
+  /// Server side: the trace bytes the client sent with ferry's hello (ConnectOptions::trace),
+  /// or empty. Known before the first message from the client is received.
+  virtual std::string trace() const { return {}; }
   /// Server side: whether this peer should get packed bodies where the server would lend
   /// memory (type 1), because its reads of lent memory would not be one-sided but emulated by
   /// messages this process copies (UCX before 1.16 on one host: a 512 KiB shared-memory queue

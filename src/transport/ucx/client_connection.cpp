@@ -76,7 +76,8 @@ ClientConnection::~ClientConnection() { Close(); }
 Status ClientConnection::Hello(bool same_host) {
   const uint8_t flags = kHelloErrors | (same_host ? kHelloFastPath : 0) |
                         (options_.buffer_lists ? kHelloBufferLists : 0);
-  const std::string hello = EncodeHello(flags, same_host ? worker_->address() : std::string());
+  const std::string hello =
+      EncodeHello(flags, same_host ? worker_->address() : std::string(), options_.trace);
   const ByteSpan piece{hello.data(), static_cast<int64_t>(hello.size())};
   FERRY_RETURN_NOT_OK(Transmit(false, kHelloTag, {&piece, 1}));
   std::unique_lock lock(mutex_);

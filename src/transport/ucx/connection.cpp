@@ -87,18 +87,26 @@ void TrackLanding(void* request, Landing* l) {
 
 }  // namespace
 
-std::string EncodeHello(uint8_t flags, const std::string& address) {
+std::string EncodeHello(uint8_t flags, const std::string& address, const std::string& trace) {
   std::string out(kHelloHeader, '\0');
   out[0] = 1;
-  out[1] = static_cast<char>(flags);
-  return out + address;
+  out[1] = static_cast<char>(trace.empty() ? flags : flags | kHelloTrace);
+  out[2] = static_cast<char>(trace.size() & 0xFF);
+  out[3] = static_cast<char>((trace.size() >> 8) & 0xFF);
+  return out + trace + address;
 }
 
-bool DecodeHello(const SharedBytes& bytes, uint8_t* flags, std::string* address) {
+bool DecodeHello(const SharedBytes& bytes, uint8_t* flags, std::string* address,
+                 std::string* trace) {
   if (bytes.size < static_cast<int64_t>(kHelloHeader) || bytes.data[0] != 1) return false;
   *flags = bytes.data[1];
-  address->assign(reinterpret_cast<const char*>(bytes.data) + kHelloHeader,
-                  static_cast<size_t>(bytes.size) - kHelloHeader);
+  const size_t trace_bytes =
+      (*flags & kHelloTrace) != 0 ? (size_t{bytes.data[2]} | (size_t{bytes.data[3]} << 8)) : 0;
+  const auto size = static_cast<size_t>(bytes.size);
+  if (trace_bytes > size - kHelloHeader) return false;
+  const auto* text = reinterpret_cast<const char*>(bytes.data);
+  if (trace != nullptr) trace->assign(text + kHelloHeader, trace_bytes);
+  address->assign(text + kHelloHeader + trace_bytes, size - kHelloHeader - trace_bytes);
   return true;
 }
 

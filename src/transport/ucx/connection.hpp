@@ -39,15 +39,22 @@ constexpr uint64_t kHelloTag = 0x00FE000000000001ULL;
 /// Hello flags: the peer may send error texts (metadata type 0xFF); it wants (client) or
 /// grants (server) an endpoint from worker addresses, which UCX gives shared memory and CMA; the
 /// client reads only some buffers of each body, so it wants buffer lists even where the server
-/// would rather send packed bodies (client only).
+/// would rather send packed bodies (client only); the hello carries a trace (client only:
+/// ConnectOptions::trace).
 constexpr uint8_t kHelloErrors = 1;
 constexpr uint8_t kHelloFastPath = 2;
 constexpr uint8_t kHelloBufferLists = 4;
-/// Hello bytes: version (1), flags, six zero bytes, then a worker address (possibly empty).
+constexpr uint8_t kHelloTrace = 8;
+/// Hello bytes: version (1), flags, the trace's length (uint16, little-endian; 0 without
+/// kHelloTrace), four zero bytes, then the trace's bytes, then a worker address (possibly
+/// empty).
 constexpr size_t kHelloHeader = 8;
-std::string EncodeHello(uint8_t flags, const std::string& address);
-/// Flags and address of a hello; false when it is not one (wrong size or version).
-bool DecodeHello(const SharedBytes& bytes, uint8_t* flags, std::string* address);
+/// A hello of `flags` (kHelloTrace added when `trace` is not empty).
+std::string EncodeHello(uint8_t flags, const std::string& address, const std::string& trace = {});
+/// Flags, address and trace of a hello; false when it is not one (wrong size or version, a
+/// trace longer than the hello).
+bool DecodeHello(const SharedBytes& bytes, uint8_t* flags, std::string* address,
+                 std::string* trace = nullptr);
 
 /// One end of a UCX connection: its own worker (so a server tells its clients apart by the
 /// worker their messages reach), a peer-checked endpoint made through the listener's socket

@@ -61,7 +61,12 @@ void ServerConnection::Poll() {
 void ServerConnection::Answer(const SharedBytes& hello) {
   uint8_t flags = 0;
   std::string address;
-  if (!DecodeHello(hello, &flags, &address) || ep_ == nullptr) return;  // not ours to answer
+  std::string trace;
+  if (!DecodeHello(hello, &flags, &address, &trace) || ep_ == nullptr) return;  // not ours
+  {
+    std::lock_guard lock(trace_mutex_);
+    trace_ = std::move(trace);
+  }
   uint8_t granted = flags & kHelloErrors;
   auto wired = std::make_shared<Completion>();
   if ((flags & kHelloFastPath) != 0 && !address.empty() && fast_ep_ == nullptr) {

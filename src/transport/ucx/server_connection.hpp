@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "transport/ucx/connection.hpp"
 
@@ -22,6 +24,10 @@ class ServerConnection final : public UcxConnection {
   /// True for a ferry client whose gets UCX would emulate (on this host before UCX 1.16, over
   /// TCP lanes in any UCX), unless it said it reads only some buffers of each body.
   bool prefers_packed_bodies() const override { return packed_preferred_.load(); }
+  std::string trace() const override {
+    std::lock_guard lock(trace_mutex_);
+    return trace_;
+  }
 
  private:
   ServerConnection(std::unique_ptr<Worker> worker, TransportLimits limits)
@@ -32,6 +38,8 @@ class ServerConnection final : public UcxConnection {
   void SendAnswer();
 
   std::atomic<bool> packed_preferred_{false};  // set before the hello's answer goes
+  mutable std::mutex trace_mutex_;
+  std::string trace_;  // the hello's trace, set before the hello's answer goes
   // Progress thread only.
   std::shared_ptr<std::string> answer_;       // the answer waiting to go
   std::shared_ptr<Completion> answer_ready_;  // the fast endpoint's wire-up

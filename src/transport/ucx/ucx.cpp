@@ -133,6 +133,10 @@ Result<std::unique_ptr<Listener>> ListenUcx(const std::string& address, Transpor
 
 Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
                                                const ConnectOptions& options) {
+  if (options.trace.size() > kMaxTraceBytes) {
+    return Status::Invalid("a trace of " + std::to_string(options.trace.size()) +
+                           " bytes is over the limit of " + std::to_string(kMaxTraceBytes));
+  }
   FERRY_ASSIGN_OR_RAISE(Endpoint where, Resolve(address));
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<internal::ucx::ClientConnection> conn,
                         internal::ucx::ClientConnection::Connect(
