@@ -20,6 +20,7 @@
 #include "ferry/ipc/reader.hpp"
 #include "flight_commands.hpp"
 #include "parses.hpp"
+#include "serve_reload.hpp"
 
 namespace ferry::cli {
 
@@ -248,6 +249,8 @@ int Serve(const ServeOptions& o) {
       std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
     };
   }
+  DatasetReloader reloader(o);
+  options.stats_extra = [&reloader] { return "{\"config\": " + reloader.StatsJson() + "}"; };
   Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);
   if (!server.ok()) return Fail("starting the Flight server", server.status());
   for (const std::string& spec : o.datasets) {
@@ -275,7 +278,13 @@ int Serve(const ServeOptions& o) {
                  static_cast<long long>(info->total_bytes), endpoints.c_str(),
                  (*server)->uri().c_str(), name.c_str());
   }
-  WaitForSignal();
+  reloader.Bind(
+      [&](const std::string& name, const std::string& target) -> Status {
+        FERRY_ASSIGN_OR_RAISE(std::vector<std::string> files, ExpandFiles(target));
+        return (*server)->AddPaths(name, files, o.partition_bytes);
+      },
+      [&](const std::string& name) { return (*server)->Drop(name); });
+  reloader.WaitForStop();
   const flight::ServerStats s = (*server)->stats();
   (*server)->Stop();
   std::fprintf(stderr,

@@ -13,26 +13,33 @@ namespace ferry::cli {
 
 namespace {
 
-// The pipe SIGINT's and SIGTERM's handler writes to; WaitForSignal reads it.
+// The pipe the handlers write the signal's number to; the waits read it. Made once.
 int g_stop[2] = {-1, -1};
 
-void OnSignal(int /*sig*/) {
-  const char byte = 1;
+void OnSignal(int sig) {
+  const char byte = static_cast<char>(sig);
   [[maybe_unused]] const ssize_t w = write(g_stop[1], &byte, 1);
+}
+
+// The next signal caught (SIGINT, SIGTERM, and SIGHUP with `hup`); 0 when no pipe can be made.
+int WaitForOne(bool hup) {
+  if (g_stop[0] < 0 && pipe2(g_stop, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "ferry: cannot wait for a signal: %s\n", std::strerror(errno));
+    return 0;
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  if (hup) std::signal(SIGHUP, OnSignal);
+  char byte = 0;
+  while (read(g_stop[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  return byte;
 }
 
 }  // namespace
 
-void WaitForSignal() {
-  if (pipe2(g_stop, O_CLOEXEC) != 0) {
-    std::fprintf(stderr, "ferry: cannot wait for a signal: %s\n", std::strerror(errno));
-    return;
-  }
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  char byte = 0;
-  while (read(g_stop[0], &byte, 1) < 0 && errno == EINTR) {
-  }
-}
+void WaitForSignal() { (void)WaitForOne(false); }
+
+Awoken WaitForStopOrReload() { return WaitForOne(true) == SIGHUP ? Awoken::kReload : Awoken::kStop; }
 
 }  // namespace ferry::cli

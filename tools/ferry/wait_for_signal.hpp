@@ -1,4 +1,4 @@
-// How a serving `ferry` process waits for the signal that stops it.
+// How a serving `ferry` process waits for the signal that stops it, or (with --config) reloads it.
 #pragma once
 
 namespace ferry::cli {
@@ -7,5 +7,12 @@ namespace ferry::cli {
 /// so the wait sets no timer and costs nothing until then. Returns at once, with a message on
 /// stderr, if no pipe can be made.
 void WaitForSignal();
+
+/// What ended a WaitForStopOrReload.
+enum class Awoken { kStop, kReload };
+
+/// Like WaitForSignal, and also returns kReload on SIGHUP, which no longer ends the process once
+/// this is first called.
+Awoken WaitForStopOrReload();
 
 }  // namespace ferry::cli

@@ -66,6 +66,10 @@ struct FERRY_EXPORT ServerOptions {
   std::string peer_tls_roots;
   /// Where the server tells what it refused or tolerated, one line each, from any thread.
   std::function<void(const std::string&)> log;
+  /// More members for the "stats" action's answer: called on each such call, from any thread, it
+  /// returns a JSON object whose members join the planes' (`{"config": {...}}`); a text that is
+  /// not a JSON object is left out. Empty: none.
+  std::function<std::string()> stats_extra;
   /// What times tickets, the planes' waits on their clients and the peers' answers. NULL:
   /// Clock::Real(). Tests pass a ManualClock (and test trees' `ferry serve` processes take one
   /// from FERRY_TEST_CLOCK=manual, moved by the advance-clock action: docs/flight.md).
@@ -119,8 +123,9 @@ class FERRY_EXPORT Server {
   /// The new endpoint's index.
   virtual Result<size_t> AppendPartition(const std::string& name, UniqueSchema schema,
                                          std::vector<UniqueDeviceArray> batches) = 0;
-  /// Stop serving `name` on every plane. ENOENT if unknown; EBUSY, with nothing changed, while a
-  /// client reads it.
+  /// Stop serving `name` on every plane and revoke its tickets: it is no longer listed, described
+  /// or redeemed. A client already reading it (DoGet, or a plane's session) holds its memory and
+  /// reads to the end; the memory goes with the last such reader. ENOENT if unknown.
   [[nodiscard]] virtual Status Drop(const std::string& name) = 0;
   /// The flights served, sorted.
   virtual std::vector<std::string> names() const = 0;

@@ -1,0 +1,93 @@
+// `ferry serve --config`'s reload on SIGHUP (serve_reload.hpp).
+#include "serve_reload.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "serve_config.hpp"
+#include "wait_for_signal.hpp"
+
+namespace ferry::cli {
+
+DatasetReloader::DatasetReloader(const ServeOptions& options)
+    : options_(options), served_(DatasetMap(options.datasets)) {}
+
+void DatasetReloader::Bind(AddFn add, DropFn drop) {
+  add_ = std::move(add);
+  drop_ = std::move(drop);
+}
+
+Status DatasetReloader::Apply(const std::map<std::string, std::string>& wanted,
+                              std::string* done) {
+  // Each step done is undone, newest first, when a later one fails: the server is left serving
+  // what it served.
+  std::vector<std::function<void()>> undo;
+  auto fail = [&](const Status& st) {
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) (*it)();
+    return st;
+  };
+  for (const auto& [name, file] : wanted) {
+    auto old = served_.find(name);
+    if (old != served_.end() && old->second == file) continue;
+    if (old != served_.end()) {
+      const std::string previous = old->second;
+      if (const Status st = drop_(name); !st.ok()) return fail(st.WithContext("dropping " + name));
+      undo.emplace_back([this, name, previous] { (void)add_(name, previous); });
+      *done += (done->empty() ? " replaced " : ", replaced ") + name;
+    } else {
+      *done += (done->empty() ? " added " : ", added ") + name;
+    }
+    if (const Status st = add_(name, file); !st.ok()) {
+      return fail(st.WithContext("dataset " + name + " (" + file + ")"));
+    }
+    undo.emplace_back([this, name] { (void)drop_(name); });
+  }
+  for (const auto& [name, file] : served_) {
+    if (wanted.count(name) > 0) continue;
+    if (const Status st = drop_(name); !st.ok()) return fail(st.WithContext("dropping " + name));
+    undo.emplace_back([this, name = name, file = file] { (void)add_(name, file); });
+    *done += (done->empty() ? " removed " : ", removed ") + name;
+  }
+  return Status::OK();
+}
+
+Status DatasetReloader::Reload() {
+  ServeOptions fresh = options_.command_line ? *options_.command_line : ServeOptions{};
+  Status st = LoadServeConfig(options_.config, &fresh);
+  std::string done;
+  if (st.ok()) st = Apply(DatasetMap(fresh.datasets), &done);
+  if (!st.ok()) {
+    ++failures_;
+    std::fprintf(stderr, "ferry serve: SIGHUP: %s refused, still serving as before: %s\n",
+                 options_.config.c_str(), st.message().c_str());
+    return st;
+  }
+  ++reloads_;
+  served_ = DatasetMap(fresh.datasets);
+  std::fprintf(stderr, "ferry serve: SIGHUP: reloaded %s:%s\n", options_.config.c_str(),
+               done.empty() ? " the datasets are as they were" : done.c_str());
+  for (const std::string& key : ChangedKeys(options_, fresh)) {
+    std::fprintf(stderr,
+                 "ferry serve: SIGHUP: %s changed in %s; a reload re-reads [datasets] only, so "
+                 "it takes effect on restart\n",
+                 key.c_str(), options_.config.c_str());
+  }
+  std::fflush(stderr);
+  return Status::OK();
+}
+
+std::string DatasetReloader::StatsJson() const {
+  return nlohmann::json{{"reloads", reloads_.load()}, {"reload_failures", failures_.load()}}
+      .dump();
+}
+
+void DatasetReloader::WaitForStop() {
+  if (options_.config.empty() || !add_) {
+    WaitForSignal();
+    return;
+  }
+  while (WaitForStopOrReload() == Awoken::kReload) (void)Reload();
+}
+
+}  // namespace ferry::cli
