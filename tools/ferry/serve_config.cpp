@@ -257,8 +257,9 @@ Status SetFromNode(const Key& k, const toml::node& node, const std::string& path
   auto wrong = [&](const char* expected) {
     std::ostringstream got;
     got << node.type();
-    return Status::Invalid(where + "expected " + expected + ", not a " + got.str() + " (" +
-                           shown.str() + ")");
+    const char* article = got.str().find_first_of("aeiou") == 0 ? "an " : "a ";
+    return Status::Invalid(where + "expected " + expected + ", not " + article + got.str() +
+                           " (" + shown.str() + ")");
   };
   auto refused = [&](const Status& st) { return Status::Invalid(where + st.message()); };
   switch (k.kind) {
@@ -266,7 +267,10 @@ Status SetFromNode(const Key& k, const toml::node& node, const std::string& path
     case Kind::kPath: {
       if (!node.is_string()) return wrong("a string");
       std::string text = node.as_string()->get();
-      if (const Status st = Check(k, &text); !st.ok()) return refused(st);
+      // An empty string is a setting's unset default ("" transport: the mode's planes).
+      const bool unset = text.empty() && (ServeOptions{}.*std::get<std::string ServeOptions::*>(
+                                             k.field)).empty();
+      if (const Status st = unset ? Status::OK() : Check(k, &text); !st.ok()) return refused(st);
       if (k.kind == Kind::kPath) text = Resolve(dir, text);
       o->*std::get<std::string ServeOptions::*>(k.field) = text;
       return Status::OK();
