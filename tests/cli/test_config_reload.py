@@ -108,9 +108,10 @@ def test_sighup_reloads_a_server_without_flight(run, tmp_path):
         assert sorted(uris) == ["a", "c"]
         config.write_text('[datasets]\nb = "t.arrows"\n')
         server.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "SIGHUP:" in server.stderr(), "reload")
+        assert f"reloaded {config}: added b, removed a" in server.stderr()
         added, uris["b"] = server.first_line().split()
         assert added == "b"
-        wait_for(lambda: "added b, removed a" in server.stderr(), "reload")
         # The file's new dataset, and the command line's, which reloads keep, are served; the
         # one the file no longer names is not.
         for name in "bc":

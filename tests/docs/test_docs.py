@@ -232,7 +232,7 @@ def run_commands(block, workdir):
             command = substitute(command, replace)
             words = shlex.split(command)
             first = next((k for k, w in enumerate(words) if "=" not in w), 0)
-            if words[first:first + 2] == ["ferry", "serve"]:
+            if words[first:first + 2] == ["ferry", "serve"] and "--check-config" not in words:
                 if served is not None:
                     # A second server names the first (--peer): the first's own URI.
                     words = [URI.sub(served, w) for w in words]

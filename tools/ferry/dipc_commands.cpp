@@ -229,6 +229,7 @@ int RunServe(const ServeOptions& o) {
     if (!parsed.ok()) return Fail("--device", parsed.status());
     body_device = *parsed;
   }
+  DatasetReloader reloader(o);
   Result<std::unique_ptr<dipc::Server>> server = dipc::Server::Start(options);
   if (!server.ok()) return Fail("starting the server", server.status());
   for (auto& [name, d] : datasets) {
@@ -265,7 +266,6 @@ int RunServe(const ServeOptions& o) {
                  name.c_str(), (*server)->metadata_uri(name).ToString().c_str(),
                  (*server)->data_uri(name).ToString().c_str(), name.c_str());
   }
-  DatasetReloader reloader(o);
   reloader.Bind(
       [&](const std::string& name, const std::string& file) -> Status {
         FERRY_ASSIGN_OR_RAISE(std::shared_ptr<dipc::Dataset> d, dipc::Dataset::FromPath(file));

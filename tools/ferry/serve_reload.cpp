@@ -11,7 +11,9 @@
 namespace ferry::cli {
 
 DatasetReloader::DatasetReloader(const ServeOptions& options)
-    : options_(options), served_(DatasetMap(options.datasets)) {}
+    : options_(options), served_(DatasetMap(options.datasets)) {
+  if (!options_.config.empty()) CatchReload();
+}
 
 void DatasetReloader::Bind(AddFn add, DropFn drop) {
   add_ = std::move(add);

@@ -24,7 +24,8 @@ class DatasetReloader {
   /// Stop serving NAME; sessions reading it keep it until they end.
   using DropFn = std::function<Status(const std::string& name)>;
 
-  /// `options` as loaded (LoadServeConfig), whose datasets the server serves.
+  /// `options` as loaded (LoadServeConfig), whose datasets the server serves. With a config
+  /// file, SIGHUP is caught from here on: make it before the server says where it listens.
   explicit DatasetReloader(const ServeOptions& options);
   /// How the server adds and drops datasets; set once the server runs, before WaitForStop.
   void Bind(AddFn add, DropFn drop);

@@ -12,7 +12,12 @@ void WaitForSignal();
 enum class Awoken { kStop, kReload };
 
 /// Like WaitForSignal, and also returns kReload on SIGHUP, which no longer ends the process once
-/// this is first called.
+/// this or CatchReload is first called.
 Awoken WaitForStopOrReload();
+
+/// Catch SIGINT, SIGTERM and SIGHUP from now on, for a WaitForStopOrReload to come: a server
+/// calls it before it tells clients where it listens, so that no SIGHUP finds the default action
+/// (the end of the process) in place.
+void CatchReload();
 
 }  // namespace ferry::cli
