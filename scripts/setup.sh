@@ -20,6 +20,8 @@ APT_PACKAGES=(
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
   iproute2 patchelf
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
+  # `ferry serve --config` (toml++); test_deb.sh's service checks (systemd-analyze, adduser).
+  libtomlplusplus-dev systemd adduser
 )
 
 missing=()
