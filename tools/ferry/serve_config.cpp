@@ -3,6 +3,7 @@
 #include "serve_config.hpp"
 
 #include <sys/stat.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -10,7 +11,6 @@
 #include <limits>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 #include <variant>
 
 #include "ferry/dipc/protocol.hpp"
@@ -67,6 +67,8 @@ struct Key {
 // setting of `ferry serve` is one row here, with its field in ServeOptions.
 const std::vector<Key>& Keys() {
   using O = ServeOptions;
+  // One setting a row, as clang-format would not keep them.
+  // clang-format off
   static const std::vector<Key> keys = {
       {"datasets", "datasets", Kind::kDatasets, &O::datasets, {},
        "NAME=FILE (IPC stream or file), repeated (with --flight, none is fine: clients upload "
@@ -155,6 +157,7 @@ const std::vector<Key>& Keys() {
       // Settings added beside these (metrics.listen --metrics, drain.timeout --drain-timeout,
       // log.format --log-format) are rows here.
   };
+  // clang-format on
   return keys;
 }
 
@@ -178,14 +181,22 @@ std::string Leaf(const Key& k) {
 
 const char* TypeName(Kind kind) {
   switch (kind) {
-    case Kind::kString: return "string";
-    case Kind::kPath: return "path";
-    case Kind::kBool: return "boolean";
-    case Kind::kInt: return "integer";
-    case Kind::kBytes: return "bytes";
-    case Kind::kSeconds: return "seconds";
-    case Kind::kStrings: return "array of strings";
-    case Kind::kDatasets: return "table";
+    case Kind::kString:
+      return "string";
+    case Kind::kPath:
+      return "path";
+    case Kind::kBool:
+      return "boolean";
+    case Kind::kInt:
+      return "integer";
+    case Kind::kBytes:
+      return "bytes";
+    case Kind::kSeconds:
+      return "seconds";
+    case Kind::kStrings:
+      return "array of strings";
+    case Kind::kDatasets:
+      return "table";
   }
   return "";
 }
@@ -225,8 +236,7 @@ std::string ValueText(const Key& k, const ServeOptions& o) {
 }
 
 std::string Where(const std::string& path, const toml::source_region& at) {
-  return path + ":" + std::to_string(at.begin.line) + ":" + std::to_string(at.begin.column) +
-         ": ";
+  return path + ":" + std::to_string(at.begin.line) + ":" + std::to_string(at.begin.column) + ": ";
 }
 
 // `text` through the row's checks, as the flag's value would go (a kBytes value turned into
@@ -258,8 +268,8 @@ Status SetFromNode(const Key& k, const toml::node& node, const std::string& path
     std::ostringstream got;
     got << node.type();
     const char* article = got.str().find_first_of("aeiou") == 0 ? "an " : "a ";
-    return Status::Invalid(where + "expected " + expected + ", not " + article + got.str() +
-                           " (" + shown.str() + ")");
+    return Status::Invalid(where + "expected " + expected + ", not " + article + got.str() + " (" +
+                           shown.str() + ")");
   };
   auto refused = [&](const Status& st) { return Status::Invalid(where + st.message()); };
   switch (k.kind) {
@@ -268,8 +278,8 @@ Status SetFromNode(const Key& k, const toml::node& node, const std::string& path
       if (!node.is_string()) return wrong("a string");
       std::string text = node.as_string()->get();
       // An empty string is a setting's unset default ("" transport: the mode's planes).
-      const bool unset = text.empty() && (ServeOptions{}.*std::get<std::string ServeOptions::*>(
-                                             k.field)).empty();
+      const bool unset =
+          text.empty() && (ServeOptions{}.*std::get<std::string ServeOptions::*>(k.field)).empty();
       if (const Status st = unset ? Status::OK() : Check(k, &text); !st.ok()) return refused(st);
       if (k.kind == Kind::kPath) text = Resolve(dir, text);
       o->*std::get<std::string ServeOptions::*>(k.field) = text;
@@ -343,8 +353,8 @@ struct Problems {
     auto first = std::min_element(found.begin(), found.end(),
                                   [](const auto& a, const auto& b) { return a.first < b.first; });
     if (found.size() == 1) return first->second;
-    return {first->second.code(), first->second.message() + " (and " +
-                                      std::to_string(found.size() - 1) + " more)"};
+    return {first->second.code(),
+            first->second.message() + " (and " + std::to_string(found.size() - 1) + " more)"};
   }
 };
 
@@ -365,8 +375,8 @@ std::map<std::string, std::string> ReadDatasets(const toml::node& node, const st
       continue;
     }
     if (name.str().find('=') != std::string_view::npos) {
-      problems->Add(name.source(), Status::Invalid(Where(path, name.source()) +
-                                                   "a dataset's name has no '='"));
+      problems->Add(name.source(),
+                    Status::Invalid(Where(path, name.source()) + "a dataset's name has no '='"));
       continue;
     }
     const std::string target = Resolve(dir, value.as_string()->get());
@@ -402,8 +412,8 @@ Status LoadServeConfig(const std::string& path, ServeOptions* o) {
     doc = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
     if (e.source().begin.line == 0) {
-      return Status::NotFound(path + ": cannot read the config file: " +
-                              std::string(e.description()));
+      return Status::NotFound(path +
+                              ": cannot read the config file: " + std::string(e.description()));
     }
     return Status::Invalid(Where(path, e.source()) + std::string(e.description()));
   }
@@ -444,9 +454,8 @@ Status LoadServeConfig(const std::string& path, ServeOptions* o) {
       if (row == by_key.end()) {
         std::string names;
         for (const std::string& l : known->second) names += (names.empty() ? "" : ", ") + l;
-        problems.Add(leaf.source(), Status::Invalid(Where(path, leaf.source()) +
-                                                    "unknown key \"" + key + "\" ([" + name +
-                                                    "] has " + names + ")"));
+        problems.Add(leaf.source(), Status::Invalid(Where(path, leaf.source()) + "unknown key \"" +
+                                                    key + "\" ([" + name + "] has " + names + ")"));
         continue;
       }
       if (Status st = SetFromNode(*row->second, value, path, dir, &file); !st.ok()) {
@@ -488,8 +497,7 @@ std::string FormatServeConfig(const ServeOptions& o) {
 
 std::string ServeConfigReference() {
   const ServeOptions defaults;
-  std::string out =
-      "| Key | Flag | Type | Default | What it sets |\n|---|---|---|---|---|\n";
+  std::string out = "| Key | Flag | Type | Default | What it sets |\n|---|---|---|---|---|\n";
   for (const Key& k : Keys()) {
     std::string help = k.help;
     for (size_t at = help.find('|'); at != std::string::npos; at = help.find('|', at + 2)) {

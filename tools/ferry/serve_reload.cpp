@@ -20,8 +20,7 @@ void DatasetReloader::Bind(AddFn add, DropFn drop) {
   drop_ = std::move(drop);
 }
 
-Status DatasetReloader::Apply(const std::map<std::string, std::string>& wanted,
-                              std::string* done) {
+Status DatasetReloader::Apply(const std::map<std::string, std::string>& wanted, std::string* done) {
   // Each step done is undone, newest first, when a later one fails: the server is left serving
   // what it served.
   std::vector<std::function<void()>> undo;
@@ -80,8 +79,7 @@ Status DatasetReloader::Reload() {
 }
 
 std::string DatasetReloader::StatsJson() const {
-  return nlohmann::json{{"reloads", reloads_.load()}, {"reload_failures", failures_.load()}}
-      .dump();
+  return nlohmann::json{{"reloads", reloads_.load()}, {"reload_failures", failures_.load()}}.dump();
 }
 
 void DatasetReloader::WaitForStop() {

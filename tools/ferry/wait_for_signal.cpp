@@ -48,6 +48,8 @@ void WaitForSignal() { (void)WaitForOne(false); }
 
 void CatchReload() { (void)Catch(true); }
 
-Awoken WaitForStopOrReload() { return WaitForOne(true) == SIGHUP ? Awoken::kReload : Awoken::kStop; }
+Awoken WaitForStopOrReload() {
+  return WaitForOne(true) == SIGHUP ? Awoken::kReload : Awoken::kStop;
+}
 
 }  // namespace ferry::cli

@@ -19,9 +19,10 @@ constexpr const char* kRows = R"([
 ])";
 
 ferry::Status Write(const std::string& path) {
-  const ferry::Field table = ferry::Field::Make(
-      "+s", "", {ferry::Field::Make("u", "city"), ferry::Field::Make("i", "day"),
-                 ferry::Field::Make("g", "low"), ferry::Field::Make("g", "high")});
+  const ferry::Field table =
+      ferry::Field::Make("+s", "",
+                         {ferry::Field::Make("u", "city"), ferry::Field::Make("i", "day"),
+                          ferry::Field::Make("g", "low"), ferry::Field::Make("g", "high")});
   FERRY_ASSIGN_OR_RAISE(ferry::UniqueSchema schema, table.Export());
   FERRY_ASSIGN_OR_RAISE(ferry::UniqueArray batch, ferry::ArrayFromJson(schema.get(), kRows));
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<ferry::ipc::FileSink> sink,
