@@ -151,6 +151,23 @@ def test_check_config_prints_the_effective_configuration(run, tmp_path):
     assert r.returncode == 2 and "not both" in r.stderr
 
 
+def test_the_effective_configuration_serves_as_its_file(run, tmp_path):
+    # Every key is in it, most at their defaults, which no mode refuses as a setting it ignores.
+    write_ipc(tmp_path / "t.arrows", pa.table({"x": [1, 2, 3]}))
+    (tmp_path / "a.toml").write_text('[datasets]\nt = "t.arrows"\n')
+    r = run("serve", "--check-config", tmp_path / "a.toml")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "b.toml").write_text(r.stdout)
+    with ServeProcess(["--config", tmp_path / "b.toml"], tmp=str(tmp_path)) as server:
+        name, uri = server.first_line().split()
+    assert name == "t" and uri.startswith("shm://")
+    # A key away from its default is refused where the mode ignores it, under its flag's name.
+    (tmp_path / "c.toml").write_text(r.stdout.replace("cert = ''", 'cert = "c.pem"'))
+    r = run("serve", "--config", tmp_path / "c.toml")
+    assert r.returncode == 2, r.stderr
+    assert "--tls-cert: serves Arrow Flight over TLS: it needs --flight" in r.stderr
+
+
 def served(uri, token=None):
     """Every flight of a server: name -> (records, bytes, endpoints' location schemes, ticket
     lifetimes in s, the table read back)."""

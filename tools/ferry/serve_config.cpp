@@ -466,11 +466,14 @@ Status LoadServeConfig(const std::string& path, ServeOptions* o) {
     }
   }
   FERRY_RETURN_NOT_OK(problems.First());
+  const ServeOptions defaults;
   for (const Key* k : set) {
     const std::string flag = LongFlag(*k);
     if (o->given.count(flag) > 0) continue;  // the command line overrides the file
     std::visit([&](auto member) { o->*member = file.*member; }, k->field);
-    o->given.insert(flag);
+    // A key at its default is as if unset: the effective configuration --check-config prints,
+    // every key in it, serves as the file it was made from.
+    if (ValueText(*k, file) != ValueText(*k, defaults)) o->given.insert(flag);
   }
   for (const auto& [name, target] : DatasetMap(o->datasets)) datasets[name] = target;
   o->datasets.clear();

@@ -27,7 +27,8 @@ int RunServeCommand(ServeOptions options);
 
 /// Read TOML file `path` into `options`: every key of the file, except those whose flag
 /// `options->given` holds (the command line overrides them), which are kept as given. The file's
-/// keys join `options->given` by flag, so that the modes' refusals see them. Datasets: the file's
+/// keys set to other values than their defaults join `options->given` by flag, so that the
+/// modes' refusals see them. Datasets: the file's
 /// [datasets], then the command line's NAME=FILE, which replace a file's dataset of that name.
 /// Relative paths in the file are taken from the file's directory. An unknown key, a value of
 /// another type or out of range, or a dataset whose file does not exist is refused: EINVAL or
