@@ -382,7 +382,10 @@ std::map<std::string, std::string> ReadDatasets(const toml::node& node, const st
     const std::string target = Resolve(dir, value.as_string()->get());
     struct stat st {};
     if (target.find_first_of("*?[") == std::string::npos && stat(target.c_str(), &st) != 0) {
-      problems->Add(value.source(), Status::NotFound(where + ": " + target + " does not exist"));
+      std::string message = where + ": ";
+      message += target;
+      message += " does not exist";
+      problems->Add(value.source(), Status::NotFound(message));
       continue;
     }
     Result<std::vector<std::string>> files = ExpandFiles(target);
@@ -439,13 +442,15 @@ Status LoadServeConfig(const std::string& path, ServeOptions* o) {
     if (known == groups.end()) {
       std::string names = "datasets";
       for (const auto& [g, leaves] : groups) names += ", " + g;
-      problems.Add(group.source(), Status::Invalid(Where(path, group.source()) + "unknown key \"" +
-                                                   name + "\" (the tables are " + names + ")"));
+      std::string message = Where(path, group.source()) + "unknown key \"" + name;
+      message += "\" (the tables are " + names + ")";
+      problems.Add(group.source(), Status::Invalid(message));
       continue;
     }
     if (!node.is_table()) {
-      problems.Add(node.source(), Status::Invalid(Where(path, node.source()) + name +
-                                                  ": expected a table ([" + name + "])"));
+      std::string message = Where(path, node.source()) + name;
+      message += ": expected a table ([" + name + "])";
+      problems.Add(node.source(), Status::Invalid(message));
       continue;
     }
     for (const auto& [leaf, value] : *node.as_table()) {
@@ -454,8 +459,10 @@ Status LoadServeConfig(const std::string& path, ServeOptions* o) {
       if (row == by_key.end()) {
         std::string names;
         for (const std::string& l : known->second) names += (names.empty() ? "" : ", ") + l;
-        problems.Add(leaf.source(), Status::Invalid(Where(path, leaf.source()) + "unknown key \"" +
-                                                    key + "\" ([" + name + "] has " + names + ")"));
+        std::string message = Where(path, leaf.source()) + "unknown key \"" + key;
+        message += "\" ([" + name + "] has ";
+        message += names + ")";
+        problems.Add(leaf.source(), Status::Invalid(message));
         continue;
       }
       if (Status st = SetFromNode(*row->second, value, path, dir, &file); !st.ok()) {
@@ -477,7 +484,11 @@ Status LoadServeConfig(const std::string& path, ServeOptions* o) {
   }
   for (const auto& [name, target] : DatasetMap(o->datasets)) datasets[name] = target;
   o->datasets.clear();
-  for (const auto& [name, target] : datasets) o->datasets.push_back(name + "=" + target);
+  for (const auto& [name, target] : datasets) {
+    std::string spec = name + "=";
+    spec += target;
+    o->datasets.push_back(std::move(spec));
+  }
   o->config = std::filesystem::absolute(std::filesystem::path(path)).lexically_normal().string();
   return Status::OK();
 }
@@ -508,8 +519,11 @@ std::string ServeConfigReference() {
     }
     const std::string key = k.kind == Kind::kDatasets ? "[datasets] NAME" : k.key;
     const std::string flag = k.kind == Kind::kDatasets ? "NAME=FILE" : LongFlag(k);
-    out += "| `" + key + "` | `" + flag + "` | " + TypeName(k.kind) + " | `" +
-           ValueText(k, defaults) + "` | " + help + " |\n";
+    out += "| `" + key + "` | `";
+    out += flag + "` | ";
+    out += std::string(TypeName(k.kind)) + " | `";
+    out += ValueText(k, defaults) + "` | ";
+    out += help + " |\n";
   }
   return out;
 }

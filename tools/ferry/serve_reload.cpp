@@ -28,27 +28,33 @@ Status DatasetReloader::Apply(const std::map<std::string, std::string>& wanted, 
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) (*it)();
     return st;
   };
-  for (const auto& [name, file] : wanted) {
+  for (const auto& [wanted_name, wanted_file] : wanted) {
+    const std::string name = wanted_name;
+    const std::string file = wanted_file;
     auto old = served_.find(name);
     if (old != served_.end() && old->second == file) continue;
     if (old != served_.end()) {
       const std::string previous = old->second;
       if (const Status st = drop_(name); !st.ok()) return fail(st.WithContext("dropping " + name));
       undo.emplace_back([this, name, previous] { (void)add_(name, previous); });
-      *done += (done->empty() ? " replaced " : ", replaced ") + name;
+      *done += done->empty() ? " replaced " : ", replaced ";
     } else {
-      *done += (done->empty() ? " added " : ", added ") + name;
+      *done += done->empty() ? " added " : ", added ";
     }
+    *done += name;
     if (const Status st = add_(name, file); !st.ok()) {
-      return fail(st.WithContext("dataset " + name + " (" + file + ")"));
+      std::string what = "dataset " + name;
+      what += " (" + file + ")";
+      return fail(st.WithContext(what));
     }
     undo.emplace_back([this, name] { (void)drop_(name); });
   }
   for (const auto& [name, file] : served_) {
     if (wanted.count(name) > 0) continue;
     if (const Status st = drop_(name); !st.ok()) return fail(st.WithContext("dropping " + name));
-    undo.emplace_back([this, name = name, file = file] { (void)add_(name, file); });
-    *done += (done->empty() ? " removed " : ", removed ") + name;
+    undo.emplace_back([this, gone = name, from = file] { (void)add_(gone, from); });
+    *done += done->empty() ? " removed " : ", removed ";
+    *done += name;
   }
   return Status::OK();
 }
