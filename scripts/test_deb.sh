@@ -29,7 +29,7 @@ cleanup() {
   if ((installed)); then
     DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq ferry-tools libferry-dev libferry0 >/dev/null
   fi
-  if ((!had_user)) && getent passwd ferry >/dev/null; then deluser --system --quiet ferry >/dev/null || true; fi
+  if ((!had_user)) && getent passwd ferry >/dev/null; then deluser --system --quiet ferry >/dev/null 2>&1 || true; fi
   rm -rf "$tmp"
 }
 fail() { echo "test_deb: $*" >&2; exit 1; }
