@@ -23,6 +23,8 @@ import re
 import subprocess
 import sys
 
+import lint_check
+
 VOCABULARY = "include/ferry/core/bytes.hpp"
 SPAN = re.compile(r"\b(?:std::)?span\s*<\s*(?:const\s+(?:std::)?(?:uint8_t|byte)|"
                   r"(?:std::)?(?:uint8_t|byte)\s+const)\s*(?:,[^>]*)?>")
@@ -80,17 +82,5 @@ def check(root):
     return findings
 
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))
-    findings = check(root)
-    for f in findings:
-        print(f, file=sys.stderr)
-    if findings:
-        print(f"check_bytes: {len(findings)} finding(s)", file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(lint_check.main("check_bytes", check))

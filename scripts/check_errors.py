@@ -13,6 +13,8 @@ import re
 import subprocess
 import sys
 
+import lint_check
+
 DIRS = ("src", "tools", "python/src", "ruby/ext")
 EXEMPT = {"src/core/status_code.cpp"}
 RETRY = r"(?:EINTR|EAGAIN|EWOULDBLOCK)\b"
@@ -59,17 +61,5 @@ def check(root):
     return findings
 
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))
-    findings = check(root)
-    for f in findings:
-        print(f, file=sys.stderr)
-    if findings:
-        print(f"check_errors: {len(findings)} finding(s)", file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(lint_check.main("check_errors", check))

@@ -5,31 +5,16 @@ its file and line, and the allowed forms (ByteSpan and SharedBytes, the C header
 functions, the vocabulary's own members, constructor and conversions, writable pointers, a
 pointer beside an integer that is no length, comments) must pass. Run by scripts/lint.sh."""
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_bytes  # noqa: E402
+import lint_check  # noqa: E402
 
 
-class CheckBytes(unittest.TestCase):
-    def setUp(self):
-        self.root = tempfile.mkdtemp(prefix="ferry-bytes-")
-        subprocess.run(["git", "init", "-q", self.root], check=True)
-
-    def tearDown(self):
-        shutil.rmtree(self.root)
-
-    def write(self, path, text):
-        full = os.path.join(self.root, path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "w") as f:
-            f.write(text)
-        subprocess.run(["git", "add", path], cwd=self.root, check=True)
+class CheckBytes(lint_check.PlantedTree):
 
     def test_clean_headers_pass(self):
         self.write("include/ferry/ipc/ok.hpp", """

@@ -3,31 +3,16 @@
 file and line, and the allowed forms (a factory, Status::FromErrno, a StatusCode comparison, a
 system call's EINTR retry, the table itself, comments) must pass. Run by scripts/lint.sh."""
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_errors  # noqa: E402
+import lint_check  # noqa: E402
 
 
-class CheckErrors(unittest.TestCase):
-    def setUp(self):
-        self.root = tempfile.mkdtemp(prefix="ferry-errors-")
-        subprocess.run(["git", "init", "-q", self.root], check=True)
-
-    def tearDown(self):
-        shutil.rmtree(self.root)
-
-    def write(self, path, text):
-        full = os.path.join(self.root, path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "w") as f:
-            f.write(text)
-        subprocess.run(["git", "add", path], cwd=self.root, check=True)
+class CheckErrors(lint_check.PlantedTree):
 
     def test_clean_code_passes(self):
         self.write("src/dipc/ok.cpp", """

@@ -6,16 +6,19 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = os.path.join(HERE, "check_layers.py")
+sys.path.insert(0, HERE)
+import lint_check  # noqa: E402
 
 
-class CheckLayers(unittest.TestCase):
+class CheckLayers(lint_check.PlantedTree):
+    git_tracked = False  # check_layers reads every file below --root
+
     def setUp(self):
-        self.root = tempfile.mkdtemp(prefix="ferry-layers-")
+        super().setUp()
         os.makedirs(os.path.join(self.root, "scripts"))
         shutil.copy(os.path.join(HERE, "layers.txt"), os.path.join(self.root, "scripts"))
         self.write("include/ferry/core/status.hpp", "#pragma once\n")
@@ -40,15 +43,6 @@ class CheckLayers(unittest.TestCase):
         self.write("fuzz/format/bits_fuzz.cpp", '#include "format/bits.hpp"\n')
         self.write("tests/interop/peer.c", '#include "peer.h"\n#include <stdio.h>\n')
         self.write("tests/interop/peer.h", "#pragma once\n")
-
-    def tearDown(self):
-        shutil.rmtree(self.root)
-
-    def write(self, rel, text):
-        path = os.path.join(self.root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text)
 
     def run_check(self):
         return subprocess.run([sys.executable, CHECK, "--root", self.root],

@@ -119,6 +119,12 @@ class ServerStats:
         """Type-1 addresses the clients freed."""
 
     @property
+    def addresses_reclaimed(self) -> int:
+        """
+        Lent addresses the server freed itself: their client closed, failed or was cut off holding them.
+        """
+
+    @property
     def unknown_frees(self) -> int:
         """Addresses in free_data the client did not hold (logged, then ignored)."""
 

@@ -357,6 +357,9 @@ void InitDipc(nb::module_& parent) {
               "Type-1 addresses lent to clients.")
       .def_ro("addresses_freed", &dipc::ServerStats::addresses_freed,
               "Type-1 addresses the clients freed.")
+      .def_ro("addresses_reclaimed", &dipc::ServerStats::addresses_reclaimed,
+              "Lent addresses the server freed itself: their client closed, failed or was cut "
+              "off holding them.")
       .def_ro("unknown_frees", &dipc::ServerStats::unknown_frees,
               "Addresses in free_data the client did not hold (logged, then ignored).")
       .def("__repr__", &StatsRepr);

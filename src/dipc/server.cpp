@@ -128,6 +128,7 @@ class ServerImpl final : public Server {
     s.tickets_refused = state_->tickets_refused.load();
     s.addresses_lent = state_->addresses_lent.load();
     s.addresses_freed = state_->addresses_freed.load();
+    s.addresses_reclaimed = state_->addresses_reclaimed.load();
     s.unknown_frees = state_->unknown_frees.load();
     s.files_lent = state_->files_lent.load();
     s.files_copied = state_->files_copied.load();

@@ -398,6 +398,9 @@ Status Session::AwaitEnd() {
 void Session::FreeAll() {
   {
     std::lock_guard lock(mutex_);
+    int64_t held = static_cast<int64_t>(block_of_.size());
+    for (const auto& [address, times] : lent_) held += times;
+    state_->addresses_reclaimed += held;
     for (const auto& [block, left] : blocks_) state_->allocator->Free(block);
     blocks_.clear();
     block_of_.clear();

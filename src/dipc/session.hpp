@@ -30,7 +30,7 @@ struct ServerState {
 
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},
-      unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0};
+      addresses_reclaimed{0}, unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0};
   // clients_active falls under idle_mutex and idle_changed tells of it (Server::AwaitIdle).
   std::mutex idle_mutex;
   std::condition_variable idle_changed;

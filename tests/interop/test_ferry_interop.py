@@ -130,9 +130,9 @@ class FerryServe:
             self.proc.send_signal(signal.SIGTERM)
         assert self.proc.wait(timeout=15) == 0, self.stderr()
         m = re.search(r"(\d+) failed, (\d+) refused; addresses lent (\d+), freed (\d+), "
-                      r"unknown frees (\d+)", self.stderr())
+                      r"reclaimed (\d+), unknown frees (\d+)", self.stderr())
         assert m, self.stderr()
-        keys = ["failed", "refused", "lent", "freed", "unknown"]
+        keys = ["failed", "refused", "lent", "freed", "reclaimed", "unknown"]
         return dict(zip(keys, map(int, m.groups())))
 
     def __enter__(self):
@@ -241,7 +241,7 @@ def test_the_peer_gets_from_ferry_serve(tmp_path, data, name, mode, shape, tls):
         assert cli["addresses_received"] > 0
         assert cli["addresses_freed"] == cli["addresses_received"]
         assert totals["lent"] == cli["addresses_received"]
-        assert totals["freed"] == totals["lent"]
+        assert totals["freed"] == totals["lent"] and totals["reclaimed"] == 0
 
 
 def test_the_peer_is_refused_by_ferry_serve(tmp_path, data):
@@ -333,3 +333,4 @@ def test_across_namespaces_the_peer_gets_from_ferry_serve(tmp_path, data, namesp
     assert totals["failed"] == 0
     if mode == "list":
         assert totals["freed"] == totals["lent"] == cli["addresses_received"] > 0
+        assert totals["reclaimed"] == 0

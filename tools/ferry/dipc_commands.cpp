@@ -229,6 +229,7 @@ int RunServe(const ServeOptions& o) {
     if (!parsed.ok()) return Fail("--device", parsed.status());
     body_device = *parsed;
   }
+  if (!CatchStopSignals()) return 2;
   DatasetReloader reloader(o);
   Result<std::unique_ptr<dipc::Server>> server = dipc::Server::Start(options);
   if (!server.ok()) return Fail("starting the server", server.status());
@@ -291,14 +292,15 @@ int RunServe(const ServeOptions& o) {
       stderr,
       "ferry serve: %lld clients, %lld batches, %.1f MB of bodies (%lld sent whole from their "
       "file), %lld failed, %lld "
-      "refused; addresses lent %lld, freed %lld, unknown frees %lld; files served "
+      "refused; addresses lent %lld, freed %lld, reclaimed %lld, unknown frees %lld; files served "
       "in place %lld, copied per client %lld; %lld clients still connected\n",
       static_cast<long long>(s.clients_accepted), static_cast<long long>(s.batches_sent),
       static_cast<double>(s.body_bytes_sent) / 1e6, static_cast<long long>(s.bodies_from_file),
       static_cast<long long>(s.sessions_failed), static_cast<long long>(s.tickets_refused),
       static_cast<long long>(s.addresses_lent), static_cast<long long>(s.addresses_freed),
-      static_cast<long long>(s.unknown_frees), static_cast<long long>(s.files_lent),
-      static_cast<long long>(s.files_copied), static_cast<long long>(s.clients_active));
+      static_cast<long long>(s.addresses_reclaimed), static_cast<long long>(s.unknown_frees),
+      static_cast<long long>(s.files_lent), static_cast<long long>(s.files_copied),
+      static_cast<long long>(s.clients_active));
   return 0;
 }
 

@@ -249,6 +249,7 @@ int Serve(const ServeOptions& o) {
       std::fprintf(stderr, "ferry serve: %s\n", line.c_str());
     };
   }
+  if (!CatchStopSignals()) return 2;
   DatasetReloader reloader(o);
   options.stats_extra = [&reloader] { return "{\"config\": " + reloader.StatsJson() + "}"; };
   Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);

@@ -1,4 +1,4 @@
-// How a serving `ferry` process waits for the signal that stops it.
+// How a serving `ferry` process waits for the signal that stops it, or reloads it.
 #include "wait_for_signal.hpp"
 
 #include <fcntl.h>
@@ -13,7 +13,7 @@ namespace ferry::cli {
 
 namespace {
 
-// The pipe the handlers write the signal's number to; the waits read it. Made once.
+// The pipe the handlers write the signal's number to; the waits read it.
 int g_stop[2] = {-1, -1};
 
 void OnSignal(int sig) {
@@ -21,21 +21,8 @@ void OnSignal(int sig) {
   [[maybe_unused]] const ssize_t w = write(g_stop[1], &byte, 1);
 }
 
-// Catch SIGINT, SIGTERM, and SIGHUP with `hup`; false when no pipe can be made.
-bool Catch(bool hup) {
-  if (g_stop[0] < 0 && pipe2(g_stop, O_CLOEXEC) != 0) {
-    std::fprintf(stderr, "ferry: cannot wait for a signal: %s\n", std::strerror(errno));
-    return false;
-  }
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  if (hup) std::signal(SIGHUP, OnSignal);
-  return true;
-}
-
-// The next signal caught (SIGINT, SIGTERM, and SIGHUP with `hup`); 0 when no pipe can be made.
-int WaitForOne(bool hup) {
-  if (!Catch(hup)) return 0;
+// The next signal caught.
+int NextSignal() {
   char byte = 0;
   while (read(g_stop[0], &byte, 1) < 0 && errno == EINTR) {
   }
@@ -44,12 +31,30 @@ int WaitForOne(bool hup) {
 
 }  // namespace
 
-void WaitForSignal() { (void)WaitForOne(false); }
+bool CatchStopSignals() {
+  if (g_stop[0] >= 0) return true;
+  if (pipe2(g_stop, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "ferry: cannot wait for a signal: %s\n", std::strerror(errno));
+    return false;
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  return true;
+}
 
-void CatchReload() { (void)Catch(true); }
+void WaitForSignal() {
+  if (!CatchStopSignals()) return;
+  (void)NextSignal();
+}
+
+void CatchReload() {
+  if (CatchStopSignals()) std::signal(SIGHUP, OnSignal);
+}
 
 Awoken WaitForStopOrReload() {
-  return WaitForOne(true) == SIGHUP ? Awoken::kReload : Awoken::kStop;
+  if (!CatchStopSignals()) return Awoken::kStop;
+  CatchReload();
+  return NextSignal() == SIGHUP ? Awoken::kReload : Awoken::kStop;
 }
 
 }  // namespace ferry::cli

@@ -3,21 +3,25 @@
 
 namespace ferry::cli {
 
-/// Block until SIGINT or SIGTERM arrives, in any thread. The handlers write to a pipe this reads,
-/// so the wait sets no timer and costs nothing until then. Returns at once, with a message on
-/// stderr, if no pipe can be made.
+/// Catch SIGINT and SIGTERM from now on: their handlers write to a pipe WaitForSignal reads.
+/// A server calls it before it prints where it listens, so a client that reads that line and
+/// signals the server at once finds the handlers in place. Idempotent; false, with a message on
+/// stderr, if no pipe can be made (the signals then keep their default action).
+bool CatchStopSignals();
+
+/// Block until SIGINT or SIGTERM arrives, in any thread (CatchStopSignals first, if not yet
+/// called). The wait sets no timer and costs nothing until then. Returns at once if the signals
+/// cannot be caught.
 void WaitForSignal();
 
 /// What ended a WaitForStopOrReload.
 enum class Awoken { kStop, kReload };
 
-/// Like WaitForSignal, and also returns kReload on SIGHUP, which no longer ends the process once
-/// this or CatchReload is first called.
-Awoken WaitForStopOrReload();
-
-/// Catch SIGINT, SIGTERM and SIGHUP from now on, for a WaitForStopOrReload to come: a server
-/// calls it before it tells clients where it listens, so that no SIGHUP finds the default action
-/// (the end of the process) in place.
+/// Catch SIGHUP too from now on, for WaitForStopOrReload (it then no longer ends the process);
+/// called, like CatchStopSignals, before the server prints where it listens.
 void CatchReload();
+
+/// Like WaitForSignal, and also returns kReload on SIGHUP (CatchReload first, if not yet called).
+Awoken WaitForStopOrReload();
 
 }  // namespace ferry::cli

@@ -80,6 +80,9 @@ struct FERRY_EXPORT ServerStats {
   /// Type-1 addresses lent to clients, and those the clients freed.
   int64_t addresses_lent = 0;
   int64_t addresses_freed = 0;
+  /// Lent addresses the server freed itself, because their client closed, failed or was cut
+  /// off holding them: lent - freed - reclaimed is what clients hold now.
+  int64_t addresses_reclaimed = 0;
   /// Addresses in free_data that the client did not hold (logged, then ignored).
   int64_t unknown_frees = 0;
   /// Datasets from IPC files (Add of Dataset::FromPath) lent to clients from the file's own
