@@ -44,5 +44,13 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME ferry-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
     "the ferry command line: inspect, serve and get Arrow data over IPC, Dissociated IPC and Flight")
-set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libferry0 ${ferry_exact}")
+# adduser makes the ferry user ferry.service runs as (postinst); the unit, its conffile and the
+# maintainer scripts are tools/service's.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libferry0 ${ferry_exact}, adduser")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_CONTROL_EXTRA
+    ${CMAKE_CURRENT_LIST_DIR}/../tools/service/postinst
+    ${CMAKE_CURRENT_LIST_DIR}/../tools/service/prerm
+    ${CMAKE_CURRENT_LIST_DIR}/../tools/service/postrm
+    ${CMAKE_CURRENT_LIST_DIR}/../tools/service/conffiles)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)

@@ -22,6 +22,8 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
   libsystemd-dev
   prometheus-cpp-dev prometheus
+  # `ferry serve --config` (toml++); test_deb.sh's service checks (systemd-analyze, adduser).
+  libtomlplusplus-dev systemd adduser
 )
 
 missing=()

@@ -144,7 +144,7 @@ class Server:
 
     def drop(self, name: str) -> None:
         """
-        Stop serving flight `name` on every plane (FileNotFoundError if unknown; RuntimeError, nothing changed, while a client reads it).
+        Stop serving flight `name` on every plane and revoke its tickets (FileNotFoundError if unknown); a client already reading it reads to the end.
         """
 
     @property

@@ -276,8 +276,8 @@ void InitFlightServer(nb::module_& m) {
             Check(Released([&] { return server.Drop(name); }));
           },
           nb::arg("name"),
-          "Stop serving flight `name` on every plane (FileNotFoundError if unknown; "
-          "RuntimeError, nothing changed, while a client reads it).")
+          "Stop serving flight `name` on every plane and revoke its tickets (FileNotFoundError "
+          "if unknown); a client already reading it reads to the end.")
       .def_prop_ro(
           "names", [](PyFlightServer& self) { return self.Live("names").names(); },
           "The flights served, sorted.")

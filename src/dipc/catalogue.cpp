@@ -177,12 +177,7 @@ Status Catalogue::Remove(const std::string& name) {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(name);
     if (it == entries_.end()) return Status::NotFound("no dataset named \"" + name + "\"");
-    const int64_t readers = it->second.readers.use_count() - 1;
-    if (readers > 0) {
-      return Status::FailedPrecondition("dataset \"" + name + "\" is being read by " +
-                                        std::to_string(readers) + " client(s)");
-    }
-    // A session still replaying it holds its own references: memory stays valid for it.
+    // A session reading it holds its own references: memory stays valid for it to the end.
     entries_.erase(it);
   }
   tickets_->Revoke(name);

@@ -101,8 +101,8 @@ class Catalogue {
   /// A fresh ticket for `name` (128 random bits, hex), valid until `expires`; ENOENT for a name
   /// the catalogue does not have.
   Result<std::string> Issue(const std::string& name, Clock::time_point expires);
-  /// Stop serving `name` (ENOENT if unknown; EBUSY, with nothing changed, while a client reads
-  /// it) and revoke its tickets.
+  /// Stop serving `name` (ENOENT if unknown) and revoke its tickets; a session reading it keeps
+  /// its entry and reads to the end.
   Status Remove(const std::string& name);
   /// How many clients are reading `name` now (0 when unknown).
   int64_t Readers(const std::string& name) const;

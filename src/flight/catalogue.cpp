@@ -187,11 +187,6 @@ Status Catalogue::Erase(const std::string& name) {
   std::lock_guard lock(mutex_);
   auto it = flights_.find(name);
   if (it == flights_.end()) return Status::NotFound("no flight named \"" + name + "\"");
-  const int64_t readers = it->second->readers();
-  if (readers > 0) {
-    return Status::FailedPrecondition("flight \"" + name + "\" is being read by " +
-                                      std::to_string(readers) + " DoGet stream(s)");
-  }
   Unindex(*it->second);
   flights_.erase(it);
   return Status::OK();

@@ -77,9 +77,9 @@ class Catalogue {
   std::shared_ptr<Partition> FindPartition(const std::string& name) const;
   /// Whether `name` is a flight's or a partition's.
   bool Taken(const std::string& name) const;
-  /// Remove `name`: ENOENT if unknown, EBUSY (nothing changed) while a DoGet reads it.
+  /// Remove `name` (ENOENT if unknown); a DoGet reading it holds its partition and finishes.
   Status Erase(const std::string& name);
-  /// Remove `name` whatever reads it (undoing an Insert).
+  /// Remove `name` if it is there (undoing an Insert).
   void ForceErase(const std::string& name);
   std::vector<std::shared_ptr<Flight>> All() const;
 

@@ -117,29 +117,13 @@ Status ServerState::Drop(const std::string& name) {
 Status ServerState::DropLocked(const std::string& name) {
   std::shared_ptr<Flight> flight = catalogue.Find(name);
   if (flight == nullptr) return Status::NotFound("no flight named \"" + name + "\"");
-  std::string busy;
-  int64_t total = 0;
-  const int64_t streams = flight->readers();
-  if (streams > 0) busy += std::to_string(streams) + " over gRPC";
-  total += std::max<int64_t>(streams, 0);
-  for (const auto& [transport, plane] : planes) {
-    int64_t n = 0;
-    for (const auto& p : flight->partitions) n += plane->readers(p->name);
-    if (n > 0) busy += (busy.empty() ? "" : ", ") + std::to_string(n) + " over " + transport;
-    total += n;
-  }
-  if (total > 0) {
-    return Status::FailedPrecondition("flight \"" + name + "\" is being read by " +
-                                      std::to_string(total) + " client(s) (" + busy +
-                                      "); drop it when they are done");
-  }
   std::vector<std::string> parts;
   for (const auto& p : flight->partitions) parts.push_back(p->name);
   flight.reset();
   FERRY_RETURN_NOT_OK(catalogue.Erase(name));
   for (const std::string& part : parts) {
     for (const auto& [transport, plane] : planes) {
-      // A client that started in between keeps its own reference: it finishes reading.
+      // A client reading it keeps its own reference: it finishes reading.
       const Status st = plane->Remove(part);
       if (!st.ok()) {
         std::string line = "dropping \"" + part + "\" on the ";
@@ -238,6 +222,10 @@ std::string ServerState::StatsJson() const {
                      {"last_error", p.last_error}});
   }
   doc["peers"] = std::move(peers);
+  if (options.stats_extra) {
+    const nlohmann::json extra = nlohmann::json::parse(options.stats_extra(), nullptr, false);
+    if (extra.is_object()) doc.update(extra);
+  }
   return doc.dump();
 }
 

@@ -55,7 +55,7 @@ struct ServerState {
   /// Move flight `source` (one partition: an upload) into flight `name` as its next partition,
   /// without a copy (the DoAction append-partition). On a failure `source` stays as it was.
   Result<size_t> AppendFrom(const std::string& name, const std::string& source);
-  /// Stop serving `name` everywhere; EBUSY, with nothing changed, while anyone reads it.
+  /// Stop serving `name` everywhere; those reading it hold their partitions and finish.
   Status Drop(const std::string& name);
   /// GetFlightInfo's answer: a fresh ticket valid on every location, kept with `trace` (the
   /// call's span: the parent of the sessions that redeem it).

@@ -1,8 +1,9 @@
 """The code blocks of docs/*.md and README.md, as tests/docs/test_docs.py runs them.
 
 A fenced block's language says how it runs: python, cpp, c, ruby, sh and console (a transcript
-whose `$ ` lines are commands and whose other lines are output) run; text (a diagram, a usage
-synopsis) does not, and an untagged fence is refused so that nothing is skipped by accident.
+whose `$ ` lines are commands and whose other lines are output) run; toml (a `ferry serve`
+configuration) is checked with `ferry serve --check-config`; text (a diagram, a usage synopsis)
+does not run, and an untagged fence is refused so that nothing is skipped by accident.
 
 An HTML comment on the line before a fence tells the runner what the block needs, without showing
 on the rendered page:
@@ -17,6 +18,8 @@ on the rendered page:
   are checked (the files, targets, CMake options and script flags they name exist), and, where
   FERRY_BENCH_TREE names a tree with the benchmarks (CI's test tree), run at their smallest
   (test_docs.py's SMOKE_*), its build and install lines left to CI's own stages;
+- file=NAME: toml only, the name the block is written under (default ferry.toml);
+- configs=A,B: the page's toml blocks of those names, written in the block's directory first;
 - ci=FILE: the block builds or installs (README's two commands, pip, gem), which CI itself runs:
   each of its commands must appear in FILE, so the page and CI cannot drift apart.
 """
@@ -25,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-RUNNABLE = {"python", "cpp", "c", "ruby", "sh", "console", "cmake"}
+RUNNABLE = {"python", "cpp", "c", "ruby", "sh", "console", "cmake", "toml"}
 NOT_CODE = {"text"}
 DIRECTIVE = re.compile(r"<!--\s*docs-test:(.*?)-->")
 

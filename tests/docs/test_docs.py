@@ -76,11 +76,21 @@ def python_source(block):
     return chain
 
 
+def write_configs(block, workdir):
+    """The page's toml blocks that `block` names (configs=), written in `workdir`."""
+    for name in block.option_list("configs"):
+        found = [b for b in BLOCKS if b.page == block.page and b.language == "toml"
+                 and b.options.get("file", "ferry.toml") == name]
+        assert len(found) == 1, f"{block.page}:{block.line}: no one toml block file={name}"
+        (workdir / name).write_text(found[0].code)
+
+
 def run_python(block, workdir):
     env = environment()
     chain = python_source(block)
     for b in chain:
         fixtures.make_files(b.option_list("files"), workdir)
+        write_configs(b, workdir)
     servers, replace = [], {}
     try:
         for b in chain:
@@ -207,6 +217,7 @@ def run_compiled(block, workdir, programs):
 def run_commands(block, workdir):
     env = environment()
     fixtures.make_files(block.option_list("files"), workdir)
+    write_configs(block, workdir)
     servers, replace = start_servers(block, workdir, env)
     served = None
     try:
@@ -221,7 +232,7 @@ def run_commands(block, workdir):
             command = substitute(command, replace)
             words = shlex.split(command)
             first = next((k for k, w in enumerate(words) if "=" not in w), 0)
-            if words[first:first + 2] == ["ferry", "serve"]:
+            if words[first:first + 2] == ["ferry", "serve"] and "--check-config" not in words:
                 if served is not None:
                     # A second server names the first (--peer): the first's own URI.
                     words = [URI.sub(served, w) for w in words]
@@ -397,8 +408,21 @@ def run_cmake(block, workdir, installed):
 # ---------------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------------
+# A `ferry serve` configuration: checked as `ferry serve --check-config` checks it
+
+
+def run_toml(block, workdir):
+    fixtures.make_files(block.option_list("files"), workdir)
+    path = workdir / block.options.get("file", "ferry.toml")
+    path.write_text(block.code)
+    r = subprocess.run([cli(), "serve", "--check-config", str(path)], cwd=workdir,
+                       env=environment(), text=True, capture_output=True, timeout=60)
+    assert r.returncode == 0, f"{block.page}:{block.line}: {r.stderr}"
+
+
 RUNNERS = {"python": run_python, "ruby": run_ruby, "cpp": run_compiled, "c": run_compiled,
-           "sh": run_shell, "console": run_shell, "cmake": run_cmake}
+           "sh": run_shell, "console": run_shell, "cmake": run_cmake, "toml": run_toml}
 
 
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])

@@ -94,12 +94,13 @@ TEST(FlightCatalogue, NamesAreTakenByFlightsAndPartitions) {
   ASSERT_OK_AND_ASSIGN(auto a, make("a", 2));
   ASSERT_RAISES_WITH(StatusCode::kAlreadyExists, "\"a/1\"", catalogue.Insert(a));
   EXPECT_EQ(catalogue.Find("a"), nullptr);
-  // A reader of one partition holds the whole flight; once it lets go, every name is free.
-  std::shared_ptr<const int> reader = taxi->partitions[2]->readers;
-  ASSERT_RAISES_WITH(StatusCode::kFailedPrecondition, "1 DoGet", catalogue.Erase("taxi"));
-  reader.reset();
+  // A flight read is erased all the same: every name is free at once, and the reader keeps the
+  // partition it holds.
+  std::shared_ptr<Partition> reading = catalogue.FindPartition("taxi/2");
   ASSERT_OK(catalogue.Erase("taxi"));
   EXPECT_FALSE(catalogue.Taken("taxi/2"));
+  EXPECT_EQ(catalogue.FindPartition("taxi/2"), nullptr);
+  EXPECT_EQ(reading, taxi->partitions[2]);
   ASSERT_RAISES_WITH(StatusCode::kNotFound, "no flight named \"taxi\"", catalogue.Erase("taxi"));
 }
 

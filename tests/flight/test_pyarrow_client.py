@@ -257,6 +257,8 @@ def test_stats_count_each_planes_reads(tmp_path):
         assert {"grpc", "shm", "server", "datasets", "peers"} <= set(before)
         assert before["server"]["planes"][:2] == ["flight", "shm"]
         assert before["peers"] == []  # no federation
+        # `ferry serve`'s reloads of its --config file (none here).
+        assert before["config"] == {"reloads": 0, "reload_failures": 0}
         assert before["grpc"]["do_gets"] == 0 and before["shm"]["clients"] == 0
         info = client.get_flight_info(fl.FlightDescriptor.for_path("t"))
         assert client.do_get(info.endpoints[0].ticket).read_all().equals(table)

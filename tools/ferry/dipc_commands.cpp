@@ -22,7 +22,9 @@
 #include "ferry/dipc/server.hpp"
 #include "flight_commands.hpp"
 #include "parses.hpp"
+#include "serve_config.hpp"
 #include "serve_log.hpp"
+#include "serve_reload.hpp"
 
 namespace ferry::cli {
 
@@ -162,70 +164,9 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "Serve IPC files to clients over the Dissociated IPC protocol; prints each dataset's URI "
-      "and runs until interrupted (SIGINT or SIGTERM stop it within a second).");
-  cmd->add_option("datasets", o->datasets,
-                  "NAME=FILE (IPC stream or file), repeated (with --flight, none is fine: "
-                  "clients upload with DoPut). With --flight, FILE may be a directory or a "
-                  "pattern (NAME='part-*.arrows'): one flight, one endpoint per file, in name "
-                  "order");
-  cmd->add_option("--partition-bytes", o->partition_bytes,
-                  "With --flight: cut each file into endpoints of whole batches of at most this "
-                  "many body bytes (a suffix such as MiB may follow the number; default 0: one "
-                  "endpoint per file)")
-      ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--transport", o->transport,
-                  "shm (one host, the default) or ucx (TCP, any host); with --flight, the one "
-                  "fast plane to serve beside gRPC (default both), or grpc for none")
-      ->check(CLI::IsMember({"shm", "ucx", "grpc"}));
-  cmd->add_option("--listen", o->listen,
-                  "Where to listen: a socket path or @name (shm), host:port (ucx); default: a "
-                  "fresh one (ucx: on 127.0.0.1)");
-  cmd->add_option("--body-type", o->body_type,
-                  "list: (address, length) pairs the client reads (type 1; a ferry client whose "
-                  "reads UCX would emulate gets packed bodies unless it asks for lists); packed: "
-                  "whole bodies (type 0)")
-      ->check(Parses(dipc::ParseBodyType))
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout_s,
-                  "Seconds the server waits on a client (its request, its frees, each send)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-clients", o->max_clients, "The most clients served at once")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--token-file", o->token_file,
-                  "A file holding the token (else FERRY_TOKEN): with a token only tickets the "
-                  "server issued are honoured");
-  cmd->add_flag("--insecure", o->insecure,
-                "Listen beyond loopback without a token (anyone who reaches the port may read "
-                "every dataset, and over UCX the server's memory); for a UCX or Flight listener");
-  cmd->add_flag("--print-ticket", o->print_ticket,
-                "Print an issued ticket after each URI (NAME URI TICKET), for scripts; not "
-                "with --flight, whose tickets come from GetFlightInfo");
-  cmd->add_flag("-v,--verbose", o->verbose, "Log refused requests and client faults");
-  cmd->add_option("--log-format", o->log_format,
-                  "text: lines on stderr (the servers' with -v); json: every record (calls, "
-                  "sessions, refusals) as one JSON object a line on stderr, with time, level, "
-                  "event, message, session, peer, plane, trace_id and span_id")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  cmd->add_flag("--keep", o->keep,
-                "Write each dataset's bodies into memory of its own once, at start, and serve "
-                "every client from it (memory: the datasets' size). Without it, --body-type "
-                "list lends each file's own pages (no copy, no memory of its own) and --body-type "
-                "packed sends a file's bodies from its pages where they lie as sent");
-  cmd->add_option("--device", o->device,
-                  "cuda:N: write each dataset's bodies into that GPU's memory once, at start, and "
-                  "lend them to clients on this host by CUDA IPC handle (the printed URI; they "
-                  "read with --device cuda:N); the host URI, printed on stderr, serves the rest. "
-                  "Needs --body-type list; not with --flight");
-  cmd->add_option("--region-bytes", o->region_bytes,
-                  "The shared region's size in bytes (a suffix such as MiB or GiB may follow the "
-                  "number): the most body bytes in flight, all clients together")
-      ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40))
-      ->capture_default_str();
+      "and runs until interrupted (SIGINT or SIGTERM stop it within a second; with --config, "
+      "SIGHUP re-reads the file's datasets).");
+  AddServeKeys(cmd, o);
   return cmd;
 }
 
@@ -290,6 +231,7 @@ int RunServe(const ServeOptions& o) {
     body_device = *parsed;
   }
   if (!CatchStopSignals()) return 2;
+  DatasetReloader reloader(o);
   Result<std::unique_ptr<dipc::Server>> server = dipc::Server::Start(options);
   if (!server.ok()) return Fail("starting the server", server.status());
   for (auto& [name, d] : datasets) {
@@ -335,7 +277,22 @@ int RunServe(const ServeOptions& o) {
     split += name;
     log.Tell("dataset_split_uris", split);
   }
-  WaitForSignal();
+  reloader.Bind(
+      [&](const std::string& name, const std::string& file) -> Status {
+        FERRY_ASSIGN_OR_RAISE(std::shared_ptr<dipc::Dataset> d, dipc::Dataset::FromPath(file));
+        if (body_device != nullptr) {
+          FERRY_RETURN_NOT_OK((*server)->KeepOnDevice(name, d, *body_device));
+        } else if (o.keep) {
+          FERRY_RETURN_NOT_OK((*server)->Keep(name, d));
+        } else {
+          (*server)->Add(name, d);
+        }
+        std::printf("%s %s\n", name.c_str(), (*server)->uri(name).ToString().c_str());
+        std::fflush(stdout);
+        return Status::OK();
+      },
+      [&](const std::string& name) { return (*server)->Remove(name); });
+  reloader.WaitForStop();
   // A client that just closed is let finish (its frees counted), a little: one still reading
   // is cut off, and the summary counts it as still connected.
   (void)(*server)->AwaitIdle(kStopGrace);

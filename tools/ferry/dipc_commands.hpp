@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,17 @@ struct ServeOptions {
   double drain_timeout_s = 30;
   /// With --flight: HOST:PORT to serve Prometheus metrics on (metrics_exporter.hpp); empty: none.
   std::string metrics;
-  /// The options the command line gave, to refuse those the chosen mode would ignore.
+  /// The options the command line gave, to refuse those the chosen mode would ignore (with
+  /// --config, also those the file set: serve_config.hpp).
   Given given;
+  /// --config: the TOML file the settings were read from, absolute ("": none); SIGHUP re-reads
+  /// its [datasets]. --check-config FILE and --config-reference print, then exit.
+  std::string config;
+  std::string check_config;
+  bool config_reference = false;
+  /// With --config: the options as the command line alone gave them, which a reload reads the
+  /// file under again.
+  std::shared_ptr<const ServeOptions> command_line;
 };
 
 /// Options of `ferry get`.
@@ -113,12 +123,14 @@ struct GetOptions {
   Given given;
 };
 
-/// Register `serve` and `get` on `app`, filling the options; returns the two subcommands.
+/// Register `serve` (its options: serve_config.hpp's table) and `get` on `app`, filling the
+/// options; returns the two subcommands.
 CLI::App* AddServeCommand(CLI::App& app, ServeOptions* options);
 CLI::App* AddGetCommand(CLI::App& app, GetOptions* options);
 
 /// Serve every NAME=FILE until SIGINT or SIGTERM (stopping within a second); prints each
-/// dataset's URI first. Exit status 0, or 2 with one line on stderr.
+/// dataset's URI first, and each dataset's a SIGHUP adds (with --config). Exit status 0, or 2
+/// with one line on stderr.
 int RunServe(const ServeOptions& options);
 
 /// Read a dataset from a server, optionally into an IPC file (put in place only when whole:

@@ -97,58 +97,6 @@ bool IsFlightUri(const std::string& uri) {
          uri.rfind("grpc+tcp://", 0) == 0 || uri.rfind("grpc+unix://", 0) == 0;
 }
 
-void AddFlightServeOptions(CLI::App* cmd, ServeOptions* o) {
-  cmd->add_option("--flight", o->flight,
-                  "Also serve Arrow Flight (gRPC) on HOST:PORT (port 0: a free one; the first "
-                  "line printed is the grpc:// URI): every dataset is a flight whose locations "
-                  "are the shm and ucx planes, then DoGet on this server, with one ticket");
-  cmd->add_option("--tls-cert", o->tls_cert,
-                  "With --flight: serve grpc+tls with this PEM certificate");
-  cmd->add_option("--tls-key", o->tls_key, "With --flight: the certificate's PEM private key");
-  cmd->add_option("--tls-client-ca", o->tls_client_ca,
-                  "With --flight: require client certificates signed by this PEM CA");
-  cmd->add_option("--max-upload-bytes", o->max_upload_bytes,
-                  "With --flight: the most bytes one DoPut may upload (a suffix such as GiB may "
-                  "follow the number; beyond it nothing is stored)")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--ticket-ttl", o->ticket_ttl_s,
-                  "With --flight: seconds a ticket from GetFlightInfo stays valid")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--ucx-listen", o->ucx_listen,
-                  "With --flight: where the UCX plane listens (default: the --flight host, a "
-                  "free port); give the address clients reach when --flight is 0.0.0.0");
-  cmd->add_option("--peer", o->peers,
-                  "With --flight: another Flight server (grpc:// or grpc+tls:// URI, repeatable) "
-                  "whose flights this one lists and describes with its own: a flight of the "
-                  "same name on several servers is one FlightInfo with every server's endpoints")
-      ->allow_extra_args(false);
-  cmd->add_option("--peers-file", o->peers_file,
-                  "With --flight: a file of peer URIs, one a line ('#' starts a comment)");
-  cmd->add_option("--peer-timeout", o->peer_timeout_s,
-                  "With --peer: seconds a peer may take to answer; past it the call fails with "
-                  "UNAVAILABLE naming the peer")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_flag("--allow-partial", o->allow_partial,
-                "With --peer: answer without a peer that does not answer, naming it in the "
-                "FlightInfo's app_metadata");
-  cmd->add_option("--peer-tls-roots", o->peer_tls_roots,
-                  "With --peer: PEM certificates to trust for grpc+tls:// peers (default: the "
-                  "system's)");
-  cmd->add_option("--drain-timeout", o->drain_timeout_s,
-                  "With --flight: seconds a drain (SIGTERM, or `ferry status --drain`) lets the "
-                  "calls and sessions in progress run before the process exits 0 (a second "
-                  "SIGTERM exits at once; SIGINT stops without a drain)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--metrics", o->metrics,
-                  "With --flight: serve Prometheus metrics on http://HOST:PORT/metrics (port 0: "
-                  "a free one, printed on stderr); the config key is metrics.listen");
-}
-
 void AddFlightGetOptions(CLI::App* cmd, GetOptions* o) {
   cmd->add_option("--path", o->path, "With a grpc:// URI: the flight's name");
   cmd->add_option("--via", o->via,

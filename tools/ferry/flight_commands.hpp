@@ -27,8 +27,6 @@ struct FlightOptions {
   Given given;
 };
 
-/// Register --flight and its options (TLS, upload limit, ticket lifetime) on `serve`.
-void AddFlightServeOptions(CLI::App* serve, ServeOptions* options);
 /// Register --path, --via, --parallel, --token-file, --tls-roots and -v on `get`.
 void AddFlightGetOptions(CLI::App* get, GetOptions* options);
 /// Register `list` and `put`, filling `options`; returns them.

@@ -23,6 +23,7 @@
 #include "metrics_exporter.hpp"
 #include "parses.hpp"
 #include "serve_log.hpp"
+#include "serve_reload.hpp"
 
 namespace ferry::cli {
 
@@ -253,6 +254,8 @@ int Serve(const ServeOptions& o) {
   options.on_drain = [] { RequestStop(); };
   options.metrics = !o.metrics.empty();
   if (!CatchStopSignals()) return 2;
+  DatasetReloader reloader(o);
+  options.stats_extra = [&reloader] { return "{\"config\": " + reloader.StatsJson() + "}"; };
   Result<std::unique_ptr<flight::Server>> server = flight::Server::Start(options);
   if (!server.ok()) return Fail("starting the Flight server", server.status());
   std::unique_ptr<MetricsExporter> metrics;  // destroyed before the server
@@ -296,7 +299,13 @@ int Serve(const ServeOptions& o) {
     line += name;
     log.Tell("flight_served", line);
   }
-  ServeUntilStopped(**server, o);
+  reloader.Bind(
+      [&](const std::string& name, const std::string& target) -> Status {
+        FERRY_ASSIGN_OR_RAISE(std::vector<std::string> files, ExpandFiles(target));
+        return (*server)->AddPaths(name, files, o.partition_bytes);
+      },
+      [&](const std::string& name) { return (*server)->Drop(name); });
+  ServeUntilStopped(**server, o, reloader, log);
   const flight::ServerStats s = (*server)->stats();
   metrics.reset();
   (*server)->Stop();

@@ -121,28 +121,33 @@ void PrintReport(const std::string& uri, const nlohmann::json& doc) {
 
 }  // namespace
 
-void ServeUntilStopped(flight::Server& server, const ServeOptions& o) {
+void ServeUntilStopped(flight::Server& server, const ServeOptions& o, DatasetReloader& reloader,
+                       const ServeLog& log) {
   Notify("READY=1");
   StartWatchdog();
-  const int sig = WaitForSignal();
+  const int sig = reloader.WaitForStop();
   Notify("STOPPING=1");
   if (sig != SIGINT) {
     const char* why = sig == 0 ? "asked by a client" : "SIGTERM";
-    std::fprintf(stderr,
-                 "ferry serve: draining (%s): new calls and sessions are refused; waiting up to "
-                 "%.1f s for those in progress (a second SIGTERM ends the process now)\n",
-                 why, o.drain_timeout_s);
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "draining (%s): new calls and sessions are refused; waiting up to %.1f s for "
+                  "those in progress (a second SIGTERM ends the process now)",
+                  why, o.drain_timeout_s);
+    log.Tell("drain_started", line);
     const auto start = std::chrono::steady_clock::now();
     const bool idle = server.Drain(Millis(o.drain_timeout_s));
     const double took =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (idle) {
-      std::fprintf(stderr, "ferry serve: drained in %.3f s\n", took);
+      std::snprintf(line, sizeof(line), "drained in %.3f s", took);
+      log.Tell("drained", line);
     } else {
-      std::fprintf(stderr,
-                   "ferry serve: the drain timed out after %.3f s: ending the calls and sessions "
-                   "still in progress\n",
-                   took);
+      std::snprintf(line, sizeof(line),
+                    "the drain timed out after %.3f s: ending the calls and sessions still in "
+                    "progress",
+                    took);
+      log.Tell("drain_timed_out", line);
     }
   }
   StopWatchdog();

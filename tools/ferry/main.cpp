@@ -10,6 +10,7 @@
 #include "flight_commands.hpp"
 #include "ipc_commands.hpp"
 #include "parses.hpp"
+#include "serve_config.hpp"
 
 namespace {
 
@@ -95,7 +96,6 @@ int Run(int argc, char** argv) {
 
   ferry::cli::ServeOptions serve;
   CLI::App* serve_cmd = ferry::cli::AddServeCommand(app, &serve);
-  ferry::cli::AddFlightServeOptions(serve_cmd, &serve);
   ferry::cli::GetOptions get;
   CLI::App* get_cmd = ferry::cli::AddGetCommand(app, &get);
   ferry::cli::AddFlightGetOptions(get_cmd, &get);
@@ -122,7 +122,7 @@ int Run(int argc, char** argv) {
   if (*validate_cmd) return ferry::cli::RunValidate(ipc);
   if (*cat_cmd) return ferry::cli::RunCat(ipc);
   if (*convert_cmd) return ferry::cli::RunConvert(ipc);
-  if (*serve_cmd) return ferry::cli::RunServe(serve);
+  if (*serve_cmd) return ferry::cli::RunServeCommand(serve);
   if (*get_cmd) {
     return ferry::cli::IsFlightUri(get.uri) ? ferry::cli::RunFlightGet(get)
                                             : ferry::cli::RunGet(get);

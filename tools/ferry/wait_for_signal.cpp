@@ -1,4 +1,4 @@
-// How a serving `ferry` process waits for the signal that stops it.
+// How a serving `ferry` process waits for the signal that stops it, or reloads it.
 #include "wait_for_signal.hpp"
 
 #include <fcntl.h>
@@ -15,14 +15,14 @@ namespace ferry::cli {
 
 namespace {
 
-// The pipe SIGINT's and SIGTERM's handler (and RequestStop) writes to; WaitForSignal reads it.
-// Each writes one byte: the signal's number, or 0.
+// The pipe the handlers (and RequestStop) write to; WaitForSignal reads it. Each writes one
+// byte: the signal's number, or 0.
 int g_stop[2] = {-1, -1};
-// Signals caught so far: the second one ends the process.
-std::atomic<int> g_signals{0};
+// Stop signals caught so far: the second one ends the process.
+std::atomic<int> g_stops{0};
 
 void OnSignal(int sig) {
-  if (g_signals.fetch_add(1) > 0) _exit(128 + sig);
+  if (sig != SIGHUP && g_stops.fetch_add(1) > 0) _exit(128 + sig);
   const char byte = static_cast<char>(sig);
   [[maybe_unused]] const ssize_t w = write(g_stop[1], &byte, 1);
 }
@@ -42,6 +42,10 @@ bool CatchStopSignals() {
     std::signal(SIGTERM, OnSignal);
   });
   return caught;
+}
+
+void CatchReload() {
+  if (CatchStopSignals()) std::signal(SIGHUP, OnSignal);
 }
 
 int WaitForSignal() {

@@ -1,4 +1,4 @@
-// How a serving `ferry` process waits for the signal that stops it.
+// How a serving `ferry` process waits for the signal that stops it, or (with --config) reloads it.
 #pragma once
 
 namespace ferry::cli {
@@ -9,11 +9,15 @@ namespace ferry::cli {
 /// with a message on stderr, if no pipe can be made (the signals then keep their default action).
 bool CatchStopSignals();
 
-/// Block until SIGINT or SIGTERM arrives, in any thread, or RequestStop is called
-/// (CatchStopSignals first, if not yet called): the signal's number, or 0 for RequestStop. The
-/// wait sets no timer and costs nothing until then. From the first signal on, a second SIGINT or
-/// SIGTERM ends the process at once (exit status 128 + the signal): how an operator cuts a drain
-/// short. Returns SIGTERM at once if the signals cannot be caught.
+/// Catch SIGHUP too from now on (it then no longer ends the process): WaitForSignal returns it.
+/// Called, like CatchStopSignals, before the server prints where it listens.
+void CatchReload();
+
+/// Block until SIGINT or SIGTERM arrives, in any thread, SIGHUP once CatchReload was called, or
+/// RequestStop is called (CatchStopSignals first, if not yet called): the signal's number, or 0
+/// for RequestStop. The wait sets no timer and costs nothing until then. From the first SIGINT or
+/// SIGTERM on, a second one ends the process at once (exit status 128 + the signal): how an
+/// operator cuts a drain short. Returns SIGTERM at once if the signals cannot be caught.
 int WaitForSignal();
 
 /// Make WaitForSignal return 0 as if a signal had come (a drain asked for over the network), from

@@ -152,8 +152,9 @@ class FERRY_EXPORT Server {
   /// expired.
   [[nodiscard]] virtual Status RefreshTicket(
       const std::string& ticket, std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
-  /// Stop serving `name` and revoke its tickets. ENOENT for an unknown name; EBUSY, with
-  /// nothing changed, while a client is reading it.
+  /// Stop serving `name` and revoke its tickets. ENOENT for an unknown name. A client already
+  /// reading it holds the dataset (and a kept region) and reads to the end; the memory goes with
+  /// the last such reader.
   [[nodiscard]] virtual Status Remove(const std::string& name) = 0;
   /// How many clients are reading `name` now (0 for an unknown name).
   virtual int64_t readers(const std::string& name) const = 0;

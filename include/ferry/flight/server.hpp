@@ -80,6 +80,10 @@ struct FERRY_EXPORT ServerOptions {
   /// when its metadata carried a W3C `traceparent`), and the planes' records
   /// (dipc::ServerOptions::log_sink). Unset: records go to `log` as lines.
   LogSink log_sink;
+  /// More members for the "stats" action's answer: called on each such call, from any thread, it
+  /// returns a JSON object whose members join the planes' (`{"config": {...}}`); a text that is
+  /// not a JSON object is left out. Empty: none.
+  std::function<std::string()> stats_extra;
   /// What times tickets, the planes' waits on their clients and the peers' answers. NULL:
   /// Clock::Real(). Tests pass a ManualClock (and test trees' `ferry serve` processes take one
   /// from FERRY_TEST_CLOCK=manual, moved by the advance-clock action: docs/flight.md).
@@ -133,8 +137,9 @@ class FERRY_EXPORT Server {
   /// The new endpoint's index.
   virtual Result<size_t> AppendPartition(const std::string& name, UniqueSchema schema,
                                          std::vector<UniqueDeviceArray> batches) = 0;
-  /// Stop serving `name` on every plane. ENOENT if unknown; EBUSY, with nothing changed, while a
-  /// client reads it.
+  /// Stop serving `name` on every plane and revoke its tickets: it is no longer listed, described
+  /// or redeemed. A client already reading it (DoGet, or a plane's session) holds its memory and
+  /// reads to the end; the memory goes with the last such reader. ENOENT if unknown.
   [[nodiscard]] virtual Status Drop(const std::string& name) = 0;
   /// The flights served, sorted.
   virtual std::vector<std::string> names() const = 0;
