@@ -155,7 +155,8 @@ class ServerImpl final : public Server {
   }
 
   void Drain() override {
-    if (!state_->draining.exchange(true)) state_->Log("draining: new requests are refused");
+    if (!state_->draining.exchange(true))
+      state_->Log("draining", "draining: new requests are refused");
   }
   bool draining() const override { return state_->draining.load(); }
 

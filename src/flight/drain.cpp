@@ -41,7 +41,7 @@ grpc::Status RefuseIfDraining(ServerState* state, const char* call,
   std::string line = "refused ";
   line += call;
   line += " from " + context->peer() + ": draining";
-  state->Log(line);
+  state->Log("call_refused_draining", line, context->peer());
   return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                       "the server is draining: it finishes the calls and sessions in progress "
                       "and takes no new one; ask another server");
@@ -49,13 +49,14 @@ grpc::Status RefuseIfDraining(ServerState* state, const char* call,
 
 grpc::Status DrainAction(ServerState* state, const grpc::CallbackServerContext* context) {
   if (state->options.token.empty() && !LocalPeer(context->peer())) {
-    state->Log("refused a drain from " + context->peer() + ": not on this host");
+    state->Log("drain_refused", "refused a drain from " + context->peer() + ": not on this host",
+               context->peer());
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         "a server without a token drains only at the asking of a client on its "
                         "own host; this call came from " +
                             context->peer());
   }
-  state->Log("drain asked by " + context->peer());
+  state->Log("drain_asked", "drain asked by " + context->peer(), context->peer());
   if (state->begin_drain) state->begin_drain();
   return grpc::Status::OK;
 }

@@ -92,7 +92,7 @@ class ServerImpl final : public Server {
       if (server_ != nullptr) internal::SetHealth(server_.get(), *state_, false);
     }
     for (auto& [transport, plane] : state_->planes) plane->Drain();
-    state_->Log("draining: health NOT_SERVING, new calls and sessions refused");
+    state_->Log("draining", "draining: health NOT_SERVING, new calls and sessions refused");
     if (state_->options.on_drain) state_->options.on_drain();
   }
 

@@ -367,7 +367,24 @@ def test_status_over_tls(tmp_path):
         assert r.returncode == 2, r.stdout
 
 
-def test_systemd_is_told_ready_watchdog_and_stopping(tmp_path):
+class _Plain:
+    """`ferry serve` without --flight (one plane), as a context like Serve."""
+
+    def __init__(self, spec, env):
+        self.proc = subprocess.Popen([ferry_cli(), "serve", spec], env={**os.environ, **env},
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("flight", [True, False], ids=["flight", "plane-only"])
+def test_systemd_is_told_ready_watchdog_and_stopping(tmp_path, flight):
     table = _table(1000)
     path = _write(tmp_path / "t.arrows", table, 100)
     sock_path = str(tmp_path / "notify.sock")
@@ -390,7 +407,8 @@ def test_systemd_is_told_ready_watchdog_and_stopping(tmp_path):
     receiver.start()
     try:
         env = {"NOTIFY_SOCKET": sock_path, "WATCHDOG_USEC": "200000"}
-        with Serve(f"t={path}", env=env, tmp=str(tmp_path)) as s:
+        with (Serve(f"t={path}", env=env, tmp=str(tmp_path)) if flight
+              else _Plain(f"t={path}", env)) as s:
             _wait_until("READY=1", lambda: "READY=1" in messages)
             _wait_until("two WATCHDOG=1 pings", lambda: messages.count("WATCHDOG=1") >= 2)
             assert "STOPPING=1" not in messages

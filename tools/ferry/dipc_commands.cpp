@@ -21,6 +21,7 @@
 #include "ferry/core/host_port.hpp"
 #include "ferry/dipc/server.hpp"
 #include "flight_commands.hpp"
+#include "notify.hpp"
 #include "parses.hpp"
 #include "serve_config.hpp"
 #include "serve_log.hpp"
@@ -292,7 +293,11 @@ int RunServe(const ServeOptions& o) {
         return Status::OK();
       },
       [&](const std::string& name) { return (*server)->Remove(name); });
-  reloader.WaitForStop();
+  Notify("READY=1");
+  StartWatchdog();
+  (void)reloader.WaitForStop();
+  Notify("STOPPING=1");
+  StopWatchdog();
   // A client that just closed is let finish (its frees counted), a little: one still reading
   // is cut off, and the summary counts it as still connected.
   (void)(*server)->AwaitIdle(kStopGrace);
