@@ -12,16 +12,17 @@ Prometheus scrapes every 15 s by default). Whole `ferry get --path ... --via PLA
   (d) the same stream over gRPC (DoGet: the interceptor sees every message)
 
 Each round reads every path from "off", "on", "on", "off" (ABBA, so a slow spell of the machine
-hits both alike), timing the transfer after connect (`ferry get`'s summary line). The overhead is
-the median over rounds of each round's on/off - 1 (the two "on" reads' time over the two "off"
-reads'), with the quartiles of those rounds beside it: a ratio within one round is what a busy
-machine disturbs least. Beside the times, the server's own CPU time for the same reads (from
+hits both alike), and the next from "on", "off", "off", "on" (BAAB: a server read twice running is
+faster the second time, so each server takes that place equally often), timing the transfer after
+connect (`ferry get`'s summary line). The overhead is the median over pairs of rounds of each
+pair's on/off - 1 (the four "on" reads' time over the four "off" reads'), with the quartiles of
+those pairs beside it: a ratio within one pair is what a busy machine disturbs least. Beside the times, the server's own CPU time for the same reads (from
 /proc/PID/stat, summed over all rounds: clock ticks, so only totals are exact), which other
 processes on the machine disturb far less than they do elapsed time. Prints a Markdown table;
 --out writes JSON.
 
     FERRY_CLI=build/bench/tools/ferry/ferry .venv/bin/python bench/flight/metrics_bench.py \\
-        --repeat 5 --out metrics.json
+        --repeat 20 --out metrics.json
 """
 import argparse
 import json
@@ -112,13 +113,16 @@ def main():
     ap.add_argument("--gib", type=float, default=1.0, help="size of the big transfer")
     ap.add_argument("--small-batches", type=int, default=4000,
                     help="1,000-row batches in the stream of small batches")
-    ap.add_argument("--repeat", type=int, default=5, help="rounds (each reads every path 4 times)")
+    ap.add_argument("--repeat", type=int, default=6,
+                    help="rounds, an even number (each reads every path 4 times: ABBA, then BAAB)")
     ap.add_argument("--scrape-interval", type=float, default=1.0,
                     help="seconds between scrapes of the \"on\" server")
     ap.add_argument("--paths", default="big shm,big ucx,small shm,small grpc",
                     help="the paths to measure, comma-separated")
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
+    if args.repeat < 2 or args.repeat % 2:
+        ap.error("--repeat must be an even number of at least 2 (ABBA and BAAB rounds)")
     cli = os.environ.get("FERRY_CLI", "build/bench/tools/ferry/ferry")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,9 +146,12 @@ def main():
             for name, (flight, via) in paths.items():  # a first read of each, discarded
                 for s in servers.values():
                     get(cli, s.uri, flight, via)
-            for _ in range(args.repeat):
+            for r in range(args.repeat):
+                # ABBA, then BAAB: a server read twice running is faster the second time (up
+                # to 2x for 1,000-row batches here), so each takes that place equally often.
+                order = ("off", "on", "on", "off") if r % 2 == 0 else ("on", "off", "off", "on")
                 for name, (flight, via) in paths.items():
-                    for which in ("off", "on", "on", "off"):
+                    for which in order:
                         before = servers[which].cpu()
                         times[name][which].append(get(cli, servers[which].uri, flight, via))
                         cpu[name][which] += servers[which].cpu() - before
@@ -160,8 +167,9 @@ def main():
     report = {"repeat": args.repeat, "scrapes": scraper.scrapes, "paths": {}}
     for name, t in times.items():
         off, on = statistics.median(t["off"]), statistics.median(t["on"])
-        rounds = [100 * ((t["on"][2 * i] + t["on"][2 * i + 1]) /
-                         (t["off"][2 * i] + t["off"][2 * i + 1]) - 1) for i in range(args.repeat)]
+        # One figure per pair of rounds (an ABBA and its BAAB), whose order favours neither.
+        rounds = [100 * (sum(t["on"][4 * i:4 * i + 4]) / sum(t["off"][4 * i:4 * i + 4]) - 1)
+                  for i in range(args.repeat // 2)]
         overhead = statistics.median(rounds)
         q = statistics.quantiles(rounds, n=4) if len(rounds) > 1 else [overhead, overhead, overhead]
         reads = 2 * args.repeat
@@ -174,7 +182,7 @@ def main():
         print(f"| {name} | {off * 1e3:.1f} ms | {on * 1e3:.1f} ms | {overhead:+.1f}% "
               f"({q[0]:+.1f}% to {q[2]:+.1f}%) | {cpu_off * 1e3:.1f} / {cpu_on * 1e3:.1f} ms | "
               f"{cpu_overhead:+.1f}% | ≤ {TARGETS[name]:.0f}% |")
-    print(f"({args.repeat} rounds of 4 reads per path; {scraper.scrapes} scrapes of the \"on\" "
+    print(f"({args.repeat} rounds of 4 reads per path, ABBA and BAAB; {scraper.scrapes} scrapes of the \"on\" "
           f"server, every {args.scrape_interval:g} s)")
     if args.out:
         with open(args.out, "w") as f:
