@@ -89,6 +89,17 @@ Result<TraceContext> ParseTraceparent(std::string_view traceparent, std::string_
   return out;
 }
 
+Status CheckClientTrace(std::string_view traceparent, std::string_view tracestate) {
+  if (traceparent.empty()) return Status::OK();
+  Result<TraceContext> trace = ParseTraceparent(traceparent, tracestate);
+  if (!trace.ok()) return trace.status().WithContext("ClientOptions::traceparent");
+  if (trace->tracestate != tracestate) {
+    return Status::Invalid(
+        "ClientOptions::tracestate is longer than 512 characters or not printable ASCII");
+  }
+  return Status::OK();
+}
+
 std::string NewSpanId() { return Random64Hex(); }
 
 }  // namespace ferry

@@ -55,15 +55,7 @@ transport::ConnectOptions ConnectOptionsFor(const Uri& uri, const ClientOptions&
 
 Result<std::shared_ptr<Connection>> Open(const Uri& uri, const ClientOptions& options) {
   const std::string address = uri.authority.empty() ? uri.path : uri.authority;
-  if (!options.traceparent.empty()) {
-    Result<TraceContext> trace = ParseTraceparent(options.traceparent, options.tracestate);
-    if (!trace.ok()) return trace.status().WithContext("ClientOptions::traceparent");
-    if (trace->tracestate != options.tracestate) {
-      return Status::Invalid(
-          "ClientOptions::tracestate is longer than 512 characters or not "
-          "printable ASCII");
-    }
-  }
+  FERRY_RETURN_NOT_OK(CheckClientTrace(options.traceparent, options.tracestate));
   Result<std::unique_ptr<Connection>> conn =
       transport::Connect(uri.scheme, address, ConnectOptionsFor(uri, options));
   if (!conn.ok()) {

@@ -172,15 +172,7 @@ Result<std::vector<ActionType>> ClientImpl::ListActions() {
 }  // namespace internal
 
 Result<std::unique_ptr<Client>> Client::Connect(const std::string& uri, ClientOptions options) {
-  if (!options.traceparent.empty()) {
-    Result<TraceContext> trace = ParseTraceparent(options.traceparent, options.tracestate);
-    if (!trace.ok()) return trace.status().WithContext("ClientOptions::traceparent");
-    if (trace->tracestate != options.tracestate) {
-      return Status::Invalid(
-          "ClientOptions::tracestate is longer than 512 characters or not "
-          "printable ASCII");
-    }
-  }
+  FERRY_RETURN_NOT_OK(CheckClientTrace(options.traceparent, options.tracestate));
   const size_t sep = uri.find("://");
   if (sep == std::string::npos) {
     return Status::Invalid("\"" + uri + "\" is not a Flight URI (grpc://HOST:PORT, " +

@@ -95,5 +95,16 @@ TEST(TraceContext, NoTraceHasNoChildAndNoHeader) {
   EXPECT_EQ(none.traceparent(), "");
 }
 
+// What a client is given to send: nothing, a sound traceparent with its tracestate, or an error
+// that names the option at fault.
+TEST(CheckClientTrace, NamesTheOptionAtFault) {
+  ASSERT_OK(CheckClientTrace("", ""));
+  ASSERT_OK(CheckClientTrace(kExample, "congo=t61rcWkgMzE"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ClientOptions::traceparent",
+                     CheckClientTrace("00-" + std::string(32, '0') + "-b7ad6b7169203331-01", ""));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "ClientOptions::tracestate",
+                     CheckClientTrace(kExample, std::string(600, 'a')));
+}
+
 }  // namespace
 }  // namespace ferry

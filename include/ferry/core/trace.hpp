@@ -40,6 +40,11 @@ struct FERRY_EXPORT TraceContext {
 FERRY_EXPORT Result<TraceContext> ParseTraceparent(std::string_view traceparent,
                                                    std::string_view tracestate = {});
 
+/// Check the trace a client was given to send (its options' `traceparent` and `tracestate`):
+/// OK when the traceparent is empty, or ParseTraceparent accepts it and keeps the tracestate
+/// whole; else kInvalid naming the option at fault. Cost: one parse.
+FERRY_EXPORT Status CheckClientTrace(std::string_view traceparent, std::string_view tracestate);
+
 /// 64 random bits as 16 lowercase hex digits, never all zero: a new span id.
 FERRY_EXPORT std::string NewSpanId();
 
