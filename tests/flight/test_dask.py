@@ -19,6 +19,7 @@ import ferry.flight  # noqa: E402
 
 dd = pytest.importorskip("dask.dataframe", reason="dask is not installed (scripts/setup.sh installs it)")
 distributed = pytest.importorskip("distributed", reason="distributed is not installed (scripts/setup.sh)")
+import dask  # noqa: E402
 import pandas as pd  # noqa: E402
 from dask.task_spec import DataNode, Task, TaskRef  # noqa: E402
 from distributed.diagnostics.plugin import SchedulerPlugin  # noqa: E402
@@ -38,12 +39,15 @@ HOSTS = ("127.0.0.1", "127.0.0.2")
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A scheduler and one single-threaded worker process on each of HOSTS."""
+    """A scheduler and one single-threaded worker process on each of HOSTS. Without work
+    stealing: a read placed on its server's host may otherwise be moved to an idle worker
+    elsewhere (its placement is soft, allow_other_workers), and the tests here check placement."""
     workers = {host: {"cls": distributed.Nanny, "options": {"host": host, "nthreads": 1}}
                for host in HOSTS}
     scheduler = {"cls": distributed.Scheduler,
                  "options": {"host": HOSTS[0], "dashboard_address": ":0"}}
-    with distributed.SpecCluster(workers=workers, scheduler=scheduler) as c:
+    with dask.config.set({"distributed.scheduler.work-stealing": False}), \
+            distributed.SpecCluster(workers=workers, scheduler=scheduler) as c:
         with distributed.Client(c) as client:
             client.wait_for_workers(len(HOSTS))
             yield client
