@@ -129,6 +129,12 @@ if ! .venv/bin/python -c "import prometheus_client" >/dev/null 2>&1; then
   echo "setup: installing prometheus-client into .venv"
   .venv/bin/python -m pip install -q prometheus-client
 fi
+# opentelemetry-sdk: OpenTelemetry's own Python SDK, whose spans' traceparent the trace tests send
+# to ferry's servers and then find in their JSON logs (tests/flight/test_traces*.py).
+if ! .venv/bin/python -c "import opentelemetry.sdk.trace" >/dev/null 2>&1; then
+  echo "setup: installing opentelemetry-sdk into .venv"
+  .venv/bin/python -m pip install -q opentelemetry-sdk
+fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU
 # tensors need no GPU.
