@@ -7,9 +7,7 @@ Needs `dask[dataframe]` (and `distributed` for locality); ferry itself does not 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
-import socket
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
@@ -17,10 +15,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ferry import flight
+from ferry._locality import endpoint_host, is_local_host  # noqa: F401 (ferry.dask's own names)
 
 __all__ = ["read_flight", "to_flight"]
-
-_LOCATION_SCHEMES = ("ucx", "grpc", "grpc+tls")
 
 
 @dataclass(frozen=True)
@@ -36,28 +33,6 @@ class EndpointPart:
     #: else the server `read_flight` asked), resolved to an IP address as Dask names workers.
     host: str
     index: int = field(default=0)
-
-
-def endpoint_host(locations, uri):
-    """The host of the server that holds an endpoint: that of its first ucx://, grpc:// or
-    grpc+tls:// location (a shm:// location names none), else that of `uri`, as an IP address
-    where it resolves."""
-    host = None
-    for location in locations:
-        parsed = urllib.parse.urlsplit(location)
-        if parsed.scheme in _LOCATION_SCHEMES and parsed.hostname:
-            host = parsed.hostname
-            break
-    if host is None:
-        host = urllib.parse.urlsplit(uri).hostname or "127.0.0.1"
-    try:
-        ipaddress.ip_address(host)
-        return host
-    except ValueError:
-        try:
-            return socket.gethostbyname(host)
-        except OSError:
-            return host
 
 
 _clients: dict[tuple[str, str | None], flight.Client] = {}
@@ -221,23 +196,6 @@ def read_flight(uri, path, token=None, *, columns=None, dtype_backend="pyarrow",
     if columns is not None:
         df = df[list(columns)]
     return df
-
-
-def is_local_host(host):
-    """Whether `host` (a name or an IP address) is an address of this machine: one a socket can
-    be bound to here."""
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_DGRAM)
-    except OSError:
-        return False
-    for family, _, _, _, address in infos:
-        try:
-            with socket.socket(family, socket.SOCK_DGRAM) as s:
-                s.bind((address[0], 0))
-            return True
-        except OSError:
-            continue
-    return False
 
 
 def _local_server(servers, default):
