@@ -3,8 +3,9 @@
 # (CMake compiles through it), patchelf (the GPU bundle's RPATHs), clang with libFuzzer and the
 # clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for the device suites)
 # (apt), and a Python virtual environment at .venv (kept in ~/.cache/ferry) with the test peers
-# (pip): pyarrow, and the peer libraries whose tests must run in CI (polars, DuckDB, nanoarrow,
-# arro3, torch), dask and distributed (ferry.dask; the oldest Dask it supports in .venv-dask-oldest),
+# (pip): pyarrow, and the peer libraries whose tests must run in CI (polars, DuckDB, DataFusion,
+# nanoarrow, arro3, torch), mypy (the stubs' check), dask and distributed (ferry.dask; the oldest
+# Dask it supports in .venv-dask-oldest),
 # and PyPI's UCX (the fault matrix).
 # Idempotent: it installs nothing when everything is present.
 set -euo pipefail
@@ -138,8 +139,19 @@ fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU
 # tensors need no GPU.
-PEERS=(polars duckdb nanoarrow arro3-core torch)
-if ! .venv/bin/python -c "import polars, duckdb, nanoarrow, arro3.core, torch" >/dev/null 2>&1; then
+# POLARS_RANGE: the Polars that ferry.polars supports (docs/polars.md): from 2.1, the release its
+# suite (tests/flight/test_polars.py) runs on, whose IO-plugin API hands a source the projection,
+# predicate, n_rows and batch_size, below the next major release. DataFusion reads ferry streams
+# in tests/flight/test_engines.py beside DuckDB.
+POLARS_RANGE=">=2.1,<3"
+PEERS=("polars$POLARS_RANGE" duckdb datafusion nanoarrow arro3-core torch)
+if ! .venv/bin/python -c "import polars, duckdb, datafusion, nanoarrow, arro3.core, torch
+assert (2, 1) <= tuple(int(p) for p in polars.__version__.split('.')[:2]) < (3, 0)" >/dev/null 2>&1; then
   echo "setup: installing the peer libraries ${PEERS[*]} into .venv"
   .venv/bin/python -m pip install -q "${PEERS[@]}"
+fi
+# mypy: its stubtest checks the hand-written stubs of ferry's Python modules (python/tests/test_typing.py).
+if ! .venv/bin/python -c "import mypy.stubtest" >/dev/null 2>&1; then
+  echo "setup: installing mypy into .venv"
+  .venv/bin/python -m pip install -q mypy
 fi
