@@ -69,8 +69,8 @@ def _frames(stream: Any, names: list[str] | None, predicate: Any, n_rows: int | 
 class FlightSource:
     """The IO source of `scan_flight`, which Polars calls with what it pushes down; an engine that
     holds a scan's function finds it as `scan_fn.io_source` (Polars' `IOSourceScanFunction`).
-    Holds the flight's FlightInfo (schema and endpoints) from when it was made; each call reads
-    its endpoints afresh. `endpoint_hosts()` and `restrict()` let a rank-aware engine read on each
+    Holds the flight's FlightInfo (schema and endpoints) from when it was made; each call asks for
+    the flight's endpoints again (their tickets expire) and reads them. `endpoint_hosts()` and `restrict()` let a rank-aware engine read on each
     rank the endpoints whose server is on that rank's host."""
 
     def __init__(self, uri: str, path: str, token: str | None = None, *, via: str = "auto",
@@ -133,7 +133,12 @@ class FlightSource:
             # Every endpoint: the client reads them `parallel` at once, each on its fastest plane.
             return self.client.do_get(self.path, via=self.via, parallel=self.parallel,
                                       columns=columns)
-        return _Chain([self.info.endpoints[i] for i in self.endpoints], self.client, self.via,
+        # Some endpoints: their tickets afresh (a ticket expires), by index into the flight's.
+        info = self.client.get_flight_info(self.path)
+        if len(info.endpoints) != len(self.info.endpoints):
+            raise RuntimeError(f"flight {self.path!r} on {self.uri} has {len(info.endpoints)} "
+                               f"endpoints now, {len(self.info.endpoints)} when scanned")
+        return _Chain([info.endpoints[i] for i in self.endpoints], self.client, self.via,
                       columns)
 
     def __call__(self, with_columns: list[str] | None, predicate: Any, n_rows: int | None,
