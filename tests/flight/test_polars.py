@@ -22,7 +22,7 @@ import ferry.dipc  # noqa: E402
 import ferry.flight  # noqa: E402
 import ferry.polars as fpl  # noqa: E402
 
-from flight_support import Serve  # noqa: E402
+from flight_support import Serve, mixed_table  # noqa: E402
 
 ENDPOINTS, BATCHES, ROWS = 3, 12, 4096  # rows per batch; 4 int64 columns: 128 KiB a batch
 COLUMNS = ("w", "x", "y", "z")
@@ -92,6 +92,23 @@ def test_scan_equals_pyarrow_and_learns_the_schema_without_a_read(served):
     assert stats["shm"]["clients"] - before["shm"]["clients"] == ENDPOINTS
     assert stats["grpc"]["do_gets"] == before["grpc"]["do_gets"]
     assert got.equals(pl.DataFrame(_oracle(s.uri)))
+
+
+def test_every_kind_of_column_equals_pyarrow():
+    """Strings, lists, structs, dictionaries, timestamps and nulls, over two endpoints of an
+    in-process server: the scan equals Polars' conversion of pyarrow.flight's read, and a
+    projection of nested columns with a predicate on one equals the same over that read."""
+    table = mixed_table(2000)
+    with ferry.flight.Server.start() as server:
+        server.add("m", [table.slice(0, 1000).to_batches(max_chunksize=300),
+                         table.slice(1000).to_batches(max_chunksize=300)], partitioned=True)
+        oracle = pl.DataFrame(_oracle(server.uri, "m"))
+        lf = fpl.scan_flight(server.uri, "m")
+        assert lf.collect_schema() == oracle.schema
+        assert lf.collect().equals(oracle)
+        query = [pl.col("s").is_null() | (pl.col("i") > 0), ["st", "l", "d"]]
+        assert lf.filter(query[0]).select(query[1]).collect().equals(
+            oracle.filter(query[0]).select(query[1]))
 
 
 @pytest.mark.parametrize("via", ["shm", "ucx"])
