@@ -125,7 +125,8 @@ def test_projection_moves_only_the_projected_columns(served, via):
     after = _stats(s.uri)[via]
     assert after["clients"] - before["clients"] == ENDPOINTS
     assert after["addresses_lent"] > before["addresses_lent"]
-    # All four columns: four times the bytes (z's validity bitmap besides).
+    # Then all four columns: four times x's bytes more (z's validity bitmap besides; the count
+    # goes on from the read above).
     source.lazy().collect()
     assert source.client.plane_bytes[via] >= 5 * ENDPOINTS * BATCHES * ROWS * 8
 
