@@ -304,7 +304,7 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   // block, so no two bodies share an address.
   FERRY_ASSIGN_OR_RAISE(int64_t block,
                         state_->allocator->Allocate(m.body_length + 1, state_->options.timeout,
-                                                    [this] { return dead_.load(); }));
+                                                    [this] { return dead_ || client_gone_; }));
   std::vector<BufferRef> pairs;
   pairs.reserve(m.buffers.size());
   std::vector<uint64_t> addresses;
@@ -403,6 +403,7 @@ void Session::TakeFrees() {
     std::lock_guard lock(mutex_);
     client_closed_ = true;
   }
+  client_gone_ = true;
   changed_.notify_all();
   // A client gone before the end leaves a sender waiting for room: end the session now.
   if (state_->allocator) state_->allocator->Wake();

@@ -140,8 +140,9 @@ class Session final {
   std::atomic<bool> failed_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool client_closed_ = false;  // the client closed (or went): nothing more comes from it
-  bool unresponsive_ = false;   // the client neither freed nor closed in time
+  bool client_closed_ = false;            // the client closed (or went): nothing more comes from it
+  std::atomic<bool> client_gone_{false};  // client_closed_, for waits that hold no mutex_
+  bool unresponsive_ = false;             // the client neither freed nor closed in time
   // Shared-region blocks lent to this client: block -> its distinct addresses not yet freed.
   std::map<int64_t, std::vector<uint64_t>> blocks_;
   std::map<uint64_t, int64_t> block_of_;  // address -> block

@@ -313,6 +313,32 @@ TEST_P(ServerClient, AClientThatNeverFreesMakesTheServerWaitThenFail) {
   EXPECT_EQ(server->stats().sessions_failed, 1);
 }
 
+// A client that hangs up while the server waits for room in a full region ends its session at
+// once: the wait is the server's backpressure on a reader, and a reader that is gone frees its
+// loans by leaving. The clock never moves, so only the hang-up can end the wait.
+TEST_P(ServerClient, AClientThatHangsUpEndsTheWaitForRoom) {
+  if (shape_.body != BodyType::kBufferList) GTEST_SKIP() << "packed bodies use no region";
+  if (shape_.transport != "shm") {
+    GTEST_SKIP() << "only shared memory lends bodies: UCX gets copy them and free at once";
+  }
+  auto clock = std::make_shared<ManualClock>();
+  ServerOptions options;
+  options.region_bytes = 64 << 10;
+  options.timeout = 30s;
+  options.clock = clock;
+  auto server = StartServer(options);
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(8, 4000));
+  server->Add("big", data.dataset);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "big"));
+  ASSERT_TRUE(clock->AwaitWaiters(shape_.split ? 2 : 1, 10s))
+      << "the server never filled the region";
+  EXPECT_GT(server->stats().bytes_in_flight, 0);
+  s.reset();
+  EXPECT_TRUE(server->AwaitIdle(5s)) << "the session still waits for room for a client that left";
+  EXPECT_EQ(server->stats().bytes_in_flight, 0);
+}
+
 TEST_P(ServerClient, AnUnknownTicketIsRefusedByName) {
   auto server = StartServer();
   ASSERT_TRUE(server);
