@@ -59,8 +59,16 @@ memview::MemoryView ViewOfObject(PyObject* object) {
 }
 
 int ManagedTensorFromPyObject(void* py_object, DLManagedTensorVersioned** out) {
-  return Guarded(
-      [&] { *out = Unwrap(memview::ToDLPack(ViewOfObject(static_cast<PyObject*>(py_object)))); });
+  return Guarded([&] {
+    nb::handle obj(static_cast<PyObject*>(py_object));
+    // The common case, a view with no event to order on, is exported without a copy of it.
+    if (nb::isinstance<PyMemoryView>(obj) &&
+        nb::inst_ptr<PyMemoryView>(obj)->view.sync_event == nullptr) {
+      *out = Unwrap(memview::ToDLPack(nb::inst_ptr<PyMemoryView>(obj)->view));
+      return;
+    }
+    *out = Unwrap(memview::ToDLPack(ViewOfObject(obj.ptr())));
+  });
 }
 
 // Fills `out` borrowing from the ferry.MemoryView: its shape vector, and element strides kept on
