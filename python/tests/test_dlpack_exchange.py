@@ -13,84 +13,9 @@ import ferry  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
-# -- The DLPack 1.3 structs, as the specification lays them out ------------------------------
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class DLManagedTensorVersioned(ctypes.Structure):
-    pass
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
-DLManagedTensorVersioned._fields_ = [
-    ("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
-    ("deleter", _DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
-_MT = ctypes.POINTER(DLManagedTensorVersioned)
-_SET_ERROR = ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
-
-
-class DLPackExchangeAPI(ctypes.Structure):
-    # PYFUNCTYPE: the calls keep the GIL, as the exchange API requires, and a Python error the
-    # callee sets is raised.
-    _fields_ = [
-        ("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.c_void_p),
-        ("managed_tensor_allocator",
-         ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.POINTER(_MT),
-                           ctypes.c_void_p, _SET_ERROR)),
-        ("managed_tensor_from_py_object_no_sync",
-         ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_MT))),
-        ("managed_tensor_to_py_object_no_sync",
-         ctypes.PYFUNCTYPE(ctypes.c_int, _MT, ctypes.POINTER(ctypes.py_object))),
-        ("dltensor_from_py_object_no_sync",
-         ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(DLTensor))),
-        ("current_work_stream",
-         ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32,
-                           ctypes.POINTER(ctypes.c_void_p))),
-    ]
-
-
-_capi = ctypes.pythonapi
-_capi.PyCapsule_GetName.argtypes = [ctypes.py_object]
-_capi.PyCapsule_GetName.restype = ctypes.c_char_p
-_capi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capi.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_capi.Py_DecRef.argtypes = [ctypes.py_object]
-
-kDLCPU, kDLCUDA = 1, 2
-kDLFloat, kDLFloat8_e4m3fn, kDLFloat4_e2m1fn = 2, 10, 17
-
-
-def table(tp):
-    capsule = tp.__dlpack_c_exchange_api__
-    assert _capi.PyCapsule_GetName(capsule) == b"dlpack_exchange_api"
-    return DLPackExchangeAPI.from_address(_capi.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api"))
-
-
-def take(slot):
-    """The object a C call wrote into a ctypes py_object slot, whose new reference ctypes does not
-    own: it is handed over to the returned object."""
-    obj = slot.value
-    _capi.Py_DecRef(obj)
-    return obj
-
-
-def export(api, obj):
-    out = _MT()
-    assert api.managed_tensor_from_py_object_no_sync(obj, ctypes.byref(out)) == 0
-    return out
+from dlpack_ctypes import (  # noqa: E402
+    MT, SET_ERROR, DLDataType, DLDevice, DLTensor, capi, export, kDLCPU, kDLCUDA, kDLFloat, table,
+    take)
 
 
 class OnlyExchange(torch.Tensor):
@@ -147,9 +72,9 @@ def test_ferry_table_errors_are_python_errors():
     with pytest.raises(TypeError, match="takes ferry.MemoryView or ferry.Array objects, not int"):
         export(api, 7)
     errors = []
-    set_error = _SET_ERROR(lambda ctx, kind, message: errors.append((kind, message)))
+    set_error = SET_ERROR(lambda ctx, kind, message: errors.append((kind, message)))
     proto = DLTensor(device=DLDevice(kDLCUDA, 0), ndim=0, dtype=DLDataType(kDLFloat, 32, 1))
-    out = _MT()
+    out = MT()
     assert api.managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None, set_error) == -1
     assert errors == [(b"BufferError", b"ferry allocates DLPack tensors on the CPU only")]
 
@@ -158,9 +83,9 @@ def test_allocator_and_to_py_object_make_ferry_views():
     api = table(ferry.MemoryView)
     shape = (ctypes.c_int64 * 2)(2, 3)
     proto = DLTensor(device=DLDevice(kDLCPU, 0), ndim=2, dtype=DLDataType(kDLFloat, 32, 1), shape=shape)
-    out = _MT()
+    out = MT()
     assert api.managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None,
-                                        _SET_ERROR(lambda *a: None)) == 0
+                                        SET_ERROR(lambda *a: None)) == 0
     obj = ctypes.py_object()
     assert api.managed_tensor_to_py_object_no_sync(out, ctypes.byref(obj)) == 0
     mv = take(obj)
@@ -256,7 +181,7 @@ def test_c_api_consumer_takes_torch_tensors():
                    ctypes.POINTER(fc.FerryErrorStruct)]
     t = torch.arange(6, dtype=torch.int16).reshape(2, 3)
     capsule = torch.Tensor.__dlpack_c_exchange_api__
-    api = _capi.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
+    api = capi.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
     view, error = fc.MemoryView(), fc.FerryErrorStruct()
     assert fn(api, t, ctypes.byref(view.c), ctypes.byref(error)) == 0, error.message
     assert view.data == t.data_ptr() and view.shape == (2, 3) and view.format == "s"
