@@ -1,7 +1,7 @@
 """CUDA interop from Python on a GPU (the stand-in driver under scripts/test.sh): DLPack's `stream`
 both ways, the CUDA Array Interface's `stream` both ways, device capsules and ferry's DLPack
-exchange table, each checked against
-an independent producer or consumer (cuda_raw: the raw driver through ctypes) and against pyarrow.
+exchange table, each checked against an independent producer or consumer (cuda_raw: the raw driver
+through ctypes) and against pyarrow.
 A gated stream holds the producer's work back, so a read that skips the protocol's wait sees the
 old bytes; the stand-in's counters show that no step makes the host wait."""
 import ctypes
