@@ -504,6 +504,8 @@ class Array:
 
     def __repr__(self) -> str: ...
 
+    __dlpack_c_exchange_api__: object
+
 def array(obj: object, requested_schema: object | None = None) -> Array:
     """
     Move in the array of any Arrow PyCapsule producer, trying __arrow_c_device_array__, __arrow_c_device_stream__, __arrow_c_array__ and __arrow_c_stream__ in that order (a stream must hold one array). No buffer is copied.
@@ -606,7 +608,9 @@ class MemoryView:
 
     @property
     def format(self) -> str:
-        """The item format as the struct module spells it."""
+        """
+        The item format as the struct module spells it; ferry's own braced name for low-precision floats, which the struct module has no code for ('{float8_e4m3fn}').
+        """
 
     @property
     def readonly(self) -> bool: ...
@@ -640,9 +644,16 @@ class MemoryView:
 
     def __dlpack_device__(self) -> tuple: ...
 
+    def export_to(self, tensor_type: object) -> object:
+        """
+        A new `tensor_type` object (torch.Tensor, say) sharing this view's memory, made by that type's DLPack C exchange API; on a device its current stream waits on the view.
+        """
+
     def __repr__(self) -> str: ...
+
+    __dlpack_c_exchange_api__: object
 
 def from_dlpack(obj: object) -> MemoryView:
     """
-    A MemoryView of any __dlpack__ producer (or a DLPack capsule), zero-copy.
+    A MemoryView of any DLPack producer (or a DLPack capsule), zero-copy: through the producer type's C exchange API (__dlpack_c_exchange_api__) when it has one, else __dlpack__.
     """

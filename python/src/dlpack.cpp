@@ -77,6 +77,7 @@ memview::MemoryView HostCopy(const memview::MemoryView& v) {
 
 memview::MemoryView ViewFromDLPack(nb::handle obj) {
   if (PyCapsule_CheckExact(obj.ptr())) return FromCapsule(obj);
+  if (std::optional<memview::MemoryView> fast = ViewFromExchange(obj)) return *std::move(fast);
   // DLPack: the consumer names the stream it will read on, and the producer makes its data ready
   // there. ferry reads on the GPU's internal stream; an event recorded on it after the call marks
   // the data ready, and becomes the view's sync event.

@@ -118,6 +118,16 @@ int64_t Extent(const MemoryView& v) {
   return extent;
 }
 
+// The struct-module format, or ferry's item format for low-precision floats, which have none.
+std::string FormatOf(const MemoryView& v) {
+  Result<std::string> pep3118 = memview::Pep3118FromItemDesc(v.item_desc);
+  if (pep3118.ok()) return *pep3118;
+  for (const memview::ItemComponent& c : v.item_desc.components) {
+    if (c.low_float != memview::LowFloat::kNone) return v.format;
+  }
+  return Unwrap(std::move(pep3118));
+}
+
 std::vector<int64_t> Strides(const MemoryView& v) {
   std::vector<int64_t> out;
   for (int64_t i = 0; i < v.ndim; ++i) out.push_back(v.stride(i));
@@ -181,8 +191,18 @@ int GetBuffer(PyObject* self, Py_buffer* view, int flags) {
     return fail("ferry.MemoryView: not Fortran-contiguous");
   if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c)
     return fail("ferry.MemoryView: strides are needed but not asked for");
+  // Low-precision floats have no struct-module code: without PyBUF_FORMAT their one-byte items
+  // are what the protocol then means, unsigned bytes; asked for a format, the export fails.
+  const bool low_float = !v.item_desc.components.empty() &&
+                         v.item_desc.components[0].low_float != memview::LowFloat::kNone;
+  if (low_float && (flags & PyBUF_FORMAT) == PyBUF_FORMAT) {
+    return fail("ferry.MemoryView: " +
+                memview::Pep3118FromItemDesc(v.item_desc).status().message());
+  }
   if (mv->pep3118.empty()) {
-    Result<std::string> format = memview::Pep3118FromItemDesc(v.item_desc);
+    Result<std::string> format = low_float && v.item_size == 1
+                                     ? Result<std::string>(std::string("B"))
+                                     : memview::Pep3118FromItemDesc(v.item_desc);
     if (!format.ok()) return fail("ferry.MemoryView: " + format.status().message());
     mv->pep3118 = *format;
     for (int64_t i = 0; i < v.ndim; ++i) {
@@ -284,7 +304,9 @@ nb::dict CudaArrayInterfaceOf(const PyMemoryView& mv) {
   return d;
 }
 
-PyMemoryView FromArray(const PyArray& a) {
+}  // namespace
+
+PyMemoryView ViewOfArrayObject(const PyArray& a) {
   auto owner = std::make_shared<memview::DeviceArrayOwner>();
   owner->schema = Unwrap(CopySchema(a.schema));
   owner->array = ExportDeviceArray(a);
@@ -293,8 +315,6 @@ PyMemoryView FromArray(const PyArray& a) {
   out.obj = nb::cast(a);
   return out;
 }
-
-}  // namespace
 
 void InitMemoryView(nb::module_& m) {
   nb::class_<PyMemoryView>(
@@ -307,7 +327,7 @@ void InitMemoryView(nb::module_& m) {
           [](PyMemoryView* self, nb::handle obj) { new (self) PyMemoryView(Make(obj)); },
           nb::arg("obj"))
       .def_static(
-          "from_array", &FromArray, nb::arg("array"),
+          "from_array", &ViewOfArrayObject, nb::arg("array"),
           "A read-only view of a fixed-width (1-d), fixed-size list (2-d) or fixed_shape_tensor "
           "(N-d) ferry.Array's values, on its device, sharing its buffers.")
       .def_prop_ro(
@@ -324,11 +344,9 @@ void InitMemoryView(nb::module_& m) {
       .def_prop_ro("ndim", [](const PyMemoryView& mv) { return mv.view.ndim; })
       .def_prop_ro("itemsize", [](const PyMemoryView& mv) { return mv.view.item_size; })
       .def_prop_ro(
-          "format",
-          [](const PyMemoryView& mv) {
-            return Unwrap(memview::Pep3118FromItemDesc(mv.view.item_desc));
-          },
-          "The item format as the struct module spells it.")
+          "format", [](const PyMemoryView& mv) { return FormatOf(mv.view); },
+          "The item format as the struct module spells it; ferry's own braced name for "
+          "low-precision floats, which the struct module has no code for ('{float8_e4m3fn}').")
       .def_prop_ro("readonly", [](const PyMemoryView& mv) { return mv.view.readonly; })
       .def_prop_ro(
           "device_type",
@@ -354,11 +372,13 @@ void InitMemoryView(nb::module_& m) {
            nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(),
            nb::arg("copy") = nb::none())
       .def("__dlpack_device__", &DLPackDevice)
+      .def("export_to", &ExportToType, nb::arg("tensor_type"),
+           "A new `tensor_type` object (torch.Tensor, say) sharing this view's memory, made by "
+           "that type's DLPack C exchange API; on a device its current stream waits on the view.")
       .def("__repr__", [](const PyMemoryView& mv) {
         std::string shape;
         for (int64_t s : mv.view.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(s);
-        return "<ferry.MemoryView format='" +
-               Unwrap(memview::Pep3118FromItemDesc(mv.view.item_desc)) + "' shape=(" + shape +
+        return "<ferry.MemoryView format='" + FormatOf(mv.view) + "' shape=(" + shape +
                ") device=" + DeviceTypeName(mv.view.device_type) +
                (mv.view.readonly ? " readonly" : "") + ">";
       });
@@ -371,7 +391,11 @@ void InitMemoryView(nb::module_& m) {
         out.obj = nb::borrow(obj);
         return out;
       },
-      nb::arg("obj"), "A MemoryView of any __dlpack__ producer (or a DLPack capsule), zero-copy.");
+      nb::arg("obj"),
+      "A MemoryView of any DLPack producer (or a DLPack capsule), zero-copy: through the "
+      "producer type's C exchange API (__dlpack_c_exchange_api__) when it has one, else "
+      "__dlpack__.");
+  InitDLPackExchange(nb::type<PyMemoryView>(), nb::type<PyArray>());
 }
 
 }  // namespace ferry::python

@@ -79,6 +79,8 @@ struct PyMemoryView {
   std::string pep3118;
   std::vector<Py_ssize_t> py_shape;
   std::vector<Py_ssize_t> py_strides;
+  // Element strides lent by the DLPack exchange API's borrowing export, filled on first use.
+  std::vector<int64_t> dl_strides;
 };
 
 }  // namespace ferry::python

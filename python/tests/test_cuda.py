@@ -1,8 +1,10 @@
 """CUDA interop from Python on a GPU (the stand-in driver under scripts/test.sh): DLPack's `stream`
-both ways, the CUDA Array Interface's `stream` both ways, and device capsules, each checked against
-an independent producer or consumer (cuda_raw: the raw driver through ctypes) and against pyarrow.
+both ways, the CUDA Array Interface's `stream` both ways, device capsules and ferry's DLPack
+exchange table, each checked against an independent producer or consumer (cuda_raw: the raw driver
+through ctypes) and against pyarrow.
 A gated stream holds the producer's work back, so a read that skips the protocol's wait sees the
 old bytes; the stand-in's counters show that no step makes the host wait."""
+import ctypes
 import gc
 import os
 import threading
@@ -16,6 +18,7 @@ pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (
 import ferry  # noqa: E402
 
 from cuda_raw import Driver, Gate, Producer  # noqa: E402
+from dlpack_ctypes import export, kDLCUDA, table  # noqa: E402
 
 OLD = bytes(16)
 NEW = Producer.values.tobytes()
@@ -226,3 +229,29 @@ def test_device_memory_refuses_the_buffer_protocol(gpu):
     with pytest.raises(BufferError, match="on CUDA"):
         memoryview(mv)
     assert mv.__dlpack_device__() == (2, 0)
+
+
+def test_dlpack_exchange_api_orders_reads_on_ferrys_stream(cu, streams):
+    """ferry's `__dlpack_c_exchange_api__` synchronizes nothing on the host: the stream its
+    current_work_stream names waits on the view's event, so a consumer launching there reads the
+    producer's bytes; ferry, as the consumer of the same table, keeps the order in the new view."""
+    producer_stream, other, _ = streams
+    api = table(ferry.MemoryView)
+    with Gate(cu, producer_stream) as gate:
+        mv = ferry.MemoryView(Producer(cu, producer_stream))
+        work = ctypes.c_void_p()
+        assert api.current_work_stream(kDLCUDA, 0, ctypes.byref(work)) == 0 and work.value
+        before = cu.counters() if cu.standin else None
+        t = export(api, mv)
+        again = ferry.from_dlpack(mv)  # through the same table
+        if before is not None:
+            no_host_wait(cu, before)
+        dl = t.contents.dl_tensor
+        assert (dl.data, dl.device.device_type) == (mv.ptr, kDLCUDA)
+        assert again.ptr == mv.ptr and again.device_type == ferry.DeviceType.CUDA
+        assert cu.read(mv.ptr, 16, other) == OLD  # control: a stream that waits on nothing
+        timer = open_later(gate)
+        assert cu.read(mv.ptr, 16, work.value) == NEW
+        timer.join()
+        t.contents.deleter(t)
+    assert cu.read(again.ptr, 16, again.__cuda_array_interface__.get("stream", other)) == NEW

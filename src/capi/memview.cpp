@@ -322,4 +322,29 @@ FerryErrorCode FerryMemoryViewFromDLPackLegacy(DLManagedTensor* tensor, FerryMem
   });
 }
 
+FerryErrorCode FerryMemoryViewFromDLPackExchange(const DLPackExchangeAPI* api, void* py_object,
+                                                 FerryMemoryView* out, FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (api == nullptr || out == nullptr || py_object == nullptr) {
+      return Status::Invalid("DLPack exchange: the API, the object and the output must be set");
+    }
+    if (api->header.version.major != DLPACK_MAJOR_VERSION) {
+      return Status::NotSupported("DLPack exchange: the producer's API is version " +
+                                  std::to_string(api->header.version.major) + "." +
+                                  std::to_string(api->header.version.minor) + ", not " +
+                                  std::to_string(DLPACK_MAJOR_VERSION) + ".x");
+    }
+    if (api->managed_tensor_from_py_object_no_sync == nullptr) {
+      return Status::Invalid("DLPack exchange: managed_tensor_from_py_object_no_sync is NULL");
+    }
+    DLManagedTensorVersioned* tensor = nullptr;
+    if (api->managed_tensor_from_py_object_no_sync(py_object, &tensor) != 0 || tensor == nullptr) {
+      return Status::Invalid(
+          "DLPack exchange: the producer could not export the object (its Python exception is "
+          "set)");
+    }
+    return HoldNew(ferry::memview::FromDLPack(tensor), out);
+  });
+}
+
 }  // extern "C"

@@ -233,6 +233,9 @@ Result<std::string> ArrowFormatOf(const MemoryView& view) {
   if (c.size > 1 && c.little_endian != (std::endian::native == std::endian::little)) {
     return Status::NotSupported("an Arrow array needs native byte order");
   }
+  if (c.low_float != LowFloat::kNone) {
+    return Status::NotSupported("Arrow has no " + std::string(LowFloatName(c.low_float)) + " type");
+  }
   const char kind = ItemKind(c.format);
   if (kind == 'f') return std::string(c.size == 4 ? "f" : "g");
   const bool is_signed = kind == 'i';

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <new>
+#include <string>
 
 namespace ferry::memview {
 
@@ -17,7 +18,38 @@ struct ExportContext {
   std::vector<int64_t> strides;
 };
 
-Status FillTensor(const MemoryView& view, ExportContext* ctx, DLTensor* t) {
+// DLPack's code for each low-precision float (LowFloat's order, kNone first).
+constexpr uint8_t kLowFloatCodes[] = {0,
+                                      kDLFloat8_e3m4,
+                                      kDLFloat8_e4m3,
+                                      kDLFloat8_e4m3b11fnuz,
+                                      kDLFloat8_e4m3fn,
+                                      kDLFloat8_e4m3fnuz,
+                                      kDLFloat8_e5m2,
+                                      kDLFloat8_e5m2fnuz,
+                                      kDLFloat8_e8m0fnu,
+                                      kDLFloat6_e2m3fn,
+                                      kDLFloat6_e3m2fn,
+                                      kDLFloat4_e2m1fn,
+                                      kDLFloat4_e2m1fn};
+
+// The dtype of a low-precision float member; fp6 and fp4 alone in a byte need the versioned
+// tensor's padded flag, which `flags` (NULL for the legacy struct) receives.
+Status LowFloatDtype(LowFloat type, DLDataType* dtype, uint64_t* flags) {
+  dtype->code = kLowFloatCodes[static_cast<size_t>(type)];
+  dtype->bits = static_cast<uint8_t>(LowFloatBits(type));
+  dtype->lanes = static_cast<uint16_t>(LowFloatValuesPerByte(type));
+  if (dtype->bits * dtype->lanes == 8) return Status::OK();
+  if (flags == nullptr) {
+    return Status::NotSupported("DLPack: the legacy DLManagedTensor cannot mark " +
+                                std::string(LowFloatName(type)) +
+                                " as padded (one value a byte); use the versioned tensor");
+  }
+  *flags |= DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED;
+  return Status::OK();
+}
+
+Status FillTensor(const MemoryView& view, ExportContext* ctx, DLTensor* t, uint64_t* flags) {
   const ItemDesc& desc = view.item_desc;
   if (desc.components.size() != 1 || desc.components[0].repeat != 1 ||
       desc.components[0].size != view.item_size) {
@@ -27,10 +59,14 @@ Status FillTensor(const MemoryView& view, ExportContext* ctx, DLTensor* t) {
   if (c.size > 1 && c.little_endian != kHostLittle) {
     return Status::NotSupported("DLPack: data must be in native byte order");
   }
-  const char kind = ItemKind(c.format);
-  t->dtype.code = kind == 'f' ? kDLFloat : kind == 'i' ? kDLInt : kDLUInt;
-  t->dtype.bits = static_cast<uint8_t>(c.size * 8);
-  t->dtype.lanes = 1;
+  if (c.low_float != LowFloat::kNone) {
+    FERRY_RETURN_NOT_OK(LowFloatDtype(c.low_float, &t->dtype, flags));
+  } else {
+    const char kind = ItemKind(c.format);
+    t->dtype.code = kind == 'f' ? kDLFloat : kind == 'i' ? kDLInt : kDLUInt;
+    t->dtype.bits = static_cast<uint8_t>(c.size * 8);
+    t->dtype.lanes = 1;
+  }
   ctx->shape = view.shape;
   ctx->strides.resize(static_cast<size_t>(view.ndim));
   for (int64_t d = 0; d < view.ndim; ++d) {
@@ -55,11 +91,53 @@ Status FillTensor(const MemoryView& view, ExportContext* ctx, DLTensor* t) {
   return Status::OK();
 }
 
-Result<MemoryView> ViewOfTensor(const DLTensor& t, bool readonly,
+// The item format of a low-precision float dtype (codes 7-17), or an error saying why it has none.
+Result<std::string> LowFloatFormat(const DLDataType& dtype, bool padded) {
+  LowFloat type = LowFloat::kNone;
+  for (size_t i = 1; i < sizeof(kLowFloatCodes); ++i) {
+    if (kLowFloatCodes[i] == dtype.code) {
+      type = static_cast<LowFloat>(i);
+      break;
+    }
+  }
+  const std::string name(LowFloatName(type));
+  if (dtype.bits != LowFloatBits(type)) {
+    return Status::Invalid("DLPack: " + name + " must have " + std::to_string(LowFloatBits(type)) +
+                           " bits, not " + std::to_string(dtype.bits));
+  }
+  if (dtype.bits == 8) {
+    if (dtype.lanes != 1) return Status::NotSupported("DLPack: vector lanes are not supported");
+    return "{" + name + "}";
+  }
+  if (type == LowFloat::kFloat4E2M1Fn && dtype.lanes == 2 && !padded) {
+    return std::string("{float4_e2m1fn_x2}");  // two packed values fill one byte
+  }
+  if (dtype.lanes != 1) {
+    return Status::NotSupported("DLPack: " + name + " with " + std::to_string(dtype.lanes) +
+                                " lanes has no item format (one lane padded, or fp4 with two "
+                                "packed lanes, have)");
+  }
+  if (!padded) {
+    return Status::NotSupported(
+        "DLPack: packed " + name +
+        " values do not fill whole bytes, and memory-view items do; "
+        "the producer's padded layout (DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED) or, for fp4, "
+        "two lanes a byte can be viewed");
+  }
+  return "{" + name + "}";
+}
+
+Result<MemoryView> ViewOfTensor(const DLTensor& t, bool readonly, bool padded,
                                 std::shared_ptr<const void> owner) {
   const char* format = nullptr;
-  if (t.dtype.lanes != 1) return Status::NotSupported("DLPack: vector lanes are not supported");
-  switch (t.dtype.code) {
+  std::string low_float;
+  if (t.dtype.code >= kDLFloat8_e3m4 && t.dtype.code <= kDLFloat4_e2m1fn) {
+    FERRY_ASSIGN_OR_RAISE(low_float, LowFloatFormat(t.dtype, padded));
+    format = low_float.c_str();
+  } else if (t.dtype.lanes != 1) {
+    return Status::NotSupported("DLPack: vector lanes are not supported");
+  }
+  switch (format != nullptr ? -1 : t.dtype.code) {
     case kDLInt:
       format = t.dtype.bits == 8    ? "c"
                : t.dtype.bits == 16 ? "s"
@@ -122,10 +200,10 @@ Result<DLManagedTensorVersioned*> ToDLPack(const MemoryView& view) {
   auto ctx = std::make_unique<ExportContext>();
   ctx->view = view;
   auto out = std::make_unique<DLManagedTensorVersioned>();
-  FERRY_RETURN_NOT_OK(FillTensor(ctx->view, ctx.get(), &out->dl_tensor));
+  out->flags = view.readonly ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+  FERRY_RETURN_NOT_OK(FillTensor(ctx->view, ctx.get(), &out->dl_tensor, &out->flags));
   out->version.major = DLPACK_MAJOR_VERSION;
   out->version.minor = DLPACK_MINOR_VERSION;
-  out->flags = view.readonly ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
   out->manager_ctx = ctx.release();
   out->deleter = [](DLManagedTensorVersioned* self) {
     delete static_cast<ExportContext*>(self->manager_ctx);
@@ -143,7 +221,7 @@ Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view) {
   auto ctx = std::make_unique<ExportContext>();
   ctx->view = view;
   auto out = std::make_unique<DLManagedTensor>();
-  FERRY_RETURN_NOT_OK(FillTensor(ctx->view, ctx.get(), &out->dl_tensor));
+  FERRY_RETURN_NOT_OK(FillTensor(ctx->view, ctx.get(), &out->dl_tensor, nullptr));
   out->manager_ctx = ctx.release();
   out->deleter = [](DLManagedTensor* self) {
     delete static_cast<ExportContext*>(self->manager_ctx);
@@ -165,7 +243,8 @@ Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor) {
                                 std::to_string(DLPACK_MAJOR_VERSION) + "); the tensor was deleted");
   }
   const bool readonly = (tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
-  return ViewOfTensor(tensor->dl_tensor, readonly, std::move(owner));
+  const bool padded = (tensor->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED) != 0;
+  return ViewOfTensor(tensor->dl_tensor, readonly, padded, std::move(owner));
 }
 
 Result<MemoryView> FromDLPackLegacy(DLManagedTensor* tensor) {
@@ -174,7 +253,7 @@ Result<MemoryView> FromDLPackLegacy(DLManagedTensor* tensor) {
     auto* t = static_cast<DLManagedTensor*>(const_cast<void*>(p));
     if (t->deleter != nullptr) t->deleter(t);
   });
-  return ViewOfTensor(tensor->dl_tensor, /*readonly=*/false, std::move(owner));
+  return ViewOfTensor(tensor->dl_tensor, /*readonly=*/false, /*padded=*/false, std::move(owner));
 }
 
 }  // namespace ferry::memview

@@ -96,8 +96,20 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
     skip_space();
     if (pos >= format.size()) break;
     const size_t token_at = pos;
+    LowFloat low_float = LowFloat::kNone;
+    if (format[pos] == kLowFloatLetter) {
+      const size_t close = format.find('}', pos);
+      if (close == std::string_view::npos) return Error(format, token_at, "unterminated '{'");
+      low_float = LowFloatFromName(format.substr(pos + 1, close - pos - 1));
+      if (low_float == LowFloat::kNone) {
+        return Error(format, token_at,
+                     "unknown type '" + std::string(format.substr(pos, close - pos + 1)) +
+                         "' (braces name a low-precision float such as {float8_e4m3fn})");
+      }
+      pos = close;
+    }
     const char c = format[pos++];
-    const Letter letter = LetterInfo(c);
+    const Letter letter = low_float == LowFloat::kNone ? LetterInfo(c) : Letter{1, 0, 0, 0, 0};
     if (letter.size == 0) {
       return Error(format, token_at, std::string("invalid type character '") + c + "'");
     }
@@ -142,7 +154,8 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
     if (!Mul(size, count, &bytes)) return Error(format, token_at, "item size overflows");
     if (c != 'x') {
       ItemComponent comp;
-      comp.format = c;
+      comp.format = low_float == LowFloat::kNone ? c : kLowFloatLetter;
+      comp.low_float = low_float;
       comp.native_size = native;
       comp.little_endian = order == 0 ? kHostLittle : order == 1;
       comp.offset = offset;
@@ -202,6 +215,7 @@ T LoadOrdered(const uint8_t* p, bool little) {
 }
 
 ItemScalar DecodeOne(const ItemComponent& c, const uint8_t* p) {
+  if (c.low_float != LowFloat::kNone) return DecodeLowFloat(c.low_float, *p);
   const bool le = c.little_endian;
   switch (c.format) {
     case 'c':
@@ -243,13 +257,22 @@ ItemScalar DecodeOne(const ItemComponent& c, const uint8_t* p) {
 
 ItemValue DecodeItem(const ItemDesc& desc, const uint8_t* item) {
   if (desc.components.empty()) return std::monostate{};
-  if (desc.components.size() == 1 && desc.components[0].repeat == 1) {
-    return DecodeOne(desc.components[0], item + desc.components[0].offset);
+  const ItemComponent& first = desc.components[0];
+  if (desc.components.size() == 1 && first.repeat == 1 &&
+      LowFloatValuesPerByte(first.low_float) == 1) {
+    return DecodeOne(first, item + first.offset);
   }
   std::vector<ItemScalar> out;
   for (const ItemComponent& c : desc.components) {
-    for (int64_t r = 0; r < c.repeat; ++r)
-      out.push_back(DecodeOne(c, item + c.offset + r * c.size));
+    for (int64_t r = 0; r < c.repeat; ++r) {
+      const uint8_t* at = item + c.offset + r * c.size;
+      if (c.low_float == LowFloat::kFloat4E2M1FnX2) {  // two values, the low nibble first
+        out.push_back(DecodeLowFloat(c.low_float, *at));
+        out.push_back(DecodeLowFloat(c.low_float, static_cast<uint8_t>(*at >> 4)));
+        continue;
+      }
+      out.push_back(DecodeOne(c, at));
+    }
   }
   return out;
 }

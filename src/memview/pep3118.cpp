@@ -226,6 +226,11 @@ Result<std::string> Pep3118FromItemDesc(const ItemDesc& desc) {
   int64_t offset = 0;
   for (const ItemComponent& c : desc.components) {
     if (c.offset > offset) out += std::to_string(c.offset - offset) + "x";
+    if (c.low_float != LowFloat::kNone) {
+      return Status::NotSupported("PEP 3118 has no code for " +
+                                  std::string(LowFloatName(c.low_float)) +
+                                  " (exported without a format, its items read as bytes)");
+    }
     const char kind = ItemKind(c.format);
     char letter = 0;
     if (kind == 'f') {
@@ -265,6 +270,10 @@ Result<std::string> NumpyTypestrFromItemDesc(const ItemDesc& desc) {
                                 std::to_string(desc.components.size()) + " members");
   }
   const ItemComponent& c = desc.components[0];
+  if (c.low_float != LowFloat::kNone) {
+    return Status::NotSupported("a NumPy typestr has no code for " +
+                                std::string(LowFloatName(c.low_float)));
+  }
   if (c.repeat != 1) {
     if (c.format == 'C') return "|V" + std::to_string(c.repeat);
     return Status::NotSupported("a repeated member has no NumPy typestr");

@@ -35,6 +35,7 @@ struct ArrowArray {
 };
 #endif
 
+#include "dlpack_layout_check.h"
 #include "ferry/abi/arrow_c_abi.h"
 #include "layout_check.h"
 

@@ -1,6 +1,7 @@
 // Pins the Arrow C ABI layouts from C++ and checks the Unique<T> owners' move/release contract.
 #include <gtest/gtest.h>
 
+#include "dlpack_layout_check.h"
 #include "ferry/abi/unique.hpp"
 #include "layout_check.h"
 

@@ -10,17 +10,20 @@
 namespace ferry::memview {
 
 /// Export `view` as a versioned DLPack tensor that owns a copy of the view (so `view.owner`
-/// stays alive until the consumer calls the deleter). Read-only views set READ_ONLY. Fails for
-/// items that are not one native-order scalar, and for byte strides that are not a multiple of
-/// the item size (DLPack strides count elements).
+/// stays alive until the consumer calls the deleter). Read-only views set READ_ONLY, fp6 and fp4
+/// items alone in a byte IS_SUBBYTE_TYPE_PADDED. Fails for items that are not one native-order
+/// scalar, and for byte strides that are not a multiple of the item size (DLPack strides count
+/// elements).
 FERRY_EXPORT Result<DLManagedTensorVersioned*> ToDLPack(const MemoryView& view);
-/// The same through the legacy struct, which cannot say read-only: read-only views are refused.
+/// The same through the legacy struct, which has no flags: read-only views and padded fp6/fp4
+/// items are refused.
 FERRY_EXPORT Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view);
 
 /// Take ownership of a versioned DLPack tensor: the returned view's owner calls its deleter when
 /// the last copy of the view goes. On a major-version mismatch only the deleter is called and an
-/// error is returned. bool (kDLBool, 8 bits) becomes an unsigned byte; lanes other than 1,
-/// complex, bfloat16 and opaque handles are refused (the tensor is still deleted).
+/// error is returned. bool (kDLBool, 8 bits) becomes an unsigned byte; the fp8 codes, padded
+/// fp6/fp4 and two-lane fp4 become low-precision float items (low_float.hpp); other lanes, packed
+/// fp6/fp4, complex, bfloat16 and opaque handles are refused (the tensor is still deleted).
 FERRY_EXPORT Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor);
 /// The same for the legacy struct (taken as writable, as the legacy protocol implies).
 FERRY_EXPORT Result<MemoryView> FromDLPackLegacy(DLManagedTensor* tensor);

@@ -8,13 +8,16 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
+#include "ferry/memview/low_float.hpp"
 
 namespace ferry::memview {
 
 /// One member of an item: a run of `repeat` values of the type `format` names, `size` bytes
-/// each, starting `offset` bytes into the item.
+/// each, starting `offset` bytes into the item. Low-precision floats have `format`
+/// kLowFloatLetter and name their type in `low_float`.
 struct FERRY_EXPORT ItemComponent {
   char format = 0;
+  LowFloat low_float = LowFloat::kNone;
   bool native_size = false;    ///< `!` or `_` was given
   bool little_endian = false;  ///< byte order of the stored values
   int64_t offset = 0;
@@ -33,8 +36,10 @@ struct FERRY_EXPORT ItemDesc {
 /// Parse a pack template: `x c C s S n v i I l L N V f e g q Q d E G j J`; after
 /// `s S i I l L q Q j J` the modifiers `!`/`_` (native size) and one of `<`/`>` (byte order); a
 /// decimal count after each token (`c3`); whitespace between tokens; a leading `|` for C
-/// alignment. `l` is 4 bytes and `l!` the native long. Errors name the byte offset of the bad
-/// token and why. An empty format is an item of 0 bytes.
+/// alignment. `l` is 4 bytes and `l!` the native long. ferry adds the low-precision floats, one
+/// byte each, by name in braces (`{float8_e4m3fn}`, `{float4_e2m1fn_x2}4`; see low_float.hpp),
+/// which Ruby's pack does not know. Errors name the byte offset of the bad token and why. An empty
+/// format is an item of 0 bytes.
 FERRY_EXPORT Result<ItemDesc> ParseItemFormat(std::string_view format);
 
 /// The kind of values a format letter stores: 'i' signed integer (`c s i l q j`), 'u' unsigned
@@ -48,7 +53,8 @@ using ItemScalar = std::variant<int64_t, uint64_t, double>;
 using ItemValue = std::variant<std::monostate, ItemScalar, std::vector<ItemScalar>>;
 
 /// Decode the item at `item` (which must hold `desc.item_size` readable bytes). Values stored in
-/// the other byte order are swapped first.
+/// the other byte order are swapped first; low-precision floats become doubles (both values of a
+/// float4_e2m1fn_x2 byte, low nibble first).
 FERRY_EXPORT ItemValue DecodeItem(const ItemDesc& desc, const uint8_t* item);
 
 }  // namespace ferry::memview
