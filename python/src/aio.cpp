@@ -13,7 +13,6 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -22,8 +21,8 @@
 #include <vector>
 
 #include "aio_queue.hpp"
+#include "aio_stream.hpp"
 #include "capsule.hpp"
-#include "ferry/core/keep_alive.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/uri.hpp"
@@ -60,96 +59,6 @@ void Start(const PyCompletions& q, uint64_t id, Work work, Make make) {
   });
 }
 
-/// One stream read from the pool. A read in flight owns `stream` until it returns: close()
-/// meanwhile only marks it, and the worker releases the stream once its read is over.
-struct StreamState {
-  std::mutex mu;
-  UniqueDeviceArrayStream stream;
-  UniqueSchema schema;
-  std::string location;
-  bool busy = false;
-  bool closing = false;
-};
-
-/// Release `stream` on the pool: releasing a session may wait on its peer or join readers.
-void ReleaseOnPool(UniqueDeviceArrayStream stream) {
-  if (!stream.valid()) return;
-  auto held = std::make_shared<UniqueDeviceArrayStream>(std::move(stream));
-  aio::Submit([held] { held->reset(); });
-}
-
-/// `array` as a copy-free mirror whose release hands the original's release to the pool: the
-/// last batch of a shared-memory session ends the session when released (unmapping the region
-/// it read from takes tens of ms for a GiB), and Python drops batches on the loop's thread.
-UniqueDeviceArray ReleasedOnPool(UniqueDeviceArray array) {
-  auto* original = new UniqueDeviceArray(std::move(array));
-  std::shared_ptr<const void> keep(original, [](const void* p) {
-    auto* a = static_cast<UniqueDeviceArray*>(const_cast<void*>(p));
-    aio::Submit([a] { delete a; });
-  });
-  UniqueDeviceArray out;
-  ArrowDeviceArray* raw = out.get();
-  KeepAlive(keep).Mirror(original->get()->array, &raw->array);
-  raw->device_type = original->get()->device_type;
-  raw->device_id = original->get()->device_id;
-  raw->sync_event = original->get()->sync_event;  // the original's, alive as long as the mirror
-  return out;
-}
-
-/// ferry._ferry._aio.Stream: a stream whose reads run on the pool. Closing it (or dropping it)
-/// releases the stream, at once or when the read in flight returns.
-struct PyAioStream {
-  std::shared_ptr<StreamState> state;
-
-  PyAioStream() = default;
-  PyAioStream(PyAioStream&&) = default;
-  PyAioStream& operator=(PyAioStream&&) = default;
-  ~PyAioStream() { Close(); }
-
-  void Close() {
-    if (!state) return;
-    UniqueDeviceArrayStream idle;
-    {
-      std::lock_guard<std::mutex> lock(state->mu);
-      state->closing = true;
-      if (!state->busy) idle = std::move(state->stream);
-    }
-    ReleaseOnPool(std::move(idle));
-  }
-
-  void ReadNext(uint64_t id, const PyCompletions& q) {
-    std::shared_ptr<StreamState> s = state;
-    {
-      std::lock_guard<std::mutex> lock(s->mu);
-      if (s->closing || !s->stream.valid()) {
-        Raise(PyExc_ValueError, "read_next: the stream was already consumed or closed");
-      }
-      if (s->busy) Raise(PyExc_RuntimeError, "read_next: a read of this stream is in flight");
-      s->busy = true;
-    }
-    Start(
-        q, id,
-        [s]() -> Result<std::shared_ptr<UniqueDeviceArray>> {
-          auto next = std::make_shared<UniqueDeviceArray>();
-          const Status st = StreamGetNext(s->stream.get(), next->get());
-          UniqueDeviceArrayStream done;  // released below, without the lock Close takes
-          {
-            std::lock_guard<std::mutex> lock(s->mu);
-            s->busy = false;
-            if (s->closing || !st.ok() || !next->valid()) done = std::move(s->stream);
-          }
-          done.reset();
-          if (!st.ok()) return st.WithContext("stream");
-          if (next->valid()) *next = ReleasedOnPool(std::move(*next));
-          return next;
-        },
-        [s](std::shared_ptr<UniqueDeviceArray> next) -> nb::object {
-          if (!next->valid()) return nb::none();
-          return nb::cast(MakeArray(Unwrap(CopySchema(s->schema.get())), std::move(*next)));
-        });
-  }
-};
-
 /// What a job that opens a stream hands back: the stream with its schema read.
 struct Opened {
   UniqueDeviceArrayStream stream;
@@ -166,16 +75,8 @@ Result<std::shared_ptr<Opened>> OpenedOf(Result<UniqueDeviceArrayStream> stream,
 }
 
 nb::object StreamObject(std::shared_ptr<Opened> opened) {
-  PyAioStream out;
-  out.state = std::make_shared<StreamState>();
-  const Status st = StreamGetSchema(opened->stream.get(), out.state->schema.get());
-  if (!st.ok()) {
-    ReleaseOnPool(std::move(opened->stream));
-    RaiseStatus(st.WithContext("stream"));
-  }
-  out.state->stream = std::move(opened->stream);
-  out.state->location = std::move(opened->location);
-  return nb::cast(std::move(out));
+  return nb::cast(
+      Unwrap(aio::Stream::Open(std::move(opened->stream), std::move(opened->location))));
 }
 
 /// ferry._ferry._aio.FlightClient: a flight::Client whose calls run on the pool, posting to the
@@ -399,18 +300,22 @@ void InitAio(nb::module_& parent) {
           },
           "The finished jobs, as (id, ok, result or exception) tuples, oldest first.");
 
-  nb::class_<PyAioStream>(m, "Stream", "A stream whose reads run on the worker pool.")
+  nb::class_<aio::Stream>(m, "Stream",
+                          "A stream read on the worker pool, one batch ahead of its reader.")
       .def_prop_ro("schema",
-                   [](const PyAioStream& s) {
+                   [](const aio::Stream& s) {
                      auto holder = std::make_shared<SchemaHolder>();
-                     holder->schema = Unwrap(CopySchema(s.state->schema.get()));
+                     holder->schema = s.Schema();
                      const ArrowSchema* raw = holder->schema.get();
                      return PySchema{std::move(holder), raw};
                    })
-      .def_prop_ro("location", [](const PyAioStream& s) { return s.state->location; })
-      .def("read_next", &PyAioStream::ReadNext, nb::arg("id"), nb::arg("queue"),
-           "Read the next batch on the pool; posts an Array, or None at the end.")
-      .def("close", &PyAioStream::Close,
+      .def_prop_ro("location", &aio::Stream::location)
+      .def(
+          "read_next",
+          [](aio::Stream& s, uint64_t id, const PyCompletions& q) { s.ReadNext(id, q.queue); },
+          nb::arg("id"), nb::arg("queue"),
+          "Post the next batch (an Array; None at the end) as job `id` of `queue`.")
+      .def("close", &aio::Stream::Close,
            "Release the stream (on the pool; after the read in flight, if any).");
 
   nb::class_<PyAioFlightClient>(m, "FlightClient", "A Flight client whose calls run on the pool.")

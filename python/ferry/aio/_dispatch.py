@@ -70,8 +70,8 @@ def _discard(value):
 
 
 class AsyncStream:
-    """A stream of record batches (ferry.Array) read with `async for`, one batch read ahead on
-    the worker pool. Cancelling the task that awaits a batch, aclose(), leaving `async with` or
+    """A stream of record batches (ferry.Array) read with `async for`; the worker pool reads one
+    batch ahead. Cancelling the task that awaits a batch, aclose(), leaving `async with` or
     dropping the stream closes it, which ends the server's session and frees what it lent."""
 
     def __init__(self, dispatcher, opening, owns_dispatcher):
@@ -79,7 +79,6 @@ class AsyncStream:
         self._opening = opening
         self._owns = owns_dispatcher
         self._stream = None
-        self._ahead = None
         self._done = False
 
     @property
@@ -104,9 +103,6 @@ class AsyncStream:
                 raise
         return self
 
-    def _read(self):
-        return self._dispatcher.submit(self._stream.read_next, self._dispatcher.queue)
-
     def __aiter__(self):
         return self
 
@@ -115,16 +111,13 @@ class AsyncStream:
             raise StopAsyncIteration
         await self.open()
         try:
-            batch = await (self._ahead if self._ahead is not None else self._read())
+            batch = await self._dispatcher.submit(self._stream.read_next, self._dispatcher.queue)
         except BaseException:  # cancelled, or the read failed: the stream is over
-            self._ahead = None
             self._finish()
             raise
-        self._ahead = None
         if batch is None:
             self._finish()
             raise StopAsyncIteration
-        self._ahead = self._read()
         return batch
 
     async def read_all(self):
@@ -135,9 +128,6 @@ class AsyncStream:
         if self._done:
             return
         self._done = True
-        if self._ahead is not None:
-            self._ahead.cancel()
-            self._ahead = None
         if self._stream is not None:
             self._stream.close()
         elif not self._opening.done():
