@@ -20,8 +20,10 @@ class Pool {
     std::lock_guard<std::mutex> lock(mu_);
     if (workers < 1 || workers > 64) return Status::Invalid("workers must be 1 to 64");
     if (!threads_.empty()) {
-      return Status::FailedPrecondition("ferry.aio: the worker pool already runs " +
-                                        std::to_string(threads_.size()) + " threads");
+      return Status::FailedPrecondition(
+          "ferry.aio: set_workers comes before the first call; the worker pool already runs, "
+          "with " +
+          std::to_string(threads_.size()) + " worker(s)");
     }
     workers_ = workers;
     return Status::OK();
