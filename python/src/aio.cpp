@@ -386,6 +386,20 @@ void InitAio(nb::module_& parent) {
                 });
           },
           nb::arg("id"), nb::arg("type"), nb::arg("body"))
+      .def(
+          "list_actions",
+          [](PyAioFlightClient& c, uint64_t id) {
+            Start(
+                c.q, id, [client = c.client] { return client->ListActions(); },
+                [](std::vector<flight::ActionType> types) {
+                  nb::list out;
+                  for (const flight::ActionType& t : types) {
+                    out.append(nb::make_tuple(t.type, t.description));
+                  }
+                  return nb::object(out);
+                });
+          },
+          nb::arg("id"))
       .def_prop_ro("uri", [](const PyAioFlightClient& c) { return c.client->uri(); })
       .def_prop_ro("plane_bytes", [](const PyAioFlightClient& c) {
         const flight::PlaneBytes b = c.client->plane_bytes();

@@ -1,9 +1,11 @@
 // The worker pool and the eventfd completion queues of ferry.aio.
 #include "aio_queue.hpp"
 
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
@@ -69,9 +71,23 @@ class Pool {
   int workers_ = 1;
 };
 
+/// The pool, made on first use. A forked child has none of its threads (and its lock may have
+/// been held at the fork): the child starts a fresh pool on its first call, leaking the copy.
+std::atomic<Pool*> the_pool{nullptr};
+
+void ForgetPoolInChild() { the_pool.store(nullptr); }
+
 Pool& ThePool() {
-  static Pool* pool = new Pool();  // never destroyed: see Pool
-  return *pool;
+  Pool* pool = the_pool.load();
+  if (pool != nullptr) return *pool;
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, &ForgetPoolInChild); });
+  auto* fresh = new Pool();  // never destroyed: see Pool
+  if (!the_pool.compare_exchange_strong(pool, fresh)) {
+    delete fresh;  // another thread made it first
+    return *pool;
+  }
+  return *fresh;
 }
 
 }  // namespace

@@ -52,6 +52,9 @@ class TableServer(fl.FlightServerBase):
     def do_put(self, context, descriptor, reader, writer):
         self.tables[descriptor.path[0].decode()] = reader.read_all()
 
+    def list_actions(self, context):
+        return [("echo", "returns its body reversed")]
+
     def do_action(self, context, action):
         yield fl.Result(action.body.to_pybytes()[::-1])
 
@@ -93,6 +96,7 @@ def test_flight_calls_against_pyarrow_server(pyarrow_server):
             assert as_table(by_ticket) == want.select(["s"])
             await client.do_put("up", want.slice(100, 50))
             assert await client.do_action("echo", b"abc") == [b"cba"]
+            assert await client.list_actions() == [("echo", "returns its body reversed")]
             with pytest.raises(ferry.Error, match="no table missing"):
                 await client.get_flight_info("missing")
             with pytest.raises(ValueError, match="via must be"):
@@ -350,3 +354,31 @@ def test_the_loop_keeps_its_period_while_a_gib_moves(flight_process):
     # processes on a loaded 2-core VM alone make it up to tens of ms late (the wall-clock
     # figures, quiet and loaded: docs/python.md).
     assert got["max_held_ms"] <= 5.0, got
+
+
+FORK = """
+import asyncio, json, os, sys, time
+import pyarrow as pa
+import ferry.aio, ferry.dipc
+
+async def rows(uri):
+    return sum([len(b) async for b in ferry.aio.dipc.connect(uri, "d")])
+
+with ferry.dipc.Server.start("shm") as server:
+    server.add("d", [pa.record_batch({"x": pa.array(range(1000))})] * 3)
+    before = asyncio.run(rows(server.uri))  # the pool runs now
+    pid = os.fork()
+    if pid == 0:  # the child has none of the pool's threads: it must start its own
+        os._exit(0 if asyncio.run(asyncio.wait_for(rows(server.uri), 20)) == 3000 else 1)
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, 9)
+    print(json.dumps({"before": before, "child": os.waitstatus_to_exitcode(done[1])
+                      if done[0] else "hung"}))
+"""
+
+
+def test_a_forked_child_starts_its_own_pool():
+    assert child(FORK) == {"before": 3000, "child": 0}

@@ -57,6 +57,10 @@ class Client:
         """DoAction: the result bodies (a list of bytes)."""
         return await self._dispatcher.submit(self._client.do_action, type, body)
 
+    async def list_actions(self):
+        """The server's actions as (type, description) pairs."""
+        return await self._dispatcher.submit(self._client.list_actions)
+
     async def close(self):
         """Cancel the calls in flight and stop watching the client's eventfd (idempotent). The
         connection closes once no stream of it remains."""
