@@ -143,7 +143,6 @@ def many_batches(count, rows=65536):
 def test_cancel_frees_the_dipc_loans():
     with ferry.dipc.Server.start("shm", region_bytes=64 << 20) as server:
         server.add("d", many_batches(200))
-        started = asyncio.Event
 
         async def reader(started):
             async for _ in ferry.aio.dipc.connect(server.uri, "d"):
@@ -169,7 +168,6 @@ def test_cancel_frees_the_dipc_loans():
             assert server.stats.batches_sent < 200  # the read stopped early
 
         asyncio.run(main())
-        del started
 
 
 def test_cancel_closes_the_flight_session():
@@ -227,17 +225,26 @@ sys.stdin.read()
 BATCH_BYTES, BATCHES = 64 << 20, 16
 
 
-@pytest.fixture(scope="module")
-def flight_process():
-    """A ferry Flight server in its own process serving the 1 GiB flight "t" from its shared
-    region (one 64 MiB batch, 16 times, copied there once)."""
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(BATCH_BYTES), str(BATCHES)],
+def serve(batch_bytes, batches):
+    """A ferry Flight server in its own process serving flight "t": one batch of strings of
+    `batch_bytes`, `batches` times, copied once into its shared region. Yields its URI."""
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(batch_bytes), str(batches)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         yield proc.stdout.readline().strip()
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
+
+
+@pytest.fixture
+def gib_flight():
+    yield from serve(BATCH_BYTES, BATCHES)
+
+
+@pytest.fixture
+def small_flight():
+    yield from serve(64 << 10, 1)
 
 
 THREADS = """
@@ -269,9 +276,9 @@ print(json.dumps(asyncio.run(main())))
 """
 
 
-def test_a_thousand_calls_on_at_most_ten_threads(flight_process):
-    got = child(THREADS, flight_process)
-    assert got["records"] == [BATCH_BYTES * BATCHES // 64]
+def test_a_thousand_calls_on_at_most_ten_threads(small_flight):
+    got = child(THREADS, small_flight)
+    assert got["records"] == [(64 << 10) // 64]
     # The main thread, ferry.aio's one worker and the gRPC channel's own threads (7 or 8 on a
     # 2-core host): 9, sometimes 10.
     assert got["most"] <= 10, got
@@ -343,8 +350,8 @@ asyncio.run(main())
 """
 
 
-def test_the_loop_keeps_its_period_while_a_gib_moves(flight_process):
-    got = child(TICKER, flight_process, "1.0")
+def test_the_loop_keeps_its_period_while_a_gib_moves(gib_flight):
+    got = child(TICKER, gib_flight, "1.0")
     assert got["rows"] * 64 == BATCH_BYTES * BATCHES
     # The read lasted long enough to measure, and a read that held the loop would have shown.
     assert got["ticks"] >= 20, got
