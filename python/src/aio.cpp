@@ -59,7 +59,7 @@ void Start(const PyCompletions& q, uint64_t id, Work work, Make make) {
   });
 }
 
-/// What a job that opens a stream hands back: the stream with its schema read.
+/// What a job that opens a stream hands back: the stream and where it reads from.
 struct Opened {
   UniqueDeviceArrayStream stream;
   std::string location;
@@ -294,6 +294,8 @@ void InitAio(nb::module_& parent) {
                 out.append(nb::make_tuple(id, true, make()));
               } catch (nb::python_error& e) {
                 out.append(nb::make_tuple(id, false, nb::borrow(e.value())));
+              } catch (const std::exception& e) {  // each job gets its answer, whatever failed
+                out.append(nb::make_tuple(id, false, nb::handle(PyExc_RuntimeError)(e.what())));
               }
             }
             return out;

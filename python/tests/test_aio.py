@@ -94,6 +94,10 @@ def test_flight_calls_against_pyarrow_server(pyarrow_server):
             assert as_table(got) == want
             by_ticket = await client.do_get(b"t", columns=[1]).read_all()
             assert as_table(by_ticket) == want.select(["s"])
+            by_name = await client.do_get("t", columns=["s"]).read_all()
+            assert as_table(by_name) == want.select(["s"])
+            with pytest.raises(ferry.InvalidArgumentError, match="nope"):
+                await client.do_get("t", columns=["nope"]).open()
             await client.do_put("up", want.slice(100, 50))
             assert await client.do_action("echo", b"abc") == [b"cba"]
             assert await client.list_actions() == [("echo", "returns its body reversed")]

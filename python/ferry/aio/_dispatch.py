@@ -132,6 +132,9 @@ class AsyncStream:
             self._stream.close()
         elif not self._opening.done():
             self._opening.cancel()  # its stream is closed when it arrives
+        # A failed open's exception refers back here through its traceback: without the future
+        # that holds it, no cycle keeps the client (and its connection) alive until collected.
+        self._opening = None
         if self._owns:
             self._dispatcher.close()
 
