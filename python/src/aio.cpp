@@ -317,6 +317,14 @@ void InitAio(nb::module_& parent) {
           [](aio::Stream& s, uint64_t id, const PyCompletions& q) { s.ReadNext(id, q.queue); },
           nb::arg("id"), nb::arg("queue"),
           "Post the next batch (an Array; None at the end) as job `id` of `queue`.")
+      .def(
+          "take_ready",
+          [](aio::Stream& s) {
+            std::optional<nb::object> got = s.TakeReady();
+            return got ? nb::make_tuple(true, *got) : nb::make_tuple(false, nb::none());
+          },
+          "(True, the batch read ahead: an Array, None at the end) when one is ready, else "
+          "(False, None).")
       .def("close", &aio::Stream::Close,
            "Release the stream (on the pool; after the read in flight, if any).");
 

@@ -127,6 +127,24 @@ void Stream::ReadNext(uint64_t id, const std::shared_ptr<Completions>& queue) {
   if (now) queue->Post(id, BatchMaker(s, std::move(*now)));
 }
 
+std::optional<nb::object> Stream::TakeReady() {
+  const std::shared_ptr<StreamState>& s = state_;
+  std::optional<Read> now;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->closing) Raise(PyExc_ValueError, "take_ready: the stream is closed");
+    if (s->waiting) Raise(PyExc_RuntimeError, "take_ready: another read of this stream waits");
+    if (s->ready.empty()) {
+      if (s->over) Raise(PyExc_ValueError, "take_ready: the stream is over");
+      return std::nullopt;
+    }
+    now = std::move(s->ready.front());
+    s->ready.pop_front();
+    MaybeRead(s);
+  }
+  return BatchMaker(s, std::move(*now))();
+}
+
 void Stream::Close() {
   if (!state_) return;
   StreamState& s = *state_;

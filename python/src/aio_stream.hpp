@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "aio_queue.hpp"
@@ -28,6 +29,9 @@ class Stream {
   /// `queue`: at once when it was read ahead, else when its read returns. Raises ValueError
   /// once closed or over, RuntimeError while another read_next waits.
   void ReadNext(uint64_t id, const std::shared_ptr<Completions>& queue);
+  /// The batch read ahead, taken now on the loop's thread (a ferry.Array; None at the end; the
+  /// stream's error raised), or nullopt when none is ready. Raises as ReadNext does.
+  std::optional<nb::object> TakeReady();
   /// Close now: drop what was read ahead and release the stream on the pool (after the read in
   /// flight, if any). A read_next still waiting gets None. Idempotent.
   void Close();

@@ -111,7 +111,12 @@ class AsyncStream:
             raise StopAsyncIteration
         await self.open()
         try:
-            batch = await self._dispatcher.submit(self._stream.read_next, self._dispatcher.queue)
+            ready, batch = self._stream.take_ready()
+            if ready:  # read ahead already: no trip through the eventfd, but let others run
+                await asyncio.sleep(0)
+            else:
+                batch = await self._dispatcher.submit(self._stream.read_next,
+                                                      self._dispatcher.queue)
         except BaseException:  # cancelled, or the read failed: the stream is over
             self._finish()
             raise
