@@ -90,6 +90,9 @@ void InitMemoryView(nb::module_& m);
 void InitIpc(nb::module_& m);
 void InitDipc(nb::module_& m);
 void InitFlight(nb::module_& m);
+/// ferry._ferry._aio, the C++ half of ferry.aio (after InitFlight and InitDipc: it returns their
+/// types).
+void InitAio(nb::module_& m);
 /// ferry.flight.Server, in the flight submodule `m`.
 void InitFlightServer(nb::module_& m);
 

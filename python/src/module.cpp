@@ -53,4 +53,5 @@ NB_MODULE(_ferry, m) {
   InitIpc(m);
   InitDipc(m);
   InitFlight(m);
+  InitAio(m);
 }

@@ -1,0 +1,14 @@
+from collections.abc import Sequence
+
+from ferry import Device, ValidationLevel
+from ferry.dipc import Uri
+from ferry.aio._dispatch import AsyncStream
+
+def connect(uri: Uri | str, ticket: str, *, device: Device | None = None,
+            validation: ValidationLevel = ..., timeout: float = 30.0, reorder_window: int = 64,
+            data_uri: Uri | str | None = None, max_metadata_bytes: int = ...,
+            max_body_bytes: int = ..., columns: Sequence[int] | None = None,
+            buffer_lists: bool = False, traceparent: str | None = None,
+            tracestate: str | None = None) -> AsyncStream: ...
+
+__all__ = ["connect"]

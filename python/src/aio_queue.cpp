@@ -1,0 +1,129 @@
+// The worker pool and the eventfd completion queues of ferry.aio.
+#include "aio_queue.hpp"
+
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <thread>
+
+namespace ferry::python::aio {
+namespace {
+
+/// The process's pool. Made once and never destroyed: its threads outlive static destruction
+/// (a joinable std::thread destroyed at exit would terminate the process).
+class Pool {
+ public:
+  Status SetWorkers(int workers) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (workers < 1 || workers > 64) return Status::Invalid("workers must be 1 to 64");
+    if (!threads_.empty()) {
+      return Status::FailedPrecondition(
+          "ferry.aio: set_workers comes before the first call; the worker pool already runs, "
+          "with " +
+          std::to_string(threads_.size()) + " worker(s)");
+    }
+    workers_ = workers;
+    return Status::OK();
+  }
+  int workers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return workers_;
+  }
+  int started() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(threads_.size());
+  }
+
+  void Submit(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back(std::move(job));
+      while (static_cast<int>(threads_.size()) < workers_) {
+        threads_.emplace_back([this] { Run(); });
+      }
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        ready_.wait(lock, [this] { return !jobs_.empty(); });
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  int workers_ = 1;
+};
+
+/// The pool, made on first use. A forked child has none of its threads (and its lock may have
+/// been held at the fork): the child starts a fresh pool on its first call, leaking the copy.
+std::atomic<Pool*> the_pool{nullptr};
+
+void ForgetPoolInChild() { the_pool.store(nullptr); }
+
+Pool& ThePool() {
+  Pool* pool = the_pool.load();
+  if (pool != nullptr) return *pool;
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, &ForgetPoolInChild); });
+  auto* fresh = new Pool();  // never destroyed: see Pool
+  if (!the_pool.compare_exchange_strong(pool, fresh)) {
+    delete fresh;  // another thread made it first
+    return *pool;
+  }
+  return *fresh;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Completions>> Completions::Make() {
+  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "ferry.aio: eventfd failed");
+  return std::shared_ptr<Completions>(new Completions(fd));
+}
+
+Completions::~Completions() { ::close(fd_); }
+
+void Completions::Post(uint64_t id, Maker maker) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.emplace_back(id, std::move(maker));
+  }
+  const uint64_t one = 1;
+  // Only an overflowing counter fails (EAGAIN), and the loop is then already woken.
+  [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof one);
+}
+
+std::vector<std::pair<uint64_t, Maker>> Completions::Take() {
+  uint64_t count = 0;
+  // Reset before taking: a Post between the two leaves the counter set, which costs at most
+  // one wakeup that finds nothing.
+  [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof count);
+  std::vector<std::pair<uint64_t, Maker>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  out.swap(done_);
+  return out;
+}
+
+void Submit(std::function<void()> job) { ThePool().Submit(std::move(job)); }
+Status SetWorkers(int workers) { return ThePool().SetWorkers(workers); }
+int Workers() { return ThePool().workers(); }
+int StartedWorkers() { return ThePool().started(); }
+
+}  // namespace ferry::python::aio
