@@ -100,13 +100,16 @@ Result<std::vector<std::string>> Cancel(ServerState* state, const pb::Action& ac
     // The ticket first, so that no new read starts; then the reads already redeemed with it.
     if (state->tickets->Cancel(ticket).ok()) ++live;
     streams += state->active_reads.Cancel(ticket);
+    for (const auto& [transport, plane] : state->planes) {
+      streams += static_cast<int>(plane->CancelTicket(ticket));
+    }
   }
   pb::CancelFlightInfoResult result;
   // Nothing live to cancel (an endpoint of another server, a ticket expired or cancelled before).
   result.set_status(live + streams > 0 ? pb::CANCEL_STATUS_CANCELLED
                                        : pb::CANCEL_STATUS_NOT_CANCELLABLE);
   state->Log("flight_cancelled", "CancelFlightInfo: " + std::to_string(live) + " tickets, " +
-                                     std::to_string(streams) + " DoGet streams ended");
+                                     std::to_string(streams) + " reads ended");
   return std::vector<std::string>{Serialized(result)};
 }
 
