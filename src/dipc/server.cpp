@@ -112,6 +112,17 @@ class ServerImpl final : public Server {
     return book.Refresh(ticket, book.clock()->After(ttl));
   }
 
+  int64_t CancelTicket(const std::string& ticket) override {
+    std::lock_guard lock(sessions_mutex_);
+    int64_t n = 0;
+    for (auto& s : sessions_) {
+      if (s->done() || !s->Redeemed(ticket)) continue;
+      s->Kill(/*abort=*/true);
+      ++n;
+    }
+    return n;
+  }
+
   Status Remove(const std::string& name) override { return state_->catalogue->Remove(name); }
   int64_t readers(const std::string& name) const override {
     return state_->catalogue->Readers(name);

@@ -154,6 +154,10 @@ Status Session::ServeRequest() {
   }
   const std::string ticket(reinterpret_cast<const char*>(want->payload.data),
                            static_cast<size_t>(want->payload.size));
+  {
+    std::lock_guard lock(ticket_mutex_);
+    ticket_ = ticket;
+  }
   FindTrace(ticket);  // before the free_data thread, whose records carry it
   frees_ = std::thread([this] { TakeFrees(); });
   Result<WantTag> tag = ParseWantTag(state_->options.want_data_tag, want->tag);

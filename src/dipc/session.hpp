@@ -78,6 +78,11 @@ class Session final {
   /// Close the connection and free everything this client held; `abort` does not wait for
   /// what is in flight (the server is stopping).
   void Kill(bool abort = false);
+  /// Whether the client's request named `ticket` (from any thread).
+  bool Redeemed(const std::string& ticket) const {
+    std::lock_guard lock(ticket_mutex_);
+    return ticket_ == ticket;
+  }
 
  private:
   // The message sink the session's stream writer writes to: it hands each message to the
@@ -135,6 +140,9 @@ class Session final {
   // lending would make the client's reads slow copies through this process.
   bool packed_ = false;
   uint32_t next_seq_ = 0;
+  // The ticket the request named (set once on the serve thread; Redeemed reads it).
+  mutable std::mutex ticket_mutex_;
+  std::string ticket_;
   std::atomic<bool> dead_{false};
   std::atomic<bool> done_{false};
   std::atomic<bool> failed_{false};

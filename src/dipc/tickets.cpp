@@ -85,6 +85,16 @@ TraceContext TicketBook::Trace(const std::string& ticket) const {
   return t->second.trace;
 }
 
+Status TicketBook::Cancel(const std::string& ticket) {
+  std::lock_guard lock(mutex_);
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end() || it->second.expires <= clock_->Now()) {
+    return Status::NotFound("no live ticket " + Shown(ticket) + " to cancel");
+  }
+  tickets_.erase(it);
+  return Status::OK();
+}
+
 void TicketBook::Revoke(const std::string& name) {
   std::lock_guard lock(mutex_);
   const Clock::time_point now = clock_->Now();

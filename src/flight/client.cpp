@@ -4,11 +4,15 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cerrno>
+#include <deque>
+#include <optional>
+#include <utility>
 
 #include "Flight.grpc.pb.h"
 #include "ferry/core/host_port.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "flight/batch_slices.hpp"
 #include "flight/call_trace.hpp"
 #include "flight/client_impl.hpp"
 #include "flight/convert.hpp"
@@ -30,6 +34,14 @@ class PutSink final : public ipc::MessageSink {
       : call_(call), descriptor_(std::move(descriptor)) {}
   Status WriteMessage(const ipc::EncodedMessage& m) override {
     if (closed_) return Status::OK();  // the server ended the call; Finish tells why
+    if (oversize_ > 0) {
+      return Status::Invalid("a dictionary of " + std::to_string(oversize_) +
+                             " bytes is over gRPC's message limit and cannot be split");
+    }
+    if (m.body_length > kMaxMessageBody) {
+      oversize_ = m.body_length;  // not sent: PutBatch sends the batch as slices
+      return Status::OK();
+    }
     grpc::ByteBuffer buffer = EncodeFlightData(m, batch, descriptor_);
     descriptor_.clear();
     FERRY_ASSIGN_OR_RAISE(bool sent, call_->Write(buffer));
@@ -38,13 +50,48 @@ class PutSink final : public ipc::MessageSink {
   }
   Status WriteEndOfStream() override { return Status::OK(); }
   bool closed() const { return closed_; }
+  /// The body size of the batch just written if it was over the limit (and not sent), else 0.
+  int64_t TakeOversize() { return std::exchange(oversize_, 0); }
   std::shared_ptr<const void> batch;
 
  private:
+  int64_t oversize_ = 0;
   RawCall* call_;
   std::string descriptor_;
   bool closed_ = false;
 };
+
+// Write `array`, or, when its body would pass gRPC's limit, slices of it that each stay under
+// it (over the batch's own memory; the server stores them as batches of their own).
+Status PutBatch(ipc::StreamWriter* writer, PutSink* sink, const ArrowArray* array) {
+  ArrowDeviceArray whole{};
+  whole.array = *array;
+  whole.device_type = ARROW_DEVICE_CPU;
+  whole.device_id = -1;
+  std::deque<std::pair<int64_t, int64_t>> todo{{0, array->length}};
+  while (!todo.empty() && !sink->closed()) {
+    const auto [offset, length] = todo.front();
+    todo.pop_front();
+    std::optional<BatchSlice> slice;
+    const ArrowArray* what = array;
+    if (offset != 0 || length != array->length) {
+      slice.emplace(whole, offset, length);
+      what = &slice->get()->array;
+    }
+    FERRY_RETURN_NOT_OK(writer->WriteBatch(what));
+    const int64_t oversize = sink->TakeOversize();
+    if (oversize == 0) continue;
+    if (length < 128) {
+      return Status::Invalid(std::to_string(length) + " rows take " + std::to_string(oversize) +
+                             " bytes, over gRPC's message limit even when split");
+    }
+    const auto ranges = SliceRanges(length, oversize / kMaxMessageBody + 1);
+    for (auto r = ranges.rbegin(); r != ranges.rend(); ++r) {
+      todo.emplace_front(offset + r->first, r->second);
+    }
+  }
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -130,7 +177,7 @@ Status ClientImpl::Put(const std::string& path, ArrowArrayStream* stream) {
         StreamGetNext(owned.get(), batch->get()).WithContext("Put: the stream's get_next"));
     if (!batch->valid()) break;
     sink.batch = batch;
-    FERRY_RETURN_NOT_OK(writer.WriteBatch(batch->get()));
+    FERRY_RETURN_NOT_OK(PutBatch(&writer, &sink, batch->get()));
   }
   FERRY_RETURN_NOT_OK(writer.Close());
   if (!sink.closed()) FERRY_RETURN_NOT_OK(call.WritesDone());

@@ -5,8 +5,6 @@
 
 namespace ferry::flight::internal {
 
-namespace {
-
 void ToTimestamp(std::chrono::system_clock::time_point t, google::protobuf::Timestamp* out) {
   const auto ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -19,8 +17,6 @@ std::chrono::system_clock::time_point FromTimestamp(const google::protobuf::Time
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(t.seconds()) + std::chrono::nanoseconds(t.nanos())));
 }
-
-}  // namespace
 
 pb::FlightDescriptor PathDescriptor(const std::string& name) {
   pb::FlightDescriptor d;

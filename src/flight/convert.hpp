@@ -1,6 +1,7 @@
 // Internal to the flight layer: ferry's plain FlightInfo to the protobuf messages and back.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "Flight.pb.h"
@@ -10,6 +11,10 @@
 namespace ferry::flight::internal {
 
 namespace pb = ::arrow::flight::protocol;
+
+/// A time point as a protobuf Timestamp and back (nanosecond precision).
+void ToTimestamp(std::chrono::system_clock::time_point t, google::protobuf::Timestamp* out);
+std::chrono::system_clock::time_point FromTimestamp(const google::protobuf::Timestamp& t);
 
 void ToProto(const FlightInfo& info, pb::FlightInfo* out);
 FlightInfo FromProto(const pb::FlightInfo& info);

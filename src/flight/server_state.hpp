@@ -18,9 +18,11 @@
 #include "ferry/dipc/tickets.hpp"
 #include "ferry/flight/metrics.hpp"
 #include "ferry/flight/server.hpp"
+#include "flight/active_reads.hpp"
 #include "flight/catalogue.hpp"
 #include "flight/peer_health.hpp"
 #include "flight/rpc_metrics.hpp"
+#include "flight/sessions.hpp"
 
 namespace ferry::flight::internal {
 
@@ -42,6 +44,10 @@ struct ServerState {
   std::atomic<int64_t> batches_sent{0}, do_gets_active{0};
   /// The federation peers' last answers (server_metrics.cpp reads them).
   PeerHealth peer_health;
+  /// The clients' session options (standard_actions.cpp) and the DoGet streams by ticket, which
+  /// CancelFlightInfo ends.
+  SessionTable sessions;
+  ActiveReads active_reads;
   /// Each RPC's latency and failures; NULL unless options.metrics.
   std::unique_ptr<RpcMetricsTable> rpc_metrics;
 

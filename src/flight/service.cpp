@@ -15,6 +15,7 @@
 #include "flight/drain.hpp"
 #include "flight/grpc_order.hpp"
 #include "flight/grpc_status.hpp"
+#include "flight/standard_actions.hpp"
 
 namespace ferry::flight::internal {
 
@@ -345,7 +346,11 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
   if (grpc::Status st = Authenticate(state_, context); !st.ok()) return new Fail(state_, st);
   (void)StartCall(state_, context, "DoAction");
   std::vector<pb::Result> results;
-  if (request->type() == "drop") {
+  if (IsStandardAction(request->type())) {
+    Result<std::vector<std::string>> bodies = StandardAction(state_, context, *request);
+    if (!bodies.ok()) return new Fail(state_, ToGrpc(bodies.status()));
+    for (std::string& body : *bodies) results.emplace_back().set_body(std::move(body));
+  } else if (request->type() == "drop") {
     const Status st = state_->Drop(request->body());
     if (!st.ok()) return new Fail(state_, ToGrpc(st));
     results.emplace_back().set_body("dropped " + request->body());
@@ -391,8 +396,11 @@ grpc::ServerWriteReactor<pb::Result>* FlightService::DoAction(grpc::CallbackServ
   } else {
     return new Fail(state_, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                          "unknown action \"" + request->type() +
-                                             "\" (this server has: append-partition, drain, drop, "
-                                             "refresh-ticket, stats)"));
+                                             "\" (this server has: CancelFlightInfo, "
+                                             "CloseSession, GetSessionOptions, "
+                                             "RenewFlightEndpoint, SetSessionOptions, "
+                                             "append-partition, drain, drop, refresh-ticket, "
+                                             "stats)"));
   }
   return new ListWriter<pb::Result>(state_, std::move(results));
 }
@@ -415,8 +423,9 @@ grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
       "reading it. Result: 'dropped NAME'.");
   types[1].set_type("refresh-ticket");
   types[1].set_description(
-      "Extend a ticket from GetFlightInfo by the server's ticket lifetime, on every location. "
-      "Body: the ticket. Result: its new expiry, UTC, as RFC 3339.");
+      "Deprecated: use the standard RenewFlightEndpoint. Extend a ticket from GetFlightInfo by "
+      "the server's ticket lifetime, on every location. Body: the ticket. Result: its new "
+      "expiry, UTC, as RFC 3339.");
   types[3].set_type("stats");
   types[3].set_description(
       "The server's running totals per plane, as JSON: \"grpc\" (do_gets, bytes_sent, do_puts, "
@@ -428,6 +437,11 @@ grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
       "sessions are refused with UNAVAILABLE, and those in progress run to their end; `ferry "
       "serve` then exits. Needs the server's token when it has one (else a caller on its host). "
       "Body: empty. Result: 'draining'.");
+  for (auto& [type, description] : StandardActionTypes()) {
+    pb::ActionType& t = types.emplace_back();
+    t.set_type(std::move(type));
+    t.set_description(std::move(description));
+  }
   return new ListWriter<pb::ActionType>(state_, std::move(types));
 }
 

@@ -6,6 +6,7 @@
 
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
+#include "flight/batch_slices.hpp"
 #include "flight/call_trace.hpp"
 #include "flight/convert.hpp"
 #include "flight/drain.hpp"
@@ -36,7 +37,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       return;
     }
     const TraceContext trace = StartCall(state_, context, "DoGet");
-    const Status st = Open(*request);
+    const Status st = Open(*request, context);
     if (!st.ok()) {
       LogRecord r;
       r.event = "doget_refused";
@@ -55,6 +56,13 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
 
   Status WriteMessage(const ipc::EncodedMessage& m) override {
+    if (m.body_length > kMaxMessageBody) {
+      // Over gRPC's limit: a placeholder, which WriteBatch replaces with slices.
+      oversize_at_ = static_cast<int64_t>(queue_.size());
+      oversize_bytes_ = m.body_length;
+      queue_.emplace_back();
+      return Status::OK();
+    }
     queue_.push_back(EncodeFlightData(m, keep_alive_));
     return Status::OK();
   }
@@ -70,24 +78,29 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
   void OnDone() override {
     GrpcTakeBack(this);
+    if (active_id_ != 0) state_->active_reads.Remove(active_id_);
     if (counted_) state_->do_gets_active.fetch_sub(1, std::memory_order_relaxed);
     state_->CallDone();
     delete this;
   }
 
  private:
-  Status Open(const grpc::ByteBuffer& request) {
+  Status Open(const grpc::ByteBuffer& request, grpc::CallbackServerContext* context) {
     pb::Ticket ticket;
     grpc::ByteBuffer copy(request);
     if (!grpc::SerializationTraits<pb::Ticket>::Deserialize(&copy, &ticket).ok()) {
       return Status::Invalid("the DoGet request is not a Ticket message");
     }
+    ipc::WriteOptions write;
+    FERRY_ASSIGN_OR_RAISE(write.compression, CallCompression(state_->sessions, context));
     FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Partition> flight, state_->Redeem(ticket.ticket()));
+    active_id_ = state_->active_reads.Add(ticket.ticket(), context);
     readers_ = flight->readers;
     // Every lent slice holds the dataset (and so the batches' memory) until gRPC drops it.
     keep_alive_ = flight->dataset;
     FERRY_ASSIGN_OR_RAISE(reader_, flight->dataset->Open());
-    FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter w, ipc::StreamWriter::Open(this, reader_->schema()));
+    FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter w,
+                          ipc::StreamWriter::Open(this, reader_->schema(), write));
     writer_.emplace(std::move(w));
     return Status::OK();
   }
@@ -100,12 +113,53 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     Finish(status);
   }
 
-  // Write the next message, encoding the next batch when none is waiting.
+  // Write rows [offset, offset + length) of `batch`. A batch (or slice) whose body would pass
+  // kMaxMessageBody is not sent: its slices are queued in `pending_` instead, each written when
+  // the one before has gone, so that at most one slice's copies (compression, rebased offsets)
+  // exist at a time.
+  Status WriteBatch(const ArrowDeviceArray* batch, int64_t offset, int64_t length) {
+    oversize_at_ = -1;
+    std::optional<BatchSlice> slice;
+    const ArrowDeviceArray* what = batch;
+    if (offset != 0 || length != batch->array.length) {
+      slice.emplace(*batch, offset, length);
+      what = slice->get();
+    }
+    FERRY_RETURN_NOT_OK(writer_->WriteDeviceBatch(what));
+    if (oversize_at_ < 0) return Status::OK();
+    if (oversize_at_ != static_cast<int64_t>(queue_.size()) - 1) {
+      return Status::Invalid("a dictionary of " + std::to_string(oversize_bytes_) +
+                             " bytes is over gRPC's message limit and cannot be split");
+    }
+    queue_.pop_back();
+    if (length < 128) {
+      return Status::Invalid(std::to_string(length) + " rows take " +
+                             std::to_string(oversize_bytes_) +
+                             " bytes, over gRPC's message limit even when split");
+    }
+    const auto ranges = SliceRanges(length, oversize_bytes_ / kMaxMessageBody + 1);
+    for (auto r = ranges.rbegin(); r != ranges.rend(); ++r) {
+      pending_.emplace_front(offset + r->first, r->second);
+    }
+    return Status::OK();
+  }
+
+  // Write the next message, encoding the next batch (or slice) when none is waiting.
   void Pump() {
     while (queue_.empty()) {
       if (ended_) {
         End(grpc::Status::OK);
         return;
+      }
+      if (!pending_.empty()) {
+        const auto [offset, length] = pending_.front();
+        pending_.pop_front();
+        const Status st = WriteBatch(batch_, offset, length);
+        if (!st.ok()) {
+          End(ToGrpc(st.WithContext("splitting a batch")));
+          return;
+        }
+        continue;
       }
       Result<const ArrowDeviceArray*> batch = reader_->Next();
       Status st = batch.status();
@@ -114,7 +168,8 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
         st = writer_->Close();
       } else if (st.ok()) {
         state_->batches_sent.fetch_add(1, std::memory_order_relaxed);
-        st = writer_->WriteDeviceBatch(*batch);
+        batch_ = *batch;
+        st = WriteBatch(batch_, 0, batch_->array.length);
       }
       if (!st.ok()) {
         End(ToGrpc(st.WithContext("reading the flight")));
@@ -134,9 +189,15 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   std::unique_ptr<dipc::DatasetReader> reader_;
   std::optional<ipc::StreamWriter> writer_;
   std::deque<grpc::ByteBuffer> queue_;
+  // The reader's current batch and its slices still to write (offset, length).
+  const ArrowDeviceArray* batch_ = nullptr;
+  std::deque<std::pair<int64_t, int64_t>> pending_;
+  int64_t oversize_at_ = -1;  // the placeholder's index in queue_, -1: none
+  int64_t oversize_bytes_ = 0;
   grpc::ByteBuffer current_;
   bool ended_ = false;
-  bool counted_ = false;  // in do_gets_active
+  bool counted_ = false;    // in do_gets_active
+  uint64_t active_id_ = 0;  // in state_->active_reads (0: not)
 };
 
 // Receives an upload: the first FlightData names the flight (a path descriptor) and carries the

@@ -308,6 +308,7 @@ SMOKE_SCRIPT = {
     "crossing_bench.py": ["--number", "200", "--repeat", "1"],
     "cluster_bench.py": ["--mib", "4", "--repeat", "1"],
     "polars_bench.py": ["--mib", "4", "--repeat", "1"],
+    "compression_bench.py": ["--mib", "8", "--repeat", "1"],
     "many_clients.py": ["--mib", "16", "--clients", "1,2"],
     "metrics_bench.py": ["--gib", "0.02", "--small-batches", "50", "--repeat", "2"],
 }

@@ -354,12 +354,15 @@ TEST_F(FlightServerTest, ExpiredTicketsAreRefusedEverywhereAndRefreshExtends) {
                      client->Action("refresh-ticket", brief.endpoints[0].ticket));
   ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "unknown action \"nap\"", client->Action("nap"));
   ASSERT_OK_AND_ASSIGN(std::vector<ActionType> actions, client->ListActions());
-  ASSERT_EQ(actions.size(), 5u);
+  ASSERT_EQ(actions.size(), 10u);
   EXPECT_EQ(actions[0].type, "drop");
   EXPECT_EQ(actions[1].type, "refresh-ticket");
   EXPECT_EQ(actions[2].type, "append-partition");
   EXPECT_EQ(actions[3].type, "stats");
   EXPECT_EQ(actions[4].type, "drain");
+  EXPECT_EQ(actions[5].type, "CancelFlightInfo");
+  EXPECT_EQ(actions[6].type, "RenewFlightEndpoint");
+  EXPECT_EQ(actions[9].type, "CloseSession");
 }
 
 // A flight dropped mid-read is gone for new calls at once (not listed, its tickets revoked), and

@@ -286,8 +286,9 @@ def test_actions_drop_and_do_exchange(tmp_path):
     path = _write(tmp_path / "t.arrows", table)
     with Serve(f"t={path}", f"u={path}", tmp=str(tmp_path)) as s:
         client = fl.connect(s.uri)
-        assert [a.type for a in client.list_actions()] == ["drop", "refresh-ticket",
-                                                           "append-partition", "stats", "drain"]
+        assert [a.type for a in client.list_actions()] == [
+            "drop", "refresh-ticket", "append-partition", "stats", "drain", "CancelFlightInfo",
+            "RenewFlightEndpoint", "SetSessionOptions", "GetSessionOptions", "CloseSession"]
         [result] = list(client.do_action(fl.Action("drop", b"u")))
         assert result.body.to_pybytes() == b"dropped u"
         assert _names(client) == ["t"]

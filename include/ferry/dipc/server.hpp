@@ -156,6 +156,10 @@ class FERRY_EXPORT Server {
   /// reading it holds the dataset (and a kept region) and reads to the end; the memory goes with
   /// the last such reader.
   [[nodiscard]] virtual Status Remove(const std::string& name) = 0;
+  /// End every session that redeemed `ticket` and is still serving (Flight's CancelFlightInfo):
+  /// its connection is aborted and the addresses lent to it are reclaimed at once, as Stop does
+  /// for all. How many sessions there were. Revoking the ticket is the book's (TicketBook::Cancel).
+  virtual int64_t CancelTicket(const std::string& ticket) = 0;
   /// How many clients are reading `name` now (0 for an unknown name).
   virtual int64_t readers(const std::string& name) const = 0;
   /// The book this server's tickets are issued in (the options' book, or its own).

@@ -46,6 +46,9 @@ class FERRY_EXPORT TicketBook {
   Result<Clock::time_point> Expiry(const std::string& ticket) const;
   /// Forget every ticket of `name` (its dataset was removed).
   void Revoke(const std::string& name);
+  /// Forget one live ticket (Flight's CancelFlightInfo): it redeems nothing from now on.
+  /// kNotFound if it is unknown or expired.
+  Status Cancel(const std::string& ticket);
   /// Live tickets, for tests and stats.
   size_t size() const;
   /// Tickets issued since the book was made.

@@ -1,0 +1,102 @@
+// CancelFlightInfo on ferry's Flight server, sent by ferry's client with the standard body: a
+// shared-memory session in the middle of its read is cut off and every buffer lent to it is taken
+// back before the action answers; the ticket redeems nothing after. pyarrow.flight checks the
+// gRPC plane's side in tests/flight/test_standard_actions.py.
+#include <gtest/gtest.h>
+
+#include "Flight.pb.h"
+#include "ferry/core/stream_adapter.hpp"
+#include "ferry/dipc/client.hpp"
+#include "ferry/flight/client.hpp"
+#include "ferry/flight/server.hpp"
+#include "ferry/format/builder.hpp"
+#include "ferry/format/schema.hpp"
+#include "flight/convert.hpp"
+#include "support/device_util.hpp"
+#include "support/ipc_util.hpp"
+#include "support/test_util.hpp"
+
+namespace ferry::flight {
+namespace {
+
+// `count` batches of `rows` int64 values.
+Status AddBig(Server* server, const std::string& name, int count, int64_t rows) {
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, testing::BatchField({Field::Make("l", "x")}).Export());
+  std::vector<UniqueDeviceArray> batches;
+  for (int b = 0; b < count; ++b) {
+    FERRY_ASSIGN_OR_RAISE(std::unique_ptr<ArrayBuilder> builder, ArrayBuilder::Make(schema.get()));
+    for (int64_t i = 0; i < rows; ++i) {
+      FERRY_RETURN_NOT_OK(builder->child(0)->AppendInt(b * rows + i));
+      FERRY_RETURN_NOT_OK(builder->FinishElement());
+    }
+    FERRY_ASSIGN_OR_RAISE(UniqueArray a, builder->Finish());
+    UniqueDeviceArray d;
+    a.move_to(&d->array);
+    d->device_type = ARROW_DEVICE_CPU;
+    d->device_id = -1;
+    batches.push_back(std::move(d));
+  }
+  return server->Add(name, std::move(schema), std::move(batches));
+}
+
+const PlaneMetrics* Plane(const ServerMetrics& m, const std::string& name) {
+  for (const PlaneMetrics& p : m.planes) {
+    if (p.plane == name) return &p;
+  }
+  return nullptr;
+}
+
+TEST(FlightCancel, CancelFlightInfoCutsOffAPlaneSessionAndTakesBackItsLoans) {
+  ServerOptions options;
+  options.planes = {"shm"};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start(options));
+  ASSERT_OK(AddBig(server.get(), "t", 16, 100000));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Client> client, Client::Connect(server->uri()));
+  ASSERT_OK_AND_ASSIGN(FlightInfo info, client->GetFlightInfo("t"));
+  const std::string& ticket = info.endpoints[0].ticket;
+  ASSERT_OK_AND_ASSIGN(dipc::Uri uri, dipc::Uri::Parse(info.endpoints[0].locations[0]));
+  ASSERT_EQ(uri.scheme, "shm");
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream, dipc::ConnectStream(uri, ticket));
+  UniqueSchema schema;
+  ASSERT_OK(StreamGetSchema(stream.get(), schema.get()));
+  UniqueDeviceArray first;
+  ASSERT_OK(StreamGetNext(stream.get(), first.get()));
+  ASSERT_TRUE(first.valid());
+  EXPECT_EQ(first->array.length, 100000);
+
+  const PlaneMetrics* before = Plane(server->metrics(), "shm");
+  ASSERT_NE(before, nullptr);
+  ASSERT_EQ(before->sessions_active, 1);
+  // The client holds the first batch: its buffers are lent and not yet freed.
+  ASSERT_GT(before->lent_buffers - before->lent_buffers_freed, 0);
+
+  ::arrow::flight::protocol::CancelFlightInfoRequest request;
+  internal::ToProto(info, request.mutable_info());
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> result,
+                       client->Action("CancelFlightInfo", request.SerializeAsString()));
+  ASSERT_EQ(result.size(), 1u);
+  ::arrow::flight::protocol::CancelFlightInfoResult cancelled;
+  ASSERT_TRUE(cancelled.ParseFromString(result[0]));
+  EXPECT_EQ(cancelled.status(), ::arrow::flight::protocol::CANCEL_STATUS_CANCELLED);
+
+  // Before the action answered, every buffer lent to the session was taken back.
+  const ServerMetrics after = server->metrics();
+  const PlaneMetrics* shm = Plane(after, "shm");
+  EXPECT_EQ(shm->lent_buffers, shm->lent_buffers_freed + shm->lent_buffers_reclaimed);
+  EXPECT_GT(shm->lent_buffers_reclaimed, 0);
+  // The client's read fails; the ticket redeems nothing on any location.
+  Status rest;
+  while (rest.ok()) {
+    UniqueDeviceArray next;
+    rest = StreamGetNext(stream.get(), next.get());
+    if (rest.ok() && !next.valid()) break;
+  }
+  EXPECT_FALSE(rest.ok());
+  first.reset();
+  stream.reset();
+  ASSERT_RAISES_WITH(StatusCode::kNotFound, "unknown ticket", client->DoGet(ticket));
+  EXPECT_FALSE(dipc::ConnectStream(uri, ticket).ok());
+}
+
+}  // namespace
+}  // namespace ferry::flight
