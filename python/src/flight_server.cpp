@@ -128,8 +128,8 @@ std::unique_ptr<PyFlightServer> Start(const std::string& listen, std::optional<s
                                       std::optional<std::string> tls_key,
                                       std::vector<std::string> planes, bool keep,
                                       std::vector<std::string> peers, double peer_timeout,
-                                      bool allow_partial,
-                                      std::optional<std::string> peer_tls_roots) {
+                                      bool allow_partial, std::optional<std::string> peer_tls_roots,
+                                      int64_t max_message_bytes) {
   flight::ServerOptions options;
   options.listen = listen;
   options.token = token.value_or("");
@@ -141,6 +141,7 @@ std::unique_ptr<PyFlightServer> Start(const std::string& listen, std::optional<s
   options.peer_timeout = Millis(peer_timeout, "peer_timeout");
   options.allow_partial = allow_partial;
   options.peer_tls_roots = peer_tls_roots.value_or("");
+  options.max_message_body = max_message_bytes;
   Result<std::unique_ptr<flight::Server>> started = [&] {
     nb::gil_scoped_release release;
     return flight::Server::Start(std::move(options));
@@ -180,6 +181,7 @@ void InitFlightServer(nb::module_& m) {
                   nb::arg("keep") = false, nb::arg("peers") = std::vector<std::string>{},
                   nb::arg("peer_timeout") = 2.0, nb::arg("allow_partial") = false,
                   nb::arg("peer_tls_roots") = nb::none(),
+                  nb::arg("max_message_bytes") = int64_t{1} << 30,
                   "Start serving on `listen` (HOST:PORT; port 0: a free one). `token`: the bearer "
                   "token every call must carry; `tls_cert`/`tls_key`: PEM text for grpc+tls; "
                   "`planes`: the fast planes beside gRPC; `keep`: each flight written once into "
@@ -187,7 +189,9 @@ void InitFlightServer(nb::module_& m) {
                   "whose flights this server lists with its own, each given `peer_timeout` "
                   "seconds to answer; with `allow_partial` a silent peer is left out and named "
                   "in the FlightInfo's app_metadata instead of failing the call; "
-                  "`peer_tls_roots`: PEM certificates for grpc+tls peers.")
+                  "`peer_tls_roots`: PEM certificates for grpc+tls peers; `max_message_bytes`: "
+                  "the largest body DoGet sends in one message (1 to 1 GiB), a larger batch "
+                  "going as zero-copy slices.")
       .def(
           "add",
           [](PyFlightServer& self, const std::string& name, nb::handle data, bool partitioned) {

@@ -10,6 +10,7 @@
 
 #include "ferry/core/host_port.hpp"
 #include "ferry/format/schema.hpp"
+#include "flight/batch_slices.hpp"
 #include "flight/clock_hook.hpp"
 #include "flight/drain.hpp"
 #include "flight/grpc_order.hpp"
@@ -225,6 +226,11 @@ class ServerImpl final : public Server {
 
 Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   if (options.max_upload_bytes <= 0) return Status::Invalid("max_upload_bytes must be positive");
+  if (options.max_message_body <= 0 || options.max_message_body > internal::kMaxMessageBody) {
+    return Status::Invalid("max_message_body must be 1 to " +
+                           std::to_string(internal::kMaxMessageBody) + " bytes, not " +
+                           std::to_string(options.max_message_body));
+  }
   for (const std::string& peer : options.peers) {
     if (peer.rfind("grpc://", 0) != 0 && peer.rfind("grpc+tls://", 0) != 0 &&
         peer.rfind("grpc+unix://", 0) != 0) {

@@ -56,8 +56,8 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
 
   Status WriteMessage(const ipc::EncodedMessage& m) override {
-    if (m.body_length > kMaxMessageBody) {
-      // Over gRPC's limit: a placeholder, which WriteBatch replaces with slices.
+    if (m.body_length > state_->options.max_message_body) {
+      // Over the message limit: a placeholder, which WriteBatch replaces with slices.
       oversize_at_ = static_cast<int64_t>(queue_.size());
       oversize_bytes_ = m.body_length;
       queue_.emplace_back();
@@ -114,9 +114,9 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
 
   // Write rows [offset, offset + length) of `batch`. A batch (or slice) whose body would pass
-  // kMaxMessageBody is not sent: its slices are queued in `pending_` instead, each written when
-  // the one before has gone, so that at most one slice's copies (compression, rebased offsets)
-  // exist at a time.
+  // the options' max_message_body is not sent: its slices are queued in `pending_` instead, each
+  // written when the one before has gone, so that at most one slice's copies (compression, rebased
+  // offsets) exist at a time.
   Status WriteBatch(const ArrowDeviceArray* batch, int64_t offset, int64_t length) {
     oversize_at_ = -1;
     std::optional<BatchSlice> slice;
@@ -137,7 +137,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                              std::to_string(oversize_bytes_) +
                              " bytes, over gRPC's message limit even when split");
     }
-    const auto ranges = SliceRanges(length, oversize_bytes_ / kMaxMessageBody + 1);
+    const auto ranges = SliceRanges(length, oversize_bytes_ / state_->options.max_message_body + 1);
     for (auto r = ranges.rbegin(); r != ranges.rend(); ++r) {
       pending_.emplace_front(offset + r->first, r->second);
     }

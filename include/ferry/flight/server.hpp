@@ -52,6 +52,9 @@ struct FERRY_EXPORT ServerOptions {
   /// The most bytes one DoPut may upload (FlightData as received); beyond it the upload fails
   /// with RESOURCE_EXHAUSTED and nothing is stored.
   int64_t max_upload_bytes = int64_t{4} << 30;
+  /// The largest body DoGet sends in one FlightData (1 to 1 GiB, the default: half of gRPC's
+  /// 2 GiB ceiling); a batch whose body passes it goes as zero-copy slices of whole rows.
+  int64_t max_message_body = int64_t{1} << 30;
   /// Federation: other Flight servers (grpc:// or grpc+tls:// URIs) whose flights this server
   /// lists and describes with its own. A flight of the same path on several servers is one
   /// FlightInfo: this server's endpoints first, then each peer's in this order, with the tickets
