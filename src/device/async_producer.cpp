@@ -45,10 +45,10 @@ int ExtractData(ArrowAsyncTask* task, ArrowDeviceArray* out) {
 
 }  // namespace
 
-class AsyncStreamProducer::State {
+struct AsyncStreamProducer::Impl {
  public:
-  State(std::unique_ptr<DeviceArrayProducer> source, ArrowDeviceType device_type,
-        ArrowAsyncDeviceStreamHandler* handler)
+  Impl(std::unique_ptr<DeviceArrayProducer> source, ArrowDeviceType device_type,
+       ArrowAsyncDeviceStreamHandler* handler)
       : source_(std::move(source)), handler_(handler) {
     producer_.device_type = device_type;
     producer_.request = &Request;
@@ -86,11 +86,11 @@ class AsyncStreamProducer::State {
   }
 
  private:
-  static State* Of(ArrowAsyncProducer* p) { return static_cast<State*>(p->private_data); }
+  static Impl* Of(ArrowAsyncProducer* p) { return static_cast<Impl*>(p->private_data); }
 
   // request(n): registers n more batches; never calls the handler from here (the thread does).
   static void Request(ArrowAsyncProducer* p, int64_t n) {
-    State* self = Of(p);
+    Impl* self = Of(p);
     std::lock_guard lock(self->mu_);
     if (self->counters_.cancelled) return;
     if (n <= 0) {
@@ -114,6 +114,9 @@ class AsyncStreamProducer::State {
 
   void Release(const Status& st) {
     handler_->release(handler_);
+    // The source goes now, not with this object: a dipc or Flight client closes its session at
+    // once, and the server frees what it lent.
+    source_.reset();
     std::lock_guard lock(mu_);
     result_ = st;
     done_ = true;
@@ -186,7 +189,7 @@ class AsyncStreamProducer::State {
   bool done_ = false;
 };
 
-AsyncStreamProducer::AsyncStreamProducer(std::shared_ptr<State> state) : state_(std::move(state)) {}
+AsyncStreamProducer::AsyncStreamProducer(std::shared_ptr<Impl> state) : state_(std::move(state)) {}
 
 AsyncStreamProducer::~AsyncStreamProducer() {
   state_->Cancel();
@@ -210,8 +213,7 @@ Result<std::unique_ptr<AsyncStreamProducer>> ProduceAsync(
     return Status::Invalid("async producer: the handler is NULL or lacks a callback");
   }
   if (source == nullptr) return Status::Invalid("async producer: the source is NULL");
-  auto state =
-      std::make_shared<AsyncStreamProducer::State>(std::move(source), device_type, handler);
+  auto state = std::make_shared<AsyncStreamProducer::Impl>(std::move(source), device_type, handler);
   state->Start();
   return std::make_unique<AsyncStreamProducer>(std::move(state));
 }

@@ -35,8 +35,8 @@ struct AsyncProducerCounters {
 /// interrupted).
 class FERRY_EXPORT AsyncStreamProducer {
  public:
-  class State;
-  explicit AsyncStreamProducer(std::shared_ptr<State> state);
+  struct FERRY_HIDDEN Impl;
+  explicit AsyncStreamProducer(std::shared_ptr<Impl> state);
   ~AsyncStreamProducer();
   AsyncStreamProducer(const AsyncStreamProducer&) = delete;
   AsyncStreamProducer& operator=(const AsyncStreamProducer&) = delete;
@@ -52,7 +52,7 @@ class FERRY_EXPORT AsyncStreamProducer {
   AsyncProducerCounters counters() const;
 
  private:
-  std::shared_ptr<State> state_;
+  std::shared_ptr<Impl> state_;
 };
 
 /// Start producing `source` (moved in) into `handler`, whose struct the caller keeps alive until
