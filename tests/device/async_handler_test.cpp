@@ -1,4 +1,4 @@
-// Sync events through the async stream adapters: a batch copied to a device with its copy still
+// ferry's handlers and sync events: a batch copied to a device with its copy still
 // queued keeps its event from the source to the consumer (the very event object), and ferry's
 // handler with wait_events waits on it before handing the batch on. On the CUDA stand-in a gate
 // holds the copy back, so a handler that did not wait would return while the event is pending;
