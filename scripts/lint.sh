@@ -26,7 +26,8 @@ echo "== test files named after what they test"
 # tests/<layer>/X_test.cpp tests src/<layer>/X.* or include/ferry/<layer>/X.*; these suites test
 # a property across their layer instead (docs/architecture.md, "Mirrored names").
 across="tests/abi/layout_test.cpp tests/format/conformance_test.cpp tests/ipc/alignment_test.cpp
-        tests/ipc/device_body_test.cpp tests/memview/cuda_interop_test.cpp"
+        tests/ipc/device_body_test.cpp tests/memview/cuda_interop_test.cpp
+        tests/dipc/async_test.cpp tests/flight/async_test.cpp tests/arrow_peer/async_arrow_test.cpp"
 unmirrored=""
 for t in $(git ls-files 'tests/*/*_test.cpp'); do
   layer=$(cut -d/ -f2 <<<"$t")

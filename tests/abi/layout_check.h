@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ferry/abi/arrow_async_abi.h"
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/abi/device_abi.h"
 
@@ -70,6 +71,29 @@ FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, get_next) == 16, "ge
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, get_last_error) == 24, "last_error");
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, release) == 32, "release");
 FERRY_STATIC_ASSERT(offsetof(struct ArrowDeviceArrayStream, private_data) == 40, "private_data");
+
+FERRY_STATIC_ASSERT(sizeof(struct ArrowAsyncTask) == 16, "ArrowAsyncTask size");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncTask, extract_data) == 0, "extract_data");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncTask, private_data) == 8, "private_data");
+
+FERRY_STATIC_ASSERT(sizeof(struct ArrowAsyncProducer) == 40, "ArrowAsyncProducer size");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncProducer, device_type) == 0, "device_type");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncProducer, request) == 8, "request");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncProducer, cancel) == 16, "cancel");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncProducer, additional_metadata) == 24,
+                    "additional_metadata");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncProducer, private_data) == 32, "private_data");
+
+FERRY_STATIC_ASSERT(sizeof(struct ArrowAsyncDeviceStreamHandler) == 48,
+                    "ArrowAsyncDeviceStreamHandler size");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, on_schema) == 0, "on_schema");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, on_next_task) == 8,
+                    "on_next_task");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, on_error) == 16, "on_error");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, release) == 24, "release");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, producer) == 32, "producer");
+FERRY_STATIC_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, private_data) == 40,
+                    "private_data");
 
 FERRY_STATIC_ASSERT(sizeof(struct FerryBufferView) == 16 &&
                         offsetof(struct FerryBufferView, size) == 8,

@@ -1,0 +1,115 @@
+// The dipc client's stream as an async producer (ferry's generic producer over the device stream
+// the client returns), on every plane and body type: the batches arrive equal to the dataset's,
+// the consumer's request(n) bounds what is read, and a cancel mid-stream ends the session so
+// that the server frees every address it lent within a second.
+#include <gtest/gtest.h>
+
+#include "ferry/device/async_stream.hpp"
+#include "ferry/dipc/client.hpp"
+#include "ferry/dipc/server.hpp"
+#include "support/device_util.hpp"
+#include "support/dipc_data.hpp"
+#include "support/test_util.hpp"
+
+namespace ferry::dipc {
+namespace {
+
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+
+struct Plane {
+  std::string transport;
+  BodyType body;
+  std::string name;
+};
+
+class AsyncDipc : public ::testing::TestWithParam<Plane> {
+ protected:
+  std::unique_ptr<Server> StartServer() {
+    ServerOptions options;
+    options.transport = GetParam().transport;
+    options.body_type = GetParam().body;
+    auto server = Server::Start(options);
+    EXPECT_TRUE(server.ok()) << server.status().message();
+    return server.ok() ? std::move(*server) : nullptr;
+  }
+  Result<UniqueDeviceArrayStream> Open(const Server& server, const std::string& ticket) {
+    ClientOptions options;
+    options.buffer_lists = GetParam().body == BodyType::kBufferList;
+    return ConnectStream(server.uri(ticket), ticket, options);
+  }
+};
+
+// A dipc client's stream, produced into ferry's handler and read back as a stream.
+struct AsyncRead {
+  ArrowAsyncDeviceStreamHandler handler{};
+  UniqueDeviceArrayStream reader;
+  std::unique_ptr<AsyncStreamProducer> producer;
+};
+
+Status StartRead(AsyncRead* r, UniqueDeviceArrayStream client, int64_t queue_size) {
+  AsyncHandlerOptions options;
+  options.queue_size = queue_size;
+  FERRY_RETURN_NOT_OK(AsyncHandlerToStream(&r->handler, r->reader.get(), options));
+  FERRY_ASSIGN_OR_RAISE(r->producer, ProduceAsync(std::move(client), &r->handler));
+  return Status::OK();
+}
+
+TEST_P(AsyncDipc, EveryBatchArrivesAsRequested) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(6, 500));
+  server->Add("t", data.dataset);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream client, Open(*server, "t"));
+  AsyncRead r;
+  ASSERT_OK(StartRead(&r, std::move(client), 2));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(r.reader.get()));
+  EXPECT_EQ(got, data.expected);
+  ASSERT_OK(r.producer->Wait(10s));
+  const AsyncProducerCounters c = r.producer->counters();
+  EXPECT_EQ(c.delivered, 6);
+  EXPECT_LE(c.pulled, c.requested);
+  r.reader.reset();
+  EXPECT_TRUE(server->AwaitIdle(1s));
+  const ServerStats st = server->stats();
+  EXPECT_EQ(st.addresses_freed, st.addresses_lent);
+}
+
+TEST_P(AsyncDipc, ACancelMidStreamFreesTheServersLoansWithinASecond) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(40, 2000));
+  server->Add("t", data.dataset);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream client, Open(*server, "t"));
+  AsyncRead r;
+  ASSERT_OK(StartRead(&r, std::move(client), 1));
+  for (int b = 0; b < 2; ++b) {
+    UniqueDeviceArray batch;
+    ASSERT_EQ(r.reader->get_next(r.reader.get(), batch.get()), 0);
+    ASSERT_TRUE(batch.valid());
+    UniqueSchema schema;
+    ASSERT_EQ(r.reader->get_schema(r.reader.get(), schema.get()), 0);
+    EXPECT_EQ(Json::parse(testing::DeviceArrayToJson(schema.get(), batch.get())),
+              data.expected[static_cast<size_t>(b)]);
+  }
+  r.reader.reset();  // the consumer leaves: the producer is cancelled and closes the client
+  ASSERT_OK(r.producer->Wait(10s));
+  EXPECT_TRUE(r.producer->counters().cancelled);
+  EXPECT_LT(r.producer->counters().pulled, 40);
+  EXPECT_TRUE(server->AwaitIdle(1s)) << "the session outlived the cancel by more than 1 s";
+  const ServerStats st = server->stats();
+  // The server takes back what it lent and the client never freed (the batches it had not read)
+  // when the session ends.
+  EXPECT_EQ(st.clients_active, 0);
+  EXPECT_EQ(st.bytes_in_flight, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Planes, AsyncDipc,
+                         ::testing::Values(Plane{"shm", BodyType::kBufferList, "ShmBufferList"},
+                                           Plane{"shm", BodyType::kPacked, "ShmPacked"},
+                                           Plane{"ucx", BodyType::kBufferList, "UcxBufferList"},
+                                           Plane{"ucx", BodyType::kPacked, "UcxPacked"}),
+                         [](const auto& plane) { return plane.param.name; });
+
+}  // namespace
+}  // namespace ferry::dipc
