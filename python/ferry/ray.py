@@ -20,7 +20,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from ferry import flight
 from ferry.dask import _client, _local_server, endpoint_host
 
-__all__ = ["FlightDatasource", "endpoint_hosts", "node_of_host", "read_flight",
+__all__ = ["FlightDatasource", "endpoint_hosts", "node_of_host", "node_runs", "read_flight",
            "write_flight"]
 
 #: The label every Ray node carries with its node id (Ray's own, `ray._raylet.RAY_NODE_ID_KEY`).
@@ -51,6 +51,20 @@ def node_of_host():
     return {n["NodeManagerAddress"]: n["NodeID"] for n in ray.nodes() if n.get("Alive")}
 
 
+def node_runs(hosts, nodes):
+    """The endpoints (by index) in runs that share a Ray node, in order: [(node id, [index,
+    ...]), ...], where `hosts` are the endpoints' hosts and `nodes` maps a host to its node (a
+    host that has none runs with None)."""
+    runs = []
+    for i, host in enumerate(hosts):
+        node = nodes.get(host)
+        if runs and runs[-1][0] == node:
+            runs[-1][1].append(i)
+        else:
+            runs.append((node, [i]))
+    return runs
+
+
 def _read_endpoint(part: EndpointRead, indices, limit):
     """The body of a read task: the endpoint's batches, each a one-batch Arrow table that wraps
     the received buffers (no copy), only the columns `indices` (None: all), stopping after
@@ -63,6 +77,11 @@ def _read_endpoint(part: EndpointRead, indices, limit):
     try:
         for batch in reader:
             if limit is not None and rows + batch.num_rows >= limit:
+                # Closed before the last block is handed on: Ray stops taking blocks at the
+                # limit and would leave this generator (and the session) to the collector. A
+                # batch stays valid after its stream is released (the C stream interface).
+                reader.close()
+                stream.close()
                 yield pa.Table.from_batches([batch.slice(0, limit - rows)])
                 return
             rows += batch.num_rows
@@ -145,13 +164,9 @@ def read_flight(uri, path, token=None, *, columns=None, via="auto", placement=Tr
             raise ValueError(f"flight {path!r} on {uri} has no column {missing!r}; "
                              f"its columns are {schema.names}")
     nodes = node_of_host() if placement else {}
-    runs = []  # [node id or None, [endpoints]] for each run of endpoints on one node
-    for endpoint, host in zip(info.endpoints, endpoint_hosts(info, uri)):
-        node = nodes.get(host)
-        if runs and runs[-1][0] == node:
-            runs[-1][1].append(endpoint)
-        else:
-            runs.append([node, [endpoint]])
+    hosts = endpoint_hosts(info, uri)
+    runs = [(node, [info.endpoints[i] for i in indices])
+            for node, indices in node_runs(hosts, nodes)]
     share = info.total_bytes // len(info.endpoints) if info.total_bytes >= 0 else -1
     datasets = []
     for node, endpoints in runs:
