@@ -307,6 +307,7 @@ SMOKE_SCRIPT = {
     "cli_bench.py": ["--mib", "16", "--batches", "4", "--repeat", "1"],
     "crossing_bench.py": ["--number", "200", "--repeat", "1"],
     "cluster_bench.py": ["--mib", "4", "--repeat", "1"],
+    "ray_bench.py": ["--mib", "1", "--repeat", "0"],
     "many_clients.py": ["--mib", "16", "--clients", "1,2"],
     "metrics_bench.py": ["--gib", "0.02", "--small-batches", "50", "--repeat", "2"],
 }
