@@ -2,8 +2,8 @@
 workers run them, against `ferry serve --flight` and pyarrow's read of the files (one task per
 endpoint, each read through shared memory by the server's counters, Arrow blocks that wrap the
 received buffers, projection and limit pushed into the reads, the limited streams closed so that
-no session stays open), and how endpoints are grouped by node. tests/cluster/test_ray.py runs
-read_flight and write_flight on a real two-node Ray cluster."""
+no session stays open), and how endpoints are grouped by node. tests/cluster/test_ray_cluster.py
+runs read_flight and write_flight on a real two-node Ray cluster."""
 import json
 import time
 
