@@ -215,9 +215,9 @@ def write_flight(ds: Dataset, uri, path, token=None, *, servers=None):
         for ref in refs:
             node = (where.get(ref, {}).get("node_ids") or [here])[0]
             name = f"{path}.part-{len(uploads):06d}"
-            # Node affinity, soft: the task waits for that node while it is busy, and runs
-            # elsewhere only if the node is gone (a label selector's fallback would also take
-            # another node while this one is busy).
+            # Node affinity, soft: Ray documents that the task waits for that node while it is
+            # busy and runs elsewhere only if the node is gone or cannot run it (what a label
+            # selector's fallback does with a busy node, Ray does not say).
             task = _upload_block.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True))
             uploads.append((name, task.remote(ref, uri, servers, token, name)))
