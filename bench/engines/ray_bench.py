@@ -27,7 +27,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -64,8 +63,7 @@ def make_half(directory, mib, start):
 
 
 DRIVER = r'''
-import json, statistics, sys, time
-import pyarrow as pa
+import json, sys, time
 import pyarrow.flight as fl
 import ray
 from ray.data import Datasource, ReadTask
