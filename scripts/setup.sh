@@ -136,6 +136,12 @@ if ! .venv/bin/python -c "import opentelemetry.sdk.trace" >/dev/null 2>&1; then
   echo "setup: installing opentelemetry-sdk into .venv"
   .venv/bin/python -m pip install -q opentelemetry-sdk
 fi
+# ray[data]: Ray Data, the engine ferry.ray reads flights into and writes them from; its tests run
+# a real two-node Ray cluster (tests/flight/test_ray.py, tests/cluster/test_ray_cluster.py).
+if ! .venv/bin/python -c "import ray.data" >/dev/null 2>&1; then
+  echo "setup: installing ray[data] into .venv"
+  .venv/bin/python -m pip install -q "ray[data]"
+fi
 # The peers of python/tests (a skipped peer test fails CI). torch: PyPI has no CPU-only build for
 # Linux, so this is the CUDA one (about 5 GB installed, under two minutes from PyPI); its CPU
 # tensors need no GPU.

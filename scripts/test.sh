@@ -133,7 +133,7 @@ ln -s "$(.venv/bin/python -c 'import ferry, os; print(os.path.dirname(ferry.__fi
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" PYTHONPATH="$PWD/build/dask-oldest:$PWD/scripts" \
   .venv-dask-oldest/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/flight/test_dask.py
 
-stage "Cluster: two server hosts, a client host and Dask workers in network namespaces (tests/cluster)"
+stage "Cluster: two server hosts, a client host, Dask workers and a two-node Ray cluster in network namespaces (tests/cluster)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/cluster
 
