@@ -216,7 +216,9 @@ class ServerImpl final : public Server {
 
   void AcceptLoop() {
     while (!state_->stopping.load()) {
-      Result<std::unique_ptr<transport::Connection>> c = state_->listener->Accept(200ms);
+      // Stop closes the listener, which ends the wait at once: the slice only bounds how long a
+      // finished session's threads wait to be joined, so an idle server wakes twice a minute.
+      Result<std::unique_ptr<transport::Connection>> c = state_->listener->Accept(30s);
       {
         std::lock_guard lock(sessions_mutex_);
         sessions_.remove_if([](const std::unique_ptr<Session>& s) { return s->done(); });
