@@ -122,9 +122,9 @@ class Server:
     """
 
     @staticmethod
-    def start(listen: str = '127.0.0.1:0', *, token: str | None = None, tls_cert: str | None = None, tls_key: str | None = None, planes: Sequence[str] = ['shm', 'ucx'], keep: bool = False, peers: Sequence[str] = [], peer_timeout: float = 2.0, allow_partial: bool = False, peer_tls_roots: str | None = None) -> Server:
+    def start(listen: str = '127.0.0.1:0', *, token: str | None = None, tls_cert: str | None = None, tls_key: str | None = None, planes: Sequence[str] = ['shm', 'ucx'], keep: bool = False, peers: Sequence[str] = [], peer_timeout: float = 2.0, allow_partial: bool = False, peer_tls_roots: str | None = None, max_message_bytes: int = 1073741824) -> Server:
         """
-        Start serving on `listen` (HOST:PORT; port 0: a free one). `token`: the bearer token every call must carry; `tls_cert`/`tls_key`: PEM text for grpc+tls; `planes`: the fast planes beside gRPC; `keep`: each flight written once into each plane's own memory. Federation: `peers` (grpc:// or grpc+tls:// URIs) whose flights this server lists with its own, each given `peer_timeout` seconds to answer; with `allow_partial` a silent peer is left out and named in the FlightInfo's app_metadata instead of failing the call; `peer_tls_roots`: PEM certificates for grpc+tls peers.
+        Start serving on `listen` (HOST:PORT; port 0: a free one). `token`: the bearer token every call must carry; `tls_cert`/`tls_key`: PEM text for grpc+tls; `planes`: the fast planes beside gRPC; `keep`: each flight written once into each plane's own memory. Federation: `peers` (grpc:// or grpc+tls:// URIs) whose flights this server lists with its own, each given `peer_timeout` seconds to answer; with `allow_partial` a silent peer is left out and named in the FlightInfo's app_metadata instead of failing the call; `peer_tls_roots`: PEM certificates for grpc+tls peers; `max_message_bytes`: the largest body DoGet sends in one message (1 to 1 GiB), a larger batch going as zero-copy slices.
         """
 
     def add(self, name: str, data: object, *, partitioned: bool = False) -> None:

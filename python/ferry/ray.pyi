@@ -3,15 +3,20 @@ Ray Data: a flight as a Ray Dataset, one read task per endpoint placed softly on
 """
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ray.data import Dataset, Datasource, ReadTask
 from ray.data.context import DataContext
 
 from ferry.flight import Endpoint, FlightInfo
 
+__all__ = ["FlightDatasource", "endpoint_hosts", "node_of_host", "node_runs", "read_flight",
+           "write_flight"]
+
 #: The label every Ray node carries with its node id.
 NODE_ID_LABEL: str
 
+@dataclass(frozen=True)
 class EndpointRead:
     """One read task's endpoint and how to reach its server (plain values, pickled to the worker)."""
 
@@ -19,9 +24,7 @@ class EndpointRead:
     token: str | None
     ticket: bytes
     locations: tuple[str, ...]
-    via: str
-
-    def __init__(self, uri: str, token: str | None, ticket: bytes, locations: tuple[str, ...], via: str = ...) -> None: ...
+    via: str = ...
 
 def endpoint_hosts(info: FlightInfo, uri: str) -> list[str]:
     """The host (an IP address where it resolves) of the server holding each endpoint of `info`, in order."""
