@@ -23,6 +23,7 @@
 #include "aio_queue.hpp"
 #include "aio_stream.hpp"
 #include "capsule.hpp"
+#include "dipc_options.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/uri.hpp"
@@ -221,11 +222,6 @@ void FlightConnect(uint64_t id, const PyCompletions& q, const std::string& uri,
       });
 }
 
-dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri) {
-  if (const auto* parsed = std::get_if<dipc::Uri>(&uri)) return *parsed;
-  return Unwrap(dipc::Uri::Parse(std::get<std::string>(uri)));
-}
-
 void DipcConnect(uint64_t id, const PyCompletions& q,
                  const std::variant<dipc::Uri, std::string>& uri, const std::string& ticket,
                  Device* device, ValidationLevel validation, double timeout,
@@ -238,28 +234,9 @@ void DipcConnect(uint64_t id, const PyCompletions& q,
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
-  dipc::ClientOptions options;
-  options.device = device;
-  options.read.validation = validation;
-  options.timeout = Millis(timeout, "timeout");
-  options.reorder_window = reorder_window;
-  if (max_metadata_bytes <= 0 || max_body_bytes <= 0) {
-    Raise(PyExc_ValueError, "max_metadata_bytes and max_body_bytes must be positive");
-  }
-  options.max_metadata_bytes = max_metadata_bytes;
-  options.max_body_bytes = max_body_bytes;
-  if (columns) {
-    std::vector<int32_t> picked = *columns;
-    std::sort(picked.begin(), picked.end());
-    picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
-    if (picked.empty() || picked.front() < 0) {
-      Raise(PyExc_ValueError, "columns must be a non-empty list of field indices (0 or more)");
-    }
-    options.read.columns = std::move(picked);
-  }
-  options.buffer_lists = buffer_lists;
-  options.traceparent = traceparent.value_or("");
-  options.tracestate = tracestate.value_or("");
+  dipc::ClientOptions options =
+      DipcClientOptions(device, validation, timeout, reorder_window, max_metadata_bytes,
+                        max_body_bytes, columns, buffer_lists, traceparent, tracestate);
   Start(
       q, id,
       [parsed, data, ticket, options]() -> Result<std::shared_ptr<Opened>> {

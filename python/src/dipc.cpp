@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "dipc_options.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/dipc/uri.hpp"
@@ -211,11 +212,6 @@ PyServer Start(const std::string& transport, const std::string& listen,
   return out;
 }
 
-dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri) {
-  if (const auto* parsed = std::get_if<dipc::Uri>(&uri)) return *parsed;
-  return Unwrap(dipc::Uri::Parse(std::get<std::string>(uri)));
-}
-
 PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std::string& ticket,
                       Device* device, ValidationLevel validation, double timeout,
                       uint32_t reorder_window,
@@ -227,30 +223,9 @@ PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
-  dipc::ClientOptions options;
-  options.device = device;
-  options.read.validation = validation;
-  options.timeout = Millis(timeout, "timeout");
-  options.reorder_window = reorder_window;
-  if (max_metadata_bytes <= 0 || max_body_bytes <= 0) {
-    Raise(PyExc_ValueError, "max_metadata_bytes and max_body_bytes must be positive");
-  }
-  options.max_metadata_bytes = max_metadata_bytes;
-  options.max_body_bytes = max_body_bytes;
-  if (columns) {
-    // The decoder takes them in increasing order, each once; the schema names them when it
-    // arrives (an index past its fields fails the connect).
-    std::vector<int32_t> picked = *columns;
-    std::sort(picked.begin(), picked.end());
-    picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
-    if (picked.empty() || picked.front() < 0) {
-      Raise(PyExc_ValueError, "columns must be a non-empty list of field indices (0 or more)");
-    }
-    options.read.columns = std::move(picked);
-  }
-  options.buffer_lists = buffer_lists;
-  options.traceparent = traceparent.value_or("");
-  options.tracestate = tracestate.value_or("");
+  dipc::ClientOptions options =
+      DipcClientOptions(device, validation, timeout, reorder_window, max_metadata_bytes,
+                        max_body_bytes, columns, buffer_lists, traceparent, tracestate);
   Result<UniqueDeviceArrayStream> stream = [&] {
     nb::gil_scoped_release release;  // connects, sends the ticket, waits for the schema
     if (data) return dipc::ConnectStream(parsed, *data, ticket, options);

@@ -1,0 +1,53 @@
+// The arguments of ferry.dipc.connect turned into the client's options.
+#include "dipc_options.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+namespace ferry::python {
+
+dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri) {
+  if (const auto* parsed = std::get_if<dipc::Uri>(&uri)) return *parsed;
+  return Unwrap(dipc::Uri::Parse(std::get<std::string>(uri)));
+}
+
+dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
+                                      uint32_t reorder_window, int64_t max_metadata_bytes,
+                                      int64_t max_body_bytes,
+                                      const std::optional<std::vector<int32_t>>& columns,
+                                      bool buffer_lists,
+                                      const std::optional<std::string>& traceparent,
+                                      const std::optional<std::string>& tracestate) {
+  if (!std::isfinite(timeout) || timeout < 0) {
+    Raise(PyExc_ValueError, "timeout must be a finite number of seconds >= 0");
+  }
+  dipc::ClientOptions options;
+  options.device = device;
+  options.read.validation = validation;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(timeout * 1000.0)));
+  options.reorder_window = reorder_window;
+  if (max_metadata_bytes <= 0 || max_body_bytes <= 0) {
+    Raise(PyExc_ValueError, "max_metadata_bytes and max_body_bytes must be positive");
+  }
+  options.max_metadata_bytes = max_metadata_bytes;
+  options.max_body_bytes = max_body_bytes;
+  if (columns) {
+    // The decoder takes them in increasing order, each once; the schema names them when it
+    // arrives (an index past its fields fails the connect).
+    std::vector<int32_t> picked = *columns;
+    std::sort(picked.begin(), picked.end());
+    picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
+    if (picked.empty() || picked.front() < 0) {
+      Raise(PyExc_ValueError, "columns must be a non-empty list of field indices (0 or more)");
+    }
+    options.read.columns = std::move(picked);
+  }
+  options.buffer_lists = buffer_lists;
+  options.traceparent = traceparent.value_or("");
+  options.tracestate = tracestate.value_or("");
+  return options;
+}
+
+}  // namespace ferry::python

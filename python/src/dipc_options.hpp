@@ -1,0 +1,30 @@
+// The arguments of ferry.dipc.connect turned into the client's options: one place for the
+// blocking face (dipc.cpp) and the asyncio one (aio.cpp), so both check them alike.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ferry/dipc/client.hpp"
+#include "ferry/dipc/uri.hpp"
+#include "objects.hpp"
+
+namespace ferry::python {
+
+/// `uri` parsed, where it is text (a bad one raises, naming what is wrong).
+dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri);
+
+/// The client options that connect's keyword arguments ask for; raises ValueError for a bad one
+/// (a negative or non-finite timeout, a non-positive size limit, no or negative columns).
+dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
+                                      uint32_t reorder_window, int64_t max_metadata_bytes,
+                                      int64_t max_body_bytes,
+                                      const std::optional<std::vector<int32_t>>& columns,
+                                      bool buffer_lists,
+                                      const std::optional<std::string>& traceparent,
+                                      const std::optional<std::string>& tracestate);
+
+}  // namespace ferry::python
