@@ -28,7 +28,9 @@ Status Serve(Server& server, int partitions, int rows, std::vector<Json>* expect
         Array a,
         testing::ArrayFromJson(testing::BatchField({Field::Make("l", "x")}), values.dump()));
     batches.emplace_back();
-    batches.back().push_back(testing::ToCpuDeviceArray(std::move(a), &schema));
+    UniqueSchema kept;  // the same for every batch; the last one is kept
+    batches.back().push_back(testing::ToCpuDeviceArray(std::move(a), &kept));
+    schema = std::move(kept);
     expected->push_back(std::move(values));
   }
   return server.AddPartitioned("t", std::move(schema), std::move(batches));

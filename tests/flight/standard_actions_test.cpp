@@ -64,7 +64,8 @@ TEST(FlightCancel, CancelFlightInfoCutsOffAPlaneSessionAndTakesBackItsLoans) {
   ASSERT_TRUE(first.valid());
   EXPECT_EQ(first->array.length, 100000);
 
-  const PlaneMetrics* before = Plane(server->metrics(), "shm");
+  const ServerMetrics held = server->metrics();  // Plane points into it
+  const PlaneMetrics* before = Plane(held, "shm");
   ASSERT_NE(before, nullptr);
   ASSERT_EQ(before->sessions_active, 1);
   // The client holds the first batch: its buffers are lent and not yet freed.
