@@ -21,6 +21,13 @@ using namespace std::chrono_literals;
 class ServerImpl final : public Server {
  public:
   explicit ServerImpl(std::unique_ptr<ServerState> state) : state_(std::move(state)) {
+    if (state_->options.accept) Open();
+  }
+
+  void Open() override {
+    std::lock_guard lock(sessions_mutex_);
+    if (opened_ || state_->stopping.load()) return;
+    opened_ = true;
     accept_ = std::thread([this] { AcceptLoop(); });
   }
   ~ServerImpl() override { Stop(); }
@@ -180,7 +187,13 @@ class ServerImpl final : public Server {
   void Stop() override {
     if (state_->stopping.exchange(true)) return;
     state_->listener->Close();
-    if (accept_.joinable()) accept_.join();
+    std::thread accept;
+    {
+      // Open checks `stopping` under this lock, so no loop starts after this.
+      std::lock_guard lock(sessions_mutex_);
+      accept = std::move(accept_);
+    }
+    if (accept.joinable()) accept.join();
     std::lock_guard lock(sessions_mutex_);
     for (auto& s : sessions_) s->Kill(/*abort=*/true);
     sessions_.clear();  // joins each session's threads
@@ -243,6 +256,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<ServerState> state_;
   std::mutex sessions_mutex_;
   std::list<std::unique_ptr<Session>> sessions_;
+  bool opened_ = false;  // guarded by sessions_mutex_
   std::thread accept_;
 };
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/transport/ucx.hpp"
 #include "support/device_util.hpp"
@@ -354,6 +355,38 @@ TEST_P(ServerClient, AnUnknownTicketIsRefusedByName) {
   EXPECT_TRUE(server->AwaitIdle(5s));
   EXPECT_GE(server->stats().tickets_refused, 1);
   EXPECT_EQ(server->stats().sessions_failed, 0);
+}
+
+// A server started closed (accept false) takes no one until Open, so a client that comes while
+// it is being filled waits and then reads, rather than being told the dataset is unknown.
+// (tests/cli/test_get.py starts `ferry serve` under a client already retrying its connect.)
+TEST_P(ServerClient, AServerFilledBeforeItOpensServesAClientThatCameEarly) {
+  ServerOptions options;
+  options.accept = false;
+  auto server = StartServer(options);
+  ASSERT_TRUE(server);
+  Result<UniqueDeviceArrayStream> early = Status::Internal("not read");
+  int64_t rows = 0;
+  std::thread client([&] {
+    ClientOptions o;
+    o.timeout = 20s;
+    early = Open(*server, "alpha", o);
+    if (!early.ok()) return;
+    while (true) {
+      UniqueDeviceArray b;
+      if (!StreamGetNext(early->get(), b.get()).ok() || !b.valid()) return;
+      rows += b->array.length;
+    }
+  });
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(3, 100, /*with_expected=*/false));
+  server->Add("alpha", data.dataset);
+  EXPECT_EQ(server->stats().clients_accepted, 0);
+  server->Open();
+  server->Open();  // a second call changes nothing
+  client.join();
+  ASSERT_OK(early.status());
+  EXPECT_EQ(rows, 300);
+  EXPECT_EQ(server->stats().tickets_refused, 0);
 }
 
 // Without ferry=1 the wire is the bare protocol: the refusal is a closed connection.

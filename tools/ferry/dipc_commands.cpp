@@ -190,6 +190,9 @@ int RunServe(const ServeOptions& o) {
   dipc::ServerOptions options;
   options.transport = transport;
   options.listen = o.listen;
+  // Filled before it takes anyone: a client that connects while the server starts must not be
+  // told that a dataset about to be served is unknown.
+  options.accept = false;
   options.region_bytes = o.region_bytes;
   options.timeout = Millis(o.timeout_s);
   options.max_clients = o.max_clients;
@@ -257,6 +260,7 @@ int RunServe(const ServeOptions& o) {
     }
     std::printf("%s\n", line.c_str());
   }
+  (*server)->Open();
   std::fflush(stdout);
   // stdout stays one "NAME URI" line per dataset, for scripts; the split shape (metadata and
   // data servers apart) is told on stderr.

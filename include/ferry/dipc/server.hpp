@@ -66,6 +66,10 @@ struct FERRY_EXPORT ServerOptions {
   /// unknown ticket), one line each, from any thread: the message of each record of kInfo or
   /// above. Unset: nowhere. Not called when `log_sink` is set.
   std::function<void(const std::string&)> log;
+  /// Whether Start opens the doors at once. False: Start binds the address (so uri() is known)
+  /// but takes no client until Open(), so that a server can be filled before anyone reads it;
+  /// a client that connects meanwhile waits to be taken (within its own timeout).
+  bool accept = true;
   /// Where the server's structured records go (ferry/core/log.hpp), every level, from any
   /// thread: besides what `log` tells, each session's start and end ("session_start",
   /// "session_end", kDebug and kInfo), with its id, peer, plane (the transport) and, when a
@@ -178,6 +182,9 @@ class FERRY_EXPORT Server {
   /// is left. As AwaitIdle, on a condition variable, but timed by the injected clock (a drain's
   /// wait, which a test's ManualClock ends).
   virtual bool AwaitIdleUntil(Clock::time_point deadline) = 0;
+  /// Start taking clients, for a server started with `accept` false (a no-op otherwise, and
+  /// after the first call). Costs one thread.
+  virtual void Open() = 0;
   /// The last session error, for logs ("" when none).
   virtual std::string last_error() const = 0;
   virtual void Stop() = 0;

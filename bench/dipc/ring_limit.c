@@ -1,0 +1,190 @@
+/* The limit of the small-batches benchmark (bench/dipc/small_batches.py): the same bytes as a
+ * batch, moved between two processes of one host with no Arrow at all. A forked producer copies
+ * each message into a slot of a shared ring (64 slots), writes its clock into the slot's first 8
+ * bytes and publishes it; the consumer takes it, notes its one-way latency and hands the slot
+ * back. Either side that finds nothing to do spins up to SPIN times, then sleeps on a futex, and
+ * the other wakes it only when it has announced that it sleeps: one wake-up per queue that goes
+ * from empty to non-empty, not one per message.
+ *
+ *   ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN
+ *
+ * RATE > 0 paces the producer (message i at start + i / RATE, an absolute sleep). Prints one
+ * JSON line: messages a second from the first to the last, and p50, p99 and p99.9 of the
+ * latency after WARMUP messages. Every wait is bounded (a futex wait by 1 s, the run by 60 s of
+ * no progress).
+ */
+#define _GNU_SOURCE
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { kSlots = 64 };
+
+struct Ring {
+  _Alignas(64) atomic_uint head; /* messages published (the consumer's futex word) */
+  atomic_uint consumer_sleeps;
+  _Alignas(64) atomic_uint tail; /* messages handed back (the producer's futex word) */
+  atomic_uint producer_sleeps;
+};
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void futex_wait(atomic_uint* word, unsigned seen) {
+  struct timespec one_second = {1, 0};
+  syscall(SYS_futex, word, FUTEX_WAIT, seen, &one_second, NULL, 0);
+}
+
+static void futex_wake(atomic_uint* word) {
+  syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Wait until `ready()` holds: spin, then announce the sleep and sleep on `word` while it is
+ * unchanged. Fails the run after 60 s without progress. */
+static unsigned wait_for(atomic_uint* word, atomic_uint* sleeps, unsigned (*get)(struct Ring*),
+                         struct Ring* r, int (*ready)(struct Ring*, unsigned), long spin) {
+  int64_t give_up = 0;
+  for (long i = 0;; ++i) {
+    unsigned v = get(r);
+    if (ready(r, v)) return v;
+    if (i < spin) {
+      relax();
+      continue;
+    }
+    atomic_store(sleeps, 1);
+    v = get(r); /* seq_cst: the other side either sees the flag or we see its update */
+    if (!ready(r, v)) futex_wait(word, v);
+    atomic_store(sleeps, 0);
+    if (give_up == 0) give_up = now_ns() + 60 * (int64_t)1000000000;
+    if (now_ns() > give_up) {
+      fprintf(stderr, "ferry_ring_limit: no progress for 60 s\n");
+      exit(2);
+    }
+  }
+}
+
+static unsigned get_head(struct Ring* r) { return atomic_load(&r->head); }
+static unsigned get_tail(struct Ring* r) { return atomic_load(&r->tail); }
+static unsigned consumer_tail;
+static unsigned producer_head;
+static int has_message(struct Ring* r, unsigned head) {
+  (void)r;
+  return head != consumer_tail;
+}
+static int has_room(struct Ring* r, unsigned tail) {
+  (void)r;
+  return producer_head - tail < kSlots;
+}
+
+static int compare(const void* a, const void* b) {
+  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+  return (x > y) - (x < y);
+}
+
+static int64_t percentile(const int64_t* sorted, long n, double q) {
+  if (n == 0) return 0;
+  long i = (long)(q * (double)(n - 1) + 0.5);
+  return sorted[i < n ? i : n - 1];
+}
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    fprintf(stderr, "usage: ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN\n");
+    return 2;
+  }
+  const long bytes = atol(argv[1]), messages = atol(argv[2]), warmup = atol(argv[4]);
+  const double rate = atof(argv[3]);
+  const long spin = atol(argv[5]);
+  if (bytes < 8 || messages < 1 || warmup < 0 || warmup >= messages || spin < 0) {
+    fprintf(stderr, "ferry_ring_limit: BYTES >= 8, MESSAGES >= 1, 0 <= WARMUP < MESSAGES\n");
+    return 2;
+  }
+  const size_t slot = ((size_t)bytes + 63) / 64 * 64;
+  const size_t size = sizeof(struct Ring) + kSlots * slot;
+  void* mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    perror("ferry_ring_limit: mmap");
+    return 2;
+  }
+  memset(mem, 0, size);
+  struct Ring* ring = mem;
+  uint8_t* slots = (uint8_t*)mem + sizeof(struct Ring);
+
+  const pid_t producer = fork();
+  if (producer < 0) {
+    perror("ferry_ring_limit: fork");
+    return 2;
+  }
+  if (producer == 0) {
+    uint8_t* source = malloc((size_t)bytes);
+    if (source == NULL) _exit(2);
+    for (long i = 0; i < bytes; ++i) source[i] = (uint8_t)i;
+    const int64_t start = now_ns();
+    for (long m = 0; m < messages; ++m) {
+      wait_for(&ring->tail, &ring->producer_sleeps, get_tail, ring, has_room, spin);
+      if (rate > 0) {
+        const int64_t when = start + (int64_t)((double)m * 1e9 / rate);
+        struct timespec ts = {when / 1000000000, when % 1000000000};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+        }
+      }
+      uint8_t* s = slots + (size_t)(producer_head % kSlots) * slot;
+      memcpy(s, source, (size_t)bytes);
+      const int64_t stamp = now_ns();
+      memcpy(s, &stamp, sizeof stamp);
+      atomic_store(&ring->head, ++producer_head);
+      if (atomic_load(&ring->consumer_sleeps)) futex_wake(&ring->head);
+    }
+    _exit(0);
+  }
+
+  int64_t* latency = malloc(sizeof(int64_t) * (size_t)messages);
+  if (latency == NULL) return 2;
+  int64_t first = 0;
+  for (long m = 0; m < messages; ++m) {
+    wait_for(&ring->head, &ring->consumer_sleeps, get_head, ring, has_message, spin);
+    const int64_t now = now_ns();
+    if (m == 0) first = now;
+    int64_t stamp;
+    memcpy(&stamp, slots + (size_t)(consumer_tail % kSlots) * slot, sizeof stamp);
+    latency[m] = now - stamp;
+    atomic_store(&ring->tail, ++consumer_tail);
+    if (atomic_load(&ring->producer_sleeps)) futex_wake(&ring->tail);
+  }
+  const double seconds = (double)(now_ns() - first) / 1e9;
+  int status = 0;
+  waitpid(producer, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "ferry_ring_limit: the producer failed (wait status %d)\n", status);
+    return 2;
+  }
+  const long n = messages - warmup;
+  qsort(latency + warmup, (size_t)n, sizeof(int64_t), compare);
+  printf(
+      "{\"batches\": %ld, \"batch_bytes\": %ld, \"seconds\": %.9f, \"batches_per_s\": %.1f, "
+      "\"latency_ns\": {\"p50\": %lld, \"p99\": %lld, \"p999\": %lld}}\n",
+      messages, bytes, seconds, seconds > 0 ? (double)(messages - 1) / seconds : 0.0,
+      (long long)percentile(latency + warmup, n, 0.5),
+      (long long)percentile(latency + warmup, n, 0.99),
+      (long long)percentile(latency + warmup, n, 0.999));
+  free(latency);
+  return 0;
+}

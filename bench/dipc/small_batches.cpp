@@ -1,0 +1,248 @@
+// ferry's side of the small-batches benchmark (bench/dipc/small_batches.py runs it, and every
+// peer, in one run): a Dissociated IPC server of R-row batches (x int64, f float64, s a short
+// string) and a client that drains them, each its own process.
+//
+//   ferry_small_batches serve TRANSPORT BODY MODE ROWS BATCHES RATE LISTEN
+//       TRANSPORT shm|ucx, BODY 0 (packed) | 1 (buffer lists), LISTEN a host:port for UCX ("-":
+//       the default). MODE kept: BATCHES batches written once into memory of the server's own
+//       (Server::Keep) and lent to every client as they are. MODE live: a producer makes each
+//       batch when the server asks for it (a copy of a template), writes its clock into x[0]
+//       just before handing it over, and, with RATE > 0, makes batch i at start + i / RATE. Prints
+//       "READY <uri>" and serves until its stdin closes.
+//   ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP
+//       VALIDATION full|default; STAMPED 1 where the batches carry their producer's clock.
+//       Connects, drains, and prints one JSON line: the batches a second from the connected
+//       stream to its end (the connection's set-up apart), and with STAMPED the one-way latency
+//       of each batch (its arrival at the caller minus x[0]) as p50, p99 and p99.9 after WARMUP
+//       batches.
+//
+// Both clocks are CLOCK_MONOTONIC (steady_clock), one clock for every process of the host and
+// of its network namespaces.
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ferry/core/stream_adapter.hpp"
+#include "ferry/device/device.hpp"
+#include "ferry/device/device_array_view.hpp"
+#include "ferry/dipc/client.hpp"
+#include "ferry/dipc/dataset.hpp"
+#include "ferry/dipc/server.hpp"
+#include "ferry/format/builder.hpp"
+#include "ferry/format/schema.hpp"
+
+namespace ferry::bench {
+namespace {
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "ferry_small_batches: %s\n", what.c_str());
+  std::exit(2);
+}
+
+void Check(const Status& st, const char* doing) {
+  if (!st.ok()) Die(std::string(doing) + ": " + st.message());
+}
+
+template <typename T>
+T Value(Result<T> r, const char* doing) {
+  Check(r.status(), doing);
+  return std::move(r).value();
+}
+
+int64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+void SleepUntilNs(int64_t when) {
+  timespec ts{static_cast<time_t>(when / 1000000000), static_cast<long>(when % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+// The benchmark's batch: row i is (i, i * 0.5, "v<i % 1000>"), as small_batches_peers.py builds
+// it for the Python peers.
+struct Template {
+  UniqueSchema schema;
+  UniqueDeviceArray batch;
+};
+
+Template MakeTemplate(int64_t rows) {
+  Field root =
+      Field::Make("+s", "", {Field::Make("l", "x"), Field::Make("g", "f"), Field::Make("u", "s")});
+  root.flags = 0;
+  Template t;
+  t.schema = Value(root.Export(), "schema");
+  auto b = Value(ArrayBuilder::Make(t.schema.get()), "builder");
+  for (int64_t i = 0; i < rows; ++i) {
+    Check(b->child(0)->AppendInt(i), "append");
+    Check(b->child(1)->AppendDouble(static_cast<double>(i) * 0.5), "append");
+    Check(b->child(2)->AppendBytes("v" + std::to_string(i % 1000)), "append");
+    Check(b->FinishElement(), "append");
+  }
+  UniqueArray a = Value(b->Finish(), "finish");
+  a.move_to(&t.batch->array);
+  t.batch->device_id = -1;
+  t.batch->device_type = ARROW_DEVICE_CPU;
+  return t;
+}
+
+// x[0] of a CPU batch of the benchmark's schema.
+int64_t* Stamp(ArrowArray* batch) {
+  ArrowArray* x = batch->children[0];
+  return static_cast<int64_t*>(const_cast<void*>(x->buffers[1])) + x->offset;
+}
+
+// The live producer: each batch a fresh copy of the template, stamped as it is handed over.
+class LiveProducer final : public DeviceArrayProducer {
+ public:
+  LiveProducer(std::shared_ptr<Template> t, int64_t batches, double rate)
+      : t_(std::move(t)), batches_(batches), rate_(rate) {}
+
+  Status GetSchema(ArrowSchema* out) override {
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(t_->schema.get()));
+    copy.move_to(out);
+    return Status::OK();
+  }
+
+  Status GetNext(ArrowDeviceArray* out) override {
+    if (next_ == batches_) return Status::OK();
+    if (view_ == nullptr) {
+      FERRY_ASSIGN_OR_RAISE(DeviceArrayView v, DeviceArrayView::Make(t_->schema.get()));
+      view_ = std::make_unique<DeviceArrayView>(std::move(v));
+      FERRY_RETURN_NOT_OK(view_->SetArray(t_->batch.get()));
+      start_ns_ = NowNs();
+    }
+    FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray b, view_->Copy(*CpuDevice()));
+    if (rate_ > 0) SleepUntilNs(start_ns_ + static_cast<int64_t>(next_ * 1e9 / rate_));
+    *Stamp(&b->array) = NowNs();
+    b.move_to(out);
+    ++next_;
+    return Status::OK();
+  }
+
+ private:
+  std::shared_ptr<Template> t_;
+  int64_t batches_;
+  double rate_;
+  int64_t next_ = 0;
+  int64_t start_ns_ = 0;
+  std::unique_ptr<DeviceArrayView> view_;
+};
+
+int Serve(char** argv) {
+  const std::string transport = argv[0], body = argv[1], mode = argv[2];
+  const int64_t rows = std::atoll(argv[3]), batches = std::atoll(argv[4]);
+  const double rate = std::atof(argv[5]);
+  const std::string listen = argv[6];
+  auto t = std::make_shared<Template>(MakeTemplate(rows));
+  dipc::ServerOptions o;
+  o.transport = transport;
+  if (listen != "-") o.listen = listen;
+  o.body_type = body == "0" ? dipc::BodyType::kPacked : dipc::BodyType::kBufferList;
+  std::unique_ptr<dipc::Server> server = Value(dipc::Server::Start(o), "starting the server");
+  if (mode == "kept") {
+    DeviceArrayView view = Value(DeviceArrayView::Make(t->schema.get()), "view");
+    Check(view.SetArray(t->batch.get()), "view");
+    std::vector<UniqueDeviceArray> copies;
+    copies.reserve(static_cast<size_t>(batches));
+    for (int64_t i = 0; i < batches; ++i) copies.push_back(Value(view.Copy(*CpuDevice()), "copy"));
+    auto dataset = Value(
+        dipc::Dataset::FromBatches(Value(CopySchema(t->schema.get()), "schema"), std::move(copies)),
+        "dataset");
+    Check(server->Keep("t", dataset), "keeping the batches");
+  } else if (mode == "live") {
+    server->Add("t", dipc::Dataset::FromStreamFactory([t, batches, rate]() {
+                  return Result<UniqueDeviceArrayStream>(ExportDeviceArrayStream(
+                      std::make_unique<LiveProducer>(t, batches, rate), ARROW_DEVICE_CPU));
+                }));
+  } else {
+    Die("serve: MODE is kept or live, not " + mode);
+  }
+  std::printf("READY %s\n", server->uri("t").ToString().c_str());
+  std::fflush(stdout);
+  char buf[256];
+  while (read(STDIN_FILENO, buf, sizeof(buf)) > 0) {
+  }
+  if (!server->last_error().empty()) {
+    std::fprintf(stderr, "ferry_small_batches serve: %s\n", server->last_error().c_str());
+  }
+  server->Stop();
+  return 0;
+}
+
+int64_t Percentile(const std::vector<int64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto i = static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+int Read(char** argv) {
+  const dipc::Uri uri = Value(dipc::Uri::Parse(argv[0]), "the URI");
+  const std::string validation = argv[1];
+  const int64_t batches = std::atoll(argv[2]), rows = std::atoll(argv[3]);
+  const bool stamped = std::strcmp(argv[4], "1") == 0;
+  const int64_t warmup = std::atoll(argv[5]);
+  dipc::ClientOptions o;
+  o.read.validation = validation == "full" ? ValidationLevel::kFull : ValidationLevel::kDefault;
+  o.connect_timeout = std::chrono::milliseconds(10000);
+  const int64_t connect_start = NowNs();
+  UniqueDeviceArrayStream stream = Value(dipc::ConnectStream(uri, "t", o), "connecting");
+  const int64_t start = NowNs();
+  std::vector<int64_t> latency;
+  latency.reserve(static_cast<size_t>(batches));
+  int64_t got = 0, last_f_ok = 0;
+  while (true) {
+    UniqueDeviceArray batch;
+    Check(StreamGetNext(stream.get(), batch.get()), "reading");
+    if (!batch.valid()) break;
+    const int64_t now = NowNs();
+    ArrowArray& a = batch->array;
+    if (a.length != rows) Die("a batch of " + std::to_string(a.length) + " rows");
+    if (stamped) latency.push_back(now - *Stamp(&a));
+    const ArrowArray* f = a.children[1];
+    last_f_ok = static_cast<const double*>(f->buffers[1])[f->offset + rows - 1] ==
+                static_cast<double>(rows - 1) * 0.5;
+    ++got;
+  }
+  const double seconds = static_cast<double>(NowNs() - start) / 1e9;
+  if (got != batches) Die("read " + std::to_string(got) + " batches of " + std::to_string(batches));
+  if (!last_f_ok) Die("the last batch's column f differs from the template's");
+  std::string lat = "null";
+  if (stamped && static_cast<int64_t>(latency.size()) > warmup) {
+    std::vector<int64_t> kept(latency.begin() + warmup, latency.end());
+    std::sort(kept.begin(), kept.end());
+    lat = "{\"p50\": " + std::to_string(Percentile(kept, 0.5)) +
+          ", \"p99\": " + std::to_string(Percentile(kept, 0.99)) +
+          ", \"p999\": " + std::to_string(Percentile(kept, 0.999)) + "}";
+  }
+  std::printf(
+      "{\"batches\": %lld, \"rows\": %lld, \"seconds\": %.9f, \"batches_per_s\": %.1f, "
+      "\"connect_s\": %.6f, \"latency_ns\": %s}\n",
+      static_cast<long long>(got), static_cast<long long>(rows), seconds,
+      static_cast<double>(got) / seconds, static_cast<double>(start - connect_start) / 1e9,
+      lat.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace ferry::bench
+
+int main(int argc, char** argv) {
+  if (argc == 9 && std::strcmp(argv[1], "serve") == 0) return ferry::bench::Serve(argv + 2);
+  if (argc == 8 && std::strcmp(argv[1], "read") == 0) return ferry::bench::Read(argv + 2);
+  std::fprintf(stderr,
+               "usage: ferry_small_batches serve TRANSPORT BODY MODE ROWS BATCHES RATE LISTEN\n"
+               "       ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP\n"
+               "(bench/dipc/small_batches.py runs it; see the head of small_batches.cpp)\n");
+  return 2;
+}
