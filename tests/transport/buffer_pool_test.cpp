@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "support/clock_util.hpp"
 
@@ -141,6 +142,12 @@ const bool kAtExitChild = [] {
   if (std::getenv("FERRY_BUFFER_POOL_AT_EXIT") == nullptr) return false;
   std::atexit([] {
     if (CachedBufferBytes() != 0) _exit(3);
+    // A joined thread's entry can stay in /proc/self/task for a moment after the join returns
+    // (the kernel wakes the joiner before it removes the task), longest on a loaded machine:
+    // look again for up to a second.
+    for (int i = 0; i < 1000 && ThreadCount() != 1 + kRuntimeThreads; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     _exit(ThreadCount() == 1 + kRuntimeThreads ? 0 : 4);
   });
   TakeBuffer(8 * kMiB).reset();  // the pool is made, and its reaper starts

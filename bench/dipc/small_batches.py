@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""bench/dipc/small_batches.py: small batches between two processes, ferry and every peer in one
+run. A batch is R rows of x int64, f float64 and s a short string ("v<i % 1000>"; 1,000 rows are
+about 25 KB), for R in --rows.
+
+Each case is run twice:
+  throughput  --batches batches sent as fast as the producer can: batches a second, from the
+              consumer's first request to its last batch (connecting apart);
+  latency     --latency-batches batches, the producer pacing itself at --rate a second, so that
+              nothing queues: the one-way latency of each batch, from the producer's write (its
+              clock written into x[0] just before it hands the batch over) to the consumer's
+              handing it to its caller, as p50, p99 and p99.9 (CLOCK_MONOTONIC on both ends).
+
+The cases:
+  ferry shm kept       a shared-memory server of batches written once (`--keep`), lent as they
+                       are; the client checks each at the default level (throughput only: nothing
+                       is written per batch to stamp)
+  ferry shm kept full  the same, the client validating every batch fully
+  ferry shm live       a producer makes each batch (a copy of a template) as the server asks;
+                       type-1 bodies into the shared region
+  ferry ucx t0 / t1    the same producer over UCX on this host (ferry=1: UCX's shared memory),
+                       packed bodies and buffer lists
+  ferry tcp t0 / t1    over UCX between two network namespaces (UCX_TLS=tcp,self)
+  ferry Flight         ferry's Flight server to a pyarrow.flight client (small_batches_peers.py)
+  C ring, futex        the limit: bench/dipc/ring_limit.c, the same bytes through a shared ring,
+                       the consumer sleeping on a futex when it finds nothing
+  C ring, spin         the same, each side spinning --spin times before it sleeps
+  pyarrow socket       pyarrow's IPC stream over a Unix socket (small_batches_peers.py)
+  pyarrow.flight       pyarrow.flight's own server and client; throughput of the batches built
+                       beforehand, as ferry's Flight server serves them, latency live
+  iceoryx2             iceoryx2's publish-subscribe from PyPI, through its Python binding
+  ucx_perftest         tag_bw (message rate) and tag_lat (its one-way figure: half a round trip,
+                       busy polling) at one batch's bytes, on this host and between namespaces
+
+Prints one Markdown table per batch size and writes --out (JSON) and --plot (p50 latency against
+batch size, PNG).
+
+    .venv/bin/python bench/dipc/small_batches.py --tree build/bench/bench --out small.json \\
+        --plot docs/img/small_batches.png
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+SMOKE = os.environ.get("FERRY_BENCH_SMOKE", "0") not in ("", "0")
+TIMEOUT = 300
+
+
+def last_json(text, what):
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError(f"{what} printed no result:\n{text[-3000:]}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Ferry:
+    """ferry_small_batches: a server (wrapped in a namespace where `server_wrap` says) and a
+    client (in `client_wrap`)."""
+
+    def __init__(self, tree):
+        self.exe = os.path.join(tree, "ferry_small_batches")
+
+    def run(self, transport, body, mode, rows, batches, rate, validation="default",
+            listen="-", server_wrap=(), client_wrap=(), env=None):
+        server = subprocess.Popen(
+            [*server_wrap, self.exe, "serve", transport, body, mode, str(rows), str(batches),
+             str(rate), listen], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            ready = server.stdout.readline().split()
+            if len(ready) != 2 or ready[0] != "READY":
+                raise RuntimeError(f"the ferry server did not start ({transport}, body {body})")
+            stamped = "1" if mode == "live" else "0"
+            r = subprocess.run([*client_wrap, self.exe, "read", ready[1], validation, str(batches),
+                                str(rows), stamped, str(warmup(batches))],
+                               capture_output=True, text=True, timeout=TIMEOUT, env=env)
+            if r.returncode != 0:
+                raise RuntimeError(f"the ferry client failed: {r.stderr[-2000:]}")
+            return last_json(r.stdout, "the ferry client")
+        finally:
+            server.stdin.close()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def warmup(batches):
+    return min(100, batches // 10)
+
+
+def ring(tree, batch_bytes, batches, rate, spin):
+    r = subprocess.run([os.path.join(tree, "ferry_ring_limit"), str(batch_bytes), str(batches),
+                        str(rate), str(warmup(batches)), str(spin)],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 0:
+        raise RuntimeError(f"ferry_ring_limit failed: {r.stderr[-2000:]}")
+    return last_json(r.stdout, "ferry_ring_limit")
+
+
+def peer(name, rows, batches, rate, extra=()):
+    """A case of small_batches_peers.py; None where its dependency is missing (exit 3)."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "small_batches_peers.py"), name,
+                        "--rows", str(rows), "--batches", str(batches), "--rate", str(rate),
+                        "--warmup", str(warmup(batches)), *extra],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode == 3:
+        print(f"  {name}: {r.stdout.strip()}", file=sys.stderr)
+        return None
+    if r.returncode != 0:
+        raise RuntimeError(f"small_batches_peers.py {name} failed:\n{r.stderr[-3000:]}")
+    return last_json(r.stdout, f"small_batches_peers.py {name}")
+
+
+def perftest(test, size, iters, server_wrap=(), client_wrap=(), address="127.0.0.1", env=None):
+    """ucx_perftest's final line: (median latency us, message rate a second)."""
+    port = free_port()
+    args = ["-t", test, "-s", str(size), "-n", str(iters), "-p", str(port), "-f"]
+    server = subprocess.Popen([*server_wrap, "ucx_perftest", *args], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=env)
+    try:
+        for _ in range(100):  # the server listens once it has made its worker
+            r = subprocess.run([*client_wrap, "ucx_perftest", address, *args],
+                               capture_output=True, text=True, timeout=TIMEOUT, env=env)
+            if r.returncode == 0:
+                break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError(f"ucx_perftest {test} failed: {r.stderr[-1000:]}")
+        numbers = [line.split() for line in r.stdout.splitlines()
+                   if line.strip() and line.split()[0].isdigit()]
+        final = [float(x) for x in numbers[-1]]
+        # iterations, p50, average, overall latency (us), MB/s average, overall, msg/s, overall
+        return final[1], final[7]
+    finally:
+        server.kill()
+        server.wait()
+
+
+def measure(args, rows, hosts):
+    ferry = Ferry(args.tree)
+    n, m, rate = args.batches, args.latency_batches, args.rate
+    results = {}
+
+    def case(name, throughput, latency=None):
+        results[name] = {"batches_per_s": throughput and throughput["batches_per_s"],
+                         "latency_ns": latency and latency["latency_ns"]}
+        print(f"  {name}: {results[name]}", file=sys.stderr, flush=True)
+
+    case("ferry shm kept", ferry.run("shm", "1", "kept", rows, n, 0))
+    case("ferry shm kept full", ferry.run("shm", "1", "kept", rows, n, 0, "full"))
+    case("ferry shm live", ferry.run("shm", "1", "live", rows, n, 0),
+         ferry.run("shm", "1", "live", rows, m, rate))
+    for body in ("0", "1"):
+        case(f"ferry ucx t{body}", ferry.run("ucx", body, "live", rows, n, 0, listen="127.0.0.1:0"),
+             ferry.run("ucx", body, "live", rows, m, rate, listen="127.0.0.1:0"))
+    tcp_env = dict(os.environ, UCX_TLS="tcp,self")
+    if hosts is not None:
+        a, b = hosts["a"], hosts["b"]
+        for body in ("0", "1"):
+            def remote(batches, pace, body=body):
+                return ferry.run("ucx", body, "live", rows, batches, pace, listen=f"{a.ip}:0",
+                                 server_wrap=a.wrap, client_wrap=b.wrap, env=tcp_env)
+            case(f"ferry tcp t{body}", remote(n, 0), remote(m, rate))
+    flight = peer("ferry_flight", rows, n, 0)
+    if flight:
+        case("ferry Flight", flight)
+    batch_bytes = results_bytes(rows)
+    case("C ring, futex", ring(args.tree, batch_bytes, n, 0, 0),
+         ring(args.tree, batch_bytes, m, rate, 0))
+    case("C ring, spin", ring(args.tree, batch_bytes, n, 0, args.spin),
+         ring(args.tree, batch_bytes, m, rate, args.spin))
+    sock = peer("pyarrow_socket", rows, n, 0)
+    if sock:
+        case("pyarrow socket", sock, peer("pyarrow_socket", rows, m, rate))
+    pf = peer("pyarrow_flight", rows, n, 0, ["--prebuilt"])
+    if pf:
+        case("pyarrow.flight", pf, peer("pyarrow_flight", rows, m, rate))
+    ice = peer("iceoryx2", rows, n, 0)
+    if ice:
+        case("iceoryx2 (Python binding)", ice, peer("iceoryx2", rows, m, rate))
+    iters = max(1000, n)
+    lat, _ = perftest("tag_lat", batch_bytes, iters)
+    _, msg_rate = perftest("tag_bw", batch_bytes, iters)
+    results["ucx_perftest, this host"] = {"batches_per_s": msg_rate,
+                                          "latency_ns": {"p50": lat * 1e3}}
+    if hosts is not None:
+        wrap = {"server_wrap": hosts["a"].wrap, "client_wrap": hosts["b"].wrap,
+                "address": hosts["a"].ip, "env": tcp_env}
+        lat, _ = perftest("tag_lat", batch_bytes, iters, **wrap)
+        _, msg_rate = perftest("tag_bw", batch_bytes, iters, **wrap)
+        results["ucx_perftest, tcp"] = {"batches_per_s": msg_rate,
+                                        "latency_ns": {"p50": lat * 1e3}}
+    return results
+
+
+def results_bytes(rows):
+    """One batch's buffer bytes: x and f 8 bytes a row, s's int32 offsets and its characters."""
+    chars = sum(len(f"v{i % 1000}") for i in range(rows))
+    return 16 * rows + 4 * (rows + 1) + chars
+
+
+def us(ns):
+    return "—" if ns is None else f"{ns / 1e3:.1f}"
+
+
+def table(rows, results):
+    out = [f"### {rows:,} rows a batch ({results_bytes(rows):,} bytes)", "",
+           "| case | batches/s | p50 µs | p99 µs | p99.9 µs |", "| --- | --- | --- | --- | --- |"]
+    for name, r in results.items():
+        lat = r["latency_ns"] or {}
+        rate = r["batches_per_s"]
+        out.append(f"| {name} | {'—' if rate is None else f'{rate:,.0f}'} | {us(lat.get('p50'))} "
+                   f"| {us(lat.get('p99'))} | {us(lat.get('p999'))} |")
+    return "\n".join(out)
+
+
+def plot(path, every):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 5))
+    names = sorted({n for res in every.values() for n, r in res.items()
+                    if r["latency_ns"] and r["latency_ns"].get("p50") is not None})
+    sizes = sorted(every)
+    for name in names:
+        xs = [s for s in sizes if every[s].get(name, {}).get("latency_ns")]
+        ax.plot(xs, [every[s][name]["latency_ns"]["p50"] / 1e3 for s in xs], marker="o",
+                label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("rows a batch")
+    ax.set_ylabel("one-way latency, p50 (µs)")
+    ax.set_title("Small batches between two processes (paced; lower is better)")
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", default="build/bench/bench",
+                        help="the directory of ferry_small_batches and ferry_ring_limit")
+    parser.add_argument("--rows", default="100,1000,10000", help="batch sizes, comma-separated")
+    parser.add_argument("--batches", type=int, default=None,
+                        help="batches in a throughput run (default 20,000; a smoke run 200)")
+    parser.add_argument("--latency-batches", type=int, default=None,
+                        help="batches in a latency run (default 5,000; a smoke run 100)")
+    parser.add_argument("--rate", type=float, default=10000,
+                        help="batches a second in a latency run")
+    parser.add_argument("--spin", type=int, default=20000,
+                        help="the C ring's spins before it sleeps, in its spinning case")
+    parser.add_argument("--no-namespaces", action="store_true",
+                        help="leave out the cases between network namespaces")
+    parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--plot", help="write the latency plot (PNG) here")
+    args = parser.parse_args()
+    args.batches = args.batches or (200 if SMOKE else 20000)
+    args.latency_batches = args.latency_batches or (100 if SMOKE else 5000)
+    every = {}
+    hosts = None
+    if not args.no_namespaces:
+        from netns import Hosts, Unavailable
+        try:
+            hosts = Hosts(["a", "b"]).__enter__()
+        except Unavailable as e:
+            print(f"no network namespaces ({e}): the TCP cases are left out", file=sys.stderr)
+    try:
+        for rows in (int(r) for r in args.rows.split(",")):
+            print(f"{rows} rows a batch", file=sys.stderr, flush=True)
+            every[rows] = measure(args, rows, hosts)
+    finally:
+        if hosts is not None:
+            hosts.__exit__(None, None, None)
+    for rows, results in every.items():
+        print(table(rows, results) + "\n")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"rate": args.rate, "batches": args.batches,
+                       "latency_batches": args.latency_batches, "results": every}, f, indent=1)
+    if args.plot:
+        plot(args.plot, every)
+
+
+if __name__ == "__main__":
+    main()
