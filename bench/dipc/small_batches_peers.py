@@ -436,6 +436,8 @@ def run(a):
     if status != 0:
         raise RuntimeError(f"the {a.peer} producer exited with status {status}")
     stamped = a.peer != "ferry_flight" and not a.prebuilt
+    if not stamped and a.rate > 0:
+        note += "; --rate does not apply to pre-built batches: they go as fast as they can"
     seconds = ns / 1e9
     return {"peer": a.peer, "rows": a.rows, "batches": a.batches,
             "rate": int(a.rate) if float(a.rate).is_integer() else a.rate, "seconds": seconds,
