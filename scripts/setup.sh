@@ -136,6 +136,12 @@ if ! .venv/bin/python -c "import opentelemetry.sdk.trace" >/dev/null 2>&1; then
   echo "setup: installing opentelemetry-sdk into .venv"
   .venv/bin/python -m pip install -q opentelemetry-sdk
 fi
+# iceoryx2: a shared-memory publish-subscribe peer of bench/dipc/small_batches (through its Python
+# binding, bench/dipc/small_batches_peers.py).
+if ! .venv/bin/python -c "import iceoryx2" >/dev/null 2>&1; then
+  echo "setup: installing iceoryx2 into .venv"
+  .venv/bin/python -m pip install -q iceoryx2
+fi
 # ray[data]: Ray Data, the engine ferry.ray reads flights into and writes them from; its tests run
 # a real two-node Ray cluster (tests/flight/test_ray.py, tests/cluster/test_ray_cluster.py).
 if ! .venv/bin/python -c "import ray.data" >/dev/null 2>&1; then
