@@ -5,9 +5,9 @@
 //   ferry_small_batches serve TRANSPORT BODY MODE ROWS BATCHES RATE LISTEN
 //       TRANSPORT shm|ucx, BODY 0 (packed) | 1 (buffer lists), LISTEN a host:port for UCX ("-":
 //       the default). MODE kept: BATCHES batches written once into memory of the server's own
-//       (Server::Keep) and lent to every client as they are. MODE live: a producer makes each
-//       batch when the server asks for it (a copy of a template), writes its clock into x[0]
-//       just before handing it over, and, with RATE > 0, makes batch i at start + i / RATE. Prints
+//       (Server::Keep) and lent to every client as they are. MODE live: a producer hands the
+//       server a batch when it asks (made beforehand: see LiveProducer), writing its clock into
+//       x[0] just before, and, with RATE > 0, hands batch i over at start + i / RATE. Prints
 //       "READY <uri>" and serves until its stdin closes.
 //   ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP
 //       VALIDATION full|default; STAMPED 1 where the batches carry their producer's clock.
@@ -102,7 +102,11 @@ int64_t* Stamp(ArrowArray* batch) {
   return static_cast<int64_t*>(const_cast<void*>(x->buffers[1])) + x->offset;
 }
 
-// The live producer: each batch a fresh copy of the template, stamped as it is handed over.
+// The live producer: batches made beforehand (64 copies of the template, taken in turn, so that
+// one the server still holds is not written again for 63 batches), each stamped as it is handed
+// over, as a producer whose data is ready writes it: what the server does with it (a copy into
+// the shared region, or a send) is ferry's cost, as the C ring's copy into its slot is the ring's.
+// A handed-over batch is borrowed: its release only marks it released.
 class LiveProducer final : public DeviceArrayProducer {
  public:
   LiveProducer(std::shared_ptr<Template> t, int64_t batches, double rate)
@@ -116,27 +120,32 @@ class LiveProducer final : public DeviceArrayProducer {
 
   Status GetNext(ArrowDeviceArray* out) override {
     if (next_ == batches_) return Status::OK();
-    if (view_ == nullptr) {
-      FERRY_ASSIGN_OR_RAISE(DeviceArrayView v, DeviceArrayView::Make(t_->schema.get()));
-      view_ = std::make_unique<DeviceArrayView>(std::move(v));
-      FERRY_RETURN_NOT_OK(view_->SetArray(t_->batch.get()));
+    if (pool_.empty()) {
+      FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(t_->schema.get()));
+      FERRY_RETURN_NOT_OK(view.SetArray(t_->batch.get()));
+      for (int i = 0; i < kPool; ++i) {
+        FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray copy, view.Copy(*CpuDevice()));
+        pool_.push_back(std::move(copy));
+      }
       start_ns_ = NowNs();
     }
-    FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray b, view_->Copy(*CpuDevice()));
+    ArrowDeviceArray* b = pool_[static_cast<size_t>(next_ % kPool)].get();
     if (rate_ > 0) SleepUntilNs(start_ns_ + static_cast<int64_t>(next_ * 1e9 / rate_));
     *Stamp(&b->array) = NowNs();
-    b.move_to(out);
+    *out = *b;
+    out->array.release = [](ArrowArray* a) { a->release = nullptr; };
     ++next_;
     return Status::OK();
   }
 
  private:
+  static constexpr int kPool = 64;
   std::shared_ptr<Template> t_;
   int64_t batches_;
   double rate_;
   int64_t next_ = 0;
   int64_t start_ns_ = 0;
-  std::unique_ptr<DeviceArrayView> view_;
+  std::vector<UniqueDeviceArray> pool_;
 };
 
 int Serve(char** argv) {

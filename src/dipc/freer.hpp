@@ -62,7 +62,7 @@ class Freer {
   }
 
  private:
-  static constexpr size_t kBatch = 64;
+  static constexpr size_t kBatch = 1024;
 
   // Send what is pending; a release on another thread meanwhile joins the next message.
   void FlushLocked(std::unique_lock<std::mutex>& lock) {

@@ -246,9 +246,12 @@ class ServerImpl final : public Server {
       }
       ++state_->clients_accepted;
       auto session = std::make_unique<Session>(state_.get(), std::move(*c));
-      session->Start();
+      // Listed before it starts, under the lock CancelTicket and Stop take: a session serving
+      // its first batch is always one they find.
       std::lock_guard lock(sessions_mutex_);
+      if (state_->stopping.load()) break;  // Stop has killed the listed ones: this one never runs
       sessions_.push_back(std::move(session));
+      sessions_.back()->Start();
       serving = true;
     }
   }
