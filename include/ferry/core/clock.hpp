@@ -67,10 +67,12 @@ class FERRY_EXPORT Clock {
     }
     return now + ahead;
   }
-  /// WaitUntil(cv, lock, After(limit), done).
+  /// WaitUntil(cv, lock, After(limit), done); a limit of zero or less only asks `done` (a look
+  /// that never sleeps: a wait until "now" would sleep out the kernel's timer slack, 50 us).
   template <typename Rep, typename Period>
   bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                std::chrono::duration<Rep, Period> limit, const std::function<bool()>& done) const {
+    if (limit <= limit.zero()) return done();
     return WaitUntil(cv, lock, After(limit), done);
   }
 };
