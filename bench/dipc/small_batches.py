@@ -228,6 +228,57 @@ def table(rows, results):
     return "\n".join(out)
 
 
+def goals(results):
+    """The goals of 1,000-row batches, each figure beside its peer or limit from the same run."""
+    def rate(name):
+        r = results.get(name)
+        return r and r["batches_per_s"]
+
+    def p50(name):
+        r = results.get(name)
+        return r and r["latency_ns"] and r["latency_ns"].get("p50")
+
+    rows = []
+
+    def goal(what, mine, theirs, want, higher=True):
+        if mine is None:
+            return
+        if theirs is None:  # an absolute goal
+            ok = mine >= want if higher else mine <= want
+            rows.append((what, f"{mine:,.1f}", "—", "—", "met" if ok else "not met"))
+            return
+        if not theirs:
+            return  # the peer did not run
+        ratio = mine / theirs
+        ok = ratio >= want if higher else ratio <= want
+        rows.append((what, f"{mine:,.1f}", f"{theirs:,.1f}", f"{ratio:.2f}×",
+                     "met" if ok else "not met"))
+
+    goal("shm kept, batches/s >= 1,000,000", rate("ferry shm kept"), None, 1e6)
+    goal("shm kept full validation, batches/s >= 500,000", rate("ferry shm kept full"), None,
+         5e5)
+    live = p50("ferry shm live")
+    goal("shm live p50 (us) <= 2", live and live / 1e3, None, 2, False)
+    goal("shm kept / C ring (futex) throughput >= 0.5x", rate("ferry shm kept"),
+         rate("C ring, futex"), 0.5)
+    goal("shm live p50 / C ring (futex) p50 <= 2x", p50("ferry shm live"), p50("C ring, futex"),
+         2.0, False)
+    goal("shm kept / pyarrow socket throughput >= 5x", rate("ferry shm kept"),
+         rate("pyarrow socket"), 5.0)
+    goal("shm live p50 / pyarrow socket p50 <= 0.2x", p50("ferry shm live"),
+         p50("pyarrow socket"), 0.2, False)
+    goal("UCX shared memory t0, batches/s >= 300,000", rate("ferry ucx t0"), None, 3e5)
+    goal("UCX shared memory t1, batches/s >= 100,000", rate("ferry ucx t1"), None, 1e5)
+    goal("TCP t0 / ucx_perftest tag_bw over TCP >= 0.9x", rate("ferry tcp t0"),
+         rate("ucx_perftest, tcp"), 0.9)
+    goal("Flight: ferry's server / pyarrow's, to pyarrow.flight >= 1.5x", rate("ferry Flight"),
+         rate("pyarrow.flight"), 1.5)
+    out = ["### Goals, 1,000 rows a batch", "", "| goal | ferry | peer or limit | ratio | |",
+           "| --- | --- | --- | --- | --- |"]
+    out += [f"| {' | '.join(r)} |" for r in rows]
+    return "\n".join(out)
+
+
 def plot(path, every):
     import matplotlib
     matplotlib.use("Agg")
@@ -288,6 +339,8 @@ def main():
             hosts.__exit__(None, None, None)
     for rows, results in every.items():
         print(table(rows, results) + "\n")
+    if 1000 in every:
+        print(goals(every[1000]) + "\n")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"rate": args.rate, "batches": args.batches,

@@ -37,14 +37,29 @@ class Mailbox {
   explicit Mailbox(int64_t max_bytes = 0, std::shared_ptr<Clock> clock = nullptr)
       : clock_(clock != nullptr ? std::move(clock) : Clock::Real()), max_bytes_(max_bytes) {}
 
-  [[nodiscard]] Status PushUntagged(SharedBytes message) {
+  /// Queue a message. Without `wake` the receivers are not woken yet (a pusher with more to push
+  /// at once wakes them once, by Wake or a later push that wakes): a receiver woken for the first
+  /// of two messages that travel together would find the second not there yet.
+  [[nodiscard]] Status PushUntagged(SharedBytes message, bool wake = true) {
     const int64_t size = message.size;
-    return Push(size, [&] { untagged_.push_back(std::move(message)); });
+    return Push(
+        size, [&] { untagged_.push_back(std::move(message)); }, wake);
   }
 
-  [[nodiscard]] Status PushTagged(TaggedMessage message) {
+  [[nodiscard]] Status PushTagged(TaggedMessage message, bool wake = true) {
     const int64_t size = message.payload.size;
-    return Push(size, [&] { tagged_.push_back(std::move(message)); });
+    return Push(
+        size, [&] { tagged_.push_back(std::move(message)); }, wake);
+  }
+
+  /// Wake the receivers for what was pushed without waking them (nothing if there is none).
+  void Wake() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!unwoken_) return;
+      unwoken_ = false;
+    }
+    changed_.notify_all();
   }
 
   Result<SharedBytes> PopUntagged(std::chrono::milliseconds timeout) {
@@ -99,13 +114,18 @@ class Mailbox {
 
  private:
   template <typename F>
-  Status Push(int64_t size, F&& push) {
+  Status Push(int64_t size, F&& push, bool wake) {
     {
       std::unique_lock lock(mutex_);
       if (max_bytes_ > 0) {
         const auto room = [&] {
           return closed_ || bytes_ <= max_bytes_ || (untagged_.empty() && tagged_.empty());
         };
+        if (unwoken_ && !room()) {
+          // About to wait for the receivers to take: they must know there is something.
+          unwoken_ = false;
+          changed_.notify_all();
+        }
         // No deadline: a manual clock's backstop only ends one round of the wait.
         while (!clock_->WaitUntil(room_, lock, Clock::time_point::max(), room)) {
         }
@@ -113,6 +133,8 @@ class Mailbox {
       if (closed_) return Status::Unavailable("the connection is closed");
       push();
       bytes_ += size;
+      unwoken_ = !wake;
+      if (!wake) return Status::OK();
     }
     changed_.notify_all();
     return Status::OK();
@@ -139,6 +161,7 @@ class Mailbox {
   std::string reason_;
   const int64_t max_bytes_;
   int64_t bytes_ = 0;
+  bool unwoken_ = false;  // pushed without waking the receivers
 };
 
 }  // namespace ferry::transport::internal

@@ -306,6 +306,7 @@ class ShmConnection final : public Connection {
 
   // One recvmsg, keeping the descriptors that arrive alongside (in order, for region frames).
   ssize_t RecvSome(void* into, size_t size) {
+    inbox_.Wake();  // what was pushed without waking, before this read may wait
     while (true) {
       iovec iov{into, size};
       alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
@@ -379,9 +380,12 @@ class ShmConnection final : public Connection {
       }
       if (!ReadExactly(payload->data(), h.length)) break;
       SharedBytes bytes{payload->data(), payload->size(), payload};
+      // Frames that came in one read (a batch's metadata and its body's list) wake the receiver
+      // once, with the last: RecvSome wakes it before it waits for more.
+      const bool wake = stage_begin_ >= stage_end_;
       const Status st = static_cast<FrameKind>(h.kind) == FrameKind::kUntagged
-                            ? inbox_.PushUntagged(std::move(bytes))
-                            : inbox_.PushTagged(TaggedMessage{h.tag, std::move(bytes)});
+                            ? inbox_.PushUntagged(std::move(bytes), wake)
+                            : inbox_.PushTagged(TaggedMessage{h.tag, std::move(bytes)}, wake);
       if (!st.ok()) break;  // closed locally
     }
     inbox_.Close(why);

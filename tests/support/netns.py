@@ -47,9 +47,14 @@ class Hosts:
     """Namespaces named after `names`, 10.N.0.1, 10.N.0.2, ... on a bridge whose root address is
     10.N.0.254, N chosen from this process's id so that concurrent runs do not collide."""
 
+    _made_here = 0  # Hosts made by this process, so that two in turn never share a name
+
     def __init__(self, names):
-        tag = os.getpid() % 10000
-        self.net = 220 + os.getpid() % 30
+        # A namespace outlives `ip netns del` while a process of it lingers, and with it its end
+        # of the veth pair: a second set made by the same process must not reuse the names.
+        Hosts._made_here += 1
+        tag = (os.getpid() * 7 + Hosts._made_here) % 10000
+        self.net = 220 + (os.getpid() + Hosts._made_here) % 30
         self.bridge = f"fbr{tag}"
         self.root_ip = f"10.{self.net}.0.254"
         self.hosts = {n: Host(f"ferry-{n}{tag}", f"10.{self.net}.0.{i + 1}")
@@ -88,8 +93,11 @@ class Hosts:
         return self
 
     def __exit__(self, *exc):
-        for name in self._made:
-            _ip("netns", "del", name)  # takes its end of the veth pair, and so the other
+        for i, name in enumerate(self._made):
+            # The pair goes now (deleting one end deletes both), not when the namespace, which a
+            # lingering process keeps, is finally freed.
+            _ip("link", "del", f"{self.bridge}h{i}")
+            _ip("netns", "del", name)
         self._made = []
         if self._made_bridge:
             _ip("link", "del", self.bridge)
