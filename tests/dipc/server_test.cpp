@@ -1,6 +1,7 @@
 // Server and client together, on every transport and both body types: every Arrow type round
-// trips, type-1 bodies are read in place, free_data returns space, memory in flight stays bounded,
-// and bad tickets, dead peers and disconnects end in clear errors with nothing held.
+// trips, type-1 bodies are read in place, memory in flight stays bounded,
+// and bad tickets, dead peers and disconnects end in clear errors with nothing held
+// (free_data: freer_test.cpp).
 #include "ferry/dipc/server.hpp"
 
 #include <deque>
@@ -8,14 +9,9 @@
 #include <mutex>
 #include <thread>
 
+#include "dipc/server_client.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/dipc/client.hpp"
-#include "ferry/transport/ucx.hpp"
-#include "support/device_util.hpp"
-#include "support/dipc_data.hpp"
-#include "support/ipc_util.hpp"
-#include "support/test_util.hpp"
-#include "support/type_cases.hpp"
 
 namespace ferry::dipc {
 namespace {
@@ -24,83 +20,8 @@ using namespace std::chrono_literals;
 using namespace ferry::transport;
 using Json = nlohmann::json;
 
-struct Shape {
-  std::string transport;
-  BodyType body;
-  std::string name;
-  bool split = false;  // metadata and bodies from separate URIs (the split shape)
-};
-
-std::vector<Shape> Shapes() {
-  return {{"shm", BodyType::kBufferList, "ShmBufferList"},
-          {"shm", BodyType::kPacked, "ShmPacked"},
-          {"ucx", BodyType::kBufferList, "UcxBufferList"},
-          {"ucx", BodyType::kPacked, "UcxPacked"},
-          {"shm", BodyType::kBufferList, "ShmBufferListSplit", true},
-          {"ucx", BodyType::kPacked, "UcxPackedSplit", true},
-          {"ucx", BodyType::kBufferList, "UcxBufferListSplit", true}};
-}
-
-// A batch of `rows` rows (from `offset` of a generated column) of type case `t`, and the JSON
-// rows ferry must give back.
-struct Made {
-  UniqueSchema schema;
-  UniqueDeviceArray batch;
-  Json expected;
-};
-
-Result<Made> MakeBatch(size_t t, int64_t total, int64_t offset) {
-  const testing::TypeCase& tc = testing::TypeCases()[t];
-  auto [values, rendered] = testing::GenerateValues(tc, t * 7919 + 1, total, true);
-  Field column = tc.field;
-  column.name = "c";
-  Json rows = Json::array();
-  for (const Json& v : values) rows.push_back(Json{{"c", v}});
-  FERRY_ASSIGN_OR_RAISE(
-      Array batch, testing::SlicedArrayFromJson(testing::BatchField({column}), rows.dump(), offset,
-                                                total - offset));
-  Made m;
-  m.batch = testing::ToCpuDeviceArray(std::move(batch), &m.schema);
-  m.expected = Json::array();
-  for (int64_t i = offset; i < total; ++i) {
-    m.expected.push_back(Json{{"c", rendered[static_cast<size_t>(i)]}});
-  }
-  return m;
-}
-
 using testing::IntBatches;
 using testing::IntData;
-
-class ServerClient : public ::testing::TestWithParam<size_t> {
- protected:
-  void SetUp() override {
-    shape_ = Shapes()[GetParam()];
-    if (shape_.transport == "ucx" && !UcxAvailable()) {
-      GTEST_SKIP() << "this build has no UCX transport (libucx-dev was not found)";
-    }
-  }
-
-  std::unique_ptr<Server> StartServer(ServerOptions options = {}) {
-    options.transport = shape_.transport;
-    options.body_type = shape_.body;
-    auto server = Server::Start(options);
-    EXPECT_TRUE(server.ok()) << server.status().message();
-    return server.ok() ? std::move(*server) : nullptr;
-  }
-
-  // A client of `server` in this case's shape, with the URIs the server gives for `ticket`.
-  Result<UniqueDeviceArrayStream> Open(const Server& server, const std::string& ticket,
-                                       ClientOptions options = {}) {
-    // Lent to, even where UCX would emulate the client's reads (TCP, or one host before 1.16).
-    options.buffer_lists = shape_.body == BodyType::kBufferList;
-    if (shape_.split) {
-      return ConnectStream(server.metadata_uri(ticket), server.data_uri(ticket), ticket, options);
-    }
-    return ConnectStream(server.uri(ticket), ticket, options);
-  }
-
-  Shape shape_;
-};
 
 TEST_P(ServerClient, EveryTypeRoundTrips) {
   auto server = StartServer();
@@ -480,161 +401,6 @@ TEST_P(ServerClient, AStoppedServerGivesTheClientAClearError) {
                                ::testing::HasSubstr("UCX get"),
                                ::testing::HasSubstr("the server reported: the allocation was "
                                                     "cancelled")));
-}
-
-// An address in free_data that the client does not hold is logged and ignored (the protocol's
-// server "logs unknown addresses"); the session and every other client go on.
-TEST_P(ServerClient, AnUnknownAddressInFreeDataIsLoggedAndIgnored) {
-  if (shape_.body != BodyType::kBufferList || shape_.split) GTEST_SKIP() << "type 1, one URI";
-  std::mutex log_mutex;
-  std::condition_variable logged;
-  std::vector<std::string> log;
-  ServerOptions options;
-  options.log = [&](const std::string& line) {
-    {
-      std::lock_guard lock(log_mutex);
-      log.push_back(line);
-    }
-    logged.notify_all();
-  };
-  auto server = StartServer(options);
-  ASSERT_TRUE(server);
-  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(1, 100));
-  server->Add("t", data.dataset);
-  const Json& expected = data.expected[0];
-  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream good, Open(*server, "t"));
-  UniqueSchema good_schema;
-  ASSERT_EQ(good->get_schema(good.get(), good_schema.get()), 0);
-  UniqueDeviceArray held;
-  ASSERT_EQ(good->get_next(good.get(), held.get()), 0);
-
-  // A rogue client, written from the protocol: want_data, the schema, then a bogus free.
-  const Uri uri = server->uri("t");
-  const std::string address = uri.authority.empty() ? uri.path : uri.authority;
-  ConnectOptions connect;
-  connect.limits.timeout = 5s;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, Connect(uri.scheme, address, connect));
-  const std::string ticket = "t";
-  const ByteSpan t{ticket.data(), 1};
-  ASSERT_OK(rogue->SendTagged(uri.want_data, {&t, 1}));
-  ASSERT_OK(rogue->Receive(5s).status());  // the schema
-  const uint64_t bogus[] = {0xdead0000};
-  const std::vector<uint8_t> body = EncodeFreeData(bogus);
-  const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
-  ASSERT_OK(rogue->SendTagged(*uri.free_data, {&piece, 1}));
-  {
-    // The session logs the address once it has counted it.
-    std::unique_lock lock(log_mutex);
-    ASSERT_TRUE(logged.wait_for(lock, 5s, [&] {
-      return std::any_of(log.begin(), log.end(), [](const std::string& line) {
-        return line.find("free_data names address") != std::string::npos;
-      });
-    }));
-    EXPECT_THAT(log.back(), ::testing::HasSubstr("address 0x00000000dead0000"));
-  }
-  EXPECT_EQ(server->stats().unknown_frees, 1);
-  EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
-  // The rogue's stream goes on: its batch arrives.
-  ASSERT_OK(rogue->Receive(5s).status());
-  rogue.reset();
-  // The good client's batch is untouched and still held by the server for it.
-  EXPECT_EQ(Json::parse(testing::DeviceArrayToJson(good_schema.get(), held.get())), expected);
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(good.get()));
-  EXPECT_TRUE(rest.empty());
-}
-
-// A free_data that is not a list of addresses fails the session, naming what it was doing:
-// noticed on the session's free_data thread while its serving thread goes on with the stream.
-TEST_P(ServerClient, AMalformedFreeDataFailsTheSession) {
-  if (shape_.split) GTEST_SKIP() << "one URI";
-  auto server = StartServer();
-  ASSERT_TRUE(server);
-  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(4, 100));
-  server->Add("t", data.dataset);
-  const Uri uri = server->uri("t");
-  const std::string address = uri.authority.empty() ? uri.path : uri.authority;
-  ConnectOptions connect;
-  connect.limits.timeout = 5s;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, Connect(uri.scheme, address, connect));
-  const ByteSpan ticket{"t", 1};
-  ASSERT_OK(rogue->SendTagged(uri.want_data, {&ticket, 1}));
-  ASSERT_OK(rogue->Receive(5s).status());  // the schema
-  const uint8_t three[] = {1, 2, 3};
-  const ByteSpan bad{three, 3};
-  ASSERT_OK(rogue->SendTagged(*uri.free_data, {&bad, 1}));
-  // The server streams to the end and closes; every receive is bounded.
-  while (rogue->Receive(5s).ok()) {
-  }
-  rogue.reset();
-  ASSERT_TRUE(server->AwaitIdle(5s));
-  EXPECT_EQ(server->stats().sessions_failed, 1);
-  EXPECT_THAT(server->last_error(), ::testing::HasSubstr("bad free_data"));
-}
-
-// The protocol's accounting: every distinct address lent in a type-1 body is freed by the
-// client, and the server counts them.
-TEST_P(ServerClient, EveryLentAddressIsFreed) {
-  if (shape_.body != BodyType::kBufferList) GTEST_SKIP() << "type 1 only";
-  auto server = StartServer();
-  ASSERT_TRUE(server);
-  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(5, 300));
-  server->Add("t", data.dataset);
-  {
-    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t"));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get()));
-    EXPECT_EQ(got, data.expected);
-  }
-  EXPECT_TRUE(server->AwaitIdle(5s));
-  const ServerStats st = server->stats();
-  EXPECT_GT(st.addresses_lent, 0);
-  EXPECT_EQ(st.addresses_freed, st.addresses_lent);
-  EXPECT_EQ(st.unknown_frees, 0);
-  EXPECT_EQ(st.bytes_in_flight, 0);
-}
-
-// With full validation a UCX client fetches batch N+1 while it validates batch N. A stream left
-// after two batches has taken a third (its metadata and list were there); its addresses go back
-// to the server with the others'. Shared memory maps in place and takes nothing ahead.
-TEST_P(ServerClient, ABatchFetchedAheadIsFreedWhenTheStreamIsLeft) {
-  if (shape_.body != BodyType::kBufferList) GTEST_SKIP() << "type 1 only";
-  auto clock = std::make_shared<ManualClock>();
-  ServerOptions server_options;
-  server_options.clock = clock;
-  auto server = StartServer(server_options);
-  ASSERT_TRUE(server);
-  constexpr int kBatches = 6;
-  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(kBatches, 300));
-  server->Add("t", data.dataset);
-  ClientOptions options;
-  options.read.validation = ValidationLevel::kFull;
-  {
-    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t", options));
-    UniqueSchema schema;
-    ASSERT_EQ(s->get_schema(s.get(), schema.get()), 0);
-    UniqueDeviceArray first;
-    ASSERT_EQ(s->get_next(s.get(), first.get()), 0);
-    // Every batch sent and flushed: the session (each of the split shape's two) waits on the
-    // clock for the client's end.
-    ASSERT_TRUE(clock->AwaitWaiters(shape_.split ? 2 : 1, 5s));
-    EXPECT_EQ(server->stats().batches_sent, kBatches);
-    // Flushed means delivered to the client's transport; its progress thread then files the
-    // messages in the connection's queue, which nothing outside the client shows. The pause is
-    // for that hand-over between two threads of the client, not for a timeout.
-    std::this_thread::sleep_for(200ms);
-    UniqueDeviceArray second;
-    ASSERT_EQ(s->get_next(s.get(), second.get()), 0);
-    EXPECT_EQ(Json::parse(testing::DeviceArrayToJson(schema.get(), second.get())),
-              data.expected[1]);
-  }
-  EXPECT_TRUE(server->AwaitIdle(5s));
-  const ServerStats st = server->stats();
-  ASSERT_EQ(st.addresses_lent % kBatches, 0);
-  const int64_t per_batch = st.addresses_lent / kBatches;
-  const int64_t taken = shape_.transport == "ucx" ? 3 : 2;
-  EXPECT_EQ(st.addresses_freed, taken * per_batch);
-  // The client closed holding the other batches' addresses: the server freed those itself.
-  EXPECT_EQ(st.addresses_reclaimed, (kBatches - taken) * per_batch);
-  EXPECT_EQ(st.unknown_frees, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllShapes, ServerClient, ::testing::Range<size_t>(0, Shapes().size()),
