@@ -29,19 +29,20 @@ constexpr auto kReturnAheadWait = std::chrono::seconds(1);
 // clock: it is no timeout, and each look is one that does not wait.
 constexpr auto kLookBeforeFlush = std::chrono::microseconds(20);
 
-// `receive(0)` until it gives a message, fails otherwise than by finding nothing, or
-// kLookBeforeFlush has passed.
-template <typename R, typename F>
-R LookBriefly(R first, F receive) {
+// `receive(wait)` with no wait, again until it gives a message, fails otherwise than by finding
+// nothing, or kLookBeforeFlush has passed.
+template <typename F>
+auto LookBriefly(F receive) {
   const auto until = std::chrono::steady_clock::now() + kLookBeforeFlush;
-  while (!first.ok() && first.status().code() == StatusCode::kDeadlineExceeded &&
+  auto r = receive(std::chrono::milliseconds(0));
+  while (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded &&
          std::chrono::steady_clock::now() < until) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-    first = receive();
+    r = receive(std::chrono::milliseconds(0));
   }
-  return first;
+  return r;
 }
 
 }  // namespace
@@ -196,9 +197,8 @@ Result<SharedBytes> ClientSession::NextMetadata() {
       held_bytes_ -= m->size;
       return std::move(*m);
     }
-    Result<SharedBytes> r = LookBriefly(conn_->Receive(std::chrono::milliseconds(0)), [&] {
-      return conn_->Receive(std::chrono::milliseconds(0));
-    });
+    Result<SharedBytes> r =
+        LookBriefly([&](std::chrono::milliseconds wait) { return conn_->Receive(wait); });
     if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
       freer_->Flush();  // about to wait: the server may be waiting for these
       r = conn_->Receive(options_.timeout);
@@ -233,12 +233,13 @@ Result<TaggedMessage> ClientSession::ReceiveBody(uint32_t sequence, const ipc::M
   if (data_->posts_receives()) {
     data_->Expect(MakeBodyTag(BodyType::kPacked, sequence), info.body_length);
   }
-  Result<TaggedMessage> r = LookBriefly(
-      data_->ReceiveTagged(sequence, kSequenceMask, std::chrono::milliseconds(0)),
-      [&] { return data_->ReceiveTagged(sequence, kSequenceMask, std::chrono::milliseconds(0)); });
+  const auto receive = [&](std::chrono::milliseconds wait) {
+    return data_->ReceiveTagged(sequence, kSequenceMask, wait);
+  };
+  Result<TaggedMessage> r = LookBriefly(receive);
   if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded) return r;
   freer_->Flush();  // about to wait: the server may be waiting for these
-  return data_->ReceiveTagged(sequence, kSequenceMask, options_.timeout);
+  return receive(options_.timeout);
 }
 
 Status ClientSession::ReadBody(const MetadataMessage& m) {
