@@ -26,6 +26,7 @@ using testing::Json;
 // Device memory written by a raw producer on `stream` (from pinned memory, so that the copy is
 // queued, not staged after the stream drains), behind whatever the stream already holds.
 struct RawProducer {
+  testing::RawRetain retain;  // the memory lives in GPU 0's primary context
   CUdeviceptr ptr = 0;
   void* pinned = nullptr;
 

@@ -3,6 +3,7 @@
 // and context retain it took. Counted by the stand-in; a test binary that runs on a real driver
 // checks nothing here (the driver has no such counts).
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -57,6 +58,14 @@ std::string Describe(const FerryCudaStandinLive& before, const FerryCudaStandinL
 // (a test that hides the driver, say), so the check stays out of it.
 bool InDeathTestChild() { return !GTEST_FLAG_GET(internal_run_death_test).empty(); }
 
+// $FERRY_TEST_COLD_CUDA set: run as on a GPU machine, where nothing warms ferry's GPUs before the
+// first test (so a test meets the driver's primary context as the first user does) and nothing
+// counts leaks. ctest's *_cold suites run the CUDA cases so on the stand-in.
+bool Cold() {
+  const char* cold = std::getenv("FERRY_TEST_COLD_CUDA");
+  return cold != nullptr && *cold != '\0';
+}
+
 std::vector<std::string>& Leaks() {
   static std::vector<std::string> leaks;
   return leaks;
@@ -65,7 +74,7 @@ std::vector<std::string>& Leaks() {
 class LeakListener : public ::testing::EmptyTestEventListener {
  public:
   void OnTestStart(const ::testing::TestInfo& /*info*/) override {
-    active_ = !InDeathTestChild() && GetStandin() != nullptr;
+    active_ = !InDeathTestChild() && !Cold() && GetStandin() != nullptr;
     if (!active_) return;
     // ferry's caches were released when the previous test ended (or by the environment).
     before_ = GetStandin()->Live();
@@ -103,7 +112,7 @@ class LeakListener : public ::testing::EmptyTestEventListener {
 class LeakReport : public ::testing::Environment {
  public:
   void SetUp() override {
-    if (InDeathTestChild() || GetStandin() == nullptr) return;
+    if (InDeathTestChild() || Cold() || GetStandin() == nullptr) return;
     for (int i = 0; i < DeviceCount(); ++i) {
       if (auto dev = ResolveDevice(ARROW_DEVICE_CUDA, i); dev.ok()) {
         (void)(*dev)->InternalStream();

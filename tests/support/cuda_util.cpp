@@ -163,7 +163,18 @@ void StreamGate::Open() {
   shared_->cv.notify_all();
 }
 
-RawStream::RawStream(int device) : device_(device) {
+RawRetain::RawRetain(int device) : device_(device) {
+  const RawCuda* cu = GetRawCuda();
+  CUcontext ctx = nullptr;
+  held_ = cu != nullptr && cu->cuDevicePrimaryCtxRetain(&ctx, device) == 0;
+  if (!held_) ADD_FAILURE() << "could not retain GPU " << device << "'s primary context";
+}
+
+RawRetain::~RawRetain() {
+  if (held_) GetRawCuda()->cuDevicePrimaryCtxRelease_v2(device_);
+}
+
+RawStream::RawStream(int device) : device_(device), retain_(device) {
   RawContext ctx(device);
   const RawCuda* cu = GetRawCuda();
   if (cu == nullptr || cu->cuStreamCreate(&stream_, 1) != 0) {

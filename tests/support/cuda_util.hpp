@@ -85,6 +85,21 @@ class RawContext {
   int device_ = 0;
 };
 
+/// Holds a GPU's primary context (GPU 0 unless named) retained for its life, so that what raw
+/// driver calls make in it outlives the scopes that push it: the driver destroys a primary
+/// context, and every stream, event and allocation in it, at its last release.
+class RawRetain {
+ public:
+  explicit RawRetain(int device = 0);
+  ~RawRetain();
+  RawRetain(const RawRetain&) = delete;
+  RawRetain& operator=(const RawRetain&) = delete;
+
+ private:
+  int device_ = 0;
+  bool held_ = false;
+};
+
 /// Holds a stream back until Open() (or the timeout): a host function queued on it waits, so
 /// work queued after it cannot have run yet. Deterministic where a delay would be a race.
 class StreamGate {
@@ -102,7 +117,7 @@ class StreamGate {
 };
 
 /// A non-blocking stream on a GPU (0 unless named) made with the raw driver, destroyed with the
-/// scope.
+/// scope; it keeps its context retained until then.
 class RawStream {
  public:
   explicit RawStream(int device = 0);
@@ -114,8 +129,9 @@ class RawStream {
   void* arg() { return &stream_; }
 
  private:
-  CUstream stream_ = nullptr;
   int device_ = 0;
+  RawRetain retain_;  // made first, released last
+  CUstream stream_ = nullptr;
 };
 
 }  // namespace ferry::testing

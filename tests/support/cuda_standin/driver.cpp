@@ -185,10 +185,17 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   State& s = GetState();
   if (const CUresult entry = Enter(); entry != kSuccess) return entry;
   if (!ValidDevice(dev)) return kInvalidDevice;
-  std::lock_guard<std::mutex> lock(s.mu);
-  Context& c = *s.contexts[static_cast<size_t>(dev)];
-  if (c.refs <= 0) return kInvalidContext;  // released more often than retained
-  c.refs -= 1;
+  std::vector<std::shared_ptr<Stream>> stale;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    Context& c = *s.contexts[static_cast<size_t>(dev)];
+    if (c.refs <= 0) return kInvalidContext;  // released more often than retained
+    c.refs -= 1;
+    // The last release destroys the context and all it made: a stream, event or pointer kept
+    // past it is stale (the real driver may crash on it; here it is an invalid handle).
+    if (c.refs == 0) stale = ResetContextLocked(dev);
+  }
+  for (const auto& stream : stale) StopStream(stream);
   return kSuccess;
 }
 

@@ -305,11 +305,10 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
     if (bad) a = nullptr;
   }
   if (attribute == kAttrContext && a != nullptr) {
-    CUcontext ctx = nullptr;
-    CUresult rc = cuDevicePrimaryCtxRetain(&ctx, a->device);
-    if (rc != kSuccess) return rc;
-    cuDevicePrimaryCtxRelease_v2(a->device);
-    *static_cast<CUcontext*>(data) = ctx;
+    // Named without a retain: a release here would be the context's last while `a` lives.
+    std::lock_guard<std::mutex> lock(s.mu);
+    *static_cast<CUcontext*>(data) =
+        reinterpret_cast<CUcontext>(s.contexts[static_cast<size_t>(a->device)].get());
     return kSuccess;
   }
   return Attribute(a.get(), attribute, ptr, data, /*lenient=*/false);

@@ -84,6 +84,7 @@ struct Stream {
 /// An event: the point of its last record, or none yet.
 struct Event {
   unsigned flags = 0;
+  int device = 0;  // of the context it was made in
   std::shared_ptr<Stream> stream;
   uint64_t seq = 0;
 };
@@ -145,6 +146,10 @@ bool DrainAllLocked(std::unique_lock<std::mutex>& lock);
 std::shared_ptr<Stream> MakeStream(int device, unsigned flags, bool legacy);
 /// Stop a stream's worker after its queue has drained.
 void StopStream(const std::shared_ptr<Stream>& s);
+/// Forget every stream, event and allocation a device's primary context made: what the driver
+/// frees when the context's last retain is released, after which their handles are stale. Returns
+/// the streams, whose workers the caller stops once it has let go of `mu`. Needs `mu`.
+std::vector<std::shared_ptr<Stream>> ResetContextLocked(int device);
 
 // driver.cpp
 /// The device of the calling thread's current context, or -1.

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #include "cuda_standin/state.hpp"
 
@@ -119,6 +120,33 @@ void StopStream(const std::shared_ptr<Stream>& s) {
   }
   GetState().progress.notify_all();
   if (s->worker.joinable()) s->worker.join();
+}
+
+std::vector<std::shared_ptr<Stream>> ResetContextLocked(int device) {
+  State& st = GetState();
+  std::vector<std::shared_ptr<Stream>> streams;
+  for (auto it = st.streams.begin(); it != st.streams.end();) {
+    if (it->second->device == device) {
+      streams.push_back(std::move(it->second));
+      it = st.streams.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = st.events.begin(); it != st.events.end();) {
+    auto* e = reinterpret_cast<Event*>(*it);
+    if (e->device == device) {
+      delete e;
+      it = st.events.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = st.allocs.begin(); it != st.allocs.end();) {
+    // A copy in flight keeps its allocation mapped through its own reference.
+    it = it->second->device == device ? st.allocs.erase(it) : std::next(it);
+  }
+  return streams;
 }
 
 std::shared_ptr<Stream> ResolveStreamLocked(CUstream handle, CUresult* rc) {
@@ -380,6 +408,7 @@ CUresult cuEventCreate(CUevent* event, unsigned int flags) {
   if (CurrentDevice() < 0) return kInvalidContext;
   auto* e = new Event;
   e->flags = flags;
+  e->device = CurrentDevice();
   std::lock_guard<std::mutex> lock(st.mu);
   *event = reinterpret_cast<CUevent>(e);
   st.events.insert(*event);
