@@ -2,7 +2,7 @@
 Arrow Flight: a client of any Flight server, which follows a ferry server's fast locations (shared memory, UCX) before DoGet, and a server in this process.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import os
 
 import ferry._ferry
@@ -90,6 +90,21 @@ class Client:
     def do_action(self, type: str, body: bytes = ...) -> list:
         """
         DoAction: the result bodies (a list of bytes). ferry's server has 'drop' (body: a flight's name), 'refresh-ticket' (body: a ticket), 'append-partition' (body: JSON {"flight": NAME, "from": UPLOADED}) and 'stats' (its totals per plane, JSON).
+        """
+
+    def set_session_options(self, options: Mapping[str, str]) -> dict[str, str]:
+        """
+        Flight's SetSessionOptions: opens a session on this server when the client holds none (its cookie is sent on every later call, DoGet's too) and sets `options`, each a str (compression, body_type, parallelism, target_device; '' removes one). Returns the options refused, {name: 'INVALID_NAME' or 'INVALID_VALUE'}. do_get then takes the session's body_type, parallelism and target_device where its own arguments are left at their defaults.
+        """
+
+    def get_session_options(self) -> dict[str, str]:
+        """
+        Flight's GetSessionOptions: the session's options as the server holds them, each as a str ({} without a session).
+        """
+
+    def close_session(self) -> None:
+        """
+        Flight's CloseSession: the server ends the session and this client forgets it.
         """
 
     def list_actions(self) -> list[tuple[str, str]]:

@@ -1,6 +1,7 @@
 // ferry.flight: an Arrow Flight client. connect() gives a Client that lists and describes
 // flights, reads them (following a ferry server's locations: shared memory, UCX, then DoGet) as
 // ArrayStreams, uploads anything with __arrow_c_stream__, and runs actions.
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -314,6 +316,43 @@ void InitFlight(nb::module_& parent) {
           "DoAction: the result bodies (a list of bytes). ferry's server has 'drop' (body: a "
           "flight's name), 'refresh-ticket' (body: a ticket), 'append-partition' (body: JSON "
           "{\"flight\": NAME, \"from\": UPLOADED}) and 'stats' (its totals per plane, JSON).")
+      .def(
+          "set_session_options",
+          [](PyFlightClient& c, const std::map<std::string, std::string>& options) {
+            Result<std::map<std::string, std::string>> refused = [&] {
+              nb::gil_scoped_release release;
+              return c.client->SetSessionOptions(options);
+            }();
+            return Unwrap(std::move(refused));
+          },
+          nb::arg("options"),
+          "Flight's SetSessionOptions: opens a session on this server when the client holds none "
+          "(its cookie is sent on every later call, DoGet's too) and sets `options`, each a str "
+          "(compression, body_type, parallelism, target_device; '' removes one). Returns the "
+          "options refused, {name: 'INVALID_NAME' or 'INVALID_VALUE'}. do_get then takes the "
+          "session's body_type, parallelism and target_device where its own arguments are left "
+          "at their defaults.")
+      .def(
+          "get_session_options",
+          [](PyFlightClient& c) {
+            Result<flight::SessionOptions> options = [&] {
+              nb::gil_scoped_release release;
+              return c.client->GetSessionOptions();
+            }();
+            return Unwrap(std::move(options));
+          },
+          "Flight's GetSessionOptions: the session's options as the server holds them, each as a "
+          "str ({} without a session).")
+      .def(
+          "close_session",
+          [](PyFlightClient& c) {
+            const Status st = [&] {
+              nb::gil_scoped_release release;
+              return c.client->CloseSession();
+            }();
+            Check(st);
+          },
+          "Flight's CloseSession: the server ends the session and this client forgets it.")
       .def(
           "list_actions",
           [](PyFlightClient& c) {

@@ -269,6 +269,45 @@ const char* FerryFlightResultsAt(const struct FerryFlightResults* results, size_
 
 void FerryFlightResultsRelease(struct FerryFlightResults* results) { delete results; }
 
+FerryErrorCode FerryFlightSetSessionOption(struct FerryFlightClient* client, const char* name,
+                                           const char* value, struct FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (client == nullptr || name == nullptr) return Status::Invalid("client or name is NULL");
+    FERRY_ASSIGN_OR_RAISE(
+        auto refused, client->client->SetSessionOptions({{name, value == nullptr ? "" : value}}));
+    if (auto it = refused.find(name); it != refused.end()) {
+      return Status::Invalid("the server refused session option \"" + std::string(name) + "\" (" +
+                             it->second + ")");
+    }
+    return Status::OK();
+  });
+}
+
+FerryErrorCode FerryFlightGetSessionOptions(struct FerryFlightClient* client,
+                                            struct FerryFlightResults** out,
+                                            struct FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (client == nullptr || out == nullptr) return Status::Invalid("client or out is NULL");
+    *out = nullptr;
+    FERRY_ASSIGN_OR_RAISE(ferry::flight::SessionOptions options,
+                          client->client->GetSessionOptions());
+    std::vector<std::string> pairs;
+    for (auto& [name, value] : options) {
+      pairs.push_back(name);
+      pairs.push_back(std::move(value));
+    }
+    *out = new FerryFlightResults{std::move(pairs)};
+    return Status::OK();
+  });
+}
+
+FerryErrorCode FerryFlightCloseSession(struct FerryFlightClient* client, struct FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (client == nullptr) return Status::Invalid("client is NULL");
+    return client->client->CloseSession();
+  });
+}
+
 FerryErrorCode FerryFlightServerStart(const char* listen, const char* token,
                                       struct FerryFlightServer** out, struct FerryError* error) {
   return ferry::capi::internal::Guard(error, [&]() -> Status {

@@ -203,4 +203,12 @@ std::shared_ptr<Dataset> Dataset::FromStream(UniqueDeviceArrayStream stream) {
   return std::make_shared<OneShotDataset>(std::move(stream));
 }
 
+Result<std::shared_ptr<Dataset>> Dataset::FromAsync(ArrowAsyncDeviceStreamHandler* handler,
+                                                    AsyncHandlerOptions options) {
+  options.wait_events = true;  // the server reads the bytes as they are
+  UniqueDeviceArrayStream stream;
+  FERRY_RETURN_NOT_OK(AsyncHandlerToStream(handler, stream.get(), options));
+  return FromStream(std::move(stream));
+}
+
 }  // namespace ferry::dipc

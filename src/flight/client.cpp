@@ -102,7 +102,8 @@ ClientImpl::ClientImpl(std::string uri, std::string host, std::shared_ptr<grpc::
       channel_(std::move(channel)),
       stub_(pb::FlightService::NewStub(channel_)),
       options_(std::move(options)),
-      reader_(std::make_shared<const EndpointReader>(uri_, host_, channel_, options_, counters_)) {}
+      reader_(std::make_shared<const EndpointReader>(uri_, host_, channel_, options_, counters_,
+                                                     session_)) {}
 
 ClientImpl::~ClientImpl() = default;
 
@@ -110,6 +111,7 @@ void ClientImpl::Prepare(grpc::ClientContext* context) const {
   if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
   for (const auto& [name, value] : options_.headers) context->AddMetadata(name, value);
   for (const auto& [name, value] : TraceHeaders(options_)) context->AddMetadata(name, value);
+  for (const auto& [name, value] : session_->Headers()) context->AddMetadata(name, value);
   context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
 }
 
@@ -145,9 +147,12 @@ Result<UniqueSchema> ClientImpl::GetSchema(const std::string& path) {
 }
 
 Result<UniqueDeviceArrayStream> ClientImpl::DoGet(const std::string& ticket, GetOptions options) {
-  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream stream,
-                        OpenDoGet(channel_, options_.token, ticket, options, options_.timeout,
-                                  TraceHeaders(options_)));
+  FERRY_ASSIGN_OR_RAISE(options, session_->Apply(options));
+  std::vector<std::pair<std::string, std::string>> headers = TraceHeaders(options_);
+  for (auto& header : session_->Headers()) headers.push_back(std::move(header));
+  FERRY_ASSIGN_OR_RAISE(
+      UniqueDeviceArrayStream stream,
+      OpenDoGet(channel_, options_.token, ticket, options, options_.timeout, headers));
   return CountBytes(std::move(stream), counters_, &counters_->grpc, "DoGet on " + uri_);
 }
 
@@ -200,8 +205,56 @@ Result<std::vector<std::string>> ClientImpl::Action(const std::string& type,
   std::vector<std::string> out;
   pb::Result r;
   while (reader->Read(&r)) out.push_back(r.body());
-  FERRY_RETURN_NOT_OK(FromGrpc(reader->Finish(), "DoAction " + type + " on " + uri_));
+  const grpc::Status status = reader->Finish();
+  // A session the server opened or closed, whoever built the body (Arrow C++'s cookie
+  // middleware does the same for every call).
+  session_->TakeSetCookie(context.GetServerInitialMetadata());
+  FERRY_RETURN_NOT_OK(FromGrpc(status, "DoAction " + type + " on " + uri_));
   return out;
+}
+
+Result<std::map<std::string, std::string>> ClientImpl::SetSessionOptions(
+    const SessionOptions& options) {
+  pb::SetSessionOptionsRequest request;
+  for (const auto& [name, value] : options) {
+    pb::SessionOptionValue& v = (*request.mutable_session_options())[name];
+    if (!value.empty()) v.set_string_value(value);  // the server takes text for every option
+  }
+  FERRY_ASSIGN_OR_RAISE(std::vector<std::string> answer,
+                        Action("SetSessionOptions", request.SerializeAsString()));
+  pb::SetSessionOptionsResult result;
+  if (answer.size() != 1 || !result.ParseFromString(answer[0])) {
+    return Status::IOError("SetSessionOptions on " + uri_ +
+                           ": the answer is not one SetSessionOptionsResult");
+  }
+  std::map<std::string, std::string> refused;
+  for (const auto& [name, error] : result.errors()) {
+    refused[name] = pb::SetSessionOptionsResult::ErrorValue_Name(error.value());
+  }
+  // What the server holds now, normalised, is what later reads apply.
+  FERRY_RETURN_NOT_OK(GetSessionOptions().status());
+  return refused;
+}
+
+Result<SessionOptions> ClientImpl::GetSessionOptions() {
+  FERRY_ASSIGN_OR_RAISE(
+      std::vector<std::string> answer,
+      Action("GetSessionOptions", pb::GetSessionOptionsRequest().SerializeAsString()));
+  pb::GetSessionOptionsResult result;
+  if (answer.size() != 1 || !result.ParseFromString(answer[0])) {
+    return Status::IOError("GetSessionOptions on " + uri_ +
+                           ": the answer is not one GetSessionOptionsResult");
+  }
+  SessionOptions out;
+  for (const auto& [name, value] : result.session_options()) out[name] = OptionText(value);
+  if (session_->open()) session_->set_options(out);
+  return out;
+}
+
+Status ClientImpl::CloseSession() {
+  FERRY_RETURN_NOT_OK(
+      Action("CloseSession", pb::CloseSessionRequest().SerializeAsString()).status());
+  return Status::OK();
 }
 
 Result<std::vector<ActionType>> ClientImpl::ListActions() {

@@ -121,6 +121,7 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
     return Status::NotFound("the flight has no endpoint: nothing to read");
   }
   if (options.parallel < 0) return Status::Invalid("parallel is negative");
+  FERRY_ASSIGN_OR_RAISE(options, session_->Apply(options));
   FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
                         reader_->Read(info.endpoints[0], options, location));
   Device* target = options.device != nullptr ? options.device : CpuDevice();
@@ -173,8 +174,10 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
       Result<UniqueDeviceArrayStream> stream = Status::OK();
       if (kind == Via::kGrpc) {
         if (l.empty() || l == kReuseConnection || l == uri_) {
+          std::vector<std::pair<std::string, std::string>> headers = TraceHeaders(options_);
+          for (auto& header : session_->Headers()) headers.push_back(std::move(header));
           stream = OpenDoGet(channel_, options_.token, endpoint.ticket, options, options_.timeout,
-                             TraceHeaders(options_));
+                             headers);
         } else {
           ClientOptions other = options_;
           Result<std::unique_ptr<Client>> client = Client::Connect(l, other);

@@ -9,6 +9,7 @@
 
 #include "Flight.grpc.pb.h"
 #include "ferry/flight/client.hpp"
+#include "flight/client_session.hpp"
 #include "flight/client_stream.hpp"
 
 namespace ferry::flight::internal {
@@ -21,12 +22,14 @@ namespace pb = ::arrow::flight::protocol;
 class EndpointReader {
  public:
   EndpointReader(std::string uri, std::string host, std::shared_ptr<grpc::Channel> channel,
-                 ClientOptions options, std::shared_ptr<PlaneCounters> counters)
+                 ClientOptions options, std::shared_ptr<PlaneCounters> counters,
+                 std::shared_ptr<const ClientSession> session)
       : uri_(std::move(uri)),
         host_(std::move(host)),
         channel_(std::move(channel)),
         options_(std::move(options)),
-        counters_(std::move(counters)) {}
+        counters_(std::move(counters)),
+        session_(std::move(session)) {}
 
   /// One endpoint through its locations, fastest first (client_get.cpp).
   Result<UniqueDeviceArrayStream> Read(const Endpoint& endpoint, const GetOptions& options,
@@ -42,6 +45,7 @@ class EndpointReader {
   std::shared_ptr<grpc::Channel> channel_;
   ClientOptions options_;
   std::shared_ptr<PlaneCounters> counters_;
+  std::shared_ptr<const ClientSession> session_;  // its cookie goes on DoGet to this server
 };
 
 class ClientImpl final : public Client {
@@ -62,6 +66,10 @@ class ClientImpl final : public Client {
   Result<std::vector<std::string>> Action(const std::string& type,
                                           const std::string& body) override;
   Result<std::vector<ActionType>> ListActions() override;
+  Result<std::map<std::string, std::string>> SetSessionOptions(
+      const SessionOptions& options) override;
+  Result<SessionOptions> GetSessionOptions() override;
+  Status CloseSession() override;
   const std::string& uri() const override { return uri_; }
   PlaneBytes plane_bytes() const override;
 
@@ -79,6 +87,8 @@ class ClientImpl final : public Client {
   ClientOptions options_;
   /// Bytes per plane (shm, ucx, grpc), shared with the streams that count into them.
   std::shared_ptr<PlaneCounters> counters_ = std::make_shared<PlaneCounters>();
+  /// The Flight session this client holds on its server, shared with the endpoint reader.
+  std::shared_ptr<ClientSession> session_ = std::make_shared<ClientSession>();
   /// Reads endpoints for this client and for the streams it made.
   std::shared_ptr<const EndpointReader> reader_;
 };

@@ -235,10 +235,15 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     GrpcHandOff(this);
     StartRead(&in_);
   }
-  void OnWriteDone(bool /*ok*/) override {
+  void OnWriteDone(bool ok) override {
     GrpcTakeBack(this);
-    GrpcHandOff(this);
-    Finish(grpc::Status::OK);
+    if (!ok) {
+      // The client cancelled rather than closing its side (its source failed, or it died): the
+      // upload may be cut short, so nothing is stored.
+      Fail(Status::Cancelled("the client cancelled the upload of \"" + name_ + "\""));
+      return;
+    }
+    Store();
   }
   void OnDone() override {
     GrpcTakeBack(this);
@@ -306,8 +311,23 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     partitions.push_back(std::move(batches_));
     Result<std::shared_ptr<Flight>> flight =
         MakeFlight(name_, schema->get(), std::move(partitions));
-    Status st = flight.status();
-    if (st.ok()) st = state_->Add(*flight);
+    if (!flight.ok()) {
+      Fail(flight.status());
+      return;
+    }
+    flight_ = std::move(*flight);
+    // One PutResult (empty metadata) first: a read that ends because the client cancelled
+    // (rather than closed its side) cannot be written to, and then nothing is stored
+    // (OnWriteDone). The call's status says whether the flight was stored.
+    grpc::Slice empty;
+    out_ = grpc::ByteBuffer(&empty, 1);
+    GrpcHandOff(this);
+    StartWrite(&out_);
+  }
+
+  void Store() {
+    const Status st = state_->Add(flight_);
+    flight_.reset();
     if (!st.ok()) {
       Fail(st);
       return;
@@ -317,16 +337,14 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
                 "stored \"" + name_ + "\" uploaded by " + peer_ + " (" + std::to_string(received_) +
                     " bytes)",
                 peer_);
-    // One PutResult (empty metadata) tells the client the flight is stored.
-    grpc::Slice empty;
-    out_ = grpc::ByteBuffer(&empty, 1);
     GrpcHandOff(this);
-    StartWrite(&out_);
+    Finish(grpc::Status::OK);
   }
 
   void Fail(const Status& st) {
     ++state_->uploads_failed;
     batches_.clear();
+    flight_.reset();
     state_->Log("upload_refused", "refused an upload from " + peer_ + ": " + st.message(), peer_);
     GrpcHandOff(this);
     Finish(ToGrpc(st.WithContext("nothing was stored")));
@@ -341,6 +359,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
   int64_t messages_ = 0;
   ipc::Decoder decoder_;
   std::vector<UniqueDeviceArray> batches_;
+  std::shared_ptr<Flight> flight_;  // decoded whole, stored once the client is known to be there
 };
 
 }  // namespace

@@ -191,6 +191,29 @@ int main(void) {
     FerryFlightResultsRelease(results);
   }
   CHECK(FerryFlightAction(client, "drop", "up", 2, &results, &error) == ENOENT);
+
+  /* Flight sessions: an option set opens one, a refused one is named, the options read back as
+   * the server holds them (parallelism normalised to an integer), CloseSession ends it. */
+  CHECK(FerryFlightSetSessionOption(client, "parallelism", "2", &error) == 0);
+  CHECK(FerryFlightSetSessionOption(client, "colour", "blue", &error) == EINVAL);
+  CHECK(strstr(error.message, "\"colour\" (INVALID_NAME)") != NULL);
+  CHECK(FerryFlightSetSessionOption(client, "compression", "zstd", &error) == 0);
+  CHECK(FerryFlightGetSessionOptions(client, &results, &error) == 0);
+  CHECK(FerryFlightResultsCount(results) == 4);
+  CHECK(strncmp(FerryFlightResultsAt(results, 0, &ticket_size), "compression", 11) == 0);
+  CHECK(strncmp(FerryFlightResultsAt(results, 1, &ticket_size), "zstd", 4) == 0);
+  CHECK(strncmp(FerryFlightResultsAt(results, 2, &ticket_size), "parallelism", 11) == 0);
+  CHECK(strncmp(FerryFlightResultsAt(results, 3, &ticket_size), "2", 1) == 0 && ticket_size == 1);
+  FerryFlightResultsRelease(results);
+  CHECK(FerryFlightGet(client, "t", FERRY_FLIGHT_VIA_GRPC, NULL, &got, NULL, 0, &error) == 0);
+  DrainSum(&got, &rows, &sum);
+  CHECK(rows == 3 && sum == 321);
+  got.release(&got);
+  CHECK(FerryFlightCloseSession(client, &error) == 0);
+  CHECK(FerryFlightGetSessionOptions(client, &results, &error) == 0);
+  CHECK(FerryFlightResultsCount(results) == 0);
+  FerryFlightResultsRelease(results);
+  CHECK(FerryFlightCloseSession(client, &error) == ENOENT);
   CHECK(FerryFlightPut(client, "x", NULL, &error) == EINVAL);
   CHECK(FerryFlightConnect("nonsense", NULL, &anonymous, &error) == EINVAL);
   CHECK(FerryFlightConnect(NULL, NULL, &anonymous, &error) == EINVAL);

@@ -4,6 +4,8 @@
 // that the server frees every address it lent within a second.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "ferry/device/async_stream.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
@@ -102,6 +104,39 @@ TEST_P(AsyncDipc, ACancelMidStreamFreesTheServersLoansWithinASecond) {
   // when the session ends.
   EXPECT_EQ(st.clients_active, 0);
   EXPECT_EQ(st.bytes_in_flight, 0);
+}
+
+TEST_P(AsyncDipc, AProducersBatchesAreServedAtTheReadersPace) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ArrowAsyncDeviceStreamHandler handler{};
+  AsyncHandlerOptions options;
+  options.queue_size = 1;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Dataset> dataset, Dataset::FromAsync(&handler, options));
+  server->Add("t", dataset);
+  std::vector<Json> expected;
+  ASSERT_OK_AND_ASSIGN(auto producer, ProduceAsync(testing::IntSource(8, 500, -1, &expected),
+                                                   ARROW_DEVICE_CPU, &handler));
+  // No client yet: the producer hands over the one batch requested, and no more.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (producer->counters().delivered < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  AsyncProducerCounters c = producer->counters();
+  EXPECT_EQ(c.requested, 1);
+  EXPECT_EQ(c.delivered, 1);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream client, Open(*server, "t"));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(client.get()));
+  EXPECT_EQ(got, expected);
+  ASSERT_OK(producer->Wait(10s));
+  c = producer->counters();
+  EXPECT_EQ(c.delivered, 8);
+  EXPECT_LE(c.pulled, c.requested);
+  // Read once: a second client gets an error, not the batches again.
+  Result<UniqueDeviceArrayStream> again = Open(*server, "t");
+  if (again.ok()) {
+    EXPECT_FALSE(testing::DrainToJson(again->get()).ok());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Planes, AsyncDipc,

@@ -1,7 +1,9 @@
 // The Flight client's stream as an async producer (ferry's generic producer over the device
 // stream the client returns): a partitioned flight read over several endpoints in parallel, on
 // each plane, arrives whole and in order through ferry's handler, never read past what was
-// requested; releasing the reader mid-stream cancels the read.
+// requested; releasing the reader mid-stream cancels the read. And Flight as the consumer: a
+// producer's batches served by Server::AddAsync and uploaded by Client::PutAsync, whole, or not
+// at all when the producer fails in the middle.
 #include <nlohmann/json.hpp>
 
 #include "ferry/device/async_stream.hpp"
@@ -84,6 +86,77 @@ TEST(FlightAsync, ReleasingTheReaderCancelsTheRead) {
   ASSERT_OK(producer->Wait(10s));
   EXPECT_TRUE(producer->counters().cancelled);
   EXPECT_LE(producer->counters().pulled, 2);  // the batch read and the one requested after it
+}
+
+std::vector<Json> Read(Client& client, const std::string& path) {
+  Result<UniqueDeviceArrayStream> stream = client.Get(path);
+  EXPECT_TRUE(stream.ok()) << stream.status().message();
+  if (!stream.ok()) return {};
+  Result<std::vector<Json>> got = testing::DrainToJson(stream->get());
+  EXPECT_TRUE(got.ok()) << got.status().message();
+  return got.ok() ? *got : std::vector<Json>{};
+}
+
+TEST(FlightAsync, AServerServesWhatAProducerPushed) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start());
+  ArrowAsyncDeviceStreamHandler handler{};
+  AsyncHandlerOptions options;
+  options.queue_size = 2;
+  ASSERT_OK_AND_ASSIGN(std::shared_future<Status> added, server->AddAsync("t", &handler, options));
+  std::vector<Json> expected;
+  ASSERT_OK_AND_ASSIGN(auto producer, ProduceAsync(testing::IntSource(5, 100, -1, &expected),
+                                                   ARROW_DEVICE_CPU, &handler));
+  ASSERT_EQ(added.wait_for(10s), std::future_status::ready);
+  ASSERT_OK(added.get());
+  ASSERT_OK(producer->Wait(10s));
+  EXPECT_EQ(producer->counters().delivered, 5);
+  EXPECT_LE(producer->counters().pulled, producer->counters().requested);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Client> client, Client::Connect(server->uri()));
+  EXPECT_EQ(Read(*client, "t"), expected);
+
+  // A producer that fails in the middle: its error, and no flight.
+  ArrowAsyncDeviceStreamHandler broken_handler{};
+  ASSERT_OK_AND_ASSIGN(std::shared_future<Status> broken,
+                       server->AddAsync("broken", &broken_handler, options));
+  std::vector<Json> unused;
+  ASSERT_OK_AND_ASSIGN(auto failing, ProduceAsync(testing::IntSource(5, 100, 3, &unused),
+                                                  ARROW_DEVICE_CPU, &broken_handler));
+  ASSERT_EQ(broken.wait_for(10s), std::future_status::ready);
+  ASSERT_RAISES_WITH(StatusCode::kIOError, "the source broke at batch 3", broken.get());
+  EXPECT_NE(broken.get().message().find("AddAsync [broken]"), std::string::npos);
+  EXPECT_FALSE(failing->Wait(10s).ok());
+  EXPECT_EQ(server->names(), (std::vector<std::string>{"t"}));
+}
+
+TEST(FlightAsync, AClientUploadsWhatAProducerPushesAsItArrives) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Client> client, Client::Connect(server->uri()));
+  ArrowAsyncDeviceStreamHandler handler{};
+  AsyncHandlerOptions options;
+  options.queue_size = 1;
+  ASSERT_OK_AND_ASSIGN(std::shared_future<Status> put, client->PutAsync("up", &handler, options));
+  std::vector<Json> expected;
+  ASSERT_OK_AND_ASSIGN(auto producer, ProduceAsync(testing::IntSource(6, 300, -1, &expected),
+                                                   ARROW_DEVICE_CPU, &handler));
+  ASSERT_EQ(put.wait_for(10s), std::future_status::ready);
+  ASSERT_OK(put.get());
+  ASSERT_OK(producer->Wait(10s));
+  EXPECT_EQ(producer->counters().delivered, 6);
+  EXPECT_LE(producer->counters().pulled, producer->counters().requested);
+  EXPECT_EQ(Read(*client, "up"), expected);
+
+  ArrowAsyncDeviceStreamHandler broken_handler{};
+  ASSERT_OK_AND_ASSIGN(std::shared_future<Status> broken,
+                       client->PutAsync("broken", &broken_handler, options));
+  std::vector<Json> unused;
+  ASSERT_OK_AND_ASSIGN(auto failing, ProduceAsync(testing::IntSource(4, 300, 2, &unused),
+                                                  ARROW_DEVICE_CPU, &broken_handler));
+  ASSERT_EQ(broken.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(broken.get().ok());
+  EXPECT_NE(broken.get().message().find("the source broke at batch 2"), std::string::npos)
+      << broken.get().message();
+  EXPECT_FALSE(failing->Wait(10s).ok());
+  EXPECT_EQ(server->names(), (std::vector<std::string>{"up"}));
 }
 
 }  // namespace

@@ -327,3 +327,52 @@ def test_binding_against_ferry_server_follows_locations(tmp_path):
         assert listed.returncode == 0 and "shm,ucx,grpc" in listed.stdout, listed.stderr
         refused = _run("list", s.uri, env={"FERRY_TOKEN": ""})
         assert refused.returncode == 2 and "UNAUTHENTICATED" in refused.stderr
+
+
+def test_session_options_are_kept_and_applied(tmp_path):
+    """set_session_options opens a Flight session on ferry's server, get_session_options reads it
+    back as the server normalised it, close_session ends it. do_get takes the session's options:
+    body_type 1 makes the UCX plane lend (addresses_lent grows) without buffer_lists=True, and
+    compression zstd shrinks what DoGet sends (the server's bytes_sent); each table equals
+    pyarrow's, and pyarrow.flight's own read of the same flight is unchanged."""
+    table = pa.table({"x": pa.array(range(60000), pa.int64()),
+                      "s": pa.array(["abc" * 5] * 60000)})
+    path = tmp_path / "t.arrows"
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=20000)
+    with Serve(f"t={path}", "--body-type", "list", tmp=str(tmp_path)) as s:
+        client = ferry.flight.connect(s.uri)
+
+        def stats():
+            [body] = client.do_action("stats")
+            return json.loads(body)
+
+        assert client.get_session_options() == {}
+        before = stats()["ucx"]["addresses_lent"]
+        assert pa.table(client.do_get("t", via="ucx")).equals(table)
+        assert stats()["ucx"]["addresses_lent"] == before  # packed bodies, without the session
+        refused = client.set_session_options({"body_type": "1", "colour": "blue"})
+        assert refused == {"colour": "INVALID_NAME"}
+        assert client.get_session_options() == {"body_type": "1"}
+        before = stats()["ucx"]["addresses_lent"]
+        assert pa.table(client.do_get("t", via="ucx")).equals(table)
+        assert stats()["ucx"]["addresses_lent"] > before
+
+        plain = fl.connect(s.uri)
+        ticket = plain.get_flight_info(fl.FlightDescriptor.for_path("t")).endpoints[0].ticket
+        before = stats()["grpc"]["bytes_sent"]
+        assert plain.do_get(ticket).read_all().equals(table)
+        uncompressed = stats()["grpc"]["bytes_sent"] - before
+        assert client.set_session_options({"compression": "zstd", "parallelism": "2"}) == {}
+        assert client.get_session_options() == {"body_type": "1", "compression": "zstd",
+                                                "parallelism": "2"}
+        before = stats()["grpc"]["bytes_sent"]
+        assert pa.table(client.do_get("t", via="grpc")).equals(table)
+        compressed = stats()["grpc"]["bytes_sent"] - before
+        assert compressed * 4 < uncompressed, (compressed, uncompressed)
+
+        client.close_session()
+        assert client.get_session_options() == {}
+        before = stats()["grpc"]["bytes_sent"]
+        assert pa.table(client.do_get("t", via="grpc")).equals(table)
+        assert stats()["grpc"]["bytes_sent"] - before == uncompressed

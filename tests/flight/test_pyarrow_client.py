@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 import urllib.parse
 
@@ -33,6 +34,11 @@ def _write(path, table, chunk=None):
 
 def _names(client):
     return sorted(f.descriptor.path[0].decode() for f in client.list_flights())
+
+
+def _stats(client):
+    [result] = client.do_action(fl.Action("stats", b""))
+    return result.body.to_pybytes()
 
 
 @pytest.fixture(scope="module")
@@ -316,3 +322,41 @@ def test_64_concurrent_clients(tmp_path):
             results = list(pool.map(one, range(64)))
     assert results == [True] * 64
     assert "32 DoGet" in s.stderr()
+
+
+def test_a_killed_uploader_stores_nothing(tmp_path):
+    """A pyarrow.flight client killed in the middle of its DoPut (its process gone, so the call
+    is reset rather than closed): ferry's server stores none of what it sent, says so in its log,
+    and takes a whole upload of the same name afterwards."""
+    table = mixed_table(3000)
+    with Serve("-v", tmp=str(tmp_path)) as s:
+        uploader = subprocess.Popen(
+            [sys.executable, "-c", (
+                "import sys, pyarrow as pa, pyarrow.flight as fl\n"
+                f"c = fl.connect({s.uri!r})\n"
+                "t = pa.table({'x': pa.array(range(1000), pa.int64())})\n"
+                "w, _ = c.do_put(fl.FlightDescriptor.for_path('half'), t.schema)\n"
+                "w.write_table(t)\n"
+                "print('written', flush=True)\n"
+                "sys.stdin.read()\n")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert uploader.stdout.readline().strip() == "written"
+            client = fl.connect(s.uri)
+            deadline = time.monotonic() + 10
+            while json.loads(_stats(client))["grpc"]["bytes_received"] == 0:
+                assert time.monotonic() < deadline, "the server never received the batch"
+                time.sleep(0.02)
+        finally:
+            uploader.kill()
+            uploader.wait()
+        deadline = time.monotonic() + 10
+        while "cancelled the upload" not in s.stderr():
+            assert time.monotonic() < deadline, s.stderr()
+            time.sleep(0.02)
+        assert _names(client) == []
+        writer, _ = client.do_put(fl.FlightDescriptor.for_path("half"), table.schema)
+        writer.write_table(table)
+        writer.close()
+        info = client.get_flight_info(fl.FlightDescriptor.for_path("half"))
+        assert client.do_get(info.endpoints[0].ticket).read_all().equals(table)

@@ -8,6 +8,9 @@
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/json.hpp"
+#include "ferry/format/schema.hpp"
+#include "support/ipc_util.hpp"
+#include "support/test_util.hpp"
 
 namespace ferry::testing {
 
@@ -88,6 +91,40 @@ Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream) 
     if (!a.valid()) return out;
     out.push_back(nlohmann::json::parse(DeviceArrayToJson(schema.get(), a.get())));
   }
+}
+
+BatchSource::BatchSource(UniqueSchema schema, std::vector<UniqueDeviceArray> batches, int fail_at)
+    : schema_(std::move(schema)), batches_(std::move(batches)), fail_at_(fail_at) {}
+
+Status BatchSource::GetSchema(ArrowSchema* out) {
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(schema_.get()));
+  copy.move_to(out);
+  return Status::OK();
+}
+
+Status BatchSource::GetNext(ArrowDeviceArray* out) {
+  if (next_ == fail_at_)
+    return Status::IOError("the source broke at batch " + std::to_string(next_));
+  if (next_ < static_cast<int>(batches_.size()))
+    batches_[static_cast<size_t>(next_++)].move_to(out);
+  return Status::OK();
+}
+
+std::unique_ptr<BatchSource> IntSource(int count, int rows, int fail_at,
+                                       std::vector<nlohmann::json>* expected) {
+  UniqueSchema schema;
+  std::vector<UniqueDeviceArray> batches;
+  for (int b = 0; b < count; ++b) {
+    nlohmann::json values = nlohmann::json::array();
+    for (int i = 0; i < rows; ++i) values.push_back({{"x", int64_t{b} * rows + i}});
+    Result<Array> a = ArrayFromJson(BatchField({Field::Make("l", "x")}), values.dump());
+    EXPECT_TRUE(a.ok()) << a.status().message();
+    UniqueSchema kept;  // the same for every batch
+    batches.push_back(ToCpuDeviceArray(std::move(a).ValueOrDie(), &kept));
+    schema = std::move(kept);
+    expected->push_back(std::move(values));
+  }
+  return std::make_unique<BatchSource>(std::move(schema), std::move(batches), fail_at);
 }
 
 }  // namespace ferry::testing

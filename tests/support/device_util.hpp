@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ferry/abi/unique.hpp"
+#include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/format/array.hpp"
 
@@ -34,6 +35,26 @@ bool DeviceRequired(const DeviceCase& c);
 
 /// Export `array` and wrap it as a CPU device array.
 UniqueDeviceArray ToCpuDeviceArray(Array array, UniqueSchema* schema_out);
+
+/// A source of batches for producers under test: hands out `batches` in order, then the end; an
+/// IOError ("the source broke at batch N") instead of batch `fail_at` when it is >= 0.
+class BatchSource final : public DeviceArrayProducer {
+ public:
+  BatchSource(UniqueSchema schema, std::vector<UniqueDeviceArray> batches, int fail_at = -1);
+  Status GetSchema(ArrowSchema* out) override;
+  Status GetNext(ArrowDeviceArray* out) override;
+
+ private:
+  UniqueSchema schema_;
+  std::vector<UniqueDeviceArray> batches_;
+  int fail_at_;
+  int next_ = 0;
+};
+
+/// A BatchSource of `count` CPU batches of `rows` int64 values ("x") counting up from 0, their
+/// JSON appended to `*expected`.
+std::unique_ptr<BatchSource> IntSource(int count, int rows, int fail_at,
+                                       std::vector<nlohmann::json>* expected);
 
 /// Copy a CPU device array to `device` with ferry (complete on return).
 Result<UniqueDeviceArray> CopyToDevice(const ArrowSchema* schema, const ArrowDeviceArray* src,

@@ -115,6 +115,23 @@ FERRY_EXPORT const char* FerryFlightResultsAt(const struct FerryFlightResults* r
                                               size_t* size);
 FERRY_EXPORT void FerryFlightResultsRelease(struct FerryFlightResults* results);
 
+/** Flight's SetSessionOptions with one option, `name` set to the text `value` (NULL or "" removes
+ * it): opens a session when the client holds none (its cookie is sent on every later call to
+ * this server, DoGet's too). EINVAL naming the option when the server refuses it (an unknown
+ * name, a value of the wrong type or range). Reads then take the session's body_type,
+ * parallelism and target_device, and DoGet its compression. */
+FERRY_EXPORT FerryErrorCode FerryFlightSetSessionOption(struct FerryFlightClient* client,
+                                                        const char* name, const char* value,
+                                                        struct FerryError* error);
+/** Flight's GetSessionOptions: `*out` holds two results per option, its name (2 i) then its value
+ * as text (2 i + 1); none without a session. */
+FERRY_EXPORT FerryErrorCode FerryFlightGetSessionOptions(struct FerryFlightClient* client,
+                                                         struct FerryFlightResults** out,
+                                                         struct FerryError* error);
+/** Flight's CloseSession: the server ends the session and the client forgets its cookie. */
+FERRY_EXPORT FerryErrorCode FerryFlightCloseSession(struct FerryFlightClient* client,
+                                                    struct FerryError* error);
+
 /** A Flight server: gRPC on `listen` (HOST:PORT, port 0: a free one) and the shared-memory and
  * UCX planes; every call must carry `token` when it is not NULL or empty. */
 struct FerryFlightServer;

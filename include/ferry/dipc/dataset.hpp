@@ -11,6 +11,7 @@
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
+#include "ferry/device/async_stream.hpp"
 
 namespace ferry::dipc {
 
@@ -56,6 +57,12 @@ class FERRY_EXPORT Dataset {
       std::function<Result<UniqueDeviceArrayStream>()> open);
   /// A stream that can be read once: the first client consumes it; later ones get an error.
   static std::shared_ptr<Dataset> FromStream(UniqueDeviceArrayStream stream);
+  /// What an async producer pushes (the Async C Device Stream Interface), read once as
+  /// FromStream: fills `*handler`, which the caller hands to the producer and keeps alive until
+  /// its release is called. The first client's reads pace the producer: a batch is requested as
+  /// that client takes one, `options.queue_size` ahead (each batch's sync event waited on).
+  static Result<std::shared_ptr<Dataset>> FromAsync(ArrowAsyncDeviceStreamHandler* handler,
+                                                    AsyncHandlerOptions options = {});
 };
 
 }  // namespace ferry::dipc

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,6 +16,7 @@
 #include "ferry/abi/export.h"
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/result.hpp"
+#include "ferry/device/async_stream.hpp"
 #include "ferry/device/device.hpp"
 #include "ferry/flight/info.hpp"
 #include "ferry/ipc/decoder.hpp"
@@ -77,6 +80,10 @@ struct FERRY_EXPORT PlaneBytes {
   int64_t grpc = 0;
 };
 
+/// A Flight session's options as ferry's client reads and sets them: each option's value as text
+/// ("zstd", "1", "4", "cuda:0"). Plain values.
+using SessionOptions = std::map<std::string, std::string>;
+
 /// A connection to one Flight server (a gRPC channel). Thread-safe: calls may run from many
 /// threads at once; each stream is read from one thread at a time.
 class FERRY_EXPORT Client {
@@ -106,10 +113,32 @@ class FERRY_EXPORT Client {
   /// Upload `stream` (consumed: released on return) as flight `path` with DoPut; returns once
   /// the server has stored it (or refused it, with its reason).
   [[nodiscard]] virtual Status Put(const std::string& path, ArrowArrayStream* stream) = 0;
+  /// Upload what an async producer pushes (the Async C Device Stream Interface) as flight
+  /// `path` with DoPut, as it arrives: fills `*handler`, which the caller hands to the producer
+  /// and keeps alive until its release is called. The upload's own pace is the producer's flow
+  /// control: a batch is requested as one is written to gRPC, `options.queue_size` ahead. Batches
+  /// must be in host memory (their sync events are waited on). The future holds Put's status;
+  /// the client must outlive it, and dropping the last copy of the future waits for the upload.
+  Result<std::shared_future<Status>> PutAsync(const std::string& path,
+                                              ArrowAsyncDeviceStreamHandler* handler,
+                                              AsyncHandlerOptions options = {});
   /// DoAction: the bodies of the results.
   virtual Result<std::vector<std::string>> Action(const std::string& type,
                                                   const std::string& body = {}) = 0;
   virtual Result<std::vector<ActionType>> ListActions() = 0;
+  /// Flight's SetSessionOptions: opens a session when this client holds none (it keeps the
+  /// server's arrow_flight_session_id cookie and sends it on every later call to this server,
+  /// DoGet's too), then sets `options` (an empty value removes one). Returns the options the
+  /// server refused, each with why ("INVALID_NAME", "INVALID_VALUE"); the others are set. Reads
+  /// then take the session's body_type, parallelism and target_device where their GetOptions
+  /// leave the default, and DoGet its compression.
+  virtual Result<std::map<std::string, std::string>> SetSessionOptions(
+      const SessionOptions& options) = 0;
+  /// Flight's GetSessionOptions: the session's options as the server holds them (none without a
+  /// session).
+  virtual Result<SessionOptions> GetSessionOptions() = 0;
+  /// Flight's CloseSession: the server ends the session and this client forgets its cookie.
+  [[nodiscard]] virtual Status CloseSession() = 0;
   /// The URI this client was connected with.
   virtual const std::string& uri() const = 0;
   /// What this client's reads (Get, GetInfo, DoGet) received through each plane so far,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
+#include "ferry/device/async_stream.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/flight/info.hpp"
 #include "ferry/flight/metrics.hpp"
@@ -140,6 +142,15 @@ class FERRY_EXPORT Server {
   /// The new endpoint's index.
   virtual Result<size_t> AppendPartition(const std::string& name, UniqueSchema schema,
                                          std::vector<UniqueDeviceArray> batches) = 0;
+  /// Serve what an async producer pushes (the Async C Device Stream Interface) as flight
+  /// `name`: fills `*handler`, which the caller hands to the producer and keeps alive until its
+  /// release is called. Batches are requested `options.queue_size` ahead, their sync events
+  /// waited on, and kept as they arrive; when the producer ends its stream they are served as
+  /// Add serves them. The future holds Add's status, or the producer's error (nothing is served
+  /// then). The server must outlive the producer's calls.
+  Result<std::shared_future<Status>> AddAsync(const std::string& name,
+                                              ArrowAsyncDeviceStreamHandler* handler,
+                                              AsyncHandlerOptions options = {});
   /// Stop serving `name` on every plane and revoke its tickets: it is no longer listed, described
   /// or redeemed. A client already reading it (DoGet, or a plane's session) holds its memory and
   /// reads to the end; the memory goes with the last such reader. ENOENT if unknown.

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "transport/ucx/buffer_pool.hpp"
+#include "transport/ucx/tsan_order.hpp"
 
 namespace ferry::transport::internal::ucx {
 
@@ -170,7 +171,7 @@ ucs_status_t UcxConnection::ActiveMessage(size_t header_length, void* data, size
   }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
     // Eager: the bytes are UCX's until we return. Metadata is small: copy it.
-    Result<SharedBytes> copy = SharedBytes::Copy({data, static_cast<int64_t>(length)});
+    Result<SharedBytes> copy = CopyFromUcxBuffer({data, static_cast<int64_t>(length)});
     if (!copy.ok()) {
       Fail("cannot keep a metadata message: " + copy.status().message(), true);
     } else {
