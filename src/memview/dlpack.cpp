@@ -1,7 +1,9 @@
 // DLPack bridge.
 #include "ferry/memview/dlpack.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -11,11 +13,29 @@ namespace {
 
 constexpr bool kHostLittle = std::endian::native == std::endian::little;
 
-// What an exported tensor owns: a copy of the view plus the shape and strides arrays.
+// What an exported tensor keeps: the view's owners and its shape and strides (in items), inline
+// up to kInlineDims dimensions, so that a tensor of up to 4 dimensions is one allocation with
+// the managed tensor itself (ExportBlock).
 struct ExportContext {
-  MemoryView view;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
+  static constexpr int64_t kInlineDims = 4;
+  std::shared_ptr<const void> owner;
+  std::shared_ptr<void> private_data;
+  std::shared_ptr<void> export_token;
+  int64_t dims[2 * kInlineDims] = {};  // shape, then strides
+  std::vector<int64_t> spill;          // the same, beyond kInlineDims dimensions
+
+  int64_t* Dims(int64_t ndim) {
+    if (ndim <= kInlineDims) return dims;
+    spill.resize(static_cast<size_t>(2 * ndim));
+    return spill.data();
+  }
+};
+
+// An exported tensor and what it keeps, freed together by the tensor's deleter.
+template <typename Managed>
+struct ExportBlock {
+  Managed tensor{};
+  ExportContext ctx;
 };
 
 // DLPack's code for each low-precision float (LowFloat's order, kNone first).
@@ -67,26 +87,30 @@ Status FillTensor(const MemoryView& view, ExportContext* ctx, DLTensor* t, uint6
     t->dtype.bits = static_cast<uint8_t>(c.size * 8);
     t->dtype.lanes = 1;
   }
-  ctx->shape = view.shape;
-  ctx->strides.resize(static_cast<size_t>(view.ndim));
+  int64_t* shape = ctx->Dims(view.ndim);
+  int64_t* strides = shape + std::max<int64_t>(view.ndim, ExportContext::kInlineDims);
   for (int64_t d = 0; d < view.ndim; ++d) {
+    shape[d] = view.shape[static_cast<size_t>(d)];
     const int64_t bytes = view.stride(d);
     if (bytes % view.item_size != 0) {
       return Status::Invalid("DLPack: stride " + std::to_string(bytes) + " of dimension " +
                              std::to_string(d) + " is not a multiple of the item size " +
                              std::to_string(view.item_size));
     }
-    ctx->strides[static_cast<size_t>(d)] = bytes / view.item_size;
+    strides[d] = bytes / view.item_size;
   }
   if (!view.sub_offsets.empty())
     return Status::NotSupported("DLPack cannot express indirect views");
+  ctx->owner = view.owner;
+  ctx->private_data = view.private_data;
+  ctx->export_token = view.export_token;
   t->data = view.data;
   t->device.device_type = static_cast<DLDeviceType>(view.device_type);
   t->device.device_id =
       static_cast<int32_t>(view.device_type == ARROW_DEVICE_CPU ? 0 : view.device_id);
   t->ndim = static_cast<int32_t>(view.ndim);
-  t->shape = ctx->shape.empty() ? nullptr : ctx->shape.data();
-  t->strides = ctx->strides.empty() ? nullptr : ctx->strides.data();
+  t->shape = view.ndim == 0 ? nullptr : shape;
+  t->strides = view.ndim == 0 ? nullptr : strides;
   t->byte_offset = 0;
   return Status::OK();
 }
@@ -177,6 +201,7 @@ Result<MemoryView> ViewOfTensor(const DLTensor& t, bool readonly, bool padded,
     if (extent < 0) return Status::Invalid("DLPack: negative extent in the shape");
   }
   if (t.strides != nullptr) {
+    view.strides.reserve(static_cast<size_t>(t.ndim));
     for (int32_t d = 0; d < t.ndim; ++d) {
       int64_t bytes = 0;
       if (__builtin_mul_overflow(t.strides[d], view.item_size, &bytes)) {
@@ -197,19 +222,17 @@ Result<MemoryView> ViewOfTensor(const DLTensor& t, bool readonly, bool padded,
 }  // namespace
 
 Result<DLManagedTensorVersioned*> ToDLPack(const MemoryView& view) {
-  auto ctx = std::make_unique<ExportContext>();
-  ctx->view = view;
-  auto out = std::make_unique<DLManagedTensorVersioned>();
-  out->flags = view.readonly ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
-  FERRY_RETURN_NOT_OK(FillTensor(ctx->view, ctx.get(), &out->dl_tensor, &out->flags));
-  out->version.major = DLPACK_MAJOR_VERSION;
-  out->version.minor = DLPACK_MINOR_VERSION;
-  out->manager_ctx = ctx.release();
-  out->deleter = [](DLManagedTensorVersioned* self) {
-    delete static_cast<ExportContext*>(self->manager_ctx);
-    delete self;
+  auto block = std::make_unique<ExportBlock<DLManagedTensorVersioned>>();
+  DLManagedTensorVersioned& out = block->tensor;
+  out.flags = view.readonly ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+  FERRY_RETURN_NOT_OK(FillTensor(view, &block->ctx, &out.dl_tensor, &out.flags));
+  out.version.major = DLPACK_MAJOR_VERSION;
+  out.version.minor = DLPACK_MINOR_VERSION;
+  out.manager_ctx = block.get();
+  out.deleter = [](DLManagedTensorVersioned* self) {
+    delete static_cast<ExportBlock<DLManagedTensorVersioned>*>(self->manager_ctx);
   };
-  return out.release();
+  return &block.release()->tensor;
 }
 
 Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view) {
@@ -218,16 +241,14 @@ Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view) {
         "DLPack: the legacy DLManagedTensor cannot mark data read-only; "
         "use the versioned tensor");
   }
-  auto ctx = std::make_unique<ExportContext>();
-  ctx->view = view;
-  auto out = std::make_unique<DLManagedTensor>();
-  FERRY_RETURN_NOT_OK(FillTensor(ctx->view, ctx.get(), &out->dl_tensor, nullptr));
-  out->manager_ctx = ctx.release();
-  out->deleter = [](DLManagedTensor* self) {
-    delete static_cast<ExportContext*>(self->manager_ctx);
-    delete self;
+  auto block = std::make_unique<ExportBlock<DLManagedTensor>>();
+  DLManagedTensor& out = block->tensor;
+  FERRY_RETURN_NOT_OK(FillTensor(view, &block->ctx, &out.dl_tensor, nullptr));
+  out.manager_ctx = block.get();
+  out.deleter = [](DLManagedTensor* self) {
+    delete static_cast<ExportBlock<DLManagedTensor>*>(self->manager_ctx);
   };
-  return out.release();
+  return &block.release()->tensor;
 }
 
 Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor) {
