@@ -310,6 +310,55 @@ TEST_P(ServerClient, AServerFilledBeforeItOpensServesAClientThatCameEarly) {
   EXPECT_EQ(server->stats().tickets_refused, 0);
 }
 
+// A client that gave up before the server opened (its connection waiting to be taken) holds
+// nothing once the server opens: its session ends at once, a client after it is served, and the
+// server is idle again well within its own 30 s timeout.
+TEST_P(ServerClient, AClientThatLeftBeforeTheServerOpenedHoldsNothing) {
+  ServerOptions options;
+  options.accept = false;
+  auto server = StartServer(options);
+  ASSERT_TRUE(server);
+  auto clock = std::make_shared<ManualClock>();
+  Result<UniqueDeviceArrayStream> gone = Status::Internal("not tried");
+  std::thread client([&] {
+    ClientOptions o;
+    o.clock = clock;
+    o.timeout = 1s;
+    gone = Open(*server, "alpha", o);
+    while (gone.ok()) {  // the stream may open before the server speaks; its reads then fail
+      UniqueDeviceArray b;
+      Status st = StreamGetNext(gone->get(), b.get());
+      if (!st.ok()) gone = st;
+      if (st.ok() && !b.valid()) break;
+    }
+  });
+  // The client's one wait on its clock is for the server's answer: it gives up once that wait
+  // has passed its timeout, with no time spent.
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s)) << "the client never waited on its clock";
+  clock->Advance(1s);
+  client.join();
+  EXPECT_FALSE(gone.ok()) << "the client read a stream the server never served";
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(3, 100, /*with_expected=*/false));
+  server->Add("alpha", data.dataset);
+  server->Open();
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream late, Open(*server, "alpha"));
+  int64_t rows = 0;
+  while (true) {
+    UniqueDeviceArray b;
+    ASSERT_OK(StreamGetNext(late.get(), b.get()));
+    if (!b.valid()) break;
+    rows += b->array.length;
+  }
+  EXPECT_EQ(rows, 300);
+  late.reset();
+  EXPECT_TRUE(server->AwaitIdle(5s)) << "a session outlived its client";
+  const ServerStats st = server->stats();
+  EXPECT_EQ(st.clients_active, 0);
+  EXPECT_EQ(st.bytes_in_flight, 0);
+  // The connection of the client that left was taken too (the split shapes take two a client).
+  EXPECT_GT(st.clients_accepted, shape_.split ? 2 : 1);
+}
+
 // Without ferry=1 the wire is the bare protocol: the refusal is a closed connection.
 TEST_P(ServerClient, WithoutExtensionsARefusalIsAClosedConnection) {
   if (shape_.transport != "ucx") GTEST_SKIP() << "the shm scheme is ferry's own";

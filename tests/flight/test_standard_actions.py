@@ -3,6 +3,8 @@ bodies the Flight specification gives them: RenewFlightEndpoint, CancelFlightInf
 session options (SetSessionOptions, GetSessionOptions, CloseSession, kept by the
 arrow_flight_session_id cookie), and DoGet's compressed bodies, which pyarrow reads."""
 import json
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -97,6 +99,48 @@ def test_cancel_flight_info_ends_the_read_and_frees_it(tmp_path):
             NOT_CANCELLABLE
         with pytest.raises(ERRORS, match="not a CancelFlightInfoRequest"):
             action(client, "CancelFlightInfo", b"\x0a\x05ab")
+
+
+def test_cancel_flight_info_after_its_reader_was_killed(tmp_path):
+    """A pyarrow.flight reader killed in the middle of its DoGet, then CancelFlightInfo for its
+    flight: the action answers at once (the dead reader's stream is ended, not waited on), the
+    server lets go of the flight within a second, and the ticket redeems nothing after."""
+    rng = np.random.default_rng(2)
+    table = pa.table({"x": rng.random(16 * 1024 * 1024)})
+    path = _write(tmp_path / "big.arrows", table, max_chunksize=1024 * 1024)
+    with Serve(f"big={path}", tmp=str(tmp_path)) as s:
+        client = fl.connect(s.uri)
+        info = client.get_flight_info(fl.FlightDescriptor.for_path("big"))
+        ticket = info.endpoints[0].ticket.ticket
+        reader = subprocess.Popen(
+            [sys.executable, "-c", (
+                "import sys, pyarrow.flight as fl\n"
+                f"c = fl.connect({s.uri!r})\n"
+                f"r = c.do_get(fl.Ticket({ticket!r}))\n"
+                "r.read_chunk()\n"
+                "print('read', flush=True)\n"
+                "sys.stdin.read()\n")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert reader.stdout.readline().strip() == "read"
+        finally:
+            reader.kill()
+            reader.wait()
+        start = time.monotonic()
+        status = status_of(action(client, "CancelFlightInfo", cancel_request(info)))
+        assert time.monotonic() - start < 2.0
+        # Cancelled while the server still serves the dead reader, or nothing left to cancel
+        # if it had noticed the death first; the ticket is revoked either way.
+        assert status in (CANCELLED, NOT_CANCELLABLE)
+        deadline = time.monotonic() + 1.0
+        while True:
+            [big] = [d for d in _stats(client)["datasets"] if d["name"] == "big"]
+            if big["readers"] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        assert big["readers"] == 0
+        with pytest.raises(ERRORS, match="unknown ticket"):
+            client.do_get(info.endpoints[0].ticket).read_all()
 
 
 def test_session_options_kept_by_cookie(tmp_path):
