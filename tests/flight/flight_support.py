@@ -1,6 +1,7 @@
 """Support of the Flight suites: `ferry serve --flight` as a context manager (the URI it prints
 first, with the port it bound), the arrow-testing vectors, and pyarrow's read of a file (the
 oracle)."""
+import contextlib
 import glob
 import os
 import subprocess
@@ -98,3 +99,18 @@ def mixed_table(rows=1000, seed=0):
         "d": pa.array([f"k{i % 5}" for i in range(rows)]).dictionary_encode(),
         "ts": pa.array(list(range(rows)), pa.timestamp("us", tz="UTC")),
     })
+
+
+@contextlib.contextmanager
+def killed_at_exit(code, ready):
+    """Runs `python -c code` (a peer that shares nothing with the test's process), waits for it to
+    print the line `ready`, and kills it with SIGKILL when the block ends, so that its calls are
+    reset rather than closed."""
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == ready
+        yield child
+    finally:
+        child.kill()
+        child.wait()

@@ -13,30 +13,18 @@
 #include "ferry/format/schema.hpp"
 #include "flight/convert.hpp"
 #include "support/device_util.hpp"
+#include "support/dipc_data.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry::flight {
 namespace {
 
-// `count` batches of `rows` int64 values.
+// `count` batches of `rows` int64 values served as flight `name`.
 Status AddBig(Server* server, const std::string& name, int count, int64_t rows) {
-  FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, testing::BatchField({Field::Make("l", "x")}).Export());
-  std::vector<UniqueDeviceArray> batches;
-  for (int b = 0; b < count; ++b) {
-    FERRY_ASSIGN_OR_RAISE(std::unique_ptr<ArrayBuilder> builder, ArrayBuilder::Make(schema.get()));
-    for (int64_t i = 0; i < rows; ++i) {
-      FERRY_RETURN_NOT_OK(builder->child(0)->AppendInt(b * rows + i));
-      FERRY_RETURN_NOT_OK(builder->FinishElement());
-    }
-    FERRY_ASSIGN_OR_RAISE(UniqueArray a, builder->Finish());
-    UniqueDeviceArray d;
-    a.move_to(&d->array);
-    d->device_type = ARROW_DEVICE_CPU;
-    d->device_id = -1;
-    batches.push_back(std::move(d));
-  }
-  return server->Add(name, std::move(schema), std::move(batches));
+  FERRY_ASSIGN_OR_RAISE(testing::IntArrays data,
+                        testing::MakeIntArrays(count, rows, /*with_expected=*/false));
+  return server->Add(name, std::move(data.schema), std::move(data.batches));
 }
 
 const PlaneMetrics* Plane(const ServerMetrics& m, const std::string& name) {

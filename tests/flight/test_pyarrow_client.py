@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.parse
 
@@ -17,8 +16,8 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from flight_support import (MANUAL_CLOCK, Serve, advance_clock, ferry_cli, mixed_table,
-                            read_pyarrow, self_signed, vector_id, vectors)
+from flight_support import (MANUAL_CLOCK, Serve, advance_clock, ferry_cli, killed_at_exit,
+                            mixed_table, read_pyarrow, self_signed, vector_id, vectors)
 
 VECTORS = vectors()
 # Flight errors come back as FlightError or, for NOT_FOUND, ALREADY_EXISTS, INVALID_ARGUMENT and
@@ -330,26 +329,19 @@ def test_a_killed_uploader_stores_nothing(tmp_path):
     and takes a whole upload of the same name afterwards."""
     table = mixed_table(3000)
     with Serve("-v", tmp=str(tmp_path)) as s:
-        uploader = subprocess.Popen(
-            [sys.executable, "-c", (
-                "import sys, pyarrow as pa, pyarrow.flight as fl\n"
+        code = ("import sys, pyarrow as pa, pyarrow.flight as fl\n"
                 f"c = fl.connect({s.uri!r})\n"
                 "t = pa.table({'x': pa.array(range(1000), pa.int64())})\n"
                 "w, _ = c.do_put(fl.FlightDescriptor.for_path('half'), t.schema)\n"
                 "w.write_table(t)\n"
                 "print('written', flush=True)\n"
-                "sys.stdin.read()\n")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            assert uploader.stdout.readline().strip() == "written"
+                "sys.stdin.read()\n")
+        with killed_at_exit(code, "written"):
             client = fl.connect(s.uri)
             deadline = time.monotonic() + 10
             while json.loads(_stats(client))["grpc"]["bytes_received"] == 0:
                 assert time.monotonic() < deadline, "the server never received the batch"
                 time.sleep(0.02)
-        finally:
-            uploader.kill()
-            uploader.wait()
         deadline = time.monotonic() + 10
         while "cancelled the upload" not in s.stderr():
             assert time.monotonic() < deadline, s.stderr()

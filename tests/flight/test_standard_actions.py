@@ -3,8 +3,6 @@ bodies the Flight specification gives them: RenewFlightEndpoint, CancelFlightInf
 session options (SetSessionOptions, GetSessionOptions, CloseSession, kept by the
 arrow_flight_session_id cookie), and DoGet's compressed bodies, which pyarrow reads."""
 import json
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -15,7 +13,7 @@ import pytest
 
 from flight_bodies import (CookieMiddlewareFactory, action, cancel_request, get_options,
                            renew_request, set_options_errors, set_options_request, status_of)
-from flight_support import MANUAL_CLOCK, Serve, advance_clock, mixed_table
+from flight_support import MANUAL_CLOCK, Serve, advance_clock, killed_at_exit, mixed_table
 
 ERRORS = (fl.FlightError, pa.ArrowException)
 CANCELLED, NOT_CANCELLABLE = 1, 3
@@ -31,6 +29,16 @@ def _write(path, table, max_chunksize=None):
 
 def _stats(client):
     return json.loads(action(client, "stats"))
+
+
+def _readers_within(client, name, seconds):
+    """The readers of flight `name` by the server's stats, once they are 0 or `seconds` passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        [flight] = [d for d in _stats(client)["datasets"] if d["name"] == name]
+        if flight["readers"] == 0 or time.monotonic() > deadline:
+            return flight["readers"]
+        time.sleep(0.01)
 
 
 def test_renew_flight_endpoint_extends_the_ticket(tmp_path):
@@ -81,13 +89,7 @@ def test_cancel_flight_info_ends_the_read_and_frees_it(tmp_path):
         result = action(client, "CancelFlightInfo", cancel_request(info))
         assert status_of(result) == CANCELLED
         # The server's stream ends and lets go of the flight within a second.
-        deadline = time.monotonic() + 1.0
-        while True:
-            [big] = [d for d in _stats(client)["datasets"] if d["name"] == "big"]
-            if big["readers"] == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-        assert big["readers"] == 0
+        assert _readers_within(client, "big", 1.0) == 0
         # (read_chunk: pyarrow's read_all turns CANCELLED into a KeyboardInterrupt.)
         with pytest.raises(fl.FlightCancelledError):
             while True:
@@ -112,33 +114,21 @@ def test_cancel_flight_info_after_its_reader_was_killed(tmp_path):
         client = fl.connect(s.uri)
         info = client.get_flight_info(fl.FlightDescriptor.for_path("big"))
         ticket = info.endpoints[0].ticket.ticket
-        reader = subprocess.Popen(
-            [sys.executable, "-c", (
-                "import sys, pyarrow.flight as fl\n"
+        code = ("import sys, pyarrow.flight as fl\n"
                 f"c = fl.connect({s.uri!r})\n"
                 f"r = c.do_get(fl.Ticket({ticket!r}))\n"
                 "r.read_chunk()\n"
                 "print('read', flush=True)\n"
-                "sys.stdin.read()\n")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            assert reader.stdout.readline().strip() == "read"
-        finally:
-            reader.kill()
-            reader.wait()
+                "sys.stdin.read()\n")
+        with killed_at_exit(code, "read"):
+            pass  # killed once it has read its first batch
         start = time.monotonic()
         status = status_of(action(client, "CancelFlightInfo", cancel_request(info)))
         assert time.monotonic() - start < 2.0
         # Cancelled while the server still serves the dead reader, or nothing left to cancel
         # if it had noticed the death first; the ticket is revoked either way.
         assert status in (CANCELLED, NOT_CANCELLABLE)
-        deadline = time.monotonic() + 1.0
-        while True:
-            [big] = [d for d in _stats(client)["datasets"] if d["name"] == "big"]
-            if big["readers"] == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-        assert big["readers"] == 0
+        assert _readers_within(client, "big", 1.0) == 0
         with pytest.raises(ERRORS, match="unknown ticket"):
             client.do_get(info.endpoints[0].ticket).read_all()
 

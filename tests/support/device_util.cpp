@@ -9,8 +9,7 @@
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
-#include "support/ipc_util.hpp"
-#include "support/test_util.hpp"
+#include "support/dipc_data.hpp"
 
 namespace ferry::testing {
 
@@ -112,19 +111,14 @@ Status BatchSource::GetNext(ArrowDeviceArray* out) {
 
 std::unique_ptr<BatchSource> IntSource(int count, int rows, int fail_at,
                                        std::vector<nlohmann::json>* expected) {
-  UniqueSchema schema;
-  std::vector<UniqueDeviceArray> batches;
-  for (int b = 0; b < count; ++b) {
-    nlohmann::json values = nlohmann::json::array();
-    for (int i = 0; i < rows; ++i) values.push_back({{"x", int64_t{b} * rows + i}});
-    Result<Array> a = ArrayFromJson(BatchField({Field::Make("l", "x")}), values.dump());
-    EXPECT_TRUE(a.ok()) << a.status().message();
-    UniqueSchema kept;  // the same for every batch
-    batches.push_back(ToCpuDeviceArray(std::move(a).ValueOrDie(), &kept));
-    schema = std::move(kept);
-    expected->push_back(std::move(values));
-  }
-  return std::make_unique<BatchSource>(std::move(schema), std::move(batches), fail_at);
+  Result<IntArrays> arrays = MakeIntArrays(count, rows);
+  EXPECT_TRUE(arrays.ok()) << arrays.status().message();
+  if (!arrays.ok())
+    return std::make_unique<BatchSource>(UniqueSchema(), std::vector<UniqueDeviceArray>(), 0);
+  for (nlohmann::json& rows_of_batch : arrays->expected)
+    expected->push_back(std::move(rows_of_batch));
+  return std::make_unique<BatchSource>(std::move(arrays->schema), std::move(arrays->batches),
+                                       fail_at);
 }
 
 }  // namespace ferry::testing
