@@ -172,22 +172,76 @@ def test_types_without_a_usable_table_fall_back_to_dunder_dlpack():
     assert ferry.from_dlpack(a).ptr == a.ctypes.data  # NumPy: no table, __dlpack__
 
 
-def test_c_api_consumer_takes_torch_tensors():
+def _c_api_consumer():
+    """FerryMemoryViewFromDLPackExchange through ctypes, with torch's table."""
     import ferry_ctypes as fc
 
     lib = ctypes.PyDLL(fc.lib._name)  # PyDLL: the GIL stays held, as the exchange API requires
     fn = lib.FerryMemoryViewFromDLPackExchange
     fn.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.POINTER(fc.FerryMemoryViewStruct),
                    ctypes.POINTER(fc.FerryErrorStruct)]
+    api = capi.PyCapsule_GetPointer(torch.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api")
+
+    def take_view(t):
+        view, error = fc.MemoryView(), fc.FerryErrorStruct()
+        assert fn(api, t, ctypes.byref(view.c), ctypes.byref(error)) == 0, error.message
+        return view
+
+    return fc, fn, api, take_view
+
+
+def test_c_api_consumer_takes_torch_tensors():
+    fc, fn, api, take_view = _c_api_consumer()
     t = torch.arange(6, dtype=torch.int16).reshape(2, 3)
-    capsule = torch.Tensor.__dlpack_c_exchange_api__
-    api = capi.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
-    view, error = fc.MemoryView(), fc.FerryErrorStruct()
-    assert fn(api, t, ctypes.byref(view.c), ctypes.byref(error)) == 0, error.message
+    view = take_view(t)
     assert view.data == t.data_ptr() and view.shape == (2, 3) and view.format == "s"
     view.release()
+    error = fc.FerryErrorStruct()
     assert fn(None, t, ctypes.byref(view.c), ctypes.byref(error)) != 0
     assert b"the API, the object and the output must be set" in error.message
+
+
+@pytest.mark.parametrize("dtype,fmt", [(torch.int8, "c"), (torch.int16, "s"), (torch.int32, "l"),
+                                       (torch.int64, "q"), (torch.uint8, "C"),
+                                       (torch.float32, "f"), (torch.float64, "d"),
+                                       (torch.bool, "C"), (torch.float8_e4m3fn, "{float8_e4m3fn}")])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "scalar"])
+def test_c_api_consumer_describes_each_tensor_as_torch_does(dtype, fmt, layout):
+    _, _, _, take_view = _c_api_consumer()
+    base = torch.arange(24).reshape(4, 6).to(dtype)
+    t = {"contiguous": base, "transposed": base.t(), "sliced": base[1:, ::2],
+         "scalar": base[2, 3]}[layout]
+    view = take_view(t)
+    item = t.element_size()
+    assert (view.data, view.format, view.c.item_size) == (t.data_ptr(), fmt, item)
+    assert view.shape == tuple(t.shape) and view.c.byte_size == t.numel() * item
+    assert view.strides in (None, tuple(s * item for s in t.stride()))
+    if t.dim() and not t.is_contiguous():
+        assert view.strides == tuple(s * item for s in t.stride())
+    # The view's last item is where torch keeps it.
+    last = tuple(n - 1 for n in t.shape)
+    assert view.item_pointer(*last) == t.data_ptr() + sum(i * s for i, s in zip(last, t.stride())) * item
+    view.release()
+
+
+def test_c_api_views_keep_torch_tensors_for_what_is_built_over_them():
+    import sys
+
+    _, _, _, take_view = _c_api_consumer()
+    t = torch.arange(12, dtype=torch.float64).reshape(3, 4).t()
+    refs = sys.getrefcount(t)
+    for _ in range(1000):  # each exchange gives back what it took
+        take_view(t).release()
+    assert sys.getrefcount(t) == refs
+    view = take_view(t)
+    assert sys.getrefcount(t) == refs + 1  # torch's tensor holds it
+    capsule = view.__dlpack__(max_version=(1, 3))  # a DLPack export built over the C view
+    view.release()
+    assert sys.getrefcount(t) == refs + 1  # the export keeps torch's tensor
+    back = torch.from_dlpack(capsule)
+    assert back.data_ptr() == t.data_ptr() and torch.equal(back, t)
+    del back, capsule
+    assert sys.getrefcount(t) == refs
 
 
 def test_cuda_tensors_cross_on_the_producers_stream():

@@ -1,7 +1,10 @@
 // C surface of the memview layer: tag-keyed exporters, views ferry holds, and device arrays.
 #include <cerrno>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "capi/error.hpp"
 #include "ferry/capi/ferry.h"
@@ -31,6 +34,59 @@ struct Held {
 
 using HeldRef = std::shared_ptr<Held>;
 
+// What a C view's `reserved` points to. A view ferry made holds its C++ view from the start. A
+// plain DLPack tensor (DescribePlainDLPack) is held as the tensor itself, with its byte strides
+// inline, in this one allocation; its C++ view is made, once, only when something is built over
+// the C view (KeepAlive) or indexes it. The C struct's shape points into the tensor.
+struct Hold {
+  static constexpr int64_t kInlineDims = 8;
+  HeldRef held;
+  DLManagedTensorVersioned* tensor = nullptr;  // owned until `held` takes it
+  std::mutex making;                           // taken only to make `held` from `tensor`
+  int64_t byte_strides[kInlineDims];
+
+  Hold() = default;
+  explicit Hold(HeldRef h) : held(std::move(h)) {}
+  Hold(const Hold&) = delete;
+  Hold& operator=(const Hold&) = delete;
+  ~Hold() { Clear(); }
+
+  // Let go of what is held: the view's owners, or the tensor through its deleter.
+  void Clear() {
+    held.reset();  // the exporter's release runs here unless an array still holds the view
+    DLManagedTensorVersioned* t = std::exchange(tensor, nullptr);
+    if (t != nullptr && t->deleter != nullptr) t->deleter(t);
+  }
+
+  // The C++ view; safe to call from several threads at once.
+  Result<HeldRef> Ref() {
+    std::lock_guard<std::mutex> lock(making);
+    if (tensor != nullptr) {
+      FERRY_ASSIGN_OR_RAISE(MemoryView view,
+                            ferry::memview::FromDLPack(std::exchange(tensor, nullptr)));
+      held = std::make_shared<Held>();
+      held->view = std::move(view);
+    }
+    return held;
+  }
+};
+
+// One released Hold per thread is kept for the next tensor that thread takes, so that a C
+// consumer's run of exchanges allocates nothing (a malloc and a free are about half of what the
+// exchange adds to the producer's own cost).
+thread_local std::unique_ptr<Hold> t_spare_hold;
+
+std::unique_ptr<Hold> NewHold() {
+  if (t_spare_hold) return std::move(t_spare_hold);
+  return std::make_unique<Hold>();
+}
+
+void FreeHold(Hold* hold) {
+  std::unique_ptr<Hold> owned(hold);
+  owned->Clear();
+  if (!t_spare_hold) t_spare_hold = std::move(owned);
+}
+
 // Fill the C struct from a view ferry holds; the pointers stay valid while `held` lives.
 void Publish(HeldRef held, void* obj, FerryMemoryView* out) {
   const MemoryView& v = held->view;
@@ -48,7 +104,7 @@ void Publish(HeldRef held, void* obj, FerryMemoryView* out) {
   out->device_type = v.device_type;
   out->device_id = v.device_id;
   out->sync_event = v.sync_event;
-  out->reserved = new HeldRef(std::move(held));
+  out->reserved = new Hold(std::move(held));
 }
 
 // A C++ view of what a C struct describes (an exporter's fill); copies only the descriptors.
@@ -86,7 +142,7 @@ Result<MemoryView> FromC(const FerryMemoryView& c) {
   return v;
 }
 
-HeldRef* Holder(const FerryMemoryView* view) { return static_cast<HeldRef*>(view->reserved); }
+Hold* Holder(const FerryMemoryView* view) { return static_cast<Hold*>(view->reserved); }
 
 // A copy of a held view whose owner is the hold itself, for things built over it (arrays,
 // DLPack tensors) that must keep the export alive after the C view is released.
@@ -96,7 +152,7 @@ Result<MemoryView> KeepAlive(const FerryMemoryView* view) {
     return Status::Invalid(
         "memory view is not held by ferry (get it with FerryMemoryViewGet) or was released");
   }
-  HeldRef held = *Holder(view);
+  FERRY_ASSIGN_OR_RAISE(HeldRef held, Holder(view)->Ref());
   MemoryView keep = held->view;
   keep.owner = held;
   keep.export_token.reset();
@@ -109,6 +165,31 @@ Status HoldNew(Result<MemoryView> made, FerryMemoryView* out) {
   auto held = std::make_shared<Held>();
   held->view = std::move(made).ValueOrDie();
   Publish(std::move(held), nullptr, out);
+  return Status::OK();
+}
+
+// Take a versioned tensor for a C caller (deleting it on failure): a plain one in one allocation
+// and without building a C++ view, any other through FromDLPack, which also says what is wrong.
+Status HoldTensor(DLManagedTensorVersioned* tensor, FerryMemoryView* out) {
+  if (tensor == nullptr) return HoldNew(ferry::memview::FromDLPack(tensor), out);
+  std::unique_ptr<Hold> hold = NewHold();
+  const std::optional<ferry::memview::DLPackPlainLayout> layout =
+      ferry::memview::DescribePlainDLPack(*tensor, hold->byte_strides, Hold::kInlineDims);
+  if (!layout) return HoldNew(ferry::memview::FromDLPack(tensor), out);
+  const DLTensor& t = tensor->dl_tensor;
+  *out = FerryMemoryView{};
+  out->data = static_cast<uint8_t*>(t.data) + t.byte_offset;
+  out->byte_size = layout->byte_size;
+  out->readonly = layout->readonly ? 1 : 0;
+  out->format = layout->format;
+  out->item_size = layout->item_size;
+  out->ndim = t.ndim;
+  out->shape = t.ndim == 0 ? nullptr : t.shape;
+  out->strides = t.ndim == 0 || t.strides == nullptr ? nullptr : hold->byte_strides;
+  out->device_type = static_cast<ArrowDeviceType>(t.device.device_type);
+  out->device_id = t.device.device_type == kDLCPU ? -1 : t.device.device_id;
+  hold->tensor = tensor;
+  out->reserved = hold.release();
   return Status::OK();
 }
 
@@ -191,9 +272,10 @@ FerryErrorCode FerryMemoryViewGet(const char* tag, void* obj, int32_t flags, Fer
 FerryErrorCode FerryMemoryViewRelease(FerryMemoryView* view, FerryError* error) {
   return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (view == nullptr) return Status::Invalid("memory view is NULL");
-    HeldRef* held = Holder(view);
+    Hold* held = Holder(view);
     view->reserved = nullptr;
-    delete held;  // the exporter's release runs here unless an array still holds the view
+    if (held != nullptr)
+      FreeHold(held);  // the exporter's release runs here unless an array still holds the view
     return Status::OK();
   });
 }
@@ -219,8 +301,10 @@ FerryErrorCode FerryMemoryViewGetItemPointer(const FerryMemoryView* view, const 
     if (view->ndim > 0 && indices == nullptr) return Status::Invalid("indices are NULL");
     MemoryView converted;
     const MemoryView* v = nullptr;
+    HeldRef held;
     if (view->reserved != nullptr) {
-      v = &(*Holder(view))->view;
+      FERRY_ASSIGN_OR_RAISE(held, Holder(view)->Ref());
+      v = &held->view;
     } else {
       FERRY_ASSIGN_OR_RAISE(converted, FromC(*view));
       v = &converted;
@@ -307,7 +391,7 @@ FerryErrorCode FerryMemoryViewFromDLPack(DLManagedTensorVersioned* tensor, Ferry
       if (tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
       return Status::Invalid("memory view output is NULL (the tensor was deleted)");
     }
-    return HoldNew(ferry::memview::FromDLPack(tensor), out);
+    return HoldTensor(tensor, out);
   });
 }
 
@@ -343,7 +427,7 @@ FerryErrorCode FerryMemoryViewFromDLPackExchange(const DLPackExchangeAPI* api, v
           "DLPack exchange: the producer could not export the object (its Python exception is "
           "set)");
     }
-    return HoldNew(ferry::memview::FromDLPack(tensor), out);
+    return HoldTensor(tensor, out);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <bit>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 
 namespace ferry::memview {
@@ -151,6 +152,30 @@ Result<std::string> LowFloatFormat(const DLDataType& dtype, bool padded) {
   return "{" + name + "}";
 }
 
+// The item format of a one-lane integer, float or bool dtype (a static string), or NULL.
+const char* PlainFormat(const DLDataType& dtype) {
+  switch (dtype.code) {
+    case kDLInt:
+      return dtype.bits == 8    ? "c"
+             : dtype.bits == 16 ? "s"
+             : dtype.bits == 32 ? "l"
+             : dtype.bits == 64 ? "q"
+                                : nullptr;
+    case kDLUInt:
+      return dtype.bits == 8    ? "C"
+             : dtype.bits == 16 ? "S"
+             : dtype.bits == 32 ? "L"
+             : dtype.bits == 64 ? "Q"
+                                : nullptr;
+    case kDLFloat:
+      return dtype.bits == 32 ? "f" : dtype.bits == 64 ? "d" : nullptr;
+    case kDLBool:
+      return dtype.bits == 8 ? "C" : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
 Result<MemoryView> ViewOfTensor(const DLTensor& t, bool readonly, bool padded,
                                 std::shared_ptr<const void> owner) {
   const char* format = nullptr;
@@ -161,30 +186,7 @@ Result<MemoryView> ViewOfTensor(const DLTensor& t, bool readonly, bool padded,
   } else if (t.dtype.lanes != 1) {
     return Status::NotSupported("DLPack: vector lanes are not supported");
   }
-  switch (format != nullptr ? -1 : t.dtype.code) {
-    case kDLInt:
-      format = t.dtype.bits == 8    ? "c"
-               : t.dtype.bits == 16 ? "s"
-               : t.dtype.bits == 32 ? "l"
-               : t.dtype.bits == 64 ? "q"
-                                    : nullptr;
-      break;
-    case kDLUInt:
-      format = t.dtype.bits == 8    ? "C"
-               : t.dtype.bits == 16 ? "S"
-               : t.dtype.bits == 32 ? "L"
-               : t.dtype.bits == 64 ? "Q"
-                                    : nullptr;
-      break;
-    case kDLFloat:
-      format = t.dtype.bits == 32 ? "f" : t.dtype.bits == 64 ? "d" : nullptr;
-      break;
-    case kDLBool:
-      format = t.dtype.bits == 8 ? "C" : nullptr;
-      break;
-    default:
-      break;
-  }
+  if (format == nullptr) format = PlainFormat(t.dtype);
   if (format == nullptr) {
     return Status::NotSupported("DLPack: dtype code " + std::to_string(t.dtype.code) + " with " +
                                 std::to_string(t.dtype.bits) + " bits has no item format");
@@ -249,6 +251,31 @@ Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view) {
     delete static_cast<ExportBlock<DLManagedTensor>*>(self->manager_ctx);
   };
   return &block.release()->tensor;
+}
+
+std::optional<DLPackPlainLayout> DescribePlainDLPack(const DLManagedTensorVersioned& tensor,
+                                                     int64_t* byte_strides, int64_t max_dims) {
+  const DLTensor& t = tensor.dl_tensor;
+  if (tensor.version.major != DLPACK_MAJOR_VERSION || t.dtype.lanes != 1 || t.ndim < 0 ||
+      t.ndim > max_dims || (t.ndim > 0 && t.shape == nullptr)) {
+    return std::nullopt;
+  }
+  DLPackPlainLayout layout;
+  layout.format = PlainFormat(t.dtype);
+  if (layout.format == nullptr) return std::nullopt;
+  layout.item_size = t.dtype.bits / 8;
+  layout.readonly = (tensor.flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+  layout.byte_size = layout.item_size;
+  for (int32_t d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] < 0 || __builtin_mul_overflow(layout.byte_size, t.shape[d], &layout.byte_size)) {
+      return std::nullopt;
+    }
+    if (t.strides != nullptr &&
+        __builtin_mul_overflow(t.strides[d], layout.item_size, &byte_strides[d])) {
+      return std::nullopt;
+    }
+  }
+  return layout;
 }
 
 Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor) {

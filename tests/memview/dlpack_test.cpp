@@ -6,6 +6,8 @@
 
 #include <bit>
 #include <numeric>
+#include <optional>
+#include <vector>
 
 #include "support/test_util.hpp"
 
@@ -116,6 +118,79 @@ TEST(DLPack, LegacyAndBoolAndStrides) {
   EXPECT_EQ(b.format, "C");
   EXPECT_TRUE(b.strides.empty());  // NULL strides: row-major
   EXPECT_EQ(b.size, 3);
+}
+
+// A hand-made versioned tensor over `data`, deleted by its deleter; the shape and strides live in
+// the test.
+DLManagedTensorVersioned* Tensor(void* data, DLDataType dtype, int32_t ndim, int64_t* shape,
+                                 int64_t* strides) {
+  auto* t = new DLManagedTensorVersioned{};
+  t->version.major = DLPACK_MAJOR_VERSION;
+  t->dl_tensor.data = data;
+  t->dl_tensor.device = {kDLCPU, 0};
+  t->dl_tensor.ndim = ndim;
+  t->dl_tensor.dtype = dtype;
+  t->dl_tensor.shape = shape;
+  t->dl_tensor.strides = strides;
+  t->deleter = [](DLManagedTensorVersioned* self) { delete self; };
+  return t;
+}
+
+TEST(DLPack, ThePlainLayoutIsWhatFromDLPackMakes) {
+  static int64_t data[12] = {};
+  int64_t shape[3] = {2, 3, 2};
+  int64_t strides[3] = {1, 2, 6};  // column-major, in items
+  for (DLDataType dtype :
+       {DLDataType{kDLInt, 8, 1}, DLDataType{kDLInt, 16, 1}, DLDataType{kDLInt, 32, 1},
+        DLDataType{kDLInt, 64, 1}, DLDataType{kDLUInt, 8, 1}, DLDataType{kDLUInt, 64, 1},
+        DLDataType{kDLFloat, 32, 1}, DLDataType{kDLFloat, 64, 1}, DLDataType{kDLBool, 8, 1}}) {
+    for (int64_t* s : {strides, static_cast<int64_t*>(nullptr)}) {
+      DLManagedTensorVersioned* t = Tensor(data, dtype, 3, shape, s);
+      t->flags = dtype.bits == 8 ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+      int64_t byte_strides[3] = {-1, -1, -1};
+      const std::optional<DLPackPlainLayout> layout = DescribePlainDLPack(*t, byte_strides, 3);
+      ASSERT_TRUE(layout.has_value()) << int{dtype.code} << "/" << int{dtype.bits};
+      ASSERT_OK_AND_ASSIGN(MemoryView view, FromDLPack(t));  // the reference
+      EXPECT_EQ(layout->format, view.format);
+      EXPECT_EQ(layout->item_size, view.item_size);
+      EXPECT_EQ(layout->byte_size, view.size);
+      EXPECT_EQ(layout->readonly, view.readonly);
+      if (s != nullptr) {
+        EXPECT_EQ(std::vector<int64_t>(byte_strides, byte_strides + 3), view.strides);
+      } else {
+        EXPECT_EQ(byte_strides[0], -1);  // untouched: the tensor has none
+      }
+    }
+  }
+}
+
+TEST(DLPack, OnlyPlainTensorsHaveAPlainLayout) {
+  static uint8_t data[8] = {};
+  int64_t shape[2] = {2, 4};
+  int64_t negative[2] = {2, -1};
+  int64_t huge_stride[2] = {int64_t{1} << 62, 1};
+  int64_t byte_strides[2] = {};
+  struct Case {
+    const char* why;
+    DLManagedTensorVersioned* tensor;
+    int64_t max_dims;
+  };
+  DLManagedTensorVersioned* old_major = Tensor(data, {kDLInt, 8, 1}, 2, shape, nullptr);
+  old_major->version.major = DLPACK_MAJOR_VERSION + 1;
+  for (const Case& c : {
+           Case{"fp8", Tensor(data, {kDLFloat8_e4m3fn, 8, 1}, 2, shape, nullptr), 8},
+           Case{"two lanes", Tensor(data, {kDLInt, 8, 2}, 2, shape, nullptr), 8},
+           Case{"bfloat16", Tensor(data, {kDLBfloat, 16, 1}, 2, shape, nullptr), 8},
+           Case{"12 bits", Tensor(data, {kDLInt, 12, 1}, 2, shape, nullptr), 8},
+           Case{"more dimensions than room", Tensor(data, {kDLInt, 8, 1}, 2, shape, nullptr), 1},
+           Case{"NULL shape", Tensor(data, {kDLInt, 8, 1}, 2, nullptr, nullptr), 8},
+           Case{"negative extent", Tensor(data, {kDLInt, 8, 1}, 2, negative, nullptr), 8},
+           Case{"stride overflows bytes", Tensor(data, {kDLInt, 64, 1}, 2, shape, huge_stride), 8},
+           Case{"another major version", old_major, 8},
+       }) {
+    EXPECT_FALSE(DescribePlainDLPack(*c.tensor, byte_strides, c.max_dims).has_value()) << c.why;
+    c.tensor->deleter(c.tensor);
+  }
 }
 
 }  // namespace

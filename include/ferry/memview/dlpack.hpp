@@ -2,6 +2,9 @@
 // DLManagedTensor), zero-copy in both directions.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+
 #include "ferry/abi/dlpack_abi.h"
 #include "ferry/abi/export.h"
 #include "ferry/core/result.hpp"
@@ -25,6 +28,20 @@ FERRY_EXPORT Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view);
 /// fp6/fp4 and two-lane fp4 become low-precision float items (low_float.hpp); other lanes, packed
 /// fp6/fp4, complex, bfloat16 and opaque handles are refused (the tensor is still deleted).
 FERRY_EXPORT Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor);
+/// The layout of a plain DLPack tensor as FromDLPack's view would give it: the item format (a
+/// static string), the item size, the bytes the shape covers, and the read-only flag.
+struct DLPackPlainLayout {
+  const char* format = nullptr;
+  int64_t item_size = 0;
+  int64_t byte_size = 0;
+  bool readonly = true;
+};
+/// The layout of a plain versioned tensor, learned without taking it or allocating. Plain means
+/// this major version, one lane of an integer, float or bool, at most `max_dims` dimensions with
+/// a shape, and sizes and byte strides that fit in int64; the byte strides go to `byte_strides`
+/// when the tensor has strides. Any other tensor gives nullopt: FromDLPack says what is wrong.
+FERRY_EXPORT std::optional<DLPackPlainLayout> DescribePlainDLPack(
+    const DLManagedTensorVersioned& tensor, int64_t* byte_strides, int64_t max_dims);
 /// The same for the legacy struct (taken as writable, as the legacy protocol implies).
 FERRY_EXPORT Result<MemoryView> FromDLPackLegacy(DLManagedTensor* tensor);
 
