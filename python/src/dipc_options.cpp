@@ -13,13 +13,20 @@ dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri) {
   return Unwrap(dipc::Uri::Parse(std::get<std::string>(uri)));
 }
 
+int64_t WindowOf(const std::optional<int64_t>& window) {
+  if (!window) return -1;
+  if (*window < 0) Raise(PyExc_ValueError, "window must be None or a count of batches >= 0");
+  return *window;
+}
+
 dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
                                       uint32_t reorder_window, int64_t max_metadata_bytes,
                                       int64_t max_body_bytes,
                                       const std::optional<std::vector<int32_t>>& columns,
                                       bool buffer_lists,
                                       const std::optional<std::string>& traceparent,
-                                      const std::optional<std::string>& tracestate) {
+                                      const std::optional<std::string>& tracestate,
+                                      const std::optional<int64_t>& window) {
   if (!std::isfinite(timeout) || timeout < 0) {
     Raise(PyExc_ValueError, "timeout must be a finite number of seconds >= 0");
   }
@@ -47,6 +54,7 @@ dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation
   options.buffer_lists = buffer_lists;
   options.traceparent = traceparent.value_or("");
   options.tracestate = tracestate.value_or("");
+  options.window = WindowOf(window);
   return options;
 }
 

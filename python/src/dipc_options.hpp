@@ -17,14 +17,20 @@ namespace ferry::python {
 /// `uri` parsed, where it is text (a bad one raises, naming what is wrong).
 dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri);
 
+/// A `window=` argument as the C++ options take it: None is -1 (unpaced); a negative count
+/// raises ValueError.
+int64_t WindowOf(const std::optional<int64_t>& window);
+
 /// The client options that connect's keyword arguments ask for; raises ValueError for a bad one
-/// (a negative or non-finite timeout, a non-positive size limit, no or negative columns).
+/// (a negative or non-finite timeout, a non-positive size limit, no or negative columns, a
+/// negative window).
 dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
                                       uint32_t reorder_window, int64_t max_metadata_bytes,
                                       int64_t max_body_bytes,
                                       const std::optional<std::vector<int32_t>>& columns,
                                       bool buffer_lists,
                                       const std::optional<std::string>& traceparent,
-                                      const std::optional<std::string>& tracestate);
+                                      const std::optional<std::string>& tracestate,
+                                      const std::optional<int64_t>& window);
 
 }  // namespace ferry::python

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "capsule.hpp"
+#include "dipc_options.hpp"
 #include "ferry/flight/client.hpp"
 #include "ferry/flight/info.hpp"
 #include "objects.hpp"
@@ -220,9 +221,11 @@ void InitFlight(nb::module_& parent) {
           "do_get",
           [](PyFlightClient& c, const std::variant<std::string, nb::bytes, flight::Endpoint>& what,
              const std::string& via, Device* device, ValidationLevel validation, int parallel,
-             const std::optional<std::vector<Column>>& columns, bool buffer_lists) {
+             const std::optional<std::vector<Column>>& columns, bool buffer_lists,
+             const std::optional<int64_t>& window) {
             if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
             flight::GetOptions options;
+            options.window = WindowOf(window);
             options.via = ViaOf(via);
             options.device = device;
             options.read.validation = validation;
@@ -269,6 +272,7 @@ void InitFlight(nb::module_& parent) {
           nb::arg("path_or_ticket"), nb::arg("via") = "auto", nb::arg("device").none() = nb::none(),
           nb::arg("validation") = ValidationLevel::kFull, nb::arg("parallel") = 0,
           nb::arg("columns") = nb::none(), nb::arg("buffer_lists") = false,
+          nb::arg("window").none() = nb::none(),
           "Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and "
           "__arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: "
           "GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's "
@@ -279,7 +283,10 @@ void InitFlight(nb::module_& parent) {
           "only their buffers are fetched; other planes carry whole batches and decode only "
           "these. `buffer_lists` asks a server over a ucx:// location to lend buffer lists where "
           "it would send packed bodies because UCX would emulate this client's reads (over TCP, "
-          "or on one host before UCX 1.16; `columns` implies it).")
+          "or on one host before UCX 1.16; `columns` implies it). `window` paces the read: at most "
+          "that many batches are read past those taken, across the endpoints read at once, and "
+          "shm:// and ucx:// servers send only what was asked of them; over DoGet gRPC's own "
+          "flow control bounds the rest (None: unpaced).")
       .def(
           "do_put",
           [](PyFlightClient& c, const std::string& path, nb::handle data) {

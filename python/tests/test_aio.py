@@ -124,6 +124,11 @@ def test_dipc_reads_and_refusals():
             with pytest.raises(ferry.Error, match="nope"):
                 async for _ in ferry.aio.dipc.connect(server.uri, "nope"):
                     pass
+            # Paced: the server sends each batch when the stream asks for it.
+            sent = server.stats.batches_sent
+            got = [b async for b in ferry.aio.dipc.connect(server.uri, "d", window=0)]
+            assert as_table(got) == as_table(batches)
+            assert server.stats.batches_sent - sent == 4
 
         asyncio.run(main())
 

@@ -423,3 +423,27 @@ def test_loaded_ucx_is_the_libucp_this_process_mapped():
     assert {os.path.realpath(p) for p in mapped} == {os.path.realpath(ucx["path"])}, (mapped, ucx)
     loaded = tuple(int(p) for p in ucx["loaded"].split("."))
     assert len(loaded) == 3 and loaded[:2] >= tuple(int(p) for p in ucx["built_against"].split("."))
+
+
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_a_paced_reader_is_sent_only_what_it_asked_for(transport):
+    """window=0: the server sends a batch only when pyarrow's reader asks for one, by the
+    server's own count, and the table still arrives equal; unpaced, it sends all four ahead."""
+    needs(transport)
+    table = pa.Table.from_batches(mixed_table(10_000).to_batches(max_chunksize=3_000))
+    for window, ahead in ((0, 0), (1, 1), (None, 2)):
+        with dipc.Server.start(transport) as server:
+            server.add("t", table.to_batches(max_chunksize=3_000))
+            reader = pa.RecordBatchReader.from_stream(dipc.connect(server.uri, "t", window=window))
+            first = [reader.read_next_batch(), reader.read_next_batch()]
+            sent = min(4, 2 + ahead)
+            wait_for(lambda: server.stats.batches_sent == sent, f"{sent} batches sent")
+            time.sleep(0.1)  # a paced server has nothing more to send, however long it waits
+            assert server.stats.batches_sent == sent
+            got = pa.Table.from_batches(first + list(reader), schema=table.schema)
+            assert got.equals(table)
+            del reader, first, got
+            wait_for(lambda: server.stats.clients_active == 0, "the session to end")
+            assert server.stats.sessions_failed == 0, server.last_error
+    with pytest.raises(ValueError, match="window must be None or a count of batches >= 0"):
+        dipc.connect("shm:///nowhere?want_data=1", "t", window=-1)

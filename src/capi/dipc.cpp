@@ -38,12 +38,14 @@ Status Connect(const char* uri, const char* data_uri, const char* ticket,
       options.device = ferry::Device::FromC(client->device);
       if (options.device == nullptr) return Status::Invalid("the device is not one of ferry's");
     }
-    if (client->timeout_ms < 0 || client->max_metadata_bytes < 0 || client->max_body_bytes < 0) {
+    if (client->timeout_ms < 0 || client->max_metadata_bytes < 0 || client->max_body_bytes < 0 ||
+        client->window < 0) {
       return Status::Invalid("a client option is negative");
     }
     if (client->timeout_ms > 0) options.timeout = std::chrono::milliseconds(client->timeout_ms);
     if (client->max_metadata_bytes > 0) options.max_metadata_bytes = client->max_metadata_bytes;
     if (client->max_body_bytes > 0) options.max_body_bytes = client->max_body_bytes;
+    if (client->paced != 0) options.window = client->window;
   }
   if (data_uri == nullptr) {
     FERRY_ASSIGN_OR_RAISE(auto stream, ferry::dipc::ConnectStream(parsed, ticket, options));
@@ -158,7 +160,7 @@ void FerryDipcServerRelease(struct FerryDipcServer* server) { delete server; }
 FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
                                 const struct FerryDevice* device,
                                 struct ArrowDeviceArrayStream* out, struct FerryError* error) {
-  const FerryDipcClientOptions options{device, 0, 0, 0};
+  const FerryDipcClientOptions options{device, 0, 0, 0, 0, 0};
   return ferry::capi::internal::Guard(error,
                                       [&] { return Connect(uri, nullptr, ticket, &options, out); });
 }
@@ -166,7 +168,7 @@ FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
 FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri, const char* ticket,
                                    const struct FerryDevice* device,
                                    struct ArrowDeviceArrayStream* out, struct FerryError* error) {
-  const FerryDipcClientOptions options{device, 0, 0, 0};
+  const FerryDipcClientOptions options{device, 0, 0, 0, 0, 0};
   return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (data_uri == nullptr) return Status::Invalid("data_uri is NULL");
     return Connect(uri, data_uri, ticket, &options, out);

@@ -3,6 +3,7 @@
 #include "dipc/client_session.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -62,6 +63,16 @@ ClientSession::~ClientSession() {
 Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
                                 uint64_t data_want_data) {
   const ByteSpan piece{ticket.data(), static_cast<int64_t>(ticket.size())};
+  if (options_.window >= 0) {
+    if (!conn_->extensions() || !data_->extensions()) {
+      return Status::NotSupported(
+          "ClientOptions::window paces a ferry server with its credit extension, which this "
+          "connection lacks (a ucx:// URI needs ferry=1)");
+    }
+    // Before want_data: the server learns that it is paced before it sends anything.
+    FERRY_RETURN_NOT_OK(Grant(static_cast<uint64_t>(options_.window), "connecting (window)"));
+    paced_ = true;
+  }
   if (data_ != conn_) {
     FERRY_RETURN_NOT_OK(Check(data_->SendTagged(data_want_data, {&piece, 1}),
                               "connecting (want_data to the data server)"));
@@ -83,8 +94,17 @@ Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
   return Status::OK();
 }
 
+Status ClientSession::Grant(uint64_t count, const char* doing) {
+  const std::array<uint8_t, 8> body = EncodeCredit(count);
+  const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+  if (data_ != conn_) FERRY_RETURN_NOT_OK(Check(data_->SendTagged(kCreditTag, {&piece, 1}), doing));
+  return Check(conn_->SendTagged(kCreditTag, {&piece, 1}), doing);
+}
+
 Status ClientSession::Next(ArrowDeviceArray* out) {
   std::memset(out, 0, sizeof(*out));
+  // One credit for the batch asked for now; the end of the stream comes against it too.
+  if (paced_ && !finished_) FERRY_RETURN_NOT_OK(Grant(1, "asking for a batch (credit)"));
   while (!finished_) {
     if (std::optional<ipc::DecodedMessage> d = decoder_.Next()) {
       if (d->kind == ipc::MessageKind::kRecordBatch) return Deliver(std::move(d->batch), out);

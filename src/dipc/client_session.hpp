@@ -90,6 +90,9 @@ class ClientSession {
   std::span<const BufferRef> Wanted(ByteSpan fb, const BufferList& list, std::vector<bool>* needed,
                                     std::vector<BufferRef>* picked) const;
 
+  // Let the server send `count` more record batches (ClientOptions::window), on each connection.
+  Status Grant(uint64_t count, const char* doing);
+
   // Add `bytes` to the caller's count of body bytes taken, if it keeps one.
   void Count(int64_t bytes) const;
 
@@ -111,6 +114,7 @@ class ClientSession {
   UniqueSchema schema_;
   bool started_ = false;
   bool finished_ = false;
+  bool paced_ = false;      // ClientOptions::window: every batch is asked for with a credit
   bool broken_ = false;     // the connection failed: close by aborting
   int64_t held_bytes_ = 0;  // metadata bytes in the reorder window
 

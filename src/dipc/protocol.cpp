@@ -152,6 +152,21 @@ std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses) {
   return out;
 }
 
+Result<uint64_t> ParseCredit(ByteSpan input) {
+  const std::span<const uint8_t> bytes = Indexable(input);
+  if (bytes.size() != 8) {
+    return Status::Invalid("a credit body of " + std::to_string(bytes.size()) +
+                           " bytes is not one uint64 count");
+  }
+  return Load64(bytes.data());
+}
+
+std::array<uint8_t, 8> EncodeCredit(uint64_t count) {
+  std::array<uint8_t, 8> out{};
+  Store64(out.data(), count);
+  return out;
+}
+
 Result<BodyType> ParseBodyType(std::string_view name) {
   if (name == "packed") return BodyType::kPacked;
   if (name == "list" || name == "buffer_list") return BodyType::kBufferList;

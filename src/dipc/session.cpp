@@ -9,6 +9,7 @@
 #include "ferry/core/hex.hpp"
 #include "ferry/core/status_code.hpp"
 #include "ferry/dipc/protocol.hpp"
+#include "ferry/ipc/decoder.hpp"
 
 namespace ferry::dipc::internal {
 
@@ -142,6 +143,12 @@ Status Session::ServeRequest() {
   // The first tagged message is the request: its tag says which URI (memory and channel) the
   // client used, its body is the ticket.
   Result<TaggedMessage> want = conn_->ReceiveTagged(0, 0, state_->options.timeout);
+  // A ferry client that paces the server sends its window first (never a protocol tag).
+  while (want.ok() && want->tag == kCreditTag && conn_->extensions()) {
+    paced_ = true;
+    AddCredit(*want);
+    want = conn_->ReceiveTagged(0, 0, state_->options.timeout);
+  }
   if (!want.ok()) {
     if (want.status().code() == StatusCode::kDeadlineExceeded) {
       return Status::DeadlineExceeded("the client sent no want_data request for " +
@@ -202,6 +209,9 @@ Status Session::ServeRequest() {
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
                         ipc::StreamWriter::Open(&sink_, reader->schema(), state_->options.write));
   while (!dead_.load()) {
+    // Paced: the next batch is read only once the client asked for it, so the dataset's own
+    // source (an async producer's too) goes at the client's pace.
+    FERRY_RETURN_NOT_OK(AwaitCredit());
     FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
     if (batch == nullptr) break;
     // Counted before the send: a client that has read the batch must find it in the stats.
@@ -359,6 +369,10 @@ Status Session::Replay(const Kept& kept) {
       if (send_metadata_) FERRY_RETURN_NOT_OK(SendMetadata(m.metadata, seq));
       continue;
     }
+    if (paced_) {
+      FERRY_ASSIGN_OR_RAISE(ipc::MessageInfo info, ipc::InspectMessage(ByteSpan(m.metadata)));
+      if (info.kind == ipc::MessageKind::kRecordBatch) FERRY_RETURN_NOT_OK(AwaitCredit());
+    }
     if (send_bodies_) {
       state_->body_bytes += m.body_length;
       if (packed) state_->packed_body_bytes.fetch_add(m.body_length, std::memory_order_relaxed);
@@ -389,11 +403,23 @@ Status Session::Replay(const Kept& kept) {
 
 void Session::TakeFrees() {
   const uint64_t tag = state_->options.free_data_tag;
+  // A paced client's credits come on their own tag: take every tag, and tell them apart.
+  const uint64_t mask = paced_ ? 0 : ~uint64_t{0};
   while (!dead_.load()) {
-    Result<TaggedMessage> m = conn_->ReceiveTagged(tag, ~uint64_t{0}, state_->options.timeout);
+    Result<TaggedMessage> m = conn_->ReceiveTagged(tag, mask, state_->options.timeout);
     if (!m.ok()) {
       if (m.status().code() == StatusCode::kDeadlineExceeded) continue;
       break;  // the client closed or went away
+    }
+    if (m->tag == kCreditTag) {
+      AddCredit(*m);
+      continue;
+    }
+    if (m->tag != tag) {
+      Failed("the client sent a tagged message (tag " + Hex(m->tag) +
+                 ") that is neither free_data nor credit",
+             StatusCode::kInvalidArgument);
+      break;
     }
     Result<std::vector<uint64_t>> addresses = ParseFreeData(m->payload);
     if (!addresses.ok()) {
@@ -411,6 +437,35 @@ void Session::TakeFrees() {
   changed_.notify_all();
   // A client gone before the end leaves a sender waiting for room: end the session now.
   if (state_->allocator) state_->allocator->Wake();
+}
+
+void Session::AddCredit(const TaggedMessage& m) {
+  Result<uint64_t> count = ParseCredit(m.payload);
+  if (!count.ok()) {
+    Failed("the client sent a bad credit: " + count.status().message(), count.status().code());
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    credits_ = *count > UINT64_MAX - credits_ ? UINT64_MAX : credits_ + *count;
+  }
+  changed_.notify_all();
+}
+
+Status Session::AwaitCredit() {
+  if (!paced_) return Status::OK();
+  std::unique_lock lock(mutex_);
+  const bool ready = state_->options.clock->WaitFor(changed_, lock, state_->options.timeout, [&] {
+    return credits_ > 0 || client_closed_ || dead_.load() || failed_.load();
+  });
+  if (credits_ > 0) {
+    --credits_;
+    return Status::OK();
+  }
+  if (failed_.load()) return Status::Invalid("the session failed while waiting for a credit");
+  if (ready) return Status::Unavailable("the client went away");
+  return Status::DeadlineExceeded("the paced client asked for no batch for " +
+                                  std::to_string(state_->options.timeout.count()) + " ms");
 }
 
 void Session::Release(const std::vector<uint64_t>& addresses) {

@@ -108,6 +108,10 @@ class Session final {
   Status SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body, ByteSpan flatbuffer);
   Status Refuse(const Status& why);
   void TakeFrees();
+  // A paced client's credit message (ferry's extension): `count` more batches may go.
+  void AddCredit(const transport::TaggedMessage& m);
+  // With a paced client, wait (up to the timeout) for a credit and spend it; at once otherwise.
+  Status AwaitCredit();
   void Release(const std::vector<uint64_t>& addresses);
   Status AwaitEnd();
   void FreeAll();
@@ -148,7 +152,11 @@ class Session final {
   std::atomic<bool> failed_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool client_closed_ = false;            // the client closed (or went): nothing more comes from it
+  bool client_closed_ = false;  // the client closed (or went): nothing more comes from it
+  // A paced client (one that sent credit before its request) gets a record batch only against a
+  // credit; `credits_` (under mutex_) is what it has asked for and not yet been sent.
+  bool paced_ = false;
+  uint64_t credits_ = 0;
   std::atomic<bool> client_gone_{false};  // client_closed_, for waits that hold no mutex_
   bool unresponsive_ = false;             // the client neither freed nor closed in time
   // Shared-region blocks lent to this client: block -> its distinct addresses not yet freed.

@@ -121,15 +121,20 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
     return Status::NotFound("the flight has no endpoint: nothing to read");
   }
   if (options.parallel < 0) return Status::Invalid("parallel is negative");
+  if (options.window < -1) return Status::Invalid("window is negative (-1: unpaced)");
   FERRY_ASSIGN_OR_RAISE(options, session_->Apply(options));
-  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
-                        reader_->Read(info.endpoints[0], options, location));
   Device* target = options.device != nullptr ? options.device : CpuDevice();
   const size_t n = info.endpoints.size();
   const size_t parallel =
       options.parallel > 0 ? static_cast<size_t>(options.parallel) : std::min<size_t>(n, 4);
+  const bool at_once = parallel > 1 && n > 1;
+  const int64_t window = options.window;
+  // Read at once and paced, the endpoints share the window: each reads only what it was given.
+  if (at_once && window >= 0) options.window = 0;
+  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
+                        reader_->Read(info.endpoints[0], options, location));
   std::vector<EndpointOpener> rest;
-  if (parallel > 1 && n > 1) {
+  if (at_once) {
     rest.emplace_back();  // endpoint 0 is `first`
     for (size_t i = 1; i < n; ++i) {
       // The reader, not the client: the stream may outlive the client.
@@ -137,7 +142,7 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
         return reader->Read(endpoint, options, nullptr);
       });
     }
-    return ReadParallel(std::move(first), std::move(rest), parallel, info.ordered,
+    return ReadParallel(std::move(first), std::move(rest), parallel, info.ordered, window,
                         target->device_type());
   }
   for (size_t i = 1; i < n; ++i) {
@@ -190,6 +195,7 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
           dipc_options.device = options.device;
           dipc_options.read = options.read;
           dipc_options.buffer_lists = options.buffer_lists;
+          dipc_options.window = options.window;
           dipc_options.timeout = options_.timeout;
           dipc_options.traceparent = options_.traceparent;
           dipc_options.tracestate = options_.tracestate;

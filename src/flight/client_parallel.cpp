@@ -23,11 +23,13 @@ constexpr size_t kQueueDepth = 2;
 
 class ParallelProducer final : public DeviceArrayProducer {
  public:
-  ParallelProducer(std::vector<EndpointOpener> endpoints, size_t parallel, bool ordered)
+  ParallelProducer(std::vector<EndpointOpener> endpoints, size_t parallel, bool ordered,
+                   int64_t window)
       : endpoints_(std::move(endpoints)),
         slots_(endpoints_.size()),
         parallel_(std::max<size_t>(1, std::min(parallel, endpoints_.size()))),
-        ordered_(ordered) {}
+        ordered_(ordered),
+        window_(window) {}
 
   ~ParallelProducer() override {
     {
@@ -55,6 +57,10 @@ class ParallelProducer final : public DeviceArrayProducer {
 
   Status GetNext(ArrowDeviceArray* out) override {
     std::unique_lock lock(mutex_);
+    if (window_ >= 0) {
+      ++asked_;  // one more batch a paced reader may read
+      changed_.notify_all();
+    }
     while (true) {
       if (!error_.ok()) return error_;
       if (ordered_) {
@@ -148,9 +154,13 @@ class ParallelProducer final : public DeviceArrayProducer {
       }
     }
     while (true) {
+      if (!Pull(index)) return Status::OK();
       UniqueDeviceArray batch;
       FERRY_RETURN_NOT_OK(StreamGetNext(stream.get(), batch.get()));
-      if (!batch.valid()) return Status::OK();
+      if (!batch.valid()) {
+        Unpull();  // the end came against it: the read it allowed goes to another endpoint
+        return Status::OK();
+      }
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] {
         return stopping_ || !error_.ok() || slots_[index].batches.size() < kQueueDepth;
@@ -161,10 +171,39 @@ class ParallelProducer final : public DeviceArrayProducer {
     }
   }
 
+  // Paced: wait until endpoint `index` may read one more batch, and count it. Reads past what
+  // the caller asked for stay within the window; in the flight's order, an endpoint the caller
+  // is not taking from leaves one read for the one it is, so the caller is never left waiting on
+  // an endpoint that may not read. False when the read stops.
+  bool Pull(size_t index) {
+    if (window_ < 0) return true;
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] {
+      if (stopping_ || !error_.ok()) return true;
+      const int64_t left = asked_ + window_ - pulled_;
+      return left >= (ordered_ && index != emit_ ? 2 : 1);
+    });
+    if (stopping_ || !error_.ok()) return false;
+    ++pulled_;
+    return true;
+  }
+
+  void Unpull() {
+    if (window_ < 0) return;
+    {
+      std::lock_guard lock(mutex_);
+      --pulled_;
+    }
+    changed_.notify_all();
+  }
+
   std::vector<EndpointOpener> endpoints_;
   std::vector<Slot> slots_;
   const size_t parallel_;
   const bool ordered_;
+  const int64_t window_;  // -1: unpaced
+  int64_t asked_ = 0;     // paced: get_next calls so far
+  int64_t pulled_ = 0;    // paced: batch reads started, less those that found the end
   UniqueSchema schema_;
   UniqueDeviceArrayStream first_;
   std::vector<std::thread> readers_;
@@ -181,8 +220,10 @@ class ParallelProducer final : public DeviceArrayProducer {
 
 Result<UniqueDeviceArrayStream> ReadParallel(UniqueDeviceArrayStream first,
                                              std::vector<EndpointOpener> endpoints, size_t parallel,
-                                             bool ordered, ArrowDeviceType device_type) {
-  auto producer = std::make_unique<ParallelProducer>(std::move(endpoints), parallel, ordered);
+                                             bool ordered, int64_t window,
+                                             ArrowDeviceType device_type) {
+  auto producer =
+      std::make_unique<ParallelProducer>(std::move(endpoints), parallel, ordered, window);
   FERRY_RETURN_NOT_OK(producer->Init(std::move(first)));
   return ExportDeviceArrayStream(std::move(producer), device_type);
 }

@@ -31,11 +31,14 @@ using EndpointOpener = std::function<Result<UniqueDeviceArrayStream>()>;
 /// buffering at most two batches: `first` is endpoint 0, already open (its schema is the
 /// stream's); `endpoints[i]` opens endpoint i > 0. With `ordered`, batches come out in the
 /// endpoints' order and only endpoints within `parallel` of the one being taken from are read;
-/// else as they arrive. The first failure fails the stream, naming the endpoint. Releasing the
-/// stream waits for reads in progress, each bounded by its stream's timeout.
+/// else as they arrive. With `window` >= 0 the readers share it: all together, they read at most
+/// `window` batches past those the caller asked for. The first failure fails the stream, naming
+/// the endpoint. Releasing the stream waits for reads in progress, each bounded by its stream's
+/// timeout.
 Result<UniqueDeviceArrayStream> ReadParallel(UniqueDeviceArrayStream first,
                                              std::vector<EndpointOpener> endpoints, size_t parallel,
-                                             bool ordered, ArrowDeviceType device_type);
+                                             bool ordered, int64_t window,
+                                             ArrowDeviceType device_type);
 
 /// One stream of several: `first` (already open) then each of `rest`, opened when reached. The
 /// schemas must be equal. Batches are on `device_type`.

@@ -458,7 +458,7 @@ static void TestDipc(void) {
       FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0, 8, 0, 0};
   struct FerryDipcServerOptions server_options = {"shm",   NULL, FERRY_DIPC_BODY_BUFFER_LIST,
                                                   1 << 20, 5000, 0};
-  struct FerryDipcClientOptions client_options = {NULL, 5000, 0, 0};
+  struct FerryDipcClientOptions client_options = {NULL, 5000, 0, 0, 0, 0};
   struct FerryDipcServer* server = NULL;
   struct FerryError error;
   char uri[512];
@@ -499,6 +499,16 @@ static void TestDipc(void) {
   client_options.timeout_ms = -1;
   CHECK(FerryDipcConnectWith(uri, NULL, "t", &client_options, &got, &error) == EINVAL);
   client_options.timeout_ms = 5000;
+  /* Paced: each batch is asked for (the dipc suite counts what the server sends). */
+  client_options.paced = 1;
+  CHECK(FerryDipcConnectWith(uri, NULL, "t", &client_options, &got, &error) == 0);
+  DrainSum(&got, &rows, &sum);
+  CHECK(rows == 3 && sum == 321);
+  got.release(&got);
+  client_options.window = -1;
+  CHECK(FerryDipcConnectWith(uri, NULL, "t", &client_options, &got, &error) == EINVAL);
+  client_options.paced = 0;
+  client_options.window = 0;
 
   /* The split shape, and a kept dataset (memory of its own: its own URIs) lent to each client. */
   CHECK(FerryDipcServerKeepPath(server, "k", path, &error) == 0);

@@ -35,8 +35,8 @@ class AsyncDipc : public ::testing::TestWithParam<Plane> {
     EXPECT_TRUE(server.ok()) << server.status().message();
     return server.ok() ? std::move(*server) : nullptr;
   }
-  Result<UniqueDeviceArrayStream> Open(const Server& server, const std::string& ticket) {
-    ClientOptions options;
+  Result<UniqueDeviceArrayStream> Open(const Server& server, const std::string& ticket,
+                                       ClientOptions options = {}) {
     options.buffer_lists = GetParam().body == BodyType::kBufferList;
     return ConnectStream(server.uri(ticket), ticket, options);
   }
@@ -136,6 +136,57 @@ TEST_P(AsyncDipc, AProducersBatchesAreServedAtTheReadersPace) {
   Result<UniqueDeviceArrayStream> again = Open(*server, "t");
   if (again.ok()) {
     EXPECT_FALSE(testing::DrainToJson(again->get()).ok());
+  }
+}
+
+// A paced client (window 0) under the async producer: the consumer's request(n) is the plane's
+// flow control. The producer reads the client only as requested, and the client asks the server
+// for each batch it reads, so by the server's own count it never sends more than was requested.
+// Unpaced, the same consumer lets the server send everything ahead, which the count catches.
+TEST_P(AsyncDipc, TheConsumersRequestsAreThePlanesWindow) {
+  constexpr int64_t kBatches = 12;
+  for (int64_t window : {int64_t{0}, int64_t{-1}}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    auto server = StartServer();
+    ASSERT_TRUE(server);
+    ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(kBatches, 200));
+    server->Add("t", data.dataset);
+    ClientOptions options;
+    options.window = window;
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream client, Open(*server, "t", options));
+    AsyncRead r;
+    ASSERT_OK(StartRead(&r, std::move(client), 2));
+    UniqueSchema schema;
+    ASSERT_EQ(r.reader->get_schema(r.reader.get(), schema.get()), 0);
+    std::vector<Json> got;
+    for (int b = 0; b < 3; ++b) {
+      UniqueDeviceArray batch;
+      ASSERT_EQ(r.reader->get_next(r.reader.get(), batch.get()), 0);
+      got.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), batch.get())));
+    }
+    // 2 requested ahead and one per batch read: 5. The server sends them all, and, paced, no
+    // more, whatever the wait.
+    auto sent = [&] { return server->stats().batches_sent; };
+    const int64_t requested = r.producer->counters().requested;
+    EXPECT_EQ(requested, 5);
+    const int64_t bound = window < 0 ? kBatches : requested;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (sent() < bound && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(sent(), bound);
+    const auto watched = std::chrono::steady_clock::now() + 100ms;
+    while (std::chrono::steady_clock::now() < watched) {
+      ASSERT_LE(sent(), std::max(bound, r.producer->counters().requested));
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(r.reader.get()));
+    got.insert(got.end(), rest.begin(), rest.end());
+    EXPECT_EQ(got, data.expected);
+    ASSERT_OK(r.producer->Wait(10s));
+    r.reader.reset();
+    EXPECT_TRUE(server->AwaitIdle(5s));
+    EXPECT_EQ(server->stats().addresses_freed, server->stats().addresses_lent);
   }
 }
 

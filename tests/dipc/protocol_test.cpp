@@ -104,5 +104,20 @@ TEST(ProtocolTest, FreeDataBatchesAddresses) {
                      ParseFreeData(std::vector<uint8_t>(12)));
 }
 
+TEST(ProtocolTest, CreditIsOneCount) {
+  const std::array<uint8_t, 8> body = EncodeCredit(0x0102030405060708ULL);
+  EXPECT_EQ(body[0], 0x08);
+  EXPECT_EQ(body[7], 0x01);
+  ASSERT_OK_AND_ASSIGN(uint64_t back, ParseCredit(ByteSpan{body.data(), 8}));
+  EXPECT_EQ(back, 0x0102030405060708ULL);
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "credit body of 12 bytes",
+                     ParseCredit(std::vector<uint8_t>(12)));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "credit body of 0 bytes",
+                     ParseCredit(std::vector<uint8_t>{}));
+  // Reserved bits set: no protocol tag can be a credit, and the server never takes one for
+  // want_data or free_data.
+  EXPECT_NE(kCreditTag & kReservedMask, 0u);
+}
+
 }  // namespace
 }  // namespace ferry::dipc

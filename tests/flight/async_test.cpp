@@ -5,6 +5,7 @@
 // producer's batches served by Server::AddAsync and uploaded by Client::PutAsync, whole, or not
 // at all when the producer fails in the middle.
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "ferry/device/async_stream.hpp"
 #include "ferry/flight/client.hpp"
@@ -62,6 +63,58 @@ TEST(FlightAsync, ParallelEndpointsArriveWholeOnEveryPlane) {
     const AsyncProducerCounters c = producer->counters();
     EXPECT_EQ(c.delivered, 6);
     EXPECT_LE(c.pulled, c.requested);
+  }
+}
+
+// Paced (window 0), the consumer's request(n) reaches each endpoint's server: over shared
+// memory and UCX, the servers together send no more batches than the consumer requested, by
+// their own counts, while three endpoints are read at once.
+TEST(FlightAsync, APacedReadSendsOnlyWhatWasRequested) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Server> server, Server::Start());
+  std::vector<Json> expected;
+  ASSERT_OK(Serve(*server, 9, 100, &expected));
+  for (const char* plane : {"shm", "ucx"}) {
+    SCOPED_TRACE(plane);
+    dipc::Server* dipc = server->plane(plane);
+    if (dipc == nullptr) continue;  // built without UCX
+    const int64_t before = dipc->stats().batches_sent;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Client> client, Client::Connect(server->uri()));
+    GetOptions options;
+    options.parallel = 3;
+    options.via = std::string(plane) == "shm" ? Via::kShm : Via::kUcx;
+    options.window = 0;
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream, client->Get("t", options));
+    ArrowAsyncDeviceStreamHandler handler{};
+    UniqueDeviceArrayStream reader;
+    AsyncHandlerOptions handler_options;
+    handler_options.queue_size = 2;
+    ASSERT_OK(AsyncHandlerToStream(&handler, reader.get(), handler_options));
+    ASSERT_OK_AND_ASSIGN(auto producer, ProduceAsync(std::move(stream), &handler));
+    UniqueSchema schema;
+    ASSERT_EQ(reader->get_schema(reader.get(), schema.get()), 0);
+    std::vector<Json> got;
+    for (int b = 0; b < 3; ++b) {
+      UniqueDeviceArray batch;
+      ASSERT_EQ(reader->get_next(reader.get(), batch.get()), 0);
+      got.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), batch.get())));
+    }
+    auto sent = [&] { return dipc->stats().batches_sent - before; };
+    const int64_t requested = producer->counters().requested;  // 2 ahead, 1 per batch read
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (sent() < requested && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(sent(), requested);
+    const auto watched = std::chrono::steady_clock::now() + 100ms;
+    while (std::chrono::steady_clock::now() < watched) {
+      ASSERT_LE(sent(), producer->counters().requested);
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(reader.get()));
+    got.insert(got.end(), rest.begin(), rest.end());
+    EXPECT_EQ(got, expected);
+    ASSERT_OK(producer->Wait(10s));
+    EXPECT_EQ(sent(), 9);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "ferry/core/stream_adapter.hpp"
@@ -20,6 +21,7 @@ namespace {
 struct Counters {
   std::atomic<int> open{0};
   std::atomic<int> most_open{0};
+  std::atomic<int64_t> reads{0};  // batches the endpoints handed out
 };
 
 // Endpoint `index`: `batches` batches of one row, `fail_at` (if >= 0) failing that batch.
@@ -57,6 +59,7 @@ class FakeEndpoint final : public DeviceArrayProducer {
     out->device_id = -1;
     out->sync_event = nullptr;
     ++next_;
+    ++counters_->reads;
     return Status::OK();
   }
 
@@ -72,7 +75,9 @@ struct Read {
 
 // `n` endpoints of `per` batches each, read `parallel` at once; endpoint `failing` fails at its
 // second batch.
-Read ReadAll(int n, int per, size_t parallel, bool ordered, Counters* counters, int failing = -1) {
+// With `window` >= 0, `before_each(taken)` runs before each get_next, `taken` batches in.
+Read ReadAll(int n, int per, size_t parallel, bool ordered, Counters* counters, int failing = -1,
+             int64_t window = -1, const std::function<void(int64_t)>& before_each = {}) {
   auto open = [=](int i) {
     return ExportDeviceArrayStream(
         std::make_unique<FakeEndpoint>(i, per, i == failing ? 1 : -1, counters), ARROW_DEVICE_CPU);
@@ -83,12 +88,13 @@ Read ReadAll(int n, int per, size_t parallel, bool ordered, Counters* counters, 
   }
   Read r;
   Result<UniqueDeviceArrayStream> s =
-      ReadParallel(open(0), std::move(endpoints), parallel, ordered, ARROW_DEVICE_CPU);
+      ReadParallel(open(0), std::move(endpoints), parallel, ordered, window, ARROW_DEVICE_CPU);
   if (!s.ok()) {
     r.status = s.status();
     return r;
   }
   while (true) {
+    if (before_each) before_each(static_cast<int64_t>(r.values.size()));
     UniqueDeviceArray a;
     r.status = StreamGetNext(s->get(), a.get());
     if (!r.status.ok() || !a.valid()) break;
@@ -124,6 +130,36 @@ TEST(FlightReadParallel, UnorderedDeliversEveryBatchOnce) {
   std::sort(r.values.begin(), r.values.end());
   EXPECT_EQ(r.values, Expected(6, 7));
   EXPECT_GE(counters.most_open.load(), 2) << "endpoints overlapped";
+}
+
+// Paced, the readers of all endpoints together read at most `window` batches past those asked
+// for, ordered or not, and every batch still comes out once. Between two asks the readers get
+// time to run ahead; unpaced they do (the negative control), paced they may not.
+TEST(FlightReadParallel, PacedReadersStayWithinTheWindow) {
+  for (bool ordered : {true, false}) {
+    for (int64_t window : {int64_t{0}, int64_t{2}, int64_t{-1}}) {
+      SCOPED_TRACE(std::string(ordered ? "ordered" : "unordered") + ", window " +
+                   std::to_string(window));
+      Counters counters;
+      int64_t most_ahead = 0;
+      Read r = ReadAll(5, 6, 3, ordered, &counters, -1, window, [&](int64_t taken) {
+        // Let the readers run: 10 ms is five batches' time for each endpoint.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
+        while (std::chrono::steady_clock::now() < until) {
+          most_ahead = std::max(most_ahead, counters.reads.load() - taken);
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      });
+      ASSERT_OK(r.status);
+      if (!ordered) std::sort(r.values.begin(), r.values.end());
+      EXPECT_EQ(r.values, Expected(5, 6));
+      if (window >= 0) {
+        EXPECT_LE(most_ahead, window);
+      } else {
+        EXPECT_GT(most_ahead, 2) << "unpaced readers read ahead";
+      }
+    }
+  }
 }
 
 TEST(FlightReadParallel, AFailingEndpointFailsTheReadNamingIt) {

@@ -73,12 +73,16 @@ FERRY_EXPORT FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer*
 FERRY_EXPORT void FerryDipcServerRelease(struct FerryDipcServer* server);
 
 /** How a client reads: where batches land (NULL: the CPU), how long the server may stay silent
- * (0: 30 s), and the largest metadata message and body taken from it (0: 64 MiB and 4 GiB). */
+ * (0: 30 s), the largest metadata message and body taken from it (0: 64 MiB and 4 GiB), and
+ * whether it paces a ferry server: with `paced` set, the server sends at most `window` batches
+ * beyond those read (ClientOptions::window; 0 and 0: unpaced). */
 struct FerryDipcClientOptions {
   const struct FerryDevice* device;
   int64_t timeout_ms;
   int64_t max_metadata_bytes;
   int64_t max_body_bytes;
+  int paced;
+  int64_t window;
 };
 
 /** Connect to `uri`, ask for `ticket` and fill `out` with the stream of its batches, which land on

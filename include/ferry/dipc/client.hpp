@@ -33,6 +33,14 @@ struct FERRY_EXPORT ClientOptions {
   /// lanes, or on one host before UCX 1.16). Implied by read.columns, so that only those
   /// columns' buffers move.
   bool buffer_lists = false;
+  /// Pace a ferry server (its credit extension: shm://, and ucx:// with ferry=1): it sends at
+  /// most `window` record batches beyond those this client has asked for, each stream read
+  /// (get_next) asking for one. -1: unpaced, the server sends ahead as far as its shared region
+  /// allows. An async producer over this stream (ProduceAsync) reads only what its consumer
+  /// requested, so window 0 makes the consumer's request(n) the plane's own flow control. Each
+  /// batch then waits a round trip; a paced client that asks for nothing for the server's
+  /// timeout is taken as stopped.
+  int64_t window = -1;
   /// How long the server may stay silent (or take nothing we send) before the stream fails: a
   /// stopped server, or a link that went down, is reported after this long.
   std::chrono::milliseconds timeout{30000};

@@ -3,6 +3,7 @@
 // beyond the returned values.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -88,6 +89,18 @@ FERRY_EXPORT Result<std::vector<uint64_t>> ParseFreeData(ByteSpan bytes);
 
 /// Encode a free_data body (a client may batch many addresses into one).
 FERRY_EXPORT std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses);
+
+/// ferry's credit message (an extension; only on connections with ferry's extensions): a tagged
+/// message of 8 bytes, a little-endian uint64 count of record batches the server may send more.
+/// A client that sends one before its want_data asks to be paced: the server then sends a record
+/// batch only against a credit (its first message's count is the window it may send ahead). The
+/// reserved bits are set, so the tag is never a protocol tag.
+constexpr uint64_t kCreditTag = 0x00FE000000000002ULL;
+
+/// Decode a credit body; errors name its size.
+FERRY_EXPORT Result<uint64_t> ParseCredit(ByteSpan bytes);
+/// Encode a credit body of `count` batches.
+FERRY_EXPORT std::array<uint8_t, 8> EncodeCredit(uint64_t count);
 
 /// What a want_data request asks for: both streams on one connection, or, in the split shape
 /// (separate metadata and data servers), one of them. A ferry server tells them apart by the

@@ -69,6 +69,11 @@ struct FERRY_EXPORT GetOptions {
   /// 0 is min(endpoints, 4), 1 reads them one after the other. Each endpoint holds at most two
   /// batches ready; an `ordered` flight's batches come out in its order, others as they arrive.
   int parallel = 0;
+  /// Pace the read: at most `window` batches are read past those the caller has asked for
+  /// (get_next), across all endpoints read at once, and each shm:// or ucx:// server sends only
+  /// what was asked of it (dipc::ClientOptions::window). Over DoGet, gRPC's own flow control (in
+  /// bytes) bounds what the server sends ahead of ferry's reads. -1: unpaced.
+  int64_t window = -1;
 };
 
 /// Body bytes a client's reads received through each kind of location so far: the buffers of

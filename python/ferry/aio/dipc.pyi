@@ -9,6 +9,6 @@ def connect(uri: Uri | str, ticket: str, *, device: Device | None = None,
             data_uri: Uri | str | None = None, max_metadata_bytes: int = ...,
             max_body_bytes: int = ..., columns: Sequence[int] | None = None,
             buffer_lists: bool = False, traceparent: str | None = None,
-            tracestate: str | None = None) -> AsyncStream: ...
+            tracestate: str | None = None, window: int | None = None) -> AsyncStream: ...
 
 __all__ = ["connect"]
