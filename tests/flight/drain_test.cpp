@@ -4,6 +4,7 @@
 // when it ended and false when the timeout passed first. tests/flight/test_drain.py drains a
 // `ferry serve` process under load and reads health with gRPC's own client.
 #include <future>
+#include <thread>
 
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/dipc/client.hpp"
@@ -107,6 +108,18 @@ TEST_F(DrainTest, RefusesNewWorkWhileTheSessionInProgressReadsToItsEnd) {
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> stats, client_->Action("stats"));
   EXPECT_NE(stats.at(0).find("\"health\":\"NOT_SERVING\""), std::string::npos) << stats[0];
 
+  // The refused sessions wait on the clock too, until their clients hang up: once they have
+  // ended, only the held session is left, and Drain's own wait is the next one.
+  for (const char* transport : {"shm", "ucx"}) {
+    const dipc::Server* plane = server_->plane(transport);
+    if (plane == nullptr) continue;
+    const int64_t held_here = std::string(transport) == "shm" ? 1 : 0;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (plane->stats().clients_active > held_here && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_EQ(plane->stats().clients_active, held_here) << transport;
+  }
   // Drain waits for the held session; read to its end, it lets Drain return true.
   const int waiting = clock_->waiters();
   std::future<bool> drained = std::async(std::launch::async, [&] { return server_->Drain(60s); });
