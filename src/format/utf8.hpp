@@ -6,8 +6,12 @@
 namespace ferry::internal {
 
 /// Whether [data, data + size) is well-formed UTF-8 (no overlongs, surrogates or code points
-/// above U+10FFFF, no truncated sequence). ASCII runs are checked 16 bytes at a time.
+/// above U+10FFFF, no truncated sequence). With AVX2 (checked once, at run time) 32 bytes at a
+/// time through to the end, whatever the mix of characters; else ValidateUtf8Scalar.
 bool ValidateUtf8(const uint8_t* data, int64_t size) noexcept;
+
+/// The same, byte by byte after 16-byte ASCII runs, stopping at the first error: any CPU.
+bool ValidateUtf8Scalar(const uint8_t* data, int64_t size) noexcept;
 
 /// Whether `byte` continues a multi-byte sequence (so a string may not start there).
 inline bool IsUtf8Continuation(uint8_t byte) noexcept { return (byte & 0xC0) == 0x80; }

@@ -1,4 +1,5 @@
 // Graded validation of an ArrayView: minimal (structure), default (O(1) reads), full (O(n)).
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -231,15 +232,34 @@ class ArrayValidator {
     const int64_t begin = v.offset();
     const int64_t end = begin + v.length();
     const int64_t data_size = v.buffer(2).size;
-    // Monotonicity first, as one branch-light pass, so later reads of `data` stay in bounds.
-    Offset prev;
-    std::memcpy(&prev, offsets + begin, sizeof(Offset));
+    // One branch-free pass over the offsets: monotonic, and (for strings) each string starts on
+    // a character boundary. The default level has checked that the first and last offsets lie
+    // in the data, so a byte read at an offset clamped between them is always in bounds; an
+    // offset out of order makes the clamped read meaningless, but is reported first.
+    Offset first;
+    Offset last;
+    std::memcpy(&first, offsets + begin, sizeof(Offset));
+    std::memcpy(&last, offsets + end, sizeof(Offset));
+    Offset prev = first;
     bool bad = false;
-    for (int64_t i = begin + 1; i <= end; ++i) {
-      Offset cur;
-      std::memcpy(&cur, offsets + i, sizeof(Offset));
-      bad |= cur < prev;
-      prev = cur;
+    bool split = false;
+    if (utf8 && last > first) {
+      for (int64_t i = begin + 1; i < end; ++i) {
+        Offset cur;
+        std::memcpy(&cur, offsets + i, sizeof(Offset));
+        bad |= cur < prev;
+        const Offset at = std::min<Offset>(std::max<Offset>(cur, first), last - 1);
+        split |= (cur < last) & internal::IsUtf8Continuation(data[at]);
+        prev = cur;
+      }
+      bad |= last < prev;
+    } else {
+      for (int64_t i = begin + 1; i <= end; ++i) {
+        Offset cur;
+        std::memcpy(&cur, offsets + i, sizeof(Offset));
+        bad |= cur < prev;
+        prev = cur;
+      }
     }
     if (bad) {
       for (int64_t i = begin; i < end; ++i) {
@@ -256,18 +276,10 @@ class ArrayValidator {
       }
     }
     if (!utf8) return Status::OK();
-    const int64_t first = Load<Offset>(v.buffer(1).data, begin);
-    const int64_t last = Load<Offset>(v.buffer(1).data, end);
-    if (!internal::ValidateUtf8(data + first, last - first)) {
+    if (!internal::ValidateUtf8(data + first, static_cast<int64_t>(last - first))) {
       return FindBadUtf8<Offset>(v, path);
     }
-    // The bytes are valid as a whole; each string must also start on a character boundary.
-    bool split = false;
-    for (int64_t i = begin + 1; i < end; ++i) {
-      Offset o;
-      std::memcpy(&o, offsets + i, sizeof(Offset));
-      split |= (o < last) && internal::IsUtf8Continuation(data[o]);
-    }
+    // The bytes are valid as a whole, so a string that starts inside a character is the fault.
     if (split) return FindBadUtf8<Offset>(v, path);
     return Status::OK();
   }

@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ferry {
 namespace {
@@ -42,6 +44,131 @@ TEST(Utf8, AcceptsAndRejectsByTheStandard) {
     s[pos + 1] = static_cast<char>(0xA9);
     EXPECT_TRUE(ok(s)) << pos;
   }
+}
+
+// The reference: the Unicode standard's table of well-formed byte sequences (Table 3-7), read
+// one lead byte at a time. Shares nothing with the validator.
+bool WellFormed(const std::vector<uint8_t>& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const uint8_t b = s[i];
+    size_t n = 0;
+    uint8_t lo = 0x80;
+    uint8_t hi = 0xBF;
+    if (b <= 0x7F) {
+      n = 1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      n = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      n = 3;
+      if (b == 0xE0) lo = 0xA0;
+      if (b == 0xED) hi = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      n = 4;
+      if (b == 0xF0) lo = 0x90;
+      if (b == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      const uint8_t lower = k == 1 ? lo : 0x80;
+      const uint8_t upper = k == 1 ? hi : 0xBF;
+      if (s[i + k] < lower || s[i + k] > upper) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+bool Validate(const std::vector<uint8_t>& s) {
+  return internal::ValidateUtf8(s.data(), static_cast<int64_t>(s.size()));
+}
+
+bool ValidateScalar(const std::vector<uint8_t>& s) {
+  return internal::ValidateUtf8Scalar(s.data(), static_cast<int64_t>(s.size()));
+}
+
+// Every byte pair and every lead byte with two more bytes from the boundary values, at every
+// place of a 32-byte block and across blocks, in ASCII of every length the vector path takes.
+TEST(Utf8, EveryShortSequenceAtEveryPlaceAgreesWithTheStandard) {
+  const std::vector<uint8_t> edges = {0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF,
+                                      0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE,
+                                      0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF};
+  int64_t checked = 0;
+  for (size_t place : {0u, 1u, 13u, 14u, 15u, 16u, 29u, 30u, 31u, 32u, 61u, 62u, 63u}) {
+    for (int a = 0; a < 256; ++a) {
+      for (int b = 0; b < 256; ++b) {
+        std::vector<uint8_t> s(64 + place % 7, 'x');
+        s[place] = static_cast<uint8_t>(a);
+        if (place + 1 < s.size()) s[place + 1] = static_cast<uint8_t>(b);
+        ASSERT_EQ(Validate(s), WellFormed(s)) << place << " " << a << " " << b;
+        ++checked;
+      }
+    }
+    for (uint8_t a : edges) {
+      for (uint8_t b : edges) {
+        for (uint8_t c : edges) {
+          for (uint8_t d : edges) {
+            std::vector<uint8_t> s(70, 'x');
+            s[place] = a;
+            s[place + 1] = b;
+            s[place + 2] = c;
+            s[place + 3] = d;
+            ASSERT_EQ(Validate(s), WellFormed(s))
+                << place << " " << int{a} << " " << int{b} << " " << int{c} << " " << int{d};
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  // A sequence cut by the end of the data, at each length the vector path ends on.
+  for (size_t size = 32; size < 100; ++size) {
+    for (const std::vector<uint8_t>& seq : std::vector<std::vector<uint8_t>>{
+             {0xC3}, {0xE2, 0x82}, {0xE2}, {0xF0, 0x9F, 0x98}, {0xF0, 0x9F}, {0xF0}}) {
+      std::vector<uint8_t> s(size - seq.size(), 'x');
+      s.insert(s.end(), seq.begin(), seq.end());
+      ASSERT_FALSE(Validate(s)) << size;
+      s.push_back(0x41);
+      ASSERT_FALSE(Validate(s)) << size;
+    }
+  }
+  EXPECT_GT(checked, 1000000);
+}
+
+// Random text of every kind of character, sometimes broken one byte: the vector path, the scalar
+// path and the standard's table agree.
+TEST(Utf8, RandomTextAgreesWithTheStandardOnBothPaths) {
+  std::mt19937_64 rng(42);
+  const std::vector<std::vector<uint8_t>> chars = {{'a'},
+                                                   {' '},
+                                                   {0xC3, 0xA9},
+                                                   {0xDF, 0xBF},
+                                                   {0xE0, 0xA0, 0x80},
+                                                   {0xE2, 0x82, 0xAC},
+                                                   {0xED, 0x9F, 0xBF},
+                                                   {0xEF, 0xBF, 0xBF},
+                                                   {0xF0, 0x90, 0x80, 0x80},
+                                                   {0xF4, 0x8F, 0xBF, 0xBF}};
+  int64_t broken = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<uint8_t> s;
+    const size_t n = rng() % 200;
+    const bool mostly_ascii = rng() % 2 == 0;
+    while (s.size() < n) {
+      const auto& c = chars[mostly_ascii && rng() % 8 != 0 ? rng() % 2 : rng() % chars.size()];
+      s.insert(s.end(), c.begin(), c.end());
+    }
+    if (!s.empty() && rng() % 2 == 0) {
+      s[rng() % s.size()] = static_cast<uint8_t>(rng());
+      ++broken;
+    }
+    const bool want = WellFormed(s);
+    ASSERT_EQ(Validate(s), want) << round;
+    ASSERT_EQ(ValidateScalar(s), want) << round;
+  }
+  EXPECT_GT(broken, 5000);
 }
 
 }  // namespace
