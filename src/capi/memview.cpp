@@ -181,7 +181,7 @@ Status HoldTensor(DLManagedTensorVersioned* tensor, FerryMemoryView* out) {
   out->data = static_cast<uint8_t*>(t.data) + t.byte_offset;
   out->byte_size = layout->byte_size;
   out->readonly = layout->readonly ? 1 : 0;
-  out->format = layout->format;
+  out->format = layout->format.data();  // a string literal: NUL-terminated
   out->item_size = layout->item_size;
   out->ndim = t.ndim;
   out->shape = t.ndim == 0 ? nullptr : t.shape;

@@ -147,35 +147,71 @@ __attribute__((target("avx2"))) inline __m256i PairErrors(__m256i in, __m256i pr
   return _mm256_xor_si256(must_continue, special);
 }
 
-// One block: its pairs' errors, or, for an ASCII block, whether the block before it left a
-// sequence unfinished.
-__attribute__((target("avx2"))) inline void Step(__m256i in, __m256i* prev, __m256i* errors) {
-  // Non-zero where a block's last three bytes start sequences longer than what is left of it.
-  const __m256i unfinished_max =
+// Non-zero where a block's last three bytes start sequences longer than what is left of it.
+__attribute__((target("avx2"))) inline __m256i Unfinished(__m256i block) {
+  return _mm256_subs_epu8(
+      block,
       _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                        -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, static_cast<char>(0xEF),
-                       static_cast<char>(0xDF), static_cast<char>(0xBF));
-  if (_mm256_movemask_epi8(in) == 0) {
-    *errors = _mm256_or_si256(*errors, _mm256_subs_epu8(*prev, unfinished_max));
-  } else {
-    *errors = _mm256_or_si256(*errors, PairErrors(in, *prev));
-  }
-  *prev = in;
+                       static_cast<char>(0xDF), static_cast<char>(0xBF)));
 }
 
 __attribute__((target("avx2"))) bool ValidateUtf8Avx2(const uint8_t* data, int64_t size) {
   __m256i prev = _mm256_setzero_si256();
   __m256i errors = _mm256_setzero_si256();
   int64_t i = 0;
-  for (; i + 32 <= size; i += 32) {
-    Step(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i)), &prev, &errors);
+  // 64 bytes a step, so that the branch between all-ASCII and the full check is taken the same
+  // way for long runs of either (text with a multi-byte character every few dozen bytes takes
+  // the full check every time, instead of mispredicting every other block).
+  for (; i + 64 <= size; i += 64) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 32));
+    if (_mm256_movemask_epi8(_mm256_or_si256(a, b)) == 0) {
+      // ASCII: right only if nothing was left unfinished before it.
+      errors = _mm256_or_si256(errors, Unfinished(prev));
+    } else {
+      errors = _mm256_or_si256(errors, _mm256_or_si256(PairErrors(a, prev), PairErrors(b, a)));
+    }
+    prev = b;
   }
   // The rest, then zeros: a sequence the data leaves unfinished meets them and fails.
-  alignas(32) uint8_t tail[32] = {};
+  alignas(32) uint8_t tail[64] = {};
   std::memcpy(tail, data + i, static_cast<size_t>(size - i));
-  Step(_mm256_load_si256(reinterpret_cast<const __m256i*>(tail)), &prev, &errors);
-  Step(_mm256_setzero_si256(), &prev, &errors);
+  const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
+  const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail + 32));
+  const __m256i zero = _mm256_setzero_si256();
+  errors = _mm256_or_si256(errors, _mm256_or_si256(PairErrors(a, prev), PairErrors(b, a)));
+  errors = _mm256_or_si256(errors, PairErrors(zero, b));
   return _mm256_testz_si256(errors, errors) != 0;
+}
+
+// ScanStringOffsets' vector loop from offsets[i] on, while offsets[i - 1] >= 3: each byte is
+// gathered as the top byte of the four ending at it, so no read starts before the data. Returns
+// where it stopped.
+__attribute__((target("avx2"))) int64_t ScanOffsetsAvx2(const uint8_t* offsets, int64_t i,
+                                                        int64_t n, const uint8_t* data,
+                                                        int32_t first, int32_t last,
+                                                        bool* out_of_order, bool* split) {
+  const __m256i lo = _mm256_set1_epi32(first < 3 ? 3 : first);
+  const __m256i hi = _mm256_set1_epi32(last - 1);
+  const __m256i end = _mm256_set1_epi32(last);
+  __m256i bad = _mm256_setzero_si256();
+  __m256i inside = _mm256_setzero_si256();
+  for (; i + 8 <= n + 1; i += 8) {
+    const __m256i cur = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets + 4 * i));
+    const __m256i before =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets + 4 * (i - 1)));
+    bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(before, cur));
+    const __m256i at = _mm256_min_epi32(_mm256_max_epi32(cur, lo), hi);
+    const __m256i word = _mm256_i32gather_epi32(reinterpret_cast<const int*>(data),
+                                                _mm256_sub_epi32(at, _mm256_set1_epi32(3)), 1);
+    const __m256i top = _mm256_and_si256(_mm256_srli_epi32(word, 24), _mm256_set1_epi32(0xC0));
+    const __m256i continues = _mm256_cmpeq_epi32(top, _mm256_set1_epi32(0x80));
+    inside = _mm256_or_si256(inside, _mm256_and_si256(continues, _mm256_cmpgt_epi32(end, cur)));
+  }
+  if (!_mm256_testz_si256(bad, bad)) *out_of_order = true;
+  if (!_mm256_testz_si256(inside, inside)) *split = true;
+  return i;
 }
 
 bool HasAvx2() noexcept {
@@ -192,6 +228,41 @@ bool ValidateUtf8(const uint8_t* data, int64_t size) noexcept {
   if (size >= 32 && HasAvx2()) return ValidateUtf8Avx2(data, size);
 #endif
   return ValidateUtf8Scalar(data, size);
+}
+
+void ScanStringOffsets(const uint8_t* offsets, int64_t n, const uint8_t* data, int32_t first,
+                       int32_t last, bool* out_of_order, bool* split) noexcept {
+  auto load = [offsets](int64_t i) {
+    int32_t v;
+    std::memcpy(&v, offsets + 4 * i, sizeof(v));
+    return v;
+  };
+  bool bad = false;
+  bool inside = false;
+  int32_t prev = load(0);
+  int64_t i = 1;
+  auto scalar_until = [&](int64_t stop) {
+    for (; i < stop; ++i) {
+      const int32_t cur = load(i);
+      bad |= cur < prev;
+      const int32_t at = cur < first ? first : cur > last - 1 ? last - 1 : cur;
+      inside |= (cur < last) & IsUtf8Continuation(data[at]);
+      prev = cur;
+    }
+  };
+#if defined(FERRY_UTF8_AVX2)
+  if (HasAvx2()) {
+    // Offsets below 3 (the first few strings at most, in order) go one by one.
+    while (i <= n && prev < 3) scalar_until(i + 1);
+    if (i <= n && last >= 4) {  // the clamped reads then start at byte 0 or later
+      i = ScanOffsetsAvx2(offsets, i, n, data, first, last, &bad, &inside);
+      if (i <= n) prev = load(i - 1);
+    }
+  }
+#endif
+  scalar_until(n + 1);
+  if (bad) *out_of_order = true;
+  if (inside) *split = true;
 }
 
 bool ValidateUtf8Scalar(const uint8_t* data, int64_t size) noexcept {

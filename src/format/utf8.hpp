@@ -13,6 +13,14 @@ bool ValidateUtf8(const uint8_t* data, int64_t size) noexcept;
 /// The same, byte by byte after 16-byte ASCII runs, stopping at the first error: any CPU.
 bool ValidateUtf8Scalar(const uint8_t* data, int64_t size) noexcept;
 
+/// Over int32 string offsets offsets[0..n] (unaligned bytes), for full validation: sets
+/// `*out_of_order` when an offset is below the one before it, and `*split` when an offset below
+/// `last` points at a byte that continues a character (read at the offset clamped into
+/// [first, last - 1]: always inside the data, whatever the offsets say). `first` and `last` must
+/// lie in `data`, with first < last. With AVX2, eight offsets at a time; flags are only set.
+void ScanStringOffsets(const uint8_t* offsets, int64_t n, const uint8_t* data, int32_t first,
+                       int32_t last, bool* out_of_order, bool* split) noexcept;
+
 /// Whether `byte` continues a multi-byte sequence (so a string may not start there).
 inline bool IsUtf8Continuation(uint8_t byte) noexcept { return (byte & 0xC0) == 0x80; }
 

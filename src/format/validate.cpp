@@ -243,16 +243,33 @@ class ArrayValidator {
     Offset prev = first;
     bool bad = false;
     bool split = false;
+    bool invalid = false;
     if (utf8 && last > first) {
-      for (int64_t i = begin + 1; i < end; ++i) {
-        Offset cur;
-        std::memcpy(&cur, offsets + i, sizeof(Offset));
-        bad |= cur < prev;
-        const Offset at = std::min<Offset>(std::max<Offset>(cur, first), last - 1);
-        split |= (cur < last) & internal::IsUtf8Continuation(data[at]);
-        prev = cur;
+      // A chunk of strings at a time, their bytes checked as UTF-8 right after their offsets,
+      // while those bytes are still in cache. Chunks meet at string starts, so the chunks are
+      // valid UTF-8 each exactly when the whole is and no string starts inside a character.
+      constexpr int64_t kChunk = 8192;
+      for (int64_t c = begin; c < end; c += kChunk) {
+        const int64_t c_end = std::min(end, c + kChunk);
+        Offset chunk_first = prev;
+        if constexpr (sizeof(Offset) == 4) {
+          internal::ScanStringOffsets(reinterpret_cast<const uint8_t*>(offsets + c), c_end - c,
+                                      data, first, last, &bad, &split);
+          std::memcpy(&prev, offsets + c_end, sizeof(Offset));
+        } else {
+          for (int64_t i = c + 1; i <= c_end; ++i) {
+            Offset cur;
+            std::memcpy(&cur, offsets + i, sizeof(Offset));
+            bad |= cur < prev;
+            const Offset at = std::min<Offset>(std::max<Offset>(cur, first), last - 1);
+            split |= (cur < last) & internal::IsUtf8Continuation(data[at]);
+            prev = cur;
+          }
+        }
+        if (bad) break;  // the bytes between are no range: reported below
+        invalid = invalid || !internal::ValidateUtf8(data + chunk_first,
+                                                     static_cast<int64_t>(prev - chunk_first));
       }
-      bad |= last < prev;
     } else {
       for (int64_t i = begin + 1; i <= end; ++i) {
         Offset cur;
@@ -276,11 +293,8 @@ class ArrayValidator {
       }
     }
     if (!utf8) return Status::OK();
-    if (!internal::ValidateUtf8(data + first, static_cast<int64_t>(last - first))) {
-      return FindBadUtf8<Offset>(v, path);
-    }
-    // The bytes are valid as a whole, so a string that starts inside a character is the fault.
-    if (split) return FindBadUtf8<Offset>(v, path);
+    // Bytes that are not UTF-8, or a string that starts inside a character: find the string.
+    if (invalid || split) return FindBadUtf8<Offset>(v, path);
     return Status::OK();
   }
 

@@ -261,8 +261,9 @@ std::optional<DLPackPlainLayout> DescribePlainDLPack(const DLManagedTensorVersio
     return std::nullopt;
   }
   DLPackPlainLayout layout;
-  layout.format = PlainFormat(t.dtype);
-  if (layout.format == nullptr) return std::nullopt;
+  const char* format = PlainFormat(t.dtype);
+  if (format == nullptr) return std::nullopt;
+  layout.format = format;
   layout.item_size = t.dtype.bits / 8;
   layout.readonly = (tensor.flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
   layout.byte_size = layout.item_size;

@@ -9,6 +9,7 @@
 #include "ferry/device/async_stream.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
+#include "support/async_util.hpp"
 #include "support/device_util.hpp"
 #include "support/dipc_data.hpp"
 #include "support/test_util.hpp"
@@ -42,20 +43,8 @@ class AsyncDipc : public ::testing::TestWithParam<Plane> {
   }
 };
 
-// A dipc client's stream, produced into ferry's handler and read back as a stream.
-struct AsyncRead {
-  ArrowAsyncDeviceStreamHandler handler{};
-  UniqueDeviceArrayStream reader;
-  std::unique_ptr<AsyncStreamProducer> producer;
-};
-
-Status StartRead(AsyncRead* r, UniqueDeviceArrayStream client, int64_t queue_size) {
-  AsyncHandlerOptions options;
-  options.queue_size = queue_size;
-  FERRY_RETURN_NOT_OK(AsyncHandlerToStream(&r->handler, r->reader.get(), options));
-  FERRY_ASSIGN_OR_RAISE(r->producer, ProduceAsync(std::move(client), &r->handler));
-  return Status::OK();
-}
+using testing::AsyncRead;
+using testing::StartAsyncRead;
 
 TEST_P(AsyncDipc, EveryBatchArrivesAsRequested) {
   auto server = StartServer();
@@ -64,7 +53,7 @@ TEST_P(AsyncDipc, EveryBatchArrivesAsRequested) {
   server->Add("t", data.dataset);
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream client, Open(*server, "t"));
   AsyncRead r;
-  ASSERT_OK(StartRead(&r, std::move(client), 2));
+  ASSERT_OK(StartAsyncRead(&r, std::move(client), 2));
   ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(r.reader.get()));
   EXPECT_EQ(got, data.expected);
   ASSERT_OK(r.producer->Wait(10s));
@@ -84,7 +73,7 @@ TEST_P(AsyncDipc, ACancelMidStreamFreesTheServersLoansWithinASecond) {
   server->Add("t", data.dataset);
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream client, Open(*server, "t"));
   AsyncRead r;
-  ASSERT_OK(StartRead(&r, std::move(client), 1));
+  ASSERT_OK(StartAsyncRead(&r, std::move(client), 1));
   for (int b = 0; b < 2; ++b) {
     UniqueDeviceArray batch;
     ASSERT_EQ(r.reader->get_next(r.reader.get(), batch.get()), 0);
@@ -155,7 +144,7 @@ TEST_P(AsyncDipc, TheConsumersRequestsAreThePlanesWindow) {
     options.window = window;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream client, Open(*server, "t", options));
     AsyncRead r;
-    ASSERT_OK(StartRead(&r, std::move(client), 2));
+    ASSERT_OK(StartAsyncRead(&r, std::move(client), 2));
     UniqueSchema schema;
     ASSERT_EQ(r.reader->get_schema(r.reader.get(), schema.get()), 0);
     std::vector<Json> got;
@@ -170,16 +159,8 @@ TEST_P(AsyncDipc, TheConsumersRequestsAreThePlanesWindow) {
     const int64_t requested = r.producer->counters().requested;
     EXPECT_EQ(requested, 5);
     const int64_t bound = window < 0 ? kBatches : requested;
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (sent() < bound && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(1ms);
-    }
-    EXPECT_EQ(sent(), bound);
-    const auto watched = std::chrono::steady_clock::now() + 100ms;
-    while (std::chrono::steady_clock::now() < watched) {
-      ASSERT_LE(sent(), std::max(bound, r.producer->counters().requested));
-      std::this_thread::sleep_for(1ms);
-    }
+    EXPECT_TRUE(testing::Within(5s, [&] { return sent() >= bound; }));
+    EXPECT_TRUE(testing::Throughout(100ms, [&] { return sent() == bound; })) << sent();
     ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(r.reader.get()));
     got.insert(got.end(), rest.begin(), rest.end());
     EXPECT_EQ(got, data.expected);

@@ -44,10 +44,7 @@ TEST_P(ServerClient, AnUnknownAddressInFreeDataIsLoggedAndIgnored) {
 
   // A rogue client, written from the protocol: want_data, the schema, then a bogus free.
   const Uri uri = server->uri("t");
-  const std::string address = uri.authority.empty() ? uri.path : uri.authority;
-  ConnectOptions connect;
-  connect.limits.timeout = 5s;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, Connect(uri.scheme, address, connect));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, ConnectRaw(uri));
   const std::string ticket = "t";
   const ByteSpan t{ticket.data(), 1};
   ASSERT_OK(rogue->SendTagged(uri.want_data, {&t, 1}));
@@ -86,10 +83,7 @@ TEST_P(ServerClient, AMalformedFreeDataFailsTheSession) {
   ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(4, 100));
   server->Add("t", data.dataset);
   const Uri uri = server->uri("t");
-  const std::string address = uri.authority.empty() ? uri.path : uri.authority;
-  ConnectOptions connect;
-  connect.limits.timeout = 5s;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, Connect(uri.scheme, address, connect));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> rogue, ConnectRaw(uri));
   const ByteSpan ticket{"t", 1};
   ASSERT_OK(rogue->SendTagged(uri.want_data, {&ticket, 1}));
   ASSERT_OK(rogue->Receive(5s).status());  // the schema

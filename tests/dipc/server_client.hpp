@@ -90,6 +90,17 @@ class ServerClient : public ::testing::TestWithParam<size_t> {
     return ConnectStream(server.uri(ticket), ticket, options);
   }
 
+  // A connection to `uri` written from the protocol's side, with ferry's extensions or without,
+  // whose receives wait up to 5 s: for rogue and scripted clients.
+  static Result<std::unique_ptr<transport::Connection>> ConnectRaw(const Uri& uri,
+                                                                   bool extensions = false) {
+    transport::ConnectOptions connect;
+    connect.limits.timeout = std::chrono::seconds(5);
+    connect.extensions = extensions;
+    return transport::Connect(uri.scheme, uri.authority.empty() ? uri.path : uri.authority,
+                              connect);
+  }
+
   Shape shape_;
 };
 

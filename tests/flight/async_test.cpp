@@ -10,6 +10,7 @@
 #include "ferry/device/async_stream.hpp"
 #include "ferry/flight/client.hpp"
 #include "ferry/flight/server.hpp"
+#include "support/async_util.hpp"
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
@@ -51,16 +52,12 @@ TEST(FlightAsync, ParallelEndpointsArriveWholeOnEveryPlane) {
     options.parallel = 3;
     options.via = via;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream, client->Get("t", options));
-    ArrowAsyncDeviceStreamHandler handler{};
-    UniqueDeviceArrayStream reader;
-    AsyncHandlerOptions handler_options;
-    handler_options.queue_size = 2;
-    ASSERT_OK(AsyncHandlerToStream(&handler, reader.get(), handler_options));
-    ASSERT_OK_AND_ASSIGN(auto producer, ProduceAsync(std::move(stream), &handler));
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(reader.get()));
+    testing::AsyncRead r;
+    ASSERT_OK(testing::StartAsyncRead(&r, std::move(stream), 2));
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(r.reader.get()));
     EXPECT_EQ(got, expected);
-    ASSERT_OK(producer->Wait(10s));
-    const AsyncProducerCounters c = producer->counters();
+    ASSERT_OK(r.producer->Wait(10s));
+    const AsyncProducerCounters c = r.producer->counters();
     EXPECT_EQ(c.delivered, 6);
     EXPECT_LE(c.pulled, c.requested);
   }
@@ -84,36 +81,24 @@ TEST(FlightAsync, APacedReadSendsOnlyWhatWasRequested) {
     options.via = std::string(plane) == "shm" ? Via::kShm : Via::kUcx;
     options.window = 0;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream, client->Get("t", options));
-    ArrowAsyncDeviceStreamHandler handler{};
-    UniqueDeviceArrayStream reader;
-    AsyncHandlerOptions handler_options;
-    handler_options.queue_size = 2;
-    ASSERT_OK(AsyncHandlerToStream(&handler, reader.get(), handler_options));
-    ASSERT_OK_AND_ASSIGN(auto producer, ProduceAsync(std::move(stream), &handler));
+    testing::AsyncRead r;
+    ASSERT_OK(testing::StartAsyncRead(&r, std::move(stream), 2));
     UniqueSchema schema;
-    ASSERT_EQ(reader->get_schema(reader.get(), schema.get()), 0);
+    ASSERT_EQ(r.reader->get_schema(r.reader.get(), schema.get()), 0);
     std::vector<Json> got;
     for (int b = 0; b < 3; ++b) {
       UniqueDeviceArray batch;
-      ASSERT_EQ(reader->get_next(reader.get(), batch.get()), 0);
+      ASSERT_EQ(r.reader->get_next(r.reader.get(), batch.get()), 0);
       got.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), batch.get())));
     }
     auto sent = [&] { return dipc->stats().batches_sent - before; };
-    const int64_t requested = producer->counters().requested;  // 2 ahead, 1 per batch read
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (sent() < requested && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(1ms);
-    }
-    EXPECT_EQ(sent(), requested);
-    const auto watched = std::chrono::steady_clock::now() + 100ms;
-    while (std::chrono::steady_clock::now() < watched) {
-      ASSERT_LE(sent(), producer->counters().requested);
-      std::this_thread::sleep_for(1ms);
-    }
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(reader.get()));
+    const int64_t requested = r.producer->counters().requested;  // 2 ahead, 1 per batch read
+    EXPECT_TRUE(testing::Within(5s, [&] { return sent() >= requested; }));
+    EXPECT_TRUE(testing::Throughout(100ms, [&] { return sent() == requested; })) << sent();
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(r.reader.get()));
     got.insert(got.end(), rest.begin(), rest.end());
     EXPECT_EQ(got, expected);
-    ASSERT_OK(producer->Wait(10s));
+    ASSERT_OK(r.producer->Wait(10s));
     EXPECT_EQ(sent(), 9);
   }
 }
@@ -126,19 +111,15 @@ TEST(FlightAsync, ReleasingTheReaderCancelsTheRead) {
   GetOptions options;
   options.parallel = 2;
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream, client->Get("t", options));
-  ArrowAsyncDeviceStreamHandler handler{};
-  UniqueDeviceArrayStream reader;
-  AsyncHandlerOptions handler_options;
-  handler_options.queue_size = 1;
-  ASSERT_OK(AsyncHandlerToStream(&handler, reader.get(), handler_options));
-  ASSERT_OK_AND_ASSIGN(auto producer, ProduceAsync(std::move(stream), &handler));
+  testing::AsyncRead r;
+  ASSERT_OK(testing::StartAsyncRead(&r, std::move(stream), 1));
   UniqueDeviceArray first;
-  ASSERT_EQ(reader->get_next(reader.get(), first.get()), 0);
+  ASSERT_EQ(r.reader->get_next(r.reader.get(), first.get()), 0);
   ASSERT_TRUE(first.valid());
-  reader.reset();
-  ASSERT_OK(producer->Wait(10s));
-  EXPECT_TRUE(producer->counters().cancelled);
-  EXPECT_LE(producer->counters().pulled, 2);  // the batch read and the one requested after it
+  r.reader.reset();
+  ASSERT_OK(r.producer->Wait(10s));
+  EXPECT_TRUE(r.producer->counters().cancelled);
+  EXPECT_LE(r.producer->counters().pulled, 2);  // the batch read and the one requested after it
 }
 
 std::vector<Json> Read(Client& client, const std::string& path) {

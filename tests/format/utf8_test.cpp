@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <string_view>
@@ -169,6 +170,44 @@ TEST(Utf8, RandomTextAgreesWithTheStandardOnBothPaths) {
     ASSERT_EQ(ValidateScalar(s), want) << round;
   }
   EXPECT_GT(broken, 5000);
+}
+
+// The offset scan full validation uses, on random offsets (in order or not) over random bytes,
+// against the rule written out: every length, so that each offset takes each place of the
+// vector and of the scalar head and tail.
+TEST(Utf8, TheOffsetScanFindsWhatTheRuleSays) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 40);
+    std::vector<uint8_t> data(1 + rng() % 120);
+    for (uint8_t& b : data) b = rng() % 3 == 0 ? 0x80 | (rng() % 64) : 'a' + rng() % 26;
+    std::vector<int32_t> offsets(static_cast<size_t>(n + 1));
+    const auto size = static_cast<int32_t>(data.size());
+    int32_t at = static_cast<int32_t>(rng() % 5 % size);
+    for (int32_t& o : offsets) {
+      o = at;
+      at = std::min(size, at + static_cast<int32_t>(rng() % 4));
+    }
+    if (rng() % 3 == 0) offsets[rng() % offsets.size()] = static_cast<int32_t>(rng() % size);
+    const int32_t first = std::min(offsets.front(), offsets.back());
+    const int32_t last = std::max(offsets.front(), offsets.back());
+    if (first >= last) continue;
+    bool want_order = false;
+    bool want_split = false;
+    for (int64_t i = 1; i <= n; ++i) {
+      want_order |= offsets[i] < offsets[i - 1];
+      const int32_t o = std::clamp(offsets[i], first, last - 1);
+      want_split |= offsets[i] < last && internal::IsUtf8Continuation(data[o]);
+    }
+    bool order = false;
+    bool split = false;
+    internal::ScanStringOffsets(reinterpret_cast<const uint8_t*>(offsets.data()), n, data.data(),
+                                first, last, &order, &split);
+    ASSERT_EQ(order, want_order) << round;
+    if (!want_order) {  // out of order, the split flag means nothing
+      ASSERT_EQ(split, want_split) << round;
+    }
+  }
 }
 
 }  // namespace

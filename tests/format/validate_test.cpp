@@ -156,6 +156,38 @@ TEST(Validate, StringSplitInsideACharacter) {
   ExpectFailsAt(a, ValidationLevel::kFull, "element 0: invalid UTF-8");
 }
 
+// Long string columns are checked a chunk of strings at a time: every fault is found in any
+// chunk, and at the places where chunks meet. 20,000 strings "éa" (3 bytes each).
+TEST(Validate, LongStringColumnsFindFaultsInEveryChunk) {
+  constexpr int kStrings = 20000;
+  std::string json = "[";
+  for (int i = 0; i < kStrings; ++i) json += i == 0 ? "\"éa\"" : ", \"éa\"";
+  json += "]";
+  const Field f = Field::Make("u", "s");
+  ASSERT_OK(Build(f, json).Validate(ValidationLevel::kFull));
+  for (int at : {0, 1, 8191, 8192, 8193, 16384, kStrings - 1}) {
+    SCOPED_TRACE(at);
+    {  // a byte that is no UTF-8 inside string `at`
+      Array a = Build(f, json);
+      Mut<uint8_t>(a.array(), 2)[3 * at + 2] = 0xFF;
+      ExpectFailsAt(a, ValidationLevel::kFull, "element " + std::to_string(at) + ": invalid UTF-8");
+    }
+    if (at > 0) {  // string `at` starts inside the é of its own bytes
+      Array a = Build(f, json);
+      Mut<int32_t>(a.array(), 1)[at] = 3 * at + 1;
+      ExpectFailsAt(a, ValidationLevel::kFull,
+                    "element " + std::to_string(at - 1) + ": invalid UTF-8");
+    }
+    if (at > 0 && at < kStrings - 1) {  // offsets out of order
+      Array a = Build(f, json);
+      Mut<int32_t>(a.array(), 1)[at + 1] = 3 * at - 1;
+      ExpectFailsAt(a, ValidationLevel::kFull,
+                    "element " + std::to_string(at) + ": offset " + std::to_string(3 * at - 1) +
+                        " < previous offset " + std::to_string(3 * at));
+    }
+  }
+}
+
 TEST(Validate, ViewBufferIndexOutOfRange) {
   Array a = Build(Field::Make("vz", "b"), R"(["00", "000102030405060708090a0b0c0d"])");
   Mut<int32_t>(a.array(), 1)[4 + 2] = 3;  // element 1's buffer index

@@ -4,8 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "ferry/core/result.hpp"
 #include "ferry/format/array.hpp"
@@ -47,6 +49,25 @@
   } while (false)
 
 namespace ferry::testing {
+
+/// Whether `holds()` becomes true within `limit`, looked at every millisecond: for counters
+/// (servers' stats) that have no waiter of their own. Real time, so only for what other
+/// threads do, never for a timeout of ferry's (those run on a ManualClock).
+template <typename F>
+bool Within(std::chrono::milliseconds limit, F holds) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!holds()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+/// Whether `holds()` stays true for all of `span`: a bounded watch for what must not happen.
+template <typename F>
+bool Throughout(std::chrono::milliseconds span, F holds) {
+  return !Within(span, [&] { return !holds(); });
+}
 
 inline Status ToStatus(const Status& st) { return st; }
 template <typename T>

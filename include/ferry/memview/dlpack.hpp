@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "ferry/abi/dlpack_abi.h"
 #include "ferry/abi/export.h"
@@ -31,7 +32,7 @@ FERRY_EXPORT Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor);
 /// The layout of a plain DLPack tensor as FromDLPack's view would give it: the item format (a
 /// static string), the item size, the bytes the shape covers, and the read-only flag.
 struct DLPackPlainLayout {
-  const char* format = nullptr;
+  std::string_view format;  ///< a static string, NUL-terminated
   int64_t item_size = 0;
   int64_t byte_size = 0;
   bool readonly = true;
