@@ -331,10 +331,11 @@ async def main():
     _, _, quiet = await ticking(nothing)  # the host's own lateness, nothing moving
 
     client = await ferry.aio.flight.connect(sys.argv[1])
-    async def read():
-        rows = 0
-        async for batch in client.do_get("t", via="shm"):
-            rows += len(batch)
+    async def read():  # the GiB, again until 0.4 s have passed: enough ticks on a fast VM too
+        rows, start = 0, time.perf_counter()
+        while rows == 0 or time.perf_counter() - start < 0.4:
+            async for batch in client.do_get("t", via="shm"):
+                rows += len(batch)
         return rows
     rows, seconds, late = await ticking(read)
     await client.close()
@@ -361,10 +362,13 @@ asyncio.run(main())
 
 def test_the_loop_keeps_its_period_while_a_gib_moves(gib_flight):
     got = child(TICKER, gib_flight, "1.0")
-    assert got["rows"] * 64 == BATCH_BYTES * BATCHES
-    # The read lasted long enough to measure, and a read that held the loop would have shown.
+    assert got["rows"] > 0 and got["rows"] * 64 % (BATCH_BYTES * BATCHES) == 0, got  # whole GiBs
+    # The read lasted long enough to measure, and a read that held the loop would have shown:
+    # the control (two batches read by the blocking client on the loop's thread) holds it well
+    # past the 5 ms bound below. By how much depends on the VM's speed at the time (24-60 ms
+    # seen), so the margin asked is twice the bound.
     assert got["ticks"] >= 20, got
-    assert got["control_max_held_ms"] > 30, got
+    assert got["control_max_held_ms"] > 10.0, got
     # A 10 ms ticker is at most 5 ms late while the GiB arrives, not counting the time the
     # kernel kept the loop's thread waiting for a CPU (/proc/thread-self/schedstat): other
     # processes on a loaded 2-core VM alone make it up to tens of ms late (the wall-clock

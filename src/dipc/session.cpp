@@ -146,7 +146,7 @@ Status Session::ServeRequest() {
   // A ferry client that paces the server sends its window first (never a protocol tag).
   while (want.ok() && want->tag == kCreditTag && conn_->extensions()) {
     paced_ = true;
-    AddCredit(*want);
+    (void)AddCredit(*want);  // a bad one fails the session, which ends at its first batch
     want = conn_->ReceiveTagged(0, 0, state_->options.timeout);
   }
   if (!want.ok()) {
@@ -412,7 +412,7 @@ void Session::TakeFrees() {
       break;  // the client closed or went away
     }
     if (m->tag == kCreditTag) {
-      AddCredit(*m);
+      if (!AddCredit(*m)) break;
       continue;
     }
     if (m->tag != tag) {
@@ -439,17 +439,16 @@ void Session::TakeFrees() {
   if (state_->allocator) state_->allocator->Wake();
 }
 
-void Session::AddCredit(const TaggedMessage& m) {
+bool Session::AddCredit(const TaggedMessage& m) {
   Result<uint64_t> count = ParseCredit(m.payload);
   if (!count.ok()) {
     Failed("the client sent a bad credit: " + count.status().message(), count.status().code());
-    return;
-  }
-  {
+  } else {
     std::lock_guard lock(mutex_);
     credits_ = *count > UINT64_MAX - credits_ ? UINT64_MAX : credits_ + *count;
   }
-  changed_.notify_all();
+  changed_.notify_all();  // a sender waiting for a credit gets one, or learns the session failed
+  return count.ok();
 }
 
 Status Session::AwaitCredit() {

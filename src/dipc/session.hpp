@@ -108,8 +108,9 @@ class Session final {
   Status SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body, ByteSpan flatbuffer);
   Status Refuse(const Status& why);
   void TakeFrees();
-  // A paced client's credit message (ferry's extension): `count` more batches may go.
-  void AddCredit(const transport::TaggedMessage& m);
+  // A paced client's credit message (ferry's extension): its count more batches may go. False
+  // (the session failed, by name) for a malformed one.
+  bool AddCredit(const transport::TaggedMessage& m);
   // With a paced client, wait (up to the timeout) for a credit and spend it; at once otherwise.
   Status AwaitCredit();
   void Release(const std::vector<uint64_t>& addresses);

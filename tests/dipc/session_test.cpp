@@ -321,26 +321,40 @@ TEST_P(ServerClient, EachCreditBuysOneBatch) {
   ASSERT_TRUE(server->AwaitIdle(5s));
 }
 
+// Before the request, or while the server waits for a credit: either way the session fails at
+// once, by name, and the server hangs up (the client does not have to).
 TEST_P(ServerClient, AMalformedCreditFailsTheSessionByName) {
   if (shape_.split) GTEST_SKIP() << "one URI";
-  auto server = StartServer();
-  ASSERT_TRUE(server);
-  ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(2, 100));
-  server->Add("t", data.dataset);
-  const Uri uri = server->uri("t");
-  ASSERT_OK_AND_ASSIGN(auto raw, ConnectRaw(uri, uri.ferry));
-  const uint8_t three[] = {1, 2, 3};
-  const ByteSpan bad{three, 3};
-  ASSERT_OK(raw->SendTagged(kCreditTag, {&bad, 1}));
-  const ByteSpan ticket{"t", 1};
-  ASSERT_OK(raw->SendTagged(uri.want_data, {&ticket, 1}));
-  while (raw->Receive(5s).ok()) {
+  for (bool before_request : {true, false}) {
+    SCOPED_TRACE(before_request ? "before the request" : "while the server waits for one");
+    auto server = StartServer();
+    ASSERT_TRUE(server);
+    ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(2, 100));
+    server->Add("t", data.dataset);
+    const Uri uri = server->uri("t");
+    ASSERT_OK_AND_ASSIGN(auto raw, ConnectRaw(uri, uri.ferry));
+    const uint8_t three[] = {1, 2, 3};
+    const ByteSpan bad{three, 3};
+    const std::array<uint8_t, 8> none = EncodeCredit(0);
+    const ByteSpan window{none.data(), 8};
+    ASSERT_OK(raw->SendTagged(kCreditTag, {before_request ? &bad : &window, 1}));
+    const ByteSpan ticket{"t", 1};
+    ASSERT_OK(raw->SendTagged(uri.want_data, {&ticket, 1}));
+    if (!before_request) {
+      ASSERT_OK(raw->Receive(5s).status());  // the schema; then the server waits for a credit
+      ASSERT_OK(raw->SendTagged(kCreditTag, {&bad, 1}));
+    }
+    Status last;
+    do {
+      last = raw->Receive(5s).status();
+    } while (last.ok());
+    EXPECT_NE(last.code(), StatusCode::kDeadlineExceeded) << "the server did not hang up";
+    raw.reset();
+    ASSERT_TRUE(server->AwaitIdle(5s));
+    EXPECT_EQ(server->stats().sessions_failed, 1);
+    EXPECT_THAT(server->last_error(), ::testing::HasSubstr("bad credit: a credit body of 3 bytes"));
+    EXPECT_EQ(server->stats().batches_sent, 0);
   }
-  raw.reset();
-  ASSERT_TRUE(server->AwaitIdle(5s));
-  EXPECT_EQ(server->stats().sessions_failed, 1);
-  EXPECT_THAT(server->last_error(), ::testing::HasSubstr("bad credit: a credit body of 3 bytes"));
-  EXPECT_EQ(server->stats().batches_sent, 0);
 }
 
 TEST_P(ServerClient, AWindowNeedsFerrysExtensions) {
