@@ -145,14 +145,8 @@ TEST_P(AsyncDipc, TheConsumersRequestsAreThePlanesWindow) {
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream client, Open(*server, "t", options));
     AsyncRead r;
     ASSERT_OK(StartAsyncRead(&r, std::move(client), 2));
-    UniqueSchema schema;
-    ASSERT_EQ(r.reader->get_schema(r.reader.get(), schema.get()), 0);
-    std::vector<Json> got;
-    for (int b = 0; b < 3; ++b) {
-      UniqueDeviceArray batch;
-      ASSERT_EQ(r.reader->get_next(r.reader.get(), batch.get()), 0);
-      got.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), batch.get())));
-    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(r.reader.get(), 3));
+    ASSERT_EQ(got.size(), 3u);
     // 2 requested ahead and one per batch read: 5. The server sends them all, and, paced, no
     // more, whatever the wait.
     auto sent = [&] { return server->stats().batches_sent; };

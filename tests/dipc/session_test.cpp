@@ -262,15 +262,8 @@ TEST_P(ServerClient, APacedServerSendsNoMoreThanTheWindowPastWhatWasAsked) {
     ClientOptions options;
     options.window = window;
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t", options));
-    UniqueSchema schema;
-    ASSERT_EQ(s->get_schema(s.get(), schema.get()), 0);
-    std::vector<Json> got;
-    for (int64_t b = 0; b < kRead; ++b) {
-      UniqueDeviceArray batch;
-      ASSERT_EQ(s->get_next(s.get(), batch.get()), 0);
-      ASSERT_TRUE(batch.valid());
-      got.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), batch.get())));
-    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get(), kRead));
+    ASSERT_EQ(static_cast<int64_t>(got.size()), kRead);
     // kRead asked for: the server goes exactly `window` further, and stops there. Unpaced, it
     // sends everything (the region holds it all), which is what the count would catch.
     const int64_t bound = window < 0 ? kBatches : std::min(kBatches, kRead + window);
@@ -353,6 +346,40 @@ TEST_P(ServerClient, AMalformedCreditFailsTheSessionByName) {
     ASSERT_TRUE(server->AwaitIdle(5s));
     EXPECT_EQ(server->stats().sessions_failed, 1);
     EXPECT_THAT(server->last_error(), ::testing::HasSubstr("bad credit: a credit body of 3 bytes"));
+    EXPECT_EQ(server->stats().batches_sent, 0);
+  }
+}
+
+// A paced client that goes, or stops asking, while the server waits for its credit: the session
+// ends at once when it goes, and at the server's timeout (on its clock) when it stops, by name.
+TEST_P(ServerClient, APacedClientThatGoesOrStopsIsNotWaitedForBeyondTheTimeout) {
+  if (shape_.split) GTEST_SKIP() << "one URI";
+  for (bool stops : {false, true}) {
+    SCOPED_TRACE(stops ? "stops" : "goes");
+    auto clock = std::make_shared<ManualClock>();
+    ServerOptions options;
+    options.clock = clock;
+    auto server = StartServer(options);
+    ASSERT_TRUE(server);
+    ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(3, 100));
+    server->Add("t", data.dataset);
+    const Uri uri = server->uri("t");
+    ASSERT_OK_AND_ASSIGN(auto raw, ConnectRaw(uri, uri.ferry));
+    const std::array<uint8_t, 8> none = EncodeCredit(0);
+    const ByteSpan window{none.data(), 8};
+    ASSERT_OK(raw->SendTagged(kCreditTag, {&window, 1}));
+    const ByteSpan ticket{"t", 1};
+    ASSERT_OK(raw->SendTagged(uri.want_data, {&ticket, 1}));
+    ASSERT_OK(raw->Receive(5s).status());  // the schema
+    ASSERT_TRUE(clock->AwaitWaiters(1, 5s)) << "the session waits for a credit";
+    if (stops) {
+      clock->Advance(options.timeout + 1ms);
+      ASSERT_TRUE(testing::Within(5s, [&] { return server->stats().sessions_failed == 1; }));
+      EXPECT_THAT(server->last_error(), ::testing::HasSubstr("asked for no batch for 30000 ms"));
+    } else {
+      raw.reset();
+    }
+    ASSERT_TRUE(testing::Within(5s, [&] { return server->stats().clients_active == 0; }));
     EXPECT_EQ(server->stats().batches_sent, 0);
   }
 }

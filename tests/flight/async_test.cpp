@@ -83,14 +83,8 @@ TEST(FlightAsync, APacedReadSendsOnlyWhatWasRequested) {
     ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream, client->Get("t", options));
     testing::AsyncRead r;
     ASSERT_OK(testing::StartAsyncRead(&r, std::move(stream), 2));
-    UniqueSchema schema;
-    ASSERT_EQ(r.reader->get_schema(r.reader.get(), schema.get()), 0);
-    std::vector<Json> got;
-    for (int b = 0; b < 3; ++b) {
-      UniqueDeviceArray batch;
-      ASSERT_EQ(r.reader->get_next(r.reader.get(), batch.get()), 0);
-      got.push_back(Json::parse(testing::DeviceArrayToJson(schema.get(), batch.get())));
-    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(r.reader.get(), 3));
+    ASSERT_EQ(got.size(), 3u);
     auto sent = [&] { return dipc->stats().batches_sent - before; };
     const int64_t requested = r.producer->counters().requested;  // 2 ahead, 1 per batch read
     EXPECT_TRUE(testing::Within(5s, [&] { return sent() >= requested; }));

@@ -76,13 +76,13 @@ Status StreamFailure(ArrowDeviceArrayStream* stream, int rc) {
 }
 }  // namespace
 
-Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream) {
+Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream, int64_t limit) {
   UniqueSchema schema;
   if (int rc = stream->get_schema(stream, schema.get()); rc != 0) {
     return StreamFailure(stream, rc);
   }
   std::vector<nlohmann::json> out;
-  while (true) {
+  while (limit < 0 || static_cast<int64_t>(out.size()) < limit) {
     UniqueDeviceArray a;
     if (int rc = stream->get_next(stream, a.get()); rc != 0) {
       return StreamFailure(stream, rc);
@@ -90,6 +90,7 @@ Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream) 
     if (!a.valid()) return out;
     out.push_back(nlohmann::json::parse(DeviceArrayToJson(schema.get(), a.get())));
   }
+  return out;
 }
 
 BatchSource::BatchSource(UniqueSchema schema, std::vector<UniqueDeviceArray> batches, int fail_at)

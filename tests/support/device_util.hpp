@@ -63,9 +63,9 @@ Result<UniqueDeviceArray> CopyToDevice(const ArrowSchema* schema, const ArrowDev
 /// The JSON of a device array on any device (copied to the CPU with ferry), or the error text.
 std::string DeviceArrayToJson(const ArrowSchema* schema, const ArrowDeviceArray* array);
 
-/// Read a device stream to its end: each batch's rows as JSON (rendered as DeviceArrayToJson
-/// does), or the stream's error with its code and message.
-Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream);
+/// Read a device stream to its end, or `limit` batches of it when limit >= 0: each batch's rows
+/// as JSON (rendered as DeviceArrayToJson does), or the stream's error with its code and message.
+Result<std::vector<nlohmann::json>> DrainToJson(ArrowDeviceArrayStream* stream, int64_t limit = -1);
 
 }  // namespace ferry::testing
 
