@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <new>
 #include <vector>
@@ -14,15 +15,18 @@ class KeepAlive::Arena {
   explicit Arena(std::shared_ptr<const void> keep) : keep_(std::move(keep)) {}
 
   void Reserve(size_t n) {
-    if (!blocks_.empty() && blocks_.back().used + n <= blocks_.back().capacity) return;
+    const Block& block = Current();
+    if (block.used + n <= block.capacity) return;
     const size_t capacity = std::max<size_t>(n, 16);
-    blocks_.push_back(Block{std::allocator<Node>().allocate(capacity), capacity, 0});
+    more_.push_back(Block{std::allocator<Node>().allocate(capacity), capacity, 0});
   }
+
+  void Keep(std::shared_ptr<const void> also) { also_.push_back(std::move(also)); }
 
   Slots MakeNode(ArrowArray* out, int64_t length, int64_t null_count, int64_t offset,
                  const void* const* buffers, int64_t n_buffers, int64_t n_children) {
     Reserve(1);
-    Block& block = blocks_.back();
+    Block& block = Current();
     Node& node = *new (&block.nodes[block.used++]) Node();
     node.arena = this;
     const void** slots = node.inline_buffers;
@@ -33,9 +37,14 @@ class KeepAlive::Arena {
       for (int64_t i = 0; i < n_buffers; ++i) slots[i] = buffers[i];
     }
     if (n_children > 0) {
-      node.children = std::make_unique<ArrowArray[]>(static_cast<size_t>(n_children));
-      node.child_ptrs = std::make_unique<ArrowArray*[]>(static_cast<size_t>(n_children));
-      for (int64_t i = 0; i < n_children; ++i) node.child_ptrs[i] = &node.children[i];
+      // The children and the array of pointers to them that C reads, in one allocation.
+      const auto n = static_cast<size_t>(n_children);
+      node.child_block =
+          std::make_unique_for_overwrite<std::byte[]>(n * (sizeof(ArrowArray) + sizeof(void*)));
+      node.children = reinterpret_cast<ArrowArray*>(node.child_block.get());
+      node.child_ptrs =
+          reinterpret_cast<ArrowArray**>(node.child_block.get() + n * sizeof(ArrowArray));
+      for (size_t i = 0; i < n; ++i) node.child_ptrs[i] = new (&node.children[i]) ArrowArray{};
     }
     node.n_children = n_children;
     refs_.fetch_add(1, std::memory_order_relaxed);
@@ -46,10 +55,10 @@ class KeepAlive::Arena {
     out->n_buffers = n_buffers;
     out->buffers = n_buffers == 0 ? nullptr : slots;
     out->n_children = n_children;
-    out->children = n_children == 0 ? nullptr : node.child_ptrs.get();
+    out->children = n_children == 0 ? nullptr : node.child_ptrs;
     out->private_data = &node;
     out->release = &Arena::Release;
-    return Slots{node.children.get(), &node.dictionary};
+    return Slots{node.children, &node.dictionary};
   }
 
   void Unref() noexcept {
@@ -58,13 +67,16 @@ class KeepAlive::Arena {
 
  private:
   static constexpr int64_t kInlineBuffers = 3;
+  // A batch of a few columns fits in the arena's own allocation.
+  static constexpr size_t kInlineNodes = 4;
 
   struct Node {
     Arena* arena = nullptr;
     const void* inline_buffers[kInlineBuffers] = {};
-    std::vector<const void*> many_buffers;  // view types: more than three
-    std::unique_ptr<ArrowArray[]> children;
-    std::unique_ptr<ArrowArray*[]> child_ptrs;
+    std::vector<const void*> many_buffers;     // view types: more than three
+    std::unique_ptr<std::byte[]> child_block;  // children, then child_ptrs
+    ArrowArray* children = nullptr;
+    ArrowArray** child_ptrs = nullptr;
     int64_t n_children = 0;
     ArrowArray dictionary{};
   };
@@ -74,8 +86,11 @@ class KeepAlive::Arena {
     size_t used;
   };
 
+  Block& Current() { return more_.empty() ? first_ : more_.back(); }
+
   ~Arena() {
-    for (Block& b : blocks_) {
+    for (size_t i = 0; i < first_.used; ++i) first_.nodes[i].~Node();
+    for (Block& b : more_) {
       for (size_t i = 0; i < b.used; ++i) b.nodes[i].~Node();
       std::allocator<Node>().deallocate(b.nodes, b.capacity);
     }
@@ -94,7 +109,10 @@ class KeepAlive::Arena {
 
   std::atomic<int64_t> refs_{1};  // the KeepAlive's own, plus one per live node
   std::shared_ptr<const void> keep_;
-  std::vector<Block> blocks_;  // raw storage; nodes are constructed as they are handed out
+  std::vector<std::shared_ptr<const void>> also_;  // Keep's owners (most arenas have none)
+  alignas(Node) unsigned char inline_nodes_[kInlineNodes * sizeof(Node)];
+  Block first_{reinterpret_cast<Node*>(inline_nodes_), kInlineNodes, 0};
+  std::vector<Block> more_;  // raw storage; nodes are constructed as they are handed out
 };
 
 KeepAlive::KeepAlive(std::shared_ptr<const void> keep) : arena_(new Arena(std::move(keep))) {}
@@ -115,6 +133,8 @@ KeepAlive& KeepAlive::operator=(KeepAlive&& other) noexcept {
 }
 
 void KeepAlive::Reserve(size_t n) { arena_->Reserve(n); }
+
+void KeepAlive::Keep(std::shared_ptr<const void> also) { arena_->Keep(std::move(also)); }
 
 KeepAlive::Slots KeepAlive::MakeNode(ArrowArray* out, int64_t length, int64_t null_count,
                                      int64_t offset, const void* const* buffers, int64_t n_buffers,

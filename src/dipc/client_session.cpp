@@ -223,8 +223,9 @@ Result<SharedBytes> ClientSession::NextMetadata() {
       freer_->Flush();  // about to wait: the server may be waiting for these
       r = conn_->Receive(options_.timeout);
     }
-    FERRY_RETURN_NOT_OK(
-        Check(r.status(), "metadata (message " + std::to_string(metadata_.next()) + ")"));
+    if (!r.ok()) {
+      return Check(r.status(), "metadata (message " + std::to_string(metadata_.next()) + ")");
+    }
     FERRY_RETURN_NOT_OK(Hold(std::move(*r)));
   }
 }
@@ -277,7 +278,7 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   if (ahead && ahead->sequence != m.sequence) ahead.reset();
   Result<TaggedMessage> r =
       ahead ? Result<TaggedMessage>(std::move(ahead->body)) : ReceiveBody(m.sequence, info);
-  FERRY_RETURN_NOT_OK(Check(r.status(), "body (message " + std::to_string(m.sequence) + ")"));
+  if (!r.ok()) return Check(r.status(), "body (message " + std::to_string(m.sequence) + ")");
   FaultPoint("client", "body");
   FERRY_ASSIGN_OR_RAISE(BodyTag tag, ParseBodyTag(r->tag));
   if (tag.type == BodyType::kPacked && cuda_) {
@@ -297,8 +298,9 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   const std::span<const BufferRef> wanted = Wanted(m.flatbuffer, list, &needed, &picked);
   Result<FetchedBody> fetched = ahead && ahead->fetch ? ahead->fetch->Wait(options_.timeout)
                                                       : data_->Fetch(wanted, options_.timeout);
-  FERRY_RETURN_NOT_OK(
-      Check(fetched.status(), "fetch (message " + std::to_string(m.sequence) + ")"));
+  if (!fetched.ok()) {
+    return Check(fetched.status(), "fetch (message " + std::to_string(m.sequence) + ")");
+  }
   // While this batch is decoded and validated, the next one's buffers travel.
   FetchAhead();
   std::vector<ipc::BufferLocation> at;

@@ -2,7 +2,7 @@
 #include "ipc/array_loader.hpp"
 
 #include <bit>
-#include <deque>
+#include <list>
 
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/format/schema_view.hpp"
@@ -16,11 +16,12 @@ constexpr int kMaxDepth = 64;
 // Non-NULL storage for buffers of length 0 (an empty array's single zero offset included).
 alignas(64) const uint8_t kZeros[64] = {};
 
-// What a loaded batch keeps alive: the body and any decompressed or synthesized buffers.
+// What a loaded batch keeps alive: the body and any decompressed or synthesized buffers. Lists:
+// their elements stay put as more are added, and an empty one allocates nothing (a deque
+// allocates when made, and most batches need neither).
 struct BatchHolder {
-  std::shared_ptr<const void> body_owner;
-  std::deque<HostBuffer> decompressed;
-  std::deque<std::vector<int64_t>> variadic_sizes;
+  std::list<HostBuffer> decompressed;
+  std::list<std::vector<int64_t>> variadic_sizes;
 };
 
 // Where a node sits in the batch, rendered only for error messages.
@@ -65,13 +66,12 @@ class Loader {
         dictionaries_(dictionaries),
         budget_(decompress_limit),
         label_(std::move(label)),
-        holder_(std::make_shared<BatchHolder>()),
-        nodes_(holder_) {
-    holder_->body_owner = body.owner;
+        nodes_(body.owner) {
     swap_ = schema.big_endian != (std::endian::native == std::endian::big);
     if (batch != nullptr && batch->nodes() != nullptr) {
       // One allocation for every node of the batch (bounded by the metadata's size).
-      nodes_.Reserve(batch->nodes()->size());
+      // One more for the batch's root, which the decoder makes (TakeNodes).
+      nodes_.Reserve(batch->nodes()->size() + 1);
       sizes_.sizes.reserve(batch->buffers() ? batch->buffers()->size() : 0);
       sizes_.starts.reserve(batch->nodes()->size() + 1);
     }
@@ -123,12 +123,22 @@ class Loader {
   }
 
   BufferSizes TakeSizes() { return std::move(sizes_); }
+  KeepAlive TakeNodes() { return std::move(nodes_); }
   void set_preorder(const StreamSchema::Preorder* p) { preorder_ = p; }
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
   int64_t decompressed() const { return decompressed_; }
 
  private:
+  // What keeps the buffers made here, made (and kept by the nodes) on first use.
+  BatchHolder& Holder() {
+    if (holder_ == nullptr) {
+      holder_ = std::make_shared<BatchHolder>();
+      nodes_.Keep(holder_);
+    }
+    return *holder_;
+  }
+
   Status Fail(const Path& path, const std::string& why) const {
     const std::string where = path.Render();
     return Status::Invalid(label_ + (where.empty() ? "" : ", " + where) + ": " + why);
@@ -176,15 +186,15 @@ class Loader {
     if (!st.ok()) return Fail(path, where() + ": " + st.message());
     if (raw) return Slice{p + 8, length - 8};
     decompressed_ += before - budget_;
-    holder_->decompressed.push_back(std::move(out));
-    const HostBuffer& kept = holder_->decompressed.back();
+    Holder().decompressed.push_back(std::move(out));
+    const HostBuffer& kept = Holder().decompressed.back();
     return Slice{kept.size() == 0 ? kZeros : kept.data(), kept.size()};
   }
 
   // A native-order copy of a buffer written in the other byte order.
   Result<Slice> Swapped(const Slice& b, Swap kind) {
-    holder_->decompressed.emplace_back();
-    HostBuffer& copy = holder_->decompressed.back();
+    Holder().decompressed.emplace_back();
+    HostBuffer& copy = Holder().decompressed.back();
     FERRY_RETURN_NOT_OK(copy.Resize(b.size));
     SwapBytes(kind, b.data, copy.data(), b.size, /*to_native=*/true);
     decompressed_ += b.size;
@@ -351,8 +361,8 @@ class Loader {
         return Fail(path, "the variadic buffer count " + std::to_string(count) + " is outside 0.." +
                               std::to_string(left) + " (buffers left)");
       }
-      holder_->variadic_sizes.emplace_back();
-      std::vector<int64_t>& lengths = holder_->variadic_sizes.back();
+      Holder().variadic_sizes.emplace_back();
+      std::vector<int64_t>& lengths = Holder().variadic_sizes.back();
       for (int64_t k = 0; k < count; ++k) {
         FERRY_ASSIGN_OR_RAISE(Slice b, ReadBuffer(path, 2 + k));
         sizes_.sizes.push_back(b.size);
@@ -391,8 +401,8 @@ class Loader {
   const DictionaryLookup& dictionaries_;
   int64_t budget_;
   std::string label_;
-  std::shared_ptr<BatchHolder> holder_;
-  KeepAlive nodes_;  // every node of the batch, keeping holder_ alive
+  KeepAlive nodes_;  // every node of the batch, keeping the body and holder_ alive
+  std::shared_ptr<BatchHolder> holder_;  // made when a buffer is made here (Holder)
   const StreamSchema::Preorder* preorder_ = nullptr;
   Codec codec_ = Codec::kNone;
   bool swap_ = false;
@@ -460,6 +470,7 @@ Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns
   FERRY_RETURN_NOT_OK(loader.Init());
   UsePreorder(loader, columns, schema);
   LoadedColumns out;
+  out.columns.reserve(columns.size());
   for (size_t c = 0; c < columns.size(); ++c) {
     const ArrowSchema* column = columns[c];
     if (!selected.empty() && !selected[c]) {
@@ -477,6 +488,7 @@ Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns
   }
   FERRY_RETURN_NOT_OK(loader.Finish());
   out.buffer_sizes = loader.TakeSizes();
+  out.nodes = loader.TakeNodes();
   out.decompressed_bytes = loader.decompressed() + realigned;
   return out;
 }

@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/bytes.hpp"
+#include "ferry/core/keep_alive.hpp"
 #include "ipc/compression.hpp"
 #include "ipc/schema_flatbuffer.hpp"
 
@@ -39,6 +41,8 @@ struct LoadedColumns {
   BufferSizes buffer_sizes;
   /// Bytes allocated by decompression or by realigning a misaligned body (0 when zero-copy).
   int64_t decompressed_bytes = 0;
+  /// What made the columns' nodes, with room reserved for one more (the batch's root).
+  std::optional<KeepAlive> nodes;
 };
 
 /// Load the columns described by `columns` (schema nodes of `schema.root`) from `batch` over

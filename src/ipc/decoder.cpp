@@ -59,6 +59,13 @@ Status internal::ValidateLoaded(const ArrowSchema* schema, const ArrowArray* arr
                                 ValidationLevel level, const std::string& label) {
   if (level == ValidationLevel::kNone) return Status::OK();
   FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
+  return ValidateLoaded(view, array, sizes, skip_root, level, label);
+}
+
+Status internal::ValidateLoaded(ArrayView& view, const ArrowArray* array,
+                                const internal::BufferSizes& sizes, bool skip_root,
+                                ValidationLevel level, const std::string& label) {
+  if (level == ValidationLevel::kNone) return Status::OK();
   Status st = view.SetArray(array);
   if (st.ok()) {
     size_t next = 0;
@@ -134,11 +141,13 @@ Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int
   const fb::RecordBatch* batch = message->header_as_RecordBatch();
   if (const fb::DictionaryBatch* db = message->header_as_DictionaryBatch()) batch = db->data();
   if (batch != nullptr) {
-    const std::string where = Label(i) + ": the metadata's ";
-    FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->nodes(), data, where + "nodes vector"));
-    FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->buffers(), data, where + "buffers vector"));
+    const auto where = [&](const char* vector) {
+      return [this, i, vector] { return Label(i) + ": the metadata's " + vector; };
+    };
+    FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->nodes(), data, where("nodes vector")));
+    FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->buffers(), data, where("buffers vector")));
     FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->variadic_buffer_counts(), data,
-                                                where + "variadicBufferCounts vector"));
+                                                where("variadicBufferCounts vector")));
   }
   return message;
 }
@@ -170,12 +179,25 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
   UniqueArray out;
   const void* no_validity = nullptr;
   const KeepAlive::Slots root_slots =
-      KeepAlive().MakeNode(out.get(), batch->length(), 0, 0, &no_validity, 1, root->n_children);
+      loaded.nodes->MakeNode(out.get(), batch->length(), 0, 0, &no_validity, 1, root->n_children);
   for (size_t c = 0; c < loaded.columns.size(); ++c) {
     loaded.columns[c].move_to(&root_slots.children[c]);
   }
+  const ValidationLevel level = Validation();
+  if (level == ValidationLevel::kNone) return out;
+  std::unique_lock lock(batch_view_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    FERRY_RETURN_NOT_OK(
+        internal::ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, level, label));
+    return out;
+  }
+  if (!batch_view || batch_view_schema != root) {
+    FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(root));
+    batch_view.emplace(std::move(view));
+    batch_view_schema = root;
+  }
   FERRY_RETURN_NOT_OK(
-      internal::ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, Validation(), label));
+      internal::ValidateLoaded(*batch_view, out.get(), loaded.buffer_sizes, true, level, label));
   return out;
 }
 

@@ -5,11 +5,14 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "ferry/core/host_buffer.hpp"
+#include "ferry/format/array_view.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ipc/array_loader.hpp"
 #include "ipc/schema_flatbuffer.hpp"
@@ -41,6 +44,12 @@ struct Decoder::Impl {
   std::deque<DecodedMessage> events;
   int64_t index = 0;
   int64_t copied = 0;
+  // The view each batch is validated through, made from OutSchema() once (not per batch: a
+  // view's making is most of a small batch's validation). The mutex lets the file reader's
+  // concurrent random reads each take it or, finding it busy, make their own.
+  mutable std::mutex batch_view_mutex;
+  mutable std::optional<ArrayView> batch_view;
+  mutable const ArrowSchema* batch_view_schema = nullptr;
 
   std::string Label(int64_t i) const { return "message " + std::to_string(i); }
 
@@ -88,7 +97,11 @@ struct Decoder::Impl {
 
 namespace internal {
 
-/// Run validation on a freshly loaded tree, with the IPC buffer sizes the loader recorded.
+/// Run validation on a freshly loaded tree, with the IPC buffer sizes the loader recorded,
+/// through `view` (made from the tree's schema; reset by this call).
+Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const internal::BufferSizes& sizes,
+                      bool skip_root, ValidationLevel level, const std::string& label);
+/// The same through a view made now from `schema`.
 Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
                       const internal::BufferSizes& sizes, bool skip_root, ValidationLevel level,
                       const std::string& label);

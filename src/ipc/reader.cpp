@@ -158,9 +158,9 @@ Result<FileReader> FileReader::Open(SharedBytes file, const ReadOptions& options
   r.footer = fb::GetFooter(r.footer_storage.data());
   if (r.footer->schema() == nullptr) return Status::Invalid("the footer has no schema");
   FERRY_RETURN_NOT_OK(internal::CheckAligned8(r.footer->dictionaries(), r.footer_storage.data(),
-                                              "the footer's dictionaries vector"));
+                                              [] { return "the footer's dictionaries vector"; }));
   FERRY_RETURN_NOT_OK(internal::CheckAligned8(r.footer->record_batches(), r.footer_storage.data(),
-                                              "the footer's recordBatches vector"));
+                                              [] { return "the footer's recordBatches vector"; }));
   fb::MetadataVersion version = r.footer->version();
   if (version < fb::MetadataVersion::V4) {
     // Writers before 1.0 left the footer's version unset: take the schema message's.

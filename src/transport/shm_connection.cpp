@@ -133,10 +133,13 @@ class ShmConnection final : public Connection {
                             std::chrono::milliseconds /*timeout*/) override {
     FetchedBody out;
     out.buffers.reserve(refs.size());
-    std::shared_ptr<const Mapping> only;  // the one segment every ref lies in, if there is one
-    std::vector<std::shared_ptr<const Mapping>> of(refs.size());
+    // The one segment every ref lies in, as is usual (a batch's body is one block), or NULL.
+    std::shared_ptr<const Mapping> only;
+    std::vector<std::shared_ptr<const Mapping>> of;  // each ref's segment, only when they differ
     {
       std::lock_guard lock(regions_mutex_);
+      const Mapping* first = nullptr;
+      bool mixed = false;
       for (size_t i = 0; i < refs.size(); ++i) {
         const uint64_t index = refs[i].address >> kShmOffsetBits;
         const uint64_t offset = refs[i].address & kOffsetMask;
@@ -154,10 +157,15 @@ class ShmConnection final : public Connection {
               std::to_string(refs[i].length) + ") lies outside segment " + std::to_string(index) +
               " of " + std::to_string(it->second->size()) + " bytes");
         }
-        of[i] = it->second;
-        if (i == 0) only = it->second;
-        if (only != it->second) only = nullptr;
+        if (i == 0) first = it->second.get();
+        mixed = mixed || it->second.get() != first;
         out.buffers.push_back(BufferRef{offset, refs[i].length});
+      }
+      if (!refs.empty() && !mixed) only = regions_.find(refs[0].address >> kShmOffsetBits)->second;
+      if (mixed) {
+        of.reserve(refs.size());
+        for (const BufferRef& r : refs)
+          of.push_back(regions_.find(r.address >> kShmOffsetBits)->second);
       }
     }
     if (refs.empty() || only != nullptr) {
@@ -373,13 +381,13 @@ class ShmConnection final : public Connection {
               std::to_string(std::min(limit, kMaxPayload)) + " bytes";
         break;
       }
-      auto payload = std::make_shared<HostBuffer>();
-      if (!payload->Resize(static_cast<int64_t>(h.length)).ok()) {
+      Result<SharedBytes> payload = Allocate(h.length);
+      if (!payload.ok()) {
         why = "out of memory for a message of " + std::to_string(h.length) + " bytes";
         break;
       }
-      if (!ReadExactly(payload->data(), h.length)) break;
-      SharedBytes bytes{payload->data(), payload->size(), payload};
+      SharedBytes bytes = std::move(*payload);
+      if (!ReadExactly(const_cast<uint8_t*>(bytes.data), h.length)) break;
       // Frames that came in one read (a batch's metadata and its body's list) wake the receiver
       // once, with the last: RecvSome wakes it before it waits for more.
       const bool wake = stage_begin_ >= stage_end_;
@@ -390,6 +398,23 @@ class ShmConnection final : public Connection {
     }
     inbox_.Close(why);
     shutdown(fd_, SHUT_RDWR);
+  }
+
+  // Memory for a frame's payload. A small one (metadata, a buffer list, a small packed body) is
+  // one allocation with its owner, 16-aligned (Arrow asks 8 of a packed body's buffers); a large
+  // one a HostBuffer, 64-aligned.
+  static Result<SharedBytes> Allocate(uint64_t size) {
+    struct alignas(16) Block {
+      uint8_t bytes[16];
+    };
+    if (size <= kSmallFrameBytes) {
+      std::shared_ptr<Block[]> blocks = std::make_shared_for_overwrite<Block[]>((size + 15) / 16);
+      auto* data = reinterpret_cast<const uint8_t*>(blocks.get());
+      return SharedBytes{data, static_cast<int64_t>(size), std::move(blocks)};
+    }
+    auto buffer = std::make_shared<HostBuffer>();
+    FERRY_RETURN_NOT_OK(buffer->Resize(static_cast<int64_t>(size)));
+    return SharedBytes{buffer->data(), buffer->size(), buffer};
   }
 
   // A region frame: its descriptor arrived with the header. Map it read-only after checking
@@ -446,6 +471,7 @@ class ShmConnection final : public Connection {
   internal::Mailbox inbox_;
   std::deque<int> pending_fds_;  // reader thread only
   static constexpr size_t kStageBytes = 64 << 10;
+  static constexpr uint64_t kSmallFrameBytes = 64 << 10;
   std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);  // reader thread only
   size_t stage_begin_ = 0;
   size_t stage_end_ = 0;

@@ -128,5 +128,55 @@ TEST(KeepAlive, AForeignChildMovedInIsReleasedWithTheNode) {
   EXPECT_EQ(released, 1);
 }
 
+TEST(KeepAlive, AnOwnerKeptLaterGoesWithTheLastNodeToo) {
+  auto owner = std::make_shared<Watched>();
+  auto later = std::make_shared<Watched>();
+  std::weak_ptr<Watched> watch_owner = owner;
+  std::weak_ptr<Watched> watch_later = later;
+  const void* buffers[2] = {nullptr, later->values.data()};
+  UniqueArray array;
+  {
+    KeepAlive nodes(std::move(owner));
+    nodes.MakeNode(array.get(), 4, 0, 0, buffers, 2, 0);
+    nodes.Keep(std::move(later));  // after the node was made, as a decompressed buffer is
+  }
+  ASSERT_FALSE(watch_later.expired());
+  EXPECT_EQ(static_cast<const int32_t*>(array->buffers[1])[2], 3);
+  array.reset();
+  EXPECT_TRUE(watch_owner.expired());
+  EXPECT_TRUE(watch_later.expired());
+}
+
+// Past the nodes that come with the KeepAlive, and past a reserved block, every node still
+// reads back what it was given, and its children array is contiguous as C reads it.
+TEST(KeepAlive, ManyNodesAndChildrenReadBackWhatTheyWereGiven) {
+  auto owner = std::make_shared<Watched>();
+  std::weak_ptr<Watched> watch = owner;
+  constexpr int64_t kChildren = 40;
+  const void* none[1] = {nullptr};
+  const void* leaf[2] = {nullptr, owner->values.data()};
+  UniqueArray root;
+  {
+    KeepAlive nodes(std::move(owner));
+    nodes.Reserve(2);  // fewer than will be made: the rest come in further blocks
+    const KeepAlive::Slots slots = nodes.MakeNode(root.get(), 4, 0, 0, none, 1, kChildren);
+    for (int64_t i = 0; i < kChildren; ++i) {
+      nodes.MakeNode(&slots.children[i], i, 0, i % 3, leaf, 2, 0);
+    }
+  }
+  ASSERT_EQ(root->n_children, kChildren);
+  for (int64_t i = 0; i < kChildren; ++i) {
+    const ArrowArray* child = root->children[i];
+    ASSERT_NE(child, nullptr);
+    EXPECT_EQ(child->length, i);
+    EXPECT_EQ(child->offset, i % 3);
+    EXPECT_EQ(child->buffers[1], leaf[1]);
+    ASSERT_NE(child->release, nullptr);
+  }
+  ASSERT_FALSE(watch.expired());
+  root.reset();
+  EXPECT_TRUE(watch.expired());
+}
+
 }  // namespace
 }  // namespace ferry

@@ -26,8 +26,12 @@ class FERRY_EXPORT KeepAlive {
   KeepAlive(const KeepAlive&) = delete;
   KeepAlive& operator=(const KeepAlive&) = delete;
 
-  /// Room for `n` more nodes, in one allocation.
+  /// Room for `n` more nodes, in one allocation (the first few come with the KeepAlive).
   void Reserve(size_t n);
+
+  /// Keep `also` alive too, as long as `keep`: for owners found while the nodes are made (a
+  /// decompressed buffer's). Costs an allocation the first time.
+  void Keep(std::shared_ptr<const void> also);
 
   /// What the maker of a node fills: `children[0..n_children)` (zeroed structs) and the
   /// dictionary slot (set `out->dictionary = dictionary` once it is filled).
