@@ -335,9 +335,9 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   } else {
     // Recorded before sending: the client may free them before the send returns.
     std::lock_guard lock(mutex_);
-    for (uint64_t a : addresses) block_of_[a] = block;
     state_->addresses_lent += static_cast<int64_t>(addresses.size());
-    blocks_[block] = std::move(addresses);
+    block_addresses_ += static_cast<int64_t>(addresses.size());
+    blocks_[region.WireAddress(block)] = LentBlock{block, std::move(addresses)};
   }
   const std::vector<uint8_t> list = EncodeBufferList(pairs);
   const ByteSpan piece(list);
@@ -476,22 +476,26 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
         ++state_->addresses_freed;
         continue;
       }
-      auto it = block_of_.find(a);
-      if (it == block_of_.end()) {
+      auto it = blocks_.upper_bound(a);
+      std::vector<uint64_t>* left = nullptr;
+      if (it != blocks_.begin()) {
+        --it;
+        left = &it->second.left;
+        if (std::find(left->begin(), left->end(), a) == left->end()) left = nullptr;
+      }
+      if (left == nullptr) {
         ++state_->unknown_frees;
         state_->Log(
             Record(LogLevel::kWarning, "unknown_free",
                    "free_data names address " + Hex(a) + ", which this client does not hold"));
         continue;
       }
-      const int64_t block = it->second;
-      block_of_.erase(it);
+      left->erase(std::remove(left->begin(), left->end(), a), left->end());
+      --block_addresses_;
       ++state_->addresses_freed;
-      std::vector<uint64_t>& left = blocks_[block];
-      left.erase(std::remove(left.begin(), left.end(), a), left.end());
-      if (left.empty()) {
-        blocks_.erase(block);
-        state_->allocator->Free(block);
+      if (left->empty()) {
+        state_->allocator->Free(it->second.block);
+        blocks_.erase(it);
       }
     }
   }
@@ -511,7 +515,7 @@ Status Session::AwaitEnd() {
   std::unique_lock lock(mutex_);
   const bool ended = state_->options.clock->WaitFor(changed_, lock, state_->options.timeout,
                                                     [&] { return client_closed_ || dead_.load(); });
-  const size_t held = block_of_.size() + lent_.size();
+  const size_t held = static_cast<size_t>(block_addresses_) + lent_.size();
   if (client_closed_ && held > 0) {
     state_->Log(Record(LogLevel::kInfo, "addresses_unreturned",
                        "the client closed holding " + std::to_string(held) + " addresses; freed"));
@@ -529,12 +533,12 @@ Status Session::AwaitEnd() {
 void Session::FreeAll() {
   {
     std::lock_guard lock(mutex_);
-    int64_t held = static_cast<int64_t>(block_of_.size());
+    int64_t held = block_addresses_;
     for (const auto& [address, times] : lent_) held += times;
     state_->addresses_reclaimed += held;
-    for (const auto& [block, left] : blocks_) state_->allocator->Free(block);
+    for (const auto& [address, lent] : blocks_) state_->allocator->Free(lent.block);
     blocks_.clear();
-    block_of_.clear();
+    block_addresses_ = 0;
     lent_.clear();
   }
   changed_.notify_all();

@@ -160,9 +160,15 @@ class Session final {
   uint64_t credits_ = 0;
   std::atomic<bool> client_gone_{false};  // client_closed_, for waits that hold no mutex_
   bool unresponsive_ = false;             // the client neither freed nor closed in time
-  // Shared-region blocks lent to this client: block -> its distinct addresses not yet freed.
-  std::map<int64_t, std::vector<uint64_t>> blocks_;
-  std::map<uint64_t, int64_t> block_of_;  // address -> block
+  // Shared-region blocks lent to this client, by the wire address of each block's first byte
+  // (every address of a block is at or past it, and before the next block's): the block, and
+  // its distinct addresses not yet freed. One entry per batch, however many buffers it has.
+  struct LentBlock {
+    int64_t block = 0;
+    std::vector<uint64_t> left;
+  };
+  std::map<uint64_t, LentBlock> blocks_;
+  int64_t block_addresses_ = 0;  // addresses in blocks_, not yet freed
   std::map<uint64_t, int64_t> lent_;      // a kept dataset's address -> times lent, not freed
   std::thread serve_;
   std::thread frees_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "ferry/format/bits.hpp"
@@ -45,18 +46,55 @@ void StoreSigned(uint8_t* raw, int width, int64_t i, int64_t v) {
   }
 }
 
+// Where a node sits, rendered only for an error message: a column ("field \"x\"", "column 2",
+// "dictionary") and the steps below it.
+struct Where {
+  const Where* parent = nullptr;
+  const ArrowSchema* node = nullptr;  // a step: this child's schema
+  int64_t index = 0;
+  const char* root = nullptr;  // the column: its label when it has no name ("column", ...)
+
+  std::string Render() const {
+    // Appends only (GCC 12 warns spuriously on prepending to a temporary string).
+    std::string out;
+    if (parent != nullptr) out.append(parent->Render()).append(" > ");
+    const char* name = node != nullptr ? node->name : nullptr;
+    if (name != nullptr && *name != '\0') {
+      if (parent == nullptr) out.append("field ");
+      return out.append("\"").append(name).append("\"");
+    }
+    if (parent == nullptr) {
+      out.append(root);
+      if (index >= 0) out.append(" ").append(std::to_string(index));
+      return out;
+    }
+    return out.append("child ").append(std::to_string(index));
+  }
+};
+
 class Assembler {
  public:
-  Assembler(int64_t alignment, Codec codec, int level, bool swap_bytes)
-      : alignment_(alignment), codec_(codec), level_(level), swap_(swap_bytes) {}
+  // `nodes`: how many field nodes to make room for (a guess is fine: the vectors grow).
+  Assembler(int64_t alignment, Codec codec, int level, bool swap_bytes, size_t nodes)
+      : alignment_(alignment), codec_(codec), level_(level), swap_(swap_bytes) {
+    out_.nodes.reserve(nodes);
+    entries_.reserve(3 * nodes);
+  }
 
   AssembledBody& out() { return out_; }
 
   // Write node `a` of type `s` restricted to its buffer positions [offset, offset + length).
-  Status Node(const ArrowSchema* s, const ArrowArray* a, int64_t offset, int64_t length,
-              const std::string& path, int depth) {
-    if (depth > 64) return Status::Invalid(path + ": nesting is deeper than 64");
-    FERRY_ASSIGN_OR_RAISE(SchemaView v, SchemaView::Make(s));
+  // `types`, when given, is a view made from `s` whose parsed types are used (a writer makes one
+  // per stream); otherwise each node's type is parsed here.
+  Status Node(const ArrowSchema* s, const ArrayView* types, const ArrowArray* a, int64_t offset,
+              int64_t length, const Where& path, int depth) {
+    if (depth > 64) return Status::Invalid(path.Render() + ": nesting is deeper than 64");
+    std::optional<SchemaView> parsed;
+    if (types == nullptr) {
+      FERRY_ASSIGN_OR_RAISE(SchemaView made, SchemaView::Make(s));
+      parsed.emplace(std::move(made));
+    }
+    const SchemaView& v = types != nullptr ? types->type() : *parsed;
     const TypeId st = v.storage_type;
     const auto* buffers = reinterpret_cast<const uint8_t* const*>(a->buffers);
     const bool whole = offset == a->offset && length == a->length;
@@ -80,8 +118,8 @@ class Assembler {
         FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
         for (int64_t i = 0; i < a->n_children; ++i) {
           const ArrowArray* c = a->children[i];
-          FERRY_RETURN_NOT_OK(Node(s->children[i], c, c->offset + offset, length,
-                                   ChildPath(path, s, i), depth + 1));
+          FERRY_RETURN_NOT_OK(Node(s->children[i], Child(types, i), c, c->offset + offset, length,
+                                   Where{&path, s->children[i], i}, depth + 1));
         }
         return Status::OK();
       case TypeId::kBool:
@@ -107,8 +145,8 @@ class Assembler {
         int64_t last = 0;
         FERRY_RETURN_NOT_OK(Offsets(buffers[1], width, offset, length, &first, &last));
         const ArrowArray* c = a->children[0];
-        return Node(s->children[0], c, c->offset + first, last - first, ChildPath(path, s, 0),
-                    depth + 1);
+        return Node(s->children[0], Child(types, 0), c, c->offset + first, last - first,
+                    Where{&path, s->children[0], 0}, depth + 1);
       }
       case TypeId::kListView:
       case TypeId::kLargeListView: {
@@ -119,14 +157,15 @@ class Assembler {
         FERRY_RETURN_NOT_OK(Span(buffers[2] + offset * width, length * width, kind));
         // Views index the whole child: write it whole.
         const ArrowArray* c = a->children[0];
-        return Node(s->children[0], c, c->offset, c->length, ChildPath(path, s, 0), depth + 1);
+        return Node(s->children[0], Child(types, 0), c, c->offset, c->length,
+                    Where{&path, s->children[0], 0}, depth + 1);
       }
       case TypeId::kFixedSizeList: {
         FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
         const int64_t n = v.fixed_size;
         const ArrowArray* c = a->children[0];
-        return Node(s->children[0], c, c->offset + offset * n, length * n, ChildPath(path, s, 0),
-                    depth + 1);
+        return Node(s->children[0], Child(types, 0), c, c->offset + offset * n, length * n,
+                    Where{&path, s->children[0], 0}, depth + 1);
       }
       case TypeId::kSparseUnion:
       case TypeId::kDenseUnion: {
@@ -137,20 +176,21 @@ class Assembler {
         for (int64_t i = 0; i < a->n_children; ++i) {
           const ArrowArray* c = a->children[i];
           const bool sparse = st == TypeId::kSparseUnion;
-          FERRY_RETURN_NOT_OK(Node(s->children[i], c, sparse ? c->offset + offset : c->offset,
-                                   sparse ? length : c->length, ChildPath(path, s, i), depth + 1));
+          FERRY_RETURN_NOT_OK(
+              Node(s->children[i], Child(types, i), c, sparse ? c->offset + offset : c->offset,
+                   sparse ? length : c->length, Where{&path, s->children[i], i}, depth + 1));
         }
         return Status::OK();
       }
       case TypeId::kRunEndEncoded:
-        return RunEndEncoded(s, a, offset, length, path, depth);
+        return RunEndEncoded(s, types, a, offset, length, path, depth);
       case TypeId::kBinaryView:
       case TypeId::kStringView: {
         FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
         FERRY_RETURN_NOT_OK(Span(buffers[1] + offset * 16, length * 16, Swap::kView));
         const int64_t n_variadic = a->n_buffers - 3;
         if (n_variadic < 0)
-          return Status::Invalid(path + ": a view array needs at least 3 buffers");
+          return Status::Invalid(path.Render() + ": a view array needs at least 3 buffers");
         const auto* sizes = reinterpret_cast<const int64_t*>(a->buffers[a->n_buffers - 1]);
         for (int64_t k = 0; k < n_variadic; ++k) {
           FERRY_RETURN_NOT_OK(Span(buffers[2 + k], sizes[k]));
@@ -172,17 +212,22 @@ class Assembler {
  private:
   // A run-end encoded slice: only the runs it touches, with run ends rebased to the slice (a
   // copy of those run ends; the values go out in place).
-  Status RunEndEncoded(const ArrowSchema* s, const ArrowArray* a, int64_t offset, int64_t length,
-                       const std::string& path, int depth) {
+  Status RunEndEncoded(const ArrowSchema* s, const ArrayView* types, const ArrowArray* a,
+                       int64_t offset, int64_t length, const Where& path, int depth) {
     const ArrowArray* ends = a->children[0];
     const ArrowArray* values = a->children[1];
     if (offset == 0 && length == a->length && ends->offset == 0) {
-      FERRY_RETURN_NOT_OK(
-          Node(s->children[0], ends, 0, ends->length, ChildPath(path, s, 0), depth + 1));
-      return Node(s->children[1], values, values->offset, values->length, ChildPath(path, s, 1),
-                  depth + 1);
+      FERRY_RETURN_NOT_OK(Node(s->children[0], Child(types, 0), ends, 0, ends->length,
+                               Where{&path, s->children[0], 0}, depth + 1));
+      return Node(s->children[1], Child(types, 1), values, values->offset, values->length,
+                  Where{&path, s->children[1], 1}, depth + 1);
     }
-    FERRY_ASSIGN_OR_RAISE(SchemaView ev, SchemaView::Make(s->children[0]));
+    std::optional<SchemaView> parsed;
+    if (types == nullptr) {
+      FERRY_ASSIGN_OR_RAISE(SchemaView made, SchemaView::Make(s->children[0]));
+      parsed.emplace(std::move(made));
+    }
+    const SchemaView& ev = types != nullptr ? types->child(0).type() : *parsed;
     const int width = ev.layout.element_size_bits[1] / 8;
     const auto* raw = static_cast<const uint8_t*>(ends->buffers[1]) + ends->offset * width;
     auto load = [&](int64_t k) { return LoadSigned(raw, width, k); };
@@ -203,7 +248,7 @@ class Assembler {
       int64_t last = first;
       while (last < ends->length && load(last) < offset + length) ++last;
       if (last >= ends->length)
-        return Status::Invalid(path + ": the run ends stop before the slice's end");
+        return Status::Invalid(path.Render() + ": the run ends stop before the slice's end");
       count = last - first + 1;
     }
     out_.nodes.emplace_back(count, 0);
@@ -215,14 +260,12 @@ class Assembler {
     }
     out_.copied += copy.size();
     FERRY_RETURN_NOT_OK(Span(copy.data(), copy.size(), SwapOf(ev, 1)));
-    return Node(s->children[1], values, values->offset + first, count, ChildPath(path, s, 1),
-                depth + 1);
+    return Node(s->children[1], Child(types, 1), values, values->offset + first, count,
+                Where{&path, s->children[1], 1}, depth + 1);
   }
 
-  static std::string ChildPath(const std::string& path, const ArrowSchema* s, int64_t i) {
-    const char* name = s->children[i]->name;
-    return path + " > " +
-           (name && *name ? std::string("\"") + name + "\"" : "child " + std::to_string(i));
+  static const ArrayView* Child(const ArrayView* types, int64_t i) {
+    return types != nullptr ? &types->child(i) : nullptr;
   }
 
   Status Validity(const uint8_t* const* buffers, int64_t null_count, int64_t offset,
@@ -293,6 +336,9 @@ class Assembler {
   // Compress (in parallel when the body is large), then assign offsets and padding.
   Status Finish() {
     if (codec_ != Codec::kNone) FERRY_RETURN_NOT_OK(CompressAll());
+    out_.buffers.reserve(entries_.size());
+    out_.buffer_data.reserve(entries_.size());
+    out_.pieces.reserve(2 * entries_.size());
     for (const Entry& e : entries_) {
       out_.buffers.emplace_back(out_.body_length, e.size);
       out_.buffer_data.push_back(e.size > 0 ? e.data : nullptr);
@@ -352,7 +398,8 @@ class Assembler {
 }  // namespace
 
 Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray* root,
-                                    int64_t alignment, Codec codec, int level, bool swap_bytes) {
+                                    int64_t alignment, Codec codec, int level, bool swap_bytes,
+                                    const ArrayView* types) {
   if (root == nullptr || root->release == nullptr) {
     return Status::Invalid("the batch is NULL or released");
   }
@@ -363,17 +410,16 @@ Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray*
   if (root->null_count != 0 && root->n_buffers > 0 && root->buffers[0] != nullptr) {
     return Status::Invalid("the batch's top-level struct has nulls, which IPC cannot carry");
   }
-  Assembler a(alignment, codec, level, swap_bytes);
+  Assembler a(alignment, codec, level, swap_bytes, static_cast<size_t>(root->n_children) + 4);
   for (int64_t i = 0; i < root->n_children; ++i) {
     const ArrowArray* c = root->children[i];
     if (c == nullptr || c->release == nullptr || c->length < root->offset + root->length) {
       return Status::Invalid("column " + std::to_string(i) +
                              " is NULL, released or shorter than the batch");
     }
-    const char* name = schema->children[i]->name;
-    FERRY_RETURN_NOT_OK(a.Node(
-        schema->children[i], c, c->offset + root->offset, root->length,
-        name && *name ? "field \"" + std::string(name) + "\"" : "column " + std::to_string(i), 1));
+    const Where column{nullptr, schema->children[i], i, "column"};
+    FERRY_RETURN_NOT_OK(a.Node(schema->children[i], types != nullptr ? &types->child(i) : nullptr,
+                               c, c->offset + root->offset, root->length, column, 1));
   }
   a.out().length = root->length;
   FERRY_RETURN_NOT_OK(a.Finish());
@@ -385,8 +431,9 @@ Result<AssembledBody> AssembleArray(const ArrowSchema* schema, const ArrowArray*
   if (array == nullptr || array->release == nullptr) {
     return Status::Invalid("the dictionary is NULL or released");
   }
-  Assembler a(alignment, codec, level, swap_bytes);
-  FERRY_RETURN_NOT_OK(a.Node(schema, array, array->offset, array->length, "dictionary", 1));
+  Assembler a(alignment, codec, level, swap_bytes, 4);
+  const Where dictionary{nullptr, nullptr, -1, "dictionary"};
+  FERRY_RETURN_NOT_OK(a.Node(schema, nullptr, array, array->offset, array->length, dictionary, 1));
   a.out().length = array->length;
   FERRY_RETURN_NOT_OK(a.Finish());
   return std::move(a.out());

@@ -3,12 +3,13 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <string>
 #include <vector>
 
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/core/host_buffer.hpp"
+#include "ferry/format/array_view.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ipc/compression.hpp"
 #include "ipc/flatbuffers.hpp"
@@ -26,7 +27,7 @@ struct AssembledBody {
   /// Where each of `buffers` is now (NULL for an empty buffer), for writers that send buffers
   /// apart rather than packed.
   std::vector<const void*> buffer_data;
-  std::deque<HostBuffer> owned;
+  std::list<HostBuffer> owned;  // a list: empty (as it mostly is), it allocates nothing
   int64_t body_length = 0;
   /// Bytes copied into `owned` (0 when every buffer went out in place).
   int64_t copied = 0;
@@ -34,10 +35,11 @@ struct AssembledBody {
 
 /// Lay out the columns of `root` (a struct array of `schema`) as one body. `alignment` (8 or 64)
 /// pads every buffer. Slices are written as their visible range only. `swap_bytes` writes the
-/// other byte order (every multi-byte buffer is then a swapped copy).
+/// other byte order (every multi-byte buffer is then a swapped copy). `types`, when given, is a
+/// view made from `schema` (its parsed types spare parsing each node's for every batch).
 Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray* root,
                                     int64_t alignment, Codec codec, int level,
-                                    bool swap_bytes = false);
+                                    bool swap_bytes = false, const ArrayView* types = nullptr);
 
 /// Lay out one array (a dictionary's values) as a one-column body.
 Result<AssembledBody> AssembleArray(const ArrowSchema* schema, const ArrowArray* array,

@@ -288,7 +288,7 @@ struct StreamWriter::Impl {
     FERRY_ASSIGN_OR_RAISE(internal::AssembledBody body,
                           internal::AssembleBatch(schema.get(), batch, options.alignment,
                                                   CodecOf(options.compression),
-                                                  options.compression_level, Swapping()));
+                                                  options.compression_level, Swapping(), &*view));
     flatbuffers::FlatBufferBuilder b;
     auto table = BatchTable(b, body);
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::KeyValue>>> metadata = 0;
