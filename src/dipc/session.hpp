@@ -168,8 +168,8 @@ class Session final {
     std::vector<uint64_t> left;
   };
   std::map<uint64_t, LentBlock> blocks_;
-  int64_t block_addresses_ = 0;  // addresses in blocks_, not yet freed
-  std::map<uint64_t, int64_t> lent_;      // a kept dataset's address -> times lent, not freed
+  int64_t block_addresses_ = 0;       // addresses in blocks_, not yet freed
+  std::map<uint64_t, int64_t> lent_;  // a kept dataset's address -> times lent, not freed
   std::thread serve_;
   std::thread frees_;
 };
