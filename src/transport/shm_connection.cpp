@@ -400,15 +400,29 @@ class ShmConnection final : public Connection {
     shutdown(fd_, SHUT_RDWR);
   }
 
-  // Memory for a frame's payload. A small one (metadata, a buffer list, a small packed body) is
-  // one allocation with its owner, 16-aligned (Arrow asks 8 of a packed body's buffers); a large
-  // one a HostBuffer, 64-aligned.
-  static Result<SharedBytes> Allocate(uint64_t size) {
+  // Memory for a frame's payload (reader thread only). A small one (metadata, a buffer list, a
+  // free_data) is carved from a slab the frames share, so the reader does not allocate per frame
+  // (allocations made here and freed on the caller's thread made glibc grow and trim this
+  // thread's heap, zeroing fresh pages, batch after batch); a slab goes with its last frame, so
+  // a frame held long holds at most kSlabBytes. A larger one (a packed body) is one allocation
+  // with its owner, 16-aligned (Arrow asks 8 of a packed body's buffers), or past
+  // kSmallFrameBytes a HostBuffer, 64-aligned.
+  Result<SharedBytes> Allocate(uint64_t size) {
     struct alignas(16) Block {
       uint8_t bytes[16];
     };
+    const uint64_t rounded = (size + 15) / 16 * 16;
+    if (rounded <= kSlabFrameBytes) {
+      if (slab_ == nullptr || slab_used_ + rounded > kSlabBytes) {
+        slab_ = std::make_shared_for_overwrite<Block[]>(kSlabBytes / 16);
+        slab_used_ = 0;
+      }
+      const uint8_t* data = reinterpret_cast<const uint8_t*>(slab_.get()) + slab_used_;
+      slab_used_ += rounded;
+      return SharedBytes{data, static_cast<int64_t>(size), slab_};
+    }
     if (size <= kSmallFrameBytes) {
-      std::shared_ptr<Block[]> blocks = std::make_shared_for_overwrite<Block[]>((size + 15) / 16);
+      std::shared_ptr<Block[]> blocks = std::make_shared_for_overwrite<Block[]>(rounded / 16);
       auto* data = reinterpret_cast<const uint8_t*>(blocks.get());
       return SharedBytes{data, static_cast<int64_t>(size), std::move(blocks)};
     }
@@ -472,6 +486,10 @@ class ShmConnection final : public Connection {
   std::deque<int> pending_fds_;  // reader thread only
   static constexpr size_t kStageBytes = 64 << 10;
   static constexpr uint64_t kSmallFrameBytes = 64 << 10;
+  static constexpr uint64_t kSlabBytes = 64 << 10;
+  static constexpr uint64_t kSlabFrameBytes = 1 << 10;
+  std::shared_ptr<const void> slab_;  // reader thread only: the slab small frames come from
+  uint64_t slab_used_ = 0;
   std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);  // reader thread only
   size_t stage_begin_ = 0;
   size_t stage_end_ = 0;

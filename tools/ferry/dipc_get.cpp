@@ -37,9 +37,10 @@ void OnGetSignal(int sig) {
   _exit(128 + sig);
 }
 
-// Bytes of a batch as the layout implies them (visible slice and offsets included).
-int64_t BatchBytes(const ArrowSchema* schema, const ArrowDeviceArray* batch) {
-  Result<DeviceArrayView> view = DeviceArrayView::Make(schema);
+// Bytes of a batch as the layout implies them (visible slice and offsets included), through
+// `view`, made once from the stream's schema (not per batch: making one costs more than a small
+// batch's reading).
+int64_t BatchBytes(Result<DeviceArrayView>& view, const ArrowDeviceArray* batch) {
   if (!view.ok() || !view->SetArray(batch).ok()) return 0;
   return ViewBytes(view->array_view());
 }
@@ -267,6 +268,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  Result<DeviceArrayView> sizes = DeviceArrayView::Make(schema.get());
   while (true) {
     UniqueDeviceArray batch;
     const DeviceStats before = counted != nullptr ? counted->stats() : DeviceStats{};
@@ -283,7 +285,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     if (!batch.valid()) break;
     ++batches;
     rows += batch->array.length;
-    bytes += BatchBytes(schema.get(), batch.get());
+    bytes += BatchBytes(sizes, batch.get());
     if (writer) {
       const Status st = writer->WriteDeviceBatch(batch.get());
       if (!st.ok()) return Fail(o.to, st);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "ferry/core/stream_adapter.hpp"
@@ -71,11 +72,13 @@ Result<std::unique_ptr<flight::Client>> Connect(const std::string& uri,
   return flight::Client::Connect(uri, options);
 }
 
-// Bytes of a host batch's buffers (as `ferry get` counts them).
-int64_t HostBatchBytes(const ArrowSchema* schema, const ArrowArray* batch) {
-  Result<ArrayView> view = ArrayView::Make(schema);
-  if (!view.ok() || !view->SetArray(batch).ok()) return 0;
-  return ViewBytes(*view);
+// Bytes of a host batch's buffers (as `ferry get` counts them), through `view`, made once from
+// the stream's schema.
+int64_t HostBatchBytes(std::optional<Result<ArrayView>>& view, const ArrowSchema* schema,
+                       const ArrowArray* batch) {
+  if (!view) view.emplace(ArrayView::Make(schema));
+  if (!view->ok() || !(*view)->SetArray(batch).ok()) return 0;
+  return ViewBytes(**view);
 }
 
 // Forwards a stream, counting what passes and drawing progress on a terminal.
@@ -92,7 +95,7 @@ class CountingProducer final : public ArrayProducer {
     if (out->release == nullptr) return Status::OK();
     ++counts->batches;
     counts->rows += out->length;
-    counts->bytes += HostBatchBytes(schema_.get(), out);
+    counts->bytes += HostBatchBytes(sizes_, schema_.get(), out);
     if (bar_) {
       const double t =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -113,6 +116,7 @@ class CountingProducer final : public ArrayProducer {
  private:
   UniqueArrayStream inner_;
   UniqueSchema schema_;
+  std::optional<Result<ArrayView>> sizes_;  // counts each batch's bytes (HostBatchBytes)
   bool bar_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
