@@ -23,6 +23,7 @@
 
 #include "ferry/core/hex.hpp"
 #include "ferry/core/host_buffer.hpp"
+#include "transport/frame_memory.hpp"
 #include "transport/mailbox.hpp"
 #include "transport/shm_common.hpp"
 
@@ -138,7 +139,6 @@ class ShmConnection final : public Connection {
     std::vector<std::shared_ptr<const Mapping>> of;  // each ref's segment, only when they differ
     {
       std::lock_guard lock(regions_mutex_);
-      const Mapping* first = nullptr;
       bool mixed = false;
       for (size_t i = 0; i < refs.size(); ++i) {
         const uint64_t index = refs[i].address >> kShmOffsetBits;
@@ -157,12 +157,12 @@ class ShmConnection final : public Connection {
               std::to_string(refs[i].length) + ") lies outside segment " + std::to_string(index) +
               " of " + std::to_string(it->second->size()) + " bytes");
         }
-        if (i == 0) first = it->second.get();
-        mixed = mixed || it->second.get() != first;
+        if (i == 0) only = it->second;
+        mixed = mixed || it->second != only;
         out.buffers.push_back(BufferRef{offset, refs[i].length});
       }
-      if (!refs.empty() && !mixed) only = regions_.find(refs[0].address >> kShmOffsetBits)->second;
       if (mixed) {
+        only = nullptr;
         of.reserve(refs.size());
         for (const BufferRef& r : refs)
           of.push_back(regions_.find(r.address >> kShmOffsetBits)->second);
@@ -381,7 +381,7 @@ class ShmConnection final : public Connection {
               std::to_string(std::min(limit, kMaxPayload)) + " bytes";
         break;
       }
-      Result<SharedBytes> payload = Allocate(h.length);
+      Result<SharedBytes> payload = frames_.Allocate(h.length);
       if (!payload.ok()) {
         why = "out of memory for a message of " + std::to_string(h.length) + " bytes";
         break;
@@ -398,37 +398,6 @@ class ShmConnection final : public Connection {
     }
     inbox_.Close(why);
     shutdown(fd_, SHUT_RDWR);
-  }
-
-  // Memory for a frame's payload (reader thread only). A small one (metadata, a buffer list, a
-  // free_data) is carved from a slab the frames share, so the reader does not allocate per frame
-  // (allocations made here and freed on the caller's thread made glibc grow and trim this
-  // thread's heap, zeroing fresh pages, batch after batch); a slab goes with its last frame, so
-  // a frame held long holds at most kSlabBytes. A larger one (a packed body) is one allocation
-  // with its owner, 16-aligned (Arrow asks 8 of a packed body's buffers), or past
-  // kSmallFrameBytes a HostBuffer, 64-aligned.
-  Result<SharedBytes> Allocate(uint64_t size) {
-    struct alignas(16) Block {
-      uint8_t bytes[16];
-    };
-    const uint64_t rounded = (size + 15) / 16 * 16;
-    if (rounded <= kSlabFrameBytes) {
-      if (slab_ == nullptr || slab_used_ + rounded > kSlabBytes) {
-        slab_ = std::make_shared_for_overwrite<Block[]>(kSlabBytes / 16);
-        slab_used_ = 0;
-      }
-      const uint8_t* data = reinterpret_cast<const uint8_t*>(slab_.get()) + slab_used_;
-      slab_used_ += rounded;
-      return SharedBytes{data, static_cast<int64_t>(size), slab_};
-    }
-    if (size <= kSmallFrameBytes) {
-      std::shared_ptr<Block[]> blocks = std::make_shared_for_overwrite<Block[]>(rounded / 16);
-      auto* data = reinterpret_cast<const uint8_t*>(blocks.get());
-      return SharedBytes{data, static_cast<int64_t>(size), std::move(blocks)};
-    }
-    auto buffer = std::make_shared<HostBuffer>();
-    FERRY_RETURN_NOT_OK(buffer->Resize(static_cast<int64_t>(size)));
-    return SharedBytes{buffer->data(), buffer->size(), buffer};
   }
 
   // A region frame: its descriptor arrived with the header. Map it read-only after checking
@@ -485,11 +454,7 @@ class ShmConnection final : public Connection {
   internal::Mailbox inbox_;
   std::deque<int> pending_fds_;  // reader thread only
   static constexpr size_t kStageBytes = 64 << 10;
-  static constexpr uint64_t kSmallFrameBytes = 64 << 10;
-  static constexpr uint64_t kSlabBytes = 64 << 10;
-  static constexpr uint64_t kSlabFrameBytes = 1 << 10;
-  std::shared_ptr<const void> slab_;  // reader thread only: the slab small frames come from
-  uint64_t slab_used_ = 0;
+  FrameMemory frames_;                                              // reader thread only
   std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);  // reader thread only
   size_t stage_begin_ = 0;
   size_t stage_end_ = 0;
