@@ -9,8 +9,9 @@
 //       server a batch when it asks (made beforehand: see LiveProducer), writing its clock into
 //       x[0] just before, and, with RATE > 0, hands batch i over at start + i / RATE. Prints
 //       "READY <uri>" and serves until its stdin closes.
-//   ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP
-//       VALIDATION full|default; STAMPED 1 where the batches carry their producer's clock.
+//   ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP SPIN_US
+//       VALIDATION full|default; STAMPED 1 where the batches carry their producer's clock;
+//       SPIN_US the client's spin before it sleeps (ClientOptions::spin, 0: none).
 //       Connects, drains, and prints one JSON line: the batches a second from the connected
 //       stream to its end (the connection's set-up apart), and with STAMPED the one-way latency
 //       of each batch (its arrival at the caller minus x[0]) as p50, p99 and p99.9 after WARMUP
@@ -202,6 +203,7 @@ int Read(char** argv) {
   const bool stamped = std::strcmp(argv[4], "1") == 0;
   const int64_t warmup = std::atoll(argv[5]);
   dipc::ClientOptions o;
+  o.spin = std::chrono::microseconds(std::atoll(argv[6]));
   o.read.validation = validation == "full" ? ValidationLevel::kFull : ValidationLevel::kDefault;
   o.connect_timeout = std::chrono::milliseconds(10000);
   const int64_t connect_start = NowNs();
@@ -248,10 +250,11 @@ int Read(char** argv) {
 
 int main(int argc, char** argv) {
   if (argc == 9 && std::strcmp(argv[1], "serve") == 0) return ferry::bench::Serve(argv + 2);
-  if (argc == 8 && std::strcmp(argv[1], "read") == 0) return ferry::bench::Read(argv + 2);
-  std::fprintf(stderr,
-               "usage: ferry_small_batches serve TRANSPORT BODY MODE ROWS BATCHES RATE LISTEN\n"
-               "       ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP\n"
-               "(bench/dipc/small_batches.py runs it; see the head of small_batches.cpp)\n");
+  if (argc == 9 && std::strcmp(argv[1], "read") == 0) return ferry::bench::Read(argv + 2);
+  std::fprintf(
+      stderr,
+      "usage: ferry_small_batches serve TRANSPORT BODY MODE ROWS BATCHES RATE LISTEN\n"
+      "       ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP SPIN_US\n"
+      "(bench/dipc/small_batches.py runs it; see the head of small_batches.cpp)\n");
   return 2;
 }

@@ -18,6 +18,8 @@ The cases:
   ferry shm kept full  the same, the client validating every batch fully
   ferry shm live       a producer makes each batch (a copy of a template) as the server asks;
                        type-1 bodies into the shared region
+  ferry shm live, no spin  the same, the client sleeping at once when it finds nothing (every
+                       other ferry case spins --ferry-spin µs first, the client's default)
   ferry ucx t0 / t1    the same producer over UCX on this host (ferry=1: UCX's shared memory),
                        packed bodies and buffer lists
   ferry tcp t0 / t1    over UCX between two network namespaces (UCX_TLS=tcp,self)
@@ -70,11 +72,12 @@ class Ferry:
     """ferry_small_batches: a server (wrapped in a namespace where `server_wrap` says) and a
     client (in `client_wrap`)."""
 
-    def __init__(self, tree):
+    def __init__(self, tree, spin):
         self.exe = os.path.join(tree, "ferry_small_batches")
+        self.spin = spin
 
     def run(self, transport, body, mode, rows, batches, rate, validation="default",
-            listen="-", server_wrap=(), client_wrap=(), env=None):
+            listen="-", server_wrap=(), client_wrap=(), env=None, spin=None):
         server = subprocess.Popen(
             [*server_wrap, self.exe, "serve", transport, body, mode, str(rows), str(batches),
              str(rate), listen], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
@@ -84,7 +87,8 @@ class Ferry:
                 raise RuntimeError(f"the ferry server did not start ({transport}, body {body})")
             stamped = "1" if mode == "live" else "0"
             r = subprocess.run([*client_wrap, self.exe, "read", ready[1], validation, str(batches),
-                                str(rows), stamped, str(warmup(batches))],
+                                str(rows), stamped, str(warmup(batches)),
+                                str(self.spin if spin is None else spin)],
                                capture_output=True, text=True, timeout=TIMEOUT, env=env)
             if r.returncode != 0:
                 raise RuntimeError(f"the ferry client failed: {r.stderr[-2000:]}")
@@ -151,7 +155,7 @@ def perftest(test, size, iters, server_wrap=(), client_wrap=(), address="127.0.0
 
 
 def measure(args, rows, hosts):
-    ferry = Ferry(args.tree)
+    ferry = Ferry(args.tree, args.ferry_spin)
     n, m, rate = args.batches, args.latency_batches, args.rate
     results = {}
 
@@ -164,6 +168,8 @@ def measure(args, rows, hosts):
     case("ferry shm kept full", ferry.run("shm", "1", "kept", rows, n, 0, "full"))
     case("ferry shm live", ferry.run("shm", "1", "live", rows, n, 0),
          ferry.run("shm", "1", "live", rows, m, rate))
+    case("ferry shm live, no spin", ferry.run("shm", "1", "live", rows, n, 0, spin=0),
+         ferry.run("shm", "1", "live", rows, m, rate, spin=0))
     for body in ("0", "1"):
         case(f"ferry ucx t{body}", ferry.run("ucx", body, "live", rows, n, 0, listen="127.0.0.1:0"),
              ferry.run("ucx", body, "live", rows, m, rate, listen="127.0.0.1:0"))
@@ -315,6 +321,9 @@ def main():
                         help="batches a second in a latency run")
     parser.add_argument("--spin", type=int, default=20000,
                         help="the C ring's spins before it sleeps, in its spinning case")
+    parser.add_argument("--ferry-spin", type=int, default=50,
+                        help="ferry's client spin in µs (dipc::ClientOptions::spin; its default "
+                             "is 50), in every ferry case but the one with no spin")
     parser.add_argument("--no-namespaces", action="store_true",
                         help="leave out the cases between network namespaces")
     parser.add_argument("--out", help="write the results as JSON here")

@@ -37,6 +37,7 @@ transport::ConnectOptions ConnectOptionsFor(const Uri& uri, const ClientOptions&
   transport::ConnectOptions c;
   c.limits.timeout = options.timeout;
   c.limits.clock = options.clock;
+  c.limits.spin = options.spin;
   c.connect_timeout = options.connect_timeout;
   c.limits.max_message_bytes = options.max_metadata_bytes;
   // A type-1 list is 16 bytes per buffer; a packed body is at most the announced limit.

@@ -196,6 +196,7 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
           dipc_options.read = options.read;
           dipc_options.buffer_lists = options.buffer_lists;
           dipc_options.window = options.window;
+          dipc_options.spin = options.spin;
           dipc_options.timeout = options_.timeout;
           dipc_options.traceparent = options_.traceparent;
           dipc_options.tracestate = options_.tracestate;

@@ -3,6 +3,8 @@
 // transport.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -29,13 +31,18 @@ inline TransportLimits WithClock(TransportLimits limits) {
 /// with the close reason. With a byte limit, a push waits while the queue holds more than the
 /// limit (and at least one message), which is how a slow consumer holds back its transport's
 /// reader and, through the socket, the sender; that wait has no deadline (a pop or the close
-/// ends it), but is one on the clock, so a test sees it. Thread-safe.
+/// ends it), but is one on the clock, so a test sees it. With a spin, a pop that finds nothing
+/// first watches the box for up to that long on the CPU, then sleeps (TransportLimits::spin).
+/// Thread-safe.
 class Mailbox {
  public:
   /// A mailbox holding up to `max_bytes` (0: no limit), whose waits are timed by `clock` (NULL:
-  /// Clock::Real()).
-  explicit Mailbox(int64_t max_bytes = 0, std::shared_ptr<Clock> clock = nullptr)
-      : clock_(clock != nullptr ? std::move(clock) : Clock::Real()), max_bytes_(max_bytes) {}
+  /// Clock::Real()), and whose pops spin up to `spin` before they sleep.
+  explicit Mailbox(int64_t max_bytes = 0, std::shared_ptr<Clock> clock = nullptr,
+                   std::chrono::microseconds spin = std::chrono::microseconds(0))
+      : clock_(clock != nullptr ? std::move(clock) : Clock::Real()),
+        max_bytes_(max_bytes),
+        spin_(spin) {}
 
   /// Queue a message. Without `wake` the receivers are not woken yet (a pusher with more to push
   /// at once wakes them once, by Wake or a later push that wakes): a receiver woken for the first
@@ -64,6 +71,7 @@ class Mailbox {
 
   Result<SharedBytes> PopUntagged(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
+    SpinFor(lock, timeout, [&] { return !untagged_.empty() || closed_; });
     const bool ready =
         clock_->WaitFor(changed_, lock, timeout, [&] { return !untagged_.empty() || closed_; });
     if (!untagged_.empty()) {
@@ -84,6 +92,7 @@ class Mailbox {
       }
       return tagged_.end();
     };
+    SpinFor(lock, timeout, [&] { return match() != tagged_.end() || closed_; });
     const bool ready = clock_->WaitFor(changed_, lock, timeout,
                                        [&] { return match() != tagged_.end() || closed_; });
     if (auto it = match(); it != tagged_.end()) {
@@ -102,6 +111,7 @@ class Mailbox {
       if (closed_) return;
       closed_ = true;
       reason_ = std::move(reason);
+      changes_.fetch_add(1, std::memory_order_release);
     }
     changed_.notify_all();
     room_.notify_all();
@@ -132,12 +142,50 @@ class Mailbox {
       }
       if (closed_) return Status::Unavailable("the connection is closed");
       push();
+      changes_.fetch_add(1, std::memory_order_release);
       bytes_ += size;
       unwoken_ = !wake;
       if (!wake) return Status::OK();
     }
     changed_.notify_all();
     return Status::OK();
+  }
+
+  // With the lock held: unless ready() holds or the pop may not wait, watch the box for up to
+  // spin_ (at most `timeout`) without the lock,
+  // looking again each time something was pushed, and return (locked) when ready() holds or the
+  // spin is spent. Watching a counter, not the lock, leaves the pusher's path as it is: a push
+  // does not wake a spinner (there is no futex to wake), it only bumps the counter.
+  template <typename Ready>
+  void SpinFor(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout, Ready ready) {
+    if (spin_.count() <= 0 || timeout.count() <= 0 || ready()) return;
+    const auto until =
+        std::chrono::steady_clock::now() + std::min<std::chrono::microseconds>(spin_, timeout);
+    uint64_t seen = changes_.load(std::memory_order_acquire);
+    lock.unlock();
+    while (true) {
+      bool changed = false;
+      for (int i = 0; i < 64 && !changed; ++i) {
+        changed = changes_.load(std::memory_order_acquire) != seen;
+        if (!changed) CpuRelax();
+      }
+      if (changed) {
+        lock.lock();
+        if (ready()) return;
+        seen = changes_.load(std::memory_order_acquire);
+        lock.unlock();
+      }
+      if (std::chrono::steady_clock::now() >= until) break;
+    }
+    lock.lock();
+  }
+
+  static void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
   }
 
   // Called with the lock held when a message leaves the queue.
@@ -162,6 +210,8 @@ class Mailbox {
   const int64_t max_bytes_;
   int64_t bytes_ = 0;
   bool unwoken_ = false;  // pushed without waking the receivers
+  const std::chrono::microseconds spin_;
+  std::atomic<uint64_t> changes_{0};  // pushes and the close: what a spinning pop watches
 };
 
 }  // namespace ferry::transport::internal

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -26,39 +27,18 @@
 #include "transport/frame_memory.hpp"
 #include "transport/mailbox.hpp"
 #include "transport/shm_common.hpp"
+#include "transport/shm_frames.hpp"
 
 namespace ferry::transport::internal::shm {
 
 namespace {
 
-// Every frame starts with this header, little-endian (the socket never leaves the host).
-// kFileRegion is a region over a served file: read-only on both ends, and not sealed (a file
-// cannot be), so only the server's promise keeps it from shrinking. kTrace is the client's trace
-// (ConnectOptions::trace): sent first, at most once, tag 0, its payload the trace's bytes.
-enum class FrameKind : uint8_t {
-  kUntagged = 1,
-  kTagged = 2,
-  kRegion = 3,
-  kFileRegion = 4,
-  kTrace = 5
-};
-struct FrameHeader {
-  uint8_t kind = 0;
-  uint8_t zero[7] = {};
-  uint64_t tag = 0;     // the tag, or the region's index
-  uint64_t length = 0;  // payload bytes, or the region's size
-};
-static_assert(sizeof(FrameHeader) == 24);
-
-// The largest payload a peer may announce: a lying length must not make us allocate without
-// bound.
-constexpr uint64_t kMaxPayload = uint64_t{1} << 36;
-constexpr uint64_t kOffsetMask = (uint64_t{1} << kShmOffsetBits) - 1;
-
 class ShmConnection final : public Connection {
  public:
   ShmConnection(int fd, TransportLimits limits)
-      : fd_(fd), limits_(WithClock(std::move(limits))), inbox_(kInboxBytes, limits_.clock) {
+      : fd_(fd),
+        limits_(WithClock(std::move(limits))),
+        inbox_(kInboxBytes, limits_.clock, limits_.spin) {
     ucred cred{};
     socklen_t len = sizeof(cred);
     if (getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
@@ -108,12 +88,13 @@ class ShmConnection final : public Connection {
   }
 
   Result<SharedBytes> Receive(std::chrono::milliseconds timeout) override {
-    return inbox_.PopUntagged(timeout);
+    return Lead(timeout, [this](std::chrono::milliseconds t) { return inbox_.PopUntagged(t); });
   }
 
   Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                       std::chrono::milliseconds timeout) override {
-    return inbox_.PopTagged(want, mask, timeout);
+    return Lead(timeout,
+                [&](std::chrono::milliseconds t) { return inbox_.PopTagged(want, mask, t); });
   }
 
   void Close() override {
@@ -121,6 +102,10 @@ class ShmConnection final : public Connection {
     // Wakes the reader (which then closes the inbox) and tells the peer.
     shutdown(fd_, SHUT_RDWR);
     inbox_.Close("this end closed the connection");
+    {
+      std::lock_guard lock(lead_mutex_);  // a parked reader sees closed_ once woken
+    }
+    lead_changed_.notify_all();
   }
 
   Status ShareRegion(const std::shared_ptr<Region>& region) override {
@@ -189,24 +174,6 @@ class ShmConnection final : public Connection {
   }
 
  private:
-  // Append one frame (its header, stored in `header`, then its pieces) to `iov`.
-  static Status AddFrame(FrameKind kind, uint64_t tag, std::span<const ByteSpan> pieces,
-                         uint64_t length, FrameHeader* header, std::vector<iovec>* iov) {
-    header->kind = static_cast<uint8_t>(kind);
-    header->tag = tag;
-    header->length = length;
-    iov->push_back(iovec{header, sizeof(*header)});
-    for (const ByteSpan& p : pieces) {
-      if (p.size < 0 || (p.size > 0 && p.data == nullptr)) {
-        return Status::Invalid("a message piece is NULL or has a negative size");
-      }
-      if (p.size == 0) continue;
-      header->length += static_cast<uint64_t>(p.size);
-      iov->push_back(iovec{const_cast<uint8_t*>(p.data), static_cast<size_t>(p.size)});
-    }
-    return Status::OK();
-  }
-
   Status SendFrame(FrameKind kind, uint64_t tag, std::span<const ByteSpan> pieces, int pass_fd,
                    uint64_t length = 0) {
     if (closed_.load()) return Status::Unavailable("the connection is closed");
@@ -217,71 +184,18 @@ class ShmConnection final : public Connection {
     return SendIov(iov, pass_fd);
   }
 
-  // Send every iovec in order (one sendmsg when the socket takes it all), the descriptor, if any,
-  // with the first byte. Frames sent together are never interleaved with another thread's.
+  // Frames sent together are never interleaved with another thread's. A peer that took nothing
+  // for the timeout fails the connection.
   Status SendIov(std::vector<iovec>& iov, int pass_fd) {
     std::lock_guard lock(send_mutex_);
-    size_t first = 0;
-    bool fd_sent = pass_fd < 0;
-    while (first < iov.size()) {
-      msghdr msg{};
-      msg.msg_iov = iov.data() + first;
-      msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-      if (!fd_sent) {
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof(control);
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-      }
-      const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) {
-          // The socket is full: the peer is slow, stopped, or gone. Wait for room, bounded.
-          FERRY_RETURN_NOT_OK(AwaitRoom());
-          continue;
-        }
-        Status st = Status::FromErrno(errno, "sending on the shared-memory socket");
-        if (st.code() == StatusCode::kUnavailable) {
-          return Status::Unavailable("the connection is closed (the peer went away)");
-        }
-        return st;
-      }
-      fd_sent = true;
-      // Advance past what was sent; a partial iovec keeps its remainder.
-      auto left = static_cast<size_t>(n);
-      while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-      if (first < iov.size()) {
-        iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + left;
-        iov[first].iov_len -= left;
-      }
-    }
-    return Status::OK();
-  }
-
-  // Wait until the socket takes more, up to the timeout by the clock; a peer that takes nothing
-  // for that long (stopped, or too slow) fails the connection.
-  Status AwaitRoom() {
-    pollfd p{fd_, POLLOUT, 0};
-    FERRY_ASSIGN_OR_RAISE(const int n,
-                          limits_.clock->Poll(&p, 1, limits_.clock->After(limits_.timeout)));
-    if (n == 0) {
-      const std::string why =
-          "the peer took nothing for " + std::to_string(limits_.timeout.count()) + " ms (stopped?)";
+    Status st = SendFrames(fd_, iov, pass_fd, limits_);
+    if (st.code() == StatusCode::kDeadlineExceeded) {
       // The reason first: the reader, woken by the shutdown, closes the inbox too.
-      inbox_.Close(why);
+      inbox_.Close(st.message());
       closed_.store(true);
       shutdown(fd_, SHUT_RDWR);
-      return Status::DeadlineExceeded(why);
     }
-    if ((p.revents & (POLLERR | POLLHUP)) != 0 && (p.revents & POLLOUT) == 0) {
-      return Status::Unavailable("the connection is closed (the peer went away)");
-    }
-    return Status::OK();
+    return st;
   }
 
   // Read exactly `size` bytes. Small reads come out of a staging buffer refilled a chunk at a
@@ -340,64 +254,191 @@ class ShmConnection final : public Connection {
     }
   }
 
+  // The reader thread. Without a spin it reads frames as they come, blocking in recvmsg. With
+  // one, a receiving caller reads the socket itself (Lead) and this thread reads only once no
+  // caller has for kParked: a paced stream's batch then wakes one thread, the caller's, not two,
+  // and a caller that stops reading still has its socket drained.
   void ReadLoop() {
     std::string why = "the peer closed the connection";
-    while (true) {
-      FrameHeader h;
-      if (!ReadExactly(&h, sizeof(h))) break;
-      const bool zero =
-          std::all_of(std::begin(h.zero), std::end(h.zero), [](uint8_t b) { return b == 0; });
-      if (!zero || h.kind < 1 || h.kind > 5) {
-        why = "the peer sent a malformed frame (kind " + std::to_string(h.kind) + ")";
-        break;
+    if (limits_.spin.count() <= 0) {
+      while (ReadFrame(&why)) {
       }
-      if (static_cast<FrameKind>(h.kind) == FrameKind::kRegion ||
-          static_cast<FrameKind>(h.kind) == FrameKind::kFileRegion) {
-        Status st = MapRegion(h);
-        if (!st.ok()) {
-          why = "the peer shared a bad segment: " + st.message();
-          break;
-        }
-        continue;
+    } else {
+      while (Park()) {
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, -1) < 0 && errno != EINTR) break;
+        std::unique_lock token(read_mutex_, std::try_to_lock);
+        if (!token) continue;  // a caller reads
+        if (ended_.load() || !ReadReady(&why)) break;
       }
-      if (static_cast<FrameKind>(h.kind) == FrameKind::kTrace) {
-        if (h.length > kMaxTraceBytes) {
-          why = "the peer sent a trace of " + std::to_string(h.length) +
-                " bytes, over the limit of " + std::to_string(kMaxTraceBytes);
-          break;
-        }
-        std::string trace(h.length, '\0');
-        if (!ReadExactly(trace.data(), h.length)) break;
-        std::lock_guard lock(trace_mutex_);
-        trace_ = std::move(trace);
-        continue;
-      }
-      const bool untagged = static_cast<FrameKind>(h.kind) == FrameKind::kUntagged;
-      const auto limit =
-          static_cast<uint64_t>(untagged ? limits_.max_message_bytes : limits_.max_tagged_bytes);
-      if (h.length > std::min(limit, kMaxPayload)) {
-        why = std::string("the peer announced ") + (untagged ? "a metadata" : "a tagged") +
-              " message of " + std::to_string(h.length) + " bytes, over the limit of " +
-              std::to_string(std::min(limit, kMaxPayload)) + " bytes";
-        break;
-      }
-      Result<SharedBytes> payload = frames_.Allocate(h.length);
-      if (!payload.ok()) {
-        why = "out of memory for a message of " + std::to_string(h.length) + " bytes";
-        break;
-      }
-      SharedBytes bytes = std::move(*payload);
-      if (!ReadExactly(const_cast<uint8_t*>(bytes.data), h.length)) break;
-      // Frames that came in one read (a batch's metadata and its body's list) wake the receiver
-      // once, with the last: RecvSome wakes it before it waits for more.
-      const bool wake = stage_begin_ >= stage_end_;
-      const Status st = static_cast<FrameKind>(h.kind) == FrameKind::kUntagged
-                            ? inbox_.PushUntagged(std::move(bytes), wake)
-                            : inbox_.PushTagged(TaggedMessage{h.tag, std::move(bytes)}, wake);
-      if (!st.ok()) break;  // closed locally
     }
+    End(why);
+  }
+
+  // Wait while a caller reads the socket, or did within kParked; false once closed. A bounded
+  // wait on the steady clock (it is the thread's own housekeeping, not a timeout of the caller's).
+  bool Park() {
+    std::unique_lock lock(lead_mutex_);
+    while (!closed_.load()) {
+      const auto since = std::chrono::steady_clock::now() - last_lead_;
+      if (leaders_ == 0 && since >= kParked) return true;
+      lead_changed_.wait_for(lock, leaders_ > 0 ? kParked : kParked - since);
+    }
+    return false;
+  }
+
+  // With the read token: read every frame there is now, without waiting for more; false when
+  // the connection ended (`why` says how).
+  bool ReadReady(std::string* why) {
+    while (stage_begin_ < stage_end_ || Readable()) {
+      if (!ReadFrame(why)) return false;
+    }
+    return true;
+  }
+
+  bool Readable() const {
+    pollfd p{fd_, POLLIN, 0};
+    return poll(&p, 1, 0) > 0;
+  }
+
+  // `pop(wait)` (the inbox's), with the caller reading the socket while it waits: it takes the
+  // read token, reads what has come, spins on the socket up to the spin, then sleeps in poll
+  // until its deadline. A caller that finds another reading waits for what that one pushes, a
+  // millisecond at a time.
+  template <typename Pop>
+  auto Lead(std::chrono::milliseconds timeout, Pop pop) -> decltype(pop(timeout)) {
+    using std::chrono::milliseconds;
+    if (limits_.spin.count() <= 0) return pop(timeout);
+    auto r = pop(milliseconds(0));
+    const auto waiting = [&] {
+      return !r.ok() && r.status().code() == StatusCode::kDeadlineExceeded;
+    };
+    if (!waiting()) return r;
+    const Clock& clock = *limits_.clock;
+    const auto deadline = clock.After(timeout);
+    const auto spin_until = std::chrono::steady_clock::now() +
+                            std::min<std::chrono::microseconds>(limits_.spin, timeout);
+    {
+      std::lock_guard lock(lead_mutex_);
+      ++leaders_;
+    }
+    while (waiting()) {
+      std::unique_lock token(read_mutex_, std::try_to_lock);
+      if (!token) {
+        if (timeout.count() <= 0) break;  // a look: another reads, and what it took is looked at
+        const auto left = std::chrono::ceil<milliseconds>(deadline - clock.Now());
+        if (left.count() <= 0) break;
+        r = pop(std::min(left, milliseconds(1)));
+        continue;
+      }
+      std::string why = "the peer closed the connection";
+      if (ended_.load()) {
+        r = pop(milliseconds(0));  // the inbox is closed: it says why
+        break;
+      }
+      while (waiting() && (stage_begin_ < stage_end_ || Readable())) {
+        if (!ReadFrame(&why)) {
+          End(why);
+          break;
+        }
+        r = pop(milliseconds(0));
+      }
+      if (!waiting()) break;
+      if (ended_.load()) {
+        r = pop(milliseconds(0));
+        break;
+      }
+      if (timeout.count() <= 0) break;  // a look: what had come is read
+      if (std::chrono::steady_clock::now() < spin_until) {
+        CpuRelax();
+        continue;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      Result<int> n = clock.Poll(&p, 1, deadline);
+      if (!n.ok()) {
+        r = n.status();
+        break;
+      }
+      if (*n == 0) break;  // the deadline: r says so
+    }
+    {
+      std::lock_guard lock(lead_mutex_);
+      --leaders_;
+      last_lead_ = std::chrono::steady_clock::now();
+    }
+    return r;
+  }
+
+  static void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+
+  // The connection is over: refuse further pushes with `why` and tell the peer.
+  void End(const std::string& why) {
+    ended_.store(true);
     inbox_.Close(why);
     shutdown(fd_, SHUT_RDWR);
+  }
+
+  // Read one frame, with the read token (the reader thread, or a leading caller), waiting for
+  // its bytes; false when the connection ended (`why` says how).
+  bool ReadFrame(std::string* why_out) {
+    std::string& why = *why_out;
+    FrameHeader h;
+    if (!ReadExactly(&h, sizeof(h))) return false;
+    const bool zero =
+        std::all_of(std::begin(h.zero), std::end(h.zero), [](uint8_t b) { return b == 0; });
+    if (!zero || h.kind < 1 || h.kind > 5) {
+      why = "the peer sent a malformed frame (kind " + std::to_string(h.kind) + ")";
+      return false;
+    }
+    if (static_cast<FrameKind>(h.kind) == FrameKind::kRegion ||
+        static_cast<FrameKind>(h.kind) == FrameKind::kFileRegion) {
+      Status st = MapRegion(h);
+      if (!st.ok()) {
+        why = "the peer shared a bad segment: " + st.message();
+        return false;
+      }
+      return true;
+    }
+    if (static_cast<FrameKind>(h.kind) == FrameKind::kTrace) {
+      if (h.length > kMaxTraceBytes) {
+        why = "the peer sent a trace of " + std::to_string(h.length) +
+              " bytes, over the limit of " + std::to_string(kMaxTraceBytes);
+        return false;
+      }
+      std::string trace(h.length, '\0');
+      if (!ReadExactly(trace.data(), h.length)) return false;
+      std::lock_guard lock(trace_mutex_);
+      trace_ = std::move(trace);
+      return true;
+    }
+    const bool untagged = static_cast<FrameKind>(h.kind) == FrameKind::kUntagged;
+    const auto limit =
+        static_cast<uint64_t>(untagged ? limits_.max_message_bytes : limits_.max_tagged_bytes);
+    if (h.length > std::min(limit, kMaxPayload)) {
+      why = std::string("the peer announced ") + (untagged ? "a metadata" : "a tagged") +
+            " message of " + std::to_string(h.length) + " bytes, over the limit of " +
+            std::to_string(std::min(limit, kMaxPayload)) + " bytes";
+      return false;
+    }
+    Result<SharedBytes> payload = frames_.Allocate(h.length);
+    if (!payload.ok()) {
+      why = "out of memory for a message of " + std::to_string(h.length) + " bytes";
+      return false;
+    }
+    SharedBytes bytes = std::move(*payload);
+    if (!ReadExactly(const_cast<uint8_t*>(bytes.data), h.length)) return false;
+    // Frames that came in one read (a batch's metadata and its body's list) wake the receiver
+    // once, with the last: RecvSome wakes it before it waits for more.
+    const bool wake = stage_begin_ >= stage_end_;
+    const Status st = static_cast<FrameKind>(h.kind) == FrameKind::kUntagged
+                          ? inbox_.PushUntagged(std::move(bytes), wake)
+                          : inbox_.PushTagged(TaggedMessage{h.tag, std::move(bytes)}, wake);
+    if (!st.ok()) return false;  // closed locally
+    return true;
   }
 
   // A region frame: its descriptor arrived with the header. Map it read-only after checking
@@ -452,10 +493,19 @@ class ShmConnection final : public Connection {
   mutable std::mutex trace_mutex_;
   std::string trace_;  // the client's trace frame (server side)
   internal::Mailbox inbox_;
-  std::deque<int> pending_fds_;  // reader thread only
+  // The socket's reading state below is the read token's: the reader thread's, or a caller's
+  // that reads while it waits (Lead, with a spin).
+  std::mutex read_mutex_;
+  std::atomic<bool> ended_{false};  // End ran: nobody reads again
+  std::mutex lead_mutex_;
+  std::condition_variable lead_changed_;
+  int leaders_ = 0;  // callers in Lead
+  std::chrono::steady_clock::time_point last_lead_;
+  static constexpr auto kParked = std::chrono::milliseconds(10);
+  std::deque<int> pending_fds_;
   static constexpr size_t kStageBytes = 64 << 10;
-  FrameMemory frames_;                                              // reader thread only
-  std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);  // reader thread only
+  FrameMemory frames_;
+  std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);
   size_t stage_begin_ = 0;
   size_t stage_end_ = 0;
   std::mutex regions_mutex_;

@@ -4,6 +4,8 @@
 // on it, and a timeout by moving it.
 #include "transport/mailbox.hpp"
 
+#include <time.h>
+
 #include <atomic>
 #include <thread>
 
@@ -88,6 +90,50 @@ TEST(Mailbox, APopTimesOutAtItsDeadline) {
   ASSERT_OK_AND_ASSIGN(TaggedMessage m, box.PopTagged(1, ~uint64_t{0}, 1h));
   EXPECT_EQ(m.payload.size, 3);
   pusher.join();
+}
+
+// CPU time of the calling thread: what a spin costs, unlike a wait.
+std::chrono::nanoseconds ThreadCpu() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+// A pop with a spin watches the box on the CPU for that long, then sleeps on the clock like any
+// pop; a look (no time to wait) does not spin at all.
+TEST(Mailbox, APopSpinsForItsSpinThenSleeps) {
+  auto clock = std::make_shared<ManualClock>();
+  Mailbox box(0, clock, 5ms);
+  const auto look = ThreadCpu();
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", box.PopUntagged(0ms));
+  EXPECT_LT(ThreadCpu() - look, 4ms) << "a look spun";
+  std::chrono::nanoseconds spent{0};
+  std::thread popper([&] {
+    const auto before = ThreadCpu();
+    EXPECT_OK(box.PopUntagged(1h).status());
+    spent = ThreadCpu() - before;
+  });
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));  // the spin ended: the pop sleeps on the clock
+  ASSERT_OK(box.PushUntagged(Bytes(1)));
+  popper.join();
+  EXPECT_GE(spent, 4ms) << "the pop slept without spinning first";
+}
+
+// A spinning pop sees a message that was pushed without waking anyone: it watches the box, not
+// the wake-ups.
+TEST(Mailbox, ASpinningPopTakesAMessagePushedWithoutAWake) {
+  auto clock = std::make_shared<ManualClock>();
+  Mailbox box(0, clock, std::chrono::microseconds(std::chrono::hours(1)));
+  std::atomic<bool> popped{false};
+  std::thread popper([&] {
+    EXPECT_OK(box.PopTagged(3, ~uint64_t{0}, 1h).status());
+    popped = true;
+  });
+  ASSERT_OK(box.PushTagged(TaggedMessage{2, Bytes(1)}, /*wake=*/false));  // not the one
+  ASSERT_OK(box.PushTagged(TaggedMessage{3, Bytes(1)}, /*wake=*/false));
+  popper.join();  // it never slept: its spin (an hour) would outlast any test
+  EXPECT_TRUE(popped.load());
+  EXPECT_EQ(clock->waiters(), 0);
 }
 
 }  // namespace

@@ -35,16 +35,19 @@ struct TransportCase {
   std::function<Pair(std::shared_ptr<Clock>)> make;
 };
 
-// A connected pair over a fresh listener of `scheme`, both ends timed by `clock`; the listener
-// goes once both ends exist.
-Pair ListenAndConnect(const std::string& scheme, const std::shared_ptr<Clock>& clock) {
+// A connected pair over a fresh listener of `scheme`, both ends timed by `clock` and spinning
+// `spin` before they sleep in a receive; the listener goes once both ends exist.
+Pair ListenAndConnect(const std::string& scheme, const std::shared_ptr<Clock>& clock,
+                      std::chrono::microseconds spin = 0us) {
   TransportLimits limits;
   limits.clock = clock;
+  limits.spin = spin;
   auto listener = Listen(scheme, "", limits);
   if (!listener.ok()) return {};
   ConnectOptions options;
   options.limits.timeout = 5s;
   options.limits.clock = clock;
+  options.limits.spin = spin;
   auto client = Connect(scheme, (*listener)->address(), options);
   if (!client.ok()) return {};
   auto server = (*listener)->Accept(5s);
@@ -56,13 +59,24 @@ std::vector<TransportCase> Transports() {
   return {
       {"InProcess", &MakeInProcessPair},
       {"Shm", [](const std::shared_ptr<Clock>& clock) { return ListenAndConnect("shm", clock); }},
-      {"Ucx", [](const std::shared_ptr<Clock>& clock) {
+      {"Ucx",
+       [](const std::shared_ptr<Clock>& clock) {
          // A build without UCX skips this case (SetUp sees the skip) instead of failing.
          if (!UcxAvailable()) {
            [] { GTEST_SKIP() << "this build of ferry has no UCX transport"; }();
            return Pair{};
          }
          return ListenAndConnect("ucx", clock);
+       }},
+      // Receivers that spin first: over shm the waiting caller then reads the socket itself.
+      {"ShmSpinning",
+       [](const std::shared_ptr<Clock>& clock) { return ListenAndConnect("shm", clock, 50us); }},
+      {"UcxSpinning", [](const std::shared_ptr<Clock>& clock) {
+         if (!UcxAvailable()) {
+           [] { GTEST_SKIP() << "this build of ferry has no UCX transport"; }();
+           return Pair{};
+         }
+         return ListenAndConnect("ucx", clock, 50us);
        }}};
 }
 

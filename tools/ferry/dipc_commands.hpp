@@ -10,6 +10,7 @@
 #include "ferry/abi/arrow_c_abi.h"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
+#include "ferry/dipc/client.hpp"
 #include "ferry/format/array_view.hpp"
 #include "given_options.hpp"
 #include "wait_for_signal.hpp"
@@ -104,6 +105,9 @@ struct GetOptions {
   int64_t max_body_bytes = int64_t{4} << 30;
   /// Ask a ferry server to lend buffer lists where it would send packed bodies.
   bool buffer_lists = false;
+  /// Microseconds a read over shm:// or ucx:// watches for the next batch before it sleeps
+  /// (dipc::ClientOptions::spin).
+  int64_t spin_us = dipc::ClientOptions{}.spin.count();
   bool progress = true;
   /// Arrow Flight (a grpc:// URI): the flight's name, the location to use (auto, shm, ucx,
   /// grpc), the token and the TLS roots to trust.

@@ -134,6 +134,12 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                 "Ask a ferry server over UCX to lend buffer lists (type 1) where it would send "
                 "packed bodies, since UCX would emulate this client's reads (TCP, or one host "
                 "before UCX 1.16); --columns implies it");
+  cmd->add_option("--spin", o->spin_us,
+                  "Microseconds a read over shm:// or ucx:// watches for the next batch on the CPU "
+                  "before it sleeps: a batch that comes within it is taken without a wake-up; 0 "
+                  "sleeps at once")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--columns", o->columns,
                   "Read only these columns, comma-separated, in the schema's order: indices (0 is "
                   "the first), or with --path names too; only their buffers are fetched from "
@@ -173,6 +179,7 @@ int RunGet(const GetOptions& o) {
   options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
   options.max_body_bytes = o.max_body_bytes;
   options.buffer_lists = o.buffer_lists;
+  options.spin = std::chrono::microseconds(o.spin_us);
   options.traceparent = o.traceparent;
   if (!o.columns.empty()) {
     // An index past the schema's last column fails the connect, naming both.

@@ -388,6 +388,7 @@ int Get(const GetOptions& o) {
   options.device = *device;
   options.parallel = o.parallel;
   options.buffer_lists = o.buffer_lists;
+  options.spin = std::chrono::microseconds(o.spin_us);
   Result<ValidationLevel> validation = ParseValidation(o.validation);
   if (!validation.ok()) return Fail("--validation", validation.status());
   options.read.validation = *validation;

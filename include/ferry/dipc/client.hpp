@@ -46,6 +46,12 @@ struct FERRY_EXPORT ClientOptions {
   std::chrono::milliseconds timeout{30000};
   /// How long to keep trying to connect while nothing listens at the URI's address; 0: timeout.
   std::chrono::milliseconds connect_timeout{0};
+  /// How long the client watches for the server's next message on the CPU before it sleeps
+  /// (TransportLimits::spin; shm:// and ucx://), once per wait, so an idle client stays idle. 0:
+  /// it sleeps at once, and the kernel wakes it: on a VM whose idle cores halt, tens of µs later.
+  /// Over shm:// the waiting caller reads the socket itself, so a batch wakes no other thread.
+  /// docs/benchmarks.md ("Small batches") measures the choice.
+  std::chrono::microseconds spin{50};
   /// What times the client's waits on its connections: the timeouts above, and the short waits
   /// for a server's last words. NULL: Clock::Real(). Tests pass a ManualClock and move it
   /// instead of waiting (a connection the caller made keeps its own clock).

@@ -18,6 +18,7 @@
 #include "ferry/core/result.hpp"
 #include "ferry/device/async_stream.hpp"
 #include "ferry/device/device.hpp"
+#include "ferry/dipc/client.hpp"
 #include "ferry/flight/info.hpp"
 #include "ferry/ipc/decoder.hpp"
 
@@ -74,6 +75,9 @@ struct FERRY_EXPORT GetOptions {
   /// what was asked of it (dipc::ClientOptions::window). Over DoGet, gRPC's own flow control (in
   /// bytes) bounds what the server sends ahead of ferry's reads. -1: unpaced.
   int64_t window = -1;
+  /// How long a read over an shm:// or ucx:// location watches for the next message on the CPU
+  /// before it sleeps (dipc::ClientOptions::spin).
+  std::chrono::microseconds spin = dipc::ClientOptions{}.spin;
 };
 
 /// Body bytes a client's reads received through each kind of location so far: the buffers of

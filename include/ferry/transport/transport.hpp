@@ -49,6 +49,11 @@ struct FERRY_EXPORT TransportLimits {
   /// Whether peers may read this end's memory (regions, type-1 bodies). Off, UCX's remote memory
   /// access is not even enabled, so no peer can reach this process's memory through it.
   bool remote_memory = true;
+  /// How long a receive that finds nothing watches for its message on the CPU before it sleeps
+  /// (0: it sleeps at once). A sleeping receiver is woken by the kernel, which on a VM whose idle
+  /// cores halt can take tens of µs; a spinning one sees the message at once, for a core's time
+  /// while it spins. Spent once per receive, so an idle end stays idle.
+  std::chrono::microseconds spin{0};
 };
 
 /// How a client connects. Plain values.

@@ -115,7 +115,7 @@ UcxConnection::UcxConnection(std::unique_ptr<Worker> worker, TransportLimits lim
                              bool takes_metadata)
     : worker_(std::move(worker)),
       limits_(WithClock(std::move(limits))),
-      inbox_(0, limits_.clock),
+      inbox_(0, limits_.clock, limits_.spin),
       takes_metadata_(takes_metadata) {}
 
 UcxConnection::~UcxConnection() {
