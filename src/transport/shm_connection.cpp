@@ -281,8 +281,11 @@ class ShmConnection final : public Connection {
     std::unique_lock lock(lead_mutex_);
     while (!closed_.load()) {
       const auto since = std::chrono::steady_clock::now() - last_lead_;
-      if (leaders_ == 0 && since >= kParked) return true;
-      lead_changed_.wait_for(lock, leaders_ > 0 ? kParked : kParked - since);
+      const bool recent = !backlog_ && since < kParked;
+      if (leaders_ == 0 && !recent) return true;
+      parked_ = true;
+      lead_changed_.wait_for(lock, leaders_ > 0 || !recent ? kParked : kParked - since);
+      parked_ = false;
     }
     return false;
   }
@@ -322,6 +325,7 @@ class ShmConnection final : public Connection {
       std::lock_guard lock(lead_mutex_);
       ++leaders_;
     }
+    bool backlog = false;
     while (waiting()) {
       std::unique_lock token(read_mutex_, std::try_to_lock);
       if (!token) {
@@ -343,6 +347,8 @@ class ShmConnection final : public Connection {
         }
         r = pop(milliseconds(0));
       }
+      // A read that filled the stage left more in the socket: the stream is ahead of us.
+      backlog = backlog || stage_end_ == kStageBytes;
       if (!waiting()) break;
       if (ended_.load()) {
         r = pop(milliseconds(0));
@@ -361,11 +367,18 @@ class ShmConnection final : public Connection {
       }
       if (*n == 0) break;  // the deadline: r says so
     }
+    bool resume = false;
     {
       std::lock_guard lock(lead_mutex_);
       --leaders_;
       last_lead_ = std::chrono::steady_clock::now();
+      backlog_ = backlog;
+      resume = backlog && parked_ && leaders_ == 0;
     }
+    // A stream that is ahead of the caller is read best by the reader thread, on the other core,
+    // while the caller decodes; one the caller waits for keeps it parked, so that a batch wakes
+    // one thread, not two.
+    if (resume) lead_changed_.notify_all();
     return r;
   }
 
@@ -499,7 +512,9 @@ class ShmConnection final : public Connection {
   std::atomic<bool> ended_{false};  // End ran: nobody reads again
   std::mutex lead_mutex_;
   std::condition_variable lead_changed_;
-  int leaders_ = 0;  // callers in Lead
+  int leaders_ = 0;       // callers in Lead
+  bool backlog_ = false;  // the last Lead left more in the socket than its stage took
+  bool parked_ = false;   // the reader thread waits in Park
   std::chrono::steady_clock::time_point last_lead_;
   static constexpr auto kParked = std::chrono::milliseconds(10);
   std::deque<int> pending_fds_;
