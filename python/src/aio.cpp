@@ -139,10 +139,11 @@ using What = std::variant<std::string, nb::bytes, flight::Endpoint>;
 void DoGet(PyAioFlightClient& c, uint64_t id, const What& what, const std::string& via,
            Device* device, ValidationLevel validation, int parallel,
            const std::optional<std::vector<Column>>& columns, bool buffer_lists,
-           const std::optional<int64_t>& window) {
+           const std::optional<int64_t>& window, int64_t spin) {
   if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
   flight::GetOptions options;
   options.window = WindowOf(window);
+  options.spin = SpinOf(spin);
   options.via = ViaOf(via);
   options.device = device;
   options.read.validation = validation;
@@ -232,14 +233,14 @@ void DipcConnect(uint64_t id, const PyCompletions& q,
                  int64_t max_metadata_bytes, int64_t max_body_bytes,
                  const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
                  const std::optional<std::string>& traceparent,
-                 const std::optional<std::string>& tracestate,
-                 const std::optional<int64_t>& window) {
+                 const std::optional<std::string>& tracestate, const std::optional<int64_t>& window,
+                 int64_t spin) {
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
-  dipc::ClientOptions options =
-      DipcClientOptions(device, validation, timeout, reorder_window, max_metadata_bytes,
-                        max_body_bytes, columns, buffer_lists, traceparent, tracestate, window);
+  dipc::ClientOptions options = DipcClientOptions(
+      device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
+      buffer_lists, traceparent, tracestate, window, spin);
   Start(
       q, id,
       [parsed, data, ticket, options]() -> Result<std::shared_ptr<Opened>> {
@@ -344,7 +345,8 @@ void InitAio(nb::module_& parent) {
           nb::arg("id"), nb::arg("path"))
       .def("do_get", &DoGet, nb::arg("id"), nb::arg("path_or_ticket"), nb::arg("via"),
            nb::arg("device").none(), nb::arg("validation"), nb::arg("parallel"),
-           nb::arg("columns").none(), nb::arg("buffer_lists"), nb::arg("window").none())
+           nb::arg("columns").none(), nb::arg("buffer_lists"), nb::arg("window").none(),
+           nb::arg("spin"))
       .def(
           "do_put",
           [](PyAioFlightClient& c, uint64_t id, const std::string& path, nb::handle data) {
@@ -410,7 +412,7 @@ void InitAio(nb::module_& parent) {
         nb::arg("reorder_window"), nb::arg("data_uri").none(), nb::arg("max_metadata_bytes"),
         nb::arg("max_body_bytes"), nb::arg("columns").none(), nb::arg("buffer_lists"),
         nb::arg("traceparent").none(), nb::arg("tracestate").none(), nb::arg("window").none(),
-        "Connect on the pool; posts a Stream.");
+        nb::arg("spin"), "Connect on the pool; posts a Stream.");
   m.def(
       "set_workers", [](int n) { Check(aio::SetWorkers(n)); }, nb::arg("workers"),
       "Size the worker pool (1-64) before its first job.");

@@ -220,13 +220,13 @@ PyArrayStream Connect(const std::variant<dipc::Uri, std::string>& uri, const std
                       const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
                       const std::optional<std::string>& traceparent,
                       const std::optional<std::string>& tracestate,
-                      const std::optional<int64_t>& window) {
+                      const std::optional<int64_t>& window, int64_t spin) {
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
-  dipc::ClientOptions options =
-      DipcClientOptions(device, validation, timeout, reorder_window, max_metadata_bytes,
-                        max_body_bytes, columns, buffer_lists, traceparent, tracestate, window);
+  dipc::ClientOptions options = DipcClientOptions(
+      device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
+      buffer_lists, traceparent, tracestate, window, spin);
   Result<UniqueDeviceArrayStream> stream = [&] {
     nb::gil_scoped_release release;  // connects, sends the ticket, waits for the schema
     if (data) return dipc::ConnectStream(parsed, *data, ticket, options);
@@ -472,6 +472,7 @@ void InitDipc(nb::module_& parent) {
         nb::arg("max_body_bytes") = int64_t{4} << 30, nb::arg("columns").none() = nb::none(),
         nb::arg("buffer_lists") = false, nb::arg("traceparent").none() = nb::none(),
         nb::arg("tracestate").none() = nb::none(), nb::arg("window").none() = nb::none(),
+        nb::arg("spin") = dipc::ClientOptions{}.spin.count(),
         "Connect to a server and read the dataset named `ticket` as an ArrayStream of record "
         "batches. "
         "The schema arrives before this returns, so a refused ticket or a dead server raises here "
@@ -488,7 +489,8 @@ void InitDipc(nb::module_& parent) {
         "session's log records carry its trace id (None: the server uses the trace its ticket was "
         "issued with); window: pace a ferry server (shm://, or ucx:// with ferry=1), which then "
         "sends at most this many batches beyond those read (None: unpaced, it sends ahead as far "
-        "as its shared region allows).");
+        "as its shared region allows); spin: microseconds a read watches for the next message on "
+        "the CPU before it sleeps (0: it sleeps at once).");
 }
 
 }  // namespace ferry::python

@@ -19,6 +19,11 @@ int64_t WindowOf(const std::optional<int64_t>& window) {
   return *window;
 }
 
+std::chrono::microseconds SpinOf(int64_t spin) {
+  if (spin < 0) Raise(PyExc_ValueError, "spin must be a number of microseconds >= 0");
+  return std::chrono::microseconds(spin);
+}
+
 dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
                                       uint32_t reorder_window, int64_t max_metadata_bytes,
                                       int64_t max_body_bytes,
@@ -26,7 +31,7 @@ dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation
                                       bool buffer_lists,
                                       const std::optional<std::string>& traceparent,
                                       const std::optional<std::string>& tracestate,
-                                      const std::optional<int64_t>& window) {
+                                      const std::optional<int64_t>& window, int64_t spin) {
   if (!std::isfinite(timeout) || timeout < 0) {
     Raise(PyExc_ValueError, "timeout must be a finite number of seconds >= 0");
   }
@@ -55,6 +60,7 @@ dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation
   options.traceparent = traceparent.value_or("");
   options.tracestate = tracestate.value_or("");
   options.window = WindowOf(window);
+  options.spin = SpinOf(spin);
   return options;
 }
 

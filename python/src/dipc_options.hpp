@@ -2,6 +2,7 @@
 // blocking face (dipc.cpp) and the asyncio one (aio.cpp), so both check them alike.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,9 +22,13 @@ dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri);
 /// raises ValueError.
 int64_t WindowOf(const std::optional<int64_t>& window);
 
+/// A `spin=` argument (microseconds a read watches for the next message before it sleeps) as the
+/// C++ options take it; a negative one raises ValueError.
+std::chrono::microseconds SpinOf(int64_t spin);
+
 /// The client options that connect's keyword arguments ask for; raises ValueError for a bad one
 /// (a negative or non-finite timeout, a non-positive size limit, no or negative columns, a
-/// negative window).
+/// negative window or spin).
 dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
                                       uint32_t reorder_window, int64_t max_metadata_bytes,
                                       int64_t max_body_bytes,
@@ -31,6 +36,6 @@ dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation
                                       bool buffer_lists,
                                       const std::optional<std::string>& traceparent,
                                       const std::optional<std::string>& tracestate,
-                                      const std::optional<int64_t>& window);
+                                      const std::optional<int64_t>& window, int64_t spin);
 
 }  // namespace ferry::python

@@ -222,10 +222,11 @@ void InitFlight(nb::module_& parent) {
           [](PyFlightClient& c, const std::variant<std::string, nb::bytes, flight::Endpoint>& what,
              const std::string& via, Device* device, ValidationLevel validation, int parallel,
              const std::optional<std::vector<Column>>& columns, bool buffer_lists,
-             const std::optional<int64_t>& window) {
+             const std::optional<int64_t>& window, int64_t spin) {
             if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
             flight::GetOptions options;
             options.window = WindowOf(window);
+            options.spin = SpinOf(spin);
             options.via = ViaOf(via);
             options.device = device;
             options.read.validation = validation;
@@ -273,6 +274,7 @@ void InitFlight(nb::module_& parent) {
           nb::arg("validation") = ValidationLevel::kFull, nb::arg("parallel") = 0,
           nb::arg("columns") = nb::none(), nb::arg("buffer_lists") = false,
           nb::arg("window").none() = nb::none(),
+          nb::arg("spin") = flight::GetOptions{}.spin.count(),
           "Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and "
           "__arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: "
           "GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's "
@@ -286,7 +288,9 @@ void InitFlight(nb::module_& parent) {
           "or on one host before UCX 1.16; `columns` implies it). `window` paces the read: at most "
           "that many batches are read past those taken, across the endpoints read at once, and "
           "shm:// and ucx:// servers send only what was asked of them; over DoGet gRPC's own "
-          "flow control bounds the rest (None: unpaced).")
+          "flow control bounds the rest (None: unpaced). `spin` is how many microseconds a read "
+          "over shm:// or ucx:// watches for the next message on the CPU before it sleeps (0: it "
+          "sleeps at once).")
       .def(
           "do_put",
           [](PyFlightClient& c, const std::string& path, nb::handle data) {

@@ -129,6 +129,10 @@ def test_dipc_reads_and_refusals():
             got = [b async for b in ferry.aio.dipc.connect(server.uri, "d", window=0)]
             assert as_table(got) == as_table(batches)
             assert server.stats.batches_sent - sent == 4
+            # Sleeping at once, or spinning long, reads the same batches.
+            for spin in (0, 20_000):
+                got = [b async for b in ferry.aio.dipc.connect(server.uri, "d", spin=spin)]
+                assert as_table(got) == as_table(batches), spin
 
         asyncio.run(main())
 

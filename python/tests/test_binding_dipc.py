@@ -447,3 +447,21 @@ def test_a_paced_reader_is_sent_only_what_it_asked_for(transport):
             assert server.stats.sessions_failed == 0, server.last_error
     with pytest.raises(ValueError, match="window must be None or a count of batches >= 0"):
         dipc.connect("shm:///nowhere?want_data=1", "t", window=-1)
+
+
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_spin_changes_how_a_read_waits_not_what_it_reads(transport):
+    """spin=0 sleeps at once; a long spin watches for each message on the caller's thread (over
+    shm:// it reads the socket itself). The table arrives equal either way, paced or not, and a
+    negative spin is refused."""
+    needs(transport)
+    table = pa.Table.from_batches(mixed_table(10_000).to_batches(max_chunksize=1_000))
+    with dipc.Server.start(transport) as server:
+        server.add("t", table.to_batches())  # batches: every client reads them all
+        for spin in (0, 50, 20_000):
+            for window in (None, 0):
+                got = pa.RecordBatchReader.from_stream(
+                    dipc.connect(server.uri, "t", spin=spin, window=window)).read_all()
+                assert got.equals(table), (spin, window)
+    with pytest.raises(ValueError, match="spin must be a number of microseconds >= 0"):
+        dipc.connect("shm:///nowhere?want_data=1", "t", spin=-1)

@@ -127,6 +127,23 @@ def test_a_column_name_or_an_index_past_the_schema_is_refused(run, tmp_path, tab
         assert f"the schema has {table.num_columns} columns" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_spin_changes_how_a_read_waits_not_what_it_reads(run, tmp_path, table, transport):
+    # --spin 0 sleeps at once; a long spin reads the socket on the caller's thread (shm://) or
+    # watches the inbox (ucx://). Either way the batches are pyarrow's, and a negative spin is
+    # refused by name.
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=700)
+    with Served(tmp_path, path, "--transport", transport) as server:
+        for spin in ("0", "5000"):
+            out = tmp_path / f"got-{spin}.arrows"
+            r = run("get", server.uri, "--ticket", "t", "--spin", spin, "--to", out,
+                    "--no-progress")
+            assert r.returncode == 0, r.stderr
+            assert ipc.open_stream(str(out)).read_all().equals(table), spin
+        r = run("get", server.uri, "--ticket", "t", "--spin", "-1", "--no-progress")
+        assert r.returncode != 0 and "--spin" in r.stderr, r.stderr
+
+
 def largest_body(path):
     """The largest message body of an IPC stream, as pyarrow's own reader measures it."""
     largest = 0

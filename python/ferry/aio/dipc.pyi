@@ -9,6 +9,7 @@ def connect(uri: Uri | str, ticket: str, *, device: Device | None = None,
             data_uri: Uri | str | None = None, max_metadata_bytes: int = ...,
             max_body_bytes: int = ..., columns: Sequence[int] | None = None,
             buffer_lists: bool = False, traceparent: str | None = None,
-            tracestate: str | None = None, window: int | None = None) -> AsyncStream: ...
+            tracestate: str | None = None, window: int | None = None,
+            spin: int = 50) -> AsyncStream: ...
 
 __all__ = ["connect"]
