@@ -267,6 +267,7 @@ class ShmConnection final : public Connection {
       while (Park()) {
         pollfd p{fd_, POLLIN, 0};
         if (poll(&p, 1, -1) < 0 && errno != EINTR) break;
+        if (!Park()) break;  // a caller that took to reading meanwhile reads what came
         std::unique_lock token(read_mutex_, std::try_to_lock);
         if (!token) continue;  // a caller reads
         if (ended_.load() || !ReadReady(&why)) break;
@@ -365,7 +366,8 @@ class ShmConnection final : public Connection {
         r = n.status();
         break;
       }
-      if (*n == 0) break;  // the deadline: r says so
+      // The deadline (r says so); a clock's poll may also end early with nothing, to look again.
+      if (*n == 0 && clock.Now() >= deadline) break;
     }
     bool resume = false;
     {
@@ -390,8 +392,8 @@ class ShmConnection final : public Connection {
 
   // The connection is over: refuse further pushes with `why` and tell the peer.
   void End(const std::string& why) {
+    inbox_.Close(why);  // first: whoever sees ended_ finds the inbox closed, and why
     ended_.store(true);
-    inbox_.Close(why);
     shutdown(fd_, SHUT_RDWR);
   }
 

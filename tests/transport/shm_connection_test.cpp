@@ -61,6 +61,12 @@ std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> SpinningPair
 TEST(ShmConnection, ASpinningEndsLookReadsWhatHasArrived) {
   auto clock = std::make_shared<ManualClock>();
   auto [a, b] = SpinningPair(clock);
+  // A first receive that may wait makes b's caller the reader (its reader thread stands back
+  // while a caller reads); a look that finds the reader thread mid-read does not wait for it.
+  const uint8_t zero = 0;
+  const ByteSpan first{&zero, 1};
+  ASSERT_OK(a->Send({&first, 1}));
+  ASSERT_OK(b->Receive(10s).status());
   for (uint8_t i = 0; i < 50; ++i) {
     const ByteSpan piece{&i, 1};
     ASSERT_OK(a->Send({&piece, 1}));

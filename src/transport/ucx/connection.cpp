@@ -115,7 +115,7 @@ UcxConnection::UcxConnection(std::unique_ptr<Worker> worker, TransportLimits lim
                              bool takes_metadata)
     : worker_(std::move(worker)),
       limits_(WithClock(std::move(limits))),
-      inbox_(0, limits_.clock, limits_.spin),
+      inbox_(0, limits_.clock),
       takes_metadata_(takes_metadata) {}
 
 UcxConnection::~UcxConnection() {
@@ -357,21 +357,33 @@ void UcxConnection::Pump() {
   Poll();
 }
 
-Result<SharedBytes> UcxConnection::Receive(std::chrono::milliseconds timeout) {
-  Result<SharedBytes> r = inbox_.PopUntagged(std::chrono::milliseconds(0));
+template <typename Pop>
+auto UcxConnection::PumpWhileWaiting(std::chrono::milliseconds timeout, Pop pop)
+    -> decltype(pop(timeout)) {
+  auto r = pop(std::chrono::milliseconds(0));
   if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded || timeout.count() <= 0)
     return r;
-  Pump();
-  return inbox_.PopUntagged(timeout);
+  // With a spin, the waiting caller progresses the worker itself until its message lands or
+  // the spin is spent, so what arrives meanwhile wakes no thread; then it sleeps in the pop.
+  const auto until =
+      std::chrono::steady_clock::now() + std::min<std::chrono::microseconds>(limits_.spin, timeout);
+  do {
+    Pump();
+    r = pop(std::chrono::milliseconds(0));
+    if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded) return r;
+  } while (std::chrono::steady_clock::now() < until);
+  return pop(timeout);
+}
+
+Result<SharedBytes> UcxConnection::Receive(std::chrono::milliseconds timeout) {
+  return PumpWhileWaiting(timeout,
+                          [this](std::chrono::milliseconds t) { return inbox_.PopUntagged(t); });
 }
 
 Result<TaggedMessage> UcxConnection::ReceiveTagged(uint64_t want, uint64_t mask,
                                                    std::chrono::milliseconds timeout) {
-  Result<TaggedMessage> r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
-  if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded || timeout.count() <= 0)
-    return r;
-  Pump();
-  return inbox_.PopTagged(want, mask, timeout);
+  return PumpWhileWaiting(
+      timeout, [&](std::chrono::milliseconds t) { return inbox_.PopTagged(want, mask, t); });
 }
 
 Status UcxConnection::ShareRegion(const std::shared_ptr<Region>& region) {

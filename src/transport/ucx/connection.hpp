@@ -131,6 +131,10 @@ class UcxConnection : public Connection {
   /// arrived lands in the inbox now, without a trip through the progress thread. Receives call
   /// it before they block. Safe from any thread (the worker is multi-threaded).
   void Pump();
+  /// `pop(wait)` (the inbox's) for a receive: a look first; then, within the spin
+  /// (TransportLimits::spin), Pump and look again; then the pop's own wait.
+  template <typename Pop>
+  auto PumpWhileWaiting(std::chrono::milliseconds timeout, Pop pop) -> decltype(pop(timeout));
   /// Tear down on the calling thread once the worker's thread has stopped.
   virtual void TearDown();
 
