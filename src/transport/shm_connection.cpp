@@ -1,11 +1,8 @@
 // The shared-memory transport's connection: frames over a Unix stream socket, memfd segments
 // (and served files) passed with SCM_RIGHTS and mapped read-only by the client, so type-1
 // bodies are read in place.
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -13,21 +10,18 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "ferry/core/hex.hpp"
-#include "ferry/core/host_buffer.hpp"
 #include "transport/frame_memory.hpp"
 #include "transport/mailbox.hpp"
 #include "transport/shm_common.hpp"
 #include "transport/shm_frames.hpp"
+#include "transport/shm_segments.hpp"
 
 namespace ferry::transport::internal::shm {
 
@@ -117,60 +111,7 @@ class ShmConnection final : public Connection {
 
   Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
                             std::chrono::milliseconds /*timeout*/) override {
-    FetchedBody out;
-    out.buffers.reserve(refs.size());
-    // The one segment every ref lies in, as is usual (a batch's body is one block), or NULL.
-    std::shared_ptr<const Mapping> only;
-    std::vector<std::shared_ptr<const Mapping>> of;  // each ref's segment, only when they differ
-    {
-      std::lock_guard lock(regions_mutex_);
-      bool mixed = false;
-      for (size_t i = 0; i < refs.size(); ++i) {
-        const uint64_t index = refs[i].address >> kShmOffsetBits;
-        const uint64_t offset = refs[i].address & kOffsetMask;
-        auto it = regions_.find(index);
-        if (it == regions_.end()) {
-          return Status::Invalid("buffer " + std::to_string(i) + " (address " +
-                                 Hex(refs[i].address) + ") names segment " + std::to_string(index) +
-                                 ", which the server never shared");
-        }
-        uint64_t end = 0;
-        if (__builtin_add_overflow(offset, refs[i].length, &end) ||
-            end > static_cast<uint64_t>(it->second->size())) {
-          return Status::Invalid(
-              "buffer " + std::to_string(i) + " (offset " + std::to_string(offset) + ", length " +
-              std::to_string(refs[i].length) + ") lies outside segment " + std::to_string(index) +
-              " of " + std::to_string(it->second->size()) + " bytes");
-        }
-        if (i == 0) only = it->second;
-        mixed = mixed || it->second != only;
-        out.buffers.push_back(BufferRef{offset, refs[i].length});
-      }
-      if (mixed) {
-        only = nullptr;
-        of.reserve(refs.size());
-        for (const BufferRef& r : refs)
-          of.push_back(regions_.find(r.address >> kShmOffsetBits)->second);
-      }
-    }
-    if (refs.empty() || only != nullptr) {
-      // In place: the bytes are the whole segment, and the arrays keep the mapping.
-      if (only != nullptr) out.bytes = SharedBytes{only->data(), only->size(), only};
-      out.borrowed = !refs.empty();
-      return out;
-    }
-    // Buffers in several segments: gather them (one copy) so they share one base.
-    auto local = std::make_shared<HostBuffer>();
-    for (size_t i = 0; i < refs.size(); ++i) {
-      const int64_t at = (local->size() + 7) / 8 * 8;
-      FERRY_RETURN_NOT_OK(local->Resize(at));
-      FERRY_RETURN_NOT_OK(local->Append(
-          {of[i]->data() + out.buffers[i].address, static_cast<int64_t>(out.buffers[i].length)}));
-      out.buffers[i].address = static_cast<uint64_t>(at);
-    }
-    out.bytes = SharedBytes{local->data(), local->size(), local};
-    out.borrowed = false;
-    return out;
+    return segments_.Fetch(refs);
   }
 
  private:
@@ -456,45 +397,14 @@ class ShmConnection final : public Connection {
     return true;
   }
 
-  // A region frame: its descriptor arrived with the header. Map it read-only after checking
-  // that the server cannot shrink it under us (a shrunk segment would fault our readers).
+  // A region frame: its descriptor arrived with the header.
   Status MapRegion(const FrameHeader& h) {
     if (pending_fds_.empty())
       return Status::Invalid("segment " + std::to_string(h.tag) + " came without a descriptor");
     const int f = pending_fds_.front();
     pending_fds_.pop_front();
-    struct Closer {
-      int f;
-      ~Closer() { close(f); }
-    } closer{f};
-    struct stat st {};
-    if (fstat(f, &st) != 0)
-      return Status::FromErrno(errno, "fstat of segment " + std::to_string(h.tag));
-    if (h.length == 0 || h.length > static_cast<uint64_t>(st.st_size) || h.length > kOffsetMask) {
-      return Status::Invalid("segment " + std::to_string(h.tag) + " claims " +
-                             std::to_string(h.length) + " bytes but holds " +
-                             std::to_string(st.st_size));
-    }
-    // A served file cannot be sealed: it must at least be a plain file (docs/dipc.md names
-    // the limit: a file truncated while served faults its readers).
-    const bool file = static_cast<FrameKind>(h.kind) == FrameKind::kFileRegion;
-    if (file && !S_ISREG(st.st_mode)) {
-      return Status::Invalid("file segment " + std::to_string(h.tag) + " is not a regular file");
-    }
-    const int seals = file ? F_SEAL_SHRINK : fcntl(f, F_GET_SEALS);
-    if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
-      return Status::Invalid("segment " + std::to_string(h.tag) +
-                             " is not sealed against shrinking");
-    }
-    // A segment the client maps read-only; arrays over it hold it through SharedBytes owners.
-    Result<Mapping> pages =
-        Mapping::OfFile(f, static_cast<int64_t>(h.length),
-                        {.access = MapAccess::kRead, .shared = true}, "a shared segment");
-    if (!pages.ok()) return pages.status().WithContext("segment " + std::to_string(h.tag));
-    auto m = std::make_shared<const Mapping>(std::move(*pages));
-    std::lock_guard lock(regions_mutex_);
-    regions_[h.tag] = std::move(m);
-    return Status::OK();
+    return segments_.Map(h.tag, h.length, static_cast<FrameKind>(h.kind) == FrameKind::kFileRegion,
+                         f);
   }
 
   int fd_;
@@ -525,8 +435,7 @@ class ShmConnection final : public Connection {
   std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);
   size_t stage_begin_ = 0;
   size_t stage_end_ = 0;
-  std::mutex regions_mutex_;
-  std::map<uint64_t, std::shared_ptr<const Mapping>> regions_;
+  Segments segments_;
   std::thread reader_;
 };
 

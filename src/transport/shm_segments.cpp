@@ -1,0 +1,109 @@
+// The segments a server shared with a shared-memory client: checked, mapped read-only, and
+// looked up for type-1 bodies.
+#include "transport/shm_segments.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "ferry/core/hex.hpp"
+#include "ferry/core/host_buffer.hpp"
+#include "transport/shm_common.hpp"
+
+namespace ferry::transport::internal::shm {
+
+Status Segments::Map(uint64_t index, uint64_t length, bool file, int fd) {
+  struct Closer {
+    int f;
+    ~Closer() { close(f); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0)
+    return Status::FromErrno(errno, "fstat of segment " + std::to_string(index));
+  if (length == 0 || length > static_cast<uint64_t>(st.st_size) || length > kOffsetMask) {
+    return Status::Invalid("segment " + std::to_string(index) + " claims " +
+                           std::to_string(length) + " bytes but holds " +
+                           std::to_string(st.st_size));
+  }
+  // A served file cannot be sealed: it must at least be a plain file (docs/dipc.md names
+  // the limit: a file truncated while served faults its readers).
+  if (file && !S_ISREG(st.st_mode)) {
+    return Status::Invalid("file segment " + std::to_string(index) + " is not a regular file");
+  }
+  const int seals = file ? F_SEAL_SHRINK : fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+    return Status::Invalid("segment " + std::to_string(index) + " is not sealed against shrinking");
+  }
+  // A segment the client maps read-only; arrays over it hold it through SharedBytes owners.
+  Result<Mapping> pages =
+      Mapping::OfFile(fd, static_cast<int64_t>(length),
+                      {.access = MapAccess::kRead, .shared = true}, "a shared segment");
+  if (!pages.ok()) return pages.status().WithContext("segment " + std::to_string(index));
+  auto m = std::make_shared<const Mapping>(std::move(*pages));
+  std::lock_guard lock(mutex_);
+  mapped_[index] = std::move(m);
+  return Status::OK();
+}
+
+Result<FetchedBody> Segments::Fetch(std::span<const BufferRef> refs) const {
+  FetchedBody out;
+  out.buffers.reserve(refs.size());
+  // The one segment every ref lies in, as is usual (a batch's body is one block), or NULL.
+  std::shared_ptr<const Mapping> only;
+  std::vector<std::shared_ptr<const Mapping>> of;  // each ref's segment, only when they differ
+  {
+    std::lock_guard lock(mutex_);
+    bool mixed = false;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const uint64_t index = refs[i].address >> kShmOffsetBits;
+      const uint64_t offset = refs[i].address & kOffsetMask;
+      auto it = mapped_.find(index);
+      if (it == mapped_.end()) {
+        return Status::Invalid("buffer " + std::to_string(i) + " (address " + Hex(refs[i].address) +
+                               ") names segment " + std::to_string(index) +
+                               ", which the server never shared");
+      }
+      uint64_t end = 0;
+      if (__builtin_add_overflow(offset, refs[i].length, &end) ||
+          end > static_cast<uint64_t>(it->second->size())) {
+        return Status::Invalid(
+            "buffer " + std::to_string(i) + " (offset " + std::to_string(offset) + ", length " +
+            std::to_string(refs[i].length) + ") lies outside segment " + std::to_string(index) +
+            " of " + std::to_string(it->second->size()) + " bytes");
+      }
+      if (i == 0) only = it->second;
+      mixed = mixed || it->second != only;
+      out.buffers.push_back(BufferRef{offset, refs[i].length});
+    }
+    if (mixed) {
+      only = nullptr;
+      of.reserve(refs.size());
+      for (const BufferRef& r : refs)
+        of.push_back(mapped_.find(r.address >> kShmOffsetBits)->second);
+    }
+  }
+  if (refs.empty() || only != nullptr) {
+    // In place: the bytes are the whole segment, and the arrays keep the mapping.
+    if (only != nullptr) out.bytes = SharedBytes{only->data(), only->size(), only};
+    out.borrowed = !refs.empty();
+    return out;
+  }
+  // Buffers in several segments: gather them (one copy) so they share one base.
+  auto local = std::make_shared<HostBuffer>();
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const int64_t at = (local->size() + 7) / 8 * 8;
+    FERRY_RETURN_NOT_OK(local->Resize(at));
+    FERRY_RETURN_NOT_OK(local->Append(
+        {of[i]->data() + out.buffers[i].address, static_cast<int64_t>(out.buffers[i].length)}));
+    out.buffers[i].address = static_cast<uint64_t>(at);
+  }
+  out.bytes = SharedBytes{local->data(), local->size(), local};
+  out.borrowed = false;
+  return out;
+}
+
+}  // namespace ferry::transport::internal::shm

@@ -1,0 +1,38 @@
+// Internal to the shared-memory transport: the segments a server shared with a client, mapped
+// read-only, and the type-1 bodies found in them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+
+#include "ferry/core/mapping.hpp"
+#include "ferry/core/result.hpp"
+#include "ferry/transport/transport.hpp"
+
+namespace ferry::transport::internal::shm {
+
+/// The segments one connection was shared, each mapped read-only once and kept until the
+/// connection goes (arrays over a segment keep its mapping through their owners). Thread-safe:
+/// the thread reading the socket maps, any thread fetches. A fetch costs a map lookup per buffer.
+class Segments {
+ public:
+  /// Map segment `index`, `length` bytes of descriptor `fd`, which the call closes. Refused,
+  /// naming the segment, unless the server cannot shrink it under its readers: sealed against
+  /// shrinking, or, for a served file (`file`), a regular file no shorter than `length`.
+  [[nodiscard]] Status Map(uint64_t index, uint64_t length, bool file, int fd);
+
+  /// The body whose buffers `refs` name by wire address (segment index and offset): in place
+  /// where they lie in one segment (borrowed: the bytes are the segment's whole mapping), else
+  /// gathered into one local buffer (one copy). A buffer in a segment never shared, or past its
+  /// end, is refused, naming the buffer.
+  Result<FetchedBody> Fetch(std::span<const BufferRef> refs) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<uint64_t, std::shared_ptr<const Mapping>> mapped_;
+};
+
+}  // namespace ferry::transport::internal::shm
