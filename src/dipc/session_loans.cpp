@@ -1,0 +1,160 @@
+// What a session lent a client and what the client gives back: its free_data (the loans it
+// returns), its credits (ferry's pacing extension), and the wait for the last loan at the end.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "dipc/fault.hpp"
+#include "dipc/session.hpp"
+#include "ferry/core/hex.hpp"
+#include "ferry/core/status_code.hpp"
+#include "ferry/dipc/protocol.hpp"
+
+namespace ferry::dipc::internal {
+
+using transport::TaggedMessage;
+
+void Session::TakeFrees() {
+  const uint64_t tag = state_->options.free_data_tag;
+  // A paced client's credits come on their own tag: take every tag, and tell them apart.
+  const uint64_t mask = paced_ ? 0 : ~uint64_t{0};
+  while (!dead_.load()) {
+    Result<TaggedMessage> m = conn_->ReceiveTagged(tag, mask, state_->options.timeout);
+    if (!m.ok()) {
+      if (m.status().code() == StatusCode::kDeadlineExceeded) continue;
+      break;  // the client closed or went away
+    }
+    if (m->tag == kCreditTag) {
+      if (!AddCredit(*m)) break;
+      continue;
+    }
+    if (m->tag != tag) {
+      Failed("the client sent a tagged message (tag " + Hex(m->tag) +
+                 ") that is neither free_data nor credit",
+             StatusCode::kInvalidArgument);
+      break;
+    }
+    Result<std::vector<uint64_t>> addresses = ParseFreeData(m->payload);
+    if (!addresses.ok()) {
+      Failed("the client sent a bad free_data: " + addresses.status().message(),
+             addresses.status().code());
+      break;
+    }
+    Release(*addresses);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    client_closed_ = true;
+  }
+  client_gone_ = true;
+  changed_.notify_all();
+  // A client gone before the end leaves a sender waiting for room: end the session now.
+  if (state_->allocator) state_->allocator->Wake();
+}
+
+bool Session::AddCredit(const TaggedMessage& m) {
+  Result<uint64_t> count = ParseCredit(m.payload);
+  if (!count.ok()) {
+    Failed("the client sent a bad credit: " + count.status().message(), count.status().code());
+  } else {
+    std::lock_guard lock(mutex_);
+    credits_ = *count > UINT64_MAX - credits_ ? UINT64_MAX : credits_ + *count;
+  }
+  changed_.notify_all();  // a sender waiting for a credit gets one, or learns the session failed
+  return count.ok();
+}
+
+Status Session::AwaitCredit() {
+  if (!paced_) return Status::OK();
+  std::unique_lock lock(mutex_);
+  const bool ready = state_->options.clock->WaitFor(changed_, lock, state_->options.timeout, [&] {
+    return credits_ > 0 || client_closed_ || dead_.load() || failed_.load();
+  });
+  if (credits_ > 0) {
+    --credits_;
+    return Status::OK();
+  }
+  if (failed_.load()) return Status::Invalid("the session failed while waiting for a credit");
+  if (ready) return Status::Unavailable("the client went away");
+  return Status::DeadlineExceeded("the paced client asked for no batch for " +
+                                  std::to_string(state_->options.timeout.count()) + " ms");
+}
+
+void Session::Release(const std::vector<uint64_t>& addresses) {
+  {
+    std::lock_guard lock(mutex_);
+    for (uint64_t a : addresses) {
+      if (auto lent = lent_.find(a); lent != lent_.end()) {
+        if (--lent->second == 0) lent_.erase(lent);
+        ++state_->addresses_freed;
+        continue;
+      }
+      auto it = blocks_.upper_bound(a);
+      std::vector<uint64_t>* left = nullptr;
+      if (it != blocks_.begin()) {
+        --it;
+        left = &it->second.left;
+        if (std::find(left->begin(), left->end(), a) == left->end()) left = nullptr;
+      }
+      if (left == nullptr) {
+        ++state_->unknown_frees;
+        state_->Log(
+            Record(LogLevel::kWarning, "unknown_free",
+                   "free_data names address " + Hex(a) + ", which this client does not hold"));
+        continue;
+      }
+      left->erase(std::remove(left->begin(), left->end(), a), left->end());
+      --block_addresses_;
+      ++state_->addresses_freed;
+      if (left->empty()) {
+        state_->allocator->Free(it->second.block);
+        blocks_.erase(it);
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+Status Session::AwaitEnd() {
+  phase_ = "free";
+  // A client that read everything and closed also ends the pause: nothing is left to stop.
+  FaultPoint("server", "free", [this] {
+    std::lock_guard lock(mutex_);
+    return client_closed_ || dead_.load();
+  });
+  // The protocol's client closes after its last free_data; a client that closes holding
+  // addresses gets them freed (it is disconnected). One that neither frees nor closes is waited
+  // for up to the timeout.
+  std::unique_lock lock(mutex_);
+  const bool ended = state_->options.clock->WaitFor(changed_, lock, state_->options.timeout,
+                                                    [&] { return client_closed_ || dead_.load(); });
+  const size_t held = static_cast<size_t>(block_addresses_) + lent_.size();
+  if (client_closed_ && held > 0) {
+    state_->Log(Record(LogLevel::kInfo, "addresses_unreturned",
+                       "the client closed holding " + std::to_string(held) + " addresses; freed"));
+  }
+  // A client that neither freed nor closed for the whole timeout is stopped or gone: closing
+  // gracefully would wait on it again.
+  unresponsive_ = !ended && !dead_.load();
+  if (ended || dead_.load() || held == 0) return Status::OK();
+  return Status::DeadlineExceeded("the client held " + std::to_string(held) +
+                                  " addresses for longer than " +
+                                  std::to_string(state_->options.timeout.count()) +
+                                  " ms after the end of the stream; they are freed");
+}
+
+void Session::FreeAll() {
+  {
+    std::lock_guard lock(mutex_);
+    int64_t held = block_addresses_;
+    for (const auto& [address, times] : lent_) held += times;
+    state_->addresses_reclaimed += held;
+    for (const auto& [address, lent] : blocks_) state_->allocator->Free(lent.block);
+    blocks_.clear();
+    block_addresses_ = 0;
+    lent_.clear();
+  }
+  changed_.notify_all();
+}
+
+}  // namespace ferry::dipc::internal
