@@ -75,11 +75,12 @@ TEST(ShmConnection, ASpinningEndsLookReadsWhatHasArrived) {
     ASSERT_OK(a->Send({&piece, 1}));
     ASSERT_OK(a->SendTagged(100 + i, {&piece, 1}));
     // A Unix socket's send has landed in the peer's socket when it returns.
-    ASSERT_OK_AND_ASSIGN(SharedBytes m, look([&] { return b->Receive(0ms); }));
+    ASSERT_OK_AND_ASSIGN(SharedBytes m, look([&, &b = b] { return b->Receive(0ms); }));
     ASSERT_EQ(m.size, 1);
     EXPECT_EQ(m.data[0], i);
-    ASSERT_OK_AND_ASSIGN(TaggedMessage t,
-                         look([&] { return b->ReceiveTagged(100 + i, ~uint64_t{0}, 0ms); }));
+    ASSERT_OK_AND_ASSIGN(TaggedMessage t, look([&, &b = b] {
+                           return b->ReceiveTagged(100 + i, ~uint64_t{0}, 0ms);
+                         }));
     EXPECT_EQ(t.payload.data[0], i);
   }
   EXPECT_EQ(clock->waiters(), 0);  // nothing waited
