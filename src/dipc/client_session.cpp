@@ -220,7 +220,7 @@ Result<SharedBytes> ClientSession::NextMetadata() {
     Result<SharedBytes> r =
         LookBriefly([&](std::chrono::milliseconds wait) { return conn_->Receive(wait); });
     if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
-      freer_->Flush();  // about to wait: the server may be waiting for these
+      const Freer::Wait wait(*freer_);  // the server may be waiting for our frees
       r = conn_->Receive(options_.timeout);
     }
     if (!r.ok()) {
@@ -259,7 +259,7 @@ Result<TaggedMessage> ClientSession::ReceiveBody(uint32_t sequence, const ipc::M
   };
   Result<TaggedMessage> r = LookBriefly(receive);
   if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded) return r;
-  freer_->Flush();  // about to wait: the server may be waiting for these
+  const Freer::Wait wait(*freer_);  // the server may be waiting for our frees
   return receive(options_.timeout);
 }
 

@@ -17,7 +17,8 @@ using transport::Connection;
 
 // Sends free_data for what the server lent, and closes the data connection at the end. While
 // the stream is read, frees are deferred and sent in batches: when enough are pending, or
-// before the client would block waiting for the server (which may be waiting for them). Once
+// before the client would block waiting for the server (which may be waiting for them); a
+// release on another thread while the reader waits is sent at once, for the same reason. Once
 // the stream is over, each release sends at once, and when nothing is borrowed any more the
 // connection closes: the protocol's client closes after its last free_data. Owned by the
 // session and by every borrowed body, so it outlives both.
@@ -29,14 +30,29 @@ class Freer {
   void Free(const std::vector<uint64_t>& addresses) {
     std::unique_lock lock(mutex_);
     pending_.insert(pending_.end(), addresses.begin(), addresses.end());
-    if (!finished_ && pending_.size() < kBatch) return;
+    if (!SendNow()) return;
     FlushLocked(lock);
   }
 
-  void Flush() {
-    std::unique_lock lock(mutex_);
-    FlushLocked(lock);
-  }
+  // The reader's wait for the server, for its scope: what is pending is sent as it begins, and
+  // every release meanwhile at once (the server may be waiting for the room they make).
+  class Wait {
+   public:
+    explicit Wait(Freer& freer) : freer_(freer) {
+      std::unique_lock lock(freer_.mutex_);
+      ++freer_.waiting_;
+      freer_.FlushLocked(lock);
+    }
+    ~Wait() {
+      std::lock_guard lock(freer_.mutex_);
+      --freer_.waiting_;
+    }
+    Wait(const Wait&) = delete;
+    Wait& operator=(const Wait&) = delete;
+
+   private:
+    Freer& freer_;
+  };
 
   // A body whose memory is the server's, mapped here, until Return.
   void Borrow() {
@@ -47,7 +63,7 @@ class Freer {
     std::unique_lock lock(mutex_);
     --borrowed_;
     pending_.insert(pending_.end(), addresses.begin(), addresses.end());
-    if (!finished_ && pending_.size() < kBatch) return;
+    if (!SendNow()) return;
     FlushLocked(lock);
     CloseIfDone(lock);
   }
@@ -63,6 +79,9 @@ class Freer {
 
  private:
   static constexpr size_t kBatch = 1024;
+
+  // With mutex_ held: whether what is pending goes now rather than with a later batch.
+  bool SendNow() const { return finished_ || waiting_ > 0 || pending_.size() >= kBatch; }
 
   // Send what is pending; a release on another thread meanwhile joins the next message.
   void FlushLocked(std::unique_lock<std::mutex>& lock) {
@@ -93,6 +112,7 @@ class Freer {
   std::mutex mutex_;
   std::vector<uint64_t> pending_;
   int64_t borrowed_ = 0;
+  int waiting_ = 0;  // readers inside a Wait
   bool finished_ = false;
   bool flushing_ = false;
   bool closed_ = false;

@@ -165,5 +165,52 @@ TEST_P(ServerClient, ABatchFetchedAheadIsFreedWhenTheStreamIsLeft) {
   EXPECT_EQ(st.unknown_frees, 0);
 }
 
+// A region that holds two batches: the client holds both while another thread asks for the
+// third, and releases the first only once that read waits (the server waits for room; the
+// client for the batch). The free must go while the read waits: batched with later frees, it
+// would leave both sides waiting. The shared ManualClock tells when both wait; it never moves.
+TEST_P(ServerClient, AReleaseWhileTheReaderWaitsIsSentAtOnce) {
+  if (shape_.body != BodyType::kBufferList || shape_.split) GTEST_SKIP() << "type 1, one URI";
+  if (shape_.transport != "shm") GTEST_SKIP() << "only shared memory lends bodies";
+  auto clock = std::make_shared<ManualClock>();
+  ServerOptions options;
+  options.region_bytes = 80 << 10;
+  options.clock = clock;
+  auto server = StartServer(options);
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(4, 4000));  // about 32 KiB each
+  server->Add("t", data.dataset);
+  ClientOptions client;
+  client.clock = clock;
+  client.spin = std::chrono::microseconds(0);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t", client));
+  UniqueSchema schema;
+  ASSERT_EQ(s->get_schema(s.get(), schema.get()), 0);
+  std::vector<UniqueDeviceArray> got(5);
+  for (int b = 0; b < 2; ++b) {
+    ASSERT_EQ(s->get_next(s.get(), got[b].get()), 0) << s->get_last_error(s.get());
+  }
+  int rc = -1;
+  std::thread reader([&] { rc = s->get_next(s.get(), got[2].get()); });
+  const bool both_wait = clock->AwaitWaiters(2, std::chrono::milliseconds(10000));
+  EXPECT_EQ(Json::parse(testing::DeviceArrayToJson(schema.get(), got[0].get())), data.expected[0]);
+  got[0].reset();  // on this thread, while the reader waits
+  reader.join();
+  ASSERT_TRUE(both_wait);
+  ASSERT_EQ(rc, 0) << s->get_last_error(s.get());
+  got[1].reset();
+  ASSERT_EQ(s->get_next(s.get(), got[3].get()), 0) << s->get_last_error(s.get());
+  ASSERT_EQ(s->get_next(s.get(), got[4].get()), 0) << s->get_last_error(s.get());
+  EXPECT_FALSE(got[4].valid());
+  for (int b = 2; b < 4; ++b) {
+    EXPECT_EQ(Json::parse(testing::DeviceArrayToJson(schema.get(), got[b].get())),
+              data.expected[b]);
+  }
+  got.clear();
+  s.reset();
+  EXPECT_TRUE(server->AwaitIdle(5s));
+  EXPECT_EQ(server->stats().sessions_failed, 0) << server->last_error();
+}
+
 }  // namespace
 }  // namespace ferry::dipc
