@@ -283,8 +283,8 @@ void InitAio(nb::module_& parent) {
           },
           "The finished jobs, as (id, ok, result or exception) tuples, oldest first.");
 
-  nb::class_<aio::Stream>(m, "Stream",
-                          "A stream read on the worker pool, one batch ahead of its reader.")
+  nb::class_<aio::Stream>(
+      m, "Stream", "A stream read on the worker pool, up to four batches ahead of its reader.")
       .def_prop_ro("schema",
                    [](const aio::Stream& s) {
                      auto holder = std::make_shared<SchemaHolder>();

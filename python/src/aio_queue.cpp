@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <thread>
@@ -14,10 +15,14 @@
 namespace ferry::python::aio {
 namespace {
 
-/// The process's pool. Made once and never destroyed: its threads outlive static destruction
-/// (a joinable std::thread destroyed at exit would terminate the process).
+/// A pool of worker threads running jobs in order. Made once and never destroyed: its threads
+/// outlive static destruction (a joinable std::thread destroyed at exit would terminate the
+/// process).
 class Pool {
  public:
+  /// look: an idle worker looks for its next job for kLookFor before it sleeps.
+  explicit Pool(bool look) : look_(look) {}
+
   Status SetWorkers(int workers) {
     std::lock_guard<std::mutex> lock(mu_);
     if (workers < 1 || workers > 64) return Status::Invalid("workers must be 1 to 64");
@@ -43,6 +48,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       jobs_.push_back(std::move(job));
+      queued_.fetch_add(1, std::memory_order_release);
       while (static_cast<int>(threads_.size()) < workers_) {
         threads_.emplace_back([this] { Run(); });
       }
@@ -53,42 +59,64 @@ class Pool {
  private:
   void Run() {
     for (;;) {
+      // A loop's next call usually follows the last one's result within tens of µs (its own
+      // wake-up, then Python): a worker that looks for it that long before it sleeps is not
+      // woken for it, and waking a thread whose core went idle costs about 40 µs here.
+      const auto until =
+          std::chrono::steady_clock::now() + (look_ ? kLookFor : std::chrono::microseconds(0));
+      while (queued_.load(std::memory_order_acquire) == 0 &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
       std::function<void()> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
         ready_.wait(lock, [this] { return !jobs_.empty(); });
         job = std::move(jobs_.front());
         jobs_.pop_front();
+        queued_.fetch_sub(1, std::memory_order_relaxed);
       }
       job();
     }
   }
 
+  /// How long an idle worker looks for a job before it sleeps.
+  static constexpr std::chrono::microseconds kLookFor{100};
+
+  const bool look_;
   std::mutex mu_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> jobs_;
+  std::atomic<int> queued_{0};  // jobs_.size(), read without the lock by a worker looking
   std::vector<std::thread> threads_;
   int workers_ = 1;
 };
 
-/// The pool, made on first use. A forked child has none of its threads (and its lock may have
-/// been held at the fork): the child starts a fresh pool on its first call, leaking the copy.
+/// The pools, made on first use: the workers, and the one thread that releases batches. A forked
+/// child has none of their threads (and a lock may have been held at the fork): the child starts
+/// fresh pools on its first call, leaking the copies.
 std::atomic<Pool*> the_pool{nullptr};
+std::atomic<Pool*> the_releaser{nullptr};
 
-void ForgetPoolInChild() { the_pool.store(nullptr); }
+void ForgetPoolsInChild() {
+  the_pool.store(nullptr);
+  the_releaser.store(nullptr);
+}
 
-Pool& ThePool() {
-  Pool* pool = the_pool.load();
+Pool& Get(std::atomic<Pool*>& slot, bool look) {
+  Pool* pool = slot.load();
   if (pool != nullptr) return *pool;
   static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, &ForgetPoolInChild); });
-  auto* fresh = new Pool();  // never destroyed: see Pool
-  if (!the_pool.compare_exchange_strong(pool, fresh)) {
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, &ForgetPoolsInChild); });
+  auto* fresh = new Pool(look);  // never destroyed: see Pool
+  if (!slot.compare_exchange_strong(pool, fresh)) {
     delete fresh;  // another thread made it first
     return *pool;
   }
   return *fresh;
 }
+
+Pool& ThePool() { return Get(the_pool, true); }
 
 }  // namespace
 
@@ -122,6 +150,7 @@ std::vector<std::pair<uint64_t, Maker>> Completions::Take() {
 }
 
 void Submit(std::function<void()> job) { ThePool().Submit(std::move(job)); }
+void Release(std::function<void()> job) { Get(the_releaser, false).Submit(std::move(job)); }
 Status SetWorkers(int workers) { return ThePool().SetWorkers(workers); }
 int Workers() { return ThePool().workers(); }
 int StartedWorkers() { return ThePool().started(); }

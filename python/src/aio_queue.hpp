@@ -48,6 +48,11 @@ class Completions {
 /// the process exits). Jobs run in submission order as workers free up; a job must not touch
 /// Python objects (a Maker does that).
 void Submit(std::function<void()> job);
+/// Run `job` on the process's release thread (one, started by the first Release, never
+/// stopped), in order: the release of what a worker read. Apart from the workers, so that a
+/// read waiting for room in a server's region (which only releases make) never stands between
+/// a release and its turn.
+void Release(std::function<void()> job);
 /// Size the pool (1-64) before its first job; FailedPrecondition once it runs.
 [[nodiscard]] Status SetWorkers(int workers);
 /// The pool's size (1 unless SetWorkers said otherwise).

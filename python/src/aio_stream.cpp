@@ -1,4 +1,4 @@
-// ferry.aio's streams, read one batch ahead on the worker pool.
+// ferry.aio's streams, read up to four batches ahead on the worker pool.
 #include "aio_stream.hpp"
 
 #include <deque>
@@ -18,8 +18,12 @@ namespace {
 /// What one read gave: a batch, the end (an invalid array) or the stream's error.
 using Read = Result<std::shared_ptr<UniqueDeviceArray>>;
 
-/// How many batches may wait, read but not asked for.
-constexpr size_t kAhead = 1;
+/// How many batches may wait, read but not asked for. A stream that reached it reads again only
+/// once no more than kRefillAt wait: the pool's thread then wakes once for several batches, and
+/// the loop finds the next batch ready while it does (waking it costs tens of µs where an idle
+/// core halts).
+constexpr size_t kAhead = 4;
+constexpr size_t kRefillAt = 2;
 
 }  // namespace
 
@@ -35,6 +39,7 @@ struct StreamState {
   /// A read_next waiting for the read in flight: where its batch goes.
   std::optional<std::pair<std::shared_ptr<Completions>, uint64_t>> waiting;
   bool busy = false;     // a read job is queued or running
+  bool full = false;     // kAhead batches waited: no read until kRefillAt or fewer do
   bool over = false;     // the end or an error was read: no more reads
   bool closing = false;  // closed: what the read in flight gives is dropped
 };
@@ -55,7 +60,11 @@ void ReadJob(const std::shared_ptr<StreamState>& s);
 /// With `s->mu` held: start a read when one is wanted and none is in flight.
 void MaybeRead(const std::shared_ptr<StreamState>& s) {
   if (s->busy || s->over || s->closing || !s->stream.valid()) return;
-  if (!s->waiting && s->ready.size() >= kAhead) return;
+  if (!s->waiting) {
+    if (s->ready.size() >= kAhead) s->full = true;
+    if (s->full && s->ready.size() > kRefillAt) return;
+  }
+  s->full = false;
   s->busy = true;
   Submit([s] { ReadJob(s); });
 }
@@ -64,7 +73,7 @@ void ReadJob(const std::shared_ptr<StreamState>& s) {
   auto next = std::make_shared<UniqueDeviceArray>();
   const Status st = StreamGetNext(s->stream.get(), next->get());
   const bool last = !st.ok() || !next->valid();
-  if (!last) *next = ReleasedOnPool(std::move(*next));
+  if (!last) *next = ReleasedInBackground(std::move(*next));
   Read read = st.ok() ? Read(std::move(next)) : Read(st.WithContext("stream"));
   std::optional<std::pair<std::shared_ptr<Completions>, uint64_t>> to;
   UniqueDeviceArrayStream done;  // released after the lock: that may take a while
@@ -167,11 +176,11 @@ UniqueSchema Stream::Schema() const { return Unwrap(CopySchema(state_->schema.ge
 
 const std::string& Stream::location() const { return state_->location; }
 
-UniqueDeviceArray ReleasedOnPool(UniqueDeviceArray array) {
+UniqueDeviceArray ReleasedInBackground(UniqueDeviceArray array) {
   auto* original = new UniqueDeviceArray(std::move(array));
   std::shared_ptr<const void> keep(original, [](const void* p) {
     auto* a = static_cast<UniqueDeviceArray*>(const_cast<void*>(p));
-    Submit([a] { delete a; });
+    Release([a] { delete a; });
   });
   UniqueDeviceArray out;
   ArrowDeviceArray* raw = out.get();

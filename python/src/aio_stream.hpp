@@ -1,5 +1,5 @@
-// ferry.aio's streams: a stream read on the worker pool, one batch ahead of its reader, whose
-// batches reach the loop through their client's completion queue.
+// ferry.aio's streams: a stream read on the worker pool, up to four batches ahead of its reader,
+// whose batches reach the loop through their client's completion queue.
 #pragma once
 
 #include <cstdint>
@@ -44,10 +44,11 @@ class Stream {
   std::shared_ptr<StreamState> state_;
 };
 
-/// `array` as a copy-free mirror whose release hands the original's release to the pool: the
-/// last batch of a shared-memory session ends the session when released (unmapping the region
-/// it read from takes tens of ms for a GiB), and Python drops batches on the loop's thread.
-UniqueDeviceArray ReleasedOnPool(UniqueDeviceArray array);
+/// `array` as a copy-free mirror whose release hands the original's release to the release
+/// thread (aio::Release): the last batch of a shared-memory session ends the session when released
+/// (unmapping the region it read from takes tens of ms for a GiB), and Python drops batches on the
+/// loop's thread.
+UniqueDeviceArray ReleasedInBackground(UniqueDeviceArray array);
 
 /// Release `stream` on the pool: releasing a session may wait on its peer or join readers.
 void ReleaseOnPool(UniqueDeviceArrayStream stream);

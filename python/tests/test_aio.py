@@ -183,6 +183,25 @@ def test_cancel_frees_the_dipc_loans():
         asyncio.run(main())
 
 
+def test_a_region_of_two_batches_is_read_whole():
+    """The server's region holds two batches, so it sends the third only once the first is
+    freed: a batch the loop drops is released off the loop while the worker already waits for
+    the next one, and that wait must not keep the free from going."""
+    batches = many_batches(12, rows=1 << 20)  # 8 MiB each
+    with ferry.dipc.Server.start("shm", region_bytes=20 << 20) as server:
+        server.add("d", batches)
+
+        async def main():
+            got = []
+            async for batch in ferry.aio.dipc.connect(server.uri, "d"):
+                got.append(pa.record_batch(batch).column(0)[-1].as_py())
+            return got
+
+        got = asyncio.run(asyncio.wait_for(main(), 60))
+        assert got == [(1 << 20) - 1] * 12
+        assert server.stats.batches_sent == 12
+
+
 def test_cancel_closes_the_flight_session():
     with ferry.flight.Server.start() as server:
         server.add("t", many_batches(200))

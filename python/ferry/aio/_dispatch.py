@@ -1,6 +1,7 @@
 """One client's link to its event loop: the futures of its jobs in flight, resolved from its
 completion queue's eventfd; and AsyncStream, the `async for` over a stream read on the pool."""
 import asyncio
+import time
 
 from ferry._ferry import _aio
 
@@ -69,17 +70,26 @@ def _discard(value):
         value.close()
 
 
+#: The longest a stream handing out batches read ahead keeps the loop before it yields (seconds):
+#: a batch already read is taken without a trip through the loop until then.
+HOLD = 0.001
+
+
 class AsyncStream:
     """A stream of record batches (ferry.Array) read with `async for`; the worker pool reads one
     batch ahead. Cancelling the task that awaits a batch, aclose(), leaving `async with` or
-    dropping the stream closes it, which ends the server's session and frees what it lent."""
+    dropping the stream closes it, which ends the server's session and frees what it lent.
+    spin_us: how long a step whose batch is still being read looks for it, yielding to the loop
+    between looks, before it waits on the eventfd (0: wait at once)."""
 
-    def __init__(self, dispatcher, opening, owns_dispatcher):
+    def __init__(self, dispatcher, opening, owns_dispatcher, spin_us=0):
         self._dispatcher = dispatcher
         self._opening = opening
         self._owns = owns_dispatcher
+        self._spin = max(0, spin_us) * 1e-6
         self._stream = None
         self._done = False
+        self._yielded = 0.0  # time.perf_counter() when this stream last let the loop run
 
     @property
     def schema(self):
@@ -109,14 +119,20 @@ class AsyncStream:
     async def __anext__(self):
         if self._done:
             raise StopAsyncIteration
-        await self.open()
+        if self._stream is None:
+            await self.open()
         try:
             ready, batch = self._stream.take_ready()
-            if ready:  # read ahead already: no trip through the eventfd, but let others run
-                await asyncio.sleep(0)
+            if not ready:
+                ready, batch = await self._look()
+            if ready:  # read ahead: taken at once; the loop runs at least every HOLD seconds
+                if time.perf_counter() - self._yielded > HOLD:
+                    await asyncio.sleep(0)
+                    self._yielded = time.perf_counter()
             else:
                 batch = await self._dispatcher.submit(self._stream.read_next,
                                                       self._dispatcher.queue)
+                self._yielded = time.perf_counter()
         except BaseException:  # cancelled, or the read failed: the stream is over
             self._finish()
             raise
@@ -124,6 +140,20 @@ class AsyncStream:
             self._finish()
             raise StopAsyncIteration
         return batch
+
+    async def _look(self):
+        """Look for the batch being read for up to the spin, letting the loop run between looks:
+        a batch that lands within it costs no wake-up of the loop through the eventfd."""
+        if self._spin <= 0:
+            return False, None
+        end = time.perf_counter() + self._spin
+        while True:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            self._yielded = now
+            ready, batch = self._stream.take_ready()
+            if ready or now >= end:
+                return ready, batch
 
     async def read_all(self):
         """Every remaining batch, as a list."""

@@ -25,7 +25,7 @@ def connect(uri, ticket, *, device=None, validation=ValidationLevel.FULL, timeou
     except BaseException:
         dispatcher.close()
         raise
-    return AsyncStream(dispatcher, opening, owns_dispatcher=True)
+    return AsyncStream(dispatcher, opening, owns_dispatcher=True, spin_us=spin)
 
 
 __all__ = ["connect"]

@@ -46,7 +46,7 @@ class Client:
         opening = self._dispatcher.submit(self._client.do_get, path_or_ticket, via, device,
                                           validation, parallel, columns, buffer_lists, window,
                                           spin)
-        return AsyncStream(self._dispatcher, opening, owns_dispatcher=False)
+        return AsyncStream(self._dispatcher, opening, owns_dispatcher=False, spin_us=spin)
 
     async def do_put(self, path, data):
         """Upload anything with __arrow_c_stream__ as flight [path] (DoPut); returns once the
