@@ -144,6 +144,27 @@ def test_spin_changes_how_a_read_waits_not_what_it_reads(run, tmp_path, table, t
         assert r.returncode != 0 and "--spin" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_window_paces_the_server_not_what_it_reads(run, tmp_path, table, transport):
+    # --window 0 has the server send each batch when it is read (its credit extension); the
+    # batches are still pyarrow's. Below -1 is refused by name.
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=700)
+    with Served(tmp_path, path, "--transport", transport) as server:
+        for window in ("0", "2", "-1"):
+            out = tmp_path / f"got-{window}.arrows"
+            r = run("get", server.uri, "--ticket", "t", "--window", window, "--to", out,
+                    "--no-progress")
+            assert r.returncode == 0, r.stderr
+            assert ipc.open_stream(str(out)).read_all().equals(table), window
+        r = run("get", server.uri, "--ticket", "t", "--window", "-2", "--no-progress")
+        assert r.returncode != 0 and "--window" in r.stderr, r.stderr
+        if transport == "ucx":  # a URI without ferry's extensions cannot be paced: refused
+            bare = server.uri.replace("&ferry=1", "")
+            assert bare != server.uri
+            r = run("get", bare, "--ticket", "t", "--window", "1", "--no-progress")
+            assert r.returncode != 0 and "needs ferry=1" in r.stderr, r.stderr
+
+
 def largest_body(path):
     """The largest message body of an IPC stream, as pyarrow's own reader measures it."""
     largest = 0

@@ -70,9 +70,11 @@ def test_a_link_down_mid_transfer_is_found_within_the_timeout(tmp_path, namespac
         with open(client_log, "w") as err:
             client = subprocess.Popen(
                 # A type-1 client asks for buffer lists: over TCP the server would otherwise
-                # send it packed bodies.
+                # send it packed bodies. A window of one batch keeps most of the stream on the
+                # server: unpaced, a loaded host could take it all into UCX's buffers before the
+                # link goes down, and the read would rightly end well.
                 ["ip", "netns", "exec", b, os.environ["FERRY_CLI"], "get", uri, "--ticket", "t",
-                 "--no-progress", "--timeout", str(TIMEOUT),
+                 "--no-progress", "--timeout", str(TIMEOUT), "--window", "1",
                  *(["--buffer-lists"] if body == "list" else [])],
                 stdout=subprocess.DEVNULL, stderr=err,
                 env=dict(os.environ, FERRY_FAULT_PAUSE="client:body:3"))

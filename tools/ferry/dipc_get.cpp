@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -140,6 +141,11 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                   "sleeps at once")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--window", o->window,
+                  "Batches a ferry server (shm://, or ucx:// with ferry=1) may send past those "
+                  "this client has read; -1: as far as its region allows, 0: one at a time")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--columns", o->columns,
                   "Read only these columns, comma-separated, in the schema's order: indices (0 is "
                   "the first), or with --path names too; only their buffers are fetched from "
@@ -180,6 +186,7 @@ int RunGet(const GetOptions& o) {
   options.max_body_bytes = o.max_body_bytes;
   options.buffer_lists = o.buffer_lists;
   options.spin = std::chrono::microseconds(o.spin_us);
+  options.window = o.window;
   options.traceparent = o.traceparent;
   if (!o.columns.empty()) {
     // An index past the schema's last column fails the connect, naming both.

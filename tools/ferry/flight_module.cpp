@@ -389,6 +389,7 @@ int Get(const GetOptions& o) {
   options.parallel = o.parallel;
   options.buffer_lists = o.buffer_lists;
   options.spin = std::chrono::microseconds(o.spin_us);
+  options.window = o.window;
   Result<ValidationLevel> validation = ParseValidation(o.validation);
   if (!validation.ok()) return Fail("--validation", validation.status());
   options.read.validation = *validation;
