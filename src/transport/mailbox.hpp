@@ -104,6 +104,13 @@ class Mailbox {
     return Failure(ready, "a tagged message");
   }
 
+  /// Whether a tagged message with exactly `tag` waits here: a look under the lock, no wait.
+  bool HoldsTagged(uint64_t tag) const {
+    std::lock_guard lock(mutex_);
+    return std::any_of(tagged_.begin(), tagged_.end(),
+                       [&](const TaggedMessage& m) { return m.tag == tag; });
+  }
+
   /// Refuse further pushes and wake every waiter; `reason` is what pops report once drained.
   void Close(std::string reason = "the peer closed the connection") {
     {

@@ -138,5 +138,23 @@ TEST(Mailbox, ASpinningPopTakesAMessagePushedWithoutAWake) {
   EXPECT_EQ(clock->waiters(), 0);
 }
 
+// HoldsTagged looks for one exact tag (a UCX client asks it before it posts a receive for a body
+// its read-ahead may have taken already): the whole tag, not the sequence number alone.
+TEST(Mailbox, HoldsTaggedLooksForTheExactTag) {
+  Mailbox box;
+  const uint64_t packed = 5;
+  const uint64_t list = (uint64_t{1} << 32) | 5;
+  EXPECT_FALSE(box.HoldsTagged(packed));
+  ASSERT_OK(box.PushTagged(TaggedMessage{list, Bytes(1)}));
+  EXPECT_FALSE(box.HoldsTagged(packed));
+  EXPECT_TRUE(box.HoldsTagged(list));
+  ASSERT_OK(box.PushTagged(TaggedMessage{packed, Bytes(2)}));
+  EXPECT_TRUE(box.HoldsTagged(packed));
+  ASSERT_OK_AND_ASSIGN(TaggedMessage m, box.PopTagged(packed, ~uint64_t{0}, 0ms));
+  EXPECT_EQ(m.payload.size, 2);
+  EXPECT_FALSE(box.HoldsTagged(packed));
+  EXPECT_TRUE(box.HoldsTagged(list));
+}
+
 }  // namespace
 }  // namespace ferry::transport::internal

@@ -245,6 +245,9 @@ Result<TaggedMessage> ClientConnection::ReceiveTagged(uint64_t want, uint64_t ma
 
 void ClientConnection::Expect(uint64_t tag, int64_t size) {
   if (size < 0 || size > limits_.max_tagged_bytes) return;
+  // Taken already by the read-ahead: a receive posted now would match nothing and wait to be
+  // cancelled (DropPosted), a trip through the progress thread for every such body.
+  if (inbox_.HoldsTagged(tag)) return;
   auto entry = std::make_shared<Posted>();
   {
     std::lock_guard lock(posted_mutex_);
@@ -288,7 +291,9 @@ void ClientConnection::DropPosted(uint64_t want, uint64_t mask) {
   {
     std::lock_guard lock(posted_mutex_);
     bool any = false;
-    for (const auto& [tag, entry] : posted_) any |= (tag & mask) == (want & mask);
+    for (const auto& [tag, entry] : posted_) {
+      any |= (tag & mask) == (want & mask) && !entry->settled;
+    }
     if (!any) return;
   }
   // Cancelled on the progress thread, where receives settle: a request seen unsettled there is
