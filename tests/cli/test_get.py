@@ -127,6 +127,18 @@ def test_a_column_name_or_an_index_past_the_schema_is_refused(run, tmp_path, tab
         assert f"the schema has {table.num_columns} columns" in r.stderr, r.stderr
 
 
+def reads_pyarrows_batches_each_way(run, tmp_path, server, table, option, values, refused):
+    """`ferry get --OPTION V` for each V reads pyarrow's batches whole; `refused` is refused by
+    the option's name."""
+    for value in values:
+        out = tmp_path / f"got{option}{value}.arrows"
+        r = run("get", server.uri, "--ticket", "t", option, value, "--to", out, "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert ipc.open_stream(str(out)).read_all().equals(table), (option, value)
+    r = run("get", server.uri, "--ticket", "t", option, refused, "--no-progress")
+    assert r.returncode != 0 and option in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("transport", ["shm", "ucx"])
 def test_spin_changes_how_a_read_waits_not_what_it_reads(run, tmp_path, table, transport):
     # --spin 0 sleeps at once; a long spin reads the socket on the caller's thread (shm://) or
@@ -134,14 +146,8 @@ def test_spin_changes_how_a_read_waits_not_what_it_reads(run, tmp_path, table, t
     # refused by name.
     path = write_ipc(tmp_path / "t.arrows", table, chunk=700)
     with Served(tmp_path, path, "--transport", transport) as server:
-        for spin in ("0", "5000"):
-            out = tmp_path / f"got-{spin}.arrows"
-            r = run("get", server.uri, "--ticket", "t", "--spin", spin, "--to", out,
-                    "--no-progress")
-            assert r.returncode == 0, r.stderr
-            assert ipc.open_stream(str(out)).read_all().equals(table), spin
-        r = run("get", server.uri, "--ticket", "t", "--spin", "-1", "--no-progress")
-        assert r.returncode != 0 and "--spin" in r.stderr, r.stderr
+        reads_pyarrows_batches_each_way(run, tmp_path, server, table, "--spin", ("0", "5000"),
+                                        "-1")
 
 
 @pytest.mark.parametrize("transport", ["shm", "ucx"])
@@ -150,14 +156,8 @@ def test_window_paces_the_server_not_what_it_reads(run, tmp_path, table, transpo
     # batches are still pyarrow's. Below -1 is refused by name.
     path = write_ipc(tmp_path / "t.arrows", table, chunk=700)
     with Served(tmp_path, path, "--transport", transport) as server:
-        for window in ("0", "2", "-1"):
-            out = tmp_path / f"got-{window}.arrows"
-            r = run("get", server.uri, "--ticket", "t", "--window", window, "--to", out,
-                    "--no-progress")
-            assert r.returncode == 0, r.stderr
-            assert ipc.open_stream(str(out)).read_all().equals(table), window
-        r = run("get", server.uri, "--ticket", "t", "--window", "-2", "--no-progress")
-        assert r.returncode != 0 and "--window" in r.stderr, r.stderr
+        reads_pyarrows_batches_each_way(run, tmp_path, server, table, "--window",
+                                        ("0", "2", "-1"), "-2")
         if transport == "ucx":  # a URI without ferry's extensions cannot be paced: refused
             bare = server.uri.replace("&ferry=1", "")
             assert bare != server.uri
