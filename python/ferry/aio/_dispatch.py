@@ -76,8 +76,8 @@ HOLD = 0.001
 
 
 class AsyncStream:
-    """A stream of record batches (ferry.Array) read with `async for`; the worker pool reads one
-    batch ahead. Cancelling the task that awaits a batch, aclose(), leaving `async with` or
+    """A stream of record batches (ferry.Array) read with `async for`; the worker pool reads up
+    to four batches ahead. Cancelling the task that awaits a batch, aclose(), leaving `async with` or
     dropping the stream closes it, which ends the server's session and frees what it lent.
     spin_us: how long a step whose batch is still being read looks for it, yielding to the loop
     between looks, before it waits on the eventfd (0: wait at once)."""
