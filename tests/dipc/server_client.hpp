@@ -35,31 +35,50 @@ inline std::vector<Shape> Shapes() {
           {"ucx", BodyType::kBufferList, "UcxBufferListSplit", true}};
 }
 
-// A batch of `rows` rows (from `offset` of a generated column) of type case `t`, and the JSON
-// rows ferry must give back.
+// A batch of `total - offset` rows (from `offset` of generated columns), one column for each
+// type case in `types` (named "c" for one case, "c<t>" for several), and the JSON rows ferry must
+// give back.
 struct Made {
   UniqueSchema schema;
   UniqueDeviceArray batch;
   nlohmann::json expected;
 };
 
-inline Result<Made> MakeBatch(size_t t, int64_t total, int64_t offset) {
-  const testing::TypeCase& tc = testing::TypeCases()[t];
-  auto [values, rendered] = testing::GenerateValues(tc, t * 7919 + 1, total, true);
-  Field column = tc.field;
-  column.name = "c";
+inline std::string ColumnName(size_t t, bool several) {
+  return several ? "c" + std::to_string(t) : std::string("c");
+}
+
+inline Result<Made> MakeBatch(const std::vector<size_t>& types, int64_t total, int64_t offset) {
+  const bool several = types.size() > 1;
+  std::vector<Field> columns;
   nlohmann::json rows = nlohmann::json::array();
-  for (const nlohmann::json& v : values) rows.push_back(nlohmann::json{{"c", v}});
-  FERRY_ASSIGN_OR_RAISE(
-      Array batch, testing::SlicedArrayFromJson(testing::BatchField({column}), rows.dump(), offset,
-                                                total - offset));
+  nlohmann::json expected = nlohmann::json::array();
+  for (int64_t i = 0; i < total; ++i) rows.push_back(nlohmann::json::object());
+  for (int64_t i = offset; i < total; ++i) expected.push_back(nlohmann::json::object());
+  for (size_t t : types) {
+    const testing::TypeCase& tc = testing::TypeCases()[t];
+    auto [values, rendered] = testing::GenerateValues(tc, t * 7919 + 1, total, true);
+    Field column = tc.field;
+    column.name = ColumnName(t, several);
+    columns.push_back(column);
+    for (int64_t i = 0; i < total; ++i) {
+      rows[static_cast<size_t>(i)][column.name] = values[static_cast<size_t>(i)];
+      if (i >= offset) {
+        expected[static_cast<size_t>(i - offset)][column.name] = rendered[static_cast<size_t>(i)];
+      }
+    }
+  }
+  FERRY_ASSIGN_OR_RAISE(Array batch,
+                        testing::SlicedArrayFromJson(testing::BatchField(std::move(columns)),
+                                                     rows.dump(), offset, total - offset));
   Made m;
   m.batch = testing::ToCpuDeviceArray(std::move(batch), &m.schema);
-  m.expected = nlohmann::json::array();
-  for (int64_t i = offset; i < total; ++i) {
-    m.expected.push_back(nlohmann::json{{"c", rendered[static_cast<size_t>(i)]}});
-  }
+  m.expected = std::move(expected);
   return m;
+}
+
+inline Result<Made> MakeBatch(size_t t, int64_t total, int64_t offset) {
+  return MakeBatch(std::vector<size_t>{t}, total, offset);
 }
 
 class ServerClient : public ::testing::TestWithParam<size_t> {
