@@ -23,7 +23,6 @@ is printed as a Markdown table with its ratio to ferry's, and written as JSON wi
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 from ferry_process import ServeProcess  # noqa: E402
 from netns import Hosts  # noqa: E402
+from ray_nodes import RayNode, close_nodes  # noqa: E402
 
 TOKEN = "bench"
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
@@ -158,25 +158,6 @@ print(json.dumps({"times": times, "sums": sums, "planes": planes}))
 '''
 
 
-class RayNode:
-    def __init__(self, host, args, env, log):
-        self.proc = host.popen(
-            [sys.executable, "-c", "from ray.scripts.scripts import main; main()", "start",
-             "--block", "--disable-usage-stats", *args],
-            env=env, stdout=log, stderr=log, start_new_session=True)
-
-    def close(self):
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.proc.pid, sig)
-                self.proc.wait(timeout=wait)
-                return
-            except ProcessLookupError:
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=int, default=256, help="MiB of data on each host")
@@ -194,6 +175,7 @@ def main():
         d.mkdir()
         rows = make_half(d, args.mib, i * rows)
     closing = []
+    nodes = []
     hosts = Hosts(["a", "b"]).__enter__()
     log = open(Path(work) / "ray.log", "w+")
     try:
@@ -212,14 +194,14 @@ def main():
         ray_env = dict(os.environ, **RAY_ENV)
         store = str(max(256 << 20, 3 * (args.mib << 20)))
         head = f"{hosts['a'].ip}:6379"
-        closing.append(RayNode(hosts["a"], ["--head", "--node-ip-address", hosts["a"].ip,
-                                            "--port", "6379", "--temp-dir", work + "/ray",
-                                            "--include-dashboard=false", "--num-cpus",
-                                            str(args.cpus), "--object-store-memory", store],
-                               ray_env, log))
-        closing.append(RayNode(hosts["b"], ["--address", head, "--node-ip-address",
-                                            hosts["b"].ip, "--num-cpus", str(args.cpus),
-                                            "--object-store-memory", store], ray_env, log))
+        nodes.append(RayNode(hosts["a"], ["--head", "--node-ip-address", hosts["a"].ip,
+                                          "--port", "6379", "--temp-dir", work + "/ray",
+                                          "--include-dashboard=false", "--num-cpus",
+                                          str(args.cpus), "--object-store-memory", store],
+                             ray_env, log))
+        nodes.append(RayNode(hosts["b"], ["--address", head, "--node-ip-address",
+                                          hosts["b"].ip, "--num-cpus", str(args.cpus),
+                                          "--object-store-memory", store], ray_env, log))
         # One directory of both halves: Ray lists the paths it is given on threads, which
         # import fsspec's HTTP module at once, and that import fails on a race where aiohttp
         # is not installed (ray.data's path_util catches only ModuleNotFoundError).
@@ -236,6 +218,7 @@ def main():
         result = json.loads(next(line for line in reversed(r.stdout.splitlines())
                                  if line.startswith('{"times"')))
     finally:
+        close_nodes(nodes)
         for c in reversed(closing):
             c.close()
         log.close()

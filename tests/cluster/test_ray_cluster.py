@@ -13,7 +13,6 @@ as its peer) and a Ray node (`ray start`: the head on a, a worker on b). A drive
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from ferry_process import ServeProcess  # noqa: E402
 from netns import Hosts, Unavailable  # noqa: E402
+from ray_nodes import RayNode, close_nodes  # noqa: E402
 
 pytest.importorskip("ray.data", reason="ray[data] is not installed (scripts/setup.sh installs it)")
 pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
@@ -39,9 +39,7 @@ ROWS = 40_000  # a half: blocks of 10,000 rows, over 100 KB, which Ray keeps on 
 # namespaces are private to this test); its logs stay out of the test's output.
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
            "RAY_DATA_DISABLE_PROGRESS_BARS": "1", "PYTHONWARNINGS": "ignore::DeprecationWarning"}
-RAY_START = [sys.executable, "-c", "from ray.scripts.scripts import main; main()", "start",
-             "--block", "--num-cpus", "2",
-             "--object-store-memory", str(80 << 20), "--disable-usage-stats"]
+RAY_ARGS = ["--num-cpus", "2", "--object-store-memory", str(80 << 20)]
 
 
 def _table(rows, start):
@@ -55,28 +53,6 @@ def _table(rows, start):
 def _stats(uri):
     [result] = list(fl.connect(uri).do_action(fl.Action("stats", b""), options=AUTH))
     return json.loads(result.body.to_pybytes())
-
-
-class RayNode:
-    """`ray start --block` inside a host, in a process group of its own: closing ends that group
-    (SIGTERM, then SIGKILL), the node's raylet and workers with it."""
-
-    def __init__(self, host, args, env, log):
-        self.log = log
-        self.proc = host.popen([*RAY_START, *args], env=env, stdout=log, stderr=log,
-                               start_new_session=True)
-
-    def close(self):
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
 
 
 DRIVER = """
@@ -148,6 +124,7 @@ def ray_cluster(tmp_path_factory):
         pytest.skip(f"this sandbox forbids network namespaces and bridges: {e}")
     started = time.monotonic()
     closing = []
+    nodes = []
     # Ray's session directory, short: its sockets' paths must fit a sockaddr_un.
     ray_tmp = tempfile.mkdtemp(prefix="ferry-ray-")
     log = open(tmp / "ray.log", "w+")
@@ -163,12 +140,11 @@ def ray_cluster(tmp_path_factory):
         b.uri = b.first_line()
         ray_env = dict(os.environ, **RAY_ENV)
         head = f"{hosts['a'].ip}:6379"
-        closing.append(RayNode(hosts["a"], ["--head", "--node-ip-address", hosts["a"].ip,
-                                            "--port", "6379", "--temp-dir", ray_tmp,
-                                            "--include-dashboard=false"],
-                               ray_env, log))
-        closing.append(RayNode(hosts["b"], ["--address", head, "--node-ip-address",
-                                            hosts["b"].ip], ray_env, log))
+        nodes.append(RayNode(hosts["a"], [*RAY_ARGS, "--head", "--node-ip-address",
+                                          hosts["a"].ip, "--port", "6379", "--temp-dir", ray_tmp,
+                                          "--include-dashboard=false"], ray_env, log))
+        nodes.append(RayNode(hosts["b"], [*RAY_ARGS, "--address", head, "--node-ip-address",
+                                          hosts["b"].ip], ray_env, log))
         r = hosts["a"].run([sys.executable, "-c", DRIVER, head, b.uri, a.uri, TOKEN],
                            env=ray_env, capture_output=True, text=True, timeout=240)
         if r.returncode != 0:
@@ -182,6 +158,7 @@ def ray_cluster(tmp_path_factory):
               f"{steps['sum']['s']:.2f} s, write {steps['written']['s']:.2f} s")
         yield hosts, a, b, halves, result
     finally:
+        close_nodes(nodes)
         for c in reversed(closing):
             c.close()
         log.close()
