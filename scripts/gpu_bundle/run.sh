@@ -73,8 +73,11 @@ PYTHONPATH="$pyroot" "$py" "$here/summary.py" ipc "$here/bin/ferry" "$out" >"$ou
   fail "CUDA IPC serve/get (see ipc.log)"
 log "CUDA IPC serve/get: $(tail -1 "$out/ipc.log")"
 
-# -- Figures, each beside the driver's own copy in the same run.
-timeout 240 "$here/bin/ferry_device_bench" \
+# -- Figures, each beside the driver's own copy in the same run. A dry run (FERRY_BENCH_SMOKE=1, on
+# the stand-in driver, whose figures mean nothing) times each case as briefly as it can.
+smoke=()
+[ -n "${FERRY_BENCH_SMOKE:-}" ] && smoke=(--benchmark_min_time=0.001)
+timeout 240 "$here/bin/ferry_device_bench" ${smoke[@]+"${smoke[@]}"} \
   --benchmark_filter='Pinned|Pageable|DeviceToDevice|Sizes|Table' --benchmark_format=json \
   >"$out/bench.json" 2>"$out/bench.log" || fail "bench/device (see bench.log)"
 "$py" "$here/summary.py" bench "$out/bench.json" "$out/ipc.log" >"$out/figures.md" 2>&1 ||
