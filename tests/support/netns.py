@@ -12,9 +12,17 @@ loopback, interfaces and abstract sockets, so shared memory works within a host 
 Everything made is removed on exit, also when a step fails; where the sandbox forbids
 namespaces, entering raises Unavailable with its reason (a test skips with it).
 """
+import fcntl
 import os
+import re
 import subprocess
 from dataclasses import dataclass
+
+# Held while a set of hosts picks its network and puts its bridge on it, so that sets made at
+# once (pytest-xdist workers, a benchmark beside a test) never share a network.
+_LOCK = "/run/lock/ferry-netns.lock" if os.path.isdir("/run/lock") else "/tmp/ferry-netns.lock"
+# The networks hosts are put on: 10.N.0.0/24 for N in this range.
+_NETS = range(220, 250)
 
 
 class Unavailable(Exception):
@@ -45,7 +53,8 @@ class Host:
 
 class Hosts:
     """Namespaces named after `names`, 10.N.0.1, 10.N.0.2, ... on a bridge whose root address is
-    10.N.0.254, N chosen from this process's id so that concurrent runs do not collide."""
+    10.N.0.254, N the first network no interface of this machine is on (chosen on entry, under a
+    lock shared by every process that makes hosts)."""
 
     _made_here = 0  # Hosts made by this process, so that two in turn never share a name
 
@@ -54,11 +63,10 @@ class Hosts:
         # of the veth pair: a second set made by the same process must not reuse the names.
         Hosts._made_here += 1
         tag = (os.getpid() * 7 + Hosts._made_here) % 10000
-        self.net = 220 + (os.getpid() + Hosts._made_here) % 30
+        self.net = None  # chosen on entry
         self.bridge = f"fbr{tag}"
-        self.root_ip = f"10.{self.net}.0.254"
-        self.hosts = {n: Host(f"ferry-{n}{tag}", f"10.{self.net}.0.{i + 1}")
-                      for i, n in enumerate(names)}
+        self.root_ip = None
+        self.hosts = {n: Host(f"ferry-{n}{tag}", "") for n in names}
         self._made_bridge = False
         self._made = []
 
@@ -70,11 +78,26 @@ class Hosts:
         if r.returncode != 0:
             raise Unavailable(f"ip {' '.join(args)}: {r.stderr.strip()}")
 
-    def __enter__(self):
-        try:
+    def _claim_network(self):
+        """Pick the first free network and put the bridge on it, under the lock."""
+        with open(_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            shown = _ip("-4", "-o", "addr", "show").stdout
+            used = {int(m) for m in re.findall(r"inet 10\.(\d+)\.\d+\.\d+/", shown)}
+            free = [n for n in _NETS if n not in used]
+            if not free:
+                raise Unavailable(f"every network 10.{_NETS[0]}-{_NETS[-1]}.0.0/24 is in use")
+            self.net = free[0]
+            self.root_ip = f"10.{self.net}.0.254"
+            for i, host in enumerate(self.hosts.values()):
+                host.ip = f"10.{self.net}.0.{i + 1}"
             self._step("link", "add", self.bridge, "type", "bridge")
             self._made_bridge = True
             self._step("addr", "add", f"{self.root_ip}/24", "dev", self.bridge)
+
+    def __enter__(self):
+        try:
+            self._claim_network()
             self._step("link", "set", self.bridge, "up")
             for i, host in enumerate(self.hosts.values()):
                 self._step("netns", "add", host.name)
