@@ -103,10 +103,14 @@ Status ClientConnection::Hello(bool same_host) {
       }
     });
     // Wired up before any traffic: an endpoint without error handling that fails mid-wire-up
-    // trips UCX 1.13.
+    // trips UCX 1.13. One that did not wire up is closed, and the checked endpoint carries
+    // everything instead, as for any peer (the server's messages reach this worker either way).
     if (!wired->Wait(*limits_.clock, limits_.clock->After(limits_.timeout)) ||
         wired->status() != UCS_OK) {
-      return Status::Unavailable("the fast path to the server could not be set up");
+      worker_->Run([this] {
+        if (fast_ep_ != nullptr) CloseTracked(fast_ep_);
+        fast_ep_ = nullptr;
+      });
     }
   }
   extensions_ = true;

@@ -422,7 +422,7 @@ void UcxConnection::CloseEndpoints(bool force) {
     ReleaseRemote();
     // Everything sent was taken (sends wait for completion), so the fast endpoint closes at
     // once; the checked one closes gracefully, so the peer learns of it after what we sent.
-    if (fast_ep_ != nullptr) CloseEndpoint(*worker_, fast_ep_, true, nullptr);
+    if (fast_ep_ != nullptr) CloseTracked(fast_ep_);
     fast_ep_ = nullptr;
     done->Done(UCS_OK);
     if (ep_ != nullptr) {
@@ -431,6 +431,7 @@ void UcxConnection::CloseEndpoints(bool force) {
         std::lock_guard lock(mutex_);
         gone = gone || gone_;
       }
+      // Not tracked in closing_: a graceful close waits on the peer, which may have stopped.
       CloseEndpoint(*worker_, ep_, gone, new Pending{done, nullptr, worker_.get()});
       ep_ = nullptr;
     } else {
@@ -450,21 +451,32 @@ void UcxConnection::TearDown() {
   {
     std::unique_lock ucx = worker_->Lock();
     ReleaseRemote();
-    if (fast_ep_ != nullptr) CloseEndpoint(*worker_, fast_ep_, true, nullptr);
-    if (ep_ != nullptr) CloseEndpoint(*worker_, ep_, true, nullptr);
+    if (fast_ep_ != nullptr) CloseTracked(fast_ep_);
+    if (ep_ != nullptr) CloseTracked(ep_);
     fast_ep_ = ep_ = nullptr;
   }
-  // Receives still landing hold pointers into this object: let them settle (bounded), then
-  // destroy the worker, which ends whatever did not.
+  // Receives still landing hold pointers into this object: let them settle (bounded), and the
+  // endpoints' closes finish, then destroy the worker, which ends whatever did not.
   bool gone = false;
   {
     std::lock_guard lock(mutex_);
     gone = gone_;
   }
-  // A gone peer's rendezvous never lands: no point waiting for it.
-  worker_->Drain([this] { return landing_.load() == 0; },
-                 Clock::now() + (gone ? std::chrono::milliseconds(0) : std::chrono::seconds(1)));
+  const auto closed = [this] {
+    return std::all_of(closing_.begin(), closing_.end(),
+                       [](const std::shared_ptr<Completion>& c) { return c->Wait(Clock::now()); });
+  };
+  // A gone peer's rendezvous never lands: no point waiting for it. A forced close needs no
+  // answer from the peer, so it finishes within a few rounds of progress.
+  worker_->Drain([&] { return (gone || landing_.load() == 0) && closed(); },
+                 Clock::now() + (gone ? std::chrono::milliseconds(200) : std::chrono::seconds(1)));
   worker_->Destroy();
+}
+
+void UcxConnection::CloseTracked(ucp_ep_h ep) {
+  auto done = std::make_shared<Completion>();
+  closing_.push_back(done);
+  CloseEndpoint(*worker_, ep, true, new Pending{done, nullptr, worker_.get()});
 }
 
 }  // namespace ferry::transport::internal::ucx

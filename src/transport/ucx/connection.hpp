@@ -169,6 +169,14 @@ class UcxConnection : public Connection {
   std::mutex staged_mutex_;
   std::shared_ptr<Completion> staged_;  // the gathered send not yet waited for (Transmit)
 
+  /// Force-close an endpoint (under the worker's lock), its completion kept in closing_ so that
+  /// TearDown progresses the worker until the close is done (a forced close needs nothing from
+  /// the peer): UCX 1.13 asserts when a worker is destroyed while an endpoint still holds a
+  /// wire-up flush (ucp_ep.c, "should have been flushed"), as one whose fast path failed to wire
+  /// up does.
+  void CloseTracked(ucp_ep_h ep);
+  std::vector<std::shared_ptr<Completion>> closing_;  // under the worker's lock
+
  private:
   static ucs_status_t OnActiveMessage(void* arg, const void* header, size_t header_length,
                                       void* data, size_t length, const ucp_am_recv_param_t* param);
