@@ -96,8 +96,8 @@ stage "C++ and C suites"
 tree_ctest test --timeout 900 -j"$jobs"
 
 # The pytest suites run four tests at a time (pytest-xdist): many wait on servers and processes;
-# python/ and cli/ took 19 s that way, flight 13 s against 45. The docs' blocks run one at a time
-# (below), and so does interop: under four at a time the independent peer's own self-test once
+# python/ and cli/ took 19 s that way, flight 13 s against 45. The docs' blocks run two at a time
+# (below), and interop one at a time: under four at a time the independent peer's own self-test once
 # ended a server before the client's last frees reached it (a race of the peer's, not ferry's).
 stage "Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation "${FERRY_RELEASE_PIP[@]}" ./python
@@ -108,12 +108,14 @@ FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
 FERRY_BENCH_TREE="$PWD/build/test" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 4 python/tests tests/cli
-# The docs' blocks one at a time: among them are `ferry demo` and the benchmarks at their smallest,
-# which load both cores themselves.
+# The docs' blocks two at a time, the benchmarks at their smallest (which load both cores
+# themselves) one after another on one worker (tests/docs/test_docs.py groups them), every other
+# block on whichever worker is free: 227 s one at a time, 104-123 s so.
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
 FERRY_BENCH_TREE="$PWD/build/test" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips --durations=15 tests/docs
+  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips --durations=15 \
+  -n 2 --dist loadgroup tests/docs
 
 stage "Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \

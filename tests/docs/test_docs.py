@@ -429,7 +429,11 @@ RUNNERS = {"python": run_python, "ruby": run_ruby, "cpp": run_compiled, "c": run
            "sh": run_shell, "console": run_shell, "cmake": run_cmake, "toml": run_toml}
 
 
-@pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
+# Under pytest-xdist (--dist loadgroup) the benchmarks, which load both cores themselves, run one
+# at a time on one worker, and every other block on whichever worker is free.
+@pytest.mark.parametrize("block", [
+    pytest.param(b, marks=pytest.mark.xdist_group("bench")) if b.options.get("bench") else b
+    for b in RUN], ids=[b.id for b in RUN])
 def test_block(block, request):
     runner = RUNNERS[block.language]
     kwargs = {"block": block}
