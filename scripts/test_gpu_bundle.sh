@@ -39,5 +39,10 @@ for f in "$@"; do mount --bind /dev/null "$f"; done
 cd "$dir/bundle"
 export PATH="$cmake_bin:$venv_bin:/usr/bin:/bin" LD_LIBRARY_PATH= PYTHON="$venv_bin/python"
 export FERRY_CUDA_DRIVER="$dir/bundle/standin/libferry_cuda_standin.so" FERRY_BENCH_SMOKE=1
+# The binding's objects from ccache, where it is installed: paths under the bundle's (random)
+# directory are taken as relative, so one run's objects serve the next (36 s -> 2 s).
+if command -v ccache >/dev/null; then
+  export FERRY_BUNDLE_LAUNCHER=ccache CCACHE_BASEDIR="$dir" CCACHE_NOHASHDIR=1
+fi
 OUT="$dir/out" bash run.sh
 EOF

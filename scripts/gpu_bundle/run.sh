@@ -47,7 +47,9 @@ pyroot="$out/pyroot"
 rm -rf "$pyroot" "$out/pybuild"
 mkdir -p "$pyroot"
 cp -r "$here/python/ferry" "$pyroot/"
+# FERRY_BUNDLE_LAUNCHER: a compiler launcher (the dry run's ccache), or nothing.
 if cmake -S "$here/python" -B "$out/pybuild" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     ${FERRY_BUNDLE_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER="$FERRY_BUNDLE_LAUNCHER"} \
      -DFERRY_BUNDLE="$here" -DPython_EXECUTABLE="$(command -v "$py")" >"$out/binding.log" 2>&1 &&
    cmake --build "$out/pybuild" -j"$(nproc)" >>"$out/binding.log" 2>&1; then
   cp "$out"/pybuild/_ferry*.so "$pyroot/ferry/"
