@@ -130,28 +130,37 @@ def peer(name, rows, batches, rate, extra=()):
 
 
 def perftest(test, size, iters, server_wrap=(), client_wrap=(), address="127.0.0.1", env=None):
-    """ucx_perftest's final line: (median latency us, message rate a second)."""
-    port = free_port()
-    args = ["-t", test, "-s", str(size), "-n", str(iters), "-p", str(port), "-f"]
-    server = subprocess.Popen([*server_wrap, "ucx_perftest", *args], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=env)
+    """ucx_perftest's final line: (median latency us, message rate a second). Its server serves
+    one client and exits, also when that client failed part way (a client that came while the
+    server was still starting, on a loaded machine), so a server that has exited is started
+    again, on a fresh port, until one run succeeds or a minute has passed."""
+    deadline = time.monotonic() + 60
+    server, r = None, None
     try:
-        for _ in range(100):  # the server listens once it has made its worker
+        while True:
+            if server is None or server.poll() is not None:
+                port = free_port()
+                args = ["-t", test, "-s", str(size), "-n", str(iters), "-p", str(port), "-f"]
+                server = subprocess.Popen([*server_wrap, "ucx_perftest", *args],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          env=env)
             r = subprocess.run([*client_wrap, "ucx_perftest", address, *args],
                                capture_output=True, text=True, timeout=TIMEOUT, env=env)
             if r.returncode == 0:
                 break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError(f"ucx_perftest {test} failed: {r.stderr[-1000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ucx_perftest {test} failed for a minute (exit "
+                                   f"{r.returncode}): {r.stdout[-1000:]}{r.stderr[-1000:]}")
+            time.sleep(0.05)  # the server listens once it has made its worker
         numbers = [line.split() for line in r.stdout.splitlines()
                    if line.strip() and line.split()[0].isdigit()]
         final = [float(x) for x in numbers[-1]]
         # iterations, p50, average, overall latency (us), MB/s average, overall, msg/s, overall
         return final[1], final[7]
     finally:
-        server.kill()
-        server.wait()
+        if server is not None:
+            server.kill()
+            server.wait()
 
 
 def measure(args, rows, hosts):
