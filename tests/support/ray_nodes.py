@@ -31,9 +31,6 @@ class RayNode:
         except ProcessLookupError:
             return False
 
-    def close(self):
-        close_nodes([self])
-
 
 def close_nodes(nodes, grace=3.0):
     """End `nodes` (the head first in the list, as they were started): the workers' groups, then
