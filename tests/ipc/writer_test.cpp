@@ -4,6 +4,7 @@
 #include "ferry/ipc/writer.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "ferry/ipc/decoder.hpp"
@@ -268,6 +269,48 @@ TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "batch 0", w.WriteBatch(other.array()));
   ASSERT_OK(w.Close());
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "closed", w.WriteBatch(batch.array()));
+}
+
+// A batch its caller checked (here the reader's, at default validation) skips the writer's own
+// check and is written byte for byte as the writer would write it after checking, for every
+// type with nulls, from a sliced original.
+TEST(IpcWriterTest, ACallerCheckedBatchIsWrittenAsAfterTheWritersCheck) {
+  for (size_t t = 0; t < Cases().size(); ++t) {
+    const TypeCase& tc = Cases()[t];
+    SCOPED_TRACE(tc.name);
+    auto [values, rendered] = testing::GenerateValues(tc, t * 7919 + 3, 120, true);
+    Json rows = Json::array();
+    for (const Json& v : values) rows.push_back(Json{{"c", v}});
+    Field column = tc.field;
+    column.name = "c";
+    ASSERT_OK_AND_ASSIGN(Array batch, testing::SlicedArrayFromJson(testing::BatchField({column}),
+                                                                   rows.dump(), 11, 100));
+    ASSERT_OK_AND_ASSIGN(SharedBytes original, testing::WriteIpc(batch.schema(), {batch.array()},
+                                                                 false, ipc::WriteOptions{}));
+    ipc::ReadOptions checked;
+    checked.validation = ValidationLevel::kDefault;
+    ASSERT_OK_AND_ASSIGN(UniqueArrayStream read, ipc::ReadStream(original, checked));
+    UniqueSchema schema;
+    ASSERT_OK(StreamGetSchema(read.get(), schema.get()));
+    UniqueArray decoded;
+    ASSERT_OK(StreamGetNext(read.get(), decoded.get()));
+    ASSERT_TRUE(decoded.valid());
+    SharedBytes written[2];
+    for (const ipc::BatchCheck check : {ipc::BatchCheck::kByWriter, ipc::BatchCheck::kByCaller}) {
+      ipc::MemorySink sink;
+      ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, schema.get()));
+      ASSERT_OK(w.WriteBatch(decoded.get(), {}, check));
+      ASSERT_OK(w.Close());
+      written[static_cast<int>(check)] = sink.Finish();
+    }
+    ASSERT_EQ(written[0].size, written[1].size);
+    EXPECT_EQ(std::memcmp(written[0].data, written[1].data, written[0].size), 0);
+    ASSERT_OK_AND_ASSIGN(std::vector<std::string> back, testing::ReadIpcAsJson(written[1]));
+    ASSERT_EQ(back.size(), 1u);
+    Json expected = Json::array();
+    for (size_t i = 11; i < 111; ++i) expected.push_back(Json{{"c", rendered[i]}});
+    EXPECT_EQ(Json::parse(back[0]), expected);
+  }
 }
 
 // Device batches are copied to the host through the device layer, then written. On the guarded

@@ -271,6 +271,11 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     if (!w.ok()) return Fail(o.to, w.status());
     writer.emplace(std::move(*w));
   }
+  // The reader checked each batch at --validation: at default or above, the writer need not again.
+  Result<ValidationLevel> level = ParseValidation(o.validation);
+  const ipc::BatchCheck check = level.ok() && *level >= ValidationLevel::kDefault
+                                    ? ipc::BatchCheck::kByCaller
+                                    : ipc::BatchCheck::kByWriter;
   const bool bar = o.progress && isatty(STDERR_FILENO) != 0;
   int64_t batches = 0;
   int64_t rows = 0;
@@ -301,7 +306,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     rows += batch->array.length;
     bytes += BatchBytes(sizes, batch.get());
     if (writer) {
-      const Status st = writer->WriteDeviceBatch(batch.get());
+      const Status st = writer->WriteDeviceBatch(batch.get(), nullptr, check);
       if (!st.ok()) return Fail(o.to, st);
     }
     if (bar) {

@@ -42,6 +42,13 @@ struct FERRY_EXPORT WriteOptions {
   bool emit_dictionary_deltas = false;
 };
 
+/// Who checks a batch's structure before the writer lays it out. kByWriter: the writer, at
+/// ValidationLevel::kDefault (O(columns), plus a read of each offsets buffer's ends). kByCaller:
+/// the caller vouches that the batch was validated at kDefault or above against the writer's
+/// schema, as a Decoder's and a Dissociated IPC client's batches are; the writer trusts its
+/// offsets and lengths, so a batch that was not checked may make it read out of bounds.
+enum class BatchCheck : int8_t { kByWriter = 0, kByCaller = 1 };
+
 /// Counts a writer keeps.
 struct FERRY_EXPORT WriteStats {
   int64_t messages = 0;
@@ -73,11 +80,13 @@ class FERRY_EXPORT StreamWriter {
   /// Write one batch: a struct array of the schema (no top-level nulls). Dictionaries that differ
   /// from the ones last sent go first, as replacements or (emit_dictionary_deltas) deltas. The
   /// batch is only read.
-  [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {});
+  [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {},
+                                  BatchCheck check = BatchCheck::kByWriter);
   /// Write a batch that lives on any device. CPU batches are written in place; others are first
   /// copied to host memory through the device layer (one copy of the visible slice, ordered on
   /// `stream` when given, after the batch's sync event), then written.
-  [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr);
+  [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr,
+                                        BatchCheck check = BatchCheck::kByWriter);
   /// Write every batch of a stream (whose schema must match) and leave the stream released.
   [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
   /// Write the end-of-stream marker. Further writes fail.
@@ -101,9 +110,11 @@ class FERRY_EXPORT FileWriter {
   FileWriter(FileWriter&&) noexcept;
   FileWriter& operator=(FileWriter&&) noexcept;
 
-  [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {});
+  [[nodiscard]] Status WriteBatch(const ArrowArray* batch, const Metadata& custom_metadata = {},
+                                  BatchCheck check = BatchCheck::kByWriter);
   /// See StreamWriter::WriteDeviceBatch.
-  [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr);
+  [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr,
+                                        BatchCheck check = BatchCheck::kByWriter);
   [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
   /// Write the end-of-stream marker, the footer and the trailing magic.
   [[nodiscard]] Status Close();
