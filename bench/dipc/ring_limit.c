@@ -6,12 +6,18 @@
  * the other wakes it only when it has announced that it sleeps: one wake-up per queue that goes
  * from empty to non-empty, not one per message.
  *
- *   ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN
+ *   ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN [kept]
  *
  * RATE > 0 paces the producer (message i at start + i / RATE, an absolute sleep). Prints one
  * JSON line: messages a second from the first to the last, and p50, p99 and p99.9 of the
  * latency after WARMUP messages. Every wait is bounded (a futex wait by 1 s, the run by 60 s of
  * no progress).
+ *
+ * `kept` is the limit of a kept dataset lent in place: the producer first writes every message
+ * into a memfd of MESSAGES messages, then publishes only each one's index through the ring; the
+ * consumer, which maps the memfd itself (its page tables start empty, as a client's do), reads
+ * each message's first and last 8 bytes, as default validation reads a string column's first and
+ * last offsets. Nothing is stamped, so there is no latency; RATE must be 0.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -106,15 +112,19 @@ static int64_t percentile(const int64_t* sorted, long n, double q) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    fprintf(stderr, "usage: ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN\n");
+  if (argc != 6 && !(argc == 7 && strcmp(argv[6], "kept") == 0)) {
+    fprintf(stderr, "usage: ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN [kept]\n");
     return 2;
   }
+  const int kept = argc == 7;
   const long bytes = atol(argv[1]), messages = atol(argv[2]), warmup = atol(argv[4]);
   const double rate = atof(argv[3]);
   const long spin = atol(argv[5]);
-  if (bytes < 8 || messages < 1 || warmup < 0 || warmup >= messages || spin < 0) {
-    fprintf(stderr, "ferry_ring_limit: BYTES >= 8, MESSAGES >= 1, 0 <= WARMUP < MESSAGES\n");
+  if (bytes < 8 || messages < 1 || warmup < 0 || warmup >= messages || spin < 0 ||
+      (kept && rate > 0)) {
+    fprintf(stderr,
+            "ferry_ring_limit: BYTES >= 8, MESSAGES >= 1, 0 <= WARMUP < MESSAGES, no RATE "
+            "with kept\n");
     return 2;
   }
   const size_t slot = ((size_t)bytes + 63) / 64 * 64;
@@ -127,6 +137,13 @@ int main(int argc, char** argv) {
   memset(mem, 0, size);
   struct Ring* ring = mem;
   uint8_t* slots = (uint8_t*)mem + sizeof(struct Ring);
+  /* kept: every message, in a memfd that each side maps for itself. */
+  const size_t kept_size = kept ? slot * (size_t)messages : 0;
+  const int kept_fd = kept ? memfd_create("ferry-ring-kept", 0) : -1;
+  if (kept && (kept_fd < 0 || ftruncate(kept_fd, (off_t)kept_size) != 0)) {
+    perror("ferry_ring_limit: memfd");
+    return 2;
+  }
 
   const pid_t producer = fork();
   if (producer < 0) {
@@ -137,6 +154,12 @@ int main(int argc, char** argv) {
     uint8_t* source = malloc((size_t)bytes);
     if (source == NULL) _exit(2);
     for (long i = 0; i < bytes; ++i) source[i] = (uint8_t)i;
+    uint8_t* all = NULL;
+    if (kept) {
+      all = mmap(NULL, kept_size, PROT_READ | PROT_WRITE, MAP_SHARED, kept_fd, 0);
+      if (all == MAP_FAILED) _exit(2);
+      for (long m = 0; m < messages; ++m) memcpy(all + (size_t)m * slot, source, (size_t)bytes);
+    }
     const int64_t start = now_ns();
     for (long m = 0; m < messages; ++m) {
       wait_for(&ring->tail, &ring->producer_sleeps, get_tail, ring, has_room, spin);
@@ -147,9 +170,14 @@ int main(int argc, char** argv) {
         }
       }
       uint8_t* s = slots + (size_t)(producer_head % kSlots) * slot;
-      memcpy(s, source, (size_t)bytes);
-      const int64_t stamp = now_ns();
-      memcpy(s, &stamp, sizeof stamp);
+      if (kept) {
+        const int64_t index = m;
+        memcpy(s, &index, sizeof index);
+      } else {
+        memcpy(s, source, (size_t)bytes);
+        const int64_t stamp = now_ns();
+        memcpy(s, &stamp, sizeof stamp);
+      }
       atomic_store(&ring->head, ++producer_head);
       if (atomic_load(&ring->consumer_sleeps)) futex_wake(&ring->head);
     }
@@ -158,6 +186,15 @@ int main(int argc, char** argv) {
 
   int64_t* latency = malloc(sizeof(int64_t) * (size_t)messages);
   if (latency == NULL) return 2;
+  const uint8_t* lent = NULL;
+  if (kept) {
+    lent = mmap(NULL, kept_size, PROT_READ, MAP_SHARED, kept_fd, 0);
+    if (lent == MAP_FAILED) {
+      perror("ferry_ring_limit: mmap of the kept messages");
+      return 2;
+    }
+  }
+  uint64_t read_sum = 0; /* what the kept reads saw, printed so that they are made */
   int64_t first = 0;
   for (long m = 0; m < messages; ++m) {
     wait_for(&ring->head, &ring->consumer_sleeps, get_head, ring, has_message, spin);
@@ -165,7 +202,15 @@ int main(int argc, char** argv) {
     if (m == 0) first = now;
     int64_t stamp;
     memcpy(&stamp, slots + (size_t)(consumer_tail % kSlots) * slot, sizeof stamp);
-    latency[m] = now - stamp;
+    if (kept) {
+      uint64_t head, tail;
+      memcpy(&head, lent + (size_t)stamp * slot, sizeof head);
+      memcpy(&tail, lent + (size_t)stamp * slot + (size_t)bytes - 8, sizeof tail);
+      read_sum += head ^ tail;
+      latency[m] = 0;
+    } else {
+      latency[m] = now - stamp;
+    }
     atomic_store(&ring->tail, ++consumer_tail);
     if (atomic_load(&ring->producer_sleeps)) futex_wake(&ring->tail);
   }
@@ -177,6 +222,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const long n = messages - warmup;
+  if (kept) {
+    printf(
+        "{\"batches\": %ld, \"batch_bytes\": %ld, \"seconds\": %.9f, \"batches_per_s\": %.1f, "
+        "\"latency_ns\": null, \"read_sum\": %llu}\n",
+        messages, bytes, seconds, seconds > 0 ? (double)(messages - 1) / seconds : 0.0,
+        (unsigned long long)read_sum);
+    free(latency);
+    return 0;
+  }
   qsort(latency + warmup, (size_t)n, sizeof(int64_t), compare);
   printf(
       "{\"batches\": %ld, \"batch_bytes\": %ld, \"seconds\": %.9f, \"batches_per_s\": %.1f, "

@@ -27,6 +27,10 @@ The cases:
   C ring, futex        the limit: bench/dipc/ring_limit.c, the same bytes through a shared ring,
                        the consumer sleeping on a futex when it finds nothing
   C ring, spin         the same, each side spinning --spin times before it sleeps
+  C ring, kept         the limit of "ferry shm kept": every batch's bytes written once into a
+                       memfd, only their indices through the ring; the consumer maps the memfd
+                       afresh and reads each batch's first and last 8 bytes (throughput only)
+  C ring, kept, spin   the same, spinning --spin times before sleeping
   pyarrow socket       pyarrow's IPC stream over a Unix socket (small_batches_peers.py)
   pyarrow.flight       pyarrow.flight's own server and client; throughput of the batches built
                        beforehand, as ferry's Flight server serves them, latency live
@@ -106,9 +110,9 @@ def warmup(batches):
     return min(100, batches // 10)
 
 
-def ring(tree, batch_bytes, batches, rate, spin):
+def ring(tree, batch_bytes, batches, rate, spin, kept=False):
     r = subprocess.run([os.path.join(tree, "ferry_ring_limit"), str(batch_bytes), str(batches),
-                        str(rate), str(warmup(batches)), str(spin)],
+                        str(rate), str(warmup(batches)), str(spin)] + (["kept"] if kept else []),
                        capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 0:
         raise RuntimeError(f"ferry_ring_limit failed: {r.stderr[-2000:]}")
@@ -198,6 +202,8 @@ def measure(args, rows, hosts):
          ring(args.tree, batch_bytes, m, rate, 0))
     case("C ring, spin", ring(args.tree, batch_bytes, n, 0, args.spin),
          ring(args.tree, batch_bytes, m, rate, args.spin))
+    case("C ring, kept", ring(args.tree, batch_bytes, n, 0, 0, kept=True))
+    case("C ring, kept, spin", ring(args.tree, batch_bytes, n, 0, args.spin, kept=True))
     sock = peer("pyarrow_socket", rows, n, 0)
     if sock:
         case("pyarrow socket", sock, peer("pyarrow_socket", rows, m, rate))
@@ -276,6 +282,10 @@ def goals(results):
     goal("shm live p50 (us) <= 2", live and live / 1e3, None, 2, False)
     goal("shm kept / C ring (futex) throughput >= 0.5x", rate("ferry shm kept"),
          rate("C ring, futex"), 0.5)
+    goal("shm kept / C ring, kept (futex) throughput >= 0.5x", rate("ferry shm kept"),
+         rate("C ring, kept"), 0.5)
+    goal("shm kept / C ring, kept, spin throughput >= 0.5x", rate("ferry shm kept"),
+         rate("C ring, kept, spin"), 0.5)
     goal("shm live p50 / C ring (futex) p50 <= 2x", p50("ferry shm live"), p50("C ring, futex"),
          2.0, False)
     goal("shm kept / pyarrow socket throughput >= 5x", rate("ferry shm kept"),
