@@ -282,8 +282,9 @@ int Serve(const ServeOptions& o) {
       return Fail(spec.substr(eq + 1), st);
     }
   }
-  std::printf("%s\n", (*server)->uri().c_str());
-  std::fflush(stdout);
+  // Each flight's line first: Info issues tickets, and issuing sweeps expired ones, so it must
+  // be done before anyone who read the URI can hold a ticket (under a test's manual clock, a
+  // late sweep took a ticket that had just expired, which then read as unknown, not expired).
   for (const std::string& name : (*server)->names()) {
     Result<flight::FlightInfo> info = (*server)->Info(name);
     if (!info.ok()) continue;
@@ -303,6 +304,8 @@ int Serve(const ServeOptions& o) {
     line += name;
     log.Tell("flight_served", line);
   }
+  std::printf("%s\n", (*server)->uri().c_str());
+  std::fflush(stdout);
   reloader.Bind(
       [&](const std::string& name, const std::string& target) -> Status {
         FERRY_ASSIGN_OR_RAISE(std::vector<std::string> files, ExpandFiles(target));
