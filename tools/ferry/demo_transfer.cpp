@@ -126,7 +126,7 @@ class CliPeers {
     const std::string summary = ReadLine(client->out);
     run.exit_code = Wait(&*client);
     run.process_s = Since(client->started);
-    if (run.exit_code != 0) run.why = LastLine(get_err_);
+    if (run.exit_code != 0) run.why = WhyLine(get_err_);
     const size_t colon = summary.find(": ");
     long long batches = 0;
     long long rows = 0;
@@ -145,15 +145,24 @@ class CliPeers {
 
  private:
   // The last non-empty line of `path` (empty when there is none).
-  static std::string LastLine(const std::string& path) {
+  // The line of `path` that says why a child failed: UCX's report of a fatal signal or a failed
+  // check where there is one (its backtrace follows it, ending in a row of '='), else the last.
+  static std::string WhyLine(const std::string& path) {
     FILE* f = std::fopen(path.c_str(), "r");
     if (f == nullptr) return {};
     std::string last;
+    std::string cause;
     for (std::string line = ReadLine(f); !line.empty() || !std::feof(f); line = ReadLine(f)) {
-      if (!line.empty()) last = line;
+      if (line.empty()) continue;
+      last = line;
+      if (cause.empty() && (line.find("Caught signal") != std::string::npos ||
+                            line.find("Assertion") != std::string::npos ||
+                            line.find(" Bug: ") != std::string::npos)) {
+        cause = line;
+      }
     }
     std::fclose(f);
-    return last;
+    return cause.empty() ? last : cause;
   }
 
   Result<Child> Spawn(const std::vector<std::string>& args, const std::string& err_path) {
