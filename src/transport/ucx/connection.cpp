@@ -417,8 +417,30 @@ void UcxConnection::Shut(bool force) {
 }
 
 void UcxConnection::CloseEndpoints(bool force) {
+  const auto deadline = Clock::now() + kCloseWait;
+  bool gone = force;
+  {
+    std::lock_guard lock(mutex_);
+    gone = gone || gone_;
+  }
+  // The checked endpoint is flushed before it is closed gracefully, and closed by force if the
+  // flush does not finish in time (an endpoint still wiring up, a peer that stopped): a forced
+  // close cancels what is queued on it, whereas a graceful close still flushing when the worker
+  // is destroyed aborts the process in UCX 1.13 ("pending request ... should have been flushed").
+  bool flushed = false;
+  if (!gone) {
+    auto flush = std::make_shared<Completion>();
+    const bool ran = worker_->Run([this, flush] {
+      if (ep_ != nullptr) {
+        FlushEndpoint(ep_, new Pending{flush, nullptr, worker_.get()});
+      } else {
+        flush->Done(UCS_OK);
+      }
+    });
+    flushed = ran && flush->Wait(deadline) && flush->status() == UCS_OK;
+  }
   auto done = std::make_shared<Completion>(2);
-  const bool ran = worker_->Run([this, done, force] {
+  const bool ran = worker_->Run([this, done, flushed] {
     ReleaseRemote();
     // Everything sent was taken (sends wait for completion), so the fast endpoint closes at
     // once; the checked one closes gracefully, so the peer learns of it after what we sent.
@@ -426,19 +448,25 @@ void UcxConnection::CloseEndpoints(bool force) {
     fast_ep_ = nullptr;
     done->Done(UCS_OK);
     if (ep_ != nullptr) {
-      bool gone = force;
+      bool gone_now = false;
       {
         std::lock_guard lock(mutex_);
-        gone = gone || gone_;
+        gone_now = gone_;
       }
-      // Not tracked in closing_: a graceful close waits on the peer, which may have stopped.
-      CloseEndpoint(*worker_, ep_, gone, new Pending{done, nullptr, worker_.get()});
+      if (flushed && !gone_now) {
+        // Not tracked in closing_: a graceful close waits on the peer, which may have stopped.
+        // Its flush finds nothing left to send, so nothing is queued on the endpoint.
+        CloseEndpoint(*worker_, ep_, false, new Pending{done, nullptr, worker_.get()});
+      } else {
+        CloseTracked(ep_);
+        done->Done(UCS_OK);
+      }
       ep_ = nullptr;
     } else {
       done->Done(UCS_OK);
     }
   });
-  if (ran && !force) done->Wait(Clock::now() + kCloseWait);
+  if (ran && flushed) done->Wait(deadline);
 }
 
 void UcxConnection::TearDown() {

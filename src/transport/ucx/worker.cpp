@@ -92,6 +92,8 @@ bool Worker::Untrack(void* request) {
 void Worker::Start(PollFn poll) {
   poll_ = std::move(poll);
   thread_ = std::thread([this] { Loop(); });
+  std::lock_guard lock(tasks_mutex_);
+  started_ = true;
 }
 
 void Worker::Stop() {
@@ -150,7 +152,7 @@ bool Worker::Run(const std::function<void()>& task) {
   finisher->state = state;
   {
     std::lock_guard lock(tasks_mutex_);
-    if (stopped_) return false;
+    if (stopped_ || !started_) return false;  // nobody would run it
     tasks_.push_back(Task{[&task, state, finisher]() mutable {
                             task();
                             {

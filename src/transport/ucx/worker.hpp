@@ -53,7 +53,8 @@ class Worker {
   /// Run `task` on the progress thread soon, in posting order. Once the thread is stopped (or
   /// if Stop drops it before it ran), `dropped` runs instead, on the stopping thread.
   void Post(std::function<void()> task, std::function<void()> dropped = {});
-  /// Run `task` on the progress thread and wait for it; false when the thread is stopped.
+  /// Run `task` on the progress thread and wait for it; false when the thread is stopped or was
+  /// never started.
   bool Run(const std::function<void()>& task);
   /// Make the progress thread look again (a receive started waiting, room was freed).
   void Wake();
@@ -95,6 +96,7 @@ class Worker {
   };
   std::vector<Task> tasks_;
   bool stopped_ = false;  // guarded by tasks_mutex_
+  bool started_ = false;  // guarded by tasks_mutex_: Start ran, so a task posted will run
 };
 
 }  // namespace ferry::transport::internal::ucx
