@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "support/clock_util.hpp"
 
@@ -65,6 +66,50 @@ TEST_F(BufferPool, ALargeBufferIsReusedForASimilarSize) {
   std::shared_ptr<uint8_t> again = TakeBuffer(40 * kMiB);
   EXPECT_EQ(again.get(), address);
   EXPECT_EQ(CachedBufferBytes(), 0u);
+}
+
+// A small batch's body: the class is the next power of two, and a buffer serves only its class.
+TEST_F(BufferPool, ASmallBufferIsReusedWithinItsClass) {
+  constexpr size_t kKiB = 1024;
+  std::shared_ptr<uint8_t> first = TakeBuffer(24 * kKiB);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first.get()) % 64, 0u);
+  std::memset(first.get(), 0x5a, 32 * kKiB);  // the whole class is writable
+  uint8_t* const address = first.get();
+  first.reset();
+  EXPECT_EQ(CachedBufferBytes(), 32 * kKiB);
+  // Not for another class (40 KiB: 64 KiB), nor below 16 KiB (not recycled at all).
+  std::shared_ptr<uint8_t> larger = TakeBuffer(40 * kKiB);
+  std::shared_ptr<uint8_t> tiny = TakeBuffer(8 * kKiB);
+  EXPECT_NE(larger.get(), address);
+  EXPECT_NE(tiny.get(), address);
+  std::shared_ptr<uint8_t> again = TakeBuffer(17 * kKiB);
+  EXPECT_EQ(again.get(), address);
+  // Past the largest class (512 KiB), a buffer is a large one: 1 MiB.
+  TakeBuffer(600 * kKiB).reset();
+  EXPECT_EQ(CachedBufferBytes(), kMiB);
+  std::shared_ptr<uint8_t> large = TakeBuffer(kMiB);
+  EXPECT_EQ(CachedBufferBytes(), 0u);
+  large.reset();
+  EXPECT_EQ(CachedBufferBytes(), kMiB);
+  ReleaseDue();
+  EXPECT_EQ(CachedBufferBytes(), 0u);
+  tiny.reset();
+  EXPECT_EQ(CachedBufferBytes(), 0u);
+  larger.reset();
+  again.reset();
+  EXPECT_EQ(CachedBufferBytes(), 96 * kKiB);
+  ReleaseDue();
+}
+
+// Many small buffers returned at once: 64 MiB of them wait, the rest go back at once.
+TEST_F(BufferPool, AtMost64MiBOfSmallBuffersWait) {
+  constexpr size_t kSize = 32 * 1024;
+  std::vector<std::shared_ptr<uint8_t>> held;
+  for (int i = 0; i < 2100; ++i) held.push_back(TakeBuffer(kSize));
+  held.clear();
+  EXPECT_EQ(CachedBufferBytes(), 64 * kMiB);
+  ReleaseDue();
 }
 
 TEST_F(BufferPool, AnUnusedBufferGoesBackAfterTheDecay) {
@@ -179,7 +224,7 @@ TEST_F(BufferPool, AtExitTheReaperIsJoinedAndNothingStaysCached) {
          "exit handler; 4: another thread was still running after it";
 }
 
-TEST_F(BufferPool, SmallBuffersAreNotCached) {
+TEST_F(BufferPool, BuffersUnder16KiBAreNotCached) {
   std::shared_ptr<uint8_t> b = TakeBuffer(1000);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.get()) % 64, 0u);

@@ -11,8 +11,9 @@
 namespace ferry::transport::internal::ucx {
 
 /// A 64-byte-aligned buffer of at least `size` bytes, or NULL when out of memory. Buffers of
-/// 1 MiB or more are recycled process-wide: a returned one waits up to a second for reuse (at
-/// most 2 GiB, or an eighth of the machine's memory, wait at once), then goes back to the system.
+/// 16 KiB or more are recycled process-wide: a returned one waits up to a second for reuse (at
+/// most 2 GiB, or an eighth of the machine's memory, wait at once; of buffers under 1 MiB, which
+/// go by power-of-two class, at most 64 MiB), then goes back to the system.
 /// A fresh 64 MiB allocation costs an mmap and 16,384 page faults, about as long as moving its
 /// bytes over shared memory. A forked child starts with none waiting; at exit the cache is emptied
 /// and its thread joined.

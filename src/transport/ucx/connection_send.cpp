@@ -142,6 +142,14 @@ Status UcxConnection::AwaitStaged() {
 
 Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
   if (!done->Wait(Clock::now())) {
+    // The rest of an eager send (its later fragments) goes out as this thread progresses the
+    // worker: handing it to the progress thread would cost a wake-up there and one back here.
+    const auto until = Clock::now() + kSendSpin;
+    do {
+      Pump();
+    } while (!done->Wait(Clock::now()) && Clock::now() < until);
+  }
+  if (!done->Wait(Clock::now())) {
     Waiting(done);
     worker_->Wake();  // what is left (a rendezvous, a full queue) progresses there
     if (!done->Wait(*limits_.clock, limits_.clock->After(limits_.timeout))) {
