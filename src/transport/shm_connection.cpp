@@ -278,6 +278,10 @@ class ShmConnection final : public Connection {
         continue;
       }
       std::string why = "the peer closed the connection";
+      // The reader thread may have pushed what this caller waits for after its last look and
+      // before it took the token: the socket is then empty, and only the inbox has it.
+      r = pop(milliseconds(0));
+      if (!waiting()) break;
       if (ended_.load()) {
         r = pop(milliseconds(0));  // the inbox is closed: it says why
         break;
