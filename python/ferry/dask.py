@@ -6,6 +6,7 @@ Needs `dask[dataframe]` (and `distributed` for locality); ferry itself does not 
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import threading
@@ -37,6 +38,14 @@ class EndpointPart:
 
 _clients: dict[tuple[str, str | None], flight.Client] = {}
 _clients_lock = threading.Lock()
+
+
+@atexit.register
+def _drop_clients():
+    """At exit, before the extension is torn down, the cached clients go (each with its channel):
+    nanobind reported the ones still held here as leaked."""
+    with _clients_lock:
+        _clients.clear()
 
 
 def _client(uri, token):
