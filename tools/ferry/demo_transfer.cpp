@@ -144,9 +144,9 @@ class CliPeers {
   }
 
  private:
-  // The last non-empty line of `path` (empty when there is none).
   // The line of `path` that says why a child failed: UCX's report of a fatal signal or a failed
-  // check where there is one (its backtrace follows it, ending in a row of '='), else the last.
+  // check where there is one (its backtrace follows it, ending in a row of '='), else the last
+  // non-empty line (empty when there is none).
   static std::string WhyLine(const std::string& path) {
     FILE* f = std::fopen(path.c_str(), "r");
     if (f == nullptr) return {};
