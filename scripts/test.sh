@@ -38,10 +38,10 @@ cmake -S . -B build/test -G Ninja "${FERRY_RELEASE_DEFS[@]}" >/dev/null
 cmake --build build/test -j"$jobs"
 
 # With --sanitize, the sanitizer trees build in the background at the lowest priority while the
-# suites below run, and their suites follow once the UCX-over-TCP stage begins: from there to the
-# end of the fault matrix the stages wait on processes, timeouts and servers for most of their
-# time (the faults' 533 cells: 149 s of CPU in 167 s on two cores), and the sanitized suites take
-# only what they leave idle (scripts/test_sanitized.sh). It runs in a session of its own, so that
+# suites below run, and their suites follow once the interop stage begins: from there to the end
+# of the fault matrix the stages wait on processes, timeouts and servers for much of their time
+# (the faults' 533 cells: 149 s of CPU in 167 s on two cores), and the sanitized suites take only
+# what they leave idle (scripts/test_sanitized.sh). It runs in a session of its own, so that
 # an early exit stops it with its children; with the kernel's autogroup scheduling a session is
 # weighed apart from the others whatever its processes' nice values, so the session's own weight
 # is set lowest too.
@@ -87,6 +87,7 @@ FERRY_BENCH_TREE="$PWD/build/test" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips --durations=15 \
   -n 2 --dist loadgroup tests/docs
 
+if ((sanitize)); then touch "$sanitized_go"; fi
 stage "Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/interop
@@ -116,7 +117,6 @@ stage "Cluster: two server hosts, a client host, Dask workers and a two-node Ray
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/cluster
 
-if ((sanitize)); then touch "$sanitized_go"; fi
 stage "Transport, dipc and flight suites again with UCX limited to TCP (UCX_TLS=tcp,self)"
 UCX_TLS=tcp,self tree_ctest test -R '^(transport|dipc|flight)$' --timeout 900
 
@@ -132,7 +132,7 @@ FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/tes
 
 
 if ((sanitize)); then
-  stage "C++ and C suites under ASan + UBSan, then ThreadSanitizer (scripts/test_sanitized.sh, in the background since the UCX-over-TCP stage; its log follows)"
+  stage "C++ and C suites under ASan + UBSan, then ThreadSanitizer (scripts/test_sanitized.sh, in the background since the interop stage; its log follows)"
   status=0
   wait "$sanitized_pid" || status=$?
   sanitized_pid=""
