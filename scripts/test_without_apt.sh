@@ -92,7 +92,8 @@ PATH="$tmp/env/bin:/usr/bin:/bin" env/bin/python "$repo/scripts/wheel_smoke.py" 
 echo "== the dissociated-IPC suites through the wheel (UCX $UCX_NEW)"
 libucx=$(env/bin/python -c 'import libucx, os; print(os.path.dirname(libucx.__file__))')/lib
 export FERRY_CLI="$tmp/env/bin/ferry" PYTHONPATH="$repo/scripts"
-env/bin/python -m pytest -q -p no:cacheprovider --timeout=300 -p pytest_strict_skips \
+# Two at a time, as scripts/test.sh runs these modules (four there): they wait on their servers.
+env/bin/python -m pytest -q -p no:cacheprovider --timeout=300 -p pytest_strict_skips -n 2 \
   "$repo/python/tests/test_binding_dipc.py" "$repo/python/tests/test_dipc_cli.py" \
   "$repo/python/tests/test_served_file.py" -k ucx
 # The peer was built against Debian's UCX headers; on libucx's libraries it speaks 1.22 too.

@@ -163,7 +163,8 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
   for (const std::string& l : offered) listed += (listed.empty() ? "" : ", ") + l;
   const std::string server = EndpointHost(endpoint, host_);
   const bool local = IsLocalHost(server);
-  std::string failures;
+  // The locations to try, fastest plane first.
+  std::vector<std::pair<Via, std::string>> candidates;
   for (Via kind : {Via::kShm, Via::kUcx, Via::kGrpc}) {
     if (options.via != Via::kAuto && options.via != kind) continue;
     for (const std::string& l : offered) {
@@ -176,6 +177,14 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
         Log(line);
         continue;
       }
+      candidates.emplace_back(kind, l);
+    }
+  }
+  std::string failures;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const Via kind = candidates[c].first;
+    const std::string& l = candidates[c].second;
+    {
       Result<UniqueDeviceArrayStream> stream = Status::OK();
       if (kind == Via::kGrpc) {
         if (l.empty() || l == kReuseConnection || l == uri_) {
@@ -201,10 +210,14 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
           dipc_options.traceparent = options_.traceparent;
           dipc_options.tracestate = options_.tracestate;
           // The server is up (it just answered): an address that does not answer at once is
-          // unreachable from here (another host, another namespace), so fall back soon. A
-          // shared-memory socket that refuses is on this host and gone: no retry at all.
+          // unreachable from here (another host, another namespace), so fall back soon. The
+          // last candidate has nothing to fall back to, and a loaded host can take seconds to
+          // wire a UCX endpoint up: it gets the whole timeout. A shared-memory socket that
+          // refuses is on this host and gone: no retry at all.
+          const bool last = c + 1 == candidates.size();
           dipc_options.connect_timeout =
               kind == Via::kShm ? std::chrono::milliseconds(1)
+              : last            ? options_.timeout
                                 : std::min(options_.timeout, std::chrono::milliseconds(2000));
           stream = dipc::ConnectStream(*uri, endpoint.ticket, dipc_options);
         } else {
