@@ -5,8 +5,7 @@
 # With --sanitize (CI uses it) the C++ and C suites run a second time under AddressSanitizer and
 # UBSan, built with clang in the tree that also holds the libFuzzer targets (scripts/build_asan.sh),
 # and a third time under ThreadSanitizer (scripts/build_tsan.sh, scripts/tsan_gate.sh), after a
-# self-test proving that gate fails on a planted race (scripts/test_tsan_gate.py): all of it
-# scripts/test_sanitized.sh, in the background.
+# self-test proving that gate fails on a planted race (scripts/test_tsan_gate.py).
 # The build trees' flags are in scripts/trees.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +22,32 @@ done
 # Each section's header says when it starts, in seconds since this script began.
 stage() { echo "== [+${SECONDS}s] $*"; }
 
-source scripts/tree_ctest.sh
+# tree_ctest TREE ARGS...: ctest over build/TREE, where a suite that crashed in third-party code
+# with a known bug, and in no other way, runs once more and must then pass. The known crashes:
+# clang 14's LeakSanitizer faulting in its own tracer while it stops the world at a suite's exit
+# ("Tracer caught signal 11", about one run of the dipc shard in a hundred here, under load), and
+# UCX 1.13's async layer asserting that a missed event's handler belongs to the worker polling it
+# (async.c, `handler->async == async`): an event missed while a worker held its lock, whose
+# handler was removed and whose descriptor number another worker's handler took before the
+# first polled (openucx/ucx#9942, fixed in UCX 1.17; seen once in several hundred flight suites
+# under load). A failed test, a sanitizer finding or any other crash fails at once.
+tree_ctest() {
+  local tree=$1
+  shift
+  local logs=build/$tree/Testing/Temporary
+  ctest --test-dir "build/$tree" --output-on-failure "$@" && return 0
+  local failed known
+  failed=$(grep -c . "$logs/LastTestsFailed.log" 2>/dev/null || echo 0)
+  known=$(grep -cE "LeakSanitizer has encountered a fatal error|async\.c:[0-9]+ +Assertion \`handler->async == async' failed" \
+          "$logs/LastTest.log" || true)
+  if ((failed == 0 || known < failed)) ||
+     grep -qE "ERROR: (AddressSanitizer|LeakSanitizer: detected|ThreadSanitizer)|runtime error:|^\[  FAILED  \] .*\([0-9]+ ms\)|check failed" \
+       "$logs/LastTest.log"; then
+    return 1
+  fi
+  echo "test.sh: $failed suite(s) crashed in a known third-party bug (above), not in ferry's code; running them once more"
+  ctest --test-dir "build/$tree" --output-on-failure "$@" --rerun-failed
+}
 
 bash scripts/setup.sh
 source scripts/trees.sh
@@ -37,28 +61,34 @@ stage "build (Release with debug info; warnings are errors)"
 cmake -S . -B build/test -G Ninja "${FERRY_RELEASE_DEFS[@]}" >/dev/null
 cmake --build build/test -j"$jobs"
 
-# With --sanitize, the sanitizer trees build in the background at the lowest priority while the
-# suites below run, and their suites follow once the interop stage begins: from there to the end
-# of the fault matrix the stages wait on processes, timeouts and servers for much of their time
-# (the faults' 533 cells: 149 s of CPU in 167 s on two cores), and the sanitized suites take only
-# what they leave idle (scripts/test_sanitized.sh). It runs in a session of its own, so that
-# an early exit stops it with its children; with the kernel's autogroup scheduling a session is
-# weighed apart from the others whatever its processes' nice values, so the session's own weight
-# is set lowest too.
-sanitized_pid=""
-sanitized_log=build/sanitized.log
-sanitized_go=build/sanitized.go
+# The sanitizer trees build in the background at the lowest priority while the suites below run:
+# they wait on processes, timeouts and servers for much of their time, and the builds take only
+# what they leave idle. Each runs in a session of its own, so that an early exit stops the
+# compilers with it; with the kernel's autogroup scheduling a session is weighed apart from the
+# others whatever its processes' nice values, so the session's own weight is set lowest too.
+# The ThreadSanitizer tree builds after the ASan tree, whose suites run first: the ASan build
+# holds a lock (build/sanitizer-builds.lock, inherited by every process it starts) that the TSan
+# build waits on, so the two never split the idle CPU between them.
+asan_pid=""
+tsan_pid=""
+asan_log=build/asan-build.log
+tsan_log=build/tsan-build.log
 if ((sanitize)); then
-  rm -f "$sanitized_go"
-  # shellcheck disable=SC2016  # $1 is the inner shell's
+  exec 9>build/sanitizer-builds.lock
+  flock 9
+  setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 bash scripts/build_asan.sh' \
+    >"$asan_log" 2>&1 &
+  asan_pid=$!
+  exec 9>&-
   setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null
-                  exec nice -n 19 bash scripts/test_sanitized.sh --after "$1"' _ "$sanitized_go" \
-    >"$sanitized_log" 2>&1 &
-  sanitized_pid=$!
+                  exec flock build/sanitizer-builds.lock nice -n 19 bash scripts/build_tsan.sh' \
+    >"$tsan_log" 2>&1 &
+  tsan_pid=$!
 fi
-# stop_builds: ends the sanitized suites, and their builds, still running on an early exit.
+# stop_builds: ends the background builds still running, on an early exit.
 stop_builds() {
-  if [ -n "$sanitized_pid" ]; then kill -- -"$sanitized_pid" 2>/dev/null || true; fi
+  local pid
+  for pid in $asan_pid $tsan_pid; do kill -- -"$pid" 2>/dev/null || true; done
 }
 trap stop_builds EXIT
 
@@ -87,7 +117,6 @@ FERRY_BENCH_TREE="$PWD/build/test" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips --durations=15 \
   -n 2 --dist loadgroup tests/docs
 
-if ((sanitize)); then touch "$sanitized_go"; fi
 stage "Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
   PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips tests/interop
@@ -132,14 +161,36 @@ FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/tes
 
 
 if ((sanitize)); then
-  stage "C++ and C suites under ASan + UBSan, then ThreadSanitizer (scripts/test_sanitized.sh, in the background since the interop stage; its log follows)"
-  status=0
-  wait "$sanitized_pid" || status=$?
-  sanitized_pid=""
-  cat "$sanitized_log"
-  if ((status != 0)); then
-    echo "test.sh: the sanitized suites failed (exit $status; the log above)" >&2
+  stage "C++ and C suites under ASan + UBSan"
+  if ! wait "$asan_pid"; then
+    cat "$asan_log" >&2
+    echo "test.sh: the sanitizer tree did not build (the log above)" >&2
     exit 1
   fi
+  asan_pid=""
+  # UCX patches malloc and mmap in the running process (its memory hooks, for registration
+  # caches); LeakSanitizer's stop-the-world tracer can then fault at exit. The transports under
+  # test (TCP, shared memory, CMA) need no registration cache, so the hooks are turned off here.
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+  export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none
+  tree_ctest asan --timeout 1200 -j"$jobs" -E '^memview$'
+  # The memview suite loads and unloads libraries (PoCL compiles and loads kernels at run time);
+  # one leaves a stale dynamic-TLS entry whose bogus range LeakSanitizer's tracer faults on at
+  # exit. Leaks are still checked there, with thread-local storage not taken as roots.
+  LSAN_OPTIONS=use_tls=0 tree_ctest asan --timeout 1200 -R '^memview$'
+
+  stage "C++ and C suites under ThreadSanitizer"
+  if ! wait "$tsan_pid"; then
+    cat "$tsan_log" >&2
+    echo "test.sh: the ThreadSanitizer tree did not build (the log above)" >&2
+    exit 1
+  fi
+  tsan_pid=""
+  # First the gate's own test: it must fail on the planted race, or no result of it means much.
+  python3 scripts/test_tsan_gate.py
+  # Every suite that starts a thread, and the rest with them (they take seconds): any report from
+  # any process fails the stage (scripts/tsan_gate.sh says which count).
+  bash scripts/tsan_gate.sh --timeout 1200 -j"$jobs"
 fi
 stage "all suites passed"
