@@ -182,66 +182,62 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
   }
   std::string failures;
   for (size_t c = 0; c < candidates.size(); ++c) {
-    const Via kind = candidates[c].first;
-    const std::string& l = candidates[c].second;
-    {
-      Result<UniqueDeviceArrayStream> stream = Status::OK();
-      if (kind == Via::kGrpc) {
-        if (l.empty() || l == kReuseConnection || l == uri_) {
-          std::vector<std::pair<std::string, std::string>> headers = TraceHeaders(options_);
-          for (auto& header : session_->Headers()) headers.push_back(std::move(header));
-          stream = OpenDoGet(channel_, options_.token, endpoint.ticket, options, options_.timeout,
-                             headers);
-        } else {
-          ClientOptions other = options_;
-          Result<std::unique_ptr<Client>> client = Client::Connect(l, other);
-          stream = client.ok() ? (*client)->DoGet(endpoint.ticket, options) : client.status();
-        }
+    const auto& [kind, l] = candidates[c];
+    Result<UniqueDeviceArrayStream> stream = Status::OK();
+    if (kind == Via::kGrpc) {
+      if (l.empty() || l == kReuseConnection || l == uri_) {
+        std::vector<std::pair<std::string, std::string>> headers = TraceHeaders(options_);
+        for (auto& header : session_->Headers()) headers.push_back(std::move(header));
+        stream = OpenDoGet(channel_, options_.token, endpoint.ticket, options, options_.timeout,
+                           headers);
       } else {
-        Result<dipc::Uri> uri = dipc::Uri::Parse(l);
-        if (uri.ok()) {
-          dipc::ClientOptions dipc_options;
-          dipc_options.device = options.device;
-          dipc_options.read = options.read;
-          dipc_options.buffer_lists = options.buffer_lists;
-          dipc_options.window = options.window;
-          dipc_options.spin = options.spin;
-          dipc_options.timeout = options_.timeout;
-          dipc_options.traceparent = options_.traceparent;
-          dipc_options.tracestate = options_.tracestate;
-          // The server is up (it just answered): an address that does not answer at once is
-          // unreachable from here (another host, another namespace), so fall back soon. The
-          // last candidate has nothing to fall back to, and a loaded host can take seconds to
-          // wire a UCX endpoint up: it gets the whole timeout. A shared-memory socket that
-          // refuses is on this host and gone: no retry at all.
-          const bool last = c + 1 == candidates.size();
-          dipc_options.connect_timeout =
-              kind == Via::kShm ? std::chrono::milliseconds(1)
-              : last            ? options_.timeout
-                                : std::min(options_.timeout, std::chrono::milliseconds(2000));
-          stream = dipc::ConnectStream(*uri, endpoint.ticket, dipc_options);
-        } else {
-          stream = uri.status();
-        }
+        ClientOptions other = options_;
+        Result<std::unique_ptr<Client>> client = Client::Connect(l, other);
+        stream = client.ok() ? (*client)->DoGet(endpoint.ticket, options) : client.status();
       }
-      const std::string used =
-          kind == Via::kGrpc && (l.empty() || l == kReuseConnection) ? uri_ : l;
-      if (stream.ok()) {
-        Log(std::string("flight: reading over ") + ViaName(kind) + " from " + used);
-        if (location != nullptr) *location = used;
-        std::atomic<int64_t>* counter = kind == Via::kShm   ? &counters_->shm
-                                        : kind == Via::kUcx ? &counters_->ucx
-                                                            : &counters_->grpc;
-        std::string context = "reading over ";
-        context += ViaName(kind);
-        context += " from " + used;
-        context += " (server " + server + ")";
-        return CountBytes(std::move(*stream), counters_, counter, std::move(context));
+    } else {
+      Result<dipc::Uri> uri = dipc::Uri::Parse(l);
+      if (uri.ok()) {
+        dipc::ClientOptions dipc_options;
+        dipc_options.device = options.device;
+        dipc_options.read = options.read;
+        dipc_options.buffer_lists = options.buffer_lists;
+        dipc_options.window = options.window;
+        dipc_options.spin = options.spin;
+        dipc_options.timeout = options_.timeout;
+        dipc_options.traceparent = options_.traceparent;
+        dipc_options.tracestate = options_.tracestate;
+        // The server is up (it just answered): an address that does not answer at once is
+        // unreachable from here (another host, another namespace), so fall back soon. The
+        // last candidate has nothing to fall back to, and a loaded host can take seconds to
+        // wire a UCX endpoint up: it gets the whole timeout. A shared-memory socket that
+        // refuses is on this host and gone: no retry at all.
+        const bool last = c + 1 == candidates.size();
+        dipc_options.connect_timeout =
+            kind == Via::kShm ? std::chrono::milliseconds(1)
+            : last            ? options_.timeout
+                              : std::min(options_.timeout, std::chrono::milliseconds(2000));
+        stream = dipc::ConnectStream(*uri, endpoint.ticket, dipc_options);
+      } else {
+        stream = uri.status();
       }
-      Log(std::string("flight: ") + ViaName(kind) + " location " + used +
-          " failed, trying the next: " + stream.status().message());
-      failures += (failures.empty() ? "" : "; ") + used + ": " + stream.status().message();
     }
+    const std::string used = kind == Via::kGrpc && (l.empty() || l == kReuseConnection) ? uri_ : l;
+    if (stream.ok()) {
+      Log(std::string("flight: reading over ") + ViaName(kind) + " from " + used);
+      if (location != nullptr) *location = used;
+      std::atomic<int64_t>* counter = kind == Via::kShm   ? &counters_->shm
+                                      : kind == Via::kUcx ? &counters_->ucx
+                                                          : &counters_->grpc;
+      std::string context = "reading over ";
+      context += ViaName(kind);
+      context += " from " + used;
+      context += " (server " + server + ")";
+      return CountBytes(std::move(*stream), counters_, counter, std::move(context));
+    }
+    Log(std::string("flight: ") + ViaName(kind) + " location " + used +
+        " failed, trying the next: " + stream.status().message());
+    failures += (failures.empty() ? "" : "; ") + used + ": " + stream.status().message();
   }
   if (failures.empty()) {
     return Status::NotFound(std::string("the flight offers no ") +
