@@ -23,6 +23,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -71,14 +72,33 @@ def make_data(path, gib, batch_mib):
     os.replace(path + ".tmp", path)
 
 
+# The servers' logs: each server writes its stderr to a file of its own (a pipe nobody drains
+# would stop a server that logs much), shown when a client fails.
+SERVER_LOGS = {}
+
+
 def spawn(args, env=None):
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    log = tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True,
                             env=dict(os.environ, **(env or {})))
+    SERVER_LOGS[os.path.basename(args[1] if args[0] == sys.executable else args[0])] = log
     line = proc.stdout.readline().strip()
     if not line:
         proc.kill()
-        raise SystemExit(f"{args[0]} did not start: {proc.stderr.read()}")
+        proc.wait()
+        raise SystemExit(f"{args[0]} did not start: {server_logs()}")
     return proc, line
+
+
+def server_logs():
+    """The last lines of each server's stderr so far."""
+    out = []
+    for name, log in SERVER_LOGS.items():
+        log.flush()
+        log.seek(0)
+        lines = log.read().splitlines()[-20:]
+        out.append(f"{name}'s log (last {len(lines)} lines):\n" + "\n".join(lines))
+    return "\n".join(out)
 
 
 def process_cpu_seconds(pid):
@@ -173,7 +193,7 @@ def run_client(args, key, uri, rows, extra=()):
                           "--latency-calls", str(args.latency_calls), *extra],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        raise SystemExit(f"client {key} failed: {out.stderr}")
+        raise SystemExit(f"client {key} failed: {out.stderr}\n{server_logs()}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -207,7 +227,7 @@ def main():
 
     pyarrow_proc, port = spawn([sys.executable, os.path.join(HERE, "pyarrow_server.py"),
                                 args.data, "t"])
-    ferry_proc, ferry_uri = spawn([cli, "serve", "--flight", "127.0.0.1:0", "--keep",
+    ferry_proc, ferry_uri = spawn([cli, "serve", "-v", "--flight", "127.0.0.1:0", "--keep",
                                    f"t={args.data}"])
     pa_uri = f"grpc://127.0.0.1:{port}"
     results = {"bytes": nbytes, "rows": rows, "file_bytes": size, "repeat": args.repeat,

@@ -278,6 +278,17 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   limits.max_tagged_bytes = options.max_request_bytes;
   // Packed bodies lend no memory: no client may reach this process's memory.
   limits.remote_memory = options.body_type == BodyType::kBufferList;
+  // A client the transport could not take is refused at once and logged here (copies: the
+  // listener's thread may call it before the state holds the options).
+  limits.refused = [sink = options.log_sink, lines = options.log,
+                    plane = options.transport](const std::string& message) {
+    LogRecord r;
+    r.level = LogLevel::kWarning;
+    r.event = "connection_refused";
+    r.message = message;
+    r.plane = plane;
+    EmitLog(sink, lines, r);
+  };
   FERRY_ASSIGN_OR_RAISE(state->listener,
                         transport::Listen(options.transport, options.listen, limits));
   // One clock for the server's waits and its tickets, unless the book it shares has its own.

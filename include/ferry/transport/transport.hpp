@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -54,6 +55,10 @@ struct FERRY_EXPORT TransportLimits {
   /// cores halt can take tens of µs; a spinning one sees the message at once, for a core's time
   /// while it spins. Spent once per receive, so an idle end stays idle.
   std::chrono::microseconds spin{0};
+  /// Where a listener tells of a connection request it could not take, one line naming the peer
+  /// and the cause, from the listener's own thread; the peer is refused at once rather than left
+  /// waiting out its timeout. Unset: nowhere.
+  std::function<void(const std::string&)> refused;
 };
 
 /// How a client connects. Plain values.

@@ -62,7 +62,10 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
   {
     std::lock_guard lock(conn->mutex_);
     if (up->status() != UCS_OK || conn->gone_) {
-      const std::string why = conn->gone_ ? conn->failure_ : ucs_status_string(up->status());
+      const std::string why = conn->gone_ ? conn->failure_
+                              : up->status() == UCS_ERR_REJECTED
+                                  ? "the server refused the connection"
+                                  : ucs_status_string(up->status());
       return Status::Unavailable("could not connect to the UCX listener at " + address + ": " +
                                  why);
     }

@@ -266,9 +266,11 @@ void* UcxConnection::PostReceive(uint64_t tag, size_t size, Landed on_done) {
 
 void UcxConnection::OnEndpointError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
   auto* self = static_cast<UcxConnection*>(arg);
-  std::string why = status == UCS_ERR_CONNECTION_RESET ? "the peer closed the connection"
-                                                       : std::string("the peer went away (UCX: ") +
-                                                             ucs_status_string(status) + ")";
+  std::string why =
+      status == UCS_ERR_CONNECTION_RESET ? std::string("the peer closed the connection")
+      : status == UCS_ERR_REJECTED
+          ? std::string("the server refused the connection")
+          : std::string("the peer went away (UCX: ") + ucs_status_string(status) + ")";
   // Runs inside progress, so the endpoints close from a task Fail posts.
   self->Fail(why, true);
 }

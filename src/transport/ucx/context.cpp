@@ -39,7 +39,7 @@ bool OneSidedGetsOnOneHost() {
   return one_sided;
 }
 
-Result<std::shared_ptr<Context>> Context::Make(bool rma) {
+Result<std::shared_ptr<Context>> Context::Make(bool rma, const std::string& net_devices) {
   QuietLogs();
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
@@ -53,6 +53,13 @@ Result<std::shared_ptr<Context>> Context::Make(bool rma) {
   // sender of small batches wait for the receiver each time.
   if (std::getenv("UCX_RNDV_THRESH") == nullptr) {
     (void)ucp_config_modify(config, "RNDV_THRESH", "256k");
+  }
+  if (!net_devices.empty() && std::getenv("UCX_NET_DEVICES") == nullptr) {
+    st = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return UcxError(StatusCode::kIOError, "cannot limit UCX to the devices " + net_devices, st);
+    }
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;

@@ -27,8 +27,11 @@ Status UcxError(StatusCode code, const std::string& what, ucs_status_t status);
 class Context {
  public:
   /// With `rma` false the context has no remote memory access: no peer can read or write this
-  /// process's memory through it (UCX's RMA emulation over TCP checks no address).
-  static Result<std::shared_ptr<Context>> Make(bool rma = true);
+  /// process's memory through it (UCX's RMA emulation over TCP checks no address). A non-empty
+  /// `net_devices` is UCX's NET_DEVICES (network devices only: shared memory stays), unless the
+  /// user set UCX_NET_DEVICES.
+  static Result<std::shared_ptr<Context>> Make(bool rma = true,
+                                               const std::string& net_devices = {});
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

@@ -197,18 +197,18 @@ bool GetsEmulated(ucp_ep_h ep) {
                      [](const std::string& t) { return t == "tcp" || t == "self"; });
 }
 
-std::string RemoteAddress(ucp_ep_h ep) {
-  ucp_ep_attr_t attr{};
-  attr.field_mask = UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
-  if (ucp_ep_query(ep, &attr) != UCS_OK) return {};
+namespace {
+
+// "host:port" ("[host]:port" for IPv6) of a socket address, or "" for another family.
+std::string SockaddrText(const sockaddr_storage& addr) {
   char host[INET6_ADDRSTRLEN] = {};
   uint16_t port = 0;
-  if (attr.remote_sockaddr.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(attr.remote_sockaddr);
+  if (addr.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
     inet_ntop(AF_INET, &in.sin_addr, host, sizeof(host));
     port = ntohs(in.sin_port);
-  } else if (attr.remote_sockaddr.ss_family == AF_INET6) {
-    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(attr.remote_sockaddr);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
     inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
     port = ntohs(in6.sin6_port);
   } else {
@@ -216,12 +216,28 @@ std::string RemoteAddress(ucp_ep_h ep) {
   }
   // Appended piece by piece: GCC 12 misreports `"[" + std::string(...)` at -O3 (PR 105651).
   std::string out;
-  const bool v6 = attr.remote_sockaddr.ss_family == AF_INET6;
+  const bool v6 = addr.ss_family == AF_INET6;
   if (v6) out.append("[");
   out.append(host);
   if (v6) out.append("]");
   out.append(":").append(std::to_string(port));
   return out;
+}
+
+}  // namespace
+
+std::string RemoteAddress(ucp_ep_h ep) {
+  ucp_ep_attr_t attr{};
+  attr.field_mask = UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
+  if (ucp_ep_query(ep, &attr) != UCS_OK) return {};
+  return SockaddrText(attr.remote_sockaddr);
+}
+
+std::string RequestingAddress(ucp_conn_request_h request) {
+  ucp_conn_request_attr_t attr{};
+  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+  if (ucp_conn_request_query(request, &attr) != UCS_OK) return {};
+  return SockaddrText(attr.client_address);
 }
 
 void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,

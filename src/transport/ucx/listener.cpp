@@ -3,19 +3,81 @@
 
 #include "transport/ucx/listener.hpp"
 
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <string_view>
+#include <vector>
 
 #include "transport/ucx/region.hpp"
 #include "transport/ucx/server_connection.hpp"
 
 namespace ferry::transport::internal::ucx {
 
+namespace {
+
+// Whether `addr` is a loopback address (127.0.0.0/8, ::1, or 127/8 mapped into IPv6).
+bool IsLoopback(const sockaddr* addr) {
+  if (addr->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (addr->sa_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+  }
+  return false;
+}
+
+// The network devices a loopback listener's context opens: the loopback interface, which its
+// clients' connection requests arrive on, and the physical interfaces (UCX may spread a TCP
+// stream over several), but no virtual one (a bridge, a veth, a VPN's tunnel), which may go away
+// while the server runs. UCX's NET_DEVICES syntax: names joined by commas; "" when none is found.
+std::string LoopbackListenerDevices() {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return {};
+  std::vector<std::string> names;
+  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_name == nullptr || i->ifa_addr == nullptr ||
+        (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) {
+      continue;
+    }
+    const std::string name = i->ifa_name;
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    bool keep = (i->ifa_flags & IFF_LOOPBACK) != 0;
+    if (!keep) {
+      // sysfs files a virtual interface under /sys/devices/virtual/net.
+      char target[PATH_MAX] = {};
+      const std::string link = "/sys/class/net/" + name;
+      const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+      keep = n > 0 && std::string_view(target, static_cast<size_t>(n)).find("/virtual/") ==
+                          std::string_view::npos;
+    }
+    if (keep) names.push_back(name);
+  }
+  freeifaddrs(all);
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : ",") + name;
+  return joined;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, socklen_t addrlen,
                                                        const std::string& host,
                                                        TransportLimits limits) {
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context, Context::Make(limits.remote_memory));
+  // Each connection gets a worker of this context, which opens every network device the context
+  // found at its start: one that has gone since (a bridge or VPN taken down) fails every later
+  // worker. A loopback listener's clients are all on this host, so its context leaves the
+  // virtual interfaces out, and no such interface's coming or going reaches it.
+  const std::string devices = IsLoopback(addr) ? LoopbackListenerDevices() : std::string();
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,
+                        Context::Make(limits.remote_memory, devices));
   std::unique_ptr<UcxListener> listener(new UcxListener(context, std::move(limits)));
   FERRY_ASSIGN_OR_RAISE(listener->worker_, Worker::Make(context));
   UcxListener* self = listener.get();
@@ -78,9 +140,20 @@ void UcxListener::AcceptPending() {
       if (listener_ != nullptr) ucp_listener_reject(listener_, request);
       continue;
     }
+    const std::string peer = RequestingAddress(request);
+    bool taken = false;
     Result<std::unique_ptr<ServerConnection>> conn =
-        ServerConnection::Accept(context_, request, limits_);
-    if (!conn.ok()) continue;  // the client sees its connection refused
+        ServerConnection::Accept(context_, request, limits_, &taken);
+    if (!conn.ok()) {
+      // Refused now, so that the client fails at once rather than waiting out its timeout (a
+      // request UCX took is answered by UCX).
+      if (!taken) ucp_listener_reject(listener_, request);
+      if (limits_.refused) {
+        limits_.refused("refused the UCX connection from " + (peer.empty() ? "a client" : peer) +
+                        ": " + conn.status().message());
+      }
+      continue;
+    }
     {
       std::lock_guard lock(mutex_);
       accepted_.push_back(std::move(*conn));

@@ -9,7 +9,9 @@ namespace ferry::transport::internal::ucx {
 
 Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_ptr<Context> context,
                                                                    ucp_conn_request_h request,
-                                                                   TransportLimits limits) {
+                                                                   TransportLimits limits,
+                                                                   bool* taken) {
+  *taken = false;
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
   std::unique_ptr<ServerConnection> conn(
       new ServerConnection(std::move(worker), std::move(limits)));
@@ -17,6 +19,7 @@ Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_p
   Status accepted;
   ServerConnection* self = conn.get();
   const bool ran = conn->worker_->Run([&] {
+    *taken = true;
     Result<ucp_ep_h> ep =
         AcceptRequest(self->worker_->handle(), request, &UcxConnection::OnEndpointError, self);
     if (ep.ok()) {
