@@ -130,7 +130,9 @@ def bench(path, ipc_log):
     print("| copy | size | ferry | cuMemcpy | ratio |")
     print("| --- | --- | --- | --- | --- |")
     sizes = ((1 << 16, "64 KiB"), (1 << 20, "1 MiB"), (1 << 30, "1 GiB"))
-    kinds = [(f"BM_{k}/{d}_" + "{}", f"{k.lower()} {d}") for k in ("Pinned", "Pageable")
+    kinds = [(f"BM_{k}/{d}_" + "{}", f"{label} {d}")
+             for k, label in (("Pinned", "pinned"), ("Pageable", "pageable"),
+                              ("PageableAsync", "pageable on a stream"))
              for d in ("HostToDevice", "DeviceToHost")]
     kinds.append(("BM_DeviceToDevice/{}", "device to device"))
     for pattern, what in kinds:

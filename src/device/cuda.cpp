@@ -131,11 +131,14 @@ class CudaDevice final : public Device {
       FERRY_ASSIGN_OR_RAISE(CUcontext dst_ctx, d_dev->gpu_.Context());
       FERRY_CUDA_CALL(
           d_, MemcpyPeerAsync(Ptr(dst), dst_ctx, Ptr(src), src_ctx, static_cast<size_t>(n), s));
-    } else if (src_dev.host_accessible() && IsPageable(src_dev, src)) {
+    } else if (stream != nullptr && src_dev.host_accessible() && IsPageable(src_dev, src)) {
       FERRY_RETURN_NOT_OK(CopyFromPageable(src, dst, static_cast<size_t>(n), s));
-    } else if (dst_dev.host_accessible() && IsPageable(dst_dev, dst)) {
+    } else if (stream != nullptr && dst_dev.host_accessible() && IsPageable(dst_dev, dst)) {
       FERRY_RETURN_NOT_OK(CopyToPageable(src, dst, static_cast<size_t>(n), s));
     } else {
+      // Device memory, pinned memory, or a synchronous copy (no stream given): the caller waits
+      // for the copy either way, so pageable memory goes through the driver's own staging, with
+      // no hop to a host function's thread.
       FERRY_CUDA_CALL(d_, MemcpyAsync(Ptr(dst), Ptr(src), static_cast<size_t>(n), s));
     }
     CountCopy(n);

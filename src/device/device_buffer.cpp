@@ -128,10 +128,10 @@ Status BufferCopyAsync(Device& src_dev, FerryBufferView src, Device& dst_dev,
 
 Status BufferCopy(Device& src_dev, FerryBufferView src, Device& dst_dev,
                   FerryMutableBufferView dst) {
-  FERRY_ASSIGN_OR_RAISE(void* stream, InternalStreamFor(src_dev, dst_dev));
   FERRY_RETURN_NOT_OK(CheckSameSize(src, dst));
-  FERRY_RETURN_NOT_OK(CopyBytes(src_dev, src.data, dst_dev, dst.data, src.size, stream));
-  return internal::SynchronizeStream(src_dev, dst_dev, stream);
+  // No stream: the device knows the caller waits, so a copy to or from pageable memory goes
+  // through the driver's own staging rather than a host function on a stream.
+  return CopyBytes(src_dev, src.data, dst_dev, dst.data, src.size, nullptr);
 }
 
 }  // namespace ferry

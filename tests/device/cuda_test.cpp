@@ -73,6 +73,30 @@ TEST(CudaAsync, BufferCallsNeverWaitAndReadAfterTheirStream) {
   }
 }
 
+// BufferCopy's caller waits for the copy anyway: pageable memory goes to the driver as it is
+// (the driver stages it), with no pinned staging block and no host function on a stream.
+TEST(CudaSync, BufferCopyHandsPageableMemoryToTheDriver) {
+  RESOLVE_GPU_OR_SKIP(gpu);
+  std::vector<int32_t> host(1000);
+  for (int32_t i = 0; i < 1000; ++i) host[static_cast<size_t>(i)] = i * 3 - 500;
+  std::vector<int32_t> back(1000, -1);
+  ASSERT_OK_AND_ASSIGN(void* dev, gpu->Allocate(4000, nullptr));
+  testing::StandinDelta delta;
+  ASSERT_OK(BufferCopy(*CpuDevice(), FerryBufferView{host.data(), 4000}, *gpu,
+                       FerryMutableBufferView{dev, 4000}));
+  ASSERT_OK(BufferCopy(*gpu, FerryBufferView{dev, 4000}, *CpuDevice(),
+                       FerryMutableBufferView{back.data(), 4000}));
+  const FerryCudaStandinCounters c = delta.Get();
+  gpu->Free(dev, 4000);
+  for (int32_t i = 0; i < 1000; ++i) ASSERT_EQ(back[static_cast<size_t>(i)], i * 3 - 500) << i;
+  if (testing::GetStandin() != nullptr) {
+    EXPECT_EQ(c.pageable_copies, 2);
+    EXPECT_EQ(c.host_funcs, 0);
+    EXPECT_EQ(c.copies_h2d, 1);
+    EXPECT_EQ(c.copies_d2h, 1);
+  }
+}
+
 TEST(CudaAsync, CopyAsyncToTheGpuIsOneAllocationOneCopyAndNoWait) {
   RESOLVE_GPU_OR_SKIP(gpu);
   testing::RawStream stream;

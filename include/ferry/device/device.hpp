@@ -66,8 +66,9 @@ class FERRY_EXPORT Device {
   /// Free a block from Allocate. Synchronous: waits for work that uses it where the API must.
   virtual void Free(void* ptr, int64_t size) noexcept = 0;
   /// Copy `n` bytes between `src_dev` and `dst_dev`, one of which is this device, ordered on
-  /// `stream`. Returns ENOTSUP when this device does not handle the pair (the caller then asks
-  /// the other device). Host-side copies complete before returning.
+  /// `stream`; a null `stream` (BufferCopy's) makes the copy complete on return, on the device's
+  /// internal stream. Returns ENOTSUP when this device does not handle the pair (the caller then
+  /// asks the other device). Host-side copies complete before returning.
   virtual Status CopyBytes(Device& src_dev, const void* src, Device& dst_dev, void* dst, int64_t n,
                            void* stream) = 0;
   /// Event and stream: the stream waits on the event. Event only: the host waits. Stream only:
