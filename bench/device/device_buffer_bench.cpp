@@ -81,10 +81,13 @@ void BM_Pinned(benchmark::State& state, bool to_device, bool use_ferry) {
   state.SetBytesProcessed(state.iterations() * n);
 }
 
-// Pageable host memory (an ordinary vector on the CPU device) <-> CUDA, ferry's BufferCopy
-// against cuMemcpy on the same buffers. A synchronous copy hands pageable memory to the driver
-// as it is (the caller waits either way).
-void BM_Pageable(benchmark::State& state, bool to_device, bool use_ferry) {
+// Pageable host memory (an ordinary vector on the CPU device) <-> CUDA on the same buffers.
+// Synchronous: ferry's BufferCopy against cuMemcpy; a synchronous copy hands pageable memory to
+// the driver as it is (the caller waits either way). `on_stream`: the copies ordered on a stream,
+// then waited for: BufferCopyAsync (which stages copies up to 64 MiB through its pinned pool, so
+// that the calling thread never waits for the stream) against cuMemcpyAsync (for pageable memory
+// the driver makes the calling thread wait).
+void BM_Pageable(benchmark::State& state, bool to_device, bool use_ferry, bool on_stream) {
   const int64_t n = state.range(0);
   PinnedPair p;  // only its device block and context are used
   Status st = p.Open(n);
@@ -97,51 +100,25 @@ void BM_Pageable(benchmark::State& state, bool to_device, bool use_ferry) {
   void* dst = to_device ? p.device : static_cast<void*>(pageable.data());
   Device& src_dev = to_device ? *CpuDevice() : *p.gpu;
   Device& dst_dev = to_device ? *p.gpu : *CpuDevice();
-  if (p.driver->CtxPushCurrent(p.context) != cu::kSuccess) std::abort();
-  for (auto _ : state) {
-    if (use_ferry) {
-      if (!BufferCopy(src_dev, {src, n}, dst_dev, {dst, n}).ok()) std::abort();
-    } else if (p.driver->Memcpy(reinterpret_cast<cu::CUdeviceptr>(dst),
-                                reinterpret_cast<cu::CUdeviceptr>(src),
-                                static_cast<size_t>(n)) != cu::kSuccess) {
-      std::abort();
-    }
-  }
-  cu::CUcontext popped = nullptr;
-  p.driver->CtxPopCurrent(&popped);
-  state.SetBytesProcessed(state.iterations() * n);
-}
-
-// The same copies ordered on a stream, then waited for: ferry's BufferCopyAsync (which stages
-// copies up to 64 MiB through its pinned pool, so that the calling thread never waits for the
-// stream) against cuMemcpyAsync (for pageable memory the driver makes the calling thread wait).
-void BM_PageableAsync(benchmark::State& state, bool to_device, bool use_ferry) {
-  const int64_t n = state.range(0);
-  PinnedPair p;
-  Status st = p.Open(n);
-  if (!st.ok()) {
-    state.SkipWithError(("no CUDA GPU on this machine: " + st.message()).c_str());
-    return;
-  }
-  std::vector<uint8_t> pageable(static_cast<size_t>(n), 0x3C);
-  const void* src = to_device ? static_cast<const void*>(pageable.data()) : p.device;
-  void* dst = to_device ? p.device : static_cast<void*>(pageable.data());
-  Device& src_dev = to_device ? *CpuDevice() : *p.gpu;
-  Device& dst_dev = to_device ? *p.gpu : *CpuDevice();
+  const auto from = reinterpret_cast<cu::CUdeviceptr>(src);
+  const auto to = reinterpret_cast<cu::CUdeviceptr>(dst);
   if (p.driver->CtxPushCurrent(p.context) != cu::kSuccess) std::abort();
   cu::CUstream stream = nullptr;
-  if (p.driver->StreamCreate(&stream, 0) != cu::kSuccess) std::abort();
+  if (on_stream && p.driver->StreamCreate(&stream, 0) != cu::kSuccess) std::abort();
   for (auto _ : state) {
-    if (use_ferry) {
-      if (!BufferCopyAsync(src_dev, {src, n}, dst_dev, {dst, n}, &stream).ok()) std::abort();
-    } else if (p.driver->MemcpyAsync(reinterpret_cast<cu::CUdeviceptr>(dst),
-                                     reinterpret_cast<cu::CUdeviceptr>(src), static_cast<size_t>(n),
-                                     stream) != cu::kSuccess) {
-      std::abort();
+    bool ok = false;
+    if (!on_stream) {
+      ok = use_ferry ? BufferCopy(src_dev, {src, n}, dst_dev, {dst, n}).ok()
+                     : p.driver->Memcpy(to, from, static_cast<size_t>(n)) == cu::kSuccess;
+    } else {
+      ok = (use_ferry ? BufferCopyAsync(src_dev, {src, n}, dst_dev, {dst, n}, &stream).ok()
+                      : p.driver->MemcpyAsync(to, from, static_cast<size_t>(n), stream) ==
+                            cu::kSuccess) &&
+           p.driver->StreamSynchronize(stream) == cu::kSuccess;
     }
-    if (p.driver->StreamSynchronize(stream) != cu::kSuccess) std::abort();
+    if (!ok) std::abort();
   }
-  p.driver->StreamDestroy(stream);
+  if (stream != nullptr) p.driver->StreamDestroy(stream);
   cu::CUcontext popped = nullptr;
   p.driver->CtxPopCurrent(&popped);
   state.SetBytesProcessed(state.iterations() * n);
@@ -192,9 +169,9 @@ void RegisterCopies() {
       auto* pinned = benchmark::RegisterBenchmark(("BM_Pinned/" + way + who).c_str(), BM_Pinned,
                                                   to_device, use_ferry);
       auto* pageable = benchmark::RegisterBenchmark(("BM_Pageable/" + way + who).c_str(),
-                                                    BM_Pageable, to_device, use_ferry);
+                                                    BM_Pageable, to_device, use_ferry, false);
       auto* pageable_async = benchmark::RegisterBenchmark(("BM_PageableAsync/" + way + who).c_str(),
-                                                          BM_PageableAsync, to_device, use_ferry);
+                                                          BM_Pageable, to_device, use_ferry, true);
       for (const int64_t n : sizes) {
         pinned->Arg(n);
         pageable->Arg(n);

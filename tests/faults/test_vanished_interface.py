@@ -17,6 +17,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
+from fault_harness import ferry_cli
+from ferry_process import ServeProcess
+
 # Long, so that a client left waiting shows as a timeout and not as a quick refusal.
 CONNECT_TIMEOUT = 20
 
@@ -64,71 +67,51 @@ def dataset(tmp_path):
     return path
 
 
-def serve(ns, listen, path, log):
-    """`ferry serve` over UCX in `ns`, started while both interfaces are up; returns the process
-    and its URI."""
-    with open(log, "w") as err:
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns, os.environ["FERRY_CLI"], "serve", "-v", "--transport",
-             "ucx", "--listen", listen, "--insecure", "--body-type", "list", f"t={path}"],
-            stdout=subprocess.PIPE, stderr=err, text=True)
-    line = proc.stdout.readline()
-    if not line:
-        proc.kill()
-        pytest.fail(f"ferry serve did not start: {log.read_text()}")
-    return proc, line.split()[1]
+def serve(ns, listen, path, tmp):
+    """`ferry serve` over UCX in `ns`, started while both interfaces are up (a context manager:
+    leaving stops it)."""
+    return ServeProcess(["-v", "--transport", "ucx", "--listen", listen, "--insecure",
+                         "--body-type", "list", f"t={path}"],
+                        tmp=str(tmp), wrap=("ip", "netns", "exec", ns))
 
 
 def get(ns, uri, to):
     start = time.monotonic()
     r = subprocess.run(
-        ["ip", "netns", "exec", ns, os.environ["FERRY_CLI"], "get", uri, "--ticket", "t",
-         "--no-progress", "--connect-timeout", str(CONNECT_TIMEOUT), "--timeout",
-         str(CONNECT_TIMEOUT), "--to", str(to)],
+        ["ip", "netns", "exec", ns, ferry_cli(), "get", uri, "--ticket", "t", "--no-progress",
+         "--connect-timeout", str(CONNECT_TIMEOUT), "--timeout", str(CONNECT_TIMEOUT),
+         "--to", str(to)],
         capture_output=True, text=True, timeout=CONNECT_TIMEOUT * 3)
     return r, time.monotonic() - start
 
 
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def read_after_it_goes(namespace, listen, dataset, tmp):
+    """Serve `dataset` on `listen`, take the interface away, then read it with `ferry get` in the
+    same namespace: the server (stopped), the get's result, its seconds and its output path."""
+    ns, goes = namespace
+    with serve(ns, listen, dataset, tmp) as server:
+        uri = server.first_line().split()[1]
+        assert ip("-n", ns, "link", "del", goes).returncode == 0
+        got = tmp / "got.arrows"
+        r, elapsed = get(ns, uri, got)
+    return server, r, elapsed, got
 
 
 def test_a_loopback_listener_keeps_serving_when_another_interface_goes(tmp_path, namespace,
                                                                        dataset):
-    ns, goes = namespace
-    proc, uri = serve(ns, "127.0.0.1:0", dataset, tmp_path / "serve.err")
-    try:
-        assert ip("-n", ns, "link", "del", goes).returncode == 0
-        got = tmp_path / "got.arrows"
-        r, _ = get(ns, uri, got)
-        assert r.returncode == 0, r.stderr
-        assert ipc.open_stream(str(got)).read_all().equals(
-            ipc.open_stream(str(dataset)).read_all())
-    finally:
-        stop(proc)
+    _, r, _, got = read_after_it_goes(namespace, "127.0.0.1:0", dataset, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ipc.open_stream(str(got)).read_all().equals(ipc.open_stream(str(dataset)).read_all())
 
 
 def test_another_listener_refuses_at_once_naming_the_cause(tmp_path, namespace, dataset):
-    ns, goes = namespace
-    log = tmp_path / "serve.err"
-    proc, uri = serve(ns, "10.205.0.1:0", dataset, log)
-    try:
-        assert ip("-n", ns, "link", "del", goes).returncode == 0
-        got = tmp_path / "got.arrows"
-        r, elapsed = get(ns, uri, got)
-        assert r.returncode != 0
-        assert "the server refused the connection" in r.stderr, r.stderr
-        # Refused, not left waiting: well within the connect timeout.
-        assert elapsed < CONNECT_TIMEOUT / 2, (elapsed, r.stderr)
-        assert not got.exists()
-    finally:
-        stop(proc)
+    server, r, elapsed, got = read_after_it_goes(namespace, "10.205.0.1:0", dataset, tmp_path)
+    assert r.returncode != 0
+    assert "the server refused the connection" in r.stderr, r.stderr
+    # Refused, not left waiting: well within the connect timeout.
+    assert elapsed < CONNECT_TIMEOUT / 2, (elapsed, r.stderr)
+    assert not got.exists()
     # The server's log names the client and the cause: the device UCX can no longer open.
-    text = log.read_text()
+    text = server.final_stderr
     assert "refused the UCX connection from 10.205.0.1:" in text, text
     assert "cannot create a UCX worker" in text and "No such device" in text, text
