@@ -14,25 +14,13 @@
 #include <string_view>
 #include <vector>
 
+#include "transport/ucx/endpoint.hpp"
 #include "transport/ucx/region.hpp"
 #include "transport/ucx/server_connection.hpp"
 
 namespace ferry::transport::internal::ucx {
 
 namespace {
-
-// Whether `addr` is a loopback address (127.0.0.0/8, ::1, or 127/8 mapped into IPv6).
-bool IsLoopback(const sockaddr* addr) {
-  if (addr->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
-    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-  }
-  if (addr->sa_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr;
-    return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
-  }
-  return false;
-}
 
 // The network devices a loopback listener's context opens: the loopback interface, which its
 // clients' connection requests arrive on, and the physical interfaces (UCX may spread a TCP

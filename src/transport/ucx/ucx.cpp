@@ -20,6 +20,7 @@
 
 #include "ferry/core/host_port.hpp"
 #include "transport/ucx/client_connection.hpp"
+#include "transport/ucx/endpoint.hpp"
 #include "transport/ucx/listener.hpp"
 
 namespace ferry::transport {
@@ -73,15 +74,8 @@ bool SameHost(const sockaddr_storage& addr) {
     }
     if (!shared) return false;
   }
-  if (addr.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
-    if ((ntohl(in.sin_addr.s_addr) >> 24) == 127) return true;
-  } else if (addr.ss_family == AF_INET6) {
-    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
-    if (IN6_IS_ADDR_LOOPBACK(&in6.sin6_addr)) return true;
-  } else {
-    return false;
-  }
+  if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return false;
+  if (internal::ucx::IsLoopback(reinterpret_cast<const sockaddr*>(&addr))) return true;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return false;
   bool found = false;
