@@ -1,7 +1,13 @@
 """1 GiB through ferry.aio's `async for` against the blocking client, in the same run: a ferry
 Flight server in its own process serves the data from its shared region, and this process reads
-it whole with each client in turn (ABBA rounds, so neither always goes first); each read is
+it whole with each client in turn (each round in the reverse order of the one before); each read is
 timed from the call to the last batch.
+
+A third reader is the usual way to call a blocking client from asyncio: the blocking client's
+whole read run on a worker thread that is already running, and awaited from the loop
+(`loop.run_in_executor`). It leaves the loop's thread once and comes back once. Last, the cost
+of coming back alone: a 1 ms job (a busy loop) run on the warm worker thread and awaited, 300
+times, against its own 1 ms.
 
     .venv/bin/python bench/engines/aio_bench.py [--gib G] [--batch-mib M] [--rounds R]
 
@@ -12,6 +18,7 @@ per kind, the median of each client and of the rounds' asyncio/blocking ratios.
 """
 import argparse
 import asyncio
+import concurrent.futures
 import os
 import statistics
 import subprocess
@@ -49,6 +56,50 @@ def blocking(uri, row_bytes):
     return time.perf_counter() - start, moved
 
 
+def read_all(client, row_bytes):
+    moved = 0
+    for batch in client.do_get("t"):
+        moved += len(batch) * row_bytes
+    return moved
+
+
+#: The executor reader's worker thread, started once and kept for every round.
+POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="executor")
+
+
+def executor(uri, row_bytes):
+    async def main():
+        loop = asyncio.get_running_loop()
+        client = ferry.flight.connect(uri)
+        await loop.run_in_executor(POOL, lambda: None)  # the worker is up and idle
+        start = time.perf_counter()
+        moved = await loop.run_in_executor(POOL, read_all, client, row_bytes)
+        return time.perf_counter() - start, moved
+    return asyncio.run(main())
+
+
+def crossing(jobs=300, job_s=0.001):
+    """The time a `job_s` job run on the executor's warm thread and awaited from the loop takes
+    beyond `job_s`, in seconds: (p10, p50, p90) of `jobs` of them."""
+    def job():
+        end = time.perf_counter() + job_s
+        while time.perf_counter() < end:
+            pass
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(POOL, lambda: None)
+        extra = []
+        for _ in range(jobs):
+            start = time.perf_counter()
+            await loop.run_in_executor(POOL, job)
+            extra.append(time.perf_counter() - start - job_s)
+            await asyncio.sleep(0.001)  # the worker goes idle again, as between two reads
+        extra.sort()
+        return tuple(extra[int(q * (jobs - 1))] for q in (0.1, 0.5, 0.9))
+    return asyncio.run(main())
+
+
 def with_asyncio(uri, row_bytes):
     async def main():
         client = await ferry.aio.flight.connect(uri)
@@ -62,15 +113,16 @@ def with_asyncio(uri, row_bytes):
 
 
 def measure(kind, batch, count, rounds):
-    """The median seconds of each client reading the flight of `kind`, ABBA."""
+    """The median seconds of each client reading the flight of `kind`, each round's order the
+    previous one's reversed."""
     proc = subprocess.Popen([sys.executable, "-c", SERVE, str(batch), str(count), kind],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         uri = proc.stdout.readline().strip()
-        times = {"blocking": [], "asyncio": []}
-        readers = {"blocking": blocking, "asyncio": with_asyncio}
+        readers = {"blocking": blocking, "asyncio": with_asyncio, "executor": executor}
+        times = {name: [] for name in readers}
         for r in range(rounds):
-            order = ["blocking", "asyncio"] if r % 2 == 0 else ["asyncio", "blocking"]
+            order = list(readers) if r % 2 == 0 else list(reversed(readers))
             for name in order:
                 seconds, moved = readers[name](uri, ROW_BYTES[kind])
                 assert moved == batch * count, (name, moved)
@@ -79,10 +131,11 @@ def measure(kind, batch, count, rounds):
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
-    ratios = sorted(a / b for a, b in zip(times["asyncio"], times["blocking"]))
     out = {k: statistics.median(v) for k, v in times.items()}
-    out["ratio"] = statistics.median(ratios)
-    out["ratio_range"] = (ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4])
+    for name in ("asyncio", "executor"):
+        ratios = sorted(a / b for a, b in zip(times[name], times["blocking"]))
+        out[name + "_ratio"] = statistics.median(ratios)
+        out[name + "_range"] = (ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4])
     return out
 
 
@@ -97,17 +150,23 @@ def main():
     batch = args.batch_mib << 20
     count = max(1, round(args.gib * (1 << 30) / batch))
     gib = batch * count / (1 << 30)
+    jobs = 30 if os.environ.get("FERRY_BENCH_SMOKE") == "1" else 300
+    p10, p50, p90 = crossing(jobs)
     rows = []
     for kind in ("int64", "strings"):
         rows.append((kind, measure(kind, batch, count, args.rounds)))
     print(f"{gib:.2f} GiB over shared memory in {count} batches of {args.batch_mib} MiB, "
-          f"full validation, medians of {args.rounds} rounds (asyncio/blocking: the median of "
-          f"the rounds' own ratios, quartiles in brackets):")
-    print(f"{'data':8} {'blocking':>12} {'asyncio':>12}  asyncio/blocking")
+          f"full validation, medians of {args.rounds} rounds (each ratio to blocking: the median "
+          f"of the rounds' own ratios, quartiles in brackets):")
+    print(f"{'data':8} {'blocking':>12} {'asyncio':>12} {'executor':>12}  asyncio/blocking"
+          f"          executor/blocking")
     for kind, med in rows:
-        low, high = med["ratio_range"]
-        print(f"{kind:8} {med['blocking'] * 1e3:9.1f} ms {med['asyncio'] * 1e3:9.1f} ms  "
-              f"{med['ratio']:.3f} ({low:.3f} to {high:.3f})")
+        cells = [f"{med[n + '_ratio']:.3f} ({med[n + '_range'][0]:.3f} to "
+                 f"{med[n + '_range'][1]:.3f})" for n in ("asyncio", "executor")]
+        print(f"{kind:8} {med['blocking'] * 1e3:9.1f} ms {med['asyncio'] * 1e3:9.1f} ms "
+              f"{med['executor'] * 1e3:9.1f} ms  {cells[0]}  {cells[1]}")
+    print(f"a 1 ms job on the warm worker thread, awaited from the loop: {p50 * 1e6:.0f} us "
+          f"beyond the job, p50 (p10 {p10 * 1e6:.0f}, p90 {p90 * 1e6:.0f}; {jobs} jobs)")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ a with `--peer`) and a Ray node (`ray start`: the head on a, a worker on b); the
                  hosts' local disk
   blocks only    each of the three reads alone: every block made and stored in its node's object
                  store (Dataset.iter_internal_ref_bundles), without the aggregation's tasks
+  no read        the floor of any reader in Ray: a Datasource whose read tasks read nothing and
+                 make the same blocks in memory (numpy, the values the endpoints hold, 8 MiB
+                 each), placed as the pyarrow.flight peer's; with and without the sum
 
 Each peer runs --repeat times in alternating rounds (after one warm-up round); the median of each
 is printed as a Markdown table with its ratio to ferry's, and written as JSON with --out.
@@ -71,8 +74,8 @@ from ray.data.block import BlockMetadata
 import ferry.flight
 import ferry.ray as fray
 
-head, near, far, token, parquet, repeat = sys.argv[1:7]
-repeat = int(repeat)
+head, near, far, token, parquet, repeat, rows = sys.argv[1:8]
+repeat, rows = int(repeat), int(rows)
 ray.init(address=head, log_to_driver=False)
 deadline = time.monotonic() + 60
 while len([n for n in ray.nodes() if n["Alive"]]) < 2 and time.monotonic() < deadline:
@@ -101,22 +104,68 @@ class PyarrowFlight(Datasource):
                 for t, l in self.endpoints]
 
 
-def pyarrow_dataset():
+def make_blocks(first, count):
+    """The rows [first, first + count) of the four columns, made in memory, 8 MiB a block."""
+    import numpy as np
+    import pyarrow as pa
+    step = (8 << 20) // 32
+    out = []
+    for lo in range(first, first + count, step):
+        x = pa.array(np.arange(lo, min(lo + step, first + count), dtype=np.int64))
+        f = pa.array(np.arange(len(x), dtype=np.float64) / 4)
+        out.append(pa.table({"x": x, "y": x, "z": x, "f": f}))
+    return out
+
+
+class NoRead(Datasource):
+    """The floor: one read task per endpoint that reads nothing and makes its blocks."""
+
+    def __init__(self, ranges):
+        super().__init__()
+        self.ranges = ranges
+
+    def estimate_inmemory_data_size(self):
+        return None
+
+    def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
+        meta = BlockMetadata(num_rows=None, size_bytes=None, input_files=None, exec_stats=None)
+        return [ReadTask(lambda r=r: make_blocks(*r), meta) for r in self.ranges]
+
+
+def placed_dataset(make):
+    """One dataset per node that holds endpoints, made by make(node's endpoint indices, info),
+    its read tasks placed on that node as ferry.ray places its own; their union."""
     info = ferry.flight.connect(near, token=token).get_flight_info("t")
     nodes = fray.node_of_host()
     hosts = fray.endpoint_hosts(info, near)
     datasets = []
     for node, indices in fray.node_runs(hosts, nodes):
-        endpoints = []
-        for i in indices:
-            e = info.endpoints[i]
-            grpc = [l for l in e.locations if l.startswith("grpc://")]
-            endpoints.append((e.ticket, grpc[0] if grpc else near))
         placed = {"label_selector": {fray.NODE_ID_LABEL: node},
                   "fallback_strategy": [{"label_selector": {}}]} if node else {}
-        datasets.append(ray.data.read_datasource(PyarrowFlight(endpoints),
-                                                 override_num_blocks=len(endpoints), **placed))
+        datasets.append(ray.data.read_datasource(make(indices, info),
+                                                 override_num_blocks=len(indices), **placed))
     return datasets[0] if len(datasets) == 1 else datasets[0].union(*datasets[1:])
+
+
+def pyarrow_source(indices, info):
+    endpoints = []
+    for i in indices:
+        e = info.endpoints[i]
+        grpc = [l for l in e.locations if l.startswith("grpc://")]
+        endpoints.append((e.ticket, grpc[0] if grpc else near))
+    return PyarrowFlight(endpoints)
+
+
+def no_read_source(indices, info):
+    # Each endpoint holds an equal share of the 2 * rows rows; which share is which does not
+    # change the sum.
+    share, left = divmod(2 * rows, len(info.endpoints))
+    assert left == 0, (rows, len(info.endpoints))
+    return NoRead([(i * share, share) for i in indices])
+
+
+def pyarrow_dataset():
+    return placed_dataset(pyarrow_source)
 
 
 def blocks(ds):
@@ -139,6 +188,8 @@ peers = {
     "pyarrow.flight, blocks only": lambda: blocks(pyarrow_dataset()),
     "parquet, blocks only": lambda: blocks(ray.data.read_parquet(parquet,
                                                                 override_num_blocks=2)),
+    "no read": lambda: placed_dataset(no_read_source).sum("x"),
+    "no read, blocks only": lambda: blocks(placed_dataset(no_read_source)),
 }
 times = {k: [] for k in peers}
 sums = {}
@@ -210,7 +261,7 @@ def main():
             (Path(work) / "parquet" / f"{name}.parquet").symlink_to(d / "half.parquet")
         parquet = str(Path(work) / "parquet")
         r = hosts["a"].run([sys.executable, "-c", DRIVER, head, b.uri, a.uri, TOKEN, parquet,
-                            str(args.repeat)], env=ray_env, capture_output=True, text=True,
+                            str(args.repeat), str(rows)], env=ray_env, capture_output=True, text=True,
                            timeout=3600)
         if r.returncode != 0:
             log.seek(0)
@@ -243,6 +294,10 @@ def main():
     print("|---|---|---|")
     for name, s in medians.items():
         print(f"| {name} | {s:.3f} | {s / medians['ferry']:.2f}x |")
+    print(f"\nThe floor: a reader that took no time at all would be "
+          f"{medians['pyarrow.flight'] / medians['no read']:.2f}x faster than the pyarrow.flight "
+          f"peer (the sum), {medians['pyarrow.flight, blocks only'] / medians['no read, blocks only']:.2f}x "
+          f"(the blocks alone).")
     print(f"\nservers' planes during the run: {json.dumps(result['planes'])}")
     if args.out:
         with open(args.out, "w") as f:

@@ -51,6 +51,16 @@ def is_local_host(host: str) -> bool:
     return False
 
 
+def local_server(servers: Sequence[str], default: str) -> str:
+    """The first of `servers` (grpc:// URIs) whose host is this machine, else `default`: where a
+    writer on this host uploads. Costs a name lookup and a bind per server it tries."""
+    for server in servers:
+        host = urllib.parse.urlsplit(server).hostname
+        if host and is_local_host(host):
+            return server
+    return default
+
+
 def endpoints_by_host(endpoints: Sequence, uri: str) -> dict[str, list[int]]:
     """The indices of `endpoints` (flight.Endpoint, or anything with .locations) grouped by the
     host of their servers (endpoint_host), each group in the endpoints' order: what a rank on

@@ -6,17 +6,16 @@ Needs `dask[dataframe]` (and `distributed` for locality); ferry itself does not 
 """
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
-import threading
-import urllib.parse
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from ferry import flight
+from ferry._clients import client as _client
 from ferry._locality import endpoint_host, is_local_host  # noqa: F401 (ferry.dask's own names)
+from ferry._locality import local_server as _local_server
 
 __all__ = ["read_flight", "to_flight"]
 
@@ -34,28 +33,6 @@ class EndpointPart:
     #: else the server `read_flight` asked), resolved to an IP address as Dask names workers.
     host: str
     index: int = field(default=0)
-
-
-_clients: dict[tuple[str, str | None], flight.Client] = {}
-_clients_lock = threading.Lock()
-
-
-@atexit.register
-def _drop_clients():
-    """At exit, before the extension is torn down, the cached clients go (each with its channel):
-    nanobind reported the ones still held here as leaked."""
-    with _clients_lock:
-        _clients.clear()
-
-
-def _client(uri, token):
-    """One Flight client per server and token in each worker process (a client is a gRPC
-    channel, safe to share between threads)."""
-    key = (uri, token)
-    with _clients_lock:
-        if key not in _clients:
-            _clients[key] = flight.connect(uri, token=token)
-        return _clients[key]
 
 
 def _to_pandas(table, dtype_backend):
@@ -205,15 +182,6 @@ def read_flight(uri, path, token=None, *, columns=None, dtype_backend="pyarrow",
     if columns is not None:
         df = df[list(columns)]
     return df
-
-
-def _local_server(servers, default):
-    """The first of `servers` (grpc:// URIs) whose host is this machine, else `default`."""
-    for server in servers:
-        host = urllib.parse.urlsplit(server).hostname
-        if host and is_local_host(host):
-            return server
-    return default
 
 
 def _upload(pdf, uri, servers, token, path, partition_info=None):

@@ -18,7 +18,9 @@ from ray.data.block import BlockAccessor, BlockMetadata
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ferry import flight
-from ferry.dask import _client, _local_server, endpoint_host
+from ferry._clients import client as _client
+from ferry._locality import endpoint_host
+from ferry._locality import local_server as _local_server
 
 __all__ = ["FlightDatasource", "endpoint_hosts", "node_of_host", "node_runs", "read_flight",
            "write_flight"]

@@ -100,3 +100,18 @@ def test_endpoint_hosts_come_from_the_locations(served):
     s, _ = served
     info = ferry.flight.connect(s.uri).get_flight_info("t")
     assert fray.endpoint_hosts(info, s.uri) == ["127.0.0.1"] * 3
+
+
+def test_a_read_task_loads_no_dask():
+    """Each Ray worker imports ferry.ray to run its first read task; Dask and distributed are not
+    its dependencies and took 0.2 s of that import when they came along."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c",
+                        "import sys, ferry.ray; "
+                        "print(sorted(m for m in ('dask', 'distributed', 'ferry.dask') "
+                        "if m in sys.modules))"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout
