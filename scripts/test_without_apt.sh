@@ -120,7 +120,7 @@ echo "== the test tree's transport and dipc suites and the UCX soaks on UCX $UCX
 libucx=$(ls -d "$site/libucx/lib")
 # The cases on shared memory alone (parameters Shm*, shm*) never load UCX: they ran in
 # scripts/test.sh, and are left out here.
-GTEST_FILTER='-*/Shm*:*/shm*' LD_LIBRARY_PATH="$libucx" ctest --test-dir "$build" -R '^(transport|dipc)$' --output-on-failure --timeout 900
+GTEST_FILTER='-*/Shm*:*/shm*' LD_LIBRARY_PATH="$libucx" ctest --test-dir "$build" -R '^(transport|dipc)$' --output-on-failure --timeout 900 -j"$(nproc)"
 [ "$(LD_LIBRARY_PATH="$libucx" "$build/tools/ferry/ferry" devices --json | .venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["ucx"]["loaded"])')" = "$UCX_NEW" ]
 LD_LIBRARY_PATH="$libucx" FERRY_CLI="$repo/$build/tools/ferry/ferry" PYTHONPATH="$repo/scripts" \
   .venv/bin/python -m pytest -q -p no:cacheprovider --timeout=300 -p pytest_strict_skips -n 2 -k ucx "$repo/tests/faults/test_soak.py"
