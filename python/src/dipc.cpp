@@ -488,9 +488,10 @@ void InitDipc(nb::module_& parent) {
         "tracestate: a W3C Trace Context sent to a ferry server in its hello, so that the "
         "session's log records carry its trace id (None: the server uses the trace its ticket was "
         "issued with); window: pace a ferry server (shm://, or ucx:// with ferry=1), which then "
-        "sends at most this many batches beyond those read (None: unpaced, it sends ahead as far "
-        "as its shared region allows); spin: microseconds a read watches for the next message on "
-        "the CPU before it sleeps (0: it sleeps at once).");
+        "sends at most this many batches beyond those read (None: over shm:// it sends ahead as "
+        "far as its shared region allows, over ucx:// with ferry=1 up to 256 batches); spin: "
+        "microseconds a read watches for the next message on the CPU before it sleeps (0: it "
+        "sleeps at once).");
 }
 
 }  // namespace ferry::python

@@ -288,7 +288,8 @@ void InitFlight(nb::module_& parent) {
           "or on one host before UCX 1.16; `columns` implies it). `window` paces the read: at most "
           "that many batches are read past those taken, across the endpoints read at once, and "
           "shm:// and ucx:// servers send only what was asked of them; over DoGet gRPC's own "
-          "flow control bounds the rest (None: unpaced). `spin` is how many microseconds a read "
+          "flow control bounds the rest (None: unpaced, but for ucx:// servers, 256 batches "
+          "ahead). `spin` is how many microseconds a read "
           "over shm:// or ucx:// watches for the next message on the CPU before it sleeps (0: it "
           "sleeps at once).")
       .def(

@@ -72,6 +72,9 @@ Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
     // Before want_data: the server learns that it is paced before it sends anything.
     FERRY_RETURN_NOT_OK(Grant(static_cast<uint64_t>(options_.window), "connecting (window)"));
     paced_ = true;
+    // A credit message per batch costs the server a receive per batch; the batch that waits for
+    // one is sent its credits at once (NextMetadata), so no read waits on a credit unsent.
+    credit_step_ = std::max<uint64_t>(1, static_cast<uint64_t>(options_.window) / 4);
   }
   if (data_ != conn_) {
     FERRY_RETURN_NOT_OK(Check(data_->SendTagged(data_want_data, {&piece, 1}),
@@ -101,10 +104,20 @@ Status ClientSession::Grant(uint64_t count, const char* doing) {
   return Check(conn_->SendTagged(kCreditTag, {&piece, 1}), doing);
 }
 
+Status ClientSession::PayOwed(const char* doing) {
+  if (owed_ == 0) return Status::OK();
+  const uint64_t count = owed_;
+  owed_ = 0;
+  return Grant(count, doing);
+}
+
 Status ClientSession::Next(ArrowDeviceArray* out) {
   std::memset(out, 0, sizeof(*out));
-  // One credit for the batch asked for now; the end of the stream comes against it too.
-  if (paced_ && !finished_) FERRY_RETURN_NOT_OK(Grant(1, "asking for a batch (credit)"));
+  // One credit for the batch asked for now (sent with the next credit_step_ - 1, or before
+  // this read waits); the end of the stream comes against it too.
+  if (paced_ && !finished_ && ++owed_ >= credit_step_) {
+    FERRY_RETURN_NOT_OK(PayOwed("asking for a batch (credit)"));
+  }
   while (!finished_) {
     if (std::optional<ipc::DecodedMessage> d = decoder_.Next()) {
       if (d->kind == ipc::MessageKind::kRecordBatch) return Deliver(std::move(d->batch), out);
@@ -220,7 +233,9 @@ Result<SharedBytes> ClientSession::NextMetadata() {
     Result<SharedBytes> r =
         LookBriefly([&](std::chrono::milliseconds wait) { return conn_->Receive(wait); });
     if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
-      const Freer::Wait wait(*freer_);  // the server may be waiting for our frees
+      // The server may be waiting for our credits, or for our frees.
+      FERRY_RETURN_NOT_OK(PayOwed("asking for a batch (credit)"));
+      const Freer::Wait wait(*freer_);
       r = conn_->Receive(options_.timeout);
     }
     if (!r.ok()) {

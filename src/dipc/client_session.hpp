@@ -92,6 +92,8 @@ class ClientSession {
 
   // Let the server send `count` more record batches (ClientOptions::window), on each connection.
   Status Grant(uint64_t count, const char* doing);
+  /// Sends the credits owed (owed_), if any.
+  Status PayOwed(const char* doing);
 
   // Add `bytes` to the caller's count of body bytes taken, if it keeps one.
   void Count(int64_t bytes) const;
@@ -114,9 +116,11 @@ class ClientSession {
   UniqueSchema schema_;
   bool started_ = false;
   bool finished_ = false;
-  bool paced_ = false;      // ClientOptions::window: every batch is asked for with a credit
-  bool broken_ = false;     // the connection failed: close by aborting
-  int64_t held_bytes_ = 0;  // metadata bytes in the reorder window
+  bool paced_ = false;        // ClientOptions::window: every batch is asked for with a credit
+  uint64_t owed_ = 0;         // batches asked for whose credit is not sent yet
+  uint64_t credit_step_ = 1;  // credits go in this many at once (window / 4, at least 1)
+  bool broken_ = false;       // the connection failed: close by aborting
+  int64_t held_bytes_ = 0;    // metadata bytes in the reorder window
 
   // The next batch's body, taken by FetchAhead before its turn, with its fetch under way.
   struct Ahead {

@@ -283,6 +283,44 @@ TEST_P(ServerClient, APacedServerSendsNoMoreThanTheWindowPastWhatWasAsked) {
   }
 }
 
+// The default (window -1): over ucx:// with ferry's extensions the server sends at most
+// kDefaultUcxWindow batches past those asked for, so that the client's UCX does not take a whole
+// stream of small bodies off the wire ahead of its reader; over shm:// the shared region bounds
+// what is in flight, and the server sends everything it can.
+TEST_P(ServerClient, ByDefaultAUcxClientPacesItsServerAndAShmClientDoesNot) {
+  constexpr int64_t kBatches = kDefaultUcxWindow + 40;
+  constexpr int64_t kRead = 4;
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(kBatches, 10));
+  server->Add("t", data.dataset);
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t", ClientOptions{}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> got, testing::DrainToJson(s.get(), kRead));
+  if (shape_.transport == "ucx") {
+    // The window goes with the request; the reads' credits follow in steps of a quarter of it,
+    // or when the client would wait. So the server sends at least the window, and never more
+    // than the window past what was asked.
+    EXPECT_TRUE(
+        testing::Within(5s, [&] { return server->stats().batches_sent >= kDefaultUcxWindow; }))
+        << server->stats().batches_sent << " sent";
+    EXPECT_TRUE(testing::Throughout(
+        200ms, [&] { return server->stats().batches_sent <= kRead + kDefaultUcxWindow; }))
+        << server->stats().batches_sent << " sent, " << kRead << " asked for";
+  } else {
+    EXPECT_TRUE(testing::Within(5s, [&] { return server->stats().batches_sent == kBatches; }))
+        << server->stats().batches_sent << " sent";
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(s.get()));
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, data.expected);
+  s.reset();
+  ASSERT_TRUE(server->AwaitIdle(5s));
+  const ServerStats st = server->stats();
+  EXPECT_EQ(st.batches_sent, kBatches);
+  EXPECT_EQ(st.addresses_freed, st.addresses_lent);
+  EXPECT_EQ(st.sessions_failed, 0) << server->last_error();
+}
+
 // From the protocol's side: a client that sends credit before want_data gets one batch per
 // credit, and nothing while it has none.
 TEST_P(ServerClient, EachCreditBuysOneBatch) {

@@ -75,7 +75,8 @@ FERRY_EXPORT void FerryDipcServerRelease(struct FerryDipcServer* server);
 /** How a client reads: where batches land (NULL: the CPU), how long the server may stay silent
  * (0: 30 s), the largest metadata message and body taken from it (0: 64 MiB and 4 GiB), and
  * whether it paces a ferry server: with `paced` set, the server sends at most `window` batches
- * beyond those read (ClientOptions::window; 0 and 0: unpaced). */
+ * beyond those read (ClientOptions::window; 0 and 0: ClientOptions' default, unpaced but over
+ * ucx:// with ferry=1, where it is 256). */
 struct FerryDipcClientOptions {
   const struct FerryDevice* device;
   int64_t timeout_ms;

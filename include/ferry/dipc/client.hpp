@@ -19,6 +19,10 @@
 
 namespace ferry::dipc {
 
+/// The window a client over ucx:// with ferry=1 uses when ClientOptions::window is -1: record
+/// batches the server may send beyond those asked for (256 batches of 24 KB are 6 MB).
+inline constexpr int64_t kDefaultUcxWindow = 256;
+
 /// How a client reads. Plain values.
 struct FERRY_EXPORT ClientOptions {
   /// Where batches land: the CPU (in place over shared memory: no copy), or any device of the
@@ -35,11 +39,14 @@ struct FERRY_EXPORT ClientOptions {
   bool buffer_lists = false;
   /// Pace a ferry server (its credit extension: shm://, and ucx:// with ferry=1): it sends at
   /// most `window` record batches beyond those this client has asked for, each stream read
-  /// (get_next) asking for one. -1: unpaced, the server sends ahead as far as its shared region
-  /// allows. An async producer over this stream (ProduceAsync) reads only what its consumer
-  /// requested, so window 0 makes the consumer's request(n) the plane's own flow control. Each
-  /// batch then waits a round trip; a paced client that asks for nothing for the server's
-  /// timeout is taken as stopped.
+  /// (get_next) asking for one; the asks go in credits of window / 4 (at least 1), and at once
+  /// when the client would wait. -1, the default: unpaced over shm:// (the server sends ahead as
+  /// far as its shared region allows) and over ucx:// without ferry=1; kDefaultUcxWindow over
+  /// ucx:// with ferry=1, whose client would otherwise take every small body off the wire ahead
+  /// of the reader. An async producer over this stream (ProduceAsync) reads only what its
+  /// consumer requested, so window 0 makes the consumer's request(n) the plane's own flow
+  /// control. Each batch then waits a round trip; a paced client that asks for nothing for the
+  /// server's timeout is taken as stopped.
   int64_t window = -1;
   /// How long the server may stay silent (or take nothing we send) before the stream fails: a
   /// stopped server, or a link that went down, is reported after this long.
