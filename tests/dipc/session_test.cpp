@@ -250,6 +250,21 @@ TEST(SessionTraceLines, TheTextLogTakesTheMessagesOfInfoAndAbove) {
 
 // ---- Pacing ----------------------------------------------------------------------------------
 
+// The rest of a paced read: every batch arrives, in order, and the session ends clean, having
+// sent them all and had every lent address freed.
+void FinishRead(Server& server, UniqueDeviceArrayStream s, std::vector<Json> got,
+                const testing::IntData& data, int64_t batches) {
+  ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(s.get()));
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, data.expected);
+  s.reset();
+  ASSERT_TRUE(server.AwaitIdle(5s));
+  const ServerStats st = server.stats();
+  EXPECT_EQ(st.batches_sent, batches);
+  EXPECT_EQ(st.addresses_freed, st.addresses_lent);
+  EXPECT_EQ(st.sessions_failed, 0) << server.last_error();
+}
+
 TEST_P(ServerClient, APacedServerSendsNoMoreThanTheWindowPastWhatWasAsked) {
   constexpr int64_t kBatches = 12;
   constexpr int64_t kRead = 4;
@@ -271,15 +286,7 @@ TEST_P(ServerClient, APacedServerSendsNoMoreThanTheWindowPastWhatWasAsked) {
         << server->stats().batches_sent << " sent";
     EXPECT_TRUE(testing::Throughout(100ms, [&] { return server->stats().batches_sent <= bound; }))
         << server->stats().batches_sent << " sent, " << kRead << " asked for";
-    ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(s.get()));
-    got.insert(got.end(), rest.begin(), rest.end());
-    EXPECT_EQ(got, data.expected);
-    s.reset();
-    ASSERT_TRUE(server->AwaitIdle(5s));
-    const ServerStats st = server->stats();
-    EXPECT_EQ(st.batches_sent, kBatches);
-    EXPECT_EQ(st.addresses_freed, st.addresses_lent);
-    EXPECT_EQ(st.sessions_failed, 0) << server->last_error();
+    FinishRead(*server, std::move(s), std::move(got), data, kBatches);
   }
 }
 
@@ -310,15 +317,7 @@ TEST_P(ServerClient, ByDefaultAUcxClientPacesItsServerAndAShmClientDoesNot) {
     EXPECT_TRUE(testing::Within(5s, [&] { return server->stats().batches_sent == kBatches; }))
         << server->stats().batches_sent << " sent";
   }
-  ASSERT_OK_AND_ASSIGN(std::vector<Json> rest, testing::DrainToJson(s.get()));
-  got.insert(got.end(), rest.begin(), rest.end());
-  EXPECT_EQ(got, data.expected);
-  s.reset();
-  ASSERT_TRUE(server->AwaitIdle(5s));
-  const ServerStats st = server->stats();
-  EXPECT_EQ(st.batches_sent, kBatches);
-  EXPECT_EQ(st.addresses_freed, st.addresses_lent);
-  EXPECT_EQ(st.sessions_failed, 0) << server->last_error();
+  FinishRead(*server, std::move(s), std::move(got), data, kBatches);
 }
 
 // From the protocol's side: a client that sends credit before want_data gets one batch per

@@ -108,7 +108,7 @@ struct GetOptions {
   /// Microseconds a read over shm:// or ucx:// watches for the next batch before it sleeps
   /// (dipc::ClientOptions::spin).
   int64_t spin_us = dipc::ClientOptions{}.spin.count();
-  /// Batches the server may send past those read (dipc::ClientOptions::window); -1: unpaced.
+  /// Batches the server may send past those read (dipc::ClientOptions::window); -1: its default.
   int64_t window = -1;
   bool progress = true;
   /// Arrow Flight (a grpc:// URI): the flight's name, the location to use (auto, shm, ucx,

@@ -143,7 +143,8 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--window", o->window,
                   "Batches a ferry server (shm://, or ucx:// with ferry=1) may send past those "
-                  "this client has read; -1: as far as its region allows, 0: one at a time")
+                  "this client has read; -1: as far as its region allows, but 256 over ucx:// with "
+                  "ferry=1; 0: one at a time")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--columns", o->columns,
