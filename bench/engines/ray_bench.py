@@ -88,20 +88,19 @@ def read_pyarrow(ticket, location, token):
     return [table]
 
 
-class PyarrowFlight(Datasource):
-    """Each endpoint redeemed with pyarrow.flight DoGet at its server's grpc:// location."""
+class Reads(Datasource):
+    """One read task per function of `reads`, each returning its blocks: the peers' sources."""
 
-    def __init__(self, endpoints):
+    def __init__(self, reads):
         super().__init__()
-        self.endpoints = endpoints
+        self.reads = reads
 
     def estimate_inmemory_data_size(self):
         return None
 
     def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
         meta = BlockMetadata(num_rows=None, size_bytes=None, input_files=None, exec_stats=None)
-        return [ReadTask(lambda t=t, l=l, k=token: read_pyarrow(t, l, k), meta)
-                for t, l in self.endpoints]
+        return [ReadTask(read, meta) for read in self.reads]
 
 
 def make_blocks(first, count):
@@ -115,21 +114,6 @@ def make_blocks(first, count):
         f = pa.array(np.arange(len(x), dtype=np.float64) / 4)
         out.append(pa.table({"x": x, "y": x, "z": x, "f": f}))
     return out
-
-
-class NoRead(Datasource):
-    """The floor: one read task per endpoint that reads nothing and makes its blocks."""
-
-    def __init__(self, ranges):
-        super().__init__()
-        self.ranges = ranges
-
-    def estimate_inmemory_data_size(self):
-        return None
-
-    def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
-        meta = BlockMetadata(num_rows=None, size_bytes=None, input_files=None, exec_stats=None)
-        return [ReadTask(lambda r=r: make_blocks(*r), meta) for r in self.ranges]
 
 
 def placed_dataset(make):
@@ -148,20 +132,22 @@ def placed_dataset(make):
 
 
 def pyarrow_source(indices, info):
-    endpoints = []
+    """Each endpoint redeemed with pyarrow.flight DoGet at its server's grpc:// location."""
+    reads = []
     for i in indices:
         e = info.endpoints[i]
         grpc = [l for l in e.locations if l.startswith("grpc://")]
-        endpoints.append((e.ticket, grpc[0] if grpc else near))
-    return PyarrowFlight(endpoints)
+        location = grpc[0] if grpc else near
+        reads.append(lambda t=e.ticket, l=location, k=token: read_pyarrow(t, l, k))
+    return Reads(reads)
 
 
 def no_read_source(indices, info):
-    # Each endpoint holds an equal share of the 2 * rows rows; which share is which does not
-    # change the sum.
+    """The floor: per endpoint, a read that reads nothing and makes its blocks. Each endpoint
+    holds an equal share of the 2 * rows rows; which share is which does not change the sum."""
     share, left = divmod(2 * rows, len(info.endpoints))
     assert left == 0, (rows, len(info.endpoints))
-    return NoRead([(i * share, share) for i in indices])
+    return Reads([lambda first=i * share: make_blocks(first, share) for i in indices])
 
 
 def pyarrow_dataset():
@@ -261,8 +247,8 @@ def main():
             (Path(work) / "parquet" / f"{name}.parquet").symlink_to(d / "half.parquet")
         parquet = str(Path(work) / "parquet")
         r = hosts["a"].run([sys.executable, "-c", DRIVER, head, b.uri, a.uri, TOKEN, parquet,
-                            str(args.repeat), str(rows)], env=ray_env, capture_output=True, text=True,
-                           timeout=3600)
+                            str(args.repeat), str(rows)], env=ray_env, capture_output=True,
+                           text=True, timeout=3600)
         if r.returncode != 0:
             log.seek(0)
             sys.exit(f"the driver failed:\n{r.stderr[-6000:]}\n{log.read()[-3000:]}")
@@ -294,10 +280,10 @@ def main():
     print("|---|---|---|")
     for name, s in medians.items():
         print(f"| {name} | {s:.3f} | {s / medians['ferry']:.2f}x |")
-    print(f"\nThe floor: a reader that took no time at all would be "
-          f"{medians['pyarrow.flight'] / medians['no read']:.2f}x faster than the pyarrow.flight "
-          f"peer (the sum), {medians['pyarrow.flight, blocks only'] / medians['no read, blocks only']:.2f}x "
-          f"(the blocks alone).")
+    floor_sum = medians["pyarrow.flight"] / medians["no read"]
+    floor_read = medians["pyarrow.flight, blocks only"] / medians["no read, blocks only"]
+    print(f"\nThe floor: a reader that took no time at all would be {floor_sum:.2f}x faster than "
+          f"the pyarrow.flight peer (the sum), {floor_read:.2f}x (the blocks alone).")
     print(f"\nservers' planes during the run: {json.dumps(result['planes'])}")
     if args.out:
         with open(args.out, "w") as f:
