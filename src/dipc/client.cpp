@@ -75,9 +75,10 @@ Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
   ClientOptions session_options = options;
   // Unpaced over UCX, the server sends as fast as the wire takes, and the client's UCX takes
   // every eager (small) body off it ahead of the reader, into memory it grows without bound: a
-  // reader of 1,000-row batches over TCP that fell behind held 0.6-1.7 GB and went 2.5x slower
-  // for the page faults. Over shm:// the server's shared region bounds what is in flight; over
-  // ucx:// with ferry's extensions the default is a window, paid in batched credits.
+  // reader of 1,000-row batches over TCP that fell behind held 0.4-1.8 GB and went 1.3-4.7x
+  // slower for the page faults (docs/dipc.md, "Pacing"). Over shm:// the server's shared region
+  // bounds what is in flight; over ucx:// with ferry's extensions the default is a window, paid in
+  // batched credits.
   if (session_options.window < 0 && (uri.scheme == "ucx" || data_uri.scheme == "ucx") &&
       conn->extensions() && data->extensions()) {
     session_options.window = kDefaultUcxWindow;
