@@ -38,7 +38,7 @@ struct TransportCase {
 // A connected pair over a fresh listener of `scheme`, both ends timed by `clock` and spinning
 // `spin` before they sleep in a receive; the listener goes once both ends exist.
 Pair ListenAndConnect(const std::string& scheme, const std::shared_ptr<Clock>& clock,
-                      std::chrono::microseconds spin = 0us) {
+                      std::chrono::microseconds spin = 0us, bool extensions = false) {
   TransportLimits limits;
   limits.clock = clock;
   limits.spin = spin;
@@ -48,6 +48,7 @@ Pair ListenAndConnect(const std::string& scheme, const std::shared_ptr<Clock>& c
   options.limits.timeout = 5s;
   options.limits.clock = clock;
   options.limits.spin = spin;
+  options.extensions = extensions;
   auto client = Connect(scheme, (*listener)->address(), options);
   if (!client.ok()) return {};
   auto server = (*listener)->Accept(5s);
@@ -71,12 +72,22 @@ std::vector<TransportCase> Transports() {
       // Receivers that spin first: over shm the waiting caller then reads the socket itself.
       {"ShmSpinning",
        [](const std::shared_ptr<Clock>& clock) { return ListenAndConnect("shm", clock, 50us); }},
-      {"UcxSpinning", [](const std::shared_ptr<Clock>& clock) {
+      {"UcxSpinning",
+       [](const std::shared_ptr<Clock>& clock) {
          if (!UcxAvailable()) {
            [] { GTEST_SKIP() << "this build of ferry has no UCX transport"; }();
            return Pair{};
          }
          return ListenAndConnect("ucx", clock, 50us);
+       }},
+      // ferry's extensions (a URI's ferry=1): on one host the fast path, and a metadata message
+      // and a small body sent together travel as one message.
+      {"UcxExtensions", [](const std::shared_ptr<Clock>& clock) {
+         if (!UcxAvailable()) {
+           [] { GTEST_SKIP() << "this build of ferry has no UCX transport"; }();
+           return Pair{};
+         }
+         return ListenAndConnect("ucx", clock, 50us, true);
        }}};
 }
 
@@ -198,6 +209,39 @@ TEST_P(TransportConformance, LargePayloadsArriveIntact) {
   ASSERT_OK_AND_ASSIGN(TaggedMessage m, b_->ReceiveTagged(5, kNumberMask, 5s));
   ASSERT_EQ(m.payload.size, static_cast<int64_t>(big.size()));
   EXPECT_EQ(std::memcmp(m.payload.data, big.data(), big.size()), 0);
+}
+
+// Untagged messages keep their order whether they went alone or with a body, and each body
+// arrives whole under its tag, aligned for Arrow: small bodies (sent with their metadata where
+// the transport can) and large ones (sent apart), none read until all were sent.
+TEST_P(TransportConformance, MetadataKeepsItsOrderBesideTheBodiesSentWithIt) {
+  constexpr uint32_t kMessages = 120;
+  const auto body_size = [](uint32_t i) -> size_t { return i % 4 == 0 ? 300'000 : 24'000 + i; };
+  std::vector<uint8_t> bytes(300'000 + kMessages);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 31 + 5);
+  for (uint32_t i = 0; i < kMessages; ++i) {
+    const std::string meta = "m" + std::to_string(i);
+    const ByteSpan head{meta.data(), static_cast<int64_t>(meta.size())};
+    if (i % 10 == 9) {
+      ASSERT_OK(a_->Send({&head, 1}));  // a metadata message without a body
+      continue;
+    }
+    // The body in two pieces, as a batch's buffers go.
+    const size_t size = body_size(i);
+    const ByteSpan body[] = {{bytes.data() + i, 1000},
+                             {bytes.data() + i + 1000, static_cast<int64_t>(size - 1000)}};
+    ASSERT_OK(a_->SendMessageAndBody({&head, 1}, Tag(0, i), body));
+  }
+  for (uint32_t i = 0; i < kMessages; ++i) {
+    ASSERT_OK_AND_ASSIGN(SharedBytes m, b_->Receive(5s));
+    ASSERT_EQ(Text(m), "m" + std::to_string(i));
+    if (i % 10 == 9) continue;
+    ASSERT_OK_AND_ASSIGN(TaggedMessage body, b_->ReceiveTagged(i, kNumberMask, 5s));
+    EXPECT_EQ(body.tag, Tag(0, i));
+    ASSERT_EQ(body.payload.size, static_cast<int64_t>(body_size(i)));
+    EXPECT_EQ(std::memcmp(body.payload.data, bytes.data() + i, body_size(i)), 0) << i;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(body.payload.data) % 8, 0u) << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, TransportConformance,

@@ -77,7 +77,7 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
 ClientConnection::~ClientConnection() { Close(); }
 
 Status ClientConnection::Hello(bool same_host) {
-  const uint8_t flags = kHelloErrors | (same_host ? kHelloFastPath : 0) |
+  const uint8_t flags = kHelloErrors | kHelloPairs | (same_host ? kHelloFastPath : 0) |
                         (options_.buffer_lists ? kHelloBufferLists : 0);
   const std::string hello =
       EncodeHello(flags, same_host ? worker_->address() : std::string(), options_.trace);
@@ -206,11 +206,50 @@ void ClientConnection::Landed(uint64_t tag, int64_t held, int64_t want, ucs_stat
     {
       std::lock_guard lock(mutex_);
       answered_ = DecodeHello(bytes, &granted_, &server_address_);
+      takes_pairs_.store(answered_ && (granted_ & kHelloPairs) != 0, std::memory_order_release);
     }
     answer_changed_.notify_all();
     return;
   }
+  // Only a server that granted pairs sends them; from any other, these bits are the protocol's
+  // reserved ones, and the session refuses the tag.
+  const bool pairs = takes_pairs_.load(std::memory_order_acquire);
+  if (pairs && tag == kLoneMetadataTag) {
+    {
+      std::lock_guard lock(mutex_);
+      held_bytes_ -= bytes.size;  // metadata, not a body read ahead
+    }
+    if (bytes.size > limits_.max_message_bytes) {
+      Fail("a metadata message of " + std::to_string(bytes.size) + " bytes is over the limit of " +
+               std::to_string(limits_.max_message_bytes) + " bytes",
+           true);
+      return;
+    }
+    (void)inbox_.PushUntagged(std::move(bytes));
+    return;
+  }
+  if (pairs && (tag & kPairTagBit) != 0) {
+    (void)SplitPair(tag, bytes);
+    return;
+  }
   (void)inbox_.PushTagged(TaggedMessage{tag, std::move(bytes)});
+}
+
+bool ClientConnection::SplitPair(uint64_t tag, const SharedBytes& bytes) {
+  Result<PairParts> parts = ucx::SplitPair(tag, bytes, limits_.max_message_bytes);
+  if (!parts.ok()) {
+    Fail("the server sent a malformed pair: " + parts.status().message(), true);
+    return false;
+  }
+  {
+    // Only the body counts as read ahead from here on: it is what the reader pops by tag.
+    std::lock_guard lock(mutex_);
+    held_bytes_ -= bytes.size - parts->body.size;
+  }
+  // The body first: a reader that sees the metadata finds its body queued already.
+  (void)inbox_.PushTagged(TaggedMessage{tag & ~kPairTagBit, std::move(parts->body)});
+  (void)inbox_.PushUntagged(std::move(parts->metadata));
+  return true;
 }
 
 Result<TaggedMessage> ClientConnection::ReceiveTagged(uint64_t want, uint64_t mask,

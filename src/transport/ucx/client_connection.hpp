@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <string>
@@ -50,6 +51,9 @@ class ClientConnection final : public UcxConnection {
   void TakeFor(ucp_tag_message_h message, const ucp_tag_recv_info_t& info, int64_t want);
   void Landed(uint64_t tag, int64_t held, int64_t want, ucs_status_t status, SharedBytes bytes);
   void DropPosted(uint64_t want, uint64_t mask);
+  /// Split a pair (kPairTagBit) into its body, queued under the body's tag, and its metadata,
+  /// queued after it; false (the connection failed, naming why) when the pair is malformed.
+  bool SplitPair(uint64_t tag, const SharedBytes& bytes);
   class UcxFetch;
   Result<FetchedBody> FinishFetch(UcxFetch& fetch, std::chrono::milliseconds timeout);
   void ReleaseRemote() override;
@@ -71,6 +75,7 @@ class ClientConnection final : public UcxConnection {
   int64_t held_bytes_ = 0;  // body bytes landing or waiting in the inbox
   bool answered_ = false;   // the server answered our hello
   uint8_t granted_ = 0;
+  std::atomic<bool> takes_pairs_{false};  // the server granted kHelloPairs
   std::string server_address_;
   std::condition_variable answer_changed_;
 

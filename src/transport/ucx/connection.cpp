@@ -357,6 +357,7 @@ void UcxConnection::Pump() {
   for (int round = 0; round < 16 && ucp_worker_progress(worker_->handle()) != 0; ++round) {
   }
   Poll();
+  worker_->CallerProgressed();
 }
 
 template <typename Pop>
@@ -374,6 +375,7 @@ auto UcxConnection::PumpWhileWaiting(std::chrono::milliseconds timeout, Pop pop)
     r = pop(std::chrono::milliseconds(0));
     if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded) return r;
   } while (std::chrono::steady_clock::now() < until);
+  worker_->CallerSleeps();
   return pop(timeout);
 }
 

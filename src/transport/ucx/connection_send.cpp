@@ -26,6 +26,7 @@ std::string Millis(std::chrono::milliseconds d) { return std::to_string(d.count(
 struct SendHold {
   std::shared_ptr<uint8_t> copy;
   std::shared_ptr<const void> released;
+  std::shared_ptr<const void> keep;  // the sender's bytes the send may read (a pair's header)
 };
 
 // Copies the pieces of `iov`, in order, to `into`.
@@ -50,12 +51,13 @@ bool UcxConnection::OnFastLanes() {
   return fast_ep_ != nullptr;
 }
 
-Status UcxConnection::Transmit(bool active_message, uint64_t tag,
-                               std::span<const ByteSpan> pieces) {
+Status UcxConnection::Transmit(bool active_message, uint64_t tag, std::span<const ByteSpan> pieces,
+                               std::shared_ptr<const void> keep) {
   FERRY_ASSIGN_OR_RAISE(std::vector<ucp_dt_iov_t> iov, ToIov(pieces));
   FERRY_RETURN_NOT_OK(SendStatus(active_message ? "sending metadata" : "sending a message"));
   auto done = std::make_shared<Completion>();
   auto hold = std::make_shared<SendHold>();
+  hold->keep = std::move(keep);
   size_t total = 0;
   for (const ucp_dt_iov_t& piece : iov) total += piece.length;
   if (total > 0 && total <= kCopyMaxBytes) {
@@ -178,7 +180,30 @@ Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
   return UcxError(StatusCode::kUnavailable, "the connection is closed", st);
 }
 
-Status UcxConnection::Send(std::span<const ByteSpan> pieces) { return Transmit(true, 0, pieces); }
+Status UcxConnection::Send(std::span<const ByteSpan> pieces) {
+  // With pairs, metadata travels only as tagged messages: UCX keeps no order between an Active
+  // Message and the tagged messages before it, and a lone metadata message (the end of the
+  // stream) must not overtake the pairs still queued ahead of it.
+  if (sends_pairs_.load(std::memory_order_acquire))
+    return Transmit(false, kLoneMetadataTag, pieces);
+  return Transmit(true, 0, pieces);
+}
+
+Status UcxConnection::SendMessageAndBody(std::span<const ByteSpan> metadata, uint64_t tag,
+                                         std::span<const ByteSpan> body) {
+  size_t body_bytes = 0;
+  for (const ByteSpan& p : body) body_bytes += p.size > 0 ? static_cast<size_t>(p.size) : 0;
+  if (!sends_pairs_.load(std::memory_order_acquire) || body_bytes > kPairMaxBodyBytes ||
+      (tag & kPairTagBit) != 0) {
+    return Connection::SendMessageAndBody(metadata, tag, body);
+  }
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<std::vector<uint8_t>> head, PairHead(metadata));
+  std::vector<ByteSpan> pieces;
+  pieces.reserve(body.size() + 1);
+  pieces.push_back({head->data(), static_cast<int64_t>(head->size())});
+  pieces.insert(pieces.end(), body.begin(), body.end());
+  return Transmit(false, tag | kPairTagBit, pieces, std::move(head));
+}
 
 Status UcxConnection::SendTagged(uint64_t tag, std::span<const ByteSpan> pieces) {
   if (tag == kHelloTag) return Status::Invalid("tag " + Hex(tag) + " is the UCX transport's own");

@@ -3,10 +3,12 @@
 
 #include "transport/ucx/worker.hpp"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 
@@ -170,7 +172,28 @@ bool Worker::Run(const std::function<void()>& task) {
   return state->ran;
 }
 
+namespace {
+
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void Worker::CallerProgressed() {
+  standby_until_.store(
+      SteadyNanos() + std::chrono::duration_cast<std::chrono::nanoseconds>(kStandby).count(),
+      std::memory_order_release);
+}
+
+void Worker::CallerSleeps() {
+  if (standby_until_.exchange(0, std::memory_order_acq_rel) != 0) Wake();
+}
+
 void Worker::Wake() {
+  standby_until_.store(0, std::memory_order_release);
   const uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof(one));
 }
@@ -191,6 +214,7 @@ void Worker::Drain(const std::function<bool()>& done,
 void Worker::Loop() {
   while (!stop_) {
     std::chrono::milliseconds again(-1);
+    int64_t standby_ns = 0;
     {
       std::unique_lock ucx(ucx_mutex_);
       std::vector<Task> tasks;
@@ -206,9 +230,20 @@ void Worker::Loop() {
         std::lock_guard lock(tasks_mutex_);
         if (!tasks_.empty()) continue;
       }
+      standby_ns = standby_until_.load(std::memory_order_acquire) - SteadyNanos();
       // Sleep until the network or a poster wakes us, or the poll's deadline; BUSY means events
-      // arrived since progress.
-      if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+      // arrived since progress. Standing back, the worker is not armed: its caller progresses it.
+      if (standby_ns <= 0 && ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+    }
+    if (standby_ns > 0) {
+      int ms = static_cast<int>((standby_ns + 999'999) / 1'000'000);
+      if (again.count() >= 0) ms = std::min<int>(ms, static_cast<int>(again.count()));
+      pollfd woken{wake_fd_, POLLIN, 0};
+      if (::poll(&woken, 1, ms) > 0) {
+        uint64_t count = 0;
+        [[maybe_unused]] const ssize_t r = ::read(wake_fd_, &count, sizeof(count));
+      }
+      continue;
     }
     epoll_event events[2];
     const int n =

@@ -29,6 +29,11 @@ namespace ferry::transport::internal::ucx {
 /// its own thread; the worker is destroyed last.
 class Worker {
  public:
+  /// How long the progress thread stands back after a caller progressed the worker: long enough
+  /// to span a caller's work between two reads, short enough that a caller that stops reading
+  /// without sleeping in ferry still has its messages taken off the wire soon.
+  static constexpr std::chrono::milliseconds kStandby{10};
+
   static Result<std::unique_ptr<Worker>> Make(std::shared_ptr<Context> context);
   ~Worker();
   Worker(const Worker&) = delete;
@@ -56,8 +61,17 @@ class Worker {
   /// Run `task` on the progress thread and wait for it; false when the thread is stopped or was
   /// never started.
   bool Run(const std::function<void()>& task);
-  /// Make the progress thread look again (a receive started waiting, room was freed).
+  /// Make the progress thread look again (a receive started waiting, room was freed); this ends
+  /// a standby at once.
   void Wake();
+  /// From a thread that has just progressed the worker itself (a caller spinning for its
+  /// message or its send): the progress thread stands back for kStandby, neither progressing
+  /// nor armed, so what arrives meanwhile wakes no thread and the two do not take turns at the
+  /// lock. Costs an atomic store.
+  void CallerProgressed();
+  /// From a caller about to sleep on what the progress thread delivers: end a standby, waking
+  /// the thread (a write to its eventfd) only if it stood back.
+  void CallerSleeps();
   /// Stop the thread and destroy the UCP worker (idempotent): what was in flight on it ends
   /// without its callbacks. Posting afterwards drops the task; waking is harmless.
   void Destroy();
@@ -86,6 +100,8 @@ class Worker {
   PollFn poll_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  // Until when (steady clock, ns) the progress thread stands back; 0: it does not.
+  std::atomic<int64_t> standby_until_{0};
   std::mutex ucx_mutex_;
   std::unordered_map<void*, std::function<void()>> tracked_;  // under ucx_mutex_
   std::unordered_set<void*> released_;                        // by Destroy, under ucx_mutex_
