@@ -67,7 +67,7 @@ class Worker {
   /// From a thread that has just progressed the worker itself (a caller spinning for its
   /// message or its send): the progress thread stands back for kStandby, neither progressing
   /// nor armed, so what arrives meanwhile wakes no thread and the two do not take turns at the
-  /// lock. Costs an atomic store.
+  /// lock. Costs a clock read and an atomic store.
   void CallerProgressed();
   /// From a caller about to sleep on what the progress thread delivers: end a standby, waking
   /// the thread (a write to its eventfd) only if it stood back.
