@@ -85,22 +85,26 @@ tree_ctest test --timeout 900 -j"$jobs"
 # python/ and cli/ took 19 s that way, flight 13 s against 45. The docs' blocks run two at a time
 # (below), and interop one at a time: under four at a time the independent peer's own self-test once
 # ended a server before the client's last frees reached it (a race of the peer's, not ferry's).
+# Those run by pytest-xdist go through pytest_suite (scripts/known_crashes.sh) with --capture=sys:
+# pytest then captures what Python writes but leaves file descriptor 2 be, so the message a
+# library's C code writes as it aborts the worker (UCX's assertion) reaches the log it reads.
 stage "Python binding (pip install ./python)"
 .venv/bin/python -m pip install -q --no-build-isolation "${FERRY_RELEASE_PIP[@]}" ./python
 
 .venv/bin/python scripts/test_pytest_strict_skips.py
+.venv/bin/python scripts/test_known_crashes.py
 stage "Python, command-line and docs suites (pytest; a skip that names no missing hardware fails)"
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
 FERRY_BENCH_TREE="$PWD/build/test" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 4 python/tests tests/cli
+  PYTHONPATH="$PWD/scripts" pytest_suite .venv/bin/python -m pytest -q --capture=sys --timeout=300 -p pytest_strict_skips -n 4 python/tests tests/cli
 # The docs' blocks two at a time, the benchmarks at their smallest (which load both cores
 # themselves) one after another on one worker (tests/docs/test_docs.py groups them), every other
 # block on whichever worker is free: 227 s one at a time, 104-123 s so.
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
 FERRY_BENCH_TREE="$PWD/build/test" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips --durations=15 \
+  PYTHONPATH="$PWD/scripts" pytest_suite .venv/bin/python -m pytest -q --capture=sys --timeout=300 -p pytest_strict_skips --durations=15 \
   -n 2 --dist loadgroup tests/docs
 
 stage "Interop: ferry against the independent Dissociated IPC peer (tests/interop)"
@@ -109,7 +113,7 @@ FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/t
 
 stage "Flight: pyarrow.flight against ferry's server, ferry's client against pyarrow's, discovery to the fast path (tests/flight)"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_DIPC_PEER="$PWD/build/test/tests/interop/dipc_peer" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 4 tests/flight \
+  PYTHONPATH="$PWD/scripts" pytest_suite .venv/bin/python -m pytest -q --capture=sys --timeout=300 -p pytest_strict_skips -n 4 tests/flight \
   --ignore=tests/flight/test_large_batches.py
 
 # Alone: its 2.5 GiB batch is read three times and written once, up to 8 GB resident at its peak.
@@ -143,7 +147,7 @@ stage "Faults: the fault matrix (on Debian's UCX and PyPI's), a link going down,
 # suite's slack for a loaded machine (worst at eight: 1.017 s for a kill's 1 s bound, slack 0.5 s).
 rm -f "$PWD/build/test/faults.jsonl"
 FERRY_CLI="$PWD/build/test/tools/ferry/ferry" FERRY_FAULT_REPORT="$PWD/build/test/faults.jsonl" \
-  PYTHONPATH="$PWD/scripts" .venv/bin/python -m pytest -q --timeout=300 -p pytest_strict_skips -n 8 --durations=10 tests/faults
+  PYTHONPATH="$PWD/scripts" pytest_suite .venv/bin/python -m pytest -q --capture=sys --timeout=300 -p pytest_strict_skips -n 8 --durations=10 tests/faults
 
 
 if ((sanitize)); then

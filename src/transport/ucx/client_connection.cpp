@@ -37,25 +37,20 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
   std::unique_ptr<ClientConnection> conn(new ClientConnection(std::move(worker), options));
   conn->peer_ = address;
-  FERRY_RETURN_NOT_OK(conn->StartWorker());
-  ClientConnection* self = conn.get();
-  Status made;
   auto up = std::make_shared<Completion>();
-  const bool ran = conn->worker_->Run([&] {
-    Result<ucp_ep_h> ep = ConnectToSocket(self->worker_->handle(), addr, addrlen,
-                                          &UcxConnection::OnEndpointError, self);
+  {
+    // Before the thread starts, this thread owns the worker.
+    auto registering = RegisterGuard();
+    Result<ucp_ep_h> ep = ConnectToSocket(conn->worker_->handle(), addr, addrlen,
+                                          &UcxConnection::OnEndpointError, conn.get());
     if (!ep.ok()) {
-      made = ep.status();
-      return;
+      return ep.status().WithContext("could not connect to the UCX listener at " + address);
     }
-    self->ep_ = *ep;
+    conn->ep_ = *ep;
     // A flush completes once the endpoint is wired up with the server (or failed).
-    FlushEndpoint(self->ep_, new Pending{up, nullptr, self->worker_.get()});
-  });
-  if (!ran) return Status::Unavailable("the UCX worker stopped while connecting");
-  if (!made.ok()) {
-    return made.WithContext("could not connect to the UCX listener at " + address);
+    FlushEndpoint(conn->ep_, new Pending{up, nullptr, conn->worker_.get()});
   }
+  FERRY_RETURN_NOT_OK(conn->StartWorker());
   if (!up->Wait(*clock, deadline)) {
     return Status::DeadlineExceeded("timed out connecting to the UCX listener at " + address);
   }

@@ -354,6 +354,7 @@ void UcxConnection::Pump() {
   std::shared_lock lock(pump_mutex_);
   if (!pumpable_) return;
   std::unique_lock ucx = worker_->Lock();
+  auto replaying = ReplayGuard();
   for (int round = 0; round < 16 && ucp_worker_progress(worker_->handle()) != 0; ++round) {
   }
   Poll();
@@ -482,10 +483,14 @@ void UcxConnection::TearDown() {
   // The thread is gone: this one owns the worker. Anything still open closes by force.
   {
     std::unique_lock ucx = worker_->Lock();
+    auto replaying = ReplayGuard();
     ReleaseRemote();
     if (fast_ep_ != nullptr) CloseTracked(fast_ep_);
     if (ep_ != nullptr) CloseTracked(ep_);
     fast_ep_ = ep_ = nullptr;
+    // A forced close discards the endpoint's lanes at once: the replay of what they missed
+    // happens here, under the guard.
+    (void)ucp_worker_progress(worker_->handle());
   }
   // Receives still landing hold pointers into this object: let them settle (bounded), and the
   // endpoints' closes finish, then destroy the worker, which ends whatever did not.

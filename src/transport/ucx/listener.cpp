@@ -69,13 +69,11 @@ Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, soc
   std::unique_ptr<UcxListener> listener(new UcxListener(context, std::move(limits)));
   FERRY_ASSIGN_OR_RAISE(listener->worker_, Worker::Make(context));
   UcxListener* self = listener.get();
-  listener->worker_->Start([self] {
-    self->AcceptPending();
-    return std::chrono::milliseconds(-1);
-  });
   ucs_status_t st = UCS_OK;
   int port = 0;
-  listener->worker_->Run([&] {
+  // Before the thread starts, this thread owns the worker.
+  [&] {
+    auto registering = RegisterGuard();
     ucp_listener_params_t params{};
     params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
     params.sockaddr.addr = addr;
@@ -95,8 +93,15 @@ Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, soc
     } else if (attr.sockaddr.ss_family == AF_INET6) {
       port = ntohs(reinterpret_cast<const sockaddr_in6*>(&attr.sockaddr)->sin6_port);
     }
-  });
+  }();
   if (st != UCS_OK) return UcxError(StatusCode::kUnavailable, "cannot listen", st);
+  // Its poll accepts: each connection's new worker and endpoint register descriptors.
+  listener->worker_->Start(
+      [self] {
+        self->AcceptPending();
+        return std::chrono::milliseconds(-1);
+      },
+      true);
   const bool v6 = host.find(':') != std::string::npos;
   listener->address_ = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
   {
@@ -129,6 +134,13 @@ void UcxListener::AcceptPending() {
       continue;
     }
     const std::string peer = RequestingAddress(request);
+    // Accepting moves the request's descriptor from this worker's handlers to the connection's
+    // worker; UCX before 1.17 would replay an event this worker missed on it to the new handler
+    // (ReplayGuard). A round of progress first replays what was missed while it is still ours.
+    {
+      auto replaying = ReplayGuard();
+      (void)ucp_worker_progress(worker_->handle());
+    }
     bool taken = false;
     Result<std::unique_ptr<ServerConnection>> conn =
         ServerConnection::Accept(context_, request, limits_, &taken);

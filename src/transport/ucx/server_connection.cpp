@@ -15,22 +15,15 @@ Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_p
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
   std::unique_ptr<ServerConnection> conn(
       new ServerConnection(std::move(worker), std::move(limits)));
-  FERRY_RETURN_NOT_OK(conn->StartWorker());
-  Status accepted;
-  ServerConnection* self = conn.get();
-  const bool ran = conn->worker_->Run([&] {
+  {
+    // Before the thread starts, this thread owns the worker.
+    auto registering = RegisterGuard();
     *taken = true;
-    Result<ucp_ep_h> ep =
-        AcceptRequest(self->worker_->handle(), request, &UcxConnection::OnEndpointError, self);
-    if (ep.ok()) {
-      self->ep_ = *ep;
-      self->peer_ = RemoteAddress(*ep);
-    } else {
-      accepted = ep.status();
-    }
-  });
-  if (!ran) return Status::Unavailable("the UCX worker stopped while accepting");
-  FERRY_RETURN_NOT_OK(accepted);
+    FERRY_ASSIGN_OR_RAISE(conn->ep_, AcceptRequest(conn->worker_->handle(), request,
+                                                   &UcxConnection::OnEndpointError, conn.get()));
+    conn->peer_ = RemoteAddress(conn->ep_);
+  }
+  FERRY_RETURN_NOT_OK(conn->StartWorker());
   return conn;
 }
 

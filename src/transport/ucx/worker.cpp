@@ -14,6 +14,52 @@
 
 namespace ferry::transport::internal::ucx {
 
+namespace {
+
+// Whether this UCX replays a missed event to whichever handler holds its descriptor number now.
+bool ReplaysStaleEvents() {
+  static const bool stale = [] {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    return major == 1 && minor < 17;
+  }();
+  return stale;
+}
+
+// Never destroyed: progress threads may still run while the process exits.
+DescriptorLock& Descriptors() {
+  static auto* lock = new DescriptorLock;
+  return *lock;
+}
+
+}  // namespace
+
+DescriptorLock::DescriptorLock() {
+  pthread_rwlockattr_t attr;
+  pthread_rwlockattr_init(&attr);
+  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init(&lock_, &attr);
+  pthread_rwlockattr_destroy(&attr);
+}
+
+DescriptorLock::~DescriptorLock() { pthread_rwlock_destroy(&lock_); }
+void DescriptorLock::lock() { pthread_rwlock_wrlock(&lock_); }
+bool DescriptorLock::try_lock() { return pthread_rwlock_trywrlock(&lock_) == 0; }
+void DescriptorLock::unlock() { pthread_rwlock_unlock(&lock_); }
+void DescriptorLock::lock_shared() { pthread_rwlock_rdlock(&lock_); }
+bool DescriptorLock::try_lock_shared() { return pthread_rwlock_tryrdlock(&lock_) == 0; }
+void DescriptorLock::unlock_shared() { pthread_rwlock_unlock(&lock_); }
+
+std::shared_lock<DescriptorLock> ReplayGuard() {
+  if (!ReplaysStaleEvents()) return {};
+  return std::shared_lock<DescriptorLock>(Descriptors());
+}
+
+std::unique_lock<DescriptorLock> RegisterGuard() {
+  if (!ReplaysStaleEvents()) return {};
+  return std::unique_lock<DescriptorLock>(Descriptors());
+}
+
 Result<std::unique_ptr<Worker>> Worker::Make(std::shared_ptr<Context> context) {
   std::unique_ptr<Worker> worker(new Worker(std::move(context)));
   FERRY_RETURN_NOT_OK(worker->Init());
@@ -24,7 +70,10 @@ Status Worker::Init() {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-  ucs_status_t st = ucp_worker_create(context_->handle(), &params, &worker_);
+  ucs_status_t st = [&] {
+    auto registering = RegisterGuard();
+    return ucp_worker_create(context_->handle(), &params, &worker_);
+  }();
   if (st != UCS_OK) {
     worker_ = nullptr;
     return UcxError(StatusCode::kIOError, "cannot create a UCX worker", st);
@@ -71,7 +120,10 @@ void Worker::Destroy() {
     released_.insert(request);
     ucp_request_free(request);
   }
-  ucp_worker_destroy(worker_);
+  {
+    auto replaying = ReplayGuard();
+    ucp_worker_destroy(worker_);
+  }
   worker_ = nullptr;
   // Those whose callbacks never came: release what they held.
   std::unordered_map<void*, std::function<void()>> rest;
@@ -91,8 +143,9 @@ bool Worker::Untrack(void* request) {
   return released_.erase(request) > 0;
 }
 
-void Worker::Start(PollFn poll) {
+void Worker::Start(PollFn poll, bool registers) {
   poll_ = std::move(poll);
+  poll_registers_ = registers;
   thread_ = std::thread([this] { Loop(); });
   std::lock_guard lock(tasks_mutex_);
   started_ = true;
@@ -202,7 +255,10 @@ void Worker::Drain(const std::function<bool()>& done,
                    std::chrono::steady_clock::time_point deadline) {
   std::unique_lock ucx(ucx_mutex_);
   while (worker_ != nullptr && !done() && std::chrono::steady_clock::now() < deadline) {
-    if (ucp_worker_progress(worker_) != 0) continue;
+    {
+      auto replaying = ReplayGuard();
+      if (ucp_worker_progress(worker_) != 0) continue;
+    }
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
     epoll_event events[2];
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -222,10 +278,14 @@ void Worker::Loop() {
         std::lock_guard lock(tasks_mutex_);
         tasks.swap(tasks_);
       }
-      for (Task& task : tasks) task.run();
-      while (ucp_worker_progress(worker_) != 0) {
+      {
+        auto replaying = ReplayGuard();
+        for (Task& task : tasks) task.run();
+        while (ucp_worker_progress(worker_) != 0) {
+        }
+        if (poll_ && !poll_registers_) again = poll_();
       }
-      if (poll_) again = poll_();
+      if (poll_ && poll_registers_) again = poll_();
       {
         std::lock_guard lock(tasks_mutex_);
         if (!tasks_.empty()) continue;

@@ -1,6 +1,7 @@
 // Internal to the UCX transport: one UCP worker and the thread that progresses it.
 #pragma once
 
+#include <pthread.h>
 #include <ucp/api/ucp.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -18,6 +20,38 @@
 #include "transport/ucx/context.hpp"
 
 namespace ferry::transport::internal::ucx {
+
+/// UCX before 1.17 queues an event on a descriptor that came while its worker was busy, and
+/// replays it by descriptor number at that worker's next progress, even when the handler was
+/// removed meanwhile (an endpoint failed or closed) and another worker's handler took the number,
+/// which aborts the process (async.c, `handler->async == async`; openucx/ucx#9942). Progress and
+/// closes hold ReplayGuard (shared); what registers descriptors with UCX (a worker, a connect, an
+/// accept, a listener) holds RegisterGuard (exclusive), so no number changes hands between a
+/// handler's removal and the replay. From UCX 1.17 both are empty locks and cost nothing.
+class DescriptorLock;
+std::shared_lock<DescriptorLock> ReplayGuard();
+/// See ReplayGuard. Never taken while holding ReplayGuard.
+std::unique_lock<DescriptorLock> RegisterGuard();
+
+/// The process-wide lock behind ReplayGuard and RegisterGuard: a reader-writer lock where a
+/// waiting writer holds new readers back, so a connect waits for the progress rounds already
+/// running and not for all that follow. Not recursive.
+class DescriptorLock {
+ public:
+  DescriptorLock();
+  ~DescriptorLock();
+  DescriptorLock(const DescriptorLock&) = delete;
+  DescriptorLock& operator=(const DescriptorLock&) = delete;
+  void lock();
+  bool try_lock();
+  void unlock();
+  void lock_shared();
+  bool try_lock_shared();
+  void unlock_shared();
+
+ private:
+  pthread_rwlock_t lock_;
+};
 
 /// A UCP worker and its progress thread. The thread sleeps in epoll on the worker's event
 /// descriptor and on an eventfd that Post and Wake write, so an idle worker costs no CPU. UCX is
@@ -47,8 +81,10 @@ class Worker {
   /// What a poll returns: how long the thread may sleep before polling again without an event
   /// (a negative value: until an event).
   using PollFn = std::function<std::chrono::milliseconds()>;
-  /// Start the progress thread; `poll` runs on it after every round of progress.
-  void Start(PollFn poll);
+  /// Start the progress thread; `poll` runs on it after every round of progress. Tasks, progress
+  /// and the poll run under ReplayGuard, except a poll that `registers` descriptors (a
+  /// listener's, which accepts).
+  void Start(PollFn poll, bool registers = false);
   /// Stop and join the progress thread (idempotent); tasks not run yet are dropped. The caller's
   /// thread then owns the worker.
   void Stop();
@@ -98,6 +134,7 @@ class Worker {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   PollFn poll_;
+  bool poll_registers_ = false;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   // Until when (steady clock, ns) the progress thread stands back; 0: it does not.
