@@ -150,5 +150,17 @@ TEST_F(UcxPairs, AMalformedPairFailsTheConnectionNamingIt) {
                      client_->Receive(5s).status());
 }
 
+// Beside pairs, a lone metadata message travels tagged; over the client's limit it fails the
+// connection as one sent as an Active Message does, naming both sizes.
+TEST_F(UcxPairs, ALoneMetadataMessageOverTheLimitFailsTheConnectionNamingIt) {
+  Connect(true, 4096);
+  const std::vector<uint8_t> big(5000, 7);
+  const ByteSpan piece{big.data(), 5000};
+  ASSERT_OK(server_->Send({&piece, 1}));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable,
+                     "a metadata message of 5000 bytes is over the limit of 4096 bytes",
+                     client_->Receive(5s).status());
+}
+
 }  // namespace
 }  // namespace ferry::transport

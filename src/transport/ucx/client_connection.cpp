@@ -214,12 +214,7 @@ void ClientConnection::Landed(uint64_t tag, int64_t held, int64_t want, ucs_stat
       std::lock_guard lock(mutex_);
       held_bytes_ -= bytes.size;  // metadata, not a body read ahead
     }
-    if (bytes.size > limits_.max_message_bytes) {
-      Fail("a metadata message of " + std::to_string(bytes.size) + " bytes is over the limit of " +
-               std::to_string(limits_.max_message_bytes) + " bytes",
-           true);
-      return;
-    }
+    if (OverMetadataLimit(static_cast<uint64_t>(bytes.size))) return;
     (void)inbox_.PushUntagged(std::move(bytes));
     return;
   }

@@ -163,12 +163,7 @@ ucs_status_t UcxConnection::ActiveMessage(size_t header_length, void* data, size
          true);
     return UCS_OK;
   }
-  if (length > static_cast<uint64_t>(limits_.max_message_bytes)) {
-    Fail("a metadata message of " + std::to_string(length) + " bytes is over the limit of " +
-             std::to_string(limits_.max_message_bytes) + " bytes",
-         true);
-    return UCS_OK;
-  }
+  if (OverMetadataLimit(length)) return UCS_OK;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
     // Eager: the bytes are UCX's until we return. Metadata is small: copy it.
     Result<SharedBytes> copy = CopyFromUcxBuffer({data, static_cast<int64_t>(length)});
@@ -396,6 +391,14 @@ Status UcxConnection::ShareRegion(const std::shared_ptr<Region>& region) {
   std::lock_guard lock(mutex_);
   shared_.push_back(region);
   return Status::OK();
+}
+
+bool UcxConnection::OverMetadataLimit(uint64_t length) {
+  if (length <= static_cast<uint64_t>(limits_.max_message_bytes)) return false;
+  Fail("a metadata message of " + std::to_string(length) + " bytes is over the limit of " +
+           std::to_string(limits_.max_message_bytes) + " bytes",
+       true);
+  return true;
 }
 
 void UcxConnection::Close() { Shut(false); }
