@@ -30,12 +30,14 @@ void QuietLogs() {
 
 }  // namespace
 
+bool LoadedUcxAtLeast(unsigned major, unsigned minor) {
+  unsigned loaded_major = 0, loaded_minor = 0, release = 0;
+  ucp_get_version(&loaded_major, &loaded_minor, &release);
+  return loaded_major > major || (loaded_major == major && loaded_minor >= minor);
+}
+
 bool OneSidedGetsOnOneHost() {
-  static const bool one_sided = [] {
-    unsigned major = 0, minor = 0, release = 0;
-    ucp_get_version(&major, &minor, &release);
-    return major > 1 || (major == 1 && minor >= 16);
-  }();
+  static const bool one_sided = LoadedUcxAtLeast(1, 16);
   return one_sided;
 }
 

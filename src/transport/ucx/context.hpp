@@ -11,6 +11,9 @@
 
 namespace ferry::transport::internal::ucx {
 
+/// Whether the libucp this process runs is release `major`.`minor` or later (read once a call).
+bool LoadedUcxAtLeast(unsigned major, unsigned minor);
+
 /// Whether the UCX this process runs reads another process's registered host memory on this
 /// host one-sided (CMA, with protocols v2: UCX 1.16 and later). Before 1.16 a get is emulated:
 /// the memory's owner copies the bytes into the reader's shared-memory queue.

@@ -18,11 +18,7 @@ namespace {
 
 // Whether this UCX replays a missed event to whichever handler holds its descriptor number now.
 bool ReplaysStaleEvents() {
-  static const bool stale = [] {
-    unsigned major = 0, minor = 0, release = 0;
-    ucp_get_version(&major, &minor, &release);
-    return major == 1 && minor < 17;
-  }();
+  static const bool stale = !LoadedUcxAtLeast(1, 17);
   return stale;
 }
 
