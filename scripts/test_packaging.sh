@@ -5,12 +5,24 @@
 # that dist/ ships (the wheel, the platform gem, the Debian packages) is checked to carry no
 # fault-injection hook. CI runs it (.ci/run); it needs scripts/setup.sh's packages. The built
 # packages are tested where they install: scripts/test_without_apt.sh, scripts/test_deb.sh.
+#   scripts/test_packaging.sh [--from-source | --dist]
+# --from-source: the two installs from source only; --dist: the check of dist/ only (CI runs the
+# installs beside other stages, and the check once every package is built). Both by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-packaging.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 PY=${PYTHON:-python3}
+case "${1:-}" in
+  "") from_source=1 dist=1 ;;
+  --from-source) from_source=1 dist=0 ;;
+  --dist) from_source=0 dist=1 ;;
+  *)
+    echo "usage: scripts/test_packaging.sh [--from-source | --dist]" >&2
+    exit 2
+    ;;
+esac
 # The test tree's flags (scripts/trees.sh), so each build here takes its objects from ccache. The
 # fresh environment for `pip install` lives at a fixed path, build/packaging-venv, made anew each
 # run: scikit-build-core starts a build tree over when the interpreter's path changes, so that
@@ -50,21 +62,34 @@ if [ -f build/test/libferry_flight.so ] && ! grep -qa FERRY_TEST_CLOCK build/tes
   exit 1
 fi
 
-echo "== pip install ./python into a fresh virtual environment"
-# The build requirements python/pyproject.toml declares go in first, alone, and the build then uses
-# them (--no-build-isolation): so the declared ones are shown to suffice, as an isolated build
-# would show, while nanobind's headers keep one path from run to run. (An isolated build finds
-# them under a new /tmp/pip-build-env-* each time, and ccache compiled the binding afresh: 66 s.)
-"$PY" -m venv "$envs"
-mapfile -t requires < <("$envs/bin/python" -c 'import sys, tomllib
+if ((from_source)); then
+  echo "== pip install ./python into a fresh virtual environment"
+  # The build requirements python/pyproject.toml declares go in first, alone, and the build then uses
+  # them (--no-build-isolation): so the declared ones are shown to suffice, as an isolated build
+  # would show, while nanobind's headers keep one path from run to run. (An isolated build finds
+  # them under a new /tmp/pip-build-env-* each time, and ccache compiled the binding afresh: 66 s.)
+  "$PY" -m venv "$envs"
+  mapfile -t requires < <("$envs/bin/python" -c 'import sys, tomllib
 print(*tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"], sep="\n")' python/pyproject.toml)
-"$envs/bin/python" -m pip install -q "${requires[@]}"
-"$envs/bin/python" -m pip install -q --no-build-isolation "${FERRY_RELEASE_PIP[@]}" \
-  -C "build-dir=$repo/build/packaging-python" ./python
-"$envs/bin/python" -m pip install -q pyarrow
-(cd "$tmp" && "$repo/$envs/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
-no_fault_hook "$envs"/lib/python*/site-packages/ferry/_ferry*.so build/packaging-python/libferry.a
+  "$envs/bin/python" -m pip install -q "${requires[@]}"
+  "$envs/bin/python" -m pip install -q --no-build-isolation "${FERRY_RELEASE_PIP[@]}" \
+    -C "build-dir=$repo/build/packaging-python" ./python
+  "$envs/bin/python" -m pip install -q pyarrow
+  (cd "$tmp" && "$repo/$envs/bin/python" "$repo/scripts/packaging_smoke.py" "$repo")
+  no_fault_hook "$envs"/lib/python*/site-packages/ferry/_ferry*.so build/packaging-python/libferry.a
 
+  echo "== gem build ferry.gemspec, gem install into a temporary GEM_HOME"
+  gem build ferry.gemspec --output "$tmp/ferry.gem" >/dev/null
+  export GEM_HOME="$tmp/gems" GEM_PATH="$tmp/gems"
+  FERRY_CMAKE_ARGS="${FERRY_PACKAGE_DEFS[*]}" gem install --local --no-document "$tmp/ferry.gem"
+  (cd "$tmp" && ruby "$repo/scripts/packaging_smoke.rb")
+  # docs/ruby.md's first example, as the page shows it.
+  [ "$(cd "$tmp" && ruby -e 'require "ferry"; p Ferry::Array.from_json("l", "[1, null]").to_a')" = "[1, nil]" ]
+  no_fault_hook "$GEM_HOME"/gems/ferry-*/ruby/lib/ferry/ferry.so
+  echo "test_packaging: pip install ./python and the source gem work"
+fi
+
+((dist)) || exit 0
 echo "== what dist/ gives users (scripts/build_wheel.sh, build_gem.sh, build_deb.sh; built if absent)"
 ls dist/ferry-*manylinux*.whl >/dev/null 2>&1 || bash scripts/build_wheel.sh
 ls dist/ferry-*-x86_64-linux.gem >/dev/null 2>&1 || bash scripts/build_gem.sh
@@ -77,13 +102,3 @@ mapfile -t shipped < <(find "$tmp/dist" -type f | xargs file | awk -F: '/ELF/{pr
 [ ${#shipped[@]} -ge 8 ] || { echo "test_packaging: only ${#shipped[@]} ELF files in dist/" >&2; exit 1; }
 no_fault_hook "${shipped[@]}" >/dev/null
 echo "test_packaging: no fault-injection hook in the ${#shipped[@]} ELF files of dist/"
-
-echo "== gem build ferry.gemspec, gem install into a temporary GEM_HOME"
-gem build ferry.gemspec --output "$tmp/ferry.gem" >/dev/null
-export GEM_HOME="$tmp/gems" GEM_PATH="$tmp/gems"
-FERRY_CMAKE_ARGS="${FERRY_PACKAGE_DEFS[*]}" gem install --local --no-document "$tmp/ferry.gem"
-(cd "$tmp" && ruby "$repo/scripts/packaging_smoke.rb")
-# docs/ruby.md's first example, as the page shows it.
-[ "$(cd "$tmp" && ruby -e 'require "ferry"; p Ferry::Array.from_json("l", "[1, null]").to_a')" = "[1, nil]" ]
-no_fault_hook "$GEM_HOME"/gems/ferry-*/ruby/lib/ferry/ferry.so
-echo "test_packaging: pip install ./python and the source gem work; dist/ carries no fault hook"
