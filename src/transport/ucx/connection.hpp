@@ -115,7 +115,7 @@ class UcxConnection : public Connection {
   /// The connection cannot go on (progress thread or any): record why, once, and let Poll
   /// settle what is landing before the inbox closes. `abort` force-closes the endpoints too.
   void Fail(const std::string& why, bool abort);
-  /// Whether a metadata message of `length` bytes passes the limit; if it does, the connection
+  /// Whether a metadata message of `length` bytes is over the limit; if it is, the connection
   /// fails (the peer broke the protocol) with a message naming both sizes.
   bool OverMetadataLimit(uint64_t length);
   /// Close the inbox once the peer is gone and nothing is landing, or a little after (progress

@@ -11,7 +11,8 @@
 
 namespace ferry::transport::internal::ucx {
 
-/// Whether the libucp this process runs is release `major`.`minor` or later (read once a call).
+/// Whether the libucp this process runs is release `major`.`minor` or later (asks libucp on
+/// every call; callers keep the answer).
 bool LoadedUcxAtLeast(unsigned major, unsigned minor);
 
 /// Whether the UCX this process runs reads another process's registered host memory on this
