@@ -105,9 +105,12 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     return Status::OK();
   }
 
-  // The stream stops counting as a reader before its status goes out: a client that saw the end
-  // and then drops the flight must not find it busy (OnDone runs later, on gRPC's time).
+  // The stream stops counting as a reader, and as a read CancelFlightInfo can end, before its
+  // status goes out: a client that saw the end and then drops or cancels the flight must not find
+  // it busy (OnDone runs later, on gRPC's time).
   void End(const grpc::Status& status) {
+    if (active_id_ != 0) state_->active_reads.Remove(active_id_);
+    active_id_ = 0;
     readers_.reset();
     GrpcHandOff(this);
     Finish(status);
