@@ -34,6 +34,9 @@ The cases:
   pyarrow socket       pyarrow's IPC stream over a Unix socket (small_batches_peers.py)
   pyarrow.flight       pyarrow.flight's own server and client; throughput of the batches built
                        beforehand, as ferry's Flight server serves them, latency live
+  Flight replay (limit)  the limit of any Flight server to the pyarrow.flight client:
+                       bench/flight/flight_replay.cpp, gRPC's generic service answering DoGet
+                       with FlightData messages encoded beforehand (throughput only)
   iceoryx2             iceoryx2's publish-subscribe from PyPI, through its Python binding
   ucx_perftest         tag_bw (message rate) and tag_lat (its one-way figure: half a round trip,
                        busy polling) at one batch's bytes, on this host and between namespaces
@@ -177,6 +180,9 @@ def measure(args, rows, hosts):
                          "latency_ns": latency and latency["latency_ns"]}
         print(f"  {name}: {results[name]}", file=sys.stderr, flush=True)
 
+    if args.only == "flight":
+        flight_cases(case, rows, n, m, rate, args.tree)
+        return results
     case("ferry shm kept", ferry.run("shm", "1", "kept", rows, n, 0))
     case("ferry shm kept full", ferry.run("shm", "1", "kept", rows, n, 0, "full"))
     case("ferry shm live", ferry.run("shm", "1", "live", rows, n, 0),
@@ -194,9 +200,7 @@ def measure(args, rows, hosts):
                 return ferry.run("ucx", body, "live", rows, batches, pace, listen=f"{a.ip}:0",
                                  server_wrap=a.wrap, client_wrap=b.wrap, env=tcp_env)
             case(f"ferry tcp t{body}", remote(n, 0), remote(m, rate))
-    flight = peer("ferry_flight", rows, n, 0)
-    if flight:
-        case("ferry Flight", flight)
+    flight_cases(case, rows, n, m, rate, args.tree, peers=False)
     batch_bytes = results_bytes(rows)
     case("C ring, futex", ring(args.tree, batch_bytes, n, 0, 0),
          ring(args.tree, batch_bytes, m, rate, 0))
@@ -207,9 +211,7 @@ def measure(args, rows, hosts):
     sock = peer("pyarrow_socket", rows, n, 0)
     if sock:
         case("pyarrow socket", sock, peer("pyarrow_socket", rows, m, rate))
-    pf = peer("pyarrow_flight", rows, n, 0, ["--prebuilt"])
-    if pf:
-        case("pyarrow.flight", pf, peer("pyarrow_flight", rows, m, rate))
+    flight_cases(case, rows, n, m, rate, args.tree, ferry=False)
     ice = peer("iceoryx2", rows, n, 0)
     if ice:
         case("iceoryx2 (Python binding)", ice, peer("iceoryx2", rows, m, rate))
@@ -226,6 +228,24 @@ def measure(args, rows, hosts):
         results["ucx_perftest, tcp"] = {"batches_per_s": msg_rate,
                                         "latency_ns": {"p50": lat * 1e3}}
     return results
+
+
+def flight_cases(case, rows, n, m, rate, tree, ferry=True, peers=True):
+    """The Flight cases, all read by pyarrow.flight's client: ferry's server; pyarrow's own and
+    the replay, the limit of any server to that client."""
+    if ferry:
+        flight = peer("ferry_flight", rows, n, 0)
+        if flight:
+            case("ferry Flight", flight)
+    if not peers:
+        return
+    pf = peer("pyarrow_flight", rows, n, 0, ["--prebuilt"])
+    if pf:
+        case("pyarrow.flight", pf, peer("pyarrow_flight", rows, m, rate))
+    replay = peer("flight_replay", rows, n, 0,
+                  ["--replay", os.path.join(tree, "ferry_flight_replay")])
+    if replay:
+        case("Flight replay (limit)", replay)
 
 
 def results_bytes(rows):
@@ -298,6 +318,8 @@ def goals(results):
          rate("ucx_perftest, tcp"), 0.9)
     goal("Flight: ferry's server / pyarrow's, to pyarrow.flight >= 1.5x", rate("ferry Flight"),
          rate("pyarrow.flight"), 1.5)
+    goal("Flight: the replay (no server work) / pyarrow's server >= 1.5x (can any server?)",
+         rate("Flight replay (limit)"), rate("pyarrow.flight"), 1.5)
     out = ["### Goals, 1,000 rows a batch", "", "| goal | ferry | peer or limit | ratio | |",
            "| --- | --- | --- | --- | --- |"]
     out += [f"| {' | '.join(r)} |" for r in rows]
@@ -343,6 +365,9 @@ def main():
     parser.add_argument("--ferry-spin", type=int, default=50,
                         help="ferry's client spin in µs (dipc::ClientOptions::spin; its default "
                              "is 50), in every ferry case but the one with no spin")
+    parser.add_argument("--only", choices=["flight"],
+                        help="run only these cases: flight (ferry's Flight server, pyarrow's and "
+                             "the replay, each read by pyarrow.flight)")
     parser.add_argument("--no-namespaces", action="store_true",
                         help="leave out the cases between network namespaces")
     parser.add_argument("--out", help="write the results as JSON here")
@@ -352,7 +377,7 @@ def main():
     args.latency_batches = args.latency_batches or (100 if SMOKE else 5000)
     every = {}
     hosts = None
-    if not args.no_namespaces:
+    if not args.no_namespaces and args.only is None:
         from netns import Hosts, Unavailable
         try:
             hosts = Hosts(["a", "b"]).__enter__()

@@ -69,7 +69,7 @@ except ImportError as e:  # pragma: no cover
     print(f"skip: pyarrow (and numpy) are needed: {e}", flush=True)
     sys.exit(3)
 
-PEERS = ("pyarrow_socket", "pyarrow_flight", "ferry_flight", "iceoryx2")
+PEERS = ("pyarrow_socket", "pyarrow_flight", "ferry_flight", "flight_replay", "iceoryx2")
 SCHEMA = pa.schema([("x", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
 FLIGHT = "small"  # the flight's name (and pyarrow's ticket)
 ICEORYX2_QUEUE = 64  # samples the subscriber's queue holds before the publisher must retry
@@ -197,6 +197,54 @@ def serve_ferry_flight(a, template):
         server.stop()
 
 
+def flight_data(message):
+    """A pyarrow.ipc.Message as the bytes of a Flight `FlightData` protobuf, encoded here by hand:
+    data_header (field 2) the message's flatbuffer, data_body (field 1000) its body."""
+    def field(number, payload):
+        key, size, out = (number << 3) | 2, len(payload), bytearray()
+        for v in (key, size):
+            while v >= 0x80:
+                out.append((v & 0x7F) | 0x80)
+                v >>= 7
+            out.append(v)
+        return bytes(out) + payload
+
+    header = field(2, message.metadata.to_pybytes())
+    return header + (field(1000, message.body.to_pybytes()) if message.body.size else b"")
+
+
+def serve_flight_replay(a, template):
+    """The limit of a Flight server to this client: bench/flight/flight_replay.cpp answers
+    GetFlightInfo and DoGet with bytes made here beforehand, and does no Flight work per batch."""
+    import pyarrow.flight as fl
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, SCHEMA) as writer:
+        writer.write_batch(template)
+    schema_message, batch_message = list(pa.ipc.MessageReader.open_stream(sink.getvalue()))
+    info = fl.FlightInfo(SCHEMA, fl.FlightDescriptor.for_path(FLIGHT),
+                         [fl.FlightEndpoint(FLIGHT.encode(), [])], a.batches * a.rows, -1)
+    files = []
+    for name, data in (("info", info.serialize()), ("schema", flight_data(schema_message)),
+                       ("batch", flight_data(batch_message))):
+        files.append(os.path.join(a.address, name))
+        with open(files[-1], "wb") as f:
+            f.write(data)
+    server = subprocess.Popen([a.replay, *files, str(a.batches)] + (["hint"] if a.hint else []),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        ready(server.stdout.readline().strip())
+        stdin_line(a.timeout)
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(3)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+            raise RuntimeError("ferry_flight_replay did not end within 3 s of its stdin closing")
+
+
 def serve_iceoryx2(a, template):
     import iceoryx2 as iox2
 
@@ -229,7 +277,8 @@ def serve_iceoryx2(a, template):
 
 
 SERVE = {"pyarrow_socket": serve_socket, "pyarrow_flight": serve_pyarrow_flight,
-         "ferry_flight": serve_ferry_flight, "iceoryx2": serve_iceoryx2}
+         "ferry_flight": serve_ferry_flight, "flight_replay": serve_flight_replay,
+         "iceoryx2": serve_iceoryx2}
 
 
 # --- the consumer: this process -----------------------------------------------------------------
@@ -241,7 +290,8 @@ class Child:
     def __init__(self, a, address):
         args = [sys.executable, os.path.abspath(__file__), a.peer, "--serve", "--rows", str(a.rows),
                 "--batches", str(a.batches), "--rate", repr(a.rate), "--address", address,
-                "--timeout", repr(a.timeout)] + (["--prebuilt"] if a.prebuilt else [])
+                "--timeout", repr(a.timeout)] + (["--prebuilt"] if a.prebuilt else []) + \
+            (["--replay", a.replay] if a.replay else []) + (["--hint"] if a.hint else [])
         self.peer = a.peer
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
@@ -329,10 +379,14 @@ def consume_flight(a, child, tally):
         tally.add(time.monotonic_ns(), batch.column(0)[0].as_py(), batch)
     end = time.monotonic_ns()
     client.close()
-    server = "ferry's Flight server (gRPC plane)" if a.peer == "ferry_flight" else \
-        "pyarrow.flight's server"
+    server = {"ferry_flight": "ferry's Flight server (gRPC plane)",
+              "flight_replay": "bench/flight/flight_replay.cpp (FlightData made beforehand"
+                               + (", buffer hint)" if a.hint else ")")}.get(
+                                   a.peer, "pyarrow.flight's server")
     note = f"{server} -> pyarrow.flight client, DoGet over gRPC on 127.0.0.1"
-    if a.peer == "ferry_flight":
+    if a.peer == "flight_replay":
+        note += "; no Flight work per batch: the limit of a server to this client"
+    elif a.peer == "ferry_flight":
         note += ("; N pre-built batches: ferry's Server.add reads a producer to its end when the "
                  "flight is added, so batches cannot be stamped live (no latency)")
     elif a.prebuilt:
@@ -386,13 +440,15 @@ def iox2_version():
 
 
 CONSUME = {"pyarrow_socket": consume_socket, "pyarrow_flight": consume_flight,
-           "ferry_flight": consume_flight, "iceoryx2": consume_iceoryx2}
+           "ferry_flight": consume_flight, "flight_replay": consume_flight,
+           "iceoryx2": consume_iceoryx2}
 
 
 def require(peer):
     """Raises Skip when a library the peer needs is not importable."""
     needs = {"pyarrow_flight": ["pyarrow.flight"], "iceoryx2": ["iceoryx2"],
-             "ferry_flight": ["pyarrow.flight", "ferry.flight"]}.get(peer, [])
+             "ferry_flight": ["pyarrow.flight", "ferry.flight"],
+             "flight_replay": ["pyarrow.flight"]}.get(peer, [])
     for module in needs:
         try:
             __import__(module)
@@ -413,6 +469,7 @@ def run(a):
     a.template = template_batch(a.rows)
     tmp = tempfile.mkdtemp(prefix="ferry-sb-")
     a.address = (os.path.join(tmp, "sock") if a.peer == "pyarrow_socket"
+                 else tmp if a.peer == "flight_replay"
                  else f"ferry/small_batches/{os.getpid()}-{time.monotonic_ns()}")
     tally = Tally(a)
     tally.batch_bytes = a.template.nbytes
@@ -434,10 +491,13 @@ def run(a):
         status = child.close(wait=1.0 if failed else 5.0)
         if a.peer == "pyarrow_socket" and os.path.exists(a.address):
             os.unlink(a.address)
+        for name in ("info", "schema", "batch") if a.peer == "flight_replay" else ():
+            if os.path.exists(os.path.join(tmp, name)):
+                os.unlink(os.path.join(tmp, name))
         os.rmdir(tmp)
     if status != 0:
         raise RuntimeError(f"the {a.peer} producer exited with status {status}")
-    stamped = a.peer != "ferry_flight" and not a.prebuilt
+    stamped = a.peer not in ("ferry_flight", "flight_replay") and not a.prebuilt
     if not stamped and a.rate > 0:
         note += "; --rate does not apply to pre-built batches: they go as fast as they can"
     seconds = ns / 1e9
@@ -446,7 +506,7 @@ def run(a):
             "batches_per_s": a.batches / seconds, "batch_bytes": tally.batch_bytes,
             "latency_ns": percentiles(tally.latencies, a.warmup) if stamped else None,
             "note": note,
-            "prebuilt": a.prebuilt or a.peer == "ferry_flight"}
+            "prebuilt": a.prebuilt or a.peer in ("ferry_flight", "flight_replay")}
 
 
 def expire(a, child):
@@ -468,6 +528,9 @@ def main():
     p.add_argument("--prebuilt", action="store_true",
                    help="pyarrow_flight: serve N pre-built batches, as ferry_flight does")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole run")
+    p.add_argument("--replay", help="flight_replay: the path of ferry_flight_replay")
+    p.add_argument("--hint", action="store_true",
+                   help="flight_replay: write with gRPC's buffer hint (coalesced writes)")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--address", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -475,6 +538,8 @@ def main():
         p.error("--rows and --batches must be >= 1, --rate >= 0 and --timeout > 0")
     if a.prebuilt and a.peer != "pyarrow_flight":
         p.error("--prebuilt is for pyarrow_flight (ferry_flight is always pre-built)")
+    if a.peer == "flight_replay" and not a.replay:
+        p.error("flight_replay needs --replay (the path of ferry_flight_replay)")
     if a.warmup is None:
         a.warmup = min(100, a.batches // 10)
     if a.serve:
