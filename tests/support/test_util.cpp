@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <system_error>
 
 #include "ferry/format/schema_view.hpp"
@@ -78,12 +79,29 @@ Result<Array> SlicedArrayFromJson(const Field& field, const std::string& json, i
 namespace ferry::testing {
 
 std::map<int, std::string> ThreadNames() {
+  // The kernel flag of a task in do_exit: set before the thread's joiner is woken, so a thread
+  // that was joined but is not reaped yet (still listed, for a moment or longer on a loaded
+  // machine) is left out.
+  constexpr unsigned long kExiting = 0x4;  // PF_EXITING
   std::map<int, std::string> names;
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    std::ifstream comm(task.path() / "comm");
-    std::string line;
-    if (std::getline(comm, line)) names[std::stoi(task.path().filename().string())] = line;
+    // stat: "tid (name) state ppid pgrp session tty_nr tpgid flags ..."; the name may hold
+    // spaces and parentheses, so it ends at the last ')'.
+    std::ifstream in(task.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;  // gone meanwhile
+    const size_t open = stat.find('(');
+    const size_t close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string field;
+    unsigned long flags = 0;
+    for (int i = 0; i < 7 && rest >> field; ++i) {
+      if (i == 6) flags = std::stoul(field);
+    }
+    if ((flags & kExiting) != 0) continue;
+    names[std::stoi(task.path().filename().string())] = stat.substr(open + 1, close - open - 1);
   }
   return names;
 }

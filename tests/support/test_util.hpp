@@ -107,9 +107,10 @@ Result<Array> SlicedArrayFromJson(const Field& field, const std::string& json, i
 
 namespace ferry::testing {
 
-/// This process's threads now, thread id to name (/proc/self/task/*/comm). A thread takes the
+/// This process's threads now, thread id to name (/proc/self/task/*/stat). A thread takes the
 /// name of the thread that starts it until it names itself, so a test can tell whose threads a
-/// piece of code started.
+/// piece of code started. A thread that is exiting (joined, say, but not yet reaped by the
+/// kernel) is left out.
 std::map<int, std::string> ThreadNames();
 /// How many of them are named `name`.
 int ThreadsNamed(const std::string& name);
