@@ -6,7 +6,7 @@
  * the other wakes it only when it has announced that it sleeps: one wake-up per queue that goes
  * from empty to non-empty, not one per message.
  *
- *   ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN [kept]
+ *   ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN [kept [TOUCH]]
  *
  * RATE > 0 paces the producer (message i at start + i / RATE, an absolute sleep). Prints one
  * JSON line: messages a second from the first to the last, and p50, p99 and p99.9 of the
@@ -18,6 +18,12 @@
  * consumer, which maps the memfd itself (its page tables start empty, as a client's do), reads
  * each message's first and last 8 bytes, as default validation reads a string column's first and
  * last offsets. Nothing is stamped, so there is no latency; RATE must be 0.
+ *
+ * `kept TOUCH` is the limit of a kept dataset validated fully: the consumer reads, 8 bytes at a
+ * time, the last TOUCH bytes of each message as well, where a batch's string offsets and
+ * characters lie (BYTES less its fixed-width columns). Full validation must read each of those
+ * bytes at least once (the offsets' order, the characters' UTF-8), and nothing else of a batch
+ * whose other columns are int64 and float64 with no nulls.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -112,19 +118,20 @@ static int64_t percentile(const int64_t* sorted, long n, double q) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 6 && !(argc == 7 && strcmp(argv[6], "kept") == 0)) {
-    fprintf(stderr, "usage: ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN [kept]\n");
+  if (argc != 6 && !((argc == 7 || argc == 8) && strcmp(argv[6], "kept") == 0)) {
+    fprintf(stderr, "usage: ferry_ring_limit BYTES MESSAGES RATE WARMUP SPIN [kept [TOUCH]]\n");
     return 2;
   }
-  const int kept = argc == 7;
+  const int kept = argc >= 7;
+  const long touch = argc == 8 ? atol(argv[7]) : 0;
   const long bytes = atol(argv[1]), messages = atol(argv[2]), warmup = atol(argv[4]);
   const double rate = atof(argv[3]);
   const long spin = atol(argv[5]);
   if (bytes < 8 || messages < 1 || warmup < 0 || warmup >= messages || spin < 0 ||
-      (kept && rate > 0)) {
+      (kept && rate > 0) || touch < 0 || touch > bytes) {
     fprintf(stderr,
             "ferry_ring_limit: BYTES >= 8, MESSAGES >= 1, 0 <= WARMUP < MESSAGES, no RATE "
-            "with kept\n");
+            "with kept, 0 <= TOUCH <= BYTES\n");
     return 2;
   }
   const size_t slot = ((size_t)bytes + 63) / 64 * 64;
@@ -207,6 +214,12 @@ int main(int argc, char** argv) {
       memcpy(&head, lent + (size_t)stamp * slot, sizeof head);
       memcpy(&tail, lent + (size_t)stamp * slot + (size_t)bytes - 8, sizeof tail);
       read_sum += head ^ tail;
+      const uint8_t* message = lent + (size_t)stamp * slot;
+      for (long at = (bytes - touch) / 8 * 8; at + 8 <= bytes; at += 8) {
+        uint64_t word;
+        memcpy(&word, message + at, sizeof word);
+        read_sum += word;
+      }
       latency[m] = 0;
     } else {
       latency[m] = now - stamp;

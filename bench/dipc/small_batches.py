@@ -31,6 +31,9 @@ The cases:
                        memfd, only their indices through the ring; the consumer maps the memfd
                        afresh and reads each batch's first and last 8 bytes (throughput only)
   C ring, kept, spin   the same, spinning --spin times before sleeping
+  C ring, kept, full   the limit of "ferry shm kept full": the kept limit reading also every byte
+                       of each batch's string offsets and characters, 8 at a time (what full
+                       validation must read; x and f need nothing)
   pyarrow socket       pyarrow's IPC stream over a Unix socket (small_batches_peers.py)
   pyarrow.flight       pyarrow.flight's own server and client; throughput of the batches built
                        beforehand, as ferry's Flight server serves them, latency live
@@ -113,9 +116,10 @@ def warmup(batches):
     return min(100, batches // 10)
 
 
-def ring(tree, batch_bytes, batches, rate, spin, kept=False):
+def ring(tree, batch_bytes, batches, rate, spin, kept=False, touch=0):
     r = subprocess.run([os.path.join(tree, "ferry_ring_limit"), str(batch_bytes), str(batches),
-                        str(rate), str(warmup(batches)), str(spin)] + (["kept"] if kept else []),
+                        str(rate), str(warmup(batches)), str(spin)]
+                       + (["kept"] if kept else []) + ([str(touch)] if touch else []),
                        capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 0:
         raise RuntimeError(f"ferry_ring_limit failed: {r.stderr[-2000:]}")
@@ -208,6 +212,8 @@ def measure(args, rows, hosts):
          ring(args.tree, batch_bytes, m, rate, args.spin))
     case("C ring, kept", ring(args.tree, batch_bytes, n, 0, 0, kept=True))
     case("C ring, kept, spin", ring(args.tree, batch_bytes, n, 0, args.spin, kept=True))
+    case("C ring, kept, full", ring(args.tree, batch_bytes, n, 0, 0, kept=True,
+                                    touch=string_bytes(rows)))
     sock = peer("pyarrow_socket", rows, n, 0)
     if sock:
         case("pyarrow socket", sock, peer("pyarrow_socket", rows, m, rate))
@@ -250,8 +256,13 @@ def flight_cases(case, rows, n, m, rate, tree, ferry=True, peers=True):
 
 def results_bytes(rows):
     """One batch's buffer bytes: x and f 8 bytes a row, s's int32 offsets and its characters."""
-    chars = sum(len(f"v{i % 1000}") for i in range(rows))
-    return 16 * rows + 4 * (rows + 1) + chars
+    return 16 * rows + string_bytes(rows)
+
+
+def string_bytes(rows):
+    """The bytes of a batch's string column, its int32 offsets and its characters: all that full
+    validation must read of a batch (x and f have no nulls and every value is valid)."""
+    return 4 * (rows + 1) + sum(len(f"v{i % 1000}") for i in range(rows))
 
 
 def us(ns):
@@ -298,6 +309,8 @@ def goals(results):
     goal("shm kept, batches/s >= 1,000,000", rate("ferry shm kept"), None, 1e6)
     goal("shm kept full validation, batches/s >= 500,000", rate("ferry shm kept full"), None,
          5e5)
+    goal("C ring, kept, full (the reads full validation needs) >= 500,000 (can any reader?)",
+         rate("C ring, kept, full"), None, 5e5)
     live = p50("ferry shm live")
     goal("shm live p50 (us) <= 2", live and live / 1e3, None, 2, False)
     goal("shm kept / C ring (futex) throughput >= 0.5x", rate("ferry shm kept"),
