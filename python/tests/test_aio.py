@@ -283,8 +283,16 @@ THREADS = """
 import asyncio, json, os, sys
 import ferry.aio
 
-def threads():
-    return len(os.listdir("/proc/self/task"))
+def threads():  # the live ones: a thread in do_exit (PF_EXITING) is about to be reaped
+    n = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        n += not int(stat[stat.rindex(")") + 2:].split()[6]) & 0x4
+    return n
 
 async def main():
     client = await ferry.aio.flight.connect(sys.argv[1])
