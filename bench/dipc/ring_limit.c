@@ -210,11 +210,11 @@ int main(int argc, char** argv) {
     int64_t stamp;
     memcpy(&stamp, slots + (size_t)(consumer_tail % kSlots) * slot, sizeof stamp);
     if (kept) {
-      uint64_t head, tail;
-      memcpy(&head, lent + (size_t)stamp * slot, sizeof head);
-      memcpy(&tail, lent + (size_t)stamp * slot + (size_t)bytes - 8, sizeof tail);
-      read_sum += head ^ tail;
       const uint8_t* message = lent + (size_t)stamp * slot;
+      uint64_t head, tail;
+      memcpy(&head, message, sizeof head);
+      memcpy(&tail, message + (size_t)bytes - 8, sizeof tail);
+      read_sum += head ^ tail;
       for (long at = (bytes - touch) / 8 * 8; at + 8 <= bytes; at += 8) {
         uint64_t word;
         memcpy(&word, message + at, sizeof word);

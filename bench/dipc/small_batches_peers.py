@@ -54,6 +54,7 @@ import ctypes
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -230,8 +231,8 @@ def serve_flight_replay(a, template):
         files.append(os.path.join(a.address, name))
         with open(files[-1], "wb") as f:
             f.write(data)
-    server = subprocess.Popen([a.replay, *files, str(a.batches)] + (["hint"] if a.hint else []),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([a.replay, *files, str(a.batches)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     try:
         ready(server.stdout.readline().strip())
         stdin_line(a.timeout)
@@ -291,7 +292,7 @@ class Child:
         args = [sys.executable, os.path.abspath(__file__), a.peer, "--serve", "--rows", str(a.rows),
                 "--batches", str(a.batches), "--rate", repr(a.rate), "--address", address,
                 "--timeout", repr(a.timeout)] + (["--prebuilt"] if a.prebuilt else []) + \
-            (["--replay", a.replay] if a.replay else []) + (["--hint"] if a.hint else [])
+            (["--replay", a.replay] if a.replay else [])
         self.peer = a.peer
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
@@ -380,9 +381,8 @@ def consume_flight(a, child, tally):
     end = time.monotonic_ns()
     client.close()
     server = {"ferry_flight": "ferry's Flight server (gRPC plane)",
-              "flight_replay": "bench/flight/flight_replay.cpp (FlightData made beforehand"
-                               + (", buffer hint)" if a.hint else ")")}.get(
-                                   a.peer, "pyarrow.flight's server")
+              "flight_replay": "bench/flight/flight_replay.cpp (FlightData made beforehand)"
+              }.get(a.peer, "pyarrow.flight's server")
     note = f"{server} -> pyarrow.flight client, DoGet over gRPC on 127.0.0.1"
     if a.peer == "flight_replay":
         note += "; no Flight work per batch: the limit of a server to this client"
@@ -489,12 +489,7 @@ def run(a):
     finally:
         watchdog.cancel()
         status = child.close(wait=1.0 if failed else 5.0)
-        if a.peer == "pyarrow_socket" and os.path.exists(a.address):
-            os.unlink(a.address)
-        for name in ("info", "schema", "batch") if a.peer == "flight_replay" else ():
-            if os.path.exists(os.path.join(tmp, name)):
-                os.unlink(os.path.join(tmp, name))
-        os.rmdir(tmp)
+        shutil.rmtree(tmp)  # pyarrow_socket's socket, flight_replay's replies
     if status != 0:
         raise RuntimeError(f"the {a.peer} producer exited with status {status}")
     stamped = a.peer not in ("ferry_flight", "flight_replay") and not a.prebuilt
@@ -529,8 +524,6 @@ def main():
                    help="pyarrow_flight: serve N pre-built batches, as ferry_flight does")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole run")
     p.add_argument("--replay", help="flight_replay: the path of ferry_flight_replay")
-    p.add_argument("--hint", action="store_true",
-                   help="flight_replay: write with gRPC's buffer hint (coalesced writes)")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--address", help=argparse.SUPPRESS)
     a = p.parse_args()

@@ -4,12 +4,11 @@
 // another: whatever a client reads from it faster than from a real server, no server could give
 // it. It shares no code with ferry: gRPC's generic service, and protobuf bytes its caller wrote.
 //
-//   ferry_flight_replay INFO SCHEMA BATCH COUNT [hint]
+//   ferry_flight_replay INFO SCHEMA BATCH COUNT
 //
 // INFO is a serialized FlightInfo, SCHEMA and BATCH are serialized FlightData messages (the
-// schema, and one record batch sent COUNT times). `hint` writes every message but the last with
-// gRPC's buffer hint, so that gRPC may coalesce them into fewer writes to the socket. Prints its
-// URI (grpc://127.0.0.1:PORT) and serves until its standard input closes.
+// schema, and one record batch sent COUNT times). Prints its URI (grpc://127.0.0.1:PORT) and
+// serves until its standard input closes.
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
@@ -42,7 +41,6 @@ grpc::ByteBuffer Buffer(const std::string& bytes) {
 struct Replies {
   grpc::ByteBuffer info, schema, batch;
   long count = 0;
-  bool hint = false;
 };
 
 // One call: read the request, then write the replies. A ByteBuffer copy shares its slices, so
@@ -72,7 +70,7 @@ class Call final : public grpc::ServerGenericBidiReactor {
       return;
     }
     out_ = replies_->schema;
-    Next();
+    StartWrite(&out_);
   }
 
   void OnWriteDone(bool ok) override {
@@ -86,18 +84,12 @@ class Call final : public grpc::ServerGenericBidiReactor {
     }
     ++sent_;
     out_ = replies_->batch;
-    Next();
+    StartWrite(&out_);
   }
 
   void OnDone() override { delete this; }
 
  private:
-  void Next() {
-    grpc::WriteOptions options;
-    if (replies_->hint && sent_ < replies_->count) options.set_buffer_hint();
-    StartWrite(&out_, options);
-  }
-
   enum class Kind { kInfo, kGet };
   const Replies* replies_;
   Kind kind_ = Kind::kInfo;
@@ -120,8 +112,8 @@ class Service final : public grpc::CallbackGenericService {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::cerr << "usage: ferry_flight_replay INFO SCHEMA BATCH COUNT [hint]\n";
+  if (argc != 5) {
+    std::cerr << "usage: ferry_flight_replay INFO SCHEMA BATCH COUNT\n";
     return 2;
   }
   Replies replies;
@@ -129,7 +121,6 @@ int main(int argc, char** argv) {
   replies.schema = Buffer(Slurp(argv[2]));
   replies.batch = Buffer(Slurp(argv[3]));
   replies.count = std::strtol(argv[4], nullptr, 10);
-  replies.hint = argc > 5 && std::string(argv[5]) == "hint";
   Service service(&replies);
   grpc::ServerBuilder builder;
   int port = 0;

@@ -95,12 +95,10 @@ std::map<int, std::string> ThreadNames() {
     const size_t close = stat.rfind(')');
     if (open == std::string::npos || close == std::string::npos || close < open) continue;
     std::istringstream rest(stat.substr(close + 1));
-    std::string field;
+    std::string skipped;  // state, ppid, pgrp, session, tty_nr, tpgid
+    for (int i = 0; i < 6; ++i) rest >> skipped;
     unsigned long flags = 0;
-    for (int i = 0; i < 7 && rest >> field; ++i) {
-      if (i == 6) flags = std::stoul(field);
-    }
-    if ((flags & kExiting) != 0) continue;
+    if (!(rest >> flags) || (flags & kExiting) != 0) continue;
     names[std::stoi(task.path().filename().string())] = stat.substr(open + 1, close - open - 1);
   }
   return names;
