@@ -16,13 +16,18 @@ namespace ferry::transport::internal::shm {
 /// What a frame carries. kFileRegion is a region over a served file: read-only on both ends, and
 /// not sealed (a file cannot be), so only the server's promise keeps it from shrinking. kTrace is
 /// the client's trace (ConnectOptions::trace): sent first, at most once, tag 0, its payload the
-/// trace's bytes.
+/// trace's bytes. kRing is a client's frame ring (shm_ring.hpp), its descriptor passed with the
+/// header, `length` the memfd's size; kRingStart, the server's answer, is the last frame it
+/// sends on the socket: what follows comes through the ring, and the socket carries only
+/// wake-ups, each a byte, and descriptors with them.
 enum class FrameKind : uint8_t {
   kUntagged = 1,
   kTagged = 2,
   kRegion = 3,
   kFileRegion = 4,
-  kTrace = 5
+  kTrace = 5,
+  kRing = 6,
+  kRingStart = 7
 };
 
 /// Every frame starts with this header, little-endian (the socket never leaves the host).

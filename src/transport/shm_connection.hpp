@@ -1,0 +1,170 @@
+// Internal to the shared-memory transport: one end of a connection. Frames over a Unix stream
+// socket, or from the server through the client's frame ring (shm_ring.hpp); memfd segments (and
+// served files) passed with SCM_RIGHTS and mapped read-only by the client, so type-1 bodies are
+// read in place. Sending is shm_connection.cpp's; reading, shm_reading.cpp's.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ferry/transport/transport.hpp"
+#include "transport/frame_memory.hpp"
+#include "transport/mailbox.hpp"
+#include "transport/shm_frames.hpp"
+#include "transport/shm_ring.hpp"
+#include "transport/shm_segments.hpp"
+
+namespace ferry::transport::internal::shm {
+
+/// One end over `fd`, a connected Unix stream socket it owns. A reader thread reads the socket
+/// (or the ring) when no receiving caller does; any thread may send or receive.
+class ShmConnection final : public Connection {
+ public:
+  /// `ring`: a client's frame ring, offered to the server by OfferRing.
+  ShmConnection(int fd, TransportLimits limits, std::optional<FrameRing> ring = std::nullopt);
+  ~ShmConnection() override;
+
+  Status Send(std::span<const ByteSpan> pieces) override;
+  Status SendTagged(uint64_t tag, std::span<const ByteSpan> pieces) override;
+  Status SendMessageAndBody(std::span<const ByteSpan> metadata, uint64_t tag,
+                            std::span<const ByteSpan> body) override;
+  Result<SharedBytes> Receive(std::chrono::milliseconds timeout) override;
+  Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
+                                      std::chrono::milliseconds timeout) override;
+  void Close() override;
+  Status ShareRegion(const std::shared_ptr<Region>& region) override;
+  Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
+                            std::chrono::milliseconds /*timeout*/) override {
+    return segments_.Fetch(refs);
+  }
+
+  /// The shared-memory scheme is ferry's own: both ends always speak its extensions.
+  bool extensions() const override { return true; }
+  std::string peer() const override { return peer_; }
+  std::string trace() const override {
+    std::lock_guard lock(trace_mutex_);
+    return trace_;
+  }
+  /// Client side: offer the ring made for the constructor, as `fd` (closed here).
+  Status OfferRing(int fd);
+  /// Client side: send the trace frame (before anything else).
+  Status SendTrace(const std::string& trace);
+
+ private:
+  // Sending (shm_connection.cpp).
+
+  Status SendFrame(FrameKind kind, uint64_t tag, std::span<const ByteSpan> pieces, int pass_fd,
+                   uint64_t length = 0);
+  // Frames sent together are never interleaved with another thread's. A peer that took nothing
+  // for the timeout fails the connection.
+  Status SendIov(std::vector<iovec>& iov, int pass_fd);
+  // With send_mutex_, once the client's ring is taken: the frames go into the ring, a descriptor
+  // first over the socket with a byte, and a sleeping client is woken with a byte.
+  Status SendToRing(std::span<const iovec> iov, int pass_fd);
+  // Wake the client with a byte. A full socket holds wake-ups it has not read yet: enough.
+  Status Doorbell();
+  // Whether the socket is down both ways: the peer went, or this end shut it.
+  bool Hung() const;
+  // Server side: map the client's ring, and tell it that what follows comes through it.
+  Status TakeRing(const FrameHeader& h);
+
+  // Reading (shm_reading.cpp).
+
+  // `pop(wait)` (the inbox's), with the caller reading the socket while it waits: it takes the
+  // read token, reads what has come, spins on the socket up to the spin, then sleeps in poll
+  // until its deadline. A caller that finds another reading waits for what that one pushes, a
+  // millisecond at a time.
+  template <typename Pop>
+  auto Lead(std::chrono::milliseconds timeout, Pop pop) -> decltype(pop(timeout));
+  // The reader thread. Without a spin it reads frames as they come, blocking in recvmsg. With
+  // one, a receiving caller reads the socket itself (Lead) and this thread reads only once no
+  // caller has for kParked: a paced stream's batch then wakes one thread, the caller's, not two,
+  // and a caller that stops reading still has its socket drained.
+  void ReadLoop();
+  // Wait while a caller reads the socket, or did within kParked; false once closed. A bounded
+  // wait on the steady clock (it is the thread's own housekeeping, not a timeout of the caller's).
+  bool Park();
+  // With the read token: read every frame there is now, without waiting for more; false when
+  // the connection ended (`why` says how).
+  bool ReadReady(std::string* why);
+  bool Readable() const;
+  // The connection is over: refuse further pushes with `why` and tell the peer.
+  void End(const std::string& why);
+  // Read one frame, with the read token (the reader thread, or a leading caller), waiting for
+  // its bytes; false when the connection ended (`why` says how).
+  bool ReadFrame(std::string* why_out);
+  // Read exactly `size` bytes; false when the connection ended, `why` saying how if not by the
+  // peer's close. Small reads come out of a staging buffer refilled a chunk at a time (one
+  // recvmsg takes many small frames); large ones go straight into `into`.
+  bool ReadExactly(void* into, size_t size, std::string* why);
+  // ReadExactly once the server writes into the ring: it sleeps on the socket for a wake-up
+  // when the ring is empty.
+  bool ReadRing(void* into, size_t size, std::string* why);
+  // With the read token: sleep until the ring has bytes (true) or the socket ended (false).
+  bool AwaitRing();
+  // With the read token, once the ring is in use: read the wake-ups (and descriptors) the
+  // socket holds without waiting, noting its end.
+  void DrainSocket();
+  // With the read token: whether a frame's bytes are there to read now (a broken ring says
+  // yes, so that the read reports it).
+  bool HasBytes();
+  // With the read token, the ring in use: whether it holds more than a stage's worth.
+  bool Ahead() const;
+  // One recvmsg, keeping the descriptors that arrive alongside (in order, for region frames).
+  ssize_t RecvSome(void* into, size_t size, int flags = 0);
+  // Client side, from the ring: a region's descriptor comes over the socket before its frame
+  // is written, so it is there or on its way.
+  Status AwaitDescriptor(uint64_t index);
+  // A region frame: its descriptor arrived with the header, or before it (ring).
+  Status MapRegion(const FrameHeader& h);
+
+  int fd_;
+  std::atomic<bool> closed_{false};
+  std::mutex send_mutex_;
+  // What arrived but is not consumed yet: past this the reader stops reading, the socket fills
+  // and the sender waits (a slow client never makes memory grow without bound).
+  static constexpr int64_t kInboxBytes = int64_t{256} << 20;
+  const TransportLimits limits_;
+  std::string peer_;
+  mutable std::mutex trace_mutex_;
+  std::string trace_;  // the client's trace frame (server side)
+  internal::Mailbox inbox_;
+  // The socket's reading state below is the read token's: the reader thread's, or a caller's
+  // that reads while it waits (Lead, with a spin).
+  std::mutex read_mutex_;
+  std::atomic<bool> ended_{false};  // End ran: nobody reads again
+  std::mutex lead_mutex_;
+  std::condition_variable lead_changed_;
+  int leaders_ = 0;       // callers in Lead
+  bool backlog_ = false;  // the last Lead left more in the socket than its stage took
+  bool parked_ = false;   // the reader thread waits in Park
+  std::chrono::steady_clock::time_point last_lead_;
+  static constexpr auto kParked = std::chrono::milliseconds(10);
+  std::deque<int> pending_fds_;
+  // The client's frame ring (client side: made at connect; read with the read token once the
+  // server's kRingStart came), and the server's mapping of it (with send_mutex_).
+  std::optional<FrameRing> in_ring_;
+  std::atomic<bool> ring_active_{false};
+  bool socket_eof_ = false;  // ring in use: the socket ended (read token)
+  size_t unwoken_ = 0;       // bytes pushed from the ring since the inbox was last woken
+  std::optional<FrameRing> out_ring_;
+  static constexpr size_t kStageBytes = 64 << 10;
+  FrameMemory frames_;
+  std::vector<uint8_t> stage_ = std::vector<uint8_t>(kStageBytes);
+  size_t stage_begin_ = 0;
+  size_t stage_end_ = 0;
+  Segments segments_;
+  std::thread reader_;
+};
+
+}  // namespace ferry::transport::internal::shm
