@@ -107,6 +107,9 @@ Status ShmConnection::SendIov(std::vector<iovec>& iov, int pass_fd) {
 }
 
 Status ShmConnection::SendToRing(std::span<const iovec> iov, int pass_fd) {
+  // A write to the ring succeeds while it has room, gone peer or not: the reader, which saw the
+  // socket end, says so instead (as a send on the ended socket would).
+  if (ended_.load()) return Status::Unavailable("the connection is closed (the peer went away)");
   if (pass_fd >= 0) {
     uint8_t wake = 0;
     std::vector<iovec> one{iovec{&wake, 1}};
@@ -114,7 +117,7 @@ Status ShmConnection::SendToRing(std::span<const iovec> iov, int pass_fd) {
   }
   return out_ring_->Write(
       iov, *limits_.clock, limits_.timeout, [this] { return Doorbell(); },
-      [this] { return closed_.load() || Hung(); });
+      [this] { return closed_.load() || ended_.load() || Hung(); });
 }
 
 Status ShmConnection::Doorbell() {

@@ -2,10 +2,14 @@
 // send waits for room in the socket up to the timeout by the connection's clock, then fails the
 // connection, at the deadline and not a tick before. And a spinning end (TransportLimits::spin),
 // whose waiting caller reads the socket itself: a look takes what has arrived, and with no caller
-// reading, its reader thread still drains the socket.
+// reading, its reader thread still drains the socket. And a client's frame ring (shm_ring.hpp)
+// on a live connection: see below.
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstring>
+#include <fstream>
 #include <future>
 #include <thread>
 #include <vector>
@@ -131,6 +135,167 @@ TEST(ShmConnection, ASpinningEndWakesForAMessageAndForTheClose) {
   EXPECT_EQ(t.payload.data[0], 1);
   ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the peer closed the connection", b->Receive(1h));
   sender.join();
+}
+
+// The frame ring on a live connection: once the server has taken the ring,
+// every frame it sends comes through it (the ring's own counter says how many bytes), in order
+// with the regions it shares, larger than the ring too; a client reads what its server wrote
+// before it went, then learns that it went, and a server that its client went; and a spinning
+// client asleep wakes for a frame in its ring and for the close.
+
+// The client's frame ring as this process maps it (the first "memfd:ferry-ring" in
+// /proc/self/maps): its producer's counter of bytes written, at byte 64 (shm_ring.cpp).
+uint64_t RingBytesWritten() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("memfd:ferry-ring") == std::string::npos) continue;
+    const auto* base = reinterpret_cast<const uint8_t*>(std::stoull(line, nullptr, 16));
+    return std::atomic_ref(*const_cast<uint64_t*>(reinterpret_cast<const uint64_t*>(base + 64)))
+        .load();
+  }
+  return 0;
+}
+
+// A server's end and a client's end (which offers its ring) over a socketpair. The client says
+// "hi" and the server receives it: the server took the ring first, so what it sends from here
+// goes through the ring.
+struct Pair {
+  std::unique_ptr<Connection> server, client;
+};
+
+Pair RingPair(const std::shared_ptr<Clock>& clock, std::chrono::microseconds client_spin) {
+  int fds[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  TransportLimits limits;
+  limits.clock = clock;
+  limits.timeout = 10s;
+  Pair p;
+  p.server = internal::shm::MakeConnection(fds[0], limits);
+  limits.spin = client_spin;
+  Result<std::unique_ptr<Connection>> client =
+      internal::shm::MakeClientConnection(fds[1], limits, "");
+  EXPECT_TRUE(client.ok()) << client.status().message();
+  p.client = std::move(*client);
+  const ByteSpan hi{reinterpret_cast<const uint8_t*>("hi"), 2};
+  EXPECT_OK(p.client->Send({&hi, 1}));
+  Result<SharedBytes> got = p.server->Receive(10s);
+  EXPECT_TRUE(got.ok() && got->size == 2);
+  return p;
+}
+
+class RingConnection : public ::testing::TestWithParam<int> {
+ protected:
+  std::chrono::microseconds spin() const { return std::chrono::microseconds(GetParam()); }
+};
+
+TEST_P(RingConnection, EveryFrameOfTheServerComesThroughTheRingInOrder) {
+  Pair p = RingPair(Clock::Real(), spin());
+  const uint64_t before = RingBytesWritten();
+  // 200 metadata messages of 100 bytes, each with a tagged message of 1,000; then one tagged
+  // message of 1 MiB, four times the ring.
+  std::vector<uint8_t> small(100), body(1000), big(1 << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7);
+  auto sent = std::async(std::launch::async, [&] {
+    for (uint32_t i = 0; i < 200; ++i) {
+      std::memcpy(small.data(), &i, sizeof(i));
+      const ByteSpan m{small.data(), 100}, b{body.data(), 1000};
+      Status st = p.server->SendMessageAndBody({&m, 1}, 1000 + i, {&b, 1});
+      if (!st.ok()) return st;
+    }
+    const ByteSpan b{big.data(), static_cast<int64_t>(big.size())};
+    return p.server->SendTagged(7, {&b, 1});
+  });
+  for (uint32_t i = 0; i < 200; ++i) {
+    ASSERT_OK_AND_ASSIGN(SharedBytes m, p.client->Receive(10s));
+    ASSERT_EQ(m.size, 100);
+    uint32_t n = 0;
+    std::memcpy(&n, m.data, sizeof(n));
+    ASSERT_EQ(n, i);
+    ASSERT_OK_AND_ASSIGN(TaggedMessage t, p.client->ReceiveTagged(1000 + i, ~uint64_t{0}, 10s));
+    ASSERT_EQ(t.payload.size, 1000);
+  }
+  ASSERT_OK_AND_ASSIGN(TaggedMessage t, p.client->ReceiveTagged(7, ~uint64_t{0}, 10s));
+  ASSERT_EQ(t.payload.size, static_cast<int64_t>(big.size()));
+  EXPECT_EQ(std::memcmp(t.payload.data, big.data(), big.size()), 0);
+  ASSERT_OK(sent.get());
+  // Each frame is a 24-byte header and its payload: all of them went through the ring.
+  EXPECT_EQ(RingBytesWritten() - before, 200 * (24 + 100 + 24 + 1000) + 24 + (1 << 20));
+}
+
+TEST_P(RingConnection, AClientReadsWhatItsServerWroteBeforeItWentThenLearnsItWent) {
+  Pair p = RingPair(Clock::Real(), spin());
+  for (uint8_t i = 0; i < 3; ++i) {
+    const ByteSpan m{&i, 1};
+    ASSERT_OK(p.server->Send({&m, 1}));
+  }
+  p.server.reset();
+  for (uint8_t i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(SharedBytes m, p.client->Receive(10s));
+    EXPECT_EQ(m.data[0], i);
+  }
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the peer closed the connection",
+                     p.client->Receive(10s));
+}
+
+// A ring with room takes a write whoever reads it: the server learns from its socket that the
+// client went, and its sends then fail as they would on the socket.
+TEST_P(RingConnection, AServerWhoseClientWentSendsNothingMore) {
+  Pair p = RingPair(Clock::Real(), spin());
+  p.client.reset();
+  const uint8_t one = 1;
+  const ByteSpan piece{&one, 1};
+  ASSERT_TRUE(testing::Within(10s, [&] {
+    return !p.server->Send({&piece, 1}).ok();
+  })) << "the server went on writing to a ring nobody reads";
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "closed", p.server->Send({&piece, 1}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Spin, RingConnection, ::testing::Values(0, 50),
+                         [](const auto& p) { return p.param ? "Spinning" : "Blocking"; });
+
+// The client's receive sleeps (its spin spent) and the clock does not move: only the server's
+// wake-up on the socket, sent because the client said it sleeps, brings the frame in.
+TEST(RingConnection, ASleepingSpinningClientWakesForAFrameInItsRingAndForTheClose) {
+  auto clock = std::make_shared<ManualClock>();
+  Pair p = RingPair(clock, 50us);
+  std::thread sender([&] {
+    EXPECT_TRUE(clock->AwaitWaiters(1, 10s));
+    const uint8_t one = 1;
+    const ByteSpan piece{&one, 1};
+    EXPECT_OK(p.server->SendTagged(7, {&piece, 1}));
+    EXPECT_TRUE(clock->AwaitWaiters(1, 10s));
+    p.server->Close();
+  });
+  ASSERT_OK_AND_ASSIGN(TaggedMessage t, p.client->ReceiveTagged(7, ~uint64_t{0}, 1h));
+  EXPECT_EQ(t.payload.data[0], 1);
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the peer closed the connection",
+                     p.client->Receive(1h));
+  sender.join();
+}
+
+// A region shared once the ring is in use: its descriptor goes over the socket, its frame
+// through the ring, and the client maps it before the message after it.
+TEST(RingConnection, ARegionSharedThroughTheRingIsMappedInOrder) {
+  ASSERT_OK_AND_ASSIGN(auto listener, Listen("shm", ""));
+  ConnectOptions options;
+  options.limits.timeout = 10s;
+  ASSERT_OK_AND_ASSIGN(auto client, Connect("shm", listener->address(), options));
+  ASSERT_OK_AND_ASSIGN(auto server, listener->Accept(10s));
+  const ByteSpan hi{reinterpret_cast<const uint8_t*>("hi"), 2};
+  ASSERT_OK(client->Send({&hi, 1}));
+  ASSERT_OK(server->Receive(10s).status());
+  const uint64_t before = RingBytesWritten();
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Region> region, listener->CreateRegion(1 << 16));
+  std::memset(region->data(), 0x5a, 1 << 16);
+  ASSERT_OK(server->ShareRegion(region));
+  ASSERT_OK(server->Send({&hi, 1}));
+  ASSERT_OK(client->Receive(10s).status());
+  const BufferRef ref{region->WireAddress(100), 1000};
+  ASSERT_OK_AND_ASSIGN(FetchedBody body, client->Fetch({&ref, 1}, 10s));
+  ASSERT_EQ(body.buffers.size(), 1u);
+  EXPECT_EQ(body.bytes.data[body.buffers[0].address], 0x5a);
+  EXPECT_EQ(RingBytesWritten() - before, 24 + 24 + 2);  // the region's frame and the message
 }
 
 }  // namespace
