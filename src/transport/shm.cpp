@@ -82,22 +82,13 @@ class ShmListener final : public Listener {
     if (size <= 0 || static_cast<uint64_t>(size) > kOffsetMask) {
       return Status::Invalid("a shared segment needs 1 byte to 1 TiB, not " + std::to_string(size));
     }
-    const int f = memfd_create("ferry-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (f < 0) return Status::FromErrno(errno, "memfd_create");
-    if (fchmod(f, 0600) != 0 || ftruncate(f, size) != 0 ||
-        fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-      const Status st = Status::FromErrno(
-          errno, "preparing a shared segment of " + std::to_string(size) + " bytes");
-      close(f);
-      return st;
-    }
-    Result<Mapping> pages = Mapping::OfFile(f, size, {.shared = true}, "a shared segment");
-    if (!pages.ok()) {
-      close(f);
-      return pages.status();
-    }
+    int f = -1;
+    FERRY_ASSIGN_OR_RAISE(
+        Mapping pages,
+        internal::shm::MakeSealedMemfd(
+            "ferry-segment", size, "a shared segment of " + std::to_string(size) + " bytes", &f));
     return std::shared_ptr<Region>(
-        std::make_shared<ShmRegion>(f, std::move(*pages), next_region_++));
+        std::make_shared<ShmRegion>(f, std::move(pages), next_region_++));
   }
 
   Result<std::shared_ptr<Region>> RegisterRegion(LendableBytes memory) override {
@@ -145,6 +136,25 @@ std::string FreshPath() {
 }
 
 }  // namespace
+
+Result<Mapping> internal::shm::MakeSealedMemfd(const char* name, int64_t size,
+                                               const std::string& what, int* fd) {
+  const int f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (f < 0) return Status::FromErrno(errno, "memfd_create for " + what);
+  if (fchmod(f, 0600) != 0 || ftruncate(f, size) != 0 ||
+      fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    const Status st = Status::FromErrno(errno, "preparing " + what);
+    close(f);
+    return st;
+  }
+  Result<Mapping> pages = Mapping::OfFile(f, size, {.shared = true}, what.c_str());
+  if (!pages.ok()) {
+    close(f);
+    return pages.status();
+  }
+  *fd = f;
+  return pages;
+}
 
 Result<std::unique_ptr<Listener>> ListenShm(const std::string& path, TransportLimits limits) {
   const std::string where = path.empty() ? FreshPath() : path;

@@ -59,6 +59,11 @@ class ShmRegion final : public Region {
   std::shared_ptr<const void> owner_;
 };
 
+/// `size` bytes of a fresh memfd named `name`: mode 0600, sealed against shrinking and growing
+/// (and further seals), mapped read-write and shared. Its descriptor goes to `*fd`, the caller's
+/// to pass and close. Errors name `what`.
+Result<Mapping> MakeSealedMemfd(const char* name, int64_t size, const std::string& what, int* fd);
+
 /// A connection over `fd`, a connected Unix stream socket it then owns.
 std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits);
 /// A client's end over `fd`, as MakeConnection, that sends a non-empty `trace`

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <sys/mman.h>  // memfd_create
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,6 +13,8 @@
 #include <climits>
 #include <cstring>
 #include <string>
+
+#include "transport/shm_common.hpp"
 
 namespace ferry::transport::internal::shm {
 
@@ -55,23 +56,10 @@ Result<FrameRing> FrameRing::Create(uint64_t capacity, int* fd) {
                            std::to_string(capacity));
   }
   const auto length = static_cast<int64_t>(kRingControlBytes + capacity);
-  const int f = memfd_create("ferry-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (f < 0) return Status::FromErrno(errno, "memfd_create for a frame ring");
-  if (fchmod(f, 0600) != 0 || ftruncate(f, length) != 0 ||
-      fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-    const Status st = Status::FromErrno(errno, "preparing a frame ring");
-    close(f);
-    return st;
-  }
-  Result<Mapping> pages = Mapping::OfFile(f, length, {.shared = true}, "a frame ring");
-  if (!pages.ok()) {
-    close(f);
-    return pages.status();
-  }
-  FrameRing ring(std::move(*pages), capacity);
+  FERRY_ASSIGN_OR_RAISE(Mapping pages, MakeSealedMemfd("ferry-ring", length, "a frame ring", fd));
+  FrameRing ring(std::move(pages), capacity);
   ring.control()->magic = kRingMagic;
   ring.control()->capacity = capacity;
-  *fd = f;
   return ring;
 }
 
