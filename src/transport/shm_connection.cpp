@@ -54,7 +54,8 @@ Status ShmConnection::SendMessageAndBody(std::span<const ByteSpan> metadata, uin
 }
 
 Status ShmConnection::OfferRing(int fd) {
-  Status st = SendFrame(FrameKind::kRing, 0, {}, fd, kRingControlBytes + kRingBytes);
+  Status st = in_ring_ ? SendFrame(FrameKind::kRing, 0, {}, fd, in_ring_->mapped_bytes())
+                      : Status::Invalid("this connection was made without a ring to offer");
   close(fd);
   return st;
 }

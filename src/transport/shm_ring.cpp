@@ -183,6 +183,9 @@ Status FrameRing::Write(std::span<const iovec> iov, const Clock& clock,
           syscall(SYS_futex, &c.room, FUTEX_WAIT, seen, &slice, nullptr, 0);
           FERRY_ASSIGN_OR_RAISE(room, Room());
         }
+        // Room came without the consumer's wake (it took less than half the ring): the mark
+        // would cost it a futex wake later for a producer that no longer waits.
+        At(c.producer_waiting).store(0, std::memory_order_relaxed);
       }
       const uint64_t n = std::min(room, left);
       const uint64_t at = position_ & mask_;

@@ -39,6 +39,10 @@ class FrameRing {
   FrameRing(FrameRing&&) noexcept = default;
   FrameRing& operator=(FrameRing&&) noexcept = default;
 
+  /// The bytes the ring's memfd holds, counter page included: the length a client's offer
+  /// names and Map expects.
+  uint64_t mapped_bytes() const { return static_cast<uint64_t>(pages_.size()); }
+
   // The consumer's side.
 
   /// Bytes written and not yet taken; an error naming both counters if the producer's count

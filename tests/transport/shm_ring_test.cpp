@@ -116,6 +116,28 @@ TEST(FrameRing, AProducerWaitsForHalfTheRingThenGoesOn) {
   close(e.fd);
 }
 
+TEST(FrameRing, AProducerThatFoundRoomUnwokenWithdrawsItsMark) {
+  ASSERT_OK_AND_ASSIGN(Ends e, MakeEnds(4096));
+  EXPECT_EQ(e.consumer.mapped_bytes(), kRingControlBytes + 4096);
+  int rings = 0;
+  ASSERT_OK(Write(e.producer, Counting(4096, 0), &rings));
+  const std::vector<uint8_t> more = Counting(1000, 7);
+  auto written = std::async(std::launch::async, [&] { return Write(e.producer, more, &rings); });
+  void* page = mmap(nullptr, kRingControlBytes, PROT_READ, MAP_SHARED, e.fd, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  const auto* waiting = reinterpret_cast<const uint32_t*>(static_cast<uint8_t*>(page) + 196);
+  ASSERT_TRUE(testing::Within(10s, [&] { return std::atomic_ref(*waiting).load() == 1; }));
+  // Taking 1,000 bytes leaves more than half the ring full: no wake-up, so the producer finds
+  // the room at the end of its 10 ms slice, and must take its mark back itself.
+  const std::vector<uint8_t> first = Take(e.consumer, 1000);
+  ASSERT_EQ(written.wait_for(10s), std::future_status::ready) << "the producer never looked again";
+  ASSERT_OK(written.get());
+  EXPECT_EQ(std::atomic_ref(*waiting).load(), 0u) << "the mark outlived the wait";
+  munmap(page, kRingControlBytes);
+  EXPECT_EQ(first, Counting(1000, 0));
+  close(e.fd);
+}
+
 TEST(FrameRing, AProducerFacingAFullRingFailsAtItsTimeoutOrWhenTheConnectionGoes) {
   ASSERT_OK_AND_ASSIGN(Ends e, MakeEnds(4096));
   int rings = 0;
