@@ -37,13 +37,20 @@ class KeepAlive::Arena {
       for (int64_t i = 0; i < n_buffers; ++i) slots[i] = buffers[i];
     }
     if (n_children > 0) {
-      // The children and the array of pointers to them that C reads, in one allocation.
       const auto n = static_cast<size_t>(n_children);
-      node.child_block =
-          std::make_unique_for_overwrite<std::byte[]>(n * (sizeof(ArrowArray) + sizeof(void*)));
-      node.children = reinterpret_cast<ArrowArray*>(node.child_block.get());
-      node.child_ptrs =
-          reinterpret_cast<ArrowArray**>(node.child_block.get() + n * sizeof(ArrowArray));
+      if (n <= kInlineChildren - children_used_) {
+        // A batch's root and a few nested types fit in the arena's own allocation.
+        node.children = reinterpret_cast<ArrowArray*>(inline_children_) + children_used_;
+        node.child_ptrs = inline_child_ptrs_ + children_used_;
+        children_used_ += n;
+      } else {
+        // The children and the array of pointers to them that C reads, in one allocation.
+        node.child_block =
+            std::make_unique_for_overwrite<std::byte[]>(n * (sizeof(ArrowArray) + sizeof(void*)));
+        node.children = reinterpret_cast<ArrowArray*>(node.child_block.get());
+        node.child_ptrs =
+            reinterpret_cast<ArrowArray**>(node.child_block.get() + n * sizeof(ArrowArray));
+      }
       for (size_t i = 0; i < n; ++i) node.child_ptrs[i] = new (&node.children[i]) ArrowArray{};
     }
     node.n_children = n_children;
@@ -67,8 +74,10 @@ class KeepAlive::Arena {
 
  private:
   static constexpr int64_t kInlineBuffers = 3;
-  // A batch of a few columns fits in the arena's own allocation.
+  // A batch of a few columns fits in the arena's own allocation: its nodes, and the children
+  // of its root (or of the few nodes that have children).
   static constexpr size_t kInlineNodes = 4;
+  static constexpr size_t kInlineChildren = 8;
 
   struct Node {
     Arena* arena = nullptr;
@@ -112,6 +121,9 @@ class KeepAlive::Arena {
   std::vector<std::shared_ptr<const void>> also_;  // Keep's owners (most arenas have none)
   alignas(Node) unsigned char inline_nodes_[kInlineNodes * sizeof(Node)];
   Block first_{reinterpret_cast<Node*>(inline_nodes_), kInlineNodes, 0};
+  alignas(ArrowArray) unsigned char inline_children_[kInlineChildren * sizeof(ArrowArray)];
+  ArrowArray* inline_child_ptrs_[kInlineChildren];
+  size_t children_used_ = 0;
   std::vector<Block> more_;  // raw storage; nodes are constructed as they are handed out
 };
 

@@ -278,8 +278,17 @@ Result<TaggedMessage> ClientSession::ReceiveBody(uint32_t sequence, const ipc::M
   return receive(options_.timeout);
 }
 
+ByteSpan ClientSession::Aligned(ByteSpan flatbuffer) {
+  if (reinterpret_cast<uintptr_t>(flatbuffer.data) % 8 == 0) return flatbuffer;
+  aligned_metadata_.resize((static_cast<size_t>(flatbuffer.size) + 7) / 8);
+  std::memcpy(aligned_metadata_.data(), flatbuffer.data, static_cast<size_t>(flatbuffer.size));
+  return {reinterpret_cast<const uint8_t*>(aligned_metadata_.data()), flatbuffer.size};
+}
+
 Status ClientSession::ReadBody(const MetadataMessage& m) {
-  FERRY_ASSIGN_OR_RAISE(ipc::MessageInfo info, ipc::InspectMessage(m.flatbuffer));
+  // Copied once here, so that neither the inspection nor the decoder copies it again.
+  const ByteSpan flatbuffer = Aligned(m.flatbuffer);
+  FERRY_ASSIGN_OR_RAISE(ipc::MessageInfo info, ipc::InspectMessage(flatbuffer));
   if (info.kind == ipc::MessageKind::kSchema) {
     return Status::Invalid("metadata message " + std::to_string(m.sequence) +
                            " is a schema; the protocol allows one only at sequence 0");
@@ -303,14 +312,15 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   }
   if (tag.type == BodyType::kPacked) {
     Count(r->payload.size);
-    return decoder_.ConsumeMessage(m.flatbuffer, r->payload);
+    return decoder_.ConsumeMessage(flatbuffer, r->payload);
   }
 
-  FERRY_ASSIGN_OR_RAISE(BufferList list, ParseBufferList(r->payload));
-  if (cuda_) return ConsumeOnDevice(m.flatbuffer, list);
+  FERRY_RETURN_NOT_OK(ParseBufferList(r->payload, &list_));
+  const BufferList& list = list_;
+  if (cuda_) return ConsumeOnDevice(flatbuffer, list);
   std::vector<bool> needed;
   std::vector<BufferRef> picked;
-  const std::span<const BufferRef> wanted = Wanted(m.flatbuffer, list, &needed, &picked);
+  const std::span<const BufferRef> wanted = Wanted(flatbuffer, list, &needed, &picked);
   Result<FetchedBody> fetched = ahead && ahead->fetch ? ahead->fetch->Wait(options_.timeout)
                                                       : data_->Fetch(wanted, options_.timeout);
   if (!fetched.ok()) {
@@ -318,8 +328,8 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   }
   // While this batch is decoded and validated, the next one's buffers travel.
   FetchAhead();
-  std::vector<ipc::BufferLocation> at;
-  at.reserve(list.buffers.size());
+  std::vector<ipc::BufferLocation>& at = locations_;
+  at.clear();
   size_t next = 0;
   for (size_t i = 0; i < list.buffers.size(); ++i) {
     if (!needed.empty() && !needed[i]) {
@@ -332,19 +342,16 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
     Count(static_cast<int64_t>(b.length));
   }
   SharedBytes bytes = fetched->bytes;
-  std::vector<uint64_t> addresses = DistinctAddresses(list.buffers);
+  DistinctAddresses addresses(list.buffers);
   if (fetched->borrowed && !addresses.empty()) {
     // Returned when the last array over it is released (or now, if decoding fails).
     freer_->Borrow();
-    auto owner = std::make_shared<BorrowedBody>();
-    owner->mapping = std::move(bytes.owner);
-    owner->freer = freer_;
-    owner->addresses = std::move(addresses);
-    bytes.owner = std::move(owner);
+    bytes.owner =
+        std::make_shared<BorrowedBody>(std::move(bytes.owner), freer_, std::move(addresses));
   } else if (!addresses.empty()) {
-    freer_->Free(addresses);  // a local copy: the server's memory is done
+    freer_->Free(addresses.view());  // a local copy: the server's memory is done
   }
-  return decoder_.ConsumeMessageBuffers(m.flatbuffer, bytes, at);
+  return decoder_.ConsumeMessageBuffers(flatbuffer, bytes, at);
 }
 
 void ClientSession::FetchAhead() {
@@ -403,8 +410,8 @@ void ClientSession::ReturnAhead() {
   Result<BufferList> list = ParseBufferList(ahead->body.payload);
   if (!list.ok()) return;
   if (ahead->fetch && !ahead->fetch->Wait(kReturnAheadWait).ok()) return;
-  std::vector<uint64_t> addresses = DistinctAddresses(list->buffers);
-  if (!addresses.empty()) freer_->Free(addresses);
+  const DistinctAddresses addresses(list->buffers);
+  if (!addresses.empty()) freer_->Free(addresses.view());
 }
 
 std::span<const BufferRef> ClientSession::Wanted(ByteSpan fb, const BufferList& list,
@@ -433,14 +440,10 @@ Status ClientSession::ConsumeOnDevice(ByteSpan fb, const BufferList& list) {
     at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
   }
   SharedBytes bytes{cuda_->data(), cuda_->size(), cuda_};
-  std::vector<uint64_t> addresses = DistinctAddresses(list.buffers);
+  DistinctAddresses addresses(list.buffers);
   if (!addresses.empty()) {
     freer_->Borrow();
-    auto owner = std::make_shared<BorrowedBody>();
-    owner->mapping = cuda_;
-    owner->freer = freer_;
-    owner->addresses = std::move(addresses);
-    bytes.owner = std::move(owner);
+    bytes.owner = std::make_shared<BorrowedBody>(cuda_, freer_, std::move(addresses));
   }
   return decoder_.ConsumeMessageBuffers(fb, bytes, at);
 }

@@ -122,6 +122,14 @@ class ClientSession {
   bool broken_ = false;       // the connection failed: close by aborting
   int64_t held_bytes_ = 0;    // metadata bytes in the reorder window
 
+  // What ReadBody reuses batch after batch rather than allocating: the flatbuffer copied to
+  // 8-byte alignment (the protocol's 5-byte header leaves it unaligned), the parsed buffer
+  // list, and where each buffer landed.
+  std::vector<uint64_t> aligned_metadata_;
+  BufferList list_;
+  std::vector<ipc::BufferLocation> locations_;
+  ByteSpan Aligned(ByteSpan flatbuffer);
+
   // The next batch's body, taken by FetchAhead before its turn, with its fetch under way.
   struct Ahead {
     uint32_t sequence = 0;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "ferry/dipc/protocol.hpp"
@@ -27,7 +29,7 @@ class Freer {
   Freer(std::shared_ptr<Connection> conn, uint64_t tag) : conn_(std::move(conn)), tag_(tag) {}
   ~Freer() { Finish(); }
 
-  void Free(const std::vector<uint64_t>& addresses) {
+  void Free(std::span<const uint64_t> addresses) {
     std::unique_lock lock(mutex_);
     pending_.insert(pending_.end(), addresses.begin(), addresses.end());
     if (!SendNow()) return;
@@ -59,7 +61,7 @@ class Freer {
     std::lock_guard lock(mutex_);
     ++borrowed_;
   }
-  void Return(const std::vector<uint64_t>& addresses) {
+  void Return(std::span<const uint64_t> addresses) {
     std::unique_lock lock(mutex_);
     --borrowed_;
     pending_.insert(pending_.end(), addresses.begin(), addresses.end());
@@ -118,23 +120,44 @@ class Freer {
   bool closed_ = false;
 };
 
+// The distinct addresses of a type-1 list, sorted: what the client frees for it. A list of up
+// to eight buffers (a batch of a few columns) keeps them inline, so that a batch's loan costs
+// no allocation of its own.
+class DistinctAddresses {
+ public:
+  explicit DistinctAddresses(const std::vector<BufferRef>& buffers) {
+    uint64_t* out = few_.data();
+    if (buffers.size() > few_.size()) {
+      many_.resize(buffers.size());
+      out = many_.data();
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) out[i] = buffers[i].address;
+    std::sort(out, out + buffers.size());
+    size_ = static_cast<size_t>(std::unique(out, out + buffers.size()) - out);
+  }
+
+  std::span<const uint64_t> view() const {
+    return {many_.empty() ? few_.data() : many_.data(), size_};
+  }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  std::array<uint64_t, 8> few_{};
+  std::vector<uint64_t> many_;
+  size_t size_ = 0;
+};
+
 // The owner of a borrowed body: keeps the mapping, and returns the loan when the last array
 // over it goes.
 struct BorrowedBody {
+  BorrowedBody(std::shared_ptr<const void> mapping, std::shared_ptr<Freer> freer,
+               DistinctAddresses addresses)
+      : mapping(std::move(mapping)), freer(std::move(freer)), addresses(std::move(addresses)) {}
+  ~BorrowedBody() { freer->Return(addresses.view()); }
+
   std::shared_ptr<const void> mapping;
   std::shared_ptr<Freer> freer;
-  std::vector<uint64_t> addresses;
-  ~BorrowedBody() { freer->Return(addresses); }
+  DistinctAddresses addresses;
 };
-
-// The distinct addresses of a type-1 list, sorted: what the client frees for it.
-inline std::vector<uint64_t> DistinctAddresses(const std::vector<BufferRef>& buffers) {
-  std::vector<uint64_t> out;
-  out.reserve(buffers.size());
-  for (const BufferRef& b : buffers) out.push_back(b.address);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
 
 }  // namespace ferry::dipc::internal

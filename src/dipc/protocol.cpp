@@ -92,12 +92,20 @@ Result<BodyTag> ParseBodyTag(uint64_t tag) {
 }
 
 Result<BufferList> ParseBufferList(ByteSpan input) {
+  BufferList out;
+  FERRY_RETURN_NOT_OK(ParseBufferList(input, &out));
+  return out;
+}
+
+Status ParseBufferList(ByteSpan input, BufferList* list) {
+  BufferList& out = *list;
+  out.total_size = 0;
+  out.buffers.clear();
   const std::span<const uint8_t> bytes = Indexable(input);
   if (bytes.size() < 16 || bytes.size() % 16 != 0) {
     return Status::Invalid("a buffer-list body of " + std::to_string(bytes.size()) +
                            " bytes is not 16 + 16 x count bytes");
   }
-  BufferList out;
   out.total_size = Load64(bytes.data());
   const uint64_t count = Load64(bytes.data() + 8);
   const uint64_t present = (bytes.size() - 16) / 16;
@@ -119,7 +127,7 @@ Result<BufferList> ParseBufferList(ByteSpan input) {
     return Status::Invalid("the buffer-list lengths sum to " + std::to_string(sum) +
                            " but the declared total is " + std::to_string(out.total_size));
   }
-  return out;
+  return Status::OK();
 }
 
 std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers) {

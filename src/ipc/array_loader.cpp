@@ -58,16 +58,22 @@ struct Slice {
 
 class Loader {
  public:
+  // `sizes` receives the IPC length of every buffer, node by node (cleared first; its room is
+  // reused).
   Loader(const StreamSchema& schema, const fb::RecordBatch* batch, const Body& body,
-         const DictionaryLookup& dictionaries, int64_t decompress_limit, std::string label)
+         const DictionaryLookup& dictionaries, int64_t decompress_limit, std::string label,
+         BufferSizes& sizes)
       : schema_(schema),
         batch_(batch),
         body_(body),
         dictionaries_(dictionaries),
         budget_(decompress_limit),
         label_(std::move(label)),
-        nodes_(body.owner) {
+        nodes_(body.owner),
+        sizes_(sizes) {
     swap_ = schema.big_endian != (std::endian::native == std::endian::big);
+    sizes_.sizes.clear();
+    sizes_.starts.assign(1, 0);
     if (batch != nullptr && batch->nodes() != nullptr) {
       // One allocation for every node of the batch (bounded by the metadata's size).
       // One more for the batch's root, which the decoder makes (TakeNodes).
@@ -122,7 +128,6 @@ class Loader {
     return Status::OK();
   }
 
-  BufferSizes TakeSizes() { return std::move(sizes_); }
   KeepAlive TakeNodes() { return std::move(nodes_); }
   void set_preorder(const StreamSchema::Preorder* p) { preorder_ = p; }
   Loader(const Loader&) = delete;
@@ -409,7 +414,7 @@ class Loader {
   flatbuffers::uoffset_t node_ = 0;
   flatbuffers::uoffset_t buffer_ = 0;
   flatbuffers::uoffset_t variadic_ = 0;
-  BufferSizes sizes_;
+  BufferSizes& sizes_;
   int64_t decompressed_ = 0;
 };
 
@@ -417,7 +422,7 @@ class Loader {
 
 namespace {
 
-void UsePreorder(Loader& loader, const std::vector<const ArrowSchema*>& columns,
+void UsePreorder(Loader& loader, std::span<const ArrowSchema* const> columns,
                  const StreamSchema& schema) {
   if (!columns.empty() && !schema.preorder.nodes.empty() &&
       schema.preorder.nodes[0] == columns[0]) {
@@ -431,13 +436,14 @@ void UsePreorder(Loader& loader, const std::vector<const ArrowSchema*>& columns,
 
 }  // namespace
 
-Result<std::vector<bool>> BuffersOfColumns(const std::vector<const ArrowSchema*>& columns,
+Result<std::vector<bool>> BuffersOfColumns(std::span<const ArrowSchema* const> columns,
                                            const StreamSchema& schema, const fb::RecordBatch* batch,
                                            const std::vector<bool>& selected,
                                            const std::string& label) {
   if (batch == nullptr) return Status::Invalid(label + ": the message has no record batch");
   const DictionaryLookup none;  // never called: no buffer is read
-  Loader loader(schema, batch, Body{}, none, 0, label);
+  BufferSizes sizes;
+  Loader loader(schema, batch, Body{}, none, 0, label, sizes);
   FERRY_RETURN_NOT_OK(loader.Init());
   UsePreorder(loader, columns, schema);
   std::vector<bool> needed(batch->buffers()->size(), false);
@@ -452,11 +458,12 @@ Result<std::vector<bool>> BuffersOfColumns(const std::vector<const ArrowSchema*>
   return needed;
 }
 
-Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns,
-                                  const StreamSchema& schema, const fb::RecordBatch* batch,
-                                  const Body& body, const DictionaryLookup& dictionaries,
-                                  int64_t decompress_limit, const std::string& label,
-                                  const std::vector<bool>& selected) {
+Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
+                   const fb::RecordBatch* batch, const Body& body,
+                   const DictionaryLookup& dictionaries, int64_t decompress_limit,
+                   const std::string& label, const std::vector<bool>& selected,
+                   LoadedColumns* out) {
+  out->Reset();
   if (batch == nullptr) return Status::Invalid(label + ": the message has no record batch");
   Body aligned = body;
   int64_t realigned = 0;
@@ -466,11 +473,10 @@ Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns
     FERRY_ASSIGN_OR_RAISE(aligned, SharedBytes::Copy(body));
     realigned = body.size;
   }
-  Loader loader(schema, batch, aligned, dictionaries, decompress_limit, label);
+  Loader loader(schema, batch, aligned, dictionaries, decompress_limit, label, out->buffer_sizes);
   FERRY_RETURN_NOT_OK(loader.Init());
   UsePreorder(loader, columns, schema);
-  LoadedColumns out;
-  out.columns.reserve(columns.size());
+  out->columns.reserve(columns.size());
   for (size_t c = 0; c < columns.size(); ++c) {
     const ArrowSchema* column = columns[c];
     if (!selected.empty() && !selected[c]) {
@@ -484,13 +490,12 @@ Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns
                              "\" has " + std::to_string(array->length) +
                              " rows but the batch has " + std::to_string(batch->length()));
     }
-    out.columns.push_back(std::move(array));
+    out->columns.push_back(std::move(array));
   }
   FERRY_RETURN_NOT_OK(loader.Finish());
-  out.buffer_sizes = loader.TakeSizes();
-  out.nodes = loader.TakeNodes();
-  out.decompressed_bytes = loader.decompressed() + realigned;
-  return out;
+  out->nodes = loader.TakeNodes();
+  out->decompressed_bytes = loader.decompressed() + realigned;
+  return Status::OK();
 }
 
 }  // namespace ferry::ipc::internal

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,15 @@ using DictionaryLookup = std::function<Result<DictionaryRef>(int64_t id)>;
 /// node in pre-order (the C data interface carries no sizes; validation needs them).
 /// Per node in pre-order, the IPC length of each of its buffers, flattened: node k's sizes are
 /// sizes[starts[k] .. starts[k + 1]).
+/// Empty (no node) until a loader starts it.
 struct BufferSizes {
   std::vector<int64_t> sizes;
-  std::vector<uint32_t> starts{0};
-  size_t nodes() const { return starts.size() - 1; }
+  std::vector<uint32_t> starts;
+  size_t nodes() const { return starts.empty() ? 0 : starts.size() - 1; }
 };
 
+/// What LoadColumns fills. Reusable: a decoder keeps one, so that a stream's batches reuse the
+/// vectors' room instead of allocating them per batch; Reset drops what one batch left in it.
 struct LoadedColumns {
   std::vector<UniqueArray> columns;
   BufferSizes buffer_sizes;
@@ -43,22 +47,32 @@ struct LoadedColumns {
   int64_t decompressed_bytes = 0;
   /// What made the columns' nodes, with room reserved for one more (the batch's root).
   std::optional<KeepAlive> nodes;
+
+  /// Release the columns not moved out and the maker's reference to their nodes; the vectors
+  /// keep their room.
+  void Reset() {
+    columns.clear();
+    buffer_sizes.sizes.clear();
+    buffer_sizes.starts.clear();
+    decompressed_bytes = 0;
+    nodes.reset();
+  }
 };
 
 /// Load the columns described by `columns` (schema nodes of `schema.root`) from `batch` over
-/// `body`. Checks every count, offset, length and alignment against the body and the schema
-/// before any pointer is handed out; bodies are referenced, never copied, unless compressed.
-/// With `selected` (one flag per column; empty: all), the others are stepped over unread and
-/// only the selected are returned. `label` ("message 3") starts every error.
-Result<LoadedColumns> LoadColumns(const std::vector<const ArrowSchema*>& columns,
-                                  const StreamSchema& schema, const fb::RecordBatch* batch,
-                                  const Body& body, const DictionaryLookup& dictionaries,
-                                  int64_t decompress_limit, const std::string& label,
-                                  const std::vector<bool>& selected = {});
+/// `body` into `out` (reset first). Checks every count, offset, length and alignment against
+/// the body and the schema before any pointer is handed out; bodies are referenced, never
+/// copied, unless compressed. With `selected` (one flag per column; empty: all), the others are
+/// stepped over unread and only the selected are returned. `label` ("message 3") starts every
+/// error.
+Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
+                   const fb::RecordBatch* batch, const Body& body,
+                   const DictionaryLookup& dictionaries, int64_t decompress_limit,
+                   const std::string& label, const std::vector<bool>& selected, LoadedColumns* out);
 
 /// Which of `batch`'s body buffers LoadColumns reads for the `selected` columns (one flag per
 /// buffer the batch lists), found from the field nodes and the schema alone: no body needed.
-Result<std::vector<bool>> BuffersOfColumns(const std::vector<const ArrowSchema*>& columns,
+Result<std::vector<bool>> BuffersOfColumns(std::span<const ArrowSchema* const> columns,
                                            const StreamSchema& schema, const fb::RecordBatch* batch,
                                            const std::vector<bool>& selected,
                                            const std::string& label);

@@ -52,6 +52,12 @@ Result<UniqueArray> Concatenate(const ArrowSchema* schema, const ArrowArray* a,
   return ArrayFromJson(schema, ja);
 }
 
+// Resets a reused LoadedColumns on every way out, so that it keeps no body alive.
+struct ResetAtExit {
+  internal::LoadedColumns& loaded;
+  ~ResetAtExit() { loaded.Reset(); }
+};
+
 }  // namespace
 
 Status internal::ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
@@ -167,13 +173,20 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
                                                const SharedBytes& body, const std::string& label,
                                                int64_t* decompressed) const {
   const ArrowSchema* all = schema->root.get();
-  std::vector<const ArrowSchema*> columns(all->children, all->children + all->n_children);
+  const std::span<const ArrowSchema* const> columns(all->children,
+                                                    static_cast<size_t>(all->n_children));
   FERRY_RETURN_NOT_OK(
       CheckDeviceBody(batch != nullptr && batch->compression() != nullptr, body, label));
+  // A stream's batches reuse one LoadedColumns and one view; a second thread decoding at the
+  // same time (a file read at random) makes its own.
+  std::unique_lock lock(batch_view_mutex, std::try_to_lock);
+  internal::LoadedColumns own;
+  internal::LoadedColumns& loaded = lock.owns_lock() ? batch_scratch : own;
+  const ResetAtExit reset{loaded};
   auto lookup = [this](int64_t key) { return Lookup(key); };
-  FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
-                        internal::LoadColumns(columns, *schema, batch, body, lookup,
-                                              options.max_decompressed_bytes, label, selected));
+  FERRY_RETURN_NOT_OK(internal::LoadColumns(columns, *schema, batch, body, lookup,
+                                            options.max_decompressed_bytes, label, selected,
+                                            &loaded));
   if (decompressed != nullptr) *decompressed += loaded.decompressed_bytes;
   const ArrowSchema* root = OutSchema();
   UniqueArray out;
@@ -185,7 +198,6 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
   }
   const ValidationLevel level = Validation();
   if (level == ValidationLevel::kNone) return out;
-  std::unique_lock lock(batch_view_mutex, std::try_to_lock);
   if (!lock.owns_lock()) {
     FERRY_RETURN_NOT_OK(
         internal::ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, level, label));
@@ -247,9 +259,9 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
   auto lookup = [this](int64_t key) { return Lookup(key); };
   FERRY_RETURN_NOT_OK(
       CheckDeviceBody(d->data() != nullptr && d->data()->compression() != nullptr, body, label));
-  FERRY_ASSIGN_OR_RAISE(internal::LoadedColumns loaded,
-                        internal::LoadColumns({value_schema}, *schema, d->data(), body, lookup,
-                                              options.max_decompressed_bytes, label));
+  internal::LoadedColumns loaded;
+  FERRY_RETURN_NOT_OK(internal::LoadColumns({&value_schema, 1}, *schema, d->data(), body, lookup,
+                                            options.max_decompressed_bytes, label, {}, &loaded));
   copied += loaded.decompressed_bytes;
   FERRY_RETURN_NOT_OK(internal::ValidateLoaded(value_schema, loaded.columns[0].get(),
                                                loaded.buffer_sizes, false, Validation(), label));
@@ -459,9 +471,7 @@ int64_t Decoder::next_required_size() const noexcept {
 
 std::optional<DecodedMessage> Decoder::Next() {
   if (impl_->events.empty()) return std::nullopt;
-  DecodedMessage m = std::move(impl_->events.front());
-  impl_->events.pop_front();
-  return m;
+  return impl_->events.pop_front();
 }
 
 const ArrowSchema* Decoder::schema() const noexcept {

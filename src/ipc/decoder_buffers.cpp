@@ -55,7 +55,8 @@ Result<std::vector<bool>> Decoder::Impl::Needed(const fb::Message* m, int64_t i)
     return std::vector<bool>(count, used_dictionaries.count(dictionary->id()) > 0);
   }
   const ArrowSchema* root = schema->root.get();
-  std::vector<const ArrowSchema*> columns(root->children, root->children + root->n_children);
+  const std::span<const ArrowSchema* const> columns(root->children,
+                                                    static_cast<size_t>(root->n_children));
   return internal::BuffersOfColumns(columns, *schema, batch, selected, Label(i));
 }
 

@@ -2,7 +2,6 @@
 // decoding that does not depend on framing.
 #pragma once
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +17,35 @@
 #include "ipc/schema_flatbuffer.hpp"
 
 namespace ferry::ipc {
+
+// Decoded messages waiting for Next, first in, first out. A vector taken from the front and
+// emptied once all is taken: a stream that decodes a message and takes it reuses one slot,
+// where a deque would allocate a block every few messages.
+class EventQueue {
+ public:
+  void push_back(DecodedMessage m) { items_.push_back(std::move(m)); }
+  bool empty() const { return head_ == items_.size(); }
+  // The oldest message; the queue must not be empty.
+  DecodedMessage pop_front() {
+    DecodedMessage m = std::move(items_[head_++]);
+    if (head_ == items_.size()) {
+      clear();
+    } else if (head_ >= 64 && head_ * 2 >= items_.size()) {
+      // A reader that never catches up must not leave taken slots behind without bound.
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    return m;
+  }
+  void clear() {
+    items_.clear();
+    head_ = 0;
+  }
+
+ private:
+  std::vector<DecodedMessage> items_;
+  size_t head_ = 0;
+};
 
 struct Decoder::Impl {
   explicit Impl(ReadOptions o) : options(std::move(o)) {}
@@ -41,13 +69,15 @@ struct Decoder::Impl {
   std::set<int64_t> used_dictionaries;
   std::map<int64_t, std::shared_ptr<UniqueArray>> dictionaries;
   bool file_mode = false;  // the file format forbids dictionary replacement
-  std::deque<DecodedMessage> events;
+  EventQueue events;
   int64_t index = 0;
   int64_t copied = 0;
-  // The view each batch is validated through, made from OutSchema() once (not per batch: a
-  // view's making is most of a small batch's validation). The mutex lets the file reader's
-  // concurrent random reads each take it or, finding it busy, make their own.
+  // What DecodeBatch reuses batch after batch: the vectors it loads columns into, and the view
+  // each batch is validated through, made from OutSchema() once (not per batch: a view's
+  // making is most of a small batch's validation). The mutex lets the file reader's concurrent
+  // random reads each take them or, finding them busy, make their own.
   mutable std::mutex batch_view_mutex;
+  mutable internal::LoadedColumns batch_scratch;
   mutable std::optional<ArrayView> batch_view;
   mutable const ArrowSchema* batch_view_schema = nullptr;
 

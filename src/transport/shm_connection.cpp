@@ -55,7 +55,7 @@ Status ShmConnection::SendMessageAndBody(std::span<const ByteSpan> metadata, uin
 
 Status ShmConnection::OfferRing(int fd) {
   Status st = in_ring_ ? SendFrame(FrameKind::kRing, 0, {}, fd, in_ring_->mapped_bytes())
-                      : Status::Invalid("this connection was made without a ring to offer");
+                       : Status::Invalid("this connection was made without a ring to offer");
   close(fd);
   return st;
 }

@@ -48,6 +48,15 @@ TEST(SequencerTest, WindowDuplicatesAndStaleNumbersAreErrors) {
                      s.Put(0, 0));
   EXPECT_FALSE(s.Pop().has_value());  // 1 is missing: nothing past the gap comes out
   EXPECT_EQ(s.held(), 1u);
+  // The next number, whether it comes in its turn or was held from before its turn, also
+  // arrives only once.
+  ASSERT_OK(s.Put(1, 10));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sequence number 1 arrived twice", s.Put(1, 0));
+  EXPECT_EQ(s.held(), 2u);
+  EXPECT_EQ(s.Pop(), std::optional<int>(10));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sequence number 2 arrived twice", s.Put(2, 0));
+  EXPECT_EQ(s.Pop(), std::optional<int>(0));
+  EXPECT_EQ(s.held(), 0u);
 }
 
 }  // namespace

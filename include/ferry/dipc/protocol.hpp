@@ -80,6 +80,9 @@ struct FERRY_EXPORT BufferList {
 /// total (without overflow), and the count is bounded by the bytes present (no allocation a
 /// lying count can inflate).
 FERRY_EXPORT Result<BufferList> ParseBufferList(ByteSpan bytes);
+/// The same into `out`, whose vector's room is reused: a client parsing one list per batch
+/// allocates only when a list is longer than any before it.
+[[nodiscard]] FERRY_EXPORT Status ParseBufferList(ByteSpan bytes, BufferList* out);
 
 /// Encode a type-1 body (little-endian uint64s). `total_size` is recomputed from the buffers.
 FERRY_EXPORT std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers);

@@ -35,14 +35,24 @@ class Sequencer {
                              std::to_string(ahead) + " ahead of " + std::to_string(next_) +
                              ", beyond the window of " + std::to_string(window_));
     }
-    if (!held_.emplace(sequence, std::move(item)).second) {
-      return Status::Invalid("sequence number " + std::to_string(sequence) + " arrived twice");
+    if (ahead == 0) {
+      // The usual case, an item in its turn, waits outside the map: no allocation.
+      if (due_ || held_.count(sequence) > 0) return Twice(sequence);
+      due_.emplace(std::move(item));
+      return Status::OK();
     }
+    if (!held_.emplace(sequence, std::move(item)).second) return Twice(sequence);
     return Status::OK();
   }
 
   /// The next item in order, if it has arrived.
   std::optional<T> Pop() {
+    if (due_) {
+      std::optional<T> item = std::move(due_);
+      due_.reset();
+      ++next_;
+      return item;
+    }
     auto it = held_.find(next_);
     if (it == held_.end()) return std::nullopt;
     T item = std::move(it->second);
@@ -52,11 +62,16 @@ class Sequencer {
   }
 
   uint32_t next() const noexcept { return next_; }
-  size_t held() const noexcept { return held_.size(); }
+  size_t held() const noexcept { return held_.size() + (due_ ? 1 : 0); }
 
  private:
+  static Status Twice(uint32_t sequence) {
+    return Status::Invalid("sequence number " + std::to_string(sequence) + " arrived twice");
+  }
+
   uint32_t window_;
   uint32_t next_;
+  std::optional<T> due_;  // number next_, when it came in its turn
   std::map<uint32_t, T> held_;
 };
 
