@@ -80,7 +80,7 @@ class Mailbox {
       Taken(m.size);
       return m;
     }
-    return Failure(ready, "an untagged message");
+    return Failure(ready, timeout, "an untagged message");
   }
 
   /// The oldest tagged message whose `(tag & mask) == (want & mask)`.
@@ -101,7 +101,7 @@ class Mailbox {
       Taken(m.payload.size);
       return m;
     }
-    return Failure(ready, "a tagged message");
+    return Failure(ready, timeout, "a tagged message");
   }
 
   /// Whether a tagged message with exactly `tag` waits here: a look under the lock, no wait.
@@ -127,6 +127,12 @@ class Mailbox {
   bool closed() const {
     std::lock_guard lock(mutex_);
     return closed_;
+  }
+
+  /// The error of a pop that waited for `what` ("an untagged message") until its deadline. A
+  /// pop that only looked (no time to wait) says just "timed out", which allocates nothing.
+  static Status TimedOut(const char* what) {
+    return Status::DeadlineExceeded(std::string("timed out waiting for ") + what);
   }
 
  private:
@@ -201,8 +207,11 @@ class Mailbox {
     if (max_bytes_ > 0) room_.notify_all();
   }
 
-  Status Failure(bool ready, const char* what) const {
-    if (!ready) return Status::DeadlineExceeded(std::string("timed out waiting for ") + what);
+  Status Failure(bool ready, std::chrono::milliseconds timeout, const char* what) const {
+    // A look (no wait) that finds nothing is how a spinning reader polls: its message is short
+    // enough for the string's own room, so that a look allocates nothing.
+    if (!ready && timeout.count() <= 0) return Status::DeadlineExceeded("timed out");
+    if (!ready) return TimedOut(what);
     return Status::Unavailable(reason_ + " while waiting for " + what);
   }
 

@@ -83,9 +83,9 @@ class ShmConnection final : public Connection {
   // `pop(wait)` (the inbox's), with the caller reading the socket while it waits: it takes the
   // read token, reads what has come, spins on the socket up to the spin, then sleeps in poll
   // until its deadline. A caller that finds another reading waits for what that one pushes, a
-  // millisecond at a time.
+  // millisecond at a time. A wait that reaches its deadline names `what` it waited for.
   template <typename Pop>
-  auto Lead(std::chrono::milliseconds timeout, Pop pop) -> decltype(pop(timeout));
+  auto Lead(std::chrono::milliseconds timeout, const char* what, Pop pop) -> decltype(pop(timeout));
   // The reader thread. Without a spin it reads frames as they come, blocking in recvmsg. With
   // one, a receiving caller reads the socket itself (Lead) and this thread reads only once no
   // caller has for kParked: a paced stream's batch then wakes one thread, the caller's, not two,
@@ -98,7 +98,8 @@ class ShmConnection final : public Connection {
   // the connection ended (`why` says how).
   bool ReadReady(std::string* why);
   bool Readable() const;
-  // The connection is over: refuse further pushes with `why` and tell the peer.
+  // The connection is over: refuse further pushes with `why` (empty: the peer closed it) and
+  // tell the peer.
   void End(const std::string& why);
   // Read one frame, with the read token (the reader thread, or a leading caller), waiting for
   // its bytes; false when the connection ended (`why` says how).

@@ -24,7 +24,8 @@ void CpuRelax() {
 }  // namespace
 
 template <typename Pop>
-auto ShmConnection::Lead(std::chrono::milliseconds timeout, Pop pop) -> decltype(pop(timeout)) {
+auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Pop pop)
+    -> decltype(pop(timeout)) {
   using std::chrono::milliseconds;
   if (limits_.spin.count() <= 0) return pop(timeout);
   auto r = pop(milliseconds(0));
@@ -50,7 +51,7 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, Pop pop) -> decltype
       r = pop(std::min(left, milliseconds(1)));
       continue;
     }
-    std::string why = "the peer closed the connection";
+    std::string why;  // set by a read that fails; End says the peer closed if it is not
     // The reader thread may have pushed what this caller waits for after its last look and
     // before it took the token: the socket is then empty, and only the inbox has it.
     r = pop(milliseconds(0));
@@ -108,16 +109,19 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, Pop pop) -> decltype
   // while the caller decodes; one the caller waits for keeps it parked, so that a batch wakes
   // one thread, not two.
   if (resume) lead_changed_.notify_all();
+  // The looks while it spun and slept said only "timed out"; a wait with time says for what.
+  if (waiting() && timeout.count() > 0) r = Mailbox::TimedOut(what);
   return r;
 }
 
 Result<SharedBytes> ShmConnection::Receive(std::chrono::milliseconds timeout) {
-  return Lead(timeout, [this](std::chrono::milliseconds t) { return inbox_.PopUntagged(t); });
+  return Lead(timeout, "an untagged message",
+              [this](std::chrono::milliseconds t) { return inbox_.PopUntagged(t); });
 }
 
 Result<TaggedMessage> ShmConnection::ReceiveTagged(uint64_t want, uint64_t mask,
                                                    std::chrono::milliseconds timeout) {
-  return Lead(timeout,
+  return Lead(timeout, "a tagged message",
               [&](std::chrono::milliseconds t) { return inbox_.PopTagged(want, mask, t); });
 }
 
@@ -172,7 +176,8 @@ bool ShmConnection::Readable() const {
 }
 
 void ShmConnection::End(const std::string& why) {
-  inbox_.Close(why);  // first: whoever sees ended_ finds the inbox closed, and why
+  // First: whoever sees ended_ finds the inbox closed, and why.
+  inbox_.Close(why.empty() ? std::string("the peer closed the connection") : why);
   ended_.store(true);
   shutdown(fd_, SHUT_RDWR);
 }

@@ -88,8 +88,7 @@ TEST(ShmConnection, ASpinningEndsLookReadsWhatHasArrived) {
     EXPECT_EQ(t.payload.data[0], i);
   }
   EXPECT_EQ(clock->waiters(), 0);  // nothing waited
-  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for an untagged message",
-                     b->Receive(0ms));
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", b->Receive(0ms));
 }
 
 // With no caller receiving, the reader thread reads the socket, so a peer sending far more than
