@@ -131,7 +131,14 @@ Status ParseBufferList(ByteSpan input, BufferList* list) {
 }
 
 std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers) {
-  std::vector<uint8_t> out(16 + 16 * buffers.size());
+  std::vector<uint8_t> out;
+  EncodeBufferList(buffers, &out);
+  return out;
+}
+
+void EncodeBufferList(std::span<const BufferRef> buffers, std::vector<uint8_t>* into) {
+  std::vector<uint8_t>& out = *into;
+  out.resize(16 + 16 * buffers.size());
   uint64_t total = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
     total += buffers[i].length;
@@ -140,7 +147,6 @@ std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers) {
   }
   Store64(out.data(), total);
   Store64(out.data() + 8, buffers.size());
-  return out;
 }
 
 Result<std::vector<uint64_t>> ParseFreeData(ByteSpan input) {

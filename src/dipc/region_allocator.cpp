@@ -9,11 +9,35 @@ namespace ferry::dipc::internal {
 
 namespace {
 constexpr int64_t kAlign = 64;
-}
+// An allocation takes a free block and puts back its rest and a used one; a free takes a used
+// block and up to two free neighbours and puts back one: a few spare nodes cover both.
+constexpr size_t kSpareNodes = 8;
+}  // namespace
 
 RegionAllocator::RegionAllocator(int64_t capacity, std::shared_ptr<Clock> clock)
     : capacity_(capacity / kAlign * kAlign), clock_(std::move(clock)) {
   if (capacity_ > 0) free_.emplace(0, capacity_);
+  spare_.reserve(kSpareNodes);
+}
+
+void RegionAllocator::Put(Blocks& to, int64_t offset, int64_t size) {
+  if (spare_.empty()) {
+    to.emplace(offset, size);
+    return;
+  }
+  Blocks::node_type node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = offset;
+  node.mapped() = size;
+  to.insert(std::move(node));
+}
+
+void RegionAllocator::Take(Blocks& from, Blocks::iterator it) {
+  if (spare_.size() == kSpareNodes) {
+    from.erase(it);
+    return;
+  }
+  spare_.push_back(from.extract(it));
 }
 
 bool RegionAllocator::TryAllocate(int64_t size, int64_t* offset) {
@@ -21,9 +45,9 @@ bool RegionAllocator::TryAllocate(int64_t size, int64_t* offset) {
     if (it->second < size) continue;
     *offset = it->first;
     const int64_t rest = it->second - size;
-    free_.erase(it);
-    if (rest > 0) free_.emplace(*offset + size, rest);
-    used_.emplace(*offset, size);
+    Take(free_, it);
+    if (rest > 0) Put(free_, *offset + size, rest);
+    Put(used_, *offset, size);
     in_use_ += size;
     return true;
   }
@@ -40,6 +64,8 @@ Result<int64_t> RegionAllocator::Allocate(int64_t size, std::chrono::millisecond
   }
   std::unique_lock lock(mutex_);
   int64_t offset = 0;
+  // Room at once is the usual case, and needs no wait (nor the wait's predicate made).
+  if (TryAllocate(rounded, &offset)) return offset;
   bool allocated = false;
   clock_->WaitFor(freed_, lock, timeout, [&] {
     allocated = TryAllocate(rounded, &offset);
@@ -61,22 +87,24 @@ bool RegionAllocator::Free(int64_t offset) {
     int64_t start = offset;
     int64_t size = used->second;
     in_use_ -= size;
-    used_.erase(used);
+    Take(used_, used);
     // Coalesce with the free neighbours on both sides.
     auto next = free_.lower_bound(start);
     if (next != free_.end() && start + size == next->first) {
       size += next->second;
-      next = free_.erase(next);
+      const auto after = std::next(next);
+      Take(free_, next);
+      next = after;
     }
     if (next != free_.begin()) {
       auto prev = std::prev(next);
       if (prev->first + prev->second == start) {
         start = prev->first;
         size += prev->second;
-        free_.erase(prev);
+        Take(free_, prev);
       }
     }
-    free_.emplace(start, size);
+    Put(free_, start, size);
   }
   freed_.notify_all();
   return true;

@@ -318,9 +318,10 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   FERRY_ASSIGN_OR_RAISE(int64_t block,
                         state_->allocator->Allocate(m.body_length + 1, state_->options.timeout,
                                                     [this] { return dead_ || client_gone_; }));
-  std::vector<BufferRef> pairs;
-  pairs.reserve(m.buffers.size());
-  std::vector<uint64_t> addresses;
+  std::vector<BufferRef>& pairs = pairs_;
+  pairs.clear();
+  std::vector<uint64_t> addresses;  // kept with the block until the client frees it
+  addresses.reserve(m.buffers.size());
   for (const ipc::BodyBuffer& b : m.buffers) {
     if (b.length > 0) std::memcpy(region.data() + block + b.offset, b.data, b.length);
     pairs.push_back(
@@ -338,8 +339,8 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
     block_addresses_ += static_cast<int64_t>(addresses.size());
     blocks_[region.WireAddress(block)] = LentBlock{block, std::move(addresses)};
   }
-  const std::vector<uint8_t> list = EncodeBufferList(pairs);
-  const ByteSpan piece(list);
+  EncodeBufferList(pairs, &list_);
+  const ByteSpan piece(list_);
   return SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata);
 }
 

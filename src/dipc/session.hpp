@@ -170,6 +170,10 @@ class Session final {
   std::map<uint64_t, LentBlock> blocks_;
   int64_t block_addresses_ = 0;       // addresses in blocks_, not yet freed
   std::map<uint64_t, int64_t> lent_;  // a kept dataset's address -> times lent, not freed
+  // What WriteMessage reuses batch after batch (on the serving thread only): a batch's pairs
+  // and their encoding.
+  std::vector<BufferRef> pairs_;
+  std::vector<uint8_t> list_;
   std::thread serve_;
   std::thread frees_;
 };

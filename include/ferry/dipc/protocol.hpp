@@ -86,6 +86,9 @@ FERRY_EXPORT Result<BufferList> ParseBufferList(ByteSpan bytes);
 
 /// Encode a type-1 body (little-endian uint64s). `total_size` is recomputed from the buffers.
 FERRY_EXPORT std::vector<uint8_t> EncodeBufferList(std::span<const BufferRef> buffers);
+/// The same into `out` (resized), whose room is reused: a server encoding one list per batch
+/// allocates only for a list longer than any before it.
+FERRY_EXPORT void EncodeBufferList(std::span<const BufferRef> buffers, std::vector<uint8_t>* out);
 
 /// Decode a free_data body: one or more little-endian uint64 addresses or offsets.
 FERRY_EXPORT Result<std::vector<uint64_t>> ParseFreeData(ByteSpan bytes);
