@@ -286,7 +286,8 @@ ByteSpan ClientSession::Aligned(ByteSpan flatbuffer) {
 }
 
 Status ClientSession::ReadBody(const MetadataMessage& m) {
-  // Copied once here, so that neither the inspection nor the decoder copies it again.
+  // Flatbuffers reads in place: the inspection reads an aligned copy in reused room (the
+  // decoder keeps its own copy, which it rewrites).
   const ByteSpan flatbuffer = Aligned(m.flatbuffer);
   FERRY_ASSIGN_OR_RAISE(ipc::MessageInfo info, ipc::InspectMessage(flatbuffer));
   if (info.kind == ipc::MessageKind::kSchema) {
