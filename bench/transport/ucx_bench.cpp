@@ -93,7 +93,8 @@ void BM_UcxFetch64MiB(benchmark::State& state) {
   std::memset(region->data(), 0x3C, kMessage);
   const BufferRef refs[] = {{region->WireAddress(0), static_cast<uint64_t>(kMessage)}};
   for (auto _ : state) {
-    FetchedBody body = Value(p.client->Fetch(refs, 60s));
+    FetchedBody body;
+    Check(p.client->Fetch(refs, 60s, &body));
     benchmark::DoNotOptimize(body.bytes.data);
   }
   state.SetBytesProcessed(state.iterations() * kMessage);

@@ -322,11 +322,16 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   std::vector<bool> needed;
   std::vector<BufferRef> picked;
   const std::span<const BufferRef> wanted = Wanted(flatbuffer, list, &needed, &picked);
-  Result<FetchedBody> fetched = ahead && ahead->fetch ? ahead->fetch->Wait(options_.timeout)
-                                                      : data_->Fetch(wanted, options_.timeout);
-  if (!fetched.ok()) {
-    return Check(fetched.status(), "fetch (message " + std::to_string(m.sequence) + ")");
+  Status got;
+  if (ahead && ahead->fetch) {
+    Result<FetchedBody> waited = ahead->fetch->Wait(options_.timeout);
+    got = waited.status();
+    if (waited.ok()) fetched_ = std::move(*waited);
+  } else {
+    got = data_->Fetch(wanted, options_.timeout, &fetched_);
   }
+  if (!got.ok()) return Check(got, "fetch (message " + std::to_string(m.sequence) + ")");
+  FetchedBody* fetched = &fetched_;
   // While this batch is decoded and validated, the next one's buffers travel.
   FetchAhead();
   std::vector<ipc::BufferLocation>& at = locations_;
@@ -342,7 +347,8 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
     at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
     Count(static_cast<int64_t>(b.length));
   }
-  SharedBytes bytes = fetched->bytes;
+  SharedBytes bytes = std::move(fetched->bytes);
+  fetched->bytes = {};
   DistinctAddresses addresses(list.buffers);
   if (fetched->borrowed && !addresses.empty()) {
     // Returned when the last array over it is released (or now, if decoding fails).

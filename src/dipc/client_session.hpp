@@ -124,9 +124,11 @@ class ClientSession {
 
   // What ReadBody reuses batch after batch rather than allocating: the flatbuffer copied to
   // 8-byte alignment (the protocol's 5-byte header leaves it unaligned), the parsed buffer
-  // list, and where each buffer landed.
+  // list, the fetched body's buffer places (its bytes move on to the batch), and where each
+  // buffer landed.
   std::vector<uint64_t> aligned_metadata_;
   BufferList list_;
+  transport::FetchedBody fetched_;
   std::vector<ipc::BufferLocation> locations_;
   ByteSpan Aligned(ByteSpan flatbuffer);
 

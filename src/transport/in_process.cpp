@@ -61,14 +61,15 @@ class InProcessEnd final : public Connection {
   }
 
   // Copies each buffer out of the region the peer lent that holds it, as a UCX get would.
-  Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
-                            std::chrono::milliseconds /*timeout*/) override {
+  Status Fetch(std::span<const BufferRef> refs, std::chrono::milliseconds /*timeout*/,
+               FetchedBody* out) override {
     std::vector<std::shared_ptr<Region>> regions;
     {
       std::lock_guard lock(shared_->mutex);
       regions = shared_->lent[self_];
     }
-    FetchedBody body;
+    FetchedBody& body = *out;
+    body.buffers.clear();
     std::vector<const uint8_t*> from(refs.size(), nullptr);
     uint64_t total = 0;
     for (size_t i = 0; i < refs.size(); ++i) {
@@ -100,7 +101,7 @@ class InProcessEnd final : public Connection {
     }
     body.bytes = SharedBytes{buffer->data(), buffer->size(), buffer};
     body.borrowed = false;
-    return body;
+    return Status::OK();
   }
 
  private:

@@ -43,9 +43,9 @@ class ShmConnection final : public Connection {
                                       std::chrono::milliseconds timeout) override;
   void Close() override;
   Status ShareRegion(const std::shared_ptr<Region>& region) override;
-  Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
-                            std::chrono::milliseconds /*timeout*/) override {
-    return segments_.Fetch(refs);
+  Status Fetch(std::span<const BufferRef> refs, std::chrono::milliseconds /*timeout*/,
+               FetchedBody* out) override {
+    return segments_.Fetch(refs, out);
   }
 
   /// The shared-memory scheme is ferry's own: both ends always speak its extensions.

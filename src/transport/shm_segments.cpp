@@ -49,8 +49,11 @@ Status Segments::Map(uint64_t index, uint64_t length, bool file, int fd) {
   return Status::OK();
 }
 
-Result<FetchedBody> Segments::Fetch(std::span<const BufferRef> refs) const {
-  FetchedBody out;
+Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const {
+  FetchedBody& out = *body;
+  out.bytes = {};
+  out.borrowed = false;
+  out.buffers.clear();
   out.buffers.reserve(refs.size());
   // The one segment every ref lies in, as is usual (a batch's body is one block), or NULL.
   std::shared_ptr<const Mapping> only;
@@ -90,7 +93,7 @@ Result<FetchedBody> Segments::Fetch(std::span<const BufferRef> refs) const {
     // In place: the bytes are the whole segment, and the arrays keep the mapping.
     if (only != nullptr) out.bytes = SharedBytes{only->data(), only->size(), only};
     out.borrowed = !refs.empty();
-    return out;
+    return Status::OK();
   }
   // Buffers in several segments: gather them (one copy) so they share one base.
   auto local = std::make_shared<HostBuffer>();
@@ -103,7 +106,7 @@ Result<FetchedBody> Segments::Fetch(std::span<const BufferRef> refs) const {
   }
   out.bytes = SharedBytes{local->data(), local->size(), local};
   out.borrowed = false;
-  return out;
+  return Status::OK();
 }
 
 }  // namespace ferry::transport::internal::shm

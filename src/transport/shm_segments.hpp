@@ -27,8 +27,8 @@ class Segments {
   /// The body whose buffers `refs` name by wire address (segment index and offset): in place
   /// where they lie in one segment (borrowed: the bytes are the segment's whole mapping), else
   /// gathered into one local buffer (one copy). A buffer in a segment never shared, or past its
-  /// end, is refused, naming the buffer.
-  Result<FetchedBody> Fetch(std::span<const BufferRef> refs) const;
+  /// end, is refused, naming the buffer. `*out`'s buffers vector keeps its room.
+  [[nodiscard]] Status Fetch(std::span<const BufferRef> refs, FetchedBody* out) const;
 
  private:
   mutable std::mutex mutex_;

@@ -24,8 +24,8 @@ Status Connection::ShareRegion(const std::shared_ptr<Region>& /*region*/) {
   return Status::NotSupported("this transport cannot share memory regions (no type-1 bodies)");
 }
 
-Result<FetchedBody> Connection::Fetch(std::span<const BufferRef> /*refs*/,
-                                      std::chrono::milliseconds /*timeout*/) {
+Status Connection::Fetch(std::span<const BufferRef> /*refs*/, std::chrono::milliseconds /*timeout*/,
+                         FetchedBody* /*out*/) {
   return Status::NotSupported("this transport cannot fetch type-1 bodies");
 }
 
@@ -47,7 +47,10 @@ class FinishedFetch final : public FetchInFlight {
 
 Result<std::unique_ptr<FetchInFlight>> Connection::StartFetch(std::span<const BufferRef> refs,
                                                               std::chrono::milliseconds timeout) {
-  return std::unique_ptr<FetchInFlight>(std::make_unique<FinishedFetch>(Fetch(refs, timeout)));
+  FetchedBody body;
+  Status st = Fetch(refs, timeout, &body);
+  return std::unique_ptr<FetchInFlight>(std::make_unique<FinishedFetch>(
+      st.ok() ? Result<FetchedBody>(std::move(body)) : Result<FetchedBody>(std::move(st))));
 }
 
 Result<std::shared_ptr<Region>> Listener::CreateRegion(int64_t /*size*/) {

@@ -291,7 +291,8 @@ TEST(RingConnection, ARegionSharedThroughTheRingIsMappedInOrder) {
   ASSERT_OK(server->Send({&hi, 1}));
   ASSERT_OK(client->Receive(10s).status());
   const BufferRef ref{region->WireAddress(100), 1000};
-  ASSERT_OK_AND_ASSIGN(FetchedBody body, client->Fetch({&ref, 1}, 10s));
+  FetchedBody body;
+  ASSERT_OK(client->Fetch({&ref, 1}, 10s, &body));
   ASSERT_EQ(body.buffers.size(), 1u);
   EXPECT_EQ(body.bytes.data[body.buffers[0].address], 0x5a);
   EXPECT_EQ(RingBytesWritten() - before, 24 + 24 + 2);  // the region's frame and the message

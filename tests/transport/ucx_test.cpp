@@ -206,7 +206,8 @@ TEST_F(UcxTransport, FetchBringsSeveralBuffersIntoOneAlignedAllocation) {
                             {region->WireAddress(100), 3},
                             {region->WireAddress(2000), 0},
                             {region->WireAddress(4090), 6}};
-  ASSERT_OK_AND_ASSIGN(FetchedBody body, client_->Fetch(refs, 5s));
+  FetchedBody body;
+  ASSERT_OK(client_->Fetch(refs, 5s, &body));
   EXPECT_FALSE(body.borrowed);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(body.bytes.data) % 64, 0u);
   ASSERT_EQ(body.buffers.size(), 4u);
@@ -229,7 +230,8 @@ TEST_F(UcxTransport, FetchOfALargeBufferIsIntact) {
   const std::shared_ptr<Region>& region = region_;
   for (int64_t i = 0; i < kSize; ++i) region->data()[i] = static_cast<uint8_t>(i * 7 + 3);
   const BufferRef refs[] = {{region->WireAddress(1), static_cast<uint64_t>(kSize - 1)}};
-  ASSERT_OK_AND_ASSIGN(FetchedBody body, client_->Fetch(refs, 10s));
+  FetchedBody body;
+  ASSERT_OK(client_->Fetch(refs, 10s, &body));
   ASSERT_EQ(body.bytes.size, kSize - 1);
   EXPECT_EQ(std::memcmp(body.bytes.data, region->data() + 1, kSize - 1), 0);
 }
@@ -287,7 +289,8 @@ TEST_F(UcxTransport, AFetchDroppedUnwaitedLeavesTheConnectionUsable) {
   const BufferRef refs[] = {{region_->WireAddress(0), static_cast<uint64_t>(kRegionBytes)}};
   { ASSERT_OK_AND_ASSIGN(std::unique_ptr<FetchInFlight> dropped, client_->StartFetch(refs, 10s)); }
   const BufferRef small[] = {{region_->WireAddress(0), 4}};
-  ASSERT_OK_AND_ASSIGN(FetchedBody body, client_->Fetch(small, 5s));
+  FetchedBody body;
+  ASSERT_OK(client_->Fetch(small, 5s, &body));
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(body.bytes.data), 4), "kept");
 }
 
@@ -303,14 +306,16 @@ TEST_F(UcxTransport, FetchWithoutARemoteHandleIsRefused) {
   options.limits.timeout = 5s;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> bare, ConnectUcx(listener_->address(), options));
   const BufferRef any[] = {{region_->WireAddress(0), 1}};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "no remote_handle", bare->Fetch(any, 1s));
+  FetchedBody body;
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "no remote_handle", bare->Fetch(any, 1s, &body));
   // A server reads nothing of its clients'.
-  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "cannot fetch", server_->Fetch(any, 1s));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "cannot fetch", server_->Fetch(any, 1s, &body));
 }
 
 TEST_F(UcxTransport, OverflowingRefsAreRefused) {
   const BufferRef refs[] = {{std::numeric_limits<uint64_t>::max() - 2, 8}};
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "overflows", client_->Fetch(refs, 1s));
+  FetchedBody body;
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "overflows", client_->Fetch(refs, 1s, &body));
 }
 
 TEST_F(UcxTransport, TheTransportsOwnTagIsRefused) {

@@ -150,11 +150,12 @@ class FERRY_EXPORT Connection {
   /// Server side: make `region` readable by the peer (shared memory passes its descriptor; UCX
   /// sends the packed rkey), before the first pair that points into it. ENOTSUP by default.
   [[nodiscard]] virtual Status ShareRegion(const std::shared_ptr<Region>& region);
-  /// Client side: bring the buffers `refs` (wire addresses into regions the peer shared) here.
-  /// A ref outside every shared region is an error naming it. Shared memory maps them in place;
-  /// UCX gets them into one local allocation. ENOTSUP by default.
-  virtual Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
-                                    std::chrono::milliseconds timeout);
+  /// Client side: bring the buffers `refs` (wire addresses into regions the peer shared) here,
+  /// into `*out`, whose buffers vector keeps its room from one call to the next. A ref outside
+  /// every shared region is an error naming it. Shared memory maps them in place; UCX gets them
+  /// into one local allocation. ENOTSUP by default.
+  [[nodiscard]] virtual Status Fetch(std::span<const BufferRef> refs,
+                                     std::chrono::milliseconds timeout, FetchedBody* out);
   /// Client side: start Fetch and return while its buffers travel (UCX posts the gets and
   /// returns), so a caller can validate one batch while the next one lands. Errors found before
   /// anything is posted (a ref overflowing, no remote_handle) are returned here. By default the

@@ -366,10 +366,11 @@ class ClientConnection::UcxFetch final : public FetchInFlight {
   std::shared_ptr<Completion> done_;
 };
 
-Result<FetchedBody> ClientConnection::Fetch(std::span<const BufferRef> refs,
-                                            std::chrono::milliseconds timeout) {
+Status ClientConnection::Fetch(std::span<const BufferRef> refs, std::chrono::milliseconds timeout,
+                               FetchedBody* out) {
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<FetchInFlight> fetch, StartFetch(refs, timeout));
-  return fetch->Wait(timeout);
+  FERRY_ASSIGN_OR_RAISE(*out, fetch->Wait(timeout));
+  return Status::OK();
 }
 
 Result<std::unique_ptr<FetchInFlight>> ClientConnection::StartFetch(

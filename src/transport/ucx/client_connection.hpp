@@ -37,8 +37,8 @@ class ClientConnection final : public UcxConnection {
                                       std::chrono::milliseconds timeout) override;
   void Expect(uint64_t tag, int64_t size) override;
   bool posts_receives() const override { return true; }
-  Result<FetchedBody> Fetch(std::span<const BufferRef> refs,
-                            std::chrono::milliseconds timeout) override;
+  Status Fetch(std::span<const BufferRef> refs, std::chrono::milliseconds timeout,
+               FetchedBody* out) override;
   Result<std::unique_ptr<FetchInFlight>> StartFetch(std::span<const BufferRef> refs,
                                                     std::chrono::milliseconds timeout) override;
   bool fetches_in_background() const override { return true; }
