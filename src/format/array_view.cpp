@@ -5,14 +5,13 @@
 
 #include "ferry/format/bits.hpp"
 #include "half.hpp"
+#include "type_kinds.hpp"
 
 namespace ferry {
 
 namespace {
 
 constexpr int kMaxDepth = 64;
-
-bool IsViewType(TypeId t) { return t == TypeId::kBinaryView || t == TypeId::kStringView; }
 
 // a * b, or -1 on overflow (inputs are non-negative).
 int64_t MulOrNeg(int64_t a, int64_t b) {
@@ -101,7 +100,7 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
 
   const TypeId storage = type_.storage_type;
   const Layout& layout = type_.layout;
-  const bool is_view = IsViewType(storage);
+  const bool is_view = internal::IsViewType(storage);
   if (is_view) {
     if (array->n_buffers < 3) {
       return fail("n_buffers is " + std::to_string(array->n_buffers) + " but " +
@@ -232,7 +231,7 @@ std::string_view ArrayView::name() const noexcept {
 
 BufferType ArrayView::buffer_type(int64_t i) const noexcept {
   if (i < type_.layout.n_fixed_buffers) return type_.layout.buffer_type[static_cast<size_t>(i)];
-  if (IsViewType(type_.storage_type)) {
+  if (internal::IsViewType(type_.storage_type)) {
     return i == n_buffers() - 1 ? BufferType::kVariadicSize : BufferType::kVariadicData;
   }
   return BufferType::kNone;

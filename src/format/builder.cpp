@@ -1,5 +1,6 @@
-// ArrayBuilder: appends for every type, and export of the built buffers as an ArrowArray tree.
-// Over 600 lines: one builder serves every Arrow type through state that a split would scatter.
+// ArrayBuilder: its set-up, nulls and empty slots, nesting (unions, lists, structs, runs,
+// dictionary indices) and export of the built buffers as an ArrowArray tree. The appends of
+// scalar values are in builder_values.cpp.
 #include "ferry/format/builder.hpp"
 
 #include <cmath>
@@ -9,45 +10,13 @@
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/format/decimal.hpp"
 #include "half.hpp"
+#include "type_kinds.hpp"
 
 namespace ferry {
 
 namespace {
 
 constexpr int kMaxDepth = 64;
-
-bool IsView(TypeId t) { return t == TypeId::kBinaryView || t == TypeId::kStringView; }
-
-bool IsBinaryLike(TypeId t) {
-  switch (t) {
-    case TypeId::kBinary:
-    case TypeId::kString:
-    case TypeId::kLargeBinary:
-    case TypeId::kLargeString:
-    case TypeId::kBinaryView:
-    case TypeId::kStringView:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool IsDecimal(TypeId t) {
-  return t == TypeId::kDecimal32 || t == TypeId::kDecimal64 || t == TypeId::kDecimal128 ||
-         t == TypeId::kDecimal256;
-}
-
-bool IsListLike(TypeId t) {
-  return t == TypeId::kList || t == TypeId::kLargeList || t == TypeId::kListView ||
-         t == TypeId::kLargeListView || t == TypeId::kMap;
-}
-
-int64_t DataWidth(const SchemaView& t) {
-  const int32_t bits = t.layout.element_size_bits[1];
-  return t.layout.n_fixed_buffers >= 2 && t.layout.buffer_type[1] == BufferType::kData && bits >= 8
-             ? bits / 8
-             : 0;
-}
 
 }  // namespace
 
@@ -136,7 +105,7 @@ Status ArrayBuilder::AppendNull(int64_t n) {
   if (n == 0) return Status::OK();
   const TypeId t = type_.storage_type;
   if (is_dictionary_) {
-    FERRY_RETURN_NOT_OK(data_.AppendZeros(n * DataWidth(type_)));
+    FERRY_RETURN_NOT_OK(data_.AppendZeros(n * internal::DataWidthBytes(type_)));
     FERRY_RETURN_NOT_OK(AppendValidity(false, n));
     length_ += n;
     return Status::OK();
@@ -191,7 +160,7 @@ Status ArrayBuilder::AppendNull(int64_t n) {
       for (auto& child : children_) FERRY_RETURN_NOT_OK(child->AppendNull(n));
       break;
     default: {
-      const int64_t width = DataWidth(type_);
+      const int64_t width = internal::DataWidthBytes(type_);
       if (width == 0) return TypeError("a null");
       FERRY_RETURN_NOT_OK(data_.AppendZeros(n * width));
       break;
@@ -250,7 +219,7 @@ Status ArrayBuilder::AppendEmpty(int64_t n) {
         FERRY_RETURN_NOT_OK(AppendRun(1));
         break;
       default: {
-        const int64_t width = DataWidth(type_);
+        const int64_t width = internal::DataWidthBytes(type_);
         if (width == 0) return TypeError("an empty value");
         std::string zeros(static_cast<size_t>(width), '\0');
         FERRY_RETURN_NOT_OK(AppendFixed({zeros.data(), width}));
@@ -259,209 +228,6 @@ Status ArrayBuilder::AppendEmpty(int64_t n) {
     }
   }
   return Status::OK();
-}
-
-Status ArrayBuilder::CheckIntRange(int64_t v) const {
-  int64_t lo = std::numeric_limits<int64_t>::min();
-  int64_t hi = std::numeric_limits<int64_t>::max();
-  switch (type_.storage_type) {
-    case TypeId::kInt8:
-      lo = INT8_MIN;
-      hi = INT8_MAX;
-      break;
-    case TypeId::kUInt8:
-      lo = 0;
-      hi = UINT8_MAX;
-      break;
-    case TypeId::kInt16:
-      lo = INT16_MIN;
-      hi = INT16_MAX;
-      break;
-    case TypeId::kUInt16:
-      lo = 0;
-      hi = UINT16_MAX;
-      break;
-    case TypeId::kInt32:
-    case TypeId::kDate32:
-    case TypeId::kTime32:
-    case TypeId::kIntervalMonths:
-      lo = INT32_MIN;
-      hi = INT32_MAX;
-      break;
-    case TypeId::kUInt32:
-      lo = 0;
-      hi = UINT32_MAX;
-      break;
-    case TypeId::kUInt64:
-      lo = 0;
-      break;
-    case TypeId::kBool:
-      lo = 0;
-      hi = 1;
-      break;
-    default:
-      break;
-  }
-  if (v < lo || v > hi) {
-    return Status::OutOfRange("value " + std::to_string(v) + " is out of range for " +
-                              TypeIdName(type_.storage_type));
-  }
-  return Status::OK();
-}
-
-Status ArrayBuilder::AppendDictionaryKey(std::string key,
-                                         const std::function<Status(ArrayBuilder*)>& append) {
-  auto it = dictionary_index_.find(key);
-  int64_t index;
-  if (it != dictionary_index_.end()) {
-    index = it->second;
-  } else {
-    index = dictionary_->length();
-    FERRY_RETURN_NOT_OK(append(dictionary_.get()));
-    dictionary_index_.emplace(std::move(key), index);
-  }
-  return AppendIndex(index);
-}
-
-Status ArrayBuilder::AppendInt(int64_t value) {
-  if (is_dictionary_) {
-    std::string key(1, 'i');
-    key.append(reinterpret_cast<const char*>(&value), sizeof(value));
-    return AppendDictionaryKey(std::move(key),
-                               [value](ArrayBuilder* d) { return d->AppendInt(value); });
-  }
-  const TypeId t = type_.storage_type;
-  if (IsDecimal(t)) return AppendDecimal(std::to_string(value));
-  if (t == TypeId::kHalfFloat || t == TypeId::kFloat || t == TypeId::kDouble) {
-    return AppendDouble(static_cast<double>(value));
-  }
-  FERRY_RETURN_NOT_OK(CheckIntRange(value));
-  switch (t) {
-    case TypeId::kBool:
-      FERRY_RETURN_NOT_OK(bits_.Append(value != 0));
-      FERRY_RETURN_NOT_OK(AppendValidity(true, 1));
-      ++length_;
-      return Status::OK();
-    case TypeId::kInt8:
-    case TypeId::kUInt8: {
-      auto v = static_cast<uint8_t>(value);
-      return AppendFixed({&v, 1});
-    }
-    case TypeId::kInt16:
-    case TypeId::kUInt16: {
-      auto v = static_cast<uint16_t>(value);
-      return AppendFixed({&v, 2});
-    }
-    case TypeId::kInt32:
-    case TypeId::kUInt32:
-    case TypeId::kDate32:
-    case TypeId::kTime32:
-    case TypeId::kIntervalMonths: {
-      auto v = static_cast<uint32_t>(value);
-      return AppendFixed({&v, 4});
-    }
-    case TypeId::kInt64:
-    case TypeId::kUInt64:
-    case TypeId::kDate64:
-    case TypeId::kTime64:
-    case TypeId::kTimestamp:
-    case TypeId::kDuration:
-      return AppendFixed({&value, 8});
-    default:
-      return TypeError("an integer");
-  }
-}
-
-Status ArrayBuilder::AppendUInt(uint64_t value) {
-  if (type_.storage_type == TypeId::kUInt64 && !is_dictionary_) return AppendFixed({&value, 8});
-  if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return Status::OutOfRange("value " + std::to_string(value) + " is out of range for " +
-                              TypeIdName(type_.storage_type));
-  }
-  return AppendInt(static_cast<int64_t>(value));
-}
-
-Status ArrayBuilder::AppendDouble(double value) {
-  if (is_dictionary_) {
-    std::string key(1, 'd');
-    key.append(reinterpret_cast<const char*>(&value), sizeof(value));
-    return AppendDictionaryKey(std::move(key),
-                               [value](ArrayBuilder* d) { return d->AppendDouble(value); });
-  }
-  switch (type_.storage_type) {
-    case TypeId::kHalfFloat: {
-      uint16_t h = internal::DoubleToHalf(value);
-      return AppendFixed({&h, 2});
-    }
-    case TypeId::kFloat: {
-      auto f = static_cast<float>(value);
-      return AppendFixed({&f, 4});
-    }
-    case TypeId::kDouble:
-      return AppendFixed({&value, 8});
-    default:
-      if (std::isfinite(value) && value == std::trunc(value) && std::fabs(value) < 9.2e18) {
-        return AppendInt(static_cast<int64_t>(value));
-      }
-      return TypeError("a floating-point value");
-  }
-}
-
-Status ArrayBuilder::AppendBytes(std::string_view value) {
-  if (is_dictionary_) {
-    std::string key(1, 'b');
-    key.append(value);
-    return AppendDictionaryKey(std::move(key),
-                               [value](ArrayBuilder* d) { return d->AppendBytes(value); });
-  }
-  const TypeId t = type_.storage_type;
-  const auto n = static_cast<int64_t>(value.size());
-  if (IsView(t)) {
-    if (n > std::numeric_limits<int32_t>::max()) {
-      return Status::OutOfRange("a view value is limited to 2^31-1 bytes");
-    }
-    uint8_t view[16] = {};
-    const auto size = static_cast<int32_t>(n);
-    std::memcpy(view, &size, 4);
-    if (n <= 12) {
-      if (n > 0) std::memcpy(view + 4, value.data(), value.size());
-    } else {
-      constexpr int64_t kBlock = 32 << 20;
-      if (variadic_.empty() || variadic_.back().size() + n > std::max<int64_t>(kBlock, n)) {
-        variadic_.emplace_back(allocator_);
-      }
-      HostBuffer& block = variadic_.back();
-      const auto index = static_cast<int32_t>(variadic_.size() - 1);
-      const auto offset = static_cast<int32_t>(block.size());
-      FERRY_RETURN_NOT_OK(block.Append({value.data(), n}));
-      std::memcpy(view + 4, value.data(), 4);
-      std::memcpy(view + 8, &index, 4);
-      std::memcpy(view + 12, &offset, 4);
-    }
-    return AppendFixed({view, 16});
-  }
-  if (IsBinaryLike(t)) {
-    FERRY_RETURN_NOT_OK(data_.Append({value.data(), n}));
-    FERRY_RETURN_NOT_OK(AppendOffsetValue(&offsets_, data_.size()));
-    FERRY_RETURN_NOT_OK(AppendValidity(true, 1));
-    ++length_;
-    return Status::OK();
-  }
-  const int64_t width = DataWidth(type_);
-  if (width == 0 || t == TypeId::kBool) return TypeError("bytes");
-  if (n != width) {
-    return Status::Invalid("expected " + std::to_string(width) + " bytes for " + TypeIdName(t) +
-                           ", got " + std::to_string(n));
-  }
-  return AppendFixed({value.data(), n});
-}
-
-Status ArrayBuilder::AppendDecimal(std::string_view text) {
-  if (!IsDecimal(type_.storage_type) || is_dictionary_) return TypeError("a decimal");
-  uint8_t bytes[32];
-  FERRY_RETURN_NOT_OK(ParseDecimal(text, type_.decimal_precision, type_.decimal_scale,
-                                   type_.decimal_bitwidth, bytes));
-  return AppendFixed({bytes, type_.decimal_bitwidth / 8});
 }
 
 Status ArrayBuilder::AppendUnion(int8_t type_id) {
@@ -492,7 +258,8 @@ Status ArrayBuilder::AppendUnion(int8_t type_id) {
 
 Status ArrayBuilder::FinishElement() {
   const TypeId t = type_.storage_type;
-  if (is_dictionary_ || !(IsListLike(t) || t == TypeId::kFixedSizeList || t == TypeId::kStruct)) {
+  if (is_dictionary_ ||
+      !(internal::IsListLike(t) || t == TypeId::kFixedSizeList || t == TypeId::kStruct)) {
     return TypeError("a nested element");
   }
   if (t == TypeId::kListView || t == TypeId::kLargeListView) {
@@ -500,7 +267,7 @@ Status ArrayBuilder::FinishElement() {
     FERRY_RETURN_NOT_OK(AppendOffsetValue(&offsets_, list_view_start_));
     FERRY_RETURN_NOT_OK(AppendOffsetValue(&sizes_, end - list_view_start_));
     list_view_start_ = end;
-  } else if (IsListLike(t)) {
+  } else if (internal::IsListLike(t)) {
     FERRY_RETURN_NOT_OK(AppendOffsetValue(&offsets_, children_[0]->length()));
   } else if (t == TypeId::kFixedSizeList) {
     const int64_t want = (length_ + 1) * type_.fixed_size;
@@ -548,7 +315,7 @@ Status ArrayBuilder::ExtendLastRun(int64_t n) {
   const int64_t end = last_run_end_ + n;
   FERRY_RETURN_NOT_OK(ends->CheckIntRange(end));
   // Rewrite the last run end in place.
-  const int64_t width = DataWidth(ends->type_);
+  const int64_t width = internal::DataWidthBytes(ends->type_);
   uint8_t* slot = ends->data_.data() + (ends->length_ - 1) * width;
   if (width == 2) {
     auto v = static_cast<int16_t>(end);
@@ -571,7 +338,7 @@ Status ArrayBuilder::AppendIndex(int64_t index) {
                               std::to_string(dictionary_->length()) + ")");
   }
   FERRY_RETURN_NOT_OK(CheckIntRange(index));
-  const int64_t width = DataWidth(type_);
+  const int64_t width = internal::DataWidthBytes(type_);
   FERRY_RETURN_NOT_OK(data_.Append({&index, width}));  // little-endian truncation
   FERRY_RETURN_NOT_OK(AppendValidity(true, 1));
   ++length_;
@@ -614,7 +381,7 @@ Result<UniqueArray> ArrayBuilder::Finish() {
         break;
     }
   }
-  if (IsView(t)) {
+  if (internal::IsViewType(t)) {
     HostBuffer sizes(allocator_);
     for (HostBuffer& block : variadic_) {
       FERRY_RETURN_NOT_OK(sizes.Append<int64_t>(block.size()));

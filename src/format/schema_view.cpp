@@ -7,26 +7,11 @@
 #include <limits>
 
 #include "ferry/format/metadata.hpp"
+#include "type_kinds.hpp"
 
 namespace ferry {
 
 namespace {
-
-bool IsIntegerType(TypeId t) {
-  switch (t) {
-    case TypeId::kInt8:
-    case TypeId::kUInt8:
-    case TypeId::kInt16:
-    case TypeId::kUInt16:
-    case TypeId::kInt32:
-    case TypeId::kUInt32:
-    case TypeId::kInt64:
-    case TypeId::kUInt64:
-      return true;
-    default:
-      return false;
-  }
-}
 
 std::string NodeName(const ArrowSchema* schema) {
   if (schema->name == nullptr || schema->name[0] == '\0') return "schema node";
@@ -139,7 +124,7 @@ Result<SchemaView> SchemaView::Make(const ArrowSchema* schema) {
     if (schema->dictionary->release == nullptr) {
       return Status::Invalid(where + ": dictionary is released");
     }
-    if (!IsIntegerType(view.storage_type)) {
+    if (!internal::IsIntegerType(view.storage_type)) {
       return Status::Invalid(where + ": dictionary indices must be an integer type, got " +
                              TypeIdName(view.storage_type));
     }

@@ -5,6 +5,7 @@
 
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/bits.hpp"
+#include "type_kinds.hpp"
 #include "utf8.hpp"
 
 namespace ferry {
@@ -41,10 +42,6 @@ T Load(const uint8_t* p, int64_t i) {
   T v;
   std::memcpy(&v, p + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
   return v;
-}
-
-bool IsStringType(TypeId t) {
-  return t == TypeId::kString || t == TypeId::kLargeString || t == TypeId::kStringView;
 }
 
 }  // namespace
@@ -475,13 +472,13 @@ class ArrayValidator {
     switch (storage) {
       case TypeId::kBinary:
       case TypeId::kString:
-        return FullBinary<int32_t>(v, path, IsStringType(storage));
+        return FullBinary<int32_t>(v, path, internal::IsStringType(storage));
       case TypeId::kLargeBinary:
       case TypeId::kLargeString:
-        return FullBinary<int64_t>(v, path, IsStringType(storage));
+        return FullBinary<int64_t>(v, path, internal::IsStringType(storage));
       case TypeId::kBinaryView:
       case TypeId::kStringView:
-        return FullViews(v, path, IsStringType(storage));
+        return FullViews(v, path, internal::IsStringType(storage));
       case TypeId::kList:
       case TypeId::kMap:
         return FullListOffsets<int32_t>(v, path);

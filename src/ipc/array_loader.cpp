@@ -12,7 +12,6 @@ namespace ferry::ipc::internal {
 
 namespace {
 
-constexpr int kMaxDepth = 64;
 // Non-NULL storage for buffers of length 0 (an empty array's single zero offset included).
 alignas(64) const uint8_t kZeros[64] = {};
 

@@ -16,6 +16,10 @@
 
 namespace ferry::ipc::internal {
 
+/// The deepest nesting of fields (and of a batch's nodes) ferry encodes or decodes: deeper
+/// input is refused, naming where, rather than recursed into.
+inline constexpr int kMaxDepth = 64;
+
 /// A stream's schema as ferry holds it: the root struct (one child per column, custom metadata
 /// on the root), the dictionary id of every dictionary-encoded node, and what the stream
 /// declared about itself. Dictionary ids follow the canonical order: pre-order, where a
