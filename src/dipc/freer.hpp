@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "dipc/distinct_addresses.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/transport/transport.hpp"
 
@@ -118,33 +119,6 @@ class Freer {
   bool finished_ = false;
   bool flushing_ = false;
   bool closed_ = false;
-};
-
-// The distinct addresses of a type-1 list, sorted: what the client frees for it. A list of up
-// to eight buffers (a batch of a few columns) keeps them inline, so that a batch's loan costs
-// no allocation of its own.
-class DistinctAddresses {
- public:
-  explicit DistinctAddresses(const std::vector<BufferRef>& buffers) {
-    uint64_t* out = few_.data();
-    if (buffers.size() > few_.size()) {
-      many_.resize(buffers.size());
-      out = many_.data();
-    }
-    for (size_t i = 0; i < buffers.size(); ++i) out[i] = buffers[i].address;
-    std::sort(out, out + buffers.size());
-    size_ = static_cast<size_t>(std::unique(out, out + buffers.size()) - out);
-  }
-
-  std::span<const uint64_t> view() const {
-    return {many_.empty() ? few_.data() : many_.data(), size_};
-  }
-  bool empty() const { return size_ == 0; }
-
- private:
-  std::array<uint64_t, 8> few_{};
-  std::vector<uint64_t> many_;
-  size_t size_ = 0;
 };
 
 // The owner of a borrowed body: keeps the mapping, and returns the loan when the last array

@@ -320,16 +320,12 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
                                                     [this] { return dead_ || client_gone_; }));
   std::vector<BufferRef>& pairs = pairs_;
   pairs.clear();
-  std::vector<uint64_t> addresses;  // kept with the block until the client frees it
-  addresses.reserve(m.buffers.size());
   for (const ipc::BodyBuffer& b : m.buffers) {
     if (b.length > 0) std::memcpy(region.data() + block + b.offset, b.data, b.length);
     pairs.push_back(
         BufferRef{region.WireAddress(block + b.offset), static_cast<uint64_t>(b.length)});
-    addresses.push_back(pairs.back().address);
   }
-  std::sort(addresses.begin(), addresses.end());
-  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  DistinctAddresses addresses(pairs);  // kept with the block until the client frees them
   if (addresses.empty()) {
     state_->allocator->Free(block);  // nothing for the client to read or free
   } else {
@@ -337,7 +333,7 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
     std::lock_guard lock(mutex_);
     state_->addresses_lent += static_cast<int64_t>(addresses.size());
     block_addresses_ += static_cast<int64_t>(addresses.size());
-    blocks_[region.WireAddress(block)] = LentBlock{block, std::move(addresses)};
+    blocks_.insert_or_assign(region.WireAddress(block), LentBlock{block, std::move(addresses)});
   }
   EncodeBufferList(pairs, &list_);
   const ByteSpan piece(list_);

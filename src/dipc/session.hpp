@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "dipc/catalogue.hpp"
+#include "dipc/distinct_addresses.hpp"
 #include "dipc/region_allocator.hpp"
 #include "ferry/core/log.hpp"
 #include "ferry/core/trace.hpp"
@@ -165,7 +166,7 @@ class Session final {
   // its distinct addresses not yet freed. One entry per batch, however many buffers it has.
   struct LentBlock {
     int64_t block = 0;
-    std::vector<uint64_t> left;
+    DistinctAddresses left;
   };
   std::map<uint64_t, LentBlock> blocks_;
   int64_t block_addresses_ = 0;       // addresses in blocks_, not yet freed

@@ -90,11 +90,11 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
         continue;
       }
       auto it = blocks_.upper_bound(a);
-      std::vector<uint64_t>* left = nullptr;
+      DistinctAddresses* left = nullptr;
       if (it != blocks_.begin()) {
         --it;
         left = &it->second.left;
-        if (std::find(left->begin(), left->end(), a) == left->end()) left = nullptr;
+        if (!left->Remove(a)) left = nullptr;
       }
       if (left == nullptr) {
         ++state_->unknown_frees;
@@ -103,7 +103,6 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
                    "free_data names address " + Hex(a) + ", which this client does not hold"));
         continue;
       }
-      left->erase(std::remove(left->begin(), left->end(), a), left->end());
       --block_addresses_;
       ++state_->addresses_freed;
       if (left->empty()) {

@@ -1,0 +1,56 @@
+// Internal to the dissociated IPC protocol: the distinct addresses of a type-1 buffer list, the
+// unit a client frees and a server waits to see freed.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ferry/dipc/protocol.hpp"
+
+namespace ferry::dipc::internal {
+
+// The distinct addresses of a type-1 list, sorted: what a client frees for a batch, and what
+// its server holds the batch's block for. A list of up to eight buffers (a batch of a few
+// columns) keeps them inline, so that a batch's loan costs no allocation of its own on either
+// side.
+class DistinctAddresses {
+ public:
+  explicit DistinctAddresses(std::span<const BufferRef> buffers) {
+    uint64_t* out = few_.data();
+    if (buffers.size() > few_.size()) {
+      many_.resize(buffers.size());
+      out = many_.data();
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) out[i] = buffers[i].address;
+    std::sort(out, out + buffers.size());
+    size_ = static_cast<size_t>(std::unique(out, out + buffers.size()) - out);
+  }
+
+  std::span<const uint64_t> view() const { return {data(), size_}; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  /// Remove `address` if it is held, keeping the rest sorted; whether it was.
+  bool Remove(uint64_t address) {
+    uint64_t* first = data();
+    uint64_t* last = first + size_;
+    uint64_t* at = std::lower_bound(first, last, address);
+    if (at == last || *at != address) return false;
+    std::copy(at + 1, last, at);
+    --size_;
+    return true;
+  }
+
+ private:
+  uint64_t* data() { return many_.empty() ? few_.data() : many_.data(); }
+  const uint64_t* data() const { return many_.empty() ? few_.data() : many_.data(); }
+
+  std::array<uint64_t, 8> few_{};
+  std::vector<uint64_t> many_;
+  size_t size_ = 0;
+};
+
+}  // namespace ferry::dipc::internal
