@@ -4,6 +4,7 @@
 // is timed by a ManualClock: a timeout is seen by moving it, and no test waits for one.
 #include "ferry/dipc/client.hpp"
 
+#include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -325,6 +326,65 @@ TEST_F(TypeOneLies, TooFewPairsAreNamed) {
                 return pairs;
               }),
               ::testing::HasSubstr("locations were given"));
+}
+
+// A paced client asks in steps of a quarter of its window, and sends nothing when it waits:
+// what it owes is under the window, so the server always holds a credit for the batch waited
+// for. The scripted server sends each batch only once the client waits for it, takes the credits
+// that came, and checks that it held one for that batch.
+TEST(PacedClient, AWaitingClientSendsItsCreditsOnlyInSteps) {
+  constexpr int kBatches = 6;
+  const std::vector<Recorded> m = RecordStream();
+  auto clock = std::make_shared<ManualClock>();
+  std::atomic<int> asked{0};  // the read the test's thread is in (1-based)
+  std::vector<uint64_t> credits;
+  uint64_t held = 0;
+  const auto take = [&](Connection& c) {
+    while (true) {
+      Result<TaggedMessage> r = c.ReceiveTagged(kCreditTag, ~uint64_t{0}, 0ms);
+      if (!r.ok()) return;
+      Result<uint64_t> n = ParseCredit(r->payload);
+      ASSERT_OK(n.status());
+      credits.push_back(*n);
+      held += *n;
+    }
+  };
+  // The client's read `k` is waiting on its clock.
+  const auto waiting = [&](int k) {
+    EXPECT_TRUE(testing::Within(10s, [&] { return asked.load() >= k; }));
+    EXPECT_TRUE(clock->AwaitWaiters(1, 10s)) << "read " << k << " never waited";
+  };
+  {
+    ScriptedServer server([&](Connection& c, Listener&) {
+      take(c);  // the window, sent before want_data
+      SEND(SendMetadata(c, MetadataType::kIpcMessage, 0, m[0].metadata));
+      for (uint32_t k = 1; k <= kBatches; ++k) {
+        waiting(static_cast<int>(k));
+        take(c);
+        EXPECT_GE(held, k) << "no credit held for batch " << k;
+        SEND(SendMetadata(c, MetadataType::kIpcMessage, k, m[1].metadata));
+        SEND(SendBody(c, MakeBodyTag(BodyType::kPacked, k), m[1].body));
+      }
+      waiting(kBatches + 1);
+      // The last step's credit was sent before the wait for batch 6; it may still be on its way.
+      EXPECT_TRUE(testing::Within(10s, [&] {
+        take(c);
+        return held >= 14;
+      }));
+      SEND(SendMetadata(c, MetadataType::kEndOfStream, kBatches + 1, {}));
+    });
+    ClientOptions options = Timed(clock);
+    options.window = 8;
+    ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, ConnectStream(server.uri(), "t", options));
+    for (int k = 1; k <= kBatches + 1; ++k) {
+      asked.store(k);
+      UniqueDeviceArray a;
+      ASSERT_EQ(s->get_next(s.get(), a.get()), 0) << s->get_last_error(s.get());
+      ASSERT_EQ(a.valid(), k <= kBatches) << "read " << k;
+    }
+  }
+  // The window, then a step of two for every second read; none for a read that waited.
+  EXPECT_EQ(credits, (std::vector<uint64_t>{8, 2, 2, 2}));
 }
 
 TEST(ClientConnect, AnUnreachableServerFailsClearly) {

@@ -39,12 +39,12 @@ struct FERRY_EXPORT ClientOptions {
   bool buffer_lists = false;
   /// Pace a ferry server (its credit extension: shm://, and ucx:// with ferry=1): it sends at
   /// most `window` record batches beyond those this client has asked for, each stream read
-  /// (get_next) asking for one; the asks go in credits of window / 4 (at least 1), and at once
-  /// when the client would wait. -1, the default: unpaced over shm:// (the server sends ahead as
-  /// far as its shared region allows) and over ucx:// without ferry=1; kDefaultUcxWindow over
-  /// ucx:// with ferry=1, whose client would otherwise take every small body off the wire ahead
-  /// of the reader. An async producer over this stream (ProduceAsync) reads only what its
-  /// consumer requested, so window 0 makes the consumer's request(n) the plane's own flow
+  /// (get_next) asking for one; the asks go in credits of window / 4 (at least 1), so the server
+  /// always holds a credit for the batch a read waits for. -1, the default: unpaced over shm://
+  /// (the server sends ahead as far as its shared region allows) and over ucx:// without ferry=1;
+  /// kDefaultUcxWindow over ucx:// with ferry=1, whose client would otherwise take every small body
+  /// off the wire ahead of the reader. An async producer over this stream (ProduceAsync) reads only
+  /// what its consumer requested, so window 0 makes the consumer's request(n) the plane's own flow
   /// control. Each batch then waits a round trip; a paced client that asks for nothing for the
   /// server's timeout is taken as stopped.
   int64_t window = -1;
