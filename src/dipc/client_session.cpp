@@ -280,18 +280,13 @@ Result<TaggedMessage> ClientSession::ReceiveBody(uint32_t sequence, const ipc::M
   return receive(options_.timeout);
 }
 
-ByteSpan ClientSession::Aligned(ByteSpan flatbuffer) {
-  if (reinterpret_cast<uintptr_t>(flatbuffer.data) % 8 == 0) return flatbuffer;
-  aligned_metadata_.resize((static_cast<size_t>(flatbuffer.size) + 7) / 8);
-  std::memcpy(aligned_metadata_.data(), flatbuffer.data, static_cast<size_t>(flatbuffer.size));
-  return {reinterpret_cast<const uint8_t*>(aligned_metadata_.data()), flatbuffer.size};
-}
-
 Status ClientSession::ReadBody(const MetadataMessage& m) {
-  // Flatbuffers reads in place: the inspection reads an aligned copy in reused room (the
-  // decoder keeps its own copy, which it rewrites).
-  const ByteSpan flatbuffer = Aligned(m.flatbuffer);
-  FERRY_ASSIGN_OR_RAISE(ipc::MessageInfo info, ipc::InspectMessage(flatbuffer));
+  // The decoder copies the metadata to 8-aligned room of its own (the protocol's 5-byte header
+  // leaves it unaligned) and verifies it once; `flatbuffer` is that copy, which the decoder
+  // then decodes as it is. Valid until the decoder's next call.
+  FERRY_ASSIGN_OR_RAISE(const ipc::InspectedMessage inspected, decoder_.Inspect(m.flatbuffer));
+  const ByteSpan flatbuffer = inspected.metadata;
+  const ipc::MessageInfo& info = inspected.info;
   if (info.kind == ipc::MessageKind::kSchema) {
     return Status::Invalid("metadata message " + std::to_string(m.sequence) +
                            " is a schema; the protocol allows one only at sequence 0");

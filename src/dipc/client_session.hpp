@@ -122,15 +122,11 @@ class ClientSession {
   bool broken_ = false;       // the connection failed: close by aborting
   int64_t held_bytes_ = 0;    // metadata bytes in the reorder window
 
-  // What ReadBody reuses batch after batch rather than allocating: the flatbuffer copied to
-  // 8-byte alignment (the protocol's 5-byte header leaves it unaligned), the parsed buffer
-  // list, the fetched body's buffer places (its bytes move on to the batch), and where each
-  // buffer landed.
-  std::vector<uint64_t> aligned_metadata_;
+  // What ReadBody reuses batch after batch rather than allocating: the parsed buffer list, the
+  // fetched body's buffer places (its bytes move on to the batch), and where each buffer landed.
   BufferList list_;
   transport::FetchedBody fetched_;
   std::vector<ipc::BufferLocation> locations_;
-  ByteSpan Aligned(ByteSpan flatbuffer);
 
   // The next batch's body, taken by FetchAhead before its turn, with its fetch under way.
   struct Ahead {

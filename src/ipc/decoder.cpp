@@ -410,6 +410,7 @@ Decoder& Decoder::operator=(Decoder&&) noexcept = default;
 
 Status Decoder::Consume(const SharedBytes& bytes) {
   Impl& d = *impl_;
+  d.inspected = false;  // the stream's framing rewrites `metadata`
   if (!d.failed.ok()) return d.failed;
   if (bytes.size < 0 || (bytes.size > 0 && bytes.data == nullptr)) {
     return Status::Invalid("Decoder::Consume: NULL data or negative size");
@@ -444,6 +445,10 @@ Status Decoder::Consume(const SharedBytes& bytes) {
 
 Result<const fb::Message*> Decoder::Impl::Begin(const uint8_t* data, int64_t size) {
   if (!failed.ok()) return failed;
+  // The copy Inspect verified, handed back: decoded as it is.
+  const bool verified = inspected && data == metadata.data() && size == metadata.size();
+  inspected = false;
+  if (verified) return fb::GetMessage(metadata.data());
   if (data == nullptr || size <= 0) return Fail(Status::Invalid(Label(index) + ": empty metadata"));
   Result<const fb::Message*> m = VerifyMessage(data, size, &metadata, index);
   if (!m.ok()) return Fail(m.status());

@@ -57,7 +57,8 @@ struct Decoder::Impl {
   State state = State::kPrefix;
   int64_t need = 4;
   HostBuffer pending;
-  HostBuffer metadata;  // the current message's flatbuffer, 8-aligned
+  HostBuffer metadata;     // the current message's flatbuffer, 8-aligned
+  bool inspected = false;  // `metadata` holds what Inspect verified and nothing has used it yet
   const fb::Message* message = nullptr;
   Status failed;
   // Stream state.

@@ -45,25 +45,10 @@ int32_t internal::LoadInt32LE(const uint8_t* p) {
   return static_cast<int32_t>(v);
 }
 
-Result<MessageInfo> InspectMessage(ByteSpan flatbuffer) {
-  if (flatbuffer.size < 8 || flatbuffer.data == nullptr) {
-    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size) +
-                           " bytes) is not a valid Message flatbuffer");
-  }
-  const auto size = static_cast<size_t>(flatbuffer.size);
-  const uint8_t* data = flatbuffer.data;
-  std::vector<uint64_t> aligned;
-  if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
-    aligned.resize((size + 7) / 8);
-    std::memcpy(aligned.data(), flatbuffer.data, size);
-    data = reinterpret_cast<const uint8_t*>(aligned.data());
-  }
-  flatbuffers::Verifier verifier(data, size);
-  if (!fb::VerifyMessageBuffer(verifier)) {
-    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size) +
-                           " bytes) is not a valid Message flatbuffer");
-  }
-  const fb::Message* message = fb::GetMessage(data);
+namespace {
+
+// What a verified message is: its kind (an error for one a stream cannot hold) and body length.
+Result<MessageInfo> InfoOf(const fb::Message* message) {
   MessageInfo info;
   info.body_length = message->body_length();
   if (info.body_length < 0) {
@@ -85,6 +70,38 @@ Result<MessageInfo> InspectMessage(ByteSpan flatbuffer) {
                              " message has no place in a stream of record batches");
   }
   return info;
+}
+
+}  // namespace
+
+Result<MessageInfo> InspectMessage(ByteSpan flatbuffer) {
+  if (flatbuffer.size < 8 || flatbuffer.data == nullptr) {
+    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size) +
+                           " bytes) is not a valid Message flatbuffer");
+  }
+  const auto size = static_cast<size_t>(flatbuffer.size);
+  const uint8_t* data = flatbuffer.data;
+  std::vector<uint64_t> aligned;
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
+    aligned.resize((size + 7) / 8);
+    std::memcpy(aligned.data(), flatbuffer.data, size);
+    data = reinterpret_cast<const uint8_t*>(aligned.data());
+  }
+  flatbuffers::Verifier verifier(data, size);
+  if (!fb::VerifyMessageBuffer(verifier)) {
+    return Status::Invalid("the metadata (" + std::to_string(flatbuffer.size) +
+                           " bytes) is not a valid Message flatbuffer");
+  }
+  return InfoOf(fb::GetMessage(data));
+}
+
+Result<InspectedMessage> Decoder::Inspect(ByteSpan metadata) {
+  Impl& d = *impl_;
+  FERRY_ASSIGN_OR_RAISE(const fb::Message* m, d.Begin(metadata.data, metadata.size));
+  Result<MessageInfo> info = InfoOf(m);
+  if (!info.ok()) return d.Fail(info.status().WithContext(d.Label(d.index)));
+  d.inspected = true;
+  return InspectedMessage{*info, {d.metadata.data(), d.metadata.size()}};
 }
 
 Result<int64_t> MessageBodyLength(ByteSpan flatbuffer) {

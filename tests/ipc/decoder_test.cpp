@@ -176,6 +176,62 @@ TEST_F(DecoderTest, MetadataAndBodyMayArriveSeparately) {
                      short_body.ConsumeMessage({dictionary + 8, dictionary_length}, {}));
 }
 
+// Inspect verifies a message's metadata once and hands back its own aligned copy, which
+// ConsumeMessage then decodes: the batches read back equal to the writer's, though the bytes
+// first given are spoiled in between. Only that copy skips verification, and only once.
+TEST_F(DecoderTest, AnInspectedMessageIsDecodedFromItsVerifiedCopy) {
+  ipc::Decoder decoder;
+  ipc::Decoder framing;
+  std::vector<ipc::MessageKind> kinds;
+  int64_t pos = 0;
+  while (pos < bytes_.size) {
+    int32_t length = 0;
+    std::memcpy(&length, bytes_.data + pos + 4, 4);
+    if (length == 0) break;
+    ASSERT_OK(framing.Consume(bytes_.Slice(pos, 8 + length)));
+    const int64_t body_length =
+        framing.next_required_size() == 4 ? 0 : framing.next_required_size();
+    ASSERT_OK(framing.Consume(bytes_.Slice(pos + 8 + length, body_length)));
+    // As the dissociated protocol carries metadata: after a 5-byte header, not 8-aligned.
+    std::vector<uint8_t> shifted(static_cast<size_t>(length) + 5);
+    std::memcpy(shifted.data() + 5, bytes_.data + pos + 8, static_cast<size_t>(length));
+    const ByteSpan given{shifted.data() + 5, length};
+    ASSERT_OK_AND_ASSIGN(ipc::InspectedMessage inspected, decoder.Inspect(given));
+    kinds.push_back(inspected.info.kind);
+    EXPECT_EQ(inspected.info.body_length, body_length);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(inspected.metadata.data) % 8, 0u);
+    EXPECT_EQ(inspected.metadata.size, length);
+    std::memset(shifted.data(), 0xAB, shifted.size());  // what is decoded is the decoder's copy
+    ASSERT_OK(
+        decoder.ConsumeMessage(inspected.metadata, bytes_.Slice(pos + 8 + length, body_length)));
+    pos += 8 + length + body_length;
+  }
+  EXPECT_EQ(kinds, (std::vector<ipc::MessageKind>{
+                       ipc::MessageKind::kSchema, ipc::MessageKind::kDictionary,
+                       ipc::MessageKind::kRecordBatch, ipc::MessageKind::kRecordBatch}));
+  std::vector<Json> batches = Drain(decoder, decoder.schema());
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0], Json::parse(expected_json_));
+  EXPECT_EQ(batches[1], Json::parse(expected_json_));
+
+  int32_t schema_length = 0;
+  std::memcpy(&schema_length, bytes_.data + 4, 4);
+  const ByteSpan schema{bytes_.data + 8, schema_length};
+  const std::vector<uint8_t> garbage(64, 0xAB);
+  // Other bytes after an inspection are verified as ever.
+  ipc::Decoder other;
+  ASSERT_OK(other.Inspect(schema).status());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "message 0: the metadata (64 bytes) is not a valid",
+                     other.ConsumeMessage(garbage, {}));
+  // A failed inspection stops the decoder, as a failed ConsumeMessage does.
+  ipc::Decoder stopped;
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a valid Message flatbuffer",
+                     stopped.Inspect(garbage));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "is not a valid Message flatbuffer",
+                     stopped.ConsumeMessage(schema, {}));
+}
+
 TEST_F(DecoderTest, OutOfOrderMessagesAreRefused) {
   // Skip the schema: the dictionary comes first.
   int32_t length = 0;

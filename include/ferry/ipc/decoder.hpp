@@ -90,6 +90,15 @@ struct FERRY_EXPORT MessageInfo {
 /// or a message kind a stream cannot hold (Tensor, SparseTensor).
 FERRY_EXPORT Result<MessageInfo> InspectMessage(ByteSpan flatbuffer);
 
+/// What Decoder::Inspect found in a message's metadata, and the decoder's own verified copy of
+/// it (8-aligned). Passed on to the decoder's next ConsumeMessage or ConsumeMessageBuffers as
+/// their metadata, the copy is decoded without being copied or verified again. Valid until the
+/// decoder's next call.
+struct FERRY_EXPORT InspectedMessage {
+  MessageInfo info;
+  ByteSpan metadata;
+};
+
 /// The body length a Message flatbuffer announces, after verifying it (bytes not 8-aligned are
 /// copied first; metadata is small). Lets a transport size a receive before the body arrives.
 /// Errors name a flatbuffer that is not a valid Message, or a negative length.
@@ -117,6 +126,12 @@ class FERRY_EXPORT Decoder {
   /// decoder keeps its own copy); the body is referenced, never copied, and kept alive by the
   /// arrays.
   [[nodiscard]] Status ConsumeMessage(ByteSpan metadata, const SharedBytes& body);
+
+  /// Verify a message's metadata with this decoder's limits and say what it is, as
+  /// InspectMessage does, keeping the verified copy: a reader that must know a message's kind
+  /// and body length before its body arrives then copies and verifies the metadata once, not
+  /// twice. Errors stop the decoder, as a failed ConsumeMessage does.
+  Result<InspectedMessage> Inspect(ByteSpan metadata);
 
   /// Decode one message whose body buffers lie at `buffers` (one per buffer of the metadata, in
   /// order) inside `region` rather than packed. Each must lie inside the region, start 8-aligned
