@@ -18,6 +18,7 @@ ShmConnection::ShmConnection(int fd, TransportLimits limits, std::optional<Frame
     : fd_(fd),
       limits_(WithClock(std::move(limits))),
       inbox_(kInboxBytes, limits_.clock, limits_.spin),
+      spin_(limits_.spin),
       in_ring_(std::move(ring)) {
   ucred cred{};
   socklen_t len = sizeof(cred);

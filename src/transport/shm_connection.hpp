@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ferry/transport/transport.hpp"
+#include "transport/adaptive_spin.hpp"
 #include "transport/frame_memory.hpp"
 #include "transport/mailbox.hpp"
 #include "transport/shm_frames.hpp"
@@ -150,6 +151,7 @@ class ShmConnection final : public Connection {
   bool backlog_ = false;  // the last Lead left more in the socket than its stage took
   bool parked_ = false;   // the reader thread waits in Park
   std::chrono::steady_clock::time_point last_lead_;
+  AdaptiveSpin spin_;  // how long a Lead spins (with lead_mutex_)
   static constexpr auto kParked = std::chrono::milliseconds(10);
   std::deque<int> pending_fds_;
   // The client's frame ring (client side: made at connect; read with the read token once the

@@ -35,11 +35,12 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
   if (!waiting()) return r;
   const Clock& clock = *limits_.clock;
   const auto deadline = clock.After(timeout);
-  const auto spin_until =
-      std::chrono::steady_clock::now() + std::min<std::chrono::microseconds>(limits_.spin, timeout);
+  const auto started = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point spin_until;
   {
     std::lock_guard lock(lead_mutex_);
     ++leaders_;
+    spin_until = spin_.Until(started, timeout);
   }
   bool backlog = false;
   while (waiting()) {
@@ -102,6 +103,9 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
     std::lock_guard lock(lead_mutex_);
     --leaders_;
     last_lead_ = std::chrono::steady_clock::now();
+    // A wait's end is when its message came, near enough (a look's is not: it may have come
+    // long before).
+    if (!waiting() && timeout.count() > 0) spin_.Arrived(last_lead_);
     backlog_ = backlog;
     resume = backlog && parked_ && leaders_ == 0;
   }

@@ -54,7 +54,8 @@ struct FERRY_EXPORT ClientOptions {
   /// How long to keep trying to connect while nothing listens at the URI's address; 0: timeout.
   std::chrono::milliseconds connect_timeout{0};
   /// How long the client watches for the server's next message on the CPU before it sleeps
-  /// (TransportLimits::spin; shm:// and ucx://), once per wait, so an idle client stays idle. 0:
+  /// (TransportLimits::spin; shm:// and ucx://), once per wait, so an idle client stays idle;
+  /// up to four times as long across the gaps of a steady stream (docs/dipc.md, "Waiting"). 0:
   /// it sleeps at once, and the kernel wakes it: on a VM whose idle cores halt, tens of µs later.
   /// Over shm:// the waiting caller reads the socket itself, so a batch wakes no other thread.
   /// docs/benchmarks.md ("Small batches") measures the choice.

@@ -53,7 +53,9 @@ struct FERRY_EXPORT TransportLimits {
   /// How long a receive that finds nothing watches for its message on the CPU before it sleeps
   /// (0: it sleeps at once). A sleeping receiver is woken by the kernel, which on a VM whose idle
   /// cores halt can take tens of µs; a spinning one sees the message at once, for a core's time
-  /// while it spins. Spent once per receive, so an idle end stays idle.
+  /// while it spins. Spent once per receive, so an idle end stays idle. Where the last 8
+  /// messages each came within 4 spins of the one before, a receive spins on (up to 4 spins)
+  /// until a spin past when the next is due (shm:// and ucx://).
   std::chrono::microseconds spin{0};
   /// Where a listener tells of a connection request it could not take, one line naming the peer
   /// and the cause, from the listener's own thread; the peer is refused at once rather than left

@@ -116,6 +116,7 @@ UcxConnection::UcxConnection(std::unique_ptr<Worker> worker, TransportLimits lim
     : worker_(std::move(worker)),
       limits_(WithClock(std::move(limits))),
       inbox_(0, limits_.clock),
+      spin_(limits_.spin),
       takes_metadata_(takes_metadata) {}
 
 UcxConnection::~UcxConnection() {
@@ -364,15 +365,26 @@ auto UcxConnection::PumpWhileWaiting(std::chrono::milliseconds timeout, Pop pop)
     return r;
   // With a spin, the waiting caller progresses the worker itself until its message lands or
   // the spin is spent, so what arrives meanwhile wakes no thread; then it sleeps in the pop.
-  const auto until =
-      std::chrono::steady_clock::now() + std::min<std::chrono::microseconds>(limits_.spin, timeout);
+  std::chrono::steady_clock::time_point until;
+  {
+    std::lock_guard lock(spin_mutex_);
+    until = spin_.Until(std::chrono::steady_clock::now(), timeout);
+  }
   do {
     Pump();
     r = pop(std::chrono::milliseconds(0));
-    if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded) return r;
+    if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded) break;
   } while (std::chrono::steady_clock::now() < until);
-  worker_->CallerSleeps();
-  return pop(timeout);
+  if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
+    worker_->CallerSleeps();
+    r = pop(timeout);
+  }
+  if (r.ok()) {
+    // A wait's end is when its message came, near enough.
+    std::lock_guard lock(spin_mutex_);
+    spin_.Arrived(std::chrono::steady_clock::now());
+  }
+  return r;
 }
 
 Result<SharedBytes> UcxConnection::Receive(std::chrono::milliseconds timeout) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ferry/transport/transport.hpp"
+#include "transport/adaptive_spin.hpp"
 #include "transport/mailbox.hpp"
 #include "transport/ucx/endpoint.hpp"
 #include "transport/ucx/pair.hpp"
@@ -152,7 +153,8 @@ class UcxConnection : public Connection {
   /// it before they block. Safe from any thread (the worker is multi-threaded).
   void Pump();
   /// `pop(wait)` (the inbox's) for a receive: a look first; then, within the spin
-  /// (TransportLimits::spin), Pump and look again; then the pop's own wait.
+  /// (TransportLimits::spin, stretched across a steady stream's gaps: AdaptiveSpin), Pump and
+  /// look again; then the pop's own wait.
   template <typename Pop>
   auto PumpWhileWaiting(std::chrono::milliseconds timeout, Pop pop) -> decltype(pop(timeout));
   /// Tear down on the calling thread once the worker's thread has stopped.
@@ -165,6 +167,8 @@ class UcxConnection : public Connection {
   const TransportLimits limits_;
   std::string peer_;  // set once, before the connection is handed out
   internal::Mailbox inbox_;
+  std::mutex spin_mutex_;
+  internal::AdaptiveSpin spin_;  // how long a receive pumps before it sleeps (spin_mutex_)
   std::atomic<bool> extensions_{false};
   std::atomic<bool> sends_pairs_{false};  // server: the client takes pairs (its hello asked)
   std::atomic<int> landing_{0};  // receives in flight (tagged and rendezvous Active Messages)
