@@ -16,6 +16,7 @@
 #include "flight/call_trace.hpp"
 #include "flight/client_impl.hpp"
 #include "flight/convert.hpp"
+#include "flight/grpc_library.hpp"
 #include "flight/grpc_status.hpp"
 #include "flight/raw_call.hpp"
 #include "flight/wire.hpp"
@@ -300,6 +301,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& uri, ClientOp
     return Status::Invalid("unknown Flight URI scheme \"" + scheme +
                            "\" (grpc, grpc+tcp, grpc+tls, grpc+unix)");
   }
+  internal::HoldGrpcLibrary();  // so that closing a client never tears gRPC down
   if (scheme == "grpc+tls") {
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = options.tls_roots;

@@ -13,6 +13,7 @@
 #include "flight/batch_slices.hpp"
 #include "flight/clock_hook.hpp"
 #include "flight/drain.hpp"
+#include "flight/grpc_library.hpp"
 #include "flight/grpc_order.hpp"
 #include "flight/service.hpp"
 
@@ -36,6 +37,7 @@ class ServerImpl final : public Server {
   ~ServerImpl() override { Stop(); }
 
   Status Start() {
+    internal::HoldGrpcLibrary();  // so that no Stop tears gRPC down (grpc_library.hpp)
     service_ = std::make_unique<internal::FlightService>(state_.get());
     const ServerOptions& o = state_->options;
     std::shared_ptr<grpc::ServerCredentials> credentials;
