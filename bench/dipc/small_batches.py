@@ -19,13 +19,16 @@ The cases:
   ferry shm live       a producer makes each batch (a copy of a template) as the server asks;
                        type-1 bodies into the shared region
   ferry shm live, no spin  the same, the client sleeping at once when it finds nothing (every
-                       other ferry case spins --ferry-spin µs first, the client's default)
+                       other ferry case spins --ferry-spin µs first, the client's default, and
+                       across a steady stream's gaps up to four times that)
   ferry ucx t0 / t1    the same producer over UCX on this host (ferry=1: UCX's shared memory),
                        packed bodies and buffer lists
   ferry tcp t0 / t1    over UCX between two network namespaces (UCX_TLS=tcp,self)
   ferry Flight         ferry's Flight server to a pyarrow.flight client (small_batches_peers.py)
-  C ring, futex        the limit: bench/dipc/ring_limit.c, the same bytes through a shared ring,
-                       the consumer sleeping on a futex when it finds nothing
+  C ring, futex        the limit: bench/dipc/ring_limit.c, the same bytes through a shared ring
+                       (stamped before the producer's copy into its slot, as ferry's batch is
+                       before its server's copy), the consumer sleeping on a futex when it finds
+                       nothing
   C ring, spin         the same, each side spinning --spin times before it sleeps
   C ring, kept         the limit of "ferry shm kept": every batch's bytes written once into a
                        memfd, only their indices through the ring; the consumer maps the memfd
