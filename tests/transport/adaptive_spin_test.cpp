@@ -25,16 +25,21 @@ time_point Steady(AdaptiveSpin* spin, std::chrono::microseconds gap, int arrival
   return at;
 }
 
+// A connection whose last kGaps + 1 messages came 100 µs apart, waiting with a 50 µs spin.
+class SteadyStream : public ::testing::Test {
+ protected:
+  AdaptiveSpin spin{50us};
+  const time_point last = Steady(&spin, 100us, AdaptiveSpin::kGaps + 1);
+};
+
 TEST(AdaptiveSpin, WithNothingLearntAWaitSpinsThePlainSpin) {
   AdaptiveSpin spin(50us);
   EXPECT_EQ(spin.Until(kOrigin, 1s), kOrigin + 50us);
   EXPECT_EQ(spin.gap(), 0ns);
 }
 
-TEST(AdaptiveSpin, ASteadyStreamIsSpunAcrossUntilASpinPastItsNextMessage) {
-  AdaptiveSpin spin(50us);
+TEST_F(SteadyStream, ItIsSpunAcrossUntilASpinPastItsNextMessage) {
   // Nine arrivals are eight gaps of 100 µs: the window is full.
-  const time_point last = Steady(&spin, 100us, AdaptiveSpin::kGaps + 1);
   EXPECT_EQ(spin.gap(), 100us);
   // A wait that starts 10 µs after the last message spins until 100 µs + 50 µs after it.
   EXPECT_EQ(spin.Until(last + 10us, 1s), last + 150us);
@@ -60,20 +65,18 @@ TEST(AdaptiveSpin, FewerThanAWindowOfGapsLeaveThePlainSpin) {
   EXPECT_EQ(spin.Until(last + 10us, 1s), last + 60us);
 }
 
-TEST(AdaptiveSpin, AGapTooLongToSpinAcrossStartsTheWindowAgain) {
-  AdaptiveSpin spin(50us);
-  time_point last = Steady(&spin, 100us, AdaptiveSpin::kGaps + 1);
+TEST_F(SteadyStream, AGapTooLongToSpinAcrossStartsTheWindowAgain) {
   ASSERT_EQ(spin.gap(), 100us);
-  last += 201us;  // more than kStretch (4) spins of 50 µs
-  spin.Arrived(last);
+  time_point at = last + 201us;  // more than kStretch (4) spins of 50 µs
+  spin.Arrived(at);
   EXPECT_EQ(spin.gap(), 0ns);
-  EXPECT_EQ(spin.Until(last + 10us, 1s), last + 60us);
+  EXPECT_EQ(spin.Until(at + 10us, 1s), at + 60us);
   // Eight short gaps in a row again, and the stream is spun across again.
   for (size_t i = 0; i < AdaptiveSpin::kGaps; ++i) {
-    last += 100us;
-    spin.Arrived(last);
+    at += 100us;
+    spin.Arrived(at);
   }
-  EXPECT_EQ(spin.Until(last + 10us, 1s), last + 150us);
+  EXPECT_EQ(spin.Until(at + 10us, 1s), at + 150us);
 }
 
 TEST(AdaptiveSpin, AStretchThatCouldNotReachTheMessageIsNotTaken) {
@@ -87,17 +90,13 @@ TEST(AdaptiveSpin, AStretchThatCouldNotReachTheMessageIsNotTaken) {
   EXPECT_EQ(spin.Until(last + 30us, 1s), last + 230us);
 }
 
-TEST(AdaptiveSpin, AMessageOverdueGetsThePlainSpin) {
-  AdaptiveSpin spin(50us);
-  const time_point last = Steady(&spin, 100us, AdaptiveSpin::kGaps + 1);
+TEST_F(SteadyStream, AMessageOverdueGetsThePlainSpin) {
   // 300 µs after the last message it is 150 µs overdue: the plain spin, not a negative one.
   EXPECT_EQ(spin.Until(last + 300us, 1s), last + 350us);
 }
 
-TEST(AdaptiveSpin, TheWaitsOwnTimeoutBoundsEverySpin) {
-  AdaptiveSpin spin(50us);
-  EXPECT_EQ(spin.Until(kOrigin, 0ms), kOrigin);  // a look never spins
-  const time_point last = Steady(&spin, 100us, AdaptiveSpin::kGaps + 1);
+TEST_F(SteadyStream, TheWaitsOwnTimeoutBoundsEverySpin) {
+  EXPECT_EQ(spin.Until(last + 10us, 0ms), last + 10us);  // a look never spins
   // The longest timeout there is: no overflow, the stretch as before.
   EXPECT_EQ(spin.Until(last + 10us, std::chrono::milliseconds::max()), last + 150us);
   AdaptiveSpin long_spin(5ms);
@@ -110,9 +109,7 @@ TEST(AdaptiveSpin, NoSpinStaysNoSpin) {
   EXPECT_EQ(spin.Until(last + 1us, 1s), last + 1us);
 }
 
-TEST(AdaptiveSpin, ArrivalsOutOfOrderAreNotGaps) {
-  AdaptiveSpin spin(50us);
-  const time_point last = Steady(&spin, 100us, AdaptiveSpin::kGaps + 1);
+TEST_F(SteadyStream, ArrivalsOutOfOrderAreNotGaps) {
   spin.Arrived(last - 30us);  // two waiters, the later one recorded first
   EXPECT_EQ(spin.gap(), 100us);
   EXPECT_EQ(spin.Until(last + 10us, 1s), last + 150us);
