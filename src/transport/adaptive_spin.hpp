@@ -11,7 +11,7 @@ namespace ferry::transport::internal {
 /// The spin of one connection's waits. A wait spins for TransportLimits::spin, as a bound on
 /// what a wake-up costs; where the connection's messages have come at most kStretch spins
 /// apart, it spins on until the next one is due (the last one's arrival plus the largest of
-/// the last kGaps gaps, plus half a spin), so a steady stream is met by a spinning receiver and
+/// the last kGaps gaps, plus one spin), so a steady stream is met by a spinning receiver and
 /// not by a wake-up. Not thread-safe: its owner guards it. No allocation.
 class AdaptiveSpin {
  public:

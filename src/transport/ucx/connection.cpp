@@ -379,8 +379,9 @@ auto UcxConnection::PumpWhileWaiting(std::chrono::milliseconds timeout, Pop pop)
     worker_->CallerSleeps();
     r = pop(timeout);
   }
-  if (r.ok()) {
-    // A wait's end is when its message came, near enough.
+  if (r.ok() && limits_.spin.count() > 0) {
+    // A wait's end is when its message came, near enough. (An end that never spins learns
+    // nothing: a server's receives skip the lock.)
     std::lock_guard lock(spin_mutex_);
     spin_.Arrived(std::chrono::steady_clock::now());
   }
