@@ -1,0 +1,94 @@
+// The push decoder's dictionary batches: each checked against the schema's declared ids,
+// decoded, validated, and kept for the batches that use it; a delta appended to its dictionary.
+#include <memory>
+#include <string>
+
+#include "ferry/format/json.hpp"
+#include "ferry/format/schema.hpp"
+#include "ferry/ipc/decoder.hpp"
+#include "ipc/decoder_state.hpp"
+
+namespace ferry::ipc {
+
+namespace {
+
+// A delta appends to a dictionary: the whole dictionary is rebuilt once (a copy of both parts),
+// since consumers see one contiguous dictionary.
+Result<UniqueArray> Concatenate(const ArrowSchema* schema, const ArrowArray* a,
+                                const ArrowArray* b) {
+  FERRY_ASSIGN_OR_RAISE(ArrayView va, ArrayView::Make(schema));
+  FERRY_RETURN_NOT_OK(va.SetArray(a));
+  FERRY_ASSIGN_OR_RAISE(ArrayView vb, ArrayView::Make(schema));
+  FERRY_RETURN_NOT_OK(vb.SetArray(b));
+  FERRY_ASSIGN_OR_RAISE(std::string ja, ArrayToJson(va));
+  FERRY_ASSIGN_OR_RAISE(std::string jb, ArrayToJson(vb));
+  // Both are JSON arrays: splice b's elements after a's.
+  ja.pop_back();
+  if (a->length > 0 && b->length > 0) ja.push_back(',');
+  ja.append(jb, 1, std::string::npos);
+  return ArrayFromJson(schema, ja);
+}
+
+}  // namespace
+
+Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const SharedBytes& body,
+                                       int64_t i, Metadata custom_metadata) {
+  const int64_t id = d->id();
+  auto it = schema->dictionary_schema.find(id);
+  if (it == schema->dictionary_schema.end()) {
+    return Status::Invalid(Label(i) + ": dictionary id " + std::to_string(id) +
+                           " is not declared by the schema");
+  }
+  const ArrowSchema* value_schema = it->second;
+  const std::string label = Label(i) + " (dictionary " + std::to_string(id) + ")";
+  DecodedMessage event;
+  event.kind = MessageKind::kDictionary;
+  event.index = i;
+  event.dictionary_id = id;
+  event.is_delta = d->is_delta();
+  event.body_length = body.size;
+  event.compression = internal::CompressionName(d->data() ? d->data()->compression() : nullptr);
+  if (!selected.empty() && used_dictionaries.count(id) == 0) {
+    // Only columns the reader left out use it: not decoded (its buffers were not fetched).
+    event.custom_metadata = std::move(custom_metadata);
+    events.push_back(std::move(event));
+    return Status::OK();
+  }
+  auto lookup = [this](int64_t key) { return Lookup(key); };
+  FERRY_RETURN_NOT_OK(
+      CheckDeviceBody(d->data() != nullptr && d->data()->compression() != nullptr, body, label));
+  internal::LoadedColumns loaded;
+  FERRY_RETURN_NOT_OK(internal::LoadColumns({&value_schema, 1}, *schema, d->data(), body, lookup,
+                                            options.max_decompressed_bytes, label, {}, &loaded));
+  copied += loaded.decompressed_bytes;
+  FERRY_RETURN_NOT_OK(internal::ValidateLoaded(value_schema, loaded.columns[0].get(),
+                                               loaded.buffer_sizes, false, Validation(), label));
+  auto existing = dictionaries.find(id);
+  if (d->is_delta()) {
+    if (existing != dictionaries.end() && (*existing->second)->length > 0) {
+      if (options.body_on_device) {
+        return Status::NotSupported(label + ": a dictionary delta is merged on the host, but " +
+                                    "the dictionary is device memory the host must not read");
+      }
+      Result<UniqueArray> merged =
+          Concatenate(value_schema, existing->second->get(), loaded.columns[0].get());
+      if (!merged.ok()) {
+        return Status(merged.status().code(),
+                      label + ": applying the delta: " + merged.status().message());
+      }
+      existing->second = std::make_shared<UniqueArray>(std::move(*merged));
+    } else {
+      dictionaries[id] = std::make_shared<UniqueArray>(std::move(loaded.columns[0]));
+    }
+  } else {
+    if (existing != dictionaries.end() && file_mode) {
+      return Status::Invalid(label + ": the file format does not allow replacing a dictionary");
+    }
+    dictionaries[id] = std::make_shared<UniqueArray>(std::move(loaded.columns[0]));
+  }
+  event.custom_metadata = std::move(custom_metadata);
+  events.push_back(std::move(event));
+  return Status::OK();
+}
+
+}  // namespace ferry::ipc
