@@ -87,10 +87,15 @@ class ShmConnection final : public Connection {
   // millisecond at a time. A wait that reaches its deadline names `what` it waited for.
   template <typename Pop>
   auto Lead(std::chrono::milliseconds timeout, const char* what, Pop pop) -> decltype(pop(timeout));
-  // The reader thread. Without a spin it reads frames as they come, blocking in recvmsg. With
-  // one, a receiving caller reads the socket itself (Lead) and this thread reads only once no
-  // caller has for kParked: a paced stream's batch then wakes one thread, the caller's, not two,
-  // and a caller that stops reading still has its socket drained.
+  // Whether a receiving caller reads the socket itself (Lead): with a spin, and on a client's
+  // end (its frame ring's reader), whose caller then sleeps in poll with no spin rather than
+  // waiting for the reader thread to wake it. A server's end without a spin leaves reading to
+  // its reader thread, so that what its clients send (frees, credits) is read as it comes.
+  bool Leads() const { return limits_.spin.count() > 0 || in_ring_.has_value(); }
+  // The reader thread. Where callers do not lead it reads frames as they come, blocking in
+  // recvmsg. Where they do, it reads only once no caller has for kParked: a paced stream's batch
+  // then wakes one thread, the caller's, not two, and a caller that stops reading still has its
+  // socket drained.
   void ReadLoop();
   // Wait while a caller reads the socket, or did within kParked; false once closed. A bounded
   // wait on the steady clock (it is the thread's own housekeeping, not a timeout of the caller's).
@@ -142,7 +147,7 @@ class ShmConnection final : public Connection {
   std::string trace_;  // the client's trace frame (server side)
   internal::Mailbox inbox_;
   // The socket's reading state below is the read token's: the reader thread's, or a caller's
-  // that reads while it waits (Lead, with a spin).
+  // that reads while it waits (Lead).
   std::mutex read_mutex_;
   std::atomic<bool> ended_{false};  // End ran: nobody reads again
   std::mutex lead_mutex_;

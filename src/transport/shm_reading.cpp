@@ -27,7 +27,7 @@ template <typename Pop>
 auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Pop pop)
     -> decltype(pop(timeout)) {
   using std::chrono::milliseconds;
-  if (limits_.spin.count() <= 0) return pop(timeout);
+  if (!Leads()) return pop(timeout);
   auto r = pop(milliseconds(0));
   const auto waiting = [&] {
     return !r.ok() && r.status().code() == StatusCode::kDeadlineExceeded;
@@ -131,7 +131,7 @@ Result<TaggedMessage> ShmConnection::ReceiveTagged(uint64_t want, uint64_t mask,
 
 void ShmConnection::ReadLoop() {
   std::string why = "the peer closed the connection";
-  if (limits_.spin.count() <= 0) {
+  if (!Leads()) {
     while (ReadFrame(&why)) {
     }
   } else {

@@ -8,9 +8,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <map>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -163,7 +167,8 @@ struct Pair {
   std::unique_ptr<Connection> server, client;
 };
 
-Pair RingPair(const std::shared_ptr<Clock>& clock, std::chrono::microseconds client_spin) {
+Pair RingPair(const std::shared_ptr<Clock>& clock, std::chrono::microseconds client_spin,
+              std::vector<int>* client_threads = nullptr) {
   int fds[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
   TransportLimits limits;
@@ -172,8 +177,12 @@ Pair RingPair(const std::shared_ptr<Clock>& clock, std::chrono::microseconds cli
   Pair p;
   p.server = internal::shm::MakeConnection(fds[0], limits);
   limits.spin = client_spin;
+  const std::map<int, std::string> before = testing::ThreadNames();
   Result<std::unique_ptr<Connection>> client =
       internal::shm::MakeClientConnection(fds[1], limits, "");
+  for (const auto& [tid, name] : testing::ThreadNames()) {
+    if (client_threads != nullptr && before.count(tid) == 0) client_threads->push_back(tid);
+  }
   EXPECT_TRUE(client.ok()) << client.status().message();
   p.client = std::move(*client);
   const ByteSpan hi{reinterpret_cast<const uint8_t*>("hi"), 2};
@@ -271,6 +280,60 @@ TEST(RingConnection, ASleepingSpinningClientWakesForAFrameInItsRingAndForTheClos
   ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the peer closed the connection",
                      p.client->Receive(1h));
   sender.join();
+}
+
+// The voluntary context switches so far of the threads `tids` (/proc/self/task/*/status): each
+// is one sleep of the thread.
+int64_t VoluntarySwitches(const std::vector<int>& tids) {
+  int64_t total = 0;
+  for (const int tid : tids) {
+    std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) total += std::stoll(line.substr(24));
+    }
+  }
+  return total;
+}
+
+// A client that does not spin still reads its ring itself while it waits: its receive sleeps in
+// poll, and the server's wake-up on the socket brings the frame straight to it. So its reader
+// thread sleeps through a stream it is not needed for, where it used to wake for every frame
+// and then wake the caller: two wake-ups a frame instead of one.
+TEST(RingConnection, AClientThatDoesNotSpinIsWokenByItsServerNotByItsReaderThread) {
+  auto clock = std::make_shared<ManualClock>();
+  std::vector<int> reader;  // the client end's own thread: its reader thread
+  Pair p = RingPair(clock, 0us, &reader);
+  ASSERT_EQ(reader.size(), 1u);
+  const int64_t switched = VoluntarySwitches(reader);
+  constexpr int kFrames = 200;
+  std::mutex mutex;
+  std::condition_variable taken;
+  int received = 0;
+  std::thread sender([&] {
+    for (int i = 0; i < kFrames; ++i) {
+      {
+        std::unique_lock lock(mutex);
+        taken.wait(lock, [&] { return received == i; });
+      }
+      EXPECT_TRUE(clock->AwaitWaiters(1, 10s));  // the client sleeps
+      const auto b = static_cast<uint8_t>(i);
+      const ByteSpan piece{&b, 1};
+      EXPECT_OK(p.server->SendTagged(static_cast<uint64_t>(i), {&piece, 1}));
+    }
+  });
+  for (int i = 0; i < kFrames; ++i) {
+    Result<TaggedMessage> t = p.client->ReceiveTagged(static_cast<uint64_t>(i), ~uint64_t{0}, 1h);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    EXPECT_EQ(t->payload.data[0], static_cast<uint8_t>(i));
+    std::lock_guard lock(mutex);
+    ++received;
+    taken.notify_all();
+  }
+  sender.join();
+  // A reader thread that carried each frame slept once a frame at least (200 here, with the
+  // old client); one that stands back wakes only every 10 ms to see whether a caller still reads.
+  EXPECT_LT(VoluntarySwitches(reader) - switched, kFrames / 4);
 }
 
 // A region shared once the ring is in use: its descriptor goes over the socket, its frame

@@ -57,7 +57,8 @@ struct FERRY_EXPORT ClientOptions {
   /// (TransportLimits::spin; shm:// and ucx://), once per wait, so an idle client stays idle;
   /// up to four times as long across the gaps of a steady stream (docs/dipc.md, "Waiting"). 0:
   /// it sleeps at once, and the kernel wakes it: on a VM whose idle cores halt, tens of µs later.
-  /// Over shm:// the waiting caller reads the socket itself, so a batch wakes no other thread.
+  /// Over shm:// the waiting caller reads its frame ring itself, spinning or not, so a batch
+  /// wakes no other thread of the client's.
   /// docs/benchmarks.md ("Small batches") measures the choice.
   std::chrono::microseconds spin{50};
   /// What times the client's waits on its connections: the timeouts above, and the short waits
