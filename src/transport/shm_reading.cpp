@@ -362,8 +362,16 @@ ssize_t ShmConnection::RecvSome(void* into, size_t size, int flags) {
     msg.msg_iovlen = 1;
     msg.msg_control = control;
     msg.msg_controllen = sizeof(control);
-    const ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC | flags);
+    // A read that may wait looks first and then waits in poll for input alone: a thread asleep
+    // in recvmsg is on the socket's one wait queue, and the peer's every read of what this end
+    // sent (its wake-up bytes) would wake it for nothing.
+    const ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT | flags);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && (flags & MSG_DONTWAIT) == 0) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, -1) < 0 && errno != EINTR) return -1;
+      continue;
+    }
     if (n <= 0) return n;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {

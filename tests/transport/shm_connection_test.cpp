@@ -167,7 +167,18 @@ struct Pair {
   std::unique_ptr<Connection> server, client;
 };
 
+// The threads started since `before` was taken (testing::ThreadNames()).
+std::vector<int> StartedSince(const std::map<int, std::string>& before) {
+  std::vector<int> started;
+  for (const auto& [tid, name] : testing::ThreadNames()) {
+    if (before.count(tid) == 0) started.push_back(tid);
+  }
+  return started;
+}
+
+// `server_threads` and `client_threads`, where given, get the threads each end started.
 Pair RingPair(const std::shared_ptr<Clock>& clock, std::chrono::microseconds client_spin,
+              std::vector<int>* server_threads = nullptr,
               std::vector<int>* client_threads = nullptr) {
   int fds[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
@@ -175,14 +186,14 @@ Pair RingPair(const std::shared_ptr<Clock>& clock, std::chrono::microseconds cli
   limits.clock = clock;
   limits.timeout = 10s;
   Pair p;
+  const std::map<int, std::string> at_start = testing::ThreadNames();
   p.server = internal::shm::MakeConnection(fds[0], limits);
+  const std::map<int, std::string> before_client = testing::ThreadNames();
+  if (server_threads != nullptr) *server_threads = StartedSince(at_start);
   limits.spin = client_spin;
-  const std::map<int, std::string> before = testing::ThreadNames();
   Result<std::unique_ptr<Connection>> client =
       internal::shm::MakeClientConnection(fds[1], limits, "");
-  for (const auto& [tid, name] : testing::ThreadNames()) {
-    if (client_threads != nullptr && before.count(tid) == 0) client_threads->push_back(tid);
-  }
+  if (client_threads != nullptr) *client_threads = StartedSince(before_client);
   EXPECT_TRUE(client.ok()) << client.status().message();
   p.client = std::move(*client);
   const ByteSpan hi{reinterpret_cast<const uint8_t*>("hi"), 2};
@@ -299,13 +310,17 @@ int64_t VoluntarySwitches(const std::vector<int>& tids) {
 // A client that does not spin still reads its ring itself while it waits: its receive sleeps in
 // poll, and the server's wake-up on the socket brings the frame straight to it. So its reader
 // thread sleeps through a stream it is not needed for, where it used to wake for every frame
-// and then wake the caller: two wake-ups a frame instead of one.
+// and then wake the caller: two wake-ups a frame instead of one. And the server's reader thread
+// is not woken by the client's reads.
 TEST(RingConnection, AClientThatDoesNotSpinIsWokenByItsServerNotByItsReaderThread) {
   auto clock = std::make_shared<ManualClock>();
-  std::vector<int> reader;  // the client end's own thread: its reader thread
-  Pair p = RingPair(clock, 0us, &reader);
+  std::vector<int> server_reader;  // each end's own thread: its reader thread
+  std::vector<int> reader;
+  Pair p = RingPair(clock, 0us, &server_reader, &reader);
+  ASSERT_EQ(server_reader.size(), 1u);
   ASSERT_EQ(reader.size(), 1u);
   const int64_t switched = VoluntarySwitches(reader);
+  const int64_t server_switched = VoluntarySwitches(server_reader);
   constexpr int kFrames = 200;
   std::mutex mutex;
   std::condition_variable taken;
@@ -334,6 +349,10 @@ TEST(RingConnection, AClientThatDoesNotSpinIsWokenByItsServerNotByItsReaderThrea
   // A reader thread that carried each frame slept once a frame at least (200 here, with the
   // old client); one that stands back wakes only every 10 ms to see whether a caller still reads.
   EXPECT_LT(VoluntarySwitches(reader) - switched, kFrames / 4);
+  // The server's reader thread, with nothing to read, sleeps throughout too: it waits in poll
+  // for input, which its client's reads of the wake-up bytes do not wake (a wait in recvmsg,
+  // on the socket's one wait queue, woke for each of them).
+  EXPECT_LT(VoluntarySwitches(server_reader) - server_switched, kFrames / 4);
 }
 
 // A region shared once the ring is in use: its descriptor goes over the socket, its frame
