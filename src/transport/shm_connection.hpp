@@ -92,10 +92,10 @@ class ShmConnection final : public Connection {
   // waiting for the reader thread to wake it. A server's end without a spin leaves reading to
   // its reader thread, so that what its clients send (frees, credits) is read as it comes.
   bool Leads() const { return limits_.spin.count() > 0 || in_ring_.has_value(); }
-  // The reader thread. Where callers do not lead it reads frames as they come, blocking in
-  // recvmsg. Where they do, it reads only once no caller has for kParked: a paced stream's batch
-  // then wakes one thread, the caller's, not two, and a caller that stops reading still has its
-  // socket drained.
+  // The reader thread. Where callers do not lead it reads frames as they come, waiting for
+  // input in poll (RecvSome). Where they do, it reads only once no caller has for kParked: a paced
+  // stream's batch then wakes one thread, the caller's, not two, and a caller that stops reading
+  // still has its socket drained.
   void ReadLoop();
   // Wait while a caller reads the socket, or did within kParked; false once closed. A bounded
   // wait on the steady clock (it is the thread's own housekeeping, not a timeout of the caller's).
@@ -128,6 +128,8 @@ class ShmConnection final : public Connection {
   // With the read token, the ring in use: whether it holds more than a stage's worth.
   bool Ahead() const;
   // One recvmsg, keeping the descriptors that arrive alongside (in order, for region frames).
+  // Without MSG_DONTWAIT in `flags` it waits for input in poll first where there is none: a
+  // thread asleep in recvmsg would also be woken by the peer's reads of what this end sent.
   ssize_t RecvSome(void* into, size_t size, int flags = 0);
   // Client side, from the ring: a region's descriptor comes over the socket before its frame
   // is written, so it is there or on its way.
