@@ -3,6 +3,8 @@
 #include "transport/shm_connection.hpp"
 
 #include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -25,13 +27,19 @@ ShmConnection::ShmConnection(int fd, TransportLimits limits, std::optional<Frame
   if (getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
     peer_ = "pid " + std::to_string(cred.pid);
   }
+  if (Leads()) {
+    // Without it the reader thread still works, only waking for nothing beside a caller.
+    kick_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
   reader_ = std::thread([this] { ReadLoop(); });
+  pthread_setname_np(reader_.native_handle(), "ferry-shm-read");  // for top, perf and tests
 }
 
 ShmConnection::~ShmConnection() {
   Close();
   reader_.join();
   for (int f : pending_fds_) close(f);
+  if (kick_fd_ >= 0) close(kick_fd_);
   close(fd_);
 }
 

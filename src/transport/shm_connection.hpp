@@ -99,7 +99,13 @@ class ShmConnection final : public Connection {
   void ReadLoop();
   // Wait while a caller reads the socket, or did within kParked; false once closed. A bounded
   // wait on the steady clock (it is the thread's own housekeeping, not a timeout of the caller's).
+  // True marks the reader as watching the socket, until a Lead kicks it out (KickReader).
   bool Park();
+  // With lead_mutex_, as a caller starts to lead: whether the reader thread watches the socket
+  // and must be woken out of its poll. Otherwise it sleeps beside the caller there, and the
+  // server's wake-up for a frame wakes both, though only one thread takes it: the other wakes
+  // for nothing, inside poll, on every frame of the stream.
+  bool KickReader();
   // With the read token: read every frame there is now, without waiting for more; false when
   // the connection ended (`why` says how).
   bool ReadReady(std::string* why);
@@ -154,9 +160,12 @@ class ShmConnection final : public Connection {
   std::atomic<bool> ended_{false};  // End ran: nobody reads again
   std::mutex lead_mutex_;
   std::condition_variable lead_changed_;
-  int leaders_ = 0;       // callers in Lead
-  bool backlog_ = false;  // the last Lead left more in the socket than its stage took
-  bool parked_ = false;   // the reader thread waits in Park
+  int leaders_ = 0;        // callers in Lead
+  bool backlog_ = false;   // the last Lead left more in the socket than its stage took
+  bool parked_ = false;    // the reader thread waits in Park
+  bool watching_ = false;  // the reader thread is in (or on its way to) its poll of the socket
+  // Where callers lead: written once to take the reader thread out of its poll (KickReader).
+  int kick_fd_ = -1;
   std::chrono::steady_clock::time_point last_lead_;
   AdaptiveSpin spin_;  // how long a Lead spins (with lead_mutex_)
   static constexpr auto kParked = std::chrono::milliseconds(10);

@@ -37,10 +37,17 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
   const auto deadline = clock.After(timeout);
   const auto started = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point spin_until;
+  bool kick = false;
   {
     std::lock_guard lock(lead_mutex_);
     ++leaders_;
     spin_until = spin_.Until(started, timeout);
+    kick = KickReader();
+  }
+  if (kick) {
+    const uint64_t one = 1;
+    // Only an overflowing counter fails, and the reader is then woken already.
+    [[maybe_unused]] const ssize_t n = ::write(kick_fd_, &one, sizeof one);
   }
   bool backlog = false;
   while (waiting()) {
@@ -139,10 +146,14 @@ void ShmConnection::ReadLoop() {
       // Once the ring is in use, the server wakes this thread only if it says it sleeps.
       const bool ring = ring_active_.load();
       if (!ring || in_ring_->ArmSleep(1)) {
-        pollfd p{fd_, POLLIN, 0};
-        const int n = poll(&p, 1, -1);
+        pollfd p[2] = {{fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
+        const int n = poll(p, kick_fd_ >= 0 ? 2 : 1, -1);
         if (ring) in_ring_->Disarm(1);
         if (n < 0 && errno != EINTR) break;
+        if (n > 0 && (p[1].revents & POLLIN) != 0) {
+          uint64_t kicks = 0;
+          [[maybe_unused]] const ssize_t r = ::read(kick_fd_, &kicks, sizeof kicks);
+        }
       }
       if (!Park()) break;  // a caller that took to reading meanwhile reads what came
       std::unique_lock token(read_mutex_, std::try_to_lock);
@@ -155,15 +166,25 @@ void ShmConnection::ReadLoop() {
 
 bool ShmConnection::Park() {
   std::unique_lock lock(lead_mutex_);
+  watching_ = false;
   while (!closed_.load()) {
     const auto since = std::chrono::steady_clock::now() - last_lead_;
     const bool recent = !backlog_ && since < kParked;
-    if (leaders_ == 0 && !recent) return true;
+    if (leaders_ == 0 && !recent) {
+      watching_ = true;
+      return true;
+    }
     parked_ = true;
     lead_changed_.wait_for(lock, leaders_ > 0 || !recent ? kParked : kParked - since);
     parked_ = false;
   }
   return false;
+}
+
+bool ShmConnection::KickReader() {
+  if (!watching_ || kick_fd_ < 0) return false;
+  watching_ = false;  // one kick: the reader sees the counter set until it reads it
+  return true;
 }
 
 bool ShmConnection::ReadReady(std::string* why) {
