@@ -1,0 +1,293 @@
+// The full level of ArrayView::Validate: every element's offsets, views, type ids, indices, run
+// ends and UTF-8, and the null count (the walk is validate.cpp).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "array_validator.hpp"
+#include "ferry/format/array_view.hpp"
+#include "ferry/format/bits.hpp"
+#include "type_kinds.hpp"
+#include "utf8.hpp"
+
+namespace ferry {
+
+using internal::Load;
+
+template <typename Offset>
+Status ArrayValidator::FullBinary(const ArrayView& v, const PathFrame* path, bool utf8) {
+  if (v.length() == 0) return Status::OK();
+  const Offset* offsets = reinterpret_cast<const Offset*>(v.buffer(1).data);
+  const uint8_t* data = v.buffer(2).data;
+  const int64_t begin = v.offset();
+  const int64_t end = begin + v.length();
+  const int64_t data_size = v.buffer(2).size;
+  // One branch-free pass over the offsets: monotonic, and (for strings) each string starts on
+  // a character boundary. The default level has checked that the first and last offsets lie
+  // in the data, so a byte read at an offset clamped between them is always in bounds; an
+  // offset out of order makes the clamped read meaningless, but is reported first.
+  Offset first;
+  Offset last;
+  std::memcpy(&first, offsets + begin, sizeof(Offset));
+  std::memcpy(&last, offsets + end, sizeof(Offset));
+  Offset prev = first;
+  bool bad = false;
+  bool split = false;
+  bool invalid = false;
+  if (utf8 && last > first) {
+    // A chunk of strings at a time, their bytes checked as UTF-8 right after their offsets,
+    // while those bytes are still in cache. Chunks meet at string starts, so the chunks are
+    // valid UTF-8 each exactly when the whole is and no string starts inside a character.
+    constexpr int64_t kChunk = 8192;
+    for (int64_t c = begin; c < end; c += kChunk) {
+      const int64_t c_end = std::min(end, c + kChunk);
+      Offset chunk_first = prev;
+      if constexpr (sizeof(Offset) == 4) {
+        internal::ScanStringOffsets(reinterpret_cast<const uint8_t*>(offsets + c), c_end - c, data,
+                                    first, last, &bad, &split);
+        std::memcpy(&prev, offsets + c_end, sizeof(Offset));
+      } else {
+        for (int64_t i = c + 1; i <= c_end; ++i) {
+          Offset cur;
+          std::memcpy(&cur, offsets + i, sizeof(Offset));
+          bad |= cur < prev;
+          const Offset at = std::min<Offset>(std::max<Offset>(cur, first), last - 1);
+          split |= (cur < last) & internal::IsUtf8Continuation(data[at]);
+          prev = cur;
+        }
+      }
+      if (bad) break;  // the bytes between are no range: reported below
+      invalid = invalid || !internal::ValidateUtf8(data + chunk_first,
+                                                   static_cast<int64_t>(prev - chunk_first));
+    }
+  } else {
+    for (int64_t i = begin + 1; i <= end; ++i) {
+      Offset cur;
+      std::memcpy(&cur, offsets + i, sizeof(Offset));
+      bad |= cur < prev;
+      prev = cur;
+    }
+  }
+  if (bad) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t a = Load<Offset>(v.buffer(1).data, i);
+      const int64_t b = Load<Offset>(v.buffer(1).data, i + 1);
+      if (b < a) {
+        return Fail(path, i - begin,
+                    "offset " + std::to_string(b) + " < previous offset " + std::to_string(a));
+      }
+      if (b > data_size) {
+        return Fail(path, i - begin,
+                    "offset " + std::to_string(b) + " > data size " + std::to_string(data_size));
+      }
+    }
+  }
+  if (!utf8) return Status::OK();
+  // Bytes that are not UTF-8, or a string that starts inside a character: find the string.
+  if (invalid || split) return FindBadUtf8<Offset>(v, path);
+  return Status::OK();
+}
+
+template <typename Offset>
+Status ArrayValidator::FindBadUtf8(const ArrayView& v, const PathFrame* path) {
+  for (int64_t i = 0; i < v.length(); ++i) {
+    std::string_view s = v.GetBytes(i);
+    if (!internal::ValidateUtf8(reinterpret_cast<const uint8_t*>(s.data()),
+                                static_cast<int64_t>(s.size()))) {
+      return Fail(path, i, "invalid UTF-8 in a string value");
+    }
+  }
+  return Fail(path, -1, "invalid UTF-8 in the string data");
+}
+
+Status ArrayValidator::FullViews(const ArrayView& v, const PathFrame* path, bool utf8) {
+  const int64_t n_variadic = v.n_buffers() - 3;
+  const uint8_t* views = v.buffer(1).data;
+  for (int64_t i = 0; i < v.length(); ++i) {
+    if (!v.IsValid(i)) continue;
+    const uint8_t* view = views + (v.offset() + i) * 16;
+    int32_t size;
+    std::memcpy(&size, view, 4);
+    if (size < 0) return Fail(path, i, "view length " + std::to_string(size) + " is negative");
+    if (size > 12) {
+      int32_t index;
+      int32_t offset;
+      std::memcpy(&index, view + 8, 4);
+      std::memcpy(&offset, view + 12, 4);
+      if (index < 0 || index >= n_variadic) {
+        return Fail(path, i,
+                    "view buffer index " + std::to_string(index) + " is outside [0, " +
+                        std::to_string(n_variadic) + ")");
+      }
+      const int64_t buf_size = v.buffer(2 + index).size;
+      if (offset < 0 || static_cast<int64_t>(offset) + size > buf_size) {
+        return Fail(path, i,
+                    "view range [" + std::to_string(offset) + ", " +
+                        std::to_string(static_cast<int64_t>(offset) + size) +
+                        ") exceeds variadic buffer " + std::to_string(index) + " of size " +
+                        std::to_string(buf_size));
+      }
+      const uint8_t* data = v.buffer(2 + index).data + offset;
+      if (std::memcmp(data, view + 4, 4) != 0) {
+        return Fail(path, i, "view prefix does not match the first 4 bytes of its data");
+      }
+    }
+    if (utf8) {
+      std::string_view s = v.GetBytes(i);
+      if (!internal::ValidateUtf8(reinterpret_cast<const uint8_t*>(s.data()),
+                                  static_cast<int64_t>(s.size()))) {
+        return Fail(path, i, "invalid UTF-8 in a string value");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+template <typename Offset>
+Status ArrayValidator::FullListOffsets(const ArrayView& v, const PathFrame* path) {
+  const int64_t child_length = v.child(0).length();
+  for (int64_t i = 0; i < v.length(); ++i) {
+    const int64_t a = Load<Offset>(v.buffer(1).data, v.offset() + i);
+    const int64_t b = Load<Offset>(v.buffer(1).data, v.offset() + i + 1);
+    if (b < a) {
+      return Fail(path, i,
+                  "offset " + std::to_string(b) + " < previous offset " + std::to_string(a));
+    }
+    if (b > child_length) {
+      return Fail(
+          path, i,
+          "offset " + std::to_string(b) + " > child length " + std::to_string(child_length));
+    }
+  }
+  return Status::OK();
+}
+
+template <typename Offset>
+Status ArrayValidator::FullListViews(const ArrayView& v, const PathFrame* path) {
+  const int64_t child_length = v.child(0).length();
+  for (int64_t i = 0; i < v.length(); ++i) {
+    const int64_t offset = Load<Offset>(v.buffer(1).data, v.offset() + i);
+    const int64_t size = Load<Offset>(v.buffer(2).data, v.offset() + i);
+    if (!v.IsValid(i) && size == 0) continue;
+    int64_t end = 0;
+    // Large list views carry int64 offsets and sizes straight from the producer: the sum may
+    // overflow.
+    if (offset < 0 || size < 0 || __builtin_add_overflow(offset, size, &end) ||
+        end > child_length) {
+      return Fail(path, i,
+                  "list view [offset " + std::to_string(offset) + ", size " + std::to_string(size) +
+                      "] is outside the child of length " + std::to_string(child_length));
+    }
+  }
+  return Status::OK();
+}
+
+Status ArrayValidator::FullUnion(const ArrayView& v, const PathFrame* path) {
+  const bool dense = v.type().storage_type == TypeId::kDenseUnion;
+  for (int64_t i = 0; i < v.length(); ++i) {
+    const int8_t id = v.UnionTypeId(i);
+    const int8_t child = v.union_child_index(id);
+    if (child < 0) {
+      return Fail(path, i, "union type id " + std::to_string(id) + " is not declared");
+    }
+    if (dense) {
+      const int64_t off = v.UnionChildOffset(i);
+      const int64_t len = v.child(child).length();
+      if (off < 0 || off >= len) {
+        return Fail(path, i,
+                    "dense union offset " + std::to_string(off) + " is outside child " +
+                        std::to_string(child) + " of length " + std::to_string(len));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status ArrayValidator::FullDictionary(const ArrayView& v, const PathFrame* path) {
+  const int64_t dict_length = v.dictionary()->length();
+  for (int64_t i = 0; i < v.length(); ++i) {
+    if (!v.IsValid(i)) continue;
+    int64_t index;
+    if (v.type().storage_type == TypeId::kUInt64) {
+      uint64_t u = v.GetUInt(i);
+      index = u > static_cast<uint64_t>(INT64_MAX) ? -1 : static_cast<int64_t>(u);
+    } else {
+      index = v.GetInt(i);
+    }
+    if (index < 0 || index >= dict_length) {
+      return Fail(path, i,
+                  "dictionary index " + std::to_string(index) + " is outside [0, " +
+                      std::to_string(dict_length) + ")");
+    }
+  }
+  return Status::OK();
+}
+
+Status ArrayValidator::FullRunEnds(const ArrayView& v, const PathFrame* path) {
+  const ArrayView& run_ends = v.child(0);
+  int64_t prev = 0;
+  for (int64_t r = 0; r < run_ends.length(); ++r) {
+    const int64_t e = run_ends.GetInt(r);
+    if (e <= prev) {
+      PathFrame frame{path, "child", 0, run_ends.name()};
+      return Fail(&frame, r,
+                  "run end " + std::to_string(e) +
+                      (r == 0 ? " is not positive"
+                              : " does not increase (previous " + std::to_string(prev) + ")"));
+    }
+    prev = e;
+  }
+  return Status::OK();
+}
+
+Status ArrayValidator::FullNullCount(const ArrayView& v, const PathFrame* path) {
+  const SchemaView& t = v.type();
+  if (v.null_count() == -1) return Status::OK();
+  if (t.layout.n_fixed_buffers == 0 || t.layout.buffer_type[0] != BufferType::kValidity) {
+    return Status::OK();
+  }
+  const uint8_t* validity = v.buffer(0).data;
+  if (validity == nullptr) return Status::OK();  // Minimal already required null_count == 0
+  const int64_t nulls = v.length() - CountSetBits(validity, v.offset(), v.length());
+  if (nulls != v.null_count()) {
+    return Fail(path, -1,
+                "null_count is " + std::to_string(v.null_count()) +
+                    " but the validity buffer has " + std::to_string(nulls) + " nulls");
+  }
+  return Status::OK();
+}
+
+Status ArrayValidator::Full(const ArrayView& v, const PathFrame* path) {
+  FERRY_RETURN_NOT_OK(FullNullCount(v, path));
+  const TypeId storage = v.type().storage_type;
+  if (v.dictionary() != nullptr) FERRY_RETURN_NOT_OK(FullDictionary(v, path));
+  switch (storage) {
+    case TypeId::kBinary:
+    case TypeId::kString:
+      return FullBinary<int32_t>(v, path, internal::IsStringType(storage));
+    case TypeId::kLargeBinary:
+    case TypeId::kLargeString:
+      return FullBinary<int64_t>(v, path, internal::IsStringType(storage));
+    case TypeId::kBinaryView:
+    case TypeId::kStringView:
+      return FullViews(v, path, internal::IsStringType(storage));
+    case TypeId::kList:
+    case TypeId::kMap:
+      return FullListOffsets<int32_t>(v, path);
+    case TypeId::kLargeList:
+      return FullListOffsets<int64_t>(v, path);
+    case TypeId::kListView:
+      return FullListViews<int32_t>(v, path);
+    case TypeId::kLargeListView:
+      return FullListViews<int64_t>(v, path);
+    case TypeId::kSparseUnion:
+    case TypeId::kDenseUnion:
+      return FullUnion(v, path);
+    case TypeId::kRunEndEncoded:
+      return FullRunEnds(v, path);
+    default:
+      return Status::OK();
+  }
+}
+
+}  // namespace ferry
