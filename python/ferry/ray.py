@@ -22,11 +22,16 @@ from ferry._clients import client as _client
 from ferry._locality import endpoint_host
 from ferry._locality import local_server as _local_server
 
-__all__ = ["FlightDatasource", "endpoint_hosts", "node_of_host", "node_runs", "read_flight",
-           "write_flight"]
+__all__ = ["FlightDatasource", "endpoint_hosts", "node_of_host", "node_runs", "placed_on",
+           "read_flight", "write_flight"]
 
-#: The label every Ray node carries with its node id (Ray's own, `ray._raylet.RAY_NODE_ID_KEY`).
-NODE_ID_LABEL = "ray.io/node-id"
+
+def placed_on(node):
+    """The Ray remote arguments that run a task on Ray node `node` (its hex id), softly: while
+    the node is busy the task waits for it, and it runs elsewhere only when the node is gone or
+    cannot run it (`NodeAffinitySchedulingStrategy`, soft). A label selector on `ray.io/node-id`
+    with a fallback to any node did not wait: under load a read went to the other node."""
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True)}
 
 
 @dataclass(frozen=True)
@@ -151,7 +156,7 @@ class FlightDatasource(Datasource):
 def read_flight(uri, path, token=None, *, columns=None, via="auto", placement=True):
     """A Ray Dataset of flight `path` on the Flight server at `uri`: one read task per endpoint.
     With `placement`, each task is scheduled, softly, on the Ray node whose address is the host
-    of its endpoint's server (label selector `ray.io/node-id`, falling back to any node), where
+    of its endpoint's server (placed_on: it waits for that node while it is busy), where
     it reads through shared memory. Endpoints that run together on one node are one Datasource;
     several such runs are their datasets' union, in the endpoints' order. `columns` selects
     columns in every read at once (Ray pushes its own projection into a read only when nothing
@@ -174,13 +179,10 @@ def read_flight(uri, path, token=None, *, columns=None, via="auto", placement=Tr
     for node, endpoints in runs:
         source = FlightDatasource(uri, endpoints, schema, token, via=via,
                                   total_bytes=share * len(endpoints) if share >= 0 else -1)
-        placed = {}
-        if node is not None:
-            placed = {"label_selector": {NODE_ID_LABEL: node},
-                      "fallback_strategy": [{"label_selector": {}}]}
         # One block stream per endpoint: Ray would otherwise split a few reads' blocks to reach
         # its default parallelism.
-        ds = ray.data.read_datasource(source, override_num_blocks=len(endpoints), **placed)
+        ds = ray.data.read_datasource(source, override_num_blocks=len(endpoints),
+                                      ray_remote_args=placed_on(node) if node else None)
         if columns is not None:
             ds = ds.select_columns(list(columns))
         datasets.append(ds)
@@ -217,11 +219,7 @@ def write_flight(ds: Dataset, uri, path, token=None, *, servers=None):
         for ref in refs:
             node = (where.get(ref, {}).get("node_ids") or [here])[0]
             name = f"{path}.part-{len(uploads):06d}"
-            # Node affinity, soft: Ray documents that the task waits for that node while it is
-            # busy and runs elsewhere only if the node is gone or cannot run it (what a label
-            # selector's fallback does with a busy node, Ray does not say).
-            task = _upload_block.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True))
+            task = _upload_block.options(**placed_on(node))
             uploads.append((name, task.remote(ref, uri, servers, token, name)))
     servers_used = ray.get([task for _, task in uploads])
     for (name, _), server in zip(uploads, servers_used):

@@ -3,6 +3,7 @@ Ray Data: a flight as a Ray Dataset, one read task per endpoint placed softly on
 """
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 from ray.data import Dataset, Datasource, ReadTask
@@ -10,11 +11,11 @@ from ray.data.context import DataContext
 
 from ferry.flight import Endpoint, FlightInfo
 
-__all__ = ["FlightDatasource", "endpoint_hosts", "node_of_host", "node_runs", "read_flight",
-           "write_flight"]
+__all__ = ["FlightDatasource", "endpoint_hosts", "node_of_host", "node_runs", "placed_on",
+           "read_flight", "write_flight"]
 
-#: The label every Ray node carries with its node id.
-NODE_ID_LABEL: str
+def placed_on(node: str) -> dict[str, Any]:
+    """The Ray remote arguments that run a task on Ray node `node`, softly: it waits for the node while it is busy, and runs elsewhere only when the node is gone or cannot run it."""
 
 @dataclass(frozen=True)
 class EndpointRead:
