@@ -51,7 +51,8 @@ void Submit(std::function<void()> job);
 /// Run `job` on the process's release thread (one, started by the first Release, never
 /// stopped), in order: the release of what a worker read. Apart from the workers, so that a
 /// read waiting for room in a server's region (which only releases make) never stands between
-/// a release and its turn.
+/// a release and its turn. Idle, it looks for its next job for 100 µs before it sleeps, as a
+/// worker does.
 void Release(std::function<void()> job);
 /// Size the pool (1-64) before its first job; FailedPrecondition once it runs.
 [[nodiscard]] Status SetWorkers(int workers);
