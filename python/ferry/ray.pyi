@@ -3,8 +3,8 @@ Ray Data: a flight as a Ray Dataset, one read task per endpoint placed softly on
 """
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from ray.data import Dataset, Datasource, ReadTask
 from ray.data.context import DataContext
