@@ -95,6 +95,7 @@ Status ClientConnection::Hello(bool same_host) {
       // Without it the checked endpoint carries everything, as for any peer.
       if (Result<ucp_ep_h> ep = ConnectToWorker(worker_->handle(), server); ep.ok()) {
         fast_ep_ = *ep;
+        drains_on_take_ = HasSharedMemoryLane(fast_ep_);
         FlushEndpoint(fast_ep_, new Pending{wired, nullptr, worker_.get()});
       } else {
         wired->Done(UCS_OK);
@@ -108,6 +109,7 @@ Status ClientConnection::Hello(bool same_host) {
       worker_->Run([this] {
         if (fast_ep_ != nullptr) CloseTracked(fast_ep_);
         fast_ep_ = nullptr;
+        drains_on_take_ = false;
       });
     }
   }

@@ -267,6 +267,11 @@ template <typename Pop>
 auto UcxConnection::PumpWhileWaiting(std::chrono::milliseconds timeout, Pop pop)
     -> decltype(pop(timeout)) {
   auto r = pop(std::chrono::milliseconds(0));
+  // A message taken without waiting: the stream is ahead of this caller, and the sender may be
+  // held by a full shared-memory FIFO that only this worker's progress empties (drains_on_take_).
+  if (r.ok() && limits_.spin.count() > 0 && drains_on_take_.load(std::memory_order_relaxed)) {
+    Pump();
+  }
   if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded || timeout.count() <= 0)
     return r;
   // With a spin, the waiting caller progresses the worker itself until its message lands or

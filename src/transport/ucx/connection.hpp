@@ -167,6 +167,13 @@ class UcxConnection : public Connection {
   const TransportLimits limits_;
   std::string peer_;  // set once, before the connection is handed out
   internal::Mailbox inbox_;
+  // Set once its endpoint has a shared-memory lane: a receive that finds its message already
+  // taken also progresses the worker (with a spin). UCX's shared memory holds what a sender sends
+  // in the receiver's FIFO (64 slots of 8 KiB by default) until the receiver's worker progresses,
+  // and a sender that finds it full waits for its progress thread's wake-up: a client busy
+  // decoding what it took held its server so, in bursts. Over TCP the same progress reads the
+  // socket ahead of the caller (a system call each), which made the stream slower.
+  std::atomic<bool> drains_on_take_{false};
   std::mutex spin_mutex_;
   internal::AdaptiveSpin spin_;  // how long a receive pumps before it sleeps (spin_mutex_)
   std::atomic<bool> extensions_{false};

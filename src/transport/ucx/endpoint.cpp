@@ -197,6 +197,13 @@ bool GetsEmulated(ucp_ep_h ep) {
                      [](const std::string& t) { return t == "tcp" || t == "self"; });
 }
 
+bool HasSharedMemoryLane(ucp_ep_h ep) {
+  const std::vector<std::string> lanes = LaneTransports(ep);
+  return std::any_of(lanes.begin(), lanes.end(), [](const std::string& t) {
+    return t == "posix" || t == "sysv" || t == "xpmem";
+  });
+}
+
 namespace {
 
 // "host:port" ("[host]:port" for IPv6) of a socket address, or "" for another family.

@@ -89,6 +89,11 @@ std::vector<std::string> LaneTransports(ucp_ep_h ep);
 /// no lane.
 bool GetsEmulated(ucp_ep_h ep);
 
+/// Whether one of `ep`'s lanes is UCX's shared memory (posix, sysv or xpmem), where a message
+/// waits in the receiver's FIFO of a few dozen slots until the receiver's worker progresses.
+/// Costs a print into memory (LaneTransports).
+bool HasSharedMemoryLane(ucp_ep_h ep);
+
 /// Send `pieces` as Active Message `id` with no header. Reports to `pending`.
 void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,
                        Pending* pending);
