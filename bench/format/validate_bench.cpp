@@ -18,6 +18,7 @@
 #ifdef FERRY_BENCH_WITH_ARROW
 #include <arrow/array.h>
 #include <arrow/c/bridge.h>
+#include <arrow/record_batch.h>
 #include <arrow/type.h>
 #endif
 
@@ -197,6 +198,68 @@ void BM_ValidateFull_ListStruct_1M_ArrowCpp(benchmark::State& s) { RunArrow(s, L
 BENCHMARK(BM_ValidateFull_Int64_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFull_Strings_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFull_ListStruct_1M_ArrowCpp)->Unit(benchmark::kMillisecond);
+#endif
+
+// The small-batch benchmark's batch (bench/dipc/small_batches.cpp): 1,000 rows of x int64,
+// f float64 and s a short string, as a struct. What a writer or a decoder pays per batch to
+// check a batch at the default level, with the view kept across batches as they keep it.
+const Dataset& SmallBatch() {
+  static Dataset d = Finish(
+      Field::Make("+s", "", {Field::Make("l", "x"), Field::Make("g", "f"), Field::Make("u", "s")}),
+      [](ArrayBuilder* b) {
+        for (int64_t i = 0; i < 1000; ++i) {
+          Check(b->child(0)->AppendInt(i));
+          Check(b->child(1)->AppendDouble(static_cast<double>(i) * 0.5));
+          Check(b->child(2)->AppendBytes("v" + std::to_string(i % 1000)));
+          Check(b->FinishElement());
+        }
+      });
+  return d;
+}
+
+void BM_ValidateDefault_SmallBatch_Ferry(benchmark::State& state) {
+  const Dataset& d = SmallBatch();
+  auto view = ArrayView::Make(d.schema.get());
+  Check(view.status());
+  for (auto _ : state) {
+    Status st = view->SetArray(d.array.get());
+    if (st.ok()) st = view->Validate(ValidationLevel::kDefault);
+    view->Reset();
+    if (!st.ok()) {
+      state.SkipWithError(st.message().c_str());
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ValidateDefault_SmallBatch_Ferry);
+
+#ifdef FERRY_BENCH_WITH_ARROW
+// Arrow C++'s equivalent: a record batch's import and its Validate() (the O(1) checks).
+void BM_ValidateDefault_SmallBatch_ArrowCpp(benchmark::State& state) {
+  const Dataset& d = SmallBatch();
+  auto schema = arrow::ImportSchema(CopySchema(d.schema.get()).ValueOrDie().get());
+  if (!schema.ok()) {
+    state.SkipWithError(schema.status().ToString().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    Shallow shallow;
+    shallow.child_lists.reserve(8);
+    ArrowArray* c_array = CopyNode(d.array.get(), &shallow);
+    state.ResumeTiming();
+    auto batch = arrow::ImportRecordBatch(c_array, *schema);
+    arrow::Status st = batch.ok() ? (*batch)->Validate() : batch.status();
+    if (!st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(batch);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ValidateDefault_SmallBatch_ArrowCpp);
 #endif
 
 // 64 MiB of text: ASCII only, or with a multi-byte character about every 50 bytes.
