@@ -181,3 +181,37 @@ def test_force_replaces_a_file_and_an_existing_file_is_kept_without_it(run, ferr
         assert sorted(os.listdir(out_dir)) == ["got.arrows", "new.arrows"]
     finally:
         server.close()
+
+
+def test_many_small_batches_are_written_whole_and_in_order(run, tmp_path):
+    # 1,500 batches: more than the writing thread's queue holds, so the read waits for room.
+    table = _table(150_000)
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=100)
+    server, uri = _serve(tmp_path, path)
+    try:
+        out = tmp_path / "got.arrows"
+        r = run("get", uri, "--ticket", "t", "--to", out, "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert "1500 batches" in r.stdout
+        got = ipc.open_stream(str(out))
+        batches = list(got)
+        assert len(batches) == 1500 and all(b.num_rows == 100 for b in batches)
+        assert pa.Table.from_batches(batches).equals(table)
+    finally:
+        server.close()
+
+
+def test_a_full_device_fails_naming_it_and_why(run, tmp_path):
+    path = write_ipc(tmp_path / "t.arrows", _table(50_000), chunk=1_000)
+    server, uri = _serve(tmp_path, path)
+    try:
+        r = run("get", uri, "--ticket", "t", "--to", "/dev/full", "--no-progress")
+        assert r.returncode != 0
+        assert "/dev/full" in r.stderr and "No space left on device" in r.stderr, r.stderr
+        # The server is left serving: a second read of the same dataset is whole.
+        out = tmp_path / "after.arrows"
+        r = run("get", uri, "--ticket", "t", "--to", out, "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert ipc.open_stream(str(out)).read_all().num_rows == 50_000
+    finally:
+        server.close()

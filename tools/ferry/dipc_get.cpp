@@ -17,6 +17,7 @@
 #include <system_error>
 #include <vector>
 
+#include "batch_writer.hpp"
 #include "dipc_commands.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/core/trace.hpp"
@@ -289,6 +290,9 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   Result<DeviceArrayView> sizes = DeviceArrayView::Make(schema.get());
+  // Batches are written on a thread of their own while the next is read.
+  std::optional<BatchWriter> output;
+  if (writer) output.emplace(&*writer, check);
   while (true) {
     UniqueDeviceArray batch;
     const DeviceStats before = counted != nullptr ? counted->stats() : DeviceStats{};
@@ -305,9 +309,10 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     if (!batch.valid()) break;
     ++batches;
     rows += batch->array.length;
-    bytes += BatchBytes(sizes, batch.get());
-    if (writer) {
-      const Status st = writer->WriteDeviceBatch(batch.get(), nullptr, check);
+    const int64_t batch_bytes = BatchBytes(sizes, batch.get());
+    bytes += batch_bytes;
+    if (output) {
+      const Status st = output->Write(std::move(batch), batch_bytes);
       if (!st.ok()) return Fail(o.to, st);
     }
     if (bar) {
@@ -318,7 +323,8 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
   }
   if (bar) std::fprintf(stderr, "\n");
   if (writer) {
-    Status st = writer->Close();
+    Status st = output->Finish();
+    if (st.ok()) st = writer->Close();
     if (st.ok()) st = file != nullptr ? file->Commit() : direct_sink->Close();
     if (!st.ok()) return Fail(o.to, st);
   }

@@ -1,0 +1,95 @@
+// BatchWriter: `ferry get --to`'s writing thread (batch_writer.hpp).
+#include "batch_writer.hpp"
+
+#include <sched.h>
+
+#include <chrono>
+#include <vector>
+
+namespace ferry::cli {
+
+BatchWriter::BatchWriter(ipc::StreamWriter* writer, ipc::BatchCheck check)
+    : writer_(writer), check_(check), thread_([this] { Run(); }) {}
+
+BatchWriter::~BatchWriter() {
+  {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+    if (failure_.ok()) failure_ = Status::Cancelled("the writer was stopped");
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status BatchWriter::Write(UniqueDeviceArray batch, int64_t bytes) {
+  bool wake = false;
+  {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return Room() || !failure_.ok(); });
+    if (!failure_.ok()) return failure_;
+    queue_.emplace_back(std::move(batch), bytes);
+    bytes_ += bytes;
+    pushed_.fetch_add(1, std::memory_order_release);
+    wake = sleeping_;
+  }
+  if (wake) work_.notify_one();
+  return Status::OK();
+}
+
+Status BatchWriter::Finish() {
+  {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+void BatchWriter::Run() {
+  std::vector<std::pair<UniqueDeviceArray, int64_t>> taken;
+  uint64_t seen = 0;
+  bool ending = false;  // done_ was set when the last batches were taken: no more will come
+  while (true) {
+    // A reader that keeps up hands the next batch over within microseconds: look for it a while
+    // (yielding the core to whoever else is ready there) before sleeping, so that no batch has
+    // to wake this thread.
+    const auto until = std::chrono::steady_clock::now() + kLook;
+    while (!ending && pushed_.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < until) {
+      sched_yield();
+    }
+    {
+      std::unique_lock lock(mutex_);
+      sleeping_ = true;
+      work_.wait(lock, [&] { return !queue_.empty() || done_; });
+      sleeping_ = false;
+      if (queue_.empty()) return;  // done_, and everything written
+      seen = pushed_.load(std::memory_order_relaxed);
+      ending = done_;
+      for (auto& item : queue_) taken.push_back(std::move(item));
+      queue_.clear();
+      bytes_ = 0;
+    }
+    room_.notify_all();
+    for (auto& [batch, bytes] : taken) {
+      Status st;
+      {
+        std::lock_guard lock(mutex_);
+        st = failure_;
+      }
+      // After a failure (or a stop) the rest is released unwritten.
+      if (st.ok()) st = writer_->WriteDeviceBatch(batch.get(), nullptr, check_);
+      batch.reset();
+      if (!st.ok()) {
+        std::lock_guard lock(mutex_);
+        if (failure_.ok()) failure_ = st;
+      }
+    }
+    taken.clear();
+    room_.notify_all();  // a Write waiting for room learns of a failure
+  }
+}
+
+}  // namespace ferry::cli

@@ -1,0 +1,65 @@
+// `ferry get --to`'s writing: batches written as an IPC stream on a thread of their own, so that
+// the next batch is read while the last is written.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "ferry/abi/unique.hpp"
+#include "ferry/core/result.hpp"
+#include "ferry/ipc/writer.hpp"
+
+namespace ferry::cli {
+
+/// Writes the batches handed to it with a borrowed StreamWriter, in order, on a thread it owns.
+/// A batch is taken over and released once written (or, after a failure, unwritten). The queue
+/// holds at most kMaxBatches batches or kMaxBytes bytes (and at least one), so a reader ahead of
+/// the output waits rather than holds the server's memory. The thread looks for its next batch
+/// for kLook before it sleeps: a stream read faster than that never wakes it.
+class BatchWriter {
+ public:
+  /// Writes to `writer` (which must outlive this), each batch checked as `check` says.
+  BatchWriter(ipc::StreamWriter* writer, ipc::BatchCheck check);
+  /// Stops the thread; batches still queued are released unwritten.
+  ~BatchWriter();
+  BatchWriter(const BatchWriter&) = delete;
+  BatchWriter& operator=(const BatchWriter&) = delete;
+
+  /// Queue `batch` of `bytes` bytes, waiting while the queue is full. Returns the first failure
+  /// of a write, once one failed (the batch is then released unwritten).
+  [[nodiscard]] Status Write(UniqueDeviceArray batch, int64_t bytes);
+  /// Write what is queued, stop the thread and return the first failure, if any. The writer's
+  /// Close (the end-of-stream marker) is the caller's, after this.
+  [[nodiscard]] Status Finish();
+
+  static constexpr size_t kMaxBatches = 64;
+  static constexpr int64_t kMaxBytes = int64_t{64} << 20;
+  static constexpr std::chrono::microseconds kLook{100};
+
+ private:
+  void Run();
+  // With mutex_: whether the queue has room for one more batch.
+  bool Room() const {
+    return queue_.empty() || (queue_.size() < kMaxBatches && bytes_ < kMaxBytes);
+  }
+
+  ipc::StreamWriter* const writer_;
+  const ipc::BatchCheck check_;
+  std::mutex mutex_;
+  std::condition_variable work_;  // the thread waits for a batch or the end
+  std::condition_variable room_;  // Write waits for room
+  std::deque<std::pair<UniqueDeviceArray, int64_t>> queue_;
+  int64_t bytes_ = 0;
+  bool done_ = false;
+  bool sleeping_ = false;  // the thread waits on work_: a Write must wake it
+  Status failure_;
+  std::atomic<uint64_t> pushed_{0};  // what the looking thread watches
+  std::thread thread_;
+};
+
+}  // namespace ferry::cli
