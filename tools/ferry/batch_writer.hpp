@@ -16,11 +16,10 @@
 
 namespace ferry::cli {
 
-/// Writes the batches handed to it with a borrowed StreamWriter, in order, on a thread it owns.
-/// A batch is taken over and released once written (or, after a failure, unwritten). The queue
-/// holds at most kMaxBatches batches or kMaxBytes bytes (and at least one), so a reader ahead of
-/// the output waits rather than holds the server's memory. The thread looks for its next batch
-/// for kLook before it sleeps: a stream read faster than that never wakes it.
+/// Writes the batches handed to it with a borrowed StreamWriter, in order, on a thread it owns,
+/// releasing each once written. At most kMaxBatches batches or kMaxBytes bytes wait (and at least
+/// one), so an output that blocks holds the server's stream back as a batch written in turn did.
+/// The thread looks for its next batch for kLook before it sleeps.
 class BatchWriter {
  public:
   /// Writes to `writer` (which must outlive this), each batch checked as `check` says.
@@ -38,7 +37,7 @@ class BatchWriter {
   [[nodiscard]] Status Finish();
 
   static constexpr size_t kMaxBatches = 64;
-  static constexpr int64_t kMaxBytes = int64_t{64} << 20;
+  static constexpr int64_t kMaxBytes = int64_t{4} << 20;
   static constexpr std::chrono::microseconds kLook{100};
 
  private:
