@@ -290,9 +290,13 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   Result<DeviceArrayView> sizes = DeviceArrayView::Make(schema.get());
-  // Batches are written on a thread of their own while the next is read.
+  // Batches in host memory are written on a thread of their own while the next is read. Those
+  // landing on a device are written in turn: each is copied back to the host to be written, and
+  // -v counts the device's copies while a batch lands, which a copy of the writer's would join.
   std::optional<BatchWriter> output;
-  if (writer) output.emplace(&*writer, check);
+  if (writer && target.ok() && (*target)->device_type() == ARROW_DEVICE_CPU) {
+    output.emplace(&*writer, check);
+  }
   while (true) {
     UniqueDeviceArray batch;
     const DeviceStats before = counted != nullptr ? counted->stats() : DeviceStats{};
@@ -314,6 +318,9 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     if (output) {
       const Status st = output->Write(std::move(batch), batch_bytes);
       if (!st.ok()) return Fail(o.to, st);
+    } else if (writer) {
+      const Status st = writer->WriteDeviceBatch(batch.get(), nullptr, check);
+      if (!st.ok()) return Fail(o.to, st);
     }
     if (bar) {
       std::fprintf(stderr, "\r\033[Kferry get: %lld batches, %lld rows, %.1f MB, %.1f MB/s",
@@ -323,7 +330,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
   }
   if (bar) std::fprintf(stderr, "\n");
   if (writer) {
-    Status st = output->Finish();
+    Status st = output ? output->Finish() : Status::OK();
     if (st.ok()) st = writer->Close();
     if (st.ok()) st = file != nullptr ? file->Commit() : direct_sink->Close();
     if (!st.ok()) return Fail(o.to, st);
