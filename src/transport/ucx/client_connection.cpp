@@ -247,6 +247,7 @@ bool ClientConnection::SplitPair(uint64_t tag, const SharedBytes& bytes) {
 Result<TaggedMessage> ClientConnection::ReceiveTagged(uint64_t want, uint64_t mask,
                                                       std::chrono::milliseconds timeout) {
   Result<TaggedMessage> r = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
+  if (r.ok()) DrainAfterTake(r->payload.size);
   if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
     // Look for it in UCX's queue (it may lie behind bodies the read-ahead left there): here
     // first, then, while we wait, on the progress thread.

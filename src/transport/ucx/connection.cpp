@@ -263,15 +263,30 @@ void UcxConnection::Pump() {
   worker_->CallerProgressed();
 }
 
+namespace {
+
+int64_t MessageBytes(const SharedBytes& m) { return m.size; }
+int64_t MessageBytes(const TaggedMessage& m) { return m.payload.size; }
+
+}  // namespace
+
+void UcxConnection::DrainAfterTake(int64_t bytes) {
+  if (limits_.spin.count() <= 0 || !drains_on_take_.load(std::memory_order_relaxed)) return;
+  const int64_t fragments =
+      bytes <= 0 ? 1 : (bytes + kQueueFragmentBytes - 1) / kQueueFragmentBytes;
+  const int64_t before = taken_fragments_.fetch_add(fragments, std::memory_order_relaxed);
+  if (before + fragments < kDrainFragments) return;
+  taken_fragments_.store(0, std::memory_order_relaxed);
+  Pump();
+}
+
 template <typename Pop>
 auto UcxConnection::PumpWhileWaiting(std::chrono::milliseconds timeout, Pop pop)
     -> decltype(pop(timeout)) {
   auto r = pop(std::chrono::milliseconds(0));
   // A message taken without waiting: the stream is ahead of this caller, and the sender may be
   // held by a full shared-memory FIFO that only this worker's progress empties (drains_on_take_).
-  if (r.ok() && limits_.spin.count() > 0 && drains_on_take_.load(std::memory_order_relaxed)) {
-    Pump();
-  }
+  if (r.ok()) DrainAfterTake(MessageBytes(*r));
   if (r.ok() || r.status().code() != StatusCode::kDeadlineExceeded || timeout.count() <= 0)
     return r;
   // With a spin, the waiting caller progresses the worker itself until its message lands or

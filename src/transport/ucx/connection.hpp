@@ -174,6 +174,14 @@ class UcxConnection : public Connection {
   // decoding what it took held its server so, in bursts. Over TCP the same progress reads the
   // socket ahead of the caller (a system call each), which made the stream slower.
   std::atomic<bool> drains_on_take_{false};
+  // A receive took a message of `bytes` without waiting. With drains_on_take_ (and a spin),
+  // progress the worker once the messages taken so since the last time would fill
+  // kDrainFragments of UCX's queue (a fragment of up to kQueueFragmentBytes takes one of its 64
+  // slots). Progressing after every message cost a TCP lane's epoll_wait each.
+  void DrainAfterTake(int64_t bytes);
+  static constexpr int64_t kQueueFragmentBytes = 8192;
+  static constexpr int64_t kDrainFragments = 12;
+  std::atomic<int64_t> taken_fragments_{0};
   std::mutex spin_mutex_;
   internal::AdaptiveSpin spin_;  // how long a receive pumps before it sleeps (spin_mutex_)
   std::atomic<bool> extensions_{false};
