@@ -167,17 +167,15 @@ class UcxConnection : public Connection {
   const TransportLimits limits_;
   std::string peer_;  // set once, before the connection is handed out
   internal::Mailbox inbox_;
-  // Set once its endpoint has a shared-memory lane: a receive that finds its message already
-  // taken also progresses the worker (with a spin). UCX's shared memory holds what a sender sends
-  // in the receiver's FIFO (64 slots of 8 KiB by default) until the receiver's worker progresses,
-  // and a sender that finds it full waits for its progress thread's wake-up: a client busy
-  // decoding what it took held its server so, in bursts. Over TCP the same progress reads the
-  // socket ahead of the caller (a system call each), which made the stream slower.
+  // Set once its endpoint has a shared-memory lane (DrainAfterTake). Over TCP alone the same
+  // progress reads the socket ahead of the caller, a system call each, which made streams slower.
   std::atomic<bool> drains_on_take_{false};
   // A receive took a message of `bytes` without waiting. With drains_on_take_ (and a spin),
   // progress the worker once the messages taken so since the last time would fill
-  // kDrainFragments of UCX's queue (a fragment of up to kQueueFragmentBytes takes one of its 64
-  // slots). Progressing after every message cost a TCP lane's epoll_wait each.
+  // kDrainFragments of UCX's queue: it holds what the sender sent (a slot of its 64 per fragment
+  // of up to kQueueFragmentBytes) until this worker progresses, and a sender that finds it full
+  // waits for its progress thread's wake-up. Progressing after every message cost each a TCP
+  // lane's epoll_wait.
   void DrainAfterTake(int64_t bytes);
   static constexpr int64_t kQueueFragmentBytes = 8192;
   static constexpr int64_t kDrainFragments = 12;
