@@ -1,0 +1,245 @@
+// BatchWriter, `ferry get --to`'s writing thread (tools/ferry/batch_writer.hpp), on its own: built
+// into every tree, the sanitizers' among them, which build no tools. The oracle is the batches'
+// own values (hand-computed: batch b holds b*rows .. b*rows+rows-1), read back from the bytes
+// written by ferry's reader, and a count of every batch's release.
+#include "tools/ferry/batch_writer.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/dipc_data.hpp"
+#include "support/ipc_util.hpp"
+#include "support/test_util.hpp"
+
+namespace ferry {
+namespace {
+
+using cli::BatchWriter;
+
+// A sink in front of a MemorySink that can hold the writing thread inside a batch's write, until
+// opened, and fail a batch's write. Batches are counted from 0 once armed (after the schema).
+class GateSink final : public ipc::Sink {
+ public:
+  Status Write(std::span<const ByteSpan> pieces) override {
+    const int n = armed_ ? batch_++ : -1;
+    if (n >= 0 && n == hold_at_) {
+      std::unique_lock lock(mutex_);
+      held_ = true;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return open_; });
+      held_ = false;
+    }
+    if (n >= 0 && n == fail_at_) {
+      return Status::IOError("the output failed at batch " + std::to_string(n));
+    }
+    return memory_.Write(pieces);
+  }
+  int64_t position() const noexcept override { return memory_.position(); }
+
+  void Arm(int hold_at, int fail_at) {
+    hold_at_ = hold_at;
+    fail_at_ = fail_at;
+    armed_ = true;
+  }
+  // Wait (at most 30 s) until the writing thread is held.
+  bool WaitHeld() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(30), [&] { return held_; });
+  }
+  void Open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  SharedBytes Finish() { return memory_.Finish(); }
+
+ private:
+  ipc::MemorySink memory_;
+  bool armed_ = false;  // set before the writing thread starts
+  int hold_at_ = -1;
+  int fail_at_ = -1;
+  int batch_ = 0;  // the writing thread's alone
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool held_ = false;
+  bool open_ = false;
+};
+
+// Counts the releases of the batches handed to it: each batch's release is wrapped.
+class ReleaseCounter {
+ public:
+  UniqueDeviceArray Wrap(UniqueDeviceArray batch) {
+    auto* wrapped = new Wrapped{batch->array.release, batch->array.private_data, &released_};
+    batch->array.release = &Release;
+    batch->array.private_data = wrapped;
+    return batch;
+  }
+  int released() const { return released_.load(); }
+
+ private:
+  struct Wrapped {
+    void (*release)(ArrowArray*);
+    void* private_data;
+    std::atomic<int>* count;
+  };
+  static void Release(ArrowArray* array) {
+    auto* wrapped = static_cast<Wrapped*>(array->private_data);
+    array->release = wrapped->release;
+    array->private_data = wrapped->private_data;
+    array->release(array);
+    wrapped->count->fetch_add(1);
+    delete wrapped;
+  }
+  std::atomic<int> released_{0};
+};
+
+struct Fixture {
+  testing::IntArrays data;
+  GateSink sink;
+  std::optional<ipc::StreamWriter> writer;
+  ReleaseCounter counter;
+
+  static std::unique_ptr<Fixture> Make(int batches, int rows) {
+    auto f = std::make_unique<Fixture>();
+    Result<testing::IntArrays> data = testing::MakeIntArrays(batches, rows);
+    EXPECT_TRUE(data.ok()) << data.status().message();
+    if (!data.ok()) return nullptr;
+    f->data = std::move(*data);
+    Result<ipc::StreamWriter> writer = ipc::StreamWriter::Open(&f->sink, f->data.schema.get());
+    EXPECT_TRUE(writer.ok()) << writer.status().message();
+    if (!writer.ok()) return nullptr;
+    f->writer.emplace(std::move(*writer));
+    return f;
+  }
+  UniqueDeviceArray Take(size_t b) { return counter.Wrap(std::move(data.batches[b])); }
+  // The batches written, each as its rows' JSON.
+  std::vector<nlohmann::json> Written() {
+    Result<std::vector<std::string>> read = testing::ReadIpcAsJson(sink.Finish());
+    EXPECT_TRUE(read.ok()) << read.status().message();
+    std::vector<nlohmann::json> out;
+    if (read.ok()) {
+      for (const std::string& batch : *read) out.push_back(nlohmann::json::parse(batch));
+    }
+    return out;
+  }
+};
+
+TEST(BatchWriter, WritesEveryBatchInOrderAndReleasesEach) {
+  constexpr int kBatches = 3000;
+  auto f = Fixture::Make(kBatches, 8);
+  ASSERT_NE(f, nullptr);
+  f->sink.Arm(-1, -1);
+  {
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+    for (int b = 0; b < kBatches; ++b) ASSERT_OK(output.Write(f->Take(b), 64));
+    ASSERT_OK(output.Finish());
+  }
+  ASSERT_OK(f->writer->Close());
+  EXPECT_EQ(f->counter.released(), kBatches);
+  EXPECT_EQ(f->Written(), f->data.expected);
+}
+
+// While the output blocks, the queue takes kMaxBatches batches beyond the one being written, and
+// the next Write waits; once the output moves, everything is written in order.
+TEST(BatchWriter, HoldsAtMostItsLimitWhileTheOutputBlocks) {
+  constexpr int kBatches = static_cast<int>(BatchWriter::kMaxBatches) + 2;
+  auto f = Fixture::Make(kBatches, 4);
+  ASSERT_NE(f, nullptr);
+  f->sink.Arm(0, -1);
+  BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+  ASSERT_OK(output.Write(f->Take(0), 32));
+  ASSERT_TRUE(f->sink.WaitHeld());
+  for (int b = 1; b <= static_cast<int>(BatchWriter::kMaxBatches); ++b) {
+    ASSERT_OK(output.Write(f->Take(b), 32));
+  }
+  std::atomic<bool> returned{false};
+  auto last = std::async(std::launch::async, [&] {
+    Status st = output.Write(f->Take(kBatches - 1), 32);
+    returned = true;
+    return st;
+  });
+  EXPECT_TRUE(testing::Throughout(std::chrono::milliseconds(100), [&] { return !returned; }))
+      << "a Write returned while the queue was full and the output blocked";
+  f->sink.Open();
+  ASSERT_OK(last.get());
+  ASSERT_OK(output.Finish());
+  ASSERT_OK(f->writer->Close());
+  EXPECT_EQ(f->counter.released(), kBatches);
+  EXPECT_EQ(f->Written(), f->data.expected);
+}
+
+// A batch said to be bigger than the queue's bytes still passes, alone.
+TEST(BatchWriter, PassesBatchesBiggerThanItsBytesOneAtATime) {
+  constexpr int kBatches = 5;
+  auto f = Fixture::Make(kBatches, 4);
+  ASSERT_NE(f, nullptr);
+  f->sink.Arm(-1, -1);
+  BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+  for (int b = 0; b < kBatches; ++b)
+    ASSERT_OK(output.Write(f->Take(b), BatchWriter::kMaxBytes * 2));
+  ASSERT_OK(output.Finish());
+  ASSERT_OK(f->writer->Close());
+  EXPECT_EQ(f->Written(), f->data.expected);
+}
+
+// The output's first failure comes back from a later Write and from Finish, naming the batch;
+// every batch handed over, written or not, is released once.
+TEST(BatchWriter, ReturnsTheFirstFailureAndReleasesEveryBatch) {
+  constexpr int kBatches = 400;
+  constexpr int kFailAt = 10;
+  auto f = Fixture::Make(kBatches, 4);
+  ASSERT_NE(f, nullptr);
+  f->sink.Arm(-1, kFailAt);
+  int handed = 0;
+  Status failed;
+  {
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+    for (int b = 0; b < kBatches && failed.ok(); ++b) {
+      failed = output.Write(f->Take(b), 32);
+      ++handed;
+    }
+    const Status finished = output.Finish();
+    ASSERT_FALSE(finished.ok());
+    EXPECT_EQ(finished.code(), StatusCode::kIOError) << finished.message();
+    EXPECT_THAT(finished.message(), ::testing::HasSubstr("failed at batch 10"));
+  }
+  if (!failed.ok()) {  // a Write saw it (or the loop handed every batch first)
+    EXPECT_THAT(failed.message(), ::testing::HasSubstr("failed at batch 10"));
+  }
+  EXPECT_EQ(f->counter.released(), handed);
+  // What was written before the failure is the first batches, in order.
+  ASSERT_OK(f->writer->Close());
+  const std::vector<nlohmann::json> written = f->Written();
+  ASSERT_EQ(written.size(), static_cast<size_t>(kFailAt));
+  for (size_t b = 0; b < written.size(); ++b) EXPECT_EQ(written[b], f->data.expected[b]);
+}
+
+// Stopped without Finish, it releases what is queued unwritten, and what it wrote is a prefix.
+TEST(BatchWriter, StoppingReleasesWhatIsQueued) {
+  constexpr int kBatches = 40;
+  auto f = Fixture::Make(kBatches, 4);
+  ASSERT_NE(f, nullptr);
+  f->sink.Arm(0, -1);
+  std::thread opener;
+  {
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+    for (int b = 0; b < kBatches; ++b) ASSERT_OK(output.Write(f->Take(b), 32));
+    ASSERT_TRUE(f->sink.WaitHeld());
+    // The destructor waits for the batch being written: open the output while it stops.
+    opener = std::thread([&] { f->sink.Open(); });
+  }
+  opener.join();
+  EXPECT_EQ(f->counter.released(), kBatches);
+  ASSERT_OK(f->writer->Close());
+  const std::vector<nlohmann::json> written = f->Written();
+  ASSERT_GE(written.size(), 1u);
+  ASSERT_LE(written.size(), static_cast<size_t>(kBatches));
+  for (size_t b = 0; b < written.size(); ++b) EXPECT_EQ(written[b], f->data.expected[b]);
+}
+
+}  // namespace
+}  // namespace ferry
