@@ -156,9 +156,10 @@ __attribute__((target("avx2"))) inline __m256i Unfinished(__m256i block) {
                        static_cast<char>(0xDF), static_cast<char>(0xBF)));
 }
 
-__attribute__((target("avx2"))) bool ValidateUtf8Avx2(const uint8_t* data, int64_t size) {
+__attribute__((target("avx2"))) Utf8Scan ScanUtf8Avx2(const uint8_t* data, int64_t size) {
   __m256i prev = _mm256_setzero_si256();
   __m256i errors = _mm256_setzero_si256();
+  bool high = false;  // a byte of 0x80 or above was seen
   int64_t i = 0;
   // 64 bytes a step, so that the branch between all-ASCII and the full check is taken the same
   // way for long runs of either (text with a multi-byte character every few dozen bytes takes
@@ -170,6 +171,7 @@ __attribute__((target("avx2"))) bool ValidateUtf8Avx2(const uint8_t* data, int64
       // ASCII: right only if nothing was left unfinished before it.
       errors = _mm256_or_si256(errors, Unfinished(prev));
     } else {
+      high = true;
       errors = _mm256_or_si256(errors, _mm256_or_si256(PairErrors(a, prev), PairErrors(b, a)));
     }
     prev = b;
@@ -182,7 +184,8 @@ __attribute__((target("avx2"))) bool ValidateUtf8Avx2(const uint8_t* data, int64
   const __m256i zero = _mm256_setzero_si256();
   errors = _mm256_or_si256(errors, _mm256_or_si256(PairErrors(a, prev), PairErrors(b, a)));
   errors = _mm256_or_si256(errors, PairErrors(zero, b));
-  return _mm256_testz_si256(errors, errors) != 0;
+  high = high || _mm256_movemask_epi8(_mm256_or_si256(a, b)) != 0;
+  return {_mm256_testz_si256(errors, errors) != 0, !high};
 }
 
 // ScanStringOffsets' vector loop from offsets[i] on, while offsets[i - 1] >= 3: each byte is
@@ -223,11 +226,29 @@ bool HasAvx2() noexcept {
 
 }  // namespace
 
-bool ValidateUtf8(const uint8_t* data, int64_t size) noexcept {
+Utf8Scan ScanUtf8(const uint8_t* data, int64_t size) noexcept {
 #if defined(FERRY_UTF8_AVX2)
-  if (size >= 32 && HasAvx2()) return ValidateUtf8Avx2(data, size);
+  if (size >= 32 && HasAvx2()) return ScanUtf8Avx2(data, size);
 #endif
-  return ValidateUtf8Scalar(data, size);
+  // Short or without AVX2: the ASCII run first, then the check of what follows it.
+  const int64_t ascii = AsciiPrefix(data, size);
+  if (ascii == size) return {};
+  return {ValidateUtf8Scalar(data + ascii, size - ascii), false};
+}
+
+bool ValidateUtf8(const uint8_t* data, int64_t size) noexcept { return ScanUtf8(data, size).valid; }
+
+bool OffsetsInOrder(const uint8_t* offsets, int64_t n) noexcept {
+  // Each pair on its own (no value carried from one to the next), so the compiler vectorizes it.
+  bool bad = false;
+  for (int64_t i = 1; i <= n; ++i) {
+    int32_t before;
+    int32_t cur;
+    std::memcpy(&before, offsets + 4 * (i - 1), sizeof(before));
+    std::memcpy(&cur, offsets + 4 * i, sizeof(cur));
+    bad |= cur < before;
+  }
+  return !bad;
 }
 
 void ScanStringOffsets(const uint8_t* offsets, int64_t n, const uint8_t* data, int32_t first,

@@ -35,30 +35,53 @@ Status ArrayValidator::FullBinary(const ArrayView& v, const PathFrame* path, boo
   bool split = false;
   bool invalid = false;
   if (utf8 && last > first) {
-    // A chunk of strings at a time, their bytes checked as UTF-8 right after their offsets,
-    // while those bytes are still in cache. Chunks meet at string starts, so the chunks are
-    // valid UTF-8 each exactly when the whole is and no string starts inside a character.
+    // A chunk of strings at a time: their bytes checked as UTF-8, then their offsets, while
+    // both are in cache. Chunks meet at string starts, so the chunks are valid UTF-8 each
+    // exactly when the whole is, and a chunk's first string starts on a character boundary.
+    // Within a chunk whose bytes are all ASCII no string can start inside a character, so
+    // only the offsets' order is left; in any other chunk the byte at each offset is read too.
     constexpr int64_t kChunk = 8192;
     for (int64_t c = begin; c < end; c += kChunk) {
       const int64_t c_end = std::min(end, c + kChunk);
-      Offset chunk_first = prev;
+      const Offset chunk_first = prev;
+      Offset chunk_last;
+      std::memcpy(&chunk_last, offsets + c_end, sizeof(Offset));
+      // Outside [chunk_first, last] some offset goes down, here or later: reported below.
+      if (chunk_last < chunk_first || chunk_last > last) {
+        bad = true;
+        break;
+      }
+      bool ascii = false;
+      if (!invalid) {
+        const internal::Utf8Scan scan =
+            internal::ScanUtf8(data + chunk_first, static_cast<int64_t>(chunk_last - chunk_first));
+        invalid = !scan.valid;
+        ascii = scan.ascii;
+      }
+      // Once a byte is wrong, the string that holds it is searched for below, which needs only
+      // the offsets in order.
+      const bool boundaries = !ascii && !invalid;
       if constexpr (sizeof(Offset) == 4) {
-        internal::ScanStringOffsets(reinterpret_cast<const uint8_t*>(offsets + c), c_end - c, data,
-                                    first, last, &bad, &split);
-        std::memcpy(&prev, offsets + c_end, sizeof(Offset));
+        const auto* chunk = reinterpret_cast<const uint8_t*>(offsets + c);
+        if (boundaries) {
+          internal::ScanStringOffsets(chunk, c_end - c, data, first, last, &bad, &split);
+        } else {
+          bad = !internal::OffsetsInOrder(chunk, c_end - c);
+        }
       } else {
         for (int64_t i = c + 1; i <= c_end; ++i) {
           Offset cur;
           std::memcpy(&cur, offsets + i, sizeof(Offset));
           bad |= cur < prev;
-          const Offset at = std::min<Offset>(std::max<Offset>(cur, first), last - 1);
-          split |= (cur < last) & internal::IsUtf8Continuation(data[at]);
+          if (boundaries) {
+            const Offset at = std::min<Offset>(std::max<Offset>(cur, first), last - 1);
+            split |= (cur < last) & internal::IsUtf8Continuation(data[at]);
+          }
           prev = cur;
         }
       }
-      if (bad) break;  // the bytes between are no range: reported below
-      invalid = invalid || !internal::ValidateUtf8(data + chunk_first,
-                                                   static_cast<int64_t>(prev - chunk_first));
+      prev = chunk_last;
+      if (bad) break;
     }
   } else {
     for (int64_t i = begin + 1; i <= end; ++i) {

@@ -168,8 +168,29 @@ TEST(Utf8, RandomTextAgreesWithTheStandardOnBothPaths) {
     const bool want = WellFormed(s);
     ASSERT_EQ(Validate(s), want) << round;
     ASSERT_EQ(ValidateScalar(s), want) << round;
+    // ScanUtf8 agrees, and says ASCII exactly when no byte has its top bit set.
+    const internal::Utf8Scan scan = internal::ScanUtf8(s.data(), static_cast<int64_t>(s.size()));
+    ASSERT_EQ(scan.valid, want) << round;
+    ASSERT_EQ(scan.ascii, std::all_of(s.begin(), s.end(), [](uint8_t b) { return b < 0x80; }))
+        << round;
   }
   EXPECT_GT(broken, 5000);
+}
+
+// One byte of 0x80 or above at every place of ASCII of every length up to 200 (the vector path's
+// blocks, its tail and the scalar path): ScanUtf8 no longer says ASCII.
+TEST(Utf8, ScanUtf8SeesEveryByteThatIsNotAscii) {
+  for (size_t n = 0; n <= 200; ++n) {
+    std::vector<uint8_t> s(n, 'a');
+    ASSERT_TRUE(internal::ScanUtf8(s.data(), static_cast<int64_t>(n)).ascii) << n;
+    for (size_t at = 0; at < n; ++at) {
+      s[at] = 0x80;
+      const internal::Utf8Scan scan = internal::ScanUtf8(s.data(), static_cast<int64_t>(n));
+      ASSERT_FALSE(scan.ascii) << n << " " << at;
+      ASSERT_FALSE(scan.valid) << n << " " << at;  // a lone continuation byte
+      s[at] = 'a';
+    }
+  }
 }
 
 // The offset scan full validation uses, on random offsets (in order or not) over random bytes,
@@ -207,6 +228,9 @@ TEST(Utf8, TheOffsetScanFindsWhatTheRuleSays) {
     if (!want_order) {  // out of order, the split flag means nothing
       ASSERT_EQ(split, want_split) << round;
     }
+    ASSERT_EQ(internal::OffsetsInOrder(reinterpret_cast<const uint8_t*>(offsets.data()), n),
+              !want_order)
+        << round;
   }
 }
 

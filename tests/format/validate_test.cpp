@@ -188,6 +188,57 @@ TEST(Validate, LongStringColumnsFindFaultsInEveryChunk) {
   }
 }
 
+// A chunk whose bytes are all ASCII checks only its offsets' order: a string that starts inside a
+// character is still found where such a chunk meets one that is not ASCII, and order faults in
+// either kind of chunk, for string and large_string. 20,000 strings: "ab" up to string 8,192
+// (the first chunk), then "éa" (3 bytes each).
+TEST(Validate, AsciiAndOtherChunksFindFaultsWhereTheyMeet) {
+  constexpr int kStrings = 20000;
+  constexpr int kAscii = 8192;
+  std::string json = "[";
+  for (int i = 0; i < kStrings; ++i) {
+    json += i == 0 ? "" : ", ";
+    json += i < kAscii ? "\"ab\"" : "\"éa\"";
+  }
+  json += "]";
+  auto start = [&](int i) { return i <= kAscii ? 2 * i : 2 * kAscii + 3 * (i - kAscii); };
+  for (const char* format : {"u", "U"}) {
+    SCOPED_TRACE(format);
+    const Field f = Field::Make(format, "s");
+    auto set_offset = [&](Array& a, int i, int64_t value) {
+      if (format[0] == 'u') {
+        Mut<int32_t>(a.array(), 1)[i] = static_cast<int32_t>(value);
+      } else {
+        Mut<int64_t>(a.array(), 1)[i] = value;
+      }
+    };
+    ASSERT_OK(Build(f, json).Validate(ValidationLevel::kFull));
+    {  // string 8,192 starts inside its own é: string 8,191 ends with a lead byte
+      Array a = Build(f, json);
+      set_offset(a, kAscii, start(kAscii) + 1);
+      ExpectFailsAt(a, ValidationLevel::kFull, "element 8191: invalid UTF-8");
+    }
+    {  // string 8,193 starts inside the é of string 8,192, in the chunk that is not ASCII
+      Array a = Build(f, json);
+      set_offset(a, kAscii + 1, start(kAscii + 1) + 1);
+      ExpectFailsAt(a, ValidationLevel::kFull, "element 8192: invalid UTF-8");
+    }
+    for (int at : {1, 100, kAscii - 1, kAscii + 100}) {  // offsets out of order in either kind
+      SCOPED_TRACE(at);
+      Array a = Build(f, json);
+      set_offset(a, at + 1, start(at) - 1);
+      ExpectFailsAt(a, ValidationLevel::kFull,
+                    "element " + std::to_string(at) + ": offset " + std::to_string(start(at) - 1) +
+                        " < previous offset " + std::to_string(start(at)));
+    }
+    {  // a byte that is no UTF-8 in the ASCII chunk
+      Array a = Build(f, json);
+      Mut<uint8_t>(a.array(), 2)[2 * 500 + 1] = 0xFF;
+      ExpectFailsAt(a, ValidationLevel::kFull, "element 500: invalid UTF-8");
+    }
+  }
+}
+
 TEST(Validate, ViewBufferIndexOutOfRange) {
   Array a = Build(Field::Make("vz", "b"), R"(["00", "000102030405060708090a0b0c0d"])");
   Mut<int32_t>(a.array(), 1)[4 + 2] = 3;  // element 1's buffer index
