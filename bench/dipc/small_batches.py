@@ -32,7 +32,10 @@ The cases:
   C ring, spin         the same, each side spinning --spin times before it sleeps
   C ring, kept         the limit of "ferry shm kept": every batch's bytes written once into a
                        memfd, only their indices through the ring; the consumer maps the memfd
-                       afresh and reads each batch's first and last 8 bytes (throughput only)
+                       afresh and reads each batch's first and last 8 bytes (throughput only).
+                       Both ask for huge pages, as ferry's segments do: they get them where
+                       shmem_enabled allows (printed with the tables), and then map 512x fewer
+                       pages
   C ring, kept, spin   the same, spinning --spin times before sleeping
   C ring, kept, full   the limit of "ferry shm kept full": the kept limit reading also every byte
                        of each batch's string offsets and characters, 8 at a time (what full
@@ -113,6 +116,17 @@ class Ferry:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+
+def shmem_huge_pages():
+    """The kernel's shmem_enabled setting, bracketed in sysfs ("never" on Debian): whether a kept
+    dataset's 2 MiB segments (and the kept limit's memfd), which ask for huge pages, get them."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
+            words = f.read().split()
+    except OSError:
+        return "unknown"
+    return next((w[1:-1] for w in words if w.startswith("[")), "unknown")
 
 
 def warmup(batches):
@@ -406,13 +420,15 @@ def main():
     finally:
         if hosts is not None:
             hosts.__exit__(None, None, None)
+    shmem = shmem_huge_pages()
+    print(f"shared memory's huge pages (transparent_hugepage/shmem_enabled): {shmem}\n")
     for rows, results in every.items():
         print(table(rows, results) + "\n")
     if 1000 in every:
         print(goals(every[1000]) + "\n")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"rate": args.rate, "batches": args.batches,
+            json.dump({"rate": args.rate, "batches": args.batches, "shmem_enabled": shmem,
                        "latency_batches": args.latency_batches, "results": every}, f, indent=1)
     if args.plot:
         plot(args.plot, every)

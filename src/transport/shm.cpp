@@ -85,8 +85,9 @@ class ShmListener final : public Listener {
     int f = -1;
     FERRY_ASSIGN_OR_RAISE(
         Mapping pages,
-        internal::shm::MakeSealedMemfd(
-            "ferry-segment", size, "a shared segment of " + std::to_string(size) + " bytes", &f));
+        internal::shm::MakeSealedMemfd("ferry-segment", size,
+                                       "a shared segment of " + std::to_string(size) + " bytes", &f,
+                                       internal::shm::SegmentHugePages(size)));
     return std::shared_ptr<Region>(
         std::make_shared<ShmRegion>(f, std::move(pages), next_region_++));
   }
@@ -138,7 +139,7 @@ std::string FreshPath() {
 }  // namespace
 
 Result<Mapping> internal::shm::MakeSealedMemfd(const char* name, int64_t size,
-                                               const std::string& what, int* fd) {
+                                               const std::string& what, int* fd, bool huge_pages) {
   const int f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (f < 0) return Status::FromErrno(errno, "memfd_create for " + what);
   if (fchmod(f, 0600) != 0 || ftruncate(f, size) != 0 ||
@@ -147,7 +148,8 @@ Result<Mapping> internal::shm::MakeSealedMemfd(const char* name, int64_t size,
     close(f);
     return st;
   }
-  Result<Mapping> pages = Mapping::OfFile(f, size, {.shared = true}, what.c_str());
+  Result<Mapping> pages =
+      Mapping::OfFile(f, size, {.shared = true, .huge_pages = huge_pages}, what.c_str());
   if (!pages.ok()) {
     close(f);
     return pages.status();

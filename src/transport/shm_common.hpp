@@ -60,9 +60,18 @@ class ShmRegion final : public Region {
 };
 
 /// `size` bytes of a fresh memfd named `name`: mode 0600, sealed against shrinking and growing
-/// (and further seals), mapped read-write and shared. Its descriptor goes to `*fd`, the caller's
-/// to pass and close. Errors name `what`.
-Result<Mapping> MakeSealedMemfd(const char* name, int64_t size, const std::string& what, int* fd);
+/// (and further seals), mapped read-write and shared, with MADV_HUGEPAGE when `huge_pages`
+/// (SegmentHugePages). Its descriptor goes to `*fd`, the caller's to pass and close. Errors
+/// name `what`.
+Result<Mapping> MakeSealedMemfd(const char* name, int64_t size, const std::string& what, int* fd,
+                                bool huge_pages = false);
+
+/// Whether a segment of `size` bytes asks for huge pages, on both sides: a shared segment of
+/// 2 MiB or more, in memory (a memfd, not a served file). Where the kernel's
+/// transparent_hugepage/shmem_enabled is `advise` (or `within_size`, `always`), the pages the
+/// server writes are 2 MiB each, and a client maps and unmaps each with one entry, not 512;
+/// where it is `never` (Debian's default) the hint does nothing.
+inline bool SegmentHugePages(int64_t size) { return size >= (int64_t{2} << 20); }
 
 /// A connection over `fd`, a connected Unix stream socket it then owns.
 std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits);

@@ -39,9 +39,12 @@ Status Segments::Map(uint64_t index, uint64_t length, bool file, int fd) {
     return Status::Invalid("segment " + std::to_string(index) + " is not sealed against shrinking");
   }
   // A segment the client maps read-only; arrays over it hold it through SharedBytes owners.
-  Result<Mapping> pages =
-      Mapping::OfFile(fd, static_cast<int64_t>(length),
-                      {.access = MapAccess::kRead, .shared = true}, "a shared segment");
+  // Huge pages as the server asked for them, so that its 2 MiB pages map whole here.
+  const auto size = static_cast<int64_t>(length);
+  Result<Mapping> pages = Mapping::OfFile(
+      fd, size,
+      {.access = MapAccess::kRead, .shared = true, .huge_pages = !file && SegmentHugePages(size)},
+      "a shared segment");
   if (!pages.ok()) return pages.status().WithContext("segment " + std::to_string(index));
   auto m = std::make_shared<const Mapping>(std::move(*pages));
   std::lock_guard lock(mutex_);

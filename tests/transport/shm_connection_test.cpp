@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -415,6 +416,59 @@ TEST(RingConnection, ARegionSharedThroughTheRingIsMappedInOrder) {
   ASSERT_EQ(body.buffers.size(), 1u);
   EXPECT_EQ(body.bytes.data[body.buffers[0].address], 0x5a);
   EXPECT_EQ(RingBytesWritten() - before, 24 + 24 + 2);  // the region's frame and the message
+}
+
+// The VmFlags of the mapping that holds `p`, from /proc/self/smaps (the kernel's own account), or
+// "" if none holds it.
+std::string VmFlagsOf(const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0;
+    uintptr_t hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > 20) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// A shared segment of 2 MiB or more asks for huge pages on both sides (MADV_HUGEPAGE: the kernel
+// marks the mapping "hg"), so that where transparent_hugepage/shmem_enabled allows them, the
+// server's pages are 2 MiB and the client maps each at once; a smaller one does not.
+TEST(ShmRegion, ASegmentOf2MiBOrMoreAsksForHugePagesOnBothSides) {
+  ASSERT_OK_AND_ASSIGN(auto listener, Listen("shm", ""));
+  ConnectOptions options;
+  options.limits.timeout = 10s;
+  ASSERT_OK_AND_ASSIGN(auto client, Connect("shm", listener->address(), options));
+  ASSERT_OK_AND_ASSIGN(auto server, listener->Accept(10s));
+  for (const int64_t size : {int64_t{4} << 20, int64_t{2} << 20, int64_t{1} << 16}) {
+    SCOPED_TRACE(size);
+    const bool huge = size >= (int64_t{2} << 20);
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<Region> region, listener->CreateRegion(size));
+    std::memset(region->data(), 0x6b, static_cast<size_t>(size));
+    const std::string server_flags = VmFlagsOf(region->data());
+    ASSERT_FALSE(server_flags.empty());
+    EXPECT_EQ(server_flags.find(" hg") != std::string::npos, huge) << server_flags;
+    ASSERT_OK(server->ShareRegion(region));
+    const ByteSpan hi{reinterpret_cast<const uint8_t*>("hi"), 2};
+    ASSERT_OK(server->Send({&hi, 1}));
+    ASSERT_OK(client->Receive(10s).status());
+    const BufferRef ref{region->WireAddress(size - 100), 100};
+    FetchedBody body;
+    ASSERT_OK(client->Fetch({&ref, 1}, 10s, &body));
+    ASSERT_EQ(body.buffers.size(), 1u);
+    const uint8_t* mapped = body.bytes.data + body.buffers[0].address;
+    EXPECT_EQ(*mapped, 0x6b);
+    const std::string client_flags = VmFlagsOf(mapped);
+    ASSERT_FALSE(client_flags.empty());
+    EXPECT_NE(mapped, region->data() + size - 100) << "the client reads its own mapping";
+    EXPECT_EQ(client_flags.find(" hg") != std::string::npos, huge) << client_flags;
+  }
 }
 
 }  // namespace
