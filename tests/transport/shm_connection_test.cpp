@@ -441,6 +441,9 @@ std::string VmFlagsOf(const void* p) {
 // marks the mapping "hg"), so that where transparent_hugepage/shmem_enabled allows them, the
 // server's pages are 2 MiB and the client maps each at once; a smaller one does not.
 TEST(ShmRegion, ASegmentOf2MiBOrMoreAsksForHugePagesOnBothSides) {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    GTEST_SKIP() << "this kernel has no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)";
+  }
   ASSERT_OK_AND_ASSIGN(auto listener, Listen("shm", ""));
   ConnectOptions options;
   options.limits.timeout = 10s;
