@@ -128,20 +128,23 @@ struct Fixture {
   }
 };
 
-TEST(BatchWriter, WritesEveryBatchInOrderAndReleasesEach) {
-  constexpr int kBatches = 3000;
-  auto f = Fixture::Make(kBatches, 8);
+// Hand `batches` batches of `rows` rows over, each said to be `bytes` long, then finish: every one
+// is written in order and released once.
+void WriteAllInOrder(int batches, int rows, int64_t bytes) {
+  auto f = Fixture::Make(batches, rows);
   ASSERT_NE(f, nullptr);
   f->sink.Arm(-1, -1);
   {
     BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
-    for (int b = 0; b < kBatches; ++b) ASSERT_OK(output.Write(f->Take(b), 64));
+    for (int b = 0; b < batches; ++b) ASSERT_OK(output.Write(f->Take(b), bytes));
     ASSERT_OK(output.Finish());
   }
   ASSERT_OK(f->writer->Close());
-  EXPECT_EQ(f->counter.released(), kBatches);
+  EXPECT_EQ(f->counter.released(), batches);
   EXPECT_EQ(f->Written(), f->data.expected);
 }
+
+TEST(BatchWriter, WritesEveryBatchInOrderAndReleasesEach) { WriteAllInOrder(3000, 8, 64); }
 
 // While the output blocks, the queue takes kMaxBatches batches beyond the one being written, and
 // the next Write waits; once the output moves, everything is written in order.
@@ -174,16 +177,7 @@ TEST(BatchWriter, HoldsAtMostItsLimitWhileTheOutputBlocks) {
 
 // A batch said to be bigger than the queue's bytes still passes, alone.
 TEST(BatchWriter, PassesBatchesBiggerThanItsBytesOneAtATime) {
-  constexpr int kBatches = 5;
-  auto f = Fixture::Make(kBatches, 4);
-  ASSERT_NE(f, nullptr);
-  f->sink.Arm(-1, -1);
-  BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
-  for (int b = 0; b < kBatches; ++b)
-    ASSERT_OK(output.Write(f->Take(b), BatchWriter::kMaxBytes * 2));
-  ASSERT_OK(output.Finish());
-  ASSERT_OK(f->writer->Close());
-  EXPECT_EQ(f->Written(), f->data.expected);
+  WriteAllInOrder(5, 4, BatchWriter::kMaxBytes * 2);
 }
 
 // The output's first failure comes back from a later Write and from Finish, naming the batch;
