@@ -111,6 +111,28 @@ const Dataset& AsciiStrings() {
   return d;
 }
 
+// The mixed strings as string views (`vu`): those of 13 bytes or more in the data buffers.
+const Dataset& StringViews() {
+  static Dataset d = Finish(Field::Make("vu", "x"), [](ArrayBuilder* b) {
+    std::mt19937_64 rng(2);
+    for (int64_t i = 0; i < 10'000'000; ++i) {
+      Check(rng() % 10 == 0 ? b->AppendNull() : b->AppendBytes(ShortString(rng)));
+    }
+  });
+  return d;
+}
+
+// The ASCII strings as string views.
+const Dataset& AsciiStringViews() {
+  static Dataset d = Finish(Field::Make("vu", "x"), [](ArrayBuilder* b) {
+    std::mt19937_64 rng(2);
+    for (int64_t i = 0; i < 10'000'000; ++i) {
+      Check(rng() % 10 == 0 ? b->AppendNull() : b->AppendBytes(ShortString(rng, true)));
+    }
+  });
+  return d;
+}
+
 const Dataset& ListsOfStructs() {
   Field item = Field::Make("+s", "item", {Field::Make("i", "a"), Field::Make("u", "b")});
   static Dataset d = Finish(Field::Make("+l", "x", {item}), [](ArrayBuilder* b) {
@@ -207,20 +229,32 @@ void RunArrow(benchmark::State& state, const Dataset& d) {
 void BM_ValidateFull_Int64_10M_Ferry(benchmark::State& s) { RunFerry(s, Int64s()); }
 void BM_ValidateFull_Strings_10M_Ferry(benchmark::State& s) { RunFerry(s, Strings()); }
 void BM_ValidateFull_AsciiStrings_10M_Ferry(benchmark::State& s) { RunFerry(s, AsciiStrings()); }
+void BM_ValidateFull_StringViews_10M_Ferry(benchmark::State& s) { RunFerry(s, StringViews()); }
+void BM_ValidateFull_AsciiStringViews_10M_Ferry(benchmark::State& s) {
+  RunFerry(s, AsciiStringViews());
+}
 void BM_ValidateFull_ListStruct_1M_Ferry(benchmark::State& s) { RunFerry(s, ListsOfStructs()); }
 BENCHMARK(BM_ValidateFull_Int64_10M_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFull_Strings_10M_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFull_AsciiStrings_10M_Ferry)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ValidateFull_StringViews_10M_Ferry)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ValidateFull_AsciiStringViews_10M_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFull_ListStruct_1M_Ferry)->Unit(benchmark::kMillisecond);
 
 #ifdef FERRY_BENCH_WITH_ARROW
 void BM_ValidateFull_Int64_10M_ArrowCpp(benchmark::State& s) { RunArrow(s, Int64s()); }
 void BM_ValidateFull_Strings_10M_ArrowCpp(benchmark::State& s) { RunArrow(s, Strings()); }
 void BM_ValidateFull_AsciiStrings_10M_ArrowCpp(benchmark::State& s) { RunArrow(s, AsciiStrings()); }
+void BM_ValidateFull_StringViews_10M_ArrowCpp(benchmark::State& s) { RunArrow(s, StringViews()); }
+void BM_ValidateFull_AsciiStringViews_10M_ArrowCpp(benchmark::State& s) {
+  RunArrow(s, AsciiStringViews());
+}
 void BM_ValidateFull_ListStruct_1M_ArrowCpp(benchmark::State& s) { RunArrow(s, ListsOfStructs()); }
 BENCHMARK(BM_ValidateFull_Int64_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFull_Strings_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFull_AsciiStrings_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ValidateFull_StringViews_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ValidateFull_AsciiStringViews_10M_ArrowCpp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFull_ListStruct_1M_ArrowCpp)->Unit(benchmark::kMillisecond);
 #endif
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ferry/format/array_view.hpp"
 
@@ -60,6 +61,10 @@ class ArrayValidator {
   template <typename Offset>
   Status FindBadUtf8(const ArrayView& v, const PathFrame* path);
   Status FullViews(const ArrayView& v, const PathFrame* path, bool utf8);
+  // FullViews' UTF-8 check of a string view array whose views were found in bounds; `used` is
+  // the bytes the views take of each data buffer.
+  Status FullStringViews(const ArrayView& v, const PathFrame* path,
+                         const std::vector<int64_t>& used);
   template <typename Offset>
   Status FullListOffsets(const ArrayView& v, const PathFrame* path);
   template <typename Offset>

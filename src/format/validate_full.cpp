@@ -1,8 +1,11 @@
 // The full level of ArrayView::Validate: every element's offsets, views, type ids, indices, run
 // ends and UTF-8, and the null count (the walk is validate.cpp).
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "array_validator.hpp"
 #include "ferry/format/array_view.hpp"
@@ -123,11 +126,39 @@ Status ArrayValidator::FindBadUtf8(const ArrayView& v, const PathFrame* path) {
   return Fail(path, -1, "invalid UTF-8 in the string data");
 }
 
+namespace {
+
+// Whether any of an inline view's `size` (at most 12) bytes has its top bit set. The bytes after
+// them are left out: the format asks for zeros there, but a producer may leave anything.
+inline bool InlineHasHighByte(const uint8_t* view, int32_t size) {
+  if constexpr (std::endian::native == std::endian::little) {
+    uint64_t first;  // bytes 4..11 of the view, the first at the bottom
+    uint32_t last;   // bytes 12..15
+    std::memcpy(&first, view + 4, 8);
+    std::memcpy(&last, view + 12, 4);
+    const int32_t in_first = size < 8 ? size : 8;
+    const int32_t in_last = size - in_first;
+    const uint64_t first_mask = in_first == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * in_first)) - 1;
+    const uint32_t last_mask = in_last == 4 ? ~uint32_t{0} : (uint32_t{1} << (8 * in_last)) - 1;
+    return (((first & first_mask) | (last & last_mask)) & 0x8080808080808080ULL) != 0;
+  } else {
+    uint8_t high = 0;
+    for (int32_t k = 0; k < size; ++k) high |= view[4 + k];
+    return high >= 0x80;
+  }
+}
+
+}  // namespace
+
 Status ArrayValidator::FullViews(const ArrayView& v, const PathFrame* path, bool utf8) {
   const int64_t n_variadic = v.n_buffers() - 3;
   const uint8_t* views = v.buffer(1).data;
+  // For strings: the bytes the views take of each data buffer (saturating), to know which
+  // buffers are worth checking whole.
+  std::vector<int64_t> used(utf8 ? static_cast<size_t>(n_variadic) : 0, 0);
+  const uint8_t* validity = v.buffer(0).data;  // views have one; NULL when all are valid
   for (int64_t i = 0; i < v.length(); ++i) {
-    if (!v.IsValid(i)) continue;
+    if (validity != nullptr && !GetBit(validity, v.offset() + i)) continue;
     const uint8_t* view = views + (v.offset() + i) * 16;
     int32_t size;
     std::memcpy(&size, view, 4);
@@ -154,14 +185,67 @@ Status ArrayValidator::FullViews(const ArrayView& v, const PathFrame* path, bool
       if (std::memcmp(data, view + 4, 4) != 0) {
         return Fail(path, i, "view prefix does not match the first 4 bytes of its data");
       }
-    }
-    if (utf8) {
-      std::string_view s = v.GetBytes(i);
-      if (!internal::ValidateUtf8(reinterpret_cast<const uint8_t*>(s.data()),
-                                  static_cast<int64_t>(s.size()))) {
-        return Fail(path, i, "invalid UTF-8 in a string value");
+      if (utf8) {
+        int64_t& u = used[static_cast<size_t>(index)];
+        if (__builtin_add_overflow(u, int64_t{size}, &u)) u = INT64_MAX;
       }
+    } else if (utf8 && InlineHasHighByte(view, size) &&
+               !internal::ValidateUtf8Scalar(view + 4, size)) {  // inline: after the length
+      return Fail(path, i, "invalid UTF-8 in a string value");
     }
+  }
+  if (!utf8) return Status::OK();
+  return FullStringViews(v, path, used);
+}
+
+Status ArrayValidator::FullStringViews(const ArrayView& v, const PathFrame* path,
+                                       const std::vector<int64_t>& used) {
+  // A data buffer that the views take at least half of is checked as UTF-8 once, whole. If its
+  // bytes are all ASCII, so is every view into it; if they are UTF-8, a view into it is UTF-8
+  // exactly when it starts and ends on character boundaries (its first byte, and the byte after
+  // it, continue no character). Any other buffer (mostly unused, or holding bytes that are not
+  // UTF-8, which views may leave out) has each view into it checked alone.
+  enum : uint8_t { kEach, kAscii, kBoundaries };
+  std::vector<uint8_t> kind(used.size(), kEach);
+  bool all_ascii = true;  // every buffer a view takes bytes of is ASCII: nothing is left to do
+  for (size_t b = 0; b < used.size(); ++b) {
+    if (used[b] == 0) continue;
+    const BufferView& buffer = v.buffer(static_cast<int64_t>(2 + b));
+    if (used[b] >= buffer.size / 2) {
+      const internal::Utf8Scan scan = internal::ScanUtf8(buffer.data, buffer.size);
+      kind[b] = scan.ascii ? kAscii : scan.valid ? kBoundaries : kEach;
+    }
+    all_ascii = all_ascii && kind[b] == kAscii;
+  }
+  if (all_ascii) return Status::OK();
+  const uint8_t* views = v.buffer(1).data;
+  const uint8_t* validity = v.buffer(0).data;
+  for (int64_t i = 0; i < v.length(); ++i) {
+    if (validity != nullptr && !GetBit(validity, v.offset() + i)) continue;
+    const uint8_t* view = views + (v.offset() + i) * 16;
+    int32_t size;
+    std::memcpy(&size, view, 4);
+    if (size <= 12) continue;  // inline: checked with the views' structure
+    int32_t index;
+    int32_t offset;
+    std::memcpy(&index, view + 8, 4);
+    std::memcpy(&offset, view + 12, 4);
+    const BufferView& buffer = v.buffer(2 + index);
+    const uint8_t* data = buffer.data + offset;
+    bool valid = true;
+    switch (kind[static_cast<size_t>(index)]) {
+      case kAscii:
+        break;
+      case kBoundaries:
+        valid =
+            !internal::IsUtf8Continuation(data[0]) &&
+            (offset + int64_t{size} == buffer.size || !internal::IsUtf8Continuation(data[size]));
+        break;
+      default:
+        valid = internal::ValidateUtf8(data, size);
+        break;
+    }
+    if (!valid) return Fail(path, i, "invalid UTF-8 in a string value");
   }
   return Status::OK();
 }

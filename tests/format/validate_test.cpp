@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "ferry/format/array_view.hpp"
+#include "format/utf8.hpp"
 #include "support/test_util.hpp"
 
 namespace ferry {
@@ -237,6 +241,65 @@ TEST(Validate, AsciiAndOtherChunksFindFaultsWhereTheyMeet) {
       ExpectFailsAt(a, ValidationLevel::kFull, "element 500: invalid UTF-8");
     }
   }
+}
+
+// String views are checked through their data buffers: a buffer the views take at least half of
+// is checked whole once (then an ASCII buffer needs nothing more, and a UTF-8 one only each view's
+// two ends), any other view by its own bytes. Random views over random bytes (UTF-8 text of every
+// width, sometimes broken; dense and sparse buffers; inline views among them) agree with the
+// rule written out: each valid view's own bytes are UTF-8.
+TEST(Validate, StringViewsAgreeWithTheirOwnBytesUnderEveryBufferShortcut) {
+  constexpr int kViews = 64;
+  constexpr int kLong = 20;  // the builder's strings, whose bytes become the data buffer
+  std::string json = "[";
+  for (int i = 0; i < kViews; ++i) json += (i ? ", \"" : "\"") + std::string(kLong, 'a') + "\"";
+  json += "]";
+  const std::vector<std::string> chars = {"a", "b", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"};
+  std::mt19937_64 rng(11);
+  int failed = 0;
+  for (int round = 0; round < 3000; ++round) {
+    Array a = Build(Field::Make("vu", "s"), json);
+    ASSERT_EQ(a.array()->n_buffers, 4);  // validity, views, one data buffer, sizes
+    uint8_t* data = Mut<uint8_t>(a.array(), 2);
+    const int64_t size = int64_t{kViews} * kLong;
+    // The data: ASCII only, or mixed text; a byte spoiled in some rounds.
+    const bool ascii = rng() % 3 == 0;
+    std::string text;
+    while (static_cast<int64_t>(text.size()) < size) text += chars[rng() % (ascii ? 2 : 5)];
+    std::memcpy(data, text.data(), static_cast<size_t>(size));
+    if (rng() % 2 == 0) data[rng() % size] = static_cast<uint8_t>(rng());
+    // The views: most out of line (a dense buffer) or most inline (a sparse one).
+    const bool dense = rng() % 2 == 0;
+    uint8_t* views = Mut<uint8_t>(a.array(), 1);
+    bool want = true;
+    for (int i = 0; i < kViews; ++i) {
+      uint8_t* view = views + 16 * i;
+      const bool out_of_line = dense ? rng() % 8 != 0 : rng() % 8 == 0;
+      const auto length = static_cast<int32_t>(out_of_line ? 13 + rng() % 40 : rng() % 13);
+      std::memcpy(view, &length, 4);
+      if (out_of_line) {
+        const auto offset = static_cast<int32_t>(rng() % static_cast<uint64_t>(size - length + 1));
+        std::memcpy(view + 4, data + offset, 4);  // the prefix
+        const int32_t index = 0;
+        std::memcpy(view + 8, &index, 4);
+        std::memcpy(view + 12, &offset, 4);
+        want = want && internal::ValidateUtf8(data + offset, length);
+      } else {
+        std::memset(view + 4, 0, 12);
+        const int64_t from = static_cast<int64_t>(rng() % static_cast<uint64_t>(size - 12));
+        std::memcpy(view + 4, data + from, static_cast<size_t>(length));
+        want = want && internal::ValidateUtf8(view + 4, length);
+      }
+    }
+    const Status st = a.Validate(ValidationLevel::kFull);
+    ASSERT_EQ(st.ok(), want) << "round " << round << ": " << st.message();
+    if (!want) {
+      EXPECT_THAT(st.message(), HasSubstr("invalid UTF-8")) << round;
+      ++failed;
+    }
+  }
+  EXPECT_GT(failed, 500);
+  EXPECT_LT(failed, 2500);
 }
 
 TEST(Validate, ViewBufferIndexOutOfRange) {
