@@ -101,3 +101,33 @@ def test_ucx_listen_places_a_flight_servers_ucx_plane(run, tmp_path, table):
         assert r.returncode == 0, r.stderr
         assert f"reading over ucx from ucx://127.0.0.1:{port}?" in r.stderr, r.stderr
         assert ipc.open_stream(str(out)).read_all().equals(table)
+
+
+def _shmem_huge_pages():
+    """The kernel's choice for shared memory's huge pages (the bracketed word), or None."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
+            words = f.read().split()
+    except OSError:
+        return None
+    return next((w[1:-1] for w in words if w.startswith("[")), None)
+
+
+@pytest.mark.parametrize("flight", [False, True])
+def test_keep_tells_once_where_shared_memory_gets_no_huge_pages(run, tmp_path, table, flight):
+    # The oracle is the kernel's own setting: a hint naming it where it gives shared memory no
+    # huge pages, none where it does; a server that keeps nothing says nothing of it.
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=100_000)
+    setting = _shmem_huge_pages()
+    plane = ["--flight", "127.0.0.1:0"] if flight else []
+    for keep in (["--keep"], []):
+        with ServeProcess([*plane, *keep, f"t={path}"], tmp=str(tmp_path)) as server:
+            uri = server.first_line().split()[-1]
+            r = run("get", uri, *(["--path"] if flight else ["--ticket"]), "t", "--no-progress")
+            assert r.returncode == 0, r.stderr
+        told = [line for line in server.final_stderr.splitlines() if "huge" in line.lower()]
+        if keep and setting in ("never", "deny"):
+            assert len(told) == 1, server.final_stderr
+            assert f"shmem_enabled is {setting}" in told[0] and "advise" in told[0], told
+        else:
+            assert told == [], server.final_stderr

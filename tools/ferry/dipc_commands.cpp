@@ -21,6 +21,7 @@
 #include "ferry/core/host_port.hpp"
 #include "ferry/dipc/server.hpp"
 #include "flight_commands.hpp"
+#include "huge_pages_hint.hpp"
 #include "notify.hpp"
 #include "parses.hpp"
 #include "serve_config.hpp"
@@ -281,6 +282,11 @@ int RunServe(const ServeOptions& o) {
     split += " --ticket ";
     split += name;
     log.Tell("dataset_split_uris", split);
+  }
+  if (o.keep && body_device == nullptr && transport == "shm") {
+    if (const std::string hint = SharedHugePagesHint(); !hint.empty()) {
+      log.Tell("huge_pages_off", hint);
+    }
   }
   reloader.Bind(
       [&](const std::string& name, const std::string& file) -> Status {

@@ -2,6 +2,7 @@
 // line, its peers, and the server run until it is stopped (flight_operate.cpp).
 #include "flight_serve.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "dipc_commands.hpp"
 #include "ferry/flight/server.hpp"
 #include "flight_operate.hpp"
+#include "huge_pages_hint.hpp"
 #include "metrics_exporter.hpp"
 #include "parses.hpp"
 #include "serve_log.hpp"
@@ -205,6 +207,13 @@ int ServeFlights(const ServeOptions& o) {
     line += " --path ";
     line += name;
     log.Tell("flight_served", line);
+  }
+  const bool shm_plane =
+      std::find(options.planes.begin(), options.planes.end(), "shm") != options.planes.end();
+  if (o.keep && shm_plane) {
+    if (const std::string hint = SharedHugePagesHint(); !hint.empty()) {
+      log.Tell("huge_pages_off", hint);
+    }
   }
   std::printf("%s\n", (*server)->uri().c_str());
   std::fflush(stdout);
