@@ -428,7 +428,7 @@ std::string VmFlagsOf(const void* p) {
   while (std::getline(smaps, line)) {
     uintptr_t lo = 0;
     uintptr_t hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > 20) {
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's first line
       inside = lo <= at && at < hi;
     } else if (inside && line.rfind("VmFlags:", 0) == 0) {
       return line;
