@@ -64,25 +64,33 @@ Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const
   {
     std::lock_guard lock(mutex_);
     bool mixed = false;
+    // A batch's buffers are nearly always in one segment: each is looked up once in a row.
+    uint64_t last_index = 0;
+    const std::shared_ptr<const Mapping>* last = nullptr;
     for (size_t i = 0; i < refs.size(); ++i) {
       const uint64_t index = refs[i].address >> kShmOffsetBits;
       const uint64_t offset = refs[i].address & kOffsetMask;
-      auto it = mapped_.find(index);
-      if (it == mapped_.end()) {
-        return Status::Invalid("buffer " + std::to_string(i) + " (address " + Hex(refs[i].address) +
-                               ") names segment " + std::to_string(index) +
-                               ", which the server never shared");
+      if (last == nullptr || index != last_index) {
+        auto it = mapped_.find(index);
+        if (it == mapped_.end()) {
+          return Status::Invalid("buffer " + std::to_string(i) + " (address " +
+                                 Hex(refs[i].address) + ") names segment " + std::to_string(index) +
+                                 ", which the server never shared");
+        }
+        last_index = index;
+        last = &it->second;
       }
+      const std::shared_ptr<const Mapping>& segment = *last;
       uint64_t end = 0;
       if (__builtin_add_overflow(offset, refs[i].length, &end) ||
-          end > static_cast<uint64_t>(it->second->size())) {
+          end > static_cast<uint64_t>(segment->size())) {
         return Status::Invalid(
             "buffer " + std::to_string(i) + " (offset " + std::to_string(offset) + ", length " +
             std::to_string(refs[i].length) + ") lies outside segment " + std::to_string(index) +
-            " of " + std::to_string(it->second->size()) + " bytes");
+            " of " + std::to_string(segment->size()) + " bytes");
       }
-      if (i == 0) only = it->second;
-      mixed = mixed || it->second != only;
+      if (i == 0) only = segment;
+      mixed = mixed || segment != only;
       out.buffers.push_back(BufferRef{offset, refs[i].length});
     }
     if (mixed) {
