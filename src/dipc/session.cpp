@@ -387,7 +387,7 @@ Status Session::Replay(const Kept& kept) {
     }
     if (send_bodies_) {
       std::lock_guard lock(mutex_);
-      for (uint64_t a : m.addresses) ++lent_[a];
+      for (uint64_t a : m.addresses) lent_.Lend(a);
       state_->addresses_lent += static_cast<int64_t>(m.addresses.size());
     }
     const ByteSpan piece(m.pairs);

@@ -13,6 +13,7 @@
 
 #include "dipc/catalogue.hpp"
 #include "dipc/distinct_addresses.hpp"
+#include "dipc/loan_window.hpp"
 #include "dipc/region_allocator.hpp"
 #include "ferry/core/log.hpp"
 #include "ferry/core/trace.hpp"
@@ -169,8 +170,8 @@ class Session final {
     DistinctAddresses left;
   };
   std::map<uint64_t, LentBlock> blocks_;
-  int64_t block_addresses_ = 0;       // addresses in blocks_, not yet freed
-  std::map<uint64_t, int64_t> lent_;  // a kept dataset's address -> times lent, not freed
+  int64_t block_addresses_ = 0;  // addresses in blocks_, not yet freed
+  LoanWindow lent_;              // kept datasets' addresses lent and not yet freed
   // What WriteMessage reuses batch after batch (on the serving thread only): a batch's pairs
   // and their encoding.
   std::vector<BufferRef> pairs_;

@@ -84,8 +84,7 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
   {
     std::lock_guard lock(mutex_);
     for (uint64_t a : addresses) {
-      if (auto lent = lent_.find(a); lent != lent_.end()) {
-        if (--lent->second == 0) lent_.erase(lent);
+      if (lent_.Free(a)) {
         ++state_->addresses_freed;
         continue;
       }
@@ -127,7 +126,7 @@ Status Session::AwaitEnd() {
   std::unique_lock lock(mutex_);
   const bool ended = state_->options.clock->WaitFor(changed_, lock, state_->options.timeout,
                                                     [&] { return client_closed_ || dead_.load(); });
-  const size_t held = static_cast<size_t>(block_addresses_) + lent_.size();
+  const size_t held = static_cast<size_t>(block_addresses_ + lent_.distinct());
   if (client_closed_ && held > 0) {
     state_->Log(Record(LogLevel::kInfo, "addresses_unreturned",
                        "the client closed holding " + std::to_string(held) + " addresses; freed"));
@@ -146,12 +145,12 @@ void Session::FreeAll() {
   {
     std::lock_guard lock(mutex_);
     int64_t held = block_addresses_;
-    for (const auto& [address, times] : lent_) held += times;
+    held += lent_.times();
     state_->addresses_reclaimed += held;
     for (const auto& [address, lent] : blocks_) state_->allocator->Free(lent.block);
     blocks_.clear();
     block_addresses_ = 0;
-    lent_.clear();
+    lent_.Clear();
   }
   changed_.notify_all();
 }
