@@ -26,8 +26,8 @@ class DistinctAddresses {
     }
     for (size_t i = 0; i < buffers.size(); ++i) out[i] = buffers[i].address;
     if (buffers.size() <= few_.size()) {
-      // Insertion sort: a batch's few addresses, mostly in order already, cost a third of what
-      // std::sort's set-up does.
+      // Insertion sort: a batch's few addresses come mostly in order already, and std::sort's
+      // set-up costs more than sorting them.
       for (size_t i = 1; i < buffers.size(); ++i) {
         const uint64_t a = out[i];
         size_t j = i;

@@ -12,11 +12,17 @@ namespace ferry::dipc::internal {
 // The addresses lent to one client from kept datasets, each with how many times it is lent and
 // not yet freed. A kept dataset lends its messages in the order of their addresses, and a client
 // frees them nearly in that order, so the loans are a window over that order: appended at the
-// back, found by binary search, dropped from the front once freed. A std::map of them cost the
-// server a node allocation and a free for every address of every batch. An address lent out of
-// order goes to a map beside the window. Not thread-safe: the session's mutex guards it.
+// back, found at the front or by binary search, dropped from the front once freed. A std::map of
+// them cost the server a node allocation and a free for every address of every batch. An address
+// lent out of order goes to a map beside the window. Freed entries behind one still held (a
+// client keeping an early batch) are swept out once they outnumber the held ones, so the window
+// stays within twice what is lent (plus kSweepAt). Not thread-safe: the session's mutex guards
+// it.
 class LoanWindow {
  public:
+  /// Below this many entries the window is never swept.
+  static constexpr size_t kSweepAt = 256;
+
   /// Lend `address` once more.
   void Lend(uint64_t address) {
     ++times_;
@@ -45,7 +51,11 @@ class LoanWindow {
       --times_;
       if (--loan->times == 0) {
         --distinct_;
-        while (!window_.empty() && window_.front().times == 0) window_.pop_front();
+        if (loan == &window_.front()) {
+          while (!window_.empty() && window_.front().times == 0) window_.pop_front();
+        } else {
+          Sweep();  // a freed entry left behind a held one
+        }
       }
       return true;
     }
@@ -64,6 +74,9 @@ class LoanWindow {
   /// Loans not yet freed, an address lent twice counting twice.
   int64_t times() const { return times_; }
 
+  /// Entries the window keeps, freed ones behind a held one included; for tests.
+  size_t window_size() const { return window_.size(); }
+
   /// Forget every loan (the client is gone: its loans are freed).
   void Clear() {
     window_.clear();
@@ -77,6 +90,16 @@ class LoanWindow {
     uint64_t address = 0;
     int64_t times = 0;  // 0: freed, kept until the front passes it
   };
+
+  // Drop the freed entries once they outnumber the held ones: each sweep at least halves the
+  // window, so its cost is spread over the frees that filled it.
+  void Sweep() {
+    const auto held = static_cast<size_t>(distinct_) - others_.size();  // held in the window
+    if (window_.size() < kSweepAt || window_.size() <= 2 * held) return;
+    window_.erase(
+        std::remove_if(window_.begin(), window_.end(), [](const Loan& l) { return l.times == 0; }),
+        window_.end());
+  }
 
   Loan* Find(uint64_t address) {
     // A client frees in the order it was lent: the front, nearly always.

@@ -11,8 +11,8 @@ namespace ferry::dipc {
 
 namespace {
 
-// Little-endian on the wire. One load or store where the host is little-endian: GCC did not
-// merge the byte-by-byte loop, which made a buffer list's parse 45 instructions a buffer.
+// Little-endian on the wire: one load or store where the host is too (GCC does not merge a
+// byte-by-byte loop into one).
 uint64_t Load64(const uint8_t* p) {
   uint64_t v = 0;
   std::memcpy(&v, p, sizeof v);

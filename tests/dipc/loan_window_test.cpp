@@ -52,6 +52,21 @@ TEST(LoanWindow, LoansInOrderAreFreedInOrderOrNot) {
   EXPECT_FALSE(w.Free(0x40));
 }
 
+TEST(LoanWindow, AnEarlyLoanHeldDoesNotKeepEveryLaterOne) {
+  // A client that keeps its first batch while it reads and frees 100,000 more.
+  LoanWindow w;
+  w.Lend(0x10);
+  for (uint64_t a = 0x20; a < 0x20 + 100000 * 0x10; a += 0x10) {
+    w.Lend(a);
+    ASSERT_TRUE(w.Free(a));
+  }
+  EXPECT_EQ(w.distinct(), 1);
+  EXPECT_LE(w.window_size(), LoanWindow::kSweepAt);
+  EXPECT_TRUE(w.Free(0x10));
+  EXPECT_EQ(w.window_size(), 0u);
+  EXPECT_FALSE(w.Free(0x20));  // swept, and freed already
+}
+
 TEST(LoanWindow, AgreesWithAMapUnderRandomLendsAndFrees) {
   std::mt19937_64 random(46);
   for (int round = 0; round < 20; ++round) {
