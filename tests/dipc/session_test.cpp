@@ -396,8 +396,27 @@ TEST_P(ServerClient, APacedClientThatGoesOrStopsIsNotWaitedForBeyondTheTimeout) 
     auto clock = std::make_shared<ManualClock>();
     ServerOptions options;
     options.clock = clock;
+    // What the server logged, and its counters: said with any failure below, to tell which
+    // step stopped.
+    auto lines = std::make_shared<std::vector<std::string>>();
+    auto lines_mutex = std::make_shared<std::mutex>();
+    options.log = [lines, lines_mutex](const std::string& line) {
+      std::lock_guard lock(*lines_mutex);
+      lines->push_back(line);
+    };
     auto server = StartServer(options);
     ASSERT_TRUE(server);
+    const auto state = [&] {
+      const ServerStats st = server->stats();
+      std::string out =
+          "accepted " + std::to_string(st.clients_accepted) + ", active " +
+          std::to_string(st.clients_active) + ", failed " + std::to_string(st.sessions_failed) +
+          ", batches " + std::to_string(st.batches_sent) + "; clock waiters " +
+          std::to_string(clock->waiters()) + "; last error: " + server->last_error() + "; log:";
+      std::lock_guard lock(*lines_mutex);
+      for (const std::string& line : *lines) out += "\n  " + line;
+      return out;
+    };
     ASSERT_OK_AND_ASSIGN(testing::IntData data, testing::IntBatches(3, 100));
     server->Add("t", data.dataset);
     const Uri uri = server->uri("t");
@@ -407,17 +426,20 @@ TEST_P(ServerClient, APacedClientThatGoesOrStopsIsNotWaitedForBeyondTheTimeout) 
     ASSERT_OK(raw->SendTagged(kCreditTag, {&window, 1}));
     const ByteSpan ticket{"t", 1};
     ASSERT_OK(raw->SendTagged(uri.want_data, {&ticket, 1}));
-    ASSERT_OK(raw->Receive(5s).status());  // the schema
-    ASSERT_TRUE(clock->AwaitWaiters(1, 5s)) << "the session waits for a credit";
+    const Status schema = raw->Receive(5s).status();
+    ASSERT_TRUE(schema.ok()) << "the schema: " << schema.message() << "; " << state();
+    ASSERT_TRUE(clock->AwaitWaiters(1, 5s)) << "the session waits for a credit: " << state();
     if (stops) {
       clock->Advance(options.timeout + 1ms);
-      ASSERT_TRUE(testing::Within(5s, [&] { return server->stats().sessions_failed == 1; }));
+      ASSERT_TRUE(testing::Within(5s, [&] { return server->stats().sessions_failed == 1; }))
+          << state();
       EXPECT_THAT(server->last_error(), ::testing::HasSubstr("asked for no batch for 30000 ms"));
     } else {
       raw.reset();
     }
-    ASSERT_TRUE(testing::Within(5s, [&] { return server->stats().clients_active == 0; }));
-    EXPECT_EQ(server->stats().batches_sent, 0);
+    ASSERT_TRUE(testing::Within(5s, [&] { return server->stats().clients_active == 0; }))
+        << state();
+    EXPECT_EQ(server->stats().batches_sent, 0) << state();
   }
 }
 
