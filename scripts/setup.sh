@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what is missing on a fresh Debian 12 machine: the build toolchain and libraries, ccache
-# (CMake compiles through it), patchelf (the GPU bundle's RPATHs), clang with libFuzzer and the
-# clang-format/clang-tidy gates, PoCL (a real OpenCL device on the CPU for the device suites)
-# (apt), and a Python virtual environment at .venv (kept in ~/.cache/ferry) with the test peers
+# (CMake compiles through it), lld (every tree links with it), patchelf (the GPU bundle's RPATHs),
+# clang with libFuzzer and the clang-format/clang-tidy gates, PoCL (a real OpenCL device on the
+# CPU for the device suites) (apt), and a Python virtual environment at .venv (kept in
+# ~/.cache/ferry) with the test peers
 # (pip): pyarrow, and the peer libraries whose tests must run in CI (polars, DuckDB, DataFusion,
 # nanoarrow, arro3, torch), mypy (the stubs' check), dask and distributed (ferry.dask; the oldest
 # Dask it supports in .venv-dask-oldest),
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
-  clang libclang-rt-dev clang-format clang-tidy
+  clang libclang-rt-dev clang-format clang-tidy lld
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libflatbuffers-dev flatbuffers-compiler liblz4-dev libzstd-dev libucx-dev ucx-utils
   python3 python3-venv python3-dev
