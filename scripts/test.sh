@@ -19,8 +19,12 @@ for arg in "$@"; do
   esac
 done
 
-# Each section's header says when it starts, in seconds since this script began.
-stage() { echo "== [+${SECONDS}s] $*"; }
+# Each section's header says when it starts, in seconds since this script began; where
+# FERRY_STAGE_LOG names a file, the header is appended to it too (CI starts its later stages on one).
+stage() {
+  echo "== [+${SECONDS}s] $*"
+  if [[ -n ${FERRY_STAGE_LOG:-} ]]; then echo "$*" >>"$FERRY_STAGE_LOG"; fi
+}
 
 # tree_ctest TREE ARGS...: ctest over build/TREE, where a suite that crashed in a known
 # third-party bug (scripts/known_crashes.sh), and in no other way, runs once more and must then
