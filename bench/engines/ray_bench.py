@@ -77,7 +77,7 @@ from ray.data.block import BlockMetadata
 import ferry.flight
 import ferry.ray as fray
 
-head, near, far, token, parquet, repeat, rows = sys.argv[1:8]
+head, near, far, token, parquet, repeat, rows, with_parquet = sys.argv[1:9]
 repeat, rows = int(repeat), int(rows)
 ray.init(address=head, log_to_driver=False)
 deadline = time.monotonic() + 60
@@ -190,6 +190,8 @@ peers = {
     "pyarrow.flight, Ray's placement": lambda: unplaced_dataset(pyarrow_source).sum("x"),
     "no read, Ray's placement": lambda: unplaced_dataset(no_read_source).sum("x"),
 }
+if with_parquet != "yes":
+    peers = {k: v for k, v in peers.items() if not k.startswith("parquet")}
 times = {k: [] for k in peers}
 sums = {}
 before = stats()
@@ -215,6 +217,9 @@ def main():
                         help="measured rounds (0: only the warm-up round, untimed)")
     parser.add_argument("--cpus", type=int, default=2, help="Ray CPUs on each node")
     parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--no-parquet", action="store_true",
+                        help="leave out the two read_parquet peers (they run no ferry code, and "
+                             "take Ray 25-30 s each at the smallest size)")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="ferry-raybench-")
@@ -260,7 +265,8 @@ def main():
             (Path(work) / "parquet" / f"{name}.parquet").symlink_to(d / "half.parquet")
         parquet = str(Path(work) / "parquet")
         r = hosts["a"].run([sys.executable, "-c", DRIVER, head, b.uri, a.uri, TOKEN, parquet,
-                            str(args.repeat), str(rows)], env=ray_env, capture_output=True,
+                            str(args.repeat), str(rows), "no" if args.no_parquet else "yes"],
+                           env=ray_env, capture_output=True,
                            text=True, timeout=3600)
         if r.returncode != 0:
             log.seek(0)

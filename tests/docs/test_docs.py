@@ -309,7 +309,7 @@ SMOKE_SCRIPT = {
     "cluster_bench.py": ["--mib", "4", "--repeat", "1"],
     "polars_bench.py": ["--mib", "4", "--repeat", "1"],
     "compression_bench.py": ["--mib", "8", "--repeat", "1"],
-    "ray_bench.py": ["--mib", "1", "--repeat", "0"],
+    "ray_bench.py": ["--mib", "1", "--repeat", "0", "--no-parquet"],
     "small_batches.py": ["--rows", "100"],
     "many_clients.py": ["--mib", "16", "--clients", "1,2"],
     "metrics_bench.py": ["--gib", "0.02", "--small-batches", "50", "--repeat", "2"],
