@@ -11,7 +11,7 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/packages)
 set(CPACK_COMPONENTS_ALL runtime dev tools)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-# The build carries debug information (-g); the packages do not, as Debian's own do not.
+# The build carries line tables (-g1); the packages do not, as Debian's own do not.
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/FerryStripArchives.cmake)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)

@@ -39,7 +39,7 @@ meta=$(ls "$tmp"/unpacked/ferry-*/ferry-*.dist-info/METADATA)
 # A wheel holds no symbolic links: the command's libraries were installed as libferry.so.0 (the
 # name the loader looks for) and libferry.so.0.2.0 (the same bytes again); one copy is enough.
 rm -f "$tmp"/unpacked/ferry-*/ferry/lib/lib*.so.*.*.*
-# The build keeps debug information (-g, for the test tree's sake); users' wheels do not.
+# The build keeps line tables (-g1, for the test tree's sake); users' wheels do not.
 find "$tmp"/unpacked/ferry-*/ferry -type f \( -name '*.so*' -o -path '*/bin/*' \) -exec strip --strip-debug {} +
 # Requires-Dist lines go with the other headers, before the blank line that starts the body.
 "$venv/bin/python" - "$meta" "$UCX_REQUIREMENT" <<'PY'

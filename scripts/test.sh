@@ -47,7 +47,7 @@ jobs=$(nproc)
 export FERRY_REQUIRE_DEVICES="${FERRY_REQUIRE_DEVICES:-GUARDED,OPENCL0,CUDA0,CUDA_HOST0,CUDA_MANAGED0}"
 standin="$PWD/build/test/tests/support/cuda_standin/libferry_cuda_standin.so"
 
-stage "build (Release with debug info; warnings are errors)"
+stage "build (Release with line tables; warnings are errors)"
 cmake -S . -B build/test -G Ninja "${FERRY_RELEASE_DEFS[@]}" >/dev/null
 cmake --build build/test -j"$jobs"
 

@@ -6,8 +6,11 @@
 # (gcc, g++) because ccache hashes the name it is called by: scikit-build-core picks g++ where a
 # plain CMake configure picks c++, the same compiler under another name.
 #
-# FERRY_PACKAGE_DEFS: Release with debug info and warnings as errors (optimizers warn about what
-#   lower levels do not see), as the packages are built (the gem takes these).
+# FERRY_PACKAGE_DEFS: Release with line tables (-g1) and warnings as errors (optimizers warn about
+#   what lower levels do not see), as the packages are built (the gem takes these). Line tables
+#   are what backtraces, perf and the sanitizers' reports use; full debug information (-g) made
+#   GCC take 1.3-1.8x as long per object (tools/ferry/serve_config.cpp 35 s against 21 s), most
+#   of a cold build's time. The packages strip either.
 # FERRY_RELEASE_DEFS: the same plus the fault suite's pause points (FERRY_FAULT_INJECTION, which no
 #   package sets) and the benchmarks (which the docs test runs at their smallest); the tree that
 #   serves ctest, pytest, the install test and lint.
@@ -18,7 +21,9 @@
 #   tree at -O1 the suites ran in a quarter of the time (63 s against 278 s), but LeakSanitizer's
 #   tracer then faulted at the exit of the dipc suite in one run of four (with use_tls=0 it stops
 #   faulting but reports glibc's and ferry's thread-local buffers as leaks), so the library stays
-#   where it is stable. The suites, the test support code and the format layer's SIMD kernels are
+#   where it is stable. Line tables only, as in the TSan tree: the reports need no more, and clang
+#   compiles a suite in four fifths of the time (tests/dipc/session_test.cpp 30 s against 37 s).
+#   The suites, the test support code and the format layer's SIMD kernels are
 #   compiled at -O1 (tests/CMakeLists.txt, CMakeLists.txt): the suites then take 96 s, two at a
 #   time, against 229 s, and five runs of the dipc, flight, ipc and transport suites exited clean.
 # FERRY_TSAN_DEFS: clang and ThreadSanitizer, the test suites only (no fuzzers, tools, Ruby or
@@ -28,16 +33,18 @@
 #   and runs the suites, two at a time, in 52-103 s against -O1's 75-101 s in the same four
 #   rounds (-O0: 310-427 s).
 FERRY_PACKAGE_DEFS=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release
-                    -DCMAKE_C_FLAGS=-g -DCMAKE_CXX_FLAGS=-g -DFERRY_WERROR=ON)
+                    -DCMAKE_C_FLAGS=-g1 -DCMAKE_CXX_FLAGS=-g1 -DFERRY_WERROR=ON)
 FERRY_RELEASE_DEFS=("${FERRY_PACKAGE_DEFS[@]}" -DFERRY_FAULT_INJECTION=ON -DFERRY_BUILD_BENCH=ON)
 FERRY_RELEASE_PIP=()
 for def in "${FERRY_PACKAGE_DEFS[@]}"; do
   FERRY_RELEASE_PIP+=(-C "cmake.define.${def#-D}")
 done
 FERRY_ASAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
+                 -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only
                  -DFERRY_WERROR=ON -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_FUZZ=ON
                  -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_RUBY=OFF)
 FERRY_TSAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
-                 "-DCMAKE_C_FLAGS_DEBUG=-g -O2" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O2"
+                 "-DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -O2"
+                 "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O2"
                  -DFERRY_WERROR=ON -DFERRY_SANITIZE=thread -DFERRY_BUILD_TOOLS=OFF
                  -DFERRY_BUILD_RUBY=OFF)
