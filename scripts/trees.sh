@@ -8,9 +8,10 @@
 #
 # FERRY_PACKAGE_DEFS: Release with line tables (-g1) and warnings as errors (optimizers warn about
 #   what lower levels do not see), as the packages are built (the gem takes these). Line tables
-#   are what backtraces, perf and the sanitizers' reports use; full debug information (-g) made
-#   GCC take 1.3-1.8x as long per object (tools/ferry/serve_config.cpp 35 s against 21 s), most
-#   of a cold build's time. The packages strip either.
+#   are what backtraces and perf use; full debug information (-g) made GCC take 1.3-1.8x as long
+#   per object (tools/ferry/serve_config.cpp 35 s against 21 s), most of a cold build's time,
+#   and the test tree's build from an empty cache took 1,353 s with it, 1,035 s without. The
+#   packages strip either.
 # FERRY_RELEASE_DEFS: the same plus the fault suite's pause points (FERRY_FAULT_INJECTION, which no
 #   package sets) and the benchmarks (which the docs test runs at their smallest); the tree that
 #   serves ctest, pytest, the install test and lint.
@@ -21,11 +22,12 @@
 #   tree at -O1 the suites ran in a quarter of the time (63 s against 278 s), but LeakSanitizer's
 #   tracer then faulted at the exit of the dipc suite in one run of four (with use_tls=0 it stops
 #   faulting but reports glibc's and ferry's thread-local buffers as leaks), so the library stays
-#   where it is stable. Line tables only, as in the TSan tree: the reports need no more, and clang
-#   compiles a suite in four fifths of the time (tests/dipc/session_test.cpp 30 s against 37 s).
-#   The suites, the test support code and the format layer's SIMD kernels are
-#   compiled at -O1 (tests/CMakeLists.txt, CMakeLists.txt): the suites then take 96 s, two at a
-#   time, against 229 s, and five runs of the dipc, flight, ipc and transport suites exited clean.
+#   where it is stable. Full debug information (-g), as in the TSan tree: with line tables alone
+#   (-gline-tables-only) the reports name functions without their namespaces, and the third-party
+#   patterns of scripts/tsan.supp (^grpc::, ^absl::, ...) no longer match them. The suites, the
+#   test support code and the format layer's SIMD kernels are compiled at -O1
+#   (tests/CMakeLists.txt, CMakeLists.txt): the suites then take 96 s, two at a time, against 229 s,
+#   and five runs of the dipc, flight, ipc and transport suites exited clean.
 # FERRY_TSAN_DEFS: clang and ThreadSanitizer, the test suites only (no fuzzers, tools, Ruby or
 #   benchmarks), assertions on; the tree in which scripts/test.sh --sanitize runs every C++ and C
 #   suite (scripts/build_tsan.sh, scripts/tsan_gate.sh). At -O2, measured on this project's 2-core
@@ -40,11 +42,9 @@ for def in "${FERRY_PACKAGE_DEFS[@]}"; do
   FERRY_RELEASE_PIP+=(-C "cmake.define.${def#-D}")
 done
 FERRY_ASAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
-                 -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only
                  -DFERRY_WERROR=ON -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_FUZZ=ON
                  -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_RUBY=OFF)
 FERRY_TSAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
-                 "-DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -O2"
-                 "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O2"
+                 "-DCMAKE_C_FLAGS_DEBUG=-g -O2" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O2"
                  -DFERRY_WERROR=ON -DFERRY_SANITIZE=thread -DFERRY_BUILD_TOOLS=OFF
                  -DFERRY_BUILD_RUBY=OFF)
