@@ -18,7 +18,7 @@ namespace ferry {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr milliseconds kLimit{10000};
+constexpr milliseconds kHandlerWait{10000};
 
 // One batch already on a device: hands it over once, then the end.
 class OneBatch final : public DeviceArrayProducer {
@@ -102,7 +102,7 @@ TEST(AsyncEvents, TheCudaEventTravelsAndTheHandlerWaitsOnIt) {
     UniqueDeviceArray end;
     ASSERT_EQ(t.reader->get_next(t.reader.get(), end.get()), 0);
     EXPECT_FALSE(end.valid());
-    ASSERT_OK(t.producer->Wait(kLimit));
+    ASSERT_OK(t.producer->Wait(kHandlerWait));
   }
 }
 
@@ -127,7 +127,7 @@ TEST(AsyncEvents, WithoutWaitingTheEventIsTheConsumersToWaitOn) {
   ASSERT_OK(gpu->SynchronizeEvent(got->sync_event, nullptr));
   EXPECT_EQ(nlohmann::json::parse(testing::DeviceArrayToJson(schema.get(), got.get())),
             nlohmann::json::parse("[10, 20, 30]"));
-  ASSERT_OK(t.producer->Wait(kLimit));
+  ASSERT_OK(t.producer->Wait(kHandlerWait));
 }
 
 TEST(AsyncEvents, AnOpenClEventTravelsAndIsWaitedOn) {
@@ -147,7 +147,7 @@ TEST(AsyncEvents, AnOpenClEventTravelsAndIsWaitedOn) {
   EXPECT_EQ(got->sync_event, event);
   EXPECT_EQ(nlohmann::json::parse(testing::DeviceArrayToJson(schema.get(), got.get())),
             nlohmann::json::parse("[10, 20, 30]"));
-  ASSERT_OK(t.producer->Wait(kLimit));
+  ASSERT_OK(t.producer->Wait(kHandlerWait));
 }
 
 }  // namespace

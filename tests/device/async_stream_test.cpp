@@ -23,7 +23,7 @@ namespace ferry {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr milliseconds kLimit{10000};
+constexpr milliseconds kStreamWait{10000};
 
 // What the test's consumer has asked for, shared with the source so that every read the
 // producer makes is checked against it.
@@ -142,7 +142,7 @@ struct Consumer {
   template <typename F>
   bool Await(F done) {
     std::unique_lock lock(mu);
-    return cv.wait_for(lock, kLimit, done);
+    return cv.wait_for(lock, kStreamWait, done);
   }
 };
 
@@ -170,7 +170,7 @@ TEST(AsyncProducer, ReadsOnlyWhatTheConsumerRequested) {
   ASSERT_TRUE(consumer.Await([&] { return consumer.firsts.size() == 5; }));
   consumer.Request(10);  // more than is left: the end follows the last two
   ASSERT_TRUE(consumer.Await([&] { return consumer.released; }));
-  ASSERT_OK(producer->Wait(kLimit));
+  ASSERT_OK(producer->Wait(kStreamWait));
   EXPECT_TRUE(consumer.ended);
   EXPECT_EQ(consumer.error_code, 0);
   EXPECT_EQ(consumer.firsts, (std::vector<int32_t>{0, 10, 20, 30, 40, 50, 60}));
@@ -193,7 +193,7 @@ TEST(AsyncProducer, ErrorsReachOnErrorWithTheTypedCode) {
   EXPECT_FALSE(consumer.ended);
   EXPECT_EQ(consumer.error_code, EBADMSG);  // kDataLoss's C code in the error table
   EXPECT_EQ(consumer.error_message, "batch 2 is corrupt");
-  ASSERT_RAISES_WITH(StatusCode::kDataLoss, "batch 2 is corrupt", producer->Wait(kLimit));
+  ASSERT_RAISES_WITH(StatusCode::kDataLoss, "batch 2 is corrupt", producer->Wait(kStreamWait));
 }
 
 TEST(AsyncProducer, CancelEndsTheReadWithoutAnError) {
@@ -206,7 +206,7 @@ TEST(AsyncProducer, CancelEndsTheReadWithoutAnError) {
   consumer.handler.producer->cancel(consumer.handler.producer);
   consumer.handler.producer->cancel(consumer.handler.producer);  // idempotent
   ASSERT_TRUE(consumer.Await([&] { return consumer.released; }));
-  ASSERT_OK(producer->Wait(kLimit));
+  ASSERT_OK(producer->Wait(kStreamWait));
   EXPECT_EQ(consumer.error_code, 0);
   EXPECT_TRUE(consumer.ended) << "a cancelled stream ends with a NULL task before release";
   EXPECT_EQ(consumer.firsts.size(), 2u);
@@ -236,7 +236,7 @@ TEST(AsyncProducer, AConsumerRefusalStopsTheStream) {
   ASSERT_TRUE(consumer.Await([&] { return consumer.released; }));
   EXPECT_EQ(consumer.firsts.size(), 2u);
   EXPECT_EQ(consumer.error_code, 0) << "a refusal is answered with release alone";
-  EXPECT_EQ(producer->Wait(kLimit).code(), StatusCodeFromErrno(EPIPE));
+  EXPECT_EQ(producer->Wait(kStreamWait).code(), StatusCodeFromErrno(EPIPE));
 }
 
 TEST(AsyncProducer, RefusesAHandlerWithoutCallbacks) {
@@ -283,7 +283,7 @@ TEST(AsyncHandlerStream, CarriesEveryBatchInOrderWithinTheQueue) {
     EXPECT_EQ(rows[b], nlohmann::json::parse("[" + std::to_string(10 * b) + ", " +
                                              std::to_string(10 * b + 1) + "]"));
   }
-  ASSERT_OK(producer->Wait(kLimit));
+  ASSERT_OK(producer->Wait(kStreamWait));
   // queue_size ahead, one more per batch read: 2 + 6 requested (the last may come after the
   // end, when the handler is released and asks nothing more), never more pulled.
   const AsyncProducerCounters c = producer->counters();
@@ -311,7 +311,7 @@ TEST(AsyncHandlerStream, AnErrorMidStreamFollowsTheBatchesBeforeIt) {
   UniqueDeviceArray a;
   EXPECT_EQ(pair.stream->get_next(pair.stream.get(), a.get()), ECONNREFUSED);
   EXPECT_STREQ(pair.stream->get_last_error(pair.stream.get()), "the peer went away");
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the peer went away", producer->Wait(kLimit));
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the peer went away", producer->Wait(kStreamWait));
 }
 
 TEST(AsyncHandlerStream, ReleasingTheStreamCancelsTheProducer) {
@@ -325,7 +325,7 @@ TEST(AsyncHandlerStream, ReleasingTheStreamCancelsTheProducer) {
   UniqueDeviceArray a;
   ASSERT_EQ(pair.stream->get_next(pair.stream.get(), a.get()), 0);
   pair.stream.reset();
-  ASSERT_OK(producer->Wait(kLimit));
+  ASSERT_OK(producer->Wait(kStreamWait));
   const AsyncProducerCounters c = producer->counters();
   EXPECT_TRUE(c.cancelled);
   EXPECT_LE(c.pulled, 1 + 4);  // the one read and at most the queue ahead
@@ -340,7 +340,7 @@ TEST(AsyncHandlerStream, ATimeoutNamesWhatItWaitedFor) {
   options.clock = std::shared_ptr<Clock>(&clock, [](Clock*) {});
   ASSERT_OK(AsyncHandlerToStream(&pair.handler, pair.stream.get(), options));
   std::thread mover([&] {
-    if (clock.AwaitWaiters(1, kLimit)) clock.Advance(milliseconds(51));
+    if (clock.AwaitWaiters(1, kStreamWait)) clock.Advance(milliseconds(51));
   });
   UniqueSchema schema;
   EXPECT_EQ(pair.stream->get_schema(pair.stream.get(), schema.get()), ETIMEDOUT);
@@ -379,12 +379,12 @@ TEST(AsyncHandlerCallbacks, PushesEveryBatchAndTheEnd) {
                                                    ARROW_DEVICE_CPU, &handler));
   {
     std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, kLimit, [&] { return ended; }));
+    ASSERT_TRUE(cv.wait_for(lock, kStreamWait, [&] { return ended; }));
   }
   EXPECT_EQ(format, "i");
   EXPECT_EQ(lengths, (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(outcome.code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(producer->Wait(kLimit).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(producer->Wait(kStreamWait).code(), StatusCode::kResourceExhausted);
 }
 
 }  // namespace

@@ -20,10 +20,10 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr int kBatches = 3;
-constexpr int kRows = 40;
+constexpr int kMarkedBatches = 3;
+constexpr int kMarkedRows = 40;
 
-// An IPC file of kBatches batches (an int64 and a string column); batch 1 holds the string
+// An IPC file of kMarkedBatches batches (an int64 and a string column); batch 1 holds the string
 // "MARKER" once. Returns its path and the file offset of that string's first byte; the file is
 // removed with its last owner.
 struct MarkedFile {
@@ -42,14 +42,14 @@ struct MarkedFile {
 Result<MarkedFile> WriteMarkedFile(const std::string& name) {
   UniqueSchema schema;
   std::vector<UniqueDeviceArray> batches;
-  for (int b = 0; b < kBatches; ++b) {
+  for (int b = 0; b < kMarkedBatches; ++b) {
     Json rows = Json::array();
-    for (int i = 0; i < kRows; ++i) {
-      const bool marked = b == 1 && i == kRows / 2;
+    for (int i = 0; i < kMarkedRows; ++i) {
+      const bool marked = b == 1 && i == kMarkedRows / 2;
       // Appended, not "v" + std::string: GCC 12's bogus -Wrestrict in Release (GCC PR 105651).
       std::string value = "v";
       value += std::to_string(i);
-      rows.push_back(Json{{"x", b * kRows + i}, {"s", marked ? "MARKER" : value}});
+      rows.push_back(Json{{"x", b * kMarkedRows + i}, {"s", marked ? "MARKER" : value}});
     }
     FERRY_ASSIGN_OR_RAISE(
         Array a,
@@ -94,7 +94,7 @@ struct Pass {
   Status status;
 };
 
-Pass ReadPass(Dataset& dataset, int limit = kBatches + 1) {
+Pass ReadPass(Dataset& dataset, int limit = kMarkedBatches + 1) {
   Pass out;
   Result<std::unique_ptr<DatasetReader>> reader = dataset.Open();
   if (!reader.ok()) {
@@ -108,7 +108,7 @@ Pass ReadPass(Dataset& dataset, int limit = kBatches + 1) {
       return out;
     }
     if (*next == nullptr) break;
-    EXPECT_EQ((*next)->array.length, kRows);
+    EXPECT_EQ((*next)->array.length, kMarkedRows);
     ++out.batches;
   }
   return out;
@@ -133,14 +133,14 @@ TEST(PathDataset, EveryElementIsCheckedUntilOnePassReadsTheWholeFile) {
   Poke(f, 'M');
   Pass whole = ReadPass(*dataset);
   ASSERT_OK(whole.status);
-  EXPECT_EQ(whole.batches, kBatches);
+  EXPECT_EQ(whole.batches, kMarkedBatches);
 
   // Later passes run the default checks, which do not read string data: the byte changed on
   // disk (a documented limit) now goes through to the client, whose own checks are its own.
   Poke(f, 0xFF);
   Pass later = ReadPass(*dataset);
   ASSERT_OK(later.status);
-  EXPECT_EQ(later.batches, kBatches);
+  EXPECT_EQ(later.batches, kMarkedBatches);
 }
 
 TEST(PathDataset, AFileThatFailsIsCheckedInFullOnEveryPass) {

@@ -27,7 +27,7 @@ Status AddBig(Server* server, const std::string& name, int count, int64_t rows) 
   return server->Add(name, std::move(data.schema), std::move(data.batches));
 }
 
-const PlaneMetrics* Plane(const ServerMetrics& m, const std::string& name) {
+const PlaneMetrics* FindPlane(const ServerMetrics& m, const std::string& name) {
   for (const PlaneMetrics& p : m.planes) {
     if (p.plane == name) return &p;
   }
@@ -53,7 +53,7 @@ TEST(FlightCancel, CancelFlightInfoCutsOffAPlaneSessionAndTakesBackItsLoans) {
   EXPECT_EQ(first->array.length, 100000);
 
   const ServerMetrics held = server->metrics();  // Plane points into it
-  const PlaneMetrics* before = Plane(held, "shm");
+  const PlaneMetrics* before = FindPlane(held, "shm");
   ASSERT_NE(before, nullptr);
   ASSERT_EQ(before->sessions_active, 1);
   // The client holds the first batch: its buffers are lent and not yet freed.
@@ -73,7 +73,7 @@ TEST(FlightCancel, CancelFlightInfoCutsOffAPlaneSessionAndTakesBackItsLoans) {
   // which the session's end takes back).
   EXPECT_TRUE(server->plane("shm")->AwaitIdle(std::chrono::seconds(1)));
   const ServerMetrics after = server->metrics();
-  const PlaneMetrics* shm = Plane(after, "shm");
+  const PlaneMetrics* shm = FindPlane(after, "shm");
   EXPECT_EQ(shm->lent_buffers, shm->lent_buffers_freed + shm->lent_buffers_reclaimed);
   EXPECT_GT(shm->lent_buffers_reclaimed, 0);
   // The client's read fails; the ticket redeems nothing on any location.

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 std::string VectorsDir() { return testing::SharedTestDataDir() + "/arrow-testing"; }
 
-std::vector<std::string> Cases() {
+std::vector<std::string> VectorFiles() {
   std::vector<std::string> out;
   const fs::path dir = VectorsDir() + "/ipc-integration";
   if (!fs::exists(dir)) return out;
@@ -61,7 +61,7 @@ TEST_P(IntegrationVectorTest, StreamAndFileAgreeAndReadInPlace) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(ArrowTesting, IntegrationVectorTest, ::testing::ValuesIn(Cases()),
+INSTANTIATE_TEST_SUITE_P(ArrowTesting, IntegrationVectorTest, ::testing::ValuesIn(VectorFiles()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name) {
@@ -71,8 +71,8 @@ INSTANTIATE_TEST_SUITE_P(ArrowTesting, IntegrationVectorTest, ::testing::ValuesI
                          });
 
 TEST(IntegrationVectorTest, VectorsArePresent) {
-  if (Cases().empty()) GTEST_SKIP() << "../shared/testdata/arrow-testing is not present";
-  EXPECT_EQ(Cases().size(), 69u);  // the cases across the six writer versions
+  if (VectorFiles().empty()) GTEST_SKIP() << "../shared/testdata/arrow-testing is not present";
+  EXPECT_EQ(VectorFiles().size(), 69u);  // the cases across the six writer versions
 }
 
 TEST(IpcReaderTest, PrimitiveValuesMatchTheVector) {

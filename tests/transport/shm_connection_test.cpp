@@ -168,7 +168,7 @@ uint64_t RingBytesWritten() {
 // A server's end and a client's end (which offers its ring) over a socketpair. The client says
 // "hi" and the server receives it: the server took the ring first, so what it sends from here
 // goes through the ring.
-struct Pair {
+struct RingEnds {
   std::unique_ptr<Connection> server, client;
 };
 
@@ -183,15 +183,15 @@ std::vector<int> StartedSince(const std::map<int, std::string>& before) {
 }
 
 // `server_threads` and `client_threads`, where given, get the reader thread each end started.
-Pair RingPair(const std::shared_ptr<Clock>& clock, std::chrono::microseconds client_spin,
-              std::vector<int>* server_threads = nullptr,
-              std::vector<int>* client_threads = nullptr) {
+RingEnds RingPair(const std::shared_ptr<Clock>& clock, std::chrono::microseconds client_spin,
+                  std::vector<int>* server_threads = nullptr,
+                  std::vector<int>* client_threads = nullptr) {
   int fds[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
   TransportLimits limits;
   limits.clock = clock;
   limits.timeout = 10s;
-  Pair p;
+  RingEnds p;
   const std::map<int, std::string> at_start = testing::ThreadNames();
   p.server = internal::shm::MakeConnection(fds[0], limits);
   const std::map<int, std::string> before_client = testing::ThreadNames();
@@ -215,7 +215,7 @@ class RingConnection : public ::testing::TestWithParam<int> {
 };
 
 TEST_P(RingConnection, EveryFrameOfTheServerComesThroughTheRingInOrder) {
-  Pair p = RingPair(Clock::Real(), spin());
+  RingEnds p = RingPair(Clock::Real(), spin());
   const uint64_t before = RingBytesWritten();
   // 200 metadata messages of 100 bytes, each with a tagged message of 1,000; then one tagged
   // message of 1 MiB, four times the ring.
@@ -249,7 +249,7 @@ TEST_P(RingConnection, EveryFrameOfTheServerComesThroughTheRingInOrder) {
 }
 
 TEST_P(RingConnection, AClientReadsWhatItsServerWroteBeforeItWentThenLearnsItWent) {
-  Pair p = RingPair(Clock::Real(), spin());
+  RingEnds p = RingPair(Clock::Real(), spin());
   for (uint8_t i = 0; i < 3; ++i) {
     const ByteSpan m{&i, 1};
     ASSERT_OK(p.server->Send({&m, 1}));
@@ -266,7 +266,7 @@ TEST_P(RingConnection, AClientReadsWhatItsServerWroteBeforeItWentThenLearnsItWen
 // A ring with room takes a write whoever reads it: the server learns from its socket that the
 // client went, and its sends then fail as they would on the socket.
 TEST_P(RingConnection, AServerWhoseClientWentSendsNothingMore) {
-  Pair p = RingPair(Clock::Real(), spin());
+  RingEnds p = RingPair(Clock::Real(), spin());
   p.client.reset();
   const uint8_t one = 1;
   const ByteSpan piece{&one, 1};
@@ -283,7 +283,7 @@ INSTANTIATE_TEST_SUITE_P(Spin, RingConnection, ::testing::Values(0, 50),
 // wake-up on the socket, sent because the client said it sleeps, brings the frame in.
 TEST(RingConnection, ASleepingSpinningClientWakesForAFrameInItsRingAndForTheClose) {
   auto clock = std::make_shared<ManualClock>();
-  Pair p = RingPair(clock, 50us);
+  RingEnds p = RingPair(clock, 50us);
   std::thread sender([&] {
     EXPECT_TRUE(clock->AwaitWaiters(1, 10s));
     const uint8_t one = 1;
@@ -327,7 +327,7 @@ PacedStream ReaderSleepsOverAPacedStream(int frames, std::chrono::microseconds s
   auto clock = std::make_shared<ManualClock>();
   std::vector<int> server_reader;  // each end's own thread: its reader thread
   std::vector<int> reader;
-  Pair p = RingPair(clock, spin, &server_reader, &reader);
+  RingEnds p = RingPair(clock, spin, &server_reader, &reader);
   EXPECT_EQ(server_reader.size(), 1u);
   EXPECT_EQ(reader.size(), 1u);
   const int64_t switched = VoluntarySwitches(reader);
