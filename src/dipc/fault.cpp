@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -36,7 +37,12 @@ Plan ReadPlan() {
   const size_t b = text.find(':', a + 1);
   plan.role = text.substr(0, a);
   plan.phase = text.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
-  if (b != std::string::npos) plan.nth = std::max(1, std::atoi(text.c_str() + b + 1));
+  if (b != std::string::npos) {
+    // A count that is not a number, or below 1, pauses at the first time.
+    int nth = 1;
+    std::from_chars(text.data() + b + 1, text.data() + text.size(), nth);
+    plan.nth = std::max(1, nth);
+  }
   plan.on = true;
   return plan;
 }

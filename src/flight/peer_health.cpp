@@ -33,6 +33,7 @@ void PeerHealth::Record(const std::string& peer, bool reachable, const Status& s
 std::vector<PeerMetrics> PeerHealth::Snapshot() const {
   std::lock_guard lock(mutex_);
   std::vector<PeerMetrics> out;
+  out.reserve(order_.size());
   for (const std::string& peer : order_) out.push_back(peers_.at(peer));
   return out;
 }

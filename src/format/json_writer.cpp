@@ -69,10 +69,11 @@ void AppendDouble(double d, std::string* out) {
   }
 }
 
+// The T at byte `at` of a value's fixed-width bytes (the caller checked their width).
 template <typename T>
-T Load(const char* p) {
+T Load(std::string_view bytes, size_t at) {
   T v;
-  std::memcpy(&v, p, sizeof(T));
+  std::memcpy(&v, bytes.data() + at, sizeof(T));
   return v;
 }
 
@@ -137,15 +138,15 @@ Status AppendStorageValue(const ArrayView& v, int64_t i, std::string* out, int d
       std::string_view b = v.GetBytes(i);
       // Appended piece by piece: `"[" + std::string&&` trips GCC 12's bogus -Wrestrict
       // (GCC PR 105651) in optimized builds.
-      out->append("[").append(std::to_string(Load<int32_t>(b.data())));
-      out->append(", ").append(std::to_string(Load<int32_t>(b.data() + 4))).append("]");
+      out->append("[").append(std::to_string(Load<int32_t>(b, 0)));
+      out->append(", ").append(std::to_string(Load<int32_t>(b, 4))).append("]");
       return Status::OK();
     }
     case TypeId::kIntervalMonthDayNano: {
       std::string_view b = v.GetBytes(i);
-      out->append("[").append(std::to_string(Load<int32_t>(b.data())));  // GCC PR 105651
-      out->append(", ").append(std::to_string(Load<int32_t>(b.data() + 4)));
-      out->append(", ").append(std::to_string(Load<int64_t>(b.data() + 8))).append("]");
+      out->append("[").append(std::to_string(Load<int32_t>(b, 0)));  // GCC PR 105651
+      out->append(", ").append(std::to_string(Load<int32_t>(b, 4)));
+      out->append(", ").append(std::to_string(Load<int64_t>(b, 8))).append("]");
       return Status::OK();
     }
     case TypeId::kList:

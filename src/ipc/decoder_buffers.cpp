@@ -38,6 +38,7 @@ Status Decoder::Impl::Project(int64_t i) {
   }
   FERRY_ASSIGN_OR_RAISE(Field all, Field::Import(root));
   std::vector<Field> kept;
+  kept.reserve(options.columns.size());
   for (int32_t c : options.columns) kept.push_back(std::move(all.children[static_cast<size_t>(c)]));
   all.children = std::move(kept);
   FERRY_ASSIGN_OR_RAISE(projected, all.Export());

@@ -73,7 +73,7 @@ Result<MemoryView> FromCudaArrayInterface(const CudaArrayInterface& cai,
   // producer's work; every later read of the view waits on it (a stream wait where there is one).
   FERRY_ASSIGN_OR_RAISE(Device * device, ResolveDevice(ARROW_DEVICE_CUDA, device_id));
   auto handle = reinterpret_cast<void*>(static_cast<uintptr_t>(*cai.stream));  // NOLINT
-  Result<std::shared_ptr<void>> event = device->RecordEvent(&handle);
+  Result<std::shared_ptr<void>> event = device->RecordEvent(static_cast<void*>(&handle));
   if (!event.ok()) {
     return event.status().WithContext("__cuda_array_interface__: the producer's stream " +
                                       std::to_string(*cai.stream));

@@ -35,7 +35,8 @@ struct ExportContext {
 // An exported tensor and what it keeps, freed together by the tensor's deleter.
 template <typename Managed>
 struct ExportBlock {
-  Managed tensor{};
+  // Zeroed here, device included (0 is no DLDeviceType), and filled in before it is handed out.
+  Managed tensor{};  // NOLINT(bugprone-invalid-enum-default-initialization)
   ExportContext ctx;
 };
 

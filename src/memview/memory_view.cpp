@@ -116,7 +116,7 @@ uint8_t* GetItemPointer(const MemoryView& view, const int64_t* indices) noexcept
     ptr += indices[d] * view.stride(d);
     if (!view.sub_offsets.empty() && view.sub_offsets[static_cast<size_t>(d)] >= 0) {
       uint8_t* target;
-      std::memcpy(&target, ptr, sizeof(target));
+      std::memcpy(static_cast<void*>(&target), ptr, sizeof(target));
       ptr = target + view.sub_offsets[static_cast<size_t>(d)];
     }
   }

@@ -199,7 +199,7 @@ int RunConvert(const IpcOptions& o) {
   }
   Result<std::unique_ptr<ipc::FileSink>> sink = ipc::FileSink::Open(o.output);
   if (!sink.ok()) return Fail(o.output, sink.status());
-  auto run = [&](auto writer) -> Status {
+  auto run = [&](auto& writer) -> Status {
     while (true) {
       UniqueArray batch;
       FERRY_RETURN_NOT_OK(StreamGetNext(stream->get(), batch.get()));
@@ -228,10 +228,10 @@ int RunConvert(const IpcOptions& o) {
   Status st;
   if (o.format == "file") {
     Result<ipc::FileWriter> writer = ipc::FileWriter::Open(sink->get(), schema.get(), w);
-    st = writer.ok() ? run(std::move(*writer)) : writer.status();
+    st = writer.ok() ? run(*writer) : writer.status();
   } else if (o.format == "stream") {
     Result<ipc::StreamWriter> writer = ipc::StreamWriter::Open(sink->get(), schema.get(), w);
-    st = writer.ok() ? run(std::move(*writer)) : writer.status();
+    st = writer.ok() ? run(*writer) : writer.status();
   } else {
     st = Status::Invalid("unknown format \"" + o.format + "\" (stream, file)");
   }

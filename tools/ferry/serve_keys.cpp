@@ -20,13 +20,14 @@ CLI::Validator Bound(bool above) {
       },
       above ? "POSITIVE" : "NONNEGATIVE");
 }
-const CLI::Validator kPositive = Bound(true);
-const CLI::Validator kNonNegative = Bound(false);
 
 }  // namespace
 
 const std::vector<Key>& ServeKeys() {
   using O = ServeOptions;
+  // Built on the first call, as the table is: CLI11 may throw while making them.
+  static const CLI::Validator kPositive = Bound(true);
+  static const CLI::Validator kNonNegative = Bound(false);
   // One setting a row, as clang-format would not keep them.
   // clang-format off
   static const std::vector<Key> keys = {

@@ -125,7 +125,8 @@ void Worker::Destroy() {
   std::unordered_map<void*, std::function<void()>> rest;
   rest.swap(tracked_);
   released_.clear();
-  for (auto& [request, drop] : rest) {
+  // Each drop releases one request's own hold, so their order does not matter.
+  for (auto& [request, drop] : rest) {  // NOLINT(bugprone-nondeterministic-pointer-iteration-order)
     if (drop) drop();
   }
 }
