@@ -54,7 +54,10 @@ class RpcInterceptorFactory final : public grpc::experimental::ServerInterceptor
   explicit RpcInterceptorFactory(RpcMetricsTable* table) : table_(table) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
-    return new RpcInterceptor(table_, RpcMetricsTable::IndexOf(info->method()));
+    const size_t rpc = RpcMetricsTable::IndexOf(info->method());
+    // None for a call that times itself: gRPC then runs no interception on its messages.
+    if (RpcMetricsTable::TimesItself(rpc)) return nullptr;
+    return new RpcInterceptor(table_, rpc);
   }
 
  private:

@@ -27,11 +27,12 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
  public:
   DoGetReactor(ServerState* state, grpc::CallbackServerContext* context,
                const grpc::ByteBuffer* request)
-      : state_(state) {
+      : state_(state), timer_(state->rpc_metrics.get(), RpcMetricsTable::kDoGet) {
     state_->CallStarted();
     grpc::Status admitted = Authenticate(state_, context);
     if (admitted.ok()) admitted = RefuseIfDraining(state_, "DoGet", context);
     if (!admitted.ok()) {
+      timer_.Finish(admitted.error_code());
       GrpcHandOff(this);
       Finish(admitted);
       return;
@@ -112,6 +113,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     if (active_id_ != 0) state_->active_reads.Remove(active_id_);
     active_id_ = 0;
     readers_.reset();
+    timer_.Finish(status.error_code());
     GrpcHandOff(this);
     Finish(status);
   }
@@ -187,6 +189,7 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
 
   ServerState* state_;
+  RpcTimer timer_;
   std::shared_ptr<const int> readers_;
   std::shared_ptr<const void> keep_alive_;
   std::unique_ptr<dipc::DatasetReader> reader_;
@@ -209,11 +212,14 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
 class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   DoPutReactor(ServerState* state, grpc::CallbackServerContext* context)
-      : state_(state), peer_(context->peer()) {
+      : state_(state),
+        timer_(state->rpc_metrics.get(), RpcMetricsTable::kDoPut),
+        peer_(context->peer()) {
     state_->CallStarted();
     grpc::Status admitted = Authenticate(state_, context);
     if (admitted.ok()) admitted = RefuseIfDraining(state_, "DoPut", context);
     if (!admitted.ok()) {
+      timer_.Finish(admitted.error_code());
       GrpcHandOff(this);
       Finish(admitted);
       return;
@@ -340,6 +346,7 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
                 "stored \"" + name_ + "\" uploaded by " + peer_ + " (" + std::to_string(received_) +
                     " bytes)",
                 peer_);
+    timer_.Finish(grpc::StatusCode::OK);
     GrpcHandOff(this);
     Finish(grpc::Status::OK);
   }
@@ -349,11 +356,14 @@ class DoPutReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     batches_.clear();
     flight_.reset();
     state_->Log("upload_refused", "refused an upload from " + peer_ + ": " + st.message(), peer_);
+    const grpc::Status status = ToGrpc(st.WithContext("nothing was stored"));
+    timer_.Finish(status.error_code());
     GrpcHandOff(this);
-    Finish(ToGrpc(st.WithContext("nothing was stored")));
+    Finish(status);
   }
 
   ServerState* state_;
+  RpcTimer timer_;
   std::string peer_;
   grpc::ByteBuffer in_;
   grpc::ByteBuffer out_;

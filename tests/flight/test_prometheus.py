@@ -255,3 +255,41 @@ def test_a_bad_or_taken_metrics_address_is_refused_by_name(tmp_path, dataset):
                                timeout=60)
             assert r.returncode == 2, r.stderr
             assert f"ferry: --metrics {address}: " in r.stderr and why in r.stderr, r.stderr
+
+
+def test_doget_and_doput_calls_are_timed_and_their_failures_counted(tmp_path, dataset):
+    """DoGet and DoPut time themselves in their reactors (gRPC would otherwise run the metrics
+    interceptor on each of their messages): every call, refused or not, is in the histogram, and
+    the refused ones in the grpc plane's errors, by pyarrow.flight's calls counted here."""
+    import pyarrow.flight as fl
+    with Serve("--metrics", "127.0.0.1:0", f"ints={dataset}", tmp=str(tmp_path)) as server:
+        url = metrics_url(server)
+        client = fl.connect(server.uri)
+        info = client.get_flight_info(fl.FlightDescriptor.for_path("ints"))
+        for _ in range(2):
+            assert client.do_get(info.endpoints[0].ticket).read_all().num_rows == ROWS
+        with pytest.raises(KeyError, match="unknown ticket"):  # NOT_FOUND
+            client.do_get(fl.Ticket(b"no-such-ticket")).read_all()
+        table = pa.table({"y": pa.array([1, 2, 3], pa.int64())})
+        writer, _ = client.do_put(fl.FlightDescriptor.for_path("up"), table.schema)
+        writer.write_table(table)
+        writer.close()
+        # A command descriptor names no flight: the upload is refused (INVALID_ARGUMENT).
+        with pytest.raises(pa.ArrowException):
+            writer, _ = client.do_put(fl.FlightDescriptor.for_command(b"x"), table.schema)
+            writer.write_table(table)
+            writer.close()
+        client.close()
+
+        def counted():
+            _, text = http_get(url)
+            families = {f.name: f for f in text_string_to_metric_families(text)}
+            calls = {s.labels["rpc"]: s.value
+                     for s in families["ferry_rpc_duration_seconds"].samples
+                     if s.name == "ferry_rpc_duration_seconds_count"}
+            errors = {s.labels["code"]: s.value for s in families["ferry_errors"].samples
+                      if s.labels.get("plane") == "grpc"}
+            return (calls, errors) if calls.get("DoPut") == 2 else None
+        calls, errors = wait_until("both uploads in the histogram", counted, limit=10)
+        assert calls["GetFlightInfo"] == 1 and calls["DoGet"] == 3 and calls["DoPut"] == 2, calls
+        assert sum(errors.values()) == 2, errors
