@@ -25,9 +25,7 @@ class RpcInterceptor final : public grpc::experimental::Interceptor {
  public:
   // gRPC makes, runs and deletes an interceptor on whichever of its threads is free, in order
   // (grpc_order.hpp): each step takes back what the one before handed off.
-  RpcInterceptor(RpcMetricsTable* table, size_t rpc) : table_(table), rpc_(rpc) {
-    GrpcTakeBack(table_);
-    start_ = table_->clock().Now();
+  RpcInterceptor(RpcMetricsTable* table, size_t rpc) : timer_(Started(table, rpc)) {
     GrpcHandOff(this);
   }
   ~RpcInterceptor() override { GrpcTakeBack(this); }
@@ -36,17 +34,20 @@ class RpcInterceptor final : public grpc::experimental::Interceptor {
     GrpcTakeBack(this);
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
-      const std::chrono::duration<double> took = table_->clock().Now() - start_;
-      table_->Record(rpc_, took.count(), static_cast<int>(methods->GetSendStatus().error_code()));
+      timer_.Finish(static_cast<int>(methods->GetSendStatus().error_code()));
     }
     GrpcHandOff(this);
     methods->Proceed();
   }
 
  private:
-  RpcMetricsTable* table_;
-  size_t rpc_;
-  Clock::time_point start_;
+  // The table is read from gRPC's threads only after it is taken back.
+  static RpcTimer Started(RpcMetricsTable* table, size_t rpc) {
+    GrpcTakeBack(table);
+    return RpcTimer(table, rpc);
+  }
+
+  RpcTimer timer_;
 };
 
 class RpcInterceptorFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {

@@ -63,16 +63,17 @@ class RpcMetricsTable {
   std::array<std::atomic<int64_t>, kGrpcCodes> errors_{};
 };
 
-/// One call's time, kept by the call's reactor from its start until it finishes, for the calls
-/// that time themselves. Does nothing without a table (metrics off). Costs two clock reads.
+/// One call's time, from its start until it finishes: kept by the interceptor, or by the reactor
+/// of a call that times itself. Does nothing without a table (metrics off). Costs two clock
+/// reads.
 class RpcTimer {
  public:
   RpcTimer(RpcMetricsTable* table, size_t rpc)
       : table_(table),
         rpc_(rpc),
         start_(table != nullptr ? table->clock().Now() : Clock::time_point{}) {}
-  /// Records the call, ending with `grpc_code`, the first time it is called; call it just
-  /// before the reactor's Finish, after which the reactor may be gone.
+  /// Records the call, ending with `grpc_code`, the first time it is called (a reactor calls it
+  /// just before its Finish, after which the reactor may be gone).
   void Finish(int grpc_code) {
     if (table_ == nullptr) return;
     const std::chrono::duration<double> took = table_->clock().Now() - start_;
