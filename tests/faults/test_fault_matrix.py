@@ -157,9 +157,14 @@ def servers():
 def next_client_gets_equal_data(tmp, srv, env, table, transport, body):
     out = tmp / "next.arrows"
     g = Get(tmp, srv.uri, out, env, TIMEOUT, args=client_args(transport, body))
+    offset = len(srv.log.text())
     rc, _ = g.wait(60)
     log = g.log.text()
     g.kill()
+    if rc != 0:
+        # What the server made of that session says which end stalled: give it its own timeout
+        # to log the session's end.
+        srv.log.wait_for(r"ferry serve: [^\n]*\n", TIMEOUT + 1.0, after=offset)
     assert rc == 0, log + "\nserver: " + srv.log.text()
     assert equal_to(out, table)
 
