@@ -1,12 +1,14 @@
 // libFuzzer target for the stream decoder. Arbitrary bytes go through ReadStream and, in pieces
 // of a size the input's length picks, through the push Decoder. Properties: nothing crashes; both
 // paths agree on whether the input is valid and on every value; anything valid survives ferry's
-// writer and reads back to the same values.
+// writer and reads back to the same values; at the default validation level the decoder's
+// one-pass check changes no verdict and no message.
 #include <cstring>
 
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "fuzz_util.hpp"
+#include "ipc/loaded_validation.hpp"
 
 namespace {
 
@@ -33,12 +35,30 @@ ferry::Result<std::vector<std::string>> ReadInPieces(const ferry::SharedBytes& b
   return out;
 }
 
+// The input decoded at the default validation level: its batch count and its first error.
+std::string AtDefault(const ferry::SharedBytes& bytes) {
+  ferry::ipc::ReadOptions options = ferry::fuzz::Options();
+  options.validation = ferry::ValidationLevel::kDefault;
+  ferry::ipc::Decoder decoder(options);
+  const ferry::Status st = decoder.Consume(bytes);
+  int64_t batches = 0;
+  while (auto m = decoder.Next()) {
+    if (m->kind == ferry::ipc::MessageKind::kRecordBatch) ++batches;
+  }
+  return std::to_string(batches) + (st.ok() ? "" : ": " + st.message());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The piece size comes from the length, so that valid streams stay valid seeds.
   const int64_t piece = 1 + static_cast<int64_t>(size % 61);
   const auto bytes = ferry::SharedBytes::Borrow({data, static_cast<int64_t>(size)});
+
+  ferry::ipc::internal::SetQuickValidation(false);
+  const std::string by_view = AtDefault(bytes);
+  ferry::ipc::internal::SetQuickValidation(true);
+  if (AtDefault(bytes) != by_view) __builtin_trap();
 
   ferry::UniqueSchema schema;
   ferry::Result<std::vector<std::string>> whole = ferry::Status::OK();

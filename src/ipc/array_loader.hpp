@@ -12,6 +12,7 @@
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/keep_alive.hpp"
+#include "ipc/buffer_sizes.hpp"
 #include "ipc/compression.hpp"
 #include "ipc/schema_flatbuffer.hpp"
 
@@ -26,17 +27,6 @@ struct DictionaryRef {
   std::shared_ptr<const void> keep;
 };
 using DictionaryLookup = std::function<Result<DictionaryRef>(int64_t id)>;
-
-/// What the loader produced: one array per column, plus the IPC length of every buffer of every
-/// node in pre-order (the C data interface carries no sizes; validation needs them).
-/// Per node in pre-order, the IPC length of each of its buffers, flattened: node k's sizes are
-/// sizes[starts[k] .. starts[k + 1]).
-/// Empty (no node) until a loader starts it.
-struct BufferSizes {
-  std::vector<int64_t> sizes;
-  std::vector<uint32_t> starts;
-  size_t nodes() const { return starts.empty() ? 0 : starts.size() - 1; }
-};
 
 /// What LoadColumns fills. Reusable: a decoder keeps one, so that a stream's batches reuse the
 /// vectors' room instead of allocating them per batch; Reset drops what one batch left in it.

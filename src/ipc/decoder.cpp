@@ -11,29 +11,13 @@
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/format/schema.hpp"
 #include "ipc/decoder_state.hpp"
+#include "ipc/loaded_validation.hpp"
 
 namespace ferry::ipc {
 
 namespace {
 
 constexpr int32_t kContinuation = -1;  // 0xFFFFFFFF
-
-// Apply the loader's per-node IPC buffer sizes to a view tree, in the loader's pre-order
-// (children, not dictionaries: those were validated when they arrived).
-void ApplySizes(ArrayView& v, const internal::BufferSizes& sizes, size_t* next) {
-  if (*next < sizes.nodes()) {
-    const uint32_t begin = sizes.starts[*next];
-    const uint32_t end = sizes.starts[*next + 1];
-    ++*next;
-    for (uint32_t k = begin; k < end; ++k) {
-      const auto b = static_cast<int64_t>(k - begin);
-      // A NULL validity bitmap (size 0) keeps the size the view derived.
-      if (sizes.sizes[k] == 0 && v.buffer(b).data == nullptr) continue;
-      v.set_buffer_size(b, sizes.sizes[k]);
-    }
-  }
-  for (int64_t c = 0; c < v.n_children(); ++c) ApplySizes(v.child(c), sizes, next);
-}
 
 // Resets a reused LoadedColumns on every way out, so that it keeps no body alive.
 struct ResetAtExit {
@@ -42,32 +26,6 @@ struct ResetAtExit {
 };
 
 }  // namespace
-
-Status internal::ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
-                                const internal::BufferSizes& sizes, bool skip_root,
-                                ValidationLevel level, const std::string& label) {
-  if (level == ValidationLevel::kNone) return Status::OK();
-  FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
-  return ValidateLoaded(view, array, sizes, skip_root, level, label);
-}
-
-Status internal::ValidateLoaded(ArrayView& view, const ArrowArray* array,
-                                const internal::BufferSizes& sizes, bool skip_root,
-                                ValidationLevel level, const std::string& label) {
-  if (level == ValidationLevel::kNone) return Status::OK();
-  Status st = view.SetArray(array);
-  if (st.ok()) {
-    size_t next = 0;
-    if (skip_root) {
-      for (int64_t c = 0; c < view.n_children(); ++c) ApplySizes(view.child(c), sizes, &next);
-    } else {
-      ApplySizes(view, sizes, &next);
-    }
-    st = view.Validate(level);
-  }
-  if (!st.ok()) return st.WithContext(label);
-  return Status::OK();
-}
 
 // ---- Decoder::Impl -----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@
 #include "ferry/format/array_view.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ipc/array_loader.hpp"
+#include "ipc/loaded_validation.hpp"
 #include "ipc/schema_flatbuffer.hpp"
 
 namespace ferry::ipc {
@@ -127,15 +128,6 @@ struct Decoder::Impl {
 };
 
 namespace internal {
-
-/// Run validation on a freshly loaded tree, with the IPC buffer sizes the loader recorded,
-/// through `view` (made from the tree's schema; reset by this call).
-Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const internal::BufferSizes& sizes,
-                      bool skip_root, ValidationLevel level, const std::string& label);
-/// The same through a view made now from `schema`.
-Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array,
-                      const internal::BufferSizes& sizes, bool skip_root, ValidationLevel level,
-                      const std::string& label);
 
 /// "" without compression, else the codec's name.
 std::string CompressionName(const fb::BodyCompression* compression);

@@ -34,9 +34,11 @@ void ExpectArraysEqual(const ArrayView& expected, const ArrayView& actual) {
   EXPECT_EQ(ToJson(expected), ToJson(actual));
 }
 
+std::string SourceDir() { return FERRY_SOURCE_DIR; }
+
 std::string SharedTestDataDir() {
   if (const char* dir = std::getenv("FERRY_SHARED_DIR")) return std::string(dir) + "/testdata";
-  return std::string(FERRY_SOURCE_DIR) + "/../shared/testdata";
+  return SourceDir() + "/../shared/testdata";
 }
 
 std::string ScratchPath(const std::string& name) {

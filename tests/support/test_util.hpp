@@ -84,6 +84,9 @@ std::string ToJson(const ArrayView& view);
 /// Expect two views to hold the same type and values.
 void ExpectArraysEqual(const ArrayView& expected, const ArrayView& actual);
 
+/// The repository's root, where the tests were built from (its fuzz corpora, its scripts).
+std::string SourceDir();
+
 /// `../shared/testdata` beside the repository (or $FERRY_SHARED_DIR/testdata).
 std::string SharedTestDataDir();
 

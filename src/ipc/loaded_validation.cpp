@@ -1,0 +1,205 @@
+// Validation of a loaded batch: through an ArrayView with the IPC sizes applied, or, at the
+// default level, in one pass that checks what the view's SetArray and Validate check, for the
+// layouts a stream's batches mostly have, straight from the ArrowArrays and the IPC sizes.
+#include "ipc/loaded_validation.hpp"
+
+#include <atomic>
+#include <cstring>
+
+namespace ferry::ipc::internal {
+
+namespace {
+
+std::atomic<bool> g_quick{true};
+
+constexpr int kMaxDepth = 64;
+// Lengths above this go to the view's validation, whose size arithmetic reports overflows.
+constexpr int64_t kMaxLength = int64_t{1} << 48;
+
+template <typename Offset>
+Offset LoadAt(const void* buffer, int64_t i) {
+  Offset v;
+  std::memcpy(&v, static_cast<const uint8_t*>(buffer) + i * static_cast<int64_t>(sizeof(Offset)),
+              sizeof(Offset));
+  return v;
+}
+
+// The view's default check of an offsets buffer: the first offset is not negative, the last is
+// not below it nor above `limit`. The loader checked that the buffer holds length + 1 offsets.
+template <typename Offset>
+bool OffsetEndsHold(const void* offsets, int64_t length, int64_t limit) {
+  if (length == 0) return true;
+  const int64_t first = LoadAt<Offset>(offsets, 0);
+  const int64_t last = LoadAt<Offset>(offsets, length);
+  return first >= 0 && last >= first && last <= limit;
+}
+
+class QuickWalk {
+ public:
+  explicit QuickWalk(const BufferSizes& sizes) : sizes_(sizes) {}
+
+  // Whether node `a`, of type `t`, and its children pass; `sized`: the node has IPC sizes (the
+  // next in pre-order).
+  bool Node(const ArrayView& t, const ArrowArray* a, int depth, bool sized) {
+    if (depth > kMaxDepth || a == nullptr || a->release == nullptr) return false;
+    if (t.dictionary() != nullptr || a->dictionary != nullptr) return false;
+    const SchemaView& type = t.type();
+    const Layout& layout = type.layout;
+    const int64_t length = a->length;
+    if (length < 0 || length > kMaxLength || a->offset != 0 || a->null_count < -1) return false;
+    if (a->n_buffers != layout.n_fixed_buffers || (a->n_buffers > 0 && a->buffers == nullptr)) {
+      return false;
+    }
+    if (a->n_children != t.n_children() || (a->n_children > 0 && a->children == nullptr)) {
+      return false;
+    }
+    size_t first_size = 0;
+    if (sized) {
+      if (next_ >= sizes_.nodes()) return false;
+      first_size = sizes_.starts[next_];
+      if (sizes_.starts[next_ + 1] - first_size != static_cast<uint32_t>(layout.n_fixed_buffers)) {
+        return false;
+      }
+      ++next_;
+    }
+    for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
+      const void* data = a->buffers[i];
+      const auto slot = static_cast<size_t>(i);
+      if (layout.buffer_type[slot] == BufferType::kValidity) {
+        if (data == nullptr && a->null_count > 0) return false;
+        continue;
+      }
+      // A NULL buffer that is not a bitmap fails the view's checks when sizes say it has bytes.
+      if (data == nullptr) return false;
+      const int64_t width = layout.element_size_bits[slot] / 8;
+      int64_t bytes = 0;
+      if (layout.buffer_type[slot] == BufferType::kData && width > 0 &&
+          __builtin_mul_overflow(length, width, &bytes)) {
+        return false;  // the view reports the size's overflow
+      }
+    }
+    switch (type.storage_type) {
+      case TypeId::kBinary:
+      case TypeId::kString:
+        if (!sized || !OffsetEndsHold<int32_t>(a->buffers[1], length, sizes_.sizes[first_size + 2]))
+          return false;
+        break;
+      case TypeId::kLargeBinary:
+      case TypeId::kLargeString:
+        if (!sized || !OffsetEndsHold<int64_t>(a->buffers[1], length, sizes_.sizes[first_size + 2]))
+          return false;
+        break;
+      case TypeId::kList:
+      case TypeId::kMap:
+        if (!OffsetEndsHold<int32_t>(a->buffers[1], length, a->children[0]->length)) return false;
+        break;
+      case TypeId::kLargeList:
+        if (!OffsetEndsHold<int64_t>(a->buffers[1], length, a->children[0]->length)) return false;
+        break;
+      case TypeId::kStruct:
+        for (int64_t c = 0; c < a->n_children; ++c) {
+          if (a->children[c] == nullptr || a->children[c]->length < length) return false;
+        }
+        break;
+      case TypeId::kBool:
+      case TypeId::kInt8:
+      case TypeId::kUInt8:
+      case TypeId::kInt16:
+      case TypeId::kUInt16:
+      case TypeId::kInt32:
+      case TypeId::kUInt32:
+      case TypeId::kInt64:
+      case TypeId::kUInt64:
+      case TypeId::kHalfFloat:
+      case TypeId::kFloat:
+      case TypeId::kDouble:
+      case TypeId::kDecimal32:
+      case TypeId::kDecimal64:
+      case TypeId::kDecimal128:
+      case TypeId::kDecimal256:
+      case TypeId::kFixedSizeBinary:
+      case TypeId::kDate32:
+      case TypeId::kDate64:
+      case TypeId::kTime32:
+      case TypeId::kTime64:
+      case TypeId::kTimestamp:
+      case TypeId::kDuration:
+      case TypeId::kIntervalMonths:
+      case TypeId::kIntervalDayTime:
+      case TypeId::kIntervalMonthDayNano:
+        break;
+      default:
+        // Null, views, list views, fixed-size lists, unions, run-end encoded: the view's.
+        return false;
+    }
+    for (int64_t c = 0; c < a->n_children; ++c) {
+      if (!Node(t.child(c), a->children[c], depth + 1, true)) return false;
+    }
+    return true;
+  }
+
+ private:
+  const BufferSizes& sizes_;
+  size_t next_ = 0;
+};
+
+// Apply the loader's per-node IPC buffer sizes to a view tree, in the loader's pre-order
+// (children, not dictionaries: those were validated when they arrived).
+void ApplySizes(ArrayView& v, const BufferSizes& sizes, size_t* next) {
+  if (*next < sizes.nodes()) {
+    const uint32_t begin = sizes.starts[*next];
+    const uint32_t end = sizes.starts[*next + 1];
+    ++*next;
+    for (uint32_t k = begin; k < end; ++k) {
+      const auto b = static_cast<int64_t>(k - begin);
+      // A NULL validity bitmap (size 0) keeps the size the view derived.
+      if (sizes.sizes[k] == 0 && v.buffer(b).data == nullptr) continue;
+      v.set_buffer_size(b, sizes.sizes[k]);
+    }
+  }
+  for (int64_t c = 0; c < v.n_children(); ++c) ApplySizes(v.child(c), sizes, next);
+}
+
+}  // namespace
+
+Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array, const BufferSizes& sizes,
+                      bool skip_root, ValidationLevel level, const std::string& label) {
+  if (level == ValidationLevel::kNone) return Status::OK();
+  FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
+  return ValidateLoaded(view, array, sizes, skip_root, level, label);
+}
+
+Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const BufferSizes& sizes,
+                      bool skip_root, ValidationLevel level, const std::string& label) {
+  if (level == ValidationLevel::kNone) return Status::OK();
+  // Most batches pass the one-pass check; the view's pass decides the rest and names what is
+  // wrong. (Minimal validation never reads a buffer, so it always goes through the view.)
+  if (level == ValidationLevel::kDefault && QuickValidation() &&
+      PassesDefaultQuickly(view, array, sizes, skip_root)) {
+    return Status::OK();
+  }
+  Status st = view.SetArray(array);
+  if (st.ok()) {
+    size_t next = 0;
+    if (skip_root) {
+      for (int64_t c = 0; c < view.n_children(); ++c) ApplySizes(view.child(c), sizes, &next);
+    } else {
+      ApplySizes(view, sizes, &next);
+    }
+    st = view.Validate(level);
+  }
+  if (!st.ok()) return st.WithContext(label);
+  return Status::OK();
+}
+
+bool PassesDefaultQuickly(const ArrayView& types, const ArrowArray* array, const BufferSizes& sizes,
+                          bool skip_root) {
+  QuickWalk walk(sizes);
+  return walk.Node(types, array, 0, !skip_root);
+}
+
+void SetQuickValidation(bool on) { g_quick.store(on, std::memory_order_relaxed); }
+
+bool QuickValidation() { return g_quick.load(std::memory_order_relaxed); }
+
+}  // namespace ferry::ipc::internal

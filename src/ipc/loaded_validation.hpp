@@ -1,0 +1,39 @@
+// Internal to the IPC decoder: validation of a freshly loaded batch, with the IPC buffer sizes
+// the loader recorded. At the default level most batches pass in one pass over their nodes; the
+// rest, and every other level, go through an ArrayView.
+#pragma once
+
+#include <string>
+
+#include "ferry/abi/arrow_c_abi.h"
+#include "ferry/core/status.hpp"
+#include "ferry/format/array_view.hpp"
+#include "ipc/buffer_sizes.hpp"
+
+namespace ferry::ipc::internal {
+
+/// Validate a freshly loaded tree at `level`, with the IPC buffer sizes the loader recorded
+/// (pre-order; children only when `skip_root`), through `view` (made from the tree's schema; its
+/// array is reset by this call, or left as it was when the one-pass check decides). Errors start
+/// with `label`.
+Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const BufferSizes& sizes,
+                      bool skip_root, ValidationLevel level, const std::string& label);
+/// The same through a view made now from `schema`.
+Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array, const BufferSizes& sizes,
+                      bool skip_root, ValidationLevel level, const std::string& label);
+
+/// Whether the loaded tree certainly passes default validation, decided in one pass over its
+/// nodes that reads only each node's first and last offsets: the checks ArrayView's SetArray and
+/// default Validate make, for the primitive, binary and string, list and struct layouts. Any
+/// other layout, a dictionary, or a check that does not hold gives false, and ValidateLoaded then
+/// validates through the view, which names the error. Only the types of `types` are read.
+bool PassesDefaultQuickly(const ArrayView& types, const ArrowArray* array, const BufferSizes& sizes,
+                          bool skip_root);
+
+/// For tests: turn the one-pass check off (false) or on (true, the default) for every decoder, so
+/// a test can compare verdicts with and without it on the same bytes.
+void SetQuickValidation(bool on);
+/// Whether the one-pass check is on.
+bool QuickValidation();
+
+}  // namespace ferry::ipc::internal
