@@ -101,36 +101,15 @@ class QuickWalk {
           if (a->children[c] == nullptr || a->children[c]->length < length) return false;
         }
         break;
-      case TypeId::kBool:
-      case TypeId::kInt8:
-      case TypeId::kUInt8:
-      case TypeId::kInt16:
-      case TypeId::kUInt16:
-      case TypeId::kInt32:
-      case TypeId::kUInt32:
-      case TypeId::kInt64:
-      case TypeId::kUInt64:
-      case TypeId::kHalfFloat:
-      case TypeId::kFloat:
-      case TypeId::kDouble:
-      case TypeId::kDecimal32:
-      case TypeId::kDecimal64:
-      case TypeId::kDecimal128:
-      case TypeId::kDecimal256:
-      case TypeId::kFixedSizeBinary:
-      case TypeId::kDate32:
-      case TypeId::kDate64:
-      case TypeId::kTime32:
-      case TypeId::kTime64:
-      case TypeId::kTimestamp:
-      case TypeId::kDuration:
-      case TypeId::kIntervalMonths:
-      case TypeId::kIntervalDayTime:
-      case TypeId::kIntervalMonthDayNano:
-        break;
       default:
-        // Null, views, list views, fixed-size lists, unions, run-end encoded: the view's.
-        return false;
+        // A fixed-width type (a validity bitmap and values, no children) needs nothing more;
+        // null, views, list views, fixed-size lists, unions and run-end encoded are the view's.
+        if (layout.n_fixed_buffers != 2 || layout.buffer_type[0] != BufferType::kValidity ||
+            layout.buffer_type[1] != BufferType::kData || layout.element_size_bits[1] <= 0 ||
+            a->n_children != 0) {
+          return false;
+        }
+        break;
     }
     for (int64_t c = 0; c < a->n_children; ++c) {
       if (!Node(t.child(c), a->children[c], depth + 1, true)) return false;
