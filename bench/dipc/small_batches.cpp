@@ -7,8 +7,10 @@
 //       the default). MODE kept: BATCHES batches written once into memory of the server's own
 //       (Server::Keep) and lent to every client as they are. MODE live: a producer hands the
 //       server a batch when it asks (made beforehand: see LiveProducer), writing its clock into
-//       x[0] just before, and, with RATE > 0, hands batch i over at start + i / RATE. Prints
-//       "READY <uri>" and serves until its stdin closes.
+//       x[0] just before, and, with RATE > 0, hands batch i over at start + i / RATE. MODE
+//       loaned: the same, the batches built in the server's shared region (LoaningProducer), so
+//       that they are lent in place, not copied (BODY 1 only). Prints "READY <uri>" and serves
+//       until its stdin closes.
 //   ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP SPIN_US
 //       VALIDATION full|default; STAMPED 1 where the batches carry their producer's clock;
 //       SPIN_US the client's spin before it sleeps (ClientOptions::spin, 0: none).
@@ -28,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -77,20 +80,25 @@ struct Template {
   UniqueDeviceArray batch;
 };
 
-Template MakeTemplate(int64_t rows) {
-  Field root =
-      Field::Make("+s", "", {Field::Make("l", "x"), Field::Make("g", "f"), Field::Make("u", "s")});
-  root.flags = 0;
-  Template t;
-  t.schema = Value(root.Export(), "schema");
-  auto b = Value(ArrayBuilder::Make(t.schema.get()), "builder");
+// The benchmark's batch of `rows` rows, its buffers from `allocator` (NULL: the default).
+UniqueArray MakeBatch(const ArrowSchema* schema, int64_t rows, Allocator* allocator) {
+  auto b = Value(ArrayBuilder::Make(schema, allocator), "builder");
   for (int64_t i = 0; i < rows; ++i) {
     Check(b->child(0)->AppendInt(i), "append");
     Check(b->child(1)->AppendDouble(static_cast<double>(i) * 0.5), "append");
     Check(b->child(2)->AppendBytes("v" + std::to_string(i % 1000)), "append");
     Check(b->FinishElement(), "append");
   }
-  UniqueArray a = Value(b->Finish(), "finish");
+  return Value(b->Finish(), "finish");
+}
+
+Template MakeTemplate(int64_t rows) {
+  Field root =
+      Field::Make("+s", "", {Field::Make("l", "x"), Field::Make("g", "f"), Field::Make("u", "s")});
+  root.flags = 0;
+  Template t;
+  t.schema = Value(root.Export(), "schema");
+  UniqueArray a = MakeBatch(t.schema.get(), rows, nullptr);
   a.move_to(&t.batch->array);
   t.batch->device_id = -1;
   t.batch->device_type = ARROW_DEVICE_CPU;
@@ -149,6 +157,100 @@ class LiveProducer final : public DeviceArrayProducer {
   std::vector<UniqueDeviceArray> pool_;
 };
 
+// The batches of the loaning producer, built in the server's shared region before the server
+// is ready (kept apart from the clock, as the live producer's are made beforehand), and shared
+// with the handed-over ones' holds: a batch may come back after its producer is gone. A batch
+// handed over is taken again only once the server has released it (its client freed it).
+struct LoanPool {
+  // Enough that a client reading as fast as it can has freed one before the server runs out:
+  // 1,024 1,000-row batches take 24 MB of the region.
+  static constexpr int64_t kBatches = 1024;
+
+  std::shared_ptr<Template> t;
+  std::shared_ptr<Allocator> region;
+  std::mutex mutex;
+  std::vector<UniqueArray> batches;  // grown under mutex
+  std::vector<size_t> free;
+
+  // Build one more batch in the region and mark it free.
+  void Grow() {
+    UniqueArray a = MakeBatch(t->schema.get(), t->batch->array.length, region.get());
+    std::lock_guard lock(mutex);
+    batches.push_back(std::move(a));
+    free.push_back(batches.size() - 1);
+  }
+  // A free batch's slot, built afresh while none is free.
+  size_t Take() {
+    while (true) {
+      {
+        std::lock_guard lock(mutex);
+        if (!free.empty()) {
+          const size_t slot = free.back();
+          free.pop_back();
+          return slot;
+        }
+      }
+      Grow();
+    }
+  }
+};
+
+// The loaning producer: as the live one, but its batches lie in the server's shared region
+// (Server::region_allocator), so the server lends each where it lies instead of copying it, as
+// a producer that writes its data straight into shared memory does.
+class LoaningProducer final : public DeviceArrayProducer {
+ public:
+  LoaningProducer(std::shared_ptr<LoanPool> pool, int64_t batches, double rate)
+      : pool_(std::move(pool)), batches_(batches), rate_(rate) {}
+
+  Status GetSchema(ArrowSchema* out) override {
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(pool_->t->schema.get()));
+    copy.move_to(out);
+    return Status::OK();
+  }
+
+  Status GetNext(ArrowDeviceArray* out) override {
+    if (next_ == batches_) return Status::OK();
+    if (next_ == 0) start_ns_ = NowNs();
+    const size_t slot = pool_->Take();
+    if (rate_ > 0) SleepUntilNs(start_ns_ + static_cast<int64_t>(next_ * 1e9 / rate_));
+    ArrowArray* b = nullptr;
+    {
+      std::lock_guard lock(pool_->mutex);  // the vector may grow on another client's thread
+      b = pool_->batches[slot].get();
+    }
+    *Stamp(b) = NowNs();
+    std::memset(out, 0, sizeof(*out));
+    out->array = *b;
+    out->array.private_data = new Hold{pool_, slot};
+    out->array.release = [](ArrowArray* a) {
+      auto* hold = static_cast<Hold*>(a->private_data);
+      {
+        std::lock_guard lock(hold->pool->mutex);
+        hold->pool->free.push_back(hold->slot);
+      }
+      delete hold;
+      a->release = nullptr;
+    };
+    out->device_id = -1;
+    out->device_type = ARROW_DEVICE_CPU;
+    ++next_;
+    return Status::OK();
+  }
+
+ private:
+  struct Hold {
+    std::shared_ptr<LoanPool> pool;
+    size_t slot;
+  };
+
+  std::shared_ptr<LoanPool> pool_;
+  int64_t batches_;
+  double rate_;
+  int64_t next_ = 0;
+  int64_t start_ns_ = 0;
+};
+
 int Serve(char** argv) {
   const std::string transport = argv[0], body = argv[1], mode = argv[2];
   const int64_t rows = std::atoll(argv[3]), batches = std::atoll(argv[4]);
@@ -175,8 +277,18 @@ int Serve(char** argv) {
                   return Result<UniqueDeviceArrayStream>(ExportDeviceArrayStream(
                       std::make_unique<LiveProducer>(t, batches, rate), ARROW_DEVICE_CPU));
                 }));
+  } else if (mode == "loaned") {
+    auto pool = std::make_shared<LoanPool>();
+    pool->t = t;
+    pool->region = server->region_allocator();
+    if (pool->region == nullptr) Die("serve: MODE loaned needs BODY 1 (a shared region)");
+    for (int64_t i = 0; i < std::min(LoanPool::kBatches, batches); ++i) pool->Grow();
+    server->Add("t", dipc::Dataset::FromStreamFactory([pool, batches, rate]() {
+                  return Result<UniqueDeviceArrayStream>(ExportDeviceArrayStream(
+                      std::make_unique<LoaningProducer>(pool, batches, rate), ARROW_DEVICE_CPU));
+                }));
   } else {
-    Die("serve: MODE is kept or live, not " + mode);
+    Die("serve: MODE is kept, live or loaned, not " + mode);
   }
   std::printf("READY %s\n", server->uri("t").ToString().c_str());
   std::fflush(stdout);

@@ -18,7 +18,10 @@ The cases:
   ferry shm kept full  the same, the client validating every batch fully
   ferry shm live       a producer makes each batch (a copy of a template) as the server asks;
                        type-1 bodies into the shared region
-  ferry shm live, no spin  the same, the client sleeping at once when it finds nothing (every
+  ferry shm loaned     the same, its batches built beforehand in the server's shared region
+                       (Server::region_allocator), so that the server lends each where it lies
+                       instead of copying it (the C ring's copy into its slot has no part here)
+  ferry shm live, no spin  the same as live, the client sleeping at once when it finds nothing (every
                        other ferry case spins --ferry-spin µs first, the client's default, and
                        across a steady stream's gaps up to four times that)
   ferry ucx t0 / t1    the same producer over UCX on this host (ferry=1: UCX's shared memory),
@@ -101,7 +104,7 @@ class Ferry:
             ready = server.stdout.readline().split()
             if len(ready) != 2 or ready[0] != "READY":
                 raise RuntimeError(f"the ferry server did not start ({transport}, body {body})")
-            stamped = "1" if mode == "live" else "0"
+            stamped = "1" if mode in ("live", "loaned") else "0"
             r = subprocess.run([*client_wrap, self.exe, "read", ready[1], validation, str(batches),
                                 str(rows), stamped, str(warmup(batches)),
                                 str(self.spin if spin is None else spin)],
@@ -204,10 +207,18 @@ def measure(args, rows, hosts):
     if args.only == "flight":
         flight_cases(case, rows, n, m, rate, args.tree)
         return results
+    if args.only == "loaned":
+        for _ in range(args.rounds):
+            for mode in ("live", "loaned"):
+                case(f"ferry shm {mode}", ferry.run("shm", "1", mode, rows, n, 0),
+                     ferry.run("shm", "1", mode, rows, m, rate))
+        return results
     case("ferry shm kept", ferry.run("shm", "1", "kept", rows, n, 0))
     case("ferry shm kept full", ferry.run("shm", "1", "kept", rows, n, 0, "full"))
     case("ferry shm live", ferry.run("shm", "1", "live", rows, n, 0),
          ferry.run("shm", "1", "live", rows, m, rate))
+    case("ferry shm loaned", ferry.run("shm", "1", "loaned", rows, n, 0),
+         ferry.run("shm", "1", "loaned", rows, m, rate))
     case("ferry shm live, no spin", ferry.run("shm", "1", "live", rows, n, 0, spin=0),
          ferry.run("shm", "1", "live", rows, m, rate, spin=0))
     for body in ("0", "1"):
@@ -330,6 +341,9 @@ def goals(results):
          rate("C ring, kept, full"), None, 5e5)
     live = p50("ferry shm live")
     goal("shm live p50 (us) <= 2", live and live / 1e3, None, 2, False)
+    loaned = p50("ferry shm loaned")
+    goal("shm loaned p50 (us) <= 2 (written in the region: no copy)", loaned and loaned / 1e3,
+         None, 2, False)
     goal("shm kept / C ring (futex) throughput >= 0.5x", rate("ferry shm kept"),
          rate("C ring, futex"), 0.5)
     goal("shm kept / C ring, kept (futex) throughput >= 0.5x", rate("ferry shm kept"),
@@ -395,9 +409,13 @@ def main():
     parser.add_argument("--ferry-spin", type=int, default=50,
                         help="ferry's client spin in µs (dipc::ClientOptions::spin; its default "
                              "is 50), in every ferry case but the one with no spin")
-    parser.add_argument("--only", choices=["flight"],
+    parser.add_argument("--only", choices=["flight", "loaned"],
                         help="run only these cases: flight (ferry's Flight server, pyarrow's and "
-                             "the replay, each read by pyarrow.flight)")
+                             "the replay, each read by pyarrow.flight); loaned (ferry shm live and "
+                             "ferry shm loaned, alternating --rounds times, the last round kept)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --only loaned: how many times the pair runs in turn (each "
+                             "round's figures go to stderr)")
     parser.add_argument("--no-namespaces", action="store_true",
                         help="leave out the cases between network namespaces")
     parser.add_argument("--out", help="write the results as JSON here")

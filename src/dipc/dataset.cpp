@@ -44,6 +44,7 @@ class HostStreamReader final : public DatasetReader {
     d->device_type = ARROW_DEVICE_CPU;
     return static_cast<const ArrowDeviceArray*>(d);
   }
+  UniqueDeviceArray TakeBatch() override { return std::move(current_); }
 
  private:
   explicit HostStreamReader(UniqueArrayStream stream) : stream_(std::move(stream)) {}
@@ -71,6 +72,7 @@ class DeviceStreamReader final : public DatasetReader {
     if (!current_.valid()) return nullptr;
     return static_cast<const ArrowDeviceArray*>(current_.get());
   }
+  UniqueDeviceArray TakeBatch() override { return std::move(current_); }
 
  private:
   explicit DeviceStreamReader(UniqueDeviceArrayStream stream) : stream_(std::move(stream)) {}

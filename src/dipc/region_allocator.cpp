@@ -1,5 +1,6 @@
 #include "dipc/region_allocator.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <iterator>
 #include <string>
@@ -118,6 +119,41 @@ void RegionAllocator::Wake() {
 int64_t RegionAllocator::in_use() const {
   std::lock_guard lock(mutex_);
   return in_use_;
+}
+
+namespace {
+
+class RegionMemory final : public Allocator {
+ public:
+  RegionMemory(std::shared_ptr<transport::Region> region,
+               std::shared_ptr<RegionAllocator> allocator, std::chrono::milliseconds timeout)
+      : region_(std::move(region)), allocator_(std::move(allocator)), timeout_(timeout) {}
+
+  Result<uint8_t*> Allocate(int64_t size) override {
+    if (size < 0) return Status::Invalid("allocation of negative size");
+    Result<int64_t> block = allocator_->Allocate(std::max<int64_t>(size, 1), timeout_);
+    if (!block.ok()) {
+      return block.status().WithContext("allocating " + std::to_string(size) +
+                                        " bytes in the server's shared region");
+    }
+    return region_->data() + *block;
+  }
+  void Free(uint8_t* ptr, int64_t /*size*/) noexcept override {
+    if (ptr != nullptr) (void)allocator_->Free(ptr - region_->data());
+  }
+
+ private:
+  const std::shared_ptr<transport::Region> region_;
+  const std::shared_ptr<RegionAllocator> allocator_;
+  const std::chrono::milliseconds timeout_;
+};
+
+}  // namespace
+
+std::shared_ptr<Allocator> MakeRegionMemory(std::shared_ptr<transport::Region> region,
+                                            std::shared_ptr<RegionAllocator> allocator,
+                                            std::chrono::milliseconds timeout) {
+  return std::make_shared<RegionMemory>(std::move(region), std::move(allocator), timeout);
 }
 
 }  // namespace ferry::dipc::internal

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "ferry/core/clock.hpp"
+#include "ferry/core/host_buffer.hpp"
 #include "ferry/core/result.hpp"
+#include "ferry/transport/region.hpp"
 
 namespace ferry::dipc::internal {
 
@@ -53,5 +55,12 @@ class RegionAllocator {
   std::vector<Blocks::node_type> spare_;  // nodes taken out, for the next blocks put in
   int64_t in_use_ = 0;
 };
+
+/// Server::region_allocator: blocks of `region` from `allocator` as ferry::Allocator memory, each
+/// allocation waiting up to `timeout` for room. Holds both, so a producer's buffers stay valid
+/// (and can be freed) after the server is gone.
+std::shared_ptr<Allocator> MakeRegionMemory(std::shared_ptr<transport::Region> region,
+                                            std::shared_ptr<RegionAllocator> allocator,
+                                            std::chrono::milliseconds timeout);
 
 }  // namespace ferry::dipc::internal

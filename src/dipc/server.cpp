@@ -135,6 +135,7 @@ class ServerImpl final : public Server {
     return state_->catalogue->Readers(name);
   }
   std::shared_ptr<TicketBook> tickets() const override { return state_->options.tickets; }
+  std::shared_ptr<Allocator> region_allocator() const override { return state_->region_memory; }
 
   ServerStats stats() const override {
     ServerStats s;
@@ -152,6 +153,7 @@ class ServerImpl final : public Server {
     s.files_lent = state_->files_lent.load();
     s.files_copied = state_->files_copied.load();
     s.bodies_from_file = state_->bodies_from_file.load();
+    s.bodies_lent_in_place = state_->bodies_lent_in_place.load();
     s.packed_batches_sent = state_->packed_batches.load(std::memory_order_relaxed);
     s.packed_body_bytes_sent = state_->packed_body_bytes.load(std::memory_order_relaxed);
     for (size_t code = 0; code < state_->errors.size(); ++code) {
@@ -299,7 +301,9 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     // Registered before any URI is handed out: the URI carries its key.
     FERRY_ASSIGN_OR_RAISE(state->region, state->listener->CreateRegion(options.region_bytes));
     state->allocator =
-        std::make_unique<internal::RegionAllocator>(state->region->size(), options.clock);
+        std::make_shared<internal::RegionAllocator>(state->region->size(), options.clock);
+    state->region_memory =
+        internal::MakeRegionMemory(state->region, state->allocator, options.timeout);
   }
   if (options.tickets == nullptr) options.tickets = std::make_shared<TicketBook>(options.clock);
   state->catalogue = std::make_unique<internal::Catalogue>(options.tickets, !options.token.empty());

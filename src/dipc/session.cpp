@@ -14,6 +14,28 @@ namespace ferry::dipc::internal {
 
 namespace {
 
+// Deeper than any batch the IPC writer accepts: such a batch is copied, not lent in place.
+constexpr int kMaxNesting = 64;
+
+// Whether any buffer of `a`, its children or its dictionary lies in the `size` bytes at `base`:
+// the mark of a batch its producer wrote in the shared region (Server::region_allocator).
+bool AnyBufferIn(const ArrowArray& a, uintptr_t base, uintptr_t size, int depth) {
+  if (depth > kMaxNesting) return false;
+  if (a.buffers != nullptr) {
+    for (int64_t i = 0; i < a.n_buffers; ++i) {
+      if (reinterpret_cast<uintptr_t>(a.buffers[i]) - base < size) return true;
+    }
+  }
+  if (a.children != nullptr) {
+    for (int64_t i = 0; i < a.n_children; ++i) {
+      if (a.children[i] != nullptr && AnyBufferIn(*a.children[i], base, size, depth + 1)) {
+        return true;
+      }
+    }
+  }
+  return a.dictionary != nullptr && AnyBufferIn(*a.dictionary, base, size, depth + 1);
+}
+
 using transport::TaggedMessage;
 
 // How long a refused client has to read the server's error (ferry's extension) and hang up.
@@ -207,6 +229,11 @@ Status Session::ServeRequest() {
   }
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
                         ipc::StreamWriter::Open(&sink_, reader->schema(), state_->options.write));
+  const bool lend_in_place = send_bodies_ && state_->region && !packed_;
+  const auto region_base =
+      lend_in_place ? reinterpret_cast<uintptr_t>(state_->region->data()) : uintptr_t{0};
+  const auto region_size =
+      lend_in_place ? static_cast<uintptr_t>(state_->region->size()) : uintptr_t{0};
   while (!dead_.load()) {
     // Paced: the next batch is read only once the client asked for it, so the dataset's own
     // source (an async producer's too) goes at the client's pace.
@@ -218,7 +245,19 @@ Status Session::ServeRequest() {
       ++state_->batches_sent;
       if (packed_) state_->packed_batches.fetch_add(1, std::memory_order_relaxed);
     }
-    FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
+    // A batch its producer wrote in the shared region is taken from the reader and held while
+    // it is written, so that WriteMessage can lend it in place (LendInPlace).
+    if (lend_in_place && batch->device_type == ARROW_DEVICE_CPU &&
+        AnyBufferIn(batch->array, region_base, region_size, 0)) {
+      UniqueDeviceArray taken = reader->TakeBatch();
+      if (taken.valid()) {
+        loan_ = std::make_shared<UniqueDeviceArray>(std::move(taken));
+        batch = loan_->get();
+      }
+    }
+    const Status written = writer.WriteDeviceBatch(batch);
+    loan_.reset();  // the loans hold it now, if it was lent in place
+    FERRY_RETURN_NOT_OK(written);
   }
   if (dead_.load()) return Status::Unavailable("the client went away");
   return writer.Close();
@@ -312,6 +351,10 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
     }
     return SendBody(seq, BodyType::kPacked, m.body, m.metadata);
   }
+  if (loan_ != nullptr) {
+    FERRY_ASSIGN_OR_RAISE(const bool lent, LendInPlace(seq, m));
+    if (lent) return Status::OK();
+  }
   transport::Region& region = *state_->region;
   // One byte more than the body: a zero-length buffer at its very end still lies inside the
   // block, so no two bodies share an address.
@@ -338,6 +381,54 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   EncodeBufferList(pairs, &list_);
   const ByteSpan piece(list_);
   return SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata);
+}
+
+Result<bool> Session::LendInPlace(uint32_t seq, const ipc::EncodedMessage& m) {
+  transport::Region& region = *state_->region;
+  const auto base = reinterpret_cast<uintptr_t>(region.data());
+  const auto size = static_cast<uintptr_t>(region.size());
+  // Offsets into the region, compared unsigned: a pointer below the region wraps past its size.
+  uintptr_t first = 0;
+  bool any = false;
+  for (const ipc::BodyBuffer& b : m.buffers) {
+    if (b.length == 0) continue;
+    const uintptr_t at = reinterpret_cast<uintptr_t>(b.data) - base;
+    if (at >= size || size - at < static_cast<uintptr_t>(b.length)) return false;
+    if (!any) first = at;
+    any = true;
+  }
+  if (!any) return false;  // nothing to lend: the copy path sends an empty body its own way
+  std::vector<BufferRef>& pairs = pairs_;
+  pairs.clear();
+  for (const ipc::BodyBuffer& b : m.buffers) {
+    // An empty buffer names the batch's first address, so it adds no address to free.
+    const uintptr_t at = b.length == 0 ? first : reinterpret_cast<uintptr_t>(b.data) - base;
+    pairs.push_back(
+        BufferRef{region.WireAddress(static_cast<int64_t>(at)), static_cast<uint64_t>(b.length)});
+  }
+  const DistinctAddresses addresses(pairs);
+  {
+    // Recorded before sending: the client may free them before the send returns.
+    std::lock_guard lock(mutex_);
+    for (const uint64_t a : addresses.view()) {
+      if (spare_loans_.empty()) {
+        loans_.emplace(a, loan_);
+        continue;
+      }
+      auto node = std::move(spare_loans_.back());
+      spare_loans_.pop_back();
+      node.key() = a;
+      node.mapped() = loan_;
+      loans_.insert(std::move(node));
+    }
+    state_->addresses_lent += static_cast<int64_t>(addresses.size());
+    block_addresses_ += static_cast<int64_t>(addresses.size());
+  }
+  ++state_->bodies_lent_in_place;
+  EncodeBufferList(pairs, &list_);
+  const ByteSpan piece(list_);
+  FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata));
+  return true;
 }
 
 Status Session::WriteEndOfStream() {

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "dipc/catalogue.hpp"
 #include "dipc/distinct_addresses.hpp"
@@ -32,7 +34,8 @@ struct ServerState {
   ServerOptions options;
   std::unique_ptr<transport::Listener> listener;
   std::shared_ptr<transport::Region> region;  // the shared region; NULL for packed bodies
-  std::unique_ptr<RegionAllocator> allocator;
+  std::shared_ptr<RegionAllocator> allocator;
+  std::shared_ptr<Allocator> region_memory;  // Server::region_allocator; NULL with no region
   std::unique_ptr<Catalogue> catalogue;
   std::atomic<bool> stopping{false};
   /// Set by Server::Drain: requests from then on are refused with UNAVAILABLE.
@@ -41,7 +44,8 @@ struct ServerState {
   std::atomic<int64_t> next_session{0};  // sessions' ids: "<transport>-<n>"
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},
-      addresses_reclaimed{0}, unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0};
+      addresses_reclaimed{0}, unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0},
+      bodies_lent_in_place{0};
   // The share of batches_sent and body_bytes that went as packed (type-0) bodies.
   std::atomic<int64_t> packed_batches{0}, packed_body_bytes{0};
   // Failed sessions by their error's code (StatusCode's value).
@@ -102,6 +106,9 @@ class Session final {
   Status WriteMessage(const ipc::EncodedMessage& m);
   // The body of `m` as one range of the served file, when it is one (see session.cpp).
   std::optional<ByteSpan> BodyInFile(const ipc::EncodedMessage& m) const;
+  // Lend `m`'s body where its producer wrote it, when every buffer lies in the shared region
+  // and the batch is held (loan_); false (nothing sent) otherwise.
+  Result<bool> LendInPlace(uint32_t seq, const ipc::EncodedMessage& m);
   Status WriteEndOfStream();
   void Serve();
   Status ServeRequest();
@@ -170,8 +177,21 @@ class Session final {
     DistinctAddresses left;
   };
   std::map<uint64_t, LentBlock> blocks_;
-  int64_t block_addresses_ = 0;  // addresses in blocks_, not yet freed
-  LoanWindow lent_;              // kept datasets' addresses lent and not yet freed
+  int64_t block_addresses_ = 0;  // addresses in blocks_ and loans_, not yet freed
+  // Batches a producer wrote in the shared region, lent in place: each distinct address lent
+  // holds its batch until the client frees it (an address lent by two batches is two entries).
+  // Nodes are reused, so a loan costs no allocation of its own.
+  using Loan = std::shared_ptr<UniqueDeviceArray>;
+  std::unordered_multimap<uint64_t, Loan> loans_;
+  std::vector<std::unordered_multimap<uint64_t, Loan>::node_type> spare_loans_;
+  static constexpr size_t kSpareLoans = 64;
+  // The batch being written, taken from its reader because it lies in the shared region (on the
+  // serving thread only; NULL otherwise).
+  Loan loan_;
+  // What Release drops after letting go of mutex_ (on the free_data thread only; kept for its
+  // room).
+  std::vector<Loan> returned_;
+  LoanWindow lent_;  // kept datasets' addresses lent and not yet freed
   // What WriteMessage reuses batch after batch (on the serving thread only): a batch's pairs
   // and their encoding.
   std::vector<BufferRef> pairs_;

@@ -81,10 +81,21 @@ Status Session::AwaitCredit() {
 }
 
 void Session::Release(const std::vector<uint64_t>& addresses) {
+  // Batches lent in place whose addresses came back: dropped once the lock is let go, since the
+  // last drop of one runs its release, the producer's code.
+  std::vector<Loan>& returned = returned_;
   {
     std::lock_guard lock(mutex_);
     for (uint64_t a : addresses) {
       if (lent_.Free(a)) {
+        ++state_->addresses_freed;
+        continue;
+      }
+      if (auto loan = loans_.find(a); loan != loans_.end()) {
+        auto node = loans_.extract(loan);
+        returned.push_back(std::move(node.mapped()));
+        if (spare_loans_.size() < kSpareLoans) spare_loans_.push_back(std::move(node));
+        --block_addresses_;
         ++state_->addresses_freed;
         continue;
       }
@@ -111,6 +122,7 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
     }
   }
   changed_.notify_all();
+  returned.clear();
 }
 
 Status Session::AwaitEnd() {
@@ -142,6 +154,7 @@ Status Session::AwaitEnd() {
 }
 
 void Session::FreeAll() {
+  std::unordered_multimap<uint64_t, Loan> returned;
   {
     std::lock_guard lock(mutex_);
     int64_t held = block_addresses_;
@@ -151,8 +164,10 @@ void Session::FreeAll() {
     blocks_.clear();
     block_addresses_ = 0;
     lent_.Clear();
+    returned.swap(loans_);
   }
   changed_.notify_all();
+  returned.clear();  // the batches lent in place are released here, outside the lock
 }
 
 }  // namespace ferry::dipc::internal

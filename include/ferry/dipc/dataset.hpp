@@ -24,6 +24,10 @@ class FERRY_EXPORT DatasetReader {
   /// The next batch, borrowed until the next call, or nullptr at the end. Batches may live on any
   /// device; the server copies non-host ones to host memory through the device layer.
   virtual Result<const ArrowDeviceArray*> Next() = 0;
+  /// The batch the last Next() returned, handed over: the reader forgets it and the caller owns
+  /// its release. An invalid array where the reader cannot give it up (the default); the server
+  /// takes a batch that lies in its shared region (Server::region_allocator) to lend it in place.
+  virtual UniqueDeviceArray TakeBatch() { return {}; }
 };
 
 /// The bytes of a dataset served from an IPC file and the descriptor they map: a shared,

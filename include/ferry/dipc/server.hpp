@@ -12,6 +12,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/core/clock.hpp"
+#include "ferry/core/host_buffer.hpp"
 #include "ferry/core/log.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
@@ -106,6 +107,9 @@ struct FERRY_EXPORT ServerStats {
   /// Packed (type-0) bodies sent straight from their file: one range of the file's pages, with
   /// no per-buffer pieces and no copy.
   int64_t bodies_from_file = 0;
+  /// Type-1 bodies a producer wrote in the shared region itself (region_allocator()), lent to
+  /// their client as they are: no copy per client.
+  int64_t bodies_lent_in_place = 0;
   /// Of batches_sent and body_bytes_sent, those sent as packed (type-0) bodies; the rest went as
   /// buffer lists (type 1).
   int64_t packed_batches_sent = 0;
@@ -168,6 +172,13 @@ class FERRY_EXPORT Server {
   virtual int64_t readers(const std::string& name) const = 0;
   /// The book this server's tickets are issued in (the options' book, or its own).
   virtual std::shared_ptr<TicketBook> tickets() const = 0;
+  /// Memory of the shared region for a producer that builds its batches where clients read them
+  /// (ArrayBuilder::Make(schema, allocator.get())): a type-1 body whose every buffer lies there is
+  /// lent to its client as it is, not copied, and the batch is released (on a server thread) once
+  /// that client frees it or goes. Its blocks count against region_bytes (bytes_in_flight) until
+  /// freed, and an allocation waits up to `timeout` for room. Shared: it keeps the region mapped
+  /// while any holder has it. NULL where bodies are packed (body_type kPacked).
+  virtual std::shared_ptr<Allocator> region_allocator() const = 0;
   virtual ServerStats stats() const = 0;
   /// Wait up to `timeout` until no client is being served: each session ended on its own (a
   /// client that closed is let finish; nothing is cut off). True if none is left. Sleeps on a
