@@ -14,6 +14,10 @@ struct FerryDipcServer {
   std::unique_ptr<ferry::dipc::Server> server;
 };
 
+struct FerryDipcRegion {
+  std::shared_ptr<ferry::Allocator> allocator;
+};
+
 namespace {
 
 Status CopyUri(const ferry::dipc::Uri& uri, char* out, size_t out_size) {
@@ -181,5 +185,37 @@ FerryErrorCode FerryDipcConnectWith(const char* uri, const char* data_uri, const
   return ferry::capi::internal::Guard(error,
                                       [&] { return Connect(uri, data_uri, ticket, options, out); });
 }
+
+FerryErrorCode FerryDipcServerRegion(struct FerryDipcServer* server, struct FerryDipcRegion** out,
+                                     struct FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (server == nullptr || out == nullptr) return Status::Invalid("server or out is NULL");
+    *out = nullptr;
+    std::shared_ptr<ferry::Allocator> allocator = server->server->region_allocator();
+    if (allocator == nullptr) {
+      return Status::Invalid("the server sends packed bodies: it has no shared region");
+    }
+    *out = new FerryDipcRegion{std::move(allocator)};
+    return Status::OK();
+  });
+}
+
+FerryErrorCode FerryDipcRegionAllocate(struct FerryDipcRegion* region, int64_t size, void** out,
+                                       struct FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (region == nullptr || out == nullptr) return Status::Invalid("region or out is NULL");
+    *out = nullptr;
+    FERRY_ASSIGN_OR_RAISE(uint8_t * block, region->allocator->Allocate(size));
+    *out = block;
+    return Status::OK();
+  });
+}
+
+void FerryDipcRegionFree(struct FerryDipcRegion* region, void* data, int64_t size) {
+  if (region == nullptr || data == nullptr) return;
+  region->allocator->Free(static_cast<uint8_t*>(data), size);
+}
+
+void FerryDipcRegionRelease(struct FerryDipcRegion* region) { delete region; }
 
 }  // extern "C"

@@ -72,6 +72,27 @@ FERRY_EXPORT FerryErrorCode FerryDipcServerDataUri(const struct FerryDipcServer*
 /** Stop the server, close every session and free it. NULL is ignored. */
 FERRY_EXPORT void FerryDipcServerRelease(struct FerryDipcServer* server);
 
+/** Memory of a server's shared region, for a producer that writes its batches where clients
+ * read them (Server::region_allocator, docs/dipc.md); opaque. It keeps the region mapped until
+ * released, also after the server is. */
+struct FerryDipcRegion;
+
+/** The shared region of `server`, to allocate from (EINVAL where bodies are packed: there is no
+ * region). Release it with FerryDipcRegionRelease once every block taken from it is freed. */
+FERRY_EXPORT FerryErrorCode FerryDipcServerRegion(struct FerryDipcServer* server,
+                                                  struct FerryDipcRegion** out,
+                                                  struct FerryError* error);
+/** A block of `size` bytes of the region, 64-byte aligned, in `*out`. A batch whose every buffer
+ * lies in such blocks is lent to its client where it lies, not copied, and released (on one of
+ * the server's threads) once that client frees it or goes. Waits up to the server's timeout for
+ * room (ETIMEDOUT); ENOMEM for a size that can never fit. Thread-safe. */
+FERRY_EXPORT FerryErrorCode FerryDipcRegionAllocate(struct FerryDipcRegion* region, int64_t size,
+                                                    void** out, struct FerryError* error);
+/** Give back a block FerryDipcRegionAllocate gave (any thread). NULL `data` is ignored. */
+FERRY_EXPORT void FerryDipcRegionFree(struct FerryDipcRegion* region, void* data, int64_t size);
+/** Drop the handle (after every block taken from it is freed). NULL is ignored. */
+FERRY_EXPORT void FerryDipcRegionRelease(struct FerryDipcRegion* region);
+
 /** How a client reads: where batches land (NULL: the CPU), how long the server may stay silent
  * (0: 30 s), the largest metadata message and body taken from it (0: 64 MiB and 4 GiB), and
  * whether it paces a ferry server: with `paced` set, the server sends at most `window` batches
