@@ -6,48 +6,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c_support.h"
 #include "ferry/capi/ferry.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (cond) {                                                                \
-      ++g_passed;                                                              \
-    } else {                                                                   \
-      ++g_failed;                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-static void ReleaseStaticSchema(struct ArrowSchema* schema) { schema->release = NULL; }
 
 /* A device stream of `n` batches of one int32 column "v": batch b is rows 100 * b, 100 * b + 1
  * and 100 * b + 2. */
 static void MakeSource(struct ArrowDeviceArrayStream* out, int n) {
-  struct ArrowSchema column;
-  struct ArrowSchema* children[1];
-  struct ArrowSchema schema;
   struct ArrowSchema owned;
   struct ArrowArray arrays[8];
   struct ArrowArrayStream stream;
   struct FerryError error;
   char json[128];
   int b;
-  memset(&column, 0, sizeof(column));
-  column.format = "i";
-  column.name = "v";
-  column.flags = ARROW_FLAG_NULLABLE;
-  column.release = &ReleaseStaticSchema;
-  children[0] = &column;
-  memset(&schema, 0, sizeof(schema));
-  schema.format = "+s";
-  schema.name = "";
-  schema.n_children = 1;
-  schema.children = children;
-  schema.release = &ReleaseStaticSchema;
-  CHECK(FerrySchemaDeepCopy(&schema, &owned, &error) == 0);
+  OneColumnSchema("i", "v", ARROW_FLAG_NULLABLE, &owned);
   for (b = 0; b < n; ++b) {
     snprintf(json, sizeof(json), "[{\"v\": %d}, {\"v\": %d}, {\"v\": %d}]", 100 * b, 100 * b + 1,
              100 * b + 2);

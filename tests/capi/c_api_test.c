@@ -6,33 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "c_support.h"
 #include "ferry/capi/ferry.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (cond) {                                                                \
-      ++g_passed;                                                              \
-    } else {                                                                   \
-      ++g_failed;                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-/* A one-node schema with a static format, released by clearing `release`. */
-static void ReleaseStaticSchema(struct ArrowSchema* schema) { schema->release = NULL; }
-
-static struct ArrowSchema MakeSchema(const char* format) {
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof(schema));
-  schema.format = format;
-  schema.name = "s";
-  schema.flags = ARROW_FLAG_NULLABLE;
-  schema.release = &ReleaseStaticSchema;
-  return schema;
-}
 
 static void TestFormats(void) {
   struct FerryFormatInfo info;

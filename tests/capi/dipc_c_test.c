@@ -8,20 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_support.h"
 #include "ferry/capi/ferry.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (cond) {                                                                \
-      ++g_passed;                                                              \
-    } else {                                                                   \
-      ++g_failed;                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
 
 enum { kRows = 100, kBatches = 2 };
 
@@ -82,30 +70,14 @@ static int MakeBatch(int index, struct ArrowArray* out) {
   return 0;
 }
 
-static void ReleaseStaticSchema(struct ArrowSchema* schema) { schema->release = NULL; }
-
 /* A device stream over kBatches batches built in the region. */
 static void MakeStream(struct ArrowDeviceArrayStream* out) {
-  struct ArrowSchema column;
-  struct ArrowSchema* children[1];
-  struct ArrowSchema schema;
   struct ArrowSchema owned;
   struct ArrowArray arrays[kBatches];
   struct ArrowArrayStream stream;
   struct FerryError error;
   int i;
-  memset(&column, 0, sizeof(column));
-  column.format = "l";
-  column.name = "x";
-  column.release = &ReleaseStaticSchema;
-  children[0] = &column;
-  memset(&schema, 0, sizeof(schema));
-  schema.format = "+s";
-  schema.name = "";
-  schema.n_children = 1;
-  schema.children = children;
-  schema.release = &ReleaseStaticSchema;
-  CHECK(FerrySchemaDeepCopy(&schema, &owned, &error) == 0);
+  OneColumnSchema("l", "x", 0, &owned);
   for (i = 0; i < kBatches; ++i) CHECK(MakeBatch(i, &arrays[i]) == 0);
   CHECK(FerryArrayStreamInit(&stream, &owned, kBatches, arrays, &error) == 0);
   CHECK(FerryDeviceBasicArrayStreamInit(out, &stream, FerryDeviceCpu(), &error) == 0);

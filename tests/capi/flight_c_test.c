@@ -7,33 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "c_support.h"
 #include "ferry/capi/ferry.h"
 #include "ferry/capi/flight.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (cond) {                                                                \
-      ++g_passed;                                                              \
-    } else {                                                                   \
-      ++g_failed;                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-static void ReleaseStaticSchema(struct ArrowSchema* schema) { schema->release = NULL; }
-
-static struct ArrowSchema MakeSchema(const char* format) {
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof(schema));
-  schema.format = format;
-  schema.name = "s";
-  schema.flags = ARROW_FLAG_NULLABLE;
-  schema.release = &ReleaseStaticSchema;
-  return schema;
-}
 
 /* Read every batch of a one-int64-column stream: rows and the sum of the values. */
 static void DrainSum(struct ArrowDeviceArrayStream* stream, int64_t* rows, int64_t* sum) {
