@@ -1,6 +1,5 @@
 #include "dipc/region_allocator.hpp"
 
-#include <algorithm>
 #include <cerrno>
 #include <iterator>
 #include <string>
@@ -131,7 +130,7 @@ class RegionMemory final : public Allocator {
 
   Result<uint8_t*> Allocate(int64_t size) override {
     if (size < 0) return Status::Invalid("allocation of negative size");
-    Result<int64_t> block = allocator_->Allocate(std::max<int64_t>(size, 1), timeout_);
+    Result<int64_t> block = allocator_->Allocate(size, timeout_);  // 0 takes the least block
     if (!block.ok()) {
       return block.status().WithContext("allocating " + std::to_string(size) +
                                         " bytes in the server's shared region");

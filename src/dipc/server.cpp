@@ -135,7 +135,10 @@ class ServerImpl final : public Server {
     return state_->catalogue->Readers(name);
   }
   std::shared_ptr<TicketBook> tickets() const override { return state_->options.tickets; }
-  std::shared_ptr<Allocator> region_allocator() const override { return state_->region_memory; }
+  std::shared_ptr<Allocator> region_allocator() const override {
+    if (state_->region_memory) state_->region_memory_taken.store(true, std::memory_order_release);
+    return state_->region_memory;
+  }
 
   ServerStats stats() const override {
     ServerStats s;

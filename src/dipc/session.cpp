@@ -229,7 +229,9 @@ Status Session::ServeRequest() {
   }
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
                         ipc::StreamWriter::Open(&sink_, reader->schema(), state_->options.write));
-  const bool lend_in_place = send_bodies_ && state_->region && !packed_;
+  // Only once a producer has taken region memory can a batch lie there (no walk otherwise).
+  const bool lend_in_place = send_bodies_ && state_->region && !packed_ &&
+                             state_->region_memory_taken.load(std::memory_order_acquire);
   const auto region_base =
       lend_in_place ? reinterpret_cast<uintptr_t>(state_->region->data()) : uintptr_t{0};
   const auto region_size =
@@ -381,54 +383,6 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   EncodeBufferList(pairs, &list_);
   const ByteSpan piece(list_);
   return SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata);
-}
-
-Result<bool> Session::LendInPlace(uint32_t seq, const ipc::EncodedMessage& m) {
-  transport::Region& region = *state_->region;
-  const auto base = reinterpret_cast<uintptr_t>(region.data());
-  const auto size = static_cast<uintptr_t>(region.size());
-  // Offsets into the region, compared unsigned: a pointer below the region wraps past its size.
-  uintptr_t first = 0;
-  bool any = false;
-  for (const ipc::BodyBuffer& b : m.buffers) {
-    if (b.length == 0) continue;
-    const uintptr_t at = reinterpret_cast<uintptr_t>(b.data) - base;
-    if (at >= size || size - at < static_cast<uintptr_t>(b.length)) return false;
-    if (!any) first = at;
-    any = true;
-  }
-  if (!any) return false;  // nothing to lend: the copy path sends an empty body its own way
-  std::vector<BufferRef>& pairs = pairs_;
-  pairs.clear();
-  for (const ipc::BodyBuffer& b : m.buffers) {
-    // An empty buffer names the batch's first address, so it adds no address to free.
-    const uintptr_t at = b.length == 0 ? first : reinterpret_cast<uintptr_t>(b.data) - base;
-    pairs.push_back(
-        BufferRef{region.WireAddress(static_cast<int64_t>(at)), static_cast<uint64_t>(b.length)});
-  }
-  const DistinctAddresses addresses(pairs);
-  {
-    // Recorded before sending: the client may free them before the send returns.
-    std::lock_guard lock(mutex_);
-    for (const uint64_t a : addresses.view()) {
-      if (spare_loans_.empty()) {
-        loans_.emplace(a, loan_);
-        continue;
-      }
-      auto node = std::move(spare_loans_.back());
-      spare_loans_.pop_back();
-      node.key() = a;
-      node.mapped() = loan_;
-      loans_.insert(std::move(node));
-    }
-    state_->addresses_lent += static_cast<int64_t>(addresses.size());
-    block_addresses_ += static_cast<int64_t>(addresses.size());
-  }
-  ++state_->bodies_lent_in_place;
-  EncodeBufferList(pairs, &list_);
-  const ByteSpan piece(list_);
-  FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata));
-  return true;
 }
 
 Status Session::WriteEndOfStream() {

@@ -36,6 +36,8 @@ struct ServerState {
   std::shared_ptr<transport::Region> region;  // the shared region; NULL for packed bodies
   std::shared_ptr<RegionAllocator> allocator;
   std::shared_ptr<Allocator> region_memory;  // Server::region_allocator; NULL with no region
+  // Set once region_memory is handed to a producer: until then no batch can lie in the region.
+  std::atomic<bool> region_memory_taken{false};
   std::unique_ptr<Catalogue> catalogue;
   std::atomic<bool> stopping{false};
   /// Set by Server::Drain: requests from then on are refused with UNAVAILABLE.

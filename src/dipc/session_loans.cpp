@@ -80,6 +80,54 @@ Status Session::AwaitCredit() {
                                   std::to_string(state_->options.timeout.count()) + " ms");
 }
 
+Result<bool> Session::LendInPlace(uint32_t seq, const ipc::EncodedMessage& m) {
+  transport::Region& region = *state_->region;
+  const auto base = reinterpret_cast<uintptr_t>(region.data());
+  const auto size = static_cast<uintptr_t>(region.size());
+  // Offsets into the region, compared unsigned: a pointer below the region wraps past its size.
+  uintptr_t first = 0;
+  bool any = false;
+  for (const ipc::BodyBuffer& b : m.buffers) {
+    if (b.length == 0) continue;
+    const uintptr_t at = reinterpret_cast<uintptr_t>(b.data) - base;
+    if (at >= size || size - at < static_cast<uintptr_t>(b.length)) return false;
+    if (!any) first = at;
+    any = true;
+  }
+  if (!any) return false;  // nothing to lend: the copy path sends an empty body its own way
+  std::vector<BufferRef>& pairs = pairs_;
+  pairs.clear();
+  for (const ipc::BodyBuffer& b : m.buffers) {
+    // An empty buffer names the batch's first address, so it adds no address to free.
+    const uintptr_t at = b.length == 0 ? first : reinterpret_cast<uintptr_t>(b.data) - base;
+    pairs.push_back(
+        BufferRef{region.WireAddress(static_cast<int64_t>(at)), static_cast<uint64_t>(b.length)});
+  }
+  const DistinctAddresses addresses(pairs);
+  {
+    // Recorded before sending: the client may free them before the send returns.
+    std::lock_guard lock(mutex_);
+    for (const uint64_t a : addresses.view()) {
+      if (spare_loans_.empty()) {
+        loans_.emplace(a, loan_);
+        continue;
+      }
+      auto node = std::move(spare_loans_.back());
+      spare_loans_.pop_back();
+      node.key() = a;
+      node.mapped() = loan_;
+      loans_.insert(std::move(node));
+    }
+    state_->addresses_lent += static_cast<int64_t>(addresses.size());
+    block_addresses_ += static_cast<int64_t>(addresses.size());
+  }
+  ++state_->bodies_lent_in_place;
+  EncodeBufferList(pairs, &list_);
+  const ByteSpan piece(list_);
+  FERRY_RETURN_NOT_OK(SendBody(seq, BodyType::kBufferList, {&piece, 1}, m.metadata));
+  return true;
+}
+
 void Session::Release(const std::vector<uint64_t>& addresses) {
   // Batches lent in place whose addresses came back: dropped once the lock is let go, since the
   // last drop of one runs its release, the producer's code.
