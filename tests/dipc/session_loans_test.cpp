@@ -212,6 +212,10 @@ TEST_P(ServerClient, ACompressedBatchFromTheRegionIsCopied) {
       ASSERT_EQ(s->get_next(s.get(), b.get()), 0) << s->get_last_error(s.get());
       ExpectLoanBatch(*b.get(), i, 50);
     }
+    // Read to the end: a client that closes before it would fail its session.
+    UniqueDeviceArray end;
+    ASSERT_EQ(s->get_next(s.get(), end.get()), 0) << s->get_last_error(s.get());
+    EXPECT_FALSE(end.valid());
   }
   ASSERT_TRUE(releases->AwaitAll({0, 1}));
   ASSERT_TRUE(server->AwaitIdle(5s));
