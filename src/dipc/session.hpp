@@ -182,11 +182,12 @@ class Session final {
   int64_t block_addresses_ = 0;  // addresses in blocks_ and loans_, not yet freed
   // Batches a producer wrote in the shared region, lent in place: each distinct address lent
   // holds its batch until the client frees it (an address lent by two batches is two entries).
-  // Nodes are reused, so a loan costs no allocation of its own.
+  // Nodes are reused, up to the 1,024 of a client that frees a few hundred batches at once, so
+  // a loan costs no allocation of its own.
   using Loan = std::shared_ptr<UniqueDeviceArray>;
   std::unordered_multimap<uint64_t, Loan> loans_;
   std::vector<std::unordered_multimap<uint64_t, Loan>::node_type> spare_loans_;
-  static constexpr size_t kSpareLoans = 64;
+  static constexpr size_t kSpareLoans = 1024;
   // The batch being written, taken from its reader because it lies in the shared region (on the
   // serving thread only; NULL otherwise).
   Loan loan_;
