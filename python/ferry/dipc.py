@@ -1,5 +1,15 @@
 """Dissociated IPC: a server of named datasets over shared memory or UCX, and its clients, which
 read a dataset as a stream of record batches (in place over shared memory)."""
-from ferry._ferry.dipc import Server, ServerStats, Uri, connect, loaded_ucx, ucx_available  # noqa: F401
+from ferry._ferry.dipc import (  # noqa: F401
+    RegionAllocator,
+    RegionBuffer,
+    Server,
+    ServerStats,
+    Uri,
+    connect,
+    loaded_ucx,
+    ucx_available,
+)
 
-__all__ = ["Server", "ServerStats", "Uri", "connect", "loaded_ucx", "ucx_available"]
+__all__ = ["RegionAllocator", "RegionBuffer", "Server", "ServerStats", "Uri", "connect", "loaded_ucx",
+           "ucx_available"]

@@ -128,7 +128,36 @@ class ServerStats:
     def unknown_frees(self) -> int:
         """Addresses in free_data the client did not hold (logged, then ignored)."""
 
+    @property
+    def bodies_lent_in_place(self) -> int:
+        """
+        Type-1 bodies a producer wrote in the shared region itself (Server.region_allocator()), lent to their client as they are: no copy.
+        """
+
     def __repr__(self) -> str: ...
+
+class RegionBuffer:
+    """
+    A writable block of a server's shared region (RegionAllocator.allocate), exported through the buffer protocol: numpy.frombuffer and pyarrow.py_buffer wrap it without a copy. The block goes back to the region once this object and every export of it are gone.
+    """
+
+    def __len__(self) -> int: ...
+
+    @property
+    def address(self) -> int:
+        """The block's first byte's address in this process (64-byte aligned)."""
+
+    def __repr__(self) -> str: ...
+
+class RegionAllocator:
+    """
+    Memory of a server's shared region (Server.region_allocator()), for a producer that builds its batches where clients read them: a type-1 batch whose every buffer lies in such blocks is lent to its client in place, not copied, and released once that client frees it or goes. It keeps the region mapped while held, also after the server stops.
+    """
+
+    def allocate(self, size: int) -> RegionBuffer:
+        """
+        A RegionBuffer of `size` bytes, 64-byte aligned. Blocks count against the server's region_bytes until freed: this waits (the GIL released) up to the server's timeout for room (TimeoutError), and a size that can never fit raises MemoryError at once.
+        """
 
 class Server:
     """
@@ -144,6 +173,11 @@ class Server:
     def add(self, name: str, data: object, schema: object | None = None) -> None:
         """
         Serve `data` under the ticket `name` (replacing an earlier dataset of that name): a list of record batches (any array producers; `schema` for an empty list) or one batch, served to every client without a copy; a stream producer (a pyarrow Table or RecordBatchReader, ferry.ArrayStream, ...), read once by the first client; or a callable returning a stream producer, called for each client.
+        """
+
+    def region_allocator(self) -> RegionAllocator | None:
+        """
+        Memory of the shared region (a RegionAllocator), for a producer that builds its batches where clients read them: numpy or pyarrow buffers on its RegionBuffers make batches that are lent to type-1 clients in place, not copied. None where bodies are packed.
         """
 
     def keep(self, name: str, data: object, schema: object | None = None) -> None:

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dipc_options.hpp"
+#include "dipc_region.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/dipc/uri.hpp"
@@ -251,15 +252,6 @@ PyType_Slot kServerSlots[] = {{Py_tp_traverse, reinterpret_cast<void*>(ServerTra
                               {Py_tp_clear, reinterpret_cast<void*>(ServerClear)},
                               {0, nullptr}};
 
-std::string StatsRepr(const dipc::ServerStats& s) {
-  return "ServerStats(clients_accepted=" + std::to_string(s.clients_accepted) +
-         ", clients_active=" + std::to_string(s.clients_active) +
-         ", batches_sent=" + std::to_string(s.batches_sent) +
-         ", body_bytes_sent=" + std::to_string(s.body_bytes_sent) +
-         ", bytes_in_flight=" + std::to_string(s.bytes_in_flight) +
-         ", sessions_failed=" + std::to_string(s.sessions_failed) + ")";
-}
-
 }  // namespace
 
 void InitDipc(nb::module_& parent) {
@@ -321,28 +313,9 @@ void InitDipc(nb::module_& parent) {
         return nb::isinstance<dipc::Uri>(b) && a == nb::cast<const dipc::Uri&>(b);
       });
 
-  nb::class_<dipc::ServerStats>(m, "ServerStats", "A server's running totals.")
-      .def_ro("clients_accepted", &dipc::ServerStats::clients_accepted)
-      .def_ro("clients_active", &dipc::ServerStats::clients_active)
-      .def_ro("batches_sent", &dipc::ServerStats::batches_sent)
-      .def_ro("body_bytes_sent", &dipc::ServerStats::body_bytes_sent)
-      .def_ro("bytes_in_flight", &dipc::ServerStats::bytes_in_flight,
-              "Body bytes in the shared region that clients have not freed yet.")
-      .def_ro("sessions_failed", &dipc::ServerStats::sessions_failed,
-              "Sessions that ended with an error (a bad peer, a dataset error).")
-      .def_ro("tickets_refused", &dipc::ServerStats::tickets_refused,
-              "Requests refused: an unknown ticket, one asked for under another URI, too many "
-              "clients.")
-      .def_ro("addresses_lent", &dipc::ServerStats::addresses_lent,
-              "Type-1 addresses lent to clients.")
-      .def_ro("addresses_freed", &dipc::ServerStats::addresses_freed,
-              "Type-1 addresses the clients freed.")
-      .def_ro("addresses_reclaimed", &dipc::ServerStats::addresses_reclaimed,
-              "Lent addresses the server freed itself: their client closed, failed or was cut "
-              "off holding them.")
-      .def_ro("unknown_frees", &dipc::ServerStats::unknown_frees,
-              "Addresses in free_data the client did not hold (logged, then ignored).")
-      .def("__repr__", &StatsRepr);
+  InitDipcStats(m);
+
+  InitDipcRegion(m);
 
   nb::class_<PyServer>(
       m, "Server", nb::type_slots(kServerSlots),
@@ -385,6 +358,16 @@ void InitDipc(nb::module_& parent) {
           "ferry.ArrayStream, ...), read once by the first client; or a callable returning a "
           "stream "
           "producer, called for each client.")
+      .def(
+          "region_allocator",
+          [](PyServer& self) {
+            return RegionAllocatorObject(self.Live("region_allocator").region_allocator());
+          },
+          nb::sig("def region_allocator(self) -> RegionAllocator | None"),
+          "Memory of the shared region (a RegionAllocator), for a producer that builds its "
+          "batches where clients read them: numpy or pyarrow buffers on its RegionBuffers make "
+          "batches that are lent to type-1 clients in place, not copied. None where bodies are "
+          "packed.")
       .def(
           "keep",
           [](PyServer& self, const std::string& name, nb::handle data, nb::handle schema) {
