@@ -208,11 +208,20 @@ def measure(args, rows, hosts):
         flight_cases(case, rows, n, m, rate, args.tree)
         return results
     if args.only == "loaned":
+        # Each round runs live, loaned and the C ring (the limit, waking with a futex and
+        # spinning) in turn; each case's figures are the rounds' medians.
+        batch_bytes = results_bytes(rows)
+        rounds = {}
         for _ in range(args.rounds):
             for mode in ("live", "loaned"):
                 case(f"ferry shm {mode}", ferry.run("shm", "1", mode, rows, n, 0),
                      ferry.run("shm", "1", mode, rows, m, rate))
-        return results
+                rounds.setdefault(f"ferry shm {mode}", []).append(results[f"ferry shm {mode}"])
+            for name, spin in (("C ring, futex", 0), ("C ring, spin", args.spin)):
+                case(name, ring(args.tree, batch_bytes, n, 0, spin),
+                     ring(args.tree, batch_bytes, m, rate, spin))
+                rounds.setdefault(name, []).append(results[name])
+        return {name: medians(runs) for name, runs in rounds.items()}
     case("ferry shm kept", ferry.run("shm", "1", "kept", rows, n, 0))
     case("ferry shm kept full", ferry.run("shm", "1", "kept", rows, n, 0, "full"))
     case("ferry shm live", ferry.run("shm", "1", "live", rows, n, 0),
@@ -280,6 +289,17 @@ def flight_cases(case, rows, n, m, rate, tree, ferry=True, peers=True):
                   ["--replay", os.path.join(tree, "ferry_flight_replay")])
     if replay:
         case("Flight replay (limit)", replay)
+
+
+def medians(runs):
+    """One case's rounds as one: the median of each figure."""
+    def median(values):
+        values = sorted(v for v in values if v is not None)
+        return values[len(values) // 2] if values else None
+
+    return {"batches_per_s": median(r["batches_per_s"] for r in runs),
+            "latency_ns": {k: median((r["latency_ns"] or {}).get(k) for r in runs)
+                           for k in ("p50", "p99", "p999")}}
 
 
 def results_bytes(rows):
@@ -352,6 +372,10 @@ def goals(results):
          rate("C ring, kept, spin"), 0.5)
     goal("shm live p50 / C ring (futex) p50 <= 2x", p50("ferry shm live"), p50("C ring, futex"),
          2.0, False)
+    goal("shm loaned p50 / C ring (futex) p50 <= 2x", p50("ferry shm loaned"),
+         p50("C ring, futex"), 2.0, False)
+    goal("shm loaned p50 / C ring, spin p50 <= 2x (both spinning across the gaps)",
+         p50("ferry shm loaned"), p50("C ring, spin"), 2.0, False)
     goal("shm kept / pyarrow socket throughput >= 5x", rate("ferry shm kept"),
          rate("pyarrow socket"), 5.0)
     goal("shm live p50 / pyarrow socket p50 <= 0.2x", p50("ferry shm live"),
@@ -411,10 +435,11 @@ def main():
                              "is 50), in every ferry case but the one with no spin")
     parser.add_argument("--only", choices=["flight", "loaned"],
                         help="run only these cases: flight (ferry's Flight server, pyarrow's and "
-                             "the replay, each read by pyarrow.flight); loaned (ferry shm live and "
-                             "ferry shm loaned, alternating --rounds times, the last round kept)")
+                             "the replay, each read by pyarrow.flight); loaned (ferry shm live, "
+                             "ferry shm loaned and the C ring, futex and spinning, in turn "
+                             "--rounds times; each figure the rounds' median)")
     parser.add_argument("--rounds", type=int, default=1,
-                        help="with --only loaned: how many times the pair runs in turn (each "
+                        help="with --only loaned: how many times the cases run in turn (each "
                              "round's figures go to stderr)")
     parser.add_argument("--no-namespaces", action="store_true",
                         help="leave out the cases between network namespaces")
