@@ -155,14 +155,20 @@ void EncodeBufferList(std::span<const BufferRef> buffers, std::vector<uint8_t>* 
   Store64(out.data() + 8, buffers.size());
 }
 
-Result<std::vector<uint64_t>> ParseFreeData(ByteSpan input) {
+Status ParseFreeData(ByteSpan input, std::vector<uint64_t>* out) {
   const std::span<const uint8_t> bytes = Indexable(input);
   if (bytes.empty() || bytes.size() % 8 != 0) {
     return Status::Invalid("a free_data body of " + std::to_string(bytes.size()) +
                            " bytes is not one or more uint64 addresses");
   }
-  std::vector<uint64_t> out(bytes.size() / 8);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = Load64(bytes.data() + 8 * i);
+  out->resize(bytes.size() / 8);
+  for (size_t i = 0; i < out->size(); ++i) (*out)[i] = Load64(bytes.data() + 8 * i);
+  return Status::OK();
+}
+
+Result<std::vector<uint64_t>> ParseFreeData(ByteSpan input) {
+  std::vector<uint64_t> out;
+  FERRY_RETURN_NOT_OK(ParseFreeData(input, &out));
   return out;
 }
 

@@ -18,6 +18,7 @@ void Session::TakeFrees() {
   const uint64_t tag = state_->options.free_data_tag;
   // A paced client's credits come on their own tag: take every tag, and tell them apart.
   const uint64_t mask = paced_ ? 0 : ~uint64_t{0};
+  std::vector<uint64_t> addresses;  // every free_data's, its room reused
   while (!dead_.load()) {
     Result<TaggedMessage> m = conn_->ReceiveTagged(tag, mask, state_->options.timeout);
     if (!m.ok()) {
@@ -34,13 +35,11 @@ void Session::TakeFrees() {
              StatusCode::kInvalidArgument);
       break;
     }
-    Result<std::vector<uint64_t>> addresses = ParseFreeData(m->payload);
-    if (!addresses.ok()) {
-      Failed("the client sent a bad free_data: " + addresses.status().message(),
-             addresses.status().code());
+    if (const Status parsed = ParseFreeData(m->payload, &addresses); !parsed.ok()) {
+      Failed("the client sent a bad free_data: " + parsed.message(), parsed.code());
       break;
     }
-    Release(*addresses);
+    Release(addresses);
   }
   {
     std::lock_guard lock(mutex_);

@@ -75,8 +75,16 @@ struct Where {
 class Assembler {
  public:
   // `nodes`: how many field nodes to make room for (a guess is fine: the vectors grow).
-  Assembler(int64_t alignment, Codec codec, int level, bool swap_bytes, size_t nodes)
-      : alignment_(alignment), codec_(codec), level_(level), swap_(swap_bytes) {
+  // Fills `out`, cleared first (its vectors keep their room).
+  Assembler(int64_t alignment, Codec codec, int level, bool swap_bytes, size_t nodes,
+            AssembledBody& out)
+      : out_(out),
+        entries_(out.entries),
+        alignment_(alignment),
+        codec_(codec),
+        level_(level),
+        swap_(swap_bytes) {
+    out_.Clear();
     out_.nodes.reserve(nodes);
     entries_.reserve(3 * nodes);
   }
@@ -328,7 +336,7 @@ class Assembler {
       out_.copied += size;
       data = swapped.data();
     }
-    entries_.push_back(Entry{data, size});
+    entries_.push_back(ByteSpan{data, size});
     return Status::OK();
   }
 
@@ -339,7 +347,7 @@ class Assembler {
     out_.buffers.reserve(entries_.size());
     out_.buffer_data.reserve(entries_.size());
     out_.pieces.reserve(2 * entries_.size());
-    for (const Entry& e : entries_) {
+    for (const ByteSpan& e : entries_) {
       out_.buffers.emplace_back(out_.body_length, e.size);
       out_.buffer_data.push_back(e.size > 0 ? e.data : nullptr);
       if (e.size > 0) out_.pieces.push_back(ByteSpan{e.data, e.size});
@@ -351,16 +359,11 @@ class Assembler {
   }
 
  private:
-  struct Entry {
-    const uint8_t* data;
-    int64_t size;
-  };
-
   Status CompressAll() {
     std::vector<HostBuffer> framed(entries_.size());
     std::vector<Status> results(entries_.size());
     int64_t total = 0;
-    for (const Entry& e : entries_) total += e.size;
+    for (const ByteSpan& e : entries_) total += e.size;
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i = next++; i < entries_.size(); i = next++) {
@@ -382,24 +385,37 @@ class Assembler {
       if (entries_[i].size == 0) continue;
       out_.copied += framed[i].size();
       out_.owned.push_back(std::move(framed[i]));
-      entries_[i] = Entry{out_.owned.back().data(), out_.owned.back().size()};
+      entries_[i] = ByteSpan{out_.owned.back().data(), out_.owned.back().size()};
     }
     return Status::OK();
   }
 
-  std::vector<Entry> entries_;
+  AssembledBody& out_;
+  std::vector<ByteSpan>& entries_;  // out_.entries
   int64_t alignment_;
   Codec codec_;
   int level_;
   bool swap_;
-  AssembledBody out_;
 };
 
 }  // namespace
 
-Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray* root,
-                                    int64_t alignment, Codec codec, int level, bool swap_bytes,
-                                    const ArrayView* types) {
+void AssembledBody::Clear() {
+  length = 0;
+  nodes.clear();
+  buffers.clear();
+  variadic_counts.clear();
+  pieces.clear();
+  buffer_data.clear();
+  owned.clear();
+  body_length = 0;
+  copied = 0;
+  entries.clear();
+}
+
+Status AssembleBatchInto(const ArrowSchema* schema, const ArrowArray* root, int64_t alignment,
+                         Codec codec, int level, bool swap_bytes, const ArrayView* types,
+                         AssembledBody* out) {
   if (root == nullptr || root->release == nullptr) {
     return Status::Invalid("the batch is NULL or released");
   }
@@ -410,7 +426,7 @@ Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray*
   if (root->null_count != 0 && root->n_buffers > 0 && root->buffers[0] != nullptr) {
     return Status::Invalid("the batch's top-level struct has nulls, which IPC cannot carry");
   }
-  Assembler a(alignment, codec, level, swap_bytes, static_cast<size_t>(root->n_children) + 4);
+  Assembler a(alignment, codec, level, swap_bytes, static_cast<size_t>(root->n_children) + 4, *out);
   for (int64_t i = 0; i < root->n_children; ++i) {
     const ArrowArray* c = root->children[i];
     if (c == nullptr || c->release == nullptr || c->length < root->offset + root->length) {
@@ -422,8 +438,16 @@ Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray*
                                c, c->offset + root->offset, root->length, column, 1));
   }
   a.out().length = root->length;
-  FERRY_RETURN_NOT_OK(a.Finish());
-  return std::move(a.out());
+  return a.Finish();
+}
+
+Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray* root,
+                                    int64_t alignment, Codec codec, int level, bool swap_bytes,
+                                    const ArrayView* types) {
+  AssembledBody out;
+  FERRY_RETURN_NOT_OK(
+      AssembleBatchInto(schema, root, alignment, codec, level, swap_bytes, types, &out));
+  return out;
 }
 
 Result<AssembledBody> AssembleArray(const ArrowSchema* schema, const ArrowArray* array,
@@ -431,12 +455,13 @@ Result<AssembledBody> AssembleArray(const ArrowSchema* schema, const ArrowArray*
   if (array == nullptr || array->release == nullptr) {
     return Status::Invalid("the dictionary is NULL or released");
   }
-  Assembler a(alignment, codec, level, swap_bytes, 4);
+  AssembledBody out;
+  Assembler a(alignment, codec, level, swap_bytes, 4, out);
   const Where dictionary{nullptr, nullptr, -1, "dictionary"};
   FERRY_RETURN_NOT_OK(a.Node(schema, nullptr, array, array->offset, array->length, dictionary, 1));
-  a.out().length = array->length;
+  out.length = array->length;
   FERRY_RETURN_NOT_OK(a.Finish());
-  return std::move(a.out());
+  return out;
 }
 
 }  // namespace ferry::ipc::internal

@@ -31,6 +31,12 @@ struct AssembledBody {
   int64_t body_length = 0;
   /// Bytes copied into `owned` (0 when every buffer went out in place).
   int64_t copied = 0;
+  /// Each buffer's bytes as laid out, before padding: the assembler's own room.
+  std::vector<ByteSpan> entries;
+
+  /// Empty again, its vectors keeping their room, so that a writer that reuses one body for
+  /// every batch allocates nothing for it once the first batch has sized it.
+  void Clear();
 };
 
 /// Lay out the columns of `root` (a struct array of `schema`) as one body. `alignment` (8 or 64)
@@ -40,6 +46,11 @@ struct AssembledBody {
 Result<AssembledBody> AssembleBatch(const ArrowSchema* schema, const ArrowArray* root,
                                     int64_t alignment, Codec codec, int level,
                                     bool swap_bytes = false, const ArrayView* types = nullptr);
+
+/// The same into `out`, cleared first (its room reused); on failure `out` holds a partial body.
+[[nodiscard]] Status AssembleBatchInto(const ArrowSchema* schema, const ArrowArray* root,
+                                       int64_t alignment, Codec codec, int level, bool swap_bytes,
+                                       const ArrayView* types, AssembledBody* out);
 
 /// Lay out one array (a dictionary's values) as a one-column body.
 Result<AssembledBody> AssembleArray(const ArrowSchema* schema, const ArrowArray* array,

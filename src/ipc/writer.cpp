@@ -115,6 +115,8 @@ struct StreamWriter::Impl {
   bool device_copy = false;  // the batch being written is a host copy of a device batch
   flatbuffers::FlatBufferBuilder batch_builder;  // WriteBatch's, reused
   std::vector<ByteSpan> message_pieces;          // WriteMessage's, reused
+  internal::AssembledBody batch_body;            // WriteBatch's, reused: its vectors keep room
+  std::vector<BodyBuffer> message_buffers;       // SendMessage's, reused
 
   bool Swapping() const { return options.big_endian != (std::endian::native == std::endian::big); }
 
@@ -156,7 +158,8 @@ struct StreamWriter::Impl {
   Status SendMessage(flatbuffers::FlatBufferBuilder& b, const internal::AssembledBody* body) {
     EncodedMessage m;
     m.metadata = {b.GetBufferPointer(), b.GetSize()};
-    std::vector<BodyBuffer> buffers;
+    std::vector<BodyBuffer>& buffers = message_buffers;  // kept: its capacity serves every message
+    buffers.clear();
     if (body != nullptr) {
       buffers.reserve(body->buffers.size());
       for (size_t i = 0; i < body->buffers.size(); ++i) {
@@ -291,10 +294,12 @@ struct StreamWriter::Impl {
       }
     }
     FERRY_RETURN_NOT_OK(WriteDictionaries(batch));
-    FERRY_ASSIGN_OR_RAISE(internal::AssembledBody body,
-                          internal::AssembleBatch(schema.get(), batch, options.alignment,
-                                                  CodecOf(options.compression),
-                                                  options.compression_level, Swapping(), &*view));
+    // One body for every batch: cleared, it keeps its vectors' room. What it owns (rebased
+    // offsets, compressed buffers) goes once the batch is written, as a body of its own would.
+    internal::AssembledBody& body = batch_body;
+    FERRY_RETURN_NOT_OK(internal::AssembleBatchInto(
+        schema.get(), batch, options.alignment, CodecOf(options.compression),
+        options.compression_level, Swapping(), &*view, &body));
     // One builder for every batch: cleared, it keeps its memory (a batch allocates none).
     flatbuffers::FlatBufferBuilder& b = batch_builder;
     b.Clear();
@@ -309,7 +314,9 @@ struct StreamWriter::Impl {
     }
     b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::RecordBatch,
                                table.Union(), body.body_length, metadata));
-    FERRY_RETURN_NOT_OK(WriteMessage(b, &body, &batch_blocks));
+    const Status written = WriteMessage(b, &body, &batch_blocks);
+    body.owned.clear();
+    FERRY_RETURN_NOT_OK(written);
     stats.bytes_copied += body.copied;
     ++stats.record_batches;
     return Status::OK();

@@ -16,6 +16,18 @@
 
 namespace ferry::transport::internal::shm {
 
+namespace {
+
+// The iovec list of one send, emptied: each thread keeps its own, so that a send allocates none
+// once the list has grown to its frames' count (SendIov uses it before returning).
+std::vector<iovec>& IovScratch() {
+  thread_local std::vector<iovec> iov;
+  iov.clear();
+  return iov;
+}
+
+}  // namespace
+
 ShmConnection::ShmConnection(int fd, TransportLimits limits, std::optional<FrameRing> ring)
     : fd_(fd),
       limits_(WithClock(std::move(limits))),
@@ -55,7 +67,7 @@ Status ShmConnection::SendMessageAndBody(std::span<const ByteSpan> metadata, uin
                                          std::span<const ByteSpan> body) {
   if (closed_.load()) return Status::Unavailable("the connection is closed");
   FrameHeader headers[2];
-  std::vector<iovec> iov;
+  std::vector<iovec>& iov = IovScratch();
   iov.reserve(metadata.size() + body.size() + 2);
   FERRY_RETURN_NOT_OK(AddFrame(FrameKind::kUntagged, 0, metadata, 0, &headers[0], &iov));
   FERRY_RETURN_NOT_OK(AddFrame(FrameKind::kTagged, tag, body, 0, &headers[1], &iov));
@@ -97,7 +109,7 @@ Status ShmConnection::SendFrame(FrameKind kind, uint64_t tag, std::span<const By
                                 int pass_fd, uint64_t length) {
   if (closed_.load()) return Status::Unavailable("the connection is closed");
   FrameHeader header;
-  std::vector<iovec> iov;
+  std::vector<iovec>& iov = IovScratch();
   iov.reserve(pieces.size() + 1);
   FERRY_RETURN_NOT_OK(AddFrame(kind, tag, pieces, length, &header, &iov));
   return SendIov(iov, pass_fd);

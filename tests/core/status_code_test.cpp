@@ -96,6 +96,11 @@ TEST(StatusCode, FromErrnoKeepsTheErrnoAsADetail) {
   EXPECT_EQ(framed.os_error(), ENOENT);
   EXPECT_EQ(framed.message(),
             "reading the dataset: cannot open \"/nope\": No such file or directory");
+  // A made string frames it the same; an OK status stays OK whatever the context.
+  EXPECT_EQ(st.WithContext(std::string("reading ") + "it").message(),
+            "reading it: cannot open \"/nope\": No such file or directory");
+  EXPECT_TRUE(Status::OK().WithContext("reading the dataset").ok());
+  EXPECT_EQ(Status::OK().WithContext(std::string("x")).message(), "");
   // A failure without an errno is still a failure, never OK.
   EXPECT_EQ(Status::FromErrno(0, "nothing said").code(), StatusCode::kInternal);
   // The factories say which code they make.

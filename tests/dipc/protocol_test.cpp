@@ -102,6 +102,15 @@ TEST(ProtocolTest, FreeDataBatchesAddresses) {
                      ParseFreeData(std::vector<uint8_t>{}));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "one or more uint64",
                      ParseFreeData(std::vector<uint8_t>(12)));
+  // Into a vector of the caller's: resized to each body, a shorter one after a longer one too.
+  std::vector<uint64_t> into{7, 7, 7, 7, 7};
+  ASSERT_OK(ParseFreeData(body, &into));
+  EXPECT_EQ(into, addresses);
+  const std::vector<uint8_t> one = EncodeFreeData(std::vector<uint64_t>{0x42});
+  ASSERT_OK(ParseFreeData(one, &into));
+  EXPECT_EQ(into, std::vector<uint64_t>{0x42});
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "a free_data body of 12 bytes",
+                     ParseFreeData(std::vector<uint8_t>(12), &into));
 }
 
 TEST(ProtocolTest, CreditIsOneCount) {

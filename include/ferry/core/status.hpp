@@ -121,6 +121,12 @@ class [[nodiscard]] Status {
     if (ok()) return *this;
     return {code_, context + ": " + message_, os_error_};
   }
+  /// The same for a fixed text, which makes a string only on failure: on the path of every batch
+  /// a literal longer than a string's own room would otherwise cost an allocation per call.
+  Status WithContext(const char* context) const {
+    if (ok()) return *this;
+    return {code_, std::string(context) + ": " + message_, os_error_};
+  }
   /// "OK" or the message, for logs and test failures.
   std::string ToString() const { return ok() ? std::string("OK") : message_; }
 

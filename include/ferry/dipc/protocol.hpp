@@ -92,6 +92,9 @@ FERRY_EXPORT void EncodeBufferList(std::span<const BufferRef> buffers, std::vect
 
 /// Decode a free_data body: one or more little-endian uint64 addresses or offsets.
 FERRY_EXPORT Result<std::vector<uint64_t>> ParseFreeData(ByteSpan bytes);
+/// The same into `out` (resized), whose room is reused: a server reading every free_data of a
+/// client into one vector allocates only for a body longer than any before it.
+[[nodiscard]] FERRY_EXPORT Status ParseFreeData(ByteSpan bytes, std::vector<uint64_t>* out);
 
 /// Encode a free_data body (a client may batch many addresses into one).
 FERRY_EXPORT std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses);
