@@ -10,8 +10,11 @@ namespace ferry::dipc::internal {
 namespace {
 constexpr int64_t kAlign = 64;
 // An allocation takes a free block and puts back its rest and a used one; a free takes a used
-// block and up to two free neighbours and puts back one: a few spare nodes cover both.
-constexpr size_t kSpareNodes = 8;
+// block and up to two free neighbours and puts back one. Clients free hundreds of blocks at
+// once (a free_data message carries up to 1,024 addresses), and the allocations after them take
+// one node more each than they give back: enough spare nodes for such a burst mean none is
+// allocated. Spares are nodes that existed at once, so they never hold more than the peak did.
+constexpr size_t kSpareNodes = 1024;
 }  // namespace
 
 RegionAllocator::RegionAllocator(int64_t capacity, std::shared_ptr<Clock> clock)

@@ -179,6 +179,9 @@ class Session final {
     DistinctAddresses left;
   };
   std::map<uint64_t, LentBlock> blocks_;
+  // Nodes of blocks_ taken out as their blocks were freed, for the next blocks lent (up to
+  // kSpareLoans): a client frees hundreds at once, and the batches after reuse their nodes.
+  std::vector<std::map<uint64_t, LentBlock>::node_type> spare_blocks_;
   int64_t block_addresses_ = 0;  // addresses in blocks_ and loans_, not yet freed
   // Batches a producer wrote in the shared region, lent in place: each distinct address lent
   // holds its batch until the client frees it (an address lent by two batches is two entries).

@@ -164,7 +164,11 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
       ++state_->addresses_freed;
       if (left->empty()) {
         state_->allocator->Free(it->second.block);
-        blocks_.erase(it);
+        if (spare_blocks_.size() < kSpareLoans) {
+          spare_blocks_.push_back(blocks_.extract(it));
+        } else {
+          blocks_.erase(it);
+        }
       }
     }
   }
