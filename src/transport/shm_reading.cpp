@@ -75,13 +75,6 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
       }
       r = pop(milliseconds(0));
     }
-    // The frame behind the one waited for came with it, as a batch's buffer list comes with its
-    // metadata: taken now, while this caller holds the token, the receive that asks for it next
-    // finds it in the inbox instead of leading a read of its own. (Only from the ring or the
-    // stage: a look at the socket would cost a system call.)
-    const bool ready =
-        ring_active_.load(std::memory_order_relaxed) ? HasBytes() : stage_begin_ < stage_end_;
-    if (!waiting() && ready && !ReadFrame(&why)) End(why);
     // A read that filled the stage left more in the socket, or the ring holds more than a
     // stage: the stream is ahead of us.
     const bool ring = ring_active_.load(std::memory_order_relaxed);
