@@ -350,8 +350,7 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   if (fetched->borrowed && !addresses.empty()) {
     // Returned when the last array over it is released (or now, if decoding fails).
     freer_->Borrow();
-    bytes.owner =
-        std::make_shared<BorrowedBody>(std::move(bytes.owner), freer_, std::move(addresses));
+    bytes.owner = MakeBorrowedBody(std::move(bytes.owner), freer_, std::move(addresses));
   } else if (!addresses.empty()) {
     freer_->Free(addresses.view());  // a local copy: the server's memory is done
   }
@@ -447,7 +446,7 @@ Status ClientSession::ConsumeOnDevice(ByteSpan fb, const BufferList& list) {
   DistinctAddresses addresses(list.buffers);
   if (!addresses.empty()) {
     freer_->Borrow();
-    bytes.owner = std::make_shared<BorrowedBody>(cuda_, freer_, std::move(addresses));
+    bytes.owner = MakeBorrowedBody(cuda_, freer_, std::move(addresses));
   }
   return decoder_.ConsumeMessageBuffers(fb, bytes, at);
 }

@@ -173,9 +173,15 @@ Result<std::vector<uint64_t>> ParseFreeData(ByteSpan input) {
 }
 
 std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses) {
-  std::vector<uint8_t> out(8 * addresses.size());
-  for (size_t i = 0; i < addresses.size(); ++i) Store64(out.data() + 8 * i, addresses[i]);
+  std::vector<uint8_t> out;
+  EncodeFreeData(addresses, &out);
   return out;
+}
+
+void EncodeFreeData(std::span<const uint64_t> addresses, std::vector<uint8_t>* into) {
+  std::vector<uint8_t>& out = *into;
+  out.resize(8 * addresses.size());
+  for (size_t i = 0; i < addresses.size(); ++i) Store64(out.data() + 8 * i, addresses[i]);
 }
 
 Result<uint64_t> ParseCredit(ByteSpan input) {

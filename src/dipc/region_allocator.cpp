@@ -9,38 +9,11 @@ namespace ferry::dipc::internal {
 
 namespace {
 constexpr int64_t kAlign = 64;
-// An allocation takes a free block and puts back its rest and a used one; a free takes a used
-// block and up to two free neighbours and puts back one. Clients free hundreds of blocks at
-// once (a free_data message carries up to 1,024 addresses), and the allocations after them take
-// one node more each than they give back: enough spare nodes for such a burst mean none is
-// allocated. Spares are nodes that existed at once, so they never hold more than the peak did.
-constexpr size_t kSpareNodes = 1024;
 }  // namespace
 
 RegionAllocator::RegionAllocator(int64_t capacity, std::shared_ptr<Clock> clock)
-    : capacity_(capacity / kAlign * kAlign), clock_(std::move(clock)) {
+    : capacity_(capacity / kAlign * kAlign), clock_(std::move(clock)), spare_(kSpareNodes) {
   if (capacity_ > 0) free_.emplace(0, capacity_);
-  spare_.reserve(kSpareNodes);
-}
-
-void RegionAllocator::Put(Blocks& to, int64_t offset, int64_t size) {
-  if (spare_.empty()) {
-    to.emplace(offset, size);
-    return;
-  }
-  Blocks::node_type node = std::move(spare_.back());
-  spare_.pop_back();
-  node.key() = offset;
-  node.mapped() = size;
-  to.insert(std::move(node));
-}
-
-void RegionAllocator::Take(Blocks& from, Blocks::iterator it) {
-  if (spare_.size() == kSpareNodes) {
-    from.erase(it);
-    return;
-  }
-  spare_.push_back(from.extract(it));
 }
 
 bool RegionAllocator::TryAllocate(int64_t size, int64_t* offset) {
@@ -48,9 +21,9 @@ bool RegionAllocator::TryAllocate(int64_t size, int64_t* offset) {
     if (it->second < size) continue;
     *offset = it->first;
     const int64_t rest = it->second - size;
-    Take(free_, it);
-    if (rest > 0) Put(free_, *offset + size, rest);
-    Put(used_, *offset, size);
+    spare_.Take(free_, it);
+    if (rest > 0) spare_.Insert(free_, *offset + size, rest);
+    spare_.Insert(used_, *offset, size);
     in_use_ += size;
     return true;
   }
@@ -90,13 +63,13 @@ bool RegionAllocator::Free(int64_t offset) {
     int64_t start = offset;
     int64_t size = used->second;
     in_use_ -= size;
-    Take(used_, used);
+    spare_.Take(used_, used);
     // Coalesce with the free neighbours on both sides.
     auto next = free_.lower_bound(start);
     if (next != free_.end() && start + size == next->first) {
       size += next->second;
       const auto after = std::next(next);
-      Take(free_, next);
+      spare_.Take(free_, next);
       next = after;
     }
     if (next != free_.begin()) {
@@ -104,10 +77,10 @@ bool RegionAllocator::Free(int64_t offset) {
       if (prev->first + prev->second == start) {
         start = prev->first;
         size += prev->second;
-        Take(free_, prev);
+        spare_.Take(free_, prev);
       }
     }
-    Put(free_, start, size);
+    spare_.Insert(free_, start, size);
   }
   freed_.notify_all();
   return true;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "dipc/spare_nodes.hpp"
 #include "ferry/core/clock.hpp"
 #include "ferry/core/host_buffer.hpp"
 #include "ferry/core/result.hpp"
@@ -41,10 +42,6 @@ class RegionAllocator {
  private:
   using Blocks = std::map<int64_t, int64_t>;  // offset -> size
   bool TryAllocate(int64_t size, int64_t* offset);
-  // With mutex_ held: add a block to `to`, in a node taken out of a map before when there is
-  // one; take `it` out of `from`, keeping its node. A batch's block then costs no allocation.
-  void Put(Blocks& to, int64_t offset, int64_t size);
-  void Take(Blocks& from, Blocks::iterator it);
 
   const int64_t capacity_;
   const std::shared_ptr<Clock> clock_;
@@ -52,7 +49,11 @@ class RegionAllocator {
   std::condition_variable freed_;
   Blocks free_;  // coalesced
   Blocks used_;
-  std::vector<Blocks::node_type> spare_;  // nodes taken out, for the next blocks put in
+  // Nodes taken out of free_ and used_, for the next blocks put in either. An allocation takes a
+  // free block and puts back its rest and a used one; a free takes a used block and up to two
+  // free neighbours and puts back one: after a client's burst of frees, the allocations take one
+  // node more each than they give back, and find it here. Guarded by mutex_.
+  SpareNodes<Blocks> spare_;
   int64_t in_use_ = 0;
 };
 

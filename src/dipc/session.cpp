@@ -379,20 +379,7 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
     state_->addresses_lent += static_cast<int64_t>(addresses.size());
     block_addresses_ += static_cast<int64_t>(addresses.size());
     LentBlock lent{block, std::move(addresses)};
-    const uint64_t key = region.WireAddress(block);
-    if (spare_blocks_.empty()) {
-      blocks_.insert_or_assign(key, std::move(lent));
-    } else {
-      auto node = std::move(spare_blocks_.back());
-      spare_blocks_.pop_back();
-      node.key() = key;
-      node.mapped() = std::move(lent);
-      auto placed = blocks_.insert(std::move(node));
-      if (!placed.inserted) {  // as insert_or_assign would: the newer block replaces the entry
-        placed.position->second = std::move(placed.node.mapped());
-        spare_blocks_.push_back(std::move(placed.node));
-      }
-    }
+    spare_blocks_.Insert(blocks_, region.WireAddress(block), std::move(lent));
   }
   EncodeBufferList(pairs, &list_);
   const ByteSpan piece(list_);

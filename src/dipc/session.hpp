@@ -17,6 +17,7 @@
 #include "dipc/distinct_addresses.hpp"
 #include "dipc/loan_window.hpp"
 #include "dipc/region_allocator.hpp"
+#include "dipc/spare_nodes.hpp"
 #include "ferry/core/log.hpp"
 #include "ferry/core/trace.hpp"
 #include "ferry/dipc/server.hpp"
@@ -180,8 +181,8 @@ class Session final {
   };
   std::map<uint64_t, LentBlock> blocks_;
   // Nodes of blocks_ taken out as their blocks were freed, for the next blocks lent (up to
-  // kSpareLoans): a client frees hundreds at once, and the batches after reuse their nodes.
-  std::vector<std::map<uint64_t, LentBlock>::node_type> spare_blocks_;
+  // kSpareNodes): a client frees hundreds at once, and the batches after reuse their nodes.
+  SpareNodes<std::map<uint64_t, LentBlock>> spare_blocks_{kSpareNodes};
   int64_t block_addresses_ = 0;  // addresses in blocks_ and loans_, not yet freed
   // Batches a producer wrote in the shared region, lent in place: each distinct address lent
   // holds its batch until the client frees it (an address lent by two batches is two entries).
@@ -189,8 +190,7 @@ class Session final {
   // a loan costs no allocation of its own.
   using Loan = std::shared_ptr<UniqueDeviceArray>;
   std::unordered_multimap<uint64_t, Loan> loans_;
-  std::vector<std::unordered_multimap<uint64_t, Loan>::node_type> spare_loans_;
-  static constexpr size_t kSpareLoans = 1024;
+  SpareNodes<std::unordered_multimap<uint64_t, Loan>> spare_loans_{kSpareNodes};
   // The batch being written, taken from its reader because it lies in the shared region (on the
   // serving thread only; NULL otherwise).
   Loan loan_;

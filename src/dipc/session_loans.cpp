@@ -106,17 +106,7 @@ Result<bool> Session::LendInPlace(uint32_t seq, const ipc::EncodedMessage& m) {
   {
     // Recorded before sending: the client may free them before the send returns.
     std::lock_guard lock(mutex_);
-    for (const uint64_t a : addresses.view()) {
-      if (spare_loans_.empty()) {
-        loans_.emplace(a, loan_);
-        continue;
-      }
-      auto node = std::move(spare_loans_.back());
-      spare_loans_.pop_back();
-      node.key() = a;
-      node.mapped() = loan_;
-      loans_.insert(std::move(node));
-    }
+    for (const uint64_t a : addresses.view()) spare_loans_.Insert(loans_, a, loan_);
     state_->addresses_lent += static_cast<int64_t>(addresses.size());
     block_addresses_ += static_cast<int64_t>(addresses.size());
   }
@@ -139,9 +129,7 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
         continue;
       }
       if (auto loan = loans_.find(a); loan != loans_.end()) {
-        auto node = loans_.extract(loan);
-        returned.push_back(std::move(node.mapped()));
-        if (spare_loans_.size() < kSpareLoans) spare_loans_.push_back(std::move(node));
+        returned.push_back(spare_loans_.Take(loans_, loan));
         --block_addresses_;
         ++state_->addresses_freed;
         continue;
@@ -164,11 +152,7 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
       ++state_->addresses_freed;
       if (left->empty()) {
         state_->allocator->Free(it->second.block);
-        if (spare_blocks_.size() < kSpareLoans) {
-          spare_blocks_.push_back(blocks_.extract(it));
-        } else {
-          blocks_.erase(it);
-        }
+        spare_blocks_.Take(blocks_, it);
       }
     }
   }

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include "ferry/core/clock.hpp"
 #include "ferry/transport/transport.hpp"
+#include "transport/fifo_queue.hpp"
 
 namespace ferry::transport::internal {
 
@@ -219,8 +219,8 @@ class Mailbox {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::condition_variable room_;
-  std::deque<SharedBytes> untagged_;
-  std::deque<TaggedMessage> tagged_;
+  FifoQueue<SharedBytes> untagged_;
+  FifoQueue<TaggedMessage> tagged_;
   bool closed_ = false;
   std::string reason_;
   const int64_t max_bytes_;

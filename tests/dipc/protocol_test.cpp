@@ -111,6 +111,12 @@ TEST(ProtocolTest, FreeDataBatchesAddresses) {
   EXPECT_EQ(into, std::vector<uint64_t>{0x42});
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "a free_data body of 12 bytes",
                      ParseFreeData(std::vector<uint8_t>(12), &into));
+  // Encoded into a vector of the caller's: the same bytes, a shorter body after a longer one.
+  std::vector<uint8_t> encoded(40, 0xee);
+  EncodeFreeData(addresses, &encoded);
+  EXPECT_EQ(encoded, body);
+  EncodeFreeData(std::vector<uint64_t>{0x42}, &encoded);
+  EXPECT_EQ(encoded, (std::vector<uint8_t>{0x42, 0, 0, 0, 0, 0, 0, 0}));
 }
 
 TEST(ProtocolTest, CreditIsOneCount) {

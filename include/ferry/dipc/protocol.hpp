@@ -98,6 +98,9 @@ FERRY_EXPORT Result<std::vector<uint64_t>> ParseFreeData(ByteSpan bytes);
 
 /// Encode a free_data body (a client may batch many addresses into one).
 FERRY_EXPORT std::vector<uint8_t> EncodeFreeData(std::span<const uint64_t> addresses);
+/// The same into `out` (resized), whose room is reused: a client encoding every free_data into
+/// one vector allocates only for a body longer than any before it.
+FERRY_EXPORT void EncodeFreeData(std::span<const uint64_t> addresses, std::vector<uint8_t>* out);
 
 /// ferry's credit message (an extension; only on connections with ferry's extensions): a tagged
 /// message of 8 bytes, a little-endian uint64 count of record batches the server may send more.
