@@ -99,8 +99,10 @@ def run_python(block, workdir):
             replace.update(r)
         script = workdir / "block.py"
         script.write_text("".join(substitute(b.code, replace) for b in chain))
-        r = subprocess.run([sys.executable, str(script)], cwd=workdir, env=env, text=True,
-                           capture_output=True, timeout=120)
+        # faulthandler: a block that dies in native code (pyarrow's gRPC client once aborted
+        # with "double free" in a CI run) shows each thread's Python stack, not only the signal.
+        r = subprocess.run([sys.executable, "-X", "faulthandler", str(script)], cwd=workdir,
+                           env=env, text=True, capture_output=True, timeout=120)
     finally:
         for s in servers:
             s.close()
