@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "dipc/block_pool.hpp"
 #include "dipc/distinct_addresses.hpp"
 #include "ferry/dipc/protocol.hpp"
 #include "ferry/transport/transport.hpp"
@@ -30,10 +31,7 @@ using transport::Connection;
 class Freer {
  public:
   Freer(std::shared_ptr<Connection> conn, uint64_t tag) : conn_(std::move(conn)), tag_(tag) {}
-  ~Freer() {
-    Finish();
-    for (void* block : blocks_) ::operator delete(block);
-  }
+  ~Freer() { Finish(); }
   Freer(const Freer&) = delete;
   Freer& operator=(const Freer&) = delete;
 
@@ -78,31 +76,9 @@ class Freer {
     CloseIfDone(lock);
   }
 
-  // Memory for borrowed bodies (BodyAllocator): a block handed back with the last owner of one
-  // body serves the next, up to kBatch of them (a reader holds no more at once before its frees
-  // go), so a body costs no allocation of its own. Blocks of one size only: a body's.
-  void* TakeBlock(size_t size) {
-    {
-      std::lock_guard lock(mutex_);
-      if (size == block_size_ && !blocks_.empty()) {
-        void* block = blocks_.back();
-        blocks_.pop_back();
-        return block;
-      }
-    }
-    return ::operator new(size);
-  }
-  void PutBlock(void* block, size_t size) noexcept {
-    {
-      std::lock_guard lock(mutex_);
-      if (block_size_ == 0) block_size_ = size;
-      if (size == block_size_ && blocks_.size() < kBatch) {
-        blocks_.push_back(block);  // amortised: the list grows to its peak once
-        return;
-      }
-    }
-    ::operator delete(block);
-  }
+  // Memory for borrowed bodies (MakeBorrowedBody): a body's hold goes back here with its last
+  // owner and serves the next body, so a body costs no allocation of its own.
+  const std::shared_ptr<BlockPool>& body_blocks() const noexcept { return body_blocks_; }
 
   // The stream is over (or abandoned): send what is pending, and close once nothing is
   // borrowed.
@@ -150,8 +126,7 @@ class Freer {
   std::vector<uint64_t> pending_;
   std::vector<uint64_t> sending_;  // what FlushLocked sends, swapped with pending_
   std::vector<uint8_t> encoded_;   // its free_data body
-  std::vector<void*> blocks_;      // TakeBlock's and PutBlock's, each block_size_ bytes
-  size_t block_size_ = 0;
+  std::shared_ptr<BlockPool> body_blocks_ = std::make_shared<BlockPool>(kBatch);
   int64_t borrowed_ = 0;
   int waiting_ = 0;  // readers inside a Wait
   bool finished_ = false;
@@ -172,36 +147,12 @@ struct BorrowedBody {
   DistinctAddresses addresses;
 };
 
-// The allocator of borrowed bodies (allocate_shared): their memory comes from, and goes back to,
-// their Freer, which it keeps alive until the last block is back.
-template <class T>
-class BodyAllocator {
- public:
-  using value_type = T;
-  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-
-  explicit BodyAllocator(std::shared_ptr<Freer> freer) noexcept : freer_(std::move(freer)) {}
-  template <class U>
-  BodyAllocator(const BodyAllocator<U>& other) noexcept : freer_(other.freer()) {}  // NOLINT
-
-  T* allocate(size_t n) { return static_cast<T*>(freer_->TakeBlock(n * sizeof(T))); }
-  void deallocate(T* p, size_t n) noexcept { freer_->PutBlock(p, n * sizeof(T)); }
-  const std::shared_ptr<Freer>& freer() const noexcept { return freer_; }
-  template <class U>
-  bool operator==(const BodyAllocator<U>& other) const noexcept {
-    return freer_ == other.freer();
-  }
-
- private:
-  std::shared_ptr<Freer> freer_;
-};
-
 /// A borrowed body's owner, in memory its Freer recycles.
 template <class Mapping>
 std::shared_ptr<BorrowedBody> MakeBorrowedBody(Mapping mapping, const std::shared_ptr<Freer>& freer,
                                                DistinctAddresses addresses) {
-  return std::allocate_shared<BorrowedBody>(BodyAllocator<BorrowedBody>(freer), std::move(mapping),
-                                            freer, std::move(addresses));
+  return std::allocate_shared<BorrowedBody>(PoolAllocator<BorrowedBody>(freer->body_blocks()),
+                                            std::move(mapping), freer, std::move(addresses));
 }
 
 }  // namespace ferry::dipc::internal

@@ -253,7 +253,8 @@ Status Session::ServeRequest() {
         AnyBufferIn(batch->array, region_base, region_size, 0)) {
       UniqueDeviceArray taken = reader->TakeBatch();
       if (taken.valid()) {
-        loan_ = std::make_shared<UniqueDeviceArray>(std::move(taken));
+        loan_ = std::allocate_shared<UniqueDeviceArray>(
+            PoolAllocator<UniqueDeviceArray>(loan_blocks_), std::move(taken));
         batch = loan_->get();
       }
     }

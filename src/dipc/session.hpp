@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dipc/block_pool.hpp"
 #include "dipc/catalogue.hpp"
 #include "dipc/distinct_addresses.hpp"
 #include "dipc/loan_window.hpp"
@@ -194,6 +195,9 @@ class Session final {
   // The batch being written, taken from its reader because it lies in the shared region (on the
   // serving thread only; NULL otherwise).
   Loan loan_;
+  // The memory of each Loan's hold, back with the loan's last address freed and reused by the
+  // next batch lent in place, so a loan allocates nothing once the stream runs.
+  std::shared_ptr<BlockPool> loan_blocks_ = std::make_shared<BlockPool>(kSpareNodes);
   // What Release drops after letting go of mutex_ (on the free_data thread only; kept for its
   // room).
   std::vector<Loan> returned_;
