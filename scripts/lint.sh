@@ -108,6 +108,7 @@ echo "== clang-format"
 files=$(git ls-files '*.c' '*.h' '*.cpp' '*.hpp')
 clang-format --dry-run -Werror $files
 echo "== clang-tidy"
+python3 scripts/test_tidy.py 2>&1 | tail -1
 # In parallel, and skipping sources whose clean result is cached (scripts/tidy.py says how).
 python3 scripts/tidy.py "$build" $(git ls-files 'src/*.cpp' 'tools/*.cpp') || {
   echo "lint: clang-tidy reported the findings above" >&2

@@ -64,14 +64,18 @@ fi
 
 if ((from_source)); then
   echo "== pip install ./python into a fresh virtual environment"
-  # The build requirements python/pyproject.toml declares go in first, alone, and the build then uses
-  # them (--no-build-isolation): so the declared ones are shown to suffice, as an isolated build
-  # would show, while nanobind's headers keep one path from run to run. (An isolated build finds
-  # them under a new /tmp/pip-build-env-* each time, and ccache compiled the binding afresh: 66 s.)
+  # The build requirements python/pyproject.toml declares go in first, alone (nanobind at .venv's
+  # version, which they allow), and the build then uses them (--no-build-isolation): so the declared
+  # ones are shown to suffice, as an isolated build would show, while nanobind's headers keep one
+  # path from run to run. (An isolated build finds them under a new /tmp/pip-build-env-* each time,
+  # and ccache compiled the binding afresh: 66 s.)
   "$PY" -m venv "$envs"
   mapfile -t requires < <("$envs/bin/python" -c 'import sys, tomllib
 print(*tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"], sep="\n")' python/pyproject.toml)
-  "$envs/bin/python" -m pip install -q "${requires[@]}"
+  # nanobind at .venv's version, which the declared ">=2.0" allows, shared with .venv (scripts/trees.sh).
+  nanobind=$(ferry_nanobind_version)
+  "$envs/bin/python" -m pip install -q "${requires[@]}" ${nanobind:+"nanobind==$nanobind"}
+  ferry_share_nanobind "$envs"
   "$envs/bin/python" -m pip install -q --no-build-isolation "${FERRY_RELEASE_PIP[@]}" \
     -C "build-dir=$repo/build/packaging-python" ./python
   "$envs/bin/python" -m pip install -q pyarrow

@@ -7,6 +7,11 @@ checked every time. Prints the findings (warning: and error: lines) and exits 1 
 
     scripts/tidy.py BUILD_DIR SOURCE...
 
+Sources compiled in batches (a unity build, cmake/FerryUnity.cmake) appear in the build's
+compile_commands.json as the generated batch files; each file a batch includes is given the
+batch's command here, in a compile database of its own, so clang-tidy still checks every file
+alone (and a file that builds only beside its batch's others fails here).
+
 clang-tidy is PyPI's, in .venv (scripts/setup.sh installs it; $FERRY_CLANG_TIDY names another).
 The cache lives in $FERRY_TIDY_CACHE (default ~/.cache/ferry/clang-tidy), outside the tree, as
 ccache's does; deleting it only costs time.
@@ -18,6 +23,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,6 +39,37 @@ def compile_args(entry):
             skip = True
         elif a != "-c":
             out.append(a)
+    return out
+
+
+def unbatched(entries):
+    """The entries with each unity batch's files in place of the batch: the batch's command for
+    each file it includes, found on the command's include path (the batch's directory first)."""
+    out = []
+    for e in entries:
+        path = os.path.join(e["directory"], e["file"])
+        if os.sep + "unity" + os.sep not in path:
+            out.append(e)
+            continue
+        with open(path) as f:
+            text = f.read()
+        if not text.startswith("// Generated:"):
+            out.append(e)
+            continue
+        args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
+        dirs = [a[2:] for a in args if a.startswith("-I") and len(a) > 2]
+        for line in text.splitlines():
+            if not line.startswith("#include "):
+                continue
+            rel = line.split('"')[1]
+            found = [os.path.join(d, rel) for d in [os.path.dirname(path)] + dirs
+                     if os.path.exists(os.path.join(d, rel))]
+            if not found:
+                raise SystemExit(f"tidy: {path} includes {rel}, which is on no include path")
+            source = os.path.normpath(found[0])
+            out.append({"directory": e["directory"], "file": source,
+                        "arguments": [source if a == e["file"] or a == path else a
+                                      for a in args]})
     return out
 
 
@@ -73,7 +110,11 @@ def main():
         raise SystemExit(__doc__)
     build, sources = sys.argv[1], [os.path.abspath(s) for s in sys.argv[2:]]
     with open(os.path.join(build, "compile_commands.json")) as f:
-        entries = {os.path.abspath(e["file"]): e for e in json.load(f)}
+        expanded = unbatched(json.load(f))
+    entries = {os.path.abspath(os.path.join(e["directory"], e["file"])): e for e in expanded}
+    database = tempfile.TemporaryDirectory(prefix="ferry-tidy-")
+    with open(os.path.join(database.name, "compile_commands.json"), "w") as f:
+        json.dump(expanded, f)
     missing = [s for s in sources if s not in entries]
     if missing:
         raise SystemExit(f"tidy: not in {build}/compile_commands.json: {' '.join(missing)}")
@@ -96,7 +137,7 @@ def main():
             return source, [], True
         # The compiler's own warnings are GCC's to report (-Werror in every GCC tree); clang's
         # differ by version (its 22 warns of libstdc++ 12's own deprecated helpers).
-        run = subprocess.run([tidy, "-p", build, "--quiet",
+        run = subprocess.run([tidy, "-p", database.name, "--quiet",
                               "--extra-arg=-Wno-unknown-warning-option",
                               "--extra-arg=-Wno-deprecated-declarations", source],
                              capture_output=True, text=True, check=False)

@@ -48,3 +48,26 @@ FERRY_TSAN_DEFS=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_B
                  "-DCMAKE_C_FLAGS_DEBUG=-g -O2" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O2"
                  -DFERRY_WERROR=ON -DFERRY_SANITIZE=thread -DFERRY_BUILD_TOOLS=OFF
                  -DFERRY_BUILD_RUBY=OFF)
+
+# The Python binding's nanobind, one copy for every tree that builds it. CMake finds nanobind by
+# its real path, so where a virtual environment's nanobind is a link to .venv's, the binding is
+# compiled there with .venv's flags, and ccache compiles it once for .venv's install, the wheel
+# and the install from source (from an empty cache each compiled it anew: 88 s of CPU each).
+# ferry_nanobind_version: the version .venv has (scripts/setup.sh installs it), or nothing.
+ferry_nanobind_version() {
+  .venv/bin/python -c 'import nanobind; print(nanobind.__version__)' 2>/dev/null || true
+}
+# ferry_share_nanobind VENV: VENV's nanobind becomes a link to .venv's, where the two are the same
+# version; otherwise VENV keeps its own.
+ferry_share_nanobind() {
+  local code='import nanobind, os; print(nanobind.__version__, os.path.dirname(nanobind.__file__))'
+  local ours theirs
+  ours=$(.venv/bin/python -c "$code" 2>/dev/null) || return 0
+  theirs=$("$1/bin/python" -c "$code" 2>/dev/null) || return 0
+  [ "${ours%% *}" = "${theirs%% *}" ] || return 0
+  ours=$(realpath "${ours#* }")
+  theirs=${theirs#* }
+  [ "$(realpath "$theirs")" = "$ours" ] && return 0
+  rm -rf "$theirs"
+  ln -s "$ours" "$theirs"
+}

@@ -45,7 +45,7 @@ struct PyCompletions {
 /// Run `work()` (a Result<T> or a Status) on the pool; post `make(value)` (a Python object,
 /// made on the loop's thread) or the error as job `id` of `queue`.
 template <typename Work, typename Make>
-void Start(const PyCompletions& q, uint64_t id, Work work, Make make) {
+void StartWork(const PyCompletions& q, uint64_t id, Work work, Make make) {
   aio::Submit([queue = q.queue, id, work = std::move(work), make = std::move(make)]() mutable {
     using R = decltype(work());
     auto result = std::make_shared<R>(work());
@@ -95,7 +95,7 @@ flight::Via ViaOf(const std::string& via) {
   Raise(PyExc_ValueError, "via must be 'auto', 'shm', 'ucx' or 'grpc', not '" + via + "'");
 }
 
-std::chrono::milliseconds Millis(double seconds, const char* what) {
+std::chrono::milliseconds PositiveMillis(double seconds, const char* what) {
   if (!std::isfinite(seconds) || seconds <= 0) {
     Raise(PyExc_ValueError, std::string(what) + " must be a positive number of seconds");
   }
@@ -155,7 +155,7 @@ void DoGet(PyAioFlightClient& c, uint64_t id, const What& what, const std::strin
   if (names && path == nullptr) options.read.columns = IndicesOf(*names);
   std::shared_ptr<flight::Client> client = c.client;
   if (path != nullptr) {
-    Start(
+    StartWork(
         c.q, id,
         [client, p = *path, options, names]() mutable -> Result<std::shared_ptr<Opened>> {
           FERRY_ASSIGN_OR_RAISE(flight::FlightInfo info, client->GetFlightInfo(p));
@@ -171,7 +171,7 @@ void DoGet(PyAioFlightClient& c, uint64_t id, const What& what, const std::strin
   } else if (const auto* endpoint = std::get_if<flight::Endpoint>(&what)) {
     flight::FlightInfo info;
     info.endpoints.push_back(*endpoint);
-    Start(
+    StartWork(
         c.q, id,
         [client, info, options]() -> Result<std::shared_ptr<Opened>> {
           std::string location;
@@ -186,7 +186,7 @@ void DoGet(PyAioFlightClient& c, uint64_t id, const What& what, const std::strin
             "follow the locations)");
     }
     const nb::bytes& b = std::get<nb::bytes>(what);
-    Start(
+    StartWork(
         c.q, id,
         [client, ticket = std::string(b.c_str(), b.size()),
          options]() -> Result<std::shared_ptr<Opened>> {
@@ -210,10 +210,10 @@ void FlightConnect(uint64_t id, const PyCompletions& q, const std::string& uri,
   options.tls_cert = tls_cert.value_or("");
   options.tls_key = tls_key.value_or("");
   options.tls_server_name = tls_server_name.value_or("");
-  options.timeout = Millis(timeout, "timeout");
+  options.timeout = PositiveMillis(timeout, "timeout");
   options.traceparent = traceparent.value_or("");
   options.tracestate = tracestate.value_or("");
-  Start(
+  StartWork(
       q, id,
       [uri, options]() -> Result<std::shared_ptr<flight::Client>> {
         FERRY_ASSIGN_OR_RAISE(std::unique_ptr<flight::Client> c,
@@ -241,7 +241,7 @@ void DipcConnect(uint64_t id, const PyCompletions& q,
   dipc::ClientOptions options = DipcClientOptions(
       device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
       buffer_lists, traceparent, tracestate, window, spin);
-  Start(
+  StartWork(
       q, id,
       [parsed, data, ticket, options]() -> Result<std::shared_ptr<Opened>> {
         Result<UniqueDeviceArrayStream> s =
@@ -313,7 +313,7 @@ void InitAio(nb::module_& parent) {
       .def(
           "list_flights",
           [](PyAioFlightClient& c, uint64_t id) {
-            Start(
+            StartWork(
                 c.q, id, [client = c.client] { return client->ListFlights(); },
                 [](std::vector<flight::FlightInfo> v) { return nb::cast(std::move(v)); });
           },
@@ -321,7 +321,7 @@ void InitAio(nb::module_& parent) {
       .def(
           "get_flight_info",
           [](PyAioFlightClient& c, uint64_t id, const std::string& path) {
-            Start(
+            StartWork(
                 c.q, id, [client = c.client, path] { return client->GetFlightInfo(path); },
                 [](flight::FlightInfo info) { return nb::cast(std::move(info)); });
           },
@@ -329,7 +329,7 @@ void InitAio(nb::module_& parent) {
       .def(
           "get_schema",
           [](PyAioFlightClient& c, uint64_t id, const std::string& path) {
-            Start(
+            StartWork(
                 c.q, id,
                 [client = c.client, path]() -> Result<std::shared_ptr<UniqueSchema>> {
                   FERRY_ASSIGN_OR_RAISE(UniqueSchema s, client->GetSchema(path));
@@ -357,7 +357,7 @@ void InitAio(nb::module_& parent) {
             }
             auto stream =
                 std::make_shared<UniqueArrayStream>(TakeStream(data.attr("__arrow_c_stream__")()));
-            Start(
+            StartWork(
                 c.q, id,
                 [client = c.client, path, stream] { return client->Put(path, stream->get()); },
                 [] { return nb::none(); });
@@ -366,7 +366,7 @@ void InitAio(nb::module_& parent) {
       .def(
           "do_action",
           [](PyAioFlightClient& c, uint64_t id, const std::string& type, const nb::bytes& body) {
-            Start(
+            StartWork(
                 c.q, id,
                 [client = c.client, type, b = std::string(body.c_str(), body.size())] {
                   return client->Action(type, b);
@@ -381,7 +381,7 @@ void InitAio(nb::module_& parent) {
       .def(
           "list_actions",
           [](PyAioFlightClient& c, uint64_t id) {
-            Start(
+            StartWork(
                 c.q, id, [client = c.client] { return client->ListActions(); },
                 [](std::vector<flight::ActionType> types) {
                   nb::list out;

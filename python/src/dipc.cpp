@@ -187,10 +187,10 @@ struct PyServer {
   }
 };
 
-PyServer Start(const std::string& transport, const std::string& listen,
-               const std::string& body_type, int64_t region_bytes, double timeout, int max_clients,
-               const std::optional<std::string>& compression, int32_t alignment,
-               uint64_t want_data_tag, uint64_t free_data_tag) {
+PyServer StartServer(const std::string& transport, const std::string& listen,
+                     const std::string& body_type, int64_t region_bytes, double timeout,
+                     int max_clients, const std::optional<std::string>& compression,
+                     int32_t alignment, uint64_t want_data_tag, uint64_t free_data_tag) {
   dipc::ServerOptions options;
   options.transport = transport;
   options.listen = listen;
@@ -322,11 +322,11 @@ void InitDipc(nb::module_& parent) {
       "A server of named datasets: a thread accepts clients and each client gets a "
       "session thread. Serving never holds the GIL except to call a Python producer.")
       .def_static(
-          "start", &Start, nb::arg("transport") = "shm", nb::arg("listen") = "", nb::kw_only(),
-          nb::arg("body_type") = "list", nb::arg("region_bytes") = int64_t{256} << 20,
-          nb::arg("timeout") = 30.0, nb::arg("max_clients") = 256,
-          nb::arg("compression") = nb::none(), nb::arg("alignment") = 8,
-          nb::arg("want_data_tag") = dipc::kDefaultWantDataTag,
+          "start", &StartServer, nb::arg("transport") = "shm", nb::arg("listen") = "",
+          nb::kw_only(), nb::arg("body_type") = "list",
+          nb::arg("region_bytes") = int64_t{256} << 20, nb::arg("timeout") = 30.0,
+          nb::arg("max_clients") = 256, nb::arg("compression") = nb::none(),
+          nb::arg("alignment") = 8, nb::arg("want_data_tag") = dipc::kDefaultWantDataTag,
           nb::arg("free_data_tag") = dipc::kDefaultFreeDataTag,
           "Start serving. transport: 'shm' or 'ucx'; listen: a socket path, '@name' (an "
           "abstract socket) or host:port, empty for a fresh one; body_type: 'list' (clients "

@@ -116,20 +116,18 @@ struct PyFlightServer {
   }
 };
 
-std::chrono::milliseconds Millis(double seconds, const char* what) {
+std::chrono::milliseconds TimeoutMillis(double seconds, const char* what) {
   if (!std::isfinite(seconds) || seconds <= 0) {
     Raise(PyExc_ValueError, std::string(what) + " must be a positive number of seconds");
   }
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
 }
 
-std::unique_ptr<PyFlightServer> Start(const std::string& listen, std::optional<std::string> token,
-                                      std::optional<std::string> tls_cert,
-                                      std::optional<std::string> tls_key,
-                                      std::vector<std::string> planes, bool keep,
-                                      std::vector<std::string> peers, double peer_timeout,
-                                      bool allow_partial, std::optional<std::string> peer_tls_roots,
-                                      int64_t max_message_bytes) {
+std::unique_ptr<PyFlightServer> StartFlightServer(
+    const std::string& listen, std::optional<std::string> token,
+    std::optional<std::string> tls_cert, std::optional<std::string> tls_key,
+    std::vector<std::string> planes, bool keep, std::vector<std::string> peers, double peer_timeout,
+    bool allow_partial, std::optional<std::string> peer_tls_roots, int64_t max_message_bytes) {
   flight::ServerOptions options;
   options.listen = listen;
   options.token = token.value_or("");
@@ -138,7 +136,7 @@ std::unique_ptr<PyFlightServer> Start(const std::string& listen, std::optional<s
   options.planes = std::move(planes);
   options.keep = keep;
   options.peers = std::move(peers);
-  options.peer_timeout = Millis(peer_timeout, "peer_timeout");
+  options.peer_timeout = TimeoutMillis(peer_timeout, "peer_timeout");
   options.allow_partial = allow_partial;
   options.peer_tls_roots = peer_tls_roots.value_or("");
   options.max_message_body = max_message_bytes;
@@ -174,7 +172,7 @@ void InitFlightServer(nb::module_& m) {
       "A Flight server in this process: gRPC and the shared-memory and UCX planes, which its "
       "FlightInfos list as locations. Serving never holds the GIL; its batches keep their "
       "producers' memory (no copy) until dropped or stopped.")
-      .def_static("start", &Start, nb::arg("listen") = "127.0.0.1:0", nb::kw_only(),
+      .def_static("start", &StartFlightServer, nb::arg("listen") = "127.0.0.1:0", nb::kw_only(),
                   nb::arg("token") = nb::none(), nb::arg("tls_cert") = nb::none(),
                   nb::arg("tls_key") = nb::none(),
                   nb::arg("planes") = std::vector<std::string>{"shm", "ucx"},

@@ -145,7 +145,7 @@ int StreamFail(StreamState& s, const Status& st) {
   return CErrorCodeOf(st);
 }
 
-int StreamGetSchema(ArrowDeviceArrayStream* self, ArrowSchema* out) {
+int AsyncStreamGetSchema(ArrowDeviceArrayStream* self, ArrowSchema* out) {
   StreamState& s = StateOf(self->private_data);
   std::unique_lock lock(s.mu);
   s.last_error.clear();
@@ -165,7 +165,7 @@ int StreamGetSchema(ArrowDeviceArrayStream* self, ArrowSchema* out) {
   return 0;
 }
 
-int StreamGetNext(ArrowDeviceArrayStream* self, ArrowDeviceArray* out) {
+int AsyncStreamGetNext(ArrowDeviceArrayStream* self, ArrowDeviceArray* out) {
   StreamState& s = StateOf(self->private_data);
   std::memset(out, 0, sizeof(*out));
   std::unique_lock lock(s.mu);
@@ -202,7 +202,7 @@ int StreamGetNext(ArrowDeviceArrayStream* self, ArrowDeviceArray* out) {
   return 0;
 }
 
-const char* StreamGetLastError(ArrowDeviceArrayStream* self) {
+const char* AsyncStreamGetLastError(ArrowDeviceArrayStream* self) {
   StreamState& s = StateOf(self->private_data);
   std::lock_guard lock(s.mu);
   return s.last_error.empty() ? nullptr : s.last_error.c_str();
@@ -314,9 +314,9 @@ Status AsyncHandlerToStream(ArrowAsyncDeviceStreamHandler* handler, ArrowDeviceA
   *handler = ArrowAsyncDeviceStreamHandler{&OnSchema,       &OnNextTask, &OnError,
                                            &ReleaseHandler, nullptr,     new Shared(state)};
   stream->device_type = ARROW_DEVICE_CPU;
-  stream->get_schema = &StreamGetSchema;
-  stream->get_next = &StreamGetNext;
-  stream->get_last_error = &StreamGetLastError;
+  stream->get_schema = &AsyncStreamGetSchema;
+  stream->get_next = &AsyncStreamGetNext;
+  stream->get_last_error = &AsyncStreamGetLastError;
   stream->release = &ReleaseStream;
   stream->private_data = new Shared(std::move(state));
   return Status::OK();

@@ -5,13 +5,12 @@
 
 #include "ferry/format/bits.hpp"
 #include "half.hpp"
+#include "nesting.hpp"
 #include "type_kinds.hpp"
 
 namespace ferry {
 
 namespace {
-
-constexpr int kMaxDepth = 64;
 
 // a * b, or -1 on overflow (inputs are non-negative).
 int64_t MulOrNeg(int64_t a, int64_t b) {
@@ -41,7 +40,7 @@ Result<ArrayView> ArrayView::Make(const ArrowSchema* schema) {
 }
 
 Status ArrayView::InitFromSchema(const ArrowSchema* schema, int depth) {
-  if (depth > kMaxDepth) return Status::Invalid("schema nests deeper than 64 levels");
+  if (depth > internal::kMaxDepth) return Status::Invalid("schema nests deeper than 64 levels");
   FERRY_ASSIGN_OR_RAISE(type_, SchemaView::Make(schema));
   children_.clear();
   children_.resize(static_cast<size_t>(schema->n_children));
@@ -83,7 +82,7 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
   auto fail = [&](const std::string& why) {
     return Status::Invalid(Where(type_.schema) + ": " + why);
   };
-  if (depth > kMaxDepth) return Status::Invalid("array nests deeper than 64 levels");
+  if (depth > internal::kMaxDepth) return Status::Invalid("array nests deeper than 64 levels");
   if (type_.schema == nullptr)
     return Status::Invalid("array view was not initialised from a schema");
   if (array == nullptr) return fail("array is NULL");

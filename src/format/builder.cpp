@@ -10,15 +10,12 @@
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/format/decimal.hpp"
 #include "half.hpp"
+#include "nesting.hpp"
 #include "type_kinds.hpp"
 
 namespace ferry {
 
-namespace {
-
-constexpr int kMaxDepth = 64;
-
-}  // namespace
+namespace {}  // namespace
 
 ArrayBuilder::~ArrayBuilder() = default;
 
@@ -30,7 +27,7 @@ Result<std::unique_ptr<ArrayBuilder>> ArrayBuilder::Make(const ArrowSchema* sche
 }
 
 Status ArrayBuilder::Init(const ArrowSchema* schema, Allocator* allocator, int depth) {
-  if (depth > kMaxDepth) return Status::Invalid("schema nests deeper than 64 levels");
+  if (depth > internal::kMaxDepth) return Status::Invalid("schema nests deeper than 64 levels");
   FERRY_ASSIGN_OR_RAISE(type_, SchemaView::Make(schema));
   allocator_ = allocator;
   is_dictionary_ = schema->dictionary != nullptr;

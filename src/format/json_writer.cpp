@@ -8,12 +8,11 @@
 #include "ferry/format/decimal.hpp"
 #include "ferry/format/json.hpp"
 #include "ferry/format/stream.hpp"
+#include "nesting.hpp"
 
 namespace ferry {
 
 namespace {
-
-constexpr int kMaxDepth = 64;
 
 void AppendEscaped(std::string_view s, std::string* out) {
   out->push_back('"');
@@ -210,7 +209,7 @@ Status AppendStorageValue(const ArrayView& v, int64_t i, std::string* out, int d
 }
 
 Status AppendValue(const ArrayView& v, int64_t i, std::string* out, int depth) {
-  if (depth > kMaxDepth) return Status::Invalid("array nests deeper than 64 levels");
+  if (depth > internal::kMaxDepth) return Status::Invalid("array nests deeper than 64 levels");
   if (v.IsNull(i)) {
     *out += "null";
     return Status::OK();

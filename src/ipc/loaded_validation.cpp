@@ -6,13 +6,14 @@
 #include <atomic>
 #include <cstring>
 
+#include "ipc/schema_flatbuffer.hpp"
+
 namespace ferry::ipc::internal {
 
 namespace {
 
 std::atomic<bool> g_quick{true};
 
-constexpr int kMaxDepth = 64;
 // Lengths above this go to the view's validation, whose size arithmetic reports overflows.
 constexpr int64_t kMaxLength = int64_t{1} << 48;
 

@@ -8,11 +8,11 @@
 #include <optional>
 #include <string>
 
+#include "memview/host_endian.hpp"
+
 namespace ferry::memview {
 
 namespace {
-
-constexpr bool kHostLittle = std::endian::native == std::endian::little;
 
 // What an exported tensor keeps: the view's owners and its shape and strides (in items), inline
 // up to kInlineDims dimensions, so that a tensor of up to 4 dimensions is one allocation with
@@ -78,7 +78,7 @@ Status FillTensor(const MemoryView& view, ExportContext* ctx, DLTensor* t, uint6
     return Status::NotSupported("DLPack: the item must be one scalar, not \"" + view.format + "\"");
   }
   const ItemComponent& c = desc.components[0];
-  if (c.size > 1 && c.little_endian != kHostLittle) {
+  if (c.size > 1 && c.little_endian != internal::kHostLittle) {
     return Status::NotSupported("DLPack: data must be in native byte order");
   }
   if (c.low_float != LowFloat::kNone) {

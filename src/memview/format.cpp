@@ -8,11 +8,11 @@
 #include <limits>
 #include <string>
 
+#include "memview/host_endian.hpp"
+
 namespace ferry::memview {
 
 namespace {
-
-constexpr bool kHostLittle = std::endian::native == std::endian::little;
 
 struct Letter {
   int64_t size;
@@ -157,7 +157,7 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
       comp.format = low_float == LowFloat::kNone ? c : kLowFloatLetter;
       comp.low_float = low_float;
       comp.native_size = native;
-      comp.little_endian = order == 0 ? kHostLittle : order == 1;
+      comp.little_endian = order == 0 ? internal::kHostLittle : order == 1;
       comp.offset = offset;
       comp.size = size;
       comp.repeat = count;
@@ -208,7 +208,7 @@ template <typename T>
 T LoadOrdered(const uint8_t* p, bool little) {
   uint8_t bytes[sizeof(T)];
   std::memcpy(bytes, p, sizeof(T));
-  if (little != kHostLittle) std::reverse(bytes, bytes + sizeof(T));
+  if (little != internal::kHostLittle) std::reverse(bytes, bytes + sizeof(T));
   T v;
   std::memcpy(&v, bytes, sizeof(T));
   return v;

@@ -4,11 +4,11 @@
 #include <bit>
 #include <cctype>
 
+#include "memview/host_endian.hpp"
+
 namespace ferry::memview {
 
 namespace {
-
-constexpr bool kHostLittle = std::endian::native == std::endian::little;
 
 struct Pep3118State {
   char order = '@';  // current byte-order / size / alignment mode
@@ -306,7 +306,7 @@ Result<std::string> PackFormatFromNumpyTypestr(std::string_view typestr) {
                                 "' has no pack-template type");
   }
   FERRY_ASSIGN_OR_RAISE(std::string letter, PackLetter(kind, size));
-  const char effective = order == '=' ? (kHostLittle ? '<' : '>') : order;
+  const char effective = order == '=' ? (internal::kHostLittle ? '<' : '>') : order;
   return OrderSuffix(kind, size, effective == '|' ? '@' : effective, letter);
 }
 

@@ -186,7 +186,7 @@ int64_t BufferBytes(const ArrayView& v) {
   return total;
 }
 
-int Fail(const char* step, const Status& st) {
+int DemoFail(const char* step, const Status& st) {
   std::fprintf(stderr, "ferry demo: %s failed: %s\n", step, st.message().c_str());
   return 1;
 }
@@ -200,7 +200,7 @@ int DeviceRoundTrips(const Array& table, int64_t bytes, std::vector<DemoRow>* ro
   host.device_type = ARROW_DEVICE_CPU;
   host.device_id = -1;
   auto expected = ArrayToJson(table.view());
-  if (!expected.ok()) return Fail("rendering the table", expected.status());
+  if (!expected.ok()) return DemoFail("rendering the table", expected.status());
   struct Target {
     ArrowDeviceType type;
     const char* name;
@@ -217,25 +217,25 @@ int DeviceRoundTrips(const Array& table, int64_t bytes, std::vector<DemoRow>* ro
     }
     auto start = Clock::now();
     auto view = DeviceArrayView::Make(table.schema());
-    if (!view.ok()) return Fail("making a device array view", view.status());
+    if (!view.ok()) return DemoFail("making a device array view", view.status());
     Status st = view->SetArray(&host);
-    if (!st.ok()) return Fail("viewing the table", st);
+    if (!st.ok()) return DemoFail("viewing the table", st);
     auto there = view->Copy(**device);
-    if (!there.ok()) return Fail("copying to the device", there.status());
+    if (!there.ok()) return DemoFail("copying to the device", there.status());
     st = view->SetArray(there->get());
-    if (!st.ok()) return Fail("viewing the device copy", st);
+    if (!st.ok()) return DemoFail("viewing the device copy", st);
     const int64_t round_trips = view->round_trips();
     auto back = view->Copy(*CpuDevice());
-    if (!back.ok()) return Fail("copying back", back.status());
+    if (!back.ok()) return DemoFail("copying back", back.status());
     row.seconds = Seconds(start);
     row.bytes = 2 * bytes;
     auto back_view = ArrayView::Make(table.schema());
-    if (!back_view.ok()) return Fail("viewing the copy", back_view.status());
+    if (!back_view.ok()) return DemoFail("viewing the copy", back_view.status());
     st = back_view->SetArray(&(*back)->array);
     if (st.ok()) st = back_view->Validate(ValidationLevel::kFull);
-    if (!st.ok()) return Fail("validating the copy", st);
+    if (!st.ok()) return DemoFail("validating the copy", st);
     auto json = ArrayToJson(*back_view);
-    if (!json.ok()) return Fail("rendering the copy", json.status());
+    if (!json.ok()) return DemoFail("rendering the copy", json.status());
     if (*json != *expected) {
       std::fprintf(stderr, "ferry demo: the copy back from %s differs from the table\n", t.name);
       return 1;
@@ -251,35 +251,35 @@ int DeviceRoundTrips(const Array& table, int64_t bytes, std::vector<DemoRow>* ro
 // zero-copy (uncompressed) and decompressed (LZ4); both must render exactly as the original.
 int IpcRoundTrips(const Array& table, int64_t table_bytes, std::vector<DemoRow>* rows) {
   auto expected = ArrayToJson(table.view());
-  if (!expected.ok()) return Fail("rendering the table", expected.status());
+  if (!expected.ok()) return DemoFail("rendering the table", expected.status());
   for (ipc::Compression codec : {ipc::Compression::kNone, ipc::Compression::kLz4Frame}) {
     auto start = Clock::now();
     ipc::MemorySink sink;
     ipc::WriteOptions options;
     options.compression = codec;
     auto writer = ipc::StreamWriter::Open(&sink, table.schema(), options);
-    if (!writer.ok()) return Fail("opening the IPC writer", writer.status());
+    if (!writer.ok()) return DemoFail("opening the IPC writer", writer.status());
     Status st = writer->WriteBatch(table.array());
     if (st.ok()) st = writer->Close();
-    if (!st.ok()) return Fail("writing IPC", st);
+    if (!st.ok()) return DemoFail("writing IPC", st);
     const ipc::WriteStats stats = writer->stats();
     SharedBytes bytes = sink.Finish();
     ipc::Decoder decoder;
     st = decoder.Consume(bytes);
-    if (!st.ok()) return Fail("reading IPC", st);
+    if (!st.ok()) return DemoFail("reading IPC", st);
     std::optional<ipc::DecodedMessage> m;
     while ((m = decoder.Next()) && m->kind != ipc::MessageKind::kRecordBatch) {
     }
-    if (!m) return Fail("reading IPC", Status::Invalid("no record batch came back"));
+    if (!m) return DemoFail("reading IPC", Status::Invalid("no record batch came back"));
     DemoRow row;
     row.seconds = Seconds(start);
     row.bytes = table_bytes;
     row.step = std::string("IPC stream write + read, ") +
                (codec == ipc::Compression::kNone ? "uncompressed" : "LZ4_FRAME");
     auto view = ArrayView::Make(table.schema());
-    if (!view.ok()) return Fail("viewing the IPC batch", view.status());
+    if (!view.ok()) return DemoFail("viewing the IPC batch", view.status());
     st = view->SetArray(m->batch.get());
-    if (!st.ok()) return Fail("viewing the IPC batch", st);
+    if (!st.ok()) return DemoFail("viewing the IPC batch", st);
     auto json = ArrayToJson(*view);
     if (!json.ok() || *json != *expected) {
       std::fprintf(stderr, "ferry demo: the IPC round trip changed the table\n");
@@ -320,15 +320,15 @@ void PrintSummary(const std::vector<DemoRow>& rows) {
 int RunDemo(const DemoOptions& options) {
   auto start = Clock::now();
   auto schema = DemoSchema().Export();
-  if (!schema.ok()) return Fail("building the schema", schema.status());
+  if (!schema.ok()) return DemoFail("building the schema", schema.status());
   auto builder = ArrayBuilder::Make(schema->get());
-  if (!builder.ok()) return Fail("making the builder", builder.status());
+  if (!builder.ok()) return DemoFail("making the builder", builder.status());
   for (int64_t i = 0; i < options.rows; ++i) {
     Status st = AppendGenerated(builder->get(), i, 0);
-    if (!st.ok()) return Fail("building row", st.WithContext("row " + std::to_string(i)));
+    if (!st.ok()) return DemoFail("building row", st.WithContext("row " + std::to_string(i)));
   }
   auto built = (*builder)->Finish();
-  if (!built.ok()) return Fail("finishing the table", built.status());
+  if (!built.ok()) return DemoFail("finishing the table", built.status());
   const double build_s = Seconds(start);
 
   // Hand the table over as a producer would: two plain C structs, moved out of their owners.
@@ -339,11 +339,11 @@ int RunDemo(const DemoOptions& options) {
 
   start = Clock::now();
   auto imported = Array::Import(&c_schema, &c_array);
-  if (!imported.ok()) return Fail("importing through the C data interface", imported.status());
+  if (!imported.ok()) return DemoFail("importing through the C data interface", imported.status());
   const double import_s = Seconds(start);
   start = Clock::now();
   Status valid = imported->Validate(ValidationLevel::kFull);
-  if (!valid.ok()) return Fail("full validation", valid);
+  if (!valid.ok()) return DemoFail("full validation", valid);
   const double validate_s = Seconds(start);
 
   const ArrayView& table = imported->view();

@@ -37,7 +37,7 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-int Fail(const std::string& what, const Status& st) {
+int TransferFail(const std::string& what, const Status& st) {
   std::fprintf(stderr, "ferry demo: %s: %s\n", what.c_str(), st.message().c_str());
   return 1;
 }
@@ -254,7 +254,7 @@ int ProcessTransfers(const Array& table, const DemoOptions& options, std::vector
   const std::string received = stem + "-received.arrows";
   std::vector<std::string> want;
   Status st = WriteTable(table, source, 8, 1, &want);
-  if (!st.ok()) return Fail("writing " + source, st);
+  if (!st.ok()) return TransferFail("writing " + source, st);
 
   struct Path {
     const char* transport;
@@ -283,7 +283,7 @@ int ProcessTransfers(const Array& table, const DemoOptions& options, std::vector
     std::vector<std::pair<std::string, std::string>> datasets{{"check", source}};
     if (bulk_written) datasets.emplace_back("bulk", bulk);
     Result<Child> server = peers.Serve(p.transport, p.body, datasets, &uris);
-    if (!server.ok()) return Fail("starting `ferry serve`", server.status());
+    if (!server.ok()) return TransferFail("starting `ferry serve`", server.status());
     double server_ready_s = Since(launched);
     // Warm-up: the whole table once, written to a file and compared value by value.
     GetRun check = peers.Get(uris["check"], "check", "full", received);
@@ -301,7 +301,7 @@ int ProcessTransfers(const Array& table, const DemoOptions& options, std::vector
       if (!st.ok()) {
         kill(server->pid, SIGTERM);
         Wait(&*server);
-        return Fail("writing " + bulk, st);
+        return TransferFail("writing " + bulk, st);
       }
       bulk_written = true;
       kill(server->pid, SIGTERM);
@@ -309,7 +309,7 @@ int ProcessTransfers(const Array& table, const DemoOptions& options, std::vector
       uris.clear();
       launched = Clock::now();
       server = peers.Serve(p.transport, p.body, {{"check", source}, {"bulk", bulk}}, &uris);
-      if (!server.ok()) return Fail("starting `ferry serve`", server.status());
+      if (!server.ok()) return TransferFail("starting `ferry serve`", server.status());
       server_ready_s = Since(launched);
       check = peers.Get(uris["check"], "check", "full", "");  // the warm-up for the new server
     }

@@ -19,7 +19,7 @@ namespace ferry::cli {
 
 namespace {
 
-int Fail(const std::string& what, const Status& st) {
+int IpcFail(const std::string& what, const Status& st) {
   std::fprintf(stderr, "ferry: %s: %s\n", what.c_str(), st.message().c_str());
   return 1;
 }
@@ -54,10 +54,10 @@ void PrintSchema(const ArrowSchema* schema) {
 
 int RunInspect(const IpcOptions& o) {
   Result<SharedBytes> bytes = SharedBytes::MapFile(o.input);
-  if (!bytes.ok()) return Fail(o.input, bytes.status());
+  if (!bytes.ok()) return IpcFail(o.input, bytes.status());
   if (IsFile(*bytes)) {
     Result<ipc::FileReader> reader = ipc::FileReader::Open(*bytes);
-    if (!reader.ok()) return Fail(o.input, reader.status());
+    if (!reader.ok()) return IpcFail(o.input, reader.status());
     std::printf("%s: Arrow IPC file, %lld bytes, metadata V%d\n", o.input.c_str(),
                 static_cast<long long>(bytes->size), static_cast<int>(reader->version()) + 1);
     std::printf("schema (%lld columns):\n", static_cast<long long>(reader->schema()->n_children));
@@ -67,7 +67,7 @@ int RunInspect(const IpcOptions& o) {
                 static_cast<long long>(reader->num_record_batches()));
     for (int64_t i = 0; i < reader->num_record_batches(); ++i) {
       Result<ipc::FileReader::BlockInfo> info = reader->RecordBatchInfo(i);
-      if (!info.ok()) return Fail(o.input, info.status());
+      if (!info.ok()) return IpcFail(o.input, info.status());
       std::printf("  batch %lld: %lld rows, %lld body bytes at offset %lld, %s\n",
                   static_cast<long long>(i), static_cast<long long>(info->rows),
                   static_cast<long long>(info->body_length), static_cast<long long>(info->offset),
@@ -87,7 +87,7 @@ int RunInspect(const IpcOptions& o) {
     const int64_t start = pos;
     Status st = decoder.Consume(bytes->Slice(pos, n));
     pos += n;
-    if (!st.ok()) return Fail(o.input, st);
+    if (!st.ok()) return IpcFail(o.input, st);
     const long long end = start + n;
     while (std::optional<ipc::DecodedMessage> m = decoder.Next()) {
       std::printf("message %lld (ends at byte %lld): %s", static_cast<long long>(m->index), end,
@@ -110,7 +110,7 @@ int RunInspect(const IpcOptions& o) {
     }
   }
   if (!decoder.between_messages()) {
-    return Fail(o.input, Status::Invalid("the stream is truncated"));
+    return IpcFail(o.input, Status::Invalid("the stream is truncated"));
   }
   if (!decoder.finished()) std::printf("(no end-of-stream marker)\n");
   return 0;
@@ -118,18 +118,18 @@ int RunInspect(const IpcOptions& o) {
 
 int RunValidate(const IpcOptions& o) {
   Result<ValidationLevel> level = ParseValidation(o.validation);
-  if (!level.ok()) return Fail("--validation", level.status());
+  if (!level.ok()) return IpcFail("--validation", level.status());
   ipc::ReadOptions options;
   options.validation = *level;
   Result<UniqueArrayStream> stream = ipc::ReadPath(o.input, options);
-  if (!stream.ok()) return Fail(o.input, stream.status());
+  if (!stream.ok()) return IpcFail(o.input, stream.status());
   Result<ArrayStreamReader> reader = ArrayStreamReader::Open(stream->get());
-  if (!reader.ok()) return Fail(o.input, reader.status());
+  if (!reader.ok()) return IpcFail(o.input, reader.status());
   int64_t batches = 0;
   int64_t rows = 0;
   while (true) {
     Result<std::optional<Array>> b = reader->Next();
-    if (!b.ok()) return Fail(o.input, b.status());
+    if (!b.ok()) return IpcFail(o.input, b.status());
     if (!*b) break;
     ++batches;
     rows += (*b)->length();
@@ -141,14 +141,14 @@ int RunValidate(const IpcOptions& o) {
 
 int RunCat(const IpcOptions& o) {
   Result<UniqueArrayStream> stream = ipc::ReadPath(o.input);
-  if (!stream.ok()) return Fail(o.input, stream.status());
+  if (!stream.ok()) return IpcFail(o.input, stream.status());
   Result<ArrayStreamReader> reader = ArrayStreamReader::Open(stream->get());
-  if (!reader.ok()) return Fail(o.input, reader.status());
+  if (!reader.ok()) return IpcFail(o.input, reader.status());
   if (o.json) {
     std::vector<Array> batches;
     while (true) {
       Result<std::optional<Array>> b = reader->Next();
-      if (!b.ok()) return Fail(o.input, b.status());
+      if (!b.ok()) return IpcFail(o.input, b.status());
       if (!*b) break;
       batches.push_back(std::move(**b));
     }
@@ -156,7 +156,7 @@ int RunCat(const IpcOptions& o) {
     arrays.reserve(batches.size());
     for (const Array& b : batches) arrays.push_back(b.array());
     Result<nlohmann::json> doc = testing::IntegrationJson(reader->schema(), arrays);
-    if (!doc.ok()) return Fail(o.input, doc.status());
+    if (!doc.ok()) return IpcFail(o.input, doc.status());
     std::printf("%s\n", doc->dump(1).c_str());
     return 0;
   }
@@ -165,10 +165,10 @@ int RunCat(const IpcOptions& o) {
   int64_t index = 0;
   while (true) {
     Result<std::optional<Array>> b = reader->Next();
-    if (!b.ok()) return Fail(o.input, b.status());
+    if (!b.ok()) return IpcFail(o.input, b.status());
     if (!*b) break;
     Result<std::string> json = ArrayToJson((*b)->view());
-    if (!json.ok()) return Fail(o.input, json.status());
+    if (!json.ok()) return IpcFail(o.input, json.status());
     const nlohmann::json rows = nlohmann::json::parse(*json);
     std::printf("batch %lld (%zu rows):\n", static_cast<long long>(index++), rows.size());
     size_t shown = 0;
@@ -187,18 +187,18 @@ int RunCat(const IpcOptions& o) {
 int RunConvert(const IpcOptions& o) {
   ipc::WriteOptions w;
   Result<ipc::Compression> compression = ipc::ParseCompression(o.compression);
-  if (!compression.ok()) return Fail("--compression", compression.status());
+  if (!compression.ok()) return IpcFail("--compression", compression.status());
   w.compression = *compression;
   w.alignment = o.alignment;
   w.emit_dictionary_deltas = o.emit_dictionary_deltas;
   Result<UniqueArrayStream> stream = ipc::ReadPath(o.input);
-  if (!stream.ok()) return Fail(o.input, stream.status());
+  if (!stream.ok()) return IpcFail(o.input, stream.status());
   UniqueSchema schema;
   if (const Status st = StreamGetSchema(stream->get(), schema.get()); !st.ok()) {
-    return Fail(o.input, st.WithContext("cannot read the schema"));
+    return IpcFail(o.input, st.WithContext("cannot read the schema"));
   }
   Result<std::unique_ptr<ipc::FileSink>> sink = ipc::FileSink::Open(o.output);
-  if (!sink.ok()) return Fail(o.output, sink.status());
+  if (!sink.ok()) return IpcFail(o.output, sink.status());
   auto run = [&](auto& writer) -> Status {
     while (true) {
       UniqueArray batch;
@@ -236,7 +236,7 @@ int RunConvert(const IpcOptions& o) {
     st = Status::Invalid("unknown format \"" + o.format + "\" (stream, file)");
   }
   if (st.ok()) st = (*sink)->Close();
-  if (!st.ok()) return Fail(o.output, st);
+  if (!st.ok()) return IpcFail(o.output, st);
   return 0;
 }
 

@@ -14,7 +14,7 @@ namespace ferry::transport::internal::ucx {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // After a get fails, how long to wait for the checked endpoint to say the peer died, so the
 // error names the cause.
@@ -438,7 +438,7 @@ Result<std::unique_ptr<FetchInFlight>> ClientConnection::StartFetch(
   }
   // CMA and shared-memory gets often finish inside the call; others progress on the progress
   // thread, which a connection failure tells to give up on them.
-  if (!done->Wait(Clock::now())) {
+  if (!done->Wait(SteadyClock::now())) {
     Waiting(done);
     worker_->Wake();
   }

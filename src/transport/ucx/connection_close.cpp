@@ -11,7 +11,7 @@ namespace ferry::transport::internal::ucx {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // How long a closing end waits for its endpoints to close gracefully (what it sent reaches the
 // peer, and the peer learns of the close) before it stops waiting.
@@ -37,7 +37,7 @@ void UcxConnection::Fail(const std::string& why, bool abort) {
     std::lock_guard lock(mutex_);
     if (!gone_) {
       gone_ = true;
-      gone_at_ = Clock::now();
+      gone_at_ = SteadyClock::now();
       failure_ = why;
     }
   }
@@ -95,7 +95,7 @@ std::chrono::milliseconds UcxConnection::SettleFailure() {
     if (!gone_ || inbox_closed_) return std::chrono::milliseconds(-1);
     // What was landing when the peer went still lands (or fails): wait for it, a little. A
     // rendezvous from a dead peer may never end: the deadline closes the inbox regardless.
-    const auto waited = Clock::now() - gone_at_;
+    const auto waited = SteadyClock::now() - gone_at_;
     if (landing_.load() > 0 && waited < kSettleWait) {
       return std::chrono::duration_cast<std::chrono::milliseconds>(kSettleWait - waited) +
              std::chrono::milliseconds(1);
@@ -139,7 +139,7 @@ void UcxConnection::Shut(bool force) {
 }
 
 void UcxConnection::CloseEndpoints(bool force) {
-  const auto deadline = Clock::now() + kCloseWait;
+  const auto deadline = SteadyClock::now() + kCloseWait;
   bool gone = force;
   {
     std::lock_guard lock(mutex_);
@@ -217,13 +217,15 @@ void UcxConnection::TearDown() {
     gone = gone_;
   }
   const auto closed = [this] {
-    return std::all_of(closing_.begin(), closing_.end(),
-                       [](const std::shared_ptr<Completion>& c) { return c->Wait(Clock::now()); });
+    return std::all_of(closing_.begin(), closing_.end(), [](const std::shared_ptr<Completion>& c) {
+      return c->Wait(SteadyClock::now());
+    });
   };
   // A gone peer's rendezvous never lands: no point waiting for it. A forced close needs no
   // answer from the peer, so it finishes within a few rounds of progress.
-  worker_->Drain([&] { return (gone || landing_.load() == 0) && closed(); },
-                 Clock::now() + (gone ? std::chrono::milliseconds(200) : std::chrono::seconds(1)));
+  worker_->Drain(
+      [&] { return (gone || landing_.load() == 0) && closed(); },
+      SteadyClock::now() + (gone ? std::chrono::milliseconds(200) : std::chrono::seconds(1)));
   worker_->Destroy();
 }
 

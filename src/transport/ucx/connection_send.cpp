@@ -13,7 +13,7 @@ namespace ferry::transport::internal::ucx {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // How long a failed send waits for UCX to let go of the caller's bytes once its endpoint is
 // force-closed: the close ends queued sends at once; a rendezvous to a dead peer it never ends.
@@ -106,7 +106,7 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag, std::span<cons
     }
   }
   hold.reset();
-  if (staged && !done->Wait(Clock::now())) {
+  if (staged && !done->Wait(SteadyClock::now())) {
     // Nothing of the caller's is read any more: return now, and let the caller make its next
     // message while this one is sent (TCP lanes, one core each way: the copy would otherwise
     // add to the send's time). The next gathered send or Close waits for it.
@@ -118,14 +118,14 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag, std::span<cons
     return Status::OK();
   }
   Status st = Await(done);
-  if (!st.ok() && !owns_bytes && !released->Wait(Clock::now())) {
+  if (!st.ok() && !owns_bytes && !released->Wait(SteadyClock::now())) {
     // The wait was abandoned (the connection failed) while UCX still holds a send that reads the
     // caller's bytes; the failure force-closes its endpoint, which ends the sends queued on it:
     // wait for that, a little, before the caller may free them. A rendezvous whose peer died is
     // not ended by the close (UCX 1.13 and 1.22 kept one past 4 s), but its lanes are gone and
     // nothing reads its bytes again, so a longer wait would only delay the report.
     worker_->Wake();
-    released->Wait(Clock::now() + kReleaseWait);
+    released->Wait(SteadyClock::now() + kReleaseWait);
   }
   return st;
 }
@@ -143,15 +143,15 @@ Status UcxConnection::AwaitStaged() {
 }
 
 Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
-  if (!done->Wait(Clock::now())) {
+  if (!done->Wait(SteadyClock::now())) {
     // The rest of an eager send (its later fragments) goes out as this thread progresses the
     // worker: handing it to the progress thread would cost a wake-up there and one back here.
-    const auto until = Clock::now() + kSendSpin;
+    const auto until = SteadyClock::now() + kSendSpin;
     do {
       Pump();
-    } while (!done->Wait(Clock::now()) && Clock::now() < until);
+    } while (!done->Wait(SteadyClock::now()) && SteadyClock::now() < until);
   }
-  if (!done->Wait(Clock::now())) {
+  if (!done->Wait(SteadyClock::now())) {
     Waiting(done);
     worker_->Wake();  // what is left (a rendezvous, a full queue) progresses there
     if (!done->Wait(*limits_.clock, limits_.clock->After(limits_.timeout))) {
@@ -170,7 +170,7 @@ Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
       // A force-closed endpoint ends its operations with an error; a rendezvous still waiting
       // for a peer's answer is left to UCX (nothing of ours sends from it any more: its lanes
       // are gone), so the wait is bounded (as above).
-      done->Wait(Clock::now() + kReleaseWait);
+      done->Wait(SteadyClock::now() + kReleaseWait);
       return Status::DeadlineExceeded("the peer took nothing for " + Millis(limits_.timeout));
     }
   }
