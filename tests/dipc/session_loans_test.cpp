@@ -17,17 +17,26 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Which of a producer's batches have been released, for waits on the server's threads.
+// Which of a producer's batches have been released, for waits on the server's threads. Each open
+// of a dataset builds its batches anew, numbered from 0 (split, the metadata's session opens it
+// too), so how many were built and released in all is counted as well.
 struct LoanReleases {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<bool> released;
+  size_t built = 0;
+  size_t freed = 0;
 
+  void Built() {
+    std::lock_guard lock(mutex);
+    ++built;
+  }
   void Mark(size_t i) {
     {
       std::lock_guard lock(mutex);
       if (released.size() <= i) released.resize(i + 1);
       released[i] = true;
+      ++freed;
     }
     changed.notify_all();
   }
@@ -46,6 +55,12 @@ struct LoanReleases {
       return std::all_of(which.begin(), which.end(),
                          [&](size_t i) { return i < released.size() && released[i]; });
     });
+  }
+  // Whether every batch built, by any open of the dataset, was released within 5 s; call it once
+  // the server is idle, when no session builds more.
+  bool AwaitEvery() {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, 5s, [&] { return freed == built; });
   }
 };
 
@@ -87,6 +102,7 @@ class RegionProducer final : public DeviceArrayProducer {
       FERRY_RETURN_NOT_OK(b->FinishElement());
     }
     FERRY_ASSIGN_OR_RAISE(UniqueArray built, b->Finish());
+    releases_->Built();
     // The batch as handed over: the built one, whose release also marks it released.
     auto* wrapped = new Wrapped{{}, releases_, static_cast<size_t>(next_)};
     built.move_to(&wrapped->inner);
@@ -185,6 +201,7 @@ TEST_P(ServerClient, ABatchWrittenInTheRegionIsLentInPlace) {
   }
   ASSERT_TRUE(releases->AwaitAll({0, 1, 2}));
   ASSERT_TRUE(server->AwaitIdle(5s));
+  ASSERT_TRUE(releases->AwaitEvery());
   const ServerStats stats = server->stats();
   EXPECT_EQ(stats.bodies_lent_in_place, kBatches);
   EXPECT_EQ(stats.batches_sent, kBatches);
@@ -219,6 +236,7 @@ TEST_P(ServerClient, ACompressedBatchFromTheRegionIsCopied) {
   }
   ASSERT_TRUE(releases->AwaitAll({0, 1}));
   ASSERT_TRUE(server->AwaitIdle(5s));
+  ASSERT_TRUE(releases->AwaitEvery());
   EXPECT_EQ(server->stats().bodies_lent_in_place, 0);
   EXPECT_EQ(server->stats().batches_sent, 2);
   EXPECT_EQ(server->stats().bytes_in_flight, 0);
@@ -247,6 +265,7 @@ TEST_P(ServerClient, AClientLeavingEarlyReturnsEveryLoan) {
   std::vector<size_t> sent(static_cast<size_t>(stats.batches_sent));
   for (size_t i = 0; i < sent.size(); ++i) sent[i] = i;
   ASSERT_TRUE(releases->AwaitAll(sent)) << releases->Count() << " of " << sent.size();
+  ASSERT_TRUE(releases->AwaitEvery());
   EXPECT_EQ(stats.bodies_lent_in_place, stats.batches_sent);
   EXPECT_EQ(server->stats().bytes_in_flight, 0);
 }
