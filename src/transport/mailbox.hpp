@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -69,11 +70,28 @@ class Mailbox {
     changed_.notify_all();
   }
 
-  Result<SharedBytes> PopUntagged(std::chrono::milliseconds timeout) {
+  /// The Pokes so far: read before a wait that a Poke must end.
+  uint64_t pokes() const { return pokes_.load(std::memory_order_acquire); }
+
+  /// End, with nothing, the waits of the pops given a count of pokes older than this one's: a
+  /// receiver that waits while another thread fetches its messages learns that it stopped.
+  void Poke() {
+    {
+      std::lock_guard lock(mutex_);
+      pokes_.fetch_add(1, std::memory_order_release);
+      changes_.fetch_add(1, std::memory_order_release);
+    }
+    changed_.notify_all();
+  }
+
+  /// The oldest untagged message, waiting up to `timeout`; a wait also ends once the count of
+  /// pokes differs from `pokes` where given (kDeadlineExceeded then, as for the timeout).
+  Result<SharedBytes> PopUntagged(std::chrono::milliseconds timeout,
+                                  std::optional<uint64_t> pokes = std::nullopt) {
     std::unique_lock lock(mutex_);
-    SpinFor(lock, timeout, [&] { return !untagged_.empty() || closed_; });
-    const bool ready =
-        clock_->WaitFor(changed_, lock, timeout, [&] { return !untagged_.empty() || closed_; });
+    const auto done = [&] { return !untagged_.empty() || closed_ || Poked(pokes); };
+    SpinFor(lock, timeout, done);
+    const bool ready = clock_->WaitFor(changed_, lock, timeout, done);
     if (!untagged_.empty()) {
       SharedBytes m = std::move(untagged_.front());
       untagged_.pop_front();
@@ -83,8 +101,9 @@ class Mailbox {
     return Failure(ready, timeout, "an untagged message");
   }
 
-  /// The oldest tagged message whose `(tag & mask) == (want & mask)`.
-  Result<TaggedMessage> PopTagged(uint64_t want, uint64_t mask, std::chrono::milliseconds timeout) {
+  /// The oldest tagged message whose `(tag & mask) == (want & mask)`; `pokes` as for PopUntagged.
+  Result<TaggedMessage> PopTagged(uint64_t want, uint64_t mask, std::chrono::milliseconds timeout,
+                                  std::optional<uint64_t> pokes = std::nullopt) {
     std::unique_lock lock(mutex_);
     auto match = [&] {
       for (auto it = tagged_.begin(); it != tagged_.end(); ++it) {
@@ -92,9 +111,9 @@ class Mailbox {
       }
       return tagged_.end();
     };
-    SpinFor(lock, timeout, [&] { return match() != tagged_.end() || closed_; });
-    const bool ready = clock_->WaitFor(changed_, lock, timeout,
-                                       [&] { return match() != tagged_.end() || closed_; });
+    const auto done = [&] { return match() != tagged_.end() || closed_ || Poked(pokes); };
+    SpinFor(lock, timeout, done);
+    const bool ready = clock_->WaitFor(changed_, lock, timeout, done);
     if (auto it = match(); it != tagged_.end()) {
       TaggedMessage m = std::move(*it);
       tagged_.erase(it);
@@ -207,12 +226,17 @@ class Mailbox {
     if (max_bytes_ > 0) room_.notify_all();
   }
 
+  bool Poked(std::optional<uint64_t> pokes) const {
+    return pokes.has_value() && pokes_.load(std::memory_order_relaxed) != *pokes;
+  }
+
+  // `ready`: the wait ended before its timeout (closed, or poked).
   Status Failure(bool ready, std::chrono::milliseconds timeout, const char* what) const {
     // A look (no wait) that finds nothing is how a spinning reader polls: its message is short
     // enough for the string's own room, so that a look allocates nothing.
-    if (!ready && timeout.count() <= 0) return Status::DeadlineExceeded("timed out");
-    if (!ready) return TimedOut(what);
-    return Status::Unavailable(reason_ + " while waiting for " + what);
+    if (ready && closed_) return Status::Unavailable(reason_ + " while waiting for " + what);
+    if (timeout.count() <= 0) return Status::DeadlineExceeded("timed out");
+    return TimedOut(what);
   }
 
   const std::shared_ptr<Clock> clock_;
@@ -227,7 +251,8 @@ class Mailbox {
   int64_t bytes_ = 0;
   bool unwoken_ = false;  // pushed without waking the receivers
   const std::chrono::microseconds spin_;
-  std::atomic<uint64_t> changes_{0};  // pushes and the close: what a spinning pop watches
+  std::atomic<uint64_t> changes_{0};  // pushes, pokes and the close: what a spinning pop watches
+  std::atomic<uint64_t> pokes_{0};    // Pokes so far (written under mutex_)
 };
 
 }  // namespace ferry::transport::internal

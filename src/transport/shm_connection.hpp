@@ -109,6 +109,9 @@ class ShmConnection final : public Connection {
   // With the read token: read every frame there is now, without waiting for more; false when
   // the connection ended (`why` says how).
   bool ReadReady(std::string* why);
+  // After the read token is handed back: end the inbox waits of the callers that lead, so that
+  // they take the token and read on (Lead says why).
+  void PokeLeaders();
   bool Readable() const;
   // The connection is over: refuse further pushes with `why` (empty: the peer closed it) and
   // tell the peer.
@@ -131,6 +134,9 @@ class ShmConnection final : public Connection {
   // With the read token: whether a frame's bytes are there to read now (a broken ring says
   // yes, so that the read reports it).
   bool HasBytes();
+  // With the read token: whether the next frame is a message (untagged or tagged) whose header
+  // and payload are all in the ring, or in the stage, already: reading it cannot wait.
+  bool WholeMessageReady();
   // With the read token, the ring in use: whether it holds more than a stage's worth.
   bool Ahead() const;
   // One recvmsg, keeping the descriptors that arrive alongside (in order, for region frames).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "transport/shm_common.hpp"
 #include "transport/shm_connection.hpp"
@@ -51,12 +52,16 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
   }
   bool backlog = false;
   while (waiting()) {
+    const uint64_t pokes = inbox_.pokes();
     std::unique_lock token(read_mutex_, std::try_to_lock);
     if (!token) {
       if (timeout.count() <= 0) break;  // a look: another reads, and what it took is looked at
       const auto left = std::chrono::ceil<milliseconds>(deadline - clock.Now());
       if (left.count() <= 0) break;
-      r = pop(std::min(left, milliseconds(1)));
+      // Another reads (the reader thread, or a second caller) and pushes what it takes. Once it
+      // hands the token back, what comes later lies unread until a caller takes the token: it
+      // pokes the inbox then, which ends this wait (`pokes` was read before the token was tried).
+      r = pop(std::min(left, milliseconds(1)), pokes);
       continue;
     }
     std::string why;  // set by a read that fails; End says the peer closed if it is not
@@ -75,6 +80,11 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
       }
       r = pop(milliseconds(0));
     }
+    // The frame behind the one waited for is taken too when it is whole already, as a batch's
+    // buffer list comes with its metadata: the receive that asks for it next finds it in the
+    // inbox instead of leading a read of its own. A frame still on its way is left: this
+    // caller must not wait for what it did not ask for.
+    if (!waiting() && WholeMessageReady() && !ReadFrame(&why)) End(why);
     // A read that filled the stage left more in the socket, or the ring holds more than a
     // stage: the stream is ahead of us.
     const bool ring = ring_active_.load(std::memory_order_relaxed);
@@ -106,9 +116,11 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
     if (*n == 0 && clock.Now() >= deadline) break;
   }
   bool resume = false;
+  bool others = false;
   {
     std::lock_guard lock(lead_mutex_);
     --leaders_;
+    others = leaders_ > 0;
     last_lead_ = std::chrono::steady_clock::now();
     // A wait's end is when its message came, near enough (a look's is not: it may have come
     // long before).
@@ -120,6 +132,8 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
   // while the caller decodes; one the caller waits for keeps it parked, so that a batch wakes
   // one thread, not two.
   if (resume) lead_changed_.notify_all();
+  // A caller that leads beside this one may wait on the inbox for the token it held.
+  if (others) inbox_.Poke();
   // The looks while it spun and slept said only "timed out"; a wait with time says for what.
   if (waiting() && timeout.count() > 0) r = Mailbox::TimedOut(what);
   return r;
@@ -127,13 +141,17 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
 
 Result<SharedBytes> ShmConnection::Receive(std::chrono::milliseconds timeout) {
   return Lead(timeout, "an untagged message",
-              [this](std::chrono::milliseconds t) { return inbox_.PopUntagged(t); });
+              [this](std::chrono::milliseconds t, std::optional<uint64_t> pokes = std::nullopt) {
+                return inbox_.PopUntagged(t, pokes);
+              });
 }
 
 Result<TaggedMessage> ShmConnection::ReceiveTagged(uint64_t want, uint64_t mask,
                                                    std::chrono::milliseconds timeout) {
   return Lead(timeout, "a tagged message",
-              [&](std::chrono::milliseconds t) { return inbox_.PopTagged(want, mask, t); });
+              [&](std::chrono::milliseconds t, std::optional<uint64_t> pokes = std::nullopt) {
+                return inbox_.PopTagged(want, mask, t, pokes);
+              });
 }
 
 void ShmConnection::ReadLoop() {
@@ -159,6 +177,8 @@ void ShmConnection::ReadLoop() {
       std::unique_lock token(read_mutex_, std::try_to_lock);
       if (!token) continue;  // a caller reads
       if (ended_.load() || !ReadReady(&why)) break;
+      token.unlock();
+      PokeLeaders();
     }
   }
   End(why);
@@ -179,6 +199,14 @@ bool ShmConnection::Park() {
     parked_ = false;
   }
   return false;
+}
+
+void ShmConnection::PokeLeaders() {
+  {
+    std::lock_guard lock(lead_mutex_);
+    if (leaders_ == 0) return;
+  }
+  inbox_.Poke();
 }
 
 bool ShmConnection::KickReader() {
@@ -366,6 +394,24 @@ bool ShmConnection::HasBytes() {
     return !ready.ok() || *ready > 0;
   }
   return stage_begin_ < stage_end_ || Readable();
+}
+
+bool ShmConnection::WholeMessageReady() {
+  FrameHeader h;
+  uint64_t have = 0;
+  if (ring_active_.load(std::memory_order_relaxed)) {
+    Result<uint64_t> ready = in_ring_->Readable();
+    if (!ready.ok() || *ready < sizeof(h)) return false;
+    have = *ready;
+    in_ring_->Peek(&h, sizeof(h));
+  } else {
+    have = stage_end_ - stage_begin_;
+    if (stage_begin_ >= stage_end_ || have < sizeof(h)) return false;
+    std::memcpy(&h, stage_.data() + stage_begin_, sizeof(h));
+  }
+  const auto kind = static_cast<FrameKind>(h.kind);
+  if (kind != FrameKind::kUntagged && kind != FrameKind::kTagged) return false;
+  return h.length <= have - sizeof(h);
 }
 
 bool ShmConnection::Ahead() const {

@@ -101,11 +101,15 @@ Result<uint64_t> FrameRing::Readable() const {
   return ready;
 }
 
-void FrameRing::Take(void* into, uint64_t size) {
+void FrameRing::Peek(void* into, uint64_t size) const {
   const uint64_t at = position_ & mask_;
   const uint64_t first = std::min(size, mask_ + 1 - at);
   std::memcpy(into, data() + at, first);
   std::memcpy(static_cast<uint8_t*>(into) + first, data(), size - first);
+}
+
+void FrameRing::Take(void* into, uint64_t size) {
+  Peek(into, size);
   position_ += size;
   Control& c = *control();
   At(c.head).store(position_, std::memory_order_seq_cst);

@@ -51,6 +51,9 @@ class FrameRing {
   /// Copy the next `size` bytes (at most Readable()) into `into`, hand their room back, and
   /// wake a producer waiting for room once half the ring is free.
   void Take(void* into, uint64_t size);
+  /// Copy the next `size` bytes (at most Readable()) into `into` and leave them in the ring: a
+  /// look at a frame's header before deciding to read it. Costs one copy of `size` bytes.
+  void Peek(void* into, uint64_t size) const;
   /// Say that sleeper `who` (0: the reader holding the read token, 1: a reader thread that
   /// waits for callers to stop reading) is about to sleep until the socket is readable: true if
   /// it may (nothing is unread), false if something is (the mark is then withdrawn). Safe from

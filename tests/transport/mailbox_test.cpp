@@ -140,6 +140,42 @@ TEST(Mailbox, ASpinningPopTakesAMessagePushedWithoutAWake) {
 
 // HoldsTagged looks for one exact tag (a UCX client asks it before it posts a receive for a body
 // its read-ahead may have taken already): the whole tag, not the sequence number alone.
+// A pop given the count of pokes it read before it waits is ended by a later Poke, with
+// nothing and before its timeout: a receiver whose messages another thread was fetching takes
+// over. A pop given no count, or one that waits on, is not ended by it, and a count already
+// stale ends the wait at once. The clock never moves, so only the poke can end these waits.
+TEST(Mailbox, APokeEndsTheWaitsOfThePopsThatReadAnOlderCount) {
+  auto clock = std::make_shared<ManualClock>();
+  Mailbox box(0, clock);
+  const uint64_t before = box.pokes();
+  std::atomic<int> ended{0};
+  std::thread poked([&] {
+    ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for a tagged message",
+                       box.PopTagged(1, ~uint64_t{0}, 1h, before));
+    ++ended;
+  });
+  std::thread unpoked([&] {
+    ASSERT_OK_AND_ASSIGN(SharedBytes m, box.PopUntagged(1h));  // ended by the push below only
+    EXPECT_EQ(m.size, 3);
+    ++ended;
+  });
+  ASSERT_TRUE(clock->AwaitWaiters(2, 10s));
+  box.Poke();
+  poked.join();
+  EXPECT_EQ(ended.load(), 1);
+  EXPECT_EQ(box.pokes(), before + 1);
+  EXPECT_EQ(clock->waiters(), 1);  // the pop given no count waits on
+  // A stale count: the pop does not wait at all.
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for an untagged message",
+                     box.PopUntagged(1h, before));
+  ASSERT_OK(box.PushUntagged(Bytes(3)));
+  unpoked.join();
+  // A poked pop still takes a message that is there.
+  ASSERT_OK(box.PushTagged(TaggedMessage{1, Bytes(2)}));
+  ASSERT_OK_AND_ASSIGN(TaggedMessage t, box.PopTagged(1, ~uint64_t{0}, 1h, before));
+  EXPECT_EQ(t.payload.size, 2);
+}
+
 TEST(Mailbox, HoldsTaggedLooksForTheExactTag) {
   Mailbox box;
   const uint64_t packed = 5;

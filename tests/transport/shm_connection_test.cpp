@@ -280,9 +280,13 @@ INSTANTIATE_TEST_SUITE_P(Spin, RingConnection, ::testing::Values(0, 50),
                          [](const auto& p) { return p.param ? "Spinning" : "Blocking"; });
 
 // The client's receive sleeps (its spin spent) and the clock does not move: only the server's
-// wake-up on the socket, sent because the client said it sleeps, brings the frame in.
+// wake-up on the socket, sent because the client said it sleeps, brings the frame in. A caller
+// that began to lead while the reader thread still read (after the pair's greeting) is poked
+// once the reader hands back the token: left waiting on its inbox, it slept with the frame in
+// its ring until the manual clock's backstop (here 20 s; the test then fails).
 TEST(RingConnection, ASleepingSpinningClientWakesForAFrameInItsRingAndForTheClose) {
-  auto clock = std::make_shared<ManualClock>();
+  auto clock = std::make_shared<ManualClock>(std::chrono::steady_clock::now(), 20s);
+  const auto started = std::chrono::steady_clock::now();
   RingEnds p = RingPair(clock, 50us);
   std::thread sender([&] {
     EXPECT_TRUE(clock->AwaitWaiters(1, 10s));
@@ -297,6 +301,7 @@ TEST(RingConnection, ASleepingSpinningClientWakesForAFrameInItsRingAndForTheClos
   ASSERT_RAISES_WITH(StatusCode::kUnavailable, "the peer closed the connection",
                      p.client->Receive(1h));
   sender.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 20s) << "a wait ran to the backstop";
 }
 
 // The voluntary context switches so far of the threads `tids` (/proc/self/task/*/status): each

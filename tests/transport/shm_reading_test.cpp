@@ -1,0 +1,133 @@
+// shm_reading.cpp's waiting caller, on a spinning shared-memory end: it reads the frame it
+// waited for, and the frame behind it too only when that frame is whole already. A frame still
+// on its way (a header cut short, or a payload) never keeps the caller waiting for what it did
+// not ask for. The peer here is a bare socket written by hand, frame by frame, sharing no code
+// with the transport's sends.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "support/clock_util.hpp"
+#include "support/test_util.hpp"
+#include "transport/shm_common.hpp"
+
+namespace ferry::transport {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One frame as the wire has it: a 24-byte header (kind, seven zero bytes, tag and length, both
+// little-endian) and then the payload, from the header's layout in shm_frames.hpp.
+std::vector<uint8_t> Frame(uint8_t kind, uint64_t tag, const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> f(24, 0);
+  f[0] = kind;
+  const uint64_t length = payload.size();
+  std::memcpy(f.data() + 8, &tag, 8);
+  std::memcpy(f.data() + 16, &length, 8);
+  f.insert(f.end(), payload.begin(), payload.end());
+  return f;
+}
+
+void Write(int fd, const std::vector<uint8_t>& bytes, size_t from, size_t to) {
+  ASSERT_EQ(::write(fd, bytes.data() + from, to - from), static_cast<ssize_t>(to - from));
+}
+
+// The end under test spins (so its caller reads the socket itself) and its timeouts are on a
+// clock nobody moves; `raw` is the peer's bare socket.
+class RawPeer {
+ public:
+  RawPeer() {
+    int fds[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    TransportLimits limits;
+    limits.clock = std::make_shared<ManualClock>();
+    limits.spin = 50us;
+    raw = fds[0];
+    end = internal::shm::MakeConnection(fds[1], limits);
+  }
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+  ~RawPeer() {
+    end.reset();
+    if (raw >= 0) ::close(raw);
+  }
+
+  int raw = -1;
+  std::unique_ptr<Connection> end;
+};
+
+// A receive on another thread, given 10 s; a receive still waiting by then is freed by the
+// peer's hang-up, so that the test fails rather than hangs.
+template <typename Receive>
+auto Bounded(RawPeer& p, Receive receive) {
+  auto r = std::async(std::launch::async, receive);
+  const bool on_time = r.wait_for(10s) == std::future_status::ready;
+  if (!on_time) ::shutdown(p.raw, SHUT_RDWR);
+  EXPECT_TRUE(on_time) << "the receive waited for a frame it did not ask for";
+  return r.get();
+}
+
+TEST(ShmReading, AHeaderCutShortBehindTheFrameWaitedForIsLeftForLater) {
+  RawPeer p;
+  const std::vector<uint8_t> first = Frame(1, 0, {1, 2, 3});
+  const std::vector<uint8_t> second = Frame(2, 42, {4, 5});
+  std::vector<uint8_t> both = first;
+  both.insert(both.end(), second.begin(), second.end());
+  // The first frame and 10 of the second's 24 header bytes, in one write: one read takes both.
+  Write(p.raw, both, 0, first.size() + 10);
+  Result<SharedBytes> m = Bounded(p, [&] { return p.end->Receive(10s); });
+  ASSERT_OK(m.status());
+  ASSERT_EQ(m->size, 3);
+  EXPECT_EQ(m->data[2], 3);
+  // The rest comes, and the second frame is read whole, from where the first read left it.
+  Write(p.raw, both, first.size() + 10, both.size());
+  Result<TaggedMessage> t = Bounded(p, [&] { return p.end->ReceiveTagged(42, ~uint64_t{0}, 10s); });
+  ASSERT_OK(t.status());
+  ASSERT_EQ(t->payload.size, 2);
+  EXPECT_EQ(t->payload.data[0], 4);
+  EXPECT_EQ(t->payload.data[1], 5);
+}
+
+TEST(ShmReading, APayloadStillOnItsWayBehindTheFrameWaitedForIsLeftForLater) {
+  RawPeer p;
+  const std::vector<uint8_t> first = Frame(2, 7, {9});
+  const std::vector<uint8_t> second = Frame(1, 0, std::vector<uint8_t>(1000, 6));
+  std::vector<uint8_t> both = first;
+  both.insert(both.end(), second.begin(), second.end());
+  // The second's header is whole, and 100 of its 1,000 payload bytes have come.
+  Write(p.raw, both, 0, first.size() + 24 + 100);
+  Result<TaggedMessage> t = Bounded(p, [&] { return p.end->ReceiveTagged(7, ~uint64_t{0}, 10s); });
+  ASSERT_OK(t.status());
+  ASSERT_EQ(t->payload.size, 1);
+  EXPECT_EQ(t->payload.data[0], 9);
+  Write(p.raw, both, first.size() + 24 + 100, both.size());
+  Result<SharedBytes> m = Bounded(p, [&] { return p.end->Receive(10s); });
+  ASSERT_OK(m.status());
+  ASSERT_EQ(m->size, 1000);
+  EXPECT_EQ(m->data[999], 6);
+}
+
+// Two whole frames that come in one read are both delivered, in order, each once.
+TEST(ShmReading, TwoWholeFramesInOneReadAreEachReceivedOnce) {
+  RawPeer p;
+  std::vector<uint8_t> both = Frame(2, 1, {1});
+  const std::vector<uint8_t> second = Frame(2, 2, {2});
+  both.insert(both.end(), second.begin(), second.end());
+  Write(p.raw, both, 0, both.size());
+  for (uint64_t tag : {1, 2}) {
+    Result<TaggedMessage> t =
+        Bounded(p, [&] { return p.end->ReceiveTagged(tag, ~uint64_t{0}, 10s); });
+    ASSERT_OK(t.status());
+    EXPECT_EQ(t->payload.data[0], tag);
+  }
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out",
+                     p.end->ReceiveTagged(2, ~uint64_t{0}, 0ms));
+}
+
+}  // namespace
+}  // namespace ferry::transport
