@@ -85,11 +85,11 @@ class Mailbox {
   }
 
   /// The oldest untagged message, waiting up to `timeout`; a wait also ends once the count of
-  /// pokes differs from `pokes` where given (kDeadlineExceeded then, as for the timeout).
+  /// pokes differs from `pokes` where given (kDeadlineExceeded "timed out" then, as for a look).
   Result<SharedBytes> PopUntagged(std::chrono::milliseconds timeout,
                                   std::optional<uint64_t> pokes = std::nullopt) {
     std::unique_lock lock(mutex_);
-    const auto done = [&] { return !untagged_.empty() || closed_ || Poked(pokes); };
+    const auto done = [this, &pokes] { return !untagged_.empty() || closed_ || Poked(pokes); };
     SpinFor(lock, timeout, done);
     const bool ready = clock_->WaitFor(changed_, lock, timeout, done);
     if (!untagged_.empty()) {
@@ -98,29 +98,28 @@ class Mailbox {
       Taken(m.size);
       return m;
     }
-    return Failure(ready, timeout, "an untagged message");
+    return Failure(ready, timeout, pokes, "an untagged message");
   }
 
   /// The oldest tagged message whose `(tag & mask) == (want & mask)`; `pokes` as for PopUntagged.
   Result<TaggedMessage> PopTagged(uint64_t want, uint64_t mask, std::chrono::milliseconds timeout,
                                   std::optional<uint64_t> pokes = std::nullopt) {
     std::unique_lock lock(mutex_);
-    auto match = [&] {
-      for (auto it = tagged_.begin(); it != tagged_.end(); ++it) {
-        if ((it->tag & mask) == (want & mask)) return it;
-      }
-      return tagged_.end();
+    // One capture besides `this`: the predicate must fit std::function's own room (Clock::
+    // WaitFor takes one), or every wait would allocate.
+    const Wanted w{want, mask, pokes};
+    const auto done = [this, &w] {
+      return Find(w.tag, w.mask) != tagged_.end() || closed_ || Poked(w.pokes);
     };
-    const auto done = [&] { return match() != tagged_.end() || closed_ || Poked(pokes); };
     SpinFor(lock, timeout, done);
     const bool ready = clock_->WaitFor(changed_, lock, timeout, done);
-    if (auto it = match(); it != tagged_.end()) {
+    if (auto it = Find(want, mask); it != tagged_.end()) {
       TaggedMessage m = std::move(*it);
       tagged_.erase(it);
       Taken(m.payload.size);
       return m;
     }
-    return Failure(ready, timeout, "a tagged message");
+    return Failure(ready, timeout, pokes, "a tagged message");
   }
 
   /// Whether a tagged message with exactly `tag` waits here: a look under the lock, no wait.
@@ -226,16 +225,33 @@ class Mailbox {
     if (max_bytes_ > 0) room_.notify_all();
   }
 
+  // What a tagged pop waits for.
+  struct Wanted {
+    uint64_t tag;
+    uint64_t mask;
+    std::optional<uint64_t> pokes;
+  };
+
+  // With the lock held: the oldest tagged message that `want` and `mask` match.
+  FifoQueue<TaggedMessage>::iterator Find(uint64_t want, uint64_t mask) {
+    for (auto it = tagged_.begin(); it != tagged_.end(); ++it) {
+      if ((it->tag & mask) == (want & mask)) return it;
+    }
+    return tagged_.end();
+  }
+
   bool Poked(std::optional<uint64_t> pokes) const {
     return pokes.has_value() && pokes_.load(std::memory_order_relaxed) != *pokes;
   }
 
   // `ready`: the wait ended before its timeout (closed, or poked).
-  Status Failure(bool ready, std::chrono::milliseconds timeout, const char* what) const {
-    // A look (no wait) that finds nothing is how a spinning reader polls: its message is short
-    // enough for the string's own room, so that a look allocates nothing.
+  Status Failure(bool ready, std::chrono::milliseconds timeout, std::optional<uint64_t> pokes,
+                 const char* what) const {
     if (ready && closed_) return Status::Unavailable(reason_ + " while waiting for " + what);
-    if (timeout.count() <= 0) return Status::DeadlineExceeded("timed out");
+    // A look (no wait) that finds nothing is how a spinning reader polls, and a poked wait how a
+    // leading caller learns to read on: their message is short enough for the string's own
+    // room, so that neither allocates.
+    if (timeout.count() <= 0 || Poked(pokes)) return Status::DeadlineExceeded("timed out");
     return TimedOut(what);
   }
 

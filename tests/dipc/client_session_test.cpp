@@ -4,49 +4,19 @@
 // caller may release on any thread), counted by a replaced operator new. Vectors, queues and maps
 // that could be reused must not come back per batch. Not built under ASan or TSan, whose own
 // operator new must stay in place.
-#include <cstdlib>
-#include <new>
-
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
+#include "support/counted_new.hpp"
 #include "support/device_util.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define FERRY_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define FERRY_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef FERRY_COUNT_ALLOCATIONS
-#define FERRY_COUNT_ALLOCATIONS 1
-#endif
-
 #if FERRY_COUNT_ALLOCATIONS
-namespace {
-thread_local int64_t allocations = 0;
-}  // namespace
-
-// The suite's operator new, for every thread: it counts, per thread, then allocates as the
-// library's would. new[] and the nothrow forms come here through the standard library's own.
-void* operator new(std::size_t size) {
-  ++allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-// GCC, inlining these into this file's callers, takes the pair for a mismatch.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
-
 namespace ferry::dipc {
 namespace {
 
 using Json = nlohmann::json;
+using ferry::testing::allocations;
 
 TEST(ClientSession, AKeptBatchCostsTheReadingThreadTwoAllocations) {
   constexpr int kBatches = 240, kWarm = 40, kRows = 100;
