@@ -127,7 +127,14 @@ class ShmConnection final : public Connection {
   // when the ring is empty.
   bool ReadRing(void* into, size_t size, std::string* why);
   // With the read token: sleep until the ring has bytes (true) or the socket ended (false).
-  bool AwaitRing();
+  // Mid-frame (frame_started_), a peer that sends nothing for the timeout fails the read too,
+  // `why` saying so: a stopped peer must not hold a reader for good.
+  bool AwaitRing(std::string* why);
+  // With the read token, mid-frame on the socket: wait until it is readable (true), or fail
+  // once the peer has sent nothing for the timeout (false, `why` saying so).
+  bool AwaitMidFrame(std::string* why);
+  // The error of a peer that stopped in the middle of a frame.
+  std::string StoppedMidFrame() const;
   // With the read token, once the ring is in use: read the wake-ups (and descriptors) the
   // socket holds without waiting, noting its end.
   void DrainSocket();
@@ -163,6 +170,7 @@ class ShmConnection final : public Connection {
   // The socket's reading state below is the read token's: the reader thread's, or a caller's
   // that reads while it waits (Lead).
   std::mutex read_mutex_;
+  bool frame_started_ = false;      // a byte of the frame being read was taken (the token's)
   std::atomic<bool> ended_{false};  // End ran: nobody reads again
   std::mutex lead_mutex_;
   std::condition_variable lead_changed_;

@@ -238,6 +238,7 @@ void ShmConnection::End(const std::string& why) {
 bool ShmConnection::ReadFrame(std::string* why_out) {
   std::string& why = *why_out;
   FrameHeader h;
+  frame_started_ = false;  // set once a byte of this frame is taken (MidFrameDeadline)
   if (!ReadExactly(&h, sizeof(h), &why)) return false;
   const bool zero =
       std::all_of(std::begin(h.zero), std::end(h.zero), [](uint8_t b) { return b == 0; });
@@ -327,13 +328,16 @@ bool ShmConnection::ReadExactly(void* into, size_t size, std::string* why) {
       stage_begin_ += n;
       p += n;
       size -= n;
+      frame_started_ = true;
       continue;
     }
+    if (frame_started_ && !AwaitMidFrame(why)) return false;
     if (size >= kStageBytes) {
       const ssize_t n = RecvSome(p, size);
       if (n <= 0) return false;
       p += n;
       size -= static_cast<size_t>(n);
+      frame_started_ = true;
       continue;
     }
     const ssize_t n = RecvSome(stage_.data(), kStageBytes);
@@ -353,30 +357,64 @@ bool ShmConnection::ReadRing(void* into, size_t size, std::string* why) {
       return false;
     }
     if (*ready == 0) {
-      if (!AwaitRing()) return false;
+      if (!AwaitRing(why)) return false;
       continue;
     }
     const uint64_t n = std::min<uint64_t>(size, *ready);
     in_ring_->Take(p, n);
+    frame_started_ = true;
     p += n;
     size -= n;
   }
   return true;
 }
 
-bool ShmConnection::AwaitRing() {
+bool ShmConnection::AwaitRing(std::string* why) {
   inbox_.Wake();  // what was pushed without waking, before this read may wait
+  const Clock& clock = *limits_.clock;
+  const auto deadline = clock.After(limits_.timeout);
   while (in_ring_->ArmSleep(0)) {
     if (socket_eof_) {
       in_ring_->Disarm(0);
       return false;
     }
     pollfd p{fd_, POLLIN, 0};
-    const int n = poll(&p, 1, -1);
+    int n = 0;
+    if (frame_started_) {
+      Result<int> r = clock.Poll(&p, 1, deadline);
+      n = r.ok() ? *r : -1;
+      if (r.ok() && n == 0 && clock.Now() >= deadline) {
+        in_ring_->Disarm(0);
+        *why = StoppedMidFrame();
+        return false;
+      }
+    } else {
+      n = poll(&p, 1, -1);
+    }
     in_ring_->Disarm(0);
     if (n > 0) DrainSocket();
   }
   return true;
+}
+
+bool ShmConnection::AwaitMidFrame(std::string* why) {
+  inbox_.Wake();  // what was pushed without waking, before this read may wait
+  const Clock& clock = *limits_.clock;
+  const auto deadline = clock.After(limits_.timeout);
+  pollfd p{fd_, POLLIN, 0};
+  while (true) {
+    Result<int> n = clock.Poll(&p, 1, deadline);
+    if (!n.ok() || *n > 0) return true;  // RecvSome reads what came, or finds why not
+    if (clock.Now() >= deadline) {
+      *why = StoppedMidFrame();
+      return false;
+    }
+  }
+}
+
+std::string ShmConnection::StoppedMidFrame() const {
+  return "the peer sent part of a frame, then nothing for " +
+         std::to_string(limits_.timeout.count()) + " ms (stopped?)";
 }
 
 void ShmConnection::DrainSocket() {

@@ -41,12 +41,13 @@ void Write(int fd, const std::vector<uint8_t>& bytes, size_t from, size_t to) {
 // clock nobody moves; `raw` is the peer's bare socket.
 class RawPeer {
  public:
-  RawPeer() {
+  explicit RawPeer(std::chrono::microseconds spin = 50us) {
     int fds[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
     TransportLimits limits;
-    limits.clock = std::make_shared<ManualClock>();
-    limits.spin = 50us;
+    limits.clock = clock;
+    limits.timeout = 30s;
+    limits.spin = spin;
     raw = fds[0];
     end = internal::shm::MakeConnection(fds[1], limits);
   }
@@ -57,6 +58,7 @@ class RawPeer {
     if (raw >= 0) ::close(raw);
   }
 
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
   int raw = -1;
   std::unique_ptr<Connection> end;
 };
@@ -128,6 +130,28 @@ TEST(ShmReading, TwoWholeFramesInOneReadAreEachReceivedOnce) {
   ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out",
                      p.end->ReceiveTagged(2, ~uint64_t{0}, 0ms));
 }
+
+// A peer that stops in the middle of a frame (here: 100 of a payload's 1,000 bytes) fails the
+// connection once it has sent nothing for the timeout, by the end's clock and not a tick before,
+// whoever reads: the waiting caller of a spinning end, or the reader thread of one that does not
+// spin. Before, that read waited for good, whatever the receive's own timeout.
+class StoppedMidFrame : public ::testing::TestWithParam<int> {};
+
+TEST_P(StoppedMidFrame, APeerThatStopsInAFrameFailsTheConnectionAtTheTimeout) {
+  const bool spinning = GetParam() != 0;
+  RawPeer p(spinning ? 50us : 0us);
+  const std::vector<uint8_t> frame = Frame(1, 0, std::vector<uint8_t>(1000, 6));
+  Write(p.raw, frame, 0, 24 + 100);
+  // The spinning end's caller waits on the clock in the read; the other end's caller waits in
+  // its inbox and its reader thread in the read.
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable,
+                     "the peer sent part of a frame, then nothing for 30000 ms (stopped?)",
+                     ferry::testing::AtTheDeadline(
+                         *p.clock, 30s, [&] { return p.end->Receive(1h); }, spinning ? 1 : 2));
+}
+
+INSTANTIATE_TEST_SUITE_P(ShmReading, StoppedMidFrame, ::testing::Values(1, 0),
+                         [](const auto& c) { return c.param ? "Spinning" : "ReaderThread"; });
 
 }  // namespace
 }  // namespace ferry::transport
