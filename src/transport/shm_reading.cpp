@@ -238,7 +238,7 @@ void ShmConnection::End(const std::string& why) {
 bool ShmConnection::ReadFrame(std::string* why_out) {
   std::string& why = *why_out;
   FrameHeader h;
-  frame_started_ = false;  // set once a byte of this frame is taken (MidFrameDeadline)
+  frame_started_ = false;  // set once a byte of this frame is taken (AwaitRing, AwaitMidFrame)
   if (!ReadExactly(&h, sizeof(h), &why)) return false;
   const bool zero =
       std::all_of(std::begin(h.zero), std::end(h.zero), [](uint8_t b) { return b == 0; });
