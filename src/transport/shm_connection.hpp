@@ -1,7 +1,8 @@
 // Internal to the shared-memory transport: one end of a connection. Frames over a Unix stream
 // socket, or from the server through the client's frame ring (shm_ring.hpp); memfd segments (and
 // served files) passed with SCM_RIGHTS and mapped read-only by the client, so type-1 bodies are
-// read in place. Sending is shm_connection.cpp's; reading, shm_reading.cpp's.
+// read in place. Sending is shm_connection.cpp's; reading, shm_reading.cpp's (who reads) and
+// shm_frame_reading.cpp's (the frames).
 #pragma once
 
 #include <sys/uio.h>
@@ -79,7 +80,7 @@ class ShmConnection final : public Connection {
   // Server side: map the client's ring, and tell it that what follows comes through it.
   Status TakeRing(const FrameHeader& h);
 
-  // Reading (shm_reading.cpp).
+  // Reading (shm_reading.cpp, shm_frame_reading.cpp).
 
   // `pop(wait)` (the inbox's), with the caller reading the socket while it waits: it takes the
   // read token, reads what has come, spins on the socket up to the spin, then sleeps in poll
@@ -126,13 +127,13 @@ class ShmConnection final : public Connection {
   // ReadExactly once the server writes into the ring: it sleeps on the socket for a wake-up
   // when the ring is empty.
   bool ReadRing(void* into, size_t size, std::string* why);
-  // With the read token: sleep until the ring has bytes (true) or the socket ended (false).
-  // Mid-frame (frame_started_), a peer that sends nothing for the timeout fails the read too,
-  // `why` saying so: a stopped peer must not hold a reader for good.
+  // With the read token: sleep until the ring has bytes (true) or the socket ended (false), or
+  // a wait mid-frame failed (false, `why` saying so: AwaitSocket).
   bool AwaitRing(std::string* why);
-  // With the read token, mid-frame on the socket: wait until it is readable (true), or fail
-  // once the peer has sent nothing for the timeout (false, `why` saying so).
-  bool AwaitMidFrame(std::string* why);
+  // With the read token: wait until the socket is readable (true). Mid-frame (frame_started_),
+  // no later than `*deadline`, set by the first such wait of a read: a stopped peer must not hold
+  // a reader for good (false, `why` saying so).
+  bool AwaitSocket(std::optional<Clock::time_point>* deadline, std::string* why);
   // The error of a peer that stopped in the middle of a frame.
   std::string StoppedMidFrame() const;
   // With the read token, once the ring is in use: read the wake-ups (and descriptors) the
