@@ -16,6 +16,17 @@
 
 namespace ferry::transport::internal::shm {
 
+namespace {
+
+// Whether `st` is OK; if not, `why` says so after `prefix` (what the peer got wrong).
+bool Explained(const Status& st, const char* prefix, std::string* why) {
+  if (st.ok()) return true;
+  *why = prefix + st.message();
+  return false;
+}
+
+}  // namespace
+
 bool ShmConnection::ReadFrame(std::string* why_out) {
   std::string& why = *why_out;
   FrameHeader h;
@@ -28,12 +39,7 @@ bool ShmConnection::ReadFrame(std::string* why_out) {
     return false;
   }
   if (static_cast<FrameKind>(h.kind) == FrameKind::kRing) {
-    Status st = TakeRing(h);
-    if (!st.ok()) {
-      why = "the peer offered a bad frame ring: " + st.message();
-      return false;
-    }
-    return true;
+    return Explained(TakeRing(h), "the peer offered a bad frame ring: ", &why);
   }
   if (static_cast<FrameKind>(h.kind) == FrameKind::kRingStart) {
     if (!in_ring_ || ring_active_.load() || h.length != 0) {
@@ -47,12 +53,7 @@ bool ShmConnection::ReadFrame(std::string* why_out) {
   }
   if (static_cast<FrameKind>(h.kind) == FrameKind::kRegion ||
       static_cast<FrameKind>(h.kind) == FrameKind::kFileRegion) {
-    Status st = MapRegion(h);
-    if (!st.ok()) {
-      why = "the peer shared a bad segment: " + st.message();
-      return false;
-    }
-    return true;
+    return Explained(MapRegion(h), "the peer shared a bad segment: ", &why);
   }
   if (static_cast<FrameKind>(h.kind) == FrameKind::kTrace) {
     if (h.length > kMaxTraceBytes) {
