@@ -25,7 +25,7 @@ constexpr auto kFailureReportWait = std::chrono::seconds(1);
 Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockaddr* addr,
                                                                     socklen_t addrlen,
                                                                     const std::string& address,
-                                                                    bool same_host,
+                                                                    bool same_host, bool other_host,
                                                                     const ConnectOptions& options) {
   const std::shared_ptr<ferry::Clock> clock = WithClock(options.limits).clock;
   const ferry::Clock::time_point deadline = clock->After(
@@ -33,7 +33,7 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
   // Without a remote_handle there is nothing to get, and the context needs no remote memory
   // access (which would let the server reach this process's memory).
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,
-                        Context::Make(!options.remote_handle.empty()));
+                        Context::Make(!options.remote_handle.empty(), {}, !other_host));
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
   std::unique_ptr<ClientConnection> conn(new ClientConnection(std::move(worker), options));
   conn->peer_ = address;

@@ -33,9 +33,10 @@ class Context {
   /// With `rma` false the context has no remote memory access: no peer can read or write this
   /// process's memory through it (UCX's RMA emulation over TCP checks no address). A non-empty
   /// `net_devices` is UCX's NET_DEVICES (network devices only: shared memory stays), unless the
-  /// user set UCX_NET_DEVICES.
-  static Result<std::shared_ptr<Context>> Make(bool rma = true,
-                                               const std::string& net_devices = {});
+  /// user set UCX_NET_DEVICES. With `shared_memory` false, its workers open no shared-memory
+  /// transport (UCX's TLS "^shm": for a peer on another host), unless the user set UCX_TLS.
+  static Result<std::shared_ptr<Context>> Make(bool rma = true, const std::string& net_devices = {},
+                                               bool shared_memory = true);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

@@ -58,22 +58,8 @@ Result<Endpoint> Resolve(const std::string& address) {
   return out;
 }
 
-// Whether `addr` is this host's: a loopback address or one of its interfaces'. Connections to
-// it get the fast endpoint (shared memory, CMA) beside the socket-address one, unless
-// FERRY_UCX_FAST_PATH=0.
-bool SameHost(const sockaddr_storage& addr) {
-  const char* env = std::getenv("FERRY_UCX_FAST_PATH");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-  // The fast path exists for shared memory and CMA: with UCX limited to other transports
-  // (UCX_TLS=tcp,self) it would add an endpoint that gains nothing.
-  if (const char* tls = std::getenv("UCX_TLS"); tls != nullptr) {
-    const std::string t = tls;
-    bool shared = false;
-    for (const char* name : {"all", "sm", "shm", "posix", "sysv", "cma", "knem", "xpmem"}) {
-      shared |= t.find(name) != std::string::npos;
-    }
-    if (!shared) return false;
-  }
+// Whether `addr` is this host's: a loopback address or one of its interfaces'.
+bool ThisHostsAddress(const sockaddr_storage& addr) {
   if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return false;
   if (internal::ucx::IsLoopback(reinterpret_cast<const sockaddr*>(&addr))) return true;
   ifaddrs* list = nullptr;
@@ -92,6 +78,24 @@ bool SameHost(const sockaddr_storage& addr) {
   }
   freeifaddrs(list);
   return found;
+}
+
+// Whether a connection to `addr` gets the fast endpoint (shared memory, CMA) beside the
+// socket-address one: for this host's addresses, unless FERRY_UCX_FAST_PATH=0.
+bool SameHost(const sockaddr_storage& addr) {
+  const char* env = std::getenv("FERRY_UCX_FAST_PATH");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  // The fast path exists for shared memory and CMA: with UCX limited to other transports
+  // (UCX_TLS=tcp,self) it would add an endpoint that gains nothing.
+  if (const char* tls = std::getenv("UCX_TLS"); tls != nullptr) {
+    const std::string t = tls;
+    bool shared = false;
+    for (const char* name : {"all", "sm", "shm", "posix", "sysv", "cma", "knem", "xpmem"}) {
+      shared |= t.find(name) != std::string::npos;
+    }
+    if (!shared) return false;
+  }
+  return ThisHostsAddress(addr);
 }
 
 }  // namespace
@@ -135,7 +139,7 @@ Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<internal::ucx::ClientConnection> conn,
                         internal::ucx::ClientConnection::Connect(
                             reinterpret_cast<const sockaddr*>(&where.addr), where.addrlen, address,
-                            SameHost(where.addr), options));
+                            SameHost(where.addr), !ThisHostsAddress(where.addr), options));
   return std::unique_ptr<Connection>(std::move(conn));
 }
 
