@@ -12,6 +12,10 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
   plain TCP       the same bytes over plain sockets (no UCX, no Arrow), two streams into one
                   process and one stream: what any reader could reach between these hosts
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
+  small reads     a flight of 1,000 rows on each server (40 KB), read again and again on host c:
+                  ferry's client as it chooses (DoGet, below GetOptions::grpc_below), ferry's
+                  client over UCX (a connection to each server each read) and pyarrow.flight (a
+                  client for each endpoint's server each read); the median read
   Dask            x.sum() with a worker on each server host: ferry.dask.read_flight, dd.from_map
                   over pyarrow.flight DoGet, and dd.read_parquet of the same halves written with
                   pyarrow's defaults; the servers' counters say which plane the reads took
@@ -105,6 +109,10 @@ def tag_bw(hosts, size, iters, names=("a", "b")):
 # buffer to each client that connects; the reader on host c connects to every server at once, a
 # thread each, receives into one reused buffer per stream, and prints the best run's seconds (of
 # argv[3] after a warm-up). It bounds every reader here: none moves the bytes with less work.
+# With argv[4] "keep" it receives each stream into memory of the stream's whole size instead, as a
+# reader that keeps what it reads (a table) must: allocated and written once before the runs and
+# reused by each, as ferry's client reuses its receive buffers, so no run maps fresh pages, but
+# each writes every byte to its own place rather than over one buffer that stays in cache.
 TCP_SERVER = """
 import socket, sys
 total, chunk = int(sys.argv[2]), 8 << 20
@@ -121,12 +129,15 @@ while True:
 TCP_READER = """
 import socket, sys, threading, time
 total, chunk = int(sys.argv[2]), 8 << 20
+keep = len(sys.argv) > 4 and sys.argv[4] == "keep"
+kept = {ip: memoryview(bytearray(total if keep else chunk)) for ip in sys.argv[1].split(",")}
 def read(ip):
-    buf = memoryview(bytearray(chunk))
+    buf = kept[ip]
     with socket.create_connection((ip, 13338)) as c:
         left = total
         while left:
-            n = c.recv_into(buf, min(chunk, left))
+            at = total - left if keep else 0
+            n = c.recv_into(buf[at:], min(chunk, left))
             if n == 0:
                 raise SystemExit("the server closed early")
             left -= n
@@ -143,16 +154,17 @@ print(best)
 """
 
 
-def tcp_streams(hosts, per_server, repeat, names=("a", "b")):
+def tcp_streams(hosts, per_server, repeat, names=("a", "b"), keep=False):
     """Plain TCP streams, `per_server` bytes from each of `names` at once into one process on
-    host c: the aggregate MiB/s of the best run."""
+    host c (into memory it keeps, with `keep`): the aggregate MiB/s of the best run."""
     servers = [hosts[n].popen([sys.executable, "-c", TCP_SERVER, hosts[n].ip, str(per_server)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                for n in names]
     try:
         time.sleep(1)
         r = hosts["c"].run([sys.executable, "-c", TCP_READER,
-                            ",".join(hosts[n].ip for n in names), str(per_server), str(repeat)],
+                            ",".join(hosts[n].ip for n in names), str(per_server), str(repeat),
+                            "keep" if keep else "reuse"],
                            capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise RuntimeError(f"tcp reader: exit {r.returncode}: {r.stderr}")
@@ -244,6 +256,45 @@ print(*best)
 """
 
 
+# A reader of the small flight "s" on host c: argv[2] reads after a warm-up, each timed from
+# GetFlightInfo to the whole table; prints the median seconds. argv[3] is how: ferry's client
+# choosing its plane ("auto"), ferry's client over UCX ("ucx"), or pyarrow.flight ("pyarrow").
+SMALL_READER = """
+import statistics, sys, time, pyarrow as pa, pyarrow.flight as fl, ferry.flight
+auth = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer bench")])
+client = ferry.flight.connect(sys.argv[1], token="bench")
+def pyarrow_read():
+    info = fl.connect(sys.argv[1]).get_flight_info(fl.FlightDescriptor.for_path("s"), options=auth)
+    parts = []
+    for e in info.endpoints:
+        grpc = [l.uri.decode() for l in e.locations if l.uri.decode().startswith("grpc")]
+        parts.append(fl.connect(grpc[0] if grpc else sys.argv[1]).do_get(e.ticket, options=auth).read_all())
+    return pa.concat_tables(parts)
+read = {"auto": lambda: pa.table(client.do_get("s", parallel=2)),
+        "ucx": lambda: pa.table(client.do_get("s", parallel=2, via="ucx")),
+        "pyarrow": pyarrow_read}[sys.argv[3]]
+times = []
+for i in range(int(sys.argv[2]) + 1):
+    start = time.monotonic()
+    table = read()
+    if i:
+        times.append(time.monotonic() - start)
+assert table.num_rows == 2000, table.num_rows
+print(statistics.median(times))
+"""
+
+
+def small_reads(hosts, b, reads):
+    """The small flight read on host c by each reader in turn, three rounds: each reader's median
+    seconds, per round."""
+    rounds = []
+    for _ in range(3):
+        rounds.append({how: float(hosts["c"].run(
+            [sys.executable, "-c", SMALL_READER, b.uri, str(reads), how], capture_output=True,
+            text=True, timeout=600, check=True).stdout) for how in ("auto", "ucx", "pyarrow")})
+    return rounds
+
+
 def stats(uri):
     [r] = list(fl.connect(uri).do_action(fl.Action("stats", b""), options=AUTH))
     return json.loads(r.body.to_pybytes())
@@ -332,6 +383,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mib", type=int, default=512, help="MiB per server (default 512)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each case; the best is kept")
+    ap.add_argument("--small-reads", type=int, default=20,
+                    help="reads of the small flight by each reader in each round (default 20)")
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
     import tempfile
@@ -340,6 +393,8 @@ def main():
     try:
         rows = [make_half(tmp / "a.arrows", args.mib, 0)]
         rows.append(make_half(tmp / "b.arrows", args.mib, rows[0]))
+        make_half(tmp / "a_small.arrows", 0, 0)  # 1,000 rows
+        make_half(tmp / "b_small.arrows", 0, 1000)
         for name in ("a", "b"):
             pq.write_table(ipc.open_stream(str(tmp / f"{name}.arrows")).read_all(),
                            str(tmp / f"{name}.parquet"))
@@ -347,11 +402,13 @@ def main():
         figures = {"mib_per_server": args.mib, "rows": sum(rows)}
         env = dict(os.environ, FERRY_TOKEN=TOKEN)
         with Hosts(["a", "b", "c"]) as hosts:
-            a = ServeProcess(["--flight", f"{hosts['a'].ip}:0", "--keep", f"t={tmp / 'a.arrows'}"],
+            a = ServeProcess(["--flight", f"{hosts['a'].ip}:0", "--keep", f"t={tmp / 'a.arrows'}",
+                              f"s={tmp / 'a_small.arrows'}"],
                              env=env, tmp=str(tmp), wrap=hosts["a"].wrap)
             a.uri = a.first_line()
             b = ServeProcess(["--flight", f"{hosts['b'].ip}:0", "--keep", "--peer", a.uri,
-                              f"t={tmp / 'b.arrows'}"], env=env, tmp=str(tmp), wrap=hosts["b"].wrap)
+                              f"t={tmp / 'b.arrows'}", f"s={tmp / 'b_small.arrows'}"], env=env,
+                             tmp=str(tmp), wrap=hosts["b"].wrap)
             b.uri = b.first_line()
             try:
                 for parallel in (2, 1):
@@ -365,9 +422,12 @@ def main():
                 half = total_bytes // 2
                 figures["two TCP streams MiB/s"] = tcp_streams(hosts, half, args.repeat)
                 figures["one TCP stream MiB/s"] = tcp_streams(hosts, half, args.repeat, ("a",))
+                figures["two TCP streams kept MiB/s"] = tcp_streams(hosts, half, args.repeat,
+                                                                    keep=True)
                 figures["pyarrow.flight, two threads"] = reader(
                     hosts["c"], [sys.executable, "-c", PYARROW_READER, b.uri, str(args.repeat)])
                 figures["dask"] = dask_runs(hosts, a, b, tmp, args.repeat)
+                figures["small reads"] = small_reads(hosts, b, args.small_reads)
             finally:
                 a.close()
                 b.close()
@@ -389,6 +449,10 @@ def main():
     print(f"| two plain TCP streams into one process (no UCX, no Arrow) | {mib / tcp2:.3f} s | "
           f"{tcp2:.0f} | ferry's parallel read at {mib / par['s'] / tcp2:.2f}x; the fastest any "
           f"reader could be: {pa_run['s'] * tcp2 / mib:.2f}x pyarrow.flight |")
+    kept = figures["two TCP streams kept MiB/s"]
+    print(f"| the same into memory the reader keeps (each byte its own place, as a table's) | "
+          f"{mib / kept:.3f} s | {kept:.0f} | {kept / tcp2:.2f}x the reused buffer's rate; ferry's "
+          f"parallel read at {mib / par['s'] / kept:.2f}x it |")
     rounds = figures["one stream, rounds"]
     one_bw = statistics.median(r["tag_bw"] for r in rounds)
     print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream (median of "
@@ -410,6 +474,17 @@ def main():
         print(f"| Dask x.sum(): {name} | {d[name]:.3f} s | {mib / d[name]:.0f} | "
               f"{d[name] / base:.2f}x ferry's time |")
     print(f"\nDask's reads by plane (servers' counters): {d['ferry planes']}")
+    small = figures["small reads"]
+    print("\nThe small flight (1,000 rows on each server), read again and again on host c: the "
+          "median read in each of three rounds, ms\n")
+    print("| reader | round 1 | round 2 | round 3 | against pyarrow.flight (median) |")
+    print("| --- | --- | --- | --- | --- |")
+    for how, what in (("auto", "ferry's client, choosing (DoGet below grpc_below)"),
+                      ("ucx", "ferry's client over UCX (a connection to each server each read)"),
+                      ("pyarrow", "pyarrow.flight (a client for each endpoint's server each read)")):
+        ratio = statistics.median(r[how] / r["pyarrow"] for r in small)
+        print(f"| {what} | " + " | ".join(f"{r[how] * 1e3:.1f}" for r in small) +
+              f" | {ratio:.2f}x |")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(figures, f, indent=2)

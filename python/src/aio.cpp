@@ -139,9 +139,12 @@ using What = std::variant<std::string, nb::bytes, flight::Endpoint>;
 void DoGet(PyAioFlightClient& c, uint64_t id, const What& what, const std::string& via,
            Device* device, ValidationLevel validation, int parallel,
            const std::optional<std::vector<Column>>& columns, bool buffer_lists,
-           const std::optional<int64_t>& window, int64_t spin) {
+           const std::optional<int64_t>& window, int64_t spin,
+           const std::optional<int64_t>& grpc_below) {
   if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
+  if (grpc_below && *grpc_below < 0) Raise(PyExc_ValueError, "grpc_below must be 0 or more");
   flight::GetOptions options;
+  if (grpc_below) options.grpc_below = *grpc_below;
   options.window = WindowOf(window);
   options.spin = SpinOf(spin);
   options.via = ViaOf(via);
@@ -346,7 +349,7 @@ void InitAio(nb::module_& parent) {
       .def("do_get", &DoGet, nb::arg("id"), nb::arg("path_or_ticket"), nb::arg("via"),
            nb::arg("device").none(), nb::arg("validation"), nb::arg("parallel"),
            nb::arg("columns").none(), nb::arg("buffer_lists"), nb::arg("window").none(),
-           nb::arg("spin"))
+           nb::arg("spin"), nb::arg("grpc_below").none())
       .def(
           "do_put",
           [](PyAioFlightClient& c, uint64_t id, const std::string& path, nb::handle data) {

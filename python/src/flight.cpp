@@ -222,9 +222,11 @@ void InitFlight(nb::module_& parent) {
           [](PyFlightClient& c, const std::variant<std::string, nb::bytes, flight::Endpoint>& what,
              const std::string& via, Device* device, ValidationLevel validation, int parallel,
              const std::optional<std::vector<Column>>& columns, bool buffer_lists,
-             const std::optional<int64_t>& window, int64_t spin) {
+             const std::optional<int64_t>& window, int64_t spin, int64_t grpc_below) {
             if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
+            if (grpc_below < 0) Raise(PyExc_ValueError, "grpc_below must be 0 or more");
             flight::GetOptions options;
+            options.grpc_below = grpc_below;
             options.window = WindowOf(window);
             options.spin = SpinOf(spin);
             options.via = ViaOf(via);
@@ -275,6 +277,7 @@ void InitFlight(nb::module_& parent) {
           nb::arg("columns") = nb::none(), nb::arg("buffer_lists") = false,
           nb::arg("window").none() = nb::none(),
           nb::arg("spin") = flight::GetOptions{}.spin.count(),
+          nb::arg("grpc_below") = flight::GetOptions{}.grpc_below,
           "Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and "
           "__arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: "
           "GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's "
@@ -291,7 +294,9 @@ void InitFlight(nb::module_& parent) {
           "flow control bounds the rest (None: unpaced, but for ucx:// servers, 256 batches "
           "ahead). `spin` is how many microseconds a read "
           "over shm:// or ucx:// watches for the next message on the CPU before it sleeps (0: it "
-          "sleeps at once).")
+          "sleeps at once). With `via` 'auto', an endpoint on another host whose share of the "
+          "flight is below `grpc_below` bytes is read over DoGet before UCX, whose connection "
+          "takes longer to set up (0: UCX first for every size).")
       .def(
           "do_put",
           [](PyFlightClient& c, const std::string& path, nb::handle data) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -128,26 +129,27 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   const size_t parallel =
       options.parallel > 0 ? static_cast<size_t>(options.parallel) : std::min<size_t>(n, 4);
   const bool at_once = parallel > 1 && n > 1;
+  const int64_t share = info.total_bytes >= 0 ? info.total_bytes / static_cast<int64_t>(n) : -1;
   const int64_t window = options.window;
   // Read at once and paced, the endpoints share the window: each reads only what it was given.
   if (at_once && window >= 0) options.window = 0;
   FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
-                        reader_->Read(info.endpoints[0], options, location));
+                        reader_->Read(info.endpoints[0], options, location, share));
   std::vector<EndpointOpener> rest;
   if (at_once) {
     rest.emplace_back();  // endpoint 0 is `first`
     for (size_t i = 1; i < n; ++i) {
       // The reader, not the client: the stream may outlive the client.
-      rest.emplace_back([reader = reader_, endpoint = info.endpoints[i], options] {
-        return reader->Read(endpoint, options, nullptr);
+      rest.emplace_back([reader = reader_, endpoint = info.endpoints[i], options, share] {
+        return reader->Read(endpoint, options, nullptr, share);
       });
     }
     return ReadParallel(std::move(first), std::move(rest), parallel, info.ordered, window,
                         target->device_type());
   }
   for (size_t i = 1; i < n; ++i) {
-    rest.emplace_back([reader = reader_, endpoint = info.endpoints[i], options] {
-      return reader->Read(endpoint, options, nullptr);
+    rest.emplace_back([reader = reader_, endpoint = info.endpoints[i], options, share] {
+      return reader->Read(endpoint, options, nullptr, share);
     });
   }
   return Concatenate(std::move(first), std::move(rest), target->device_type());
@@ -155,7 +157,7 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
 
 Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
                                                      const GetOptions& options,
-                                                     std::string* location) const {
+                                                     std::string* location, int64_t share) const {
   // Candidates in order of speed, whatever order the server listed them in.
   std::vector<std::string> offered = endpoint.locations;
   if (offered.empty()) offered.emplace_back(kReuseConnection);
@@ -163,9 +165,20 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
   for (const std::string& l : offered) listed += (listed.empty() ? "" : ", ") + l;
   const std::string server = EndpointHost(endpoint, host_);
   const bool local = IsLocalHost(server);
+  // A small endpoint on another host is read sooner over DoGet than a UCX connection is set up.
+  const bool small =
+      options.via == Via::kAuto && !local && share >= 0 && share < options.grpc_below &&
+      (options.device == nullptr || options.device->device_type() == ARROW_DEVICE_CPU);
+  if (small) {
+    Log("flight: trying grpc before ucx: the endpoint's share of the flight (" +
+        std::to_string(share) + " bytes) is below grpc_below (" +
+        std::to_string(options.grpc_below) + ")");
+  }
   // The locations to try, fastest plane first.
   std::vector<std::pair<Via, std::string>> candidates;
-  for (Via kind : {Via::kShm, Via::kUcx, Via::kGrpc}) {
+  const std::array<Via, 3> order = small ? std::array<Via, 3>{Via::kShm, Via::kGrpc, Via::kUcx}
+                                         : std::array<Via, 3>{Via::kShm, Via::kUcx, Via::kGrpc};
+  for (Via kind : order) {
     if (options.via != Via::kAuto && options.via != kind) continue;
     for (const std::string& l : offered) {
       if (KindOf(l) != kind) continue;

@@ -57,6 +57,7 @@ CASES = [
     (["get", SHM, "--ticket", "t"], ["--path", "t"], "needs a grpc:// URI"),
     (["get", UCX, "--ticket", "t"], ["--via", "ucx"], "needs a grpc:// URI"),
     (["get", SHM, "--ticket", "t"], ["--parallel", "2"], "needs a grpc:// URI"),
+    (["get", UCX, "--ticket", "t"], ["--grpc-below", "0"], "needs a grpc:// URI"),
     (["get", UCX, "--ticket", "t"], ["--token-file", "{path}"], "needs a grpc:// URI"),
     (["get", SHM, "--ticket", "t"], ["--tls-roots", "{path}"], "needs a grpc:// URI"),
     # ... and lists asked of a plane that always lends them.
@@ -73,6 +74,8 @@ CASES = [
     (["get", GRPC, "--path", "t", "--via", "grpc"], ["--buffer-lists"], "reads none"),
     (["get", GRPC, "--ticket", "t"], ["--via", "ucx"], "redeemed with DoGet"),
     (["get", GRPC, "--ticket", "t"], ["--parallel", "2"], "redeemed with DoGet"),
+    (["get", GRPC, "--ticket", "t"], ["--grpc-below", "0"], "redeemed with DoGet"),
+    (["get", GRPC, "--path", "t", "--via", "ucx"], ["--grpc-below", "0"], "has chosen"),
     (["get", GRPC, "--ticket", "t"], ["--buffer-lists"], "redeemed with DoGet"),
     (["list", GRPC], ["--tls-roots", "{path}"], "is not one"),
     (["put", GRPC, "{path}", "--path", "t"], ["--tls-roots", "{path}"], "is not one"),

@@ -78,6 +78,16 @@ def _stats(uri):
     return json.loads(result.body.to_pybytes())
 
 
+def _get(hosts, uri, out, *options):
+    """`ferry get` of flight t on the client host into `out`: the finished process, which must
+    have succeeded, and the table it wrote."""
+    r = hosts["c"].run([ferry_cli(), "get", uri, "--path", "t", *options, "--no-progress",
+                        "--force", "--to", str(out)], env=dict(os.environ, FERRY_TOKEN=TOKEN),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r, ipc.open_stream(str(out)).read_all()
+
+
 def _sorted(table):
     return table.sort_by("x")
 
@@ -97,12 +107,8 @@ def test_the_client_host_reads_both_servers_at_once_over_ucx(cluster):
     hosts, a, b, halves, tmp = cluster
     out = tmp / "got.arrows"
     before = {s.uri: _stats(s.uri)["ucx"] for s in (a, b)}
-    r = hosts["c"].run([ferry_cli(), "get", b.uri, "--path", "t", "--parallel", "2", "-v",
-                        "--no-progress", "--force", "--to", str(out)],
-                       env=dict(os.environ, FERRY_TOKEN=TOKEN), capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    got = ipc.open_stream(str(out)).read_all()
+    # Each half (1.5 MB) is below the size that goes over DoGet by default: --grpc-below 0.
+    r, got = _get(hosts, b.uri, out, "--parallel", "2", "-v", "--grpc-below", "0")
     assert _sorted(got).equals(_sorted(pa.concat_tables(halves)))
     # Neither server is on the client's host: no shared memory, both over UCX.
     assert r.stderr.count("is not on this host") == 2, r.stderr
@@ -123,17 +129,55 @@ def test_a_projected_read_across_hosts_is_lent_only_its_columns(cluster):
     hosts, a, b, halves, tmp = cluster
     out = tmp / "x.arrows"
     before = {s.uri: _stats(s.uri)["ucx"] for s in (a, b)}
-    r = hosts["c"].run([ferry_cli(), "get", b.uri, "--path", "t", "--columns", "x",
-                        "--no-progress", "--force", "--to", str(out)],
-                       env=dict(os.environ, FERRY_TOKEN=TOKEN), capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    got = ipc.open_stream(str(out)).read_all()
+    r, got = _get(hosts, b.uri, out, "--columns", "x", "--grpc-below", "0")
     assert _sorted(got).equals(_sorted(pa.concat_tables(halves).select(["x"])))
     assert "by plane: shm 0 bytes, ucx 800000 bytes, grpc 0 bytes" in r.stdout, r.stdout
     for s in (a, b):
         after = _stats(s.uri)["ucx"]
         assert after["addresses_lent"] > before[s.uri]["addresses_lent"], after
+
+
+def test_small_endpoints_on_other_hosts_are_read_over_grpc(cluster):
+    """Below --grpc-below (4 MiB by default) an endpoint on another host is read with DoGet on
+    its server's gRPC location, which moves it before a UCX connection is set up; the servers'
+    counters see DoGets and no UCX client."""
+    hosts, a, b, halves, tmp = cluster
+    out = tmp / "small.arrows"
+    before = {s.uri: _stats(s.uri) for s in (a, b)}
+    r, got = _get(hosts, b.uri, out, "--parallel", "2", "-v")
+    assert _sorted(got).equals(_sorted(pa.concat_tables(halves)))
+    assert r.stderr.count("trying grpc before ucx") == 2, r.stderr
+    assert r.stderr.count("reading over grpc") == 2, r.stderr
+    assert "reading over ucx" not in r.stderr, r.stderr
+    assert "shm 0 bytes, ucx 0 bytes" in r.stdout, r.stdout
+    for s in (a, b):
+        after = _stats(s.uri)
+        assert after["grpc"]["do_gets"] == before[s.uri]["grpc"]["do_gets"] + 1, after
+        assert after["ucx"]["clients"] == before[s.uri]["ucx"]["clients"], after
+
+
+GRPC_BELOW_READER = """
+import sys, pyarrow as pa, ferry.flight
+client = ferry.flight.connect(sys.argv[1], token="s3cret")
+small = pa.table(client.do_get("t", parallel=2))
+print(client.last_location, client.plane_bytes, small.num_rows)
+large = pa.table(client.do_get("t", parallel=2, grpc_below=0))
+print(client.last_location, client.plane_bytes, large.num_rows)
+"""
+
+
+def test_python_do_get_takes_grpc_below(cluster):
+    """Python's do_get: the default reads the small halves over DoGet; grpc_below=0 over UCX
+    (the client's location and its per-plane byte counts)."""
+    hosts, a, b, halves, tmp = cluster
+    r = hosts["c"].run([sys.executable, "-c", GRPC_BELOW_READER, b.uri], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert first.startswith("grpc://") and first.endswith(" 100000"), first
+    assert "'ucx': 0" in first, first
+    assert second.startswith("ucx://") and second.endswith(" 100000"), second
+    assert "'ucx': 0" not in second, second
 
 
 PYARROW_READER = """

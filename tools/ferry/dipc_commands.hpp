@@ -117,6 +117,9 @@ struct GetOptions {
   std::string via = "auto";
   /// Endpoints read at once (0: min(endpoints, 4)).
   int parallel = 0;
+  /// With --via auto, an endpoint on another host smaller than this is read over DoGet first
+  /// (flight::GetOptions::grpc_below; 0: UCX first for every size; -1: the client's default).
+  int64_t grpc_below = -1;
   /// The columns to read (names or indices; empty: all).
   std::vector<std::string> columns;
   std::string token_file;

@@ -75,6 +75,7 @@ int RefuseIgnoredOptions(const GetOptions& o, const std::string& bodies_scheme) 
           {{"--path", "names a flight" + flight + " (a Dissociated IPC URI takes --ticket)"},
            {"--via", "chooses among a flight's locations" + flight},
            {"--parallel", "reads a flight's endpoints at once" + flight},
+           {"--grpc-below", "chooses among a flight's locations" + flight},
            {"--token-file", "authenticates to an Arrow Flight server" + flight +
                                 " (a Dissociated IPC server with a token honours the tickets it "
                                 "issued: pass one to --ticket)"},

@@ -109,6 +109,12 @@ void AddFlightGetOptions(CLI::App* cmd, GetOptions* o) {
                   "through its own fastest location (default 0: as many as it has, at most 4; "
                   "1: one after the other)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--grpc-below", o->grpc_below,
+                  "With a grpc:// URI and --via auto: an endpoint on another host whose share of "
+                  "the flight is smaller than this many bytes is read over DoGet before UCX, "
+                  "since a UCX connection takes longer to set up than DoGet takes to move it "
+                  "(default 4 MiB; 0: UCX first for every size)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--token-file", o->token_file,
                   "With a grpc:// URI: a file holding the server's token (else FERRY_TOKEN)");
   cmd->add_option("--tls-roots", o->tls_roots,

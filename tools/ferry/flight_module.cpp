@@ -142,6 +142,15 @@ int RefuseIgnoredGetOptions(const GetOptions& o) {
         rc != 0) {
       return rc;
     }
+    if (o.via != "auto") {
+      if (const int rc = RefuseGiven(o.given, {{"--grpc-below",
+                                                "orders gRPC and UCX under --via "
+                                                "auto, and --via " +
+                                                    o.via + " has chosen"}});
+          rc != 0) {
+        return rc;
+      }
+    }
     if (o.via == "shm" || o.via == "grpc") {
       return RefuseGiven(o.given, {{"--buffer-lists",
                                     "asks a UCX location for buffer lists, "
@@ -156,6 +165,7 @@ int RefuseIgnoredGetOptions(const GetOptions& o) {
   return RefuseGiven(o.given,
                      {{"--via", "chooses among a flight's locations, and " + ticket},
                       {"--parallel", "reads a flight's endpoints at once, and " + ticket},
+                      {"--grpc-below", "chooses among a flight's locations, and " + ticket},
                       {"--buffer-lists", "asks a UCX location for buffer lists, and " + ticket}});
 }
 
@@ -177,6 +187,7 @@ int Get(const GetOptions& o) {
   options.via = *via;
   options.device = *device;
   options.parallel = o.parallel;
+  if (o.grpc_below >= 0) options.grpc_below = o.grpc_below;
   options.buffer_lists = o.buffer_lists;
   options.spin = std::chrono::microseconds(o.spin_us);
   options.window = o.window;

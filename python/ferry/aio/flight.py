@@ -40,12 +40,14 @@ class Client:
         return await self._dispatcher.submit(self._client.get_schema, path)
 
     def do_get(self, path_or_ticket, *, via="auto", device=None, validation=ValidationLevel.FULL,
-               parallel=0, columns=None, buffer_lists=False, window=None, spin=50):
+               parallel=0, columns=None, buffer_lists=False, window=None, spin=50,
+               grpc_below=None):
         """Read a flight as an AsyncStream of batches: `async for batch in client.do_get(path)`.
-        The arguments are ferry.flight.Client.do_get's. The read starts now, on the pool."""
+        The arguments are ferry.flight.Client.do_get's (grpc_below None: its default). The read
+        starts now, on the pool."""
         opening = self._dispatcher.submit(self._client.do_get, path_or_ticket, via, device,
                                           validation, parallel, columns, buffer_lists, window,
-                                          spin)
+                                          spin, grpc_below)
         return AsyncStream(self._dispatcher, opening, owns_dispatcher=False, spin_us=spin)
 
     async def do_put(self, path, data):
