@@ -87,14 +87,6 @@ struct PyAioFlightClient {
   PyCompletions q;
 };
 
-flight::Via ViaOf(const std::string& via) {
-  if (via == "auto") return flight::Via::kAuto;
-  if (via == "shm") return flight::Via::kShm;
-  if (via == "ucx") return flight::Via::kUcx;
-  if (via == "grpc") return flight::Via::kGrpc;
-  Raise(PyExc_ValueError, "via must be 'auto', 'shm', 'ucx' or 'grpc', not '" + via + "'");
-}
-
 std::chrono::milliseconds PositiveMillis(double seconds, const char* what) {
   if (!std::isfinite(seconds) || seconds <= 0) {
     Raise(PyExc_ValueError, std::string(what) + " must be a positive number of seconds");
@@ -141,17 +133,8 @@ void DoGet(PyAioFlightClient& c, uint64_t id, const What& what, const std::strin
            const std::optional<std::vector<Column>>& columns, bool buffer_lists,
            const std::optional<int64_t>& window, int64_t spin,
            const std::optional<int64_t>& grpc_below) {
-  if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
-  if (grpc_below && *grpc_below < 0) Raise(PyExc_ValueError, "grpc_below must be 0 or more");
-  flight::GetOptions options;
-  if (grpc_below) options.grpc_below = *grpc_below;
-  options.window = WindowOf(window);
-  options.spin = SpinOf(spin);
-  options.via = ViaOf(via);
-  options.device = device;
-  options.read.validation = validation;
-  options.parallel = parallel;
-  options.buffer_lists = buffer_lists;
+  flight::GetOptions options =
+      FlightGetOptions(via, device, validation, parallel, buffer_lists, window, spin, grpc_below);
   const auto* path = std::get_if<std::string>(&what);
   std::optional<std::vector<std::string>> names;
   if (columns) names = ColumnNames(*columns, path == nullptr);

@@ -24,6 +24,34 @@ std::chrono::microseconds SpinOf(int64_t spin) {
   return std::chrono::microseconds(spin);
 }
 
+flight::GetOptions FlightGetOptions(const std::string& via, Device* device,
+                                    ValidationLevel validation, int parallel, bool buffer_lists,
+                                    const std::optional<int64_t>& window, int64_t spin,
+                                    const std::optional<int64_t>& grpc_below) {
+  if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
+  if (grpc_below && *grpc_below < 0) Raise(PyExc_ValueError, "grpc_below must be 0 or more");
+  flight::GetOptions options;
+  if (via == "auto") {
+    options.via = flight::Via::kAuto;
+  } else if (via == "shm") {
+    options.via = flight::Via::kShm;
+  } else if (via == "ucx") {
+    options.via = flight::Via::kUcx;
+  } else if (via == "grpc") {
+    options.via = flight::Via::kGrpc;
+  } else {
+    Raise(PyExc_ValueError, "via must be 'auto', 'shm', 'ucx' or 'grpc', not '" + via + "'");
+  }
+  options.device = device;
+  options.read.validation = validation;
+  options.parallel = parallel;
+  options.buffer_lists = buffer_lists;
+  options.window = WindowOf(window);
+  options.spin = SpinOf(spin);
+  if (grpc_below) options.grpc_below = *grpc_below;
+  return options;
+}
+
 dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
                                       uint32_t reorder_window, int64_t max_metadata_bytes,
                                       int64_t max_body_bytes,

@@ -1,5 +1,6 @@
-// The arguments of ferry.dipc.connect turned into the client's options: one place for the
-// blocking face (dipc.cpp) and the asyncio one (aio.cpp), so both check them alike.
+// The arguments of ferry.dipc.connect and ferry.flight's do_get turned into the clients' options:
+// one place for the blocking faces (dipc.cpp, flight.cpp) and the asyncio one (aio.cpp), so both
+// check them alike.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/uri.hpp"
+#include "ferry/flight/client.hpp"
 #include "objects.hpp"
 
 namespace ferry::python {
@@ -25,6 +27,14 @@ int64_t WindowOf(const std::optional<int64_t>& window);
 /// A `spin=` argument (microseconds a read watches for the next message before it sleeps) as the
 /// C++ options take it; a negative one raises ValueError.
 std::chrono::microseconds SpinOf(int64_t spin);
+
+/// The Flight read options that do_get's keyword arguments ask for (all but `columns`, which
+/// need the flight's schema); raises ValueError for a bad one (an unknown `via`, a negative
+/// `parallel`, window, spin or `grpc_below`). `grpc_below` None keeps the client's default.
+flight::GetOptions FlightGetOptions(const std::string& via, Device* device,
+                                    ValidationLevel validation, int parallel, bool buffer_lists,
+                                    const std::optional<int64_t>& window, int64_t spin,
+                                    const std::optional<int64_t>& grpc_below);
 
 /// The client options that connect's keyword arguments ask for; raises ValueError for a bad one
 /// (a negative or non-finite timeout, a non-positive size limit, no or negative columns, a

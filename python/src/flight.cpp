@@ -70,14 +70,6 @@ struct PyFlightClient {
   std::string last_location;
 };
 
-flight::Via ViaOf(const std::string& via) {
-  if (via == "auto") return flight::Via::kAuto;
-  if (via == "shm") return flight::Via::kShm;
-  if (via == "ucx") return flight::Via::kUcx;
-  if (via == "grpc") return flight::Via::kGrpc;
-  Raise(PyExc_ValueError, "via must be 'auto', 'shm', 'ucx' or 'grpc', not '" + via + "'");
-}
-
 PyFlightClient Connect(const std::string& uri, const std::optional<std::string>& token,
                        const std::optional<std::string>& tls_roots,
                        const std::optional<std::string>& tls_cert,
@@ -223,17 +215,8 @@ void InitFlight(nb::module_& parent) {
              const std::string& via, Device* device, ValidationLevel validation, int parallel,
              const std::optional<std::vector<Column>>& columns, bool buffer_lists,
              const std::optional<int64_t>& window, int64_t spin, int64_t grpc_below) {
-            if (parallel < 0) Raise(PyExc_ValueError, "parallel must be 0 or more");
-            if (grpc_below < 0) Raise(PyExc_ValueError, "grpc_below must be 0 or more");
-            flight::GetOptions options;
-            options.grpc_below = grpc_below;
-            options.window = WindowOf(window);
-            options.spin = SpinOf(spin);
-            options.via = ViaOf(via);
-            options.device = device;
-            options.read.validation = validation;
-            options.parallel = parallel;
-            options.buffer_lists = buffer_lists;
+            flight::GetOptions options = FlightGetOptions(via, device, validation, parallel,
+                                                          buffer_lists, window, spin, grpc_below);
             std::string location;
             Result<UniqueDeviceArrayStream> stream = Status::OK();
             if (const auto* path = std::get_if<std::string>(&what)) {

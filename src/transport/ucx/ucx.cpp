@@ -80,9 +80,10 @@ bool ThisHostsAddress(const sockaddr_storage& addr) {
   return found;
 }
 
-// Whether a connection to `addr` gets the fast endpoint (shared memory, CMA) beside the
-// socket-address one: for this host's addresses, unless FERRY_UCX_FAST_PATH=0.
-bool SameHost(const sockaddr_storage& addr) {
+// Whether a connection to a server on this host (`this_host`, ThisHostsAddress) gets the fast
+// endpoint (shared memory, CMA) beside the socket-address one: yes, unless FERRY_UCX_FAST_PATH=0.
+bool FastPath(bool this_host) {
+  if (!this_host) return false;
   const char* env = std::getenv("FERRY_UCX_FAST_PATH");
   if (env != nullptr && std::strcmp(env, "0") == 0) return false;
   // The fast path exists for shared memory and CMA: with UCX limited to other transports
@@ -95,7 +96,7 @@ bool SameHost(const sockaddr_storage& addr) {
     }
     if (!shared) return false;
   }
-  return ThisHostsAddress(addr);
+  return true;
 }
 
 }  // namespace
@@ -136,10 +137,11 @@ Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
                            " bytes is over the limit of " + std::to_string(kMaxTraceBytes));
   }
   FERRY_ASSIGN_OR_RAISE(Endpoint where, Resolve(address));
+  const bool this_host = ThisHostsAddress(where.addr);
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<internal::ucx::ClientConnection> conn,
                         internal::ucx::ClientConnection::Connect(
                             reinterpret_cast<const sockaddr*>(&where.addr), where.addrlen, address,
-                            SameHost(where.addr), !ThisHostsAddress(where.addr), options));
+                            FastPath(this_host), !this_host, options));
   return std::unique_ptr<Connection>(std::move(conn));
 }
 
