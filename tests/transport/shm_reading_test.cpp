@@ -142,6 +142,14 @@ TEST_P(StoppedMidFrame, APeerThatStopsInAFrameFailsTheConnectionAtTheTimeout) {
   RawPeer p(spinning ? 50us : 0us);
   const std::vector<uint8_t> frame = Frame(1, 0, std::vector<uint8_t>(1000, 6));
   Write(p.raw, frame, 0, 24 + 100);
+  if (!spinning) {
+    // The reader thread takes the frame's start by itself, then waits for the rest: the first
+    // wait on the clock (between frames it waits without one). Counted before any call, its
+    // deadline runs from now; a caller counted first could leave the reader parked behind it
+    // until the clock had moved (seen once, in the ASan tree of a CI run).
+    ASSERT_TRUE(p.clock->AwaitWaiters(1, std::chrono::seconds(10)))
+        << "the reader thread never waited for the rest of the frame";
+  }
   // The spinning end's caller waits on the clock in the read; the other end's caller waits in
   // its inbox and its reader thread in the read.
   ASSERT_RAISES_WITH(StatusCode::kUnavailable,
