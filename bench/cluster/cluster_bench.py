@@ -14,8 +14,11 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
   small reads     a flight of 1,000 rows on each server (40 KB), read again and again on host c:
                   ferry's client as it chooses (DoGet, below GetOptions::grpc_below), ferry's
-                  client over UCX (a connection to each server each read) and pyarrow.flight (a
-                  client for each endpoint's server each read); the median read
+                  client over UCX (a connection to each server each read), each endpoint read
+                  alone as an engine's task reads it (pickled, knowing its size; and made from
+                  its ticket and locations alone, which knows none) and pyarrow.flight (a
+                  client for each endpoint's server each read); the median read. --only small
+                  runs this case alone
   Dask            x.sum() with a worker on each server host: ferry.dask.read_flight, dd.from_map
                   over pyarrow.flight DoGet, and dd.read_parquet of the same halves written with
                   pyarrow's defaults; the servers' counters say which plane the reads took
@@ -258,9 +261,11 @@ print(*best)
 
 # A reader of the small flight "s" on host c: argv[2] reads after a warm-up, each timed from
 # GetFlightInfo to the whole table; prints the median seconds. argv[3] is how: ferry's client
-# choosing its plane ("auto"), ferry's client over UCX ("ucx"), or pyarrow.flight ("pyarrow").
+# choosing its plane ("auto"), ferry's client over UCX ("ucx"), each endpoint read on its own after
+# a pickle, as an engine's task gets it ("alone"), the same made from its ticket and locations
+# only ("alone, unsized"), or pyarrow.flight ("pyarrow").
 SMALL_READER = """
-import statistics, sys, time, pyarrow as pa, pyarrow.flight as fl, ferry.flight
+import pickle, statistics, sys, time, pyarrow as pa, pyarrow.flight as fl, ferry.flight
 auth = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer bench")])
 client = ferry.flight.connect(sys.argv[1], token="bench")
 def pyarrow_read():
@@ -270,8 +275,15 @@ def pyarrow_read():
         grpc = [l.uri.decode() for l in e.locations if l.uri.decode().startswith("grpc")]
         parts.append(fl.connect(grpc[0] if grpc else sys.argv[1]).do_get(e.ticket, options=auth).read_all())
     return pa.concat_tables(parts)
+def alone(sized):
+    parts = []
+    for e in client.get_flight_info("s").endpoints:
+        task = pickle.loads(pickle.dumps(e if sized else ferry.flight.Endpoint(e.ticket, e.locations)))
+        parts.append(pa.table(client.do_get(task)))
+    return pa.concat_tables(parts)
 read = {"auto": lambda: pa.table(client.do_get("s", parallel=2)),
         "ucx": lambda: pa.table(client.do_get("s", parallel=2, via="ucx")),
+        "alone": lambda: alone(True), "alone, unsized": lambda: alone(False),
         "pyarrow": pyarrow_read}[sys.argv[3]]
 times = []
 for i in range(int(sys.argv[2]) + 1):
@@ -284,6 +296,15 @@ print(statistics.median(times))
 """
 
 
+SMALL_READERS = {
+    "auto": "ferry's client, choosing (DoGet below grpc_below)",
+    "ucx": "ferry's client over UCX (a connection to each server each read)",
+    "alone": "ferry's client, each endpoint alone as an engine's task gets it (pickled, sized)",
+    "alone, unsized": "the same, each endpoint made from its ticket and locations (no size)",
+    "pyarrow": "pyarrow.flight (a client for each endpoint's server each read)",
+}
+
+
 def small_reads(hosts, b, reads):
     """The small flight read on host c by each reader in turn, three rounds: each reader's median
     seconds, per round."""
@@ -291,7 +312,7 @@ def small_reads(hosts, b, reads):
     for _ in range(3):
         rounds.append({how: float(hosts["c"].run(
             [sys.executable, "-c", SMALL_READER, b.uri, str(reads), how], capture_output=True,
-            text=True, timeout=600, check=True).stdout) for how in ("auto", "ucx", "pyarrow")})
+            text=True, timeout=600, check=True).stdout) for how in SMALL_READERS})
     return rounds
 
 
@@ -385,14 +406,17 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="runs of each case; the best is kept")
     ap.add_argument("--small-reads", type=int, default=20,
                     help="reads of the small flight by each reader in each round (default 20)")
+    ap.add_argument("--only", choices=["small"],
+                    help="run only this case (small: the small reads)")
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
     import tempfile
     from pathlib import Path
     tmp = Path(tempfile.mkdtemp(prefix="ferry-cluster-bench-"))
     try:
-        rows = [make_half(tmp / "a.arrows", args.mib, 0)]
-        rows.append(make_half(tmp / "b.arrows", args.mib, rows[0]))
+        mib_each = 0 if args.only == "small" else args.mib
+        rows = [make_half(tmp / "a.arrows", mib_each, 0)]
+        rows.append(make_half(tmp / "b.arrows", mib_each, rows[0]))
         make_half(tmp / "a_small.arrows", 0, 0)  # 1,000 rows
         make_half(tmp / "b_small.arrows", 0, 1000)
         for name in ("a", "b"):
@@ -411,6 +435,10 @@ def main():
                              tmp=str(tmp), wrap=hosts["b"].wrap)
             b.uri = b.first_line()
             try:
+                if args.only == "small":
+                    figures["small reads"] = small_reads(hosts, b, args.small_reads)
+                    print_small(figures)
+                    return write_out(args.out, figures)
                 for parallel in (2, 1):
                     figures[f"ferry, parallel {parallel}"] = reader(
                         hosts["c"], [sys.executable, "-c", FERRY_READER, b.uri, str(parallel),
@@ -474,19 +502,25 @@ def main():
         print(f"| Dask x.sum(): {name} | {d[name]:.3f} s | {mib / d[name]:.0f} | "
               f"{d[name] / base:.2f}x ferry's time |")
     print(f"\nDask's reads by plane (servers' counters): {d['ferry planes']}")
+    print_small(figures)
+    write_out(args.out, figures)
+
+
+def print_small(figures):
     small = figures["small reads"]
     print("\nThe small flight (1,000 rows on each server), read again and again on host c: the "
           "median read in each of three rounds, ms\n")
     print("| reader | round 1 | round 2 | round 3 | against pyarrow.flight (median) |")
     print("| --- | --- | --- | --- | --- |")
-    for how, what in (("auto", "ferry's client, choosing (DoGet below grpc_below)"),
-                      ("ucx", "ferry's client over UCX (a connection to each server each read)"),
-                      ("pyarrow", "pyarrow.flight (a client for each endpoint's server each read)")):
+    for how, what in SMALL_READERS.items():
         ratio = statistics.median(r[how] / r["pyarrow"] for r in small)
         print(f"| {what} | " + " | ".join(f"{r[how] * 1e3:.1f}" for r in small) +
               f" | {ratio:.2f}x |")
-    if args.out:
-        with open(args.out, "w") as f:
+
+
+def write_out(path, figures):
+    if path:
+        with open(path, "w") as f:
             json.dump(figures, f, indent=2)
 
 

@@ -33,6 +33,9 @@ class EndpointPart:
     #: else the server `read_flight` asked), resolved to an IP address as Dask names workers.
     host: str
     index: int = field(default=0)
+    #: The endpoint's expected size (its share of the flight's bytes; -1: unknown), which chooses
+    #: DoGet before UCX for a small endpoint on another host.
+    expected_bytes: int = field(default=-1)
 
 
 def _to_pandas(table, dtype_backend):
@@ -60,7 +63,7 @@ class ReadEndpoint:
 
     def __call__(self, part: EndpointPart, columns=None):
         client = _client(part.uri, part.token)
-        endpoint = flight.Endpoint(part.ticket, list(part.locations))
+        endpoint = flight.Endpoint(part.ticket, list(part.locations), part.expected_bytes)
         indices = None
         if columns is not None and self.names is not None:
             indices = sorted({self.names.index(c) for c in columns})
@@ -172,7 +175,7 @@ def read_flight(uri, path, token=None, *, columns=None, dtype_backend="pyarrow",
     schema = pa.schema(info.schema)
     meta = _to_pandas(schema.empty_table(), dtype_backend)
     parts = [EndpointPart(uri, token, e.ticket, tuple(e.locations),
-                          endpoint_host(e.locations, uri), i)
+                          endpoint_host(e.locations, uri), i, e.expected_bytes)
              for i, e in enumerate(info.endpoints)]
     digest = hashlib.sha1(json.dumps([uri, path]).encode()).hexdigest()[:8]
     _register_locality()

@@ -10,23 +10,29 @@ import ferry._ferry
 
 class Endpoint:
     """
-    One stream of a flight: its ticket, the URIs that redeem it (fastest first on a ferry server) and its expiry.
+    One stream of a flight: its ticket, the URIs that redeem it (fastest first on a ferry server), its expiry and its expected size.
     """
 
-    def __init__(self, ticket: bytes, locations: Sequence[str]) -> None:
+    def __init__(self, ticket: bytes, locations: Sequence[str], expected_bytes: int = -1) -> None:
         """
-        An endpoint from its ticket and locations (as another process got them from GetFlightInfo), for do_get; it has no expiry. Pickled, an endpoint keeps these two.
+        An endpoint from its ticket, locations and expected size (as another process got them from GetFlightInfo), for do_get; it has no expiry. Pickled, an endpoint keeps these three.
         """
 
-    def __getstate__(self) -> tuple[bytes, list[str]]: ...
+    def __getstate__(self) -> tuple[bytes, list[str], int]: ...
 
-    def __setstate__(self, arg: tuple[bytes, Sequence[str]], /) -> None: ...
+    def __setstate__(self, arg: tuple, /) -> None: ...
 
     @property
     def ticket(self) -> bytes: ...
 
     @property
     def locations(self) -> list[str]: ...
+
+    @property
+    def expected_bytes(self) -> int:
+        """
+        The bytes it is expected to carry: its share of its flight's total_bytes, set when GetFlightInfo was decoded and kept when pickled (-1: unknown). do_get reads a small endpoint on another host over DoGet first (grpc_below).
+        """
 
     @property
     def expiration(self) -> object:
@@ -79,7 +85,7 @@ class Client:
 
     def do_get(self, path_or_ticket: str | bytes | Endpoint, via: str = 'auto', device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, parallel: int = 0, columns: Sequence[int | str] | None = None, buffer_lists: bool = False, window: int | None = None, spin: int = 50, grpc_below: int = 4194304) -> ferry._ferry.ArrayStream:
         """
-        Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and __arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's batches in its order), each through its own locations in order (shared memory when its server is on this host, UCX, DoGet), or only `via`. An Endpoint is read the same way, alone. bytes are a ticket, redeemed with DoGet. `columns` (indices, or names with a path) reads only those columns, in the schema's order: over type-1 bodies only their buffers are fetched; other planes carry whole batches and decode only these. `buffer_lists` asks a server over a ucx:// location to lend buffer lists where it would send packed bodies because UCX would emulate this client's reads (over TCP, or on one host before UCX 1.16; `columns` implies it). `window` paces the read: at most that many batches are read past those taken, across the endpoints read at once, and shm:// and ucx:// servers send only what was asked of them; over DoGet gRPC's own flow control bounds the rest (None: unpaced, but for ucx:// servers, 256 batches ahead). `spin` is how many microseconds a read over shm:// or ucx:// watches for the next message on the CPU before it sleeps (0: it sleeps at once). With `via` 'auto', an endpoint on another host whose share of the flight is below `grpc_below` bytes is read over DoGet before UCX, whose connection takes longer to set up (0: UCX first for every size).
+        Read a flight as a ferry.ArrayStream (it has __arrow_c_stream__ and __arrow_c_device_stream__, so pyarrow, polars and DuckDB read it). A str is a path: GetFlightInfo, then its endpoints, `parallel` at once (0: up to 4; an ordered flight's batches in its order), each through its own locations in order (shared memory when its server is on this host, UCX, DoGet), or only `via`. An Endpoint is read the same way, alone. bytes are a ticket, redeemed with DoGet. `columns` (indices, or names with a path) reads only those columns, in the schema's order: over type-1 bodies only their buffers are fetched; other planes carry whole batches and decode only these. `buffer_lists` asks a server over a ucx:// location to lend buffer lists where it would send packed bodies because UCX would emulate this client's reads (over TCP, or on one host before UCX 1.16; `columns` implies it). `window` paces the read: at most that many batches are read past those taken, across the endpoints read at once, and shm:// and ucx:// servers send only what was asked of them; over DoGet gRPC's own flow control bounds the rest (None: unpaced, but for ucx:// servers, 256 batches ahead). `spin` is how many microseconds a read over shm:// or ucx:// watches for the next message on the CPU before it sleeps (0: it sleeps at once). With `via` 'auto', an endpoint on another host whose expected size (Endpoint.expected_bytes, its share of the flight) is below `grpc_below` bytes is read over DoGet before UCX, whose connection takes longer to set up (0: UCX first for every size).
         """
 
     def do_put(self, path: str, data: object) -> None:

@@ -44,6 +44,9 @@ class EndpointRead:
     ticket: bytes
     locations: tuple[str, ...]
     via: str = "auto"
+    #: The endpoint's expected size (its share of the flight's bytes; -1: unknown), which chooses
+    #: DoGet before UCX for a small endpoint on another host.
+    expected_bytes: int = -1
 
 
 def endpoint_hosts(info, uri):
@@ -78,7 +81,8 @@ def _read_endpoint(part: EndpointRead, indices, limit):
     `limit` rows (None: the whole stream), when the stream is closed so that its server frees
     its loans at once."""
     stream = _client(part.uri, part.token).do_get(
-        flight.Endpoint(part.ticket, list(part.locations)), via=part.via, columns=indices)
+        flight.Endpoint(part.ticket, list(part.locations), part.expected_bytes), via=part.via,
+        columns=indices)
     reader = pa.RecordBatchReader.from_stream(stream)
     rows = 0
     try:
@@ -110,7 +114,8 @@ class FlightDatasource(Datasource):
         self._projection_map = None
         self._uri = uri
         self._token = token
-        self._parts = [EndpointRead(uri, token, e.ticket, tuple(e.locations), via)
+        self._parts = [EndpointRead(uri, token, e.ticket, tuple(e.locations), via,
+                                    e.expected_bytes)
                        for e in endpoints]
         self._schema = pa.schema(schema)
         self._total_bytes = total_bytes

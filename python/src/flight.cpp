@@ -119,31 +119,51 @@ void InitFlight(nb::module_& parent) {
 
   nb::class_<flight::Endpoint>(m, "Endpoint",
                                "One stream of a flight: its ticket, the URIs that redeem it "
-                               "(fastest first on a ferry server) and its expiry.")
+                               "(fastest first on a ferry server), its expiry and its expected "
+                               "size.")
       .def(
           "__init__",
           [](flight::Endpoint* self, const nb::bytes& ticket,
-             const std::vector<std::string>& locations) {
-            new (self) flight::Endpoint{std::string(ticket.c_str(), ticket.size()), locations, {}};
+             const std::vector<std::string>& locations, int64_t expected_bytes) {
+            if (expected_bytes < -1) {
+              Raise(PyExc_ValueError, "expected_bytes must be 0 or more (-1: unknown)");
+            }
+            new (self) flight::Endpoint{
+                std::string(ticket.c_str(), ticket.size()), locations, {}, expected_bytes};
           },
-          nb::arg("ticket"), nb::arg("locations"),
-          "An endpoint from its ticket and locations (as another process got them from "
-          "GetFlightInfo), for do_get; it has no expiry. Pickled, an endpoint keeps these two.")
+          nb::arg("ticket"), nb::arg("locations"), nb::arg("expected_bytes") = -1,
+          "An endpoint from its ticket, locations and expected size (as another process got "
+          "them from GetFlightInfo), for do_get; it has no expiry. Pickled, an endpoint keeps "
+          "these three.")
       .def("__getstate__",
            [](const flight::Endpoint& e) {
-             return std::make_tuple(nb::bytes(e.ticket.data(), e.ticket.size()), e.locations);
+             return std::make_tuple(nb::bytes(e.ticket.data(), e.ticket.size()), e.locations,
+                                    e.expected_bytes);
            })
-      .def(
-          "__setstate__",
-          [](flight::Endpoint* self, const std::tuple<nb::bytes, std::vector<std::string>>& state) {
-            const nb::bytes& ticket = std::get<0>(state);
-            new (self) flight::Endpoint{
-                std::string(ticket.c_str(), ticket.size()), std::get<1>(state), {}};
-          })
+      .def("__setstate__",
+           [](flight::Endpoint* self, const nb::tuple& state) {
+             // 0.1.0 pickled two: the ticket and the locations.
+             if (state.size() != 2 && state.size() != 3) {
+               Raise(PyExc_ValueError,
+                     "an Endpoint's state is (ticket, locations[, "
+                     "expected_bytes]), not a tuple of " +
+                         std::to_string(state.size()));
+             }
+             const auto ticket = nb::cast<nb::bytes>(state[0]);
+             new (self)
+                 flight::Endpoint{std::string(ticket.c_str(), ticket.size()),
+                                  nb::cast<std::vector<std::string>>(state[1]),
+                                  {},
+                                  state.size() == 3 ? nb::cast<int64_t>(state[2]) : int64_t{-1}};
+           })
       .def_prop_ro(
           "ticket",
           [](const flight::Endpoint& e) { return nb::bytes(e.ticket.data(), e.ticket.size()); })
       .def_ro("locations", &flight::Endpoint::locations)
+      .def_ro("expected_bytes", &flight::Endpoint::expected_bytes,
+              "The bytes it is expected to carry: its share of its flight's total_bytes, set "
+              "when GetFlightInfo was decoded and kept when pickled (-1: unknown). do_get reads a "
+              "small endpoint on another host over DoGet first (grpc_below).")
       .def_prop_ro(
           "expiration",
           [](const flight::Endpoint& e) -> nb::object {
@@ -277,9 +297,10 @@ void InitFlight(nb::module_& parent) {
           "flow control bounds the rest (None: unpaced, but for ucx:// servers, 256 batches "
           "ahead). `spin` is how many microseconds a read "
           "over shm:// or ucx:// watches for the next message on the CPU before it sleeps (0: it "
-          "sleeps at once). With `via` 'auto', an endpoint on another host whose share of the "
-          "flight is below `grpc_below` bytes is read over DoGet before UCX, whose connection "
-          "takes longer to set up (0: UCX first for every size).")
+          "sleeps at once). With `via` 'auto', an endpoint on another host whose expected size "
+          "(Endpoint.expected_bytes, its share of the flight) is below `grpc_below` bytes is "
+          "read over DoGet before UCX, whose connection takes longer to set up (0: UCX first for "
+          "every size).")
       .def(
           "do_put",
           [](PyFlightClient& c, const std::string& path, nb::handle data) {

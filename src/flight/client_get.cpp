@@ -129,27 +129,35 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   const size_t parallel =
       options.parallel > 0 ? static_cast<size_t>(options.parallel) : std::min<size_t>(n, 4);
   const bool at_once = parallel > 1 && n > 1;
-  const int64_t share = info.total_bytes >= 0 ? info.total_bytes / static_cast<int64_t>(n) : -1;
+  // An endpoint that does not know its size (a FlightInfo this client did not decode) is
+  // expected to carry its share of the flight's.
+  const auto sized = [&info, n](const Endpoint& e) {
+    Endpoint out = e;
+    if (out.expected_bytes < 0 && info.total_bytes >= 0) {
+      out.expected_bytes = info.total_bytes / static_cast<int64_t>(n);
+    }
+    return out;
+  };
   const int64_t window = options.window;
   // Read at once and paced, the endpoints share the window: each reads only what it was given.
   if (at_once && window >= 0) options.window = 0;
   FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
-                        reader_->Read(info.endpoints[0], options, location, share));
+                        reader_->Read(sized(info.endpoints[0]), options, location));
   std::vector<EndpointOpener> rest;
   if (at_once) {
     rest.emplace_back();  // endpoint 0 is `first`
     for (size_t i = 1; i < n; ++i) {
       // The reader, not the client: the stream may outlive the client.
-      rest.emplace_back([reader = reader_, endpoint = info.endpoints[i], options, share] {
-        return reader->Read(endpoint, options, nullptr, share);
+      rest.emplace_back([reader = reader_, endpoint = sized(info.endpoints[i]), options] {
+        return reader->Read(endpoint, options, nullptr);
       });
     }
     return ReadParallel(std::move(first), std::move(rest), parallel, info.ordered, window,
                         target->device_type());
   }
   for (size_t i = 1; i < n; ++i) {
-    rest.emplace_back([reader = reader_, endpoint = info.endpoints[i], options, share] {
-      return reader->Read(endpoint, options, nullptr, share);
+    rest.emplace_back([reader = reader_, endpoint = sized(info.endpoints[i]), options] {
+      return reader->Read(endpoint, options, nullptr);
     });
   }
   return Concatenate(std::move(first), std::move(rest), target->device_type());
@@ -157,7 +165,7 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
 
 Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
                                                      const GetOptions& options,
-                                                     std::string* location, int64_t share) const {
+                                                     std::string* location) const {
   // Candidates in order of speed, whatever order the server listed them in.
   std::vector<std::string> offered = endpoint.locations;
   if (offered.empty()) offered.emplace_back(kReuseConnection);
@@ -166,13 +174,13 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
   const std::string server = EndpointHost(endpoint, host_);
   const bool local = IsLocalHost(server);
   // A small endpoint on another host is read sooner over DoGet than a UCX connection is set up.
+  const int64_t share = endpoint.expected_bytes;
   const bool small =
       options.via == Via::kAuto && !local && share >= 0 && share < options.grpc_below &&
       (options.device == nullptr || options.device->device_type() == ARROW_DEVICE_CPU);
   if (small) {
-    Log("flight: trying grpc before ucx: the endpoint's share of the flight (" +
-        std::to_string(share) + " bytes) is below grpc_below (" +
-        std::to_string(options.grpc_below) + ")");
+    Log("flight: trying grpc before ucx: the endpoint's expected size (" + std::to_string(share) +
+        " bytes) is below grpc_below (" + std::to_string(options.grpc_below) + ")");
   }
   // The locations to try, fastest plane first.
   std::vector<std::pair<Via, std::string>> candidates;

@@ -31,10 +31,10 @@ class EndpointReader {
         counters_(std::move(counters)),
         session_(std::move(session)) {}
 
-  /// One endpoint through its locations, fastest first (client_get.cpp). `share` is the
-  /// endpoint's expected bytes (-1: unknown).
+  /// One endpoint through its locations, fastest first (client_get.cpp); its `expected_bytes`
+  /// choose DoGet before UCX when small (GetOptions::grpc_below).
   Result<UniqueDeviceArrayStream> Read(const Endpoint& endpoint, const GetOptions& options,
-                                       std::string* location, int64_t share = -1) const;
+                                       std::string* location) const;
 
  private:
   void Log(const std::string& line) const {

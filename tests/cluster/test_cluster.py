@@ -180,6 +180,36 @@ def test_python_do_get_takes_grpc_below(cluster):
     assert "'ucx': 0" not in second, second
 
 
+LONE_ENDPOINT_READER = """
+import pickle, sys, pyarrow as pa, ferry.flight
+client = ferry.flight.connect(sys.argv[1], token="s3cret")
+print(client.get_flight_info("t").total_bytes)
+for e in client.get_flight_info("t").endpoints:
+    alone = pickle.loads(pickle.dumps(e))  # as an engine's task gets it
+    rows = pa.table(client.do_get(alone)).num_rows
+    print(client.last_location.split(":")[0], alone.expected_bytes, rows)
+    unsized = ferry.flight.Endpoint(e.ticket, e.locations)
+    rows = pa.table(client.do_get(unsized)).num_rows
+    print(client.last_location.split(":")[0], unsized.expected_bytes, rows)
+"""
+
+
+def test_a_small_endpoint_read_alone_on_another_host_goes_over_grpc(cluster):
+    """An endpoint read on its own, pickled as Dask's and Ray's tasks get it, keeps its expected
+    size (half the flight's bytes), so its small half goes over DoGet; the same endpoint made from
+    its ticket and locations alone knows no size and goes over UCX."""
+    hosts, a, b, halves, tmp = cluster
+    r = hosts["c"].run([sys.executable, "-c", LONE_ENDPOINT_READER, b.uri], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    total, *reads = r.stdout.splitlines()
+    share = int(total) // 2
+    assert 0 < share < 4 << 20, total
+    rows = [h.num_rows for h in halves]
+    assert reads == [f"grpc {share} {rows[0]}", f"ucx -1 {rows[0]}",
+                     f"grpc {share} {rows[1]}", f"ucx -1 {rows[1]}"], reads
+
+
 PYARROW_READER = """
 import sys, pyarrow as pa, pyarrow.flight as fl
 auth = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer s3cret")])

@@ -138,6 +138,12 @@ def test_read_flight_is_one_partition_per_endpoint_read_through_shared_memory(tm
         assert list(df.columns) == expected.column_names
         assert all(isinstance(t, pd.ArrowDtype) for t in df.dtypes)
         assert _stats(s.uri)["shm"]["clients"] == 0
+        # Each partition carries its endpoint's expected size to its task: a third of the
+        # flight's bytes as pyarrow.flight reads them from the server.
+        info = fl.connect(s.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
+        shares = [p.expected_bytes for node in df.__dask_graph__().values()
+                  for p in _parts_in(node)]
+        assert info.total_bytes > 0 and shares == [info.total_bytes // 3] * 3
         got = df.compute()
         assert pa.Table.from_pandas(got, preserve_index=False).equals(expected)
         # Every worker is on the server's host: every endpoint came through shared memory.

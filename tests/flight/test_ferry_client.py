@@ -91,6 +91,55 @@ def pyarrow_server(tables):
     thread.join()
 
 
+class SplitServer(PyarrowServer):
+    """PyarrowServer, with two more flights of `small`'s batches: "split", three endpoints whose
+    FlightInfo says 3,000 bytes in all, and "unsized", two endpoints of unknown size (-1)."""
+
+    def _info(self, name):
+        if name not in ("split", "unsized"):
+            return super()._info(name)
+        t = self.tables["small"]
+        count, size = (3, 3000) if name == "split" else (2, -1)
+        return fl.FlightInfo(t.schema, fl.FlightDescriptor.for_path(name),
+                             [fl.FlightEndpoint(b"small", [])] * count, count * t.num_rows, size)
+
+    def get_flight_info(self, context, descriptor):
+        return self._info(descriptor.path[0].decode())
+
+
+def test_an_endpoint_expects_its_share_of_the_flight_and_pickles_it(tables):
+    """Each endpoint of a decoded FlightInfo expects its share of the flight's total_bytes (as
+    pyarrow's server said it, hand-divided); a pickled endpoint keeps it and still reads; one made
+    from a ticket and locations alone knows no size."""
+    import pickle
+
+    server = SplitServer(tables)
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    try:
+        client = ferry.flight.connect(f"grpc://127.0.0.1:{server.port}")
+        split = client.get_flight_info("split")
+        assert split.total_bytes == 3000
+        assert [e.expected_bytes for e in split.endpoints] == [1000, 1000, 1000]
+        assert [e.expected_bytes for e in client.get_flight_info("unsized").endpoints] == [-1, -1]
+        small = client.get_flight_info("small").endpoints[0]
+        assert small.expected_bytes == tables["small"].nbytes
+        copy = pickle.loads(pickle.dumps(split.endpoints[1]))
+        assert (copy.ticket, copy.locations, copy.expected_bytes) == (b"small", [], 1000)
+        assert pa.table(client.do_get(copy)).equals(tables["small"])
+        # As 0.1.0 pickled it: the ticket and the locations.
+        old = ferry.flight.Endpoint.__new__(ferry.flight.Endpoint)
+        old.__setstate__((b"small", ["grpc://h:1"]))
+        assert (old.ticket, old.locations, old.expected_bytes) == (b"small", ["grpc://h:1"], -1)
+        assert ferry.flight.Endpoint(b"small", []).expected_bytes == -1
+        assert ferry.flight.Endpoint(b"small", [], 5).expected_bytes == 5
+        with pytest.raises(ValueError, match=r"expected_bytes must be 0 or more \(-1: unknown\)"):
+            ferry.flight.Endpoint(b"small", [], -2)
+    finally:
+        server.shutdown()
+        thread.join()
+
+
 def test_binding_against_pyarrow_server(pyarrow_server, tables):
     uri = f"grpc://127.0.0.1:{pyarrow_server.port}"
     client = ferry.flight.connect(uri)

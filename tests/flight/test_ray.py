@@ -8,6 +8,7 @@ import json
 import time
 
 import pyarrow as pa
+import pyarrow.flight as fl
 import pytest
 
 pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
@@ -44,7 +45,13 @@ def _source(uri, path="t"):
 
 def test_one_read_task_per_endpoint_read_through_shared_memory(served):
     s, tables = served
-    tasks = _source(s.uri).get_read_tasks(parallelism=8)
+    source = _source(s.uri)
+    # Each read carries its endpoint's expected size: a third of the flight's bytes as
+    # pyarrow.flight reads them from the server.
+    info = fl.connect(s.uri).get_flight_info(fl.FlightDescriptor.for_path("t"))
+    assert info.total_bytes > 0
+    assert [p.expected_bytes for p in source._parts] == [info.total_bytes // 3] * 3
+    tasks = source.get_read_tasks(parallelism=8)
     assert len(tasks) == 3
     assert all(t.schema == tables[0].schema for t in tasks)
     for task, expected in zip(tasks, tables):

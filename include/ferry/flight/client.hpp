@@ -78,9 +78,9 @@ struct FERRY_EXPORT GetOptions {
   /// How long a read over an shm:// or ucx:// location watches for the next message on the CPU
   /// before it sleeps (dipc::ClientOptions::spin).
   std::chrono::microseconds spin = dipc::ClientOptions{}.spin;
-  /// With `via` kAuto, an endpoint whose server is on another host and whose share of the
-  /// flight's bytes (FlightInfo::total_bytes over its endpoints) is below this is read over
-  /// DoGet before UCX: a UCX connection costs 12-20 ms to set up on the 2-core VM, in which
+  /// With `via` kAuto, an endpoint whose server is on another host and whose expected size
+  /// (Endpoint::expected_bytes: FlightInfo::total_bytes over its endpoints) is below this is read
+  /// over DoGet before UCX: a UCX connection costs 12-20 ms to set up on the 2-core VM, in which
   /// DoGet moves a few megabytes (docs/flight.md). 0: UCX first for every size.
   int64_t grpc_below = int64_t{4} << 20;
 };

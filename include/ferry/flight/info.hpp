@@ -19,11 +19,16 @@ namespace ferry::flight {
 inline constexpr const char* kReuseConnection = "arrow-flight-reuse-connection://?";
 
 /// One stream of a flight: the ticket to redeem, the URIs that redeem it (fastest first on a
-/// ferry server), and until when the ticket is valid (absent: the server did not say).
+/// ferry server), until when the ticket is valid (absent: the server did not say), and how many
+/// bytes it is expected to carry.
 struct FERRY_EXPORT Endpoint {
   std::string ticket;
   std::vector<std::string> locations;
   std::optional<std::chrono::system_clock::time_point> expiration;
+  /// Its share of its flight's `total_bytes` (-1: unknown). Not on the wire: a client that
+  /// decodes a FlightInfo sets it, and a read uses it to choose its plane (GetOptions::grpc_below)
+  /// when the endpoint travels alone, as an engine's partition does.
+  int64_t expected_bytes = -1;
 };
 
 /// A flight: its descriptor (a path, ferry: one element, the dataset's name; or an opaque
