@@ -1,9 +1,7 @@
 // Following a flight's locations: shared memory when the endpoint's server is on this host, then
 // UCX, then DoGet on this server (or on the grpc:// location given), or only the one asked for;
 // several endpoints one after the other or several at once.
-#include <ifaddrs.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ferry/core/host_address.hpp"
 #include "ferry/core/host_port.hpp"
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/uri.hpp"
@@ -44,19 +43,6 @@ Via KindOf(const std::string& location) {
   return Via::kAuto;
 }
 
-bool SameAddress(const sockaddr* a, const sockaddr* b) {
-  if (a->sa_family != b->sa_family) return false;
-  if (a->sa_family == AF_INET) {
-    return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
-           reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
-  }
-  if (a->sa_family == AF_INET6) {
-    return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
-                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, sizeof(in6_addr)) == 0;
-  }
-  return false;
-}
-
 // The host of the server that holds `endpoint`: that of its ucx:// or grpc:// location (a
 // shm:// location names none), else `fallback`, the server asked.
 std::string EndpointHost(const Endpoint& endpoint, const std::string& fallback) {
@@ -87,23 +73,10 @@ bool IsLocalHost(const std::string& name) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
-  ifaddrs* interfaces = nullptr;
-  const bool have_interfaces = getifaddrs(&interfaces) == 0;
   bool local = false;
   for (addrinfo* a = found; a != nullptr && !local; a = a->ai_next) {
-    if (a->ai_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-      local = (ntohl(in->sin_addr.s_addr) >> 24) == 127 || in->sin_addr.s_addr == INADDR_ANY;
-    } else if (a->ai_family == AF_INET6) {
-      const auto* in6 = &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr;
-      local = IN6_IS_ADDR_LOOPBACK(in6) || IN6_IS_ADDR_UNSPECIFIED(in6);
-    }
-    for (ifaddrs* i = have_interfaces ? interfaces : nullptr; i != nullptr && !local;
-         i = i->ifa_next) {
-      local = i->ifa_addr != nullptr && SameAddress(i->ifa_addr, a->ai_addr);
-    }
+    local = IsThisHostsAddress(a->ai_addr);
   }
-  if (have_interfaces) freeifaddrs(interfaces);
   freeaddrinfo(found);
   return local;
 }

@@ -247,14 +247,6 @@ std::string RequestingAddress(ucp_conn_request_h request) {
   return SockaddrText(attr.client_address);
 }
 
-bool IsLoopback(const sockaddr* addr) {
-  if (addr->sa_family == AF_INET) {
-    return (ntohl(reinterpret_cast<const sockaddr_in*>(addr)->sin_addr.s_addr) >> 24) == 127;
-  }
-  return addr->sa_family == AF_INET6 &&
-         IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr);
-}
-
 void SendActiveMessage(ucp_ep_h ep, unsigned id, std::vector<ucp_dt_iov_t> pieces,
                        Pending* pending) {
   auto iov = Keep(std::move(pieces), pending);

@@ -77,8 +77,6 @@ Result<ucp_ep_h> ConnectToWorker(ucp_worker_h worker, const std::string& address
 std::string RemoteAddress(ucp_ep_h ep);
 /// The address a connection request came from ("host:port"), or "" when UCX cannot say.
 std::string RequestingAddress(ucp_conn_request_h request);
-/// Whether `addr` is a loopback address (127.0.0.0/8 or ::1).
-bool IsLoopback(const sockaddr* addr);
 
 /// The transports of `ep`'s lanes ("tcp", "self", "rc_mlx5", ...), read from what
 /// ucp_ep_print_info writes, the one report of them UCX 1.13 has; empty when it names none.

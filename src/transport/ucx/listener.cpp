@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ferry/core/host_address.hpp"
 #include "transport/ucx/endpoint.hpp"
 #include "transport/ucx/region.hpp"
 #include "transport/ucx/server_connection.hpp"
@@ -63,7 +64,7 @@ Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, soc
   // found at its start: one that has gone since (a bridge or VPN taken down) fails every later
   // worker. A loopback listener's clients are all on this host, so its context leaves the
   // virtual interfaces out, and no such interface's coming or going reaches it.
-  const std::string devices = IsLoopback(addr) ? LoopbackListenerDevices() : std::string();
+  const std::string devices = IsLoopbackAddress(addr) ? LoopbackListenerDevices() : std::string();
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,
                         Context::Make(limits.remote_memory, devices));
   std::unique_ptr<UcxListener> listener(new UcxListener(context, std::move(limits)));

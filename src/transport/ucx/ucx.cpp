@@ -8,7 +8,6 @@
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
-#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -18,6 +17,7 @@
 #include <cstring>
 #include <string>
 
+#include "ferry/core/host_address.hpp"
 #include "ferry/core/host_port.hpp"
 #include "transport/ucx/client_connection.hpp"
 #include "transport/ucx/endpoint.hpp"
@@ -58,29 +58,7 @@ Result<Endpoint> Resolve(const std::string& address) {
   return out;
 }
 
-// Whether `addr` is this host's: a loopback address or one of its interfaces'.
-bool ThisHostsAddress(const sockaddr_storage& addr) {
-  if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return false;
-  if (internal::ucx::IsLoopback(reinterpret_cast<const sockaddr*>(&addr))) return true;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != addr.ss_family) continue;
-    if (addr.ss_family == AF_INET) {
-      found = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
-              reinterpret_cast<const sockaddr_in&>(addr).sin_addr.s_addr;
-    } else {
-      found = std::memcmp(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr,
-                          &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr,
-                          sizeof(in6_addr)) == 0;
-    }
-  }
-  freeifaddrs(list);
-  return found;
-}
-
-// Whether a connection to a server on this host (`this_host`, ThisHostsAddress) gets the fast
+// Whether a connection to a server on this host (`this_host`, IsThisHostsAddress) gets the fast
 // endpoint (shared memory, CMA) beside the socket-address one: yes, unless FERRY_UCX_FAST_PATH=0.
 bool FastPath(bool this_host) {
   if (!this_host) return false;
@@ -137,7 +115,7 @@ Result<std::unique_ptr<Connection>> ConnectUcx(const std::string& address,
                            " bytes is over the limit of " + std::to_string(kMaxTraceBytes));
   }
   FERRY_ASSIGN_OR_RAISE(Endpoint where, Resolve(address));
-  const bool this_host = ThisHostsAddress(where.addr);
+  const bool this_host = IsThisHostsAddress(reinterpret_cast<const sockaddr*>(&where.addr));
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<internal::ucx::ClientConnection> conn,
                         internal::ucx::ClientConnection::Connect(
                             reinterpret_cast<const sockaddr*>(&where.addr), where.addrlen, address,
