@@ -15,6 +15,7 @@ the scheduler reachable from all.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -208,6 +209,63 @@ def test_a_small_endpoint_read_alone_on_another_host_goes_over_grpc(cluster):
     rows = [h.num_rows for h in halves]
     assert reads == [f"grpc {share} {rows[0]}", f"ucx -1 {rows[0]}",
                      f"grpc {share} {rows[1]}", f"ucx -1 {rows[1]}"], reads
+
+
+# Reads flight t's one endpoint as an engine's task does (pickled, with its size), after the test
+# has killed or stopped its server: prints the endpoint's size, waits for a line, then the read's
+# outcome and how long it took.
+DYING_SERVER_READER = """
+import pickle, sys, time, pyarrow as pa, ferry.flight
+client = ferry.flight.connect(sys.argv[1], token="s3cret", timeout=float(sys.argv[2]))
+[endpoint] = client.get_flight_info("t").endpoints
+task = pickle.dumps(endpoint)
+print("INFO", endpoint.expected_bytes, flush=True)
+sys.stdin.readline()
+start = time.monotonic()
+try:
+    print("READ", pa.table(client.do_get(pickle.loads(task))).num_rows)
+except Exception as e:
+    print("ERROR", round(time.monotonic() - start, 1), type(e).__name__, str(e).replace("\\n", " | "))
+"""
+
+
+@pytest.mark.parametrize("fault", ["killed", "stopped"])
+def test_a_small_read_of_a_server_that_dies_on_another_host_fails_soon_naming_it(cluster, fault):
+    """A small endpoint on another host (read over DoGet first) whose server is killed (SIGKILL)
+    or stopped (SIGSTOP) after GetFlightInfo: the read fails, trying DoGet then UCX, with an error
+    that names both locations, soon after a killed server (its host refuses at once) and within
+    the client's timeout for each location of a stopped one, never hanging."""
+    hosts, a, b, halves, tmp = cluster
+    env = dict(os.environ, FERRY_TOKEN=TOKEN)
+    server = ServeProcess(["--flight", f"{hosts['a'].ip}:0", f"t={tmp / 'a.arrows'}"], env=env,
+                          tmp=str(tmp), wrap=hosts["a"].wrap)
+    timeout = 3.0
+    try:
+        server.uri = server.first_line()
+        reader = hosts["c"].popen([sys.executable, "-c", DYING_SERVER_READER, server.uri,
+                                   str(timeout)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        info = reader.stdout.readline().split()
+        assert info[0] == "INFO" and 0 < int(info[1]) < 4 << 20, (info, reader.stderr.read())
+        server.proc.send_signal(signal.SIGKILL if fault == "killed" else signal.SIGSTOP)
+        if fault == "killed":
+            server.proc.wait()
+        out, err = reader.communicate("go\n", timeout=60)
+        assert out.startswith("ERROR "), (out, err)
+        _, seconds, kind, message = out.strip().split(" ", 3)
+        host = hosts["a"].ip
+        assert f"grpc://{host}:" in message and f"ucx://{host}:" in message, message
+        assert message.index("grpc://") < message.index("ucx://"), message  # DoGet first
+        if fault == "killed":
+            assert float(seconds) < timeout, out  # refused at once: no location waited
+        else:
+            # DoGet waits out the timeout, then UCX, the last location, does: no more (the
+            # connection that never wired up lets go at once).
+            assert 2 * timeout - 0.5 < float(seconds) < 2 * timeout + 1.9, out
+    finally:
+        if server.proc.poll() is None:
+            server.proc.send_signal(signal.SIGCONT)
+        server.close()
 
 
 PYARROW_READER = """

@@ -363,8 +363,11 @@ TEST_P(ServerClient, AClientThatLeftBeforeTheServerOpenedHoldsNothing) {
   const ServerStats st = server->stats();
   EXPECT_EQ(st.clients_active, 0);
   EXPECT_EQ(st.bytes_in_flight, 0);
-  // The connection of the client that left was taken too (the split shapes take two a client).
-  EXPECT_GT(st.clients_accepted, shape_.split ? 2 : 1);
+  // The late client was taken (the split shapes take two connections a client). The one that
+  // left was taken too where its connection reached the listener before it gave up: over UCX
+  // it closes a connection still wiring up by force at once, which can be before the server
+  // heard of it; either way it holds nothing (above).
+  EXPECT_GE(st.clients_accepted, shape_.split ? 2 : 1);
 }
 
 // Without ferry=1 the wire is the bare protocol: the refusal is a closed connection.

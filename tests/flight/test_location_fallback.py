@@ -78,9 +78,9 @@ def test_a_silent_fast_location_falls_back_to_the_next_after_two_seconds():
         got = pa.table(client.do_get("t"))
         took = time.monotonic() - start
     assert got.equals(TABLE)
-    # The 2 s bound, then up to 2 s for the connection to let go (UCX 1.13 asks a flush of an
-    # endpoint before it closes one gracefully), then gRPC: well short of the 10 s timeout.
-    assert 1.5 <= took < 8, took
+    # The 2 s bound, then gRPC: a connection that never wired up lets go at once (a graceful
+    # close would wait up to 2 s more for a flush the silent peer never answers).
+    assert 1.5 <= took < 3.9, took
 
 
 @pytest.mark.parametrize("via", ["auto", "ucx"])
@@ -95,5 +95,6 @@ def test_the_last_location_gets_the_whole_timeout(via):
     message = str(failed.value)
     assert f"127.0.0.1:{silent.port}" in message, message
     assert "timed out connecting" in message, message
-    # Not the 2 s meant for falling back (then 2 s to let go): nothing follows it.
-    assert timeout - 0.5 <= took < timeout + 5, (took, message)
+    # Not the 2 s meant for falling back, nor 2 s more to let go of a connection that never
+    # wired up: nothing follows it.
+    assert timeout - 0.5 <= took < timeout + 1.9, (took, message)

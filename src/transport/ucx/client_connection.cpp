@@ -52,6 +52,9 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
   }
   FERRY_RETURN_NOT_OK(conn->StartWorker());
   if (!up->Wait(*clock, deadline)) {
+    // Nothing was sent on an endpoint still wiring up: closed by force at once, where a graceful
+    // close would wait for a flush the silent peer never answers (kCloseWait).
+    conn->Abort();
     return Status::DeadlineExceeded("timed out connecting to the UCX listener at " + address);
   }
   {
