@@ -26,6 +26,7 @@ class EndpointRead:
     ticket: bytes
     locations: tuple[str, ...]
     via: str = ...
+    expected_bytes: int = ...
 
 def endpoint_hosts(info: FlightInfo, uri: str) -> list[str]:
     """The host (an IP address where it resolves) of the server holding each endpoint of `info`, in order."""
