@@ -147,13 +147,14 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
   const std::string server = EndpointHost(endpoint, host_);
   const bool local = IsLocalHost(server);
   // A small endpoint on another host is read sooner over DoGet than a UCX connection is set up.
-  const int64_t share = endpoint.expected_bytes;
+  const int64_t expected = endpoint.expected_bytes;
   const bool small =
-      options.via == Via::kAuto && !local && share >= 0 && share < options.grpc_below &&
+      options.via == Via::kAuto && !local && expected >= 0 && expected < options.grpc_below &&
       (options.device == nullptr || options.device->device_type() == ARROW_DEVICE_CPU);
   if (small) {
-    Log("flight: trying grpc before ucx: the endpoint's expected size (" + std::to_string(share) +
-        " bytes) is below grpc_below (" + std::to_string(options.grpc_below) + ")");
+    Log("flight: trying grpc before ucx: the endpoint's expected size (" +
+        std::to_string(expected) + " bytes) is below grpc_below (" +
+        std::to_string(options.grpc_below) + ")");
   }
   // The locations to try, fastest plane first.
   std::vector<std::pair<Via, std::string>> candidates;

@@ -8,7 +8,8 @@
 
 namespace ferry {
 
-/// Whether `addr` is a loopback address (127.0.0.0/8 or ::1). Other families are not. Free.
+/// Whether `addr` is a loopback address (127.0.0.0/8 or ::1). Other families are not. Makes no
+/// system call.
 [[nodiscard]] FERRY_EXPORT bool IsLoopbackAddress(const sockaddr* addr);
 
 /// Whether `addr` (IPv4 or IPv6; other families are not) reaches this machine: a loopback or
