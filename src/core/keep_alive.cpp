@@ -10,9 +10,65 @@
 
 namespace ferry {
 
+namespace {
+
+// Under AddressSanitizer every arena is the heap's own, so that a use after its release is
+// caught, not hidden by a recycled block.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kKeptArenas = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kKeptArenas = 0;
+#else
+constexpr int kKeptArenas = 4;
+#endif
+#else
+constexpr int kKeptArenas = 4;
+#endif
+
+// The memory of arenas released on this thread, kept for the next arena made here. A stream
+// makes and lets go of an arena for every batch, and an arena (about 1.5 KB) is larger than the
+// blocks glibc's per-thread cache serves at once: its heap path cost a reader of small batches
+// about 550 instructions a batch. Freed when the thread ends.
+struct ArenaCache {
+  void* blocks[kKeptArenas > 0 ? kKeptArenas : 1] = {};
+  int count = 0;
+  ~ArenaCache();
+};
+// Trivially destructible, so still readable while the thread's other destructors run.
+thread_local bool arena_cache_gone = false;
+thread_local ArenaCache arena_cache;
+
+ArenaCache::~ArenaCache() {
+  for (int i = 0; i < count; ++i) ::operator delete(blocks[i]);
+  count = 0;
+  arena_cache_gone = true;
+}
+
+void* TakeArenaMemory(size_t size) {
+  if (kKeptArenas > 0 && !arena_cache_gone && arena_cache.count > 0) {
+    return arena_cache.blocks[--arena_cache.count];
+  }
+  return ::operator new(size);
+}
+
+void PutArenaMemory(void* block) noexcept {
+  if (kKeptArenas > 0 && !arena_cache_gone && arena_cache.count < kKeptArenas) {
+    arena_cache.blocks[arena_cache.count++] = block;
+    return;
+  }
+  ::operator delete(block);
+}
+
+}  // namespace
+
 class KeepAlive::Arena {
  public:
   explicit Arena(std::shared_ptr<const void> keep) : keep_(std::move(keep)) {}
+
+  // Arenas are all one size: their memory is recycled on the thread that released the last.
+  static void* operator new(size_t size) { return TakeArenaMemory(size); }
+  static void operator delete(void* block) noexcept { PutArenaMemory(block); }
 
   void Reserve(size_t n) {
     const Block& block = Current();

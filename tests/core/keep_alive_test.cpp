@@ -1,13 +1,16 @@
 // KeepAlive: the owner lives exactly as long as the last exported node, whichever it is, and a
-// moved-out child outlives its parent.
+// moved-out child outlives its parent; an arena's memory serves the next one made on the thread
+// that released it (counted by the suite's replaced operator new).
 #include "ferry/core/keep_alive.hpp"
 
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "ferry/abi/unique.hpp"
+#include "support/counted_new.hpp"
 
 namespace ferry {
 namespace {
@@ -177,6 +180,39 @@ TEST(KeepAlive, ManyNodesAndChildrenReadBackWhatTheyWereGiven) {
   root.reset();
   EXPECT_TRUE(watch.expired());
 }
+
+#if FERRY_COUNT_ALLOCATIONS
+// A node made and released, as a stream's batch is: its arena, and its owner (one allocation).
+void OneBatch() {
+  UniqueArray node;
+  {
+    KeepAlive nodes(std::make_shared<int>(7));
+    (void)nodes.MakeNode(node.get(), 1, 0, 0, nullptr, 0, 0);
+  }
+}
+
+TEST(KeepAlive, AnArenaReleasedOnAThreadServesTheNextOneMadeThere) {
+  OneBatch();  // this thread now keeps one arena's memory
+  int64_t before = testing::allocations;
+  OneBatch();
+  EXPECT_EQ(testing::allocations - before, 1) << "only the owner's make_shared";
+  // Made here and released on another thread: that thread keeps the memory (and frees it as it
+  // ends), so the next arena made here comes from the heap again.
+  UniqueArray node;
+  {
+    KeepAlive nodes(std::make_shared<int>(7));
+    (void)nodes.MakeNode(node.get(), 1, 0, 0, nullptr, 0, 0);
+  }
+  std::thread([&node] { node.reset(); }).join();
+  before = testing::allocations;
+  OneBatch();
+  EXPECT_EQ(testing::allocations - before, 2) << "the arena's memory stayed with the thread "
+                                                 "that released it";
+  before = testing::allocations;
+  OneBatch();  // released here just now: kept here
+  EXPECT_EQ(testing::allocations - before, 1);
+}
+#endif
 
 }  // namespace
 }  // namespace ferry
