@@ -144,6 +144,17 @@ StatusCode StatusCodeFromGrpc(int grpc_code) noexcept {
   return grpc_code == kGrpcAborted ? StatusCode::kUnavailable : StatusCode::kIOError;
 }
 
+const std::string& Status::NoMessage() noexcept {
+  static const std::string empty;
+  return empty;
+}
+
+void Status::Free() noexcept {
+  if (!state_->fixed) delete state_;
+}
+
+Status FixedStatus::status() const noexcept { return Status(&state_); }
+
 Status Status::FromErrno(int err, const std::string& what) {
   if (err == 0) return Status::Internal(what + ": failed without an errno");
   return {StatusCodeFromErrno(err), what + ": " + std::strerror(err), err};

@@ -249,9 +249,11 @@ class Mailbox {
                  const char* what) const {
     if (ready && closed_) return Status::Unavailable(reason_ + " while waiting for " + what);
     // A look (no wait) that finds nothing is how a spinning reader polls, and a poked wait how a
-    // leading caller learns to read on: their message is short enough for the string's own
-    // room, so that neither allocates.
-    if (timeout.count() <= 0 || Poked(pokes)) return Status::DeadlineExceeded("timed out");
+    // leading caller learns to read on: their status is a fixed one, so that neither allocates.
+    if (timeout.count() <= 0 || Poked(pokes)) {
+      static const FixedStatus kLookedInVain(StatusCode::kDeadlineExceeded, "timed out");
+      return kLookedInVain.status();
+    }
     return TimedOut(what);
   }
 

@@ -1,30 +1,16 @@
 // A suite's replaced operator new that counts, per thread, the allocations made through it, for
 // tests that hold code to a number of allocations. Include it in exactly one file of a suite: it
-// defines the suite's operator new and delete. Under ASan or TSan, whose own operator new must
-// stay in place, FERRY_COUNT_ALLOCATIONS is 0 and nothing is defined or counted.
+// defines the suite's operator new and delete (other files read the count through
+// allocation_count.hpp). Under ASan or TSan, whose own operator new must stay in place,
+// FERRY_COUNT_ALLOCATIONS is 0 and nothing is defined or counted.
 #pragma once
 
-#include <cstdint>
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define FERRY_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define FERRY_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef FERRY_COUNT_ALLOCATIONS
-#define FERRY_COUNT_ALLOCATIONS 1
-#endif
+#include "support/allocation_count.hpp"
 
 #if FERRY_COUNT_ALLOCATIONS
-namespace ferry::testing {
-/// The allocations made so far through operator new on the calling thread.
-inline thread_local int64_t allocations = 0;
-}  // namespace ferry::testing
-
 // For every thread: count, then allocate as the library's would. new[] and the nothrow forms
 // come here through the standard library's own.
 void* operator new(std::size_t size) {

@@ -46,14 +46,37 @@ enum class StatusCode : uint8_t {
   kIOError,
 };
 
+class FixedStatus;
+
 /// An outcome: OK, or a StatusCode with a message naming what was wrong and where. Where the
 /// operating system gave an errno, it is kept as a detail (`os_error()`) for messages and logs;
-/// code decides on `code()`. Cheap when OK (no allocation).
+/// code decides on `code()`. One pointer, NULL when OK: made, moved and dropped on every call's
+/// way out for the cost of a pointer. A failure allocates its details once, unless it is a
+/// FixedStatus's, which is shared.
 class [[nodiscard]] Status {
  public:
   Status() noexcept = default;
+  /// A failure of `code` (kOk makes an OK status, and the message is dropped).
   Status(StatusCode code, std::string message, int os_error = 0)
-      : code_(code), os_error_(os_error), message_(std::move(message)) {}
+      : state_(code == StatusCode::kOk ? nullptr
+                                       : new State{code, os_error, std::move(message), false}) {}
+  Status(const Status& other) : state_(Share(other.state_)) {}
+  Status& operator=(const Status& other) {
+    if (this != &other) {
+      Drop();
+      state_ = Share(other.state_);
+    }
+    return *this;
+  }
+  Status(Status&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  Status& operator=(Status&& other) noexcept {
+    if (this != &other) {
+      Drop();
+      state_ = std::exchange(other.state_, nullptr);
+    }
+    return *this;
+  }
+  ~Status() { Drop(); }
 
   static Status OK() noexcept { return {}; }
   /// The failure an errno names: its code from the table (ENOENT is kNotFound, ...), the errno
@@ -109,31 +132,66 @@ class [[nodiscard]] Status {
   /// Reading or writing bytes failed (kIOError).
   static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
 
-  bool ok() const noexcept { return code_ == StatusCode::kOk; }
-  StatusCode code() const noexcept { return code_; }
+  bool ok() const noexcept { return state_ == nullptr; }
+  StatusCode code() const noexcept { return state_ ? state_->code : StatusCode::kOk; }
   /// The errno the operating system reported, 0 when none did: a detail for people, not a
   /// code to branch on.
-  int os_error() const noexcept { return os_error_; }
-  const std::string& message() const noexcept { return message_; }
+  int os_error() const noexcept { return state_ ? state_->os_error : 0; }
+  /// The message; empty when OK.
+  const std::string& message() const noexcept { return state_ ? state_->message : NoMessage(); }
 
   /// A copy of this status whose message is prefixed with `context` and ": ".
   Status WithContext(const std::string& context) const {
-    if (ok()) return *this;
-    return {code_, context + ": " + message_, os_error_};
+    if (ok()) return {};
+    return {state_->code, context + ": " + state_->message, state_->os_error};
   }
-  /// The same for a fixed text, which makes a string only on failure: on the path of every batch
-  /// a literal longer than a string's own room would otherwise cost an allocation per call.
+  /// The same for a fixed text, which makes a string only on failure.
   Status WithContext(const char* context) const {
-    if (ok()) return *this;
-    return {code_, std::string(context) + ": " + message_, os_error_};
+    if (ok()) return {};
+    return {state_->code, std::string(context) + ": " + state_->message, state_->os_error};
   }
   /// "OK" or the message, for logs and test failures.
-  std::string ToString() const { return ok() ? std::string("OK") : message_; }
+  std::string ToString() const { return ok() ? std::string("OK") : state_->message; }
 
  private:
-  StatusCode code_ = StatusCode::kOk;
-  int os_error_ = 0;
-  std::string message_;
+  friend class FixedStatus;
+  struct State {
+    StatusCode code;
+    int os_error;
+    std::string message;
+    bool fixed;  // a FixedStatus's: shared, never copied or freed by a Status
+  };
+  explicit Status(const State* fixed) noexcept : state_(fixed) {}
+  static const State* Share(const State* s) { return s == nullptr || s->fixed ? s : new State(*s); }
+  // Inline, the OK case is one comparison; freeing a failure's details is out of line.
+  void Drop() noexcept {
+    if (state_ != nullptr) Free();
+  }
+  FERRY_EXPORT void Free() noexcept;
+  /// The empty message of every OK status.
+  FERRY_EXPORT static const std::string& NoMessage() noexcept;
+
+  const State* state_ = nullptr;
+};
+
+/// A failure whose code and message never change, made once and handed out as often as
+/// needed: status() allocates nothing, for a failure that is routine on a hot path (a poll that
+/// found nothing). Owns its details; it must outlive every Status it hands out (make it a
+/// static).
+class FixedStatus {
+ public:
+  FixedStatus(StatusCode code, std::string message)
+      : state_{code == StatusCode::kOk ? StatusCode::kInternal : code, 0, std::move(message),
+               true} {}
+  FixedStatus(const FixedStatus&) = delete;
+  FixedStatus& operator=(const FixedStatus&) = delete;
+
+  /// A Status that points at these details. (Out of line: a compiler that sees a static's
+  /// address reach Status's delete warns, though `fixed` keeps it from ever being freed.)
+  FERRY_EXPORT Status status() const noexcept;
+
+ private:
+  Status::State state_;
 };
 
 }  // namespace ferry

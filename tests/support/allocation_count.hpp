@@ -1,0 +1,24 @@
+// The count that counted_new.hpp's operator new keeps, for any file of a suite that reads it
+// (counted_new.hpp itself is included in exactly one). Under ASan or TSan, whose own operator new
+// must stay in place, FERRY_COUNT_ALLOCATIONS is 0 and nothing is counted.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FERRY_COUNT_ALLOCATIONS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FERRY_COUNT_ALLOCATIONS 0
+#endif
+#endif
+#ifndef FERRY_COUNT_ALLOCATIONS
+#define FERRY_COUNT_ALLOCATIONS 1
+#endif
+
+#if FERRY_COUNT_ALLOCATIONS
+namespace ferry::testing {
+/// The allocations made so far through operator new on the calling thread.
+inline thread_local int64_t allocations = 0;
+}  // namespace ferry::testing
+#endif
