@@ -111,16 +111,17 @@ class KeepAlive::Arena {
     }
     node.n_children = n_children;
     refs_.fetch_add(1, std::memory_order_relaxed);
-    *out = ArrowArray{};
-    out->length = length;
-    out->null_count = null_count;
-    out->offset = offset;
-    out->n_buffers = n_buffers;
-    out->buffers = n_buffers == 0 ? nullptr : slots;
-    out->n_children = n_children;
-    out->children = n_children == 0 ? nullptr : node.child_ptrs;
-    out->private_data = &node;
-    out->release = &Arena::Release;
+    // Every field written once (zeroing the struct first wrote it twice).
+    *out = ArrowArray{.length = length,
+                      .null_count = null_count,
+                      .offset = offset,
+                      .n_buffers = n_buffers,
+                      .n_children = n_children,
+                      .buffers = n_buffers == 0 ? nullptr : slots,
+                      .children = n_children == 0 ? nullptr : node.child_ptrs,
+                      .dictionary = nullptr,
+                      .release = &Arena::Release,
+                      .private_data = &node};
     return Slots{node.children, &node.dictionary};
   }
 

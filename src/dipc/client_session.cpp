@@ -83,8 +83,8 @@ Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
   }
   FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "connecting (want_data)"));
   FaultPoint("client", "want_data");
-  FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
-  FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+  FERRY_ASSIGN_OR_RAISE(const Arrived arrived, NextMetadata());
+  const MetadataMessage& m = arrived.message;
   if (m.type != MetadataType::kIpcMessage) {
     return Status::Invalid("the stream ended before its schema (message 0)");
   }
@@ -124,8 +124,8 @@ Status ClientSession::Next(ArrowDeviceArray* out) {
       if (d->kind == ipc::MessageKind::kRecordBatch) return Deliver(std::move(d->batch), out);
       continue;  // a dictionary: kept by the decoder for the batches after it
     }
-    FERRY_ASSIGN_OR_RAISE(SharedBytes bytes, NextMetadata());
-    FERRY_ASSIGN_OR_RAISE(MetadataMessage m, Parse(bytes));
+    FERRY_ASSIGN_OR_RAISE(const Arrived arrived, NextMetadata());
+    const MetadataMessage& m = arrived.message;
     FaultPoint("client", "metadata");
     if (m.type == MetadataType::kEndOfStream) {
       finished_ = true;
@@ -220,15 +220,15 @@ Result<MetadataMessage> ClientSession::Parse(const SharedBytes& bytes) const {
   return m;
 }
 
-Result<SharedBytes> ClientSession::NextMetadata() {
+Result<ClientSession::Arrived> ClientSession::NextMetadata() {
   if (lookahead_) {
-    Result<SharedBytes> r = std::move(*lookahead_);
+    Result<Arrived> r = std::move(*lookahead_);
     lookahead_.reset();
     return r;
   }
   while (true) {
-    if (std::optional<SharedBytes> m = metadata_.Pop()) {
-      held_bytes_ -= m->size;
+    if (std::optional<Arrived> m = metadata_.Pop()) {
+      held_bytes_ -= m->bytes.size;
       return std::move(*m);
     }
     Result<SharedBytes> r =
@@ -260,7 +260,7 @@ Status ClientSession::Hold(SharedBytes bytes) {
                            " bytes ahead of their turn, over the limit of " +
                            std::to_string(options_.reorder_bytes));
   }
-  FERRY_RETURN_NOT_OK(metadata_.Put(m.sequence, std::move(bytes)));
+  FERRY_RETURN_NOT_OK(metadata_.Put(m.sequence, Arrived{std::move(bytes), m}));
   held_bytes_ += size;
   return Status::OK();
 }
@@ -332,18 +332,22 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
   // While this batch is decoded and validated, the next one's buffers travel.
   FetchAhead();
   std::vector<ipc::BufferLocation>& at = locations_;
-  at.clear();
+  at.resize(list.buffers.size());  // its room is reused: no allocation, no push's check per buffer
   size_t next = 0;
-  for (size_t i = 0; i < list.buffers.size(); ++i) {
-    if (!needed.empty() && !needed[i]) {
-      at.push_back({-1, -1});  // a column left out: the decoder never looks here
+  size_t placed = 0;
+  int64_t bytes_fetched = 0;
+  for (; placed < list.buffers.size(); ++placed) {
+    if (!needed.empty() && !needed[placed]) {
+      at[placed] = {-1, -1};  // a column left out: the decoder never looks here
       continue;
     }
     if (next >= fetched->buffers.size()) break;  // the decoder names the count mismatch
     const BufferRef& b = fetched->buffers[next++];
-    at.push_back({static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)});
-    Count(static_cast<int64_t>(b.length));
+    at[placed] = {static_cast<int64_t>(b.address), static_cast<int64_t>(b.length)};
+    bytes_fetched += static_cast<int64_t>(b.length);
   }
+  at.resize(placed);
+  Count(bytes_fetched);
   SharedBytes bytes = std::move(fetched->bytes);
   fetched->bytes = {};
   DistinctAddresses addresses(list.buffers);
@@ -362,7 +366,7 @@ void ClientSession::FetchAhead() {
   // behind, and a second batch's buffer in flight made transfers slower and less even here.
   if (options_.read.validation != ValidationLevel::kFull) return;
   if (!data_->fetches_in_background() || ahead_ || lookahead_ || finished_) return;
-  std::optional<SharedBytes> next = metadata_.Pop();
+  std::optional<Arrived> next = metadata_.Pop();
   if (!next) {
     Result<SharedBytes> r = conn_->Receive(std::chrono::milliseconds(0));
     if (!r.ok()) return;  // nothing taken: the ordinary path sees it again
@@ -375,11 +379,11 @@ void ClientSession::FetchAhead() {
     next = metadata_.Pop();
     if (!next) return;  // early: not the next one's turn
   }
-  held_bytes_ -= next->size;
+  held_bytes_ -= next->bytes.size;
   // From here on the message is taken: NextMetadata hands it out next.
   lookahead_ = std::move(*next);
-  Result<MetadataMessage> m = Parse(**lookahead_);
-  if (!m.ok() || m->type != MetadataType::kIpcMessage) return;
+  const MetadataMessage* m = &(*lookahead_)->message;
+  if (m->type != MetadataType::kIpcMessage) return;
   Result<ipc::MessageInfo> info = ipc::InspectMessage(m->flatbuffer);
   if (!info.ok() || info->kind == ipc::MessageKind::kSchema ||
       info->body_length > options_.max_body_bytes) {

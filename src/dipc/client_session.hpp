@@ -59,10 +59,17 @@ class ClientSession {
   // A metadata message, or the error a ferry server reported in one.
   Result<MetadataMessage> Parse(const SharedBytes& bytes) const;
 
-  // The next metadata message in sequence order, holding early ones in the window.
-  Result<SharedBytes> NextMetadata();
+  // A metadata message as it arrived, and parsed (once: `message.flatbuffer` points into
+  // `bytes`, which keep it alive).
+  struct Arrived {
+    SharedBytes bytes;
+    MetadataMessage message;
+  };
 
-  // Put a received metadata message in the reorder window, within its limits.
+  // The next metadata message in sequence order, holding early ones in the window.
+  Result<Arrived> NextMetadata();
+
+  // Parse a received metadata message and put it in the reorder window, within its limits.
   Status Hold(SharedBytes bytes);
 
   // Take the body of `m` (packed, or a buffer list fetched or mapped) and hand both to the
@@ -111,7 +118,7 @@ class ClientSession {
   ClientOptions options_;
   std::shared_ptr<CudaBodies> cuda_;  // NULL unless bodies are in CUDA memory
   ipc::Decoder decoder_;
-  Sequencer<SharedBytes> metadata_;
+  Sequencer<Arrived> metadata_;
   std::shared_ptr<Freer> freer_;
   UniqueSchema schema_;
   bool started_ = false;
@@ -135,7 +142,7 @@ class ClientSession {
     std::unique_ptr<transport::FetchInFlight> fetch;  // type 1 only
   };
   // Metadata that FetchAhead took for the next turn (or the error it found in it).
-  std::optional<Result<SharedBytes>> lookahead_;
+  std::optional<Result<Arrived>> lookahead_;
   // Declared last: destroyed before the connections its fetch reads through.
   std::unique_ptr<Ahead> ahead_;
 };

@@ -7,6 +7,8 @@
 #include "ferry/core/keep_alive.hpp"
 #include "ferry/format/schema_view.hpp"
 #include "ipc/endian.hpp"
+#include "ipc/load_errors.hpp"
+#include "ipc/loaded_validation.hpp"
 
 namespace ferry::ipc::internal {
 
@@ -23,33 +25,6 @@ struct BatchHolder {
   std::list<std::vector<int64_t>> variadic_sizes;
 };
 
-// Where a node sits in the batch, rendered only for error messages.
-struct Path {
-  const Path* parent = nullptr;
-  const ArrowSchema* node = nullptr;
-  int64_t index = -1;
-
-  std::string Render() const {
-    if (node == nullptr) return "";
-    const bool named = node->name != nullptr && *node->name != '\0';
-    // Appends only (GCC 12 warns spuriously on prepending to a temporary string).
-    std::string out;
-    if (parent == nullptr) {
-      if (!named) return "column";
-      out.append("field \"").append(node->name).append("\"");
-      return out;
-    }
-    out = parent->Render();
-    out.append(" > ");
-    if (named) {
-      out.append("\"").append(node->name).append("\"");
-    } else {
-      out.append("child ").append(std::to_string(index));
-    }
-    return out;
-  }
-};
-
 struct Slice {
   const uint8_t* data;
   int64_t size;
@@ -60,14 +35,14 @@ class Loader {
   // `sizes` receives the IPC length of every buffer, node by node (cleared first; its room is
   // reused).
   Loader(const StreamSchema& schema, const fb::RecordBatch* batch, const Body& body,
-         const DictionaryLookup& dictionaries, int64_t decompress_limit, std::string label,
+         const DictionaryLookup& dictionaries, int64_t decompress_limit, MessageLabel label,
          BufferSizes& sizes)
       : schema_(schema),
         batch_(batch),
-        body_(body),
+        body_{body.data, body.size},
         dictionaries_(dictionaries),
         budget_(decompress_limit),
-        label_(std::move(label)),
+        label_(label),
         nodes_(body.owner),
         sizes_(sizes) {
     swap_ = schema.big_endian != (std::endian::native == std::endian::big);
@@ -84,8 +59,10 @@ class Loader {
 
   Status Init() {
     if (batch_->length() < 0) return Fail(Path{}, "the batch length is negative");
-    if (batch_->nodes() == nullptr) return Fail(Path{}, "the batch has no nodes vector");
-    if (batch_->buffers() == nullptr) return Fail(Path{}, "the batch has no buffers vector");
+    nodes_vector_ = batch_->nodes();
+    buffers_vector_ = batch_->buffers();
+    if (nodes_vector_ == nullptr) return Fail(Path{}, "the batch has no nodes vector");
+    if (buffers_vector_ == nullptr) return Fail(Path{}, "the batch has no buffers vector");
     if (const auto* c = batch_->compression()) {
       if (c->method() != fb::BodyCompressionMethod::BUFFER) {
         return Fail(Path{}, "unknown body compression method");
@@ -110,12 +87,12 @@ class Loader {
   flatbuffers::uoffset_t buffers_read() const { return buffer_; }
 
   Status Finish() const {
-    if (node_ != batch_->nodes()->size()) {
-      return Fail(Path{}, "the batch has " + std::to_string(batch_->nodes()->size()) +
+    if (node_ != nodes_vector_->size()) {
+      return Fail(Path{}, "the batch has " + std::to_string(nodes_vector_->size()) +
                               " field nodes but the schema uses " + std::to_string(node_));
     }
-    if (buffer_ != batch_->buffers()->size()) {
-      return Fail(Path{}, "the batch has " + std::to_string(batch_->buffers()->size()) +
+    if (buffer_ != buffers_vector_->size()) {
+      return Fail(Path{}, "the batch has " + std::to_string(buffers_vector_->size()) +
                               " buffers but the schema uses " + std::to_string(buffer_));
     }
     const auto* counts = batch_->variadic_buffer_counts();
@@ -132,6 +109,10 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
   int64_t decompressed() const { return decompressed_; }
+  // Whether every node loaded so far passed the one-pass default check (LoadedNodePassesDefault).
+  bool passes_default() const { return passes_default_; }
+  // Make the one-pass check as nodes are loaded (it reads offsets: host bodies only).
+  void CheckAsLoaded() { passes_default_ = true; }
 
  private:
   // What keeps the buffers made here, made (and kept by the nodes) on first use.
@@ -144,50 +125,43 @@ class Loader {
   }
 
   Status Fail(const Path& path, const std::string& why) const {
-    const std::string where = path.Render();
-    return Status::Invalid(label_ + (where.empty() ? "" : ", " + where) + ": " + why);
+    return LoadFailure(label_, path, why);
   }
 
+  // The next body buffer, checked against the body. The checks every buffer passes come first
+  // and alone; what an error or a compressed buffer needs is in functions of their own
+  // (load_errors.hpp), whose strings would otherwise make every call's frame larger.
   Result<Slice> ReadBuffer(const Path& path, int64_t index_in_node) {
-    const auto* buffers = batch_->buffers();
-    if (buffer_ >= buffers->size()) {
-      return Fail(path, "buffer " + std::to_string(index_in_node) +
-                            " is missing (the batch has only " + std::to_string(buffers->size()) +
-                            " buffers)");
+    const auto* buffers = buffers_vector_;
+    if (buffer_ >= buffers->size()) [[unlikely]] {
+      return MissingBuffer(label_, path, index_in_node, buffers->size());
     }
     const fb::Buffer* b = buffers->Get(buffer_);
-    const flatbuffers::uoffset_t body_index = buffer_;
-    // Built only when an error needs it: this runs for every buffer of every batch.
-    auto where = [&] {
-      return (index_in_node < 0 ? std::string("the V4 union validity buffer")
-                                : "buffer " + std::to_string(index_in_node)) +
-             " (body buffer " + std::to_string(body_index) + ")";
-    };
-    ++buffer_;
     const int64_t offset = b->offset();
     const int64_t length = b->length();
-    if (offset < 0 || length < 0) {
-      return Fail(path, where() + " has a negative offset or length (" + std::to_string(offset) +
-                            ", " + std::to_string(length) + ")");
-    }
-    if (offset % 8 != 0) {
-      return Fail(path, where() + " starts at offset " + std::to_string(offset) +
-                            ", which is not a multiple of 8");
-    }
     int64_t end = 0;
-    if (__builtin_add_overflow(offset, length, &end) || end > body_.size) {
-      return Fail(path, where() + " (offset " + std::to_string(offset) + ", length " +
-                            std::to_string(length) + ") runs past the body of " +
-                            std::to_string(body_.size) + " bytes");
+    if (offset < 0 || length < 0 || offset % 8 != 0 ||
+        __builtin_add_overflow(offset, length, &end) || end > body_.size) [[unlikely]] {
+      return BadBuffer(label_, path, index_in_node, buffer_, offset, length, body_.size);
     }
+    ++buffer_;
     if (length == 0) return Slice{kZeros, 0};
     const uint8_t* p = body_.data + offset;
     if (codec_ == Codec::kNone) return Slice{p, length};
+    return Decompressed(path, index_in_node, p, length);
+  }
+
+  // Body buffer `buffer_ - 1`, compressed at `p`, decompressed (or its raw bytes, when the
+  // writer left them so).
+  [[gnu::noinline]] Result<Slice> Decompressed(const Path& path, int64_t index_in_node,
+                                               const uint8_t* p, int64_t length) {
     HostBuffer out;
     bool raw = false;
     const int64_t before = budget_;
     Status st = Decompress(codec_, p, length, &out, &raw, &budget_);
-    if (!st.ok()) return Fail(path, where() + ": " + st.message());
+    if (!st.ok()) {
+      return Fail(path, BufferName(index_in_node, buffer_ - 1) + ": " + st.message());
+    }
     if (raw) return Slice{p + 8, length - 8};
     decompressed_ += before - budget_;
     Holder().decompressed.push_back(std::move(out));
@@ -211,15 +185,9 @@ class Loader {
               const char* what) const {
     int64_t total_bits = 0;
     if (__builtin_mul_overflow(count, bits, &total_bits) ||
-        __builtin_add_overflow(total_bits, 7, &total_bits)) {
-      return Fail(path, "buffer " + std::to_string(i) + " (" + what +
-                            "): " + std::to_string(count) + " elements cannot fit any body");
-    }
-    const int64_t bytes = total_bits / 8;
-    if (s.size < bytes) {
-      return Fail(path, "buffer " + std::to_string(i) + " (" + what + ") has " +
-                            std::to_string(s.size) + " bytes but " + std::to_string(bytes) +
-                            " are needed");
+        __builtin_add_overflow(total_bits, 7, &total_bits) || s.size < total_bits / 8)
+        [[unlikely]] {
+      return TooShort(label_, path, i, s.size, count, bits, what);
     }
     return Status::OK();
   }
@@ -228,6 +196,11 @@ class Loader {
     if (preorder_ != nullptr && node_ < preorder_->nodes.size() && preorder_->nodes[node_] == s) {
       return preorder_->views[node_];  // the common case: field node k is pre-order node k
     }
+    return FindView(s, path);
+  }
+
+  [[gnu::noinline]] Result<const SchemaView*> FindView(const ArrowSchema* s,
+                                                       const Path& path) const {
     if (auto it = schema_.views.find(s); it != schema_.views.end()) return &it->second;
     return Fail(path, "the schema node was never parsed");
   }
@@ -238,7 +211,7 @@ class Loader {
   Status Skip(const ArrowSchema* s, int depth, const Path& path) {
     if (depth > kMaxDepth) return Fail(path, "nesting is deeper than 64");
     FERRY_ASSIGN_OR_RAISE(const SchemaView* v, ViewOf(s, path));
-    const auto* nodes = batch_->nodes();
+    const auto* nodes = nodes_vector_;
     if (node_ >= nodes->size()) {
       return Fail(
           path, "no field node is left (the batch has only " + std::to_string(nodes->size()) + ")");
@@ -261,7 +234,7 @@ class Loader {
       }
       count += variadic;
     }
-    const int64_t left = static_cast<int64_t>(batch_->buffers()->size() - buffer_);
+    const int64_t left = static_cast<int64_t>(buffers_vector_->size() - buffer_);
     if (count > left) {
       return Fail(path, "the field needs " + std::to_string(count) + " buffers but only " +
                             std::to_string(left) + " are left");
@@ -276,9 +249,10 @@ class Loader {
 
   Status Node(const ArrowSchema* s, ArrowArray* out, int depth, const Path& path) {
     if (depth > kMaxDepth) return Fail(path, "nesting is deeper than 64");
+    const size_t first_size = sizes_.sizes.size();
     FERRY_ASSIGN_OR_RAISE(const SchemaView* found, ViewOf(s, path));
     const SchemaView& v = *found;
-    const auto* nodes = batch_->nodes();
+    const auto* nodes = nodes_vector_;
     if (node_ >= nodes->size()) {
       return Fail(
           path, "no field node is left (the batch has only " + std::to_string(nodes->size()) + ")");
@@ -286,13 +260,9 @@ class Loader {
     const fb::FieldNode* n = nodes->Get(node_++);
     const int64_t length = n->length();
     const int64_t null_count = n->null_count();
-    if (length < 0) return Fail(path, "the length " + std::to_string(length) + " is negative");
-    if (length > (int64_t{1} << 62)) {
-      return Fail(path, "the length " + std::to_string(length) + " is too large");
-    }
-    if (null_count < 0 || null_count > length) {
-      return Fail(path, "the null count " + std::to_string(null_count) + " is outside 0.." +
-                            std::to_string(length));
+    if (length < 0 || length > (int64_t{1} << 62) || null_count < 0 || null_count > length)
+        [[unlikely]] {
+      return BadCounts(label_, path, length, null_count);
     }
 
     const TypeId st = v.storage_type;
@@ -360,7 +330,7 @@ class Loader {
         return Fail(path, "the batch gives no variadic buffer count for this view field");
       }
       const int64_t count = counts->Get(variadic_++);
-      const int64_t left = static_cast<int64_t>(batch_->buffers()->size() - buffer_);
+      const int64_t left = static_cast<int64_t>(buffers_vector_->size() - buffer_);
       if (count < 0 || count > left) {
         return Fail(path, "the variadic buffer count " + std::to_string(count) + " is outside 0.." +
                               std::to_string(left) + " (buffers left)");
@@ -388,6 +358,12 @@ class Loader {
       const Path child_path{&path, c, i};
       FERRY_RETURN_NOT_OK(Node(c, &slots.children[i], depth + 1, child_path));
     }
+    if (passes_default_) {
+      // Checked here, while the node is in cache, so that a batch that passes needs no second
+      // walk; one that does not goes to the view, which names what is wrong.
+      passes_default_ = s->dictionary == nullptr &&
+                        LoadedNodePassesDefault(v, out, sizes_.sizes.data() + first_size);
+    }
     if (s->dictionary != nullptr) {
       auto it = schema_.id_of.find(s);
       if (it == schema_.id_of.end()) return Fail(path, "the field has no dictionary id");
@@ -401,10 +377,13 @@ class Loader {
 
   const StreamSchema& schema_;
   const fb::RecordBatch* batch_;
-  Body body_;
+  // The batch's two vectors, looked up once (Init): each lookup reads the table's vtable.
+  const flatbuffers::Vector<const fb::FieldNode*>* nodes_vector_ = nullptr;
+  const flatbuffers::Vector<const fb::Buffer*>* buffers_vector_ = nullptr;
+  ByteSpan body_;  // the bytes of the body, which nodes_ keeps alive
   const DictionaryLookup& dictionaries_;
   int64_t budget_;
-  std::string label_;
+  MessageLabel label_;
   KeepAlive nodes_;  // every node of the batch, keeping the body and holder_ alive
   std::shared_ptr<BatchHolder> holder_;  // made when a buffer is made here (Holder)
   const StreamSchema::Preorder* preorder_ = nullptr;
@@ -415,6 +394,7 @@ class Loader {
   flatbuffers::uoffset_t variadic_ = 0;
   BufferSizes& sizes_;
   int64_t decompressed_ = 0;
+  bool passes_default_ = false;  // set by CheckAsLoaded
 };
 
 }  // namespace
@@ -438,8 +418,8 @@ void UsePreorder(Loader& loader, std::span<const ArrowSchema* const> columns,
 Result<std::vector<bool>> BuffersOfColumns(std::span<const ArrowSchema* const> columns,
                                            const StreamSchema& schema, const fb::RecordBatch* batch,
                                            const std::vector<bool>& selected,
-                                           const std::string& label) {
-  if (batch == nullptr) return Status::Invalid(label + ": the message has no record batch");
+                                           const MessageLabel& label) {
+  if (batch == nullptr) return Status::Invalid(label.str() + ": the message has no record batch");
   const DictionaryLookup none;  // never called: no buffer is read
   BufferSizes sizes;
   Loader loader(schema, batch, Body{}, none, 0, label, sizes);
@@ -460,21 +440,24 @@ Result<std::vector<bool>> BuffersOfColumns(std::span<const ArrowSchema* const> c
 Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
                    const fb::RecordBatch* batch, const Body& body,
                    const DictionaryLookup& dictionaries, int64_t decompress_limit,
-                   const std::string& label, const std::vector<bool>& selected,
+                   const MessageLabel& label, const std::vector<bool>& selected, bool one_pass,
                    LoadedColumns* out) {
   out->Reset();
-  if (batch == nullptr) return Status::Invalid(label + ": the message has no record batch");
-  Body aligned = body;
+  if (batch == nullptr) return Status::Invalid(label.str() + ": the message has no record batch");
+  const Body* use = &body;  // not copied: each copy of its owner is an atomic count
+  Body aligned;
   int64_t realigned = 0;
   if (reinterpret_cast<uintptr_t>(body.data) % 8 != 0) {
     // Arrays must not hand out misaligned buffers (a legacy 4-byte prefix can shift a body):
     // this is the one case where an uncompressed body is copied.
     FERRY_ASSIGN_OR_RAISE(aligned, SharedBytes::Copy(body));
     realigned = body.size;
+    use = &aligned;
   }
-  Loader loader(schema, batch, aligned, dictionaries, decompress_limit, label, out->buffer_sizes);
+  Loader loader(schema, batch, *use, dictionaries, decompress_limit, label, out->buffer_sizes);
   FERRY_RETURN_NOT_OK(loader.Init());
   UsePreorder(loader, columns, schema);
+  if (one_pass) loader.CheckAsLoaded();
   out->columns.reserve(columns.size());
   for (size_t c = 0; c < columns.size(); ++c) {
     const ArrowSchema* column = columns[c];
@@ -485,7 +468,7 @@ Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSche
     UniqueArray array;
     FERRY_RETURN_NOT_OK(loader.Column(column, array.get()));
     if (array->length != batch->length()) {
-      return Status::Invalid(label + ": column \"" + (column->name ? column->name : "") +
+      return Status::Invalid(label.str() + ": column \"" + (column->name ? column->name : "") +
                              "\" has " + std::to_string(array->length) +
                              " rows but the batch has " + std::to_string(batch->length()));
     }
@@ -494,6 +477,8 @@ Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSche
   FERRY_RETURN_NOT_OK(loader.Finish());
   out->nodes = loader.TakeNodes();
   out->decompressed_bytes = loader.decompressed() + realigned;
+  // The root the caller makes has the batch's length, which every column was checked to have.
+  out->passes_default = loader.passes_default() && batch->length() <= kOnePassMaxLength;
   return Status::OK();
 }
 

@@ -14,6 +14,7 @@
 #include "ferry/core/keep_alive.hpp"
 #include "ipc/buffer_sizes.hpp"
 #include "ipc/compression.hpp"
+#include "ipc/message_label.hpp"
 #include "ipc/schema_flatbuffer.hpp"
 
 namespace ferry::ipc::internal {
@@ -37,6 +38,10 @@ struct LoadedColumns {
   int64_t decompressed_bytes = 0;
   /// What made the columns' nodes, with room reserved for one more (the batch's root).
   std::optional<KeepAlive> nodes;
+  /// Whether the columns, under a struct root of the batch's length, certainly pass default
+  /// validation (the one-pass check, made as each node was loaded when LoadColumns was asked
+  /// to; false says only "not checked" or "not sure").
+  bool passes_default = false;
 
   /// Release the columns not moved out and the maker's reference to their nodes; the vectors
   /// keep their room.
@@ -46,6 +51,7 @@ struct LoadedColumns {
     buffer_sizes.starts.clear();
     decompressed_bytes = 0;
     nodes.reset();
+    passes_default = false;
   }
 };
 
@@ -54,17 +60,20 @@ struct LoadedColumns {
 /// the body and the schema before any pointer is handed out; bodies are referenced, never
 /// copied, unless compressed. With `selected` (one flag per column; empty: all), the others are
 /// stepped over unread and only the selected are returned. `label` ("message 3") starts every
-/// error.
+/// error. With `one_pass`, each node also gets the one-pass default check as it is made, which
+/// reads its first and last offsets (so only for a body in host memory that default validation
+/// will follow), and `out->passes_default` gives the verdict.
 Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
                    const fb::RecordBatch* batch, const Body& body,
                    const DictionaryLookup& dictionaries, int64_t decompress_limit,
-                   const std::string& label, const std::vector<bool>& selected, LoadedColumns* out);
+                   const MessageLabel& label, const std::vector<bool>& selected, bool one_pass,
+                   LoadedColumns* out);
 
 /// Which of `batch`'s body buffers LoadColumns reads for the `selected` columns (one flag per
 /// buffer the batch lists), found from the field nodes and the schema alone: no body needed.
 Result<std::vector<bool>> BuffersOfColumns(std::span<const ArrowSchema* const> columns,
                                            const StreamSchema& schema, const fb::RecordBatch* batch,
                                            const std::vector<bool>& selected,
-                                           const std::string& label);
+                                           const MessageLabel& label);
 
 }  // namespace ferry::ipc::internal

@@ -111,7 +111,8 @@ Status Decoder::Impl::HandleSchema(const fb::Schema* s, fb::MetadataVersion vers
 }
 
 Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
-                                               const SharedBytes& body, const std::string& label,
+                                               const SharedBytes& body,
+                                               const internal::MessageLabel& label,
                                                int64_t* decompressed) const {
   const ArrowSchema* all = schema->root.get();
   const std::span<const ArrowSchema* const> columns(all->children,
@@ -125,9 +126,11 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
   internal::LoadedColumns& loaded = lock.owns_lock() ? batch_scratch : own;
   const ResetAtExit reset{loaded};
   auto lookup = [this](int64_t key) { return Lookup(key); };
+  const ValidationLevel level = Validation();
+  const bool one_pass = level == ValidationLevel::kDefault && internal::QuickValidation();
   FERRY_RETURN_NOT_OK(internal::LoadColumns(columns, *schema, batch, body, lookup,
                                             options.max_decompressed_bytes, label, selected,
-                                            &loaded));
+                                            one_pass, &loaded));
   if (decompressed != nullptr) *decompressed += loaded.decompressed_bytes;
   const ArrowSchema* root = OutSchema();
   UniqueArray out;
@@ -137,8 +140,8 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
   for (size_t c = 0; c < loaded.columns.size(); ++c) {
     loaded.columns[c].move_to(&root_slots.children[c]);
   }
-  const ValidationLevel level = Validation();
   if (level == ValidationLevel::kNone) return out;
+  if (loaded.passes_default) return out;  // the loader made the one-pass check as it went
   if (!lock.owns_lock()) {
     FERRY_RETURN_NOT_OK(
         internal::ValidateLoaded(root, out.get(), loaded.buffer_sizes, true, level, label));
@@ -155,7 +158,7 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
 }
 
 Status Decoder::Impl::CheckDeviceBody(bool compressed, const SharedBytes& body,
-                                      const std::string& label) const {
+                                      const internal::MessageLabel& label) const {
   if (!options.body_on_device) return Status::OK();
   const char* why = nullptr;
   if (compressed) {
@@ -166,7 +169,7 @@ Status Decoder::Impl::CheckDeviceBody(bool compressed, const SharedBytes& body,
     why = "is not 8-byte aligned";
   }
   if (why == nullptr) return Status::OK();
-  return Status::NotSupported(label + ": the body " + why +
+  return Status::NotSupported(label.str() + ": the body " + why +
                               ", but it is device memory the host must not read");
 }
 
@@ -195,16 +198,16 @@ Status Decoder::Impl::HandleMessage(const fb::Message* m, const SharedBytes& bod
       break;
     case fb::MessageHeader::RecordBatch: {
       if (!schema) return Status::Invalid(Label(i) + ": a RecordBatch before the Schema");
+      const fb::RecordBatch* rb = m->header_as_RecordBatch();
       FERRY_ASSIGN_OR_RAISE(UniqueArray batch,
-                            DecodeBatch(m->header_as_RecordBatch(), body, Label(i), &copied));
-      DecodedMessage event;
+                            DecodeBatch(rb, body, internal::MessageLabel(i), &copied));
+      DecodedMessage& event = events.emplace_back();  // made in place: no move per batch
       event.kind = MessageKind::kRecordBatch;
       event.index = i;
       event.custom_metadata = std::move(custom);
       event.batch = std::move(batch);
       event.body_length = m->body_length();
-      event.compression = internal::CompressionName(m->header_as_RecordBatch()->compression());
-      events.push_back(std::move(event));
+      event.compression = internal::CompressionName(rb->compression());
       break;
     }
     default:

@@ -58,7 +58,7 @@ Result<std::vector<bool>> Decoder::Impl::Needed(const fb::Message* m, int64_t i)
   const ArrowSchema* root = schema->root.get();
   const std::span<const ArrowSchema* const> columns(root->children,
                                                     static_cast<size_t>(root->n_children));
-  return internal::BuffersOfColumns(columns, *schema, batch, selected, Label(i));
+  return internal::BuffersOfColumns(columns, *schema, batch, selected, internal::MessageLabel(i));
 }
 
 Result<std::vector<bool>> Decoder::BuffersNeeded(ByteSpan metadata) const {

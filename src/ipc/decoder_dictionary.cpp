@@ -40,7 +40,7 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
                            " is not declared by the schema");
   }
   const ArrowSchema* value_schema = it->second;
-  const std::string label = Label(i) + " (dictionary " + std::to_string(id) + ")";
+  const internal::MessageLabel label(i, id);
   DecodedMessage event;
   event.kind = MessageKind::kDictionary;
   event.index = i;
@@ -59,7 +59,8 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
       CheckDeviceBody(d->data() != nullptr && d->data()->compression() != nullptr, body, label));
   internal::LoadedColumns loaded;
   FERRY_RETURN_NOT_OK(internal::LoadColumns({&value_schema, 1}, *schema, d->data(), body, lookup,
-                                            options.max_decompressed_bytes, label, {}, &loaded));
+                                            options.max_decompressed_bytes, label, {}, false,
+                                            &loaded));
   copied += loaded.decompressed_bytes;
   FERRY_RETURN_NOT_OK(internal::ValidateLoaded(value_schema, loaded.columns[0].get(),
                                                loaded.buffer_sizes, false, Validation(), label));
@@ -67,14 +68,15 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
   if (d->is_delta()) {
     if (existing != dictionaries.end() && (*existing->second)->length > 0) {
       if (options.body_on_device) {
-        return Status::NotSupported(label + ": a dictionary delta is merged on the host, but " +
+        return Status::NotSupported(label.str() +
+                                    ": a dictionary delta is merged on the host, but " +
                                     "the dictionary is device memory the host must not read");
       }
       Result<UniqueArray> merged =
           Concatenate(value_schema, existing->second->get(), loaded.columns[0].get());
       if (!merged.ok()) {
         return Status(merged.status().code(),
-                      label + ": applying the delta: " + merged.status().message());
+                      label.str() + ": applying the delta: " + merged.status().message());
       }
       existing->second = std::make_shared<UniqueArray>(std::move(*merged));
     } else {
@@ -82,7 +84,8 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
     }
   } else {
     if (existing != dictionaries.end() && file_mode) {
-      return Status::Invalid(label + ": the file format does not allow replacing a dictionary");
+      return Status::Invalid(label.str() +
+                             ": the file format does not allow replacing a dictionary");
     }
     dictionaries[id] = std::make_shared<UniqueArray>(std::move(loaded.columns[0]));
   }

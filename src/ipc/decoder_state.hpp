@@ -25,10 +25,13 @@ namespace ferry::ipc {
 class EventQueue {
  public:
   void push_back(DecodedMessage m) { items_.push_back(std::move(m)); }
+  // A new message at the back, to be filled in place.
+  DecodedMessage& emplace_back() { return items_.emplace_back(); }
   bool empty() const { return head_ == items_.size(); }
-  // The oldest message; the queue must not be empty.
-  DecodedMessage pop_front() {
-    DecodedMessage m = std::move(items_[head_++]);
+  // The oldest message, moved once, straight into what Decoder::Next returns; the queue must not
+  // be empty.
+  std::optional<DecodedMessage> pop_front() {
+    std::optional<DecodedMessage> m(std::in_place, std::move(items_[head_++]));
     if (head_ == items_.size()) {
       clear();
     } else if (head_ >= 64 && head_ * 2 >= items_.size()) {
@@ -100,7 +103,7 @@ struct Decoder::Impl {
   /// Decode a record batch into a struct array (validated at options.validation). Const: the
   /// file reader calls it for random access.
   Result<UniqueArray> DecodeBatch(const fb::RecordBatch* batch, const SharedBytes& body,
-                                  const std::string& label, int64_t* decompressed) const;
+                                  const internal::MessageLabel& label, int64_t* decompressed) const;
   Status CheckVersion(fb::MetadataVersion version, int64_t i) const;
   /// Apply options.columns to the schema just decoded: fill selected, projected and
   /// used_dictionaries, or fail naming a bad index.
@@ -110,7 +113,8 @@ struct Decoder::Impl {
   /// The schema handed out: the projected one, or the stream's.
   const ArrowSchema* OutSchema() const { return projected ? projected.get() : schema->root.get(); }
   /// With options.body_on_device: refuse a body whose decoding would read it on the host.
-  Status CheckDeviceBody(bool compressed, const SharedBytes& body, const std::string& label) const;
+  Status CheckDeviceBody(bool compressed, const SharedBytes& body,
+                         const internal::MessageLabel& label) const;
   /// The level loaded arrays are validated at (none for bodies in device memory).
   ValidationLevel Validation() const;
   /// The current dictionary of `id` and what keeps it alive.

@@ -14,9 +14,6 @@ namespace {
 
 std::atomic<bool> g_quick{true};
 
-// Lengths above this go to the view's validation, whose size arithmetic reports overflows.
-constexpr int64_t kMaxLength = int64_t{1} << 48;
-
 template <typename Offset>
 Offset LoadAt(const void* buffer, int64_t i) {
   Offset v;
@@ -44,74 +41,21 @@ class QuickWalk {
   bool Node(const ArrayView& t, const ArrowArray* a, int depth, bool sized) {
     if (depth > kMaxDepth || a == nullptr || a->release == nullptr) return false;
     if (t.dictionary() != nullptr || a->dictionary != nullptr) return false;
-    const SchemaView& type = t.type();
-    const Layout& layout = type.layout;
-    const int64_t length = a->length;
-    if (length < 0 || length > kMaxLength || a->offset != 0 || a->null_count < -1) return false;
-    if (a->n_buffers != layout.n_fixed_buffers || (a->n_buffers > 0 && a->buffers == nullptr)) {
-      return false;
-    }
     if (a->n_children != t.n_children() || (a->n_children > 0 && a->children == nullptr)) {
       return false;
     }
-    size_t first_size = 0;
+    const int64_t* node_sizes = nullptr;
     if (sized) {
       if (next_ >= sizes_.nodes()) return false;
-      first_size = sizes_.starts[next_];
-      if (sizes_.starts[next_ + 1] - first_size != static_cast<uint32_t>(layout.n_fixed_buffers)) {
+      const size_t first = sizes_.starts[next_];
+      if (sizes_.starts[next_ + 1] - first !=
+          static_cast<uint32_t>(t.type().layout.n_fixed_buffers)) {
         return false;
       }
+      node_sizes = sizes_.sizes.data() + first;
       ++next_;
     }
-    for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
-      const void* data = a->buffers[i];
-      const auto slot = static_cast<size_t>(i);
-      if (layout.buffer_type[slot] == BufferType::kValidity) {
-        if (data == nullptr && a->null_count > 0) return false;
-        continue;
-      }
-      // A NULL buffer that is not a bitmap fails the view's checks when sizes say it has bytes.
-      if (data == nullptr) return false;
-      const int64_t width = layout.element_size_bits[slot] / 8;
-      int64_t bytes = 0;
-      if (layout.buffer_type[slot] == BufferType::kData && width > 0 &&
-          __builtin_mul_overflow(length, width, &bytes)) {
-        return false;  // the view reports the size's overflow
-      }
-    }
-    switch (type.storage_type) {
-      case TypeId::kBinary:
-      case TypeId::kString:
-        if (!sized || !OffsetEndsHold<int32_t>(a->buffers[1], length, sizes_.sizes[first_size + 2]))
-          return false;
-        break;
-      case TypeId::kLargeBinary:
-      case TypeId::kLargeString:
-        if (!sized || !OffsetEndsHold<int64_t>(a->buffers[1], length, sizes_.sizes[first_size + 2]))
-          return false;
-        break;
-      case TypeId::kList:
-      case TypeId::kMap:
-        if (!OffsetEndsHold<int32_t>(a->buffers[1], length, a->children[0]->length)) return false;
-        break;
-      case TypeId::kLargeList:
-        if (!OffsetEndsHold<int64_t>(a->buffers[1], length, a->children[0]->length)) return false;
-        break;
-      case TypeId::kStruct:
-        for (int64_t c = 0; c < a->n_children; ++c) {
-          if (a->children[c] == nullptr || a->children[c]->length < length) return false;
-        }
-        break;
-      default:
-        // A fixed-width type (a validity bitmap and values, no children) needs nothing more;
-        // null, views, list views, fixed-size lists, unions and run-end encoded are the view's.
-        if (layout.n_fixed_buffers != 2 || layout.buffer_type[0] != BufferType::kValidity ||
-            layout.buffer_type[1] != BufferType::kData || layout.element_size_bits[1] <= 0 ||
-            a->n_children != 0) {
-          return false;
-        }
-        break;
-    }
+    if (!LoadedNodePassesDefault(t.type(), a, node_sizes)) return false;
     for (int64_t c = 0; c < a->n_children; ++c) {
       if (!Node(t.child(c), a->children[c], depth + 1, true)) return false;
     }
@@ -143,14 +87,14 @@ void ApplySizes(ArrayView& v, const BufferSizes& sizes, size_t* next) {
 }  // namespace
 
 Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array, const BufferSizes& sizes,
-                      bool skip_root, ValidationLevel level, const std::string& label) {
+                      bool skip_root, ValidationLevel level, const MessageLabel& label) {
   if (level == ValidationLevel::kNone) return Status::OK();
   FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
   return ValidateLoaded(view, array, sizes, skip_root, level, label);
 }
 
 Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const BufferSizes& sizes,
-                      bool skip_root, ValidationLevel level, const std::string& label) {
+                      bool skip_root, ValidationLevel level, const MessageLabel& label) {
   if (level == ValidationLevel::kNone) return Status::OK();
   // Most batches pass the one-pass check; the view's pass decides the rest and names what is
   // wrong. (Minimal validation never reads a buffer, so it always goes through the view.)
@@ -168,8 +112,61 @@ Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const BufferSize
     }
     st = view.Validate(level);
   }
-  if (!st.ok()) return st.WithContext(label);
+  if (!st.ok()) return st.WithContext(label.str());
   return Status::OK();
+}
+
+bool LoadedNodePassesDefault(const SchemaView& type, const ArrowArray* a, const int64_t* sizes) {
+  const Layout& layout = type.layout;
+  const int64_t length = a->length;
+  if (length < 0 || length > kOnePassMaxLength || a->offset != 0 || a->null_count < -1) {
+    return false;
+  }
+  if (a->n_buffers != layout.n_fixed_buffers || (a->n_buffers > 0 && a->buffers == nullptr)) {
+    return false;
+  }
+  for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
+    const void* data = a->buffers[i];
+    const auto slot = static_cast<size_t>(i);
+    if (layout.buffer_type[slot] == BufferType::kValidity) {
+      if (data == nullptr && a->null_count > 0) return false;
+      continue;
+    }
+    // A NULL buffer that is not a bitmap fails the view's checks when sizes say it has bytes.
+    if (data == nullptr) return false;
+    const int64_t width = layout.element_size_bits[slot] / 8;
+    int64_t bytes = 0;
+    if (layout.buffer_type[slot] == BufferType::kData && width > 0 &&
+        __builtin_mul_overflow(length, width, &bytes)) {
+      return false;  // the view reports the size's overflow
+    }
+  }
+  switch (type.storage_type) {
+    case TypeId::kBinary:
+    case TypeId::kString:
+      return sizes != nullptr && OffsetEndsHold<int32_t>(a->buffers[1], length, sizes[2]);
+    case TypeId::kLargeBinary:
+    case TypeId::kLargeString:
+      return sizes != nullptr && OffsetEndsHold<int64_t>(a->buffers[1], length, sizes[2]);
+    case TypeId::kList:
+    case TypeId::kMap:
+      return a->n_children == 1 && a->children[0] != nullptr &&
+             OffsetEndsHold<int32_t>(a->buffers[1], length, a->children[0]->length);
+    case TypeId::kLargeList:
+      return a->n_children == 1 && a->children[0] != nullptr &&
+             OffsetEndsHold<int64_t>(a->buffers[1], length, a->children[0]->length);
+    case TypeId::kStruct:
+      for (int64_t c = 0; c < a->n_children; ++c) {
+        if (a->children[c] == nullptr || a->children[c]->length < length) return false;
+      }
+      return true;
+    default:
+      // A fixed-width type (a validity bitmap and values, no children) needs nothing more;
+      // null, views, list views, fixed-size lists, unions and run-end encoded are the view's.
+      return layout.n_fixed_buffers == 2 && layout.buffer_type[0] == BufferType::kValidity &&
+             layout.buffer_type[1] == BufferType::kData && layout.element_size_bits[1] > 0 &&
+             a->n_children == 0;
+  }
 }
 
 bool PassesDefaultQuickly(const ArrayView& types, const ArrowArray* array, const BufferSizes& sizes,

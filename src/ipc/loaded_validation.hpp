@@ -9,6 +9,7 @@
 #include "ferry/core/status.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ipc/buffer_sizes.hpp"
+#include "ipc/message_label.hpp"
 
 namespace ferry::ipc::internal {
 
@@ -17,10 +18,10 @@ namespace ferry::ipc::internal {
 /// array is reset by this call, or left as it was when the one-pass check decides). Errors start
 /// with `label`.
 Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const BufferSizes& sizes,
-                      bool skip_root, ValidationLevel level, const std::string& label);
+                      bool skip_root, ValidationLevel level, const MessageLabel& label);
 /// The same through a view made now from `schema`.
 Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array, const BufferSizes& sizes,
-                      bool skip_root, ValidationLevel level, const std::string& label);
+                      bool skip_root, ValidationLevel level, const MessageLabel& label);
 
 /// Whether the loaded tree certainly passes default validation, decided in one pass over its
 /// nodes that reads only each node's first and last offsets: the checks ArrayView's SetArray and
@@ -29,6 +30,16 @@ Status ValidateLoaded(const ArrowSchema* schema, const ArrowArray* array, const 
 /// validates through the view, which names the error. Only the types of `types` are read.
 bool PassesDefaultQuickly(const ArrayView& types, const ArrowArray* array, const BufferSizes& sizes,
                           bool skip_root);
+
+/// The one-pass check of one node of `type` whose children it passed already: its length, offset
+/// and null count, its buffers against `type`'s layout, and for strings, binaries, lists and
+/// structs the first and last offsets against the data's IPC size (`sizes`: the node's IPC
+/// buffer sizes; NULL when unknown) or the children's lengths. The loader calls it as it makes
+/// each node, so that a batch that passes is not walked a second time.
+bool LoadedNodePassesDefault(const SchemaView& type, const ArrowArray* a, const int64_t* sizes);
+
+/// Lengths above this go to the view's validation, whose size arithmetic reports overflows.
+inline constexpr int64_t kOnePassMaxLength = int64_t{1} << 48;
 
 /// For tests: turn the one-pass check off (false) or on (true, the default) for every decoder, so
 /// a test can compare verdicts with and without it on the same bytes.

@@ -28,7 +28,7 @@ const char* internal::HeaderName(fb::MessageHeader h) {
 }
 
 std::string internal::CompressionName(const fb::BodyCompression* c) {
-  if (c == nullptr) return "";
+  if (c == nullptr) return {};  // most batches: no string made from a literal
   switch (c->codec()) {
     case fb::CompressionType::LZ4_FRAME:
       return "LZ4_FRAME";

@@ -241,7 +241,8 @@ Result<UniqueArray> FileReader::ReadRecordBatch(int64_t i) const {
   }
   Status version = impl_->d().CheckVersion(found.first->version(), i);
   if (!version.ok()) return version.WithContext(label);
-  return impl_->d().DecodeBatch(found.first->header_as_RecordBatch(), found.second, label, nullptr);
+  return impl_->d().DecodeBatch(found.first->header_as_RecordBatch(), found.second,
+                                internal::MessageLabel(i, std::nullopt, "record batch"), nullptr);
 }
 
 Result<UniqueArrayStream> FileReader::ToStream(FileReader reader) {

@@ -54,10 +54,10 @@ Status BothVerdicts(const Array& batch, const BufferSizes& sizes) {
   {
     const WithoutOnePass off;
     without = ValidateLoaded(batch.schema(), batch.array(), sizes, true, ValidationLevel::kDefault,
-                             "message 1");
+                             ipc::internal::MessageLabel(1));
   }
   const Status with = ValidateLoaded(batch.schema(), batch.array(), sizes, true,
-                                     ValidationLevel::kDefault, "message 1");
+                                     ValidationLevel::kDefault, ipc::internal::MessageLabel(1));
   EXPECT_EQ(with.ok(), without.ok());
   EXPECT_EQ(with.message(), without.message());
   return without;
