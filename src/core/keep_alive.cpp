@@ -8,23 +8,15 @@
 #include <new>
 #include <vector>
 
+#include "ferry/core/sanitizers.hpp"
+
 namespace ferry {
 
 namespace {
 
 // Under AddressSanitizer every arena is the heap's own, so that a use after its release is
 // caught, not hidden by a recycled block.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr int kKeptArenas = 0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int kKeptArenas = 0;
-#else
-constexpr int kKeptArenas = 4;
-#endif
-#else
-constexpr int kKeptArenas = 4;
-#endif
+constexpr int kKeptArenas = FERRY_ASAN ? 0 : 4;
 
 // The memory of arenas released on this thread, kept for the next arena made here. A stream
 // makes and lets go of an arena for every batch, and an arena (about 1.5 KB) is larger than the

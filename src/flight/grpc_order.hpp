@@ -2,14 +2,9 @@
 // ThreadSanitizer.
 #pragma once
 
-#if defined(__SANITIZE_THREAD__)
-#define FERRY_FLIGHT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FERRY_FLIGHT_TSAN 1
-#endif
-#endif
-#ifdef FERRY_FLIGHT_TSAN
+#include "ferry/core/sanitizers.hpp"
+
+#if FERRY_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -27,7 +22,7 @@ namespace ferry::flight::internal {
 /// Everything this thread did so far happens before the callbacks of the operation it is about
 /// to start on `reactor` (or before the calls of a service about to be started).
 inline void GrpcHandOff(const void* reactor) {
-#ifdef FERRY_FLIGHT_TSAN
+#if FERRY_TSAN
   __tsan_release(const_cast<void*>(reactor));
 #else
   (void)reactor;
@@ -37,7 +32,7 @@ inline void GrpcHandOff(const void* reactor) {
 /// In a callback of `reactor` (or a call of a service): what was done before the hand-off
 /// happens before what the callback does.
 inline void GrpcTakeBack(const void* reactor) {
-#ifdef FERRY_FLIGHT_TSAN
+#if FERRY_TSAN
   __tsan_acquire(const_cast<void*>(reactor));
 #else
   (void)reactor;

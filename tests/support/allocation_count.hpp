@@ -5,14 +5,11 @@
 
 #include <cstdint>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include "ferry/core/sanitizers.hpp"
+
+#if FERRY_ASAN || FERRY_TSAN
 #define FERRY_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define FERRY_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef FERRY_COUNT_ALLOCATIONS
+#else
 #define FERRY_COUNT_ALLOCATIONS 1
 #endif
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "ferry/core/sanitizers.hpp"
 #include "support/clock_util.hpp"
 
 namespace ferry::transport::internal::ucx {
@@ -157,17 +158,7 @@ TEST_F(BufferPool, AForkedChildStartsEmptyAndDecaysItsOwn) {
 
 // Threads a sanitizer's runtime keeps beside the program's: ThreadSanitizer starts one of its own
 // with the first thread a process creates, and it lives until the process ends.
-#if defined(__SANITIZE_THREAD__)
-constexpr int kRuntimeThreads = 1;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr int kRuntimeThreads = 1;
-#else
-constexpr int kRuntimeThreads = 0;
-#endif
-#else
-constexpr int kRuntimeThreads = 0;
-#endif
+constexpr int kRuntimeThreads = FERRY_TSAN ? 1 : 0;
 
 // The threads this process runs now (its entries in /proc/self/task).
 int ThreadCount() {

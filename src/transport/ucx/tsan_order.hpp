@@ -8,18 +8,11 @@
 
 #include "ferry/core/bytes.hpp"
 #include "ferry/core/result.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#define FERRY_UCX_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FERRY_UCX_TSAN 1
-#endif
-#endif
+#include "ferry/core/sanitizers.hpp"
 
 namespace ferry::transport::internal::ucx {
 
-#ifdef FERRY_UCX_TSAN
+#if FERRY_TSAN
 // Reads UCX's buffer byte by byte, uninstrumented (no memcpy, which TSan intercepts).
 __attribute__((no_sanitize("thread"))) inline void CopyUnchecked(uint8_t* out, const uint8_t* in,
                                                                  size_t n) {
@@ -33,7 +26,7 @@ __attribute__((no_sanitize("thread"))) inline void CopyUnchecked(uint8_t* out, c
 /// see (UCX is not instrumented), so in TSan builds the read of UCX's buffer goes unchecked; the
 /// copy's own use is checked as usual. Elsewhere: SharedBytes::Copy.
 inline Result<SharedBytes> CopyFromUcxBuffer(ByteSpan bytes) {
-#ifdef FERRY_UCX_TSAN
+#if FERRY_TSAN
   std::vector<uint8_t> local(static_cast<size_t>(bytes.size));
   CopyUnchecked(local.data(), bytes.data, local.size());
   return SharedBytes::Copy({local.data(), static_cast<int64_t>(local.size())});
