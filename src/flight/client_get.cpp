@@ -104,11 +104,9 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   const bool at_once = parallel > 1 && n > 1;
   // An endpoint that does not know its size (a FlightInfo this client did not decode) is
   // expected to carry its share of the flight's.
-  const auto sized = [&info, n](const Endpoint& e) {
+  const auto sized = [&info](const Endpoint& e) {
     Endpoint out = e;
-    if (out.expected_bytes < 0 && info.total_bytes >= 0) {
-      out.expected_bytes = info.total_bytes / static_cast<int64_t>(n);
-    }
+    if (out.expected_bytes < 0) out.expected_bytes = info.EndpointShare();
     return out;
   };
   const int64_t window = options.window;

@@ -77,10 +77,8 @@ FlightInfo FromProto(const pb::FlightInfo& info) {
   }
   out.total_records = info.total_records();
   out.total_bytes = info.total_bytes();
-  if (out.total_bytes >= 0 && !out.endpoints.empty()) {
-    const int64_t share = out.total_bytes / static_cast<int64_t>(out.endpoints.size());
-    for (Endpoint& e : out.endpoints) e.expected_bytes = share;
-  }
+  const int64_t share = out.EndpointShare();
+  for (Endpoint& e : out.endpoints) e.expected_bytes = share;
   out.ordered = info.ordered();
   out.app_metadata = info.app_metadata();
   return out;

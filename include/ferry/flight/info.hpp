@@ -49,6 +49,13 @@ struct FERRY_EXPORT FlightInfo {
   /// The schema decoded (a struct whose children are the columns). Errors name what is wrong
   /// with the bytes.
   Result<UniqueSchema> DecodeSchema() const;
+
+  /// What each endpoint is expected to carry (Endpoint::expected_bytes): `total_bytes` over the
+  /// endpoints, or -1 when either is unknown.
+  int64_t EndpointShare() const {
+    if (total_bytes < 0 || endpoints.empty()) return -1;
+    return total_bytes / static_cast<int64_t>(endpoints.size());
+  }
 };
 
 /// An action a server offers (ListActions).
