@@ -217,6 +217,21 @@ __attribute__((target("avx2"))) int64_t ScanOffsetsAvx2(const uint8_t* offsets, 
   return i;
 }
 
+// OffsetsInOrder's vector loop from offsets[i] on: eight pairs at a time. Returns where it
+// stopped.
+__attribute__((target("avx2"))) int64_t OffsetsInOrderAvx2(const uint8_t* offsets, int64_t i,
+                                                           int64_t n, bool* out_of_order) {
+  __m256i bad = _mm256_setzero_si256();
+  for (; i + 8 <= n + 1; i += 8) {
+    const __m256i cur = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets + 4 * i));
+    const __m256i before =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets + 4 * (i - 1)));
+    bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(before, cur));
+  }
+  if (!_mm256_testz_si256(bad, bad)) *out_of_order = true;
+  return i;
+}
+
 bool HasAvx2() noexcept {
   static const bool has = __builtin_cpu_supports("avx2") != 0;
   return has;
@@ -239,9 +254,14 @@ Utf8Scan ScanUtf8(const uint8_t* data, int64_t size) noexcept {
 bool ValidateUtf8(const uint8_t* data, int64_t size) noexcept { return ScanUtf8(data, size).valid; }
 
 bool OffsetsInOrder(const uint8_t* offsets, int64_t n) noexcept {
-  // Each pair on its own (no value carried from one to the next), so the compiler vectorizes it.
+  // Eight pairs at a time with AVX2 (GCC leaves the plain loop scalar: five instructions an
+  // offset), then the rest one by one.
   bool bad = false;
-  for (int64_t i = 1; i <= n; ++i) {
+  int64_t i = 1;
+#if defined(FERRY_UTF8_AVX2)
+  if (n >= 8 && HasAvx2()) i = OffsetsInOrderAvx2(offsets, i, n, &bad);
+#endif
+  for (; i <= n; ++i) {
     int32_t before;
     int32_t cur;
     std::memcpy(&before, offsets + 4 * (i - 1), sizeof(before));

@@ -25,7 +25,8 @@ struct Utf8Scan {
 Utf8Scan ScanUtf8(const uint8_t* data, int64_t size) noexcept;
 
 /// Whether int32 offsets offsets[0..n] (unaligned bytes) never go down: the order check of
-/// ScanStringOffsets alone, with no read of the data, for strings whose bytes are all ASCII.
+/// ScanStringOffsets alone, with no read of the data, for strings whose bytes are all ASCII and
+/// for binary.
 bool OffsetsInOrder(const uint8_t* offsets, int64_t n) noexcept;
 
 /// Over int32 string offsets offsets[0..n] (unaligned bytes), for full validation: sets

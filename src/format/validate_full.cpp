@@ -86,6 +86,8 @@ Status ArrayValidator::FullBinary(const ArrayView& v, const PathFrame* path, boo
       prev = chunk_last;
       if (bad) break;
     }
+  } else if constexpr (sizeof(Offset) == 4) {
+    bad = !internal::OffsetsInOrder(reinterpret_cast<const uint8_t*>(offsets + begin), end - begin);
   } else {
     for (int64_t i = begin + 1; i <= end; ++i) {
       Offset cur;
