@@ -72,6 +72,37 @@ TEST(Validate, ListOffsetsBackwardsFailAtFull) {
   ExpectFailsAt(a, ValidationLevel::kFull, "element 1: offset 1 < previous offset 2");
 }
 
+// A list's and a binary column's 32-bit offsets are compared eight pairs at a time: an offset
+// going backwards at each place of the vector loop and of its scalar tail is found and named as
+// a walk one offset at a time names it.
+TEST(Validate, LongListAndBinaryOffsetsBackwardsFailAtFull) {
+  constexpr int kRows = 37;  // four vectors of eight pairs and a tail of four
+  std::string lists = "[";
+  std::string binaries = "[";
+  for (int i = 0; i < kRows; ++i) {
+    lists += std::string(i == 0 ? "" : ", ") + "[" + std::to_string(i) + "]";
+    binaries += std::string(i == 0 ? "" : ", ") + "\"0a\"";  // one byte each
+  }
+  lists += "]";
+  binaries += "]";
+  const Field list = Field::Make("+l", "l", {Field::Make("i", "item")});
+  const Field binary = Field::Make("z", "b");
+  ASSERT_OK(Build(list, lists).Validate(ValidationLevel::kFull));
+  ASSERT_OK(Build(binary, binaries).Validate(ValidationLevel::kFull));
+  for (int at = 1; at < kRows - 1; ++at) {
+    SCOPED_TRACE(at);
+    // Offsets are 0, 1, 2, ...: offset at + 1 set to at - 1 takes element `at` backwards.
+    const std::string message = "element " + std::to_string(at) + ": offset " +
+                                std::to_string(at - 1) + " < previous offset " + std::to_string(at);
+    Array l = Build(list, lists);
+    Mut<int32_t>(l.array(), 1)[at + 1] = at - 1;
+    ExpectFailsAt(l, ValidationLevel::kFull, message);
+    Array b = Build(binary, binaries);
+    Mut<int32_t>(b.array(), 1)[at + 1] = at - 1;
+    ExpectFailsAt(b, ValidationLevel::kFull, message);
+  }
+}
+
 TEST(Validate, LargeListViewOffsetPlusSizeOverflowIsAnError) {
   // Found by the ipc_stream fuzzer: offset + size wrapped around int64 (UB, and a false pass).
   Array a = Build(Field::Make("+vL", "lv", {Field::Make("i", "item")}), "[[1, 2], [3]]");
