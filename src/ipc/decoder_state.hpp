@@ -86,7 +86,7 @@ struct Decoder::Impl {
   mutable std::optional<ArrayView> batch_view;
   mutable const ArrowSchema* batch_view_schema = nullptr;
 
-  std::string Label(int64_t i) const { return "message " + std::to_string(i); }
+  std::string Label(int64_t i) const { return internal::MessageLabel(i).str(); }
 
   /// Verify `size` bytes of a Message flatbuffer (copying them to aligned storage when needed)
   /// and return the root, which lives in `storage`.
