@@ -1,7 +1,9 @@
 #include "dipc/region_allocator.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <iterator>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -12,18 +14,18 @@ constexpr int64_t kAlign = 64;
 }  // namespace
 
 RegionAllocator::RegionAllocator(int64_t capacity, std::shared_ptr<Clock> clock)
-    : capacity_(capacity / kAlign * kAlign), clock_(std::move(clock)), spare_(kSpareNodes) {
-  if (capacity_ > 0) free_.emplace(0, capacity_);
+    : capacity_(capacity / kAlign * kAlign), clock_(std::move(clock)) {
+  if (capacity_ > 0) free_.push_back(Span{0, capacity_});
 }
 
 bool RegionAllocator::TryAllocate(int64_t size, int64_t* offset) {
   for (auto it = free_.begin(); it != free_.end(); ++it) {
-    if (it->second < size) continue;
-    *offset = it->first;
-    const int64_t rest = it->second - size;
-    spare_.Take(free_, it);
-    if (rest > 0) spare_.Insert(free_, *offset + size, rest);
-    spare_.Insert(used_, *offset, size);
+    if (it->size < size) continue;
+    *offset = it->offset;
+    // Taken from the front: the span keeps its place in the order.
+    it->offset += size;
+    it->size -= size;
+    if (it->size == 0) free_.erase(it);
     in_use_ += size;
     return true;
   }
@@ -55,32 +57,37 @@ Result<int64_t> RegionAllocator::Allocate(int64_t size, std::chrono::millisecond
       std::to_string(capacity_) + " bytes are waiting for free_data)");
 }
 
-bool RegionAllocator::Free(int64_t offset) {
+bool RegionAllocator::Free(int64_t offset, int64_t size) {
+  const int64_t rounded = size <= 0 ? kAlign : (size + kAlign - 1) / kAlign * kAlign;
+  if (offset < 0 || offset % kAlign != 0 || size < 0 || rounded > capacity_ - offset) {
+    return false;
+  }
   {
     std::lock_guard lock(mutex_);
-    auto used = used_.find(offset);
-    if (used == used_.end()) return false;
-    int64_t start = offset;
-    int64_t size = used->second;
-    in_use_ -= size;
-    spare_.Take(used_, used);
-    // Coalesce with the free neighbours on both sides.
-    auto next = free_.lower_bound(start);
-    if (next != free_.end() && start + size == next->first) {
-      size += next->second;
-      const auto after = std::next(next);
-      spare_.Take(free_, next);
-      next = after;
-    }
+    const int64_t end = offset + rounded;
+    // The first span past the block's start; the one before it, if any, starts before it.
+    auto next = std::upper_bound(free_.begin(), free_.end(), offset,
+                                 [](int64_t at, const Span& s) { return at < s.offset; });
+    bool joins_prev = false;
     if (next != free_.begin()) {
-      auto prev = std::prev(next);
-      if (prev->first + prev->second == start) {
-        start = prev->first;
-        size += prev->second;
-        spare_.Take(free_, prev);
-      }
+      const int64_t prev_end = std::prev(next)->offset + std::prev(next)->size;
+      if (prev_end > offset) return false;  // inside free space: freed twice
+      joins_prev = prev_end == offset;
     }
-    spare_.Insert(free_, start, size);
+    if (next != free_.end() && next->offset < end) return false;  // runs into free space
+    const bool joins_next = next != free_.end() && next->offset == end;
+    if (joins_prev && joins_next) {
+      std::prev(next)->size += rounded + next->size;
+      free_.erase(next);
+    } else if (joins_prev) {
+      std::prev(next)->size += rounded;
+    } else if (joins_next) {
+      next->offset = offset;
+      next->size += rounded;
+    } else {
+      free_.insert(next, Span{offset, rounded});
+    }
+    in_use_ -= rounded;
   }
   freed_.notify_all();
   return true;
@@ -94,6 +101,11 @@ void RegionAllocator::Wake() {
 int64_t RegionAllocator::in_use() const {
   std::lock_guard lock(mutex_);
   return in_use_;
+}
+
+size_t RegionAllocator::free_spans() const {
+  std::lock_guard lock(mutex_);
+  return free_.size();
 }
 
 namespace {
@@ -111,16 +123,34 @@ class RegionMemory final : public Allocator {
       return block.status().WithContext("allocating " + std::to_string(size) +
                                         " bytes in the server's shared region");
     }
+    {
+      std::lock_guard lock(mutex_);
+      held_.emplace(*block, size);
+    }
     return region_->data() + *block;
   }
+  // The block's size is the one it was allocated with, whatever the caller says: a producer's
+  // wrong size or a pointer it never got must not free a block the server lends.
   void Free(uint8_t* ptr, int64_t /*size*/) noexcept override {
-    if (ptr != nullptr) (void)allocator_->Free(ptr - region_->data());
+    if (ptr == nullptr) return;
+    const int64_t offset = ptr - region_->data();
+    int64_t size = 0;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = held_.find(offset);
+      if (it == held_.end()) return;
+      size = it->second;
+      held_.erase(it);
+    }
+    (void)allocator_->Free(offset, size);
   }
 
  private:
   const std::shared_ptr<transport::Region> region_;
   const std::shared_ptr<RegionAllocator> allocator_;
   const std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::map<int64_t, int64_t> held_;  // offset -> size of each block handed out and not freed
 };
 
 }  // namespace

@@ -7,12 +7,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
-#include "dipc/spare_nodes.hpp"
 #include "ferry/core/clock.hpp"
 #include "ferry/core/host_buffer.hpp"
 #include "ferry/core/result.hpp"
@@ -20,40 +18,46 @@
 
 namespace ferry::dipc::internal {
 
-/// Hands out 64-byte-aligned blocks of a region of `capacity` bytes. Thread-safe.
+/// Hands out 64-byte-aligned blocks of a region of `capacity` bytes. Thread-safe. It keeps only
+/// the free spans, so its caller keeps each block's size and hands it back with the block;
+/// Allocate and Free cost a scan of the first free spans and a binary search, no allocation.
 class RegionAllocator {
  public:
   /// Waits for space are timed by `clock` (the server's).
   RegionAllocator(int64_t capacity, std::shared_ptr<Clock> clock);
-
   /// A block of `size` bytes (at least 64), waiting up to `timeout` (by the clock) for space. Fails
   /// with E2BIG when it can never fit, ETIMEDOUT when the wait ran out, ECANCELED when
   /// `cancelled()` turns true (checked whenever the allocator is woken).
   Result<int64_t> Allocate(int64_t size, std::chrono::milliseconds timeout,
                            const std::function<bool()>& cancelled = {});
-  /// Return a block; an offset that is not an allocated block is ignored and reported false.
-  bool Free(int64_t offset);
+  /// Return the block at `offset` that Allocate gave for `size` bytes. A block that is not
+  /// 64-byte aligned, runs past the region, or overlaps free space (freed twice) is ignored and
+  /// reported false; one lying inside another held block is not detected (the caller's record
+  /// of its blocks is the check: RegionMemory keeps one for code outside the server).
+  bool Free(int64_t offset, int64_t size);
   /// Wake every waiting Allocate so it re-checks its cancellation.
   void Wake();
 
   int64_t capacity() const noexcept { return capacity_; }
   int64_t in_use() const;
+  /// Free spans, for tests: one when nothing is held.
+  size_t free_spans() const;
 
  private:
-  using Blocks = std::map<int64_t, int64_t>;  // offset -> size
+  struct Span {
+    int64_t offset;
+    int64_t size;
+  };
   bool TryAllocate(int64_t size, int64_t* offset);
 
   const int64_t capacity_;
   const std::shared_ptr<Clock> clock_;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
-  Blocks free_;  // coalesced
-  Blocks used_;
-  // Nodes taken out of free_ and used_, for the next blocks put in either. An allocation takes a
-  // free block and puts back its rest and a used one; a free takes a used block and up to two
-  // free neighbours and puts back one: after a client's burst of frees, the allocations take one
-  // node more each than they give back, and find it here. Guarded by mutex_.
-  SpareNodes<Blocks> spare_;
+  // Coalesced and sorted by offset. A server's blocks are taken and given back mostly in
+  // order, so there are few spans and an allocation takes from the front of the first: a
+  // vector's binary search and short moves beat a tree's nodes here.
+  std::vector<Span> free_;
   int64_t in_use_ = 0;
 };
 

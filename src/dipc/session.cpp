@@ -361,8 +361,9 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   transport::Region& region = *state_->region;
   // One byte more than the body: a zero-length buffer at its very end still lies inside the
   // block, so no two bodies share an address.
+  const int64_t block_size = m.body_length + 1;
   FERRY_ASSIGN_OR_RAISE(int64_t block,
-                        state_->allocator->Allocate(m.body_length + 1, state_->options.timeout,
+                        state_->allocator->Allocate(block_size, state_->options.timeout,
                                                     [this] { return dead_ || client_gone_; }));
   std::vector<BufferRef>& pairs = pairs_;
   pairs.clear();
@@ -373,13 +374,13 @@ Status Session::WriteMessage(const ipc::EncodedMessage& m) {
   }
   DistinctAddresses addresses(pairs);  // kept with the block until the client frees them
   if (addresses.empty()) {
-    state_->allocator->Free(block);  // nothing for the client to read or free
+    (void)state_->allocator->Free(block, block_size);  // nothing for the client to read or free
   } else {
     // Recorded before sending: the client may free them before the send returns.
     std::lock_guard lock(mutex_);
     state_->addresses_lent += static_cast<int64_t>(addresses.size());
     block_addresses_ += static_cast<int64_t>(addresses.size());
-    LentBlock lent{block, std::move(addresses)};
+    LentBlock lent{block, block_size, std::move(addresses)};
     spare_blocks_.Insert(blocks_, region.WireAddress(block), std::move(lent));
   }
   EncodeBufferList(pairs, &list_);

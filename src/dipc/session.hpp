@@ -177,10 +177,13 @@ class Session final {
   // (every address of a block is at or past it, and before the next block's): the block, and
   // its distinct addresses not yet freed. One entry per batch, however many buffers it has.
   struct LentBlock {
-    int64_t block = 0;
+    int64_t block = 0;  // its offset in the region
+    int64_t size = 0;   // the bytes asked of the allocator, given back with the block
     DistinctAddresses left;
   };
   std::map<uint64_t, LentBlock> blocks_;
+  // The entry of blocks_ whose address was freed last, or end (under mutex_).
+  std::map<uint64_t, LentBlock>::iterator free_hint_ = blocks_.end();
   // Nodes of blocks_ taken out as their blocks were freed, for the next blocks lent (up to
   // kSpareNodes): a client frees hundreds at once, and the batches after reuse their nodes.
   SpareNodes<std::map<uint64_t, LentBlock>> spare_blocks_{kSpareNodes};

@@ -1,6 +1,7 @@
 // What a session lent a client and what the client gives back: its free_data (the loans it
 // returns), its credits (ferry's pacing extension), and the wait for the last loan at the end.
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -128,16 +129,24 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
         ++state_->addresses_freed;
         continue;
       }
-      if (auto loan = loans_.find(a); loan != loans_.end()) {
-        returned.push_back(spare_loans_.Take(loans_, loan));
-        --block_addresses_;
-        ++state_->addresses_freed;
-        continue;
+      if (!loans_.empty()) {
+        if (auto loan = loans_.find(a); loan != loans_.end()) {
+          returned.push_back(spare_loans_.Take(loans_, loan));
+          --block_addresses_;
+          ++state_->addresses_freed;
+          continue;
+        }
       }
-      auto it = blocks_.upper_bound(a);
+      // A batch's addresses are freed together: the last one's block is looked at first.
+      auto it = free_hint_;
+      if (it == blocks_.end() || a < it->first ||
+          a - it->first >= static_cast<uint64_t>(it->second.size)) {
+        it = blocks_.upper_bound(a);
+        it = it == blocks_.begin() ? blocks_.end() : std::prev(it);
+      }
       DistinctAddresses* left = nullptr;
-      if (it != blocks_.begin()) {
-        --it;
+      if (it != blocks_.end()) {
+        free_hint_ = it;
         left = &it->second.left;
         if (!left->Remove(a)) left = nullptr;
       }
@@ -151,8 +160,9 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
       --block_addresses_;
       ++state_->addresses_freed;
       if (left->empty()) {
-        state_->allocator->Free(it->second.block);
+        (void)state_->allocator->Free(it->second.block, it->second.size);
         spare_blocks_.Take(blocks_, it);
+        free_hint_ = blocks_.end();
       }
     }
   }
@@ -195,8 +205,10 @@ void Session::FreeAll() {
     int64_t held = block_addresses_;
     held += lent_.times();
     state_->addresses_reclaimed += held;
-    for (const auto& [address, lent] : blocks_) state_->allocator->Free(lent.block);
+    for (const auto& [address, lent] : blocks_)
+      (void)state_->allocator->Free(lent.block, lent.size);
     blocks_.clear();
+    free_hint_ = blocks_.end();
     block_addresses_ = 0;
     lent_.Clear();
     returned.swap(loans_);
