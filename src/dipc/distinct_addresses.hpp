@@ -40,14 +40,20 @@ class DistinctAddresses {
     size_ = static_cast<size_t>(std::unique(out, out + buffers.size()) - out);
   }
 
-  std::span<const uint64_t> view() const { return {data(), size_}; }
+  std::span<const uint64_t> view() const { return {data() + begin_, size_}; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  /// Remove `address` if it is held, keeping the rest sorted; whether it was.
+  /// Remove `address` if it is held, keeping the rest sorted; whether it was. A client frees a
+  /// batch's addresses in this order, so the first is taken without moving the rest.
   bool Remove(uint64_t address) {
-    uint64_t* first = data();
+    uint64_t* first = data() + begin_;
     uint64_t* last = first + size_;
+    if (size_ > 0 && *first == address) {
+      ++begin_;
+      --size_;
+      return true;
+    }
     uint64_t* at = std::lower_bound(first, last, address);
     if (at == last || *at != address) return false;
     std::copy(at + 1, last, at);
@@ -61,6 +67,7 @@ class DistinctAddresses {
 
   std::array<uint64_t, 8> few_{};
   std::vector<uint64_t> many_;
+  size_t begin_ = 0;  // addresses before it were removed
   size_t size_ = 0;
 };
 

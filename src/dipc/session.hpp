@@ -182,7 +182,8 @@ class Session final {
     DistinctAddresses left;
   };
   std::map<uint64_t, LentBlock> blocks_;
-  // The entry of blocks_ whose address was freed last, or end (under mutex_).
+  // The entry of blocks_ whose address was freed last, or the one after it once that one was
+  // taken out, or end (under mutex_).
   std::map<uint64_t, LentBlock>::iterator free_hint_ = blocks_.end();
   // Nodes of blocks_ taken out as their blocks were freed, for the next blocks lent (up to
   // kSpareNodes): a client frees hundreds at once, and the batches after reuse their nodes.

@@ -137,7 +137,9 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
           continue;
         }
       }
-      // A batch's addresses are freed together: the last one's block is looked at first.
+      // A batch's addresses are freed together, and batches mostly in the order they were lent:
+      // the block of the last address freed, or the one after it once that block is done, is
+      // looked at first.
       auto it = free_hint_;
       if (it == blocks_.end() || a < it->first ||
           a - it->first >= static_cast<uint64_t>(it->second.size)) {
@@ -161,8 +163,8 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
       ++state_->addresses_freed;
       if (left->empty()) {
         (void)state_->allocator->Free(it->second.block, it->second.size);
+        free_hint_ = std::next(it);
         spare_blocks_.Take(blocks_, it);
-        free_hint_ = blocks_.end();
       }
     }
   }

@@ -164,11 +164,16 @@ Status FrameRing::Write(std::span<const iovec> iov, const Clock& clock,
                         std::chrono::milliseconds timeout, const std::function<Status()>& doorbell,
                         const std::function<bool()>& closed) {
   Control& c = *control();
+  // Room known to be free: the consumer only ever adds to it, so it is looked at again only
+  // once it is used up.
+  uint64_t room = 0;
   for (const iovec& v : iov) {
     const auto* from = static_cast<const uint8_t*>(v.iov_base);
     uint64_t left = v.iov_len;
     while (left > 0) {
-      FERRY_ASSIGN_OR_RAISE(uint64_t room, Room());
+      if (room == 0) {
+        FERRY_ASSIGN_OR_RAISE(room, Room());
+      }
       if (room == 0) {
         if (Publish()) FERRY_RETURN_NOT_OK(doorbell());
         // The peer has `timeout` to take something, from when the ring filled.
@@ -197,6 +202,7 @@ Status FrameRing::Write(std::span<const iovec> iov, const Clock& clock,
       std::memcpy(data() + at, from, first);
       std::memcpy(data(), from + first, n - first);
       position_ += n;
+      room -= n;
       from += n;
       left -= n;
     }

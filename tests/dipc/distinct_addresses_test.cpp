@@ -76,5 +76,22 @@ TEST(DistinctAddresses, EachAddressIsRemovedOnce) {
   }
 }
 
+TEST(DistinctAddresses, RemovedInOrderTheRestStaysHeldAndSorted) {
+  for (const size_t n : {size_t{4}, size_t{11}}) {
+    std::vector<uint64_t> addresses;
+    for (uint64_t i = 0; i < n; ++i) addresses.push_back(0x2000 + i * 64);
+    DistinctAddresses d(Refs(addresses));
+    for (size_t k = 0; k + 1 < n; ++k) {
+      EXPECT_TRUE(d.Remove(addresses[k])) << k;
+      EXPECT_FALSE(d.Remove(addresses[k])) << "freed twice: " << k;
+      EXPECT_EQ(Held(d), std::vector<uint64_t>(addresses.begin() + static_cast<long>(k) + 1,
+                                               addresses.end()))
+          << k;
+    }
+    const DistinctAddresses moved = std::move(d);  // as a map's node moves
+    EXPECT_EQ(Held(moved), std::vector<uint64_t>{addresses.back()});
+  }
+}
+
 }  // namespace
 }  // namespace ferry::dipc::internal
