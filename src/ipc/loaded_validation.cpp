@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <limits>
 
 #include "ipc/schema_flatbuffer.hpp"
 
@@ -13,6 +14,8 @@ namespace ferry::ipc::internal {
 namespace {
 
 std::atomic<bool> g_quick{true};
+
+constexpr int64_t kNoBound = std::numeric_limits<int64_t>::max();
 
 template <typename Offset>
 Offset LoadAt(const void* buffer, int64_t i) {
@@ -34,7 +37,8 @@ bool OffsetEndsHold(const void* offsets, int64_t length, int64_t limit) {
 
 class QuickWalk {
  public:
-  explicit QuickWalk(const BufferSizes& sizes) : sizes_(sizes) {}
+  // `sizes`: the IPC sizes of the nodes in pre-order, or NULL for a batch that has none.
+  explicit QuickWalk(const BufferSizes* sizes) : sizes_(sizes) {}
 
   // Whether node `a`, of type `t`, and its children pass; `sized`: the node has IPC sizes (the
   // next in pre-order).
@@ -45,14 +49,14 @@ class QuickWalk {
       return false;
     }
     const int64_t* node_sizes = nullptr;
-    if (sized) {
-      if (next_ >= sizes_.nodes()) return false;
-      const size_t first = sizes_.starts[next_];
-      if (sizes_.starts[next_ + 1] - first !=
+    if (sized && sizes_ != nullptr) {
+      if (next_ >= sizes_->nodes()) return false;
+      const size_t first = sizes_->starts[next_];
+      if (sizes_->starts[next_ + 1] - first !=
           static_cast<uint32_t>(t.type().layout.n_fixed_buffers)) {
         return false;
       }
-      node_sizes = sizes_.sizes.data() + first;
+      node_sizes = sizes_->sizes.data() + first;
       ++next_;
     }
     if (!LoadedNodePassesDefault(t.type(), a, node_sizes)) return false;
@@ -63,7 +67,7 @@ class QuickWalk {
   }
 
  private:
-  const BufferSizes& sizes_;
+  const BufferSizes* sizes_;
   size_t next_ = 0;
 };
 
@@ -142,12 +146,13 @@ bool LoadedNodePassesDefault(const SchemaView& type, const ArrowArray* a, const 
     }
   }
   switch (type.storage_type) {
+    // With no IPC size the view takes the last offset for the data's size: no bound.
     case TypeId::kBinary:
     case TypeId::kString:
-      return sizes != nullptr && OffsetEndsHold<int32_t>(a->buffers[1], length, sizes[2]);
+      return OffsetEndsHold<int32_t>(a->buffers[1], length, sizes != nullptr ? sizes[2] : kNoBound);
     case TypeId::kLargeBinary:
     case TypeId::kLargeString:
-      return sizes != nullptr && OffsetEndsHold<int64_t>(a->buffers[1], length, sizes[2]);
+      return OffsetEndsHold<int64_t>(a->buffers[1], length, sizes != nullptr ? sizes[2] : kNoBound);
     case TypeId::kList:
     case TypeId::kMap:
       return a->n_children == 1 && a->children[0] != nullptr &&
@@ -171,8 +176,13 @@ bool LoadedNodePassesDefault(const SchemaView& type, const ArrowArray* a, const 
 
 bool PassesDefaultQuickly(const ArrayView& types, const ArrowArray* array, const BufferSizes& sizes,
                           bool skip_root) {
-  QuickWalk walk(sizes);
+  QuickWalk walk(&sizes);
   return walk.Node(types, array, 0, !skip_root);
+}
+
+bool PassesDefaultQuickly(const ArrayView& types, const ArrowArray* array) {
+  QuickWalk walk(nullptr);
+  return walk.Node(types, array, 0, false);
 }
 
 void SetQuickValidation(bool on) { g_quick.store(on, std::memory_order_relaxed); }

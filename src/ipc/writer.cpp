@@ -14,6 +14,7 @@
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ipc/assembler.hpp"
+#include "ipc/loaded_validation.hpp"
 #include "ipc/schema_flatbuffer.hpp"
 
 namespace ferry::ipc {
@@ -283,8 +284,10 @@ struct StreamWriter::Impl {
       return Status::Invalid("the batch is NULL or released");
     }
     // Structure and O(1) offset checks first: the layout below trusts them. A batch its caller
-    // checked (a decoder's) skips them: for small batches they are a tenth of the write.
-    if (check == BatchCheck::kByWriter) {
+    // checked (a decoder's) skips them: for small batches they are a tenth of the write. Most
+    // batches pass the one-pass check; the view decides the rest and names what is wrong.
+    if (check == BatchCheck::kByWriter &&
+        !(internal::QuickValidation() && internal::PassesDefaultQuickly(*view, batch))) {
       Status st = view->SetArray(batch);
       if (st.ok()) st = view->Validate(ValidationLevel::kDefault);
       view->Reset();

@@ -1,13 +1,20 @@
 // Validation of a loaded batch: the one-pass default check (PassesDefaultQuickly) accepts a batch
 // only when ArrayView's validation does, on batches whose IPC sizes are written out by hand and
 // damaged one way at a time, and the decoder's verdicts and messages are the same with it and
-// without it on the Arrow test vectors, their malformed files and the fuzz corpus.
+// without it on the Arrow test vectors, their malformed files and the fuzz corpus. The writer's
+// check of a producer's batch (no IPC sizes) says what its view says too, on batches damaged one
+// field at a time.
 #include "ipc/loaded_validation.hpp"
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "ferry/ipc/decoder.hpp"
+#include "ferry/ipc/sink.hpp"
+#include "ferry/ipc/writer.hpp"
 #include "support/ipc_util.hpp"
 #include "support/test_util.hpp"
 
@@ -211,6 +218,124 @@ TEST(LoadedValidationTest, TheDecoderSaysTheSameWithAndWithoutTheOnePass) {
     }
   }
   EXPECT_GT(decoded, 40);  // the integration cases with batches
+}
+
+// What the writer says of `batch` (its first error, or "ok"), with the one-pass check off and on:
+// the two must agree.
+std::string WriterVerdict(const Array& batch) {
+  const auto write = [&] {
+    ipc::MemorySink sink;
+    Result<ipc::StreamWriter> writer = ipc::StreamWriter::Open(&sink, batch.schema());
+    if (!writer.ok()) return writer.status().message();
+    const Status st = writer->WriteBatch(batch.array());
+    return st.ok() ? std::string("ok") : st.message();
+  };
+  std::string without;
+  {
+    const WithoutOnePass off;
+    without = write();
+  }
+  EXPECT_EQ(write(), without);
+  return without;
+}
+
+TEST(LoadedValidationTest, AProducersPlainBatchPassesInOnePass) {
+  ASSERT_OK_AND_ASSIGN(Array batch, PlainBatch());
+  ASSERT_OK_AND_ASSIGN(ArrayView types, ArrayView::Make(batch.schema()));
+  EXPECT_TRUE(PassesDefaultQuickly(types, batch.array()));
+  EXPECT_EQ(WriterVerdict(batch), "ok");
+  // A slice (an offset) is the view's to check.
+  Column(batch, 0)->offset = 1;
+  Column(batch, 0)->length = 2;
+  const_cast<ArrowArray*>(batch.array())->length = 2;
+  EXPECT_FALSE(PassesDefaultQuickly(types, batch.array()));
+}
+
+TEST(LoadedValidationTest, AProducersDamagedBatchFailsAsTheWritersViewSays) {
+  ASSERT_OK_AND_ASSIGN(ArrayView types, ArrayView::Make(PlainBatch()->schema()));
+  struct Damage {
+    const char* what;
+    std::function<void(Array&)> apply;
+    const char* says;
+  };
+  const std::vector<Damage> damages = {
+      {"a negative first offset",
+       [](Array& b) { static_cast<int32_t*>(const_cast<void*>(Column(b, 1)->buffers[1]))[0] = -1; },
+       "first offset -1 is negative"},
+      {"offsets going backwards",
+       [](Array& b) {
+         auto* offsets = static_cast<int32_t*>(const_cast<void*>(Column(b, 1)->buffers[1]));
+         offsets[0] = 1;
+         offsets[3] = 0;
+       },
+       "last offset 0 < first offset 1"},
+      {"a large string's offsets going backwards",
+       [](Array& b) { static_cast<int64_t*>(const_cast<void*>(Column(b, 3)->buffers[1]))[3] = -4; },
+       "last offset -4 < first offset"},
+      {"a list past its child", [](Array& b) { Column(b, 2)->children[0]->length = 2; },
+       "last offset 3 > child length 2"},
+      {"a short column", [](Array& b) { Column(b, 0)->length = 2; },
+       "child 0 has length 2 < offset + length 3"},
+      {"nulls without a bitmap", [](Array& b) { Column(b, 0)->null_count = 1; },
+       "no validity buffer"},
+      {"a null count below -1", [](Array& b) { Column(b, 1)->null_count = -2; },
+       "null_count is -2"},
+      {"a buffer too few", [](Array& b) { Column(b, 1)->n_buffers = 2; }, "n_buffers is 2"},
+      {"no values", [](Array& b) { Column(b, 0)->buffers[1] = nullptr; }, "buffer 1 is NULL"},
+      {"a negative length", [](Array& b) { Column(b, 0)->length = -1; }, "length is negative"},
+  };
+  for (const Damage& d : damages) {
+    ASSERT_OK_AND_ASSIGN(Array batch, PlainBatch());
+    // Nulls without a bitmap: the column's bitmap goes (its builder made none for no nulls).
+    d.apply(batch);
+    EXPECT_FALSE(PassesDefaultQuickly(types, batch.array())) << d.what;
+    const std::string says = WriterVerdict(batch);
+    EXPECT_NE(says.find(d.says), std::string::npos) << d.what << ": " << says;
+    EXPECT_NE(says.find("does not match the schema or is invalid"), std::string::npos) << says;
+  }
+}
+
+TEST(LoadedValidationTest, TheWriterSaysTheSameWithAndWithoutTheOnePass) {
+  // Every column's length, null count and first and last offsets, and the list's child's length,
+  // set in turn to values around the ones that pass: the writer's verdict must not depend on the
+  // one-pass check. (Values past the buffers' ends are left out: a producer's C array does not
+  // say how long its buffers are, so a length or offset that lies beyond them is read there.)
+  const std::vector<int64_t> values = {-2, -1, 0, 1, 2, 3};
+  int failed = 0;
+  int passed = 0;
+  const auto count = [&](const std::string& verdict) { ++(verdict == "ok" ? passed : failed); };
+  for (int64_t c = 0; c < 4; ++c) {
+    for (const int64_t v : values) {
+      {
+        ASSERT_OK_AND_ASSIGN(Array batch, PlainBatch());
+        Column(batch, c)->length = v;
+        count(WriterVerdict(batch));
+      }
+      {
+        ASSERT_OK_AND_ASSIGN(Array batch, PlainBatch());
+        Column(batch, c)->null_count = v;
+        count(WriterVerdict(batch));
+      }
+      if (c == 0) continue;  // x has no offsets
+      for (const int64_t at : {int64_t{0}, int64_t{3}}) {
+        ASSERT_OK_AND_ASSIGN(Array batch, PlainBatch());
+        void* offsets = const_cast<void*>(Column(batch, c)->buffers[1]);
+        if (c == 3) {
+          static_cast<int64_t*>(offsets)[at] = v;
+        } else {
+          static_cast<int32_t*>(offsets)[at] = static_cast<int32_t>(v);
+        }
+        count(WriterVerdict(batch));
+      }
+    }
+  }
+  for (const int64_t v : values) {
+    ASSERT_OK_AND_ASSIGN(Array batch, PlainBatch());
+    Column(batch, 2)->children[0]->length = v;
+    count(WriterVerdict(batch));
+  }
+  EXPECT_GT(failed, 30);
+  EXPECT_GT(passed, 8);
 }
 
 }  // namespace
