@@ -54,8 +54,9 @@ with tempfile.TemporaryDirectory() as tmp:
                 name, uri = server.first_line().split()[:2]  # "NAME URI"
                 assert name == "t", name
                 out = os.path.join(tmp, f"{transport}-{body}.arrows")
-                subprocess.run([cli, "get", uri, "--ticket", "t", "--to", out, "--no-progress"],
-                               check=True, capture_output=True, timeout=120)
+                got = subprocess.run([cli, "get", uri, "--ticket", "t", "--to", out,
+                                      "--no-progress"], capture_output=True, text=True, timeout=120)
+                assert got.returncode == 0, f"ferry get exited {got.returncode}: {got.stderr}"
             assert ipc.open_stream(out).read_all().equals(table), (transport, body)
             print(f"wheel smoke: ferry serve -> ferry get over {transport}, {body} bodies: equal")
     with ServeProcess(["--flight", "127.0.0.1:0", f"t={src}"], cli=cli, tmp=tmp) as server:
@@ -64,6 +65,8 @@ with tempfile.TemporaryDirectory() as tmp:
         got = pa.concat_tables([client.do_get(e.ticket).read_all() for e in info.endpoints])
         assert got.equals(table)
     print("wheel smoke: pyarrow.flight read ferry serve --flight: equal")
-subprocess.run([cli, "demo", "--rows", "2000", "--transfer-mib", "8"], check=True, timeout=300,
-               stdout=subprocess.DEVNULL)
+demo = subprocess.run([cli, "demo", "--rows", "2000", "--transfer-mib", "8"], timeout=300,
+                      capture_output=True, text=True)
+# The demo reports a failing row in its table (stdout): shown whole when it fails.
+assert demo.returncode == 0, f"ferry demo exited {demo.returncode}:\n{demo.stdout}\n{demo.stderr}"
 print("wheel smoke: ferry demo ran")

@@ -3,7 +3,8 @@ connection never finishes wiring up): `ferry get` exits 2 within the bound with 
 names where it was (connecting; over shared memory, waiting for the first message), leaves no file, and the server, continued, serves the next client.
 
 Over UCX this is the teardown of an endpoint whose wire-up never finished: the connection closes
-it by force as soon as the connect timeout passes (nothing was sent on it). A graceful close
+it by force as soon as its wait passes (`ferry get` gives a ucx:// wire-up the --timeout, unless
+--connect-timeout is given; nothing was sent on it). A graceful close
 still flushing when the worker is destroyed made UCX 1.13 abort the client ("ucp_ep.c:1185 Bug:
 pending request ... should have been flushed"), on every run of this test; a bounded flush before
 the forced close cost up to 2 s more.
@@ -18,8 +19,8 @@ import pytest
 
 from fault_harness import Get, Serve, fault_batch, idle_cpu, pypi_ucx
 
-TIMEOUT = 2  # --timeout of both ends, seconds; `ferry get`'s connect timeout is the same 2 s
-# The connect timeout, then the forced close at once: under the 2 s a flush that never finishes
+TIMEOUT = 2  # --timeout of both ends, seconds: the wait for a ucx:// wire-up too
+# The wire-up's wait, then the forced close at once: under the 2 s a flush that never finishes
 # would add (the close's bound, kCloseWait).
 BOUND = TIMEOUT + 1.0
 SLACK = 0.5
@@ -79,4 +80,33 @@ def test_a_client_of_a_stopped_server_fails_cleanly(tmp_path, data, transport):
     finally:
         if cli is not None:
             cli.kill()
+        srv.kill()
+
+
+@pytest.mark.parametrize("transport", ["ucx-tcp", "pypi-ucx-tcp"])
+def test_a_ucx_wire_up_waits_the_timeout_or_the_connect_timeout_given(tmp_path, data, transport):
+    """`ferry get` gives a ucx:// endpoint still wiring up its --timeout (a loaded host takes
+    seconds to wire one up), and --connect-timeout instead when it is given: against a stopped
+    server, a 4 s --timeout ends the wait after 4 s, not the 2 s connect timeout's default, and an
+    explicit --connect-timeout 1 after 1 s."""
+    if transport.startswith("pypi-") and not PYPI_UCX:
+        pytest.fail("libucx-cu12 is not installed in this Python (scripts/setup.sh installs it)")
+    scheme, env = TRANSPORTS[transport]
+    path, _ = data
+    srv = Serve(tmp_path, scheme, ["--body-type", "list"], path, env, TIMEOUT)
+    try:
+        srv.signal(signal.SIGSTOP)
+        for args, low, high in (((), 4.0, 4.0 + 1.0 + SLACK),
+                                (("--connect-timeout", "1"), 1.0, 1.0 + 1.0 + SLACK)):
+            cli = Get(tmp_path, srv.uri, tmp_path / "out.arrows", env, 4, args=args)
+            try:
+                rc, took = cli.wait(high + 10)
+                message = cli.log.text().strip()
+                assert rc == 2, f"{args}: exit {rc}: {message}"
+                assert "connecting" in message, message
+                # Started UCX first (up to 0.5 s for UCX 1.22's hooks), then waited.
+                assert low <= took <= high, f"{args}: the client took {took:.2f} s: {message}"
+            finally:
+                cli.kill()
+    finally:
         srv.kill()

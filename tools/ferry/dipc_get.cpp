@@ -124,7 +124,8 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to keep trying while nothing listens at the URI (a server still "
-                  "starting) before failing; at most --timeout")
+                  "starting) before failing; at most --timeout. Over UCX a refusal fails at "
+                  "once, and an endpoint wiring up waits up to --timeout unless this is given")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-body-bytes", o->max_body_bytes,
@@ -185,7 +186,13 @@ int RunGet(const GetOptions& o) {
   dipc::ClientOptions options;
   options.device = *device;
   options.timeout = Millis(o.timeout_s);
-  options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
+  // Over UCX a refusal fails at once, and an endpoint still wiring up waits on its peer: a
+  // loaded host takes seconds to wire one up (UCX 1.22 sets up its transports as it does), so
+  // unless told otherwise that wait has the whole --timeout, as a silent server's first message
+  // has over shared memory.
+  if (uri->scheme != "ucx" || o.given.count("--connect-timeout") != 0) {
+    options.connect_timeout = Millis(std::min(o.connect_timeout_s, o.timeout_s));
+  }
   options.max_body_bytes = o.max_body_bytes;
   options.buffer_lists = o.buffer_lists;
   options.spin = std::chrono::microseconds(o.spin_us);

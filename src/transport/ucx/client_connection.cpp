@@ -17,8 +17,6 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
                                                                     bool same_host, bool other_host,
                                                                     const ConnectOptions& options) {
   const std::shared_ptr<ferry::Clock> clock = WithClock(options.limits).clock;
-  const ferry::Clock::time_point deadline = clock->After(
-      options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
   // Without a remote_handle there is nothing to get, and the context needs no remote memory
   // access (which would let the server reach this process's memory).
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,
@@ -40,6 +38,12 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
     FlushEndpoint(conn->ep_, new Pending{up, nullptr, conn->worker_.get()});
   }
   FERRY_RETURN_NOT_OK(conn->StartWorker());
+  // A refusal ends the wait at once; an address that does not answer (another host's, a
+  // stopped server's) is given up after the connect timeout, counted from here: this process's
+  // own start of UCX is not the peer's (UCX 1.22 installs its memory hooks in a process's first
+  // context, 50 ms each: 0.4 s on an idle 2-core VM, over a second on a loaded one).
+  const ferry::Clock::time_point deadline = clock->After(
+      options.connect_timeout.count() > 0 ? options.connect_timeout : options.limits.timeout);
   if (!up->Wait(*clock, deadline)) {
     // Nothing was sent on an endpoint still wiring up: closed by force at once, where a graceful
     // close would wait for a flush the silent peer never answers (kCloseWait).
