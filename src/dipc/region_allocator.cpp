@@ -11,6 +11,12 @@ namespace ferry::dipc::internal {
 
 namespace {
 constexpr int64_t kAlign = 64;
+
+// The bytes a block of `size` takes: whole 64-byte steps, at least one. One rule for Allocate
+// and Free, so that what is taken is what is given back.
+int64_t BlockBytes(int64_t size) {
+  return size <= 0 ? kAlign : (size + kAlign - 1) / kAlign * kAlign;
+}
 }  // namespace
 
 RegionAllocator::RegionAllocator(int64_t capacity, std::shared_ptr<Clock> clock)
@@ -34,7 +40,7 @@ bool RegionAllocator::TryAllocate(int64_t size, int64_t* offset) {
 
 Result<int64_t> RegionAllocator::Allocate(int64_t size, std::chrono::milliseconds timeout,
                                           const std::function<bool()>& cancelled) {
-  const int64_t rounded = size <= 0 ? kAlign : (size + kAlign - 1) / kAlign * kAlign;
+  const int64_t rounded = BlockBytes(size);
   if (size < 0 || rounded > capacity_) {
     return Status::ResourceExhausted("a body of " + std::to_string(size) +
                                      " bytes can never fit the shared region of " +
@@ -58,7 +64,7 @@ Result<int64_t> RegionAllocator::Allocate(int64_t size, std::chrono::millisecond
 }
 
 bool RegionAllocator::Free(int64_t offset, int64_t size) {
-  const int64_t rounded = size <= 0 ? kAlign : (size + kAlign - 1) / kAlign * kAlign;
+  const int64_t rounded = BlockBytes(size);
   if (offset < 0 || offset % kAlign != 0 || size < 0 || rounded > capacity_ - offset) {
     return false;
   }
