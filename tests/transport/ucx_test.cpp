@@ -194,6 +194,25 @@ TEST_F(UcxTransport, AcceptTimesOutThenIsCanceledByClose) {
   closer.join();
 }
 
+
+// A port where nothing listens refuses the wire-up, and the connect fails at once, by a clock
+// that never moves, saying nothing accepted it (not that a peer went away), with the address.
+TEST_F(UcxTransport, ARefusedConnectFailsAtOnceSayingNothingAcceptedIt) {
+  TransportLimits limits;
+  limits.clock = clock_;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Listener> gone, ListenUcx("127.0.0.1:0", limits));
+  const std::string address = gone->address();
+  gone->Close();
+  gone.reset();
+  ConnectOptions options;
+  options.limits.timeout = 30s;
+  options.limits.clock = clock_;
+  auto connecting = std::async(std::launch::async, [&] { return ConnectUcx(address, options); });
+  ASSERT_EQ(connecting.wait_for(20s), std::future_status::ready) << "a refusal waited";
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable,
+                     "could not connect to the UCX listener at " + address + ": nothing accepted it",
+                     connecting.get().status());
+}
 TEST_F(UcxTransport, FetchBringsSeveralBuffersIntoOneAlignedAllocation) {
   const std::shared_ptr<Region>& region = region_;
   EXPECT_FALSE(region->remote_handle().empty());

@@ -51,7 +51,9 @@ struct FERRY_EXPORT ClientOptions {
   /// How long the server may stay silent (or take nothing we send) before the stream fails: a
   /// stopped server, or a link that went down, is reported after this long.
   std::chrono::milliseconds timeout{30000};
-  /// How long to keep trying to connect while nothing listens at the URI's address; 0: timeout.
+  /// How long connecting may take; 0: timeout. Over shm:// the client keeps trying while nothing
+  /// listens at the socket; over ucx:// it is the wait for the endpoint to wire up, and a refusal
+  /// (nothing listens at the port) fails at once.
   std::chrono::milliseconds connect_timeout{0};
   /// How long the client watches for the server's next message on the CPU before it sleeps
   /// (TransportLimits::spin; shm:// and ucx://), once per wait, so an idle client stays idle;

@@ -75,9 +75,10 @@ struct FERRY_EXPORT ConnectOptions {
   /// packed (Connection::prefers_packed_bodies): the client reads only some buffers of each body,
   /// or was told to (dipc::ClientOptions::buffer_lists).
   bool buffer_lists = false;
-  /// How long to keep trying while nothing listens at the address (a server still starting);
-  /// 0: limits.timeout. A caller that knows the server is up (it just named the address) sets
-  /// it short, so an unreachable address fails fast.
+  /// How long connecting may take; 0: limits.timeout. Over shared memory the client keeps trying
+  /// while nothing listens (a server still starting); over UCX it waits this long for the
+  /// endpoint to wire up, and a refusal fails at once. A caller that knows the server is up (it
+  /// just named the address) sets it short, so an unreachable address fails fast.
   std::chrono::milliseconds connect_timeout{0};
   /// With extensions, bytes the server's end is told before anything else (ferry's hello: a
   /// field of the UCX hello, a trace frame over shared memory), which it reads with

@@ -53,10 +53,14 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
   {
     std::lock_guard lock(conn->mutex_);
     if (up->status() != UCS_OK || conn->gone_) {
-      const std::string why = conn->gone_ ? conn->failure_
-                              : up->status() == UCS_ERR_REJECTED
-                                  ? "the server refused the connection"
-                                  : ucs_status_string(up->status());
+      // A wire-up that failed on its own (not refused by a listener) found nothing to accept it:
+      // said so, where the error callback's wording is for a peer that was there.
+      const std::string why =
+          up->status() == UCS_ERR_REJECTED ? std::string("the server refused the connection")
+          : up->status() != UCS_OK
+              ? std::string("nothing accepted it (no server listens there, or it is gone; UCX: ") +
+                    ucs_status_string(up->status()) + ")"
+              : conn->failure_;
       return Status::Unavailable("could not connect to the UCX listener at " + address + ": " +
                                  why);
     }
