@@ -409,6 +409,30 @@ def test_a_kept_dataset_is_lent_to_every_client(transport):
         assert stats.addresses_lent == 0  # sent whole: nothing lent
 
 
+def test_keep_takes_every_source_add_takes_and_reads_each_once():
+    """keep() serves what add() would: a Table, a RecordBatchReader (readable once) and a callable
+    (called once to keep it, though it would give more rows each call), each to every client."""
+    table = mixed_table(10_000)
+    calls = []
+
+    def grows():
+        calls.append(1)
+        return table.slice(0, 1_000 * len(calls))
+
+    with dipc.Server.start("shm") as server:
+        server.keep("table", table)
+        server.keep("reader", pa.RecordBatchReader.from_batches(
+            table.schema, table.to_batches(max_chunksize=3_000)))
+        server.keep("callable", grows)
+        assert len(calls) == 1
+        for _ in range(2):
+            assert read_back(server.uri_of("table"), "table").equals(table)
+            assert read_back(server.uri_of("reader"), "reader").equals(table)
+            assert read_back(server.uri_of("callable"), "callable").equals(table.slice(0, 1_000))
+        assert len(calls) == 1
+        assert server.stats.sessions_failed == 0, server.last_error
+
+
 def test_loaded_ucx_is_the_libucp_this_process_mapped():
     """loaded_ucx() names the libucp the process runs on: /proc/self/maps, the kernel's list of the
     process's mappings, holds exactly that file (one libucp, not two: a second UCX under the same

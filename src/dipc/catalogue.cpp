@@ -8,7 +8,9 @@
 #include <string>
 
 #include "ferry/core/mapping.hpp"
+#include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/protocol.hpp"
+#include "ferry/format/schema.hpp"
 #include "ferry/ipc/sink.hpp"
 #include "ferry/transport/region.hpp"
 
@@ -17,15 +19,16 @@ namespace ferry::dipc::internal {
 namespace {
 
 // Encodes a dataset's messages: a first pass (no region) sizes the bodies, the second copies
-// them into the region.
+// them into the region, which holds the `sized` bytes the first pass counted.
 class KeepSink final : public ipc::MessageSink {
  public:
-  explicit KeepSink(Kept* kept) : kept_(kept) {}
+  KeepSink(Kept* kept, int64_t sized) : kept_(kept), sized_(sized) {}
   Status WriteMessage(const ipc::EncodedMessage& m) override {
     const int64_t at = used_;
     // One byte more than the body, so a zero-length buffer at its end is not the next body's.
     used_ += (m.body_length + 1 + 63) / 64 * 64;
     if (kept_->region == nullptr) return Status::OK();
+    if (used_ > sized_) return KeptGrew(sized_, used_);
     KeptMessage k;
     k.metadata.assign(m.metadata.begin(), m.metadata.end());
     k.has_body = m.has_body;
@@ -61,6 +64,7 @@ class KeepSink final : public ipc::MessageSink {
 
  private:
   Kept* kept_;
+  int64_t sized_;
   int64_t used_ = 0;
 };
 
@@ -108,15 +112,50 @@ Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptio
   return writer.Close();
 }
 
+Result<std::shared_ptr<Dataset>> HoldForKeeping(Dataset& dataset) {
+  if (dataset.repeatable()) return std::shared_ptr<Dataset>();
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, dataset.Open());
+  FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, CopySchema(reader->schema()));
+  std::vector<UniqueDeviceArray> batches;
+  DeviceArrayView view;
+  bool viewing = false;
+  while (true) {
+    FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
+    if (batch == nullptr) break;
+    UniqueDeviceArray taken = reader->TakeBatch();
+    if (!taken.valid()) {
+      // The reader keeps the batch (its memory is reused by the next): copied, on its device.
+      if (!viewing) {
+        FERRY_ASSIGN_OR_RAISE(view, DeviceArrayView::Make(schema.get()));
+        viewing = true;
+      }
+      FERRY_RETURN_NOT_OK(view.SetArray(batch));
+      FERRY_ASSIGN_OR_RAISE(taken, view.Copy(*view.device()));
+    }
+    batches.push_back(std::move(taken));
+  }
+  return Dataset::FromBatches(std::move(schema), std::move(batches));
+}
+
+Status KeptGrew(int64_t sized, int64_t written) {
+  return Status::Invalid("the dataset read differently when it was read again to be kept (" +
+                         std::to_string(sized) + " bytes the first time, " +
+                         (written > sized ? "over " : "") + std::to_string(written) +
+                         " the second): a repeatable dataset gives the same batches to every Open");
+}
+
 Result<std::shared_ptr<const Kept>> EncodeKept(
     Dataset& dataset, const ipc::WriteOptions& options,
     const std::function<Result<std::shared_ptr<transport::Region>>(int64_t)>& make_region) {
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Dataset> held, HoldForKeeping(dataset));
+  Dataset& source = held != nullptr ? *held : dataset;
   auto kept = std::make_shared<Kept>();
-  KeepSink sizing(kept.get());
-  FERRY_RETURN_NOT_OK(EncodeAll(dataset, &sizing, options));
+  KeepSink sizing(kept.get(), 0);
+  FERRY_RETURN_NOT_OK(EncodeAll(source, &sizing, options));
   FERRY_ASSIGN_OR_RAISE(kept->region, make_region(sizing.used()));
-  KeepSink writing(kept.get());
-  FERRY_RETURN_NOT_OK(EncodeAll(dataset, &writing, options));
+  KeepSink writing(kept.get(), sizing.used());
+  FERRY_RETURN_NOT_OK(EncodeAll(source, &writing, options));
+  if (writing.used() != sizing.used()) return KeptGrew(sizing.used(), writing.used());
   return std::shared_ptr<const Kept>(std::move(kept));
 }
 

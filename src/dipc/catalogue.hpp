@@ -67,6 +67,15 @@ Result<std::shared_ptr<const Kept>> EncodeKeptOnDevice(Dataset& dataset,
 /// Write `dataset`'s messages (schema, dictionaries, batches, end) into `sink` with `options`.
 Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options);
 
+/// What a kept dataset is encoded from, twice (a pass that sizes its memory, then one that
+/// fills it): NULL for a repeatable dataset, read twice itself; else its batches read once and
+/// held (taken from the reader, or copied where the reader keeps them), so that a stream that
+/// can be read once, or a producer that gives other batches each time, is encoded from one read.
+Result<std::shared_ptr<Dataset>> HoldForKeeping(Dataset& dataset);
+
+/// The error of a second pass that came out larger than the first, which sized the memory.
+Status KeptGrew(int64_t sized, int64_t written);
+
 /// The datasets a server serves. Each is served from a region: 0 is the server's shared region
 /// (datasets read afresh per client, Add), others are kept datasets' own (Keep). A client names
 /// the region through the want_data tag of the URI it used, since each region's URI carries its

@@ -86,6 +86,7 @@ class PathDataset final : public Dataset {
   explicit PathDataset(DatasetFile&& file)
       : file_(std::move(file)), bytes_{file_.data, file_.size, file_.owner} {}
   const DatasetFile* file() const noexcept override { return &file_; }
+  bool repeatable() const noexcept override { return true; }
   Result<std::unique_ptr<DatasetReader>> Open() override {
     const bool file = bytes_.size >= 6 && std::memcmp(bytes_.data, "ARROW1", 6) == 0;
     // Every element is checked until one pass has read the whole file (1 GiB of mixed columns
@@ -134,6 +135,7 @@ class BatchesReader final : public DatasetReader {
 class BatchesDataset final : public Dataset {
  public:
   explicit BatchesDataset(std::shared_ptr<const Batches> data) : data_(std::move(data)) {}
+  bool repeatable() const noexcept override { return true; }
   Result<std::unique_ptr<DatasetReader>> Open() override {
     return std::unique_ptr<DatasetReader>(std::make_unique<BatchesReader>(data_));
   }

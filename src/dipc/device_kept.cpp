@@ -19,13 +19,14 @@ namespace {
 // the encoder's buffers may go away. Pairs are offsets from the allocation's base.
 class DeviceKeepSink final : public ipc::MessageSink {
  public:
-  DeviceKeepSink(Kept* kept, Device* device, uint8_t* base, void* stream)
-      : kept_(kept), device_(device), base_(base), stream_(stream) {}
+  DeviceKeepSink(Kept* kept, Device* device, uint8_t* base, int64_t sized, void* stream)
+      : kept_(kept), device_(device), base_(base), sized_(sized), stream_(stream) {}
 
   Status WriteMessage(const ipc::EncodedMessage& m) override {
     const int64_t at = used_;
     used_ += (m.body_length + 1 + 63) / 64 * 64;
     if (base_ == nullptr) return Status::OK();
+    if (used_ > sized_) return KeptGrew(sized_, used_);
     KeptMessage k;
     k.metadata.assign(m.metadata.begin(), m.metadata.end());
     k.has_body = m.has_body;
@@ -55,6 +56,7 @@ class DeviceKeepSink final : public ipc::MessageSink {
   Kept* kept_;
   Device* device_;
   uint8_t* base_;
+  int64_t sized_;  // the bytes the first pass counted, which the allocation holds
   void* stream_;
   int64_t used_ = 0;
 };
@@ -72,9 +74,11 @@ Result<std::shared_ptr<const Kept>> EncodeKeptOnDevice(Dataset& dataset,
     return Status::Invalid(
         "bodies kept in device memory cannot be compressed: clients could not decompress them");
   }
+  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Dataset> held, HoldForKeeping(dataset));
+  Dataset& source = held != nullptr ? *held : dataset;
   auto kept = std::make_shared<Kept>();
-  DeviceKeepSink sizing(kept.get(), &device, nullptr, nullptr);
-  FERRY_RETURN_NOT_OK(EncodeAll(dataset, &sizing, options));
+  DeviceKeepSink sizing(kept.get(), &device, nullptr, 0, nullptr);
+  FERRY_RETURN_NOT_OK(EncodeAll(source, &sizing, options));
   const int64_t size = std::max<int64_t>(sizing.used(), 64);
   // Without a stream: cuMemAlloc, whose memory the driver can export.
   FERRY_ASSIGN_OR_RAISE(void* base, device.Allocate(size, nullptr));
@@ -91,8 +95,11 @@ Result<std::shared_ptr<const Kept>> EncodeKeptOnDevice(Dataset& dataset,
   kept->device_handle.assign(reinterpret_cast<const char*>(handle.bytes.data()),
                              handle.bytes.size());
   FERRY_ASSIGN_OR_RAISE(void* stream, device.InternalStream());
-  DeviceKeepSink writing(kept.get(), &device, static_cast<uint8_t*>(base), stream);
-  const Status written = EncodeAll(dataset, &writing, options);
+  DeviceKeepSink writing(kept.get(), &device, static_cast<uint8_t*>(base), sizing.used(), stream);
+  Status written = EncodeAll(source, &writing, options);
+  if (written.ok() && writing.used() != sizing.used()) {
+    written = KeptGrew(sizing.used(), writing.used());
+  }
   if (!written.ok()) {
     // Nothing may still be copying into the memory when it is freed.
     (void)device.SynchronizeEvent(nullptr, stream);

@@ -194,7 +194,6 @@ TEST_F(UcxTransport, AcceptTimesOutThenIsCanceledByClose) {
   closer.join();
 }
 
-
 // A port where nothing listens refuses the wire-up, and the connect fails at once, by a clock
 // that never moves, saying nothing accepted it (not that a peer went away), with the address.
 TEST_F(UcxTransport, ARefusedConnectFailsAtOnceSayingNothingAcceptedIt) {
@@ -209,9 +208,10 @@ TEST_F(UcxTransport, ARefusedConnectFailsAtOnceSayingNothingAcceptedIt) {
   options.limits.clock = clock_;
   auto connecting = std::async(std::launch::async, [&] { return ConnectUcx(address, options); });
   ASSERT_EQ(connecting.wait_for(20s), std::future_status::ready) << "a refusal waited";
-  ASSERT_RAISES_WITH(StatusCode::kUnavailable,
-                     "could not connect to the UCX listener at " + address + ": nothing accepted it",
-                     connecting.get().status());
+  ASSERT_RAISES_WITH(
+      StatusCode::kUnavailable,
+      "could not connect to the UCX listener at " + address + ": nothing accepted it",
+      connecting.get().status());
 }
 TEST_F(UcxTransport, FetchBringsSeveralBuffersIntoOneAlignedAllocation) {
   const std::shared_ptr<Region>& region = region_;

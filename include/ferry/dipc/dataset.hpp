@@ -46,6 +46,10 @@ class FERRY_EXPORT Dataset {
   /// The file this dataset's batches point into (FromPath), which a server can lend to clients
   /// as it is; NULL for other datasets.
   virtual const DatasetFile* file() const noexcept { return nullptr; }
+  /// Whether every Open reads the same batches (batches in memory, a file). A server keeping a
+  /// dataset that is not reads it once and holds its batches while it encodes them; one that
+  /// is it reads twice, once to size the memory it keeps them in. False unless overridden.
+  virtual bool repeatable() const noexcept { return false; }
 
   /// An IPC stream or file (told apart by its magic), mapped once (shared, read-only, its
   /// descriptor kept: see file()) and decoded zero-copy per client: with full validation until
