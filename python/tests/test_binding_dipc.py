@@ -118,8 +118,15 @@ def test_a_stream_is_read_once_then_refused_by_name():
     with dipc.Server.start() as server:
         server.add("once", table)
         assert read_back(server.uri, "once").equals(table)
-        with pytest.raises(ferry.FailedPreconditionError, match="one-shot stream and another client has read it"):
+        with pytest.raises(ferry.FailedPreconditionError,
+                           match=r"one-shot stream and another client has read it \(to serve every "
+                                 r"client, give the server its batches, a callable that returns a "
+                                 r"stream, or Keep it\)"):
             dipc.connect(server.uri, "once")
+        # Kept, it is read once, now, and every client gets it.
+        server.keep("kept", table)
+        for _ in range(2):
+            assert read_back(server.uri_of("kept"), "kept").equals(table)
 
 
 def test_a_generator_producer_needs_the_gil_on_the_server_thread():

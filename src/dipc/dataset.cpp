@@ -164,7 +164,8 @@ class OneShotDataset final : public Dataset {
     std::lock_guard lock(mutex_);
     if (!stream_.valid()) {
       return Status::FailedPrecondition(
-          "this dataset was a one-shot stream and another client has read it");
+          "this dataset was a one-shot stream and another client has read it (to serve every "
+          "client, give the server its batches, a callable that returns a stream, or Keep it)");
     }
     return DeviceStreamReader::Make(std::move(stream_));
   }
