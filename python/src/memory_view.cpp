@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 
@@ -128,6 +129,18 @@ std::string FormatOf(const MemoryView& v) {
   return Unwrap(std::move(pep3118));
 }
 
+// One native-order scalar written without its byte-order prefix ("<d" as "d"), as NumPy exports
+// it: Python's memoryview indexes, converts and casts only such single-letter formats. These
+// letters have the same size natively and in standard sizes, so nothing else changes.
+std::string NativeScalarFormat(const std::string& pep3118) {
+  const char native = std::endian::native == std::endian::little ? '<' : '>';
+  if (pep3118.size() == 2 && pep3118[0] == native &&
+      std::string_view("bBhHiIqQefd").find(pep3118[1]) != std::string_view::npos) {
+    return pep3118.substr(1);
+  }
+  return pep3118;
+}
+
 std::vector<int64_t> Strides(const MemoryView& v) {
   std::vector<int64_t> out;
   for (int64_t i = 0; i < v.ndim; ++i) out.push_back(v.stride(i));
@@ -191,20 +204,20 @@ int GetBuffer(PyObject* self, Py_buffer* view, int flags) {
     return fail("ferry.MemoryView: not Fortran-contiguous");
   if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c)
     return fail("ferry.MemoryView: strides are needed but not asked for");
-  // Low-precision floats have no struct-module code: without PyBUF_FORMAT their one-byte items
-  // are what the protocol then means, unsigned bytes; asked for a format, the export fails.
-  const bool low_float = !v.item_desc.components.empty() &&
+  // Low-precision floats other than float16 have no struct-module code: without PyBUF_FORMAT
+  // their one-byte items are what the protocol then means, unsigned bytes; asked for a format,
+  // the export fails.
+  Result<std::string> coded = memview::Pep3118FromItemDesc(v.item_desc);
+  const bool low_float = !coded.ok() && !v.item_desc.components.empty() &&
                          v.item_desc.components[0].low_float != memview::LowFloat::kNone;
   if (low_float && (flags & PyBUF_FORMAT) == PyBUF_FORMAT) {
-    return fail("ferry.MemoryView: " +
-                memview::Pep3118FromItemDesc(v.item_desc).status().message());
+    return fail("ferry.MemoryView: " + coded.status().message());
   }
   if (mv->pep3118.empty()) {
-    Result<std::string> format = low_float && v.item_size == 1
-                                     ? Result<std::string>(std::string("B"))
-                                     : memview::Pep3118FromItemDesc(v.item_desc);
+    Result<std::string> format =
+        low_float && v.item_size == 1 ? Result<std::string>(std::string("B")) : std::move(coded);
     if (!format.ok()) return fail("ferry.MemoryView: " + format.status().message());
-    mv->pep3118 = *format;
+    mv->pep3118 = NativeScalarFormat(*format);
     for (int64_t i = 0; i < v.ndim; ++i) {
       mv->py_shape.push_back(static_cast<Py_ssize_t>(v.shape[static_cast<size_t>(i)]));
       mv->py_strides.push_back(static_cast<Py_ssize_t>(v.stride(i)));

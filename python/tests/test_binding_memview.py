@@ -14,7 +14,7 @@ import ferry  # noqa: E402
 from binding_support import capsule_name  # noqa: E402
 
 DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
-          np.float32, np.float64]
+          np.float16, np.float32, np.float64]
 LAYOUTS = ["contiguous", "strided", "transposed", "empty", "scalar"]
 
 
@@ -323,3 +323,42 @@ def test_torch_cpu_tensors_cross_by_dlpack():
     assert mv.ptr == t.data_ptr()
     back = torch.from_dlpack(mv)
     assert back.data_ptr() == t.data_ptr() and torch.equal(back, t)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_torch_two_byte_floats_cross_by_dlpack_keeping_their_type(name):
+    torch = pytest.importorskip("torch")
+    t = (torch.arange(12, dtype=torch.float32) / 3 - 1).to(getattr(torch, name)).reshape(3, 4)
+    mv = ferry.from_dlpack(t)
+    # The struct-module code where there is one (half floats: "e"), else ferry's braced name.
+    assert mv.format == {"float16": "<e", "bfloat16": "{bfloat16}"}[name]
+    assert mv.itemsize == 2 and mv.ptr == t.data_ptr()
+    back = torch.from_dlpack(mv)
+    assert back.dtype == t.dtype and back.data_ptr() == t.data_ptr() and torch.equal(back, t)
+    # Transposed: the strides cross too.
+    back_t = torch.from_dlpack(ferry.from_dlpack(t.T))
+    assert back_t.stride() == t.T.stride() and torch.equal(back_t, t.T)
+
+
+def test_half_float_arrow_arrays_view_as_numpy_does():
+    arr = pa.array(np.array([0.5, -2.0, 65504.0, np.inf], np.float16))
+    mv = ferry.MemoryView.from_array(ferry.array(arr))
+    assert mv.format == "<e" and mv.ptr == arr.buffers()[1].address
+    np.testing.assert_array_equal(np.asarray(mv), arr.to_numpy())
+    np.testing.assert_array_equal(np.from_dlpack(mv), arr.to_numpy())
+
+
+def test_bfloat16_says_the_buffer_protocol_has_no_code_for_it():
+    torch = pytest.importorskip("torch")
+    mv = ferry.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
+    with pytest.raises(BufferError, match="PEP 3118 has no code for bfloat16"):
+        memoryview(mv)
+
+
+def test_buffers_out_use_the_letters_python_memoryview_reads():
+    # One native-order scalar goes out as NumPy writes it ("d", not "<d"), so Python's own
+    # memoryview indexes and converts it.
+    for a in (np.arange(6.0).reshape(2, 3), np.arange(4, dtype=np.int32), np.arange(3, dtype=np.uint8)):
+        m = memoryview(ferry.MemoryView(a))
+        assert m.format == memoryview(a).format
+        assert m.tolist() == a.tolist()

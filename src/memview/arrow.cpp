@@ -59,7 +59,7 @@ Result<std::string> ItemFormatOf(const SchemaView& type) {
     case TypeId::kBool:
       return Status::NotSupported("bool arrays are bit-packed and have no item format");
     case TypeId::kHalfFloat:
-      return Status::NotSupported("half floats have no pack-template item format");
+      return std::string("{float16}");
     default:
       return Status::NotSupported(std::string(TypeIdName(type.storage_type)) +
                                   " is not a fixed-width type");
@@ -233,6 +233,7 @@ Result<std::string> ArrowFormatOf(const MemoryView& view) {
   if (c.size > 1 && c.little_endian != (std::endian::native == std::endian::little)) {
     return Status::NotSupported("an Arrow array needs native byte order");
   }
+  if (c.low_float == LowFloat::kFloat16) return std::string("e");
   if (c.low_float != LowFloat::kNone) {
     return Status::NotSupported("Arrow has no " + std::string(LowFloatName(c.low_float)) + " type");
   }

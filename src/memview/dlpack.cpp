@@ -53,7 +53,9 @@ constexpr uint8_t kLowFloatCodes[] = {0,
                                       kDLFloat6_e2m3fn,
                                       kDLFloat6_e3m2fn,
                                       kDLFloat4_e2m1fn,
-                                      kDLFloat4_e2m1fn};
+                                      kDLFloat4_e2m1fn,
+                                      kDLFloat,
+                                      kDLBfloat};
 
 // The dtype of a low-precision float member; fp6 and fp4 alone in a byte need the versioned
 // tensor's padded flag, which `flags` (NULL for the legacy struct) receives.
@@ -61,7 +63,7 @@ Status LowFloatDtype(LowFloat type, DLDataType* dtype, uint64_t* flags) {
   dtype->code = kLowFloatCodes[static_cast<size_t>(type)];
   dtype->bits = static_cast<uint8_t>(LowFloatBits(type));
   dtype->lanes = static_cast<uint16_t>(LowFloatValuesPerByte(type));
-  if (dtype->bits * dtype->lanes == 8) return Status::OK();
+  if (dtype->bits * dtype->lanes % 8 == 0) return Status::OK();  // whole bytes: no padding
   if (flags == nullptr) {
     return Status::NotSupported("DLPack: the legacy DLManagedTensor cannot mark " +
                                 std::string(LowFloatName(type)) +
@@ -169,7 +171,12 @@ const char* PlainFormat(const DLDataType& dtype) {
              : dtype.bits == 64 ? "Q"
                                 : nullptr;
     case kDLFloat:
-      return dtype.bits == 32 ? "f" : dtype.bits == 64 ? "d" : nullptr;
+      return dtype.bits == 16   ? "{float16}"
+             : dtype.bits == 32 ? "f"
+             : dtype.bits == 64 ? "d"
+                                : nullptr;
+    case kDLBfloat:
+      return dtype.bits == 16 ? "{bfloat16}" : nullptr;
     case kDLBool:
       return dtype.bits == 8 ? "C" : nullptr;
     default:

@@ -104,12 +104,15 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
       if (low_float == LowFloat::kNone) {
         return Error(format, token_at,
                      "unknown type '" + std::string(format.substr(pos, close - pos + 1)) +
-                         "' (braces name a low-precision float such as {float8_e4m3fn})");
+                         "' (braces name a low-precision float such as {float16} or "
+                         "{float8_e4m3fn})");
       }
       pos = close;
     }
     const char c = format[pos++];
-    const Letter letter = low_float == LowFloat::kNone ? LetterInfo(c) : Letter{1, 0, 0, 0, 0};
+    const int64_t braced = LowFloatBytes(low_float);
+    const Letter letter =
+        low_float == LowFloat::kNone ? LetterInfo(c) : Letter{braced, braced, 0, 0, 0};
     if (letter.size == 0) {
       return Error(format, token_at, std::string("invalid type character '") + c + "'");
     }
@@ -119,7 +122,15 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
     while (pos < format.size() &&
            (format[pos] == '!' || format[pos] == '_' || format[pos] == '<' || format[pos] == '>')) {
       const char m = format[pos];
-      if (letter.native_size == 0) {
+      // A two-byte braced type takes a byte order, and never a native size.
+      const bool orderable = braced > 1 && (m == '<' || m == '>');
+      if (letter.native_size == 0 && !orderable) {
+        if (braced > 1) {
+          return Error(format, pos,
+                       std::string("'") + m + "' is not allowed after '" +
+                           std::string(format.substr(token_at, pos - token_at)) +
+                           "' (a byte order, '<' or '>', is)");
+        }
         return Error(format, pos,
                      std::string("'") + m + "' is not allowed after '" + c +
                          "' (only after s S i I l L q Q j J)");
@@ -215,7 +226,10 @@ T LoadOrdered(const uint8_t* p, bool little) {
 }
 
 ItemScalar DecodeOne(const ItemComponent& c, const uint8_t* p) {
-  if (c.low_float != LowFloat::kNone) return DecodeLowFloat(c.low_float, *p);
+  if (c.low_float != LowFloat::kNone) {
+    return DecodeLowFloat(c.low_float,
+                          c.size == 2 ? LoadOrdered<uint16_t>(p, c.little_endian) : uint32_t{*p});
+  }
   const bool le = c.little_endian;
   switch (c.format) {
     case 'c':

@@ -24,7 +24,7 @@ struct Info {
   Specials specials;
 };
 
-constexpr std::array<Info, 12> kTypes{{
+constexpr std::array<Info, 14> kTypes{{
     {LowFloat::kFloat8E3M4, "float8_e3m4", 3, 4, 3, Specials::kIeee},
     {LowFloat::kFloat8E4M3, "float8_e4m3", 4, 3, 7, Specials::kIeee},
     {LowFloat::kFloat8E4M3B11Fnuz, "float8_e4m3b11fnuz", 4, 3, 11, Specials::kFnuz},
@@ -37,6 +37,8 @@ constexpr std::array<Info, 12> kTypes{{
     {LowFloat::kFloat6E3M2Fn, "float6_e3m2fn", 3, 2, 3, Specials::kFinite},
     {LowFloat::kFloat4E2M1Fn, "float4_e2m1fn", 2, 1, 1, Specials::kFinite},
     {LowFloat::kFloat4E2M1FnX2, "float4_e2m1fn_x2", 2, 1, 1, Specials::kFinite},
+    {LowFloat::kFloat16, "float16", 5, 10, 15, Specials::kIeee},
+    {LowFloat::kBFloat16, "bfloat16", 8, 7, 127, Specials::kIeee},
 }};
 
 const Info* Find(LowFloat type) noexcept {
@@ -66,11 +68,16 @@ int LowFloatBits(LowFloat type) noexcept {
   return info->specials == Specials::kExponentOnly ? 8 : 1 + info->exp_bits + info->man_bits;
 }
 
+int LowFloatBytes(LowFloat type) noexcept {
+  if (Find(type) == nullptr) return 0;
+  return type == LowFloat::kFloat16 || type == LowFloat::kBFloat16 ? 2 : 1;
+}
+
 int LowFloatValuesPerByte(LowFloat type) noexcept {
   return type == LowFloat::kFloat4E2M1FnX2 ? 2 : 1;
 }
 
-double DecodeLowFloat(LowFloat type, uint8_t bits) noexcept {
+double DecodeLowFloat(LowFloat type, uint32_t bits) noexcept {
   const Info* info = Find(type);
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   if (info == nullptr) return kNaN;

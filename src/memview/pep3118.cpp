@@ -33,6 +33,7 @@ Result<std::string> PackLetter(char kind, int64_t size) {
         break;
     }
   } else if (kind == 'f') {
+    if (size == 2) return std::string("{float16}");
     if (size == 4) return std::string("f");
     if (size == 8) return std::string("d");
   }
@@ -44,7 +45,7 @@ Result<std::string> PackLetter(char kind, int64_t size) {
 std::string OrderSuffix(char kind, int64_t size, char order, const std::string& letter) {
   if (size == 1 || order == '@' || order == '=' || order == '^') return letter;
   const bool little = order == '<';
-  if (kind == 'f') return size == 4 ? (little ? "e" : "g") : (little ? "E" : "G");
+  if (kind == 'f' && size != 2) return size == 4 ? (little ? "e" : "g") : (little ? "E" : "G");
   return letter + (little ? "<" : ">");
 }
 
@@ -175,7 +176,9 @@ Status ParsePep3118(std::string_view format, size_t* pos, Pep3118State* st, int 
         size = 8;
         break;
       case 'e':
-        return Error(format, letter_at, "half floats ('e') have no pack-template type");
+        kind = 'f';
+        size = 2;
+        break;
       case 'Z':
         return Error(format, letter_at, "complex numbers ('Z') have no pack-template type");
       case 'P':
@@ -226,14 +229,16 @@ Result<std::string> Pep3118FromItemDesc(const ItemDesc& desc) {
   int64_t offset = 0;
   for (const ItemComponent& c : desc.components) {
     if (c.offset > offset) out += std::to_string(c.offset - offset) + "x";
-    if (c.low_float != LowFloat::kNone) {
-      return Status::NotSupported("PEP 3118 has no code for " +
-                                  std::string(LowFloatName(c.low_float)) +
-                                  " (exported without a format, its items read as bytes)");
+    if (c.low_float != LowFloat::kNone && c.low_float != LowFloat::kFloat16) {
+      return Status::NotSupported(
+          "PEP 3118 has no code for " + std::string(LowFloatName(c.low_float)) +
+          (c.size == 1 ? " (exported without a format, its items read as bytes)" : ""));
     }
-    const char kind = ItemKind(c.format);
+    const char kind = c.low_float == LowFloat::kFloat16 ? 'f' : ItemKind(c.format);
     char letter = 0;
-    if (kind == 'f') {
+    if (c.low_float == LowFloat::kFloat16) {
+      letter = 'e';
+    } else if (kind == 'f') {
       letter = c.size == 4 ? 'f' : 'd';
     } else {
       switch (c.size) {
@@ -270,6 +275,9 @@ Result<std::string> NumpyTypestrFromItemDesc(const ItemDesc& desc) {
                                 std::to_string(desc.components.size()) + " members");
   }
   const ItemComponent& c = desc.components[0];
+  if (c.low_float == LowFloat::kFloat16 && c.repeat == 1) {
+    return std::string(c.little_endian ? "<f2" : ">f2");
+  }
   if (c.low_float != LowFloat::kNone) {
     return Status::NotSupported("a NumPy typestr has no code for " +
                                 std::string(LowFloatName(c.low_float)));

@@ -143,7 +143,8 @@ TEST(DLPack, ThePlainLayoutIsWhatFromDLPackMakes) {
   for (DLDataType dtype :
        {DLDataType{kDLInt, 8, 1}, DLDataType{kDLInt, 16, 1}, DLDataType{kDLInt, 32, 1},
         DLDataType{kDLInt, 64, 1}, DLDataType{kDLUInt, 8, 1}, DLDataType{kDLUInt, 64, 1},
-        DLDataType{kDLFloat, 32, 1}, DLDataType{kDLFloat, 64, 1}, DLDataType{kDLBool, 8, 1}}) {
+        DLDataType{kDLFloat, 32, 1}, DLDataType{kDLFloat, 64, 1}, DLDataType{kDLBool, 8, 1},
+        DLDataType{kDLFloat, 16, 1}, DLDataType{kDLBfloat, 16, 1}}) {
     for (int64_t* s : {strides, static_cast<int64_t*>(nullptr)}) {
       DLManagedTensorVersioned* t = Tensor(data, dtype, 3, shape, s);
       t->flags = dtype.bits == 8 ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
@@ -180,7 +181,7 @@ TEST(DLPack, OnlyPlainTensorsHaveAPlainLayout) {
   for (const Case& c : {
            Case{"fp8", Tensor(data, {kDLFloat8_e4m3fn, 8, 1}, 2, shape, nullptr), 8},
            Case{"two lanes", Tensor(data, {kDLInt, 8, 2}, 2, shape, nullptr), 8},
-           Case{"bfloat16", Tensor(data, {kDLBfloat, 16, 1}, 2, shape, nullptr), 8},
+           Case{"bfloat32", Tensor(data, {kDLBfloat, 32, 1}, 2, shape, nullptr), 8},
            Case{"12 bits", Tensor(data, {kDLInt, 12, 1}, 2, shape, nullptr), 8},
            Case{"more dimensions than room", Tensor(data, {kDLInt, 8, 1}, 2, shape, nullptr), 1},
            Case{"NULL shape", Tensor(data, {kDLInt, 8, 1}, 2, nullptr, nullptr), 8},

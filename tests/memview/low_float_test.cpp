@@ -31,11 +31,11 @@ TEST(LowFloat, FormatsNameTheTypeInBraces) {
   EXPECT_EQ(mixed.components[2].low_float, LowFloat::kFloat4E2M1FnX2);
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
                      "unknown type '{float8_e9m9}' (braces name a low-precision float such as "
-                     "{float8_e4m3fn}) at offset 1",
+                     "{float16} or {float8_e4m3fn}) at offset 1",
                      ParseItemFormat("c{float8_e9m9}"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unterminated '{' at offset 0",
                      ParseItemFormat("{float8_e5m2"));
-  for (int t = 1; t <= static_cast<int>(LowFloat::kFloat4E2M1FnX2); ++t) {
+  for (int t = 1; t <= static_cast<int>(LowFloat::kBFloat16); ++t) {
     const auto type = static_cast<LowFloat>(t);
     EXPECT_EQ(LowFloatFromName(LowFloatName(type)), type) << LowFloatName(type);
   }
@@ -44,7 +44,7 @@ TEST(LowFloat, FormatsNameTheTypeInBraces) {
 TEST(LowFloat, DecodesHandComputedValues) {
   struct Case {
     LowFloat type;
-    uint8_t bits;
+    uint32_t bits;
     double value;
   };
   // Values worked out from each layout: sign, exponent (bias), mantissa.
@@ -69,16 +69,27 @@ TEST(LowFloat, DecodesHandComputedValues) {
            Case{LowFloat::kFloat6E3M2Fn, 0x1F, 28.0},  // 0 111 11: 1.75 * 2^4
            Case{LowFloat::kFloat4E2M1Fn, 0x07, 6.0},   // 0 11 1: 1.5 * 2^2
            Case{LowFloat::kFloat4E2M1Fn, 0x0F, -6.0},
-           Case{LowFloat::kFloat4E2M1Fn, 0x01, 0.5},  // subnormal
+           Case{LowFloat::kFloat4E2M1Fn, 0x01, 0.5},   // subnormal
+           Case{LowFloat::kFloat16, 0x3C00, 1.0},      // 0 01111 0000000000: bias 15
+           Case{LowFloat::kFloat16, 0x7BFF, 65504.0},  // largest: (2 - 2^-10) * 2^15
+           Case{LowFloat::kFloat16, 0x0001, 0x1p-24},  // smallest subnormal: 2^-10 * 2^-14
+           Case{LowFloat::kFloat16, 0xC000, -2.0},
+           Case{LowFloat::kFloat16, 0x7C00, kInf},
+           Case{LowFloat::kBFloat16, 0x3F80, 1.0},       // 0 01111111 0000000: bias 127
+           Case{LowFloat::kBFloat16, 0x4049, 3.140625},  // 0 10000000 1001001: 2 * (1 + 73/128)
+           Case{LowFloat::kBFloat16, 0x0001, 0x1p-133},  // smallest subnormal: 2^-7 * 2^-126
+           Case{LowFloat::kBFloat16, 0xFF80, -kInf},
        }) {
     EXPECT_EQ(DecodeLowFloat(c.type, c.bits), c.value)
-        << LowFloatName(c.type) << " 0x" << std::hex << int{c.bits};
+        << LowFloatName(c.type) << " 0x" << std::hex << c.bits;
   }
   EXPECT_TRUE(std::isnan(DecodeLowFloat(LowFloat::kFloat8E4M3Fn, 0x7F)));
   EXPECT_TRUE(std::isnan(DecodeLowFloat(LowFloat::kFloat8E4M3Fnuz, 0x80)));  // "-0" is NaN
   EXPECT_TRUE(std::isnan(DecodeLowFloat(LowFloat::kFloat8E5M2, 0x7D)));
   EXPECT_TRUE(std::isnan(DecodeLowFloat(LowFloat::kFloat8E8M0Fnu, 0xFF)));
   EXPECT_TRUE(std::signbit(DecodeLowFloat(LowFloat::kFloat6E2M3Fn, 0x20)));
+  EXPECT_TRUE(std::isnan(DecodeLowFloat(LowFloat::kFloat16, 0x7E00)));
+  EXPECT_TRUE(std::isnan(DecodeLowFloat(LowFloat::kBFloat16, 0x7FC0)));
 
   ASSERT_OK_AND_ASSIGN(ItemDesc x2, ParseItemFormat("{float4_e2m1fn_x2}"));
   const uint8_t byte = 0xF2;  // low nibble 0010 = 1.0 first, then 1111 = -6.0
@@ -91,7 +102,8 @@ TEST(LowFloat, DecodesHandComputedValues) {
 MemoryView Bytes(const std::string& format, int64_t n) {
   auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n));
   std::iota(bytes->begin(), bytes->end(), 0);
-  auto view = MakeContiguousView(bytes, bytes->data(), n, format, {n}, false);
+  const int64_t item = ParseItemFormat(format).ValueOrDie().item_size;  // n bytes of items
+  auto view = MakeContiguousView(bytes, bytes->data(), n, format, {n / item}, false);
   EXPECT_TRUE(view.ok()) << view.status().message();
   return std::move(view).ValueOrDie();
 }
@@ -167,6 +179,70 @@ TEST(LowFloat, DLPackRefusesWhatABytePerItemCannotHold) {
       MemoryView padded,
       FromDLPack(tensor(kDLFloat4_e2m1fn, 4, 1, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED)));
   EXPECT_EQ(padded.format, "{float4_e2m1fn}");
+}
+
+// float16 and bfloat16 take two bytes and a byte order ('<', '>', or the host's), and never a
+// native size; a value stored in either order decodes the same.
+TEST(LowFloat, TwoByteFloatsTakeAByteOrder) {
+  ASSERT_OK_AND_ASSIGN(ItemDesc d, ParseItemFormat("|c {float16}> {bfloat16}<2"));
+  EXPECT_EQ(d.item_size, 8);  // c, a byte of padding, then three two-byte values aligned to 2
+  ASSERT_EQ(d.components.size(), 3u);
+  EXPECT_EQ(d.components[1].offset, 2);
+  EXPECT_EQ(d.components[1].size, 2);
+  EXPECT_FALSE(d.components[1].little_endian);
+  EXPECT_EQ(d.components[2].low_float, LowFloat::kBFloat16);
+  EXPECT_TRUE(d.components[2].little_endian);
+  EXPECT_EQ(d.components[2].repeat, 2);
+  // -2.0 big-endian, then 1.0 and 3.140625 little-endian.
+  const uint8_t item[8] = {7, 0, 0xC0, 0x00, 0x80, 0x3F, 0x49, 0x40};
+  const auto values = std::get<std::vector<ItemScalar>>(DecodeItem(d, item));
+  ASSERT_EQ(values.size(), 4u);
+  EXPECT_EQ(std::get<int64_t>(values[0]), 7);
+  EXPECT_EQ(std::get<double>(values[1]), -2.0);
+  EXPECT_EQ(std::get<double>(values[2]), 1.0);
+  EXPECT_EQ(std::get<double>(values[3]), 3.140625);
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "'!' is not allowed after '{float16}' (a byte order, '<' or '>', is) at "
+                     "offset 9",
+                     ParseItemFormat("{float16}!"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "'<' is not allowed after '}' (only after s S i I l L q Q j J) at offset 15",
+                     ParseItemFormat("{float8_e4m3fn}<"));
+}
+
+// float16 crosses every bridge: DLPack (kDLFloat, 16 bits), PEP 3118 ('e'), NumPy ('<f2') and
+// Arrow (half float); bfloat16 crosses DLPack (kDLBfloat) and names itself where there is no code.
+TEST(LowFloat, TwoByteFloatsCrossTheirBridges) {
+  for (const char* format : {"{float16}", "{bfloat16}"}) {
+    SCOPED_TRACE(format);
+    MemoryView v = Bytes(format, 8);
+    EXPECT_EQ(v.item_size, 2);
+    ASSERT_OK_AND_ASSIGN(DLManagedTensorVersioned * t, ToDLPack(v));
+    EXPECT_EQ(t->dl_tensor.dtype.code, format[1] == 'f' ? kDLFloat : kDLBfloat);
+    EXPECT_EQ(t->dl_tensor.dtype.bits, 16);
+    EXPECT_EQ(t->dl_tensor.dtype.lanes, 1);
+    EXPECT_EQ(t->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, 0u);
+    EXPECT_EQ(t->dl_tensor.shape[0], 4);
+    ASSERT_OK_AND_ASSIGN(MemoryView back, FromDLPack(t));
+    EXPECT_EQ(back.format, format);
+    EXPECT_EQ(back.item_size, 2);
+    ASSERT_OK_AND_ASSIGN(DLManagedTensor * legacy, ToDLPackLegacy(v));
+    legacy->deleter(legacy);
+  }
+  MemoryView half = Bytes("{float16}<", 8);
+  ASSERT_OK_AND_ASSIGN(std::string pep, Pep3118FromItemDesc(half.item_desc));
+  EXPECT_EQ(pep, "<e");
+  EXPECT_EQ(*PackFormatFromPep3118("<e"), "{float16}<");
+  EXPECT_EQ(*PackFormatFromPep3118(">e"), "{float16}>");
+  EXPECT_EQ(*PackFormatFromPep3118("e"), "{float16}");
+  ASSERT_OK_AND_ASSIGN(Array a, ArrayFromView(Bytes("{float16}", 8), FromViewOptions{}));
+  EXPECT_STREQ(a.schema()->format, "e");
+  EXPECT_EQ(a.view().length(), 4);
+  MemoryView brain = Bytes("{bfloat16}", 8);
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "PEP 3118 has no code for bfloat16",
+                     Pep3118FromItemDesc(brain.item_desc));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "Arrow has no bfloat16 type",
+                     ArrayFromView(brain, FromViewOptions{}));
 }
 
 TEST(LowFloat, BridgesWithoutACodeSaySo) {
