@@ -50,6 +50,11 @@
 
 namespace ferry::testing {
 
+/// How long a test's UCX connect may take to wire up (ConnectOptions::connect_timeout), apart
+/// from the connection's own timeout: a loaded host takes seconds (UCX 1.22 beside CI's other
+/// suites: over 5 s), and the wait ends as soon as the endpoint is up.
+constexpr std::chrono::milliseconds kUcxWireUp{30000};
+
 /// Whether `holds()` becomes true within `limit`, looked at every millisecond: for counters
 /// (servers' stats) that have no waiter of their own. Real time, so only for what other
 /// threads do, never for a timeout of ferry's (those run on a ManualClock).

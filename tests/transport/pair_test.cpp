@@ -94,6 +94,7 @@ class UcxPairs : public ::testing::Test {
   void Connect(bool extensions, int64_t max_message_bytes = 1 << 20) {
     ConnectOptions options;
     options.limits.timeout = 5s;
+    options.connect_timeout = ferry::testing::kUcxWireUp;
     options.limits.max_message_bytes = max_message_bytes;
     options.extensions = extensions;
     ASSERT_OK_AND_ASSIGN(client_, ConnectUcx(listener_->address(), options));

@@ -91,6 +91,7 @@ class LentRegion : public ::testing::TestWithParam<std::string> {
         region_, listener_->RegisterRegion(Lent(file_.data, file_.size, file_.fd, file_.owner)));
     ConnectOptions options;
     options.limits.timeout = 5s;
+    options.connect_timeout = ferry::testing::kUcxWireUp;
     options.remote_handle = region_->remote_handle();
     ASSERT_OK_AND_ASSIGN(client_, Connect(GetParam(), listener_->address(), options));
     ASSERT_OK_AND_ASSIGN(server_, listener_->Accept(5s));

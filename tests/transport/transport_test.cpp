@@ -46,6 +46,7 @@ Pair ListenAndConnect(const std::string& scheme, const std::shared_ptr<Clock>& c
   if (!listener.ok()) return {};
   ConnectOptions options;
   options.limits.timeout = 5s;
+  options.connect_timeout = ferry::testing::kUcxWireUp;
   options.limits.clock = clock;
   options.limits.spin = spin;
   options.extensions = extensions;

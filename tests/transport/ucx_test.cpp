@@ -323,6 +323,7 @@ TEST_F(UcxTransport, StartFetchRefusesWhatFetchRefuses) {
 TEST_F(UcxTransport, FetchWithoutARemoteHandleIsRefused) {
   ConnectOptions options;
   options.limits.timeout = 5s;
+  options.connect_timeout = ferry::testing::kUcxWireUp;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> bare, ConnectUcx(listener_->address(), options));
   const BufferRef any[] = {{region_->WireAddress(0), 1}};
   FetchedBody body;
@@ -357,6 +358,7 @@ TEST_F(UcxTransport, AClientsActiveMessageFailsTheServersConnection) {
 TEST_F(UcxTransport, MessagesOverTheLimitsFailTheConnection) {
   ConnectOptions options;
   options.limits.timeout = 5s;
+  options.connect_timeout = ferry::testing::kUcxWireUp;
   options.limits.max_message_bytes = 100;
   options.limits.max_tagged_bytes = 1000;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> small,
@@ -415,6 +417,7 @@ TEST(UcxTransportChild, DISABLED_ConnectsThenWaits) {
   if (address == nullptr) GTEST_SKIP() << "runs only as the child of KilledPeerFailsReceives";
   ConnectOptions options;
   options.limits.timeout = 5s;
+  options.connect_timeout = ferry::testing::kUcxWireUp;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> c, ConnectUcx(address, options));
   const std::string hello = "child";
   const ByteSpan piece{hello.data(), static_cast<int64_t>(hello.size())};
