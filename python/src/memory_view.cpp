@@ -135,7 +135,7 @@ std::string FormatOf(const MemoryView& v) {
 std::string NativeScalarFormat(const std::string& pep3118) {
   const char native = std::endian::native == std::endian::little ? '<' : '>';
   if (pep3118.size() == 2 && pep3118[0] == native &&
-      std::string_view("bBhHiIqQefd").find(pep3118[1]) != std::string_view::npos) {
+      std::string_view("?bBhHiIqQefd").find(pep3118[1]) != std::string_view::npos) {
     return pep3118.substr(1);
   }
   return pep3118;

@@ -261,8 +261,8 @@ def test_item_formats_numpy_cannot_map_by_letter_are_matched_by_size():
 
 
 def test_unsupported_formats_raise():
-    with pytest.raises(ValueError):
-        ferry.MemoryView(np.arange(3, dtype=np.complex64))
+    with pytest.raises(ValueError, match="unknown format character 'O'"):
+        ferry.MemoryView(np.array([object()]))
 
 
 def test_objects_without_a_protocol_raise():
@@ -362,3 +362,33 @@ def test_buffers_out_use_the_letters_python_memoryview_reads():
         m = memoryview(ferry.MemoryView(a))
         assert m.format == memoryview(a).format
         assert m.tolist() == a.tolist()
+
+
+def test_booleans_stay_booleans_across_every_protocol():
+    # Not unsigned bytes: NumPy's and torch's bools come back as bools.
+    torch = pytest.importorskip("torch")
+    a = np.array([[True, False, True], [False, False, True]])
+    mv = ferry.MemoryView(a)
+    assert mv.format == "<?" and mv.itemsize == 1
+    assert memoryview(mv).format == "?" and memoryview(mv).tolist() == a.tolist()
+    assert np.asarray(mv).dtype == np.bool_ and np.from_dlpack(mv).dtype == np.bool_
+    np.testing.assert_array_equal(np.from_dlpack(mv), a)
+    t = torch.from_dlpack(mv)
+    assert t.dtype == torch.bool and t.tolist() == a.tolist()
+    back = torch.from_dlpack(ferry.from_dlpack(t))
+    assert back.dtype == torch.bool and torch.equal(back, t)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_numbers_cross_as_complex(dtype):
+    torch = pytest.importorskip("torch")
+    a = (np.arange(6) + 1j * (np.arange(6) - 3)).astype(dtype).reshape(2, 3)
+    mv = ferry.MemoryView(a)
+    assert mv.format == ("<Zf" if dtype == np.complex64 else "<Zd")
+    assert mv.itemsize == a.itemsize
+    np.testing.assert_array_equal(np.asarray(mv), a)
+    np.testing.assert_array_equal(np.from_dlpack(mv), a)
+    t = torch.from_dlpack(mv)
+    assert t.is_complex() and t.numpy().tolist() == a.tolist()
+    back = torch.from_dlpack(ferry.from_dlpack(t))
+    assert back.dtype == t.dtype and torch.equal(back, t)

@@ -204,7 +204,9 @@ def test_c_api_consumer_takes_torch_tensors():
 @pytest.mark.parametrize("dtype,fmt", [(torch.int8, "c"), (torch.int16, "s"), (torch.int32, "l"),
                                        (torch.int64, "q"), (torch.uint8, "C"),
                                        (torch.float32, "f"), (torch.float64, "d"),
-                                       (torch.bool, "C"), (torch.float8_e4m3fn, "{float8_e4m3fn}")])
+                                       (torch.bool, "{bool}"), (torch.float16, "{float16}"),
+                                       (torch.bfloat16, "{bfloat16}"), (torch.complex64, "{complex64}"),
+                                       (torch.float8_e4m3fn, "{float8_e4m3fn}")])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "scalar"])
 def test_c_api_consumer_describes_each_tensor_as_torch_does(dtype, fmt, layout):
     _, _, _, take_view = _c_api_consumer()

@@ -13,7 +13,8 @@ import ferry_ctypes as fc
 # NumPy dtype -> the pack-template letter ferry gives it (matched by size and kind).
 DTYPES = {
     np.int8: "c", np.uint8: "C", np.int16: "s", np.uint16: "S", np.int32: "l", np.uint32: "L",
-    np.int64: "q", np.uint64: "Q", np.float32: "f", np.float64: "d",
+    np.int64: "q", np.uint64: "Q", np.float32: "f", np.float64: "d", np.float16: "{float16}",
+    np.complex64: "{complex64}", np.complex128: "{complex128}",
 }
 
 
@@ -34,11 +35,13 @@ def test_dlpack_round_trip_every_dtype_without_copies(dtype):
     np.testing.assert_array_equal(back, a)
 
 
-def test_bool_arrives_as_bytes():
+def test_bool_arrives_as_bool():
     a = np.array([True, False, True])
     view = fc.from_dlpack(a)
-    assert view.format == "C" and view.data == a.ctypes.data
-    np.testing.assert_array_equal(np.from_dlpack(view), np.array([1, 0, 1], dtype=np.uint8))
+    assert view.format == "{bool}" and view.data == a.ctypes.data
+    back = np.from_dlpack(view)
+    assert back.dtype == np.bool_
+    np.testing.assert_array_equal(back, a)
 
 
 def test_strided_slices_keep_numpy_strides():

@@ -238,6 +238,11 @@ Result<std::string> ArrowFormatOf(const MemoryView& view) {
     return Status::NotSupported("Arrow has no " + std::string(LowFloatName(c.low_float)) + " type");
   }
   const char kind = ItemKind(c.format);
+  if (kind == 'b') {
+    return Status::NotSupported(
+        "an Arrow boolean array is bit-packed: a view of one-byte booleans has no Arrow type");
+  }
+  if (kind == 'c') return Status::NotSupported("Arrow has no complex number type");
   if (kind == 'f') return std::string(c.size == 4 ? "f" : "g");
   const bool is_signed = kind == 'i';
   switch (c.size) {

@@ -87,7 +87,11 @@ Status FillTensor(const MemoryView& view, ExportContext* ctx, DLTensor* t, uint6
     FERRY_RETURN_NOT_OK(LowFloatDtype(c.low_float, &t->dtype, flags));
   } else {
     const char kind = ItemKind(c.format);
-    t->dtype.code = kind == 'f' ? kDLFloat : kind == 'i' ? kDLInt : kDLUInt;
+    t->dtype.code = kind == 'f'   ? kDLFloat
+                    : kind == 'i' ? kDLInt
+                    : kind == 'b' ? kDLBool
+                    : kind == 'c' ? kDLComplex
+                                  : kDLUInt;
     t->dtype.bits = static_cast<uint8_t>(c.size * 8);
     t->dtype.lanes = 1;
   }
@@ -178,7 +182,9 @@ const char* PlainFormat(const DLDataType& dtype) {
     case kDLBfloat:
       return dtype.bits == 16 ? "{bfloat16}" : nullptr;
     case kDLBool:
-      return dtype.bits == 8 ? "C" : nullptr;
+      return dtype.bits == 8 ? "{bool}" : nullptr;
+    case kDLComplex:
+      return dtype.bits == 64 ? "{complex64}" : dtype.bits == 128 ? "{complex128}" : nullptr;
     default:
       return nullptr;
   }

@@ -69,6 +69,25 @@ Letter LetterInfo(char c) {
   }
 }
 
+// A type named in braces: its ItemComponent::format letter, size and alignment in bytes, and
+// the low-precision float it is (kNone for bool and complex). Multi-byte ones take a byte order.
+struct Braced {
+  char letter = 0;  // 0: not a known name
+  int64_t size = 0;
+  int64_t align = 0;
+  LowFloat low_float = LowFloat::kNone;
+};
+
+Braced BracedType(std::string_view name) {
+  if (name == "bool") return {kBoolLetter, 1, 1};
+  if (name == "complex64") return {kComplexLetter, 8, alignof(float)};
+  if (name == "complex128") return {kComplexLetter, 16, alignof(double)};
+  const LowFloat type = LowFloatFromName(name);
+  if (type == LowFloat::kNone) return {};
+  const int64_t bytes = LowFloatBytes(type);
+  return {kLowFloatLetter, bytes, bytes, type};
+}
+
 Status Error(std::string_view format, size_t at, const std::string& why) {
   return Status::Invalid("item format \"" + std::string(format) + "\": " + why + " at offset " +
                          std::to_string(at));
@@ -96,23 +115,23 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
     skip_space();
     if (pos >= format.size()) break;
     const size_t token_at = pos;
-    LowFloat low_float = LowFloat::kNone;
-    if (format[pos] == kLowFloatLetter) {
+    Braced named;
+    if (format[pos] == '{') {
       const size_t close = format.find('}', pos);
       if (close == std::string_view::npos) return Error(format, token_at, "unterminated '{'");
-      low_float = LowFloatFromName(format.substr(pos + 1, close - pos - 1));
-      if (low_float == LowFloat::kNone) {
+      named = BracedType(format.substr(pos + 1, close - pos - 1));
+      if (named.letter == 0) {
         return Error(format, token_at,
                      "unknown type '" + std::string(format.substr(pos, close - pos + 1)) +
-                         "' (braces name a low-precision float such as {float16} or "
-                         "{float8_e4m3fn})");
+                         "' (braces name {bool}, {complex64}, {complex128} or a low-precision "
+                         "float such as {float16} or {float8_e4m3fn})");
       }
       pos = close;
     }
     const char c = format[pos++];
-    const int64_t braced = LowFloatBytes(low_float);
+    const int64_t braced = named.size;
     const Letter letter =
-        low_float == LowFloat::kNone ? LetterInfo(c) : Letter{braced, braced, 0, 0, 0};
+        named.letter == 0 ? LetterInfo(c) : Letter{named.size, named.align, 0, 0, 0};
     if (letter.size == 0) {
       return Error(format, token_at, std::string("invalid type character '") + c + "'");
     }
@@ -122,7 +141,7 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
     while (pos < format.size() &&
            (format[pos] == '!' || format[pos] == '_' || format[pos] == '<' || format[pos] == '>')) {
       const char m = format[pos];
-      // A two-byte braced type takes a byte order, and never a native size.
+      // A multi-byte braced type takes a byte order, and never a native size.
       const bool orderable = braced > 1 && (m == '<' || m == '>');
       if (letter.native_size == 0 && !orderable) {
         if (braced > 1) {
@@ -165,8 +184,8 @@ Result<ItemDesc> ParseItemFormat(std::string_view format) {
     if (!Mul(size, count, &bytes)) return Error(format, token_at, "item size overflows");
     if (c != 'x') {
       ItemComponent comp;
-      comp.format = low_float == LowFloat::kNone ? c : kLowFloatLetter;
-      comp.low_float = low_float;
+      comp.format = named.letter == 0 ? c : named.letter;
+      comp.low_float = named.low_float;
       comp.native_size = native;
       comp.little_endian = order == 0 ? internal::kHostLittle : order == 1;
       comp.offset = offset;
@@ -208,6 +227,10 @@ char ItemKind(char letter) noexcept {
     case 'E':
     case 'G':
       return 'f';
+    case kBoolLetter:
+      return 'b';
+    case kComplexLetter:
+      return 'c';
     default:
       return 0;
   }
@@ -235,6 +258,7 @@ ItemScalar DecodeOne(const ItemComponent& c, const uint8_t* p) {
     case 'c':
       return static_cast<int64_t>(static_cast<int8_t>(*p));
     case 'C':
+    case kBoolLetter:
       return static_cast<uint64_t>(*p);
     case 'f':
     case 'e':
@@ -273,7 +297,7 @@ ItemValue DecodeItem(const ItemDesc& desc, const uint8_t* item) {
   if (desc.components.empty()) return std::monostate{};
   const ItemComponent& first = desc.components[0];
   if (desc.components.size() == 1 && first.repeat == 1 &&
-      LowFloatValuesPerByte(first.low_float) == 1) {
+      LowFloatValuesPerByte(first.low_float) == 1 && first.format != kComplexLetter) {
     return DecodeOne(first, item + first.offset);
   }
   std::vector<ItemScalar> out;
@@ -283,6 +307,13 @@ ItemValue DecodeItem(const ItemDesc& desc, const uint8_t* item) {
       if (c.low_float == LowFloat::kFloat4E2M1FnX2) {  // two values, the low nibble first
         out.push_back(DecodeLowFloat(c.low_float, *at));
         out.push_back(DecodeLowFloat(c.low_float, static_cast<uint8_t>(*at >> 4)));
+        continue;
+      }
+      if (c.format == kComplexLetter) {  // two values, the real part first
+        const bool le = c.little_endian;
+        const bool wide = c.size == 16;
+        out.push_back(wide ? LoadOrdered<double>(at, le) : LoadOrdered<float>(at, le));
+        out.push_back(wide ? LoadOrdered<double>(at + 8, le) : LoadOrdered<float>(at + 4, le));
         continue;
       }
       out.push_back(DecodeOne(c, at));

@@ -18,6 +18,9 @@ struct Pep3118State {
 
 // The pack letter for an integer or float of `size` bytes.
 Result<std::string> PackLetter(char kind, int64_t size) {
+  if (kind == 'b' && size == 1) return std::string("{bool}");
+  if (kind == 'c' && size == 8) return std::string("{complex64}");
+  if (kind == 'c' && size == 16) return std::string("{complex128}");
   if (kind == 'i' || kind == 'u') {
     const bool u = kind == 'u';
     switch (size) {
@@ -118,9 +121,12 @@ Status ParsePep3118(std::string_view format, size_t* pos, Pep3118State* st, int 
         break;
       case 'c':
       case 'B':
-      case '?':
       case 's':
         kind = 'u';
+        size = 1;
+        break;
+      case '?':
+        kind = 'b';
         size = 1;
         break;
       case 'b':
@@ -179,8 +185,19 @@ Status ParsePep3118(std::string_view format, size_t* pos, Pep3118State* st, int 
         kind = 'f';
         size = 2;
         break;
-      case 'Z':
-        return Error(format, letter_at, "complex numbers ('Z') have no pack-template type");
+      case 'Z': {
+        // A complex number of two of the float that follows, real part first.
+        const char part = *pos < format.size() ? format[*pos] : '\0';
+        if (part != 'f' && part != 'd') {
+          return Error(format, letter_at,
+                       "a complex number ('Z') needs 'f' or 'd' after it (long double has no "
+                       "pack-template type)");
+        }
+        ++*pos;
+        kind = 'c';
+        size = part == 'f' ? 8 : 16;
+        break;
+      }
       case 'P':
         return Error(format, letter_at, "pointers ('P') are not supported");
       case 'p':
@@ -189,8 +206,10 @@ Status ParsePep3118(std::string_view format, size_t* pos, Pep3118State* st, int 
         return Error(format, letter_at, std::string("unknown format character '") + c + "'");
     }
     if (st->order == '@' && kind != 'x' && size > 1) {
-      // '@' aligns each member to its natural alignment (its size for these types).
-      const int64_t pad = (size - st->offset % size) % size;
+      // '@' aligns each member to its natural alignment: its size for these types, a complex
+      // number's part's size for it.
+      const int64_t natural = kind == 'c' ? size / 2 : size;
+      const int64_t pad = (natural - st->offset % natural) % natural;
       if (pad > 0) st->out += "x" + std::to_string(pad) + " ";
       st->offset += pad;
     }
@@ -238,6 +257,10 @@ Result<std::string> Pep3118FromItemDesc(const ItemDesc& desc) {
     char letter = 0;
     if (c.low_float == LowFloat::kFloat16) {
       letter = 'e';
+    } else if (kind == 'b') {
+      letter = '?';
+    } else if (kind == 'c') {
+      letter = c.size == 8 ? 'f' : 'd';  // after the 'Z' written below
     } else if (kind == 'f') {
       letter = c.size == 4 ? 'f' : 'd';
     } else {
@@ -260,6 +283,7 @@ Result<std::string> Pep3118FromItemDesc(const ItemDesc& desc) {
     }
     out += c.little_endian ? '<' : '>';
     if (c.repeat != 1) out += std::to_string(c.repeat);
+    if (kind == 'c') out += 'Z';
     out += letter;
     offset = c.offset + c.size * c.repeat;
   }
@@ -307,9 +331,9 @@ Result<std::string> PackFormatFromNumpyTypestr(std::string_view typestr) {
     return Status::Invalid("NumPy typestr \"" + std::string(typestr) + "\": bad byte order '" +
                            std::string(1, order) + "'");
   }
-  if (kind == 'b' && size == 1) return std::string("C");
+  if (kind == 'b' && size == 1) return std::string("{bool}");
   if (kind == 'V') return "C" + std::to_string(size);
-  if (kind != 'i' && kind != 'u' && kind != 'f') {
+  if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') {
     return Status::NotSupported("NumPy kind '" + std::string(1, kind) +
                                 "' has no pack-template type");
   }

@@ -163,6 +163,20 @@ TEST(ArrayFromView, OneDimensionIsZeroCopy) {
   EXPECT_FALSE(weak.expired());  // the array keeps the view's owner
 }
 
+// A view of one-byte booleans has no Arrow type (Arrow's booleans are bits): refused by name.
+TEST(ArrayFromView, OneByteBooleansAreRefused) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(std::vector<uint8_t>{1, 0, 1});
+  ASSERT_OK_AND_ASSIGN(MemoryView v,
+                       MakeContiguousView(bytes, bytes->data(), 3, "{bool}", {3}, true));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "an Arrow boolean array is bit-packed",
+                     ArrayFromView(v));
+  auto pairs = std::make_shared<std::vector<uint8_t>>(16);
+  ASSERT_OK_AND_ASSIGN(MemoryView z,
+                       MakeContiguousView(pairs, pairs->data(), 16, "{complex64}", {2}, true));
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "Arrow has no complex number type",
+                     ArrayFromView(z));
+}
+
 TEST(ArrayFromView, TwoDimensionsBecomeAFixedSizeList) {
   MemoryView v = Ints(Iota(6), {2, 3});
   ASSERT_OK_AND_ASSIGN(Array a, ArrayFromView(v));

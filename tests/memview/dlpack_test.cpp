@@ -115,9 +115,22 @@ TEST(DLPack, LegacyAndBoolAndStrides) {
   t->dl_tensor.shape = shape;
   t->deleter = [](DLManagedTensorVersioned* self) { delete self; };
   ASSERT_OK_AND_ASSIGN(MemoryView b, FromDLPack(t));
-  EXPECT_EQ(b.format, "C");
+  EXPECT_EQ(b.format, "{bool}");   // a boolean stays one, not an unsigned byte
   EXPECT_TRUE(b.strides.empty());  // NULL strides: row-major
   EXPECT_EQ(b.size, 3);
+  EXPECT_EQ(std::get<uint64_t>(std::get<ItemScalar>(DecodeItem(b.item_desc, bools + 2))), 1u);
+  ASSERT_OK_AND_ASSIGN(DLManagedTensorVersioned * out, ToDLPack(b));
+  EXPECT_EQ(out->dl_tensor.dtype.code, kDLBool);
+  EXPECT_EQ(out->dl_tensor.dtype.bits, 8);
+  out->deleter(out);
+  for (const char* format : {"{complex64}", "{complex128}"}) {
+    MemoryView z = Owned(format, 2, false);
+    ASSERT_OK_AND_ASSIGN(DLManagedTensorVersioned * zt, ToDLPack(z));
+    EXPECT_EQ(zt->dl_tensor.dtype.code, kDLComplex) << format;
+    EXPECT_EQ(zt->dl_tensor.dtype.bits, z.item_size * 8) << format;
+    ASSERT_OK_AND_ASSIGN(MemoryView zb, FromDLPack(zt));
+    EXPECT_EQ(zb.format, format);
+  }
 }
 
 // A hand-made versioned tensor over `data`, deleted by its deleter; the shape and strides live in
@@ -144,7 +157,8 @@ TEST(DLPack, ThePlainLayoutIsWhatFromDLPackMakes) {
        {DLDataType{kDLInt, 8, 1}, DLDataType{kDLInt, 16, 1}, DLDataType{kDLInt, 32, 1},
         DLDataType{kDLInt, 64, 1}, DLDataType{kDLUInt, 8, 1}, DLDataType{kDLUInt, 64, 1},
         DLDataType{kDLFloat, 32, 1}, DLDataType{kDLFloat, 64, 1}, DLDataType{kDLBool, 8, 1},
-        DLDataType{kDLFloat, 16, 1}, DLDataType{kDLBfloat, 16, 1}}) {
+        DLDataType{kDLFloat, 16, 1}, DLDataType{kDLBfloat, 16, 1}, DLDataType{kDLComplex, 64, 1},
+        DLDataType{kDLComplex, 128, 1}}) {
     for (int64_t* s : {strides, static_cast<int64_t*>(nullptr)}) {
       DLManagedTensorVersioned* t = Tensor(data, dtype, 3, shape, s);
       t->flags = dtype.bits == 8 ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;

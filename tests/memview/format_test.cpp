@@ -129,5 +129,56 @@ TEST(ItemFormat, DecodesBothByteOrders) {
   EXPECT_TRUE(std::holds_alternative<std::monostate>(DecodeItem(pad, bytes)));
 }
 
+// `{complex64}` and `{complex128}` are two floats each, real part first, aligned as their parts
+// and in the byte order given; a complex member decodes to its two parts, even alone.
+TEST(ItemFormat, BracedComplexNumbersAreTwoFloats) {
+  ASSERT_OK_AND_ASSIGN(ItemDesc d, ParseItemFormat("|c {complex128}> {complex64}<"));
+  EXPECT_EQ(d.item_size, 32);  // c, padding to 8, 16 bytes, 8 bytes
+  ASSERT_EQ(d.components.size(), 3u);
+  EXPECT_EQ(d.components[1].format, kComplexLetter);
+  EXPECT_EQ(d.components[1].offset, 8);
+  EXPECT_EQ(d.components[1].size, 16);
+  EXPECT_EQ(d.components[2].offset, 24);
+  EXPECT_EQ(d.components[2].size, 8);
+  EXPECT_EQ(ItemKind(kComplexLetter), 'c');
+  uint8_t item[32] = {};
+  const double re = 1.5, im = -2.25;
+  for (int i = 0; i < 8; ++i) {  // big-endian doubles
+    item[8 + i] = reinterpret_cast<const uint8_t*>(&re)[7 - i];
+    item[16 + i] = reinterpret_cast<const uint8_t*>(&im)[7 - i];
+  }
+  const float parts[2] = {0.5F, 4.0F};  // little-endian floats (the host's, on x86)
+  std::memcpy(item + 24, parts, 8);
+  const auto values = std::get<std::vector<ItemScalar>>(DecodeItem(d, item));
+  ASSERT_EQ(values.size(), 5u);
+  EXPECT_EQ(std::get<double>(values[1]), 1.5);
+  EXPECT_EQ(std::get<double>(values[2]), -2.25);
+  EXPECT_EQ(std::get<double>(values[3]), 0.5);
+  EXPECT_EQ(std::get<double>(values[4]), 4.0);
+  ASSERT_OK_AND_ASSIGN(ItemDesc alone, ParseItemFormat("{complex64}<"));
+  EXPECT_EQ(std::get<std::vector<ItemScalar>>(DecodeItem(alone, item + 24)).size(), 2u);
+}
+
+// `{bool}` is a one-byte boolean member (kind 'b'), counted and aligned like `C`, decoded as its
+// byte; `?` alone is not a pack letter.
+TEST(ItemFormat, BracedBoolIsAOneByteBoolean) {
+  ASSERT_OK_AND_ASSIGN(ItemDesc d, ParseItemFormat("|{bool}3 s"));
+  EXPECT_EQ(d.item_size, 6);  // three bytes, one of padding, then s
+  ASSERT_EQ(d.components.size(), 2u);
+  EXPECT_EQ(d.components[0].format, kBoolLetter);
+  EXPECT_EQ(d.components[0].size, 1);
+  EXPECT_EQ(d.components[0].repeat, 3);
+  EXPECT_EQ(ItemKind(kBoolLetter), 'b');
+  const uint8_t item[6] = {1, 0, 1, 0, 7, 0};
+  const auto values = std::get<std::vector<ItemScalar>>(DecodeItem(d, item));
+  ASSERT_EQ(values.size(), 4u);
+  EXPECT_EQ(std::get<uint64_t>(values[0]), 1u);
+  EXPECT_EQ(std::get<uint64_t>(values[1]), 0u);
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "invalid type character '?' at offset 0",
+                     ParseItemFormat("?"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "'<' is not allowed after '}'",
+                     ParseItemFormat("{bool}<"));
+}
+
 }  // namespace
 }  // namespace ferry::memview

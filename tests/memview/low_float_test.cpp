@@ -30,8 +30,8 @@ TEST(LowFloat, FormatsNameTheTypeInBraces) {
   EXPECT_EQ(mixed.components[2].offset, 16);
   EXPECT_EQ(mixed.components[2].low_float, LowFloat::kFloat4E2M1FnX2);
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
-                     "unknown type '{float8_e9m9}' (braces name a low-precision float such as "
-                     "{float16} or {float8_e4m3fn}) at offset 1",
+                     "unknown type '{float8_e9m9}' (braces name {bool}, {complex64}, {complex128} "
+                     "or a low-precision float such as {float16} or {float8_e4m3fn}) at offset 1",
                      ParseItemFormat("c{float8_e9m9}"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unterminated '{' at offset 0",
                      ParseItemFormat("{float8_e5m2"));

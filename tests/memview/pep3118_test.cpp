@@ -28,7 +28,16 @@ TEST(Pep3118, MapsBySizeAndOrder) {
   EXPECT_EQ(*PackFormatFromPep3118("!H"), "S>");
   EXPECT_EQ(*PackFormatFromPep3118("B"), "C");
   EXPECT_EQ(*PackFormatFromPep3118("b"), "c");
-  EXPECT_EQ(*PackFormatFromPep3118("?"), "C");
+  EXPECT_EQ(*PackFormatFromPep3118("?"), "{bool}");  // ferry's name: Ruby's pack has none
+  EXPECT_EQ(*PackFormatFromPep3118("3?"), "{bool}3");
+  ASSERT_OK_AND_ASSIGN(ItemDesc booleans, ParseItemFormat("{bool}3"));
+  EXPECT_EQ(*Pep3118FromItemDesc(booleans), "<3?");
+  EXPECT_EQ(*PackFormatFromPep3118("Zf"), "{complex64}");
+  EXPECT_EQ(*PackFormatFromPep3118("<Zd"), "{complex128}<");
+  EXPECT_EQ(*PackFormatFromPep3118(">2Zf"), "{complex64}>2");
+  EXPECT_EQ(FromPep3118("@cZd").item_size, 24);  // a complex double aligns to 8, as in C
+  ASSERT_OK_AND_ASSIGN(ItemDesc complex, ParseItemFormat("{complex64}>"));
+  EXPECT_EQ(*Pep3118FromItemDesc(complex), ">Zf");
   EXPECT_EQ(*PackFormatFromPep3118("<4h"), "s<4");
   EXPECT_EQ(*PackFormatFromPep3118("10s"), "C10");
 }
@@ -52,7 +61,10 @@ TEST(Pep3118, StructsNamesAndPadding) {
 }
 
 TEST(Pep3118, UnsupportedFormsAreClearErrors) {
-  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "complex numbers", PackFormatFromPep3118("Zf"));
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "a complex number ('Z') needs 'f' or 'd' after it (long double has no "
+                     "pack-template type) at offset 0",
+                     PackFormatFromPep3118("Zg"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "sub-array shapes",
                      PackFormatFromPep3118("(2,2)i"));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "unterminated 'T{'",
@@ -110,9 +122,13 @@ TEST(NumpyTypestr, BothDirections) {
   EXPECT_EQ(*PackFormatFromNumpyTypestr("<i4"), "l<");
   EXPECT_EQ(*PackFormatFromNumpyTypestr(">f8"), "G");
   EXPECT_EQ(*PackFormatFromNumpyTypestr("|u1"), "C");
-  EXPECT_EQ(*PackFormatFromNumpyTypestr("|b1"), "C");
+  EXPECT_EQ(*PackFormatFromNumpyTypestr("|b1"), "{bool}");
+  EXPECT_EQ(typestr("{bool}"), "|b1");
   EXPECT_EQ(*PackFormatFromNumpyTypestr("|V12"), "C12");
-  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "kind 'c'", PackFormatFromNumpyTypestr("<c8"));
+  EXPECT_EQ(*PackFormatFromNumpyTypestr("<c8"), "{complex64}<");
+  EXPECT_EQ(*PackFormatFromNumpyTypestr(">c16"), "{complex128}>");
+  EXPECT_EQ(typestr("{complex128}<"), "<c16");
+  ASSERT_RAISES_WITH(StatusCode::kUnimplemented, "kind 'M'", PackFormatFromNumpyTypestr("<M8"));
   EXPECT_EQ(*PackFormatFromNumpyTypestr("<f2"), "{float16}<");
   EXPECT_EQ(*PackFormatFromNumpyTypestr(">f2"), "{float16}>");
   EXPECT_EQ(typestr("{float16}<"), "<f2");

@@ -16,8 +16,8 @@ struct FERRY_EXPORT ArrowViewOptions {
 };
 
 /// The pack-template item format for the values of a fixed-width storage type ("l" for int32,
-/// "q2" for decimal128, "C16" for fixed_size_binary[16]); fails for types with no item format
-/// (bool is bit-packed, half floats have no pack letter).
+/// "q2" for decimal128, "C16" for fixed_size_binary[16], "{float16}" for half floats); fails
+/// for types with no item format (bool is bit-packed).
 FERRY_EXPORT Result<std::string> ItemFormatOf(const SchemaView& type);
 
 /// A view of `array`'s values, sharing its buffers (`owner` keeps them alive). The array must be

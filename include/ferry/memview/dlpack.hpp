@@ -25,9 +25,10 @@ FERRY_EXPORT Result<DLManagedTensor*> ToDLPackLegacy(const MemoryView& view);
 
 /// Take ownership of a versioned DLPack tensor: the returned view's owner calls its deleter when
 /// the last copy of the view goes. On a major-version mismatch only the deleter is called and an
-/// error is returned. bool (kDLBool, 8 bits) becomes an unsigned byte; the fp8 codes, padded
-/// fp6/fp4 and two-lane fp4 become low-precision float items (low_float.hpp); other lanes, packed
-/// fp6/fp4, complex, bfloat16 and opaque handles are refused (the tensor is still deleted).
+/// error is returned. bool (kDLBool, 8 bits) becomes a `{bool}` item; 16-bit floats and
+/// bfloat16, the fp8 codes, padded fp6/fp4 and two-lane fp4 become low-precision float items
+/// (low_float.hpp); other lanes, packed fp6/fp4, complex and opaque handles are refused (the
+/// tensor is still deleted).
 FERRY_EXPORT Result<MemoryView> FromDLPack(DLManagedTensorVersioned* tensor);
 /// The layout of a plain DLPack tensor as FromDLPack's view would give it: the item format (a
 /// static string), the item size, the bytes the shape covers, and the read-only flag.
