@@ -31,7 +31,7 @@ class FileReader:
 
 def write_stream(data: object, sink: object | None = None, *, compression: str | None = None, alignment: int = 8) -> object:
     """
-    Write the record batches of any stream or struct-array producer in the IPC stream format: to memory (returns a read-only MemoryView of the bytes) or to a path (returns the size).
+    Write the record batches of any stream or struct-array producer in the IPC stream format: to memory (returns a read-only MemoryView of the bytes), to a path, or to a writable file object such as io.BytesIO or an open file, whose write() gets the bytes (returns the size; the file is neither flushed nor closed).
     """
 
 def write_file(data: object, sink: object | None = None, *, compression: str | None = None, alignment: int = 8) -> object:

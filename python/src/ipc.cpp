@@ -103,6 +103,54 @@ PyFileReader OpenFile(nb::handle source, ValidationLevel validation) {
   return PyFileReader{std::make_shared<ipc::FileReader>(Unwrap(std::move(reader)))};
 }
 
+/// A writable Python file object (anything with a write method: io.BytesIO, an open file, a
+/// socket's makefile) as a writer's sink. Each piece goes to its write() as bytes, under the GIL:
+/// one copy, as pyarrow's PythonFile makes; a short write (a raw file's) is continued with the
+/// rest. What write() raises fails the writer, naming the exception. Owned by Write.
+class PythonFileSink final : public ipc::Sink {
+ public:
+  explicit PythonFileSink(nb::handle file) : file_(nb::borrow(file)) {}
+  Status Write(std::span<const ByteSpan> pieces) override {
+    if (!nb::is_alive()) return Status::Cancelled("the Python interpreter has exited");
+    nb::gil_scoped_acquire gil;
+    for (const ByteSpan& piece : pieces) {
+      int64_t done = 0;
+      while (done < piece.size) {
+        const int64_t left = piece.size - done;
+        try {
+          nb::bytes chunk(reinterpret_cast<const char*>(piece.data) + done,
+                          static_cast<size_t>(left));
+          nb::object taken = file_.attr("write")(chunk);
+          // None (some file-likes return nothing): all of it.
+          const int64_t n = taken.is_none() ? left : nb::cast<int64_t>(taken);
+          if (n <= 0 || n > left) {
+            return Status::IOError("the sink's write() took " + std::to_string(n) + " of " +
+                                   std::to_string(left) + " bytes at byte " +
+                                   std::to_string(position_));
+          }
+          done += n;
+          position_ += n;
+        } catch (nb::python_error& e) {
+          std::string message = std::string("the sink's write() raised ") +
+                                nb::type_name(e.type()).c_str() + " at byte " +
+                                std::to_string(position_);
+          nb::str text = nb::str(e.value());
+          if (nb::len(text) > 0) message += std::string(": ") + text.c_str();
+          return Status::IOError(message);
+        } catch (const nb::cast_error&) {
+          return Status::IOError("the sink's write() returned neither a byte count nor None");
+        }
+      }
+    }
+    return Status::OK();
+  }
+  int64_t position() const noexcept override { return position_; }
+
+ private:
+  nb::object file_;
+  int64_t position_ = 0;
+};
+
 template <typename Writer>
 nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::string>& compression,
                  int32_t alignment) {
@@ -111,6 +159,7 @@ nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::stri
   std::unique_ptr<ipc::Sink> owned;
   ipc::MemorySink* memory = nullptr;
   ipc::FileSink* file = nullptr;
+  PythonFileSink* python_file = nullptr;
   if (sink.is_none()) {
     auto m = std::make_unique<ipc::MemorySink>();
     memory = m.get();
@@ -119,8 +168,13 @@ nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::stri
     auto f = Unwrap(ipc::FileSink::Open(PathOf(sink)));
     file = f.get();
     owned = std::move(f);
+  } else if (nb::hasattr(sink, "write")) {
+    auto f = std::make_unique<PythonFileSink>(sink);
+    python_file = f.get();
+    owned = std::move(f);
   } else {
-    Raise(PyExc_TypeError, "sink must be None (write to memory) or a path");
+    Raise(PyExc_TypeError,
+          "sink must be None (write to memory), a path, or a writable file object (with write())");
   }
   ArrowDeviceArrayStream* stream = input.Live("write");
   Status st = [&]() -> Status {
@@ -139,6 +193,7 @@ nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::stri
   }();
   Check(st);
   if (memory != nullptr) return nb::cast(ViewOfBytes(memory->Finish()));
+  if (python_file != nullptr) return nb::int_(python_file->position());
   return nb::int_(file->position());
 }
 
@@ -186,8 +241,9 @@ void InitIpc(nb::module_& parent) {
   m.def("write_stream", &Write<ipc::StreamWriter>, nb::arg("data"), nb::arg("sink") = nb::none(),
         nb::kw_only(), nb::arg("compression") = nb::none(), nb::arg("alignment") = 8,
         "Write the record batches of any stream or struct-array producer in the IPC stream format: "
-        "to "
-        "memory (returns a read-only MemoryView of the bytes) or to a path (returns the size).");
+        "to memory (returns a read-only MemoryView of the bytes), to a path, or to a writable "
+        "file object such as io.BytesIO or an open file, whose write() gets the bytes (returns "
+        "the size; the file is neither flushed nor closed).");
   m.def("write_file", &Write<ipc::FileWriter>, nb::arg("data"), nb::arg("sink") = nb::none(),
         nb::kw_only(), nb::arg("compression") = nb::none(), nb::arg("alignment") = 8,
         "As write_stream, in the IPC file format.");

@@ -1,4 +1,6 @@
 """ferry.ipc against pyarrow.ipc: streams and files, to and from bytes, files and memory maps."""
+import io
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -117,3 +119,65 @@ def test_errors():
         ferry.ipc.write_stream(table(), compression="gzip")
     with pytest.raises(TypeError, match="sink must be None"):
         ferry.ipc.write_stream(table(), 3)
+
+
+class Trickle:
+    """A raw sink that takes at most 1,000 bytes a call, as a raw file or a pipe may."""
+
+    def __init__(self):
+        self.data = bytearray()
+        self.calls = 0
+
+    def write(self, b):
+        self.calls += 1
+        taken = bytes(b[:1000])
+        self.data += taken
+        return len(taken)
+
+
+class Broken:
+    def __init__(self, after):
+        self.left = after
+
+    def write(self, b):
+        self.left -= 1
+        if self.left < 0:
+            raise OSError("disk full")
+        return len(b)
+
+
+@pytest.mark.parametrize("fmt", ["stream", "file"])
+def test_writable_file_objects_are_sinks(tmp_path, fmt):
+    t = table()
+    write = ferry.ipc.write_stream if fmt == "stream" else ferry.ipc.write_file
+    read = (lambda b: pa.ipc.open_stream(b).read_all()) if fmt == "stream" else \
+        (lambda b: pa.ipc.open_file(pa.BufferReader(b)).read_all())
+    # io.BytesIO, an open file and a sink that takes a little at a time: pyarrow reads each.
+    buf = io.BytesIO()
+    size = write(t, buf, compression="zstd")
+    assert size == len(buf.getvalue())
+    assert_tables_equal(read(buf.getvalue()), t)
+    path = tmp_path / "out.arrow"
+    with open(path, "wb") as f:
+        assert write(t, f) == f.tell()
+    assert_tables_equal(read(path.read_bytes()), t)
+    trickle = Trickle()
+    assert write(t, trickle) == len(trickle.data) > 1000
+    assert trickle.calls > len(trickle.data) // 1000
+    assert_tables_equal(read(bytes(trickle.data)), t)
+    # The bytes are what the path sink writes.
+    assert bytes(trickle.data) == bytes(write(t))
+
+
+def test_a_sink_that_raises_or_lies_fails_the_write_naming_it():
+    with pytest.raises(OSError, match=r"the sink's write\(\) raised OSError at byte \d+: disk full"):
+        ferry.ipc.write_stream(table(), Broken(after=2))
+
+    class Greedy:
+        def write(self, b):
+            return len(b) + 1
+
+    with pytest.raises(OSError, match=r"the sink's write\(\) took \d+ of \d+ bytes at byte 0"):
+        ferry.ipc.write_stream(table(), Greedy())
+    with pytest.raises(TypeError, match=r"a writable file object \(with write\(\)\)"):
+        ferry.ipc.write_stream(table(), object())
