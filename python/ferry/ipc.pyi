@@ -5,7 +5,7 @@ import ferry._ferry
 
 def read_stream(source: object, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL) -> ferry._ferry.ArrayStream:
     """
-    Read IPC data as an ArrayStream of record batches (struct arrays). `source` is a bytes-like object (read in place, kept alive by the arrays) or a path (memory-mapped; the stream or the file format, told apart by the magic).
+    Read IPC data as an ArrayStream of record batches (struct arrays). `source` is a bytes-like object (read in place, kept alive by the arrays), a path (memory-mapped; the stream or the file format, told apart by the magic), or a readable file object (an open file, a socket's makefile: the stream format, read as the batches are taken, each read() under the GIL).
     """
 
 class FileReader:

@@ -10,6 +10,7 @@
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/format/schema.hpp"
+#include "ferry/ipc/decoder.hpp"
 #include "ferry/ipc/reader.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "objects.hpp"
@@ -65,7 +66,104 @@ PyMemoryView ViewOfBytes(SharedBytes bytes) {
   return out;
 }
 
+/// An IPC stream read from a Python file object (anything with read(): an open file, a socket's
+/// makefile, io.BytesIO, an fsspec file) as it is consumed: each get_next reads, under the GIL,
+/// what the decoder says it needs next, so a batch is decoded once its bytes have come and the
+/// stream is never held whole. Bodies are referenced in the bytes objects read, not copied again.
+class PythonFileProducer final : public ArrayProducer {
+ public:
+  PythonFileProducer(nb::handle file, const ipc::ReadOptions& options)
+      : file_(nb::borrow(file)), decoder_(options) {}
+  ~PythonFileProducer() override {
+    if (!nb::is_alive()) {
+      file_.release();  // the interpreter is gone: nothing may be released into it
+      return;
+    }
+    nb::gil_scoped_acquire gil;
+    file_.reset();
+  }
+
+  Status GetSchema(ArrowSchema* out) override {
+    while (decoder_.schema() == nullptr) {
+      FERRY_ASSIGN_OR_RAISE(bool more, ReadSome());
+      if (!more) return Status::Invalid("the stream ends before its Schema message");
+    }
+    FERRY_ASSIGN_OR_RAISE(UniqueSchema schema, decoder_.ExportSchema());
+    schema.move_to(out);
+    return Status::OK();
+  }
+
+  Status GetNext(ArrowArray* out) override {
+    while (true) {
+      while (std::optional<ipc::DecodedMessage> m = decoder_.Next()) {
+        if (m->kind == ipc::MessageKind::kRecordBatch) {
+          m->batch.move_to(out);
+          return Status::OK();
+        }
+      }
+      if (decoder_.finished()) return Status::OK();  // released `out`: the end
+      FERRY_ASSIGN_OR_RAISE(bool more, ReadSome());
+      if (!more) {
+        if (!decoder_.between_messages()) {
+          return Status::Invalid("the stream is truncated at byte " + std::to_string(read_) + " (" +
+                                 std::to_string(decoder_.next_required_size()) +
+                                 " more bytes were needed)");
+        }
+        return Status::OK();  // a stream may end between messages without its marker
+      }
+    }
+  }
+
+ private:
+  // Read what the decoder needs next and feed it; false at the file's end.
+  Result<bool> ReadSome() {
+    const int64_t need = decoder_.next_required_size();
+    if (need <= 0) return false;
+    if (!nb::is_alive()) return Status::Cancelled("the Python interpreter has exited");
+    SharedBytes bytes;
+    {
+      nb::gil_scoped_acquire gil;
+      try {
+        nb::object got = file_.attr("read")(need);
+        if (got.is_none()) {
+          return Status::IOError("the source's read() returned None at byte " +
+                                 std::to_string(read_) +
+                                 " (a non-blocking file with nothing "
+                                 "ready: ferry reads blocking files)");
+        }
+        bytes = BytesOf(got);
+      } catch (nb::python_error& e) {
+        std::string message = std::string("the source's read() raised ") +
+                              nb::type_name(e.type()).c_str() + " at byte " + std::to_string(read_);
+        nb::str text = nb::str(e.value());
+        if (nb::len(text) > 0) message += std::string(": ") + text.c_str();
+        return Status::IOError(message);
+      }
+    }
+    if (bytes.size == 0) return false;
+    if (bytes.size > need) {
+      return Status::IOError("the source's read(" + std::to_string(need) + ") returned " +
+                             std::to_string(bytes.size) + " bytes");
+    }
+    read_ += bytes.size;
+    FERRY_RETURN_NOT_OK(decoder_.Consume(bytes));
+    return true;
+  }
+
+  nb::object file_;
+  ipc::Decoder decoder_;
+  int64_t read_ = 0;
+};
+
+bool IsReadable(nb::handle obj) {
+  return !PyObject_CheckBuffer(obj.ptr()) && nb::hasattr(obj, "read");
+}
+
 PyArrayStream ReadStream(nb::handle source, ValidationLevel validation) {
+  if (IsReadable(source)) {
+    return OpenStream(WrapHostStream(ExportArrayStream(
+        std::make_unique<PythonFileProducer>(source, ReadOptionsOf(validation)))));
+  }
   Result<UniqueArrayStream> stream = [&]() -> Result<UniqueArrayStream> {
     if (IsPath(source)) {
       std::string path = PathOf(source);
@@ -204,8 +302,10 @@ void InitIpc(nb::module_& parent) {
   m.def(
       "read_stream", &ReadStream, nb::arg("source"), nb::arg("validation") = ValidationLevel::kFull,
       "Read IPC data as an ArrayStream of record batches (struct arrays). `source` is a bytes-like "
-      "object (read in place, kept alive by the arrays) or a path (memory-mapped; the stream or "
-      "the file format, told apart by the magic).");
+      "object (read in place, kept alive by the arrays), a path (memory-mapped; the stream or "
+      "the file format, told apart by the magic), or a readable file object (an open file, a "
+      "socket's makefile: the stream format, read as the batches are taken, each read() under "
+      "the GIL).");
   nb::class_<PyFileReader>(m, "FileReader", "Random access to the record batches of an IPC file.")
       .def(
           "__init__",

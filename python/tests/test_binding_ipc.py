@@ -1,5 +1,7 @@
 """ferry.ipc against pyarrow.ipc: streams and files, to and from bytes, files and memory maps."""
 import io
+import os
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -181,3 +183,67 @@ def test_a_sink_that_raises_or_lies_fails_the_write_naming_it():
         ferry.ipc.write_stream(table(), Greedy())
     with pytest.raises(TypeError, match=r"a writable file object \(with write\(\)\)"):
         ferry.ipc.write_stream(table(), object())
+
+
+def pa_stream_pieces(t):
+    """The stream's bytes in three parts: the schema and first batch, the other batches, the end."""
+    sink = pa.BufferOutputStream()
+    batches = t.to_batches(max_chunksize=11)
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_batch(batches[0])
+        first = sink.tell()
+        for b in batches[1:]:
+            w.write_batch(b)
+        rest = sink.tell()
+    data = sink.getvalue().to_pybytes()
+    return data[:first], data[first:rest], data[rest:], len(batches)
+
+
+def test_readable_file_objects_are_read_as_the_batches_are_taken():
+    t = table()
+    head, middle, end, count = pa_stream_pieces(t)
+    assert_tables_equal(pa.table(ferry.ipc.read_stream(io.BytesIO(head + middle + end))), t)
+    # A pipe whose writer sends the rest only once the reader has taken the first batch: a
+    # reader that waited for the whole stream would never get it (the writer gives up after 30 s).
+    r, w = os.pipe()
+    first_taken = threading.Event()
+    errors = []
+
+    def writer():
+        with os.fdopen(w, "wb") as f:
+            f.write(head)
+            f.flush()
+            if not first_taken.wait(30):
+                errors.append("the first batch was not read before the rest of the stream came")
+            for i in range(0, len(middle), 777):  # in pieces that split messages
+                f.write(middle[i:i + 777])
+                f.flush()
+            f.write(end)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    with os.fdopen(r, "rb", buffering=0) as f:
+        stream = ferry.ipc.read_stream(f)
+        got = [stream.read_next()]
+        first_taken.set()
+        got += stream.read_all()
+    thread.join()
+    assert not errors, errors
+    assert len(got) == count
+    assert_tables_equal(pa.Table.from_batches([pa.record_batch(a) for a in got]), t)
+
+
+def test_a_readable_source_that_ends_early_or_raises_is_named():
+    head, middle, end, _ = pa_stream_pieces(table())
+    whole = head + middle + end
+    with pytest.raises(pa.ArrowInvalid, match=r"the stream is truncated at byte \d+ \(\d+ more"):
+        pa.table(ferry.ipc.read_stream(io.BytesIO(whole[:len(whole) // 2])))
+    with pytest.raises(ValueError, match="the stream ends before its Schema message"):
+        ferry.ipc.read_stream(io.BytesIO(b"")).read_all()
+
+    class Broken:
+        def read(self, n):
+            raise ValueError("boom")
+
+    with pytest.raises(OSError, match=r"the source's read\(\) raised ValueError at byte 0: boom"):
+        ferry.ipc.read_stream(Broken()).read_all()
