@@ -634,7 +634,9 @@ class MemoryView:
     def __len__(self) -> int: ...
 
     def __getitem__(self, key: object) -> object:
-        """A view of a slice of dimension 0 that references this one."""
+        """
+        A view that references this one, indexed as NumPy indexes: one slice or integer per leading dimension (a tuple for several); a slice keeps its dimension, an integer drops it (an item is a 0-d view: np.asarray(view[i])[()] reads it). No copy.
+        """
 
     @property
     def __cuda_array_interface__(self) -> dict:

@@ -258,24 +258,62 @@ PyType_Slot kSlots[] = {{Py_bf_getbuffer, reinterpret_cast<void*>(GetBuffer)},
 nb::object Slice(nb::handle self, nb::handle key) {
   const PyMemoryView& mv = nb::cast<const PyMemoryView&>(self);
   const MemoryView& v = mv.view;
-  if (!PySlice_Check(key.ptr())) {
-    Raise(PyExc_TypeError, std::string("ferry.MemoryView indices must be slices, not ") +
-                               nb::type_name(key.type()).c_str());
+  // One index per leading dimension, as NumPy takes them: a slice keeps its dimension, an
+  // integer (negative from the end) drops it; the dimensions not indexed are kept whole.
+  std::vector<nb::handle> keys;
+  if (PyTuple_Check(key.ptr())) {
+    for (nb::handle k : nb::borrow<nb::tuple>(key)) keys.push_back(k);
+  } else {
+    keys.push_back(key);
   }
-  if (v.ndim == 0) Raise(PyExc_TypeError, "a 0-d ferry.MemoryView cannot be sliced");
-  if (!v.sub_offsets.empty()) Raise(PyExc_NotImplementedError, "slicing an indirect view");
-  Py_ssize_t start, stop, step;
-  if (PySlice_Unpack(key.ptr(), &start, &stop, &step) != 0) throw nb::python_error();
-  Py_ssize_t n = PySlice_AdjustIndices(static_cast<Py_ssize_t>(v.shape[0]), &start, &stop, step);
+  for (nb::handle k : keys) {
+    if (!PySlice_Check(k.ptr()) && !PyIndex_Check(k.ptr())) {
+      Raise(PyExc_TypeError, std::string("ferry.MemoryView indices must be integers or slices, "
+                                         "not ") +
+                                 nb::type_name(k.type()).c_str());
+    }
+  }
+  if (static_cast<int64_t>(keys.size()) > v.ndim) {
+    Raise(PyExc_IndexError, "ferry.MemoryView: " + std::to_string(keys.size()) +
+                                " indices for a view of " + std::to_string(v.ndim) + " dimensions");
+  }
+  if (!v.sub_offsets.empty()) Raise(PyExc_NotImplementedError, "indexing an indirect view");
   PyMemoryView out;
   out.view = v;
   out.view.export_token.reset();
   out.view.strides = Strides(v);
-  out.view.data = v.data + (n > 0 ? start * v.stride(0) : 0);
-  out.view.shape[0] = n;
-  out.view.strides[0] = v.stride(0) * step;
+  std::vector<int64_t> shape, strides;
+  for (int64_t d = 0; d < v.ndim; ++d) {
+    const auto extent = static_cast<Py_ssize_t>(v.shape[static_cast<size_t>(d)]);
+    if (d >= static_cast<int64_t>(keys.size())) {
+      shape.push_back(extent);
+      strides.push_back(v.stride(d));
+      continue;
+    }
+    const nb::handle k = keys[static_cast<size_t>(d)];
+    if (PySlice_Check(k.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(k.ptr(), &start, &stop, &step) != 0) throw nb::python_error();
+      const Py_ssize_t n = PySlice_AdjustIndices(extent, &start, &stop, step);
+      if (n > 0) out.view.data += start * v.stride(d);
+      shape.push_back(n);
+      strides.push_back(v.stride(d) * step);
+      continue;
+    }
+    Py_ssize_t i = PyNumber_AsSsize_t(k.ptr(), PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred()) throw nb::python_error();
+    if (i < -extent || i >= extent) {
+      Raise(PyExc_IndexError, "ferry.MemoryView: index " + std::to_string(i) +
+                                  " is out of range for dimension " + std::to_string(d) +
+                                  " of extent " + std::to_string(extent));
+    }
+    out.view.data += (i < 0 ? i + extent : i) * v.stride(d);
+  }
+  out.view.ndim = static_cast<int64_t>(shape.size());
+  out.view.shape = std::move(shape);
+  out.view.strides = std::move(strides);
   out.view.size = Extent(out.view);
-  out.obj = nb::borrow(self);  // the slice references its parent
+  out.obj = nb::borrow(self);  // the result references its parent
   out.stream = mv.stream;
   return nb::cast(std::move(out));
 }
@@ -378,7 +416,9 @@ void InitMemoryView(nb::module_& m) {
              return mv.view.shape[0];
            })
       .def("__getitem__", &Slice, nb::arg("key"),
-           "A view of a slice of dimension 0 that references this one.")
+           "A view that references this one, indexed as NumPy indexes: one slice or integer per "
+           "leading dimension (a tuple for several); a slice keeps its dimension, an integer "
+           "drops it (an item is a 0-d view: np.asarray(view[i])[()] reads it). No copy.")
       .def_prop_ro("__cuda_array_interface__", &CudaArrayInterfaceOf,
                    "Version 3, for CUDA memory only.")
       .def("__dlpack__", &ExportDLPack, nb::kw_only(), nb::arg("stream") = nb::none(),

@@ -151,8 +151,40 @@ def test_slices_reference_their_parent_and_follow_numpy():
         assert s.obj is mv
         np.testing.assert_array_equal(np.asarray(s), a[key])
         assert s.nbytes == extent(a[key])
-    with pytest.raises(TypeError, match="indices must be slices, not int"):
+    with pytest.raises(TypeError, match="indices must be integers or slices, not str"):
+        mv["3"]
+
+
+def test_integers_and_tuples_index_as_numpy_does(a):
+    # NumPy's own indexing is the oracle: the same key gives the same items, shape and strides
+    # (an integer drops its dimension; a single item is a 0-d view), and no copy.
+    mv = ferry.MemoryView(a)
+    keys = [0, -1, (1, 2), (slice(None, None, -1), 3), (slice(1, 3), -2), (2,), (-4, slice(1, None, 2))]
+    for key in keys:
+        try:
+            expected = a[key]
+        except IndexError:
+            with pytest.raises(IndexError):
+                mv[key]
+            continue
+        got = mv[key]
+        assert got.obj is mv
+        back = np.asarray(got)
+        assert back.shape == np.shape(expected)
+        np.testing.assert_array_equal(back, expected)
+        if isinstance(expected, np.ndarray) and expected.size:
+            assert got.ptr == expected.__array_interface__["data"][0]
+            assert tuple(got.strides) == expected.strides or expected.size == 1
+
+
+def test_bad_indices_name_what_is_wrong():
+    mv = ferry.MemoryView(np.arange(12).reshape(3, 4))
+    with pytest.raises(IndexError, match="index 3 is out of range for dimension 0 of extent 3"):
         mv[3]
+    with pytest.raises(IndexError, match="index -5 is out of range for dimension 1 of extent 4"):
+        mv[0, -5]
+    with pytest.raises(IndexError, match="3 indices for a view of 2 dimensions"):
+        mv[0, 0, 0]
 
 
 def test_owners_live_exactly_as_long_as_the_views():
