@@ -13,7 +13,7 @@ class FileReader:
 
     def __init__(self, source: object, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL) -> None:
         """
-        Open a bytes-like object in place, or a path through a read-only memory map.
+        Open a bytes-like object in place, a path through a read-only memory map, or a readable file object, read whole once (the footer is at the file's end).
         """
 
     @property

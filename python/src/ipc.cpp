@@ -191,6 +191,10 @@ PyFileReader OpenFile(nb::handle source, ValidationLevel validation) {
       return SharedBytes::MapFile(path);
     }();
     bytes = Unwrap(std::move(mapped));
+  } else if (IsReadable(source)) {
+    // The file format's footer is at its end: a file object is read whole, once (a path is
+    // mapped instead, without a copy).
+    bytes = BytesOf(source.attr("read")());
   } else {
     bytes = BytesOf(source);
   }
@@ -313,7 +317,8 @@ void InitIpc(nb::module_& parent) {
             new (self) PyFileReader(OpenFile(source, validation));
           },
           nb::arg("source"), nb::arg("validation") = ValidationLevel::kFull,
-          "Open a bytes-like object in place, or a path through a read-only memory map.")
+          "Open a bytes-like object in place, a path through a read-only memory map, or a "
+          "readable file object, read whole once (the footer is at the file's end).")
       .def_prop_ro("schema",
                    [](const PyFileReader& r) {
                      auto holder = std::make_shared<SchemaHolder>();

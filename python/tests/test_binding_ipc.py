@@ -247,3 +247,20 @@ def test_a_readable_source_that_ends_early_or_raises_is_named():
 
     with pytest.raises(OSError, match=r"the source's read\(\) raised ValueError at byte 0: boom"):
         ferry.ipc.read_stream(Broken()).read_all()
+
+
+def test_file_reader_reads_a_file_object_whole(tmp_path):
+    t = table()
+    path = tmp_path / "t.arrow"
+    with pa.ipc.new_file(str(path), t.schema) as w:
+        w.write_table(t, max_chunksize=11)
+    for source in (open(path, "rb"), io.BytesIO(path.read_bytes())):
+        with source:
+            reader = ferry.ipc.FileReader(source)
+        expected = pa.ipc.open_file(str(path))
+        assert len(reader) == expected.num_record_batches
+        got = pa.Table.from_batches([pa.record_batch(reader.read_record_batch(i))
+                                     for i in range(len(reader))])
+        assert_tables_equal(got, t)
+    with pytest.raises(ValueError):
+        ferry.ipc.FileReader(io.BytesIO(b"ARROW1\x00\x00 not a whole file"))

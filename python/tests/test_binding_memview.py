@@ -329,6 +329,15 @@ def test_cuda_array_interface_is_parsed_by_hand():
         memoryview(mv)
 
 
+@pytest.mark.parametrize("dtype,fmt", [(np.float16, "<e"), (np.bool_, "<?"), (np.complex64, "<Zf"),
+                                       (np.complex128, "<Zd")])
+def test_cuda_array_interface_typestrs_of_every_numpy_scalar_cross(dtype, fmt):
+    host = np.zeros((2, 3), dtype)
+    mv = ferry.MemoryView(FakeCuda(host))
+    assert mv.format == fmt and mv.itemsize == host.itemsize
+    assert mv.__cuda_array_interface__["typestr"] == host.dtype.str
+
+
 def test_cuda_array_interface_errors():
     host = np.zeros(3, np.int32)
     bad = FakeCuda(host)
