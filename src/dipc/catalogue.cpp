@@ -22,13 +22,10 @@ namespace {
 // them into the region, which holds the `sized` bytes the first pass counted.
 class KeepSink final : public ipc::MessageSink {
  public:
-  KeepSink(Kept* kept, int64_t sized) : kept_(kept), sized_(sized) {}
+  KeepSink(Kept* kept, KeptLayout layout) : kept_(kept), layout_(layout) {}
   Status WriteMessage(const ipc::EncodedMessage& m) override {
-    const int64_t at = used_;
-    // One byte more than the body, so a zero-length buffer at its end is not the next body's.
-    used_ += (m.body_length + 1 + 63) / 64 * 64;
+    FERRY_ASSIGN_OR_RAISE(const int64_t at, layout_.Place(m.body_length));
     if (kept_->region == nullptr) return Status::OK();
-    if (used_ > sized_) return KeptGrew(sized_, used_);
     KeptMessage k;
     k.metadata.assign(m.metadata.begin(), m.metadata.end());
     k.has_body = m.has_body;
@@ -60,12 +57,11 @@ class KeepSink final : public ipc::MessageSink {
     return Status::OK();
   }
   Status WriteEndOfStream() override { return Status::OK(); }
-  int64_t used() const { return used_; }
+  const KeptLayout& layout() const { return layout_; }
 
  private:
   Kept* kept_;
-  int64_t sized_;
-  int64_t used_ = 0;
+  KeptLayout layout_;
 };
 
 class HostRegion final : public transport::Region {
@@ -137,11 +133,26 @@ Result<std::shared_ptr<Dataset>> HoldForKeeping(Dataset& dataset) {
   return Dataset::FromBatches(std::move(schema), std::move(batches));
 }
 
+namespace {
+
 Status KeptGrew(int64_t sized, int64_t written) {
   return Status::Invalid("the dataset read differently when it was read again to be kept (" +
                          std::to_string(sized) + " bytes the first time, " +
                          (written > sized ? "over " : "") + std::to_string(written) +
                          " the second): a repeatable dataset gives the same batches to every Open");
+}
+
+}  // namespace
+
+Result<int64_t> KeptLayout::Place(int64_t body_length) {
+  const int64_t at = used_;
+  used_ += (body_length + 1 + 63) / 64 * 64;
+  if (sized_ >= 0 && used_ > sized_) return KeptGrew(sized_, used_);
+  return at;
+}
+
+Status KeptLayout::Finish() const {
+  return sized_ < 0 || used_ == sized_ ? Status::OK() : KeptGrew(sized_, used_);
 }
 
 Result<std::shared_ptr<const Kept>> EncodeKept(
@@ -150,12 +161,13 @@ Result<std::shared_ptr<const Kept>> EncodeKept(
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Dataset> held, HoldForKeeping(dataset));
   Dataset& source = held != nullptr ? *held : dataset;
   auto kept = std::make_shared<Kept>();
-  KeepSink sizing(kept.get(), 0);
+  KeepSink sizing(kept.get(), KeptLayout());
   FERRY_RETURN_NOT_OK(EncodeAll(source, &sizing, options));
-  FERRY_ASSIGN_OR_RAISE(kept->region, make_region(sizing.used()));
-  KeepSink writing(kept.get(), sizing.used());
+  const int64_t sized = sizing.layout().used();
+  FERRY_ASSIGN_OR_RAISE(kept->region, make_region(sized));
+  KeepSink writing(kept.get(), KeptLayout(sized));
   FERRY_RETURN_NOT_OK(EncodeAll(source, &writing, options));
-  if (writing.used() != sizing.used()) return KeptGrew(sizing.used(), writing.used());
+  FERRY_RETURN_NOT_OK(writing.layout().Finish());
   return std::shared_ptr<const Kept>(std::move(kept));
 }
 

@@ -73,8 +73,26 @@ Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptio
 /// can be read once, or a producer that gives other batches each time, is encoded from one read.
 Result<std::shared_ptr<Dataset>> HoldForKeeping(Dataset& dataset);
 
-/// The error of a second pass that came out larger than the first, which sized the memory.
-Status KeptGrew(int64_t sized, int64_t written);
+/// Where a kept dataset's bodies lie, in the order they are encoded: each at the next 64-byte
+/// step, with one spare byte so that a zero-length buffer at its end is not the next body's. The
+/// first pass counts the bytes; the second places the same bodies in the `sized` bytes the first
+/// counted, and refuses one that would run past them. Plain values, one per pass.
+class KeptLayout {
+ public:
+  /// A counting pass (no limit), or one limited to the `sized` bytes a counting pass gave.
+  explicit KeptLayout(int64_t sized = -1) noexcept : sized_(sized) {}
+  /// The offset of the next body, of `body_length` bytes; an error naming both passes' sizes
+  /// where it would run past `sized`.
+  Result<int64_t> Place(int64_t body_length);
+  /// The bytes placed so far.
+  int64_t used() const noexcept { return used_; }
+  /// After a limited pass: an error unless it placed exactly the `sized` bytes.
+  Status Finish() const;
+
+ private:
+  int64_t sized_;
+  int64_t used_ = 0;
+};
 
 /// The datasets a server serves. Each is served from a region: 0 is the server's shared region
 /// (datasets read afresh per client, Add), others are kept datasets' own (Keep). A client names

@@ -13,20 +13,17 @@ namespace ferry::dipc::internal {
 
 namespace {
 
-// Lays a dataset's bodies out as KeepSink does (each body 64-byte aligned, one spare byte so a
-// zero-length buffer at its end is not the next body's). Without a base it only sizes them;
+// Lays a dataset's bodies out by KeptLayout, as KeepSink does. Without a base it only sizes them;
 // with one it copies each body's buffers to the device on `stream` and waits for them before
 // the encoder's buffers may go away. Pairs are offsets from the allocation's base.
 class DeviceKeepSink final : public ipc::MessageSink {
  public:
-  DeviceKeepSink(Kept* kept, Device* device, uint8_t* base, int64_t sized, void* stream)
-      : kept_(kept), device_(device), base_(base), sized_(sized), stream_(stream) {}
+  DeviceKeepSink(Kept* kept, Device* device, uint8_t* base, KeptLayout layout, void* stream)
+      : kept_(kept), device_(device), base_(base), layout_(layout), stream_(stream) {}
 
   Status WriteMessage(const ipc::EncodedMessage& m) override {
-    const int64_t at = used_;
-    used_ += (m.body_length + 1 + 63) / 64 * 64;
+    FERRY_ASSIGN_OR_RAISE(const int64_t at, layout_.Place(m.body_length));
     if (base_ == nullptr) return Status::OK();
-    if (used_ > sized_) return KeptGrew(sized_, used_);
     KeptMessage k;
     k.metadata.assign(m.metadata.begin(), m.metadata.end());
     k.has_body = m.has_body;
@@ -50,15 +47,14 @@ class DeviceKeepSink final : public ipc::MessageSink {
     return Status::OK();
   }
   Status WriteEndOfStream() override { return Status::OK(); }
-  int64_t used() const { return used_; }
+  const KeptLayout& layout() const { return layout_; }
 
  private:
   Kept* kept_;
   Device* device_;
   uint8_t* base_;
-  int64_t sized_;  // the bytes the first pass counted, which the allocation holds
+  KeptLayout layout_;  // limited, in the second pass, to the bytes the allocation holds
   void* stream_;
-  int64_t used_ = 0;
 };
 
 }  // namespace
@@ -77,9 +73,10 @@ Result<std::shared_ptr<const Kept>> EncodeKeptOnDevice(Dataset& dataset,
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Dataset> held, HoldForKeeping(dataset));
   Dataset& source = held != nullptr ? *held : dataset;
   auto kept = std::make_shared<Kept>();
-  DeviceKeepSink sizing(kept.get(), &device, nullptr, 0, nullptr);
+  DeviceKeepSink sizing(kept.get(), &device, nullptr, KeptLayout(), nullptr);
   FERRY_RETURN_NOT_OK(EncodeAll(source, &sizing, options));
-  const int64_t size = std::max<int64_t>(sizing.used(), 64);
+  const int64_t sized = sizing.layout().used();
+  const int64_t size = std::max<int64_t>(sized, 64);
   // Without a stream: cuMemAlloc, whose memory the driver can export.
   FERRY_ASSIGN_OR_RAISE(void* base, device.Allocate(size, nullptr));
   Device* owner_device = &device;
@@ -95,11 +92,10 @@ Result<std::shared_ptr<const Kept>> EncodeKeptOnDevice(Dataset& dataset,
   kept->device_handle.assign(reinterpret_cast<const char*>(handle.bytes.data()),
                              handle.bytes.size());
   FERRY_ASSIGN_OR_RAISE(void* stream, device.InternalStream());
-  DeviceKeepSink writing(kept.get(), &device, static_cast<uint8_t*>(base), sizing.used(), stream);
+  DeviceKeepSink writing(kept.get(), &device, static_cast<uint8_t*>(base), KeptLayout(sized),
+                         stream);
   Status written = EncodeAll(source, &writing, options);
-  if (written.ok() && writing.used() != sizing.used()) {
-    written = KeptGrew(sizing.used(), writing.used());
-  }
+  if (written.ok()) written = writing.layout().Finish();
   if (!written.ok()) {
     // Nothing may still be copying into the memory when it is freed.
     (void)device.SynchronizeEvent(nullptr, stream);

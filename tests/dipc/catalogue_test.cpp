@@ -149,5 +149,28 @@ TEST(EncodeKept, ARepeatableDatasetThatGrowsIsRefused) {
   EXPECT_EQ(made, 64 + 8064);
 }
 
+// Bodies at 64-byte steps with a spare byte each, worked out by hand; the limited pass refuses
+// running past the count, and one that ends short.
+TEST(KeptLayout, PlacesBodiesAtStepsAndHoldsTheSecondPassToTheFirst) {
+  internal::KeptLayout counting;
+  ASSERT_OK_AND_ASSIGN(int64_t schema, counting.Place(0));
+  ASSERT_OK_AND_ASSIGN(int64_t batch, counting.Place(8000));
+  ASSERT_OK_AND_ASSIGN(int64_t exact, counting.Place(63));
+  EXPECT_EQ(schema, 0);
+  EXPECT_EQ(batch, 64);
+  EXPECT_EQ(exact, 64 + 8064);
+  EXPECT_EQ(counting.used(), 64 + 8064 + 64);
+  ASSERT_OK(counting.Finish());
+  internal::KeptLayout limited(128);
+  ASSERT_OK(limited.Place(0).status());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument,
+                     "(128 bytes the first time, over 192 the second)",
+                     limited.Place(64).status());  // 64 bytes and the spare byte: 128
+  internal::KeptLayout short_pass(128);
+  ASSERT_OK(short_pass.Place(0).status());
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "(128 bytes the first time, 64 the second)",
+                     short_pass.Finish());
+}
+
 }  // namespace
 }  // namespace ferry::dipc
