@@ -55,6 +55,11 @@ T Unwrap(Result<T>&& result) {
 /// Raise `type` with `message` (a Python exception class such as PyExc_TypeError).
 [[noreturn]] void Raise(PyObject* type, const std::string& message);
 
+/// What a Python callback raised, for a Status: `what` (say "the sink's write()"), " raised ",
+/// the exception's type, `where` (may be empty), and its text when it has one. Needs the GIL.
+std::string RaisedBy(const std::string& what, const nb::python_error& e,
+                     const std::string& where = "");
+
 /// A shared owner of a strong reference to `object`. The last copy may be dropped on any thread,
 /// with or without the GIL: the reference is dropped under a GIL guard, and not at all once the
 /// interpreter has finalized (the object is then gone with it).

@@ -88,11 +88,7 @@ std::shared_ptr<dipc::Dataset> DatasetFromFactory(nb::handle fn) {
       CheckStruct(stream.schema->schema.get(), "the dataset factory");
       return std::move(stream.stream);
     } catch (nb::python_error& e) {
-      std::string message =
-          std::string("the dataset factory raised ") + nb::type_name(e.type()).c_str();
-      nb::str text = nb::str(e.value());
-      if (nb::len(text) > 0) message += std::string(": ") + text.c_str();
-      return Status::Invalid(message);
+      return Status::Invalid(RaisedBy("the dataset factory", e));
     } catch (const std::exception& e) {
       return Status::Invalid(std::string("the dataset factory failed: ") + e.what());
     }

@@ -133,11 +133,8 @@ class PythonFileProducer final : public ArrayProducer {
         }
         bytes = BytesOf(got);
       } catch (nb::python_error& e) {
-        std::string message = std::string("the source's read() raised ") +
-                              nb::type_name(e.type()).c_str() + " at byte " + std::to_string(read_);
-        nb::str text = nb::str(e.value());
-        if (nb::len(text) > 0) message += std::string(": ") + text.c_str();
-        return Status::IOError(message);
+        return Status::IOError(
+            RaisedBy("the source's read()", e, " at byte " + std::to_string(read_)));
       }
     }
     if (bytes.size == 0) return false;
@@ -233,12 +230,8 @@ class PythonFileSink final : public ipc::Sink {
           done += n;
           position_ += n;
         } catch (nb::python_error& e) {
-          std::string message = std::string("the sink's write() raised ") +
-                                nb::type_name(e.type()).c_str() + " at byte " +
-                                std::to_string(position_);
-          nb::str text = nb::str(e.value());
-          if (nb::len(text) > 0) message += std::string(": ") + text.c_str();
-          return Status::IOError(message);
+          return Status::IOError(
+              RaisedBy("the sink's write()", e, " at byte " + std::to_string(position_)));
         } catch (const nb::cast_error&) {
           return Status::IOError("the sink's write() returned neither a byte count nor None");
         }

@@ -6,6 +6,13 @@
 
 namespace ferry::python {
 
+std::string RaisedBy(const std::string& what, const nb::python_error& e, const std::string& where) {
+  std::string message = what + " raised " + nb::type_name(e.type()).c_str() + where;
+  nb::str text = nb::str(e.value());
+  if (nb::len(text) > 0) message += std::string(": ") + text.c_str();
+  return message;
+}
+
 void Raise(PyObject* type, const std::string& message) {
   PyErr_SetString(type, message.c_str());
   throw nb::python_error();
