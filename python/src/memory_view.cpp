@@ -281,7 +281,6 @@ nb::object Slice(nb::handle self, nb::handle key) {
   PyMemoryView out;
   out.view = v;
   out.view.export_token.reset();
-  out.view.strides = Strides(v);
   std::vector<int64_t> shape, strides;
   for (int64_t d = 0; d < v.ndim; ++d) {
     const auto extent = static_cast<Py_ssize_t>(v.shape[static_cast<size_t>(d)]);
