@@ -86,8 +86,20 @@ class ShmConnection final : public Connection {
   // read token, reads what has come, spins on the socket up to the spin, then sleeps in poll
   // until its deadline. A caller that finds another reading waits for what that one pushes, a
   // millisecond at a time. A wait that reaches its deadline names `what` it waited for.
+  // While a caller leads with the read token, the frame it waits for is handed to it in its
+  // Claim as ReadFrame reads it, not pushed into the inbox only to be popped again at once (a
+  // lock, a queue node and a wake-up each way). `pop` looks at the claim before the inbox.
+  struct Claim {
+    bool untagged = true;
+    uint64_t want = 0;  // a tagged claim: the tag and mask that PopTagged would match
+    uint64_t mask = 0;
+    bool filled = false;  // ReadFrame put a frame here: no second one is claimed
+    bool taken = false;   // and `pop` handed it out
+    TaggedMessage message;
+  };
   template <typename Pop>
-  auto Lead(std::chrono::milliseconds timeout, const char* what, Pop pop) -> decltype(pop(timeout));
+  auto Lead(std::chrono::milliseconds timeout, const char* what, Claim* claim, Pop pop)
+      -> decltype(pop(timeout));
   // Whether a receiving caller reads the socket itself (Lead): with a spin, and on a client's
   // end (its frame ring's reader), whose caller then sleeps in poll with no spin rather than
   // waiting for the reader thread to wake it. A server's end without a spin leaves reading to
@@ -145,6 +157,9 @@ class ShmConnection final : public Connection {
   // With the read token: whether the next frame is a message (untagged or tagged) whose header
   // and payload are all in the ring, or in the stage, already: reading it cannot wait.
   bool WholeMessageReady();
+  // With the read token, the ring in use: whether the next frame is a message whose header and
+  // payload are all in the ring; its header is then copied into `h`, and left there.
+  bool PeekWholeMessage(FrameHeader* h);
   // With the read token, the ring in use: whether it holds more than a stage's worth.
   bool Ahead() const;
   // One recvmsg, keeping the descriptors that arrive alongside (in order, for region frames).
@@ -172,6 +187,8 @@ class ShmConnection final : public Connection {
   // that reads while it waits (Lead).
   std::mutex read_mutex_;
   bool frame_started_ = false;      // a byte of the frame being read was taken (the token's)
+  Claim* claim_ = nullptr;          // the leading caller's, while it holds the token (Lead)
+  bool pushed_unwoken_ = false;     // a frame went into the inbox without waking it (the token's)
   std::atomic<bool> ended_{false};  // End ran: nobody reads again
   std::mutex lead_mutex_;
   std::condition_variable lead_changed_;

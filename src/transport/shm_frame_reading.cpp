@@ -31,7 +31,9 @@ bool ShmConnection::ReadFrame(std::string* why_out) {
   std::string& why = *why_out;
   FrameHeader h;
   frame_started_ = false;  // set once a byte of this frame is taken (AwaitSocket)
-  if (!ReadExactly(&h, sizeof(h), &why)) return false;
+  // A message whole in the ring already is taken with its header at once (one hand-back).
+  const bool whole = PeekWholeMessage(&h);
+  if (!whole && !ReadExactly(&h, sizeof(h), &why)) return false;
   const bool zero =
       std::all_of(std::begin(h.zero), std::end(h.zero), [](uint8_t b) { return b == 0; });
   if (!zero || h.kind < 1 || h.kind > 7) {
@@ -82,7 +84,11 @@ bool ShmConnection::ReadFrame(std::string* why_out) {
     return false;
   }
   SharedBytes bytes = std::move(*payload);
-  if (!ReadExactly(const_cast<uint8_t*>(bytes.data), h.length, &why)) return false;
+  if (whole) {
+    in_ring_->TakeAfter(sizeof(h), const_cast<uint8_t*>(bytes.data), h.length);
+  } else if (!ReadExactly(const_cast<uint8_t*>(bytes.data), h.length, &why)) {
+    return false;
+  }
   // Frames that came in one read (a batch's metadata and its body's list) wake the receiver
   // once, with the last: RecvSome wakes it before it waits for more. From the ring, frames
   // wake it when the ring is empty, or every kStageBytes.
@@ -93,10 +99,20 @@ bool ShmConnection::ReadFrame(std::string* why_out) {
     wake = !ready.ok() || *ready == 0 || unwoken_ >= kStageBytes;
     if (wake) unwoken_ = 0;
   }
-  const Status st = static_cast<FrameKind>(h.kind) == FrameKind::kUntagged
-                        ? inbox_.PushUntagged(std::move(bytes), wake)
-                        : inbox_.PushTagged(TaggedMessage{h.tag, std::move(bytes)}, wake);
+  if (Claim* c = claim_; c != nullptr && !c->filled && c->untagged == untagged &&
+                         (untagged || (h.tag & c->mask) == (c->want & c->mask))) {
+    // What the leading caller waits for: the inbox holds nothing it matches (it looked with
+    // the token held, and only the token's holder pushes), so it is next either way.
+    c->message = TaggedMessage{h.tag, std::move(bytes)};
+    c->filled = true;
+    if (wake && pushed_unwoken_) inbox_.Wake();  // as a push that wakes would have
+    pushed_unwoken_ = pushed_unwoken_ && !wake;
+    return true;
+  }
+  const Status st = untagged ? inbox_.PushUntagged(std::move(bytes), wake)
+                             : inbox_.PushTagged(TaggedMessage{h.tag, std::move(bytes)}, wake);
   if (!st.ok()) return false;  // closed locally
+  pushed_unwoken_ = !wake;
   return true;
 }
 
@@ -210,20 +226,23 @@ bool ShmConnection::HasBytes() {
 
 bool ShmConnection::WholeMessageReady() {
   FrameHeader h;
-  uint64_t have = 0;
-  if (ring_active_.load(std::memory_order_relaxed)) {
-    Result<uint64_t> ready = in_ring_->Readable();
-    if (!ready.ok() || *ready < sizeof(h)) return false;
-    have = *ready;
-    in_ring_->Peek(&h, sizeof(h));
-  } else {
-    have = stage_end_ - stage_begin_;
-    if (stage_begin_ >= stage_end_ || have < sizeof(h)) return false;
-    std::memcpy(&h, stage_.data() + stage_begin_, sizeof(h));
-  }
+  if (ring_active_.load(std::memory_order_relaxed)) return PeekWholeMessage(&h);
+  const uint64_t have = stage_end_ - stage_begin_;
+  if (stage_begin_ >= stage_end_ || have < sizeof(h)) return false;
+  std::memcpy(&h, stage_.data() + stage_begin_, sizeof(h));
   const auto kind = static_cast<FrameKind>(h.kind);
   if (kind != FrameKind::kUntagged && kind != FrameKind::kTagged) return false;
   return h.length <= have - sizeof(h);
+}
+
+bool ShmConnection::PeekWholeMessage(FrameHeader* h) {
+  if (!ring_active_.load(std::memory_order_relaxed)) return false;
+  Result<uint64_t> ready = in_ring_->Readable();
+  if (!ready.ok() || *ready < sizeof(*h)) return false;
+  in_ring_->Peek(h, sizeof(*h));
+  const auto kind = static_cast<FrameKind>(h->kind);
+  if (kind != FrameKind::kUntagged && kind != FrameKind::kTagged) return false;
+  return h->length <= *ready - sizeof(*h);
 }
 
 bool ShmConnection::Ahead() const {

@@ -23,10 +23,23 @@ void CpuRelax() {
 #endif
 }
 
+// Sets `*slot` to `value` for its scope, then back to NULL.
+template <typename T>
+class ClearOnExit {
+ public:
+  ClearOnExit(T** slot, T* value) : slot_(slot) { *slot_ = value; }
+  ~ClearOnExit() { *slot_ = nullptr; }
+  ClearOnExit(const ClearOnExit&) = delete;
+  ClearOnExit& operator=(const ClearOnExit&) = delete;
+
+ private:
+  T** slot_;
+};
+
 }  // namespace
 
 template <typename Pop>
-auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Pop pop)
+auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Claim* claim, Pop pop)
     -> decltype(pop(timeout)) {
   using std::chrono::milliseconds;
   if (!Leads()) return pop(timeout);
@@ -65,6 +78,8 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
       r = pop(std::min(left, milliseconds(1)), pokes);
       continue;
     }
+    // Declared after the token: it withdraws the claim before the token is handed back.
+    const ClearOnExit<Claim> claiming(&claim_, claim);
     std::string why;  // set by a read that fails; End says the peer closed if it is not
     // The reader thread may have pushed what this caller waits for after its last look and
     // before it took the token: the socket is then empty, and only the inbox has it.
@@ -141,16 +156,31 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Po
 }
 
 Result<SharedBytes> ShmConnection::Receive(std::chrono::milliseconds timeout) {
-  return Lead(timeout, "an untagged message",
-              [this](std::chrono::milliseconds t, std::optional<uint64_t> pokes = std::nullopt) {
+  Claim claim;
+  return Lead(timeout, "an untagged message", &claim,
+              [&](std::chrono::milliseconds t,
+                  std::optional<uint64_t> pokes = std::nullopt) -> Result<SharedBytes> {
+                if (claim.filled && !claim.taken) {
+                  claim.taken = true;
+                  return std::move(claim.message.payload);
+                }
                 return inbox_.PopUntagged(t, pokes);
               });
 }
 
 Result<TaggedMessage> ShmConnection::ReceiveTagged(uint64_t want, uint64_t mask,
                                                    std::chrono::milliseconds timeout) {
-  return Lead(timeout, "a tagged message",
-              [&](std::chrono::milliseconds t, std::optional<uint64_t> pokes = std::nullopt) {
+  Claim claim;
+  claim.untagged = false;
+  claim.want = want;
+  claim.mask = mask;
+  return Lead(timeout, "a tagged message", &claim,
+              [&](std::chrono::milliseconds t,
+                  std::optional<uint64_t> pokes = std::nullopt) -> Result<TaggedMessage> {
+                if (claim.filled && !claim.taken) {
+                  claim.taken = true;
+                  return std::move(claim.message);
+                }
                 return inbox_.PopTagged(want, mask, t, pokes);
               });
 }

@@ -101,16 +101,20 @@ Result<uint64_t> FrameRing::Readable() const {
   return ready;
 }
 
-void FrameRing::Peek(void* into, uint64_t size) const {
-  const uint64_t at = position_ & mask_;
+void FrameRing::Peek(void* into, uint64_t size) const { PeekAt(0, into, size); }
+
+void FrameRing::PeekAt(uint64_t skip, void* into, uint64_t size) const {
+  const uint64_t at = (position_ + skip) & mask_;
   const uint64_t first = std::min(size, mask_ + 1 - at);
   std::memcpy(into, data() + at, first);
   std::memcpy(static_cast<uint8_t*>(into) + first, data(), size - first);
 }
 
-void FrameRing::Take(void* into, uint64_t size) {
-  Peek(into, size);
-  position_ += size;
+void FrameRing::Take(void* into, uint64_t size) { TakeAfter(0, into, size); }
+
+void FrameRing::TakeAfter(uint64_t skip, void* into, uint64_t size) {
+  PeekAt(skip, into, size);
+  position_ += skip + size;
   Control& c = *control();
   At(c.head).store(position_, std::memory_order_seq_cst);
   // Paired with the producer's mark then look: one of the two sees the other. A waiting

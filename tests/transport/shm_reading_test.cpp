@@ -131,6 +131,44 @@ TEST(ShmReading, TwoWholeFramesInOneReadAreEachReceivedOnce) {
                      p.end->ReceiveTagged(2, ~uint64_t{0}, 0ms));
 }
 
+// The frame a leading caller waits for is handed to it as it is read (not through the inbox):
+// only the first frame that matches its wait, and never one that does not. Frames that come
+// before it, or match another wait, are there for their own receives, in their order.
+TEST(ShmReading, AWaitingCallerTakesTheFirstFrameItMatchesAndLeavesTheRest) {
+  RawPeer p;
+  std::vector<uint8_t> all;
+  for (const std::vector<uint8_t>& f : {Frame(2, 5, {50}), Frame(1, 0, {10}), Frame(2, 7, {70}),
+                                        Frame(2, 7 | (1ULL << 40), {71}), Frame(1, 0, {11})}) {
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  // The caller waits before anything comes, so that it reads the frames itself as they come.
+  auto waiting = std::async(std::launch::async, [&] {
+    return p.end->ReceiveTagged(7, 0xFFFFFFFF, 10s);  // the low 32 bits: tag 7 either way
+  });
+  Write(p.raw, all, 0, all.size());
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);
+  Result<TaggedMessage> seven = waiting.get();
+  ASSERT_OK(seven.status());
+  EXPECT_EQ(seven->tag, 7u);
+  EXPECT_EQ(seven->payload.data[0], 70);
+  Result<TaggedMessage> again =
+      Bounded(p, [&] { return p.end->ReceiveTagged(7, 0xFFFFFFFF, 10s); });
+  ASSERT_OK(again.status());
+  EXPECT_EQ(again->tag, 7 | (1ULL << 40));
+  EXPECT_EQ(again->payload.data[0], 71);
+  Result<TaggedMessage> five =
+      Bounded(p, [&] { return p.end->ReceiveTagged(5, ~uint64_t{0}, 10s); });
+  ASSERT_OK(five.status());
+  EXPECT_EQ(five->payload.data[0], 50);
+  for (uint8_t want : {10, 11}) {
+    Result<SharedBytes> m = Bounded(p, [&] { return p.end->Receive(10s); });
+    ASSERT_OK(m.status());
+    ASSERT_EQ(m->size, 1);
+    EXPECT_EQ(m->data[0], want);
+  }
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", p.end->Receive(0ms));
+}
+
 // A peer that stops in the middle of a frame (here: 100 of a payload's 1,000 bytes) fails the
 // connection once it has sent nothing for the timeout, by the end's clock and not a tick before,
 // and the waiting caller learns why, whether its end spins or not. Before, that read waited for
