@@ -51,6 +51,24 @@ class ConsumeTest < Test::Unit::TestCase
     assert_raise(Ferry::UnimplementedError) { view.to_arrow } # multi-member items have no Arrow type
   end
 
+  # Complex numbers are Ruby Complexes and booleans true or false (their bytes packed by Ruby's
+  # own pack: `e`/`E` are little-endian 4- and 8-byte floats).
+  def test_complex_and_boolean_items
+    c64 = MV.new(Ferry::Buffer.new([1.5, -2.0, 0.25, 3.0].pack("e*"), format: "{complex64}<"))
+    assert_equal([8, [2]], [c64.item_size, c64.shape])
+    assert_equal([Complex(1.5, -2.0), Complex(0.25, 3.0)], c64.to_a)
+    assert_equal(Complex(0.25, 3.0), c64[-1])
+    c128 = MV.new(Ferry::Buffer.new([0.1, 1e300, -0.0, 7.0].pack("G*"), format: "{complex128}>",
+                                    shape: [1, 2]))
+    assert_equal([[Complex(0.1, 1e300), Complex(-0.0, 7.0)]], c128.to_a)
+    flags = MV.new(Ferry::Buffer.new([1, 0, 1].pack("C*"), format: "{bool}"))
+    assert_equal([true, false, true], flags.to_a)
+    assert_equal(false, flags[1])
+    mixed = MV.new(Ferry::Buffer.new([1, 0].pack("C*") + [2.5, -1.0].pack("E*") + [9].pack("s<"),
+                                     format: "{bool}2{complex128}<s<"))
+    assert_equal([[true, false, Complex(2.5, -1.0), 9]], mixed.to_a)
+  end
+
   def test_zero_dimensions_and_empty
     scalar = MV.new(Ferry::Buffer.new([42].pack("q"), format: "q", shape: []))
     assert_equal([0, [], 42], [scalar.ndim, scalar.shape, scalar.to_a])

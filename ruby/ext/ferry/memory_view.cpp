@@ -186,15 +186,42 @@ VALUE ScalarToRuby(const mv::ItemScalar& s) {
   return DBL2NUM(std::get<double>(s));
 }
 
+// An item as Ruby holds it: DecodeItem's values grouped by the item's members, a boolean as true
+// or false and a complex number as a Complex; a number (or Complex, or boolean) for one member,
+// an Array of them otherwise.
 VALUE ItemToRuby(const mv::MemoryView& v, const uint8_t* item) {
-  mv::ItemValue value = mv::DecodeItem(v.item_desc, item);
-  if (const auto* s = std::get_if<mv::ItemScalar>(&value)) return ScalarToRuby(*s);
-  if (const auto* list = std::get_if<std::vector<mv::ItemScalar>>(&value)) {
-    VALUE out = rb_ary_new_capa(static_cast<long>(list->size()));
-    for (const auto& s : *list) rb_ary_push(out, ScalarToRuby(s));
-    return out;
+  const mv::ItemValue value = mv::DecodeItem(v.item_desc, item);
+  const auto& members = v.item_desc.components;
+  if (const auto* s = std::get_if<mv::ItemScalar>(&value)) {
+    if (members.size() == 1 && members[0].format == mv::kBoolLetter) {
+      return std::get<uint64_t>(*s) != 0 ? Qtrue : Qfalse;
+    }
+    return ScalarToRuby(*s);
   }
-  return Qnil;
+  const auto* list = std::get_if<std::vector<mv::ItemScalar>>(&value);
+  if (list == nullptr) return Qnil;
+  VALUE out = rb_ary_new_capa(static_cast<long>(list->size()));
+  size_t k = 0;
+  for (const mv::ItemComponent& c : members) {
+    for (int64_t r = 0; r < c.repeat && k < list->size(); ++r) {
+      if (c.format == mv::kComplexLetter && k + 1 < list->size()) {
+        rb_ary_push(out, rb_Complex(ScalarToRuby((*list)[k]), ScalarToRuby((*list)[k + 1])));
+        k += 2;
+      } else if (c.format == mv::kBoolLetter) {
+        rb_ary_push(out, std::get<uint64_t>((*list)[k++]) != 0 ? Qtrue : Qfalse);
+      } else {
+        // A float4_e2m1fn_x2 byte gives two values: each is one element here.
+        const int per = mv::LowFloatValuesPerByte(c.low_float);
+        for (int n = 0; n < per && k < list->size(); ++n)
+          rb_ary_push(out, ScalarToRuby((*list)[k++]));
+      }
+    }
+  }
+  // One complex number alone is the item's value, as one number is.
+  if (members.size() == 1 && members[0].repeat == 1 && RARRAY_LEN(out) == 1) {
+    return rb_ary_entry(out, 0);
+  }
+  return out;
 }
 
 // #[](*indices): the item at the indices (negative ones count from the end), decoded by the
