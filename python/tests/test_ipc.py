@@ -179,6 +179,12 @@ DELTA_VALUES = {
     "decimal128": (pa.decimal128(20, 4), [decimal.Decimal("1.0001"), decimal.Decimal("-99999.9999"),
                                           decimal.Decimal("0"), decimal.Decimal("12.5"), decimal.Decimal("7")]),
     "timestamp": (pa.timestamp("us"), [1, 2**40, -5, 0, 9]),
+    "string with nulls": (pa.string(), ["a", None, "ccc", "", "z"]),
+    "large_string": (pa.large_string(), ["a", "bb", "", "dddd", "z"]),
+    "bool": (pa.bool_(), [True, None, False, True, False]),
+    "float32": (pa.float32(), [1.5, -0.0, 3.25, 1e30, 2.0]),
+    "fixed_size_binary": (pa.binary(3), [b"abc", None, b"\x00\x00\x00", b"xyz", b"qqq"]),
+    "list<int32>": (pa.list_(pa.int32()), [[1], None, [], [2, 3], [4]]),
 }
 
 

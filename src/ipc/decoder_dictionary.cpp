@@ -1,35 +1,15 @@
 // The push decoder's dictionary batches: each checked against the schema's declared ids,
-// decoded, validated, and kept for the batches that use it; a delta appended to its dictionary.
+// decoded, validated, and kept for the batches that use it; a delta joined to its dictionary
+// (dictionary_delta.hpp).
 #include <memory>
 #include <string>
 
-#include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ipc/decoder_state.hpp"
+#include "ipc/dictionary_delta.hpp"
 
 namespace ferry::ipc {
-
-namespace {
-
-// A delta appends to a dictionary: the whole dictionary is rebuilt once (a copy of both parts),
-// since consumers see one contiguous dictionary.
-Result<UniqueArray> Concatenate(const ArrowSchema* schema, const ArrowArray* a,
-                                const ArrowArray* b) {
-  FERRY_ASSIGN_OR_RAISE(ArrayView va, ArrayView::Make(schema));
-  FERRY_RETURN_NOT_OK(va.SetArray(a));
-  FERRY_ASSIGN_OR_RAISE(ArrayView vb, ArrayView::Make(schema));
-  FERRY_RETURN_NOT_OK(vb.SetArray(b));
-  FERRY_ASSIGN_OR_RAISE(std::string ja, ArrayToJson(va));
-  FERRY_ASSIGN_OR_RAISE(std::string jb, ArrayToJson(vb));
-  // Both are JSON arrays: splice b's elements after a's.
-  ja.pop_back();
-  if (a->length > 0 && b->length > 0) ja.push_back(',');
-  ja.append(jb, 1, std::string::npos);
-  return ArrayFromJson(schema, ja);
-}
-
-}  // namespace
 
 Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const SharedBytes& body,
                                        int64_t i, Metadata custom_metadata) {
@@ -73,7 +53,7 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
                                     "the dictionary is device memory the host must not read");
       }
       Result<UniqueArray> merged =
-          Concatenate(value_schema, existing->second->get(), loaded.columns[0].get());
+          internal::JoinDelta(value_schema, existing->second->get(), loaded.columns[0].get());
       if (!merged.ok()) {
         return Status(merged.status().code(),
                       label.str() + ": applying the delta: " + merged.status().message());
