@@ -1,6 +1,7 @@
 // Writing the IPC stream format: ferry against Arrow C++ (from pyarrow), same batches, same run.
 // A ~1 GiB mixed table to a memory sink and to a file (no fsync), uncompressed and LZ4. The
 // "copied" counter is ferry's own count of body bytes it had to copy: 0 means scatter-gather.
+// And batches that share one large dictionary.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -62,6 +63,69 @@ BENCHMARK(BM_WriteMemory_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WriteFile_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WriteFile_Ferry_Lz4)->Unit(benchmark::kMillisecond);
 
+// 200 batches of 1,000 indices into one shared 200,000-string dictionary (2.1 MB of values),
+// as a table read from a dictionary-encoded file is: the dictionary is sent once.
+constexpr int64_t kSharedBatches = 200;
+struct SharedDictionary {
+  UniqueSchema schema;
+  UniqueArray batch;
+};
+const SharedDictionary& SharedDictionaryBatch() {
+  static SharedDictionary* data = [] {
+    auto* d = new SharedDictionary();
+    Field root = Field::Make("+s", "", {Field::Dictionary("d", "i", Field::Make("u", ""))});
+    root.flags = 0;
+    d->schema = Value(root.Export());
+    auto b = Value(ArrayBuilder::Make(d->schema.get()));
+    ArrayBuilder* column = b->child(0);
+    constexpr int64_t kValues = 200000;
+    for (int64_t i = 0; i < kValues; ++i) {
+      Check(column->dictionary()->AppendBytes("value " + std::to_string(i)));
+    }
+    for (int64_t i = 0; i < 1000; ++i) {
+      Check(column->AppendIndex(i * 7 % kValues));
+      Check(b->FinishElement());
+    }
+    d->batch = Value(b->Finish());
+    return d;
+  }();
+  return *data;
+}
+
+// `held`: each batch handed over with WriteHeldBatch (a borrowed view: the writer may keep it
+// until the next), or only lent with WriteBatch.
+void WriteShared(benchmark::State& state, bool held) {
+  const SharedDictionary& d = SharedDictionaryBatch();
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    ipc::MemorySink sink;
+    auto w = Value(ipc::StreamWriter::Open(&sink, d.schema.get()));
+    for (int64_t i = 0; i < kSharedBatches; ++i) {
+      if (held) {
+        UniqueDeviceArray view;
+        view->array = *d.batch.get();
+        view->array.release = [](ArrowArray* a) { a->release = nullptr; };  // d keeps it
+        view->device_type = ARROW_DEVICE_CPU;
+        view->device_id = -1;
+        Check(w.WriteHeldBatch(std::move(view)));
+      } else {
+        Check(w.WriteBatch(d.batch.get()));
+      }
+    }
+    Check(w.Close());
+    bytes = sink.position();
+    if (w.stats().dictionary_batches != 1) std::abort();
+  }
+  state.counters["per_batch"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kSharedBatches,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["output_bytes"] = static_cast<double>(bytes);
+}
+void BM_WriteSharedDictionary_Ferry(benchmark::State& s) { WriteShared(s, true); }
+void BM_WriteSharedDictionary_Ferry_Lent(benchmark::State& s) { WriteShared(s, false); }
+BENCHMARK(BM_WriteSharedDictionary_Ferry)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WriteSharedDictionary_Ferry_Lent)->Unit(benchmark::kMillisecond);
+
 #ifdef FERRY_BENCH_WITH_ARROW
 std::shared_ptr<arrow::RecordBatch> ArrowBatch() {
   const auto& d = bench::MixedTable();
@@ -111,6 +175,29 @@ void BM_WriteFile_ArrowCpp_Lz4(benchmark::State& s) {
 BENCHMARK(BM_WriteMemory_ArrowCpp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WriteFile_ArrowCpp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WriteFile_ArrowCpp_Lz4)->Unit(benchmark::kMillisecond);
+
+void BM_WriteSharedDictionary_ArrowCpp(benchmark::State& state) {
+  const SharedDictionary& d = SharedDictionaryBatch();
+  UniqueSchema schema = Value(CopySchema(d.schema.get()));
+  ArrowArray view = *d.batch.get();
+  view.release = [](ArrowArray* a) { a->release = nullptr; };  // d keeps it
+  auto batch = arrow::ImportRecordBatch(&view, schema.get()).ValueOrDie();
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    auto out = arrow::io::BufferOutputStream::Create().ValueOrDie();
+    auto w = arrow::ipc::MakeStreamWriter(out, batch->schema()).ValueOrDie();
+    for (int64_t i = 0; i < kSharedBatches; ++i) {
+      if (!w->WriteRecordBatch(*batch).ok()) std::abort();
+    }
+    if (!w->Close().ok()) std::abort();
+    bytes = out->Tell().ValueOrDie();
+  }
+  state.counters["per_batch"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kSharedBatches,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["output_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_WriteSharedDictionary_ArrowCpp)->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace

@@ -280,7 +280,8 @@ nb::object Write(nb::handle data, nb::handle sink, const std::optional<std::stri
       UniqueDeviceArray batch;
       FERRY_RETURN_NOT_OK(StreamGetNext(stream, batch.get()).WithContext("input stream"));
       if (!batch.valid()) break;
-      FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch.get()));
+      // Held by the writer until the next is written: a dictionary the batches share is read once.
+      FERRY_RETURN_NOT_OK(writer.WriteHeldBatch(std::move(batch)));
     }
     FERRY_RETURN_NOT_OK(writer.Close());
     if (file != nullptr) FERRY_RETURN_NOT_OK(file->Close());

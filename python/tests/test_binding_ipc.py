@@ -104,6 +104,23 @@ def test_stream_bytes_written_by_ferry_read_by_ferry():
     assert back.equals(t)
 
 
+def test_batches_that_share_a_dictionary_send_it_once_and_changes_are_sent():
+    """Batches that share one dictionary send it once (the writer holds each batch until the
+    next, so it knows the dictionary by its memory); a batch with other values replaces it, and
+    one with the same values in other memory sends nothing. pyarrow reads what was written."""
+    shared = pa.array(["red", "green", None, "blue"])
+    col = pa.DictionaryArray.from_arrays(pa.array([0, 1, 3, 2], pa.int32()), shared)
+    batches = [pa.record_batch([col], names=["c"])] * 50
+    other = pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array(["x", "y"]))
+    copied = pa.DictionaryArray.from_arrays(pa.array([1], pa.int32()), pa.array(["x", "y"]))
+    batches += [pa.record_batch([other], names=["c"]), pa.record_batch([copied], names=["c"])]
+    t = pa.Table.from_batches(batches)
+    reader = pa.ipc.open_stream(pa.py_buffer(ferry.ipc.write_stream(t)))
+    back = reader.read_all()
+    assert back.equals(t)
+    assert (reader.stats.num_dictionary_batches, reader.stats.num_replaced_dictionaries) == (2, 1)
+
+
 def test_device_batches_are_written_through_the_device_layer():
     t = pa.table({"a": [1, 2, 3], "s": ["x", None, "z"]})
     guarded = ferry.Device.resolve(ferry.DeviceType.EXT_DEV, 0)

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string_view>
 
 #include "ferry/core/stream_adapter.hpp"
@@ -16,6 +17,7 @@
 #include "ipc/assembler.hpp"
 #include "ipc/loaded_validation.hpp"
 #include "ipc/schema_flatbuffer.hpp"
+#include "ipc/sent_dictionaries.hpp"
 
 namespace ferry::ipc {
 
@@ -45,59 +47,6 @@ internal::Codec CodecOf(Compression c) {
   }
 }
 
-// Dictionary-encoded nodes of an array tree, in the canonical pre-order that assigns ids.
-void CollectDictionaries(const ArrowSchema* s, const ArrowArray* a,
-                         std::vector<std::pair<const ArrowSchema*, const ArrowArray*>>* out) {
-  const ArrowSchema* ts = s;
-  const ArrowArray* ta = a;
-  if (s->dictionary != nullptr) {
-    out->emplace_back(s->dictionary, a->dictionary);
-    if (a->dictionary == nullptr) return;
-    ts = s->dictionary;
-    ta = a->dictionary;
-  }
-  for (int64_t i = 0; i < ts->n_children && i < ta->n_children; ++i) {
-    CollectDictionaries(ts->children[i], ta->children[i], out);
-  }
-}
-
-uint64_t HashBody(const internal::AssembledBody& body) {
-  uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](uint64_t x) { h = (h ^ x) * 1099511628211ULL; };
-  mix(static_cast<uint64_t>(body.length));
-  for (const fb::FieldNode& n : body.nodes) {
-    mix(static_cast<uint64_t>(n.length()));
-    mix(static_cast<uint64_t>(n.null_count()));
-  }
-  for (const fb::Buffer& b : body.buffers) mix(static_cast<uint64_t>(b.length()));
-  for (const ByteSpan& p : body.pieces) {
-    mix(std::hash<std::string_view>{}(
-        std::string_view(reinterpret_cast<const char*>(p.data), static_cast<size_t>(p.size))));
-  }
-  return h;
-}
-
-// The first `length` values of a dictionary, hashed from ferry's JSON rendering (a value, not a
-// layout, comparison): how the writer tells that a new dictionary starts with the one it sent.
-Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* dictionary,
-                            int64_t length) {
-  ArrowArray head = *dictionary;  // a borrowed view of the prefix: never released
-  head.length = length;
-  head.null_count = -1;
-  FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
-  FERRY_RETURN_NOT_OK(view.SetArray(&head));
-  FERRY_ASSIGN_OR_RAISE(std::string json, ArrayToJson(view));
-  return std::hash<std::string>{}(json);
-}
-
-// What the reader holds for one dictionary id: the last message's body hash, and (with deltas)
-// the whole dictionary's length and value hash.
-struct SentDictionary {
-  uint64_t body_hash = 0;
-  int64_t length = 0;
-  uint64_t values_hash = 0;
-};
-
 }  // namespace
 
 struct StreamWriter::Impl {
@@ -109,7 +58,8 @@ struct StreamWriter::Impl {
   bool file = false;
   bool closed = false;
   std::vector<int64_t> ids;
-  std::map<int64_t, SentDictionary> sent;
+  std::vector<const ArrowSchema*> dictionary_schemas;  // each id's value schema
+  std::map<int64_t, internal::SentDictionary> sent;
   std::vector<fb::Block> dictionary_blocks;
   std::vector<fb::Block> batch_blocks;
   WriteStats stats;
@@ -118,6 +68,7 @@ struct StreamWriter::Impl {
   std::vector<ByteSpan> message_pieces;          // WriteMessage's, reused
   internal::AssembledBody batch_body;            // WriteBatch's, reused: its vectors keep room
   std::vector<BodyBuffer> message_buffers;       // SendMessage's, reused
+  UniqueDeviceArray held_batch;                  // the last WriteHeldBatch's (sent[].layout)
 
   bool Swapping() const { return options.big_endian != (std::endian::native == std::endian::big); }
 
@@ -183,6 +134,10 @@ struct StreamWriter::Impl {
     flatbuffers::FlatBufferBuilder b;
     FERRY_ASSIGN_OR_RAISE(auto s,
                           internal::SchemaToFlatbuffer(b, schema.get(), &ids, options.big_endian));
+    dictionary_schemas.clear();
+    for (int64_t i = 0; i < schema->n_children; ++i) {
+      internal::CollectDictionarySchemas(schema->children[i], &dictionary_schemas);
+    }
     b.Finish(
         fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::Schema, s.Union(), 0));
     return WriteMessage(b, nullptr, nullptr);
@@ -203,10 +158,46 @@ struct StreamWriter::Impl {
     return fb::CreateRecordBatch(b, body.length, nodes, buffers, compression, variadic);
   }
 
-  Status WriteDictionaries(const ArrowArray* root) {
+  // Give `d` its body hash, from the dictionary in the held batch where it has none yet.
+  Status Hash(const ArrowSchema* value_schema, internal::SentDictionary* d) const {
+    if (d->body_hash || d->held == nullptr) return Status::OK();
+    FERRY_ASSIGN_OR_RAISE(internal::AssembledBody plain,
+                          internal::AssembleArray(value_schema, d->held, options.alignment,
+                                                  internal::Codec::kNone, 0, Swapping()));
+    d->body_hash = internal::HashBody(plain);
+    return Status::OK();
+  }
+
+  // Before the batches that `sent` points into go: each sent dictionary gets its hash, and is
+  // known by its values alone from then on (one whose hash cannot be made is forgotten: it is
+  // sent again, as a replacement, when next used).
+  void ForgetHeld() {
+    for (auto it = sent.begin(); it != sent.end();) {
+      const ArrowSchema* value_schema = DictionarySchema(it->first);
+      if (value_schema == nullptr || !Hash(value_schema, &it->second).ok()) {
+        it = sent.erase(it);
+        continue;
+      }
+      it->second.layout.clear();
+      it->second.held = nullptr;
+      ++it;
+    }
+  }
+
+  // The value schema of dictionary `id` (NULL if the schema has none).
+  const ArrowSchema* DictionarySchema(int64_t id) const {
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (ids[k] == id) return dictionary_schemas[k];
+    }
+    return nullptr;
+  }
+
+  // `held`: the batch stays the writer's until the next is written (WriteHeldBatch), so its
+  // dictionaries' layouts may stand for their values.
+  Status WriteDictionaries(const ArrowArray* root, bool held) {
     std::vector<std::pair<const ArrowSchema*, const ArrowArray*>> found;
     for (int64_t i = 0; i < schema->n_children; ++i) {
-      CollectDictionaries(schema->children[i], root->children[i], &found);
+      internal::CollectDictionaries(schema->children[i], root->children[i], &found);
     }
     // Reverse pre-order: a dictionary nested in another's values goes out before it.
     for (size_t k = found.size(); k-- > 0;) {
@@ -215,17 +206,34 @@ struct StreamWriter::Impl {
       if (dictionary == nullptr) {
         return Status::Invalid("dictionary " + std::to_string(id) + " is missing from the batch");
       }
-      FERRY_ASSIGN_OR_RAISE(internal::AssembledBody plain,
-                            internal::AssembleArray(found[k].first, dictionary, options.alignment,
-                                                    internal::Codec::kNone, 0, Swapping()));
-      const uint64_t h = HashBody(plain);
-      auto it = sent.find(id);
-      if (it != sent.end() && it->second.body_hash == h) continue;
       const ArrowSchema* value_schema = found[k].first;
-      SentDictionary now{h, dictionary->length, 0};
+      std::vector<uintptr_t> layout;
+      if (held) internal::AppendLayout(dictionary, &layout);
+      auto it = sent.find(id);
+      if (it != sent.end()) {
+        internal::SentDictionary& was = it->second;
+        // The memory of the dictionary last sent, which the batch held until now kept from
+        // being reused: the values sent. (Layouts are recorded only for held batches.)
+        if (held && !was.layout.empty() && was.layout == layout) {
+          was.held = dictionary;  // the same memory, described by the batch now held
+          continue;
+        }
+        FERRY_RETURN_NOT_OK(Hash(value_schema, &was));
+        was.layout = std::move(layout);
+        was.held = held ? dictionary : nullptr;
+      }
+      FERRY_ASSIGN_OR_RAISE(internal::AssembledBody plain,
+                            internal::AssembleArray(value_schema, dictionary, options.alignment,
+                                                    internal::Codec::kNone, 0, Swapping()));
+      // A held dictionary is hashed only if a later one must be compared with it by value.
+      std::optional<uint64_t> h;
+      if (it != sent.end() || !held) h = internal::HashBody(plain);
+      if (it != sent.end() && it->second.body_hash == h) continue;
+      internal::SentDictionary now{h, dictionary->length, 0, {}, held ? dictionary : nullptr};
+      if (held) internal::AppendLayout(dictionary, &now.layout);
       if (options.emit_dictionary_deltas) {
         FERRY_ASSIGN_OR_RAISE(now.values_hash,
-                              ValuesHash(value_schema, dictionary, dictionary->length));
+                              internal::ValuesHash(value_schema, dictionary, dictionary->length));
       }
       // With deltas on, a dictionary whose first values are the ones sent needs only its tail.
       bool delta = false;
@@ -233,7 +241,8 @@ struct StreamWriter::Impl {
           dictionary->length >= it->second.length) {
         uint64_t prefix = now.values_hash;
         if (dictionary->length > it->second.length) {
-          FERRY_ASSIGN_OR_RAISE(prefix, ValuesHash(value_schema, dictionary, it->second.length));
+          FERRY_ASSIGN_OR_RAISE(prefix,
+                                internal::ValuesHash(value_schema, dictionary, it->second.length));
         }
         if (prefix == it->second.values_hash) {
           if (dictionary->length == it->second.length) {  // the same values, laid out anew
@@ -278,7 +287,8 @@ struct StreamWriter::Impl {
     return Status::OK();
   }
 
-  Status WriteBatch(const ArrowArray* batch, const Metadata& custom, BatchCheck check) {
+  Status WriteBatch(const ArrowArray* batch, const Metadata& custom, BatchCheck check,
+                    bool held = false) {
     if (closed) return Status::Invalid("the writer is closed");
     if (batch == nullptr || batch->release == nullptr) {
       return Status::Invalid("the batch is NULL or released");
@@ -296,7 +306,7 @@ struct StreamWriter::Impl {
                                      " does not match the schema or is invalid: " + st.message());
       }
     }
-    FERRY_RETURN_NOT_OK(WriteDictionaries(batch));
+    FERRY_RETURN_NOT_OK(WriteDictionaries(batch, held));
     // One body for every batch: cleared, it keeps its vectors' room. What it owns (rebased
     // offsets, compressed buffers) goes once the batch is written, as a body of its own would.
     internal::AssembledBody& body = batch_body;
@@ -341,6 +351,23 @@ struct StreamWriter::Impl {
     return st;
   }
 
+  // Write `batch` and hold it until the next is written: see StreamWriter::WriteHeldBatch.
+  Status WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
+    if (!batch.valid()) return Status::Invalid("the device batch is NULL or released");
+    // A batch copied off its device is a copy of the writer's own, gone once written.
+    const bool cpu = batch->device_type == ARROW_DEVICE_CPU;
+    Status st = cpu ? WriteBatch(&batch->array, {}, check, /*held=*/true)
+                    : WriteDeviceBatch(batch.get(), stream, check);
+    if (!st.ok()) {
+      ForgetHeld();  // while both batches are still there
+      held_batch.reset();
+      return st;
+    }
+    // The previous batch goes only now: its dictionaries' memory was compared while it was held.
+    held_batch = std::move(batch);
+    return Status::OK();
+  }
+
   Status WriteStream(ArrowArrayStream* stream) {
     if (stream == nullptr || stream->release == nullptr) {
       return Status::Invalid("the stream is NULL or released");
@@ -357,7 +384,11 @@ struct StreamWriter::Impl {
       FERRY_RETURN_NOT_OK(
           StreamGetNext(owned.get(), a.get()).WithContext("the stream's get_next failed"));
       if (!a.valid()) return Status::OK();
-      FERRY_RETURN_NOT_OK(WriteBatch(a.get(), {}, BatchCheck::kByWriter));
+      UniqueDeviceArray held;
+      a.move_to(&held->array);
+      held->device_type = ARROW_DEVICE_CPU;
+      held->device_id = -1;
+      FERRY_RETURN_NOT_OK(WriteHeldBatch(std::move(held), nullptr, BatchCheck::kByWriter));
     }
   }
 
@@ -421,6 +452,9 @@ Status StreamWriter::WriteDeviceBatch(const ArrowDeviceArray* batch, void* strea
                                       BatchCheck check) {
   return impl_->WriteDeviceBatch(batch, stream, check);
 }
+Status StreamWriter::WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
+  return impl_->WriteHeldBatch(std::move(batch), stream, check);
+}
 Status StreamWriter::WriteStream(ArrowArrayStream* stream) { return impl_->WriteStream(stream); }
 Status StreamWriter::Close() {
   if (impl_->closed) return Status::OK();
@@ -452,6 +486,9 @@ Status FileWriter::WriteBatch(const ArrowArray* batch, const Metadata& custom_me
 }
 Status FileWriter::WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream, BatchCheck check) {
   return impl_->WriteDeviceBatch(batch, stream, check);
+}
+Status FileWriter::WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
+  return impl_->WriteHeldBatch(std::move(batch), stream, check);
 }
 Status FileWriter::WriteStream(ArrowArrayStream* stream) { return impl_->WriteStream(stream); }
 

@@ -247,6 +247,71 @@ TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace", pw.WriteBatch(grown.array()));
 }
 
+// A CPU device batch over `a`'s nodes (no copy) whose release only counts, in `*releases`.
+UniqueDeviceArray Borrowed(const ArrowArray* a, int* releases) {
+  UniqueDeviceArray out;
+  out->array = *a;
+  out->array.private_data = releases;
+  out->array.release = [](ArrowArray* self) {
+    ++*static_cast<int*>(self->private_data);
+    self->release = nullptr;
+  };
+  out->device_type = ARROW_DEVICE_CPU;
+  out->device_id = -1;
+  return out;
+}
+
+// A held batch is kept until the next is written, so a dictionary at the memory of the one
+// sent last is known by its memory. What the reader gets is what it gets without holding: a
+// dictionary at other memory is compared by its values, and a batch written without being
+// held makes the writer forget every dictionary's memory.
+TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByTheirMemory) {
+  const Field root = testing::BatchField({Field::Dictionary("d", "i", Field::Make("u", ""))});
+  ASSERT_OK_AND_ASSIGN(Array xy, testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}])"));
+  // Other memory holding the same dictionary, x then y.
+  ASSERT_OK_AND_ASSIGN(Array xy_again, testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}])"));
+  ASSERT_OK_AND_ASSIGN(Array z, testing::ArrayFromJson(root, R"([{"d": "z"}])"));
+  ASSERT_OK_AND_ASSIGN(Array y, testing::ArrayFromJson(root, R"([{"d": "y"}])"));
+  int releases[7] = {};
+  ipc::MemorySink sink;
+  ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, xy.schema()));
+  ASSERT_OK(w.WriteHeldBatch(Borrowed(xy.array(), &releases[0])));
+  EXPECT_EQ(releases[0], 0);  // held
+  ASSERT_OK(w.WriteHeldBatch(Borrowed(xy.array(), &releases[1])));
+  EXPECT_EQ(releases[0], 1);  // let go once the next was written
+  EXPECT_EQ(releases[1], 0);
+  EXPECT_EQ(w.stats().dictionary_batches, 1);
+  ASSERT_OK(w.WriteHeldBatch(Borrowed(z.array(), &releases[2])));  // other memory, other values
+  EXPECT_EQ(w.stats().dictionary_batches, 2);
+  ASSERT_OK(w.WriteBatch(xy.array()));  // not held: x, y again, by their values
+  EXPECT_EQ(w.stats().dictionary_batches, 3);
+  ASSERT_OK(w.WriteHeldBatch(Borrowed(z.array(), &releases[3])));  // z's memory: now compared
+  EXPECT_EQ(w.stats().dictionary_batches, 4);
+  ASSERT_OK(w.WriteHeldBatch(Borrowed(y.array(), &releases[4])));
+  EXPECT_EQ(w.stats().dictionary_batches, 5);  // y: a replacement
+  ASSERT_OK(w.WriteHeldBatch(Borrowed(xy_again.array(), &releases[5])));
+  EXPECT_EQ(w.stats().dictionary_batches, 6);  // x, y again: a replacement
+  ASSERT_OK(w.WriteHeldBatch(Borrowed(xy.array(), &releases[6])));
+  EXPECT_EQ(w.stats().dictionary_batches, 6);  // the same values in other memory: no message
+  ASSERT_OK(w.Close());
+  EXPECT_EQ(w.stats().record_batches, 8);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(sink.Finish()));
+  ASSERT_EQ(read.size(), 8u);
+  const char* expected[8] = {R"([{"d": "x"}, {"d": "y"}])",
+                             R"([{"d": "x"}, {"d": "y"}])",
+                             R"([{"d": "z"}])",
+                             R"([{"d": "x"}, {"d": "y"}])",
+                             R"([{"d": "z"}])",
+                             R"([{"d": "y"}])",
+                             R"([{"d": "x"}, {"d": "y"}])",
+                             R"([{"d": "x"}, {"d": "y"}])"};
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(Json::parse(read[i]), Json::parse(expected[i])) << i;
+  // The writer let each held batch go once the next was written, the last when it went.
+  EXPECT_EQ(releases[6], 0);
+  { ipc::StreamWriter gone = std::move(w); }
+  for (int r : releases) EXPECT_EQ(r, 1);
+}
+
 TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
   ASSERT_OK_AND_ASSIGN(Array batch, IntBatch(R"([{"x": 1}])"));
   ipc::MemorySink sink;

@@ -79,9 +79,12 @@ void BatchWriter::Run() {
         std::lock_guard lock(mutex_);
         st = failure_;
       }
-      // After a failure (or a stop) the rest is released unwritten.
-      if (st.ok()) st = writer_->WriteDeviceBatch(batch.get(), nullptr, check_);
-      batch.reset();
+      if (st.ok()) {
+        // Held by the writer until the next is written (a shared dictionary is then read once).
+        st = writer_->WriteHeldBatch(std::move(batch), nullptr, check_);
+      } else {
+        batch.reset();  // after a failure (or a stop) the rest is released unwritten
+      }
       if (!st.ok()) {
         std::lock_guard lock(mutex_);
         if (failure_.ok()) failure_ = st;

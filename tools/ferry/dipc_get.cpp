@@ -327,7 +327,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
       const Status st = output->Write(std::move(batch), batch_bytes);
       if (!st.ok()) return Fail(o.to, st);
     } else if (writer) {
-      const Status st = writer->WriteDeviceBatch(batch.get(), nullptr, check);
+      const Status st = writer->WriteHeldBatch(std::move(batch), nullptr, check);
       if (!st.ok()) return Fail(o.to, st);
     }
     if (bar) {

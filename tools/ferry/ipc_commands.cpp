@@ -204,7 +204,12 @@ int RunConvert(const IpcOptions& o) {
       UniqueArray batch;
       FERRY_RETURN_NOT_OK(StreamGetNext(stream->get(), batch.get()));
       if (!batch.valid()) break;
-      FERRY_RETURN_NOT_OK(writer.WriteBatch(batch.get()));
+      // Held by the writer until the next is written: a dictionary the batches share is read once.
+      UniqueDeviceArray held;
+      batch.move_to(&held->array);
+      held->device_type = ARROW_DEVICE_CPU;
+      held->device_id = -1;
+      FERRY_RETURN_NOT_OK(writer.WriteHeldBatch(std::move(held)));
       if (o.progress) {
         std::fprintf(stderr, "\rferry convert: %lld batches, %.1f MB written",
                      static_cast<long long>(writer.stats().record_batches),

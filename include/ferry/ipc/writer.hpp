@@ -87,7 +87,15 @@ class FERRY_EXPORT StreamWriter {
   /// `stream` when given, after the batch's sync event), then written.
   [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr,
                                         BatchCheck check = BatchCheck::kByWriter);
+  /// Write a batch the writer takes, and keeps until the next batch is written or the writer
+  /// goes (otherwise as WriteDeviceBatch). Memory it holds cannot be freed and reused, so a
+  /// dictionary at the memory of the one it sent last is that dictionary, unchanged as Arrow's
+  /// arrays promise, and is not read again (as Arrow C++'s writer knows a dictionary object it
+  /// sent): batches that share a dictionary cost O(its nodes) each, not a pass over its values.
+  [[nodiscard]] Status WriteHeldBatch(UniqueDeviceArray batch, void* stream = nullptr,
+                                      BatchCheck check = BatchCheck::kByWriter);
   /// Write every batch of a stream (whose schema must match) and leave the stream released.
+  /// Each batch is held as WriteHeldBatch holds it.
   [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
   /// Write the end-of-stream marker. Further writes fail.
   [[nodiscard]] Status Close();
@@ -115,6 +123,9 @@ class FERRY_EXPORT FileWriter {
   /// See StreamWriter::WriteDeviceBatch.
   [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr,
                                         BatchCheck check = BatchCheck::kByWriter);
+  /// See StreamWriter::WriteHeldBatch.
+  [[nodiscard]] Status WriteHeldBatch(UniqueDeviceArray batch, void* stream = nullptr,
+                                      BatchCheck check = BatchCheck::kByWriter);
   [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
   /// Write the end-of-stream marker, the footer and the trailing magic.
   [[nodiscard]] Status Close();
