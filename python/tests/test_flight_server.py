@@ -52,6 +52,26 @@ def test_a_table_batches_and_a_stream_served_as_flights():
         assert got.equals(table(1000))
 
 
+def test_batches_that_share_a_dictionary_are_served_whole_over_every_path():
+    """Batches in memory that share one dictionary (the server writes it once, knowing it by its
+    memory), then one with another dictionary and one with the first's values in other memory:
+    pyarrow.flight's DoGet, and ferry's client over shared memory, read back what was added."""
+    shared = pa.array(["red", "green", None, "blue"])
+    col = pa.DictionaryArray.from_arrays(pa.array([0, 1, 3, 2, None], pa.int32()), shared)
+    other = pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array(["x", "y"]))
+    again = pa.DictionaryArray.from_arrays(pa.array([3], pa.int32()),
+                                           pa.array(["red", "green", None, "blue"]))
+    batches = [pa.record_batch([col], names=["c"])] * 20 + \
+        [pa.record_batch([c], names=["c"]) for c in (other, again, col)]
+    expected = pa.Table.from_batches(batches)
+    with Server.start() as server:
+        server.add("shared", batches)
+        info, parts = read(fl.connect(server.uri), "shared")
+        assert parts[0].equals(expected)
+        got = pa.table(ferry.flight.connect(server.uri).do_get("shared", via="shm"))
+        assert got.equals(expected)
+
+
 def test_partitioned_flights_in_memory_from_files_and_appended(tmp_path):
     parts = [table(100, 0), table(200, 100), table(50, 300)]
     files = []

@@ -126,6 +126,7 @@ class BatchesReader final : public DatasetReader {
     if (next_ >= data_->batches.size()) return nullptr;
     return data_->batches[next_++].get();
   }
+  bool keeps_batches() const noexcept override { return true; }
 
  private:
   std::shared_ptr<const Batches> data_;  // keeps the batches alive while a client reads them

@@ -258,7 +258,11 @@ Status Session::ServeRequest() {
         batch = loan_->get();
       }
     }
-    const Status written = writer.WriteDeviceBatch(batch);
+    // Batches the dataset keeps (in memory) outlive the writer: a dictionary they share is then
+    // read once, not once a batch.
+    const Status written = loan_ == nullptr && reader->keeps_batches()
+                               ? writer.WriteKeptBatch(batch)
+                               : writer.WriteDeviceBatch(batch);
     loan_.reset();  // the loans hold it now, if it was lent in place
     FERRY_RETURN_NOT_OK(written);
   }

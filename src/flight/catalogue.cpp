@@ -66,7 +66,8 @@ Result<std::shared_ptr<Partition>> MakePartition(const std::string& name, Unique
         return Status::Invalid("batch " + std::to_string(i) + " of flight \"" + name +
                                "\" is released");
       }
-      FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batches[i].get())
+      // `batches` outlives the writer: a dictionary they share is read once.
+      FERRY_RETURN_NOT_OK(writer.WriteKeptBatch(batches[i].get())
                               .WithContext("batch " + std::to_string(i) + " of \"" + name + "\""));
       part->records += batches[i]->array.length;
     }

@@ -130,7 +130,11 @@ class DoGetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       slice.emplace(*batch, offset, length);
       what = slice->get();
     }
-    FERRY_RETURN_NOT_OK(writer_->WriteDeviceBatch(what));
+    // A batch the flight keeps in memory outlives the writer: a dictionary the flight's batches
+    // share is then read once (a slice is the writer's only while it is written).
+    FERRY_RETURN_NOT_OK(what == batch && reader_->keeps_batches()
+                            ? writer_->WriteKeptBatch(what)
+                            : writer_->WriteDeviceBatch(what));
     if (oversize_at_ < 0) return Status::OK();
     if (oversize_at_ != static_cast<int64_t>(queue_.size()) - 1) {
       return Status::Invalid("a dictionary of " + std::to_string(oversize_bytes_) +

@@ -368,6 +368,21 @@ struct StreamWriter::Impl {
     return Status::OK();
   }
 
+  // Write `batch`, which its caller keeps unchanged until the writer goes: see
+  // StreamWriter::WriteKeptBatch.
+  Status WriteKeptBatch(const ArrowDeviceArray* batch, void* stream, BatchCheck check) {
+    if (batch == nullptr || batch->array.release == nullptr) {
+      return Status::Invalid("the device batch is NULL or released");
+    }
+    const bool cpu = batch->device_type == ARROW_DEVICE_CPU;
+    Status st = cpu ? WriteBatch(&batch->array, {}, check, /*held=*/true)
+                    : WriteDeviceBatch(batch, stream, check);
+    if (!st.ok()) ForgetHeld();
+    // What the writer held is no longer what its dictionaries' memory is known from.
+    held_batch.reset();
+    return st;
+  }
+
   Status WriteStream(ArrowArrayStream* stream) {
     if (stream == nullptr || stream->release == nullptr) {
       return Status::Invalid("the stream is NULL or released");
@@ -455,6 +470,9 @@ Status StreamWriter::WriteDeviceBatch(const ArrowDeviceArray* batch, void* strea
 Status StreamWriter::WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
   return impl_->WriteHeldBatch(std::move(batch), stream, check);
 }
+Status StreamWriter::WriteKeptBatch(const ArrowDeviceArray* batch, void* stream, BatchCheck check) {
+  return impl_->WriteKeptBatch(batch, stream, check);
+}
 Status StreamWriter::WriteStream(ArrowArrayStream* stream) { return impl_->WriteStream(stream); }
 Status StreamWriter::Close() {
   if (impl_->closed) return Status::OK();
@@ -489,6 +507,9 @@ Status FileWriter::WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream,
 }
 Status FileWriter::WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
   return impl_->WriteHeldBatch(std::move(batch), stream, check);
+}
+Status FileWriter::WriteKeptBatch(const ArrowDeviceArray* batch, void* stream, BatchCheck check) {
+  return impl_->WriteKeptBatch(batch, stream, check);
 }
 Status FileWriter::WriteStream(ArrowArrayStream* stream) { return impl_->WriteStream(stream); }
 

@@ -28,6 +28,11 @@ class FERRY_EXPORT DatasetReader {
   /// its release. An invalid array where the reader cannot give it up (the default); the server
   /// takes a batch that lies in its shared region (Server::region_allocator) to lend it in place.
   virtual UniqueDeviceArray TakeBatch() { return {}; }
+  /// Whether the batches Next returns stay valid and unchanged as long as the reader does (not
+  /// only until the next call): batches in memory that the dataset keeps. A writer then knows a
+  /// dictionary they share by its memory (ipc::StreamWriter::WriteKeptBatch). False unless
+  /// overridden.
+  virtual bool keeps_batches() const noexcept { return false; }
 };
 
 /// The bytes of a dataset served from an IPC file and the descriptor they map: a shared,

@@ -94,6 +94,11 @@ class FERRY_EXPORT StreamWriter {
   /// sent): batches that share a dictionary cost O(its nodes) each, not a pass over its values.
   [[nodiscard]] Status WriteHeldBatch(UniqueDeviceArray batch, void* stream = nullptr,
                                       BatchCheck check = BatchCheck::kByWriter);
+  /// Write a batch that its caller keeps, unchanged, until the writer goes (a dataset's batches
+  /// that outlive the write): its dictionaries are known by their memory as WriteHeldBatch's
+  /// are, without the writer taking it. Otherwise as WriteDeviceBatch.
+  [[nodiscard]] Status WriteKeptBatch(const ArrowDeviceArray* batch, void* stream = nullptr,
+                                      BatchCheck check = BatchCheck::kByWriter);
   /// Write every batch of a stream (whose schema must match) and leave the stream released.
   /// Each batch is held as WriteHeldBatch holds it.
   [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
@@ -125,6 +130,9 @@ class FERRY_EXPORT FileWriter {
                                         BatchCheck check = BatchCheck::kByWriter);
   /// See StreamWriter::WriteHeldBatch.
   [[nodiscard]] Status WriteHeldBatch(UniqueDeviceArray batch, void* stream = nullptr,
+                                      BatchCheck check = BatchCheck::kByWriter);
+  /// See StreamWriter::WriteKeptBatch.
+  [[nodiscard]] Status WriteKeptBatch(const ArrowDeviceArray* batch, void* stream = nullptr,
                                       BatchCheck check = BatchCheck::kByWriter);
   [[nodiscard]] Status WriteStream(ArrowArrayStream* stream);
   /// Write the end-of-stream marker, the footer and the trailing magic.
