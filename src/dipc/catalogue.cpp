@@ -103,7 +103,9 @@ Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptio
   while (true) {
     FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
     if (batch == nullptr) break;
-    FERRY_RETURN_NOT_OK(writer.WriteDeviceBatch(batch));
+    // Batches the dataset keeps outlive the writer: a dictionary they share is read once.
+    FERRY_RETURN_NOT_OK(reader->keeps_batches() ? writer.WriteKeptBatch(batch)
+                                                : writer.WriteDeviceBatch(batch));
   }
   return writer.Close();
 }
