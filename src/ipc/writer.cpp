@@ -184,6 +184,15 @@ struct StreamWriter::Impl {
     }
   }
 
+  // Once closed: the held batch goes, and nothing is compared with it again.
+  void DropHeld() {
+    for (auto& [id, d] : sent) {
+      d.layout.clear();
+      d.held = nullptr;
+    }
+    held_batch.reset();
+  }
+
   // The value schema of dictionary `id` (NULL if the schema has none).
   const ArrowSchema* DictionarySchema(int64_t id) const {
     for (size_t k = 0; k < ids.size(); ++k) {
@@ -477,6 +486,7 @@ Status StreamWriter::WriteStream(ArrowArrayStream* stream) { return impl_->Write
 Status StreamWriter::Close() {
   if (impl_->closed) return Status::OK();
   impl_->closed = true;
+  impl_->DropHeld();
   return impl_->WriteEndOfStream();
 }
 const WriteStats& StreamWriter::stats() const noexcept { return impl_->stats; }
@@ -517,6 +527,7 @@ Status FileWriter::Close() {
   StreamWriter::Impl& w = *impl_;
   if (w.closed) return Status::OK();
   w.closed = true;
+  w.DropHeld();
   FERRY_RETURN_NOT_OK(w.WriteEndOfStream());
   flatbuffers::FlatBufferBuilder b;
   std::vector<int64_t> ids;

@@ -227,8 +227,10 @@ TEST(BatchWriter, StoppingReleasesWhatIsQueued) {
     opener = std::thread([&] { f->sink.Open(); });
   }
   opener.join();
-  EXPECT_EQ(f->counter.released(), kBatches);
+  // The stream writer holds the last batch it wrote until it closes (WriteHeldBatch).
+  EXPECT_GE(f->counter.released(), kBatches - 1);
   ASSERT_OK(f->writer->Close());
+  EXPECT_EQ(f->counter.released(), kBatches);
   const std::vector<nlohmann::json> written = f->Written();
   ASSERT_GE(written.size(), 1u);
   ASSERT_LE(written.size(), static_cast<size_t>(kBatches));

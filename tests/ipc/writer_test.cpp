@@ -261,10 +261,10 @@ UniqueDeviceArray Borrowed(const ArrowArray* a, int* releases) {
   return out;
 }
 
-// A held batch is kept until the next is written, so a dictionary at the memory of the one
-// sent last is known by its memory. What the reader gets is what it gets without holding: a
-// dictionary at other memory is compared by its values, and a batch written without being
-// held makes the writer forget every dictionary's memory.
+// A held batch is kept until the next is written (or the writer closes), so a dictionary at the
+// memory of the one sent last is known by its memory. What the reader gets is what it gets without
+// holding: a dictionary at other memory is compared by its values, and a batch written without
+// being held makes the writer forget every dictionary's memory.
 TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByTheirMemory) {
   const Field root = testing::BatchField({Field::Dictionary("d", "i", Field::Make("u", ""))});
   ASSERT_OK_AND_ASSIGN(Array xy, testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}])"));
@@ -293,7 +293,10 @@ TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByThe
   EXPECT_EQ(w.stats().dictionary_batches, 6);  // x, y again: a replacement
   ASSERT_OK(w.WriteHeldBatch(Borrowed(xy.array(), &releases[6])));
   EXPECT_EQ(w.stats().dictionary_batches, 6);  // the same values in other memory: no message
+  EXPECT_EQ(releases[5], 1);
+  EXPECT_EQ(releases[6], 0);  // the last, held until the writer closes
   ASSERT_OK(w.Close());
+  for (int r : releases) EXPECT_EQ(r, 1);
   EXPECT_EQ(w.stats().record_batches, 8);
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(sink.Finish()));
   ASSERT_EQ(read.size(), 8u);
@@ -306,10 +309,16 @@ TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByThe
                              R"([{"d": "x"}, {"d": "y"}])",
                              R"([{"d": "x"}, {"d": "y"}])"};
   for (size_t i = 0; i < 8; ++i) EXPECT_EQ(Json::parse(read[i]), Json::parse(expected[i])) << i;
-  // The writer let each held batch go once the next was written, the last when it went.
-  EXPECT_EQ(releases[6], 0);
-  { ipc::StreamWriter gone = std::move(w); }
-  for (int r : releases) EXPECT_EQ(r, 1);
+
+  // A writer that goes without closing lets its held batch go too.
+  int last = 0;
+  {
+    ipc::MemorySink other;
+    ASSERT_OK_AND_ASSIGN(auto gone, ipc::StreamWriter::Open(&other, xy.schema()));
+    ASSERT_OK(gone.WriteHeldBatch(Borrowed(xy.array(), &last)));
+    EXPECT_EQ(last, 0);
+  }
+  EXPECT_EQ(last, 1);
 }
 
 TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
