@@ -128,27 +128,23 @@ Result<UniqueArray> JoinDelta(const ArrowSchema* schema, const ArrowArray* dicti
   const int64_t rows = dictionary->length + delta->length;
   const int64_t nulls = NullCount(dictionary) + NullCount(delta);
   auto joined = std::make_shared<Joined>();
-  if (nulls > 0) {
-    FERRY_RETURN_NOT_OK(joined->validity.Resize((rows + 7) / 8));
+  // Buffer `i` of both parts, as bits, into `out`.
+  const auto join_bits = [&](int i, HostBuffer* out) -> Status {
+    FERRY_RETURN_NOT_OK(out->Resize((rows + 7) / 8));
     int64_t at = 0;
     for (const ArrowArray* p : parts) {
-      CopyBits(static_cast<const uint8_t*>(p->buffers[0]), p->offset, p->length,
-               joined->validity.data(), at);
+      CopyBits(static_cast<const uint8_t*>(p->buffers[i]), p->offset, p->length, out->data(), at);
       at += p->length;
     }
-  }
+    return Status::OK();
+  };
+  if (nulls > 0) FERRY_RETURN_NOT_OK(join_bits(0, &joined->validity));
   if (binary) {
     const bool large = st == TypeId::kLargeBinary || st == TypeId::kLargeString;
     FERRY_RETURN_NOT_OK(large ? JoinBinary<int64_t>(parts, joined.get())
                               : JoinBinary<int32_t>(parts, joined.get()));
   } else if (bits == 1) {
-    FERRY_RETURN_NOT_OK(joined->values.Resize((rows + 7) / 8));
-    int64_t at = 0;
-    for (const ArrowArray* p : parts) {
-      CopyBits(static_cast<const uint8_t*>(p->buffers[1]), p->offset, p->length,
-               joined->values.data(), at);
-      at += p->length;
-    }
+    FERRY_RETURN_NOT_OK(join_bits(1, &joined->values));
   } else {
     const int64_t width = bits / 8;
     FERRY_RETURN_NOT_OK(joined->values.Resize(rows * width));
