@@ -1,6 +1,7 @@
 // What a writer knows of the dictionaries it sent (sent_dictionaries.hpp).
 #include "ipc/sent_dictionaries.hpp"
 
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -9,16 +10,6 @@
 #include "ferry/format/json.hpp"
 
 namespace ferry::ipc::internal {
-
-// The value schemas of a schema tree's dictionaries, in the canonical pre-order that assigns ids.
-void CollectDictionarySchemas(const ArrowSchema* s, std::vector<const ArrowSchema*>* out) {
-  const ArrowSchema* ts = s;
-  if (s->dictionary != nullptr) {
-    out->push_back(s->dictionary);
-    ts = s->dictionary;
-  }
-  for (int64_t i = 0; i < ts->n_children; ++i) CollectDictionarySchemas(ts->children[i], out);
-}
 
 // Dictionary-encoded nodes of an array tree, in the canonical pre-order that assigns ids.
 void CollectDictionaries(const ArrowSchema* s, const ArrowArray* a,
@@ -63,6 +54,46 @@ Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* diction
   FERRY_RETURN_NOT_OK(view.SetArray(&head));
   FERRY_ASSIGN_OR_RAISE(std::string json, ArrayToJson(view));
   return std::hash<std::string>{}(json);
+}
+
+bool SameBody(const AssembledBody& a, const AssembledBody& b) {
+  if (a.length != b.length || a.nodes.size() != b.nodes.size() ||
+      a.entries.size() != b.entries.size() || a.variadic_counts != b.variadic_counts) {
+    return false;
+  }
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    if (a.nodes[i].length() != b.nodes[i].length() ||
+        a.nodes[i].null_count() != b.nodes[i].null_count()) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < a.entries.size(); ++i) {
+    const ByteSpan& x = a.entries[i];
+    const ByteSpan& y = b.entries[i];
+    if (x.size != y.size) return false;
+    if (x.size > 0 && std::memcmp(x.data, y.data, static_cast<size_t>(x.size)) != 0) return false;
+  }
+  return true;
+}
+
+Result<uint64_t> HashArray(const ArrowSchema* schema, const ArrowArray* array, int64_t alignment,
+                           bool swap_bytes) {
+  FERRY_ASSIGN_OR_RAISE(AssembledBody body,
+                        AssembleArray(schema, array, alignment, Codec::kNone, 0, swap_bytes));
+  return HashBody(body);
+}
+
+Result<bool> SamePrefix(const ArrowSchema* schema, const ArrowArray* sent,
+                        const ArrowArray* dictionary, int64_t length, int64_t alignment,
+                        bool swap_bytes) {
+  ArrowArray head = *dictionary;  // a borrowed view of the prefix: never released
+  head.length = length;
+  head.null_count = -1;
+  FERRY_ASSIGN_OR_RAISE(AssembledBody a,
+                        AssembleArray(schema, sent, alignment, Codec::kNone, 0, swap_bytes));
+  FERRY_ASSIGN_OR_RAISE(AssembledBody b,
+                        AssembleArray(schema, &head, alignment, Codec::kNone, 0, swap_bytes));
+  return SameBody(a, b);
 }
 
 // Where an array's values lie: every node's length, offset, null count and buffer addresses,

@@ -13,10 +13,6 @@
 
 namespace ferry::ipc::internal {
 
-/// The value schemas of a schema tree's dictionaries, in the canonical pre-order that assigns
-/// ids.
-void CollectDictionarySchemas(const ArrowSchema* s, std::vector<const ArrowSchema*>* out);
-
 /// Dictionary-encoded nodes of an array tree, (value schema, dictionary) in the canonical
 /// pre-order that assigns ids.
 void CollectDictionaries(const ArrowSchema* s, const ArrowArray* a,
@@ -31,15 +27,31 @@ uint64_t HashBody(const AssembledBody& body);
 Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* dictionary,
                             int64_t length);
 
+/// Whether two assembled bodies hold the same bytes: the same nodes, and each buffer's bytes alike
+/// (its padding apart). Equal bodies hold equal values; unequal ones may too (the bytes under
+/// nulls may differ), which a caller must tell another way.
+bool SameBody(const AssembledBody& a, const AssembledBody& b);
+
+/// HashBody of `array` assembled as a writer would (uncompressed, `alignment`, `swap_bytes`).
+Result<uint64_t> HashArray(const ArrowSchema* schema, const ArrowArray* array, int64_t alignment,
+                           bool swap_bytes);
+
+/// Whether the first `length` values of `dictionary` have the bytes of `sent` (of that length),
+/// both assembled as HashArray assembles them.
+Result<bool> SamePrefix(const ArrowSchema* schema, const ArrowArray* sent,
+                        const ArrowArray* dictionary, int64_t length, int64_t alignment,
+                        bool swap_bytes);
+
 /// What the reader holds for one dictionary id: the last message's body hash, and (with deltas)
 /// the whole dictionary's length and value hash; and where that dictionary lies in the batch the
 /// writer holds (StreamWriter::WriteHeldBatch), empty when it holds none.
 struct SentDictionary {
   std::optional<uint64_t> body_hash;  // made when first needed, while `held` is still there
   int64_t length = 0;
-  uint64_t values_hash = 0;
+  std::optional<uint64_t> values_hash;  // with deltas: made as body_hash is
   std::vector<uintptr_t> layout;
-  const ArrowArray* held = nullptr;  // the dictionary itself, in the held batch
+  const ArrowArray* held = nullptr;     // the dictionary itself, in the held batch
+  const ArrowSchema* schema = nullptr;  // its value schema (the writer's)
 };
 
 /// Where an array's values lie: every node's length, offset, null count and buffer addresses,

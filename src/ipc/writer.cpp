@@ -58,7 +58,6 @@ struct StreamWriter::Impl {
   bool file = false;
   bool closed = false;
   std::vector<int64_t> ids;
-  std::vector<const ArrowSchema*> dictionary_schemas;  // each id's value schema
   std::map<int64_t, internal::SentDictionary> sent;
   std::vector<fb::Block> dictionary_blocks;
   std::vector<fb::Block> batch_blocks;
@@ -134,10 +133,6 @@ struct StreamWriter::Impl {
     flatbuffers::FlatBufferBuilder b;
     FERRY_ASSIGN_OR_RAISE(auto s,
                           internal::SchemaToFlatbuffer(b, schema.get(), &ids, options.big_endian));
-    dictionary_schemas.clear();
-    for (int64_t i = 0; i < schema->n_children; ++i) {
-      internal::CollectDictionarySchemas(schema->children[i], &dictionary_schemas);
-    }
     b.Finish(
         fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::Schema, s.Union(), 0));
     return WriteMessage(b, nullptr, nullptr);
@@ -161,20 +156,28 @@ struct StreamWriter::Impl {
   // Give `d` its body hash, from the dictionary in the held batch where it has none yet.
   Status Hash(const ArrowSchema* value_schema, internal::SentDictionary* d) const {
     if (d->body_hash || d->held == nullptr) return Status::OK();
-    FERRY_ASSIGN_OR_RAISE(internal::AssembledBody plain,
-                          internal::AssembleArray(value_schema, d->held, options.alignment,
-                                                  internal::Codec::kNone, 0, Swapping()));
-    d->body_hash = internal::HashBody(plain);
+    FERRY_ASSIGN_OR_RAISE(
+        d->body_hash, internal::HashArray(value_schema, d->held, options.alignment, Swapping()));
     return Status::OK();
   }
 
-  // Before the batches that `sent` points into go: each sent dictionary gets its hash, and is
-  // known by its values alone from then on (one whose hash cannot be made is forgotten: it is
+  // With deltas: give `d` its values' hash, from the dictionary in the held batch where it has
+  // none yet.
+  Status ValuesOf(const ArrowSchema* value_schema, internal::SentDictionary* d) const {
+    if (!options.emit_dictionary_deltas || d->values_hash || d->held == nullptr) {
+      return Status::OK();
+    }
+    FERRY_ASSIGN_OR_RAISE(d->values_hash, internal::ValuesHash(value_schema, d->held, d->length));
+    return Status::OK();
+  }
+
+  // Before the batches that `sent` points into go: each sent dictionary gets its hashes, and is
+  // known by its values alone from then on (one whose hashes cannot be made is forgotten: it is
   // sent again, as a replacement, when next used).
   void ForgetHeld() {
     for (auto it = sent.begin(); it != sent.end();) {
-      const ArrowSchema* value_schema = DictionarySchema(it->first);
-      if (value_schema == nullptr || !Hash(value_schema, &it->second).ok()) {
+      if (!Hash(it->second.schema, &it->second).ok() ||
+          !ValuesOf(it->second.schema, &it->second).ok()) {
         it = sent.erase(it);
         continue;
       }
@@ -191,14 +194,6 @@ struct StreamWriter::Impl {
       d.held = nullptr;
     }
     held_batch.reset();
-  }
-
-  // The value schema of dictionary `id` (NULL if the schema has none).
-  const ArrowSchema* DictionarySchema(int64_t id) const {
-    for (size_t k = 0; k < ids.size(); ++k) {
-      if (ids[k] == id) return dictionary_schemas[k];
-    }
-    return nullptr;
   }
 
   // `held`: the batch stays the writer's until the next is written (WriteHeldBatch), so its
@@ -219,6 +214,9 @@ struct StreamWriter::Impl {
       std::vector<uintptr_t> layout;
       if (held) internal::AppendLayout(dictionary, &layout);
       auto it = sent.find(id);
+      // The dictionary last sent, where its batch is still there (held until this one is
+      // written, or kept by its caller): a growth is then told from its bytes.
+      const ArrowArray* sent_values = nullptr;
       if (it != sent.end()) {
         internal::SentDictionary& was = it->second;
         // The memory of the dictionary last sent, which the batch held until now kept from
@@ -227,20 +225,36 @@ struct StreamWriter::Impl {
           was.held = dictionary;  // the same memory, described by the batch now held
           continue;
         }
+        sent_values = was.held;
         FERRY_RETURN_NOT_OK(Hash(value_schema, &was));
+        // A batch only lent does not keep the dictionary sent reachable: what a later growth is
+        // told by must be made now.
+        if (!held) FERRY_RETURN_NOT_OK(ValuesOf(value_schema, &was));
+      }
+      // The same values in other memory: from now on described by this batch's dictionary
+      // (where it is held) or by their hashes alone. Until then `was` keeps describing the
+      // dictionary sent, which a failed write leaves it describing.
+      const auto same_values = [&](internal::SentDictionary& was) {
         was.layout = std::move(layout);
         was.held = held ? dictionary : nullptr;
-      }
+      };
       FERRY_ASSIGN_OR_RAISE(internal::AssembledBody plain,
                             internal::AssembleArray(value_schema, dictionary, options.alignment,
                                                     internal::Codec::kNone, 0, Swapping()));
       // A held dictionary is hashed only if a later one must be compared with it by value.
       std::optional<uint64_t> h;
       if (it != sent.end() || !held) h = internal::HashBody(plain);
-      if (it != sent.end() && it->second.body_hash == h) continue;
-      internal::SentDictionary now{h, dictionary->length, 0, {}, held ? dictionary : nullptr};
+      if (it != sent.end() && it->second.body_hash == h) {
+        same_values(it->second);
+        continue;
+      }
+      internal::SentDictionary now;
+      now.body_hash = h;
+      now.length = dictionary->length;
+      now.held = held ? dictionary : nullptr;
+      now.schema = value_schema;
       if (held) internal::AppendLayout(dictionary, &now.layout);
-      if (options.emit_dictionary_deltas) {
+      if (options.emit_dictionary_deltas && !held) {
         FERRY_ASSIGN_OR_RAISE(now.values_hash,
                               internal::ValuesHash(value_schema, dictionary, dictionary->length));
       }
@@ -248,14 +262,28 @@ struct StreamWriter::Impl {
       bool delta = false;
       if (it != sent.end() && options.emit_dictionary_deltas &&
           dictionary->length >= it->second.length) {
-        uint64_t prefix = now.values_hash;
-        if (dictionary->length > it->second.length) {
-          FERRY_ASSIGN_OR_RAISE(prefix,
-                                internal::ValuesHash(value_schema, dictionary, it->second.length));
+        // By their bytes where the dictionary sent is still there (equal bytes are equal
+        // values); by their values' renderings otherwise, or where the bytes differ (as they
+        // may under nulls).
+        bool prefix = false;
+        if (sent_values != nullptr) {
+          FERRY_ASSIGN_OR_RAISE(
+              prefix, internal::SamePrefix(value_schema, sent_values, dictionary, it->second.length,
+                                           options.alignment, Swapping()));
         }
-        if (prefix == it->second.values_hash) {
+        if (!prefix && !it->second.values_hash && sent_values != nullptr) {
+          FERRY_ASSIGN_OR_RAISE(it->second.values_hash,
+                                internal::ValuesHash(value_schema, sent_values, it->second.length));
+        }
+        if (!prefix && it->second.values_hash) {
+          FERRY_ASSIGN_OR_RAISE(const uint64_t head,
+                                internal::ValuesHash(value_schema, dictionary, it->second.length));
+          prefix = head == *it->second.values_hash;
+        }
+        if (prefix) {
           if (dictionary->length == it->second.length) {  // the same values, laid out anew
             it->second.body_hash = h;
+            same_values(it->second);
             continue;
           }
           delta = true;

@@ -214,6 +214,29 @@ TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   EXPECT_EQ(w.stats().dictionary_batches, 3);  // x,y; then z alone; then a replacement q
   EXPECT_EQ(w.stats().dictionary_deltas, 1);
   SharedBytes bytes = sink.Finish();
+  // Held, the batches make the same bytes (the growth told from the bytes of the dictionary sent,
+  // which the writer still holds).
+  ipc::MemorySink held_sink;
+  ASSERT_OK_AND_ASSIGN(auto hw, ipc::StreamWriter::Open(&held_sink, a.schema(), options));
+  int releases[4] = {};
+  int k = 0;
+  for (const Array* b : {&a, &grown, &grown, &other}) {
+    UniqueDeviceArray view;
+    view->array = *b->array();
+    view->array.private_data = &releases[k++];
+    view->array.release = [](ArrowArray* self) {
+      ++*static_cast<int*>(self->private_data);
+      self->release = nullptr;
+    };
+    view->device_type = ARROW_DEVICE_CPU;
+    view->device_id = -1;
+    ASSERT_OK(hw.WriteHeldBatch(std::move(view)));
+  }
+  ASSERT_OK(hw.Close());
+  EXPECT_EQ(hw.stats().dictionary_deltas, 1);
+  SharedBytes held_bytes = held_sink.Finish();
+  ASSERT_EQ(held_bytes.size, bytes.size);
+  EXPECT_EQ(std::memcmp(held_bytes.data, bytes.data, static_cast<size_t>(bytes.size)), 0);
   ipc::Decoder decoder;
   ASSERT_OK(decoder.Consume(bytes));
   std::vector<bool> deltas;
