@@ -344,6 +344,41 @@ TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByThe
   EXPECT_EQ(last, 1);
 }
 
+// A file writer refusing a held batch's replacement leaves the dictionary it sent as it was: a
+// later growth of it still goes as a delta, and every held batch is let go once.
+TEST(IpcWriterTest, AFileThatRefusesAHeldReplacementStillTakesALaterGrowth) {
+  const Field root = testing::BatchField({Field::Dictionary("d", "i", Field::Make("u", ""))});
+  ASSERT_OK_AND_ASSIGN(Array a, testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}])"));
+  ASSERT_OK_AND_ASSIGN(Array grown,
+                       testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}, {"d": "z"}])"));
+  ASSERT_OK_AND_ASSIGN(Array other, testing::ArrayFromJson(root, R"([{"d": "q"}])"));
+  ASSERT_OK_AND_ASSIGN(
+      Array more,
+      testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}, {"d": "z"}, {"d": "w"}])"));
+  ipc::WriteOptions options;
+  options.emit_dictionary_deltas = true;
+  ipc::MemorySink sink;
+  int releases[4] = {};
+  {
+    ASSERT_OK_AND_ASSIGN(auto w, ipc::FileWriter::Open(&sink, a.schema(), options));
+    ASSERT_OK(w.WriteHeldBatch(Borrowed(a.array(), &releases[0])));
+    ASSERT_OK(w.WriteHeldBatch(Borrowed(grown.array(), &releases[1])));
+    ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace",
+                       w.WriteHeldBatch(Borrowed(other.array(), &releases[2])));
+    ASSERT_OK(w.WriteHeldBatch(Borrowed(more.array(), &releases[3])));
+    EXPECT_EQ(w.stats().dictionary_deltas, 2);
+    ASSERT_OK(w.Close());
+  }
+  for (int r : releases) EXPECT_EQ(r, 1);
+  SharedBytes file = sink.Finish();
+  ASSERT_OK_AND_ASSIGN(ipc::FileReader reader, ipc::FileReader::Open(file));
+  EXPECT_EQ(reader.num_dictionaries(), 3);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(file));
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(Json::parse(read[2]),
+            Json::parse(R"([{"d": "x"}, {"d": "y"}, {"d": "z"}, {"d": "w"}])"));
+}
+
 TEST(IpcWriterTest, BadInputIsRefusedWithAReason) {
   ASSERT_OK_AND_ASSIGN(Array batch, IntBatch(R"([{"x": 1}])"));
   ipc::MemorySink sink;
