@@ -199,6 +199,20 @@ TEST(IpcWriterTest, DictionariesAreSentOnceAndReplacedWhenTheyChange) {
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace", fw.WriteBatch(b.array()));
 }
 
+// A CPU device batch over `a`'s nodes (no copy) whose release only counts, in `*releases`.
+UniqueDeviceArray Borrowed(const ArrowArray* a, int* releases) {
+  UniqueDeviceArray out;
+  out->array = *a;
+  out->array.private_data = releases;
+  out->array.release = [](ArrowArray* self) {
+    ++*static_cast<int*>(self->private_data);
+    self->release = nullptr;
+  };
+  out->device_type = ARROW_DEVICE_CPU;
+  out->device_id = -1;
+  return out;
+}
+
 TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   const Field root = testing::BatchField({Field::Dictionary("d", "i", Field::Make("u", ""))});
   ASSERT_OK_AND_ASSIGN(Array a, testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}])"));
@@ -221,18 +235,10 @@ TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   int releases[4] = {};
   int k = 0;
   for (const Array* b : {&a, &grown, &grown, &other}) {
-    UniqueDeviceArray view;
-    view->array = *b->array();
-    view->array.private_data = &releases[k++];
-    view->array.release = [](ArrowArray* self) {
-      ++*static_cast<int*>(self->private_data);
-      self->release = nullptr;
-    };
-    view->device_type = ARROW_DEVICE_CPU;
-    view->device_id = -1;
-    ASSERT_OK(hw.WriteHeldBatch(std::move(view)));
+    ASSERT_OK(hw.WriteHeldBatch(Borrowed(b->array(), &releases[k++])));
   }
   ASSERT_OK(hw.Close());
+  for (int r : releases) EXPECT_EQ(r, 1);
   EXPECT_EQ(hw.stats().dictionary_deltas, 1);
   SharedBytes held_bytes = held_sink.Finish();
   ASSERT_EQ(held_bytes.size, bytes.size);
@@ -268,20 +274,6 @@ TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   ASSERT_OK_AND_ASSIGN(auto pw, ipc::FileWriter::Open(&plain_sink, a.schema()));
   ASSERT_OK(pw.WriteBatch(a.array()));
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace", pw.WriteBatch(grown.array()));
-}
-
-// A CPU device batch over `a`'s nodes (no copy) whose release only counts, in `*releases`.
-UniqueDeviceArray Borrowed(const ArrowArray* a, int* releases) {
-  UniqueDeviceArray out;
-  out->array = *a;
-  out->array.private_data = releases;
-  out->array.release = [](ArrowArray* self) {
-    ++*static_cast<int*>(self->private_data);
-    self->release = nullptr;
-  };
-  out->device_type = ARROW_DEVICE_CPU;
-  out->device_id = -1;
-  return out;
 }
 
 // A held batch is kept until the next is written (or the writer closes), so a dictionary at the
