@@ -10,6 +10,7 @@
 
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device.hpp"
+#include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/json.hpp"
@@ -437,9 +438,7 @@ struct StreamWriter::Impl {
           StreamGetNext(owned.get(), a.get()).WithContext("the stream's get_next failed"));
       if (!a.valid()) return Status::OK();
       UniqueDeviceArray held;
-      a.move_to(&held->array);
-      held->device_type = ARROW_DEVICE_CPU;
-      held->device_id = -1;
+      FERRY_RETURN_NOT_OK(DeviceArrayInit(*CpuDevice(), held.get(), a.get(), nullptr));
       FERRY_RETURN_NOT_OK(WriteHeldBatch(std::move(held), nullptr, BatchCheck::kByWriter));
     }
   }

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ferry/core/stream_adapter.hpp"
+#include "ferry/device/device.hpp"
+#include "ferry/device/device_array.hpp"
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema_view.hpp"
 #include "ferry/format/stream.hpp"
@@ -206,9 +208,7 @@ int RunConvert(const IpcOptions& o) {
       if (!batch.valid()) break;
       // Held by the writer until the next is written: a dictionary the batches share is read once.
       UniqueDeviceArray held;
-      batch.move_to(&held->array);
-      held->device_type = ARROW_DEVICE_CPU;
-      held->device_id = -1;
+      FERRY_RETURN_NOT_OK(DeviceArrayInit(*CpuDevice(), held.get(), batch.get(), nullptr));
       FERRY_RETURN_NOT_OK(writer.WriteHeldBatch(std::move(held)));
       if (o.progress) {
         std::fprintf(stderr, "\rferry convert: %lld batches, %.1f MB written",
