@@ -27,7 +27,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from ferry_process import ServeProcess, ferry_cli  # noqa: E402
+from ferry_process import ServeProcess, ferry_cli, stop_process  # noqa: E402
 from netns import Hosts, Unavailable  # noqa: E402
 
 TOKEN = "s3cret"
@@ -247,9 +247,11 @@ def test_a_small_read_of_a_server_that_dies_on_another_host_fails_soon_naming_it
                                   stderr=subprocess.PIPE, text=True)
         info = reader.stdout.readline().split()
         assert info[0] == "INFO" and 0 < int(info[1]) < 4 << 20, (info, reader.stderr.read())
-        server.proc.send_signal(signal.SIGKILL if fault == "killed" else signal.SIGSTOP)
         if fault == "killed":
+            server.proc.send_signal(signal.SIGKILL)
             server.proc.wait()
+        else:
+            stop_process(server.proc.pid)
         out, err = reader.communicate("go\n", timeout=60)
         assert out.startswith("ERROR "), (out, err)
         _, seconds, kind, message = out.strip().split(" ", 3)

@@ -13,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from ferry_process import ferry_cli  # noqa: E402,F401 (also for the suites)
+from ferry_process import ferry_cli, stop_process  # noqa: E402,F401 (ferry_cli: also for the suites)
 
 PAUSED = "ferry-fault: paused at"
 
@@ -124,8 +124,12 @@ class _ServerProcess:
     first, should it be stopped) and closes both."""
 
     def signal(self, sig):
+        """Send `sig`; a SIGSTOP returns once every thread has stopped (stop_process)."""
         if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+            if sig == signal.SIGSTOP:
+                stop_process(self.proc.pid)
+            else:
+                self.proc.send_signal(sig)
 
     def kill(self):
         if self.proc.poll() is None:

@@ -24,17 +24,29 @@ def find_cli():
 
 
 def stop_process(pid, timeout=5.0):
-    """SIGSTOP `pid` and wait until the kernel shows it stopped (state T in /proc/PID/stat):
-    kill() only queues the signal, and on a loaded machine a process may answer one more call
-    before it stops."""
+    """SIGSTOP `pid` and wait until the kernel shows every one of its threads stopped (state T in
+    /proc/PID/task/*/stat): kill() only queues the signal, and until the thread that takes it has
+    run, the others (a server's pollers) may answer one more call on a loaded machine."""
     os.kill(pid, signal.SIGSTOP)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
-                return
+        if all(state in ("T", "t") for state in _thread_states(pid)):
+            return
         time.sleep(0.001)
-    raise AssertionError(f"process {pid} did not stop within {timeout} s")
+    raise AssertionError(f"process {pid} did not stop within {timeout} s: its threads are "
+                         f"{sorted(_thread_states(pid))}")
+
+
+def _thread_states(pid):
+    """The state letter of each thread of `pid` (a thread that ends while read is left out)."""
+    states = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:
+            pass
+    return states
 
 
 def ferry_cli():
