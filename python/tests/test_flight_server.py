@@ -52,10 +52,13 @@ def test_a_table_batches_and_a_stream_served_as_flights():
         assert got.equals(table(1000))
 
 
-def test_batches_that_share_a_dictionary_are_served_whole_over_every_path():
+def test_batches_that_share_a_dictionary_are_served_whole_over_every_path(tmp_path):
     """Batches in memory that share one dictionary (the server writes it once, knowing it by its
     memory), then one with another dictionary and one with the first's values in other memory:
-    pyarrow.flight's DoGet, and ferry's client over shared memory, read back what was added."""
+    pyarrow.flight's DoGet, and ferry's client over shared memory and UCX, read back what was
+    added. The same batches served from an IPC stream file (re-encoded for shared memory and UCX,
+    each batch held by the writer until the next, so that the decoded dictionary the batches share
+    is known by its memory) read back as pyarrow reads the file."""
     shared = pa.array(["red", "green", None, "blue"])
     col = pa.DictionaryArray.from_arrays(pa.array([0, 1, 3, 2, None], pa.int32()), shared)
     other = pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array(["x", "y"]))
@@ -70,6 +73,16 @@ def test_batches_that_share_a_dictionary_are_served_whole_over_every_path():
         assert parts[0].equals(expected)
         got = pa.table(ferry.flight.connect(server.uri).do_get("shared", via="shm"))
         assert got.equals(expected)
+        path = tmp_path / "shared.arrows"
+        with ipc.new_stream(str(path), batches[0].schema) as w:
+            for b in batches:
+                w.write_batch(b)
+        server.add_path("file", path)
+        from_file = ipc.open_stream(str(path)).read_all()
+        assert from_file.equals(expected)
+        client = ferry.flight.connect(server.uri)
+        for via in ("shm", "ucx", "grpc"):
+            assert pa.table(client.do_get("file", via=via)).equals(from_file), via
 
 
 def test_partitioned_flights_in_memory_from_files_and_appended(tmp_path):

@@ -402,7 +402,9 @@ struct StreamWriter::Impl {
       return st;
     }
     // The previous batch goes only now: its dictionaries' memory was compared while it was held.
-    held_batch = std::move(batch);
+    // A schema without dictionaries has nothing to compare, so its producer gets a batch back
+    // as soon as it is written.
+    held_batch = ids.empty() ? UniqueDeviceArray{} : std::move(batch);
     return Status::OK();
   }
 

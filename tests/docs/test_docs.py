@@ -316,6 +316,7 @@ SMOKE_SCRIPT = {
     "python_producer.py": ["--rounds", "1", "--sizes", "1000:200"],
     "many_clients.py": ["--mib", "16", "--clients", "1,2"],
     "metrics_bench.py": ["--gib", "0.02", "--small-batches", "50", "--repeat", "2"],
+    "shared_dictionary.py": ["--batches", "5", "--values", "1000", "--repeat", "1"],
 }
 
 

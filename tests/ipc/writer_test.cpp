@@ -334,6 +334,17 @@ TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByThe
     EXPECT_EQ(last, 0);
   }
   EXPECT_EQ(last, 1);
+
+  // A schema without dictionaries has nothing to compare: its batch is let go once written.
+  ASSERT_OK_AND_ASSIGN(Array plain, IntBatch(R"([{"x": 7}])"));
+  int written = 0;
+  ipc::MemorySink plain_sink;
+  ASSERT_OK_AND_ASSIGN(auto pw, ipc::StreamWriter::Open(&plain_sink, plain.schema()));
+  ASSERT_OK(pw.WriteHeldBatch(Borrowed(plain.array(), &written)));
+  EXPECT_EQ(written, 1);
+  ASSERT_OK(pw.Close());
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> got, testing::ReadIpcAsJson(plain_sink.Finish()));
+  EXPECT_EQ(got, std::vector<std::string>{R"([{"x": 7}])"});
 }
 
 // A file writer refusing a held batch's replacement leaves the dictionary it sent as it was: a

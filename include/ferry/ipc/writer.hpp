@@ -88,10 +88,11 @@ class FERRY_EXPORT StreamWriter {
   [[nodiscard]] Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream = nullptr,
                                         BatchCheck check = BatchCheck::kByWriter);
   /// Write a batch the writer takes, and keeps until the next batch is written or the writer
-  /// closes or goes (otherwise as WriteDeviceBatch). Memory it holds cannot be freed and reused, so
-  /// a dictionary at the memory of the one it sent last is that dictionary, unchanged as Arrow's
-  /// arrays promise, and is not read again (as Arrow C++'s writer knows a dictionary object it
-  /// sent): batches that share a dictionary cost O(its nodes) each, not a pass over its values.
+  /// closes or goes (otherwise as WriteDeviceBatch); a schema without dictionaries has its batch
+  /// released once written. Memory it holds cannot be freed and reused, so a dictionary at the
+  /// memory of the one it sent last is that dictionary, unchanged as Arrow's arrays promise, and
+  /// is not read again (as Arrow C++'s writer knows a dictionary object it sent): batches that
+  /// share a dictionary cost O(its nodes) each, not a pass over its values.
   [[nodiscard]] Status WriteHeldBatch(UniqueDeviceArray batch, void* stream = nullptr,
                                       BatchCheck check = BatchCheck::kByWriter);
   /// Write a batch that its caller keeps, unchanged, until the writer goes (a dataset's batches
