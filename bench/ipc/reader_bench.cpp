@@ -167,17 +167,28 @@ const SharedBytes& GrowingDictionary() {
   return *bytes;
 }
 
-void BM_ReadDictionaryDeltas_Ferry(benchmark::State& state) {
+// With full validation each dictionary's values are checked once, as its message arrives, and
+// each batch's indices against it; Arrow C++'s ValidateFull of a batch walks its dictionary too.
+void ReadDeltasFerry(benchmark::State& state, ValidationLevel level) {
   const auto& bytes = GrowingDictionary();
+  ipc::ReadOptions options;
+  options.validation = level;
   for (auto _ : state) {
-    auto stream = Value(ipc::ReadStream(bytes, {}));
+    auto stream = Value(ipc::ReadStream(bytes, options));
     benchmark::DoNotOptimize(Drain(stream.get()));
   }
   state.counters["per_delta"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * kDeltas,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
+void BM_ReadDictionaryDeltas_Ferry(benchmark::State& s) {
+  ReadDeltasFerry(s, ValidationLevel::kDefault);
+}
+void BM_ReadDictionaryDeltas_Ferry_FullValidation(benchmark::State& s) {
+  ReadDeltasFerry(s, ValidationLevel::kFull);
+}
 BENCHMARK(BM_ReadDictionaryDeltas_Ferry)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadDictionaryDeltas_Ferry_FullValidation)->Unit(benchmark::kMillisecond);
 
 #ifdef FERRY_BENCH_WITH_ARROW
 int64_t DrainArrow(const std::shared_ptr<arrow::io::InputStream>& input, bool validate) {
@@ -229,17 +240,23 @@ void BM_DecodeWideBatch_ArrowCpp(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeWideBatch_ArrowCpp)->Unit(benchmark::kMicrosecond);
 
-void BM_ReadDictionaryDeltas_ArrowCpp(benchmark::State& state) {
+void ReadDeltasArrow(benchmark::State& state, bool validate) {
   const auto& bytes = GrowingDictionary();
   auto buffer = std::make_shared<arrow::Buffer>(bytes.data, bytes.size);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(DrainArrow(std::make_shared<arrow::io::BufferReader>(buffer), false));
+    benchmark::DoNotOptimize(
+        DrainArrow(std::make_shared<arrow::io::BufferReader>(buffer), validate));
   }
   state.counters["per_delta"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * kDeltas,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
+void BM_ReadDictionaryDeltas_ArrowCpp(benchmark::State& s) { ReadDeltasArrow(s, false); }
+void BM_ReadDictionaryDeltas_ArrowCpp_FullValidation(benchmark::State& s) {
+  ReadDeltasArrow(s, true);
+}
 BENCHMARK(BM_ReadDictionaryDeltas_ArrowCpp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadDictionaryDeltas_ArrowCpp_FullValidation)->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace

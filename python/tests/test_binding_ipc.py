@@ -121,6 +121,30 @@ def test_batches_that_share_a_dictionary_send_it_once_and_changes_are_sent():
     assert (reader.stats.num_dictionary_batches, reader.stats.num_replaced_dictionaries) == (2, 1)
 
 
+def test_a_dictionary_is_checked_once_as_it_arrives_and_its_indices_in_every_batch():
+    """Full validation checks a dictionary's values when its message arrives (not again in each
+    batch that uses it) and each batch's indices against it: pyarrow's stream of batches sharing a
+    dictionary reads back whole; one whose dictionary holds bad UTF-8 is refused at that message,
+    and one whose batch indexes past the dictionary at that batch."""
+    values = pa.array(["ab", "cd", "ef"])
+    good = pa.DictionaryArray.from_arrays(pa.array([0, 2, 1], pa.int8()), values)
+    t = pa.Table.from_batches([pa.record_batch([good], names=["d"])] * 30)
+    back = pa.table(ferry.ipc.read_stream(pa_stream_bytes(t)))
+    assert back.equals(t)
+    # "a\xc3": a truncated two-byte sequence in the dictionary's first value.
+    bad_values = pa.StringArray.from_buffers(3, values.buffers()[1], pa.py_buffer(b"a\xc3cdef"))
+    bad = pa.DictionaryArray.from_arrays(pa.array([1, 2], pa.int8()), bad_values)
+    data = pa_stream_bytes(pa.Table.from_batches([pa.record_batch([bad], names=["d"])] * 3))
+    with pytest.raises(ValueError, match=r"message 1 \(dictionary 0\).*element 0: invalid UTF-8"):
+        pa.table(ferry.ipc.read_stream(data))
+    assert pa.table(ferry.ipc.read_stream(data, validation=ferry.ValidationLevel.DEFAULT)).num_rows == 6
+    past = pa.DictionaryArray.from_arrays(pa.array([0, 3], pa.int8()), values, safe=False)
+    data = pa_stream_bytes(pa.Table.from_batches([pa.record_batch([good], names=["d"]),
+                                                  pa.record_batch([past], names=["d"])]))
+    with pytest.raises(ValueError, match=r"message 3.*element 1: dictionary index 3 is outside"):
+        pa.table(ferry.ipc.read_stream(data))
+
+
 def test_device_batches_are_written_through_the_device_layer():
     t = pa.table({"a": [1, 2, 3], "s": ["x", None, "z"]})
     guarded = ferry.Device.resolve(ferry.DeviceType.EXT_DEV, 0)

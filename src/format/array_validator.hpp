@@ -39,7 +39,8 @@ class ArrayValidator {
  public:
   using PathFrame = internal::PathFrame;
 
-  explicit ArrayValidator(ValidationLevel level) : level_(level) {}
+  ArrayValidator(ValidationLevel level, DictionaryValues dictionaries)
+      : level_(level), dictionaries_(dictionaries) {}
 
   Status Validate(const ArrayView& v, const PathFrame* path, int depth);
 
@@ -76,6 +77,7 @@ class ArrayValidator {
   Status Full(const ArrayView& v, const PathFrame* path);
 
   ValidationLevel level_;
+  DictionaryValues dictionaries_;
 };
 
 }  // namespace ferry

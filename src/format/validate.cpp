@@ -45,7 +45,7 @@ Status ArrayValidator::Validate(const ArrayView& v, const PathFrame* path, int d
     PathFrame frame{path, "child", i, child.name()};
     FERRY_RETURN_NOT_OK(Validate(child, &frame, depth + 1));
   }
-  if (v.dictionary() != nullptr) {
+  if (v.dictionary() != nullptr && dictionaries_ == DictionaryValues::kCheck) {
     PathFrame frame{path, "dictionary", 0, {}};
     FERRY_RETURN_NOT_OK(Validate(*v.dictionary(), &frame, depth + 1));
   }
@@ -199,12 +199,12 @@ Status ArrayValidator::Default(const ArrayView& v, const PathFrame* path) {
   }
 }
 
-Status ArrayView::Validate(ValidationLevel level) const {
+Status ArrayView::Validate(ValidationLevel level, DictionaryValues dictionaries) const {
   if (level == ValidationLevel::kNone) return Status::OK();
   if (level < ValidationLevel::kNone || level > ValidationLevel::kFull) {
     return Status::Invalid("unknown validation level " + std::to_string(static_cast<int>(level)));
   }
-  ArrayValidator validator(level);
+  ArrayValidator validator(level, dictionaries);
   PathFrame root{nullptr, nullptr, 0, name()};
   return validator.Validate(*this, &root, 0);
 }

@@ -114,7 +114,8 @@ Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const BufferSize
     } else {
       ApplySizes(view, sizes, &next);
     }
-    st = view.Validate(level);
+    // Every dictionary here is the decoder's, checked at this level as it arrived.
+    st = view.Validate(level, DictionaryValues::kAlreadyChecked);
   }
   if (!st.ok()) return st.WithContext(label.str());
   return Status::OK();

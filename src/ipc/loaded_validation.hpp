@@ -17,7 +17,8 @@ namespace ferry::ipc::internal {
 /// Validate a freshly loaded tree at `level`, with the IPC buffer sizes the loader recorded
 /// (pre-order; children only when `skip_root`), through `view` (made from the tree's schema; its
 /// array is reset by this call, or left as it was when the one-pass check decides). Errors start
-/// with `label`.
+/// with `label`. A dictionary in the tree is the decoder's, checked at `level` as it arrived: its
+/// values are not walked again, only the indices checked against its length.
 Status ValidateLoaded(ArrayView& view, const ArrowArray* array, const BufferSizes& sizes,
                       bool skip_root, ValidationLevel level, const MessageLabel& label);
 /// The same through a view made now from `schema`.

@@ -154,6 +154,21 @@ TEST(Validate, DictionaryIndexOutOfRange) {
   ExpectFailsAt(a, ValidationLevel::kFull, "element 2: dictionary index 2 is outside [0, 2)");
 }
 
+// A dictionary taken as checked already (a decoder's) is not walked again: bad UTF-8 in its
+// values passes, where walking it finds it; an index past its end fails either way.
+TEST(Validate, DictionaryValuesAlreadyCheckedAreNotWalkedButIndicesAre) {
+  Array a = Build(Field::Dictionary("d", "c", Field::Make("u", "values")), R"(["ab", "cd", "ab"])");
+  Mut<char>(a.array()->dictionary, 2)[1] = static_cast<char>(0xC3);  // "a\xC3": truncated
+  Status walked = a.Validate(ValidationLevel::kFull);
+  ASSERT_FALSE(walked.ok());
+  EXPECT_THAT(walked.message(), HasSubstr("dictionary > element 0: invalid UTF-8"));
+  EXPECT_OK(a.Validate(ValidationLevel::kFull, DictionaryValues::kAlreadyChecked));
+  Mut<int8_t>(a.array(), 1)[1] = 2;
+  Status index = a.Validate(ValidationLevel::kFull, DictionaryValues::kAlreadyChecked);
+  ASSERT_FALSE(index.ok());
+  EXPECT_THAT(index.message(), HasSubstr("element 1: dictionary index 2 is outside [0, 2)"));
+}
+
 TEST(Validate, RunEndsThatDoNotIncrease) {
   Field f = Field::Make("+r", "r",
                         {Field::Make("i", "run_ends").WithFlags(0), Field::Make("u", "values")});

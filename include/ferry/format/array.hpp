@@ -30,7 +30,10 @@ class FERRY_EXPORT Array {
   int64_t length() const noexcept { return view_->length(); }
 
   /// Validate at `level` (see ArrayView::Validate).
-  Status Validate(ValidationLevel level) const { return view_->Validate(level); }
+  Status Validate(ValidationLevel level,
+                  DictionaryValues dictionaries = DictionaryValues::kCheck) const {
+    return view_->Validate(level, dictionaries);
+  }
 
   /// Move the structs out to the caller (who then owns them); this Array becomes empty.
   void Export(ArrowSchema* out_schema, ArrowArray* out_array) &&;

@@ -32,6 +32,11 @@ enum class ValidationLevel : int32_t {
   kFull = 3,
 };
 
+/// Whether ArrayView::Validate walks the values of the dictionaries it meets, or takes them as
+/// checked already at that level (a decoder's, each checked once as it arrived, which every batch
+/// that uses it shares). A dictionary's indices are checked against its length either way.
+enum class DictionaryValues : uint8_t { kCheck, kAlreadyChecked };
+
 /// A recursive view over a schema + array pair. It never owns: the ArrowSchema and ArrowArray it
 /// was given must outlive it. Build it once per schema with Make, then point it at any number of
 /// arrays of that schema with SetArray*; neither step validates beyond what populating requires.
@@ -64,7 +69,8 @@ class FERRY_EXPORT ArrayView {
 
   /// Check the array at `level`. Errors name the path, e.g.
   /// `field "a" > child 0 > element 17: offset 40 > data size 32`.
-  Status Validate(ValidationLevel level) const;
+  Status Validate(ValidationLevel level,
+                  DictionaryValues dictionaries = DictionaryValues::kCheck) const;
 
   // -- Structure --------------------------------------------------------------------------------
   const SchemaView& type() const noexcept { return type_; }
