@@ -110,11 +110,13 @@ class ServerClient : public ::testing::TestWithParam<size_t> {
   }
 
   // A connection to `uri` written from the protocol's side, with ferry's extensions or without,
-  // whose receives wait up to 5 s: for rogue and scripted clients.
+  // whose receives wait up to 5 s: for rogue and scripted clients. Its UCX wire-up may take up to
+  // 30 s: on a loaded 2-core machine (the sanitizer suites beside it) one took over 5.
   static Result<std::unique_ptr<transport::Connection>> ConnectRaw(const Uri& uri,
                                                                    bool extensions = false) {
     transport::ConnectOptions connect;
     connect.limits.timeout = std::chrono::seconds(5);
+    connect.connect_timeout = std::chrono::seconds(30);
     connect.extensions = extensions;
     return transport::Connect(uri.scheme, uri.authority.empty() ? uri.path : uri.authority,
                               connect);
