@@ -76,4 +76,57 @@ inline const IpcData& MixedTable() {
   return *data;
 }
 
+// A string dictionary that grows by deltas: 10,000 values, then kDeltas batches each adding 500
+// (110,000 at the end, 1.3 MB of strings), each batch 1,000 indices into the first 10,000.
+constexpr int64_t kDeltaBase = 10000;
+constexpr int64_t kDeltaStep = 500;
+constexpr int64_t kDeltas = 200;
+struct GrowingDictionaryData {
+  UniqueSchema schema;
+  UniqueArray full;  // the indices, with the dictionary at its whole length
+};
+
+inline const GrowingDictionaryData& GrowingDictionarySource() {
+  static GrowingDictionaryData* data = [] {
+    auto* d = new GrowingDictionaryData();
+    Field root = Field::Make("+s", "", {Field::Dictionary("d", "i", Field::Make("u", ""))});
+    root.flags = 0;
+    d->schema = Value(root.Export());
+    auto b = Value(ArrayBuilder::Make(d->schema.get()));
+    ArrayBuilder* column = b->child(0);
+    for (int64_t i = 0; i < kDeltaBase + kDeltaStep * kDeltas; ++i) {
+      Check(column->dictionary()->AppendBytes("value " + std::to_string(i)));
+    }
+    for (int64_t i = 0; i < 1000; ++i) {
+      Check(column->AppendIndex(i * 7 % kDeltaBase));
+      Check(b->FinishElement());
+    }
+    d->full = Value(b->Finish());
+    return d;
+  }();
+  return *data;
+}
+
+// Batch k (0 to kDeltas) of the growing dictionary: the source's buffers, borrowed, its
+// dictionary cut to its first kDeltaBase + kDeltaStep * k values. Made in place (it points into
+// itself) and never released.
+struct GrowingBatch {
+  explicit GrowingBatch(int64_t k) {
+    const ArrowArray* full = GrowingDictionarySource().full.get();
+    values = *full->children[0]->dictionary;
+    values.length = kDeltaBase + kDeltaStep * k;
+    indices = *full->children[0];
+    indices.dictionary = &values;
+    children[0] = &indices;
+    batch = *full;
+    batch.children = children;
+  }
+  GrowingBatch(const GrowingBatch&) = delete;
+  GrowingBatch& operator=(const GrowingBatch&) = delete;
+  ArrowArray values{};
+  ArrowArray indices{};
+  ArrowArray* children[1] = {};
+  ArrowArray batch{};
+};
+
 }  // namespace ferry::bench

@@ -124,41 +124,19 @@ void BM_DecodeWideBatch_Ferry(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeWideBatch_Ferry)->Unit(benchmark::kMicrosecond);
 
-// A string dictionary that grows by deltas: 10,000 values, then 200 batches each adding 500
-// (110,000 at the end, 1.3 MB of strings), each batch 1,000 indices. A reader keeps one
-// contiguous dictionary, so each delta costs it a join of the whole dictionary so far.
-constexpr int64_t kDeltaBase = 10000;
-constexpr int64_t kDeltaStep = 500;
-constexpr int64_t kDeltas = 200;
+// The growing dictionary (bench_data.hpp) as a stream of deltas. A reader keeps one contiguous
+// dictionary, so each delta costs it a join of the whole dictionary so far.
+using bench::kDeltas;
 const SharedBytes& GrowingDictionary() {
   static SharedBytes* bytes = [] {
-    Field root = Field::Make("+s", "", {Field::Dictionary("d", "i", Field::Make("u", ""))});
-    root.flags = 0;
-    auto schema = Value(root.Export());
-    auto b = Value(ArrayBuilder::Make(schema.get()));
-    ArrayBuilder* column = b->child(0);
-    for (int64_t i = 0; i < kDeltaBase + kDeltaStep * kDeltas; ++i) {
-      Check(column->dictionary()->AppendBytes("value " + std::to_string(i)));
-    }
-    for (int64_t i = 0; i < 1000; ++i) {
-      Check(column->AppendIndex(i * 7 % kDeltaBase));
-      Check(b->FinishElement());
-    }
-    auto full = Value(b->Finish());
-    // Batch k borrows the whole batch's buffers, its dictionary cut to its first values.
     ipc::MemorySink sink;
     ipc::WriteOptions options;
     options.emit_dictionary_deltas = true;
-    auto w = Value(ipc::StreamWriter::Open(&sink, schema.get(), options));
+    auto w = Value(
+        ipc::StreamWriter::Open(&sink, bench::GrowingDictionarySource().schema.get(), options));
     for (int64_t k = 0; k <= kDeltas; ++k) {
-      ArrowArray values = *full->children[0]->dictionary;
-      values.length = kDeltaBase + kDeltaStep * k;
-      ArrowArray indices = *full->children[0];
-      indices.dictionary = &values;
-      ArrowArray* children[1] = {&indices};
-      ArrowArray batch = *full.get();
-      batch.children = children;
-      Check(w.WriteBatch(&batch));
+      const bench::GrowingBatch batch(k);
+      Check(w.WriteBatch(&batch.batch));
     }
     Check(w.Close());
     if (w.stats().dictionary_deltas != kDeltas) std::abort();

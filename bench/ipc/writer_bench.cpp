@@ -1,14 +1,17 @@
 // Writing the IPC stream format: ferry against Arrow C++ (from pyarrow), same batches, same run.
 // A ~1 GiB mixed table to a memory sink and to a file (no fsync), uncompressed and LZ4. The
 // "copied" counter is ferry's own count of body bytes it had to copy: 0 means scatter-gather.
-// And batches that share one large dictionary.
+// And batches that share one large dictionary, and a dictionary that grows by deltas.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "bench_data.hpp"
 
 #ifdef FERRY_BENCH_WITH_ARROW
+#include <arrow/array/array_dict.h>
 #include <arrow/c/bridge.h>
 #include <arrow/io/file.h>
 #include <arrow/io/memory.h>
@@ -126,6 +129,45 @@ void BM_WriteSharedDictionary_Ferry_Lent(benchmark::State& s) { WriteShared(s, f
 BENCHMARK(BM_WriteSharedDictionary_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WriteSharedDictionary_Ferry_Lent)->Unit(benchmark::kMillisecond);
 
+// The growing dictionary (bench_data.hpp) written with deltas: each batch's dictionary starts
+// with the one sent before it, so only its 500 new values go. Held, the writer compares the new
+// dictionary's first values with the one it still holds; lent, with their hash.
+void WriteGrowing(benchmark::State& state, bool held) {
+  const auto& d = bench::GrowingDictionarySource();
+  ipc::WriteOptions options;
+  options.emit_dictionary_deltas = true;
+  // Every batch outlives the writer: a held one is read until the next is written.
+  std::vector<std::unique_ptr<bench::GrowingBatch>> batches;
+  for (int64_t k = 0; k <= bench::kDeltas; ++k) {
+    batches.push_back(std::make_unique<bench::GrowingBatch>(k));
+  }
+  for (auto _ : state) {
+    ipc::MemorySink sink;
+    auto w = Value(ipc::StreamWriter::Open(&sink, d.schema.get(), options));
+    for (const auto& batch : batches) {
+      if (held) {
+        UniqueDeviceArray view;
+        view->array = batch->batch;
+        view->array.release = [](ArrowArray* a) { a->release = nullptr; };  // d keeps it
+        view->device_type = ARROW_DEVICE_CPU;
+        view->device_id = -1;
+        Check(w.WriteHeldBatch(std::move(view)));
+      } else {
+        Check(w.WriteBatch(&batch->batch));
+      }
+    }
+    Check(w.Close());
+    if (w.stats().dictionary_deltas != bench::kDeltas) std::abort();
+  }
+  state.counters["per_delta"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * bench::kDeltas,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+void BM_WriteDictionaryDeltas_Ferry(benchmark::State& s) { WriteGrowing(s, true); }
+void BM_WriteDictionaryDeltas_Ferry_Lent(benchmark::State& s) { WriteGrowing(s, false); }
+BENCHMARK(BM_WriteDictionaryDeltas_Ferry)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WriteDictionaryDeltas_Ferry_Lent)->Unit(benchmark::kMillisecond);
+
 #ifdef FERRY_BENCH_WITH_ARROW
 std::shared_ptr<arrow::RecordBatch> ArrowBatch() {
   const auto& d = bench::MixedTable();
@@ -198,6 +240,38 @@ void BM_WriteSharedDictionary_ArrowCpp(benchmark::State& state) {
   state.counters["output_bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_WriteSharedDictionary_ArrowCpp)->Unit(benchmark::kMillisecond);
+
+void BM_WriteDictionaryDeltas_ArrowCpp(benchmark::State& state) {
+  const auto& d = bench::GrowingDictionarySource();
+  UniqueSchema schema = Value(CopySchema(d.schema.get()));
+  ArrowArray view = *d.full.get();
+  view.release = [](ArrowArray* a) { a->release = nullptr; };  // d keeps it
+  auto full = arrow::ImportRecordBatch(&view, schema.get()).ValueOrDie();
+  const auto& column = static_cast<const arrow::DictionaryArray&>(*full->column(0));
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  for (int64_t k = 0; k <= bench::kDeltas; ++k) {
+    auto cut = arrow::DictionaryArray::FromArrays(
+                   column.type(), column.indices(),
+                   column.dictionary()->Slice(0, bench::kDeltaBase + bench::kDeltaStep * k))
+                   .ValueOrDie();
+    batches.push_back(arrow::RecordBatch::Make(full->schema(), full->num_rows(), {cut}));
+  }
+  auto options = arrow::ipc::IpcWriteOptions::Defaults();
+  options.emit_dictionary_deltas = true;
+  for (auto _ : state) {
+    auto out = arrow::io::BufferOutputStream::Create().ValueOrDie();
+    auto w = arrow::ipc::MakeStreamWriter(out, full->schema(), options).ValueOrDie();
+    for (const auto& b : batches) {
+      if (!w->WriteRecordBatch(*b).ok()) std::abort();
+    }
+    if (!w->Close().ok()) std::abort();
+    if (w->stats().num_dictionary_deltas != bench::kDeltas) std::abort();
+  }
+  state.counters["per_delta"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * bench::kDeltas,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_WriteDictionaryDeltas_ArrowCpp)->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace

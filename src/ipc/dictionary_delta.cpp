@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ferry/core/host_buffer.hpp"
@@ -11,7 +12,7 @@
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/bits.hpp"
 #include "ferry/format/json.hpp"
-#include "ferry/format/schema_view.hpp"
+#include "ipc/flat_values.hpp"
 
 namespace ferry::ipc::internal {
 
@@ -108,21 +109,10 @@ Status JoinBinary(const ArrowArray* const (&parts)[2], Joined* out) {
 
 Result<UniqueArray> JoinDelta(const ArrowSchema* schema, const ArrowArray* dictionary,
                               const ArrowArray* delta) {
-  FERRY_ASSIGN_OR_RAISE(const SchemaView v, SchemaView::Make(schema));
-  const TypeId st = v.storage_type;
-  const bool binary = st == TypeId::kBinary || st == TypeId::kString ||
-                      st == TypeId::kLargeBinary || st == TypeId::kLargeString;
-  int64_t bits = 0;  // a fixed-width value's, 1 for booleans
-  if (st == TypeId::kFixedSizeBinary) {
-    bits = int64_t{v.fixed_size} * 8;
-  } else if (!binary && v.layout.n_fixed_buffers == 2 && v.layout.n_children == 0 &&
-             v.layout.buffer_type[0] == BufferType::kValidity &&
-             v.layout.buffer_type[1] == BufferType::kData) {
-    bits = v.layout.element_size_bits[1];
-  }
-  if (schema->dictionary != nullptr || (!binary && bits <= 0)) {
-    return JoinThroughJson(schema, dictionary, delta);
-  }
+  const std::optional<FlatValues> flat = FlatValuesOf(schema);
+  if (!flat) return JoinThroughJson(schema, dictionary, delta);
+  const bool binary = flat->binary;
+  const int64_t bits = flat->bits;  // a fixed-width value's, 1 for booleans
 
   const ArrowArray* const parts[2] = {dictionary, delta};
   const int64_t rows = dictionary->length + delta->length;
@@ -140,9 +130,8 @@ Result<UniqueArray> JoinDelta(const ArrowSchema* schema, const ArrowArray* dicti
   };
   if (nulls > 0) FERRY_RETURN_NOT_OK(join_bits(0, &joined->validity));
   if (binary) {
-    const bool large = st == TypeId::kLargeBinary || st == TypeId::kLargeString;
-    FERRY_RETURN_NOT_OK(large ? JoinBinary<int64_t>(parts, joined.get())
-                              : JoinBinary<int32_t>(parts, joined.get()));
+    FERRY_RETURN_NOT_OK(flat->large ? JoinBinary<int64_t>(parts, joined.get())
+                                    : JoinBinary<int32_t>(parts, joined.get()));
   } else if (bits == 1) {
     FERRY_RETURN_NOT_OK(join_bits(1, &joined->values));
   } else {

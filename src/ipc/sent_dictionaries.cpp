@@ -8,6 +8,7 @@
 
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/json.hpp"
+#include "ipc/flat_values.hpp"
 
 namespace ferry::ipc::internal {
 
@@ -43,10 +44,14 @@ uint64_t HashBody(const AssembledBody& body) {
   return h;
 }
 
-// The first `length` values of a dictionary, hashed from ferry's JSON rendering (a value, not a
-// layout, comparison): how the writer tells that a new dictionary starts with the one it sent.
+// The first `length` values of a dictionary, hashed value by value for flat types and from
+// ferry's JSON rendering for the others (a value, not a layout, comparison): how the writer tells
+// that a new dictionary starts with the one it sent.
 Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* dictionary,
                             int64_t length) {
+  if (const std::optional<FlatValues> flat = FlatValuesOf(schema)) {
+    return FlatValuesHash(*flat, dictionary, length);
+  }
   ArrowArray head = *dictionary;  // a borrowed view of the prefix: never released
   head.length = length;
   head.null_count = -1;
@@ -86,6 +91,9 @@ Result<uint64_t> HashArray(const ArrowSchema* schema, const ArrowArray* array, i
 Result<bool> SamePrefix(const ArrowSchema* schema, const ArrowArray* sent,
                         const ArrowArray* dictionary, int64_t length, int64_t alignment,
                         bool swap_bytes) {
+  if (const std::optional<FlatValues> flat = FlatValuesOf(schema)) {
+    return SameFlatValues(*flat, sent, dictionary, length);
+  }
   ArrowArray head = *dictionary;  // a borrowed view of the prefix: never released
   head.length = length;
   head.null_count = -1;
@@ -94,6 +102,32 @@ Result<bool> SamePrefix(const ArrowSchema* schema, const ArrowArray* sent,
   FERRY_ASSIGN_OR_RAISE(AssembledBody b,
                         AssembleArray(schema, &head, alignment, Codec::kNone, 0, swap_bytes));
   return SameBody(a, b);
+}
+
+Status HashHeld(SentDictionary* d, int64_t alignment, bool swap_bytes) {
+  if (d->body_hash || d->held == nullptr) return Status::OK();
+  FERRY_ASSIGN_OR_RAISE(d->body_hash, HashArray(d->schema, d->held, alignment, swap_bytes));
+  return Status::OK();
+}
+
+Status HashHeldValues(SentDictionary* d, bool deltas) {
+  if (!deltas || d->values_hash || d->held == nullptr) return Status::OK();
+  FERRY_ASSIGN_OR_RAISE(d->values_hash, ValuesHash(d->schema, d->held, d->length));
+  return Status::OK();
+}
+
+void ForgetHeld(std::map<int64_t, SentDictionary>* sent, int64_t alignment, bool swap_bytes,
+                bool deltas) {
+  for (auto it = sent->begin(); it != sent->end();) {
+    if (!HashHeld(&it->second, alignment, swap_bytes).ok() ||
+        !HashHeldValues(&it->second, deltas).ok()) {
+      it = sent->erase(it);
+      continue;
+    }
+    it->second.layout.clear();
+    it->second.held = nullptr;
+    ++it;
+  }
 }
 
 // Where an array's values lie: every node's length, offset, null count and buffer addresses,

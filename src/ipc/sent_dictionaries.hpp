@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -21,9 +22,9 @@ void CollectDictionaries(const ArrowSchema* s, const ArrowArray* a,
 /// A hash of an assembled body: its lengths, and every byte of its pieces.
 uint64_t HashBody(const AssembledBody& body);
 
-/// The first `length` values of a dictionary, hashed from ferry's JSON rendering (a value, not
-/// a layout, comparison): how the writer tells that a new dictionary starts with the one it
-/// sent.
+/// The first `length` values of a dictionary, hashed as values (FlatValuesHash for flat types,
+/// ferry's JSON rendering for the others): how the writer tells that a new dictionary starts
+/// with the one it sent.
 Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* dictionary,
                             int64_t length);
 
@@ -36,8 +37,9 @@ bool SameBody(const AssembledBody& a, const AssembledBody& b);
 Result<uint64_t> HashArray(const ArrowSchema* schema, const ArrowArray* array, int64_t alignment,
                            bool swap_bytes);
 
-/// Whether the first `length` values of `dictionary` have the bytes of `sent` (of that length),
-/// both assembled as HashArray assembles them.
+/// Whether the first `length` values of `dictionary` are those of `sent` (of that length): for
+/// flat types value by value (SameFlatValues), for the others by their bytes assembled as
+/// HashArray assembles them (unequal bytes may still be equal values, as under nulls).
 Result<bool> SamePrefix(const ArrowSchema* schema, const ArrowArray* sent,
                         const ArrowArray* dictionary, int64_t length, int64_t alignment,
                         bool swap_bytes);
@@ -53,6 +55,20 @@ struct SentDictionary {
   const ArrowArray* held = nullptr;     // the dictionary itself, in the held batch
   const ArrowSchema* schema = nullptr;  // its value schema (the writer's)
 };
+
+/// Give `d` its body hash (HashArray of the dictionary it holds, assembled with `alignment` and
+/// `swap_bytes`) where it has none yet and still holds one.
+Status HashHeld(SentDictionary* d, int64_t alignment, bool swap_bytes);
+
+/// With `deltas`: give `d` its values' hash (ValuesHash of the dictionary it holds) where it has
+/// none yet and still holds one.
+Status HashHeldValues(SentDictionary* d, bool deltas);
+
+/// Before the batches that `sent` points into go: each sent dictionary gets its hashes, and is
+/// known by its values alone from then on (one whose hashes cannot be made is forgotten: it is
+/// sent again, as a replacement, when next used).
+void ForgetHeld(std::map<int64_t, SentDictionary>* sent, int64_t alignment, bool swap_bytes,
+                bool deltas);
 
 /// Where an array's values lie: every node's length, offset, null count and buffer addresses,
 /// its children and dictionary included, appended to `out`. In memory that is held (so not

@@ -16,6 +16,7 @@
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ipc/assembler.hpp"
+#include "ipc/flat_values.hpp"
 #include "ipc/loaded_validation.hpp"
 #include "ipc/schema_flatbuffer.hpp"
 #include "ipc/sent_dictionaries.hpp"
@@ -154,38 +155,16 @@ struct StreamWriter::Impl {
     return fb::CreateRecordBatch(b, body.length, nodes, buffers, compression, variadic);
   }
 
-  // Give `d` its body hash, from the dictionary in the held batch where it has none yet.
-  Status Hash(const ArrowSchema* value_schema, internal::SentDictionary* d) const {
-    if (d->body_hash || d->held == nullptr) return Status::OK();
-    FERRY_ASSIGN_OR_RAISE(
-        d->body_hash, internal::HashArray(value_schema, d->held, options.alignment, Swapping()));
-    return Status::OK();
+  // Give `d` its body hash, and with deltas its values' hash, where it has none yet.
+  Status Hash(internal::SentDictionary* d) const {
+    return internal::HashHeld(d, options.alignment, Swapping());
   }
-
-  // With deltas: give `d` its values' hash, from the dictionary in the held batch where it has
-  // none yet.
-  Status ValuesOf(const ArrowSchema* value_schema, internal::SentDictionary* d) const {
-    if (!options.emit_dictionary_deltas || d->values_hash || d->held == nullptr) {
-      return Status::OK();
-    }
-    FERRY_ASSIGN_OR_RAISE(d->values_hash, internal::ValuesHash(value_schema, d->held, d->length));
-    return Status::OK();
+  Status ValuesOf(internal::SentDictionary* d) const {
+    return internal::HashHeldValues(d, options.emit_dictionary_deltas);
   }
-
-  // Before the batches that `sent` points into go: each sent dictionary gets its hashes, and is
-  // known by its values alone from then on (one whose hashes cannot be made is forgotten: it is
-  // sent again, as a replacement, when next used).
+  // Before the batches that `sent` points into go (internal::ForgetHeld).
   void ForgetHeld() {
-    for (auto it = sent.begin(); it != sent.end();) {
-      if (!Hash(it->second.schema, &it->second).ok() ||
-          !ValuesOf(it->second.schema, &it->second).ok()) {
-        it = sent.erase(it);
-        continue;
-      }
-      it->second.layout.clear();
-      it->second.held = nullptr;
-      ++it;
-    }
+    internal::ForgetHeld(&sent, options.alignment, Swapping(), options.emit_dictionary_deltas);
   }
 
   // Once closed: the held batch goes, and nothing is compared with it again.
@@ -227,10 +206,9 @@ struct StreamWriter::Impl {
           continue;
         }
         sent_values = was.held;
-        FERRY_RETURN_NOT_OK(Hash(value_schema, &was));
         // A batch only lent does not keep the dictionary sent reachable: what a later growth is
         // told by must be made now.
-        if (!held) FERRY_RETURN_NOT_OK(ValuesOf(value_schema, &was));
+        if (!held) FERRY_RETURN_NOT_OK(ValuesOf(&was));
       }
       // The same values in other memory: from now on described by this batch's dictionary
       // (where it is held) or by their hashes alone. Until then `was` keeps describing the
@@ -239,15 +217,40 @@ struct StreamWriter::Impl {
         was.layout = std::move(layout);
         was.held = held ? dictionary : nullptr;
       };
-      FERRY_ASSIGN_OR_RAISE(internal::AssembledBody plain,
-                            internal::AssembleArray(value_schema, dictionary, options.alignment,
-                                                    internal::Codec::kNone, 0, Swapping()));
-      // A held dictionary is hashed only if a later one must be compared with it by value.
-      std::optional<uint64_t> h;
-      if (it != sent.end() || !held) h = internal::HashBody(plain);
-      if (it != sent.end() && it->second.body_hash == h) {
+      // Only a dictionary of the sent one's length can hold its values. Where the sent one is
+      // still there and of a flat type, they are compared value by value, neither assembled nor
+      // hashed; otherwise by the hash of their bodies.
+      const bool same_length = it != sent.end() && dictionary->length == it->second.length;
+      const std::optional<internal::FlatValues> flat =
+          sent_values != nullptr ? internal::FlatValuesOf(value_schema) : std::nullopt;
+      if (same_length && flat &&
+          internal::SameFlatValues(*flat, sent_values, dictionary, dictionary->length)) {
+        if (!held) FERRY_RETURN_NOT_OK(Hash(&it->second));  // its memory goes
         same_values(it->second);
         continue;
+      }
+      std::optional<internal::AssembledBody> plain;  // assembled once, where it is needed
+      const auto assembled = [&]() -> Result<internal::AssembledBody*> {
+        if (!plain) {
+          FERRY_ASSIGN_OR_RAISE(plain,
+                                internal::AssembleArray(value_schema, dictionary, options.alignment,
+                                                        internal::Codec::kNone, 0, Swapping()));
+        }
+        return &*plain;
+      };
+      // A held dictionary is hashed only if a later one must be compared with it by hash; with
+      // deltas, a lent one is known by its values' hash (below) instead.
+      std::optional<uint64_t> h;
+      if ((!held && !options.emit_dictionary_deltas) || (same_length && !flat)) {
+        FERRY_ASSIGN_OR_RAISE(const internal::AssembledBody* p, assembled());
+        h = internal::HashBody(*p);
+      }
+      if (same_length && !flat) {
+        FERRY_RETURN_NOT_OK(Hash(&it->second));
+        if (it->second.body_hash == h) {
+          same_values(it->second);
+          continue;
+        }
       }
       internal::SentDictionary now;
       now.body_hash = h;
@@ -263,20 +266,20 @@ struct StreamWriter::Impl {
       bool delta = false;
       if (it != sent.end() && options.emit_dictionary_deltas &&
           dictionary->length >= it->second.length) {
-        // By their bytes where the dictionary sent is still there (equal bytes are equal
-        // values); by their values' renderings otherwise, or where the bytes differ (as they
-        // may under nulls).
+        // Where the dictionary sent is still there, value by value (flat types, exactly) or by
+        // bytes (equal bytes are equal values); by their values' hashes otherwise, or where the
+        // bytes differ (as they may under nulls).
         bool prefix = false;
         if (sent_values != nullptr) {
           FERRY_ASSIGN_OR_RAISE(
               prefix, internal::SamePrefix(value_schema, sent_values, dictionary, it->second.length,
                                            options.alignment, Swapping()));
         }
-        if (!prefix && !it->second.values_hash && sent_values != nullptr) {
+        if (!prefix && !flat && !it->second.values_hash && sent_values != nullptr) {
           FERRY_ASSIGN_OR_RAISE(it->second.values_hash,
                                 internal::ValuesHash(value_schema, sent_values, it->second.length));
         }
-        if (!prefix && it->second.values_hash) {
+        if (!prefix && !flat && it->second.values_hash) {
           FERRY_ASSIGN_OR_RAISE(const uint64_t head,
                                 internal::ValuesHash(value_schema, dictionary, it->second.length));
           prefix = head == *it->second.values_hash;
@@ -304,7 +307,8 @@ struct StreamWriter::Impl {
       const ArrowArray* written = delta ? &tail : dictionary;
       internal::AssembledBody body;
       if (options.compression == Compression::kNone && !delta) {
-        body = std::move(plain);
+        FERRY_ASSIGN_OR_RAISE(internal::AssembledBody * p, assembled());
+        body = std::move(*p);
       } else {
         FERRY_ASSIGN_OR_RAISE(
             body, internal::AssembleArray(value_schema, written, options.alignment,
