@@ -96,6 +96,13 @@ void KeptMessage::SetBody(const std::vector<transport::BufferRef>& refs) {
   pairs = EncodeBufferList(refs);
 }
 
+Status WriteReaderBatch(ipc::StreamWriter& writer, DatasetReader& reader,
+                        const ArrowDeviceArray* batch) {
+  if (reader.keeps_batches()) return writer.WriteKeptBatch(batch);
+  UniqueDeviceArray taken = reader.TakeBatch();
+  return taken.valid() ? writer.WriteHeldBatch(std::move(taken)) : writer.WriteDeviceBatch(batch);
+}
+
 Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options) {
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<DatasetReader> reader, dataset.Open());
   FERRY_ASSIGN_OR_RAISE(ipc::StreamWriter writer,
@@ -103,9 +110,7 @@ Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptio
   while (true) {
     FERRY_ASSIGN_OR_RAISE(const ArrowDeviceArray* batch, reader->Next());
     if (batch == nullptr) break;
-    // Batches the dataset keeps outlive the writer: a dictionary they share is read once.
-    FERRY_RETURN_NOT_OK(reader->keeps_batches() ? writer.WriteKeptBatch(batch)
-                                                : writer.WriteDeviceBatch(batch));
+    FERRY_RETURN_NOT_OK(WriteReaderBatch(writer, *reader, batch));
   }
   return writer.Close();
 }

@@ -64,6 +64,13 @@ Result<std::shared_ptr<const Kept>> EncodeKeptOnDevice(Dataset& dataset,
                                                        const ipc::WriteOptions& options,
                                                        Device& device);
 
+/// Write `batch`, the one `reader` last returned: as kept where the reader keeps its batches, else
+/// taken from the reader and held by the writer until the next (either way a dictionary the
+/// batches share is known by its memory and read once), or lent where the reader cannot give it
+/// up.
+Status WriteReaderBatch(ipc::StreamWriter& writer, DatasetReader& reader,
+                        const ArrowDeviceArray* batch);
+
 /// Write `dataset`'s messages (schema, dictionaries, batches, end) into `sink` with `options`.
 Status EncodeAll(Dataset& dataset, ipc::MessageSink* sink, const ipc::WriteOptions& options);
 

@@ -258,14 +258,8 @@ Status Session::ServeRequest() {
         batch = loan_->get();
       }
     }
-    // Batches the dataset keeps (in memory) outlive the writer, and a batch taken from the
-    // reader is held by it until the next is written: either way a dictionary that batches share
-    // is read once, not once a batch.
-    const bool kept = loan_ == nullptr && reader->keeps_batches();
-    UniqueDeviceArray taken = loan_ == nullptr && !kept ? reader->TakeBatch() : UniqueDeviceArray{};
-    const Status written = taken.valid() ? writer.WriteHeldBatch(std::move(taken))
-                           : kept        ? writer.WriteKeptBatch(batch)
-                                         : writer.WriteDeviceBatch(batch);
+    const Status written = loan_ == nullptr ? WriteReaderBatch(writer, *reader, batch)
+                                            : writer.WriteDeviceBatch(batch);
     loan_.reset();  // the loans hold it now, if it was lent in place
     FERRY_RETURN_NOT_OK(written);
   }
