@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "bench_data.hpp"
+#include "ferry/device/device.hpp"
+#include "ferry/device/device_array.hpp"
 
 #ifdef FERRY_BENCH_WITH_ARROW
 #include <arrow/array/array_dict.h>
@@ -66,6 +68,15 @@ BENCHMARK(BM_WriteMemory_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WriteFile_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WriteFile_Ferry_Lz4)->Unit(benchmark::kMillisecond);
 
+// A CPU device batch over `array`'s buffers, which its caller keeps: the writer may hold it.
+UniqueDeviceArray Borrowed(const ArrowArray& array) {
+  ArrowArray view = array;
+  view.release = [](ArrowArray* a) { a->release = nullptr; };
+  UniqueDeviceArray out;
+  Check(DeviceArrayInit(*CpuDevice(), out.get(), &view, nullptr));
+  return out;
+}
+
 // 200 batches of 1,000 indices into one shared 200,000-string dictionary (2.1 MB of values),
 // as a table read from a dictionary-encoded file is: the dictionary is sent once.
 constexpr int64_t kSharedBatches = 200;
@@ -105,12 +116,7 @@ void WriteShared(benchmark::State& state, bool held) {
     auto w = Value(ipc::StreamWriter::Open(&sink, d.schema.get()));
     for (int64_t i = 0; i < kSharedBatches; ++i) {
       if (held) {
-        UniqueDeviceArray view;
-        view->array = *d.batch.get();
-        view->array.release = [](ArrowArray* a) { a->release = nullptr; };  // d keeps it
-        view->device_type = ARROW_DEVICE_CPU;
-        view->device_id = -1;
-        Check(w.WriteHeldBatch(std::move(view)));
+        Check(w.WriteHeldBatch(Borrowed(*d.batch.get())));
       } else {
         Check(w.WriteBatch(d.batch.get()));
       }
@@ -146,12 +152,7 @@ void WriteGrowing(benchmark::State& state, bool held) {
     auto w = Value(ipc::StreamWriter::Open(&sink, d.schema.get(), options));
     for (const auto& batch : batches) {
       if (held) {
-        UniqueDeviceArray view;
-        view->array = batch->batch;
-        view->array.release = [](ArrowArray* a) { a->release = nullptr; };  // d keeps it
-        view->device_type = ARROW_DEVICE_CPU;
-        view->device_id = -1;
-        Check(w.WriteHeldBatch(std::move(view)));
+        Check(w.WriteHeldBatch(Borrowed(batch->batch)));
       } else {
         Check(w.WriteBatch(&batch->batch));
       }
