@@ -117,8 +117,9 @@ class KeepAlive::Arena {
     return Slots{node.children, &node.dictionary};
   }
 
-  void Unref() noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  // Drop `n` references (nodes released, or the KeepAlive's own).
+  void Unref(int64_t n = 1) noexcept {
+    if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) delete this;
   }
 
  private:
@@ -129,14 +130,17 @@ class KeepAlive::Arena {
   static constexpr size_t kInlineChildren = 8;
 
   struct Node {
+    // Made for every array of every batch: only what is read before MakeNode writes it is
+    // set here (value-initialising the whole node zeroed its 200 bytes first).
+    Node() noexcept { dictionary.release = nullptr; }
     Arena* arena = nullptr;
-    const void* inline_buffers[kInlineBuffers] = {};
-    std::vector<const void*> many_buffers;     // view types: more than three
-    std::unique_ptr<std::byte[]> child_block;  // children, then child_ptrs
+    const void* inline_buffers[kInlineBuffers];  // the first n_buffers are written
+    std::vector<const void*> many_buffers;       // view types: more than three
+    std::unique_ptr<std::byte[]> child_block;    // children, then child_ptrs
     ArrowArray* children = nullptr;
     ArrowArray** child_ptrs = nullptr;
     int64_t n_children = 0;
-    ArrowArray dictionary{};
+    ArrowArray dictionary;  // unused until its release is set
   };
   struct Block {
     Node* nodes;
@@ -156,13 +160,29 @@ class KeepAlive::Arena {
 
   static void Release(ArrowArray* array) {
     auto* node = static_cast<Node*>(array->private_data);
-    for (int64_t i = 0; i < node->n_children; ++i) {
-      ArrowArray& child = node->children[i];
-      if (child.release != nullptr) child.release(&child);  // not moved out by the consumer
-    }
-    if (node->dictionary.release != nullptr) node->dictionary.release(&node->dictionary);
+    const int64_t released = 1 + ReleaseOwn(*node);
     array->release = nullptr;
-    node->arena->Unref();
+    node->arena->Unref(released);
+  }
+
+  // Release what `node` still holds (its children and dictionary that the consumer did not move
+  // out): those of its own arena without counting each, so that a batch's release drops its
+  // arena's count once. How many of its arena's nodes were released.
+  static int64_t ReleaseOwn(Node& node) {
+    int64_t released = 0;
+    const auto release = [&](ArrowArray& a) {
+      if (a.release == nullptr) return;  // moved out by the consumer
+      auto* inner = static_cast<Node*>(a.private_data);
+      if (a.release == &Arena::Release && inner->arena == node.arena) {
+        released += 1 + ReleaseOwn(*inner);
+        a.release = nullptr;
+      } else {
+        a.release(&a);
+      }
+    };
+    for (int64_t i = 0; i < node.n_children; ++i) release(node.children[i]);
+    release(node.dictionary);
+    return released;
   }
 
   std::atomic<int64_t> refs_{1};  // the KeepAlive's own, plus one per live node

@@ -131,6 +131,34 @@ TEST(KeepAlive, AForeignChildMovedInIsReleasedWithTheNode) {
   EXPECT_EQ(released, 1);
 }
 
+// A node released with its parent is counted against its own arena, not its parent's: a node of
+// another KeepAlive moved into a slot goes with the parent, and each owner exactly once.
+TEST(KeepAlive, ANodeOfAnotherArenaMovedInGoesWithTheParent) {
+  auto first = std::make_shared<Watched>();
+  auto second = std::make_shared<Watched>();
+  std::weak_ptr<Watched> watch_first = first;
+  std::weak_ptr<Watched> watch_second = second;
+  const void* none[1] = {nullptr};
+  const void* leaf[2] = {nullptr, second->values.data()};
+  UniqueArray parent;
+  UniqueArray sibling;
+  {
+    KeepAlive nodes(std::move(first));
+    const KeepAlive::Slots slots = nodes.MakeNode(parent.get(), 4, 0, 0, none, 1, 2);
+    const KeepAlive::Slots inner = nodes.MakeNode(&slots.children[0], 4, 0, 0, none, 1, 1);
+    nodes.MakeNode(&inner.children[0], 4, 0, 0, none, 1, 0);  // a grandchild
+    KeepAlive others(std::move(second));
+    others.MakeNode(&slots.children[1], 4, 0, 0, leaf, 2, 0);  // the other arena's, moved in
+    others.MakeNode(sibling.get(), 4, 0, 0, leaf, 2, 0);       // and one it keeps outside
+  }
+  parent.reset();
+  EXPECT_TRUE(watch_first.expired());    // the parent, its child and grandchild: all of its arena
+  EXPECT_FALSE(watch_second.expired());  // the sibling still holds the other arena
+  EXPECT_EQ(static_cast<const int32_t*>(sibling->buffers[1])[2], 3);
+  sibling.reset();
+  EXPECT_TRUE(watch_second.expired());
+}
+
 TEST(KeepAlive, AnOwnerKeptLaterGoesWithTheLastNodeToo) {
   auto owner = std::make_shared<Watched>();
   auto later = std::make_shared<Watched>();
@@ -197,13 +225,14 @@ TEST(KeepAlive, AnArenaReleasedOnAThreadServesTheNextOneMadeThere) {
   OneBatch();
   EXPECT_EQ(testing::allocations - before, 1) << "only the owner's make_shared";
   // Made here and released on another thread: that thread keeps the memory (and frees it as it
-  // ends), so the next arena made here comes from the heap again.
-  UniqueArray node;
-  {
+  // ends), so the next arena made here comes from the heap again. More of them than this thread
+  // keeps, so that none of the arenas earlier tests released here is left to serve the next.
+  std::vector<UniqueArray> nodes_elsewhere(8);
+  for (UniqueArray& node : nodes_elsewhere) {
     KeepAlive nodes(std::make_shared<int>(7));
     (void)nodes.MakeNode(node.get(), 1, 0, 0, nullptr, 0, 0);
   }
-  std::thread([&node] { node.reset(); }).join();
+  std::thread([&nodes_elsewhere] { nodes_elsewhere.clear(); }).join();
   before = testing::allocations;
   OneBatch();
   EXPECT_EQ(testing::allocations - before, 2) << "the arena's memory stayed with the thread "

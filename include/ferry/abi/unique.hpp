@@ -73,13 +73,14 @@ class Unique {
  public:
   Unique() noexcept { std::memset(&value_, 0, sizeof(T)); }
   /// Take ownership of `*source` by moving it; `*source` is marked released.
-  explicit Unique(T* source) noexcept : Unique() {
+  explicit Unique(T* source) noexcept {
     std::memcpy(&value_, source, sizeof(T));
     CStructTraits<T>::mark_released(*source);
   }
   Unique(const Unique&) = delete;
   Unique& operator=(const Unique&) = delete;
-  Unique(Unique&& other) noexcept : Unique() {
+  // Every byte is copied from `other`: nothing to zero first.
+  Unique(Unique&& other) noexcept {
     std::memcpy(&value_, &other.value_, sizeof(T));
     CStructTraits<T>::mark_released(other.value_);
   }
@@ -91,7 +92,10 @@ class Unique {
     }
     return *this;
   }
-  ~Unique() { reset(); }
+  // A struct that goes is released, not zeroed (reset zeroes it for its next use).
+  ~Unique() {
+    if (valid()) detail::release_struct(value_);
+  }
 
   /// The struct, for reading or for a producer to fill (when released).
   T* get() noexcept { return &value_; }
