@@ -1,6 +1,7 @@
 // Loading RecordBatch bodies into ArrowArrays, checking everything first.
 #include "ipc/array_loader.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <list>
 
@@ -105,6 +106,12 @@ class Loader {
   }
 
   KeepAlive TakeNodes() { return std::move(nodes_); }
+  // The batch's root: a struct of `length` rows, no validity bitmap, and `n_children` slots the
+  // columns are loaded into.
+  KeepAlive::Slots Root(ArrowArray* out, int64_t length, int64_t n_children) {
+    const void* no_validity = nullptr;
+    return nodes_.MakeNode(out, length, 0, 0, &no_validity, 1, n_children);
+  }
   void set_preorder(const StreamSchema::Preorder* p) { preorder_ = p; }
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -437,11 +444,14 @@ Result<std::vector<bool>> BuffersOfColumns(std::span<const ArrowSchema* const> c
   return needed;
 }
 
-Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
-                   const fb::RecordBatch* batch, const Body& body,
-                   const DictionaryLookup& dictionaries, int64_t decompress_limit,
-                   const MessageLabel& label, const std::vector<bool>& selected, bool one_pass,
-                   LoadedColumns* out) {
+namespace {
+
+// LoadColumns and LoadBatch: the columns go to `root`'s children where it is given (made here,
+// so that no column is moved after it is loaded), else to out->columns.
+Status Load(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
+            const fb::RecordBatch* batch, const Body& body, const DictionaryLookup& dictionaries,
+            int64_t decompress_limit, const MessageLabel& label, const std::vector<bool>& selected,
+            bool one_pass, ArrowArray* root, LoadedColumns* out) {
   out->Reset();
   if (batch == nullptr) return Status::Invalid(label.str() + ": the message has no record batch");
   const Body* use = &body;  // not copied: each copy of its owner is an atomic count
@@ -458,28 +468,65 @@ Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSche
   FERRY_RETURN_NOT_OK(loader.Init());
   UsePreorder(loader, columns, schema);
   if (one_pass) loader.CheckAsLoaded();
-  out->columns.reserve(columns.size());
+  KeepAlive::Slots slots{};
+  if (root != nullptr) {
+    const auto n = selected.empty()
+                       ? columns.size()
+                       : static_cast<size_t>(std::count(selected.begin(), selected.end(), true));
+    slots = loader.Root(root, batch->length(), static_cast<int64_t>(n));
+  } else {
+    out->columns.reserve(columns.size());
+  }
+  size_t made = 0;
   for (size_t c = 0; c < columns.size(); ++c) {
     const ArrowSchema* column = columns[c];
     if (!selected.empty() && !selected[c]) {
       FERRY_RETURN_NOT_OK(loader.SkipColumn(column));
       continue;
     }
-    UniqueArray array;
-    FERRY_RETURN_NOT_OK(loader.Column(column, array.get()));
+    ArrowArray* array = nullptr;
+    if (root != nullptr) {
+      array = &slots.children[made++];
+    } else {
+      array = out->columns.emplace_back().get();
+    }
+    FERRY_RETURN_NOT_OK(loader.Column(column, array));
     if (array->length != batch->length()) {
       return Status::Invalid(label.str() + ": column \"" + (column->name ? column->name : "") +
                              "\" has " + std::to_string(array->length) +
                              " rows but the batch has " + std::to_string(batch->length()));
     }
-    out->columns.push_back(std::move(array));
   }
   FERRY_RETURN_NOT_OK(loader.Finish());
   out->nodes = loader.TakeNodes();
   out->decompressed_bytes = loader.decompressed() + realigned;
-  // The root the caller makes has the batch's length, which every column was checked to have.
+  // A root made here, or the one the caller makes, has the batch's length, which every column
+  // was checked to have.
   out->passes_default = loader.passes_default() && batch->length() <= kOnePassMaxLength;
   return Status::OK();
+}
+
+}  // namespace
+
+Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
+                   const fb::RecordBatch* batch, const Body& body,
+                   const DictionaryLookup& dictionaries, int64_t decompress_limit,
+                   const MessageLabel& label, const std::vector<bool>& selected, bool one_pass,
+                   LoadedColumns* out) {
+  return Load(columns, schema, batch, body, dictionaries, decompress_limit, label, selected,
+              one_pass, nullptr, out);
+}
+
+Status LoadBatch(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
+                 const fb::RecordBatch* batch, const Body& body,
+                 const DictionaryLookup& dictionaries, int64_t decompress_limit,
+                 const MessageLabel& label, const std::vector<bool>& selected, bool one_pass,
+                 UniqueArray* root, LoadedColumns* out) {
+  root->reset();
+  Status st = Load(columns, schema, batch, body, dictionaries, decompress_limit, label, selected,
+                   one_pass, root->get(), out);
+  if (!st.ok()) root->reset();  // with the columns loaded so far
+  return st;
 }
 
 }  // namespace ferry::ipc::internal

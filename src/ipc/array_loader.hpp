@@ -36,7 +36,7 @@ struct LoadedColumns {
   BufferSizes buffer_sizes;
   /// Bytes allocated by decompression or by realigning a misaligned body (0 when zero-copy).
   int64_t decompressed_bytes = 0;
-  /// What made the columns' nodes, with room reserved for one more (the batch's root).
+  /// What made the columns' nodes (and LoadBatch's root).
   std::optional<KeepAlive> nodes;
   /// Whether the columns, under a struct root of the batch's length, certainly pass default
   /// validation (the one-pass check, made as each node was loaded when LoadColumns was asked
@@ -68,6 +68,15 @@ Status LoadColumns(std::span<const ArrowSchema* const> columns, const StreamSche
                    const DictionaryLookup& dictionaries, int64_t decompress_limit,
                    const MessageLabel& label, const std::vector<bool>& selected, bool one_pass,
                    LoadedColumns* out);
+
+/// LoadColumns for a batch: the columns are loaded straight into the children of `*root`, a
+/// struct array of the batch's length with no validity bitmap, made here in the same arena
+/// (`out->columns` stays empty). `*root` is released on failure.
+Status LoadBatch(std::span<const ArrowSchema* const> columns, const StreamSchema& schema,
+                 const fb::RecordBatch* batch, const Body& body,
+                 const DictionaryLookup& dictionaries, int64_t decompress_limit,
+                 const MessageLabel& label, const std::vector<bool>& selected, bool one_pass,
+                 UniqueArray* root, LoadedColumns* out);
 
 /// Which of `batch`'s body buffers LoadColumns reads for the `selected` columns (one flag per
 /// buffer the batch lists), found from the field nodes and the schema alone: no body needed.

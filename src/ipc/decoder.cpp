@@ -128,18 +128,12 @@ Result<UniqueArray> Decoder::Impl::DecodeBatch(const fb::RecordBatch* batch,
   auto lookup = [this](int64_t key) { return Lookup(key); };
   const ValidationLevel level = Validation();
   const bool one_pass = level == ValidationLevel::kDefault && internal::QuickValidation();
-  FERRY_RETURN_NOT_OK(internal::LoadColumns(columns, *schema, batch, body, lookup,
-                                            options.max_decompressed_bytes, label, selected,
-                                            one_pass, &loaded));
+  UniqueArray out;
+  FERRY_RETURN_NOT_OK(internal::LoadBatch(columns, *schema, batch, body, lookup,
+                                          options.max_decompressed_bytes, label, selected, one_pass,
+                                          &out, &loaded));
   if (decompressed != nullptr) *decompressed += loaded.decompressed_bytes;
   const ArrowSchema* root = OutSchema();
-  UniqueArray out;
-  const void* no_validity = nullptr;
-  const KeepAlive::Slots root_slots =
-      loaded.nodes->MakeNode(out.get(), batch->length(), 0, 0, &no_validity, 1, root->n_children);
-  for (size_t c = 0; c < loaded.columns.size(); ++c) {
-    loaded.columns[c].move_to(&root_slots.children[c]);
-  }
   if (level == ValidationLevel::kNone) return out;
   if (loaded.passes_default) return out;  // the loader made the one-pass check as it went
   if (!lock.owns_lock()) {

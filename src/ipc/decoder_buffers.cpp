@@ -73,6 +73,33 @@ Result<std::vector<bool>> Decoder::BuffersNeeded(ByteSpan metadata) const {
   return d.Needed(m, d.index);
 }
 
+namespace {
+
+// Why location `i` of a type-1 body cannot be the buffer the metadata lists as `declared`
+// bytes long, in a region of `region_size` bytes. Out of line: the loop that checks every
+// location builds no string.
+[[gnu::noinline]] Status BadLocation(const std::string& label, size_t i, const BufferLocation& at,
+                                     int64_t declared, int64_t region_size) {
+  std::string why;
+  int64_t end = 0;
+  if (at.offset < 0 || at.length < 0 || __builtin_add_overflow(at.offset, at.length, &end) ||
+      end > region_size) {
+    // Built by appending: `"(" + std::string&&` trips GCC 12's bogus -Wrestrict (GCC PR
+    // 105651) in optimized builds.
+    why.append("(").append(std::to_string(at.offset)).append(", ");
+    why.append(std::to_string(at.length)).append(") lies outside the region of ");
+    why.append(std::to_string(region_size)).append(" bytes");
+  } else if (at.length != declared) {
+    why = "has " + std::to_string(at.length) + " bytes but the metadata says " +
+          std::to_string(declared);
+  } else {
+    why = "starts at " + std::to_string(at.offset) + ", which is not a multiple of 8";
+  }
+  return Status::Invalid(label + ": body buffer " + std::to_string(i) + " " + why);
+}
+
+}  // namespace
+
 Status Decoder::ConsumeMessageBuffers(ByteSpan metadata, const SharedBytes& region,
                                       std::span<const BufferLocation> buffers) {
   Impl& d = *impl_;
@@ -100,31 +127,17 @@ Status Decoder::ConsumeMessageBuffers(ByteSpan metadata, const SharedBytes& regi
   for (size_t i = 0; i < count; ++i) {
     if (!needed.empty() && !needed[i]) continue;  // a column left out: never read
     const BufferLocation& at = buffers[i];
-    const int64_t declared = listed->Get(static_cast<flatbuffers::uoffset_t>(i))->length();
-    int64_t end = 0;
-    std::string why;
-    if (at.offset < 0 || at.length < 0 || __builtin_add_overflow(at.offset, at.length, &end) ||
-        end > region.size) {
-      // Built by appending: `"(" + std::string&&` trips GCC 12's bogus -Wrestrict (GCC PR
-      // 105651) in optimized builds.
-      why.append("(").append(std::to_string(at.offset)).append(", ");
-      why.append(std::to_string(at.length)).append(") lies outside the region of ");
-      why.append(std::to_string(region.size)).append(" bytes");
-    } else if (at.length != declared) {
-      why = "has " + std::to_string(at.length) + " bytes but the metadata says " +
-            std::to_string(declared);
-    } else if (at.offset % 8 != 0) {
-      why = "starts at " + std::to_string(at.offset) + ", which is not a multiple of 8";
-    }
-    if (!why.empty()) {
-      return d.Fail(
-          Status::Invalid(d.Label(d.index) + ": body buffer " + std::to_string(i) + " " + why));
-    }
     // fb::Buffer is a fixed struct {int64 offset; int64 length}, little-endian on the wire.
-    auto* raw = reinterpret_cast<uint8_t*>(
-        const_cast<fb::Buffer*>(listed->Get(static_cast<flatbuffers::uoffset_t>(i))));
+    auto* listed_buffer =
+        const_cast<fb::Buffer*>(listed->Get(static_cast<flatbuffers::uoffset_t>(i)));
+    int64_t end = 0;
+    if (at.offset < 0 || at.length < 0 || __builtin_add_overflow(at.offset, at.length, &end) ||
+        end > region.size || at.length != listed_buffer->length() || at.offset % 8 != 0)
+        [[unlikely]] {
+      return d.Fail(BadLocation(d.Label(d.index), i, at, listed_buffer->length(), region.size));
+    }
     const int64_t le = flatbuffers::EndianScalar(at.offset);
-    std::memcpy(raw, &le, sizeof(le));
+    std::memcpy(reinterpret_cast<uint8_t*>(listed_buffer), &le, sizeof(le));
   }
   Status st = d.HandleMessage(*m, region);
   if (!st.ok()) return d.Fail(st);
