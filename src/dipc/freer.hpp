@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -63,13 +64,12 @@ class Freer {
   };
 
   // A body whose memory is the server's, mapped here, until Return.
-  void Borrow() {
-    std::lock_guard lock(mutex_);
-    ++borrowed_;
-  }
+  // A count, not under the lock: a body is borrowed by the reading thread before any release
+  // or Finish can see it, and only a Return (under the lock) lets the count fall.
+  void Borrow() { borrowed_.fetch_add(1, std::memory_order_relaxed); }
   void Return(std::span<const uint64_t> addresses) {
     std::unique_lock lock(mutex_);
-    --borrowed_;
+    borrowed_.fetch_sub(1, std::memory_order_relaxed);
     pending_.insert(pending_.end(), addresses.begin(), addresses.end());
     if (!SendNow()) return;
     FlushLocked(lock);
@@ -127,7 +127,7 @@ class Freer {
   std::vector<uint64_t> sending_;  // what FlushLocked sends, swapped with pending_
   std::vector<uint8_t> encoded_;   // its free_data body
   std::shared_ptr<BlockPool> body_blocks_ = std::make_shared<BlockPool>(kBatch);
-  int64_t borrowed_ = 0;
+  std::atomic<int64_t> borrowed_{0};
   int waiting_ = 0;  // readers inside a Wait
   bool finished_ = false;
   bool flushing_ = false;

@@ -58,14 +58,15 @@ Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const
   out.borrowed = false;
   out.buffers.clear();
   out.buffers.reserve(refs.size());
-  // The one segment every ref lies in, as is usual (a batch's body is one block), or NULL.
-  std::shared_ptr<const Mapping> only;
   std::vector<std::shared_ptr<const Mapping>> of;  // each ref's segment, only when they differ
   {
     std::lock_guard lock(mutex_);
     bool mixed = false;
-    // A batch's buffers are nearly always in one segment: each is looked up once in a row.
+    // A batch's buffers are nearly always in one segment: each is looked up once in a row, and
+    // told apart by index (a mapping's owner is copied once, below, not per buffer).
+    uint64_t first_index = 0;
     uint64_t last_index = 0;
+    const std::shared_ptr<const Mapping>* first = nullptr;
     const std::shared_ptr<const Mapping>* last = nullptr;
     for (size_t i = 0; i < refs.size(); ++i) {
       const uint64_t index = refs[i].address >> kShmOffsetBits;
@@ -80,31 +81,32 @@ Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const
         last_index = index;
         last = &it->second;
       }
-      const std::shared_ptr<const Mapping>& segment = *last;
+      const Mapping& segment = **last;
       uint64_t end = 0;
       if (__builtin_add_overflow(offset, refs[i].length, &end) ||
-          end > static_cast<uint64_t>(segment->size())) {
+          end > static_cast<uint64_t>(segment.size())) {
         return Status::Invalid(
             "buffer " + std::to_string(i) + " (offset " + std::to_string(offset) + ", length " +
             std::to_string(refs[i].length) + ") lies outside segment " + std::to_string(index) +
-            " of " + std::to_string(segment->size()) + " bytes");
+            " of " + std::to_string(segment.size()) + " bytes");
       }
-      if (i == 0) only = segment;
-      mixed = mixed || segment != only;
+      if (i == 0) {
+        first = last;
+        first_index = index;
+      }
+      mixed = mixed || index != first_index;
       out.buffers.push_back(BufferRef{offset, refs[i].length});
     }
-    if (mixed) {
-      only = nullptr;
-      of.reserve(refs.size());
-      for (const BufferRef& r : refs)
-        of.push_back(mapped_.find(r.address >> kShmOffsetBits)->second);
+    if (refs.empty()) return Status::OK();
+    if (!mixed) {
+      // In place: the bytes are the whole segment, and the arrays keep the mapping.
+      const std::shared_ptr<const Mapping>& only = *first;
+      out.bytes = SharedBytes{only->data(), only->size(), only};
+      out.borrowed = true;
+      return Status::OK();
     }
-  }
-  if (refs.empty() || only != nullptr) {
-    // In place: the bytes are the whole segment, and the arrays keep the mapping.
-    if (only != nullptr) out.bytes = SharedBytes{only->data(), only->size(), only};
-    out.borrowed = !refs.empty();
-    return Status::OK();
+    of.reserve(refs.size());
+    for (const BufferRef& r : refs) of.push_back(mapped_.find(r.address >> kShmOffsetBits)->second);
   }
   // Buffers in several segments: gather them (one copy) so they share one base.
   auto local = std::make_shared<HostBuffer>();
