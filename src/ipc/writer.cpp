@@ -16,6 +16,7 @@
 #include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ipc/assembler.hpp"
+#include "ipc/batch_message.hpp"
 #include "ipc/flat_values.hpp"
 #include "ipc/loaded_validation.hpp"
 #include "ipc/schema_flatbuffer.hpp"
@@ -66,11 +67,15 @@ struct StreamWriter::Impl {
   WriteStats stats;
   bool device_copy = false;  // the batch being written is a host copy of a device batch
   flatbuffers::FlatBufferBuilder batch_builder;  // WriteBatch's, reused
+  internal::BatchMessages batch_messages;        // WriteBatch's, most batches'
   std::vector<ByteSpan> message_pieces;          // WriteMessage's, reused
   internal::AssembledBody batch_body;            // WriteBatch's, reused: its vectors keep room
   std::vector<BodyBuffer> message_buffers;       // SendMessage's, reused
   UniqueDeviceArray held_batch;                  // the last WriteHeldBatch's (sent[].layout)
 
+  static ByteSpan Built(flatbuffers::FlatBufferBuilder& b) {
+    return {b.GetBufferPointer(), static_cast<int64_t>(b.GetSize())};
+  }
   bool Swapping() const { return options.big_endian != (std::endian::native == std::endian::big); }
 
   Status Write(std::vector<ByteSpan>& pieces) {
@@ -81,11 +86,11 @@ struct StreamWriter::Impl {
   }
 
   // Frame one message (continuation, padded length, flatbuffer, padding) and its body.
-  Status WriteMessage(flatbuffers::FlatBufferBuilder& b, const internal::AssembledBody* body,
+  Status WriteMessage(ByteSpan flatbuffer, const internal::AssembledBody* body,
                       std::vector<fb::Block>* blocks) {
-    if (message_sink != nullptr) return SendMessage(b, body);
+    if (message_sink != nullptr) return SendMessage(flatbuffer, body);
     const int64_t start = sink->position();
-    const auto size = static_cast<int64_t>(b.GetSize());
+    const int64_t size = flatbuffer.size;
     const int64_t align = options.alignment;
     const int64_t end = (start + 8 + size + align - 1) / align * align;
     const int64_t padded = end - start - 8;
@@ -96,7 +101,7 @@ struct StreamWriter::Impl {
     pieces.clear();
     pieces.reserve(3 + (body ? body->pieces.size() : 0));
     pieces.push_back(ByteSpan{prefix, 8});
-    pieces.push_back(ByteSpan{b.GetBufferPointer(), size});
+    pieces.push_back(flatbuffer);
     if (padded > size) pieces.push_back(ByteSpan{kZeros, padded - size});
     if (body != nullptr) pieces.insert(pieces.end(), body->pieces.begin(), body->pieces.end());
     FERRY_RETURN_NOT_OK(Write(pieces));
@@ -108,9 +113,9 @@ struct StreamWriter::Impl {
   }
 
   // The dissociated path: metadata and body go to the message sink apart, unframed.
-  Status SendMessage(flatbuffers::FlatBufferBuilder& b, const internal::AssembledBody* body) {
+  Status SendMessage(ByteSpan flatbuffer, const internal::AssembledBody* body) {
     EncodedMessage m;
-    m.metadata = {b.GetBufferPointer(), b.GetSize()};
+    m.metadata = flatbuffer;
     std::vector<BodyBuffer>& buffers = message_buffers;  // kept: its capacity serves every message
     buffers.clear();
     if (body != nullptr) {
@@ -137,22 +142,7 @@ struct StreamWriter::Impl {
                           internal::SchemaToFlatbuffer(b, schema.get(), &ids, options.big_endian));
     b.Finish(
         fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::Schema, s.Union(), 0));
-    return WriteMessage(b, nullptr, nullptr);
-  }
-
-  flatbuffers::Offset<fb::RecordBatch> BatchTable(flatbuffers::FlatBufferBuilder& b,
-                                                  const internal::AssembledBody& body) {
-    flatbuffers::Offset<fb::BodyCompression> compression = 0;
-    if (options.compression != Compression::kNone) {
-      compression = fb::CreateBodyCompression(b, options.compression == Compression::kZstd
-                                                     ? fb::CompressionType::ZSTD
-                                                     : fb::CompressionType::LZ4_FRAME);
-    }
-    auto nodes = b.CreateVectorOfStructs(body.nodes);
-    auto buffers = b.CreateVectorOfStructs(body.buffers);
-    flatbuffers::Offset<flatbuffers::Vector<int64_t>> variadic = 0;
-    if (!body.variadic_counts.empty()) variadic = b.CreateVector(body.variadic_counts);
-    return fb::CreateRecordBatch(b, body.length, nodes, buffers, compression, variadic);
+    return WriteMessage(Built(b), nullptr, nullptr);
   }
 
   // Give `d` its body hash, and with deltas its values' hash, where it has none yet.
@@ -316,11 +306,11 @@ struct StreamWriter::Impl {
                                           Swapping()));
       }
       flatbuffers::FlatBufferBuilder b;
-      auto data = BatchTable(b, body);
+      auto data = internal::BatchTable(b, body, options.compression);
       auto d = fb::CreateDictionaryBatch(b, id, data, delta);
       b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::DictionaryBatch,
                                  d.Union(), body.body_length));
-      FERRY_RETURN_NOT_OK(WriteMessage(b, &body, &dictionary_blocks));
+      FERRY_RETURN_NOT_OK(WriteMessage(Built(b), &body, &dictionary_blocks));
       stats.bytes_copied += body.copied;
       ++stats.dictionary_batches;
       if (delta) ++stats.dictionary_deltas;
@@ -355,21 +345,24 @@ struct StreamWriter::Impl {
     FERRY_RETURN_NOT_OK(internal::AssembleBatchInto(
         schema.get(), batch, options.alignment, CodecOf(options.compression),
         options.compression_level, Swapping(), &*view, &body));
-    // One builder for every batch: cleared, it keeps its memory (a batch allocates none).
-    flatbuffers::FlatBufferBuilder& b = batch_builder;
-    b.Clear();
-    auto table = BatchTable(b, body);
-    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::KeyValue>>> metadata = 0;
-    if (!custom.empty()) {
+    ByteSpan message;
+    if (custom.empty() && options.compression == Compression::kNone) {
+      message = batch_messages.Encode(body);  // most batches: patched, not built
+    } else {
+      // One builder for these: cleared, it keeps its memory (a batch allocates none).
+      flatbuffers::FlatBufferBuilder& b = batch_builder;
+      b.Clear();
+      auto table = internal::BatchTable(b, body, options.compression);
       std::vector<flatbuffers::Offset<fb::KeyValue>> pairs;
       for (const auto& [k, v] : custom) {
         pairs.push_back(fb::CreateKeyValue(b, b.CreateString(k), b.CreateString(v)));
       }
-      metadata = b.CreateVector(pairs);
+      b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::RecordBatch,
+                                 table.Union(), body.body_length,
+                                 pairs.empty() ? 0 : b.CreateVector(pairs)));
+      message = Built(b);
     }
-    b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::RecordBatch,
-                               table.Union(), body.body_length, metadata));
-    const Status written = WriteMessage(b, &body, &batch_blocks);
+    const Status written = WriteMessage(message, &body, &batch_blocks);
     body.owned.clear();
     FERRY_RETURN_NOT_OK(written);
     stats.bytes_copied += body.copied;
