@@ -66,7 +66,6 @@ Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const
     // told apart by index (a mapping's owner is copied once, below, not per buffer).
     uint64_t first_index = 0;
     uint64_t last_index = 0;
-    const std::shared_ptr<const Mapping>* first = nullptr;
     const std::shared_ptr<const Mapping>* last = nullptr;
     for (size_t i = 0; i < refs.size(); ++i) {
       const uint64_t index = refs[i].address >> kShmOffsetBits;
@@ -90,17 +89,15 @@ Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const
             std::to_string(refs[i].length) + ") lies outside segment " + std::to_string(index) +
             " of " + std::to_string(segment.size()) + " bytes");
       }
-      if (i == 0) {
-        first = last;
-        first_index = index;
-      }
+      if (i == 0) first_index = index;
       mixed = mixed || index != first_index;
       out.buffers.push_back(BufferRef{offset, refs[i].length});
     }
     if (refs.empty()) return Status::OK();
     if (!mixed) {
-      // In place: the bytes are the whole segment, and the arrays keep the mapping.
-      const std::shared_ptr<const Mapping>& only = *first;
+      // In place: the bytes are the whole segment (the last looked up is every ref's), and the
+      // arrays keep the mapping.
+      const std::shared_ptr<const Mapping>& only = *last;
       out.bytes = SharedBytes{only->data(), only->size(), only};
       out.borrowed = true;
       return Status::OK();
