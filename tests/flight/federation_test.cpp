@@ -195,10 +195,9 @@ TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
   options.peer_timeout = 30s;
   auto federation = std::make_unique<Federation>(options);
   EXPECT_EQ(federation->threads(), Federation::kThreadsPerPeer * kPeers);
-  std::set<int> pool;  // the pool's threads, all started and named with it
-  for (const auto& [tid, name] : testing::ThreadNames()) {
-    if (name == "ferry-peers") pool.insert(tid);
-  }
+  // The pool's threads, all started and named with it. gRPC's threads that they start later bear
+  // the name until they rename themselves, so the pool is told apart by id.
+  const std::set<int> pool = testing::ThreadIdsNamed("ferry-peers");
   EXPECT_EQ(pool.size(), federation->threads());
   constexpr int kCallers = 24;
   constexpr int kRounds = 4;
@@ -263,7 +262,7 @@ TEST(Federation, ManyConcurrentQuestionsRunOnThePoolOnly) {
   EXPECT_EQ(strays("ferry-peers", pool), std::vector<int>{});
   for (int tid : pool) EXPECT_EQ(seen[tid], std::set<std::string>{"ferry-peers"});
   federation.reset();
-  EXPECT_EQ(testing::ThreadsNamed("ferry-peers"), 0);
+  EXPECT_EQ(testing::ThreadsAlive(pool), std::set<int>{});
 }
 
 // A peer that takes the connection and never answers (a listening socket nobody accepts on):
@@ -285,6 +284,8 @@ TEST(Federation, AStalledPeerIsUnavailableAtThePeerTimeoutByTheClock) {
   options.peer_timeout = 30s;
   options.clock = clock;
   auto federation = std::make_unique<Federation>(options);
+  const std::set<int> pool = testing::ThreadIdsNamed("ferry-peers");
+  EXPECT_EQ(pool.size(), federation->threads());
   Result<FlightInfo> got = Status::Invalid("not asked");
   std::thread asker([&] { got = federation->Info("t", Status::NotFound("none here"), ""); });
   // Asked: the question waits on the clock, and the peer has the connection.
@@ -304,7 +305,7 @@ TEST(Federation, AStalledPeerIsUnavailableAtThePeerTimeoutByTheClock) {
   // thread with it, so the federation's threads are joined at once.
   close(listener);
   federation.reset();
-  EXPECT_EQ(testing::ThreadsNamed("ferry-peers"), 0);
+  EXPECT_EQ(testing::ThreadsAlive(pool), std::set<int>{});
 }
 
 }  // namespace

@@ -106,10 +106,21 @@ std::map<int, std::string> ThreadNames() {
   return names;
 }
 
-int ThreadsNamed(const std::string& name) {
-  int n = 0;
-  for (const auto& [tid, named] : ThreadNames()) n += named == name ? 1 : 0;
-  return n;
+std::set<int> ThreadIdsNamed(const std::string& name) {
+  std::set<int> out;
+  for (const auto& [tid, named] : ThreadNames()) {
+    if (named == name) out.insert(tid);
+  }
+  return out;
+}
+
+std::set<int> ThreadsAlive(const std::set<int>& tids) {
+  std::set<int> out;
+  const std::map<int, std::string> now = ThreadNames();
+  for (int tid : tids) {
+    if (now.count(tid) != 0) out.insert(tid);
+  }
+  return out;
 }
 
 }  // namespace ferry::testing

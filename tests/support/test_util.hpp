@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -120,7 +121,11 @@ namespace ferry::testing {
 /// piece of code started. A thread that is exiting (joined, say, but not yet reaped by the
 /// kernel) is left out.
 std::map<int, std::string> ThreadNames();
-/// How many of them are named `name`.
-int ThreadsNamed(const std::string& name);
+/// The ids of this process's threads named `name` now. Taken just after a component names the
+/// threads it starts, it tells them from threads they start later, which bear the name until they
+/// rename themselves.
+std::set<int> ThreadIdsNamed(const std::string& name);
+/// Which of `tids` are still threads of this process (not exiting).
+std::set<int> ThreadsAlive(const std::set<int>& tids);
 
 }  // namespace ferry::testing
