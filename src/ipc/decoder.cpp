@@ -58,7 +58,8 @@ Status Decoder::Impl::CheckVersion(fb::MetadataVersion version, int64_t i) const
 }
 
 Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int64_t size,
-                                                        HostBuffer* storage, int64_t i) const {
+                                                        HostBuffer* storage, int64_t i,
+                                                        internal::VerifiedShape* shape) const {
   if (size > options.max_metadata_bytes) {
     return Status::Invalid(Label(i) + ": metadata of " + std::to_string(size) +
                            " bytes exceeds the limit of " +
@@ -69,6 +70,9 @@ Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int
     storage->Clear();
     FERRY_RETURN_NOT_OK(storage->Append({data, size}));
     data = storage->data();
+  }
+  if (shape != nullptr && shape->Matches(data, static_cast<size_t>(size))) {
+    return fb::GetMessage(data);
   }
   flatbuffers::Verifier::Options vo;
   vo.max_depth = static_cast<flatbuffers::uoffset_t>(std::max(options.max_flatbuffer_depth, 1));
@@ -96,6 +100,7 @@ Result<const fb::Message*> Decoder::Impl::VerifyMessage(const uint8_t* data, int
     FERRY_RETURN_NOT_OK(internal::CheckAligned8(batch->variadic_buffer_counts(), data,
                                                 where("variadicBufferCounts vector")));
   }
+  if (shape != nullptr) shape->Remember(data, static_cast<size_t>(size), message);
   return message;
 }
 
@@ -254,7 +259,8 @@ Status Decoder::Impl::Feed(const SharedBytes& chunk) {
       return Status::OK();
     }
     case State::kMetadata: {
-      FERRY_ASSIGN_OR_RAISE(message, VerifyMessage(chunk.data, chunk.size, &metadata, index));
+      FERRY_ASSIGN_OR_RAISE(message,
+                            VerifyMessage(chunk.data, chunk.size, &metadata, index, &shape));
       const int64_t body_length = message->body_length();
       if (body_length < 0) {
         return Status::Invalid(Label(index) + ": negative body length " +
@@ -328,7 +334,7 @@ Result<const fb::Message*> Decoder::Impl::Begin(const uint8_t* data, int64_t siz
   inspected = false;
   if (verified) return fb::GetMessage(metadata.data());
   if (data == nullptr || size <= 0) return Fail(Status::Invalid(Label(index) + ": empty metadata"));
-  Result<const fb::Message*> m = VerifyMessage(data, size, &metadata, index);
+  Result<const fb::Message*> m = VerifyMessage(data, size, &metadata, index, &shape);
   if (!m.ok()) return Fail(m.status());
   return m;
 }

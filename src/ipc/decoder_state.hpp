@@ -16,6 +16,7 @@
 #include "ipc/array_loader.hpp"
 #include "ipc/loaded_validation.hpp"
 #include "ipc/schema_flatbuffer.hpp"
+#include "ipc/verified_shape.hpp"
 
 namespace ferry::ipc {
 
@@ -61,7 +62,8 @@ struct Decoder::Impl {
   State state = State::kPrefix;
   int64_t need = 4;
   HostBuffer pending;
-  HostBuffer metadata;     // the current message's flatbuffer, 8-aligned
+  HostBuffer metadata;            // the current message's flatbuffer, 8-aligned
+  internal::VerifiedShape shape;  // of the last record batch message verified into `metadata`
   bool inspected = false;  // `metadata` holds what Inspect verified and nothing has used it yet
   const fb::Message* message = nullptr;
   Status failed;
@@ -89,9 +91,11 @@ struct Decoder::Impl {
   std::string Label(int64_t i) const { return internal::MessageLabel(i).str(); }
 
   /// Verify `size` bytes of a Message flatbuffer (copying them to aligned storage when needed)
-  /// and return the root, which lives in `storage`.
+  /// and return the root, which lives in `storage`. With a `shape`, a message of the shape it
+  /// remembers is known without verifying, and one verified is remembered there.
   Result<const fb::Message*> VerifyMessage(const uint8_t* data, int64_t size, HostBuffer* storage,
-                                           int64_t i) const;
+                                           int64_t i,
+                                           internal::VerifiedShape* shape = nullptr) const;
   /// Start a message whose metadata arrived apart: refuse after a failure or on empty
   /// metadata, then verify it into `metadata` (failing the decoder on any error).
   Result<const fb::Message*> Begin(const uint8_t* data, int64_t size);
