@@ -16,6 +16,7 @@
 #include "dipc/block_pool.hpp"
 #include "dipc/catalogue.hpp"
 #include "dipc/distinct_addresses.hpp"
+#include "dipc/loan_book.hpp"
 #include "dipc/loan_window.hpp"
 #include "dipc/region_allocator.hpp"
 #include "dipc/spare_nodes.hpp"
@@ -189,13 +190,10 @@ class Session final {
   // kSpareNodes): a client frees hundreds at once, and the batches after reuse their nodes.
   SpareNodes<std::map<uint64_t, LentBlock>> spare_blocks_{kSpareNodes};
   int64_t block_addresses_ = 0;  // addresses in blocks_ and loans_, not yet freed
-  // Batches a producer wrote in the shared region, lent in place: each distinct address lent
-  // holds its batch until the client frees it (an address lent by two batches is two entries).
-  // Nodes are reused, up to the 1,024 of a client that frees a few hundred batches at once, so
-  // a loan costs no allocation of its own.
-  using Loan = std::shared_ptr<UniqueDeviceArray>;
-  std::unordered_multimap<uint64_t, Loan> loans_;
-  SpareNodes<std::unordered_multimap<uint64_t, Loan>> spare_loans_{kSpareNodes};
+  // Batches a producer wrote in the shared region, lent in place: each is held until the client
+  // frees every address it was lent under.
+  using Loan = LoanBook::Loan;
+  LoanBook loans_;
   // The batch being written, taken from its reader because it lies in the shared region (on the
   // serving thread only; NULL otherwise).
   Loan loan_;

@@ -107,7 +107,7 @@ Result<bool> Session::LendInPlace(uint32_t seq, const ipc::EncodedMessage& m) {
   {
     // Recorded before sending: the client may free them before the send returns.
     std::lock_guard lock(mutex_);
-    for (const uint64_t a : addresses.view()) spare_loans_.Insert(loans_, a, loan_);
+    loans_.Lend(loan_, addresses);
     state_->addresses_lent += static_cast<int64_t>(addresses.size());
     block_addresses_ += static_cast<int64_t>(addresses.size());
   }
@@ -129,13 +129,10 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
         ++state_->addresses_freed;
         continue;
       }
-      if (!loans_.empty()) {
-        if (auto loan = loans_.find(a); loan != loans_.end()) {
-          returned.push_back(spare_loans_.Take(loans_, loan));
-          --block_addresses_;
-          ++state_->addresses_freed;
-          continue;
-        }
+      if (loans_.FreeInOrder(a, &returned)) {
+        --block_addresses_;
+        ++state_->addresses_freed;
+        continue;
       }
       // A batch's addresses are freed together, and batches mostly in the order they were lent:
       // the block of the last address freed, or the one after it once that block is done, is
@@ -151,6 +148,12 @@ void Session::Release(const std::vector<uint64_t>& addresses) {
         free_hint_ = it;
         left = &it->second.left;
         if (!left->Remove(a)) left = nullptr;
+      }
+      if (left == nullptr && loans_.Free(a, &returned)) {
+        // A loan's address freed out of order: the book files every address from now on.
+        --block_addresses_;
+        ++state_->addresses_freed;
+        continue;
       }
       if (left == nullptr) {
         ++state_->unknown_frees;
@@ -201,7 +204,7 @@ Status Session::AwaitEnd() {
 }
 
 void Session::FreeAll() {
-  std::unordered_multimap<uint64_t, Loan> returned;
+  std::vector<Loan> returned;
   {
     std::lock_guard lock(mutex_);
     int64_t held = block_addresses_;
@@ -213,7 +216,7 @@ void Session::FreeAll() {
     free_hint_ = blocks_.end();
     block_addresses_ = 0;
     lent_.Clear();
-    returned.swap(loans_);
+    loans_.Clear(&returned);
   }
   changed_.notify_all();
   returned.clear();  // the batches lent in place are released here, outside the lock
