@@ -31,17 +31,16 @@ bool LoanBook::FreeInOrder(uint64_t address, std::vector<Loan>* returned) {
     return true;
   }
   // Filed only under their smallest address: the batches nothing was freed from yet.
-  const Index::iterator it = index_.find(address);
-  if (it == index_.end()) return false;
-  const Batches::iterator batch = it->second;
-  spare_index_.Take(index_, it);
-  Take(batch, address, returned);
-  return true;
+  return TakeFiled(address, returned);
 }
 
 bool LoanBook::Free(uint64_t address, std::vector<Loan>* returned) {
   if (live_.empty()) return false;
   if (!every_address_) FileEveryAddress();
+  return TakeFiled(address, returned);
+}
+
+bool LoanBook::TakeFiled(uint64_t address, std::vector<Loan>* returned) {
   const Index::iterator it = index_.find(address);
   if (it == index_.end()) return false;
   const Batches::iterator batch = it->second;

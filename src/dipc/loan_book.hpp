@@ -62,6 +62,8 @@ class LoanBook {
   using Batches = std::list<Batch>;
   using Index = std::unordered_multimap<uint64_t, Batches::iterator>;
 
+  // Takes `address` from the batch it is filed under, and its entry; whether it is filed.
+  bool TakeFiled(uint64_t address, std::vector<Loan>* returned);
   // Takes `address` (the first of `batch`'s left, or any when every address is filed) from it.
   void Take(Batches::iterator batch, uint64_t address, std::vector<Loan>* returned);
   // File every address of every batch held.
