@@ -34,10 +34,15 @@ constexpr auto kLookBeforeFlush = std::chrono::microseconds(20);
 // nothing, or kLookBeforeFlush has passed.
 template <typename F>
 auto LookBriefly(F receive) {
-  const auto until = std::chrono::steady_clock::now() + kLookBeforeFlush;
   auto r = receive(std::chrono::milliseconds(0));
-  while (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded &&
-         std::chrono::steady_clock::now() < until) {
+  const auto looking = [&r] {
+    return !r.ok() && r.status().code() == StatusCode::kDeadlineExceeded;
+  };
+  // The clock is read only once the first look found nothing: a stream ahead of its reader
+  // (a kept dataset) has the message there, and two clock reads a batch cost such a read 4%.
+  if (!looking()) return r;
+  const auto until = std::chrono::steady_clock::now() + kLookBeforeFlush;
+  while (looking() && std::chrono::steady_clock::now() < until) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
