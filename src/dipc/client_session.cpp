@@ -237,19 +237,29 @@ Result<ClientSession::Arrived> ClientSession::NextMetadata() {
       return std::move(*m);
     }
     Result<SharedBytes> r =
-        LookBriefly([&](std::chrono::milliseconds wait) { return conn_->Receive(wait); });
+        LookBriefly([&](std::chrono::milliseconds wait) { return ReceiveMetadata(wait); });
     if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
       // The server may be waiting for our frees, never for our credits: what we owe is always
       // under the window, so the server holds a credit for the batch we wait for. Sending them
       // anyway woke its worker at every wait: two thirds of a live UCX server's context switches.
       const Freer::Wait wait(*freer_);
-      r = conn_->Receive(options_.timeout);
+      r = ReceiveMetadata(options_.timeout);
     }
     if (!r.ok()) {
       return Check(r.status(), "metadata (message " + std::to_string(metadata_.next()) + ")");
     }
     FERRY_RETURN_NOT_OK(Hold(std::move(*r)));
   }
+}
+
+Result<SharedBytes> ClientSession::ReceiveMetadata(std::chrono::milliseconds wait) {
+  // A transport that posts a body's receive (Expect) takes it best by a receive of its own.
+  if (data_ != conn_ || ahead_ || data_->posts_receives()) return conn_->Receive(wait);
+  const uint32_t turn = metadata_.next();
+  FERRY_ASSIGN_OR_RAISE(transport::MessageAndBody got,
+                        conn_->ReceiveMessageAndBody(turn, kSequenceMask, wait));
+  if (got.body) ahead_.emplace(Ahead{turn, std::move(*got.body), nullptr});
+  return std::move(got.message);
 }
 
 Status ClientSession::Hold(SharedBytes bytes) {
@@ -301,8 +311,12 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
                            std::to_string(info.body_length) + "-byte body, over the limit of " +
                            std::to_string(options_.max_body_bytes) + " bytes");
   }
-  std::unique_ptr<Ahead> ahead = std::move(ahead_);
-  if (ahead && ahead->sequence != m.sequence) ahead.reset();
+  std::optional<Ahead> ahead = std::move(ahead_);
+  ahead_.reset();
+  if (ahead && ahead->sequence != m.sequence) {
+    ahead_ = std::move(ahead);  // another message's: kept for its turn
+    ahead.reset();
+  }
   Result<TaggedMessage> r =
       ahead ? Result<TaggedMessage>(std::move(ahead->body)) : ReceiveBody(m.sequence, info);
   if (!r.ok()) return Check(r.status(), "body (message " + std::to_string(m.sequence) + ")");
@@ -397,7 +411,7 @@ void ClientSession::FetchAhead() {
   Result<TaggedMessage> body =
       data_->ReceiveTagged(m->sequence, kSequenceMask, std::chrono::milliseconds(0));
   if (!body.ok()) return;
-  auto ahead = std::make_unique<Ahead>();
+  std::optional<Ahead> ahead(std::in_place);
   ahead->sequence = m->sequence;
   Result<BodyTag> tag = ParseBodyTag(body->tag);
   if (tag.ok() && tag->type == BodyType::kBufferList) {
@@ -416,12 +430,13 @@ void ClientSession::FetchAhead() {
 }
 
 void ClientSession::ReturnAhead() {
-  std::unique_ptr<Ahead> ahead = std::move(ahead_);
-  Result<BodyTag> tag = ParseBodyTag(ahead->body.tag);
+  Ahead ahead = std::move(*ahead_);
+  ahead_.reset();
+  Result<BodyTag> tag = ParseBodyTag(ahead.body.tag);
   if (!tag.ok() || tag->type != BodyType::kBufferList) return;
-  Result<BufferList> list = ParseBufferList(ahead->body.payload);
+  Result<BufferList> list = ParseBufferList(ahead.body.payload);
   if (!list.ok()) return;
-  if (ahead->fetch && !ahead->fetch->Wait(kReturnAheadWait).ok()) return;
+  if (ahead.fetch && !ahead.fetch->Wait(kReturnAheadWait).ok()) return;
   const DistinctAddresses addresses(list->buffers);
   if (!addresses.empty()) freer_->Free(addresses.view());
 }

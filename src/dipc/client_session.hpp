@@ -68,6 +68,10 @@ class ClientSession {
 
   // The next metadata message in sequence order, holding early ones in the window.
   Result<Arrived> NextMetadata();
+  // A metadata message as it comes (waiting up to `wait`). On one connection the body of the
+  // message whose turn it is comes with it when it is here already (ahead_): its receive then
+  // needs no look of its own.
+  Result<SharedBytes> ReceiveMetadata(std::chrono::milliseconds wait);
 
   // Parse a received metadata message and put it in the reorder window, within its limits.
   Status Hold(SharedBytes bytes);
@@ -135,7 +139,8 @@ class ClientSession {
   transport::FetchedBody fetched_;
   std::vector<ipc::BufferLocation> locations_;
 
-  // The next batch's body, taken by FetchAhead before its turn, with its fetch under way.
+  // A body taken before its metadata's turn: by ReceiveMetadata with a metadata message, or by
+  // FetchAhead with its fetch under way.
   struct Ahead {
     uint32_t sequence = 0;
     transport::TaggedMessage body;
@@ -143,8 +148,9 @@ class ClientSession {
   };
   // Metadata that FetchAhead took for the next turn (or the error it found in it).
   std::optional<Result<Arrived>> lookahead_;
-  // Declared last: destroyed before the connections its fetch reads through.
-  std::unique_ptr<Ahead> ahead_;
+  // Declared last: destroyed before the connections its fetch reads through. Held in place
+  // (one is taken for nearly every batch).
+  std::optional<Ahead> ahead_;
 };
 
 }  // namespace ferry::dipc::internal

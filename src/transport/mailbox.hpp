@@ -89,9 +89,12 @@ class Mailbox {
   Result<SharedBytes> PopUntagged(std::chrono::milliseconds timeout,
                                   std::optional<uint64_t> pokes = std::nullopt) {
     std::unique_lock lock(mutex_);
-    const auto done = [this, &pokes] { return !untagged_.empty() || closed_ || Poked(pokes); };
-    SpinFor(lock, timeout, done);
-    const bool ready = clock_->WaitFor(changed_, lock, timeout, done);
+    bool ready = true;
+    if (untagged_.empty()) {  // a message there is taken without setting up a wait
+      const auto done = [this, &pokes] { return !untagged_.empty() || closed_ || Poked(pokes); };
+      SpinFor(lock, timeout, done);
+      ready = clock_->WaitFor(changed_, lock, timeout, done);
+    }
     if (!untagged_.empty()) {
       SharedBytes m = std::move(untagged_.front());
       untagged_.pop_front();
@@ -105,15 +108,20 @@ class Mailbox {
   Result<TaggedMessage> PopTagged(uint64_t want, uint64_t mask, std::chrono::milliseconds timeout,
                                   std::optional<uint64_t> pokes = std::nullopt) {
     std::unique_lock lock(mutex_);
-    // One capture besides `this`: the predicate must fit std::function's own room (Clock::
-    // WaitFor takes one), or every wait would allocate.
-    const Wanted w{want, mask, pokes};
-    const auto done = [this, &w] {
-      return Find(w.tag, w.mask) != tagged_.end() || closed_ || Poked(w.pokes);
-    };
-    SpinFor(lock, timeout, done);
-    const bool ready = clock_->WaitFor(changed_, lock, timeout, done);
-    if (auto it = Find(want, mask); it != tagged_.end()) {
+    bool ready = true;
+    auto it = Find(want, mask);
+    if (it == tagged_.end()) {  // as for an untagged message
+      // One capture besides `this`: the predicate must fit std::function's own room (Clock::
+      // WaitFor takes one), or every wait would allocate.
+      const Wanted w{want, mask, pokes};
+      const auto done = [this, &w] {
+        return Find(w.tag, w.mask) != tagged_.end() || closed_ || Poked(w.pokes);
+      };
+      SpinFor(lock, timeout, done);
+      ready = clock_->WaitFor(changed_, lock, timeout, done);
+      it = Find(want, mask);
+    }
+    if (it != tagged_.end()) {
       TaggedMessage m = std::move(*it);
       tagged_.erase(it);
       Taken(m.payload.size);
@@ -168,8 +176,10 @@ class Mailbox {
           changed_.notify_all();
         }
         // No deadline: a manual clock's backstop only ends one round of the wait.
+        ++room_waiters_;
         while (!clock_->WaitUntil(room_, lock, Clock::time_point::max(), room)) {
         }
+        --room_waiters_;
       }
       if (closed_) return Status::Unavailable("the connection is closed");
       push();
@@ -222,7 +232,7 @@ class Mailbox {
   // Called with the lock held when a message leaves the queue.
   void Taken(int64_t size) {
     bytes_ -= size;
-    if (max_bytes_ > 0) room_.notify_all();
+    if (room_waiters_ > 0) room_.notify_all();
   }
 
   // What a tagged pop waits for.
@@ -267,6 +277,7 @@ class Mailbox {
   std::string reason_;
   const int64_t max_bytes_;
   int64_t bytes_ = 0;
+  int room_waiters_ = 0;  // pushes waiting for room (under mutex_)
   bool unwoken_ = false;  // pushed without waking the receivers
   const std::chrono::microseconds spin_;
   std::atomic<uint64_t> changes_{0};  // pushes, pokes and the close: what a spinning pop watches

@@ -41,6 +41,8 @@ class ShmConnection final : public Connection {
   Status SendMessageAndBody(std::span<const ByteSpan> metadata, uint64_t tag,
                             std::span<const ByteSpan> body) override;
   Result<SharedBytes> Receive(std::chrono::milliseconds timeout) override;
+  Result<MessageAndBody> ReceiveMessageAndBody(uint64_t want, uint64_t mask,
+                                               std::chrono::milliseconds timeout) override;
   Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                       std::chrono::milliseconds timeout) override;
   void Close() override;

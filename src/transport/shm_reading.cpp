@@ -185,6 +185,18 @@ Result<TaggedMessage> ShmConnection::ReceiveTagged(uint64_t want, uint64_t mask,
               });
 }
 
+Result<MessageAndBody> ShmConnection::ReceiveMessageAndBody(uint64_t want, uint64_t mask,
+                                                            std::chrono::milliseconds timeout) {
+  FERRY_ASSIGN_OR_RAISE(SharedBytes message, Receive(timeout));
+  MessageAndBody out{std::move(message), std::nullopt};
+  // Only the inbox is looked in: a receive that led a read took the body's frame too when it
+  // was whole already, and a reader thread ahead of the caller pushed it there. A body still
+  // on its way is left to ReceiveTagged, which leads a read of its own.
+  Result<TaggedMessage> body = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
+  if (body.ok()) out.body = std::move(*body);
+  return out;
+}
+
 void ShmConnection::ReadLoop() {
   std::string why = "the peer closed the connection";
   if (!Leads()) {

@@ -20,6 +20,15 @@ Status Connection::SendMessageAndBody(std::span<const ByteSpan> metadata, uint64
 
 void Connection::Expect(uint64_t /*tag*/, int64_t /*size*/) {}
 
+Result<MessageAndBody> Connection::ReceiveMessageAndBody(uint64_t want, uint64_t mask,
+                                                         std::chrono::milliseconds timeout) {
+  FERRY_ASSIGN_OR_RAISE(SharedBytes message, Receive(timeout));
+  MessageAndBody out{std::move(message), std::nullopt};
+  Result<TaggedMessage> body = ReceiveTagged(want, mask, std::chrono::milliseconds(0));
+  if (body.ok()) out.body = std::move(*body);
+  return out;
+}
+
 Status Connection::ShareRegion(const std::shared_ptr<Region>& /*region*/) {
   return Status::NotSupported("this transport cannot share memory regions (no type-1 bodies)");
 }

@@ -131,6 +131,38 @@ TEST(ShmReading, TwoWholeFramesInOneReadAreEachReceivedOnce) {
                      p.end->ReceiveTagged(2, ~uint64_t{0}, 0ms));
 }
 
+// A batch's metadata and its body's frame, whole in one read, are received together; a body still
+// on its way is not waited for, and comes to the receive that asks for it.
+TEST(ShmReading, AMessageComesWithTheWholeBodyBehindItAndWithoutOneOnItsWay) {
+  RawPeer p;
+  std::vector<uint8_t> pair = Frame(1, 0, {1, 2, 3});
+  const std::vector<uint8_t> body = Frame(2, 5, {7, 8});
+  pair.insert(pair.end(), body.begin(), body.end());
+  Write(p.raw, pair, 0, pair.size());
+  Result<MessageAndBody> got =
+      Bounded(p, [&] { return p.end->ReceiveMessageAndBody(5, ~uint64_t{0}, 10s); });
+  ASSERT_OK(got.status());
+  ASSERT_EQ(got->message.size, 3);
+  ASSERT_TRUE(got->body.has_value());
+  EXPECT_EQ(got->body->tag, 5u);
+  ASSERT_EQ(got->body->payload.size, 2);
+  EXPECT_EQ(got->body->payload.data[1], 8);
+  // Now the body's header comes cut short behind its metadata: the metadata comes alone.
+  std::vector<uint8_t> next = Frame(1, 0, {4});
+  const std::vector<uint8_t> late = Frame(2, 6, {9});
+  next.insert(next.end(), late.begin(), late.end());
+  const size_t cut = next.size() - late.size() + 10;
+  Write(p.raw, next, 0, cut);
+  got = Bounded(p, [&] { return p.end->ReceiveMessageAndBody(6, ~uint64_t{0}, 10s); });
+  ASSERT_OK(got.status());
+  ASSERT_EQ(got->message.size, 1);
+  EXPECT_FALSE(got->body.has_value());
+  Write(p.raw, next, cut, next.size());
+  Result<TaggedMessage> t = Bounded(p, [&] { return p.end->ReceiveTagged(6, ~uint64_t{0}, 10s); });
+  ASSERT_OK(t.status());
+  EXPECT_EQ(t->payload.data[0], 9);
+}
+
 // The frame a leading caller waits for is handed to it as it is read (not through the inbox):
 // only the first frame that matches its wait, and never one that does not. Frames that come
 // before it, or match another wait, are there for their own receives, in their order.

@@ -145,6 +145,60 @@ TEST_P(TransportConformance, TaggedMessagesMatchByTagAndMask) {
   ASSERT_OK(b_->ReceiveTagged(Tag(1, 9), ~uint64_t{0}, 1s).status());
 }
 
+// A message received with the body asked for beside it: the body comes with it only when its
+// tag matches and it has come already, never a body of another tag, and every body is had once,
+// with the message or by a receive of its own.
+TEST_P(TransportConformance, AMessageComesWithItsBodyOnlyWhenThatBodyIsTheOneAskedFor) {
+  const auto send = [&](uint32_t i, bool with_body) {
+    const std::string meta = "m" + std::to_string(i);
+    const std::string body = "body" + std::to_string(i);
+    const ByteSpan head{meta.data(), static_cast<int64_t>(meta.size())};
+    const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+    return with_body ? a_->SendMessageAndBody({&head, 1}, Tag(0, i), {&piece, 1})
+                     : a_->Send({&head, 1});
+  };
+  ASSERT_OK(send(0, true));
+  ASSERT_OK(send(1, false));
+  ASSERT_OK(send(2, true));
+  // Asked for a tag no body has: message 0 comes alone, and its body stays for its receive.
+  ASSERT_OK_AND_ASSIGN(MessageAndBody got, b_->ReceiveMessageAndBody(7, kNumberMask, 5s));
+  EXPECT_EQ(Text(got.message), "m0");
+  EXPECT_FALSE(got.body.has_value());
+  ASSERT_OK_AND_ASSIGN(TaggedMessage body, b_->ReceiveTagged(0, kNumberMask, 5s));
+  EXPECT_EQ(Text(body.payload), "body0");
+  // Body 2, asked for with messages 1 and 2, comes once: with one of them, or on its own.
+  int bodies = 0;
+  for (uint32_t i : {1u, 2u}) {
+    ASSERT_OK_AND_ASSIGN(got, b_->ReceiveMessageAndBody(2, kNumberMask, 5s));
+    EXPECT_EQ(Text(got.message), "m" + std::to_string(i));
+    if (got.body) {
+      ++bodies;
+      EXPECT_EQ(got.body->tag, Tag(0, 2));
+      EXPECT_EQ(Text(got.body->payload), "body2");
+    }
+  }
+  if (bodies == 0) {
+    ASSERT_OK_AND_ASSIGN(body, b_->ReceiveTagged(2, kNumberMask, 5s));
+    EXPECT_EQ(Text(body.payload), "body2");
+    ++bodies;
+  }
+  EXPECT_EQ(bodies, 1);
+  // A body not sent yet is not waited for: the message comes alone, the body to its receive.
+  ASSERT_OK(send(3, false));
+  ASSERT_OK_AND_ASSIGN(got, b_->ReceiveMessageAndBody(3, kNumberMask, 5s));
+  EXPECT_EQ(Text(got.message), "m3");
+  EXPECT_FALSE(got.body.has_value());
+  const std::string late = "late";
+  const ByteSpan piece{late.data(), 4};
+  ASSERT_OK(a_->SendTagged(Tag(0, 3), {&piece, 1}));
+  ASSERT_OK_AND_ASSIGN(body, b_->ReceiveTagged(3, kNumberMask, 5s));
+  EXPECT_EQ(Text(body.payload), "late");
+  // Nothing was left behind: no body of tag 2 is had twice.
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", AtTheDeadline(*clock_, 10ms, [&] {
+                       return b_->ReceiveTagged(2, kNumberMask, 10ms).status();
+                     }));
+}
+
 TEST_P(TransportConformance, ReceivesTimeOutAtTheirDeadlineWithAClearError) {
   ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out waiting for an untagged message",
                      AtTheDeadline(*clock_, 10ms, [&] { return b_->Receive(10ms).status(); }));

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -25,6 +26,13 @@ namespace ferry::transport {
 struct FERRY_EXPORT TaggedMessage {
   uint64_t tag = 0;
   SharedBytes payload;
+};
+
+/// An untagged message and, when it had come already, the tagged message asked for with it
+/// (Connection::ReceiveMessageAndBody).
+struct FERRY_EXPORT MessageAndBody {
+  SharedBytes message;
+  std::optional<TaggedMessage> body;
 };
 
 /// Tag of the shared-memory transport's own control message (a region's descriptor). Its
@@ -125,6 +133,13 @@ class FERRY_EXPORT Connection {
   /// The oldest tagged message whose tag satisfies `(tag & mask) == (want & mask)`.
   virtual Result<TaggedMessage> ReceiveTagged(uint64_t want, uint64_t mask,
                                               std::chrono::milliseconds timeout) = 0;
+  /// Receive(timeout), and with it the oldest tagged message that ReceiveTagged(want, mask)
+  /// would give if it has come already (a look: it never waits for it): the receiving end of
+  /// SendMessageAndBody. A transport may do both in one step (shared memory: the look skips the
+  /// read that a receive of its own would lead). By default, Receive and then a ReceiveTagged
+  /// with no wait, whose failure leaves `body` empty.
+  virtual Result<MessageAndBody> ReceiveMessageAndBody(uint64_t want, uint64_t mask,
+                                                       std::chrono::milliseconds timeout);
   /// Wait, up to the connection's timeout, for every send that returned before it finished (the
   /// UCX transport returns from a gathered body's send early), and return the failure of one
   /// that did not finish. OK at once where every send finishes before it returns (the default).
