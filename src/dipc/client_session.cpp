@@ -411,8 +411,8 @@ void ClientSession::FetchAhead() {
   Result<TaggedMessage> body =
       data_->ReceiveTagged(m->sequence, kSequenceMask, std::chrono::milliseconds(0));
   if (!body.ok()) return;
-  std::optional<Ahead> ahead(std::in_place);
-  ahead->sequence = m->sequence;
+  Ahead ahead;
+  ahead.sequence = m->sequence;
   Result<BodyTag> tag = ParseBodyTag(body->tag);
   if (tag.ok() && tag->type == BodyType::kBufferList) {
     Result<BufferList> list = ParseBufferList(body->payload);
@@ -422,11 +422,11 @@ void ClientSession::FetchAhead() {
       const std::span<const BufferRef> wanted = Wanted(m->flatbuffer, *list, &needed, &picked);
       Result<std::unique_ptr<transport::FetchInFlight>> fetch =
           data_->StartFetch(wanted, options_.timeout);
-      if (fetch.ok()) ahead->fetch = std::move(*fetch);
+      if (fetch.ok()) ahead.fetch = std::move(*fetch);
     }
   }
-  ahead->body = std::move(*body);
-  ahead_ = std::move(ahead);
+  ahead.body = std::move(*body);
+  ahead_.emplace(std::move(ahead));
 }
 
 void ClientSession::ReturnAhead() {
