@@ -436,6 +436,8 @@ TEST_P(ServerClient, AStoppedServerGivesTheClientAClearError) {
   server->Add("t", data.dataset);
   ClientOptions options;
   options.timeout = 2s;
+  // Only the stop is timed by the 2 s: a UCX wire-up on a loaded machine may take longer.
+  options.connect_timeout = ferry::testing::kUcxWireUp;
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream s, Open(*server, "t", options));
   UniqueDeviceArray first;
   ASSERT_EQ(s->get_next(s.get(), first.get()), 0);
