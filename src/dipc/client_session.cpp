@@ -311,11 +311,10 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
                            std::to_string(info.body_length) + "-byte body, over the limit of " +
                            std::to_string(options_.max_body_bytes) + " bytes");
   }
-  std::optional<Ahead> ahead = std::move(ahead_);
-  ahead_.reset();
-  if (ahead && ahead->sequence != m.sequence) {
-    ahead_ = std::move(ahead);  // another message's: kept for its turn
-    ahead.reset();
+  std::optional<Ahead> ahead;  // a body taken ahead for another message stays for its turn
+  if (ahead_ && ahead_->sequence == m.sequence) {
+    ahead = std::move(ahead_);
+    ahead_.reset();
   }
   Result<TaggedMessage> r =
       ahead ? Result<TaggedMessage>(std::move(ahead->body)) : ReceiveBody(m.sequence, info);
