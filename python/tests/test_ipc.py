@@ -4,6 +4,7 @@ import decimal
 import glob
 import math
 import os
+import struct
 
 import pyarrow as pa
 import pyarrow.ipc
@@ -185,15 +186,40 @@ DELTA_VALUES = {
     "float32": (pa.float32(), [1.5, -0.0, 3.25, 1e30, 2.0]),
     "fixed_size_binary": (pa.binary(3), [b"abc", None, b"\x00\x00\x00", b"xyz", b"qqq"]),
     "list<int32>": (pa.list_(pa.int32()), [[1], None, [], [2, 3], [4]]),
+    "large_list<float64>": (pa.large_list(pa.float64()), [[0.1], [], None, [-0.0, 1e-320], [2.0]]),
+    "fixed_size_list<int16>": (pa.list_(pa.int16(), 2), [[1, 2], None, [3, None], [-4, 5], [6, 7]]),
+    "struct": (pa.struct([("a", pa.int32()), ("b", pa.string())]),
+               [{"a": 1, "b": "x"}, None, {"a": None, "b": ""}, {"a": 4, "b": "yy"}, {"a": 5, "b": "z"}]),
+    "map<string, int64>": (pa.map_(pa.string(), pa.int64()), [[("k", 1)], [], None, [("a", 2), ("b", None)], [("z", 0)]]),
+    "list<struct<list<string>>>": (pa.list_(pa.struct([("l", pa.list_(pa.string()))])),
+                                   [[{"l": ["a"]}], [], [{"l": None}, None], [{"l": ["b", "c"]}], [{"l": []}]]),
+    "string_view": (pa.string_view(), ["a", "a string longer than twelve bytes", None, "", "z"]),
+    "list<binary_view>": (pa.list_(pa.binary_view()), [[b"x"], [b"another value past twelve bytes"], None, [], [b"q"]]),
+    "list_view<int32>": (pa.list_view(pa.int32()), [[1], None, [], [2, 3], [4]]),
+    "dense_union": (None, pa.UnionArray.from_dense(pa.array([0, 1, 0, 1, 0], pa.int8()), pa.array([0, 0, 1, 1, 2], pa.int32()),
+                                                   [pa.array([1, None, 5], pa.int32()), pa.array(["a", "bcd"])], ["i", "s"])),
+    "sparse_union": (None, pa.UnionArray.from_sparse(pa.array([0, 1, 0, 1, 0], pa.int8()),
+                                                     [pa.array([1, 2, None, 4, 5], pa.int32()),
+                                                      pa.array(["x", "a", "y", "bcd", None])], ["i", "s"])),
+    "run_end_encoded": (None, pa.RunEndEncodedArray.from_arrays(pa.array([2, 3, 5], pa.int32()), pa.array(["a", None, "b"]))),
+    "list<halffloat>": (pa.list_(pa.float16()), [[None], [], None, [None, None], [None]]),
+    "list<decimal256>": (pa.list_(pa.decimal256(40, 3)), [[decimal.Decimal("1.5")], [], None,
+                                                         [decimal.Decimal("-2.125")], [decimal.Decimal("0")]]),
+    "list<month_day_nano_interval>": (pa.list_(pa.month_day_nano_interval()),
+                                      [[pa.MonthDayNano([1, 2, 3])], [], None, [pa.MonthDayNano([-1, 0, 5])], []]),
 }
 
 
 def _growing_batches(value_type, values):
     """Batches whose dictionary grows by appending twice, then is replaced."""
+    if value_type is None:  # values built as an array already (unions, run-end encoded)
+        value_type = values.type
+    else:
+        values = pa.array(values, value_type)
     schema = pa.schema([("d", pa.dictionary(pa.int32(), value_type))])
-    dicts = [values[:2], values[:3], values[:4], values[4:5]]
+    dicts = [values.slice(0, 2), values.slice(0, 3), values.slice(0, 4), values.slice(4, 1)]
     indices = [[0, 1, 0], [2, 1], [3, 0, None], [0]]
-    return schema, [pa.record_batch([pa.DictionaryArray.from_arrays(pa.array(i, pa.int32()), pa.array(d, value_type))],
+    return schema, [pa.record_batch([pa.DictionaryArray.from_arrays(pa.array(i, pa.int32()), d)],
                                     schema=schema) for i, d in zip(indices, dicts)]
 
 
@@ -223,6 +249,54 @@ def test_pyarrow_reads_ferrys_dictionary_deltas(name):
     plain = pa.ipc.open_stream(F.ipc_write_bytes(pa.RecordBatchReader.from_batches(schema, batches)))
     plain.read_all()
     assert (plain.stats.num_dictionary_deltas, plain.stats.num_replaced_dictionaries) == (0, 3)
+
+
+def _payload_nans(*bits):
+    """A list<float64> array of one row per value, the doubles given by their bits."""
+    values = pa.py_buffer(struct.pack(f"<{len(bits)}Q", *bits))
+    doubles = pa.Array.from_buffers(pa.float64(), len(bits), [None, values])
+    return pa.ListArray.from_arrays(pa.array(range(len(bits) + 1), pa.int32()), doubles)
+
+
+def _bits(list_array):
+    flat = list_array.flatten()
+    return struct.unpack(f"<{len(flat)}Q", flat.buffers()[1].to_pybytes()[flat.offset * 8:(flat.offset + len(flat)) * 8])
+
+
+NAN_BITS = [0x7FF8000000000001, 0xFFF8000000000000, 0x7FF0000000000ABC, 0x8000000000000000, 0x0000000000000001]
+
+
+def test_ferry_joins_a_nested_dictionary_delta_bit_for_bit():
+    # A dictionary of lists of doubles, then a delta: ferry's joined dictionary keeps every bit
+    # (NaN payloads and signs), as pyarrow's does.
+    values = _payload_nans(*NAN_BITS)
+    schema = pa.schema([("d", pa.dictionary(pa.int32(), values.type))])
+    batches = [pa.record_batch([pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), values.slice(0, n))],
+                               schema=schema) for n in (2, 5)]
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema, options=pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)) as w:
+        for b in batches:
+            w.write_batch(b)
+    oracle = pa.ipc.open_stream(sink.getvalue())
+    want = [_bits(b.column(0).dictionary) for b in oracle]
+    assert oracle.stats.num_dictionary_deltas == 1
+    assert want[1] == tuple(NAN_BITS)
+    got = [_bits(b.column(0).dictionary) for b in _batches(F.ipc_read_buffer(sink.getvalue()))]
+    assert got == want
+
+
+def test_ferry_writes_a_nested_dictionary_that_differs_only_in_a_nan_payload():
+    # Two dictionaries equal but for one NaN's payload are two dictionaries: pyarrow reads the
+    # second one's bits, deltas or not.
+    schema = pa.schema([("d", pa.dictionary(pa.int32(), pa.list_(pa.float64())))])
+    dictionaries = [_payload_nans(0x7FF8000000000001, 0x3FF0000000000000),
+                    _payload_nans(0x7FF8000000000002, 0x3FF0000000000000)]
+    batches = [pa.record_batch([pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), d)], schema=schema)
+               for d in dictionaries]
+    for deltas in (False, True):
+        data = F.ipc_write_bytes(pa.RecordBatchReader.from_batches(schema, batches), emit_dictionary_deltas=deltas)
+        got = [_bits(b.column(0).dictionary) for b in pa.ipc.open_stream(data)]
+        assert got == [_bits(d) for d in dictionaries], f"deltas={deltas}"
 
 
 def test_pyarrow_reads_ferrys_dictionary_deltas_in_a_file():

@@ -1,13 +1,14 @@
 // The push decoder's dictionary batches: each checked against the schema's declared ids,
 // decoded, validated, and kept for the batches that use it; a delta joined to its dictionary
-// (dictionary_delta.hpp).
+// (ferry/format/concatenate.hpp).
 #include <memory>
 #include <string>
+#include <string_view>
 
+#include "ferry/format/concatenate.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ipc/decoder_state.hpp"
-#include "ipc/dictionary_delta.hpp"
 
 namespace ferry::ipc {
 
@@ -52,8 +53,9 @@ Status Decoder::Impl::HandleDictionary(const fb::DictionaryBatch* d, const Share
                                     ": a dictionary delta is merged on the host, but " +
                                     "the dictionary is device memory the host must not read");
       }
-      Result<UniqueArray> merged =
-          internal::JoinDelta(value_schema, existing->second->get(), loaded.columns[0].get());
+      const ArrowArray* parts[2] = {existing->second->get(), loaded.columns[0].get()};
+      constexpr std::string_view kParts[2] = {"the dictionary", "the delta"};
+      Result<UniqueArray> merged = Concatenate(value_schema, parts, kParts);
       if (!merged.ok()) {
         return Status(merged.status().code(),
                       label.str() + ": applying the delta: " + merged.status().message());

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "ferry/format/array_view.hpp"
-#include "ferry/format/json.hpp"
+#include "ferry/format/bits.hpp"
 #include "ipc/flat_values.hpp"
 
 namespace ferry::ipc::internal {
@@ -44,21 +44,138 @@ uint64_t HashBody(const AssembledBody& body) {
   return h;
 }
 
-// The first `length` values of a dictionary, hashed value by value for flat types and from
-// ferry's JSON rendering for the others (a value, not a layout, comparison): how the writer tells
-// that a new dictionary starts with the one it sent.
+namespace {
+
+// Hashes rows of any type as values, bit for bit: each row's validity, then a valid row's bytes
+// (a float's every bit, NaN payloads too), length or type id, and its children's rows; what
+// lies under a null is not read. An offset that points outside its child fails (a batch the
+// writer checked at the default level only): the caller then forgets the dictionary.
+class RowsHasher {
+ public:
+  Status Rows(const ArrayView& v, int64_t start, int64_t length) {
+    Mix(static_cast<uint64_t>(length));
+    for (int64_t i = start; i < start + length; ++i) FERRY_RETURN_NOT_OK(Row(v, i));
+    return Status::OK();
+  }
+  uint64_t hash() const { return h_; }
+
+ private:
+  void Mix(uint64_t x) { h_ = (h_ ^ x) * 1099511628211ULL; }
+  void MixBytes(std::string_view bytes) {
+    Mix(bytes.size());
+    Mix(std::hash<std::string_view>{}(bytes));
+  }
+  static Status Outside(const ArrayView& v, int64_t i, int64_t at, int64_t rows) {
+    return Status::Invalid("row " + std::to_string(i) + " of a " +
+                           std::string(TypeIdName(v.type().storage_type)) + " points at row " +
+                           std::to_string(at) + " of a child of " + std::to_string(rows));
+  }
+  Status Child(const ArrayView& child, int64_t at, int64_t length, const ArrayView& v, int64_t i) {
+    if (at < 0 || length < 0 || at > child.length() || length > child.length() - at) {
+      return Outside(v, i, at + length, child.length());
+    }
+    return Rows(child, at, length);
+  }
+
+  // A view that is not inline must point inside one of its array's data buffers.
+  static Status CheckView(const ArrayView& v, int64_t i) {
+    const uint8_t* view = v.buffer(1).data + (v.offset() + i) * 16;
+    int32_t word[4];
+    std::memcpy(word, view, sizeof(word));
+    if (word[0] <= 12) return Status::OK();
+    const ArrowArray* a = v.array();
+    const int64_t n_data = a->n_buffers - 3;
+    const auto* sizes = static_cast<const int64_t*>(a->buffers[a->n_buffers - 1]);
+    if (word[2] < 0 || word[2] >= n_data || word[3] < 0 ||
+        int64_t{word[3]} + word[0] > sizes[word[2]]) {
+      return Status::Invalid("row " + std::to_string(i) + " of a view type points past its data");
+    }
+    return Status::OK();
+  }
+
+  Status Row(const ArrayView& v, int64_t i) {
+    const TypeId type = v.type().storage_type;
+    if (type == TypeId::kSparseUnion || type == TypeId::kDenseUnion) {
+      const int8_t id = v.UnionTypeId(i);
+      const int8_t c = v.union_child_index(id);
+      if (c < 0) return Outside(v, i, id, v.n_children());
+      Mix(static_cast<uint64_t>(static_cast<uint8_t>(id)));
+      return Child(v.child(c), v.UnionChildOffset(i), 1, v, i);
+    }
+    if (type == TypeId::kRunEndEncoded) {
+      const int64_t run = v.RunIndex(i);
+      return Child(v.child(1), run, 1, v, i);
+    }
+    if (type == TypeId::kNull || !v.IsValid(i)) {
+      Mix(0);
+      return Status::OK();
+    }
+    Mix(1);
+    if (v.dictionary() != nullptr) {
+      return Child(*v.dictionary(), v.GetInt(i), 1, v, i);
+    }
+    switch (type) {
+      case TypeId::kBool:
+        Mix(v.GetInt(i) != 0 ? 2 : 1);
+        return Status::OK();
+      case TypeId::kList:
+      case TypeId::kLargeList:
+      case TypeId::kListView:
+      case TypeId::kLargeListView:
+      case TypeId::kMap:
+      case TypeId::kFixedSizeList: {
+        const int64_t from = v.ListStart(i);
+        return Child(v.child(0), from, v.ListEnd(i) - from, v, i);
+      }
+      case TypeId::kStruct:
+        for (int64_t c = 0; c < v.n_children(); ++c) {
+          FERRY_RETURN_NOT_OK(Child(v.child(c), v.offset() + i, 1, v, i));
+        }
+        return Status::OK();
+      case TypeId::kBinaryView:
+      case TypeId::kStringView:
+        FERRY_RETURN_NOT_OK(CheckView(v, i));
+        MixBytes(v.GetBytes(i));
+        return Status::OK();
+      case TypeId::kBinary:
+      case TypeId::kString:
+      case TypeId::kLargeBinary:
+      case TypeId::kLargeString:
+      case TypeId::kFixedSizeBinary:
+        MixBytes(v.GetBytes(i));
+        return Status::OK();
+      default: {
+        // Fixed width: the value's own bytes.
+        const int64_t width = v.type().layout.element_size_bits[1] / 8;
+        const uint8_t* at = v.buffer(1).data + (v.offset() + i) * width;
+        MixBytes({reinterpret_cast<const char*>(at), static_cast<size_t>(width)});
+        return Status::OK();
+      }
+    }
+  }
+
+  uint64_t h_ = 1469598103934665603ULL;
+};
+
+}  // namespace
+
+// The first `length` values of a dictionary, hashed as values: flat types by FlatValuesHash, the
+// others row by row (RowsHasher). How the writer tells that a new dictionary starts with the one
+// it sent.
 Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* dictionary,
                             int64_t length) {
   if (const std::optional<FlatValues> flat = FlatValuesOf(schema)) {
     return FlatValuesHash(*flat, dictionary, length);
   }
-  ArrowArray head = *dictionary;  // a borrowed view of the prefix: never released
-  head.length = length;
-  head.null_count = -1;
   FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
-  FERRY_RETURN_NOT_OK(view.SetArray(&head));
-  FERRY_ASSIGN_OR_RAISE(std::string json, ArrayToJson(view));
-  return std::hash<std::string>{}(json);
+  FERRY_RETURN_NOT_OK(view.SetArray(dictionary));
+  if (length < 0 || length > view.length()) {
+    return Status::Invalid("a dictionary prefix of " + std::to_string(length) + " rows, past its " +
+                           std::to_string(view.length()));
+  }
+  RowsHasher hasher;
+  FERRY_RETURN_NOT_OK(hasher.Rows(view, 0, length));
+  return hasher.hash();
 }
 
 bool SameBody(const AssembledBody& a, const AssembledBody& b) {
