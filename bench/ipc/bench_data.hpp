@@ -76,8 +76,9 @@ inline const IpcData& MixedTable() {
   return *data;
 }
 
-// A string dictionary that grows by deltas: 10,000 values, then kDeltas batches each adding 500
-// (110,000 at the end, 1.3 MB of strings), each batch 1,000 indices into the first 10,000.
+// A dictionary that grows by deltas: 10,000 values, then kDeltas batches each adding 500
+// (110,000 at the end), each batch 1,000 indices into the first 10,000. Its values are strings
+// ("value N", 1.3 MB at the end) or, nested, struct<k: int64, s: string> of N and the same string.
 constexpr int64_t kDeltaBase = 10000;
 constexpr int64_t kDeltaStep = 500;
 constexpr int64_t kDeltas = 200;
@@ -86,33 +87,46 @@ struct GrowingDictionaryData {
   UniqueArray full;  // the indices, with the dictionary at its whole length
 };
 
-inline const GrowingDictionaryData& GrowingDictionarySource() {
-  static GrowingDictionaryData* data = [] {
-    auto* d = new GrowingDictionaryData();
-    Field root = Field::Make("+s", "", {Field::Dictionary("d", "i", Field::Make("u", ""))});
-    root.flags = 0;
-    d->schema = Value(root.Export());
-    auto b = Value(ArrayBuilder::Make(d->schema.get()));
-    ArrayBuilder* column = b->child(0);
-    for (int64_t i = 0; i < kDeltaBase + kDeltaStep * kDeltas; ++i) {
-      Check(column->dictionary()->AppendBytes("value " + std::to_string(i)));
+inline GrowingDictionaryData* MakeGrowingDictionary(bool nested) {
+  auto* d = new GrowingDictionaryData();
+  Field values = nested ? Field::Make("+s", "", {Field::Make("l", "k"), Field::Make("u", "s")})
+                        : Field::Make("u", "");
+  Field root = Field::Make("+s", "", {Field::Dictionary("d", "i", values)});
+  root.flags = 0;
+  d->schema = Value(root.Export());
+  auto b = Value(ArrayBuilder::Make(d->schema.get()));
+  ArrayBuilder* column = b->child(0);
+  ArrayBuilder* words = column->dictionary();
+  for (int64_t i = 0; i < kDeltaBase + kDeltaStep * kDeltas; ++i) {
+    const std::string word = "value " + std::to_string(i);
+    if (nested) {
+      Check(words->child(0)->AppendInt(i));
+      Check(words->child(1)->AppendBytes(word));
+      Check(words->FinishElement());
+    } else {
+      Check(words->AppendBytes(word));
     }
-    for (int64_t i = 0; i < 1000; ++i) {
-      Check(column->AppendIndex(i * 7 % kDeltaBase));
-      Check(b->FinishElement());
-    }
-    d->full = Value(b->Finish());
-    return d;
-  }();
-  return *data;
+  }
+  for (int64_t i = 0; i < 1000; ++i) {
+    Check(column->AppendIndex(i * 7 % kDeltaBase));
+    Check(b->FinishElement());
+  }
+  d->full = Value(b->Finish());
+  return d;
+}
+
+inline const GrowingDictionaryData& GrowingDictionarySource(bool nested = false) {
+  static GrowingDictionaryData* strings = MakeGrowingDictionary(false);
+  static GrowingDictionaryData* structs = MakeGrowingDictionary(true);
+  return nested ? *structs : *strings;
 }
 
 // Batch k (0 to kDeltas) of the growing dictionary: the source's buffers, borrowed, its
 // dictionary cut to its first kDeltaBase + kDeltaStep * k values. Made in place (it points into
 // itself) and never released.
 struct GrowingBatch {
-  explicit GrowingBatch(int64_t k) {
-    const ArrowArray* full = GrowingDictionarySource().full.get();
+  explicit GrowingBatch(int64_t k, bool nested = false) {
+    const ArrowArray* full = GrowingDictionarySource(nested).full.get();
     values = *full->children[0]->dictionary;
     values.length = kDeltaBase + kDeltaStep * k;
     indices = *full->children[0];

@@ -124,31 +124,34 @@ void BM_DecodeWideBatch_Ferry(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeWideBatch_Ferry)->Unit(benchmark::kMicrosecond);
 
-// The growing dictionary (bench_data.hpp) as a stream of deltas. A reader keeps one contiguous
-// dictionary, so each delta costs it a join of the whole dictionary so far.
+// The growing dictionary (bench_data.hpp) as a stream of deltas, of strings or (nested) of
+// structs. A reader keeps one contiguous dictionary, so each delta costs it a join of the whole
+// dictionary so far.
 using bench::kDeltas;
-const SharedBytes& GrowingDictionary() {
-  static SharedBytes* bytes = [] {
-    ipc::MemorySink sink;
-    ipc::WriteOptions options;
-    options.emit_dictionary_deltas = true;
-    auto w = Value(
-        ipc::StreamWriter::Open(&sink, bench::GrowingDictionarySource().schema.get(), options));
-    for (int64_t k = 0; k <= kDeltas; ++k) {
-      const bench::GrowingBatch batch(k);
-      Check(w.WriteBatch(&batch.batch));
-    }
-    Check(w.Close());
-    if (w.stats().dictionary_deltas != kDeltas) std::abort();
-    return new SharedBytes(sink.Finish());
-  }();
-  return *bytes;
+SharedBytes* WriteGrowingDictionary(bool nested) {
+  ipc::MemorySink sink;
+  ipc::WriteOptions options;
+  options.emit_dictionary_deltas = true;
+  auto w = Value(
+      ipc::StreamWriter::Open(&sink, bench::GrowingDictionarySource(nested).schema.get(), options));
+  for (int64_t k = 0; k <= kDeltas; ++k) {
+    const bench::GrowingBatch batch(k, nested);
+    Check(w.WriteBatch(&batch.batch));
+  }
+  Check(w.Close());
+  if (w.stats().dictionary_deltas != kDeltas) std::abort();
+  return new SharedBytes(sink.Finish());
+}
+const SharedBytes& GrowingDictionary(bool nested = false) {
+  static SharedBytes* strings = WriteGrowingDictionary(false);
+  static SharedBytes* structs = WriteGrowingDictionary(true);
+  return nested ? *structs : *strings;
 }
 
 // With full validation each dictionary's values are checked once, as its message arrives, and
 // each batch's indices against it; Arrow C++'s ValidateFull of a batch walks its dictionary too.
-void ReadDeltasFerry(benchmark::State& state, ValidationLevel level) {
-  const auto& bytes = GrowingDictionary();
+void ReadDeltasFerry(benchmark::State& state, ValidationLevel level, bool nested = false) {
+  const auto& bytes = GrowingDictionary(nested);
   ipc::ReadOptions options;
   options.validation = level;
   for (auto _ : state) {
@@ -165,8 +168,12 @@ void BM_ReadDictionaryDeltas_Ferry(benchmark::State& s) {
 void BM_ReadDictionaryDeltas_Ferry_FullValidation(benchmark::State& s) {
   ReadDeltasFerry(s, ValidationLevel::kFull);
 }
+void BM_ReadDictionaryDeltas_Nested_Ferry(benchmark::State& s) {
+  ReadDeltasFerry(s, ValidationLevel::kDefault, true);
+}
 BENCHMARK(BM_ReadDictionaryDeltas_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReadDictionaryDeltas_Ferry_FullValidation)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadDictionaryDeltas_Nested_Ferry)->Unit(benchmark::kMillisecond);
 
 #ifdef FERRY_BENCH_WITH_ARROW
 int64_t DrainArrow(const std::shared_ptr<arrow::io::InputStream>& input, bool validate) {
@@ -218,8 +225,8 @@ void BM_DecodeWideBatch_ArrowCpp(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeWideBatch_ArrowCpp)->Unit(benchmark::kMicrosecond);
 
-void ReadDeltasArrow(benchmark::State& state, bool validate) {
-  const auto& bytes = GrowingDictionary();
+void ReadDeltasArrow(benchmark::State& state, bool validate, bool nested = false) {
+  const auto& bytes = GrowingDictionary(nested);
   auto buffer = std::make_shared<arrow::Buffer>(bytes.data, bytes.size);
   for (auto _ : state) {
     benchmark::DoNotOptimize(
@@ -233,8 +240,12 @@ void BM_ReadDictionaryDeltas_ArrowCpp(benchmark::State& s) { ReadDeltasArrow(s, 
 void BM_ReadDictionaryDeltas_ArrowCpp_FullValidation(benchmark::State& s) {
   ReadDeltasArrow(s, true);
 }
+void BM_ReadDictionaryDeltas_Nested_ArrowCpp(benchmark::State& s) {
+  ReadDeltasArrow(s, false, true);
+}
 BENCHMARK(BM_ReadDictionaryDeltas_ArrowCpp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReadDictionaryDeltas_ArrowCpp_FullValidation)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadDictionaryDeltas_Nested_ArrowCpp)->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace

@@ -191,14 +191,14 @@ BENCHMARK(BM_WriteSharedDictionary_Ferry_Lent)->Unit(benchmark::kMillisecond);
 // The growing dictionary (bench_data.hpp) written with deltas: each batch's dictionary starts
 // with the one sent before it, so only its 500 new values go. Held, the writer compares the new
 // dictionary's first values with the one it still holds; lent, with their hash.
-void WriteGrowing(benchmark::State& state, bool held) {
-  const auto& d = bench::GrowingDictionarySource();
+void WriteGrowing(benchmark::State& state, bool held, bool nested = false) {
+  const auto& d = bench::GrowingDictionarySource(nested);
   ipc::WriteOptions options;
   options.emit_dictionary_deltas = true;
   // Every batch outlives the writer: a held one is read until the next is written.
   std::vector<std::unique_ptr<bench::GrowingBatch>> batches;
   for (int64_t k = 0; k <= bench::kDeltas; ++k) {
-    batches.push_back(std::make_unique<bench::GrowingBatch>(k));
+    batches.push_back(std::make_unique<bench::GrowingBatch>(k, nested));
   }
   for (auto _ : state) {
     ipc::MemorySink sink;
@@ -219,8 +219,14 @@ void WriteGrowing(benchmark::State& state, bool held) {
 }
 void BM_WriteDictionaryDeltas_Ferry(benchmark::State& s) { WriteGrowing(s, true); }
 void BM_WriteDictionaryDeltas_Ferry_Lent(benchmark::State& s) { WriteGrowing(s, false); }
+void BM_WriteDictionaryDeltas_Nested_Ferry(benchmark::State& s) { WriteGrowing(s, true, true); }
+void BM_WriteDictionaryDeltas_Nested_Ferry_Lent(benchmark::State& s) {
+  WriteGrowing(s, false, true);
+}
 BENCHMARK(BM_WriteDictionaryDeltas_Ferry)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WriteDictionaryDeltas_Ferry_Lent)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WriteDictionaryDeltas_Nested_Ferry)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WriteDictionaryDeltas_Nested_Ferry_Lent)->Unit(benchmark::kMillisecond);
 
 #ifdef FERRY_BENCH_WITH_ARROW
 std::shared_ptr<arrow::RecordBatch> ArrowBatch() {
@@ -314,8 +320,8 @@ void BM_WriteSharedDictionary_ArrowCpp(benchmark::State& state) {
 }
 BENCHMARK(BM_WriteSharedDictionary_ArrowCpp)->Unit(benchmark::kMillisecond);
 
-void BM_WriteDictionaryDeltas_ArrowCpp(benchmark::State& state) {
-  const auto& d = bench::GrowingDictionarySource();
+void WriteDeltasArrow(benchmark::State& state, bool nested) {
+  const auto& d = bench::GrowingDictionarySource(nested);
   UniqueSchema schema = Value(CopySchema(d.schema.get()));
   ArrowArray view = *d.full.get();
   view.release = [](ArrowArray* a) { a->release = nullptr; };  // d keeps it
@@ -344,7 +350,10 @@ void BM_WriteDictionaryDeltas_ArrowCpp(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()) * bench::kDeltas,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
+void BM_WriteDictionaryDeltas_ArrowCpp(benchmark::State& s) { WriteDeltasArrow(s, false); }
+void BM_WriteDictionaryDeltas_Nested_ArrowCpp(benchmark::State& s) { WriteDeltasArrow(s, true); }
 BENCHMARK(BM_WriteDictionaryDeltas_ArrowCpp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WriteDictionaryDeltas_Nested_ArrowCpp)->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace

@@ -1,8 +1,10 @@
 // What a writer knows of the dictionaries it sent (sent_dictionaries.hpp).
 #include "ipc/sent_dictionaries.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -54,12 +56,100 @@ class RowsHasher {
  public:
   Status Rows(const ArrayView& v, int64_t start, int64_t length) {
     Mix(static_cast<uint64_t>(length));
+    // Rows with no null at this node go column by column where the type allows; whether they
+    // do depends only on their values, so equal rows hash alike either way.
+    if (length > 1 && !HasNulls(v, start, length)) {
+      FERRY_ASSIGN_OR_RAISE(const bool done, Columns(v, start, length));
+      if (done) return Status::OK();
+    }
     for (int64_t i = start; i < start + length; ++i) FERRY_RETURN_NOT_OK(Row(v, i));
     return Status::OK();
   }
   uint64_t hash() const { return h_; }
 
  private:
+  static bool HasNulls(const ArrayView& v, int64_t start, int64_t length) {
+    const uint8_t* bits = v.buffer(0).data;
+    return bits != nullptr && CountSetBits(bits, v.offset() + start, length) != length;
+  }
+
+  // Rows [start, start + length), none null, of a fixed-width, binary or string node (their
+  // lengths, then their bytes as one range), or of a struct, list or map node (its lists' sizes,
+  // then each child's rows as one range). False for the other types, which go row by row.
+  Result<bool> Columns(const ArrayView& v, int64_t start, int64_t length) {
+    if (v.dictionary() != nullptr) return false;
+    const TypeId type = v.type().storage_type;
+    const int64_t at = v.offset() + start;
+    switch (type) {
+      case TypeId::kBinary:
+      case TypeId::kString:
+      case TypeId::kLargeBinary:
+      case TypeId::kLargeString: {
+        const bool large = type == TypeId::kLargeBinary || type == TypeId::kLargeString;
+        const auto offset = [&](int64_t i) -> int64_t {
+          return large ? LoadOffset<int64_t>(v, i) : LoadOffset<int32_t>(v, i);
+        };
+        const int64_t first = offset(at);
+        int64_t previous = first;
+        for (int64_t i = 1; i <= length; ++i) {
+          const int64_t next = offset(at + i);
+          Mix(static_cast<uint64_t>(next - previous));
+          previous = next;
+        }
+        if (previous < first) return Status::Invalid("offsets run backwards");
+        MixBytes({reinterpret_cast<const char*>(v.buffer(2).data + first),
+                  static_cast<size_t>(previous - first)});
+        return true;
+      }
+      case TypeId::kStruct:
+        for (int64_t c = 0; c < v.n_children(); ++c) {
+          FERRY_RETURN_NOT_OK(Child(v.child(c), at, length, v, start));
+        }
+        return true;
+      case TypeId::kFixedSizeList: {
+        const int64_t n = v.type().fixed_size;
+        FERRY_RETURN_NOT_OK(Child(v.child(0), at * n, length * n, v, start));
+        return true;
+      }
+      case TypeId::kList:
+      case TypeId::kLargeList:
+      case TypeId::kMap: {
+        for (int64_t i = start; i < start + length; ++i) {
+          Mix(static_cast<uint64_t>(v.ListEnd(i) - v.ListStart(i)));
+        }
+        const int64_t first = v.ListStart(start);
+        FERRY_RETURN_NOT_OK(
+            Child(v.child(0), first, v.ListEnd(start + length - 1) - first, v, start));
+        return true;
+      }
+      case TypeId::kNull:
+      case TypeId::kBool:
+      case TypeId::kBinaryView:
+      case TypeId::kStringView:
+      case TypeId::kListView:
+      case TypeId::kLargeListView:
+      case TypeId::kSparseUnion:
+      case TypeId::kDenseUnion:
+      case TypeId::kRunEndEncoded:
+        return false;
+      default: {
+        const int64_t width = v.type().storage_type == TypeId::kFixedSizeBinary
+                                  ? int64_t{v.type().fixed_size}
+                                  : v.type().layout.element_size_bits[1] / 8;
+        MixBytes({reinterpret_cast<const char*>(v.buffer(1).data + at * width),
+                  static_cast<size_t>(length * width)});
+        return true;
+      }
+    }
+  }
+
+  template <typename Offset>
+  static int64_t LoadOffset(const ArrayView& v, int64_t i) {
+    Offset o;
+    std::memcpy(&o, v.buffer(1).data + i * static_cast<int64_t>(sizeof(Offset)), sizeof(o));
+    return o;
+  }
+
   void Mix(uint64_t x) { h_ = (h_ ^ x) * 1099511628211ULL; }
   void MixBytes(std::string_view bytes) {
     Mix(bytes.size());
@@ -159,23 +249,101 @@ class RowsHasher {
 
 }  // namespace
 
-// The first `length` values of a dictionary, hashed as values: flat types by FlatValuesHash, the
-// others row by row (RowsHasher). How the writer tells that a new dictionary starts with the one
-// it sent.
+namespace {
+
+// Values are hashed in blocks of this many rows, each block's hash mixed into the whole's in
+// order, then the row count: so a prefix's hash and the whole's share every block before the
+// prefix's end, and both come from one pass.
+constexpr int64_t kHashBlock = 4096;
+
+uint64_t MixInto(uint64_t h, uint64_t x) { return (h ^ x) * 1099511628211ULL; }
+
+// One block's hash: FlatValuesHash for flat types, RowsHasher for the others.
+class BlockHasher {
+ public:
+  static Result<BlockHasher> Make(const ArrowSchema* schema, const ArrowArray* dictionary) {
+    BlockHasher b;
+    b.dictionary_ = dictionary;
+    b.flat_ = FlatValuesOf(schema);
+    if (!b.flat_) {
+      FERRY_ASSIGN_OR_RAISE(b.view_, ArrayView::Make(schema));
+      FERRY_RETURN_NOT_OK(b.view_.SetArray(dictionary));
+    }
+    return b;
+  }
+  Result<uint64_t> Block(int64_t start, int64_t length) {
+    if (flat_) {
+      ArrowArray part = *dictionary_;  // a borrowed view of the block: never released
+      part.offset += start;
+      part.length = length;
+      part.null_count = -1;
+      return FlatValuesHash(*flat_, &part, length);
+    }
+    RowsHasher hasher;
+    FERRY_RETURN_NOT_OK(hasher.Rows(view_, start, length));
+    return hasher.hash();
+  }
+
+ private:
+  const ArrowArray* dictionary_ = nullptr;
+  std::optional<FlatValues> flat_;
+  ArrayView view_;
+};
+
+}  // namespace
+
+Result<ValuesHashes> HashValues(const ArrowSchema* schema, const ArrowArray* dictionary,
+                                int64_t head) {
+  const int64_t rows = dictionary->length;
+  if (head < 0 || head > rows) {
+    return Status::Invalid("a dictionary prefix of " + std::to_string(head) + " rows, past its " +
+                           std::to_string(rows));
+  }
+  FERRY_ASSIGN_OR_RAISE(BlockHasher blocks, BlockHasher::Make(schema, dictionary));
+  uint64_t h = 1469598103934665603ULL;
+  ValuesHashes out;
+  bool head_done = false;
+  for (int64_t at = 0; at < rows || !head_done; at += kHashBlock) {
+    if (!head_done && head < at + kHashBlock) {
+      // The prefix ends in this block: its hash is the blocks before, its own part, its rows.
+      uint64_t hh = h;
+      if (head > at) {
+        FERRY_ASSIGN_OR_RAISE(const uint64_t part, blocks.Block(at, head - at));
+        hh = MixInto(hh, part);
+      }
+      out.head = MixInto(hh, static_cast<uint64_t>(head));
+      head_done = true;
+    }
+    if (at >= rows) break;
+    FERRY_ASSIGN_OR_RAISE(const uint64_t block, blocks.Block(at, std::min(kHashBlock, rows - at)));
+    h = MixInto(h, block);
+  }
+  out.full = MixInto(h, static_cast<uint64_t>(rows));
+  return out;
+}
+
 Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* dictionary,
                             int64_t length) {
-  if (const std::optional<FlatValues> flat = FlatValuesOf(schema)) {
-    return FlatValuesHash(*flat, dictionary, length);
-  }
-  FERRY_ASSIGN_OR_RAISE(ArrayView view, ArrayView::Make(schema));
-  FERRY_RETURN_NOT_OK(view.SetArray(dictionary));
-  if (length < 0 || length > view.length()) {
+  if (length < 0 || length > dictionary->length) {
     return Status::Invalid("a dictionary prefix of " + std::to_string(length) + " rows, past its " +
-                           std::to_string(view.length()));
+                           std::to_string(dictionary->length));
   }
-  RowsHasher hasher;
-  FERRY_RETURN_NOT_OK(hasher.Rows(view, 0, length));
-  return hasher.hash();
+  ArrowArray prefix = *dictionary;  // a borrowed view of the prefix: never released
+  prefix.length = length;
+  prefix.null_count = -1;
+  FERRY_ASSIGN_OR_RAISE(const ValuesHashes both, HashValues(schema, &prefix, length));
+  return both.full;
+}
+
+Status HashLent(const ArrowSchema* schema, const ArrowArray* dictionary, const SentDictionary* sent,
+                SentDictionary* now, std::optional<uint64_t>* head) {
+  const bool compare = sent != nullptr && sent->values_hash && dictionary->length >= sent->length;
+  FERRY_ASSIGN_OR_RAISE(
+      const ValuesHashes both,
+      HashValues(schema, dictionary, compare ? sent->length : dictionary->length));
+  now->values_hash = both.full;
+  if (compare) *head = both.head;
+  return Status::OK();
 }
 
 bool SameBody(const AssembledBody& a, const AssembledBody& b) {

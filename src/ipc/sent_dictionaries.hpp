@@ -22,11 +22,24 @@ void CollectDictionaries(const ArrowSchema* s, const ArrowArray* a,
 /// A hash of an assembled body: its lengths, and every byte of its pieces.
 uint64_t HashBody(const AssembledBody& body);
 
-/// The first `length` values of a dictionary, hashed as values (FlatValuesHash for flat types,
-/// ferry's JSON rendering for the others): how the writer tells that a new dictionary starts
-/// with the one it sent.
+/// The first `length` values of a dictionary, hashed as values, bit for bit (nothing under a
+/// null is read): in blocks of rows, each FlatValuesHash for flat types and row by row (or column
+/// by column where no row is null) for the others. How the writer tells that a new dictionary
+/// starts with the one it sent. O(length).
 Result<uint64_t> ValuesHash(const ArrowSchema* schema, const ArrowArray* dictionary,
                             int64_t length);
+
+/// ValuesHash of a dictionary's first `head` values and of all of them.
+struct ValuesHashes {
+  uint64_t head = 0;
+  uint64_t full = 0;
+};
+
+/// Both in one pass over the dictionary (the block `head` ends in is read twice): for a writer
+/// that keeps only hashes, which compares a grown dictionary's first values with the one it sent
+/// and keeps the grown one's hash for the next.
+Result<ValuesHashes> HashValues(const ArrowSchema* schema, const ArrowArray* dictionary,
+                                int64_t head);
 
 /// Whether two assembled bodies hold the same bytes: the same nodes, and each buffer's bytes alike
 /// (its padding apart). Equal bodies hold equal values; unequal ones may too (the bytes under
@@ -55,6 +68,12 @@ struct SentDictionary {
   const ArrowArray* held = nullptr;     // the dictionary itself, in the held batch
   const ArrowSchema* schema = nullptr;  // its value schema (the writer's)
 };
+
+/// A lent dictionary is known by its values' hash from now on: `now` gets it. Where `sent` (the
+/// dictionary sent last, known by its hash alone; may be NULL) is no longer than `dictionary`,
+/// the same pass gives `head` the hash of `dictionary`'s first `sent->length` values.
+Status HashLent(const ArrowSchema* schema, const ArrowArray* dictionary, const SentDictionary* sent,
+                SentDictionary* now, std::optional<uint64_t>* head);
 
 /// Give `d` its body hash (HashArray of the dictionary it holds, assembled with `alignment` and
 /// `swap_bytes`) where it has none yet and still holds one.

@@ -248,9 +248,11 @@ struct StreamWriter::Impl {
       now.held = held ? dictionary : nullptr;
       now.schema = value_schema;
       if (held) internal::AppendLayout(dictionary, &now.layout);
+      std::optional<uint64_t> head_hash;  // of its first values, to compare with those sent
       if (options.emit_dictionary_deltas && !held) {
-        FERRY_ASSIGN_OR_RAISE(now.values_hash,
-                              internal::ValuesHash(value_schema, dictionary, dictionary->length));
+        FERRY_RETURN_NOT_OK(internal::HashLent(
+            value_schema, dictionary, it != sent.end() && !sent_values ? &it->second : nullptr,
+            &now, &head_hash));
       }
       // With deltas on, a dictionary whose first values are the ones sent needs only its tail.
       bool delta = false;
@@ -270,9 +272,11 @@ struct StreamWriter::Impl {
                                 internal::ValuesHash(value_schema, sent_values, it->second.length));
         }
         if (!prefix && !flat && it->second.values_hash) {
-          FERRY_ASSIGN_OR_RAISE(const uint64_t head,
-                                internal::ValuesHash(value_schema, dictionary, it->second.length));
-          prefix = head == *it->second.values_hash;
+          if (!head_hash) {
+            FERRY_ASSIGN_OR_RAISE(
+                head_hash, internal::ValuesHash(value_schema, dictionary, it->second.length));
+          }
+          prefix = *head_hash == *it->second.values_hash;
         }
         if (prefix) {
           if (dictionary->length == it->second.length) {  // the same values, laid out anew
