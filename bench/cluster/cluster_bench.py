@@ -10,7 +10,9 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
                   sent whole from its pages and from a kept copy, and one tag_bw stream, in
                   alternating rounds: the median ratio and its range
   plain TCP       the same bytes over plain sockets (no UCX, no Arrow), two streams into one
-                  process and one stream: what any reader could reach between these hosts
+                  process and one stream: what any reader could reach between these hosts; and
+                  two streams into memory the reader keeps, sent from a buffer that stays in
+                  cache and from memory of the stream's size (each byte from its own place)
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
   small reads     a flight of 1,000 rows on each server (40 KB), read again and again on host c:
                   ferry's client as it chooses (DoGet, below GetOptions::grpc_below), ferry's
@@ -129,6 +131,24 @@ while True:
     c.close()
 """
 
+# The same server sending from memory of the stream's whole size, written once before it
+# listens, so that each byte sent is read from its own place (as a server of a kept dataset
+# reads it), not from one buffer that stays in cache.
+TCP_COLD_SERVER = """
+import socket, sys
+total, chunk = int(sys.argv[2]), 8 << 20
+data = memoryview(bytearray(total))
+for i in range(0, total, 4096):
+    data[i] = 1
+s = socket.create_server((sys.argv[1], 13338))
+while True:
+    c, _ = s.accept()
+    at = 0
+    while at < total:
+        at += c.send(data[at:min(at + chunk, total)])
+    c.close()
+"""
+
 TCP_READER = """
 import socket, sys, threading, time
 total, chunk = int(sys.argv[2]), 8 << 20
@@ -157,10 +177,12 @@ print(best)
 """
 
 
-def tcp_streams(hosts, per_server, repeat, names=("a", "b"), keep=False):
+def tcp_streams(hosts, per_server, repeat, names=("a", "b"), keep=False, cold=False):
     """Plain TCP streams, `per_server` bytes from each of `names` at once into one process on
-    host c (into memory it keeps, with `keep`): the aggregate MiB/s of the best run."""
-    servers = [hosts[n].popen([sys.executable, "-c", TCP_SERVER, hosts[n].ip, str(per_server)],
+    host c (into memory it keeps, with `keep`; sent from memory of the stream's size, with
+    `cold`): the aggregate MiB/s of the best run."""
+    server = TCP_COLD_SERVER if cold else TCP_SERVER
+    servers = [hosts[n].popen([sys.executable, "-c", server, hosts[n].ip, str(per_server)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                for n in names]
     try:
@@ -452,6 +474,8 @@ def main():
                 figures["one TCP stream MiB/s"] = tcp_streams(hosts, half, args.repeat, ("a",))
                 figures["two TCP streams kept MiB/s"] = tcp_streams(hosts, half, args.repeat,
                                                                     keep=True)
+                figures["two TCP streams kept, cold MiB/s"] = tcp_streams(
+                    hosts, half, args.repeat, keep=True, cold=True)
                 figures["pyarrow.flight, two threads"] = reader(
                     hosts["c"], [sys.executable, "-c", PYARROW_READER, b.uri, str(args.repeat)])
                 figures["dask"] = dask_runs(hosts, a, b, tmp, args.repeat)
@@ -481,6 +505,10 @@ def main():
     print(f"| the same into memory the reader keeps (each byte its own place, as a table's) | "
           f"{mib / kept:.3f} s | {kept:.0f} | {kept / tcp2:.2f}x the reused buffer's rate; ferry's "
           f"parallel read at {mib / par['s'] / kept:.2f}x it |")
+    cold = figures["two TCP streams kept, cold MiB/s"]
+    print(f"| the same, each byte also sent from its own place (as a kept dataset's server sends) | "
+          f"{mib / cold:.3f} s | {cold:.0f} | {cold / tcp2:.2f}x the reused buffer's rate; ferry's "
+          f"parallel read at {mib / par['s'] / cold:.2f}x it |")
     rounds = figures["one stream, rounds"]
     one_bw = statistics.median(r["tag_bw"] for r in rounds)
     print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream (median of "
