@@ -96,21 +96,6 @@ INSTANTIATE_TEST_SUITE_P(EveryType, ConcatenateTypes, ::testing::ValuesIn(JoinPa
                                   (p.param.nulls ? "_nulls" : "");
                          });
 
-// An array of `length` rows at `offset` over `buffers` (and `children`), owned by nobody.
-ArrowArray LooseNode(int64_t length, int64_t offset, const void** buffers, int64_t n_buffers,
-                     ArrowArray** children = nullptr, int64_t n_children = 0) {
-  ArrowArray a{};
-  a.length = length;
-  a.offset = offset;
-  a.null_count = 0;
-  a.n_buffers = n_buffers;
-  a.buffers = buffers;
-  a.n_children = n_children;
-  a.children = children;
-  a.release = [](ArrowArray* self) { self->release = nullptr; };
-  return a;
-}
-
 // Doubles keep every bit: NaN payloads and signs, negative zero, subnormals, inside a list.
 TEST(Concatenate, KeepsEveryBitOfAFloat) {
   const uint64_t bits[6] = {0x7ff8000000000001, 0xfff8000000000000, 0x7ff0000000000abc,
@@ -120,12 +105,12 @@ TEST(Concatenate, KeepsEveryBitOfAFloat) {
   const int32_t offsets_a[3] = {0, 2, 3};
   const int32_t offsets_b[3] = {3, 5, 6};  // the same child, from row 3
   const void* item_buffers[2] = {nullptr, values};
-  ArrowArray item = LooseNode(6, 0, item_buffers, 2);
+  ArrowArray item = testing::HandMadeArray(6, 0, item_buffers, 2);
   ArrowArray* items[1] = {&item};
   const void* a_buffers[2] = {nullptr, offsets_a};
   const void* b_buffers[2] = {nullptr, offsets_b};
-  ArrowArray a = LooseNode(2, 0, a_buffers, 2, items, 1);
-  ArrowArray b = LooseNode(2, 0, b_buffers, 2, items, 1);
+  ArrowArray a = testing::HandMadeArray(2, 0, a_buffers, 2, items, 1);
+  ArrowArray b = testing::HandMadeArray(2, 0, b_buffers, 2, items, 1);
   const Field field = Field::Make("+l", "x", {Field::Make("g", "item")});
   ASSERT_OK_AND_ASSIGN(UniqueSchema schema, field.Export());
   const ArrowArray* parts[2] = {&a, &b};
@@ -185,11 +170,6 @@ TEST(Concatenate, RefusesADictionaryItsIndicesCannotReach) {
                      Concatenate(pa.schema(), parts));
 }
 
-// A string array of `length` rows from `offset` over `buffers`, with no nulls and no owner.
-ArrowArray LooseStrings(int64_t length, int64_t offset, const void** buffers) {
-  return LooseNode(length, offset, buffers, 3);
-}
-
 // Strings whose bytes would pass 2 GiB together cannot keep 32-bit offsets: refused, naming the
 // sizes, before any byte is copied (the parts' bytes are never read here).
 TEST(Concatenate, RefusesStringsPastThirtyTwoBitOffsets) {
@@ -200,8 +180,8 @@ TEST(Concatenate, RefusesStringsPastThirtyTwoBitOffsets) {
   const uint8_t none[1] = {0};
   const void* big_buffers[3] = {nullptr, big, none};
   const void* small_buffers[3] = {nullptr, small, none};
-  const ArrowArray a = LooseStrings(1, 0, big_buffers);
-  const ArrowArray b = LooseStrings(1, 0, small_buffers);
+  const ArrowArray a = testing::HandMadeArray(1, 0, big_buffers, 3);
+  const ArrowArray b = testing::HandMadeArray(1, 0, small_buffers, 3);
   const ArrowArray* parts[2] = {&a, &b};
   ASSERT_RAISES_WITH(StatusCode::kOutOfRange, "2147483648 bytes of values, past the 2147483647",
                      Concatenate(schema.get(), parts));
@@ -216,8 +196,8 @@ TEST(Concatenate, NamesThePartThatIsInvalid) {
   const uint8_t bytes[8] = {};
   const void* a_buffers[3] = {nullptr, fine, bytes};
   const void* b_buffers[3] = {nullptr, backwards, bytes};
-  const ArrowArray a = LooseStrings(1, 0, a_buffers);
-  const ArrowArray b = LooseStrings(1, 1, b_buffers);
+  const ArrowArray a = testing::HandMadeArray(1, 0, a_buffers, 3);
+  const ArrowArray b = testing::HandMadeArray(1, 1, b_buffers, 3);
   const ArrowArray* parts[2] = {&a, &b};
   const std::string_view names[2] = {"the dictionary", "the delta"};
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "the delta is invalid",
@@ -232,19 +212,10 @@ TEST(Concatenate, NamesThePartThatIsInvalid) {
 // A dense union's offset past its child, which default validation does not read, is refused
 // naming the element.
 TEST(Concatenate, RefusesADenseUnionOffsetPastItsChild) {
-  const Field field = Field::Make("+ud:0", "x", {Field::Make("i", "a")});
-  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, field.Export());
-  const int32_t values[2] = {7, 8};
-  const void* child_buffers[2] = {nullptr, values};
-  ArrowArray child = LooseNode(2, 0, child_buffers, 2);
-  ArrowArray* children[1] = {&child};
-  const int8_t ids[2] = {0, 0};
-  const int32_t offsets[2] = {1, 5};
-  const void* buffers[2] = {ids, offsets};
-  ArrowArray u = LooseNode(2, 0, buffers, 2, children, 1);
-  const ArrowArray* parts[1] = {&u};
+  const testing::DenseUnionPastItsChild bad;
+  const ArrowArray* parts[1] = {&bad.array};
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "element 1 has type id 0 and offset 5",
-                     Concatenate(schema.get(), parts));
+                     Concatenate(bad.schema.get(), parts));
 }
 
 }  // namespace

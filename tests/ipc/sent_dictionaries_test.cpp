@@ -103,28 +103,9 @@ TEST(SentDictionaries, TellsDoublesApartByEveryBit) {
 // A dense union whose offset points past its child (which default validation does not read)
 // fails, naming the row, instead of being read.
 TEST(SentDictionaries, RefusesAnOffsetPastItsChild) {
-  ASSERT_OK_AND_ASSIGN(UniqueSchema schema,
-                       Field::Make("+ud:0", "x", {Field::Make("i", "a")}).Export());
-  const int32_t values[2] = {7, 8};
-  const void* child_buffers[2] = {nullptr, values};
-  ArrowArray child{};
-  child.length = 2;
-  child.n_buffers = 2;
-  child.buffers = child_buffers;
-  child.release = [](ArrowArray* self) { self->release = nullptr; };
-  ArrowArray* children[1] = {&child};
-  const int8_t ids[2] = {0, 0};
-  const int32_t offsets[2] = {1, 5};
-  const void* buffers[2] = {ids, offsets};
-  ArrowArray u{};
-  u.length = 2;
-  u.n_buffers = 2;
-  u.buffers = buffers;
-  u.n_children = 1;
-  u.children = children;
-  u.release = child.release;
+  const testing::DenseUnionPastItsChild bad;
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "row 1 of a dense_union points at row 6",
-                     ValuesHash(schema.get(), &u, 2));
+                     ValuesHash(bad.schema.get(), &bad.array, 2));
 }
 
 }  // namespace

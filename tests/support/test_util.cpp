@@ -58,6 +58,25 @@ void ReleaseSlice(ArrowArray* array) {
 
 }  // namespace
 
+ArrowArray HandMadeArray(int64_t length, int64_t offset, const void** buffers, int64_t n_buffers,
+                         ArrowArray** children, int64_t n_children) {
+  ArrowArray a{};
+  a.length = length;
+  a.offset = offset;
+  a.null_count = 0;
+  a.n_buffers = n_buffers;
+  a.buffers = buffers;
+  a.n_children = n_children;
+  a.children = children;
+  a.release = [](ArrowArray* self) { self->release = nullptr; };
+  return a;
+}
+
+DenseUnionPastItsChild::DenseUnionPastItsChild()
+    : schema(Field::Make("+ud:0", "x", {Field::Make("i", "a")}).Export().ValueOrDie()),
+      child(HandMadeArray(2, 0, child_buffers, 2)),
+      array(HandMadeArray(2, 0, buffers, 2, children, 1)) {}
+
 UniqueArray SliceArray(UniqueArray parent, int64_t offset, int64_t length) {
   auto* owner = new UniqueArray(std::move(parent));
   ArrowArray slice = *owner->get();

@@ -104,6 +104,30 @@ std::string ScratchPath(const std::string& name);
 
 namespace ferry::testing {
 
+/// A node of `length` rows at `offset` over `buffers` and `children`, owned by nobody: its
+/// release only marks it released. For tests that lay out an array by hand (a malformed one,
+/// exact bits); every pointer must outlive it.
+ArrowArray HandMadeArray(int64_t length, int64_t offset, const void** buffers, int64_t n_buffers,
+                         ArrowArray** children = nullptr, int64_t n_children = 0);
+
+/// A dense union<a: int32> of 2 rows whose second row's offset (5) points past its child's 2
+/// rows: malformed where default validation does not read. Made in place, so neither copied nor
+/// moved; its release only marks it released.
+struct DenseUnionPastItsChild {
+  DenseUnionPastItsChild();
+  DenseUnionPastItsChild(const DenseUnionPastItsChild&) = delete;
+  DenseUnionPastItsChild& operator=(const DenseUnionPastItsChild&) = delete;
+  UniqueSchema schema;
+  int32_t values[2] = {7, 8};
+  const void* child_buffers[2] = {nullptr, values};
+  ArrowArray child{};
+  ArrowArray* children[1] = {&child};
+  int8_t ids[2] = {0, 0};
+  int32_t offsets[2] = {1, 5};
+  const void* buffers[2] = {ids, offsets};
+  ArrowArray array{};
+};
+
 /// A view of rows [offset, offset + length) of `parent`: a new ArrowArray that shares the
 /// parent's buffers and children (no copy) and releases the parent when released.
 UniqueArray SliceArray(UniqueArray parent, int64_t offset, int64_t length);
