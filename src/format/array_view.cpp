@@ -327,6 +327,16 @@ std::string_view ArrayView::GetViewBytes(int64_t i) const noexcept {
   return {reinterpret_cast<const char*>(data + buffer_offset), static_cast<size_t>(size)};
 }
 
+bool ArrayView::ViewInBounds(int64_t i) const noexcept {
+  const uint8_t* view = buffers_[1].data + (offset_ + i) * 16;
+  int32_t word[4];
+  std::memcpy(word, view, sizeof(word));
+  if (word[0] <= 12) return true;
+  const int64_t n_data = n_buffers() - 3;
+  return word[2] >= 0 && word[2] < n_data && word[3] >= 0 && variadic_sizes_ != nullptr &&
+         int64_t{word[3]} + word[0] <= variadic_sizes_[word[2]];
+}
+
 std::string_view ArrayView::GetBytes(int64_t i) const noexcept {
   const int64_t j = offset_ + i;
   switch (type_.storage_type) {

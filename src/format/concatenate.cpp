@@ -184,23 +184,19 @@ Status Joiner::JoinViews(const std::vector<Slice>& slices, int64_t length, const
   std::vector<HostBuffer*> data;
   int64_t row = 0;
   for (const Slice& s : slices) {
-    const ArrowArray* a = s.view->array();
-    const int64_t n_data = a->n_buffers - 3;
-    const auto* sizes = static_cast<const int64_t*>(a->buffers[a->n_buffers - 1]);
     for (int64_t i = 0; i < s.length; ++i, ++row) {
       uint8_t* view = views->data() + row * 16;
-      if (!s.view->IsValid(s.start + i)) continue;  // zeroed: an empty view
-      const uint8_t* in = s.view->buffer(1).data + (s.view->offset() + s.start + i) * 16;
-      std::memcpy(view, in, 16);
-      const int32_t size = LoadAt<int32_t>(in, 0);
+      const int64_t at = s.start + i;
+      if (!s.view->IsValid(at)) continue;  // zeroed: an empty view
+      std::memcpy(view, s.view->buffer(1).data + (s.view->offset() + at) * 16, 16);
+      const int32_t size = LoadAt<int32_t>(view, 0);
       if (size <= 12) continue;
-      const int32_t index = LoadAt<int32_t>(in, 2);
-      const int32_t offset = LoadAt<int32_t>(in, 3);
-      if (index < 0 || index >= n_data || offset < 0 || offset + int64_t{size} > sizes[index]) {
+      if (!s.view->ViewInBounds(at)) {
         return Bad(s,
-                   "element " + std::to_string(s.start + i) + " points past its data (buffer " +
-                       std::to_string(index) + ", offset " + std::to_string(offset) + ", size " +
-                       std::to_string(size) + ")",
+                   "element " + std::to_string(at) + " points past its data (buffer " +
+                       std::to_string(LoadAt<int32_t>(view, 2)) + ", offset " +
+                       std::to_string(LoadAt<int32_t>(view, 3)) + ", size " + std::to_string(size) +
+                       ")",
                    path);
       }
       if (data.empty() || data.back()->size() + size > std::numeric_limits<int32_t>::max()) {
@@ -209,8 +205,8 @@ Status Joiner::JoinViews(const std::vector<Slice>& slices, int64_t length, const
       HostBuffer* to = data.back();
       StoreAt<int32_t>(view, 2, static_cast<int32_t>(data.size() - 1));
       StoreAt<int32_t>(view, 3, static_cast<int32_t>(to->size()));
-      FERRY_RETURN_NOT_OK(
-          to->Append(ByteSpan(static_cast<const uint8_t*>(a->buffers[2 + index]) + offset, size)));
+      const std::string_view bytes = s.view->GetBytes(at);
+      FERRY_RETURN_NOT_OK(to->Append(ByteSpan(bytes.data(), static_cast<int64_t>(bytes.size()))));
     }
   }
   HostBuffer* sizes = NewBuffer();

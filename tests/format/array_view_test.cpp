@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "support/test_util.hpp"
 
 namespace ferry {
@@ -68,6 +70,26 @@ TEST(SetArray, ListViewBuffersHoldOneEntryPerElement) {
     EXPECT_EQ(view.buffer(1).size, 3 * width) << format;
     EXPECT_EQ(view.buffer(2).size, 3 * width) << format;
   }
+}
+
+// A view's bytes are in bounds inline, or within the data buffer it names; an index past the
+// buffers or a range past the buffer's size is not.
+TEST(ArrayView, TellsWhetherAViewPointsInsideItsData) {
+  ASSERT_OK_AND_ASSIGN(UniqueSchema schema, Field::Make("vz", "x").Export());
+  const char bytes[20] = "abcdefghijklmnopqrs";
+  const int64_t sizes[1] = {20};
+  // Views of 16 bytes: size, then 12 inline bytes or prefix, buffer index and offset.
+  int32_t views[4][4] = {{3, 0, 0, 0}, {14, 0, 0, 5}, {15, 0, 1, 0}, {15, 0, 0, 6}};
+  std::memcpy(&views[0][1], "xyz", 3);
+  const void* buffers[4] = {nullptr, views, bytes, sizes};
+  const ArrowArray array = testing::HandMadeArray(4, 0, buffers, 4);
+  ASSERT_OK_AND_ASSIGN(ArrayView view, ArrayView::Make(schema.get()));
+  ASSERT_OK(view.SetArray(&array));
+  EXPECT_TRUE(view.ViewInBounds(0));   // inline
+  EXPECT_TRUE(view.ViewInBounds(1));   // bytes 5..19 of buffer 0
+  EXPECT_FALSE(view.ViewInBounds(2));  // buffer 1: there is none
+  EXPECT_FALSE(view.ViewInBounds(3));  // bytes 6..21: one past the buffer
+  EXPECT_EQ(view.GetBytes(1), "fghijklmnopqrs");
 }
 
 }  // namespace

@@ -106,6 +106,9 @@ class FERRY_EXPORT ArrayView {
   /// Bytes of binary, string, their large and view variants, and fixed-size binary; also the raw
   /// bytes of a decimal or interval element.
   std::string_view GetBytes(int64_t i) const noexcept;
+  /// Binary and string views: whether element i's bytes lie inside the array, inline or within
+  /// the data buffer its view names (GetBytes reads them unchecked). O(1).
+  bool ViewInBounds(int64_t i) const noexcept;
   /// Start and end offsets in the child for list, large list, list view, map and fixed-size list.
   int64_t ListStart(int64_t i) const noexcept;
   int64_t ListEnd(int64_t i) const noexcept;
