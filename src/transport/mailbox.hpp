@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ferry/core/clock.hpp"
 #include "ferry/transport/transport.hpp"
@@ -58,6 +59,34 @@ class Mailbox {
     const int64_t size = message.payload.size;
     return Push(
         size, [&] { tagged_.push_back(std::move(message)); }, wake);
+  }
+
+  /// A message for PushAll: untagged (its tag unused) or tagged.
+  struct Pushed {
+    bool untagged = true;
+    TaggedMessage message;
+  };
+
+  /// Queue `messages` in their order, as a PushUntagged or PushTagged each would, under one hold
+  /// of the lock (a reader that reads many frames at once takes the lock once for them, not once
+  /// a frame beside a receiver that pops). `wake` as for one push. Empties `messages`.
+  [[nodiscard]] Status PushAll(std::vector<Pushed>* messages, bool wake) {
+    int64_t size = 0;
+    for (const Pushed& m : *messages) size += m.message.payload.size;
+    const Status st = Push(
+        size,
+        [&] {
+          for (Pushed& m : *messages) {
+            if (m.untagged) {
+              untagged_.push_back(std::move(m.message.payload));
+            } else {
+              tagged_.push_back(std::move(m.message));
+            }
+          }
+        },
+        wake);
+    messages->clear();
+    return st;
   }
 
   /// Wake the receivers for what was pushed without waking them (nothing if there is none).
@@ -130,6 +159,33 @@ class Mailbox {
     return Failure(ready, timeout, pokes, "a tagged message");
   }
 
+  /// The payload bytes queued now, read without the lock (it may be stale by the time it is
+  /// used): what a reader that reads ahead checks before it takes another frame.
+  int64_t held_bytes() const { return held_bytes_.load(std::memory_order_relaxed); }
+
+  /// Wait up to `patience` until the queue holds at most `bytes` (or nothing), or the box is
+  /// closed: a reader thread that reads ahead of its receivers waits here between frames, so
+  /// that what it holds stays small, and in cache. The pop that brings the queue down to
+  /// `bytes` wakes it, once. False if `patience` ran out first, by `clock` (not the box's: a
+  /// reader paces itself on the real clock, whatever its receivers' timeouts are measured by):
+  /// the receivers took too little meanwhile.
+  bool WaitBelow(int64_t bytes, std::chrono::milliseconds patience, const Clock& clock) {
+    std::unique_lock lock(mutex_);
+    const auto below = [&] {
+      return closed_ || bytes_ <= bytes || (untagged_.empty() && tagged_.empty());
+    };
+    if (below()) return true;
+    if (unwoken_) {  // about to wait for the receivers to take: they must know there is some
+      unwoken_ = false;
+      changed_.notify_all();
+    }
+    below_bytes_ = bytes;
+    ++below_waiters_;
+    const bool came = clock.WaitFor(room_, lock, patience, below);
+    --below_waiters_;
+    return came;
+  }
+
   /// Whether a tagged message with exactly `tag` waits here: a look under the lock, no wait.
   bool HoldsTagged(uint64_t tag) const {
     std::lock_guard lock(mutex_);
@@ -185,6 +241,7 @@ class Mailbox {
       push();
       changes_.fetch_add(1, std::memory_order_release);
       bytes_ += size;
+      held_bytes_.store(bytes_, std::memory_order_relaxed);
       unwoken_ = !wake;
       if (!wake) return Status::OK();
     }
@@ -232,7 +289,8 @@ class Mailbox {
   // Called with the lock held when a message leaves the queue.
   void Taken(int64_t size) {
     bytes_ -= size;
-    if (room_waiters_ > 0) room_.notify_all();
+    held_bytes_.store(bytes_, std::memory_order_relaxed);
+    if (room_waiters_ > 0 || (below_waiters_ > 0 && bytes_ <= below_bytes_)) room_.notify_all();
   }
 
   // What a tagged pop waits for.
@@ -277,8 +335,11 @@ class Mailbox {
   std::string reason_;
   const int64_t max_bytes_;
   int64_t bytes_ = 0;
-  int room_waiters_ = 0;  // pushes waiting for room (under mutex_)
-  bool unwoken_ = false;  // pushed without waking the receivers
+  int room_waiters_ = 0;     // pushes waiting for room (under mutex_)
+  int below_waiters_ = 0;    // readers in WaitBelow (under mutex_)
+  int64_t below_bytes_ = 0;  // what they wait for the queue to come down to (under mutex_)
+  std::atomic<int64_t> held_bytes_{0};  // bytes_, for looks without the lock
+  bool unwoken_ = false;                // pushed without waking the receivers
   const std::chrono::microseconds spin_;
   std::atomic<uint64_t> changes_{0};  // pushes, pokes and the close: what a spinning pop watches
   std::atomic<uint64_t> pokes_{0};    // Pokes so far (written under mutex_)

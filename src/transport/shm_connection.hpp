@@ -121,9 +121,12 @@ class ShmConnection final : public Connection {
   // server's wake-up for a frame wakes both, though only one thread takes it: the other wakes
   // for nothing, inside poll, on every frame of the stream.
   bool KickReader();
-  // With the read token: read every frame there is now, without waiting for more; false when
-  // the connection ended (`why` says how).
+  // With the read token: read every frame there is now, without waiting for more, until the
+  // inbox holds kReadAheadBytes; false when the connection ended (`why` says how).
   bool ReadReady(std::string* why);
+  // Push the frames ReadReady staged, waking the receivers with `wake`; false once the inbox
+  // is closed.
+  bool PushStaged(bool wake);
   // After the read token is handed back: end the inbox waits of the callers that lead, so that
   // they take the token and read on (Lead says why).
   void PokeLeaders();
@@ -180,6 +183,16 @@ class ShmConnection final : public Connection {
   // What arrived but is not consumed yet: past this the reader stops reading, the socket fills
   // and the sender waits (a slow client never makes memory grow without bound).
   static constexpr int64_t kInboxBytes = int64_t{256} << 20;
+  // How far the reader thread reads ahead of the callers (ReadLoop): past this it leaves frames
+  // in the ring (or the socket) until the callers have taken half. Unbounded, a reader ahead of
+  // a slow caller held a whole kept stream's frames, each in memory it had just faulted in
+  // (12 k page faults a run of 100,000 batches), where a bounded one reuses memory in cache.
+  static constexpr int64_t kReadAheadBytes = int64_t{256} << 10;
+  // How long the reader waits for callers ahead of which it is by kReadAheadBytes before it
+  // reads on past that, up to kInboxBytes (past_read_ahead_, until they catch up): a consumer
+  // busy elsewhere must not leave its peer's sends waiting until they time out.
+  static constexpr auto kReadAheadPatience = std::chrono::milliseconds(50);
+  bool past_read_ahead_ = false;  // the reader thread's
   const TransportLimits limits_;
   std::string peer_;
   mutable std::mutex trace_mutex_;
@@ -188,9 +201,16 @@ class ShmConnection final : public Connection {
   // The socket's reading state below is the read token's: the reader thread's, or a caller's
   // that reads while it waits (Lead).
   std::mutex read_mutex_;
-  bool frame_started_ = false;      // a byte of the frame being read was taken (the token's)
-  Claim* claim_ = nullptr;          // the leading caller's, while it holds the token (Lead)
-  bool pushed_unwoken_ = false;     // a frame went into the inbox without waking it (the token's)
+  bool frame_started_ = false;   // a byte of the frame being read was taken (the token's)
+  Claim* claim_ = nullptr;       // the leading caller's, while it holds the token (Lead)
+  bool pushed_unwoken_ = false;  // a frame went into the inbox without waking it (the token's)
+  // The reader thread's frames read and not pushed yet (ReadReady stages them, the token's): a
+  // push a frame took the inbox's lock twice a batch against the caller's pops, and the two
+  // threads met there, each time a futex wait and wake.
+  bool staging_ = false;
+  std::vector<internal::Mailbox::Pushed> staged_;
+  int64_t staged_bytes_ = 0;
+  static constexpr size_t kStagedFrames = 16;
   std::atomic<bool> ended_{false};  // End ran: nobody reads again
   std::mutex lead_mutex_;
   std::condition_variable lead_changed_;

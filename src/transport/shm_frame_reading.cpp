@@ -109,9 +109,24 @@ bool ShmConnection::ReadFrame(std::string* why_out) {
     pushed_unwoken_ = pushed_unwoken_ && !wake;
     return true;
   }
+  if (staging_) {
+    // The reader thread's: pushed a few frames at a time (PushStaged), and at once when the
+    // frame wakes the receivers.
+    staged_bytes_ += h.length;
+    staged_.push_back({untagged, TaggedMessage{h.tag, std::move(bytes)}});
+    return !(wake || staged_.size() >= kStagedFrames) || PushStaged(wake);
+  }
   const Status st = untagged ? inbox_.PushUntagged(std::move(bytes), wake)
                              : inbox_.PushTagged(TaggedMessage{h.tag, std::move(bytes)}, wake);
   if (!st.ok()) return false;  // closed locally
+  pushed_unwoken_ = !wake;
+  return true;
+}
+
+bool ShmConnection::PushStaged(bool wake) {
+  if (staged_.empty()) return true;
+  staged_bytes_ = 0;
+  if (!inbox_.PushAll(&staged_, wake).ok()) return false;  // closed locally
   pushed_unwoken_ = !wake;
   return true;
 }
@@ -184,7 +199,9 @@ bool ShmConnection::AwaitRing(std::string* why) {
 }
 
 bool ShmConnection::AwaitSocket(std::optional<Clock::time_point>* deadline, std::string* why) {
-  inbox_.Wake();  // what was pushed without waking, before this read may wait
+  // What was read and not pushed, or pushed without waking, before this read may wait.
+  (void)PushStaged(false);
+  inbox_.Wake();
   pollfd p{fd_, POLLIN, 0};
   if (!frame_started_) {
     (void)poll(&p, 1, -1);  // between frames an idle peer is no fault
@@ -251,7 +268,9 @@ bool ShmConnection::Ahead() const {
 }
 
 ssize_t ShmConnection::RecvSome(void* into, size_t size, int flags) {
-  inbox_.Wake();  // what was pushed without waking, before this read may wait
+  // What was read and not pushed, or pushed without waking, before this read may wait.
+  (void)PushStaged(false);
+  inbox_.Wake();
   while (true) {
     iovec iov{into, size};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];

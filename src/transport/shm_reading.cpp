@@ -36,6 +36,19 @@ class ClearOnExit {
   T** slot_;
 };
 
+// Sets a flag for its scope, then clears it.
+template <>
+class ClearOnExit<bool> {
+ public:
+  explicit ClearOnExit(bool* flag) : flag_(flag) { *flag_ = true; }
+  ~ClearOnExit() { *flag_ = false; }
+  ClearOnExit(const ClearOnExit&) = delete;
+  ClearOnExit& operator=(const ClearOnExit&) = delete;
+
+ private:
+  bool* flag_;
+};
+
 }  // namespace
 
 template <typename Pop>
@@ -199,6 +212,9 @@ Result<MessageAndBody> ShmConnection::ReceiveMessageAndBody(uint64_t want, uint6
 
 void ShmConnection::ReadLoop() {
   std::string why = "the peer closed the connection";
+  // The read-ahead's patience is this thread's own pacing, as Park's wait is: on the real clock,
+  // so that a peer's sends complete whatever clock times this end's receives.
+  const std::shared_ptr<Clock> real = Clock::Real();
   if (!Leads()) {
     while (ReadFrame(&why)) {
     }
@@ -222,6 +238,13 @@ void ShmConnection::ReadLoop() {
       if (ended_.load() || !ReadReady(&why)) break;
       token.unlock();
       PokeLeaders();
+      // Ahead of the callers by its limit: the rest waits in the ring (or the socket) until they
+      // have taken half of what this thread holds for them. Callers that take too little
+      // meanwhile (a consumer busy elsewhere) have the rest read for them, up to the inbox's
+      // limit, so that their peer, whose sends wait meanwhile, does not take them for stopped.
+      if (!past_read_ahead_ && inbox_.held_bytes() > kReadAheadBytes) {
+        past_read_ahead_ = !inbox_.WaitBelow(kReadAheadBytes / 2, kReadAheadPatience, *real);
+      }
     }
   }
   End(why);
@@ -260,10 +283,20 @@ bool ShmConnection::KickReader() {
 
 bool ShmConnection::ReadReady(std::string* why) {
   if (ring_active_.load(std::memory_order_relaxed)) DrainSocket();
+  const ClearOnExit<bool> staging(&staging_);
   while (HasBytes()) {
-    if (!ReadFrame(why)) return false;
+    if (inbox_.held_bytes() + staged_bytes_ <= kReadAheadBytes) {
+      past_read_ahead_ = false;
+    } else if (!past_read_ahead_) {
+      break;  // ReadLoop waits for the callers to take
+    }
+    if (!ReadFrame(why)) {
+      (void)PushStaged(false);  // what came before the bad frame is the callers' still
+      return false;
+    }
   }
-  return !socket_eof_;
+  // Frames left staged did not empty the ring (that frame wakes): no wake, as before.
+  return PushStaged(false) && !socket_eof_;
 }
 
 bool ShmConnection::Readable() const {

@@ -192,6 +192,71 @@ TEST(Mailbox, HoldsTaggedLooksForTheExactTag) {
   EXPECT_TRUE(box.HoldsTagged(list));
 }
 
+// Messages pushed together keep their order, each to its own queue, and count toward the limit.
+TEST(Mailbox, PushAllQueuesEachInItsOrder) {
+  Mailbox box(1000);
+  std::vector<Mailbox::Pushed> batch;
+  batch.push_back({true, TaggedMessage{0, Bytes(1)}});
+  batch.push_back({false, TaggedMessage{9, Bytes(2)}});
+  batch.push_back({true, TaggedMessage{0, Bytes(3)}});
+  batch.push_back({false, TaggedMessage{9, Bytes(4)}});
+  ASSERT_OK(box.PushAll(&batch, true));
+  EXPECT_TRUE(batch.empty());
+  EXPECT_EQ(box.held_bytes(), 10);
+  for (int64_t size : {1, 3}) {
+    ASSERT_OK_AND_ASSIGN(SharedBytes m, box.PopUntagged(0ms));
+    EXPECT_EQ(m.size, size);
+  }
+  for (int64_t size : {2, 4}) {
+    ASSERT_OK_AND_ASSIGN(TaggedMessage m, box.PopTagged(9, ~uint64_t{0}, 0ms));
+    EXPECT_EQ(m.payload.size, size);
+  }
+  EXPECT_EQ(box.held_bytes(), 0);
+  box.Close("gone");
+  batch.push_back({true, TaggedMessage{0, Bytes(1)}});
+  ASSERT_RAISES_WITH(StatusCode::kUnavailable, "closed", box.PushAll(&batch, true));
+}
+
+// A reader ahead of its receivers waits until they have taken it down to the bound: a pop that
+// leaves more does not end the wait, the one that brings it there does.
+TEST(Mailbox, WaitBelowEndsWhenThePopsBringTheBoxDownToIt) {
+  auto clock = std::make_shared<ManualClock>();
+  Mailbox box(0, clock);
+  EXPECT_TRUE(box.WaitBelow(100, 1s, *clock));  // empty: no wait
+  for (int i = 0; i < 3; ++i) ASSERT_OK(box.PushUntagged(Bytes(60)));
+  std::atomic<int> came{-1};
+  std::thread reader([&] { came = box.WaitBelow(60, 1s, *clock) ? 1 : 0; });
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  ASSERT_OK(box.PopUntagged(0ms).status());  // 120 left: still waiting
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  EXPECT_EQ(came.load(), -1);
+  ASSERT_OK(box.PopUntagged(0ms).status());  // 60
+  reader.join();
+  EXPECT_EQ(came.load(), 1);
+}
+
+// Receivers that take too little for the patience (by the clock given) end the wait with false:
+// the reader then reads on for them. The close ends it too.
+TEST(Mailbox, WaitBelowGivesUpAfterItsPatience) {
+  auto clock = std::make_shared<ManualClock>();
+  Mailbox box(0, clock);
+  ASSERT_OK(box.PushUntagged(Bytes(200)));
+  std::atomic<int> came{-1};
+  std::thread reader([&] { came = box.WaitBelow(100, 50ms, *clock) ? 1 : 0; });
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  clock->Advance(49ms);
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  EXPECT_EQ(came.load(), -1);
+  clock->Advance(1ms);
+  reader.join();
+  EXPECT_EQ(came.load(), 0);
+  std::thread closed([&] { came = box.WaitBelow(100, 1h, *clock) ? 1 : 0; });
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));
+  box.Close("gone");
+  closed.join();
+  EXPECT_EQ(came.load(), 1);
+}
+
 #if FERRY_COUNT_ALLOCATIONS
 // A pop allocates nothing, so neither does a client's wait on its inbox: each pop hands its
 // predicate to the clock as a std::function, which must fit in the function's own room. A poked
