@@ -133,6 +133,33 @@ class Mailbox {
     return Failure(ready, timeout, pokes, "an untagged message");
   }
 
+  /// The oldest untagged message, as PopUntagged, and with it, under the same hold of the lock,
+  /// the oldest tagged message that `want` and `mask` match if one is queued already (a batch's
+  /// metadata and its body's list, which a reader ahead of its receiver pushed together: one
+  /// lock a batch instead of two).
+  Result<MessageAndBody> PopMessageAndBody(uint64_t want, uint64_t mask,
+                                           std::chrono::milliseconds timeout,
+                                           std::optional<uint64_t> pokes = std::nullopt) {
+    std::unique_lock lock(mutex_);
+    bool ready = true;
+    if (untagged_.empty()) {
+      const auto done = [this, &pokes] { return !untagged_.empty() || closed_ || Poked(pokes); };
+      SpinFor(lock, timeout, done);
+      ready = clock_->WaitFor(changed_, lock, timeout, done);
+    }
+    if (untagged_.empty()) return Failure(ready, timeout, pokes, "an untagged message");
+    MessageAndBody out{std::move(untagged_.front()), std::nullopt};
+    untagged_.pop_front();
+    int64_t taken = out.message.size;
+    if (auto it = Find(want, mask); it != tagged_.end()) {
+      out.body = std::move(*it);
+      tagged_.erase(it);
+      taken += out.body->payload.size;
+    }
+    Taken(taken);
+    return out;
+  }
+
   /// The oldest tagged message whose `(tag & mask) == (want & mask)`; `pokes` as for PopUntagged.
   Result<TaggedMessage> PopTagged(uint64_t want, uint64_t mask, std::chrono::milliseconds timeout,
                                   std::optional<uint64_t> pokes = std::nullopt) {

@@ -200,13 +200,26 @@ Result<TaggedMessage> ShmConnection::ReceiveTagged(uint64_t want, uint64_t mask,
 
 Result<MessageAndBody> ShmConnection::ReceiveMessageAndBody(uint64_t want, uint64_t mask,
                                                             std::chrono::milliseconds timeout) {
-  FERRY_ASSIGN_OR_RAISE(SharedBytes message, Receive(timeout));
-  MessageAndBody out{std::move(message), std::nullopt};
-  // Only the inbox is looked in: a receive that led a read took the body's frame too when it
-  // was whole already, and a reader thread ahead of the caller pushed it there. A body still
+  Claim claim;
+  // A reader thread ahead of the caller pushed the body with its metadata: both are popped at
+  // once. A receive that leads a read takes the body's frame after its metadata, when it is
+  // whole already (Lead), so that one is looked for in the inbox after the lead. A body still
   // on its way is left to ReceiveTagged, which leads a read of its own.
-  Result<TaggedMessage> body = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
-  if (body.ok()) out.body = std::move(*body);
+  FERRY_ASSIGN_OR_RAISE(
+      MessageAndBody out,
+      Lead(timeout, "an untagged message", &claim,
+           [&](std::chrono::milliseconds t,
+               std::optional<uint64_t> pokes = std::nullopt) -> Result<MessageAndBody> {
+             if (claim.filled && !claim.taken) {
+               claim.taken = true;
+               return MessageAndBody{std::move(claim.message.payload), std::nullopt};
+             }
+             return inbox_.PopMessageAndBody(want, mask, t, pokes);
+           }));
+  if (!out.body) {
+    Result<TaggedMessage> body = inbox_.PopTagged(want, mask, std::chrono::milliseconds(0));
+    if (body.ok()) out.body = std::move(*body);
+  }
   return out;
 }
 

@@ -217,6 +217,30 @@ TEST(Mailbox, PushAllQueuesEachInItsOrder) {
   ASSERT_RAISES_WITH(StatusCode::kUnavailable, "closed", box.PushAll(&batch, true));
 }
 
+// A batch's metadata and its body's list, queued together, come out together; a body not queued
+// yet, or one another tag matches, stays where it is, and an empty box times out as a pop does.
+TEST(Mailbox, PopMessageAndBodyTakesTheMatchingBodyWithItsMessage) {
+  Mailbox box;
+  ASSERT_OK(box.PushTagged(TaggedMessage{8, Bytes(5)}));
+  ASSERT_OK(box.PushUntagged(Bytes(1)));
+  ASSERT_OK(box.PushTagged(TaggedMessage{7, Bytes(3)}));
+  ASSERT_OK(box.PushUntagged(Bytes(2)));
+  ASSERT_OK_AND_ASSIGN(MessageAndBody first, box.PopMessageAndBody(7, ~uint64_t{0}, 0ms));
+  EXPECT_EQ(first.message.size, 1);
+  ASSERT_TRUE(first.body.has_value());
+  EXPECT_EQ(first.body->tag, 7u);
+  EXPECT_EQ(first.body->payload.size, 3);
+  EXPECT_EQ(box.held_bytes(), 7);
+  ASSERT_OK_AND_ASSIGN(MessageAndBody second, box.PopMessageAndBody(9, ~uint64_t{0}, 0ms));
+  EXPECT_EQ(second.message.size, 2);
+  EXPECT_FALSE(second.body.has_value());
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out",
+                     box.PopMessageAndBody(8, ~uint64_t{0}, 0ms));
+  ASSERT_OK_AND_ASSIGN(TaggedMessage left, box.PopTagged(8, ~uint64_t{0}, 0ms));
+  EXPECT_EQ(left.payload.size, 5);
+  EXPECT_EQ(box.held_bytes(), 0);
+}
+
 // A reader ahead of its receivers waits until they have taken it down to the bound: a pop that
 // leaves more does not end the wait, the one that brings it there does.
 TEST(Mailbox, WaitBelowEndsWhenThePopsBringTheBoxDownToIt) {
