@@ -118,12 +118,7 @@ class Mailbox {
   Result<SharedBytes> PopUntagged(std::chrono::milliseconds timeout,
                                   std::optional<uint64_t> pokes = std::nullopt) {
     std::unique_lock lock(mutex_);
-    bool ready = true;
-    if (untagged_.empty()) {  // a message there is taken without setting up a wait
-      const auto done = [this, &pokes] { return !untagged_.empty() || closed_ || Poked(pokes); };
-      SpinFor(lock, timeout, done);
-      ready = clock_->WaitFor(changed_, lock, timeout, done);
-    }
+    const bool ready = AwaitUntagged(lock, timeout, pokes);
     if (!untagged_.empty()) {
       SharedBytes m = std::move(untagged_.front());
       untagged_.pop_front();
@@ -141,12 +136,7 @@ class Mailbox {
                                            std::chrono::milliseconds timeout,
                                            std::optional<uint64_t> pokes = std::nullopt) {
     std::unique_lock lock(mutex_);
-    bool ready = true;
-    if (untagged_.empty()) {
-      const auto done = [this, &pokes] { return !untagged_.empty() || closed_ || Poked(pokes); };
-      SpinFor(lock, timeout, done);
-      ready = clock_->WaitFor(changed_, lock, timeout, done);
-    }
+    const bool ready = AwaitUntagged(lock, timeout, pokes);
     if (untagged_.empty()) return Failure(ready, timeout, pokes, "an untagged message");
     MessageAndBody out{std::move(untagged_.front()), std::nullopt};
     untagged_.pop_front();
@@ -274,6 +264,16 @@ class Mailbox {
     }
     changed_.notify_all();
     return Status::OK();
+  }
+
+  // With the lock held: what an untagged pop waits for, up to `timeout` (spinning first), unless
+  // one is queued already (then no wait is set up). False if the wait ended by its timeout.
+  bool AwaitUntagged(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout,
+                     const std::optional<uint64_t>& pokes) {
+    if (!untagged_.empty()) return true;
+    const auto done = [this, &pokes] { return !untagged_.empty() || closed_ || Poked(pokes); };
+    SpinFor(lock, timeout, done);
+    return clock_->WaitFor(changed_, lock, timeout, done);
   }
 
   // With the lock held: unless ready() holds or the pop may not wait, watch the box for up to
