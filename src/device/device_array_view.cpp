@@ -74,6 +74,38 @@ Status ReadValues(Device& device, const std::vector<Read>& reads, void* stream,
 
 }  // namespace internal
 
+namespace {
+
+// The data size of every string and binary node under `v` from its last offset, read in place
+// (host memory: no gather, no copy). `wait` runs once, before the first read.
+template <typename Wait>
+Status SizeDataOnHost(const ArrayView& v, Wait& wait) {
+  for (int64_t i = 0; i < v.n_children(); ++i)
+    FERRY_RETURN_NOT_OK(SizeDataOnHost(v.child(i), wait));
+  if (v.dictionary() != nullptr) FERRY_RETURN_NOT_OK(SizeDataOnHost(*v.dictionary(), wait));
+  if (!internal::HasOffsets(v) || v.type().layout.buffer_type[1] != BufferType::kDataOffset) {
+    return Status::OK();
+  }
+  const uint8_t* offsets = v.buffer(1).data;
+  int64_t last = 0;
+  if (v.length() > 0 && offsets != nullptr) {
+    FERRY_RETURN_NOT_OK(wait());
+    const int w = internal::OffsetWidth(v);
+    const uint8_t* at = offsets + (v.offset() + v.length()) * w;
+    if (w == 4) {
+      int32_t x;
+      std::memcpy(&x, at, 4);
+      last = x;
+    } else {
+      std::memcpy(&last, at, 8);
+    }
+  }
+  const_cast<ArrayView&>(v).set_buffer_size(2, last);
+  return Status::OK();
+}
+
+}  // namespace
+
 using internal::HasOffsets;
 using internal::OffsetWidth;
 using internal::Read;
@@ -93,13 +125,29 @@ void DeviceArrayView::Reset() {
 }
 
 Status DeviceArrayView::SetArrayMinimal(const ArrowDeviceArray* array) {
-  Reset();
-  if (array == nullptr) return Status::Invalid("device array is NULL");
-  if (array->array.release == nullptr) return Status::Invalid("device array is released");
-  FERRY_ASSIGN_OR_RAISE(device_, ResolveDevice(array->device_type, array->device_id));
-  FERRY_RETURN_NOT_OK(view_.SetArrayMinimal(&array->array));
-  array_ = array;
-  return Status::OK();
+  // The view's tree is reset only where setting it fails: on success every node is set anew,
+  // and a walk to clear it first would cost as much again.
+  device_ = nullptr;
+  array_ = nullptr;
+  if (!offsets_.empty()) offsets_.clear();
+  Status st;
+  if (array == nullptr) {
+    st = Status::Invalid("device array is NULL");
+  } else if (array->array.release == nullptr) {
+    st = Status::Invalid("device array is released");
+  } else if (Result<Device*> device = ResolveDevice(array->device_type, array->device_id);
+             !device.ok()) {
+    st = device.status();
+  } else {
+    st = view_.SetArrayMinimal(&array->array);
+    if (st.ok()) {
+      device_ = *device;
+      array_ = array;
+      return st;
+    }
+  }
+  view_.Reset();
+  return st;
 }
 
 Status DeviceArrayView::WaitSourceEvent(void* stream, bool host_reads) const {
@@ -113,6 +161,17 @@ Status DeviceArrayView::WaitSourceEvent(void* stream, bool host_reads) const {
 }
 
 Status DeviceArrayView::Learn(void* stream) {
+  if (device_->host_accessible()) {
+    // Each offset is one load where it lies: nothing to gather, and nothing kept for Copy or
+    // Validate, which read host offsets themselves as cheaply.
+    bool waited = false;
+    auto wait = [&]() -> Status {
+      if (waited) return Status::OK();
+      waited = true;
+      return WaitSourceEvent(stream, /*host_reads=*/true);
+    };
+    return SizeDataOnHost(view_, wait);
+  }
   // Offset-bearing nodes anywhere in the tree have explicit lengths, so all their first and
   // last offsets are known up front: one gather serves every depth.
   std::vector<std::pair<const ArrayView*, std::pair<int64_t, int64_t>*>> targets;

@@ -170,6 +170,67 @@ TEST(DeviceArrayView, SetArrayLearnsNestedStringSizesInOneRoundTrip) {
   ASSERT_OK(view.Validate(ValidationLevel::kDefault));
 }
 
+// Every node's buffer sizes, in pre-order.
+void CollectSizes(const ArrayView& v, std::vector<int64_t>* out) {
+  for (int64_t i = 0; i < v.n_buffers(); ++i) out->push_back(v.buffer(i).size);
+  for (int64_t i = 0; i < v.n_children(); ++i) CollectSizes(v.child(i), out);
+}
+
+TEST(DeviceArrayView, SetArrayOnTheHostReadsEachLastOffsetInPlace) {
+  // A nested, sliced array on the CPU: its offsets are read where they lie, and every node's
+  // sizes are those the host ArrayView learns on its own.
+  Field field = Field::Make(
+      "+l", "x",
+      {Field::Make("+s", "item",
+                   {Field::Make("u", "a"), Field::Make("+l", "b", {Field::Make("U", "item")})})});
+  const std::string json =
+      R"([[{"a": "zz", "b": ["r"]}], [{"a": "xy", "b": ["p", "qq"]}], null,
+          [{"a": "long string here", "b": []}, {"a": "", "b": null}], [{"a": "w", "b": ["s"]}]])";
+  UniqueSchema schema;
+  ASSERT_OK_AND_ASSIGN(Array sliced, testing::SlicedArrayFromJson(field, json, 1, 3));
+  UniqueDeviceArray cpu = testing::ToCpuDeviceArray(std::move(sliced), &schema);
+  ASSERT_OK_AND_ASSIGN(DeviceArrayView host_view, DeviceArrayView::Make(schema.get()));
+  ASSERT_OK(host_view.SetArray(cpu.get()));
+  EXPECT_EQ(host_view.round_trips(), 0);
+  ASSERT_OK_AND_ASSIGN(ArrayView plain, ArrayView::Make(schema.get()));
+  ASSERT_OK(plain.SetArray(&cpu->array));
+  std::vector<int64_t> learnt;
+  std::vector<int64_t> expected;
+  CollectSizes(host_view.array_view(), &learnt);
+  CollectSizes(plain, &expected);
+  EXPECT_EQ(learnt, expected);
+  // A child's sizes are its own rows', whatever the slice above it (hand-computed: "zz" + "xy"
+  // + "long string here" + "" + "w" = 21 bytes of a; "r" + "p" + "qq" + "s" = 5 of b's items).
+  EXPECT_EQ(host_view.array_view().child(0).child(0).buffer(2).size, 21);
+  EXPECT_EQ(host_view.array_view().child(0).child(1).child(0).buffer(2).size, 5);
+  ASSERT_OK(host_view.Validate(ValidationLevel::kFull));
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArray copy, host_view.Copy(*CpuDevice()));
+  ASSERT_OK_AND_ASSIGN(ArrayView copied, ArrayView::Make(schema.get()));
+  ASSERT_OK(copied.SetArray(&copy->array));
+  ASSERT_OK_AND_ASSIGN(std::string out, ArrayToJson(copied));
+  EXPECT_EQ(Json::parse(out), Json::parse(R"([[{"a": "xy", "b": ["p", "qq"]}], null,
+                            [{"a": "long string here", "b": []}, {"a": "", "b": null}]])"));
+}
+
+TEST(DeviceArrayView, AFailedSetArrayLeavesTheViewEmpty) {
+  UniqueSchema schema;
+  UniqueDeviceArray cpu = testing::ToCpuDeviceArray(
+      testing::ArrayFromJson(Field::Make("u", "s"), R"(["a", "bc"])").ValueOrDie(), &schema);
+  ASSERT_OK_AND_ASSIGN(DeviceArrayView view, DeviceArrayView::Make(schema.get()));
+  ASSERT_OK(view.SetArray(cpu.get()));
+  EXPECT_EQ(view.array_view().length(), 2);
+  EXPECT_EQ(view.array_view().buffer(2).size, 3);
+  ArrowDeviceArray bad = *cpu.get();
+  bad.array.n_buffers = 2;  // a string needs three
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "n_buffers is 2", view.SetArray(&bad));
+  EXPECT_EQ(view.device(), nullptr);
+  EXPECT_EQ(view.device_array(), nullptr);
+  EXPECT_EQ(view.array_view().length(), 0);
+  EXPECT_EQ(view.array_view().buffer(2).size, 0);
+  ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "no array",
+                     view.Validate(ValidationLevel::kDefault));
+}
+
 TEST(DeviceArrayView, SetArrayMinimalReadsNothing) {
   UniqueSchema schema;
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArray dev,

@@ -165,12 +165,9 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
 
 int64_t ViewBytes(const ArrayView& view) {
   int64_t total = 0;
-  std::function<void(const ArrayView&)> walk = [&](const ArrayView& v) {
-    for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size;
-    for (int64_t i = 0; i < v.n_children(); ++i) walk(v.child(i));
-    if (v.dictionary() != nullptr) walk(*v.dictionary());
-  };
-  walk(view);
+  for (int64_t i = 0; i < view.n_buffers(); ++i) total += view.buffer(i).size;
+  for (int64_t i = 0; i < view.n_children(); ++i) total += ViewBytes(view.child(i));
+  if (view.dictionary() != nullptr) total += ViewBytes(*view.dictionary());
   return total;
 }
 
