@@ -345,6 +345,13 @@ Status ArrayValidator::FullDictionary(const ArrayView& v, const PathFrame* path)
 
 Status ArrayValidator::FullRunEnds(const ArrayView& v, const PathFrame* path) {
   const ArrayView& run_ends = v.child(0);
+  // The default level refused a null count that says there are nulls; an unknown one is read
+  // from the bitmap here, so that a count left unknown does not let a null run end through.
+  const uint8_t* validity = run_ends.buffer(0).data;
+  if (run_ends.null_count() == -1 && validity != nullptr &&
+      CountSetBits(validity, run_ends.offset(), run_ends.length()) != run_ends.length()) {
+    return Fail(path, -1, "run ends must not contain nulls");
+  }
   int64_t prev = 0;
   for (int64_t r = 0; r < run_ends.length(); ++r) {
     const int64_t e = run_ends.GetInt(r);

@@ -179,6 +179,39 @@ TEST(Validate, RunEndsThatDoNotIncrease) {
                 "field \"r\" > field \"run_ends\" > element 1: run end 2 does not increase");
 }
 
+TEST(Validate, RunEndsWithAnUnknownNullCountAreReadForNullsAtFull) {
+  // Default validation refuses run ends whose null count says they hold nulls; with the count
+  // unknown (-1), full validation reads their bitmap, whatever the parent's length.
+  Field f = Field::Make("+r", "r",
+                        {Field::Make("i", "run_ends").WithFlags(0), Field::Make("u", "values")});
+  Array a = Build(f, R"(["a", "a", "b", "c", "c", "c"])");  // run ends 2, 3, 6
+  auto* root = const_cast<ArrowArray*>(a.array());
+  ArrowArray* run_ends = root->children[0];
+  static const uint8_t one_null = 0b101;  // run end 1 is null
+  static const uint8_t none_null = 0b111;
+  const void* own_validity = run_ends->buffers[0];
+  run_ends->buffers[0] = &one_null;
+  run_ends->null_count = -1;
+  auto validate = [&](ValidationLevel level) {
+    auto view = ArrayView::Make(a.schema());
+    EXPECT_OK(view.status());
+    Status st = view->SetArray(root);
+    return st.ok() ? view->Validate(level) : st;
+  };
+  EXPECT_OK(validate(ValidationLevel::kDefault));
+  Status full = validate(ValidationLevel::kFull);
+  ASSERT_FALSE(full.ok());
+  EXPECT_THAT(full.message(), HasSubstr("field \"r\": run ends must not contain nulls"));
+  root->length = 0;  // no run is visible: the run ends must still hold no null
+  EXPECT_OK(validate(ValidationLevel::kDefault));
+  EXPECT_FALSE(validate(ValidationLevel::kFull).ok());
+  run_ends->buffers[0] = &none_null;
+  EXPECT_OK(validate(ValidationLevel::kFull));
+  run_ends->buffers[0] = own_validity;  // the array's release sees its own buffers again
+  run_ends->null_count = 0;
+  root->length = 6;
+}
+
 TEST(Validate, RunEndsTooShortFailAtDefault) {
   Field f = Field::Make("+r", "r",
                         {Field::Make("s", "run_ends").WithFlags(0), Field::Make("l", "values")});
