@@ -50,14 +50,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes in(data, size);
   auto schema = fields[in.Next() % fields.size()].Export();
   if (!schema.ok()) std::abort();
-  Tree tree;
-  ArrowArray* root = Shape(schema->get(), in, tree, 0);
-  if (root == nullptr) return 0;
   auto view = ArrayView::Make(schema->get());
   if (!view.ok()) std::abort();
-  if (!view->SetArrayMinimal(root).ok()) return 0;
-  if (!Fill(*view, root, in, tree)) return 0;
-  if (!view->SetArray(root).ok() || !view->Validate(ValidationLevel::kFull).ok()) return 0;
+  Tree tree;
+  ArrowArray* root = ValidTree(schema->get(), in, tree, &*view);
+  if (root == nullptr) return 0;
   auto json = ferry::ArrayToJson(*view);
   if (!json.ok()) std::abort();
 

@@ -16,19 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes in(data, size);
   auto schema = fields[in.Next() % fields.size()].Export();
   if (!schema.ok()) std::abort();
-  Tree tree;
-  ArrowArray* root = Shape(schema->get(), in, tree, 0);
-  if (root == nullptr) return 0;
   auto view = ferry::ArrayView::Make(schema->get());
   if (!view.ok()) std::abort();
-  // Buffers still hold the sentinel: minimal setup must not read them.
-  if (!view->SetArrayMinimal(root).ok()) return 0;
-  if (!Fill(*view, root, in, tree)) return 0;
-  if (!view->SetArray(root).ok()) return 0;
-  for (auto level : {ferry::ValidationLevel::kMinimal, ferry::ValidationLevel::kDefault,
-                     ferry::ValidationLevel::kFull}) {
-    if (!view->Validate(level).ok()) return 0;
-  }
+  Tree tree;
+  if (ValidTree(schema->get(), in, tree, &*view) == nullptr) return 0;
   if (!ferry::ArrayToJson(*view).ok()) std::abort();
   return 0;
 }

@@ -30,14 +30,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<const ArrowArray*> parts;
   std::string rows;
   for (int64_t p = 0; p < n_parts; ++p) {
-    ArrowArray* part = Shape(schema->get(), in, tree, 0);
-    if (part == nullptr) return 0;
     auto view = ferry::ArrayView::Make(schema->get());
     if (!view.ok()) std::abort();
-    if (!view->SetArrayMinimal(part).ok() || !Fill(*view, part, in, tree)) return 0;
-    if (!view->SetArray(part).ok() || !view->Validate(ferry::ValidationLevel::kFull).ok()) {
-      return 0;
-    }
+    ArrowArray* part = ValidTree(schema->get(), in, tree, &*view);
+    if (part == nullptr) return 0;
     auto json = ferry::ArrayToJson(*view);
     if (!json.ok()) std::abort();
     const std::string these = Rows(*json);

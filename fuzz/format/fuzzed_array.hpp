@@ -142,6 +142,23 @@ inline bool Fill(const ferry::ArrayView& view, ArrowArray* a, Bytes& in, Tree& t
   return true;
 }
 
+// The next tree of `schema` from `in` (its memory `tree`'s) that passes every validation level,
+// with `view`, made from `schema`, set on it; nullptr where the bytes make none.
+inline ArrowArray* ValidTree(const ArrowSchema* schema, Bytes& in, Tree& tree,
+                             ferry::ArrayView* view) {
+  ArrowArray* root = Shape(schema, in, tree, 0);
+  if (root == nullptr) return nullptr;
+  // Buffers still hold the sentinel: minimal setup must not read them.
+  if (!view->SetArrayMinimal(root).ok()) return nullptr;
+  if (!Fill(*view, root, in, tree)) return nullptr;
+  if (!view->SetArray(root).ok()) return nullptr;
+  for (auto level : {ferry::ValidationLevel::kMinimal, ferry::ValidationLevel::kDefault,
+                     ferry::ValidationLevel::kFull}) {
+    if (!view->Validate(level).ok()) return nullptr;
+  }
+  return root;
+}
+
 inline std::vector<ferry::Field> Schemas() {
   using ferry::Field;
   auto f = [](const char* format) { return Field::Make(format, "x"); };

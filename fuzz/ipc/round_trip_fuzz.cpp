@@ -23,14 +23,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t how = in.Next();
   auto schema = field.Export();
   if (!schema.ok()) std::abort();
-  Tree tree;
-  ArrowArray* column = Shape(schema->get(), in, tree, 0);
-  if (column == nullptr) return 0;
   auto view = ferry::ArrayView::Make(schema->get());
   if (!view.ok()) std::abort();
-  if (!view->SetArrayMinimal(column).ok()) return 0;
-  if (!Fill(*view, column, in, tree)) return 0;
-  if (!view->SetArray(column).ok() || !view->Validate(ferry::ValidationLevel::kFull).ok()) return 0;
+  Tree tree;
+  ArrowArray* column = ValidTree(schema->get(), in, tree, &*view);
+  if (column == nullptr) return 0;
 
   auto batch_schema = ferry::Field::Make("+s", "", {field}).Export();
   if (!batch_schema.ok()) std::abort();
