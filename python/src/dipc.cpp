@@ -209,15 +209,15 @@ PyServer StartServer(const std::string& transport, const std::string& listen,
   return out;
 }
 
-PyArrayStream DipcConnect(const std::variant<dipc::Uri, std::string>& uri,
-                          const std::string& ticket, Device* device, ValidationLevel validation,
-                          double timeout, uint32_t reorder_window,
-                          const std::optional<std::variant<dipc::Uri, std::string>>& data_uri,
-                          int64_t max_metadata_bytes, int64_t max_body_bytes,
-                          const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
-                          const std::optional<std::string>& traceparent,
-                          const std::optional<std::string>& tracestate,
-                          const std::optional<int64_t>& window, int64_t spin) {
+PyArrayStream ConnectDipcStream(const std::variant<dipc::Uri, std::string>& uri,
+                                const std::string& ticket, Device* device,
+                                ValidationLevel validation, double timeout, uint32_t reorder_window,
+                                const std::optional<std::variant<dipc::Uri, std::string>>& data_uri,
+                                int64_t max_metadata_bytes, int64_t max_body_bytes,
+                                const std::optional<std::vector<int32_t>>& columns,
+                                bool buffer_lists, const std::optional<std::string>& traceparent,
+                                const std::optional<std::string>& tracestate,
+                                const std::optional<int64_t>& window, int64_t spin) {
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
@@ -444,7 +444,7 @@ void InitDipc(nb::module_& parent) {
                (self.server ? "" : " (stopped)") + ">";
       });
 
-  m.def("connect", &DipcConnect, nb::arg("uri"), nb::arg("ticket"),
+  m.def("connect", &ConnectDipcStream, nb::arg("uri"), nb::arg("ticket"),
         nb::arg("device").none() = nb::none(), nb::arg("validation") = ValidationLevel::kFull,
         nb::arg("timeout") = 30.0, nb::arg("reorder_window") = 64,
         nb::arg("data_uri").none() = nb::none(), nb::arg("max_metadata_bytes") = int64_t{64} << 20,

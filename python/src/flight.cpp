@@ -70,13 +70,13 @@ struct PyFlightClient {
   std::string last_location;
 };
 
-PyFlightClient FlightConnect(const std::string& uri, const std::optional<std::string>& token,
-                             const std::optional<std::string>& tls_roots,
-                             const std::optional<std::string>& tls_cert,
-                             const std::optional<std::string>& tls_key,
-                             const std::optional<std::string>& tls_server_name, double timeout,
-                             const std::optional<std::string>& traceparent,
-                             const std::optional<std::string>& tracestate) {
+PyFlightClient ConnectFlightClient(const std::string& uri, const std::optional<std::string>& token,
+                                   const std::optional<std::string>& tls_roots,
+                                   const std::optional<std::string>& tls_cert,
+                                   const std::optional<std::string>& tls_key,
+                                   const std::optional<std::string>& tls_server_name,
+                                   double timeout, const std::optional<std::string>& traceparent,
+                                   const std::optional<std::string>& tracestate) {
   if (!std::isfinite(timeout) || timeout <= 0) {
     Raise(PyExc_ValueError, "timeout must be a positive number of seconds");
   }
@@ -407,7 +407,7 @@ void InitFlight(nb::module_& parent) {
           "'grpc'}, counted as batches in host memory come out of the streams.")
       .def("__repr__", [](const PyFlightClient& c) { return "Client(" + c.client->uri() + ")"; });
 
-  m.def("connect", &FlightConnect, nb::arg("uri"), nb::kw_only(),
+  m.def("connect", &ConnectFlightClient, nb::arg("uri"), nb::kw_only(),
         nb::arg("token").none() = nb::none(), nb::arg("tls_roots").none() = nb::none(),
         nb::arg("tls_cert").none() = nb::none(), nb::arg("tls_key").none() = nb::none(),
         nb::arg("tls_server_name").none() = nb::none(), nb::arg("timeout") = 30.0,
