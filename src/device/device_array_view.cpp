@@ -91,14 +91,7 @@ Status SizeDataOnHost(const ArrayView& v, Wait& wait) {
   if (v.length() > 0 && offsets != nullptr) {
     FERRY_RETURN_NOT_OK(wait());
     const int w = internal::OffsetWidth(v);
-    const uint8_t* at = offsets + (v.offset() + v.length()) * w;
-    if (w == 4) {
-      int32_t x;
-      std::memcpy(&x, at, 4);
-      last = x;
-    } else {
-      std::memcpy(&last, at, 8);
-    }
+    last = internal::LoadWidth(offsets + (v.offset() + v.length()) * w, w);
   }
   const_cast<ArrayView&>(v).set_buffer_size(2, last);
   return Status::OK();
