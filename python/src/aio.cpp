@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -86,13 +85,6 @@ struct PyAioFlightClient {
   std::shared_ptr<flight::Client> client;
   PyCompletions q;
 };
-
-std::chrono::milliseconds PositiveMillis(double seconds, const char* what) {
-  if (!std::isfinite(seconds) || seconds <= 0) {
-    Raise(PyExc_ValueError, std::string(what) + " must be a positive number of seconds");
-  }
-  return std::chrono::milliseconds(std::llround(seconds * 1000.0));
-}
 
 using Column = std::variant<int64_t, std::string>;
 
@@ -190,15 +182,8 @@ void FlightConnect(uint64_t id, const PyCompletions& q, const std::string& uri,
                    const std::optional<std::string>& tls_server_name, double timeout,
                    const std::optional<std::string>& traceparent,
                    const std::optional<std::string>& tracestate) {
-  flight::ClientOptions options;
-  options.token = token.value_or("");
-  options.tls_roots = tls_roots.value_or("");
-  options.tls_cert = tls_cert.value_or("");
-  options.tls_key = tls_key.value_or("");
-  options.tls_server_name = tls_server_name.value_or("");
-  options.timeout = PositiveMillis(timeout, "timeout");
-  options.traceparent = traceparent.value_or("");
-  options.tracestate = tracestate.value_or("");
+  flight::ClientOptions options = FlightClientOptions(
+      token, tls_roots, tls_cert, tls_key, tls_server_name, timeout, traceparent, tracestate);
   StartWork(
       q, id,
       [uri, options]() -> Result<std::shared_ptr<flight::Client>> {

@@ -1,4 +1,5 @@
-// The arguments of ferry.dipc.connect turned into the client's options.
+// The arguments of ferry.dipc.connect, ferry.flight.connect and do_get turned into the
+// clients' options.
 #include "dipc_options.hpp"
 
 #include <algorithm>
@@ -22,6 +23,26 @@ int64_t WindowOf(const std::optional<int64_t>& window) {
 std::chrono::microseconds SpinOf(int64_t spin) {
   if (spin < 0) Raise(PyExc_ValueError, "spin must be a number of microseconds >= 0");
   return std::chrono::microseconds(spin);
+}
+
+flight::ClientOptions FlightClientOptions(
+    const std::optional<std::string>& token, const std::optional<std::string>& tls_roots,
+    const std::optional<std::string>& tls_cert, const std::optional<std::string>& tls_key,
+    const std::optional<std::string>& tls_server_name, double timeout,
+    const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate) {
+  if (!std::isfinite(timeout) || timeout <= 0) {
+    Raise(PyExc_ValueError, "timeout must be a positive number of seconds");
+  }
+  flight::ClientOptions options;
+  options.token = token.value_or("");
+  options.tls_roots = tls_roots.value_or("");
+  options.tls_cert = tls_cert.value_or("");
+  options.tls_key = tls_key.value_or("");
+  options.tls_server_name = tls_server_name.value_or("");
+  options.timeout = std::chrono::milliseconds(std::llround(timeout * 1000.0));
+  options.traceparent = traceparent.value_or("");
+  options.tracestate = tracestate.value_or("");
+  return options;
 }
 
 flight::GetOptions FlightGetOptions(const std::string& via, Device* device,

@@ -1,6 +1,6 @@
-// The arguments of ferry.dipc.connect and ferry.flight's do_get turned into the clients' options:
-// one place for the blocking faces (dipc.cpp, flight.cpp) and the asyncio one (aio.cpp), so both
-// check them alike.
+// The arguments of ferry.dipc.connect, ferry.flight.connect and do_get turned into the clients'
+// options: one place for the blocking faces (dipc.cpp, flight.cpp) and the asyncio one (aio.cpp),
+// so both check them alike.
 #pragma once
 
 #include <chrono>
@@ -35,6 +35,14 @@ flight::GetOptions FlightGetOptions(const std::string& via, Device* device,
                                     ValidationLevel validation, int parallel, bool buffer_lists,
                                     const std::optional<int64_t>& window, int64_t spin,
                                     const std::optional<int64_t>& grpc_below);
+
+/// The Flight client options that ferry.flight.connect's keyword arguments ask for (None is
+/// ""); raises ValueError for a timeout that is not a positive number of seconds.
+flight::ClientOptions FlightClientOptions(
+    const std::optional<std::string>& token, const std::optional<std::string>& tls_roots,
+    const std::optional<std::string>& tls_cert, const std::optional<std::string>& tls_key,
+    const std::optional<std::string>& tls_server_name, double timeout,
+    const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate);
 
 /// The client options that connect's keyword arguments ask for; raises ValueError for a bad one
 /// (a negative or non-finite timeout, a non-positive size limit, no or negative columns, a

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -77,18 +76,8 @@ PyFlightClient ConnectFlightClient(const std::string& uri, const std::optional<s
                                    const std::optional<std::string>& tls_server_name,
                                    double timeout, const std::optional<std::string>& traceparent,
                                    const std::optional<std::string>& tracestate) {
-  if (!std::isfinite(timeout) || timeout <= 0) {
-    Raise(PyExc_ValueError, "timeout must be a positive number of seconds");
-  }
-  flight::ClientOptions options;
-  options.token = token.value_or("");
-  options.tls_roots = tls_roots.value_or("");
-  options.tls_cert = tls_cert.value_or("");
-  options.tls_key = tls_key.value_or("");
-  options.tls_server_name = tls_server_name.value_or("");
-  options.timeout = std::chrono::milliseconds(std::llround(timeout * 1000.0));
-  options.traceparent = traceparent.value_or("");
-  options.tracestate = tracestate.value_or("");
+  flight::ClientOptions options = FlightClientOptions(
+      token, tls_roots, tls_cert, tls_key, tls_server_name, timeout, traceparent, tracestate);
   PyFlightClient out;
   out.client = Unwrap(flight::Client::Connect(uri, std::move(options)));
   return out;

@@ -111,6 +111,20 @@ def test_flight_calls_against_pyarrow_server(pyarrow_server):
     assert pyarrow_server.tables["up"] == want.slice(100, 50)
 
 
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), float("inf")])
+def test_both_flight_faces_refuse_a_bad_timeout_alike(timeout):
+    # Refused before any connection is tried: nothing listens at port 1.
+    why = "timeout must be a positive number of seconds"
+    with pytest.raises(ValueError, match=why):
+        ferry.flight.connect("grpc://127.0.0.1:1", timeout=timeout)
+
+    async def main():
+        with pytest.raises(ValueError, match=why):
+            await ferry.aio.flight.connect("grpc://127.0.0.1:1", timeout=timeout)
+
+    asyncio.run(main())
+
+
 def test_dipc_reads_and_refusals():
     batches = table(4000, 4)
     with ferry.dipc.Server.start("shm") as server:
