@@ -159,22 +159,36 @@ inline ArrowArray* ValidTree(const ArrowSchema* schema, Bytes& in, Tree& tree,
   return root;
 }
 
+// The fields every fuzz target of arrays draws from, one layout or more of each kind: a fuzz
+// input's byte picks one by index, so new fields go at the end (earlier corpora keep their
+// picks).
 inline std::vector<ferry::Field> Schemas() {
   using ferry::Field;
   auto f = [](const char* format) { return Field::Make(format, "x"); };
   Field item = Field::Make("i", "item");
   Field entries = Field::Make("+s", "entries", {Field::Make("u", "key").WithFlags(0), f("l")});
-  return {f("b"),
+  return {f("n"),
+          f("b"),
+          f("c"),
+          f("S"),
           f("i"),
+          f("L"),
+          f("e"),
+          f("g"),
+          f("d:9,2,32"),
           f("d:38,5"),
+          f("d:76,-2,256"),
           f("w:3"),
-          f("u"),
-          f("Z"),
-          f("vu"),
+          f("z"),
+          f("U"),
           f("vz"),
+          f("vu"),
+          f("tdD"),
+          f("tsn:UTC"),
+          f("tiD"),
+          f("tin"),
           Field::Make("+l", "x", {item}),
-          Field::Make("+L", "x", {Field::Make("u", "s")}),
-          Field::Make("+vl", "x", {item}),
+          Field::Make("+vL", "x", {item}),
           Field::Make("+w:2", "x", {item}),
           Field::Make("+s", "x", {f("i"), Field::Make("u", "y")}),
           Field::Make("+m", "x", {entries.WithFlags(0)}),
@@ -182,6 +196,11 @@ inline std::vector<ferry::Field> Schemas() {
           Field::Make("+ud:0,9", "x", {f("g"), Field::Make("vu", "y")}),
           Field::Make("+r", "x", {Field::Make("s", "run_ends").WithFlags(0), f("u")}),
           Field::Dictionary("x", "c", f("u")),
+          Field::Dictionary("x", "L", f("d:5,1")),
+          f("u"),
+          f("Z"),
+          Field::Make("+L", "x", {Field::Make("u", "s")}),
+          Field::Make("+vl", "x", {item}),
           Field::Dictionary("x", "I", f("vz"))};
 }
 
