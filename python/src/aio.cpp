@@ -86,38 +86,6 @@ struct PyAioFlightClient {
   PyCompletions q;
 };
 
-using Column = std::variant<int64_t, std::string>;
-
-/// `columns` as names for ferry::ColumnIndices (an index is its digits); with `need_indices`
-/// (no schema to look names up in) names are refused.
-std::vector<std::string> ColumnNames(const std::vector<Column>& columns, bool need_indices) {
-  std::vector<std::string> out;
-  for (const Column& c : columns) {
-    if (const auto* index = std::get_if<int64_t>(&c)) {
-      if (*index < 0 || *index > std::numeric_limits<int32_t>::max()) {
-        Raise(PyExc_IndexError, "column " + std::to_string(*index) + " is out of range");
-      }
-      out.push_back(std::to_string(*index));
-    } else if (need_indices) {
-      Raise(PyExc_ValueError, "column \"" + std::get<std::string>(c) +
-                                  "\" is a name, which needs a path (an Endpoint or a ticket "
-                                  "carries no schema): give column indices");
-    } else {
-      out.push_back(std::get<std::string>(c));
-    }
-  }
-  return out;
-}
-
-/// Indices from numbers alone, increasing and each once.
-std::vector<int32_t> IndicesOf(const std::vector<std::string>& names) {
-  std::vector<int32_t> out;
-  for (const std::string& n : names) out.push_back(static_cast<int32_t>(std::stol(n)));
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 using What = std::variant<std::string, nb::bytes, flight::Endpoint>;
 
 void DoGet(PyAioFlightClient& c, uint64_t id, const What& what, const std::string& via,

@@ -5,9 +5,38 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <utility>
 
 namespace ferry::python {
+
+std::vector<std::string> ColumnNames(const std::vector<Column>& columns, bool need_indices) {
+  std::vector<std::string> out;
+  for (const Column& c : columns) {
+    if (const auto* index = std::get_if<int64_t>(&c)) {
+      if (*index < 0 || *index > std::numeric_limits<int32_t>::max()) {
+        Raise(PyExc_IndexError, "column " + std::to_string(*index) + " is out of range");
+      }
+      out.push_back(std::to_string(*index));
+    } else if (need_indices) {
+      Raise(PyExc_ValueError, "column \"" + std::get<std::string>(c) +
+                                  "\" is a name, which needs a path (an Endpoint or a ticket "
+                                  "carries no schema): give column indices");
+    } else {
+      out.push_back(std::get<std::string>(c));
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> IndicesOf(const std::vector<std::string>& names) {
+  std::vector<int32_t> out;
+  for (const std::string& n : names) out.push_back(static_cast<int32_t>(std::stol(n)));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri) {
   if (const auto* parsed = std::get_if<dipc::Uri>(&uri)) return *parsed;

@@ -17,6 +17,18 @@
 
 namespace ferry::python {
 
+/// A column asked for by a Flight read: its index, or its name (which needs the flight's schema).
+using Column = std::variant<int64_t, std::string>;
+
+/// `columns` as names for ferry::ColumnIndices (an index is its digits); with `need_indices`
+/// (no schema to look names up in) a name raises ValueError. An index outside int32 raises
+/// IndexError.
+std::vector<std::string> ColumnNames(const std::vector<Column>& columns, bool need_indices);
+
+/// Indices from names that are all numbers (ColumnNames with `need_indices`): increasing, each
+/// once.
+std::vector<int32_t> IndicesOf(const std::vector<std::string>& names);
+
 /// `uri` parsed, where it is text (a bad one raises, naming what is wrong).
 dipc::Uri UriOf(const std::variant<dipc::Uri, std::string>& uri);
 

@@ -28,39 +28,16 @@
 namespace ferry::python {
 namespace {
 
-/// A column asked for: its index, or its name (which needs the flight's schema).
-using Column = std::variant<int64_t, std::string>;
-
 /// `columns` as the decoder takes them: indices into `schema`'s columns, increasing, each once.
 /// Names need `schema` (NULL: the caller has none, so names are refused).
 std::vector<int32_t> ColumnIndices(const std::vector<Column>& columns, const ArrowSchema* schema) {
-  std::vector<std::string> names;
-  for (const Column& c : columns) {
-    if (const auto* index = std::get_if<int64_t>(&c)) {
-      if (*index < 0 || *index > std::numeric_limits<int32_t>::max()) {
-        Raise(PyExc_IndexError, "column " + std::to_string(*index) + " is out of range");
-      }
-      names.push_back(std::to_string(*index));
-    } else if (schema == nullptr) {
-      Raise(PyExc_ValueError, "column \"" + std::get<std::string>(c) +
-                                  "\" is a name, which needs a path (an Endpoint or a ticket "
-                                  "carries no schema): give column indices");
-    } else {
-      names.push_back(std::get<std::string>(c));
-    }
+  const std::vector<std::string> names = ColumnNames(columns, schema == nullptr);
+  if (schema == nullptr) return IndicesOf(names);
+  Result<std::vector<int32_t>> found = ferry::ColumnIndices(schema, names);
+  if (!found.ok() && found.status().code() == StatusCode::kInvalidArgument) {
+    Raise(PyExc_KeyError, found.status().message());
   }
-  if (schema != nullptr) {
-    Result<std::vector<int32_t>> found = ferry::ColumnIndices(schema, names);
-    if (!found.ok() && found.status().code() == StatusCode::kInvalidArgument) {
-      Raise(PyExc_KeyError, found.status().message());
-    }
-    return Unwrap(std::move(found));
-  }
-  std::vector<int32_t> out;
-  for (const std::string& n : names) out.push_back(static_cast<int32_t>(std::stol(n)));
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return Unwrap(std::move(found));
 }
 
 /// ferry.flight.Client: one connection (a gRPC channel) to a Flight server.
