@@ -256,21 +256,30 @@ grpc::ServerWriteReactor<pb::FlightInfo>* FlightService::ListFlights(
   return new ListWriter<pb::FlightInfo>(state_, std::move(infos));
 }
 
+grpc::Status FlightService::DescribedInfo(grpc::CallbackServerContext* context,
+                                          const pb::FlightDescriptor& request, const char* call,
+                                          FlightInfo* out) {
+  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return st;
+  if (grpc::Status st = RefuseIfDraining(state_, call, context); !st.ok()) return st;
+  const TraceContext trace = StartCall(state_, context, call);
+  Result<std::string> name = NameOf(request);
+  if (!name.ok()) return ToGrpc(name.status());
+  Result<FlightInfo> info = InfoFor(context, *name, trace);
+  if (!info.ok()) return ToGrpc(info.status());
+  *out = std::move(*info);
+  return grpc::Status::OK;
+}
+
 grpc::ServerUnaryReactor* FlightService::GetFlightInfo(grpc::CallbackServerContext* context,
                                                        const pb::FlightDescriptor* request,
                                                        pb::FlightInfo* response) {
   GrpcTakeBack(this);
   CallScope scope(state_);
-  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
-  if (grpc::Status st = RefuseIfDraining(state_, "GetFlightInfo", context); !st.ok()) {
+  FlightInfo info;
+  if (grpc::Status st = DescribedInfo(context, *request, "GetFlightInfo", &info); !st.ok()) {
     return Answer(context, st);
   }
-  const TraceContext trace = StartCall(state_, context, "GetFlightInfo");
-  Result<std::string> name = NameOf(*request);
-  if (!name.ok()) return Answer(context, ToGrpc(name.status()));
-  Result<FlightInfo> info = InfoFor(context, *name, trace);
-  if (!info.ok()) return Answer(context, ToGrpc(info.status()));
-  ToProto(*info, response);
+  ToProto(info, response);
   return Answer(context, grpc::Status::OK);
 }
 
@@ -279,17 +288,12 @@ grpc::ServerUnaryReactor* FlightService::PollFlightInfo(grpc::CallbackServerCont
                                                         pb::PollInfo* response) {
   GrpcTakeBack(this);
   CallScope scope(state_);
-  if (grpc::Status st = Authenticate(state_, context); !st.ok()) return Answer(context, st);
-  if (grpc::Status st = RefuseIfDraining(state_, "PollFlightInfo", context); !st.ok()) {
+  FlightInfo info;
+  if (grpc::Status st = DescribedInfo(context, *request, "PollFlightInfo", &info); !st.ok()) {
     return Answer(context, st);
   }
-  const TraceContext trace = StartCall(state_, context, "PollFlightInfo");
-  Result<std::string> name = NameOf(*request);
-  if (!name.ok()) return Answer(context, ToGrpc(name.status()));
-  Result<FlightInfo> info = InfoFor(context, *name, trace);
-  if (!info.ok()) return Answer(context, ToGrpc(info.status()));
   // Complete at once: the whole info, no descriptor to poll again, progress 1.
-  ToProto(*info, response->mutable_info());
+  ToProto(info, response->mutable_info());
   response->set_progress(1.0);
   return Answer(context, grpc::Status::OK);
 }

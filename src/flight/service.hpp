@@ -62,6 +62,11 @@ class FlightService final : public ServiceBase {
   /// `trace`: the call's span, kept with the tickets issued and handed on to the peers.
   Result<FlightInfo> InfoFor(const grpc::CallbackServerContext* context, const std::string& name,
                              const TraceContext& trace);
+  /// What GetFlightInfo and PollFlightInfo (`call`) answer with: the caller authenticated, the
+  /// server not draining, then InfoFor the descriptor's name. A refusal is the gRPC status.
+  grpc::Status DescribedInfo(grpc::CallbackServerContext* context,
+                             const pb::FlightDescriptor& request, const char* call,
+                             FlightInfo* out);
 
   ServerState* state_;
   Federation federation_;
