@@ -11,7 +11,6 @@ import textwrap
 import threading
 
 import pyarrow as pa
-import pyarrow.flight as fl
 import pytest
 
 pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (pip install ./python)")
@@ -19,44 +18,8 @@ import ferry  # noqa: E402
 import ferry.aio  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-class TableServer(fl.FlightServerBase):
-    """pyarrow's Flight server of named tables: ticket = name, no locations; DoPut stores."""
-
-    def __init__(self, tables):
-        super().__init__("grpc://127.0.0.1:0")
-        self.tables = dict(tables)
-
-    def _info(self, name):
-        t = self.tables[name]
-        return fl.FlightInfo(t.schema, fl.FlightDescriptor.for_path(name),
-                             [fl.FlightEndpoint(name.encode(), [])], t.num_rows, t.nbytes)
-
-    def list_flights(self, context, criteria):
-        for name in sorted(self.tables):
-            yield self._info(name)
-
-    def get_flight_info(self, context, descriptor):
-        name = descriptor.path[0].decode()
-        if name not in self.tables:
-            raise fl.FlightServerError(f"no table {name}")
-        return self._info(name)
-
-    def get_schema(self, context, descriptor):
-        return fl.SchemaResult(self.tables[descriptor.path[0].decode()].schema)
-
-    def do_get(self, context, ticket):
-        return fl.RecordBatchStream(self.tables[ticket.ticket.decode()])
-
-    def do_put(self, context, descriptor, reader, writer):
-        self.tables[descriptor.path[0].decode()] = reader.read_all()
-
-    def list_actions(self, context):
-        return [("echo", "returns its body reversed")]
-
-    def do_action(self, context, action):
-        yield fl.Result(action.body.to_pybytes()[::-1])
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "support"))
+from pyarrow_flight_server import TableServer  # noqa: E402
 
 
 def table(rows, batches=1):

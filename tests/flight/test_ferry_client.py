@@ -18,62 +18,7 @@ import ferry.flight  # noqa: E402
 
 from flight_support import Serve, ferry_cli, mixed_table, self_signed  # noqa: E402
 from ferry_process import on_terminal  # noqa: E402
-
-
-class PyarrowServer(fl.FlightServerBase):
-    """A Flight server of named tables: each flight has one endpoint whose ticket is the name and
-    which lists no location (redeem here); DoPut stores; DoAction 'echo' returns the body."""
-
-    def __init__(self, tables, token=None):
-        middleware = {}
-        if token:
-            middleware["auth"] = _BearerFactory(token)
-        super().__init__("grpc://127.0.0.1:0", middleware=middleware)
-        self.tables = dict(tables)
-
-    def _info(self, name):
-        t = self.tables[name]
-        return fl.FlightInfo(t.schema, fl.FlightDescriptor.for_path(name),
-                             [fl.FlightEndpoint(name.encode(), [])], t.num_rows, t.nbytes)
-
-    def list_flights(self, context, criteria):
-        for name in sorted(self.tables):
-            yield self._info(name)
-
-    def get_flight_info(self, context, descriptor):
-        name = descriptor.path[0].decode()
-        if name not in self.tables:
-            raise fl.FlightServerError(f"no table {name}")
-        return self._info(name)
-
-    def get_schema(self, context, descriptor):
-        return fl.SchemaResult(self.tables[descriptor.path[0].decode()].schema)
-
-    def do_get(self, context, ticket):
-        return fl.RecordBatchStream(self.tables[ticket.ticket.decode()])
-
-    def do_put(self, context, descriptor, reader, writer):
-        self.tables[descriptor.path[0].decode()] = reader.read_all()
-
-    def list_actions(self, context):
-        return [("echo", "returns its body")]
-
-    def do_action(self, context, action):
-        yield fl.Result(action.body)
-
-
-class _Bearer(fl.ServerMiddleware):
-    pass
-
-
-class _BearerFactory(fl.ServerMiddlewareFactory):
-    def __init__(self, token):
-        self.token = token
-
-    def start_call(self, info, headers):
-        if headers.get("authorization") != [f"Bearer {self.token}"]:
-            raise fl.FlightUnauthenticatedError("no or wrong bearer token")
-        return _Bearer()
+from pyarrow_flight_server import TableServer as PyarrowServer  # noqa: E402
 
 
 @pytest.fixture
@@ -166,8 +111,8 @@ def test_binding_against_pyarrow_server(pyarrow_server, tables):
     assert pyarrow_server.tables["up2"].equals(upload)
     with pytest.raises(TypeError, match="has no __arrow_c_stream__"):
         client.do_put("nope", [1, 2, 3])
-    assert client.do_action("echo", b"hello") == [b"hello"]
-    assert client.list_actions() == [("echo", "returns its body")]
+    assert client.do_action("echo", b"hello") == [b"olleh"]
+    assert client.list_actions() == [("echo", "returns its body reversed")]
     with pytest.raises(Exception, match="no table nope"):
         client.get_flight_info("nope")
 
