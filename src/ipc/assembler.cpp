@@ -214,7 +214,8 @@ class Assembler {
     FERRY_RETURN_NOT_OK(Validity(buffers, null_count, offset, length));
     const int64_t width =
         st == TypeId::kFixedSizeBinary ? v.fixed_size : v.layout.element_size_bits[1] / 8;
-    return Span(buffers[1] + offset * width, length * width, SwapOf(v, 1));
+    // The kind of swap is looked up only when writing the other byte order.
+    return Span(buffers[1] + offset * width, length * width, swap_ ? SwapOf(v, 1) : Swap::kNone);
   }
 
  private:
@@ -351,7 +352,8 @@ class Assembler {
       out_.buffers.emplace_back(out_.body_length, e.size);
       out_.buffer_data.push_back(e.size > 0 ? e.data : nullptr);
       if (e.size > 0) out_.pieces.push_back(ByteSpan{e.data, e.size});
-      const int64_t padded = (e.size + alignment_ - 1) / alignment_ * alignment_;
+      // The writer's alignment is 8 or 64: a mask, not a division per buffer.
+      const int64_t padded = (e.size + alignment_ - 1) & ~(alignment_ - 1);
       if (padded > e.size) out_.pieces.push_back(ByteSpan{kPadding, padded - e.size});
       out_.body_length += padded;
     }
@@ -398,6 +400,15 @@ class Assembler {
   bool swap_;
 };
 
+// Finish pads each buffer with a mask: the alignment must be a power of two.
+Status CheckAlignment(int64_t alignment) {
+  if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+    return Status::Invalid("a body's alignment must be a power of two, not " +
+                           std::to_string(alignment));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 void AssembledBody::Clear() {
@@ -419,6 +430,7 @@ Status AssembleBatchInto(const ArrowSchema* schema, const ArrowArray* root, int6
   if (root == nullptr || root->release == nullptr) {
     return Status::Invalid("the batch is NULL or released");
   }
+  FERRY_RETURN_NOT_OK(CheckAlignment(alignment));
   if (root->n_children != schema->n_children) {
     return Status::Invalid("the batch has " + std::to_string(root->n_children) +
                            " columns but the schema has " + std::to_string(schema->n_children));
@@ -455,6 +467,7 @@ Result<AssembledBody> AssembleArray(const ArrowSchema* schema, const ArrowArray*
   if (array == nullptr || array->release == nullptr) {
     return Status::Invalid("the dictionary is NULL or released");
   }
+  FERRY_RETURN_NOT_OK(CheckAlignment(alignment));
   AssembledBody out;
   Assembler a(alignment, codec, level, swap_bytes, 4, out);
   const Where dictionary{nullptr, nullptr, -1, "dictionary"};

@@ -74,8 +74,8 @@ Status FileSink::Close() {
 
 Status FileSink::Write(std::span<const ByteSpan> pieces) {
   if (fd_ < 0) return Status::Invalid("writing to " + name_ + " after Close");
-  std::vector<iovec> iov;
-  iov.reserve(pieces.size());
+  std::vector<iovec>& iov = iov_;
+  iov.clear();
   for (const ByteSpan& p : pieces) {
     if (p.size > 0) iov.push_back(iovec{const_cast<uint8_t*>(p.data), static_cast<size_t>(p.size)});
   }

@@ -169,6 +169,7 @@ struct StreamWriter::Impl {
   // `held`: the batch stays the writer's until the next is written (WriteHeldBatch), so its
   // dictionaries' layouts may stand for their values.
   Status WriteDictionaries(const ArrowArray* root, bool held) {
+    if (ids.empty()) return Status::OK();  // a schema without dictionaries: no walk per batch
     std::vector<std::pair<const ArrowSchema*, const ArrowArray*>> found;
     for (int64_t i = 0; i < schema->n_children; ++i) {
       internal::CollectDictionaries(schema->children[i], root->children[i], &found);

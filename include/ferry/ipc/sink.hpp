@@ -2,10 +2,13 @@
 // padding and the arrays' own buffers); a sink writes them in place, never gathering them first.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ferry/abi/export.h"
 #include "ferry/core/bytes.hpp"
@@ -101,6 +104,8 @@ class FERRY_EXPORT FileSink final : public Sink {
   bool owned_;
   std::string name_;
   int64_t position_ = 0;
+  // Write's I/O vector, kept so that its room is reused (no allocation per message).
+  std::vector<iovec> iov_;
 };
 
 }  // namespace ferry::ipc
