@@ -254,7 +254,9 @@ def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, ph
         assert seen, f"{cell}: the server logged nothing: {srv.log.text()[offset:]}"
         detect = seen - t0
         report(cell, detect_s=round(detect, 3), server_log=line.group(0).strip())
-        assert detect <= bound, f"{cell}: the server took {detect:.2f} s: {line.group(0)}"
+        # All the server logged since the signal: a late report may follow another session's.
+        assert detect <= bound, (f"{cell}: the server took {detect:.2f} s: {line.group(0)}"
+                                 f"(its log since the signal: {srv.log.text()[offset:]!r})")
         if kind == "close":
             assert cli.proc.wait(timeout=5) != 0
         elif kind == "kill":
