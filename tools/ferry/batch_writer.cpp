@@ -16,6 +16,7 @@ BatchWriter::~BatchWriter() {
     std::lock_guard lock(mutex_);
     done_ = true;
     if (failure_.ok()) failure_ = Status::Cancelled("the writer was stopped");
+    failed_.store(true, std::memory_order_release);
   }
   work_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -74,20 +75,16 @@ void BatchWriter::Run() {
     }
     room_.notify_all();
     for (auto& [batch, bytes] : taken) {
-      Status st;
-      {
-        std::lock_guard lock(mutex_);
-        st = failure_;
-      }
-      if (st.ok()) {
-        // Held by the writer until the next is written (a shared dictionary is then read once).
-        st = writer_->WriteHeldBatch(std::move(batch), nullptr, check_);
-      } else {
+      if (failed_.load(std::memory_order_acquire)) {
         batch.reset();  // after a failure (or a stop) the rest is released unwritten
+        continue;
       }
+      // Held by the writer until the next is written (a shared dictionary is then read once).
+      const Status st = writer_->WriteHeldBatch(std::move(batch), nullptr, check_);
       if (!st.ok()) {
         std::lock_guard lock(mutex_);
         if (failure_.ok()) failure_ = st;
+        failed_.store(true, std::memory_order_release);
       }
     }
     taken.clear();

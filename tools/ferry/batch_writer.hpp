@@ -57,6 +57,9 @@ class BatchWriter {
   bool done_ = false;
   bool sleeping_ = false;  // the thread waits on work_: a Write must wake it
   Status failure_;
+  // Set with failure_: the writing thread reads it for every batch without taking mutex_,
+  // which Write takes for every batch too.
+  std::atomic<bool> failed_{false};
   std::atomic<uint64_t> pushed_{0};  // what the looking thread watches
   std::thread thread_;
 };
