@@ -13,44 +13,29 @@ import pyarrow.ipc as ipc
 import pytest
 
 from fault_harness import PAUSED
+from netns import Hosts, Unavailable  # noqa: E402 (fault_harness puts tests/support on the path)
 
 TIMEOUT = 2
 
 
-def ip(*args):
-    return subprocess.run(["ip", *args], capture_output=True, text=True)
-
-
 @pytest.fixture
 def namespaces():
-    tag = str(os.getpid() % 100000)
-    a, b = f"ferry-la{tag}", f"ferry-lb{tag}"
-    made = ip("netns", "add", a)
-    if made.returncode != 0:
-        pytest.skip(f"this sandbox forbids network namespaces: {made.stderr.strip()}")
+    """Hosts a and b (tests/support/netns.py); skips with the reason where the sandbox forbids
+    network namespaces."""
+    hosts = Hosts(["a", "b"])
     try:
-        assert ip("netns", "add", b).returncode == 0
-        for step in [("link", "add", f"la{tag}", "type", "veth", "peer", "name", f"lb{tag}"),
-                     ("link", "set", f"la{tag}", "netns", a),
-                     ("link", "set", f"lb{tag}", "netns", b),
-                     ("-n", a, "addr", "add", "10.204.0.1/24", "dev", f"la{tag}"),
-                     ("-n", b, "addr", "add", "10.204.0.2/24", "dev", f"lb{tag}"),
-                     ("-n", a, "link", "set", f"la{tag}", "up"),
-                     ("-n", b, "link", "set", f"lb{tag}", "up"),
-                     ("-n", a, "link", "set", "lo", "up"),
-                     ("-n", b, "link", "set", "lo", "up")]:
-            r = ip(*step)
-            if r.returncode != 0:
-                pytest.skip(f"this sandbox forbids veth links between namespaces: {r.stderr}")
-        yield a, b, f"la{tag}"
+        hosts.__enter__()
+    except Unavailable as e:
+        pytest.skip(f"this sandbox forbids network namespaces: {e}")
+    try:
+        yield hosts["a"], hosts["b"]
     finally:
-        ip("netns", "del", a)
-        ip("netns", "del", b)
+        hosts.__exit__(None, None, None)
 
 
 @pytest.mark.parametrize("body", ["packed", "list"])
 def test_a_link_down_mid_transfer_is_found_within_the_timeout(tmp_path, namespaces, body):
-    a, b, link = namespaces
+    a, b = namespaces
     batch = pa.record_batch({"i": pa.array(range(300_000), pa.int64())})
     path = tmp_path / "t.arrows"
     with ipc.new_stream(str(path), batch.schema) as w:
@@ -60,8 +45,8 @@ def test_a_link_down_mid_transfer_is_found_within_the_timeout(tmp_path, namespac
     serve_log = tmp_path / "serve.err"
     with open(serve_log, "w") as err:
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", a, os.environ["FERRY_CLI"], "serve", "-v", "--transport",
-             "ucx", "--listen", "10.204.0.1:0", "--insecure", "--timeout", str(TIMEOUT),
+            [*a.wrap, os.environ["FERRY_CLI"], "serve", "-v", "--transport",
+             "ucx", "--listen", f"{a.ip}:0", "--insecure", "--timeout", str(TIMEOUT),
              "--body-type", body, f"t={path}"],
             stdout=subprocess.PIPE, stderr=err, text=True)
     try:
@@ -73,7 +58,7 @@ def test_a_link_down_mid_transfer_is_found_within_the_timeout(tmp_path, namespac
                 # send it packed bodies. A window of one batch keeps most of the stream on the
                 # server: unpaced, a loaded host could take it all into UCX's buffers before the
                 # link goes down, and the read would rightly end well.
-                ["ip", "netns", "exec", b, os.environ["FERRY_CLI"], "get", uri, "--ticket", "t",
+                [*b.wrap, os.environ["FERRY_CLI"], "get", uri, "--ticket", "t",
                  "--no-progress", "--timeout", str(TIMEOUT), "--window", "1",
                  *(["--buffer-lists"] if body == "list" else [])],
                 stdout=subprocess.DEVNULL, stderr=err,
@@ -82,7 +67,9 @@ def test_a_link_down_mid_transfer_is_found_within_the_timeout(tmp_path, namespac
         while PAUSED not in client_log.read_text() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert PAUSED in client_log.read_text(), client_log.read_text()
-        assert ip("-n", a, "link", "set", link, "down").returncode == 0
+        down = subprocess.run(["ip", "-n", a.name, "link", "set", a.link, "down"],
+                              capture_output=True, text=True)
+        assert down.returncode == 0, down.stderr
         # Release the client from its pause (a stop and a continue): it reads on, into silence.
         os.kill(client.pid, signal.SIGSTOP)
         time.sleep(0.3)

@@ -24,6 +24,7 @@ from peer_harness import REFUSED, Server, get, ucx_env
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from ferry_process import ferry_cli  # noqa: E402
+from netns import Hosts, Unavailable  # noqa: E402
 
 TLS = {"default": None, "tcp": "tcp,self"}
 
@@ -97,7 +98,7 @@ class FerryServe:
     def __init__(self, tmp, datasets, *args, env=None, listen="127.0.0.1:0", wrap=()):
         self.err_path = os.path.join(tmp, f"serve-{time.monotonic_ns()}.err")
         self.err = open(self.err_path, "w+")
-        # Beyond loopback (the namespaces' veth) a listener needs a token or --insecure; the peer
+        # Beyond loopback (between the namespaces) a listener needs a token or --insecure; the peer
         # sends dataset names as tickets, so this test serves without one.
         beyond = [] if listen.startswith("127.") else ["--insecure"]
         argv = [*wrap, ferry_cli(), "serve", "--transport", "ucx", "--listen", listen,
@@ -269,40 +270,23 @@ def test_the_peer_reads_a_kept_dataset_only_with_its_own_uri(tmp_path, data):
     _equal(_read(tmp_path / "out.arrows"), batches)
 
 
-# ---- across two network namespaces joined by veth: a real TCP link, no loopback ----
-
-
-def _ip(*args):
-    return subprocess.run(["ip", *args], capture_output=True, text=True)
+# ---- across two network namespaces on a bridge: a real TCP link, no loopback ----
 
 
 @pytest.fixture(scope="module")
 def namespaces():
-    """Two network namespaces, 10.202.0.1 and 10.202.0.2, joined by a veth pair; skips with the
-    reason where the sandbox forbids them."""
-    tag = str(os.getpid() % 100000)
-    a, b = f"ferry-ia{tag}", f"ferry-ib{tag}"
-    made = _ip("netns", "add", a)
-    if made.returncode != 0:
-        pytest.skip(f"this sandbox forbids network namespaces: {made.stderr.strip()}")
+    """Two network namespaces (tests/support/netns.py) on one bridge, each given as (the prefix
+    that runs a command there, its address); skips with the reason where the sandbox forbids
+    them."""
+    hosts = Hosts(["a", "b"])
     try:
-        assert _ip("netns", "add", b).returncode == 0
-        for step in [("link", "add", f"ia{tag}", "type", "veth", "peer", "name", f"ib{tag}"),
-                     ("link", "set", f"ia{tag}", "netns", a),
-                     ("link", "set", f"ib{tag}", "netns", b),
-                     ("-n", a, "addr", "add", "10.202.0.1/24", "dev", f"ia{tag}"),
-                     ("-n", b, "addr", "add", "10.202.0.2/24", "dev", f"ib{tag}"),
-                     ("-n", a, "link", "set", f"ia{tag}", "up"),
-                     ("-n", b, "link", "set", f"ib{tag}", "up"),
-                     ("-n", a, "link", "set", "lo", "up"),
-                     ("-n", b, "link", "set", "lo", "up")]:
-            r = _ip(*step)
-            if r.returncode != 0:
-                pytest.skip(f"this sandbox forbids veth links between namespaces: {r.stderr}")
-        yield (["ip", "netns", "exec", a], "10.202.0.1"), (["ip", "netns", "exec", b], "10.202.0.2")
+        hosts.__enter__()
+    except Unavailable as e:
+        pytest.skip(f"this sandbox forbids network namespaces: {e}")
+    try:
+        yield (hosts["a"].wrap, hosts["a"].ip), (hosts["b"].wrap, hosts["b"].ip)
     finally:
-        _ip("netns", "del", a)
-        _ip("netns", "del", b)
+        hosts.__exit__(None, None, None)
 
 
 @pytest.mark.parametrize("body", [0, 1])

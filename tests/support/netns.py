@@ -35,10 +35,12 @@ def _ip(*args):
 
 @dataclass
 class Host:
-    """One network namespace: its name, its address on the bridge, and the prefix that runs a
-    command inside it."""
+    """One network namespace: its name, its address on the bridge, its interface there (inside
+    the namespace: `ip -n NAME link set LINK down` cuts the host off), and the prefix that runs
+    a command inside it."""
     name: str
     ip: str
+    link: str = ""
 
     @property
     def wrap(self):
@@ -107,6 +109,7 @@ class Hosts:
                 self._step("link", "set", outside, "master", self.bridge)
                 self._step("link", "set", outside, "up")
                 self._step("link", "set", inside, "netns", host.name)
+                host.link = inside
                 self._step("-n", host.name, "addr", "add", f"{host.ip}/24", "dev", inside)
                 self._step("-n", host.name, "link", "set", inside, "up")
                 self._step("-n", host.name, "link", "set", "lo", "up")
