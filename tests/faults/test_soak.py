@@ -146,7 +146,8 @@ def test_soak(tmp_path, data, transport, body):
         creep = sum(steps) - max(steps, default=0)
         assert last[2] <= max(base * 1.10, base + (1 << 20)) or creep <= (128 << 10), (
             f"RSS grew: {base} (highest early sample) -> {last[2]}; over the last two fifths "
-            f"{sum(steps)}, {creep} of it besides the largest step")
+            f"{sum(steps)}, {creep} of it besides the largest step (early samples {early_rss}, "
+            f"late {late})")
     finally:
         srv.kill()
 
