@@ -15,21 +15,10 @@ import pytest
 ferry = pytest.importorskip("ferry", reason="the ferry binding is not installed (pip install ./python)")
 dipc = ferry.dipc
 
+from ipc_files import mixed_table  # noqa: E402
+
 SHAPES = [("shm", "list"), ("shm", "packed"), ("ucx", "list"), ("ucx", "packed")]
 SOURCES = ["table", "reader", "batches", "callable", "stream_path", "file_path"]
-
-
-def mixed_table(rows):
-    rng = np.random.default_rng(7)
-    return pa.table(
-        {
-            "i": pa.array(np.arange(rows, dtype=np.int64)),
-            "f": pa.array(rng.random(rows)),
-            "s": pa.array([None if i % 11 == 0 else f"row {i}" for i in range(rows)]),
-            "l": pa.array([[i, i + 1] if i % 3 else None for i in range(rows)], pa.list_(pa.int32())),
-            "d": pa.array([["a", "b", "c"][i % 3] for i in range(rows)]).dictionary_encode(),
-        }
-    )
 
 
 def needs(transport):

@@ -13,9 +13,9 @@ import sys
 import termios
 import time
 
-import numpy as np
 import pyarrow as pa
 import pytest
+from ipc_files import mixed_table, write_stream
 
 # The repository's shared test support (netns, imported by the one test that makes hosts: other
 # modules import helpers from this one where that support is absent, as in the GPU bundle).
@@ -28,27 +28,6 @@ def cli():
     if not path or not os.path.exists(path):
         pytest.skip("FERRY_CLI does not name a built ferry tool (scripts/test.sh sets it)")
     return path
-
-
-def write_stream(path, table, chunk, compression=None):
-    options = pa.ipc.IpcWriteOptions(compression=compression)
-    with pa.OSFile(str(path), "wb") as f:
-        with pa.ipc.new_stream(f, table.schema, options=options) as w:
-            for b in table.to_batches(max_chunksize=chunk):
-                w.write_batch(b)
-
-
-def mixed_table(rows):
-    rng = np.random.default_rng(7)
-    return pa.table(
-        {
-            "i": pa.array(np.arange(rows, dtype=np.int64)),
-            "f": pa.array(rng.random(rows)),
-            "s": pa.array([None if i % 11 == 0 else f"row {i}" for i in range(rows)]),
-            "l": pa.array([[i, i + 1] if i % 3 else None for i in range(rows)], pa.list_(pa.int32())),
-            "d": pa.array([["a", "b", "c"][i % 3] for i in range(rows)]).dictionary_encode(),
-        }
-    )
 
 
 class Server:

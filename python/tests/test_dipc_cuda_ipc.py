@@ -16,7 +16,8 @@ import urllib.parse
 import pyarrow as pa
 import pytest
 
-from test_dipc_cli import cli, mixed_table, write_stream
+from ipc_files import mixed_table, write_stream
+from test_dipc_cli import cli
 
 STANDIN_MEMFD = "/memfd:ferry-cuda-standin"
 

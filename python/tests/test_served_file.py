@@ -10,15 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from test_dipc_cli import Server, get, mixed_table
-
-
-def write_file(path, table, chunk, compression=None):
-    options = pa.ipc.IpcWriteOptions(compression=compression)
-    with pa.OSFile(str(path), "wb") as f:
-        with pa.ipc.new_file(f, table.schema, options=options) as w:
-            for b in table.to_batches(max_chunksize=chunk):
-                w.write_batch(b)
+from ipc_files import mixed_table, write_file
+from test_dipc_cli import Server, get
 
 
 def rss_own_kib(pid):
