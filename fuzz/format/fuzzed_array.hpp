@@ -204,4 +204,10 @@ inline std::vector<ferry::Field> Schemas() {
           Field::Dictionary("x", "I", f("vz"))};
 }
 
+// One field of Schemas(), picked by the input's next byte.
+inline const ferry::Field& PickField(Bytes& in) {
+  static const std::vector<ferry::Field> fields = Schemas();
+  return fields[in.Next() % fields.size()];
+}
+
 }  // namespace ferry::fuzz
