@@ -10,7 +10,8 @@
 //       x[0] just before, and, with RATE > 0, hands batch i over at start + i / RATE. MODE
 //       loaned: the same, the batches built in the server's shared region (LoaningProducer), so
 //       that they are lent in place, not copied (BODY 1 only). Prints "READY <uri>" and serves
-//       until its stdin closes.
+//       until its stdin closes; a live or loaned stream prints "TURNAROUND {p50, p99}" at its
+//       end: the server's part of a batch's trip, from its stamp to the server's next ask.
 //   ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP SPIN_US
 //       VALIDATION full|default; STAMPED 1 where the batches carry their producer's clock;
 //       SPIN_US the client's spin before it sleeps (ClientOptions::spin, 0: none).
@@ -73,6 +74,48 @@ void SleepUntilNs(int64_t when) {
   }
 }
 
+int64_t Percentile(const std::vector<int64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto i = static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+// The batches the reader leaves out of its latency figures: as small_batches.py's warmup().
+int64_t Warmup(int64_t batches) { return std::min<int64_t>(100, batches / 10); }
+
+// The server's part of a stamped batch's trip, as its producer sees it: from the stamp on batch i
+// to the server's next ask (GetNext for batch i + 1), which a session makes once batch i is sent.
+// What the server does after the send, before it asks, is counted too, so it bounds the server's
+// part from above. Printed as one "TURNAROUND {...}" line on stdout when the stream ends.
+class Turnaround {
+ public:
+  explicit Turnaround(int64_t batches) : batches_(batches) {
+    gaps_.reserve(static_cast<size_t>(batches));
+  }
+  // At the top of GetNext, before any pacing sleep.
+  void Asked() {
+    if (last_ == 0) return;
+    gaps_.push_back(NowNs() - last_);
+    last_ = 0;
+    if (static_cast<int64_t>(gaps_.size()) == batches_) Report();
+  }
+  void Stamped(int64_t at) { last_ = at; }
+
+ private:
+  void Report() {
+    std::vector<int64_t> kept(gaps_.begin() + Warmup(batches_), gaps_.end());
+    std::sort(kept.begin(), kept.end());
+    std::printf("TURNAROUND {\"p50\": %lld, \"p99\": %lld}\n",
+                static_cast<long long>(Percentile(kept, 0.5)),
+                static_cast<long long>(Percentile(kept, 0.99)));
+    std::fflush(stdout);
+  }
+
+  int64_t batches_;
+  int64_t last_ = 0;
+  std::vector<int64_t> gaps_;
+};
+
 // The benchmark's batch: row i is (i, i * 0.5, "v<i % 1000>"), as small_batches_peers.py builds
 // it for the Python peers.
 struct Template {
@@ -119,7 +162,7 @@ int64_t* Stamp(ArrowArray* batch) {
 class LiveProducer final : public DeviceArrayProducer {
  public:
   LiveProducer(std::shared_ptr<Template> t, int64_t batches, double rate)
-      : t_(std::move(t)), batches_(batches), rate_(rate) {}
+      : t_(std::move(t)), batches_(batches), rate_(rate), turnaround_(batches) {}
 
   Status GetSchema(ArrowSchema* out) override {
     FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(t_->schema.get()));
@@ -128,6 +171,7 @@ class LiveProducer final : public DeviceArrayProducer {
   }
 
   Status GetNext(ArrowDeviceArray* out) override {
+    turnaround_.Asked();
     if (next_ == batches_) return Status::OK();
     if (pool_.empty()) {
       FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(t_->schema.get()));
@@ -141,6 +185,7 @@ class LiveProducer final : public DeviceArrayProducer {
     ArrowDeviceArray* b = pool_[static_cast<size_t>(next_ % kPool)].get();
     if (rate_ > 0) SleepUntilNs(start_ns_ + static_cast<int64_t>(next_ * 1e9 / rate_));
     *Stamp(&b->array) = NowNs();
+    turnaround_.Stamped(*Stamp(&b->array));
     *out = *b;
     out->array.release = [](ArrowArray* a) { a->release = nullptr; };
     ++next_;
@@ -155,6 +200,7 @@ class LiveProducer final : public DeviceArrayProducer {
   int64_t next_ = 0;
   int64_t start_ns_ = 0;
   std::vector<UniqueDeviceArray> pool_;
+  Turnaround turnaround_;
 };
 
 // The batches of the loaning producer, built in the server's shared region before the server
@@ -201,7 +247,7 @@ struct LoanPool {
 class LoaningProducer final : public DeviceArrayProducer {
  public:
   LoaningProducer(std::shared_ptr<LoanPool> pool, int64_t batches, double rate)
-      : pool_(std::move(pool)), batches_(batches), rate_(rate) {}
+      : pool_(std::move(pool)), batches_(batches), rate_(rate), turnaround_(batches) {}
 
   Status GetSchema(ArrowSchema* out) override {
     FERRY_ASSIGN_OR_RAISE(UniqueSchema copy, CopySchema(pool_->t->schema.get()));
@@ -210,6 +256,7 @@ class LoaningProducer final : public DeviceArrayProducer {
   }
 
   Status GetNext(ArrowDeviceArray* out) override {
+    turnaround_.Asked();
     if (next_ == batches_) return Status::OK();
     if (next_ == 0) start_ns_ = NowNs();
     const size_t slot = pool_->Take();
@@ -220,6 +267,7 @@ class LoaningProducer final : public DeviceArrayProducer {
       b = pool_->batches[slot].get();
     }
     *Stamp(b) = NowNs();
+    turnaround_.Stamped(*Stamp(b));
     std::memset(out, 0, sizeof(*out));
     out->array = *b;
     out->array.private_data = new Hold{pool_, slot};
@@ -249,6 +297,7 @@ class LoaningProducer final : public DeviceArrayProducer {
   double rate_;
   int64_t next_ = 0;
   int64_t start_ns_ = 0;
+  Turnaround turnaround_;
 };
 
 int Serve(char** argv) {
@@ -300,12 +349,6 @@ int Serve(char** argv) {
   }
   server->Stop();
   return 0;
-}
-
-int64_t Percentile(const std::vector<int64_t>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const auto i = static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
-  return sorted[std::min(i, sorted.size() - 1)];
 }
 
 int Read(char** argv) {

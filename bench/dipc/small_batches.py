@@ -111,14 +111,20 @@ class Ferry:
                                capture_output=True, text=True, timeout=TIMEOUT, env=env)
             if r.returncode != 0:
                 raise RuntimeError(f"the ferry client failed: {r.stderr[-2000:]}")
-            return last_json(r.stdout, "the ferry client")
+            result = last_json(r.stdout, "the ferry client")
         finally:
-            server.stdin.close()
             try:
-                server.wait(timeout=30)
+                rest, _ = server.communicate(timeout=30)  # closes its stdin: it stops
             except subprocess.TimeoutExpired:
                 server.kill()
-                server.wait()
+                rest, _ = server.communicate()
+        # A stamped stream's server says how long each batch took it, from the stamp to its
+        # next ask (its part of the one-way latency).
+        turnaround = [line.split(" ", 1)[1] for line in rest.splitlines()
+                      if line.startswith("TURNAROUND ")]
+        if result.get("latency_ns") and turnaround:
+            result["latency_ns"]["server_p50"] = json.loads(turnaround[-1])["p50"]
+        return result
 
 
 def shmem_huge_pages():
@@ -299,7 +305,7 @@ def medians(runs):
 
     return {"batches_per_s": median(r["batches_per_s"] for r in runs),
             "latency_ns": {k: median((r["latency_ns"] or {}).get(k) for r in runs)
-                           for k in ("p50", "p99", "p999")}}
+                           for k in ("p50", "p99", "p999", "server_p50")}}
 
 
 def results_bytes(rows):
@@ -325,6 +331,12 @@ def table(rows, results):
         rate = r["batches_per_s"]
         out.append(f"| {name} | {'—' if rate is None else f'{rate:,.0f}'} | {us(lat.get('p50'))} "
                    f"| {us(lat.get('p99'))} | {us(lat.get('p999'))} |")
+    server = [f"{name} {us(r['latency_ns']['server_p50'])} µs of {us(r['latency_ns']['p50'])}"
+              for name, r in results.items()
+              if r["latency_ns"] and r["latency_ns"].get("server_p50") is not None]
+    if server:
+        out += ["", "The server's part of the p50, from the stamp to its next ask (made once the "
+                "batch is sent; the rest is the hop and the client): " + "; ".join(server) + "."]
     return "\n".join(out)
 
 
