@@ -1,11 +1,8 @@
-// Stream and file writers: message framing, dictionaries, and the file footer.
+// Stream and file writers (writer_impl.hpp): message framing, batches, and the file footer.
 #include "ferry/ipc/writer.hpp"
 
 #include <bit>
 #include <cstring>
-#include <functional>
-#include <map>
-#include <optional>
 #include <string_view>
 
 #include "ferry/core/stream_adapter.hpp"
@@ -13,14 +10,12 @@
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/format/array_view.hpp"
-#include "ferry/format/json.hpp"
 #include "ferry/format/schema.hpp"
 #include "ipc/assembler.hpp"
 #include "ipc/batch_message.hpp"
-#include "ipc/flat_values.hpp"
 #include "ipc/loaded_validation.hpp"
 #include "ipc/schema_flatbuffer.hpp"
-#include "ipc/sent_dictionaries.hpp"
+#include "ipc/writer_impl.hpp"
 
 namespace ferry::ipc {
 
@@ -39,440 +34,217 @@ void StoreInt32LE(uint8_t* p, int32_t v) {
   p[3] = static_cast<uint8_t>(u >> 24);
 }
 
-internal::Codec CodecOf(Compression c) {
-  switch (c) {
-    case Compression::kLz4Frame:
-      return internal::Codec::kLz4Frame;
-    case Compression::kZstd:
-      return internal::Codec::kZstd;
-    default:
-      return internal::Codec::kNone;
+}  // namespace
+
+// Frame one message (continuation, padded length, flatbuffer, padding) and its body.
+Status StreamWriter::Impl::WriteMessage(ByteSpan flatbuffer, const internal::AssembledBody* body,
+                                        std::vector<fb::Block>* blocks) {
+  if (message_sink != nullptr) return SendMessage(flatbuffer, body);
+  const int64_t start = sink->position();
+  const int64_t size = flatbuffer.size;
+  const int64_t align = options.alignment;
+  const int64_t end = (start + 8 + size + align - 1) / align * align;
+  const int64_t padded = end - start - 8;
+  uint8_t prefix[8];
+  StoreInt32LE(prefix, -1);
+  StoreInt32LE(prefix + 4, static_cast<int32_t>(padded));
+  std::vector<ByteSpan>& pieces = message_pieces;  // kept: its capacity serves every message
+  pieces.clear();
+  pieces.reserve(3 + (body ? body->pieces.size() : 0));
+  pieces.push_back(ByteSpan{prefix, 8});
+  pieces.push_back(flatbuffer);
+  if (padded > size) pieces.push_back(ByteSpan{kZeros, padded - size});
+  if (body != nullptr) pieces.insert(pieces.end(), body->pieces.begin(), body->pieces.end());
+  FERRY_RETURN_NOT_OK(Write(pieces));
+  if (blocks != nullptr) {
+    blocks->emplace_back(start, static_cast<int32_t>(8 + padded), body ? body->body_length : 0);
+  }
+  ++stats.messages;
+  return Status::OK();
+}
+
+// The dissociated path: metadata and body go to the message sink apart, unframed.
+Status StreamWriter::Impl::SendMessage(ByteSpan flatbuffer, const internal::AssembledBody* body) {
+  EncodedMessage m;
+  m.metadata = flatbuffer;
+  std::vector<BodyBuffer>& buffers = message_buffers;  // kept: its capacity serves every message
+  buffers.clear();
+  if (body != nullptr) {
+    buffers.reserve(body->buffers.size());
+    for (size_t i = 0; i < body->buffers.size(); ++i) {
+      buffers.push_back(BodyBuffer{body->buffers[i].offset(), body->buffers[i].length(),
+                                   static_cast<const uint8_t*>(body->buffer_data[i])});
+    }
+    m.body = body->pieces;
+    m.body_length = body->body_length;
+    m.buffers = buffers;
+    m.has_body = true;
+    m.in_place = body->copied == 0 && !device_copy;
+  }
+  FERRY_RETURN_NOT_OK(message_sink->WriteMessage(m));
+  stats.bytes_written += m.metadata.size + m.body_length;
+  ++stats.messages;
+  return Status::OK();
+}
+
+Status StreamWriter::Impl::WriteSchema() {
+  flatbuffers::FlatBufferBuilder b;
+  FERRY_ASSIGN_OR_RAISE(auto s,
+                        internal::SchemaToFlatbuffer(b, schema.get(), &ids, options.big_endian));
+  b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::Schema, s.Union(), 0));
+  return WriteMessage(Built(b), nullptr, nullptr);
+}
+
+Status StreamWriter::Impl::WriteBatch(const ArrowArray* batch, const Metadata& custom,
+                                      BatchCheck check, bool held) {
+  if (closed) return Status::Invalid("the writer is closed");
+  if (batch == nullptr || batch->release == nullptr) {
+    return Status::Invalid("the batch is NULL or released");
+  }
+  // Structure and O(1) offset checks first: the layout below trusts them. A batch its caller
+  // checked (a decoder's) skips them: for small batches they are a tenth of the write. Most
+  // batches pass the one-pass check; the view decides the rest and names what is wrong.
+  if (check == BatchCheck::kByWriter &&
+      !(internal::QuickValidation() && internal::PassesDefaultQuickly(*view, batch))) {
+    Status st = view->SetArray(batch);
+    if (st.ok()) st = view->Validate(ValidationLevel::kDefault);
+    view->Reset();
+    if (!st.ok()) {
+      return Status(st.code(), "batch " + std::to_string(stats.record_batches) +
+                                   " does not match the schema or is invalid: " + st.message());
+    }
+  }
+  FERRY_RETURN_NOT_OK(WriteDictionaries(batch, held));
+  // One body for every batch: cleared, it keeps its vectors' room. What it owns (rebased
+  // offsets, compressed buffers) goes once the batch is written, as a body of its own would.
+  internal::AssembledBody& body = batch_body;
+  FERRY_RETURN_NOT_OK(internal::AssembleBatchInto(
+      schema.get(), batch, options.alignment, CodecOf(options.compression),
+      options.compression_level, Swapping(), &*view, &body));
+  ByteSpan message;
+  if (custom.empty() && options.compression == Compression::kNone) {
+    message = batch_messages.Encode(body);  // most batches: patched, not built
+  } else {
+    // One builder for these: cleared, it keeps its memory (a batch allocates none).
+    flatbuffers::FlatBufferBuilder& b = batch_builder;
+    b.Clear();
+    auto table = internal::BatchTable(b, body, options.compression);
+    std::vector<flatbuffers::Offset<fb::KeyValue>> pairs;
+    for (const auto& [k, v] : custom) {
+      pairs.push_back(fb::CreateKeyValue(b, b.CreateString(k), b.CreateString(v)));
+    }
+    b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::RecordBatch,
+                               table.Union(), body.body_length,
+                               pairs.empty() ? 0 : b.CreateVector(pairs)));
+    message = Built(b);
+  }
+  const Status written = WriteMessage(message, &body, &batch_blocks);
+  body.owned.clear();
+  FERRY_RETURN_NOT_OK(written);
+  stats.bytes_copied += body.copied;
+  ++stats.record_batches;
+  return Status::OK();
+}
+
+Status StreamWriter::Impl::WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream,
+                                            BatchCheck check) {
+  if (batch == nullptr || batch->array.release == nullptr) {
+    return Status::Invalid("the device batch is NULL or released");
+  }
+  if (batch->device_type == ARROW_DEVICE_CPU) return WriteBatch(&batch->array, {}, check);
+  FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(schema.get()));
+  FERRY_RETURN_NOT_OK(stream ? view.SetArrayAsync(batch, stream) : view.SetArray(batch));
+  Device* cpu = CpuDevice();
+  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray host,
+                        stream ? view.CopyAsync(*cpu, stream) : view.Copy(*cpu));
+  device_copy = true;
+  Status st = WriteBatch(&host->array, {}, check);
+  device_copy = false;
+  return st;
+}
+
+// Write `batch` and hold it until the next is written: see StreamWriter::WriteHeldBatch.
+Status StreamWriter::Impl::WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
+  if (!batch.valid()) return Status::Invalid("the device batch is NULL or released");
+  // A batch copied off its device is a copy of the writer's own, gone once written.
+  const bool cpu = batch->device_type == ARROW_DEVICE_CPU;
+  Status st = cpu ? WriteBatch(&batch->array, {}, check, /*held=*/true)
+                  : WriteDeviceBatch(batch.get(), stream, check);
+  if (!st.ok()) {
+    ForgetHeld();  // while both batches are still there
+    held_batch.reset();
+    return st;
+  }
+  // The previous batch goes only now: its dictionaries' memory was compared while it was held.
+  // A schema without dictionaries has nothing to compare, so its producer gets a batch back
+  // as soon as it is written.
+  held_batch = ids.empty() ? UniqueDeviceArray{} : std::move(batch);
+  return Status::OK();
+}
+
+// Write `batch`, which its caller keeps unchanged until the writer goes: see
+// StreamWriter::WriteKeptBatch.
+Status StreamWriter::Impl::WriteKeptBatch(const ArrowDeviceArray* batch, void* stream,
+                                          BatchCheck check) {
+  if (batch == nullptr || batch->array.release == nullptr) {
+    return Status::Invalid("the device batch is NULL or released");
+  }
+  const bool cpu = batch->device_type == ARROW_DEVICE_CPU;
+  Status st = cpu ? WriteBatch(&batch->array, {}, check, /*held=*/true)
+                  : WriteDeviceBatch(batch, stream, check);
+  if (!st.ok()) ForgetHeld();
+  // What the writer held is no longer what its dictionaries' memory is known from.
+  held_batch.reset();
+  return st;
+}
+
+Status StreamWriter::Impl::WriteStream(ArrowArrayStream* stream) {
+  if (stream == nullptr || stream->release == nullptr) {
+    return Status::Invalid("the stream is NULL or released");
+  }
+  UniqueArrayStream owned(stream);
+  UniqueSchema s;
+  FERRY_RETURN_NOT_OK(
+      StreamGetSchema(owned.get(), s.get()).WithContext("the stream's get_schema failed"));
+  if (!internal::SameTypes(s.get(), schema.get())) {
+    return Status::Invalid("the stream's schema differs from the writer's");
+  }
+  while (true) {
+    UniqueArray a;
+    FERRY_RETURN_NOT_OK(
+        StreamGetNext(owned.get(), a.get()).WithContext("the stream's get_next failed"));
+    if (!a.valid()) return Status::OK();
+    UniqueDeviceArray held;
+    FERRY_RETURN_NOT_OK(DeviceArrayInit(*CpuDevice(), held.get(), a.get(), nullptr));
+    FERRY_RETURN_NOT_OK(WriteHeldBatch(std::move(held), nullptr, BatchCheck::kByWriter));
   }
 }
 
-}  // namespace
+Status StreamWriter::Impl::WriteEndOfStream() {
+  if (message_sink != nullptr) return message_sink->WriteEndOfStream();
+  std::vector<ByteSpan> pieces{ByteSpan{kEndOfStream, 8}};
+  return Write(pieces);
+}
 
-struct StreamWriter::Impl {
-  Sink* sink = nullptr;
-  MessageSink* message_sink = nullptr;
-  WriteOptions options;
-  UniqueSchema schema;
-  std::optional<ArrayView> view;
-  bool file = false;
-  bool closed = false;
-  std::vector<int64_t> ids;
-  std::map<int64_t, internal::SentDictionary> sent;
-  std::vector<fb::Block> dictionary_blocks;
-  std::vector<fb::Block> batch_blocks;
-  WriteStats stats;
-  bool device_copy = false;  // the batch being written is a host copy of a device batch
-  flatbuffers::FlatBufferBuilder batch_builder;  // WriteBatch's, reused
-  internal::BatchMessages batch_messages;        // WriteBatch's, most batches'
-  std::vector<ByteSpan> message_pieces;          // WriteMessage's, reused
-  internal::AssembledBody batch_body;            // WriteBatch's, reused: its vectors keep room
-  std::vector<BodyBuffer> message_buffers;       // SendMessage's, reused
-  UniqueDeviceArray held_batch;                  // the last WriteHeldBatch's (sent[].layout)
-
-  static ByteSpan Built(flatbuffers::FlatBufferBuilder& b) {
-    return {b.GetBufferPointer(), static_cast<int64_t>(b.GetSize())};
+Status StreamWriter::Impl::Init(Sink* s, const ArrowSchema* in, WriteOptions o) {
+  if (s == nullptr && message_sink == nullptr) return Status::Invalid("the sink is NULL");
+  if (o.alignment != 8 && o.alignment != 64) {
+    return Status::Invalid("alignment must be 8 or 64, not " + std::to_string(o.alignment));
   }
-  bool Swapping() const { return options.big_endian != (std::endian::native == std::endian::big); }
-
-  Status Write(std::vector<ByteSpan>& pieces) {
-    const int64_t before = sink->position();
-    FERRY_RETURN_NOT_OK(sink->Write(pieces));
-    stats.bytes_written += sink->position() - before;
-    return Status::OK();
+  if (static_cast<int>(o.compression) < 0 || static_cast<int>(o.compression) > 2) {
+    return Status::Invalid("unknown compression " +
+                           std::to_string(static_cast<int>(o.compression)));
   }
-
-  // Frame one message (continuation, padded length, flatbuffer, padding) and its body.
-  Status WriteMessage(ByteSpan flatbuffer, const internal::AssembledBody* body,
-                      std::vector<fb::Block>* blocks) {
-    if (message_sink != nullptr) return SendMessage(flatbuffer, body);
-    const int64_t start = sink->position();
-    const int64_t size = flatbuffer.size;
-    const int64_t align = options.alignment;
-    const int64_t end = (start + 8 + size + align - 1) / align * align;
-    const int64_t padded = end - start - 8;
-    uint8_t prefix[8];
-    StoreInt32LE(prefix, -1);
-    StoreInt32LE(prefix + 4, static_cast<int32_t>(padded));
-    std::vector<ByteSpan>& pieces = message_pieces;  // kept: its capacity serves every message
-    pieces.clear();
-    pieces.reserve(3 + (body ? body->pieces.size() : 0));
-    pieces.push_back(ByteSpan{prefix, 8});
-    pieces.push_back(flatbuffer);
-    if (padded > size) pieces.push_back(ByteSpan{kZeros, padded - size});
-    if (body != nullptr) pieces.insert(pieces.end(), body->pieces.begin(), body->pieces.end());
-    FERRY_RETURN_NOT_OK(Write(pieces));
-    if (blocks != nullptr) {
-      blocks->emplace_back(start, static_cast<int32_t>(8 + padded), body ? body->body_length : 0);
-    }
-    ++stats.messages;
-    return Status::OK();
+  sink = s;
+  options = std::move(o);
+  FERRY_ASSIGN_OR_RAISE(schema, CopySchema(in));
+  FERRY_ASSIGN_OR_RAISE(ArrayView v, ArrayView::Make(schema.get()));
+  if (v.type().type != TypeId::kStruct) {
+    return Status::Invalid("an IPC schema must be a struct (one child per column)");
   }
-
-  // The dissociated path: metadata and body go to the message sink apart, unframed.
-  Status SendMessage(ByteSpan flatbuffer, const internal::AssembledBody* body) {
-    EncodedMessage m;
-    m.metadata = flatbuffer;
-    std::vector<BodyBuffer>& buffers = message_buffers;  // kept: its capacity serves every message
-    buffers.clear();
-    if (body != nullptr) {
-      buffers.reserve(body->buffers.size());
-      for (size_t i = 0; i < body->buffers.size(); ++i) {
-        buffers.push_back(BodyBuffer{body->buffers[i].offset(), body->buffers[i].length(),
-                                     static_cast<const uint8_t*>(body->buffer_data[i])});
-      }
-      m.body = body->pieces;
-      m.body_length = body->body_length;
-      m.buffers = buffers;
-      m.has_body = true;
-      m.in_place = body->copied == 0 && !device_copy;
-    }
-    FERRY_RETURN_NOT_OK(message_sink->WriteMessage(m));
-    stats.bytes_written += m.metadata.size + m.body_length;
-    ++stats.messages;
-    return Status::OK();
-  }
-
-  Status WriteSchema() {
-    flatbuffers::FlatBufferBuilder b;
-    FERRY_ASSIGN_OR_RAISE(auto s,
-                          internal::SchemaToFlatbuffer(b, schema.get(), &ids, options.big_endian));
-    b.Finish(
-        fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::Schema, s.Union(), 0));
-    return WriteMessage(Built(b), nullptr, nullptr);
-  }
-
-  // Give `d` its body hash, and with deltas its values' hash, where it has none yet.
-  Status Hash(internal::SentDictionary* d) const {
-    return internal::HashHeld(d, options.alignment, Swapping());
-  }
-  Status ValuesOf(internal::SentDictionary* d) const {
-    return internal::HashHeldValues(d, options.emit_dictionary_deltas);
-  }
-  // Before the batches that `sent` points into go (internal::ForgetHeld).
-  void ForgetHeld() {
-    internal::ForgetHeld(&sent, options.alignment, Swapping(), options.emit_dictionary_deltas);
-  }
-
-  // Once closed: the held batch goes, and nothing is compared with it again.
-  void DropHeld() {
-    for (auto& [id, d] : sent) {
-      d.layout.clear();
-      d.held = nullptr;
-    }
-    held_batch.reset();
-  }
-
-  // `held`: the batch stays the writer's until the next is written (WriteHeldBatch), so its
-  // dictionaries' layouts may stand for their values.
-  Status WriteDictionaries(const ArrowArray* root, bool held) {
-    if (ids.empty()) return Status::OK();  // a schema without dictionaries: no walk per batch
-    std::vector<std::pair<const ArrowSchema*, const ArrowArray*>> found;
-    for (int64_t i = 0; i < schema->n_children; ++i) {
-      internal::CollectDictionaries(schema->children[i], root->children[i], &found);
-    }
-    // Reverse pre-order: a dictionary nested in another's values goes out before it.
-    for (size_t k = found.size(); k-- > 0;) {
-      const int64_t id = ids[k];
-      const ArrowArray* dictionary = found[k].second;
-      if (dictionary == nullptr) {
-        return Status::Invalid("dictionary " + std::to_string(id) + " is missing from the batch");
-      }
-      const ArrowSchema* value_schema = found[k].first;
-      std::vector<uintptr_t> layout;
-      if (held) internal::AppendLayout(dictionary, &layout);
-      auto it = sent.find(id);
-      // The dictionary last sent, where its batch is still there (held until this one is
-      // written, or kept by its caller): a growth is then told from its bytes.
-      const ArrowArray* sent_values = nullptr;
-      if (it != sent.end()) {
-        internal::SentDictionary& was = it->second;
-        // The memory of the dictionary last sent, which the batch held until now kept from
-        // being reused: the values sent. (Layouts are recorded only for held batches.)
-        if (held && !was.layout.empty() && was.layout == layout) {
-          was.held = dictionary;  // the same memory, described by the batch now held
-          continue;
-        }
-        sent_values = was.held;
-        // A batch only lent does not keep the dictionary sent reachable: what a later growth is
-        // told by must be made now.
-        if (!held) FERRY_RETURN_NOT_OK(ValuesOf(&was));
-      }
-      // The same values in other memory: from now on described by this batch's dictionary
-      // (where it is held) or by their hashes alone. Until then `was` keeps describing the
-      // dictionary sent, which a failed write leaves it describing.
-      const auto same_values = [&](internal::SentDictionary& was) {
-        was.layout = std::move(layout);
-        was.held = held ? dictionary : nullptr;
-      };
-      // Only a dictionary of the sent one's length can hold its values. Where the sent one is
-      // still there and of a flat type, they are compared value by value, neither assembled nor
-      // hashed; otherwise by the hash of their bodies.
-      const bool same_length = it != sent.end() && dictionary->length == it->second.length;
-      const std::optional<internal::FlatValues> flat =
-          sent_values != nullptr ? internal::FlatValuesOf(value_schema) : std::nullopt;
-      if (same_length && flat &&
-          internal::SameFlatValues(*flat, sent_values, dictionary, dictionary->length)) {
-        if (!held) FERRY_RETURN_NOT_OK(Hash(&it->second));  // its memory goes
-        same_values(it->second);
-        continue;
-      }
-      std::optional<internal::AssembledBody> plain;  // assembled once, where it is needed
-      const auto assembled = [&]() -> Result<internal::AssembledBody*> {
-        if (!plain) {
-          FERRY_ASSIGN_OR_RAISE(plain,
-                                internal::AssembleArray(value_schema, dictionary, options.alignment,
-                                                        internal::Codec::kNone, 0, Swapping()));
-        }
-        return &*plain;
-      };
-      // A held dictionary is hashed only if a later one must be compared with it by hash; with
-      // deltas, a lent one is known by its values' hash (below) instead.
-      std::optional<uint64_t> h;
-      if ((!held && !options.emit_dictionary_deltas) || (same_length && !flat)) {
-        FERRY_ASSIGN_OR_RAISE(const internal::AssembledBody* p, assembled());
-        h = internal::HashBody(*p);
-      }
-      if (same_length && !flat) {
-        FERRY_RETURN_NOT_OK(Hash(&it->second));
-        if (it->second.body_hash == h) {
-          same_values(it->second);
-          continue;
-        }
-      }
-      internal::SentDictionary now;
-      now.body_hash = h;
-      now.length = dictionary->length;
-      now.held = held ? dictionary : nullptr;
-      now.schema = value_schema;
-      if (held) internal::AppendLayout(dictionary, &now.layout);
-      std::optional<uint64_t> head_hash;  // of its first values, to compare with those sent
-      if (options.emit_dictionary_deltas && !held) {
-        FERRY_RETURN_NOT_OK(internal::HashLent(
-            value_schema, dictionary, it != sent.end() && !sent_values ? &it->second : nullptr,
-            &now, &head_hash));
-      }
-      // With deltas on, a dictionary whose first values are the ones sent needs only its tail.
-      bool delta = false;
-      if (it != sent.end() && options.emit_dictionary_deltas &&
-          dictionary->length >= it->second.length) {
-        // Where the dictionary sent is still there, value by value (flat types, exactly) or by
-        // bytes (equal bytes are equal values); by their values' hashes otherwise, or where the
-        // bytes differ (as they may under nulls).
-        bool prefix = false;
-        if (sent_values != nullptr) {
-          FERRY_ASSIGN_OR_RAISE(
-              prefix, internal::SamePrefix(value_schema, sent_values, dictionary, it->second.length,
-                                           options.alignment, Swapping()));
-        }
-        if (!prefix && !flat && !it->second.values_hash && sent_values != nullptr) {
-          FERRY_ASSIGN_OR_RAISE(it->second.values_hash,
-                                internal::ValuesHash(value_schema, sent_values, it->second.length));
-        }
-        if (!prefix && !flat && it->second.values_hash) {
-          if (!head_hash) {
-            FERRY_ASSIGN_OR_RAISE(
-                head_hash, internal::ValuesHash(value_schema, dictionary, it->second.length));
-          }
-          prefix = *head_hash == *it->second.values_hash;
-        }
-        if (prefix) {
-          if (dictionary->length == it->second.length) {  // the same values, laid out anew
-            it->second.body_hash = h;
-            same_values(it->second);
-            continue;
-          }
-          delta = true;
-        }
-      }
-      if (it != sent.end() && file && !delta) {
-        return Status::Invalid("dictionary " + std::to_string(id) +
-                               " changed between batches; the file format cannot replace "
-                               "dictionaries (write a stream, or emit deltas if it only grows)");
-      }
-      ArrowArray tail = *dictionary;  // a borrowed view of the new values: never released
-      if (delta) {
-        tail.offset += it->second.length;
-        tail.length -= it->second.length;
-        tail.null_count = -1;
-      }
-      const ArrowArray* written = delta ? &tail : dictionary;
-      internal::AssembledBody body;
-      if (options.compression == Compression::kNone && !delta) {
-        FERRY_ASSIGN_OR_RAISE(internal::AssembledBody * p, assembled());
-        body = std::move(*p);
-      } else {
-        FERRY_ASSIGN_OR_RAISE(
-            body, internal::AssembleArray(value_schema, written, options.alignment,
-                                          CodecOf(options.compression), options.compression_level,
-                                          Swapping()));
-      }
-      flatbuffers::FlatBufferBuilder b;
-      auto data = internal::BatchTable(b, body, options.compression);
-      auto d = fb::CreateDictionaryBatch(b, id, data, delta);
-      b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::DictionaryBatch,
-                                 d.Union(), body.body_length));
-      FERRY_RETURN_NOT_OK(WriteMessage(Built(b), &body, &dictionary_blocks));
-      stats.bytes_copied += body.copied;
-      ++stats.dictionary_batches;
-      if (delta) ++stats.dictionary_deltas;
-      sent[id] = now;
-    }
-    return Status::OK();
-  }
-
-  Status WriteBatch(const ArrowArray* batch, const Metadata& custom, BatchCheck check,
-                    bool held = false) {
-    if (closed) return Status::Invalid("the writer is closed");
-    if (batch == nullptr || batch->release == nullptr) {
-      return Status::Invalid("the batch is NULL or released");
-    }
-    // Structure and O(1) offset checks first: the layout below trusts them. A batch its caller
-    // checked (a decoder's) skips them: for small batches they are a tenth of the write. Most
-    // batches pass the one-pass check; the view decides the rest and names what is wrong.
-    if (check == BatchCheck::kByWriter &&
-        !(internal::QuickValidation() && internal::PassesDefaultQuickly(*view, batch))) {
-      Status st = view->SetArray(batch);
-      if (st.ok()) st = view->Validate(ValidationLevel::kDefault);
-      view->Reset();
-      if (!st.ok()) {
-        return Status(st.code(), "batch " + std::to_string(stats.record_batches) +
-                                     " does not match the schema or is invalid: " + st.message());
-      }
-    }
-    FERRY_RETURN_NOT_OK(WriteDictionaries(batch, held));
-    // One body for every batch: cleared, it keeps its vectors' room. What it owns (rebased
-    // offsets, compressed buffers) goes once the batch is written, as a body of its own would.
-    internal::AssembledBody& body = batch_body;
-    FERRY_RETURN_NOT_OK(internal::AssembleBatchInto(
-        schema.get(), batch, options.alignment, CodecOf(options.compression),
-        options.compression_level, Swapping(), &*view, &body));
-    ByteSpan message;
-    if (custom.empty() && options.compression == Compression::kNone) {
-      message = batch_messages.Encode(body);  // most batches: patched, not built
-    } else {
-      // One builder for these: cleared, it keeps its memory (a batch allocates none).
-      flatbuffers::FlatBufferBuilder& b = batch_builder;
-      b.Clear();
-      auto table = internal::BatchTable(b, body, options.compression);
-      std::vector<flatbuffers::Offset<fb::KeyValue>> pairs;
-      for (const auto& [k, v] : custom) {
-        pairs.push_back(fb::CreateKeyValue(b, b.CreateString(k), b.CreateString(v)));
-      }
-      b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::RecordBatch,
-                                 table.Union(), body.body_length,
-                                 pairs.empty() ? 0 : b.CreateVector(pairs)));
-      message = Built(b);
-    }
-    const Status written = WriteMessage(message, &body, &batch_blocks);
-    body.owned.clear();
-    FERRY_RETURN_NOT_OK(written);
-    stats.bytes_copied += body.copied;
-    ++stats.record_batches;
-    return Status::OK();
-  }
-
-  Status WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream, BatchCheck check) {
-    if (batch == nullptr || batch->array.release == nullptr) {
-      return Status::Invalid("the device batch is NULL or released");
-    }
-    if (batch->device_type == ARROW_DEVICE_CPU) return WriteBatch(&batch->array, {}, check);
-    FERRY_ASSIGN_OR_RAISE(DeviceArrayView view, DeviceArrayView::Make(schema.get()));
-    FERRY_RETURN_NOT_OK(stream ? view.SetArrayAsync(batch, stream) : view.SetArray(batch));
-    Device* cpu = CpuDevice();
-    FERRY_ASSIGN_OR_RAISE(UniqueDeviceArray host,
-                          stream ? view.CopyAsync(*cpu, stream) : view.Copy(*cpu));
-    device_copy = true;
-    Status st = WriteBatch(&host->array, {}, check);
-    device_copy = false;
-    return st;
-  }
-
-  // Write `batch` and hold it until the next is written: see StreamWriter::WriteHeldBatch.
-  Status WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
-    if (!batch.valid()) return Status::Invalid("the device batch is NULL or released");
-    // A batch copied off its device is a copy of the writer's own, gone once written.
-    const bool cpu = batch->device_type == ARROW_DEVICE_CPU;
-    Status st = cpu ? WriteBatch(&batch->array, {}, check, /*held=*/true)
-                    : WriteDeviceBatch(batch.get(), stream, check);
-    if (!st.ok()) {
-      ForgetHeld();  // while both batches are still there
-      held_batch.reset();
-      return st;
-    }
-    // The previous batch goes only now: its dictionaries' memory was compared while it was held.
-    // A schema without dictionaries has nothing to compare, so its producer gets a batch back
-    // as soon as it is written.
-    held_batch = ids.empty() ? UniqueDeviceArray{} : std::move(batch);
-    return Status::OK();
-  }
-
-  // Write `batch`, which its caller keeps unchanged until the writer goes: see
-  // StreamWriter::WriteKeptBatch.
-  Status WriteKeptBatch(const ArrowDeviceArray* batch, void* stream, BatchCheck check) {
-    if (batch == nullptr || batch->array.release == nullptr) {
-      return Status::Invalid("the device batch is NULL or released");
-    }
-    const bool cpu = batch->device_type == ARROW_DEVICE_CPU;
-    Status st = cpu ? WriteBatch(&batch->array, {}, check, /*held=*/true)
-                    : WriteDeviceBatch(batch, stream, check);
-    if (!st.ok()) ForgetHeld();
-    // What the writer held is no longer what its dictionaries' memory is known from.
-    held_batch.reset();
-    return st;
-  }
-
-  Status WriteStream(ArrowArrayStream* stream) {
-    if (stream == nullptr || stream->release == nullptr) {
-      return Status::Invalid("the stream is NULL or released");
-    }
-    UniqueArrayStream owned(stream);
-    UniqueSchema s;
-    FERRY_RETURN_NOT_OK(
-        StreamGetSchema(owned.get(), s.get()).WithContext("the stream's get_schema failed"));
-    if (!internal::SameTypes(s.get(), schema.get())) {
-      return Status::Invalid("the stream's schema differs from the writer's");
-    }
-    while (true) {
-      UniqueArray a;
-      FERRY_RETURN_NOT_OK(
-          StreamGetNext(owned.get(), a.get()).WithContext("the stream's get_next failed"));
-      if (!a.valid()) return Status::OK();
-      UniqueDeviceArray held;
-      FERRY_RETURN_NOT_OK(DeviceArrayInit(*CpuDevice(), held.get(), a.get(), nullptr));
-      FERRY_RETURN_NOT_OK(WriteHeldBatch(std::move(held), nullptr, BatchCheck::kByWriter));
-    }
-  }
-
-  Status WriteEndOfStream() {
-    if (message_sink != nullptr) return message_sink->WriteEndOfStream();
-    std::vector<ByteSpan> pieces{ByteSpan{kEndOfStream, 8}};
-    return Write(pieces);
-  }
-
-  Status Init(Sink* s, const ArrowSchema* in, WriteOptions o) {
-    if (s == nullptr && message_sink == nullptr) return Status::Invalid("the sink is NULL");
-    if (o.alignment != 8 && o.alignment != 64) {
-      return Status::Invalid("alignment must be 8 or 64, not " + std::to_string(o.alignment));
-    }
-    if (static_cast<int>(o.compression) < 0 || static_cast<int>(o.compression) > 2) {
-      return Status::Invalid("unknown compression " +
-                             std::to_string(static_cast<int>(o.compression)));
-    }
-    sink = s;
-    options = std::move(o);
-    FERRY_ASSIGN_OR_RAISE(schema, CopySchema(in));
-    FERRY_ASSIGN_OR_RAISE(ArrayView v, ArrayView::Make(schema.get()));
-    if (v.type().type != TypeId::kStruct) {
-      return Status::Invalid("an IPC schema must be a struct (one child per column)");
-    }
-    view.emplace(std::move(v));
-    return Status::OK();
-  }
-};
+  view.emplace(std::move(v));
+  return Status::OK();
+}
 
 // ---- StreamWriter ------------------------------------------------------------------------------
 
