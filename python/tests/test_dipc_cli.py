@@ -275,15 +275,10 @@ def test_ucx_moves_a_table_between_network_namespaces(tmp_path):
     server in one, a client in the other, over TCP."""
     if subprocess.run(["which", "ip"], capture_output=True).returncode != 0:
         pytest.skip("iproute2's ip is not installed, so no network namespaces can be made")
-    from netns import Hosts, Unavailable
+    from netns import hosts_or_skip
 
-    hosts = Hosts(["a", "b"])
-    try:
-        hosts.__enter__()
-    except Unavailable as e:
-        pytest.skip(f"this sandbox forbids network namespaces: {e}")
-    a, b = hosts["a"], hosts["b"]
-    try:
+    with hosts_or_skip(["a", "b"]) as hosts:
+        a, b = hosts["a"], hosts["b"]
         table = mixed_table(30_000)
         src = tmp_path / "t.arrows"
         write_stream(src, table, 5_000)
@@ -311,5 +306,3 @@ def test_ucx_moves_a_table_between_network_namespaces(tmp_path):
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=10)
-    finally:
-        hosts.__exit__(None, None, None)

@@ -28,7 +28,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from ferry_process import ServeProcess, ferry_cli, stop_process  # noqa: E402
-from netns import Hosts, Unavailable  # noqa: E402
+from netns import hosts_or_skip  # noqa: E402
 
 TOKEN = "s3cret"
 AUTH = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {TOKEN}".encode())])
@@ -52,26 +52,22 @@ def cluster(tmp_path_factory):
         paths.append(tmp / f"{name}.arrows")
         with ipc.new_stream(str(paths[-1]), half.schema) as w:
             w.write_table(half, max_chunksize=10_000)
-    try:
-        hosts = Hosts(["a", "b", "c"]).__enter__()
-    except Unavailable as e:
-        pytest.skip(f"this sandbox forbids network namespaces and bridges: {e}")
     servers = []
-    try:
-        env = dict(os.environ, FERRY_TOKEN=TOKEN)
-        a = ServeProcess(["-v", "--flight", f"{hosts['a'].ip}:0", f"t={paths[0]}"], env=env,
-                         tmp=str(tmp), wrap=hosts["a"].wrap)
-        servers.append(a)
-        a.uri = a.first_line()
-        b = ServeProcess(["-v", "--flight", f"{hosts['b'].ip}:0", "--peer", a.uri,
-                          f"t={paths[1]}"], env=env, tmp=str(tmp), wrap=hosts["b"].wrap)
-        servers.append(b)
-        b.uri = b.first_line()
-        yield hosts, a, b, halves, tmp
-    finally:
-        for s in servers:
-            s.close()
-        hosts.__exit__(None, None, None)
+    with hosts_or_skip(["a", "b", "c"]) as hosts:
+        try:
+            env = dict(os.environ, FERRY_TOKEN=TOKEN)
+            a = ServeProcess(["-v", "--flight", f"{hosts['a'].ip}:0", f"t={paths[0]}"], env=env,
+                             tmp=str(tmp), wrap=hosts["a"].wrap)
+            servers.append(a)
+            a.uri = a.first_line()
+            b = ServeProcess(["-v", "--flight", f"{hosts['b'].ip}:0", "--peer", a.uri,
+                              f"t={paths[1]}"], env=env, tmp=str(tmp), wrap=hosts["b"].wrap)
+            servers.append(b)
+            b.uri = b.first_line()
+            yield hosts, a, b, halves, tmp
+        finally:
+            for s in servers:
+                s.close()
 
 
 def _stats(uri):

@@ -13,7 +13,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 from fault_harness import PAUSED
-from netns import Hosts, Unavailable  # noqa: E402 (fault_harness puts tests/support on the path)
+from netns import hosts_or_skip  # noqa: E402 (fault_harness puts tests/support on the path)
 
 TIMEOUT = 2
 
@@ -22,15 +22,8 @@ TIMEOUT = 2
 def namespaces():
     """Hosts a and b (tests/support/netns.py); skips with the reason where the sandbox forbids
     network namespaces."""
-    hosts = Hosts(["a", "b"])
-    try:
-        hosts.__enter__()
-    except Unavailable as e:
-        pytest.skip(f"this sandbox forbids network namespaces: {e}")
-    try:
+    with hosts_or_skip(["a", "b"]) as hosts:
         yield hosts["a"], hosts["b"]
-    finally:
-        hosts.__exit__(None, None, None)
 
 
 @pytest.mark.parametrize("body", ["packed", "list"])

@@ -24,7 +24,7 @@ from peer_harness import REFUSED, Server, get, ucx_env
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from ferry_process import ferry_cli  # noqa: E402
-from netns import Hosts, Unavailable  # noqa: E402
+from netns import hosts_or_skip  # noqa: E402
 
 TLS = {"default": None, "tcp": "tcp,self"}
 
@@ -278,15 +278,8 @@ def namespaces():
     """Two network namespaces (tests/support/netns.py) on one bridge, each given as (the prefix
     that runs a command there, its address); skips with the reason where the sandbox forbids
     them."""
-    hosts = Hosts(["a", "b"])
-    try:
-        hosts.__enter__()
-    except Unavailable as e:
-        pytest.skip(f"this sandbox forbids network namespaces: {e}")
-    try:
+    with hosts_or_skip(["a", "b"]) as hosts:
         yield (hosts["a"].wrap, hosts["a"].ip), (hosts["b"].wrap, hosts["b"].ip)
-    finally:
-        hosts.__exit__(None, None, None)
 
 
 @pytest.mark.parametrize("body", [0, 1])

@@ -10,8 +10,9 @@ loopback, interfaces and abstract sockets, so shared memory works within a host 
         hosts.root_ip                      # this namespace's address on the bridge
 
 Everything made is removed on exit, also when a step fails; where the sandbox forbids
-namespaces, entering raises Unavailable with its reason (a test skips with it).
+namespaces, entering raises Unavailable with its reason (a test skips with it: hosts_or_skip).
 """
+import contextlib
 import fcntl
 import os
 import re
@@ -129,3 +130,21 @@ class Hosts:
             _ip("link", "del", self.bridge)
             self._made_bridge = False
         return False
+
+
+@contextlib.contextmanager
+def hosts_or_skip(names):
+    """For a test: Hosts(names), entered and removed on exit; where the sandbox forbids network
+    namespaces, veth pairs or bridges, the test is skipped with the reason. pytest is imported
+    only here, so that benchmarks use this module without it."""
+    import pytest
+
+    hosts = Hosts(names)
+    try:
+        hosts.__enter__()
+    except Unavailable as e:
+        pytest.skip(f"this sandbox forbids network namespaces: {e}")
+    try:
+        yield hosts
+    finally:
+        hosts.__exit__(None, None, None)
