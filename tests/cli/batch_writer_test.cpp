@@ -26,6 +26,7 @@ class GateSink final : public ipc::Sink {
  public:
   Status Write(std::span<const ByteSpan> pieces) override {
     const int n = armed_ ? batch_++ : -1;
+    if (n >= 0) written_.fetch_add(1);
     if (n >= 0 && n == hold_at_) {
       std::unique_lock lock(mutex_);
       held_ = true;
@@ -56,6 +57,8 @@ class GateSink final : public ipc::Sink {
     changed_.notify_all();
   }
   SharedBytes Finish() { return memory_.Finish(); }
+  // The batches whose write began.
+  int written() const { return written_.load(); }
 
  private:
   ipc::MemorySink memory_;
@@ -63,6 +66,7 @@ class GateSink final : public ipc::Sink {
   int hold_at_ = -1;
   int fail_at_ = -1;
   int batch_ = 0;  // the writing thread's alone
+  std::atomic<int> written_{0};
   std::mutex mutex_;
   std::condition_variable changed_;
   bool held_ = false;
@@ -172,6 +176,27 @@ TEST(BatchWriter, HoldsAtMostItsLimitWhileTheOutputBlocks) {
   ASSERT_OK(output.Finish());
   ASSERT_OK(f->writer->Close());
   EXPECT_EQ(f->counter.released(), kBatches);
+  EXPECT_EQ(f->Written(), f->data.expected);
+}
+
+// Fewer batches than a group are written without Finish: the thread waits for a group no longer
+// than kLinger once a batch came, so a slow stream's batches reach the output as they come.
+TEST(BatchWriter, WritesFewerBatchesThanAGroupWithoutWaitingForMore) {
+  static_assert(BatchWriter::kGroupBatches > 3);
+  auto f = Fixture::Make(3, 4);
+  ASSERT_NE(f, nullptr);
+  f->sink.Arm(-1, -1);
+  BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+  ASSERT_OK(output.Write(f->Take(0), 32));
+  EXPECT_TRUE(testing::Within(std::chrono::seconds(10), [&] { return f->sink.written() == 1; }))
+      << "a lone batch was not written";
+  ASSERT_OK(output.Write(f->Take(1), 32));
+  ASSERT_OK(output.Write(f->Take(2), 32));
+  EXPECT_TRUE(testing::Within(std::chrono::seconds(10), [&] { return f->sink.written() == 3; }))
+      << "two batches, fewer than a group, were not written";
+  ASSERT_OK(output.Finish());
+  ASSERT_OK(f->writer->Close());
+  EXPECT_EQ(f->counter.released(), 3);
   EXPECT_EQ(f->Written(), f->data.expected);
 }
 

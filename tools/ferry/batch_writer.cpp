@@ -1,8 +1,6 @@
 // BatchWriter: `ferry get --to`'s writing thread (batch_writer.hpp).
 #include "batch_writer.hpp"
 
-#include <sched.h>
-
 #include <chrono>
 #include <vector>
 
@@ -30,8 +28,7 @@ Status BatchWriter::Write(UniqueDeviceArray batch, int64_t bytes) {
     if (!failure_.ok()) return failure_;
     queue_.emplace_back(std::move(batch), bytes);
     bytes_ += bytes;
-    pushed_.fetch_add(1, std::memory_order_release);
-    wake = sleeping_;
+    wake = waiting_ == Waiting::kFirst || (waiting_ == Waiting::kGroup && Group());
   }
   if (wake) work_.notify_one();
   return Status::OK();
@@ -50,25 +47,17 @@ Status BatchWriter::Finish() {
 
 void BatchWriter::Run() {
   std::vector<std::pair<UniqueDeviceArray, int64_t>> taken;
-  uint64_t seen = 0;
-  bool ending = false;  // done_ was set when the last batches were taken: no more will come
   while (true) {
-    // A reader that keeps up hands the next batch over within microseconds: look for it a while
-    // (yielding the core to whoever else is ready there) before sleeping, so that no batch has
-    // to wake this thread.
-    const auto until = std::chrono::steady_clock::now() + kLook;
-    while (!ending && pushed_.load(std::memory_order_acquire) == seen &&
-           std::chrono::steady_clock::now() < until) {
-      sched_yield();
-    }
     {
       std::unique_lock lock(mutex_);
-      sleeping_ = true;
+      waiting_ = Waiting::kFirst;
       work_.wait(lock, [&] { return !queue_.empty() || done_; });
-      sleeping_ = false;
       if (queue_.empty()) return;  // done_, and everything written
-      seen = pushed_.load(std::memory_order_relaxed);
-      ending = done_;
+      // Writing batches as they come would cost a wake-up each: let a group gather first, unless
+      // the batches stopped coming. (A group comes before a full queue, whose Write would wait.)
+      waiting_ = Waiting::kGroup;
+      work_.wait_for(lock, kLinger, [&] { return Group() || done_; });
+      waiting_ = Waiting::kNo;
       for (auto& item : queue_) taken.push_back(std::move(item));
       queue_.clear();
       bytes_ = 0;

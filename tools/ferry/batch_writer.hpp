@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -19,7 +20,8 @@ namespace ferry::cli {
 /// Writes the batches handed to it with a borrowed StreamWriter, in order, on a thread it owns,
 /// releasing each once written. At most kMaxBatches batches or kMaxBytes bytes wait (and at least
 /// one), so an output that blocks holds the server's stream back as a batch written in turn did.
-/// The thread looks for its next batch for kLook before it sleeps.
+/// The thread never spins: it sleeps until a group of kGroupBatches batches or kGroupBytes bytes
+/// waits, or kLinger has passed since the first of them came, so a wake-up serves a group.
 class BatchWriter {
  public:
   /// Writes to `writer` (which must outlive this), each batch checked as `check` says.
@@ -38,7 +40,9 @@ class BatchWriter {
 
   static constexpr size_t kMaxBatches = 64;
   static constexpr int64_t kMaxBytes = int64_t{4} << 20;
-  static constexpr std::chrono::microseconds kLook{100};
+  static constexpr size_t kGroupBatches = 16;
+  static constexpr int64_t kGroupBytes = kMaxBytes / 4;
+  static constexpr std::chrono::milliseconds kLinger{1};
 
  private:
   void Run();
@@ -46,6 +50,8 @@ class BatchWriter {
   bool Room() const {
     return queue_.empty() || (queue_.size() < kMaxBatches && bytes_ < kMaxBytes);
   }
+  // With mutex_: whether a group waits, worth waking the thread for.
+  bool Group() const { return queue_.size() >= kGroupBatches || bytes_ >= kGroupBytes; }
 
   ipc::StreamWriter* const writer_;
   const ipc::BatchCheck check_;
@@ -55,12 +61,14 @@ class BatchWriter {
   std::deque<std::pair<UniqueDeviceArray, int64_t>> queue_;
   int64_t bytes_ = 0;
   bool done_ = false;
-  bool sleeping_ = false;  // the thread waits on work_: a Write must wake it
+  // How the thread waits on work_: for a first batch (the next Write wakes it) or for a group (a
+  // Write that completes one wakes it; kLinger wakes it otherwise).
+  enum class Waiting { kNo, kFirst, kGroup };
+  Waiting waiting_ = Waiting::kNo;
   Status failure_;
   // Set with failure_: the writing thread reads it for every batch without taking mutex_,
   // which Write takes for every batch too.
   std::atomic<bool> failed_{false};
-  std::atomic<uint64_t> pushed_{0};  // what the looking thread watches
   std::thread thread_;
 };
 
