@@ -1,15 +1,13 @@
 // Server::metrics(): one snapshot of a Flight server's figures, read from the running totals of
-// the server state, its planes, its ticket book, its RPC table and its peers.
+// the server state, its planes, its ticket book, its RPC table and its peers; and
+// PlaneMetricsOf, a plane's figures (metrics.hpp).
 #include "flight/server_state.hpp"
 
-namespace ferry::flight::internal {
+namespace ferry::flight {
 
-namespace {
-
-// A Dissociated IPC plane's figures from its own totals.
-PlaneMetrics PlaneFrom(const std::string& transport, const dipc::ServerStats& st) {
+PlaneMetrics PlaneMetricsOf(const std::string& plane, const dipc::ServerStats& st) {
   PlaneMetrics p;
-  p.plane = transport;
+  p.plane = plane;
   p.sent.push_back({"list", st.batches_sent - st.packed_batches_sent,
                     st.body_bytes_sent - st.packed_body_bytes_sent});
   p.sent.push_back({"packed", st.packed_batches_sent, st.packed_body_bytes_sent});
@@ -23,7 +21,7 @@ PlaneMetrics PlaneFrom(const std::string& transport, const dipc::ServerStats& st
   return p;
 }
 
-}  // namespace
+namespace internal {
 
 ServerMetrics ServerState::Metrics() const {
   ServerMetrics m;
@@ -37,7 +35,7 @@ ServerMetrics ServerState::Metrics() const {
   if (rpc_metrics) grpc.errors = rpc_metrics->Errors();
   m.planes.push_back(std::move(grpc));
   for (const auto& [transport, plane] : planes)
-    m.planes.push_back(PlaneFrom(transport, plane->stats()));
+    m.planes.push_back(PlaneMetricsOf(transport, plane->stats()));
   m.tickets_issued = tickets->issued();
   m.tickets_expired = tickets->expired();
   if (rpc_metrics) m.rpcs = rpc_metrics->Snapshot();
@@ -45,4 +43,6 @@ ServerMetrics ServerState::Metrics() const {
   return m;
 }
 
-}  // namespace ferry::flight::internal
+}  // namespace internal
+
+}  // namespace ferry::flight

@@ -28,7 +28,6 @@ CASES = [
     (SERVE, ["--peer-timeout", "3"], "needs --flight"),
     (SERVE, ["--allow-partial"], "needs --flight"),
     (SERVE, ["--peer-tls-roots", "{path}"], "needs --flight"),
-    (SERVE, ["--metrics", "127.0.0.1:0"], "needs --flight"),
     (SERVE, ["--partition-bytes", "1MiB"], "use it with --flight"),
     (SERVE, ["--ticket-ttl", "5"], "needs --flight"),
     (SERVE, ["--drain-timeout", "5"], "needs --flight"),

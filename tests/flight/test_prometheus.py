@@ -1,4 +1,5 @@
-"""`ferry serve --flight ... --metrics`, scraped by a real Prometheus server (Debian's
+"""`ferry serve --flight ... --metrics` (and `ferry serve --metrics` without Flight, below),
+scraped by a real Prometheus server (Debian's
 `prometheus`, installed by scripts/setup.sh) every second: a known number of bytes read over the
 shared-memory and UCX planes must come back from Prometheus' HTTP API as ferry_sent_bytes_total
 by plane, and the exposition text must pass Prometheus' own parsers (the server's, whose target
@@ -27,7 +28,7 @@ import pyarrow.ipc as ipc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from flight_support import Serve, ferry_cli
+from flight_support import Serve, ServeProcess, ferry_cli
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PAGE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "operations_metrics.md")
@@ -242,6 +243,48 @@ def test_prometheus_scrapes_the_bytes_each_plane_moved(tmp_path, dataset):
             resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         rss = families["process_resident_memory_bytes"].samples[0].value
         assert 0.5 * resident <= rss <= 2 * resident, (rss, resident)
+
+
+@pytest.mark.parametrize("transport", ["shm", "ucx"])
+def test_prometheus_scrapes_a_server_without_flight(tmp_path, dataset, transport):
+    """`ferry serve --metrics` without --flight: Prometheus scrapes the one plane's figures, the
+    transport's, after two `ferry get` reads (bodies and batches by pyarrow, as above), and every
+    buffer lent is freed once the reads end; the heap in use is reported beside the process's."""
+    expected, batches = body_bytes(str(dataset))
+    with ServeProcess(["--transport", transport, "--metrics", "127.0.0.1:0", f"ints={dataset}"],
+                      tmp=str(tmp_path)) as server:
+        name, uri = server.first_line().split()[:2]
+        assert name == "ints" and uri.startswith(f"{transport}://"), (name, uri)
+        url = metrics_url(server)
+        prometheus = Prometheus(tmp_path, urllib.parse.urlparse(url).netloc)
+        try:
+            for _ in range(2):
+                r = subprocess.run([ferry_cli(), "get", uri, "--ticket", "ints", "--no-progress"],
+                                   capture_output=True, text=True, timeout=120)
+                assert r.returncode == 0 and f"{batches} batches, {ROWS} rows" in r.stdout, \
+                    r.stdout + r.stderr
+            moved = time.time()
+            wait_until("scrape after the reads", lambda: prometheus.query(
+                f"timestamp(ferry_sent_bytes_total) > {moved}"))
+            assert prometheus.query("sum by (plane) (ferry_sent_bytes_total)") == \
+                {transport: 2 * expected}
+            assert prometheus.query("sum by (plane) (ferry_sent_batches_total)") == \
+                {transport: 2 * batches}
+            assert prometheus.query("sum by (plane) (ferry_sessions_total)") == {transport: 2}
+            # The frees come after each read's end: wait for a scrape that counted them (over UCX
+            # the server may choose packed bodies, which lend nothing).
+            wait_until("every lent buffer freed", lambda: prometheus.query(
+                "sum by (plane) (ferry_lent_buffers_outstanding) == 0"))
+            if transport == "shm":
+                assert prometheus.query("sum by (plane) (ferry_lent_buffers_total)")[transport] > 0
+            # A server without Flight issues no tickets with a lifetime: no such families.
+            assert prometheus.query("ferry_tickets_issued_total") == {}
+            heap = list(prometheus.query("ferry_heap_in_use_bytes").values())
+            assert len(heap) == 1 and (64 << 10) < heap[0] < (1 << 30), heap
+            targets = prometheus.api("targets")["activeTargets"]
+            assert [(t["health"], t["lastError"]) for t in targets] == [("up", "")], targets
+        finally:
+            prometheus.close()
 
 
 def test_a_bad_or_taken_metrics_address_is_refused_by_name(tmp_path, dataset):

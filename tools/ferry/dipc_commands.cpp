@@ -54,8 +54,7 @@ int RefuseIgnoredServeOptions(const ServeOptions& o) {
            {"--allow-partial", "answers without a Flight server's silent peers" + flight},
            {"--peer-tls-roots", "trusts a Flight server's grpc+tls:// peers" + flight},
            {"--partition-bytes", "partitions are a Flight's endpoints: use it with --flight"},
-           {"--drain-timeout", "bounds a Flight server's drain" + flight},
-           {"--metrics", "serves a Flight server's Prometheus metrics" + flight}});
+           {"--drain-timeout", "bounds a Flight server's drain" + flight}});
       rc != 0) {
     return rc;
   }
@@ -239,6 +238,14 @@ int RunServe(const ServeOptions& o) {
   DatasetReloader reloader(o);
   Result<std::unique_ptr<dipc::Server>> server = dipc::Server::Start(options);
   if (!server.ok()) return Fail("starting the server", server.status());
+  std::unique_ptr<MetricsEndpoint> metrics;  // stopped before the server
+  if (!o.metrics.empty()) {
+    Result<std::unique_ptr<MetricsEndpoint>> started =
+        StartServerMetrics(o.metrics, server->get(), transport);
+    if (!started.ok()) return Fail("--metrics " + o.metrics, started.status());
+    metrics = std::move(*started);
+    log.Tell("metrics_listening", "metrics on " + metrics->url());
+  }
   for (auto& [name, d] : datasets) {
     if (body_device != nullptr) {
       if (const Status st = (*server)->KeepOnDevice(name, d, *body_device); !st.ok()) {
@@ -312,6 +319,7 @@ int RunServe(const ServeOptions& o) {
   // is cut off, and the summary counts it as still connected.
   (void)(*server)->AwaitIdle(kStopGrace);
   const dipc::ServerStats s = (*server)->stats();
+  metrics.reset();
   (*server)->Stop();
   char summary[512];
   std::snprintf(

@@ -92,6 +92,13 @@ int RunStatus(const FlightOptions& options) {
   return RunInModule(&FlightModule::status, options.uri, options);
 }
 
+Result<std::unique_ptr<MetricsEndpoint>> StartServerMetrics(const std::string& listen,
+                                                            const dipc::Server* server,
+                                                            const std::string& plane) {
+  FERRY_ASSIGN_OR_RAISE(const FlightModule* module, LoadFlightModule());
+  return module->server_metrics(listen, server, plane);
+}
+
 bool IsFlightUri(const std::string& uri) {
   return uri.rfind("grpc://", 0) == 0 || uri.rfind("grpc+tls://", 0) == 0 ||
          uri.rfind("grpc+tcp://", 0) == 0 || uri.rfind("grpc+unix://", 0) == 0;

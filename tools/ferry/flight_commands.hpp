@@ -5,9 +5,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 
 #include "dipc_commands.hpp"
+#include "ferry/dipc/server.hpp"
 
 namespace ferry::cli {
 
@@ -50,6 +52,23 @@ int RunStatus(const FlightOptions& options);
 /// Whether `uri` names a Flight server (grpc://, grpc+tls://, grpc+tcp://, grpc+unix://).
 bool IsFlightUri(const std::string& uri);
 
+/// A running Prometheus exporter, made by the Flight module (metrics_exporter.hpp): it serves
+/// until destroyed, which must come before the end of the server it reads.
+class MetricsEndpoint {
+ public:
+  virtual ~MetricsEndpoint() = default;
+  /// http://HOST:PORT/metrics, with the port bound.
+  virtual std::string url() const = 0;
+};
+
+/// `ferry serve --metrics` without --flight: `server`'s figures as its `plane` (its transport),
+/// and the process's, on http://LISTEN/metrics, from the Flight module (which links
+/// prometheus-cpp: the module is loaded for this too). kNotFound when the module cannot be
+/// loaded; kUnavailable when `listen` cannot be bound.
+Result<std::unique_ptr<MetricsEndpoint>> StartServerMetrics(const std::string& listen,
+                                                            const dipc::Server* server,
+                                                            const std::string& plane);
+
 /// What the Flight module hands the tool: its commands. The tool and the module are built
 /// together; `version` guards against a stale module left beside a newer tool.
 struct FlightModule {
@@ -59,8 +78,11 @@ struct FlightModule {
   int (*list)(const FlightOptions&);
   int (*put)(const FlightOptions&);
   int (*status)(const FlightOptions&);
+  Result<std::unique_ptr<MetricsEndpoint>> (*server_metrics)(const std::string& listen,
+                                                             const dipc::Server* server,
+                                                             const std::string& plane);
 };
-inline constexpr int kFlightModuleVersion = 3;
+inline constexpr int kFlightModuleVersion = 4;
 /// The module's one exported function (extern "C" FerryCliFlightModule) and its file name.
 inline constexpr const char* kFlightModuleEntry = "FerryCliFlightModule";
 inline constexpr const char* kFlightModuleFile = "ferry_cli_flight.so";

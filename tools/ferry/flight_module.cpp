@@ -303,8 +303,21 @@ int StatusCommand(const FlightOptions& o) {
   return ShowStatus(o, **client);
 }
 
-constexpr FlightModule kModule{kFlightModuleVersion, &ServeFlights, &Get, &List, &Put,
-                               &StatusCommand};
+// `ferry serve --metrics` without --flight (flight_commands.hpp): the one plane's figures.
+Result<std::unique_ptr<MetricsEndpoint>> ServePlaneMetrics(const std::string& listen,
+                                                           const dipc::Server* server,
+                                                           const std::string& plane) {
+  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<MetricsExporter> exporter,
+                        MetricsExporter::Start(listen, [server, plane] {
+                          flight::ServerMetrics m;
+                          m.planes.push_back(flight::PlaneMetricsOf(plane, server->stats()));
+                          return m;
+                        }));
+  return std::unique_ptr<MetricsEndpoint>(std::move(exporter));
+}
+
+constexpr FlightModule kModule{kFlightModuleVersion, &ServeFlights,     &Get, &List, &Put,
+                               &StatusCommand,       &ServePlaneMetrics};
 
 }  // namespace
 

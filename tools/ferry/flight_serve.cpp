@@ -168,8 +168,9 @@ int ServeFlights(const ServeOptions& o) {
   if (!server.ok()) return Fail("starting the Flight server", server.status());
   std::unique_ptr<MetricsExporter> metrics;  // destroyed before the server
   if (!o.metrics.empty()) {
+    const flight::Server* serving = server->get();
     Result<std::unique_ptr<MetricsExporter>> started =
-        MetricsExporter::Start(o.metrics, server->get());
+        MetricsExporter::Start(o.metrics, [serving] { return serving->metrics(); });
     if (!started.ok()) return Fail("--metrics " + o.metrics, started.status());
     metrics = std::move(*started);
     log.Tell("metrics_listening", "metrics on " + metrics->url());

@@ -1,5 +1,6 @@
-// A Flight server's metrics in Prometheus' text format: a Collectable that maps
-// flight::Server::metrics() to metric families on each scrape.
+// A server's metrics in Prometheus' text format: a Collectable that maps a snapshot of
+// flight::ServerMetrics (a Flight server's, or a Dissociated IPC server's one plane) to metric
+// families on each scrape.
 #include "metrics_exporter.hpp"
 
 #include <prometheus/client_metric.h>
@@ -8,6 +9,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/metric_type.h>
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -62,13 +64,14 @@ ClientMetric Histogram(const std::string& rpc, const flight::LatencyHistogram& h
   return m;
 }
 
-// flight::Server::metrics(), as metric families.
+// A snapshot of a server's figures, as metric families.
 class ServerCollector final : public prometheus::Collectable {
  public:
-  explicit ServerCollector(const flight::Server* server) : server_(server) {}
+  explicit ServerCollector(std::function<flight::ServerMetrics()> snapshot)
+      : snapshot_(std::move(snapshot)) {}
 
   std::vector<MetricFamily> Collect() const override {
-    const flight::ServerMetrics m = server_->metrics();
+    const flight::ServerMetrics m = snapshot_();
     FamilyBuilder bytes("ferry_sent_bytes_total",
                         "Bytes sent, by plane and body type: message bodies on the shm and ucx "
                         "planes, whole FlightData messages of DoGet on the grpc plane.",
@@ -119,10 +122,14 @@ class ServerCollector final : public prometheus::Collectable {
     }
     FamilyBuilder issued("ferry_tickets_issued_total", "Tickets issued by GetFlightInfo.",
                          MetricType::Counter);
-    issued.Add({}, static_cast<double>(m.tickets_issued));
     FamilyBuilder expired("ferry_tickets_expired_total", "Issued tickets whose time ran out.",
                           MetricType::Counter);
-    expired.Add({}, static_cast<double>(m.tickets_expired));
+    // Only a Flight server (whose snapshot has the grpc plane) issues tickets with a lifetime.
+    if (std::any_of(m.planes.begin(), m.planes.end(),
+                    [](const flight::PlaneMetrics& p) { return p.plane == "grpc"; })) {
+      issued.Add({}, static_cast<double>(m.tickets_issued));
+      expired.Add({}, static_cast<double>(m.tickets_expired));
+    }
     MetricFamily rpcs{"ferry_rpc_duration_seconds",
                       "Flight RPCs' latency, from the call's start to its status, by RPC.",
                       MetricType::Histogram,
@@ -157,13 +164,13 @@ class ServerCollector final : public prometheus::Collectable {
   }
 
  private:
-  const flight::Server* server_;
+  const std::function<flight::ServerMetrics()> snapshot_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(const std::string& listen,
-                                                                const flight::Server* server) {
+Result<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(
+    const std::string& listen, std::function<flight::ServerMetrics()> snapshot) {
   FERRY_ASSIGN_OR_RAISE(HostPort where, ParseHostPort(listen));
   std::unique_ptr<MetricsExporter> e(new MetricsExporter());
   e->host_ = where.HostInAddress();
@@ -176,7 +183,7 @@ Result<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(const std::strin
   const std::vector<int> ports = e->exposer_->GetListeningPorts();
   if (ports.empty()) return Status::Unavailable("cannot listen for metrics on " + listen);
   e->port_ = ports.front();
-  e->server_collector_ = std::make_shared<ServerCollector>(server);
+  e->server_collector_ = std::make_shared<ServerCollector>(std::move(snapshot));
   e->process_collector_ = std::make_shared<ProcessCollector>();
   e->exposer_->RegisterCollectable(e->server_collector_);
   e->exposer_->RegisterCollectable(e->process_collector_);

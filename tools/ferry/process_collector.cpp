@@ -1,7 +1,8 @@
-// Prometheus' process_* metrics from /proc/self.
+// Prometheus' process_* metrics from /proc/self, and the heap in use from the allocator.
 #include "process_collector.hpp"
 
 #include <dirent.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -101,6 +102,13 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
     out.push_back(Family("process_max_fds", "Maximum number of open file descriptors.",
                          MetricType::Gauge, static_cast<double>(limit.rlim_cur)));
   }
+  // The allocator's own count: unlike the resident size, it does not move when the allocator
+  // trims or grows its heap's top, nor with the shared region's pages.
+  const struct mallinfo2 heap = mallinfo2();
+  out.push_back(Family("ferry_heap_in_use_bytes",
+                       "Bytes of the C heap in use: allocated chunks of every malloc arena, and "
+                       "those allocated with mmap (glibc's mallinfo2).",
+                       MetricType::Gauge, static_cast<double>(heap.uordblks + heap.hblkhd)));
   return out;
 }
 

@@ -125,8 +125,8 @@ const std::vector<Key>& ServeKeys() {
        "sessions in progress run before the process exits 0 (a second SIGTERM exits at once; "
        "SIGINT stops without a drain)"},
       {"metrics.listen", "--metrics", Kind::kString, &O::metrics, {},
-       "With --flight: serve Prometheus metrics on http://HOST:PORT/metrics (port 0: a free "
-       "one, printed on stderr)"},
+       "Serve Prometheus metrics on http://HOST:PORT/metrics (port 0: a free one, printed on "
+       "stderr): the Flight server's, or without --flight the server's one plane"},
   };
   // clang-format on
   return keys;

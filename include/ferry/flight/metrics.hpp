@@ -11,6 +11,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/core/status.hpp"
+#include "ferry/dipc/server.hpp"
 
 namespace ferry::flight {
 
@@ -90,5 +91,10 @@ struct FERRY_EXPORT ServerMetrics {
   std::vector<RpcMetrics> rpcs;
   std::vector<PeerMetrics> peers;
 };
+
+/// A Dissociated IPC server's running totals as the figures of its plane, named `plane` ("shm"
+/// or "ucx"): what a Flight server reports for each of its planes, and what `ferry serve
+/// --metrics` reports for a server without Flight. A copy of a few counters.
+FERRY_EXPORT PlaneMetrics PlaneMetricsOf(const std::string& plane, const dipc::ServerStats& stats);
 
 }  // namespace ferry::flight
