@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "ferry/core/hex.hpp"
+#include "ferry/core/host_address.hpp"
 
 namespace ferry::transport::internal::ucx {
 
@@ -18,9 +19,14 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
                                                                     const ConnectOptions& options) {
   const std::shared_ptr<ferry::Clock> clock = WithClock(options.limits).clock;
   // Without a remote_handle there is nothing to get, and the context needs no remote memory
-  // access (which would let the server reach this process's memory).
-  FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,
-                        Context::Make(!options.remote_handle.empty(), {}, !other_host));
+  // access (which would let the server reach this process's memory). A loopback address's
+  // server is on this host: its context leaves the virtual interfaces out, as the listener's
+  // does, so that a bridge or veth taken down between this context and its worker (other
+  // processes' network namespaces coming and going) does not fail the connection.
+  FERRY_ASSIGN_OR_RAISE(
+      std::shared_ptr<Context> context,
+      Context::Make(!options.remote_handle.empty(),
+                    IsLoopbackAddress(addr) ? OnHostDevices() : std::string(), !other_host));
   FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
   std::unique_ptr<ClientConnection> conn(new ClientConnection(std::move(worker), options));
   conn->peer_ = address;

@@ -3,11 +3,19 @@
 
 #include "transport/ucx/context.hpp"
 
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <ucs/config/global_opts.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
+#include <vector>
 
 namespace ferry::transport::internal::ucx {
 
@@ -34,6 +42,34 @@ bool LoadedUcxAtLeast(unsigned major, unsigned minor) {
   unsigned loaded_major = 0, loaded_minor = 0, release = 0;
   ucp_get_version(&loaded_major, &loaded_minor, &release);
   return loaded_major > major || (loaded_major == major && loaded_minor >= minor);
+}
+
+std::string OnHostDevices() {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return {};
+  std::vector<std::string> names;
+  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_name == nullptr || i->ifa_addr == nullptr ||
+        (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) {
+      continue;
+    }
+    const std::string name = i->ifa_name;
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    bool keep = (i->ifa_flags & IFF_LOOPBACK) != 0;
+    if (!keep) {
+      // sysfs files a virtual interface under /sys/devices/virtual/net.
+      char target[PATH_MAX] = {};
+      const std::string link = "/sys/class/net/" + name;
+      const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+      keep = n > 0 && std::string_view(target, static_cast<size_t>(n)).find("/virtual/") ==
+                          std::string_view::npos;
+    }
+    if (keep) names.push_back(name);
+  }
+  freeifaddrs(all);
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : ",") + name;
+  return joined;
 }
 
 bool OneSidedGetsOnOneHost() {

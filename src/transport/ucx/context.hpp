@@ -20,6 +20,13 @@ bool LoadedUcxAtLeast(unsigned major, unsigned minor);
 /// the memory's owner copies the bytes into the reader's shared-memory queue.
 bool OneSidedGetsOnOneHost();
 
+/// The network devices (UCX's NET_DEVICES: names joined by commas; "" when none is found) of a
+/// context that talks only within this host, a loopback listener's or a client's of a loopback
+/// address: the loopback interface and the physical ones (UCX may spread a TCP stream over
+/// several), but no virtual one (a bridge, a veth, a VPN's tunnel). A worker opens every device
+/// its context found, so one that went away since would fail it. Reads getifaddrs and sysfs.
+std::string OnHostDevices();
+
 /// A Status with `code` whose message is `what` and UCX's word for `status`.
 Status UcxError(StatusCode code, const std::string& what, ucs_status_t status);
 

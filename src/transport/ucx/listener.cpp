@@ -3,15 +3,10 @@
 
 #include "transport/ucx/listener.hpp"
 
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
-#include <string_view>
 #include <vector>
 
 #include "ferry/core/host_address.hpp"
@@ -21,42 +16,6 @@
 
 namespace ferry::transport::internal::ucx {
 
-namespace {
-
-// The network devices a loopback listener's context opens: the loopback interface, which its
-// clients' connection requests arrive on, and the physical interfaces (UCX may spread a TCP
-// stream over several), but no virtual one (a bridge, a veth, a VPN's tunnel), which may go away
-// while the server runs. UCX's NET_DEVICES syntax: names joined by commas; "" when none is found.
-std::string LoopbackListenerDevices() {
-  ifaddrs* all = nullptr;
-  if (getifaddrs(&all) != 0) return {};
-  std::vector<std::string> names;
-  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_name == nullptr || i->ifa_addr == nullptr ||
-        (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) {
-      continue;
-    }
-    const std::string name = i->ifa_name;
-    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-    bool keep = (i->ifa_flags & IFF_LOOPBACK) != 0;
-    if (!keep) {
-      // sysfs files a virtual interface under /sys/devices/virtual/net.
-      char target[PATH_MAX] = {};
-      const std::string link = "/sys/class/net/" + name;
-      const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-      keep = n > 0 && std::string_view(target, static_cast<size_t>(n)).find("/virtual/") ==
-                          std::string_view::npos;
-    }
-    if (keep) names.push_back(name);
-  }
-  freeifaddrs(all);
-  std::string joined;
-  for (const std::string& name : names) joined += (joined.empty() ? "" : ",") + name;
-  return joined;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, socklen_t addrlen,
                                                        const std::string& host,
                                                        TransportLimits limits) {
@@ -64,7 +23,7 @@ Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, soc
   // found at its start: one that has gone since (a bridge or VPN taken down) fails every later
   // worker. A loopback listener's clients are all on this host, so its context leaves the
   // virtual interfaces out, and no such interface's coming or going reaches it.
-  const std::string devices = IsLoopbackAddress(addr) ? LoopbackListenerDevices() : std::string();
+  const std::string devices = IsLoopbackAddress(addr) ? OnHostDevices() : std::string();
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Context> context,
                         Context::Make(limits.remote_memory, devices));
   std::unique_ptr<UcxListener> listener(new UcxListener(context, std::move(limits)));
