@@ -102,7 +102,7 @@ class KeepAlive::Arena {
       for (size_t i = 0; i < n; ++i) node.child_ptrs[i] = new (&node.children[i]) ArrowArray{};
     }
     node.n_children = n_children;
-    refs_.fetch_add(1, std::memory_order_relaxed);
+    ++made_;  // counted into refs_ when the maker lets go (kMaker)
     // Every field written once (zeroing the struct first wrote it twice).
     *out = ArrowArray{.length = length,
                       .null_count = null_count,
@@ -117,10 +117,14 @@ class KeepAlive::Arena {
     return Slots{node.children, &node.dictionary};
   }
 
-  // Drop `n` references (nodes released, or the KeepAlive's own).
-  void Unref(int64_t n = 1) noexcept {
+  // Drop `n` references: nodes released.
+  void Unref(int64_t n) noexcept {
     if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) delete this;
   }
+
+  // Drop the maker's reference, which stood for every node not made yet: what remains is one
+  // reference per node made and not yet released.
+  void UnrefMaker() noexcept { Unref(kMaker - made_); }
 
  private:
   static constexpr int64_t kInlineBuffers = 3;
@@ -185,7 +189,12 @@ class KeepAlive::Arena {
     return released;
   }
 
-  std::atomic<int64_t> refs_{1};  // the KeepAlive's own, plus one per live node
+  // The maker's reference counts as kMaker until it goes, and each node released takes one, so
+  // that making a node touches no atomic: an atomic add per node stalled the maker until the
+  // node's stores were out, costly when a consumer on another core last held that memory.
+  static constexpr int64_t kMaker = int64_t{1} << 62;
+  std::atomic<int64_t> refs_{kMaker};
+  int64_t made_ = 0;  // nodes made: the maker's alone
   std::shared_ptr<const void> keep_;
   std::vector<std::shared_ptr<const void>> also_;  // Keep's owners (most arenas have none)
   alignas(Node) unsigned char inline_nodes_[kInlineNodes * sizeof(Node)];
@@ -199,14 +208,14 @@ class KeepAlive::Arena {
 KeepAlive::KeepAlive(std::shared_ptr<const void> keep) : arena_(new Arena(std::move(keep))) {}
 
 KeepAlive::~KeepAlive() {
-  if (arena_ != nullptr) arena_->Unref();
+  if (arena_ != nullptr) arena_->UnrefMaker();
 }
 
 KeepAlive::KeepAlive(KeepAlive&& other) noexcept : arena_(other.arena_) { other.arena_ = nullptr; }
 
 KeepAlive& KeepAlive::operator=(KeepAlive&& other) noexcept {
   if (this != &other) {
-    if (arena_ != nullptr) arena_->Unref();
+    if (arena_ != nullptr) arena_->UnrefMaker();
     arena_ = other.arena_;
     other.arena_ = nullptr;
   }

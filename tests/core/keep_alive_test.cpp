@@ -37,6 +37,38 @@ TEST(KeepAlive, TheOwnerGoesWithTheLastNodeNotTheMaker) {
   EXPECT_TRUE(watch.expired());
 }
 
+// Nodes are counted into the arena's references only when the maker goes (making one touches no
+// atomic): every node released while the maker lives leaves the owner to the maker, in either
+// order of the last two, and a maker assigned over lets go of its arena the same way.
+TEST(KeepAlive, TheOwnerGoesWithTheMakerWhenEveryNodeWentBefore) {
+  auto owner = std::make_shared<Watched>();
+  std::weak_ptr<Watched> watch = owner;
+  const void* buffers[2] = {nullptr, owner->values.data()};
+  {
+    KeepAlive nodes(std::move(owner));
+    for (int i = 0; i < 3; ++i) {
+      UniqueArray array;
+      nodes.MakeNode(array.get(), 4, 0, 0, buffers, 2, 0);
+    }  // each released at once
+    EXPECT_FALSE(watch.expired()) << "the owner went while its maker still makes nodes";
+    UniqueArray kept;
+    nodes.MakeNode(kept.get(), 4, 0, 0, buffers, 2, 0);
+    kept.reset();
+    EXPECT_FALSE(watch.expired());
+  }
+  EXPECT_TRUE(watch.expired());
+
+  auto second = std::make_shared<Watched>();
+  std::weak_ptr<Watched> second_watch = second;
+  UniqueArray outlives;
+  KeepAlive maker(std::move(second));
+  maker.MakeNode(outlives.get(), 4, 0, 0, buffers, 2, 0);
+  maker = KeepAlive();  // the arena's maker reference goes; the node still holds the owner
+  EXPECT_FALSE(second_watch.expired());
+  outlives.reset();
+  EXPECT_TRUE(second_watch.expired());
+}
+
 TEST(KeepAlive, AMovedOutChildOutlivesItsParent) {
   auto owner = std::make_shared<Watched>();
   std::weak_ptr<Watched> watch = owner;
