@@ -313,6 +313,7 @@ SMOKE_SCRIPT = {
     "compression_bench.py": ["--mib", "8", "--repeat", "1"],
     "ray_bench.py": ["--mib", "1", "--repeat", "0", "--no-parquet"],
     "small_batches.py": ["--rows", "100"],
+    "get_small_batches.py": ["--batches", "200", "--rounds", "1"],
     "python_producer.py": ["--rounds", "1", "--sizes", "1000:200"],
     "many_clients.py": ["--mib", "16", "--clients", "1,2"],
     "metrics_bench.py": ["--gib", "0.02", "--small-batches", "50", "--repeat", "2"],
