@@ -40,7 +40,8 @@ void StoreInt32LE(uint8_t* p, int32_t v) {
 Status StreamWriter::Impl::WriteMessage(ByteSpan flatbuffer, const internal::AssembledBody* body,
                                         std::vector<fb::Block>* blocks) {
   if (message_sink != nullptr) return SendMessage(flatbuffer, body);
-  const int64_t start = sink->position();
+  // Where the message starts: after what is gathered and not written yet.
+  const int64_t start = sink->position() + gathered.size;
   const int64_t size = flatbuffer.size;
   const int64_t align = options.alignment;
   const int64_t end = (start + 8 + size + align - 1) / align * align;
@@ -48,14 +49,28 @@ Status StreamWriter::Impl::WriteMessage(ByteSpan flatbuffer, const internal::Ass
   uint8_t prefix[8];
   StoreInt32LE(prefix, -1);
   StoreInt32LE(prefix + 4, static_cast<int32_t>(padded));
-  std::vector<ByteSpan>& pieces = message_pieces;  // kept: its capacity serves every message
-  pieces.clear();
-  pieces.reserve(3 + (body ? body->pieces.size() : 0));
-  pieces.push_back(ByteSpan{prefix, 8});
-  pieces.push_back(flatbuffer);
-  if (padded > size) pieces.push_back(ByteSpan{kZeros, padded - size});
-  if (body != nullptr) pieces.insert(pieces.end(), body->pieces.begin(), body->pieces.end());
-  FERRY_RETURN_NOT_OK(Write(pieces));
+  if (gathered.active) {
+    // The framing is the writer's memory, reused for the next message: copied. The body's
+    // pieces stay where they are until the flush.
+    std::vector<uint8_t>& bytes = gathered.bytes;
+    bytes.insert(bytes.end(), prefix, prefix + 8);
+    bytes.insert(bytes.end(), flatbuffer.data, flatbuffer.data + size);
+    bytes.resize(bytes.size() + static_cast<size_t>(padded - size), 0);
+    gathered.pieces.push_back(ByteSpan{nullptr, 8 + padded});
+    if (body != nullptr) {
+      gathered.pieces.insert(gathered.pieces.end(), body->pieces.begin(), body->pieces.end());
+    }
+    gathered.size += 8 + padded + (body != nullptr ? body->body_length : 0);
+  } else {
+    std::vector<ByteSpan>& pieces = message_pieces;  // kept: its capacity serves every message
+    pieces.clear();
+    pieces.reserve(3 + (body ? body->pieces.size() : 0));
+    pieces.push_back(ByteSpan{prefix, 8});
+    pieces.push_back(flatbuffer);
+    if (padded > size) pieces.push_back(ByteSpan{kZeros, padded - size});
+    if (body != nullptr) pieces.insert(pieces.end(), body->pieces.begin(), body->pieces.end());
+    FERRY_RETURN_NOT_OK(Write(pieces));
+  }
   if (blocks != nullptr) {
     blocks->emplace_back(start, static_cast<int32_t>(8 + padded), body ? body->body_length : 0);
   }
@@ -139,7 +154,11 @@ Status StreamWriter::Impl::WriteBatch(const ArrowArray* batch, const Metadata& c
     message = Built(b);
   }
   const Status written = WriteMessage(message, &body, &batch_blocks);
-  body.owned.clear();
+  if (gathered.active) {
+    gathered.owned.splice(gathered.owned.end(), body.owned);  // its pieces are not written yet
+  } else {
+    body.owned.clear();
+  }
   FERRY_RETURN_NOT_OK(written);
   stats.bytes_copied += body.copied;
   ++stats.record_batches;
@@ -282,6 +301,10 @@ Status StreamWriter::WriteDeviceBatch(const ArrowDeviceArray* batch, void* strea
 Status StreamWriter::WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
   return impl_->WriteHeldBatch(std::move(batch), stream, check);
 }
+Status StreamWriter::WriteHeldBatches(std::span<UniqueDeviceArray> batches, void* stream,
+                                      BatchCheck check) {
+  return impl_->WriteHeldBatches(batches, stream, check);
+}
 Status StreamWriter::WriteKeptBatch(const ArrowDeviceArray* batch, void* stream, BatchCheck check) {
   return impl_->WriteKeptBatch(batch, stream, check);
 }
@@ -320,6 +343,10 @@ Status FileWriter::WriteDeviceBatch(const ArrowDeviceArray* batch, void* stream,
 }
 Status FileWriter::WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check) {
   return impl_->WriteHeldBatch(std::move(batch), stream, check);
+}
+Status FileWriter::WriteHeldBatches(std::span<UniqueDeviceArray> batches, void* stream,
+                                    BatchCheck check) {
+  return impl_->WriteHeldBatches(batches, stream, check);
 }
 Status FileWriter::WriteKeptBatch(const ArrowDeviceArray* batch, void* stream, BatchCheck check) {
   return impl_->WriteKeptBatch(batch, stream, check);

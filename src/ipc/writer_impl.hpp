@@ -4,8 +4,10 @@
 #pragma once
 
 #include <bit>
+#include <list>
 #include <map>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ferry/device/device_array.hpp"
@@ -38,6 +40,20 @@ struct StreamWriter::Impl {
   internal::AssembledBody batch_body;            // WriteBatch's, reused: its vectors keep room
   std::vector<BodyBuffer> message_buffers;       // SendMessage's, reused
   UniqueDeviceArray held_batch;                  // the last WriteHeldBatch's (sent[].layout)
+
+  /// WriteHeldBatches' group: messages framed but not written yet, in order. Each message's
+  /// prefix, flatbuffer and padding are copied into `bytes` (their piece's data stays NULL until
+  /// the flush, since `bytes` moves as it grows); its body's pieces point into its batch, kept in
+  /// `batches`, and into `owned`, the copies its layout made. Emptied by FlushGathered.
+  struct Gathered {
+    bool active = false;  // WriteMessage gathers instead of writing
+    std::vector<uint8_t> bytes;
+    std::vector<ByteSpan> pieces;
+    std::list<HostBuffer> owned;
+    std::vector<UniqueDeviceArray> batches;
+    int64_t size = 0;  // the bytes gathered, ahead of the sink's position
+  };
+  Gathered gathered;
 
   static ByteSpan Built(flatbuffers::FlatBufferBuilder& b) {
     return {b.GetBufferPointer(), static_cast<int64_t>(b.GetSize())};
@@ -112,6 +128,13 @@ struct StreamWriter::Impl {
 
   // Write `batch` and hold it until the next is written: see StreamWriter::WriteHeldBatch.
   Status WriteHeldBatch(UniqueDeviceArray batch, void* stream, BatchCheck check);
+
+  // Write `batches` in as few sink writes as they allow: see StreamWriter::WriteHeldBatches
+  // (writer_gathered.cpp).
+  Status WriteHeldBatches(std::span<UniqueDeviceArray> batches, void* stream, BatchCheck check);
+
+  // Write what WriteMessage gathered in one Sink::Write, then release its batches and copies.
+  Status FlushGathered();
 
   // Write `batch`, which its caller keeps unchanged until the writer goes: see
   // StreamWriter::WriteKeptBatch.

@@ -199,20 +199,6 @@ TEST(IpcWriterTest, DictionariesAreSentOnceAndReplacedWhenTheyChange) {
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace", fw.WriteBatch(b.array()));
 }
 
-// A CPU device batch over `a`'s nodes (no copy) whose release only counts, in `*releases`.
-UniqueDeviceArray Borrowed(const ArrowArray* a, int* releases) {
-  UniqueDeviceArray out;
-  out->array = *a;
-  out->array.private_data = releases;
-  out->array.release = [](ArrowArray* self) {
-    ++*static_cast<int*>(self->private_data);
-    self->release = nullptr;
-  };
-  out->device_type = ARROW_DEVICE_CPU;
-  out->device_id = -1;
-  return out;
-}
-
 TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   const Field root = testing::BatchField({Field::Dictionary("d", "i", Field::Make("u", ""))});
   ASSERT_OK_AND_ASSIGN(Array a, testing::ArrayFromJson(root, R"([{"d": "x"}, {"d": "y"}])"));
@@ -235,7 +221,7 @@ TEST(IpcWriterTest, GrowingDictionariesGoAsDeltasWhenAsked) {
   int releases[4] = {};
   int k = 0;
   for (const Array* b : {&a, &grown, &grown, &other}) {
-    ASSERT_OK(hw.WriteHeldBatch(Borrowed(b->array(), &releases[k++])));
+    ASSERT_OK(hw.WriteHeldBatch(testing::BorrowCounted(b->array(), &releases[k++])));
   }
   ASSERT_OK(hw.Close());
   for (int r : releases) EXPECT_EQ(r, 1);
@@ -290,23 +276,25 @@ TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByThe
   int releases[7] = {};
   ipc::MemorySink sink;
   ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, xy.schema()));
-  ASSERT_OK(w.WriteHeldBatch(Borrowed(xy.array(), &releases[0])));
+  ASSERT_OK(w.WriteHeldBatch(testing::BorrowCounted(xy.array(), &releases[0])));
   EXPECT_EQ(releases[0], 0);  // held
-  ASSERT_OK(w.WriteHeldBatch(Borrowed(xy.array(), &releases[1])));
+  ASSERT_OK(w.WriteHeldBatch(testing::BorrowCounted(xy.array(), &releases[1])));
   EXPECT_EQ(releases[0], 1);  // let go once the next was written
   EXPECT_EQ(releases[1], 0);
   EXPECT_EQ(w.stats().dictionary_batches, 1);
-  ASSERT_OK(w.WriteHeldBatch(Borrowed(z.array(), &releases[2])));  // other memory, other values
+  ASSERT_OK(w.WriteHeldBatch(
+      testing::BorrowCounted(z.array(), &releases[2])));  // other memory, other values
   EXPECT_EQ(w.stats().dictionary_batches, 2);
   ASSERT_OK(w.WriteBatch(xy.array()));  // not held: x, y again, by their values
   EXPECT_EQ(w.stats().dictionary_batches, 3);
-  ASSERT_OK(w.WriteHeldBatch(Borrowed(z.array(), &releases[3])));  // z's memory: now compared
+  ASSERT_OK(w.WriteHeldBatch(
+      testing::BorrowCounted(z.array(), &releases[3])));  // z's memory: now compared
   EXPECT_EQ(w.stats().dictionary_batches, 4);
-  ASSERT_OK(w.WriteHeldBatch(Borrowed(y.array(), &releases[4])));
+  ASSERT_OK(w.WriteHeldBatch(testing::BorrowCounted(y.array(), &releases[4])));
   EXPECT_EQ(w.stats().dictionary_batches, 5);  // y: a replacement
-  ASSERT_OK(w.WriteHeldBatch(Borrowed(xy_again.array(), &releases[5])));
+  ASSERT_OK(w.WriteHeldBatch(testing::BorrowCounted(xy_again.array(), &releases[5])));
   EXPECT_EQ(w.stats().dictionary_batches, 6);  // x, y again: a replacement
-  ASSERT_OK(w.WriteHeldBatch(Borrowed(xy.array(), &releases[6])));
+  ASSERT_OK(w.WriteHeldBatch(testing::BorrowCounted(xy.array(), &releases[6])));
   EXPECT_EQ(w.stats().dictionary_batches, 6);  // the same values in other memory: no message
   EXPECT_EQ(releases[5], 1);
   EXPECT_EQ(releases[6], 0);  // the last, held until the writer closes
@@ -330,7 +318,7 @@ TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByThe
   {
     ipc::MemorySink other;
     ASSERT_OK_AND_ASSIGN(auto gone, ipc::StreamWriter::Open(&other, xy.schema()));
-    ASSERT_OK(gone.WriteHeldBatch(Borrowed(xy.array(), &last)));
+    ASSERT_OK(gone.WriteHeldBatch(testing::BorrowCounted(xy.array(), &last)));
     EXPECT_EQ(last, 0);
   }
   EXPECT_EQ(last, 1);
@@ -340,7 +328,7 @@ TEST(IpcWriterTest, HeldBatchesAreKeptUntilTheNextAndTheirDictionariesKnownByThe
   int written = 0;
   ipc::MemorySink plain_sink;
   ASSERT_OK_AND_ASSIGN(auto pw, ipc::StreamWriter::Open(&plain_sink, plain.schema()));
-  ASSERT_OK(pw.WriteHeldBatch(Borrowed(plain.array(), &written)));
+  ASSERT_OK(pw.WriteHeldBatch(testing::BorrowCounted(plain.array(), &written)));
   EXPECT_EQ(written, 1);
   ASSERT_OK(pw.Close());
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> got, testing::ReadIpcAsJson(plain_sink.Finish()));
@@ -364,11 +352,11 @@ TEST(IpcWriterTest, AFileThatRefusesAHeldReplacementStillTakesALaterGrowth) {
   int releases[4] = {};
   {
     ASSERT_OK_AND_ASSIGN(auto w, ipc::FileWriter::Open(&sink, a.schema(), options));
-    ASSERT_OK(w.WriteHeldBatch(Borrowed(a.array(), &releases[0])));
-    ASSERT_OK(w.WriteHeldBatch(Borrowed(grown.array(), &releases[1])));
+    ASSERT_OK(w.WriteHeldBatch(testing::BorrowCounted(a.array(), &releases[0])));
+    ASSERT_OK(w.WriteHeldBatch(testing::BorrowCounted(grown.array(), &releases[1])));
     ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "cannot replace",
-                       w.WriteHeldBatch(Borrowed(other.array(), &releases[2])));
-    ASSERT_OK(w.WriteHeldBatch(Borrowed(more.array(), &releases[3])));
+                       w.WriteHeldBatch(testing::BorrowCounted(other.array(), &releases[2])));
+    ASSERT_OK(w.WriteHeldBatch(testing::BorrowCounted(more.array(), &releases[3])));
     EXPECT_EQ(w.stats().dictionary_deltas, 2);
     ASSERT_OK(w.Close());
   }

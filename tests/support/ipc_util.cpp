@@ -50,4 +50,17 @@ Field BatchField(std::vector<Field> columns) {
   return root;
 }
 
+UniqueDeviceArray BorrowCounted(const ArrowArray* a, int* releases) {
+  UniqueDeviceArray out;
+  out->array = *a;
+  out->array.private_data = releases;
+  out->array.release = [](ArrowArray* self) {
+    ++*static_cast<int*>(self->private_data);
+    self->release = nullptr;
+  };
+  out->device_type = ARROW_DEVICE_CPU;
+  out->device_id = -1;
+  return out;
+}
+
 }  // namespace ferry::testing

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ferry/abi/unique.hpp"
 #include "ferry/core/bytes.hpp"
 #include "ferry/format/array.hpp"
 #include "ferry/format/schema.hpp"
@@ -28,5 +29,9 @@ void CollectBuffers(const ArrowArray* array, std::vector<const void*>* out);
 
 /// A root struct field with one child per column.
 Field BatchField(std::vector<Field> columns);
+
+/// A CPU device batch over `a`'s nodes (no copy; `a` must outlive it) whose release only counts,
+/// in `*releases`: for writers that take their batches.
+UniqueDeviceArray BorrowCounted(const ArrowArray* a, int* releases);
 
 }  // namespace ferry::testing

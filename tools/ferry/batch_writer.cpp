@@ -46,7 +46,7 @@ Status BatchWriter::Finish() {
 }
 
 void BatchWriter::Run() {
-  std::vector<std::pair<UniqueDeviceArray, int64_t>> taken;
+  std::vector<UniqueDeviceArray> group;
   while (true) {
     {
       std::unique_lock lock(mutex_);
@@ -58,25 +58,23 @@ void BatchWriter::Run() {
       waiting_ = Waiting::kGroup;
       work_.wait_for(lock, kLinger, [&] { return Group() || done_; });
       waiting_ = Waiting::kNo;
-      for (auto& item : queue_) taken.push_back(std::move(item));
+      for (auto& item : queue_) group.push_back(std::move(item.first));
       queue_.clear();
       bytes_ = 0;
     }
     room_.notify_all();
-    for (auto& [batch, bytes] : taken) {
-      if (failed_.load(std::memory_order_acquire)) {
-        batch.reset();  // after a failure (or a stop) the rest is released unwritten
-        continue;
-      }
-      // Held by the writer until the next is written (a shared dictionary is then read once).
-      const Status st = writer_->WriteHeldBatch(std::move(batch), nullptr, check_);
-      if (!st.ok()) {
-        std::lock_guard lock(mutex_);
-        if (failure_.ok()) failure_ = st;
-        failed_.store(true, std::memory_order_release);
-      }
+    // The group in one write to the output where it can be, each batch held as WriteHeldBatch
+    // holds it (a shared dictionary is then read once). After a failure (or a stop) the rest is
+    // released unwritten.
+    const Status st = failed_.load(std::memory_order_acquire)
+                          ? Status::OK()
+                          : writer_->WriteHeldBatches(group, nullptr, check_);
+    group.clear();
+    if (!st.ok()) {
+      std::lock_guard lock(mutex_);
+      if (failure_.ok()) failure_ = st;
+      failed_.store(true, std::memory_order_release);
     }
-    taken.clear();
     room_.notify_all();  // a Write waiting for room learns of a failure
   }
 }

@@ -21,7 +21,8 @@ namespace ferry::cli {
 /// releasing each once written. At most kMaxBatches batches or kMaxBytes bytes wait (and at least
 /// one), so an output that blocks holds the server's stream back as a batch written in turn did.
 /// The thread never spins: it sleeps until a group of kGroupBatches batches or kGroupBytes bytes
-/// waits, or kLinger has passed since the first of them came, so a wake-up serves a group.
+/// waits, or kLinger has passed since the first of them came, so a wake-up serves a group, and
+/// the group goes to the output in one write (StreamWriter::WriteHeldBatches).
 class BatchWriter {
  public:
   /// Writes to `writer` (which must outlive this), each batch checked as `check` says.

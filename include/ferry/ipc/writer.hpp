@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "ferry/abi/export.h"
@@ -95,6 +96,14 @@ class FERRY_EXPORT StreamWriter {
   /// share a dictionary cost O(its nodes) each, not a pass over its values.
   [[nodiscard]] Status WriteHeldBatch(UniqueDeviceArray batch, void* stream = nullptr,
                                       BatchCheck check = BatchCheck::kByWriter);
+  /// Write batches the writer takes, in order, as WriteHeldBatch writes each, but in as few
+  /// writes to the sink as they allow: host batches of a schema without dictionaries are framed
+  /// one after the other and go out in one Sink::Write, each released once it has (a system call
+  /// for a group, not one per batch). A failure still writes the batches before the one that
+  /// failed; every batch of `batches` is taken (moved from) either way.
+  [[nodiscard]] Status WriteHeldBatches(std::span<UniqueDeviceArray> batches,
+                                        void* stream = nullptr,
+                                        BatchCheck check = BatchCheck::kByWriter);
   /// Write a batch that its caller keeps, unchanged, until the writer goes (a dataset's batches
   /// that outlive the write): its dictionaries are known by their memory as WriteHeldBatch's
   /// are, without the writer taking it. Otherwise as WriteDeviceBatch.
@@ -132,6 +141,10 @@ class FERRY_EXPORT FileWriter {
   /// See StreamWriter::WriteHeldBatch.
   [[nodiscard]] Status WriteHeldBatch(UniqueDeviceArray batch, void* stream = nullptr,
                                       BatchCheck check = BatchCheck::kByWriter);
+  /// See StreamWriter::WriteHeldBatches.
+  [[nodiscard]] Status WriteHeldBatches(std::span<UniqueDeviceArray> batches,
+                                        void* stream = nullptr,
+                                        BatchCheck check = BatchCheck::kByWriter);
   /// See StreamWriter::WriteKeptBatch.
   [[nodiscard]] Status WriteKeptBatch(const ArrowDeviceArray* batch, void* stream = nullptr,
                                       BatchCheck check = BatchCheck::kByWriter);
