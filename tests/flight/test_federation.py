@@ -105,16 +105,26 @@ def test_a_flight_on_two_servers_is_one_flight_info(tmp_path):
 
 def test_servers_that_list_each_other_answer_once(tmp_path):
     _, (a, a_path), (b, b_path) = _tables(tmp_path)
-    port_a, port_b = _free_port(), _free_port()
-    with Serve(f"t={a_path}", "--peer", f"grpc://127.0.0.1:{port_b}",
-               listen=f"127.0.0.1:{port_a}", tmp=str(tmp_path)) as A:
-        with Serve(f"t={b_path}", "--peer", A.uri, listen=f"127.0.0.1:{port_b}",
-                   tmp=str(tmp_path)) as B:
+    # A names B's port before B listens. A port found free may be taken by another test before
+    # B binds it: then both start again, on another.
+    for attempt in range(5):
+        port_b = _free_port()
+        A = Serve(f"t={a_path}", "--peer", f"grpc://127.0.0.1:{port_b}", tmp=str(tmp_path))
+        try:
+            B = Serve(f"t={b_path}", "--peer", A.uri, listen=f"127.0.0.1:{port_b}",
+                      tmp=str(tmp_path))
+        except AssertionError as e:
+            A.close()
+            if "in use" not in str(e) or attempt == 4:
+                raise
+            continue
+        with A, B:
             for server in (A, B):
                 client = fl.connect(server.uri)
                 [listed] = list(client.list_flights())
                 assert len(listed.endpoints) == 2
                 assert len(_info(client, "t").endpoints) == 2
+        return
 
 
 def test_the_callers_token_is_forwarded(tmp_path):
