@@ -50,6 +50,10 @@ Status StreamWriter::Impl::WriteMessage(ByteSpan flatbuffer, const internal::Ass
   StoreInt32LE(prefix, -1);
   StoreInt32LE(prefix + 4, static_cast<int32_t>(padded));
   if (gathered.active) {
+    if (gathered.pieces.empty()) {
+      gathered.blocks_before = batch_blocks.size();
+      gathered.stats_before = stats;
+    }
     // The framing is the writer's memory, reused for the next message: copied. The body's
     // pieces stay where they are until the flush.
     std::vector<uint8_t>& bytes = gathered.bytes;

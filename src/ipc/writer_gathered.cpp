@@ -65,6 +65,13 @@ Status StreamWriter::Impl::FlushGathered() {
       }
     }
     st = Write(g.pieces);
+    if (!st.ok()) {
+      // None of the group counts as written (bytes_written counts what the sink took).
+      batch_blocks.resize(g.blocks_before);
+      stats.messages = g.stats_before.messages;
+      stats.record_batches = g.stats_before.record_batches;
+      stats.bytes_copied = g.stats_before.bytes_copied;
+    }
   }
   // Cleared, the vectors keep their room for the next group.
   g.bytes.clear();

@@ -52,6 +52,10 @@ struct StreamWriter::Impl {
     std::list<HostBuffer> owned;
     std::vector<UniqueDeviceArray> batches;
     int64_t size = 0;  // the bytes gathered, ahead of the sink's position
+    // The file's blocks and the stats before the first message gathered: a write that fails
+    // leaves them as they were, as a batch whose write failed does.
+    size_t blocks_before = 0;
+    WriteStats stats_before;
   };
   Gathered gathered;
 

@@ -17,13 +17,18 @@ namespace {
 
 using testing::Json;
 
-// A MemorySink that counts its writes.
+// A MemorySink that counts its writes, and refuses the next one (writing nothing) when told.
 class CountingSink final : public ipc::Sink {
  public:
   Status Write(std::span<const ByteSpan> pieces) override {
     ++writes_;
+    if (refuse_next_) {
+      refuse_next_ = false;
+      return Status::IOError("the sink refused write " + std::to_string(writes_));
+    }
     return memory_.Write(pieces);
   }
+  void RefuseNext() { refuse_next_ = true; }
   int64_t position() const noexcept override { return memory_.position(); }
   int writes() const { return writes_; }
   SharedBytes Finish() { return memory_.Finish(); }
@@ -31,6 +36,7 @@ class CountingSink final : public ipc::Sink {
  private:
   ipc::MemorySink memory_;
   int writes_ = 0;
+  bool refuse_next_ = false;
 };
 
 // `batches` written by a stream or file writer with `options`, as one group or one at a time.
@@ -143,6 +149,34 @@ TEST(IpcGatheredTest, AFailureWritesTheBatchesBeforeItAndReleasesEveryBatch) {
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(sink.Finish()));
   ASSERT_EQ(read.size(), 2u);
   EXPECT_EQ(Json::parse(read[1]), Json::parse(R"([{"x": 1}, {"x": 2}])"));
+}
+
+// A group whose write the sink refuses counts as unwritten: a file writer that goes on lists only
+// the batches written since in its footer, and the file reads back as those.
+TEST(IpcGatheredTest, AGroupTheSinkRefusesIsNotCountedNorListed) {
+  const Field root = testing::BatchField({Field::Make("l", "x")});
+  ASSERT_OK_AND_ASSIGN(Array lost, testing::ArrayFromJson(root, R"([{"x": 1}])"));
+  ASSERT_OK_AND_ASSIGN(Array kept, testing::ArrayFromJson(root, R"([{"x": 2}, {"x": 3}])"));
+  CountingSink sink;
+  ASSERT_OK_AND_ASSIGN(auto w, ipc::FileWriter::Open(&sink, lost.schema()));
+  int releases[3] = {};
+  std::vector<UniqueDeviceArray> group;
+  group.push_back(testing::BorrowCounted(lost.array(), &releases[0]));
+  group.push_back(testing::BorrowCounted(lost.array(), &releases[1]));
+  sink.RefuseNext();
+  ASSERT_RAISES_WITH(StatusCode::kIOError, "refused", w.WriteHeldBatches(group));
+  EXPECT_EQ(releases[0], 1);
+  EXPECT_EQ(releases[1], 1);
+  EXPECT_EQ(w.stats().record_batches, 0);
+  EXPECT_EQ(w.stats().messages, 1);  // the schema
+  group.clear();
+  group.push_back(testing::BorrowCounted(kept.array(), &releases[2]));
+  ASSERT_OK(w.WriteHeldBatches(group));
+  ASSERT_OK(w.Close());
+  EXPECT_EQ(w.stats().record_batches, 1);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> read, testing::ReadIpcAsJson(sink.Finish()));
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(Json::parse(read[0]), Json::parse(R"([{"x": 2}, {"x": 3}])"));
 }
 
 // A device batch in a group is copied to the host and written in its place, after the host
