@@ -39,6 +39,15 @@ class CountingSink final : public ipc::Sink {
   bool refuse_next_ = false;
 };
 
+// A group over `batches` (borrowed, no copy), batch i's releases counted in `releases[i]`.
+std::vector<UniqueDeviceArray> Group(const std::vector<const ArrowArray*>& batches, int* releases) {
+  std::vector<UniqueDeviceArray> group;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    group.push_back(testing::BorrowCounted(batches[i], &releases[i]));
+  }
+  return group;
+}
+
 // `batches` written by a stream or file writer with `options`, as one group or one at a time.
 // `writes`: the sink's writes after the schema (and a file's magic) until Close.
 Result<SharedBytes> Write(const ArrowSchema* schema, const std::vector<const ArrowArray*>& batches,
@@ -46,10 +55,7 @@ Result<SharedBytes> Write(const ArrowSchema* schema, const std::vector<const Arr
                           std::vector<int>* releases, int* writes) {
   CountingSink sink;
   releases->assign(batches.size(), 0);
-  std::vector<UniqueDeviceArray> group;
-  for (size_t i = 0; i < batches.size(); ++i) {
-    group.push_back(testing::BorrowCounted(batches[i], &(*releases)[i]));
-  }
+  std::vector<UniqueDeviceArray> group = Group(batches, releases->data());
   auto write = [&](auto& w) -> Status {
     const int before = sink.writes();
     if (grouped) {
@@ -135,11 +141,8 @@ TEST(IpcGatheredTest, AFailureWritesTheBatchesBeforeItAndReleasesEveryBatch) {
   CountingSink sink;
   ASSERT_OK_AND_ASSIGN(auto w, ipc::StreamWriter::Open(&sink, good.schema()));
   int releases[4] = {};
-  std::vector<UniqueDeviceArray> group;
-  group.push_back(testing::BorrowCounted(good.array(), &releases[0]));
-  group.push_back(testing::BorrowCounted(good.array(), &releases[1]));
-  group.push_back(testing::BorrowCounted(other.array(), &releases[2]));
-  group.push_back(testing::BorrowCounted(good.array(), &releases[3]));
+  std::vector<UniqueDeviceArray> group =
+      Group({good.array(), good.array(), other.array(), good.array()}, releases);
   const int before = sink.writes();
   ASSERT_RAISES_WITH(StatusCode::kInvalidArgument, "batch 2", w.WriteHeldBatches(group));
   EXPECT_EQ(sink.writes() - before, 1);
@@ -160,17 +163,14 @@ TEST(IpcGatheredTest, AGroupTheSinkRefusesIsNotCountedNorListed) {
   CountingSink sink;
   ASSERT_OK_AND_ASSIGN(auto w, ipc::FileWriter::Open(&sink, lost.schema()));
   int releases[3] = {};
-  std::vector<UniqueDeviceArray> group;
-  group.push_back(testing::BorrowCounted(lost.array(), &releases[0]));
-  group.push_back(testing::BorrowCounted(lost.array(), &releases[1]));
+  std::vector<UniqueDeviceArray> group = Group({lost.array(), lost.array()}, releases);
   sink.RefuseNext();
   ASSERT_RAISES_WITH(StatusCode::kIOError, "refused", w.WriteHeldBatches(group));
   EXPECT_EQ(releases[0], 1);
   EXPECT_EQ(releases[1], 1);
   EXPECT_EQ(w.stats().record_batches, 0);
   EXPECT_EQ(w.stats().messages, 1);  // the schema
-  group.clear();
-  group.push_back(testing::BorrowCounted(kept.array(), &releases[2]));
+  group = Group({kept.array()}, &releases[2]);
   ASSERT_OK(w.WriteHeldBatches(group));
   ASSERT_OK(w.Close());
   EXPECT_EQ(w.stats().record_batches, 1);
