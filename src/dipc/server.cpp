@@ -56,6 +56,12 @@ class ServerImpl final : public Server {
         internal::EncodeKept(*dataset, state_->options.write, [listener, packed](int64_t size) {
           return packed ? internal::MakeHostRegion(size) : listener->CreateRegion(size);
         }));
+    // Written once, never again: sealed, a shared-memory client maps its pages ahead of its
+    // reads. Unsealed (no /proc, say) it is served as before, its pages faulted in as read.
+    if (const Status sealed = kept->region->Seal(); !sealed.ok()) {
+      state_->Log("kept_unsealed",
+                  "dataset \"" + name + "\" is served unsealed: " + sealed.message());
+    }
     state_->catalogue->Keep(name, std::move(kept));
     return Status::OK();
   }

@@ -87,7 +87,8 @@ class ShmListener final : public Listener {
         Mapping pages,
         internal::shm::MakeSealedMemfd("ferry-segment", size,
                                        "a shared segment of " + std::to_string(size) + " bytes", &f,
-                                       internal::shm::SegmentHugePages(size)));
+                                       internal::shm::SegmentHugePages(size),
+                                       /*final_seals=*/false));
     return std::shared_ptr<Region>(
         std::make_shared<ShmRegion>(f, std::move(pages), next_region_++));
   }
@@ -139,11 +140,12 @@ std::string FreshPath() {
 }  // namespace
 
 Result<Mapping> internal::shm::MakeSealedMemfd(const char* name, int64_t size,
-                                               const std::string& what, int* fd, bool huge_pages) {
+                                               const std::string& what, int* fd, bool huge_pages,
+                                               bool final_seals) {
   const int f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (f < 0) return Status::FromErrno(errno, "memfd_create for " + what);
   if (fchmod(f, 0600) != 0 || ftruncate(f, size) != 0 ||
-      fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+      fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | (final_seals ? F_SEAL_SEAL : 0)) != 0) {
     const Status st = Status::FromErrno(errno, "preparing " + what);
     close(f);
     return st;

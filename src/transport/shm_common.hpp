@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "ferry/core/mapping.hpp"
@@ -24,9 +25,10 @@ constexpr uint64_t kOffsetMask = (uint64_t{1} << kShmOffsetBits) - 1;
 /// with the process (no socket file survives a SIGKILL).
 Result<socklen_t> MakeAddress(const std::string& path, sockaddr_un* addr);
 
-/// A memfd segment the server created, mapped read-write (the region owns the descriptor and
-/// the mapping); or memory lent to it (a served file's mapping), which `owner` keeps and which is
-/// never written.
+/// A memfd segment the server created, mapped read-write until Seal (the region owns the
+/// descriptor and the mapping); or memory lent to it (a served file's mapping), which `owner`
+/// keeps and which is never written. A created segment's set of seals stays open until it is
+/// first shared (Shareable), so that Seal can add F_SEAL_WRITE before then.
 class ShmRegion final : public Region {
  public:
   ShmRegion(int fd, Mapping pages, uint32_t index)
@@ -46,6 +48,13 @@ class ShmRegion final : public Region {
     return (uint64_t{index_} << kShmOffsetBits) | static_cast<uint64_t>(offset);
   }
   std::string remote_handle() const override { return {}; }
+  /// Remaps the segment read-only from a read-only descriptor (/proc/self/fd: a writable
+  /// shared mapping, even one made read-only since, blocks the seal) and seals it against
+  /// writes and further seals. A lent file is not the region's to seal: refused.
+  Status Seal() override;
+  /// Closes the segment's set of seals (F_SEAL_SEAL) if Seal has not: called before each share,
+  /// so that no one adds a seal once a client holds the descriptor.
+  Status Shareable();
   int fd() const noexcept { return fd_; }
   uint32_t index() const noexcept { return index_; }
   bool lent() const noexcept { return owner_ != nullptr; }
@@ -57,14 +66,16 @@ class ShmRegion final : public Region {
   uint32_t index_;
   Mapping pages_;
   std::shared_ptr<const void> owner_;
+  std::mutex seals_mutex_;
+  bool seals_closed_ = false;  // with seals_mutex_: F_SEAL_SEAL is set
 };
 
 /// `size` bytes of a fresh memfd named `name`: mode 0600, sealed against shrinking and growing
-/// (and further seals), mapped read-write and shared, with MADV_HUGEPAGE when `huge_pages`
-/// (SegmentHugePages). Its descriptor goes to `*fd`, the caller's to pass and close. Errors
-/// name `what`.
+/// (and, when `final_seals`, against further seals), mapped read-write and shared, with
+/// MADV_HUGEPAGE when `huge_pages` (SegmentHugePages). Its descriptor goes to `*fd`, the
+/// caller's to pass and close. Errors name `what`.
 Result<Mapping> MakeSealedMemfd(const char* name, int64_t size, const std::string& what, int* fd,
-                                bool huge_pages = false);
+                                bool huge_pages = false, bool final_seals = true);
 
 /// Whether a segment of `size` bytes asks for huge pages, on both sides: a shared segment of
 /// 2 MiB or more, in memory (a memfd, not a served file). Where the kernel's
@@ -72,6 +83,13 @@ Result<Mapping> MakeSealedMemfd(const char* name, int64_t size, const std::strin
 /// server writes are 2 MiB each, and a client maps and unmaps each with one entry, not 512;
 /// where it is `never` (Debian's default) the hint does nothing.
 inline bool SegmentHugePages(int64_t size) { return size >= (int64_t{2} << 20); }
+
+/// Whether ShmemHugePages' `setting` gives a segment that asks for huge pages (SegmentHugePages)
+/// 2 MiB pages.
+inline bool HugePagesGiven(const std::string& setting) {
+  return setting == "advise" || setting == "always" || setting == "within_size" ||
+         setting == "force";
+}
 
 /// A connection over `fd`, a connected Unix stream socket it then owns.
 std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits);

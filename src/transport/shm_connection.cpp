@@ -101,6 +101,7 @@ void ShmConnection::Close() {
 Status ShmConnection::ShareRegion(const std::shared_ptr<Region>& region) {
   auto* shm = dynamic_cast<ShmRegion*>(region.get());
   if (shm == nullptr) return Status::Invalid("the region was not made by a shm listener");
+  if (!shm->lent()) FERRY_RETURN_NOT_OK(shm->Shareable());
   return SendFrame(shm->lent() ? FrameKind::kFileRegion : FrameKind::kRegion, shm->index(), {},
                    shm->fd(), static_cast<uint64_t>(shm->size()));
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <vector>
@@ -34,21 +35,27 @@ Status Segments::Map(uint64_t index, uint64_t length, bool file, int fd) {
   if (file && !S_ISREG(st.st_mode)) {
     return Status::Invalid("file segment " + std::to_string(index) + " is not a regular file");
   }
-  const int seals = file ? F_SEAL_SHRINK : fcntl(fd, F_GET_SEALS);
+  const int got = fcntl(fd, F_GET_SEALS);  // a plain file has none (EINVAL)
+  const int seals = file ? F_SEAL_SHRINK : got;
   if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
     return Status::Invalid("segment " + std::to_string(index) + " is not sealed against shrinking");
   }
   // A segment the client maps read-only; arrays over it hold it through SharedBytes owners.
   // Huge pages as the server asked for them, so that its 2 MiB pages map whole here.
   const auto size = static_cast<int64_t>(length);
-  Result<Mapping> pages = Mapping::OfFile(
-      fd, size,
-      {.access = MapAccess::kRead, .shared = true, .huge_pages = !file && SegmentHugePages(size)},
-      "a shared segment");
+  const bool huge = !file && SegmentHugePages(size);
+  Result<Mapping> pages =
+      Mapping::OfFile(fd, size, {.access = MapAccess::kRead, .shared = true, .huge_pages = huge},
+                      "a shared segment");
   if (!pages.ok()) return pages.status().WithContext("segment " + std::to_string(index));
   auto m = std::make_shared<const Mapping>(std::move(*pages));
+  // Mapped ahead: a segment that never changes (sealed against writes), in 4 KiB pages. Where
+  // the kernel gives it 2 MiB ones, its reads fault 512x less, and a thread mapping ahead would
+  // only take a core from them.
+  const bool sealed = got >= 0 && (got & F_SEAL_WRITE) != 0;
+  const bool ahead = sealed && !(huge && HugePagesGiven(ShmemHugePages()));
   std::lock_guard lock(mutex_);
-  mapped_[index] = std::move(m);
+  mapped_[index] = Mapped{std::move(m), ahead};
   return Status::OK();
 }
 
@@ -66,7 +73,7 @@ Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const
     // told apart by index (a mapping's owner is copied once, below, not per buffer).
     uint64_t first_index = 0;
     uint64_t last_index = 0;
-    const std::shared_ptr<const Mapping>* last = nullptr;
+    const Mapped* last = nullptr;
     for (size_t i = 0; i < refs.size(); ++i) {
       const uint64_t index = refs[i].address >> kShmOffsetBits;
       const uint64_t offset = refs[i].address & kOffsetMask;
@@ -80,7 +87,7 @@ Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const
         last_index = index;
         last = &it->second;
       }
-      const Mapping& segment = **last;
+      const Mapping& segment = *last->pages;
       uint64_t end = 0;
       if (__builtin_add_overflow(offset, refs[i].length, &end) ||
           end > static_cast<uint64_t>(segment.size())) {
@@ -97,13 +104,20 @@ Status Segments::Fetch(std::span<const BufferRef> refs, FetchedBody* body) const
     if (!mixed) {
       // In place: the bytes are the whole segment (the last looked up is every ref's), and the
       // arrays keep the mapping.
-      const std::shared_ptr<const Mapping>& only = *last;
+      const std::shared_ptr<const Mapping>& only = last->pages;
+      if (last->ahead) {
+        uint64_t end = 0;
+        for (const BufferRef& b : out.buffers) end = std::max(end, b.address + b.length);
+        ahead_.Note(only, end);
+      }
       out.bytes = SharedBytes{only->data(), only->size(), only};
       out.borrowed = true;
       return Status::OK();
     }
     of.reserve(refs.size());
-    for (const BufferRef& r : refs) of.push_back(mapped_.find(r.address >> kShmOffsetBits)->second);
+    for (const BufferRef& r : refs) {
+      of.push_back(mapped_.find(r.address >> kShmOffsetBits)->second.pages);
+    }
   }
   // Buffers in several segments: gather them (one copy) so they share one base.
   auto local = std::make_shared<HostBuffer>();

@@ -11,12 +11,16 @@
 #include "ferry/core/mapping.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/transport/transport.hpp"
+#include "transport/shm_populate_ahead.hpp"
 
 namespace ferry::transport::internal::shm {
 
 /// The segments one connection was shared, each mapped read-only once and kept until the
 /// connection goes (arrays over a segment keep its mapping through their owners). Thread-safe:
-/// the thread reading the socket maps, any thread fetches. A fetch costs a map lookup per buffer.
+/// the thread reading the socket maps, any thread fetches. A fetch costs a map lookup per buffer;
+/// in a segment sealed against writes (a kept dataset, Region::Seal) that maps in 4 KiB pages,
+/// the pages after it are mapped ahead on a thread of their own (PopulateAhead). A live region's
+/// pages are left to the reads: its server is still writing them.
 class Segments {
  public:
   /// Map segment `index`, `length` bytes of descriptor `fd`, which the call closes. Refused,
@@ -30,9 +34,21 @@ class Segments {
   /// end, is refused, naming the buffer. `*out`'s buffers vector keeps its room.
   [[nodiscard]] Status Fetch(std::span<const BufferRef> refs, FetchedBody* out) const;
 
+  /// Bytes of the last segment read in place that fetches asked to be mapped ahead (0 when none
+  /// was mapped ahead); for tests.
+  uint64_t asked_ahead() const { return ahead_.asked(); }
+
  private:
+  // A mapped segment, and whether its pages are mapped ahead of the reads: its server sealed it
+  // against writes (F_SEAL_WRITE), so they never change, and it maps in 4 KiB pages.
+  struct Mapped {
+    std::shared_ptr<const Mapping> pages;
+    bool ahead = false;
+  };
   mutable std::mutex mutex_;
-  std::map<uint64_t, std::shared_ptr<const Mapping>> mapped_;
+  std::map<uint64_t, Mapped> mapped_;
+  // The pages of the sealed segment fetches read in place, mapped ahead of them.
+  mutable PopulateAhead ahead_;
 };
 
 }  // namespace ferry::transport::internal::shm

@@ -4,6 +4,13 @@
 // (free_data: freer_test.cpp).
 #include "ferry/dipc/server.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <mutex>
@@ -81,8 +88,34 @@ TEST_P(ServerClient, BatchesLandOnEveryDevice) {
   }
 }
 
+// The sizes of this process's shared-memory segments (memfds named ferry-segment), split by
+// whether the kernel has them sealed against writes.
+struct SegmentSeals {
+  std::vector<int64_t> sealed, unsealed;
+};
+SegmentSeals SegmentsOfThisProcess() {
+  SegmentSeals out;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    const std::string fd_path = std::string("/proc/self/fd/") + e->d_name;
+    char target[256] = {};
+    const ssize_t n = readlink(fd_path.c_str(), target, sizeof(target) - 1);
+    if (n <= 0 || std::string(target).rfind("/memfd:ferry-segment", 0) != 0) continue;
+    const int fd = std::atoi(e->d_name);
+    struct stat st {};
+    const int seals = fcntl(fd, F_GET_SEALS);
+    if (fstat(fd, &st) != 0 || seals < 0) continue;
+    ((seals & F_SEAL_WRITE) != 0 ? out.sealed : out.unsealed).push_back(st.st_size);
+  }
+  closedir(dir);
+  return out;
+}
+
 // A kept dataset is written into a region of its own once; every client borrows the same bytes
-// (type 1) or gets each packed body sent whole from them (type 0).
+// (type 1) or gets each packed body sent whole from them (type 0). Over shared memory its
+// segment is sealed against writes (its clients map its pages ahead of their reads), and the
+// server's shared region, which it writes as it serves, is not.
 TEST_P(ServerClient, KeptDatasetsAreLentWithoutCopies) {
   ServerOptions options;
   options.region_bytes = 64 << 10;  // far smaller than the dataset: kept bodies do not use it
@@ -97,6 +130,18 @@ TEST_P(ServerClient, KeptDatasetsAreLentWithoutCopies) {
   batches.push_back(std::move(strings.batch));
   ASSERT_OK_AND_ASSIGN(auto d, Dataset::FromBatches(std::move(strings.schema), std::move(batches)));
   ASSERT_OK(server->Keep("last-type", d));
+  if (shape_.transport == "shm") {
+    const SegmentSeals seals = SegmentsOfThisProcess();
+    // The two kept regions (none when packed bodies keep them in plain memory), the first
+    // holding 800 KB of int64; unsealed, only the 64 KiB shared region, where it is made.
+    if (shape_.body == BodyType::kPacked) {
+      EXPECT_TRUE(seals.sealed.empty());
+    } else {
+      ASSERT_EQ(seals.sealed.size(), 2u);
+      EXPECT_GE(std::max(seals.sealed[0], seals.sealed[1]), 20 * 5000 * 8);
+    }
+    for (int64_t size : seals.unsealed) EXPECT_EQ(size, 64 << 10);
+  }
   // Two clients at once, each holding all its batches: both read the same kept bytes.
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream a, Open(*server, "k"));
   ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream b, Open(*server, "k"));

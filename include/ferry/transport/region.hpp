@@ -8,6 +8,7 @@
 
 #include "ferry/abi/export.h"
 #include "ferry/core/bytes.hpp"
+#include "ferry/core/status.hpp"
 
 namespace ferry::transport {
 
@@ -24,7 +25,7 @@ struct FERRY_EXPORT BufferRef {
 class FERRY_EXPORT Region {
  public:
   virtual ~Region() = default;
-  /// The local mapping, writable by the server.
+  /// The local mapping, writable by the server until Seal.
   virtual uint8_t* data() const noexcept = 0;
   virtual int64_t size() const noexcept = 0;
   /// The number a pair carries for the byte at `offset`: an offset tagged with the region's
@@ -32,6 +33,13 @@ class FERRY_EXPORT Region {
   virtual uint64_t WireAddress(int64_t offset) const noexcept = 0;
   /// The URI's remote_handle for this region (a packed UCX rkey), or empty.
   virtual std::string remote_handle() const = 0;
+  /// Make the region read-only for good, once the server has written all it ever will (a kept
+  /// dataset) and before it is shared. Over shared memory the server's mapping becomes read-only
+  /// and the segment is sealed against writes, so a client knows its bytes never change and may
+  /// map its pages ahead of its reads; data() may move. Costs one remap. After a call, failed or
+  /// not, the server must not write the region. Where the transport has nothing to seal (UCX,
+  /// the in-process transport) it does nothing.
+  [[nodiscard]] virtual Status Seal() { return Status::OK(); }
 };
 
 /// Type-1 buffers brought to the client. `bytes` covers them all; `buffers[i]` is buffer i's

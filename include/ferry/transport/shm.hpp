@@ -20,6 +20,15 @@ FERRY_EXPORT Result<std::unique_ptr<Listener>> ListenShm(const std::string& path
 FERRY_EXPORT Result<std::unique_ptr<Connection>> ConnectShm(const std::string& path,
                                                             const ConnectOptions& options);
 
+/// Where the kernel says whether shared memory gets transparent huge pages.
+inline constexpr const char* kShmemHugePagesSetting =
+    "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
+
+/// The setting in force at `setting_path`, the bracketed word of "always within_size advise
+/// [never] deny force": whether a segment that asks for huge pages (2 MiB or more) gets them.
+/// Empty where it cannot be read. One read of a sysfs file.
+FERRY_EXPORT std::string ShmemHugePages(const std::string& setting_path = kShmemHugePagesSetting);
+
 /// How a wire address names a byte of a shared segment: the segment's index in the top 24 bits,
 /// the byte offset in the low 40.
 constexpr int kShmOffsetBits = 40;

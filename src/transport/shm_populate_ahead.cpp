@@ -1,0 +1,111 @@
+// PopulateAhead: a client's page tables filled ahead of its reads (shm_populate_ahead.hpp).
+#include "transport/shm_populate_ahead.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "ferry/core/status_code.hpp"
+
+namespace ferry::transport::internal::shm {
+
+PopulateAhead::~PopulateAhead() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PopulateAhead::Note(const std::shared_ptr<const Mapping>& segment, uint64_t end) {
+  read_.store(end, std::memory_order_relaxed);
+  // Asked again only once a read has used half of what was asked: most Notes cost two loads.
+  if (noted_.load(std::memory_order_relaxed) == segment.get() &&
+      end + kWindow / 2 <= noted_asked_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  const auto size = static_cast<uint64_t>(segment->size());
+  {
+    std::lock_guard lock(mutex_);
+    if (unsupported_ || stop_) return;
+    if (segment_ != segment) {
+      // Another segment: mapped from the page this read ends in on (what it read, it faulted
+      // in itself).
+      segment_ = segment;
+      mapped_ = end & ~(kPage - 1);
+      asked_ = mapped_;
+    }
+    if (end + kWindow / 2 <= asked_ || asked_ >= size) return;
+    // Whole pages: each step starts on one, as madvise requires.
+    asked_ = std::min(size, (end + kWindow + kPage - 1) & ~(kPage - 1));
+    noted_.store(segment.get(), std::memory_order_relaxed);
+    noted_asked_.store(asked_, std::memory_order_relaxed);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  }
+  work_.notify_one();
+}
+
+uint64_t PopulateAhead::mapped() const {
+  std::lock_guard lock(mutex_);
+  return mapped_;
+}
+
+uint64_t PopulateAhead::asked() const {
+  std::lock_guard lock(mutex_);
+  return asked_;
+}
+
+void PopulateAhead::Run() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    work_.wait(lock, [&] {
+      return stop_ || (segment_ != nullptr && mapped_ < asked_ && asked_ > unwritten_asked_);
+    });
+    if (stop_) return;
+    // The segment is held while its pages are mapped, and the lock let go: a read that needs
+    // a page before its turn faults it in itself, as without this.
+    const std::shared_ptr<const Mapping> segment = segment_;
+    // Behind the reads (a busy machine: the reader and a server on the cores), mapping pages
+    // beside them only contends for them: skip to a step past them.
+    const uint64_t read = read_.load(std::memory_order_relaxed);
+    if (read > mapped_) {
+      mapped_ = std::min(asked_, (read + kStep + kPage - 1) & ~(kPage - 1));
+      if (mapped_ >= asked_) continue;
+    }
+    const uint64_t from = mapped_;
+    uint64_t to = std::min(asked_, from + kStep);
+    const uint64_t asked = asked_;
+    lock.unlock();
+    // Only pages the server wrote: mapping one it has not would make it (a page of zeros the
+    // server's memory then holds), and a region still being written is written page by page.
+    uint8_t* base = const_cast<uint8_t*>(segment->data());
+    const size_t pages = (to - from + kPage - 1) / kPage;
+    resident_.resize(pages);
+    if (mincore(base + from, to - from, resident_.data()) == 0) {
+      size_t n = 0;
+      while (n < pages && (resident_[n] & 1) != 0) ++n;
+      to = std::min(to, from + n * kPage);
+    }
+    int error = 0;
+    if (to > from) {
+      error = madvise(base + from, to - from, MADV_POPULATE_READ) == 0 ? 0 : errno;
+    }
+    lock.lock();
+    if (to == from) {
+      unwritten_asked_ = asked;  // nothing written there yet: until a read asks for more
+      continue;
+    }
+    if (error == EINTR) continue;  // a signal came: that step again
+    if (error != 0 && StatusCodeFromErrno(error) == StatusCode::kInvalidArgument) {
+      unsupported_ = true;  // a kernel before 5.14: the reads fault their pages in, as before
+      return;
+    }
+    // Another error (a page the server's file no longer has) leaves that step to the reads,
+    // which report it their own way.
+    if (segment_ == segment && mapped_ == from) mapped_ = to;
+  }
+}
+
+}  // namespace ferry::transport::internal::shm
