@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "support/test_util.hpp"
@@ -17,21 +15,7 @@ namespace ferry {
 namespace {
 
 // The permissions /proc/self/maps shows for the mapping that holds `p` ("" when none holds it).
-std::string MapsEntry(const void* p) {
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    unsigned long start = 0;
-    unsigned long end = 0;
-    char perms[5] = {};
-    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &start, &end, perms) == 3 && start <= at &&
-        at < end) {
-      return perms;
-    }
-  }
-  return "";
-}
+std::string PermissionsOf(const void* p) { return testing::MapsEntryOf(p).permissions; }
 
 TEST(Mapping, AnonymousMemoryIsZeroedWritableAndUnmappedOnDestruction) {
   void* where = nullptr;
@@ -42,9 +26,9 @@ TEST(Mapping, AnonymousMemoryIsZeroedWritableAndUnmappedOnDestruction) {
     for (int64_t i = 0; i < m.size(); i += 997) EXPECT_EQ(m.data()[i], 0);
     m.data()[5] = 42;
     where = m.data();
-    EXPECT_EQ(MapsEntry(where), "rw-p");
+    EXPECT_EQ(PermissionsOf(where), "rw-p");
   }
-  EXPECT_EQ(MapsEntry(where), "");
+  EXPECT_EQ(PermissionsOf(where), "");
 }
 
 TEST(Mapping, FileMappingsHonourAccessAndSharing) {
@@ -57,9 +41,9 @@ TEST(Mapping, FileMappingsHonourAccessAndSharing) {
   ASSERT_OK_AND_ASSIGN(Mapping guard,
                        Mapping::OfFile(fd, 8192, {.access = MapAccess::kNone, .shared = true}));
   close(fd);  // the mappings keep the memory
-  EXPECT_EQ(MapsEntry(writer.data()), "rw-s");
-  EXPECT_EQ(MapsEntry(reader.data()), "r--s");
-  EXPECT_EQ(MapsEntry(guard.data()), "---s");
+  EXPECT_EQ(PermissionsOf(writer.data()), "rw-s");
+  EXPECT_EQ(PermissionsOf(reader.data()), "r--s");
+  EXPECT_EQ(PermissionsOf(guard.data()), "---s");
   writer.data()[8191] = 7;
   EXPECT_EQ(reader.data()[8191], 7);  // shared: one memory, two views
 }
@@ -83,10 +67,10 @@ TEST(Mapping, ResizeKeepsTheBytesAndMoveTransfersOwnership) {
 TEST(Mapping, ReleaseAndAdoptHandOwnershipThroughAPointer) {
   ASSERT_OK_AND_ASSIGN(Mapping m, Mapping::Anonymous(4096));
   void* p = std::move(m).Release();
-  EXPECT_EQ(m.data(), nullptr);     // NOLINT(bugprone-use-after-move)
-  EXPECT_EQ(MapsEntry(p), "rw-p");  // still mapped: the caller owns it now
+  EXPECT_EQ(m.data(), nullptr);         // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(PermissionsOf(p), "rw-p");  // still mapped: the caller owns it now
   { const Mapping back = Mapping::Adopt(p, 4096); }
-  EXPECT_EQ(MapsEntry(p), "");
+  EXPECT_EQ(PermissionsOf(p), "");
 }
 
 TEST(Mapping, ErrorsNameWhatAndWhy) {

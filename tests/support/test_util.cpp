@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -140,6 +141,22 @@ std::set<int> ThreadsAlive(const std::set<int>& tids) {
     if (now.count(tid) != 0) out.insert(tid);
   }
   return out;
+}
+
+MapsEntry MapsEntryOf(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long lo = 0;
+    unsigned long hi = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) != 3 || at < lo || at >= hi) {
+      continue;
+    }
+    const size_t slash = line.find('/');
+    return {perms, slash == std::string::npos ? "" : line.substr(slash)};
+  }
+  return {};
 }
 
 }  // namespace ferry::testing

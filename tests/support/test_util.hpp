@@ -152,4 +152,13 @@ std::set<int> ThreadIdsNamed(const std::string& name);
 /// Which of `tids` are still threads of this process (not exiting).
 std::set<int> ThreadsAlive(const std::set<int>& tids);
 
+/// The /proc/self/maps entry of the mapping that holds an address: its permissions ("r--s",
+/// "rw-p") and the file it maps ("/memfd:ferry-segment (deleted)"; empty for anonymous memory).
+struct MapsEntry {
+  std::string permissions;
+  std::string path;
+};
+/// The entry of the mapping that holds `address` now; both fields empty when none holds it.
+MapsEntry MapsEntryOf(const void* address);
+
 }  // namespace ferry::testing

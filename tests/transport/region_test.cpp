@@ -6,9 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -56,19 +54,7 @@ struct MappedFile {
 };
 
 // The path of the mapping that holds `address` in this process, or "".
-std::string MappingOf(const void* address) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  const auto a = reinterpret_cast<uintptr_t>(address);
-  while (std::getline(maps, line)) {
-    uintptr_t lo = 0;
-    uintptr_t hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2 || a < lo || a >= hi) continue;
-    const size_t slash = line.find('/');
-    return slash == std::string::npos ? "" : line.substr(slash);
-  }
-  return "";
-}
+std::string MappingOf(const void* address) { return ferry::testing::MapsEntryOf(address).path; }
 
 // Memory to lend: `size` bytes at `data` that `fd` maps, kept by `owner`.
 LendableBytes Lent(const uint8_t* data, int64_t size, int fd, std::shared_ptr<const void> owner) {

@@ -7,9 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "ferry/transport/transport.hpp"
@@ -24,19 +22,7 @@ using internal::shm::ShmRegion;
 
 // The permissions ("r--s", "rw-s") of the mapping that holds `address` in this process.
 std::string PermissionsOf(const void* address) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  const auto a = reinterpret_cast<uintptr_t>(address);
-  while (std::getline(maps, line)) {
-    uintptr_t lo = 0;
-    uintptr_t hi = 0;
-    char perms[5] = {};
-    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) != 3 || a < lo || a >= hi) {
-      continue;
-    }
-    return perms;
-  }
-  return "";
+  return ferry::testing::MapsEntryOf(address).permissions;
 }
 
 uint8_t ByteAt(int64_t i) { return static_cast<uint8_t>((i * 2654435761u) >> 11); }
