@@ -60,9 +60,7 @@ uint64_t PopulateAhead::asked() const {
 void PopulateAhead::Run() {
   std::unique_lock lock(mutex_);
   while (true) {
-    work_.wait(lock, [&] {
-      return stop_ || (segment_ != nullptr && mapped_ < asked_ && asked_ > unwritten_asked_);
-    });
+    work_.wait(lock, [&] { return stop_ || (segment_ != nullptr && mapped_ < asked_); });
     if (stop_) return;
     // The segment is held while its pages are mapped, and the lock let go: a read that needs
     // a page before its turn faults it in itself, as without this.
@@ -75,28 +73,13 @@ void PopulateAhead::Run() {
       if (mapped_ >= asked_) continue;
     }
     const uint64_t from = mapped_;
-    uint64_t to = std::min(asked_, from + kStep);
-    const uint64_t asked = asked_;
+    const uint64_t to = std::min(asked_, from + kStep);
     lock.unlock();
-    // Only pages the server wrote: mapping one it has not would make it (a page of zeros the
-    // server's memory then holds), and a region still being written is written page by page.
+    // The segment is sealed: its server wrote all of it, so no page mapped here is one it has
+    // not written yet (which the kernel would make, zeroed, in the server's memory).
     uint8_t* base = const_cast<uint8_t*>(segment->data());
-    const size_t pages = (to - from + kPage - 1) / kPage;
-    resident_.resize(pages);
-    if (mincore(base + from, to - from, resident_.data()) == 0) {
-      size_t n = 0;
-      while (n < pages && (resident_[n] & 1) != 0) ++n;
-      to = std::min(to, from + n * kPage);
-    }
-    int error = 0;
-    if (to > from) {
-      error = madvise(base + from, to - from, MADV_POPULATE_READ) == 0 ? 0 : errno;
-    }
+    const int error = madvise(base + from, to - from, MADV_POPULATE_READ) == 0 ? 0 : errno;
     lock.lock();
-    if (to == from) {
-      unwritten_asked_ = asked;  // nothing written there yet: until a read asks for more
-      continue;
-    }
     if (error == EINTR) continue;  // a signal came: that step again
     if (error != 0 && StatusCodeFromErrno(error) == StatusCode::kInvalidArgument) {
       unsupported_ = true;  // a kernel before 5.14: the reads fault their pages in, as before

@@ -7,7 +7,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "ferry/core/mapping.hpp"
 
@@ -15,11 +14,12 @@ namespace ferry::transport::internal::shm {
 
 /// Fills a client's page tables for the pages of a segment ahead of its reads, on a thread of its
 /// own, so that the pages of a kept dataset are mapped before its caller reads them instead of by
-/// page faults on the caller's thread (a quarter of a small-batch reader's time). Told where each
-/// read ends (Note), it maps up to kWindow bytes past the furthest, once: a segment's pages stay
-/// mapped until it is unmapped. Reads nothing of the pages (MADV_POPULATE_READ); where the kernel
-/// lacks that (before Linux 5.14) it does nothing. Thread-safe; its thread starts at the first
-/// Note that needs it and stops with it.
+/// page faults on the caller's thread (a quarter of a small-batch reader's time). Only for a
+/// segment sealed against writes, which its server wrote whole: every page it maps exists. Told
+/// where each read ends (Note), it maps up to kWindow bytes past the furthest, once: a segment's
+/// pages stay mapped until it is unmapped. Reads nothing of the pages (MADV_POPULATE_READ); where
+/// the kernel lacks that (before Linux 5.14) it does nothing. Thread-safe; its thread starts at the
+/// first Note that needs it and stops with it.
 class PopulateAhead {
  public:
   /// How far past the furthest read the pages are mapped.
@@ -55,8 +55,6 @@ class PopulateAhead {
   std::shared_ptr<const Mapping> segment_;  // the segment being mapped (its last Note's)
   uint64_t asked_ = 0;                      // map [0, asked_) of it
   uint64_t mapped_ = 0;                     // what is mapped of it
-  uint64_t unwritten_asked_ = 0;            // asked_ when the next page was found unwritten
-  std::vector<unsigned char> resident_;     // the thread's: mincore's answer for a step
   bool stop_ = false;
   bool unsupported_ = false;  // the kernel refused MADV_POPULATE_READ
   std::thread thread_;
