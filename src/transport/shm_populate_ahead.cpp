@@ -1,6 +1,7 @@
 // PopulateAhead: a client's page tables filled ahead of its reads (shm_populate_ahead.hpp).
 #include "transport/shm_populate_ahead.hpp"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -42,7 +43,10 @@ void PopulateAhead::Note(const std::shared_ptr<const Mapping>& segment, uint64_t
     asked_ = std::min(size, (end + kWindow + kPage - 1) & ~(kPage - 1));
     noted_.store(segment.get(), std::memory_order_relaxed);
     noted_asked_.store(asked_, std::memory_order_relaxed);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+    if (!thread_.joinable()) {
+      thread_ = std::thread([this] { Run(); });
+      pthread_setname_np(thread_.native_handle(), "ferry-shm-ahead");  // for top, perf and tests
+    }
   }
   work_.notify_one();
 }

@@ -74,6 +74,7 @@ TEST(PopulateAhead, MapsThePagesAfterEachReadUpToItsWindow) {
     return;
   }
   EXPECT_EQ(segments.asked_ahead(), kMiB + window);
+  EXPECT_EQ(ferry::testing::ThreadIdsNamed("ferry-shm-ahead").size(), 1u);
   EXPECT_TRUE(testing::Within(std::chrono::seconds(10),
                               [&] { return Missing(base, kMiB, kMiB + window) == 0; }))
       << Missing(base, kMiB, kMiB + window) << " pages of the window were not mapped";
@@ -118,7 +119,8 @@ TEST(PopulateAhead, ASegmentNotSealedAgainstWritesIsLeftToItsReads) {
     ASSERT_TRUE(body.borrowed);
   }
   EXPECT_EQ(segments.asked_ahead(), 0u);
-  // Nothing past the reads was mapped (none started a thread that could map it later).
+  EXPECT_TRUE(ferry::testing::ThreadIdsNamed("ferry-shm-ahead").empty());
+  // Nothing past the reads was mapped (no thread was started that could map it later).
   EXPECT_EQ(Missing(body.bytes.data, 17 * kMiB, kSegment),
             static_cast<int64_t>((kSegment - 17 * kMiB) / 4096));
   uint64_t page = 0;
