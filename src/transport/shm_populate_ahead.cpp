@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +11,9 @@
 #include "ferry/core/status_code.hpp"
 
 namespace ferry::transport::internal::shm {
+
+PopulateAhead::PopulateAhead()
+    : page_(sysconf(_SC_PAGESIZE) > 0 ? static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 4096) {}
 
 PopulateAhead::~PopulateAhead() {
   {
@@ -35,12 +39,12 @@ void PopulateAhead::Note(const std::shared_ptr<const Mapping>& segment, uint64_t
       // Another segment: mapped from the page this read ends in on (what it read, it faulted
       // in itself).
       segment_ = segment;
-      mapped_ = end & ~(kPage - 1);
+      mapped_ = end & ~(page_ - 1);
       asked_ = mapped_;
     }
     if (end + kWindow / 2 <= asked_ || asked_ >= size) return;
     // Whole pages: each step starts on one, as madvise requires.
-    asked_ = std::min(size, (end + kWindow + kPage - 1) & ~(kPage - 1));
+    asked_ = std::min(size, (end + kWindow + page_ - 1) & ~(page_ - 1));
     noted_.store(segment.get(), std::memory_order_relaxed);
     noted_asked_.store(asked_, std::memory_order_relaxed);
     if (!thread_.joinable()) {
@@ -73,7 +77,7 @@ void PopulateAhead::Run() {
     // beside them only contends for them: skip to a step past them.
     const uint64_t read = read_.load(std::memory_order_relaxed);
     if (read > mapped_) {
-      mapped_ = std::min(asked_, (read + kStep + kPage - 1) & ~(kPage - 1));
+      mapped_ = std::min(asked_, (read + kStep + page_ - 1) & ~(page_ - 1));
       if (mapped_ >= asked_) continue;
     }
     const uint64_t from = mapped_;

@@ -26,10 +26,8 @@ class PopulateAhead {
   static constexpr uint64_t kWindow = uint64_t{8} << 20;
   /// What the thread maps at once: a read that catches up with it waits no longer than this.
   static constexpr uint64_t kStep = uint64_t{1} << 20;
-  /// The page size whose multiples the steps start at.
-  static constexpr uint64_t kPage = 4096;
 
-  PopulateAhead() = default;
+  PopulateAhead();
   ~PopulateAhead();
   PopulateAhead(const PopulateAhead&) = delete;
   PopulateAhead& operator=(const PopulateAhead&) = delete;
@@ -49,6 +47,7 @@ class PopulateAhead {
   // Note's test without the lock: the segment and the mark of its last Note (set under mutex_).
   std::atomic<const Mapping*> noted_{nullptr};
   std::atomic<uint64_t> noted_asked_{0};
+  const uint64_t page_;  // the system's page size: each step starts on a page, as madvise asks
   std::atomic<uint64_t> read_{0};  // the last Note's end
   mutable std::mutex mutex_;
   std::condition_variable work_;
