@@ -84,13 +84,6 @@ Result<Mapping> MakeSealedMemfd(const char* name, int64_t size, const std::strin
 /// where it is `never` (Debian's default) the hint does nothing.
 inline bool SegmentHugePages(int64_t size) { return size >= (int64_t{2} << 20); }
 
-/// Whether ShmemHugePages' `setting` gives a segment that asks for huge pages (SegmentHugePages)
-/// 2 MiB pages.
-inline bool HugePagesGiven(const std::string& setting) {
-  return setting == "advise" || setting == "always" || setting == "within_size" ||
-         setting == "force";
-}
-
 /// A connection over `fd`, a connected Unix stream socket it then owns.
 std::unique_ptr<Connection> MakeConnection(int fd, TransportLimits limits);
 /// A client's end over `fd`, as MakeConnection, that sends a non-empty `trace`

@@ -1,4 +1,5 @@
-// ShmemHugePages: the kernel's huge-page setting for shared memory (ferry/transport/shm.hpp).
+// ShmemHugePages and ShmemHugePagesGiven: the kernel's huge-page setting for shared memory, and
+// what it gives (ferry/transport/shm.hpp).
 #include <fstream>
 #include <string>
 
@@ -16,6 +17,11 @@ std::string ShmemHugePages(const std::string& setting_path) {
     }
   }
   return chosen;
+}
+
+bool ShmemHugePagesGiven(const std::string& setting) {
+  return setting == "advise" || setting == "always" || setting == "within_size" ||
+         setting == "force";
 }
 
 }  // namespace ferry::transport

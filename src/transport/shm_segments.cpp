@@ -53,7 +53,7 @@ Status Segments::Map(uint64_t index, uint64_t length, bool file, int fd) {
   // the kernel gives it 2 MiB ones, its reads fault 512x less, and a thread mapping ahead would
   // only take a core from them.
   const bool sealed = got >= 0 && (got & F_SEAL_WRITE) != 0;
-  const bool ahead = sealed && !(huge && HugePagesGiven(ShmemHugePages()));
+  const bool ahead = sealed && !(huge && ShmemHugePagesGiven(ShmemHugePages()));
   std::lock_guard lock(mutex_);
   mapped_[index] = Mapped{std::move(m), ahead};
   return Status::OK();

@@ -37,6 +37,7 @@ TEST(SharedHugePagesHint, SaysNothingWhereTheyAreGivenOrTheSettingIsUnknown) {
   EXPECT_EQ(HintFor("always within_size [advise] never deny force"), "");
   EXPECT_EQ(HintFor("[always] within_size advise never deny force"), "");
   EXPECT_EQ(HintFor("always [within_size] advise never deny force"), "");
+  EXPECT_EQ(HintFor("always within_size advise never deny [force]"), "");
   EXPECT_EQ(HintFor("nothing chosen"), "");
   EXPECT_EQ(cli::SharedHugePagesHint(testing::ScratchPath("no-such-setting")), "");
 }

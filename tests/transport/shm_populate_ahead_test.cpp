@@ -68,7 +68,7 @@ TEST(PopulateAhead, MapsThePagesAfterEachReadUpToItsWindow) {
   ASSERT_TRUE(body.borrowed);
   const uint8_t* base = body.bytes.data;
   const uint64_t window = PopulateAhead::kWindow;
-  if (HugePagesGiven(ShmemHugePages())) {
+  if (ShmemHugePagesGiven(ShmemHugePages())) {
     // The segment maps in 2 MiB pages here: its reads fault little, and nothing maps ahead.
     EXPECT_EQ(segments.asked_ahead(), 0u);
     return;

@@ -5,7 +5,7 @@ namespace ferry::cli {
 
 std::string SharedHugePagesHint(const std::string& setting_path) {
   const std::string chosen = transport::ShmemHugePages(setting_path);
-  if (chosen != "never" && chosen != "deny") return "";
+  if (chosen.empty() || transport::ShmemHugePagesGiven(chosen)) return "";
   return "kept datasets map in 4 KiB pages here: " + setting_path + " is " + chosen +
          "; with advise their segments map in 2 MiB pages and each client reads them with "
          "512x fewer page faults (docs/dipc.md, \"Huge pages for shared segments\")";

@@ -28,6 +28,9 @@ inline constexpr const char* kShmemHugePagesSetting =
 /// [never] deny force": whether a segment that asks for huge pages (2 MiB or more) gets them.
 /// Empty where it cannot be read. One read of a sysfs file.
 FERRY_EXPORT std::string ShmemHugePages(const std::string& setting_path = kShmemHugePagesSetting);
+/// Whether ShmemHugePages' `setting` gives 2 MiB pages to a segment that asks for them (`advise`,
+/// `within_size`, `always`, `force`); not for `never`, `deny` or an empty (unread) setting.
+FERRY_EXPORT bool ShmemHugePagesGiven(const std::string& setting);
 
 /// How a wire address names a byte of a shared segment: the segment's index in the top 24 bits,
 /// the byte offset in the low 40.
