@@ -25,9 +25,14 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 
 import pyarrow as pa
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "support"))
+import machine  # noqa: E402 (tests/support, on the path above)
 
 CASES = ["count", "devnull", "file", "limit", "client"]
 SUMMARY = re.compile(r"([\d,]+) bytes in [\d.]+ s \([\d.]+ [MG]B/s; connected in [\d.]+ ms, "
@@ -123,6 +128,8 @@ def main():
             server.terminate()
             server.wait(timeout=30)
     median = {case: statistics.median(v) for case, v in seconds.items()}
+    here = machine.describe()
+    print(machine.line(here))
     print(f"{args.batches:,} kept batches of {args.rows:,} rows ({size / 1e6:.0f} MB), "
           f"{args.rounds} rounds, medians; the file case and the limit write into {args.dir}")
     print("| case | seconds | against the benchmark's client |")
@@ -132,7 +139,7 @@ def main():
     print(f"file against its limit: {median['limit'] / median['file']:.2f}x")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"batches": args.batches, "rows": args.rows, "bytes": size,
+            json.dump({"machine": here, "batches": args.batches, "rows": args.rows, "bytes": size,
                        "seconds": seconds, "median": median}, f, indent=1)
 
 

@@ -70,6 +70,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+import machine  # noqa: E402 (tests/support, on the path above)
 SMOKE = os.environ.get("FERRY_BENCH_SMOKE", "0") not in ("", "0")
 TIMEOUT = 300
 
@@ -125,17 +126,6 @@ class Ferry:
         if result.get("latency_ns") and turnaround:
             result["latency_ns"]["server_p50"] = json.loads(turnaround[-1])["p50"]
         return result
-
-
-def shmem_huge_pages():
-    """The kernel's shmem_enabled setting, bracketed in sysfs ("never" on Debian): whether a kept
-    dataset's 2 MiB segments (and the kept limit's memfd), which ask for huge pages, get them."""
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
-            words = f.read().split()
-    except OSError:
-        return "unknown"
-    return next((w[1:-1] for w in words if w.startswith("[")), "unknown")
 
 
 def warmup(batches):
@@ -476,15 +466,15 @@ def main():
     finally:
         if hosts is not None:
             hosts.__exit__(None, None, None)
-    shmem = shmem_huge_pages()
-    print(f"shared memory's huge pages (transparent_hugepage/shmem_enabled): {shmem}\n")
+    here = machine.describe()
+    print(machine.line(here) + "\n")
     for rows, results in every.items():
         print(table(rows, results) + "\n")
     if 1000 in every:
         print(goals(every[1000]) + "\n")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"rate": args.rate, "batches": args.batches, "shmem_enabled": shmem,
+            json.dump({"rate": args.rate, "batches": args.batches, "machine": here,
                        "latency_batches": args.latency_batches, "results": every}, f, indent=1)
     if args.plot:
         plot(args.plot, every)
