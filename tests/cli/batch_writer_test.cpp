@@ -1,11 +1,12 @@
-// BatchWriter, `ferry get --to`'s writing thread (tools/ferry/batch_writer.hpp), on its own: built
-// into every tree, the sanitizers' among them, which build no tools. The oracle is the batches'
-// own values (hand-computed: batch b holds b*rows .. b*rows+rows-1), read back from the bytes
-// written by ferry's reader, and a count of every batch's release.
+// BatchWriter, `ferry get --to`'s writing (tools/ferry/batch_writer.hpp), on its own: built into
+// every tree, the sanitizers' among them, which build no tools. The oracle is the batches' own
+// values (hand-computed: batch b holds b*rows .. b*rows+rows-1), read back from the bytes written
+// by ferry's reader, a count of every batch's release, and which thread made each write.
 #include "tools/ferry/batch_writer.hpp"
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -20,13 +21,18 @@ namespace {
 
 using cli::BatchWriter;
 
-// A sink in front of a MemorySink that can hold the writing thread inside a write, until opened,
-// and fail a write. Writes are counted from 0 once armed (after the schema); the writing thread
-// writes a group of batches at once, so a write holds one batch or more.
+// A sink in front of a MemorySink that can hold a write until opened, fail a write, and run a
+// hook in each; it notes the thread of each. Writes are counted from 0 once armed (after the
+// schema); a group of batches goes in one write, so a write holds one batch or more.
 class GateSink final : public ipc::Sink {
  public:
   Status Write(std::span<const ByteSpan> pieces) override {
     const int n = armed_ ? write_++ : -1;
+    if (n >= 0) {
+      std::lock_guard lock(mutex_);
+      threads_.push_back(std::this_thread::get_id());
+    }
+    if (n >= 0 && on_write_) on_write_();
     if (n >= 0 && n == hold_at_) {
       std::unique_lock lock(mutex_);
       held_ = true;
@@ -41,10 +47,16 @@ class GateSink final : public ipc::Sink {
   }
   int64_t position() const noexcept override { return memory_.position(); }
 
-  void Arm(int hold_at, int fail_at) {
+  void Arm(int hold_at, int fail_at, std::function<void()> on_write = nullptr) {
     hold_at_ = hold_at;
     fail_at_ = fail_at;
+    on_write_ = std::move(on_write);
     armed_ = true;
+  }
+  // The thread of each armed write, in order.
+  std::vector<std::thread::id> threads() {
+    std::lock_guard lock(mutex_);
+    return threads_;
   }
   // Wait (at most 30 s) until the writing thread is held.
   bool WaitHeld() {
@@ -63,7 +75,9 @@ class GateSink final : public ipc::Sink {
   bool armed_ = false;  // set before the writing thread starts
   int hold_at_ = -1;
   int fail_at_ = -1;
-  int write_ = 0;  // the writing thread's alone
+  std::function<void()> on_write_;
+  int write_ = 0;  // one write at a time
+  std::vector<std::thread::id> threads_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool held_ = false;
@@ -131,12 +145,12 @@ struct Fixture {
 
 // Hand `batches` batches of `rows` rows over, each said to be `bytes` long, then finish: every one
 // is written in order and released once.
-void WriteAllInOrder(int batches, int rows, int64_t bytes) {
+void WriteAllInOrder(int batches, int rows, int64_t bytes, BatchWriter::Where where) {
   auto f = Fixture::Make(batches, rows);
   ASSERT_NE(f, nullptr);
   f->sink.Arm(-1, -1);
   {
-    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, where);
     for (int b = 0; b < batches; ++b) ASSERT_OK(output.Write(f->Take(b), bytes));
     ASSERT_OK(output.Finish());
   }
@@ -145,7 +159,10 @@ void WriteAllInOrder(int batches, int rows, int64_t bytes) {
   EXPECT_EQ(f->Written(), f->data.expected);
 }
 
-TEST(BatchWriter, WritesEveryBatchInOrderAndReleasesEach) { WriteAllInOrder(3000, 8, 64); }
+TEST(BatchWriter, WritesEveryBatchInOrderAndReleasesEach) {
+  WriteAllInOrder(3000, 8, 64, BatchWriter::Where::kAdaptive);
+  WriteAllInOrder(3000, 8, 64, BatchWriter::Where::kThread);
+}
 
 // While the output blocks, the queue takes kMaxBatches batches beyond the one being written, and
 // the next Write waits; once the output moves, everything is written in order.
@@ -200,13 +217,14 @@ TEST(BatchWriter, WritesFewerBatchesThanAGroupWithoutWaitingForMore) {
 
 // A batch said to be bigger than the queue's bytes still passes, alone.
 TEST(BatchWriter, PassesBatchesBiggerThanItsBytesOneAtATime) {
-  WriteAllInOrder(5, 4, BatchWriter::kMaxBytes * 2);
+  WriteAllInOrder(5, 4, BatchWriter::kMaxBytes * 2, BatchWriter::Where::kAdaptive);
+  WriteAllInOrder(5, 4, BatchWriter::kMaxBytes * 2, BatchWriter::Where::kThread);
 }
 
 // The output's first failure comes back from a later Write and from Finish, naming the write;
 // every batch handed over, written or not, is released once, and what was written is the first
 // batches, in order (a write holds a group of them).
-TEST(BatchWriter, ReturnsTheFirstFailureAndReleasesEveryBatch) {
+void FailsAndReleasesEveryBatch(BatchWriter::Where where) {
   constexpr int kBatches = 400;
   constexpr int kFailAt = 2;  // 400 batches take at least 7 writes of 64 at most
   auto f = Fixture::Make(kBatches, 4);
@@ -215,7 +233,7 @@ TEST(BatchWriter, ReturnsTheFirstFailureAndReleasesEveryBatch) {
   int handed = 0;
   Status failed;
   {
-    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, where);
     for (int b = 0; b < kBatches && failed.ok(); ++b) {
       failed = output.Write(f->Take(b), 32);
       ++handed;
@@ -237,7 +255,13 @@ TEST(BatchWriter, ReturnsTheFirstFailureAndReleasesEveryBatch) {
   for (size_t b = 0; b < written.size(); ++b) EXPECT_EQ(written[b], f->data.expected[b]);
 }
 
-// Stopped without Finish, it releases what is queued unwritten, and what it wrote is a prefix.
+TEST(BatchWriter, ReturnsTheFirstFailureAndReleasesEveryBatch) {
+  FailsAndReleasesEveryBatch(BatchWriter::Where::kAdaptive);
+  FailsAndReleasesEveryBatch(BatchWriter::Where::kThread);
+}
+
+// Stopped without Finish while its thread writes, it releases what is queued unwritten, and what
+// it wrote is a prefix. (A caller that writes cannot stop it inside its own write.)
 TEST(BatchWriter, StoppingReleasesWhatIsQueued) {
   constexpr int kBatches = 40;
   auto f = Fixture::Make(kBatches, 4);
@@ -245,7 +269,7 @@ TEST(BatchWriter, StoppingReleasesWhatIsQueued) {
   f->sink.Arm(0, -1);
   std::thread opener;
   {
-    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter);
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, BatchWriter::Where::kThread);
     for (int b = 0; b < kBatches; ++b) ASSERT_OK(output.Write(f->Take(b), 32));
     ASSERT_TRUE(f->sink.WaitHeld());
     // The destructor waits for the batch being written: open the output while it stops.
@@ -261,6 +285,95 @@ TEST(BatchWriter, StoppingReleasesWhatIsQueued) {
   ASSERT_GE(written.size(), 1u);
   ASSERT_LE(written.size(), static_cast<size_t>(kBatches));
   for (size_t b = 0; b < written.size(); ++b) EXPECT_EQ(written[b], f->data.expected[b]);
+}
+
+// Batches that take longer to come than their group's write are written by the caller, group by
+// group, on its own thread. Time is a ManualClock: each batch comes 10 us after the last, each
+// write takes none.
+TEST(BatchWriter, WritesOnTheCallersThreadWhileWritingIsCheap) {
+  constexpr int kBatches = 4 * static_cast<int>(BatchWriter::kGroupBatches);
+  auto f = Fixture::Make(kBatches, 4);
+  ASSERT_NE(f, nullptr);
+  f->sink.Arm(-1, -1);
+  auto clock = std::make_shared<ManualClock>();
+  {
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, BatchWriter::Where::kAdaptive,
+                       clock);
+    for (int b = 0; b < kBatches; ++b) {
+      clock->Advance(std::chrono::microseconds(10));
+      ASSERT_OK(output.Write(f->Take(b), 32));
+    }
+    EXPECT_FALSE(output.on_thread());
+    ASSERT_OK(output.Finish());
+  }
+  const std::vector<std::thread::id> threads = f->sink.threads();
+  ASSERT_EQ(threads.size(), 4u) << "one write a group";
+  for (const std::thread::id& t : threads) EXPECT_EQ(t, std::this_thread::get_id());
+  EXPECT_EQ(f->counter.released(), kBatches);
+  ASSERT_OK(f->writer->Close());
+  EXPECT_EQ(f->Written(), f->data.expected);
+}
+
+// A write that takes longer than half its group's coming (each here 1 ms, against 16 batches 10 us
+// apart) is slow: after kSlowWrites of them in a row the thread writes every group, and the caller
+// only hands batches over. Every batch is still written once, in order.
+TEST(BatchWriter, HandsTheWritingToItsThreadOnceWritesAreSlow) {
+  constexpr int kGroups = BatchWriter::kSlowWrites + 3;
+  constexpr int kBatches = kGroups * static_cast<int>(BatchWriter::kGroupBatches);
+  auto f = Fixture::Make(kBatches, 4);
+  ASSERT_NE(f, nullptr);
+  auto clock = std::make_shared<ManualClock>();
+  f->sink.Arm(-1, -1, [&] { clock->Advance(std::chrono::milliseconds(1)); });
+  bool on_thread_after_slow_writes = false;
+  {
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, BatchWriter::Where::kAdaptive,
+                       clock);
+    for (int b = 0; b < kBatches; ++b) {
+      clock->Advance(std::chrono::microseconds(10));
+      ASSERT_OK(output.Write(f->Take(b), 32));
+      if (b + 1 == BatchWriter::kSlowWrites * static_cast<int>(BatchWriter::kGroupBatches)) {
+        on_thread_after_slow_writes = output.on_thread();
+      }
+    }
+    ASSERT_OK(output.Finish());
+  }
+  EXPECT_TRUE(on_thread_after_slow_writes);
+  const std::vector<std::thread::id> threads = f->sink.threads();
+  ASSERT_GT(threads.size(), static_cast<size_t>(BatchWriter::kSlowWrites));
+  for (int w = 0; w < BatchWriter::kSlowWrites; ++w) {
+    EXPECT_EQ(threads[w], std::this_thread::get_id()) << "write " << w;
+  }
+  for (size_t w = BatchWriter::kSlowWrites; w < threads.size(); ++w) {
+    EXPECT_NE(threads[w], std::this_thread::get_id()) << "write " << w;
+  }
+  EXPECT_EQ(f->counter.released(), kBatches);
+  ASSERT_OK(f->writer->Close());
+  EXPECT_EQ(f->Written(), f->data.expected);
+}
+
+// One slow write among cheap ones (a preemption) does not move the writing.
+TEST(BatchWriter, OneSlowWriteLeavesTheWritingWithTheCaller) {
+  constexpr int kBatches = 6 * static_cast<int>(BatchWriter::kGroupBatches);
+  auto f = Fixture::Make(kBatches, 4);
+  ASSERT_NE(f, nullptr);
+  auto clock = std::make_shared<ManualClock>();
+  int writes = 0;
+  f->sink.Arm(-1, -1, [&] {
+    if (writes++ % 2 == 0) clock->Advance(std::chrono::milliseconds(1));
+  });
+  {
+    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, BatchWriter::Where::kAdaptive,
+                       clock);
+    for (int b = 0; b < kBatches; ++b) {
+      clock->Advance(std::chrono::microseconds(10));
+      ASSERT_OK(output.Write(f->Take(b), 32));
+    }
+    EXPECT_FALSE(output.on_thread());
+    ASSERT_OK(output.Finish());
+  }
+  for (const std::thread::id& t : f->sink.threads()) EXPECT_EQ(t, std::this_thread::get_id());
+  ASSERT_OK(f->writer->Close());
+  EXPECT_EQ(f->Written(), f->data.expected);
 }
 
 }  // namespace

@@ -184,7 +184,8 @@ def test_force_replaces_a_file_and_an_existing_file_is_kept_without_it(run, ferr
 
 
 def test_many_small_batches_are_written_whole_and_in_order(run, tmp_path):
-    # 1,500 batches: more than the writing thread's queue holds, so the read waits for room.
+    # 1,500 batches: more than the writing queue holds, written in groups of 16 by the reading
+    # thread while a file's writes are cheap, and by the writing thread once they are not.
     table = _table(150_000)
     path = write_ipc(tmp_path / "t.arrows", table, chunk=100)
     server, uri = _serve(tmp_path, path)
@@ -197,6 +198,24 @@ def test_many_small_batches_are_written_whole_and_in_order(run, tmp_path):
         batches = list(got)
         assert len(batches) == 1500 and all(b.num_rows == 100 for b in batches)
         assert pa.Table.from_batches(batches).equals(table)
+    finally:
+        server.close()
+
+
+def test_to_standard_output_the_stream_is_alone_and_the_summary_goes_to_stderr(ferry_cli,
+                                                                              tmp_path):
+    # `--to /dev/stdout` into a pipe: the bytes are one IPC stream, ending with its end-of-stream
+    # marker and nothing after it; the summary is on stderr.
+    table = _table(20_000)
+    path = write_ipc(tmp_path / "t.arrows", table, chunk=1_000)
+    server, uri = _serve(tmp_path, path)
+    try:
+        r = subprocess.run([ferry_cli, "get", uri, "--ticket", "t", "--to", "/dev/stdout",
+                            "--no-progress"], capture_output=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.endswith(b"\xff\xff\xff\xff\x00\x00\x00\x00")
+        assert ipc.open_stream(pa.BufferReader(r.stdout)).read_all().equals(table)
+        assert b"20 batches, 20000 rows" in r.stderr and b"written to /dev/stdout" in r.stderr
     finally:
         server.close()
 

@@ -1,13 +1,32 @@
-// BatchWriter: `ferry get --to`'s writing thread (batch_writer.hpp).
+// BatchWriter: `ferry get --to`'s writing, on the reading thread or its own (batch_writer.hpp).
 #include "batch_writer.hpp"
 
-#include <chrono>
+#include <utility>
 #include <vector>
 
 namespace ferry::cli {
 
-BatchWriter::BatchWriter(ipc::StreamWriter* writer, ipc::BatchCheck check)
-    : writer_(writer), check_(check), thread_([this] { Run(); }) {}
+namespace {
+
+// The queue's batches, moved out in order.
+std::vector<UniqueDeviceArray> TakeAll(std::deque<std::pair<UniqueDeviceArray, int64_t>>* queue) {
+  std::vector<UniqueDeviceArray> group;
+  group.reserve(queue->size());
+  for (auto& item : *queue) group.push_back(std::move(item.first));
+  queue->clear();
+  return group;
+}
+
+}  // namespace
+
+BatchWriter::BatchWriter(ipc::StreamWriter* writer, ipc::BatchCheck check, Where where,
+                         std::shared_ptr<Clock> clock)
+    : writer_(writer),
+      check_(check),
+      clock_(clock != nullptr ? std::move(clock) : Clock::Real()),
+      on_thread_(where == Where::kThread),
+      last_end_(clock_->Now()),
+      thread_([this] { Run(); }) {}
 
 BatchWriter::~BatchWriter() {
   {
@@ -20,18 +39,54 @@ BatchWriter::~BatchWriter() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool BatchWriter::on_thread() const {
+  std::lock_guard lock(mutex_);
+  return on_thread_;
+}
+
 Status BatchWriter::Write(UniqueDeviceArray batch, int64_t bytes) {
-  bool wake = false;
-  {
-    std::unique_lock lock(mutex_);
-    room_.wait(lock, [&] { return Room() || !failure_.ok(); });
-    if (!failure_.ok()) return failure_;
-    queue_.emplace_back(std::move(batch), bytes);
-    bytes_ += bytes;
-    wake = waiting_ == Waiting::kFirst || (waiting_ == Waiting::kGroup && Group());
-  }
+  std::unique_lock lock(mutex_);
+  // Where the caller writes, a full queue that nobody writes is the caller's to write now.
+  room_.wait(lock, [&] { return Room() || !failure_.ok() || (!on_thread_ && !writing_); });
+  if (!failure_.ok()) return failure_;
+  if (queue_.empty()) first_at_ = clock_->Now();
+  queue_.emplace_back(std::move(batch), bytes);
+  bytes_ += bytes;
+  if (!on_thread_ && !writing_ && Group()) return WriteHere(lock);
+  const bool wake =
+      waiting_ == Waiting::kFirst || (waiting_ == Waiting::kGroup && on_thread_ && Group());
+  lock.unlock();
   if (wake) work_.notify_one();
   return Status::OK();
+}
+
+Status BatchWriter::WriteHere(std::unique_lock<std::mutex>& lock) {
+  std::vector<UniqueDeviceArray> group = TakeAll(&queue_);
+  bytes_ = 0;
+  writing_ = true;
+  const Clock::time_point start = clock_->Now();
+  const Clock::duration coming = start - last_end_;
+  lock.unlock();
+  const Status st = writer_->WriteHeldBatches(group, nullptr, check_);
+  group.clear();  // released here, where they were read
+  const Clock::time_point end = clock_->Now();
+  lock.lock();
+  writing_ = false;
+  last_end_ = end;
+  if (!st.ok() && failure_.ok()) {
+    failure_ = st;
+    failed_.store(true, std::memory_order_release);
+  }
+  // A write that took over half of the time its group took to come would be better overlapped
+  // with the reading: after kSlowWrites in a row (one is a preemption), the thread takes over.
+  slow_writes_ = (end - start) * 2 > coming ? slow_writes_ + 1 : 0;
+  const bool hand_over = !on_thread_ && slow_writes_ >= kSlowWrites;
+  if (hand_over) on_thread_ = true;
+  const Status result = failure_;
+  lock.unlock();
+  room_.notify_all();  // the thread may wait for this write's end (no waiter: no system call)
+  if (hand_over) work_.notify_one();
+  return result;
 }
 
 Status BatchWriter::Finish() {
@@ -46,22 +101,34 @@ Status BatchWriter::Finish() {
 }
 
 void BatchWriter::Run() {
-  std::vector<UniqueDeviceArray> group;
+  std::unique_lock lock(mutex_);
   while (true) {
-    {
-      std::unique_lock lock(mutex_);
-      waiting_ = Waiting::kFirst;
-      work_.wait(lock, [&] { return !queue_.empty() || done_; });
-      if (queue_.empty()) return;  // done_, and everything written
+    waiting_ = Waiting::kFirst;
+    work_.wait(lock, [&] { return !queue_.empty() || done_; });
+    if (queue_.empty()) return;  // done_, and everything written
+    if (on_thread_) {
       // Writing batches as they come would cost a wake-up each: let a group gather first, unless
       // the batches stopped coming. (A group comes before a full queue, whose Write would wait.)
       waiting_ = Waiting::kGroup;
-      work_.wait_for(lock, kLinger, [&] { return Group() || done_; });
-      waiting_ = Waiting::kNo;
-      for (auto& item : queue_) group.push_back(std::move(item.first));
-      queue_.clear();
-      bytes_ = 0;
+      clock_->WaitFor(work_, lock, kLinger, [&] { return Group() || done_; });
+    } else {
+      // The caller writes each group it completes: this writes only one that lingers.
+      waiting_ = Waiting::kLinger;
+      const Clock::time_point due = first_at_ + kLinger;
+      clock_->WaitUntil(work_, lock, due, [&] { return done_ || on_thread_; });
+      const bool lingered = !queue_.empty() && first_at_ + kLinger <= clock_->Now();
+      if (!done_ && !on_thread_ && !lingered) continue;  // written by the caller, or fresh
     }
+    waiting_ = Waiting::kNo;
+    if (queue_.empty()) continue;
+    if (writing_) {  // the caller's write: wait for its end, then look again
+      room_.wait(lock, [&] { return !writing_; });
+      continue;
+    }
+    std::vector<UniqueDeviceArray> group = TakeAll(&queue_);
+    bytes_ = 0;
+    writing_ = true;
+    lock.unlock();
     room_.notify_all();
     // The group in one write to the output where it can be, each batch held as WriteHeldBatch
     // holds it (a shared dictionary is then read once). After a failure (or a stop) the rest is
@@ -70,12 +137,14 @@ void BatchWriter::Run() {
                           ? Status::OK()
                           : writer_->WriteHeldBatches(group, nullptr, check_);
     group.clear();
+    lock.lock();
+    writing_ = false;
+    last_end_ = clock_->Now();
     if (!st.ok()) {
-      std::lock_guard lock(mutex_);
       if (failure_.ok()) failure_ = st;
       failed_.store(true, std::memory_order_release);
     }
-    room_.notify_all();  // a Write waiting for room learns of a failure
+    room_.notify_all();  // a Write waiting for room (or for this write) learns of it
   }
 }
 

@@ -109,7 +109,8 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
                   "Write the batches to this IPC stream file, whole or not at all: written to an "
                   "unnamed file in its directory (O_TMPFILE) and linked into place at the end, so "
                   "that even SIGKILL leaves nothing (without O_TMPFILE: a hidden .partial file "
-                  "renamed at the end); a FIFO or device is written in place");
+                  "renamed at the end); a FIFO or device is written in place (standard output too: "
+                  "the summary then goes to stderr)");
   cmd->add_flag("--force", o->force, "Replace the --to file if it exists");
   cmd->add_option("--device", o->device,
                   "Where batches land: cpu, opencl:N, cuda:N, cuda_host:N, cuda_managed:N")
@@ -237,6 +238,12 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
   std::string direct;
   struct stat info {};
   const bool exists = !o.to.empty() && stat(o.to.c_str(), &info) == 0;
+  // Where the stream goes to this process's standard output (`--to /dev/stdout`, a pipe), the
+  // summary goes to stderr: after the stream's end it would be bytes no stream has.
+  struct stat out {};
+  const bool to_stdout = exists && fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == info.st_dev &&
+                         out.st_ino == info.st_ino;
+  std::FILE* summary = to_stdout ? stderr : stdout;
   std::unique_ptr<OutputFile> file;
   if (exists && !S_ISREG(info.st_mode)) {
     direct = o.to;
@@ -295,9 +302,10 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   Result<DeviceArrayView> sizes = DeviceArrayView::Make(schema.get());
-  // Batches in host memory are written on a thread of their own while the next is read. Those
-  // landing on a device are written in turn: each is copied back to the host to be written, and
-  // -v counts the device's copies while a batch lands, which a copy of the writer's would join.
+  // Batches in host memory are written in groups, here while writing is cheap and on a thread
+  // of their own once it is not (BatchWriter). Those landing on a device are written in turn: each
+  // is copied back to the host to be written, and -v counts the device's copies while a batch
+  // lands, which a copy of the writer's would join.
   std::optional<BatchWriter> output;
   if (writer && target.ok() && (*target)->device_type() == ARROW_DEVICE_CPU) {
     output.emplace(&*writer, check);
@@ -336,13 +344,19 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
   if (bar) std::fprintf(stderr, "\n");
   if (writer) {
     Status st = output ? output->Finish() : Status::OK();
+    if (output && o.verbose) {
+      std::fprintf(stderr, "ferry get: the batches were written %s\n",
+                   output->on_thread() ? "on a thread of their own (the output's writes were slow)"
+                                       : "by the reading thread (the output's writes were cheap)");
+    }
     if (st.ok()) st = writer->Close();
     if (st.ok()) st = file != nullptr ? file->Commit() : direct_sink->Close();
     if (!st.ok()) return Fail(o.to, st);
   }
   const double t = seconds();
   const double connect = std::chrono::duration<double>(connected - start).count();
-  std::printf(
+  std::fprintf(
+      summary,
       "%s: %lld batches, %lld rows, %lld bytes in %.3f s (%.1f MB/s; connected in %.1f ms, then "
       "%.1f MB/s) on %s%s%s\n",
       label.c_str(), static_cast<long long>(batches), static_cast<long long>(rows),
