@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "support/dipc_data.hpp"
 #include "support/ipc_util.hpp"
@@ -287,6 +288,19 @@ TEST(BatchWriter, StoppingReleasesWhatIsQueued) {
   for (size_t b = 0; b < written.size(); ++b) EXPECT_EQ(written[b], f->data.expected[b]);
 }
 
+// Hand `batches` of `f`'s batches, one each 10 us of `clock`, to an adaptive writer, then finish;
+// `on_thread` gets BatchWriter::on_thread after each Write.
+void WriteTenMicrosecondsApart(Fixture* f, int batches, const std::shared_ptr<ManualClock>& clock,
+                               std::vector<bool>* on_thread) {
+  BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, BatchWriter::Where::kAdaptive, clock);
+  for (int b = 0; b < batches; ++b) {
+    clock->Advance(std::chrono::microseconds(10));
+    ASSERT_OK(output.Write(f->Take(b), 32));
+    on_thread->push_back(output.on_thread());
+  }
+  ASSERT_OK(output.Finish());
+}
+
 // Batches that take longer to come than their group's write are written by the caller, group by
 // group, on its own thread. Time is a ManualClock: each batch comes 10 us after the last, each
 // write takes none.
@@ -296,16 +310,9 @@ TEST(BatchWriter, WritesOnTheCallersThreadWhileWritingIsCheap) {
   ASSERT_NE(f, nullptr);
   f->sink.Arm(-1, -1);
   auto clock = std::make_shared<ManualClock>();
-  {
-    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, BatchWriter::Where::kAdaptive,
-                       clock);
-    for (int b = 0; b < kBatches; ++b) {
-      clock->Advance(std::chrono::microseconds(10));
-      ASSERT_OK(output.Write(f->Take(b), 32));
-    }
-    EXPECT_FALSE(output.on_thread());
-    ASSERT_OK(output.Finish());
-  }
+  std::vector<bool> on_thread;
+  WriteTenMicrosecondsApart(f.get(), kBatches, clock, &on_thread);
+  EXPECT_FALSE(on_thread.back());
   const std::vector<std::thread::id> threads = f->sink.threads();
   ASSERT_EQ(threads.size(), 4u) << "one write a group";
   for (const std::thread::id& t : threads) EXPECT_EQ(t, std::this_thread::get_id());
@@ -324,20 +331,11 @@ TEST(BatchWriter, HandsTheWritingToItsThreadOnceWritesAreSlow) {
   ASSERT_NE(f, nullptr);
   auto clock = std::make_shared<ManualClock>();
   f->sink.Arm(-1, -1, [&] { clock->Advance(std::chrono::milliseconds(1)); });
-  bool on_thread_after_slow_writes = false;
-  {
-    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, BatchWriter::Where::kAdaptive,
-                       clock);
-    for (int b = 0; b < kBatches; ++b) {
-      clock->Advance(std::chrono::microseconds(10));
-      ASSERT_OK(output.Write(f->Take(b), 32));
-      if (b + 1 == BatchWriter::kSlowWrites * static_cast<int>(BatchWriter::kGroupBatches)) {
-        on_thread_after_slow_writes = output.on_thread();
-      }
-    }
-    ASSERT_OK(output.Finish());
-  }
-  EXPECT_TRUE(on_thread_after_slow_writes);
+  std::vector<bool> on_thread;
+  WriteTenMicrosecondsApart(f.get(), kBatches, clock, &on_thread);
+  constexpr int kGroup = static_cast<int>(BatchWriter::kGroupBatches);
+  EXPECT_FALSE(on_thread[BatchWriter::kSlowWrites * kGroup - 2]);
+  EXPECT_TRUE(on_thread[BatchWriter::kSlowWrites * kGroup - 1]);
   const std::vector<std::thread::id> threads = f->sink.threads();
   ASSERT_GT(threads.size(), static_cast<size_t>(BatchWriter::kSlowWrites));
   for (int w = 0; w < BatchWriter::kSlowWrites; ++w) {
@@ -361,16 +359,9 @@ TEST(BatchWriter, OneSlowWriteLeavesTheWritingWithTheCaller) {
   f->sink.Arm(-1, -1, [&] {
     if (writes++ % 2 == 0) clock->Advance(std::chrono::milliseconds(1));
   });
-  {
-    BatchWriter output(&*f->writer, ipc::BatchCheck::kByWriter, BatchWriter::Where::kAdaptive,
-                       clock);
-    for (int b = 0; b < kBatches; ++b) {
-      clock->Advance(std::chrono::microseconds(10));
-      ASSERT_OK(output.Write(f->Take(b), 32));
-    }
-    EXPECT_FALSE(output.on_thread());
-    ASSERT_OK(output.Finish());
-  }
+  std::vector<bool> on_thread;
+  WriteTenMicrosecondsApart(f.get(), kBatches, clock, &on_thread);
+  EXPECT_FALSE(on_thread.back());
   for (const std::thread::id& t : f->sink.threads()) EXPECT_EQ(t, std::this_thread::get_id());
   ASSERT_OK(f->writer->Close());
   EXPECT_EQ(f->Written(), f->data.expected);
