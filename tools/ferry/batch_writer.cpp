@@ -60,31 +60,42 @@ Status BatchWriter::Write(UniqueDeviceArray batch, int64_t bytes) {
   return Status::OK();
 }
 
-Status BatchWriter::WriteHere(std::unique_lock<std::mutex>& lock) {
+BatchWriter::Timed BatchWriter::WriteQueued(std::unique_lock<std::mutex>& lock) {
   std::vector<UniqueDeviceArray> group = TakeAll(&queue_);
   bytes_ = 0;
   writing_ = true;
   const Clock::time_point start = clock_->Now();
   const Clock::duration coming = start - last_end_;
   lock.unlock();
-  const Status st = writer_->WriteHeldBatches(group, nullptr, check_);
-  group.clear();  // released here, where they were read
+  room_.notify_all();  // a Write waiting for room goes on (no waiter: no system call)
+  // The group in one write to the output where it can be, each batch held as WriteHeldBatch
+  // holds it (a shared dictionary is then read once), and released by the thread that wrote it.
+  // After a failure (or a stop) the rest is released unwritten.
+  const Status st = failed_.load(std::memory_order_acquire)
+                        ? Status::OK()
+                        : writer_->WriteHeldBatches(group, nullptr, check_);
+  group.clear();
   const Clock::time_point end = clock_->Now();
   lock.lock();
   writing_ = false;
   last_end_ = end;
-  if (!st.ok() && failure_.ok()) {
-    failure_ = st;
+  if (!st.ok()) {
+    if (failure_.ok()) failure_ = st;
     failed_.store(true, std::memory_order_release);
   }
+  room_.notify_all();  // a Write waiting for room (or for this write) learns of it
+  return Timed{coming, end - start};
+}
+
+Status BatchWriter::WriteHere(std::unique_lock<std::mutex>& lock) {
+  const Timed timed = WriteQueued(lock);
   // A write that took over half of the time its group took to come would be better overlapped
   // with the reading: after kSlowWrites in a row (one is a preemption), the thread takes over.
-  slow_writes_ = (end - start) * 2 > coming ? slow_writes_ + 1 : 0;
+  slow_writes_ = timed.took * 2 > timed.coming ? slow_writes_ + 1 : 0;
   const bool hand_over = !on_thread_ && slow_writes_ >= kSlowWrites;
   if (hand_over) on_thread_ = true;
   const Status result = failure_;
   lock.unlock();
-  room_.notify_all();  // the thread may wait for this write's end (no waiter: no system call)
   if (hand_over) work_.notify_one();
   return result;
 }
@@ -120,31 +131,9 @@ void BatchWriter::Run() {
       if (!done_ && !on_thread_ && !lingered) continue;  // written by the caller, or fresh
     }
     waiting_ = Waiting::kNo;
-    if (queue_.empty()) continue;
-    if (writing_) {  // the caller's write: wait for its end, then look again
-      room_.wait(lock, [&] { return !writing_; });
-      continue;
-    }
-    std::vector<UniqueDeviceArray> group = TakeAll(&queue_);
-    bytes_ = 0;
-    writing_ = true;
-    lock.unlock();
-    room_.notify_all();
-    // The group in one write to the output where it can be, each batch held as WriteHeldBatch
-    // holds it (a shared dictionary is then read once). After a failure (or a stop) the rest is
-    // released unwritten.
-    const Status st = failed_.load(std::memory_order_acquire)
-                          ? Status::OK()
-                          : writer_->WriteHeldBatches(group, nullptr, check_);
-    group.clear();
-    lock.lock();
-    writing_ = false;
-    last_end_ = clock_->Now();
-    if (!st.ok()) {
-      if (failure_.ok()) failure_ = st;
-      failed_.store(true, std::memory_order_release);
-    }
-    room_.notify_all();  // a Write waiting for room (or for this write) learns of it
+    // The caller writes only a queue it has just emptied, and adds nothing while it writes: a
+    // queue this finds holds batches nobody is writing.
+    if (!queue_.empty()) (void)WriteQueued(lock);
   }
 }
 

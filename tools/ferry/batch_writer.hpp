@@ -65,9 +65,18 @@ class BatchWriter {
   static constexpr int kSlowWrites = 3;
 
  private:
+  // How long a group took to come (since the last write ended) and to write.
+  struct Timed {
+    Clock::duration coming;
+    Clock::duration took;
+  };
+
   void Run();
-  // With `lock` on mutex_: write the queue's group here, on the caller's thread, and learn from
-  // its time whether the thread should write from now on.
+  // With `lock` on mutex_: write the queue's batches as one group on this thread, mutex_ let go
+  // while they are written, and record a failure.
+  Timed WriteQueued(std::unique_lock<std::mutex>& lock);
+  // With `lock` on mutex_: WriteQueued on the caller's thread, and learn from its time whether
+  // the thread should write from now on. Returns the first failure, if any.
   Status WriteHere(std::unique_lock<std::mutex>& lock);
   // With mutex_: whether the queue has room for one more batch.
   bool Room() const {
