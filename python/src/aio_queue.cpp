@@ -21,7 +21,8 @@ namespace {
 class Pool {
  public:
   /// look: an idle worker looks for its next job for kLookFor before it sleeps.
-  explicit Pool(bool look) : look_(look) {}
+  // `name`: its threads' (top, perf and a debugger show it).
+  Pool(bool look, const char* name) : look_(look), name_(name) {}
 
   Status SetWorkers(int workers) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -50,7 +51,10 @@ class Pool {
       jobs_.push_back(std::move(job));
       queued_.fetch_add(1, std::memory_order_release);
       while (static_cast<int>(threads_.size()) < workers_) {
-        threads_.emplace_back([this] { Run(); });
+        threads_.emplace_back([this] {
+          pthread_setname_np(pthread_self(), name_);
+          Run();
+        });
       }
     }
     ready_.notify_one();
@@ -84,6 +88,7 @@ class Pool {
   static constexpr std::chrono::microseconds kLookFor{100};
 
   const bool look_;
+  const char* const name_;
   std::mutex mu_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> jobs_;
@@ -103,12 +108,12 @@ void ForgetPoolsInChild() {
   the_releaser.store(nullptr);
 }
 
-Pool& Get(std::atomic<Pool*>& slot, bool look) {
+Pool& Get(std::atomic<Pool*>& slot, bool look, const char* name) {
   Pool* pool = slot.load();
   if (pool != nullptr) return *pool;
   static std::once_flag once;
   std::call_once(once, [] { pthread_atfork(nullptr, nullptr, &ForgetPoolsInChild); });
-  auto* fresh = new Pool(look);  // never destroyed: see Pool
+  auto* fresh = new Pool(look, name);  // never destroyed: see Pool
   if (!slot.compare_exchange_strong(pool, fresh)) {
     delete fresh;  // another thread made it first
     return *pool;
@@ -116,7 +121,7 @@ Pool& Get(std::atomic<Pool*>& slot, bool look) {
   return *fresh;
 }
 
-Pool& ThePool() { return Get(the_pool, true); }
+Pool& ThePool() { return Get(the_pool, true, "ferry-aio"); }
 
 }  // namespace
 
@@ -153,7 +158,9 @@ void Submit(std::function<void()> job) { ThePool().Submit(std::move(job)); }
 // The release thread looks for its next job too: a stream's batches are released one after the
 // other, and a thread that slept after each had to be woken for the next, a futex call on the
 // loop's thread a batch (16 int64 batches of a GiB: 124-142 us to hand out, 82-119 us so).
-void Release(std::function<void()> job) { Get(the_releaser, true).Submit(std::move(job)); }
+void Release(std::function<void()> job) {
+  Get(the_releaser, true, "ferry-aio-free").Submit(std::move(job));
+}
 Status SetWorkers(int workers) { return ThePool().SetWorkers(workers); }
 int Workers() { return ThePool().workers(); }
 int StartedWorkers() { return ThePool().started(); }

@@ -273,6 +273,16 @@ def threads():  # the live ones: a thread in do_exit (PF_EXITING) is about to be
         n += not int(stat[stat.rindex(")") + 2:].split()[6]) & 0x4
     return n
 
+def named(name):  # this process's threads of that name now
+    n = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                n += f.read().strip() == name
+        except OSError:  # gone meanwhile
+            continue
+    return n
+
 async def main():
     client = await ferry.aio.flight.connect(sys.argv[1])
     most = threads()
@@ -289,7 +299,7 @@ async def main():
     except ferry.FailedPreconditionError as e:
         resized = str(e)
     return {"records": sorted(set(records)), "most": max(most, threads()),
-            "workers": ferry.aio.workers(), "resized": resized}
+            "workers": ferry.aio.workers(), "resized": resized, "named": named("ferry-aio")}
 
 print(json.dumps(asyncio.run(main())))
 """
@@ -302,6 +312,7 @@ def test_a_thousand_calls_on_at_most_ten_threads(small_flight):
     # 2-core host): 9, sometimes 10.
     assert got["most"] <= 10, got
     assert got["workers"] == 1 and "already runs, with 1 worker" in got["resized"], got
+    assert got["named"] == 1, got  # the worker bears its name (top, perf, a debugger)
 
 
 TICKER = """

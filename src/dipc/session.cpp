@@ -1,6 +1,8 @@
 // One client's session on the dissociated-IPC server.
 #include "dipc/session.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -112,7 +114,10 @@ Session::~Session() {
 }
 
 void Session::Start() {
-  serve_ = std::thread([this] { Serve(); });
+  serve_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "ferry-session");  // for top, perf and tests
+    Serve();
+  });
 }
 
 void Session::Kill(bool abort) {
@@ -188,6 +193,7 @@ Status Session::ServeRequest() {
   }
   FindTrace(ticket);  // before the free_data thread, whose records carry it
   frees_ = std::thread([this] { TakeFrees(); });
+  pthread_setname_np(frees_.native_handle(), "ferry-frees");
   Result<WantTag> tag = ParseWantTag(state_->options.want_data_tag, want->tag);
   if (!tag.ok()) return Refuse(tag.status());
   if (state_->draining.load()) {

@@ -1,6 +1,8 @@
 // Reading a flight's endpoints at once: a few reader threads, each opening one endpoint and
 // reading its batches into a short queue of its own; the caller's stream takes them in the
 // flight's order (ordered flights) or as they come.
+#include <pthread.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -45,7 +47,10 @@ class ParallelProducer final : public DeviceArrayProducer {
   Status Init(UniqueDeviceArrayStream first) {
     FERRY_RETURN_NOT_OK(StreamGetSchema(first.get(), schema_.get()));
     first_ = std::move(first);
-    for (size_t i = 0; i < parallel_; ++i) readers_.emplace_back([this] { ReaderLoop(); });
+    for (size_t i = 0; i < parallel_; ++i) {
+      readers_.emplace_back([this] { ReaderLoop(); });
+      pthread_setname_np(readers_.back().native_handle(), "ferry-flight-rd");
+    }
     return Status::OK();
   }
 

@@ -1,6 +1,8 @@
 // Body layout for the writer: one pass over the array tree in pre-order.
 #include "ipc/assembler.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -379,7 +381,10 @@ class Assembler {
     const auto threads = static_cast<unsigned>(
         std::min<int64_t>({cores, static_cast<int64_t>(entries_.size()), total >> 20}));
     std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    for (unsigned t = 1; t < threads; ++t) {
+      pool.emplace_back(work);
+      pthread_setname_np(pool.back().native_handle(), "ferry-compress");
+    }
     work();
     for (std::thread& t : pool) t.join();
     for (size_t i = 0; i < entries_.size(); ++i) {

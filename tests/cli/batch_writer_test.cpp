@@ -4,12 +4,15 @@
 // by ferry's reader, a count of every batch's release, and which thread made each write.
 #include "tools/ferry/batch_writer.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,15 +26,18 @@ namespace {
 using cli::BatchWriter;
 
 // A sink in front of a MemorySink that can hold a write until opened, fail a write, and run a
-// hook in each; it notes the thread of each. Writes are counted from 0 once armed (after the
-// schema); a group of batches goes in one write, so a write holds one batch or more.
+// hook in each; it notes the thread of each, and its name. Writes are counted from 0 once armed
+// (after the schema); a group of batches goes in one write, so a write holds one batch or more.
 class GateSink final : public ipc::Sink {
  public:
   Status Write(std::span<const ByteSpan> pieces) override {
     const int n = armed_ ? write_++ : -1;
     if (n >= 0) {
+      char name[16] = {};
+      pthread_getname_np(pthread_self(), name, sizeof(name));
       std::lock_guard lock(mutex_);
       threads_.push_back(std::this_thread::get_id());
+      names_.emplace_back(name);
     }
     if (n >= 0 && on_write_) on_write_();
     if (n >= 0 && n == hold_at_) {
@@ -59,6 +65,11 @@ class GateSink final : public ipc::Sink {
     std::lock_guard lock(mutex_);
     return threads_;
   }
+  // The name of each armed write's thread, in order.
+  std::vector<std::string> names() {
+    std::lock_guard lock(mutex_);
+    return names_;
+  }
   // Wait (at most 30 s) until the writing thread is held.
   bool WaitHeld() {
     std::unique_lock lock(mutex_);
@@ -79,6 +90,7 @@ class GateSink final : public ipc::Sink {
   std::function<void()> on_write_;
   int write_ = 0;  // one write at a time
   std::vector<std::thread::id> threads_;
+  std::vector<std::string> names_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool held_ = false;
@@ -343,6 +355,7 @@ TEST(BatchWriter, HandsTheWritingToItsThreadOnceWritesAreSlow) {
   }
   for (size_t w = BatchWriter::kSlowWrites; w < threads.size(); ++w) {
     EXPECT_NE(threads[w], std::this_thread::get_id()) << "write " << w;
+    EXPECT_EQ(f->sink.names()[w], "ferry-write") << "write " << w;  // top and perf tell it apart
   }
   EXPECT_EQ(f->counter.released(), kBatches);
   ASSERT_OK(f->writer->Close());

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -167,6 +168,42 @@ TEST_P(ServerClient, KeptDatasetsAreLentWithoutCopies) {
     EXPECT_EQ(stats.addresses_lent, 0);  // sent whole, nothing lent
   } else {
     EXPECT_GT(stats.addresses_lent, 0);
+  }
+}
+
+// Every thread the server and client start bears a name of ferry's (top, perf and a debugger
+// tell them apart; an unnamed one would bear the name of the thread that started it).
+TEST_P(ServerClient, EveryThreadItStartsIsNamed) {
+  const std::map<int, std::string> before = testing::ThreadNames();
+  const std::string test_thread = before.at(static_cast<int>(getpid()));
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  ASSERT_OK_AND_ASSIGN(IntData data, IntBatches(3, 100));
+  ASSERT_OK(server->Keep("k", data.dataset));
+  ASSERT_OK_AND_ASSIGN(UniqueDeviceArrayStream stream, Open(*server, "k"));
+  UniqueDeviceArray first;
+  ASSERT_OK(StreamGetNext(stream.get(), first.get()));  // a session serves it now
+  ASSERT_TRUE(first.valid());
+  std::map<std::string, int> started;  // name to count, of the threads started since `before`
+  for (const auto& [tid, name] : testing::ThreadNames()) {
+    if (!before.contains(tid)) ++started[name];
+  }
+  EXPECT_FALSE(started.contains(test_thread)) << "a thread was started unnamed";
+  EXPECT_EQ(started["ferry-accept"], 1);
+  // A session per connection (the split shape's client makes two), each with its free_data reader.
+  const int sessions = shape_.split ? 2 : 1;
+  EXPECT_EQ(started["ferry-session"], sessions);
+  EXPECT_EQ(started["ferry-frees"], sessions);
+  if (shape_.transport == "shm") {
+    EXPECT_GE(started["ferry-shm-read"], 2);  // a connection's reader on each side
+  } else {
+    EXPECT_GE(started["ferry-ucx"], 2);  // a worker's progress thread on each side
+  }
+  for (const auto& [name, count] : started) {
+    // UCX's own threads (its "async" event thread) are UCX's to name.
+    if (name.rfind("ferry-", 0) != 0) {
+      EXPECT_EQ(shape_.transport, "ucx") << name;
+    }
   }
 }
 

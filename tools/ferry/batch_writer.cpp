@@ -1,6 +1,8 @@
 // BatchWriter: `ferry get --to`'s writing, on the reading thread or its own (batch_writer.hpp).
 #include "batch_writer.hpp"
 
+#include <pthread.h>
+
 #include <utility>
 #include <vector>
 
@@ -26,7 +28,9 @@ BatchWriter::BatchWriter(ipc::StreamWriter* writer, ipc::BatchCheck check, Where
       clock_(clock != nullptr ? std::move(clock) : Clock::Real()),
       on_thread_(where == Where::kThread),
       last_end_(clock_->Now()),
-      thread_([this] { Run(); }) {}
+      thread_([this] { Run(); }) {
+  pthread_setname_np(thread_.native_handle(), "ferry-write");  // for top, perf and tests
+}
 
 BatchWriter::~BatchWriter() {
   {

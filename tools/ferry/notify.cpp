@@ -2,6 +2,7 @@
 #include "notify.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <systemd/sd-daemon.h>
 
 #include <chrono>
@@ -65,6 +66,7 @@ void StartWatchdog() {
   w.stop = false;
   const auto period = std::chrono::microseconds(usec / 2);
   w.thread = std::thread([&w, period] {
+    pthread_setname_np(pthread_self(), "ferry-watchdog");  // for top, perf and tests
     std::unique_lock held(w.mutex);
     while (!w.stop) {
       held.unlock();

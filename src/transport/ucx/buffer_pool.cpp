@@ -205,6 +205,7 @@ class BufferPool {
     if (reaper_.joinable()) reaper_.join();
     try {
       reaper_ = std::thread([this] { Reap(); });
+      pthread_setname_np(reaper_.native_handle(), "ferry-ucx-reap");
     } catch (const std::system_error&) {
       return false;
     }

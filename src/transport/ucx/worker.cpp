@@ -4,6 +4,7 @@
 #include "transport/ucx/worker.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -143,7 +144,10 @@ bool Worker::Untrack(void* request) {
 void Worker::Start(PollFn poll, bool registers) {
   poll_ = std::move(poll);
   poll_registers_ = registers;
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "ferry-ucx");  // for top, perf and tests
+    Loop();
+  });
   std::lock_guard lock(tasks_mutex_);
   started_ = true;
 }
