@@ -8,6 +8,7 @@
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/device/device_array.hpp"
 #include "ferry/device/device_array_view.hpp"
+#include "ferry/format/array_bytes.hpp"
 #include "ferry/format/schema.hpp"
 #include "ferry/format/schema_view.hpp"
 #include "ferry/ipc/decoder.hpp"
@@ -126,15 +127,6 @@ class ConcatProducer final : public DeviceArrayProducer {
   UniqueSchema schema_;
 };
 
-// The bytes of a view's buffers, its children's and its dictionary's.
-int64_t ViewBytes(const ArrayView& v) {
-  int64_t total = 0;
-  for (int64_t i = 0; i < v.n_buffers(); ++i) total += v.buffer(i).size;
-  for (int64_t i = 0; i < v.n_children(); ++i) total += ViewBytes(v.child(i));
-  if (v.dictionary() != nullptr) total += ViewBytes(*v.dictionary());
-  return total;
-}
-
 class CountingProducer final : public DeviceArrayProducer {
  public:
   CountingProducer(UniqueDeviceArrayStream inner, std::shared_ptr<PlaneCounters> counters,
@@ -146,7 +138,8 @@ class CountingProducer final : public DeviceArrayProducer {
 
   Status Init() {
     FERRY_RETURN_NOT_OK(StreamGetSchema(inner_.get(), schema_.get()));
-    FERRY_ASSIGN_OR_RAISE(view_, DeviceArrayView::Make(schema_.get()));
+    FERRY_ASSIGN_OR_RAISE(ArrayBytes sizes, ArrayBytes::Make(schema_.get()));
+    sizes_.emplace(std::move(sizes));
     return Status::OK();
   }
 
@@ -156,11 +149,12 @@ class CountingProducer final : public DeviceArrayProducer {
     FERRY_RETURN_NOT_OK(StreamGetNext(inner_.get(), out).WithContext(context_));
     if (out->array.release == nullptr) return Status::OK();
     // Sizing a variable-length buffer reads its last offset: from host memory only, so that a
-    // read onto a GPU pays no copy for counting. A batch the view cannot size counts nothing;
+    // read onto a GPU pays no copy for counting. A batch that cannot be sized counts nothing;
     // the reader's own validation reports it.
     if (out->device_type == ARROW_DEVICE_CPU || out->device_type == ARROW_DEVICE_CUDA_HOST) {
-      if (view_.SetArray(out).ok()) counter_->fetch_add(ViewBytes(view_.array_view()));
-      view_.Reset();
+      if (Result<int64_t> bytes = sizes_->Of(&out->array); bytes.ok()) {
+        counter_->fetch_add(*bytes);
+      }
     }
     return Status::OK();
   }
@@ -171,7 +165,7 @@ class CountingProducer final : public DeviceArrayProducer {
   std::atomic<int64_t>* counter_;
   std::string context_;
   UniqueSchema schema_;
-  DeviceArrayView view_;
+  std::optional<ArrayBytes> sizes_;  // each host batch's bytes, made by Init
 };
 
 }  // namespace

@@ -147,10 +147,6 @@ int RunServe(const ServeOptions& options);
 /// end. Exit status 0, or 2 with one line on stderr naming the peer, the phase and the cause.
 int RunGet(const GetOptions& options);
 
-/// Bytes of an array's buffers as its layout implies them, children and dictionaries included
-/// (what `ferry get` and `ferry put` count).
-int64_t ViewBytes(const ArrayView& view);
-
 /// The token: the file's first line, else FERRY_TOKEN, else "".
 Result<std::string> ReadToken(const std::string& file);
 /// The files a dataset's FILE names: the file itself; every regular file of a directory, in

@@ -23,6 +23,7 @@
 #include "ferry/core/trace.hpp"
 #include "ferry/device/device_array_view.hpp"
 #include "ferry/dipc/client.hpp"
+#include "ferry/format/array_bytes.hpp"
 #include "ferry/ipc/writer.hpp"
 #include "output_file.hpp"
 #include "parses.hpp"
@@ -39,13 +40,24 @@ void OnGetSignal(int sig) {
   _exit(128 + sig);
 }
 
-// Bytes of a batch as the layout implies them (visible slice and offsets included), through
-// `view`, made once from the stream's schema (not per batch: making one costs more than a small
-// batch's reading).
-int64_t BatchBytes(Result<DeviceArrayView>& view, const ArrowDeviceArray* batch) {
-  if (!view.ok() || !view->SetArray(batch).ok()) return 0;
-  return ViewBytes(view->array_view());
-}
+// What sizes each batch as its layout implies (visible slice and offsets included), made once
+// from the stream's schema (not per batch: making one costs more than a small batch's reading):
+// a host batch by its schema's plan (ArrayBytes, which allocates nothing), one on a device
+// through a view, which reads each last offset where it lies.
+struct BatchSizer {
+  Result<ArrayBytes> host;
+  Result<DeviceArrayView> device;
+
+  int64_t Of(const ArrowDeviceArray* batch) {
+    if (batch->device_type == ARROW_DEVICE_CPU || batch->device_type == ARROW_DEVICE_CUDA_HOST) {
+      if (!host.ok()) return 0;
+      Result<int64_t> bytes = host->Of(&batch->array);
+      return bytes.ok() ? *bytes : 0;
+    }
+    if (!device.ok() || !device->SetArray(batch).ok()) return 0;
+    return ViewBytes(device->array_view());
+  }
+};
 
 // --columns as a Dissociated IPC read takes them: field indices, increasing, each once. A name
 // is refused: the projection is fixed before the schema arrives, so nothing could resolve it.
@@ -162,14 +174,6 @@ CLI::App* AddGetCommand(CLI::App& app, GetOptions* o) {
       ->check(Parses(+[](std::string_view text) { return ParseTraceparent(text); }));
   cmd->add_flag("!--no-progress", o->progress, "Do not draw the progress bar");
   return cmd;
-}
-
-int64_t ViewBytes(const ArrayView& view) {
-  int64_t total = 0;
-  for (int64_t i = 0; i < view.n_buffers(); ++i) total += view.buffer(i).size;
-  for (int64_t i = 0; i < view.n_children(); ++i) total += ViewBytes(view.child(i));
-  if (view.dictionary() != nullptr) total += ViewBytes(*view.dictionary());
-  return total;
 }
 
 int RunGet(const GetOptions& o) {
@@ -301,7 +305,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  Result<DeviceArrayView> sizes = DeviceArrayView::Make(schema.get());
+  BatchSizer sizes{ArrayBytes::Make(schema.get()), DeviceArrayView::Make(schema.get())};
   // Batches in host memory are written in groups, here while writing is cheap and on a thread
   // of their own once it is not (BatchWriter). Those landing on a device are written in turn: each
   // is copied back to the host to be written, and -v counts the device's copies while a batch
@@ -326,7 +330,7 @@ int Drain(ArrowDeviceArrayStream* s, const GetOptions& o, const std::string& lab
     if (!batch.valid()) break;
     ++batches;
     rows += batch->array.length;
-    const int64_t batch_bytes = BatchBytes(sizes, batch.get());
+    const int64_t batch_bytes = sizes.Of(batch.get());
     bytes += batch_bytes;
     if (output) {
       const Status st = output->Write(std::move(batch), batch_bytes);

@@ -17,6 +17,7 @@
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/flight/client.hpp"
 #include "ferry/flight/server.hpp"
+#include "ferry/format/array_bytes.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/schema_view.hpp"
 #include "ferry/ipc/reader.hpp"
@@ -60,13 +61,14 @@ Result<std::unique_ptr<flight::Client>> Connect(const std::string& uri,
   return flight::Client::Connect(uri, options);
 }
 
-// Bytes of a host batch's buffers (as `ferry get` counts them), through `view`, made once from
-// the stream's schema.
-int64_t HostBatchBytes(std::optional<Result<ArrayView>>& view, const ArrowSchema* schema,
+// Bytes of a host batch's buffers (as `ferry get` counts them), by `sizes`, made once from the
+// stream's schema.
+int64_t HostBatchBytes(std::optional<Result<ArrayBytes>>& sizes, const ArrowSchema* schema,
                        const ArrowArray* batch) {
-  if (!view) view.emplace(ArrayView::Make(schema));
-  if (!view->ok() || !(*view)->SetArray(batch).ok()) return 0;
-  return ViewBytes(**view);
+  if (!sizes) sizes.emplace(ArrayBytes::Make(schema));
+  if (!sizes->ok()) return 0;
+  Result<int64_t> bytes = (*sizes)->Of(batch);
+  return bytes.ok() ? *bytes : 0;
 }
 
 // Forwards a stream, counting what passes and drawing progress on a terminal.
@@ -104,7 +106,7 @@ class CountingProducer final : public ArrayProducer {
  private:
   UniqueArrayStream inner_;
   UniqueSchema schema_;
-  std::optional<Result<ArrayView>> sizes_;  // counts each batch's bytes (HostBatchBytes)
+  std::optional<Result<ArrayBytes>> sizes_;  // counts each batch's bytes (HostBatchBytes)
   bool bar_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
