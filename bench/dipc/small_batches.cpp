@@ -12,13 +12,14 @@
 //       that they are lent in place, not copied (BODY 1 only). Prints "READY <uri>" and serves
 //       until its stdin closes; a live or loaned stream prints "TURNAROUND {p50, p99}" at its
 //       end: the server's part of a batch's trip, from its stamp to the server's next ask.
-//   ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP SPIN_US
+//   ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP SPIN_US [SERVER_PID]
 //       VALIDATION full|default; STAMPED 1 where the batches carry their producer's clock;
 //       SPIN_US the client's spin before it sleeps (ClientOptions::spin, 0: none).
 //       Connects, drains, and prints one JSON line: the batches a second from the connected
-//       stream to its end (the connection's set-up apart), and with STAMPED the one-way latency
+//       stream to its end (the connection's set-up apart), with STAMPED the one-way latency
 //       of each batch (its arrival at the caller minus x[0]) as p50, p99 and p99.9 after WARMUP
-//       batches.
+//       batches, and the states of its own threads and SERVER_PID's over that time
+//       (thread_states.hpp).
 //
 // Both clocks are CLOCK_MONOTONIC (steady_clock), one clock for every process of the host and
 // of its network namespaces.
@@ -43,6 +44,7 @@
 #include "ferry/dipc/server.hpp"
 #include "ferry/format/builder.hpp"
 #include "ferry/format/schema.hpp"
+#include "thread_states.hpp"
 
 namespace ferry::bench {
 namespace {
@@ -351,7 +353,7 @@ int Serve(char** argv) {
   return 0;
 }
 
-int Read(char** argv) {
+int Read(int argc, char** argv) {
   const dipc::Uri uri = Value(dipc::Uri::Parse(argv[0]), "the URI");
   const std::string validation = argv[1];
   const int64_t batches = std::atoll(argv[2]), rows = std::atoll(argv[3]);
@@ -363,10 +365,15 @@ int Read(char** argv) {
   o.connect_timeout = std::chrono::milliseconds(10000);
   const int64_t connect_start = NowNs();
   UniqueDeviceArrayStream stream = Value(dipc::ConnectStream(uri, "t", o), "connecting");
+  const pid_t server_pid = argc > 7 ? static_cast<pid_t>(std::atoll(argv[7])) : 0;
+  const auto client_before = ReadThreadTimes(getpid());
+  const auto server_before =
+      server_pid > 0 ? ReadThreadTimes(server_pid) : std::map<int, ThreadTimes>{};
   const int64_t start = NowNs();
   std::vector<int64_t> latency;
   latency.reserve(static_cast<size_t>(batches));
   int64_t got = 0, last_f_ok = 0;
+  std::string threads;  // ThreadStatesJson's list, of the time up to the last batch
   while (true) {
     UniqueDeviceArray batch;
     Check(StreamGetNext(stream.get(), batch.get()), "reading");
@@ -378,7 +385,17 @@ int Read(char** argv) {
     const ArrowArray* f = a.children[1];
     last_f_ok = static_cast<const double*>(f->buffers[1])[f->offset + rows - 1] ==
                 static_cast<double>(rows - 1) * 0.5;
-    ++got;
+    if (++got == batches) {
+      // The threads' states up to the last batch, while it is held: the server's session still
+      // waits for its free (a session's thread ends with its client's stream).
+      const int64_t last = NowNs();
+      threads = ThreadStatesJson(client_before, ReadThreadTimes(getpid()), last - start, "client");
+      if (server_pid > 0) {
+        const std::string server =
+            ThreadStatesJson(server_before, ReadThreadTimes(server_pid), last - start, "server");
+        if (!server.empty()) threads += (threads.empty() ? "" : ", ") + server;
+      }
+    }
   }
   const double seconds = static_cast<double>(NowNs() - start) / 1e9;
   if (got != batches) Die("read " + std::to_string(got) + " batches of " + std::to_string(batches));
@@ -393,10 +410,10 @@ int Read(char** argv) {
   }
   std::printf(
       "{\"batches\": %lld, \"rows\": %lld, \"seconds\": %.9f, \"batches_per_s\": %.1f, "
-      "\"connect_s\": %.6f, \"latency_ns\": %s}\n",
+      "\"connect_s\": %.6f, \"latency_ns\": %s, \"threads\": [%s]}\n",
       static_cast<long long>(got), static_cast<long long>(rows), seconds,
       static_cast<double>(got) / seconds, static_cast<double>(start - connect_start) / 1e9,
-      lat.c_str());
+      lat.c_str(), threads.c_str());
   return 0;
 }
 
@@ -405,11 +422,13 @@ int Read(char** argv) {
 
 int main(int argc, char** argv) {
   if (argc == 9 && std::strcmp(argv[1], "serve") == 0) return ferry::bench::Serve(argv + 2);
-  if (argc == 9 && std::strcmp(argv[1], "read") == 0) return ferry::bench::Read(argv + 2);
-  std::fprintf(
-      stderr,
-      "usage: ferry_small_batches serve TRANSPORT BODY MODE ROWS BATCHES RATE LISTEN\n"
-      "       ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP SPIN_US\n"
-      "(bench/dipc/small_batches.py runs it; see the head of small_batches.cpp)\n");
+  if ((argc == 9 || argc == 10) && std::strcmp(argv[1], "read") == 0) {
+    return ferry::bench::Read(argc - 2, argv + 2);
+  }
+  std::fprintf(stderr,
+               "usage: ferry_small_batches serve TRANSPORT BODY MODE ROWS BATCHES RATE LISTEN\n"
+               "       ferry_small_batches read URI VALIDATION BATCHES ROWS STAMPED WARMUP SPIN_US "
+               "[SERVER_PID]\n"
+               "(bench/dipc/small_batches.py runs it; see the head of small_batches.cpp)\n");
   return 2;
 }

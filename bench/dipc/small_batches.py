@@ -53,8 +53,10 @@ The cases:
   ucx_perftest         tag_bw (message rate) and tag_lat (its one-way figure: half a round trip,
                        busy polling) at one batch's bytes, on this host and between namespaces
 
-Prints one Markdown table per batch size and writes --out (JSON) and --plot (p50 latency against
-batch size, PNG).
+Prints one Markdown table per batch size, beside it the threads of ferry's throughput runs (each
+busy thread of the client and the server: the share of the run it was on a CPU, and the share it
+waited, runnable, for one), and writes --out (JSON) and --plot (p50 latency against batch size,
+PNG).
 
     .venv/bin/python bench/dipc/small_batches.py --tree build/bench/bench --out small.json \\
         --plot docs/img/small_batches.png
@@ -108,7 +110,7 @@ class Ferry:
             stamped = "1" if mode in ("live", "loaned") else "0"
             r = subprocess.run([*client_wrap, self.exe, "read", ready[1], validation, str(batches),
                                 str(rows), stamped, str(warmup(batches)),
-                                str(self.spin if spin is None else spin)],
+                                str(self.spin if spin is None else spin), str(server.pid)],
                                capture_output=True, text=True, timeout=TIMEOUT, env=env)
             if r.returncode != 0:
                 raise RuntimeError(f"the ferry client failed: {r.stderr[-2000:]}")
@@ -198,6 +200,8 @@ def measure(args, rows, hosts):
     def case(name, throughput, latency=None):
         results[name] = {"batches_per_s": throughput and throughput["batches_per_s"],
                          "latency_ns": latency and latency["latency_ns"]}
+        if throughput and throughput.get("threads"):
+            results[name]["threads"] = throughput["threads"]
         print(f"  {name}: {results[name]}", file=sys.stderr, flush=True)
 
     if args.only == "flight":
@@ -328,6 +332,29 @@ def table(rows, results):
         out += ["", "The server's part of the p50, from the stamp to its next ask (made once the "
                 "batch is sent; the rest is the hop and the client): " + "; ".join(server) + "."]
     return "\n".join(out)
+
+
+def thread_table(rows, results):
+    """Where the throughput runs of ferry's cases spent their time: each busy thread of the client
+    and the server, the share of the run it was on a CPU and the share it waited, runnable, for
+    one (the kernel's schedstat). A thread near 100% on a CPU sets the pace; waits show the
+    threads crowding the cores."""
+    out = [f"#### Threads of ferry's throughput runs, {rows:,} rows a batch", "",
+           "| case | side | thread | on a CPU | waiting for a CPU |", "| --- | --- | --- | --- | --- |"]
+    cpu = []
+    for name, r in results.items():
+        threads = sorted(r.get("threads") or [], key=lambda t: (t["side"], -t["on_cpu"]))
+        for t in threads:
+            out.append(f"| {name} | {t['side']} | {t['name']} | {t['on_cpu']:.0%} "
+                       f"| {t['waiting']:.0%} |")
+        if threads and r["batches_per_s"]:
+            # The CPU time a batch cost both processes: the cores in use over the batches a second.
+            cores = sum(t["on_cpu"] for t in threads)
+            cpu.append(f"{name} {cores / r['batches_per_s'] * 1e6:.1f} µs ({cores:.2f} cores)")
+    if len(out) == 4:
+        return ""
+    return "\n".join(out + ["", "CPU time a batch, both processes' threads: " + "; ".join(cpu)
+                            + "."])
 
 
 def goals(results):
@@ -470,6 +497,9 @@ def main():
     print(machine.line(here) + "\n")
     for rows, results in every.items():
         print(table(rows, results) + "\n")
+        threads = thread_table(rows, results)
+        if threads:
+            print(threads + "\n")
     if 1000 in every:
         print(goals(every[1000]) + "\n")
     if args.out:
