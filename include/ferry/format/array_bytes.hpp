@@ -20,7 +20,7 @@ namespace ferry {
 /// after SetArray, summed (ViewBytes): what a reader reports as a batch's size. Made once from a
 /// schema, as a plan of its nodes; sizing a batch then reads one offset a variable-length column
 /// and allocates nothing (types with variadic buffers, the binary and string views, go through
-/// an ArrayView the sizer keeps). Copyable; not thread-safe (Of reuses that view).
+/// an ArrayView the sizer keeps). Move-only, as that view is; one thread at a time (Of reuses it).
 class FERRY_EXPORT ArrayBytes {
  public:
   /// The plan for arrays of `schema` (which need not outlive it). Fails as ArrayView::Make does.
