@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "format/implied_size.hpp"
 #include "format/type_kinds.hpp"
 
 namespace ferry {
@@ -16,15 +17,6 @@ int64_t LoadAt(const void* data, int64_t i) {
   std::memcpy(&value, static_cast<const uint8_t*>(data) + i * static_cast<int64_t>(sizeof(T)),
               sizeof(T));
   return static_cast<int64_t>(value);
-}
-
-// `count` elements of `bits` bits each, rounded up to whole bytes; -1 where that overflows.
-int64_t BytesOf(int64_t count, int64_t bits) {
-  int64_t total = 0;
-  if (__builtin_mul_overflow(count, bits, &total) || __builtin_add_overflow(total, 7, &total)) {
-    return -1;
-  }
-  return total / 8;
 }
 
 }  // namespace
@@ -86,50 +78,21 @@ Status ArrayBytes::Walk(const ArrowArray* a, size_t* at, int64_t* total) const {
   if ((a->dictionary != nullptr) != node.dictionary) {
     return fail("it has a dictionary where the schema has none, or none where the schema has one");
   }
-  // Each buffer as ArrayView::SetArray sizes it.
+  // Each buffer as ArrayView::SetArray sizes it (ImpliedBufferSize).
   int64_t bytes = 0;
   for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
-    const void* data = a->buffers[i];
-    const int64_t width = layout.element_size_bits[static_cast<size_t>(i)];
-    int64_t size = 0;
-    switch (layout.buffer_type[static_cast<size_t>(i)]) {
-      case BufferType::kValidity:
-        size = data == nullptr ? 0 : (end + 7) / 8;
-        break;
-      case BufferType::kData:
-        if (width > 0) {
-          size = BytesOf(end, width);
-        } else if (layout.n_fixed_buffers != 3 ||
-                   layout.buffer_type[1] != BufferType::kDataOffset) {
-          return fail("its type has a data buffer of no fixed width and no offsets");
-        } else {
-          // A binary column's characters: up to its last offset (buffer 1, just sized).
-          const void* offsets = a->buffers[1];
-          if (offsets != nullptr) {
-            size = layout.element_size_bits[1] == 32 ? LoadAt<int32_t>(offsets, end)
-                                                     : LoadAt<int64_t>(offsets, end);
-          }
-        }
-        break;
-      case BufferType::kTypeId:
-        size = end;
-        break;
-      case BufferType::kUnionOffset:
-      case BufferType::kListSize:
-      case BufferType::kView:
-        size = BytesOf(end, width);
-        break;
-      case BufferType::kDataOffset:
-      case BufferType::kListOffset:
-        if (node.list_view) {
-          size = BytesOf(end, width);
-        } else {
-          // An empty array may leave out its offsets.
-          size = (a->length == 0 && data == nullptr) ? 0 : BytesOf(end + 1, width);
-        }
-        break;
-      default:
-        break;
+    int64_t size = internal::ImpliedBufferSize(layout, i, node.list_view, end, a->length,
+                                               a->buffers[i] != nullptr);
+    if (size == internal::kSizeFromOffsets) {
+      // A binary column's characters: up to its last offset (buffer 1).
+      if (layout.n_fixed_buffers != 3 || layout.buffer_type[1] != BufferType::kDataOffset) {
+        return fail("its type has a data buffer of no fixed width and no offsets");
+      }
+      const void* offsets = a->buffers[1];
+      size = offsets == nullptr                  ? 0
+             : layout.element_size_bits[1] == 32 ? LoadAt<int32_t>(offsets, end)
+                                                 : LoadAt<int64_t>(offsets, end);
+      if (size < 0) return fail("its last offset is negative");
     }
     if (size < 0 || __builtin_add_overflow(bytes, size, &bytes)) {
       return fail("its size overflows");

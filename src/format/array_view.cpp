@@ -5,6 +5,7 @@
 
 #include "ferry/format/bits.hpp"
 #include "half.hpp"
+#include "implied_size.hpp"
 #include "nesting.hpp"
 #include "type_kinds.hpp"
 
@@ -13,12 +14,6 @@ namespace ferry {
 namespace {
 
 // a * b, or -1 on overflow (inputs are non-negative).
-int64_t MulOrNeg(int64_t a, int64_t b) {
-  int64_t out = 0;
-  if (__builtin_mul_overflow(a, b, &out)) return -1;
-  return out;
-}
-
 template <typename T>
 T Load(const uint8_t* p, int64_t i) {
   T v;
@@ -135,49 +130,16 @@ Status ArrayView::SetArrayImpl(const ArrowArray* array, bool read_offsets, int d
     buffers_[static_cast<size_t>(i)].data = static_cast<const uint8_t*>(array->buffers[i]);
   }
 
+  const bool list_view =
+      type_.storage_type == TypeId::kListView || type_.storage_type == TypeId::kLargeListView;
   for (int32_t i = 0; i < layout.n_fixed_buffers; ++i) {
     BufferView& buf = buffers_[static_cast<size_t>(i)];
-    const int32_t bits = layout.element_size_bits[static_cast<size_t>(i)];
-    int64_t size = 0;
-    switch (layout.buffer_type[static_cast<size_t>(i)]) {
-      case BufferType::kValidity:
-        size = buf.data == nullptr ? 0 : (end + 7) / 8;
-        break;
-      case BufferType::kData:
-        if (bits == 1) {
-          size = (end + 7) / 8;
-        } else if (bits > 0) {
-          size = MulOrNeg(end, bits / 8);
-        } else {
-          size = -1;  // variable-size data: learnt from the offsets below
-        }
-        break;
-      case BufferType::kTypeId:
-        size = end;
-        break;
-      case BufferType::kUnionOffset:
-      case BufferType::kListSize:
-      case BufferType::kView:
-        size = MulOrNeg(end, bits / 8);
-        break;
-      case BufferType::kDataOffset:
-      case BufferType::kListOffset:
-        // A list view has one offset per element; other offsets buffers have one more.
-        if (type_.storage_type == TypeId::kListView ||
-            type_.storage_type == TypeId::kLargeListView) {
-          size = MulOrNeg(end, bits / 8);
-          break;
-        }
-        // An empty array may omit its offsets buffer entirely.
-        size = (length_ == 0 && buf.data == nullptr) ? 0 : MulOrNeg(end + 1, bits / 8);
-        break;
-      default:
-        break;
-    }
-    if (size < -1 || (size == -1 && bits != 0)) {
+    const int64_t size =
+        internal::ImpliedBufferSize(layout, i, list_view, end, length_, buf.data != nullptr);
+    if (size == internal::kSizeOverflows) {
       return fail("buffer " + std::to_string(i) + " size overflows");
     }
-    buf.size = size;
+    buf.size = size;  // kSizeFromOffsets (-1) until the offsets are read
   }
 
   if (is_view) {
