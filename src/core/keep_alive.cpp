@@ -16,12 +16,14 @@ namespace {
 
 // Under AddressSanitizer every arena is the heap's own, so that a use after its release is
 // caught, not hidden by a recycled block.
-constexpr int kKeptArenas = FERRY_ASAN ? 0 : 4;
+constexpr int kKeptArenas = FERRY_ASAN ? 0 : 32;
 
 // The memory of arenas released on this thread, kept for the next arena made here. A stream
 // makes and lets go of an arena for every batch, and an arena (about 1.5 KB) is larger than the
 // blocks glibc's per-thread cache serves at once: its heap path cost a reader of small batches
-// about 550 instructions a batch. Freed when the thread ends.
+// about 550 instructions a batch. A reader that lets its batches go a group at a time (`ferry
+// get --to` writes 16 at once) releases that many together: 32 keep a group's. At most 32 arenas
+// (about 48 KB) a thread; freed when the thread ends.
 struct ArenaCache {
   void* blocks[kKeptArenas > 0 ? kKeptArenas : 1] = {};
   int count = 0;

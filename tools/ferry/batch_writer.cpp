@@ -8,19 +8,6 @@
 
 namespace ferry::cli {
 
-namespace {
-
-// The queue's batches, moved out in order.
-std::vector<UniqueDeviceArray> TakeAll(std::deque<std::pair<UniqueDeviceArray, int64_t>>* queue) {
-  std::vector<UniqueDeviceArray> group;
-  group.reserve(queue->size());
-  for (auto& item : *queue) group.push_back(std::move(item.first));
-  queue->clear();
-  return group;
-}
-
-}  // namespace
-
 BatchWriter::BatchWriter(ipc::StreamWriter* writer, ipc::BatchCheck check, Where where,
                          std::shared_ptr<Clock> clock)
     : writer_(writer),
@@ -30,6 +17,8 @@ BatchWriter::BatchWriter(ipc::StreamWriter* writer, ipc::BatchCheck check, Where
       last_end_(clock_->Now()),
       thread_([this] { Run(); }) {
   pthread_setname_np(thread_.native_handle(), "ferry-write");  // for top, perf and tests
+  queue_.reserve(kMaxBatches);
+  group_.reserve(kMaxBatches);
 }
 
 BatchWriter::~BatchWriter() {
@@ -65,7 +54,9 @@ Status BatchWriter::Write(UniqueDeviceArray batch, int64_t bytes) {
 }
 
 BatchWriter::Timed BatchWriter::WriteQueued(std::unique_lock<std::mutex>& lock) {
-  std::vector<UniqueDeviceArray> group = TakeAll(&queue_);
+  // Moved out in order; both vectors keep their room, so a group costs no allocation.
+  for (auto& item : queue_) group_.push_back(std::move(item.first));
+  queue_.clear();
   bytes_ = 0;
   writing_ = true;
   const Clock::time_point start = clock_->Now();
@@ -77,8 +68,8 @@ BatchWriter::Timed BatchWriter::WriteQueued(std::unique_lock<std::mutex>& lock) 
   // After a failure (or a stop) the rest is released unwritten.
   const Status st = failed_.load(std::memory_order_acquire)
                         ? Status::OK()
-                        : writer_->WriteHeldBatches(group, nullptr, check_);
-  group.clear();
+                        : writer_->WriteHeldBatches(group_, nullptr, check_);
+  group_.clear();
   const Clock::time_point end = clock_->Now();
   lock.lock();
   writing_ = false;

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "ferry/abi/unique.hpp"
 #include "ferry/core/clock.hpp"
@@ -91,7 +91,12 @@ class BatchWriter {
   mutable std::mutex mutex_;
   std::condition_variable work_;  // the thread waits for a batch, a group, its linger or the end
   std::condition_variable room_;  // Write waits for room, or for the thread's write to end
-  std::deque<std::pair<UniqueDeviceArray, int64_t>> queue_;
+  // The batches waiting, with their bytes: a vector that keeps its room (a deque would allocate a
+  // block for every few batches of this size, and free it once they are written).
+  std::vector<std::pair<UniqueDeviceArray, int64_t>> queue_;
+  // The group being written, taken from queue_ by the one thread writing (writing_): only that
+  // thread touches it, and the hand-over of writing_ under mutex_ orders those touches.
+  std::vector<UniqueDeviceArray> group_;
   int64_t bytes_ = 0;
   bool done_ = false;
   bool on_thread_;              // the thread writes every group (set once, never cleared)
