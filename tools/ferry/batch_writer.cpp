@@ -17,6 +17,8 @@ BatchWriter::BatchWriter(ipc::StreamWriter* writer, ipc::BatchCheck check, Where
       last_end_(clock_->Now()),
       thread_([this] { Run(); }) {
   pthread_setname_np(thread_.native_handle(), "ferry-write");  // for top, perf and tests
+  // Under the lock: the thread, started above, reads the queue as soon as it runs.
+  std::lock_guard lock(mutex_);
   queue_.reserve(kMaxBatches);
   group_.reserve(kMaxBatches);
 }
