@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ferry/format/array_bytes.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/builder.hpp"
 #include "ferry/format/schema.hpp"
@@ -37,13 +38,6 @@ void Check(const Status& st) {
     std::fprintf(stderr, "benchmark setup failed: %s\n", st.message().c_str());
     std::abort();
   }
-}
-
-int64_t ViewBytes(const ArrayView& v) {
-  int64_t total = 0;
-  for (int64_t i = 0; i < v.n_buffers(); ++i) total += std::max<int64_t>(v.buffer(i).size, 0);
-  for (int64_t c = 0; c < v.n_children(); ++c) total += ViewBytes(v.child(c));
-  return total;
 }
 
 Dataset Finish(Field field, const std::function<void(ArrayBuilder*)>& fill) {
