@@ -7,8 +7,10 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
                   (parallel=2) and one after the other (parallel=1), with the client's CPU time
   ceiling         two concurrent `ucx_perftest -t tag_bw` streams over TCP, c to a and c to b
   one stream      `ferry get` on host c of host a's half over UCX, type 0, the file's bodies
-                  sent whole from its pages and from a kept copy, and one tag_bw stream, in
-                  alternating rounds: the median ratio and its range
+                  sent whole from its pages and from a kept copy; ferry's UCX transport alone
+                  moving the same bytes in the same 8 MiB messages (ferry_ucx_stream: no Arrow,
+                  no Dissociated IPC); and one tag_bw stream, in alternating rounds: the median
+                  ratio and its range
   plain TCP       the same bytes over plain sockets (no UCX, no Arrow), two streams into one
                   process and one stream: what any reader could reach between these hosts; and
                   two streams into memory the reader keeps, sent from a buffer that stays in
@@ -200,12 +202,25 @@ def tcp_streams(hosts, per_server, repeat, names=("a", "b"), keep=False, cold=Fa
             s.wait()
 
 
+def ucx_stream_binary():
+    """ferry_ucx_stream, beside the ferry executable's build (FERRY_UCX_STREAM overrides)."""
+    if os.environ.get("FERRY_UCX_STREAM"):
+        return os.environ["FERRY_UCX_STREAM"]
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(ferry_cli()))))
+    return os.path.join(build, "bench", "ferry_ucx_stream")
+
+
 def one_stream(hosts, path, rounds, tmp):
     """One stream from host a to host c, in `rounds` rounds after a warm-up: `ferry get` over
     UCX with packed bodies sent whole from the file's pages and from a kept copy (the rate after
-    connecting, from its summary line, in MiB/s), then one `tag_bw` stream. The three alternate,
-    so a ratio compares runs minutes apart at most; returns each round's rates."""
+    connecting, from its summary line, in MiB/s); ferry's UCX transport alone moving as many
+    bytes in 8 MiB messages (ferry_ucx_stream, its rate after connecting), then one `tag_bw`
+    stream. They alternate, so a ratio compares runs minutes apart at most; returns each round's
+    rates."""
     servers = {}
+    size = os.path.getsize(path)
+    messages = max(1, size // (8 << 20))
+    transport = None
     try:
         for keep in (False, True):
             s = ServeProcess(["--transport", "ucx", "--listen", f"{hosts['a'].ip}:0", "--insecure",
@@ -221,18 +236,36 @@ def one_stream(hosts, path, rounds, tmp):
                 raise RuntimeError(f"ferry get: exit {r.returncode}: {r.stderr}")
             return float(re.search(r"then ([0-9.]+) MB/s", r.stdout).group(1)) * 1e6 / (1 << 20)
 
+        transport = hosts["a"].popen([ucx_stream_binary(), "serve", f"{hosts['a'].ip}:0",
+                                      str(8 << 20), str(messages)], stdout=subprocess.PIPE,
+                                     text=True)
+        transport_address = transport.stdout.readline().strip()
+        if not transport_address:
+            raise RuntimeError("ferry_ucx_stream serve did not start")
+
+        def stream():
+            r = hosts["c"].run([ucx_stream_binary(), "get", transport_address, str(8 << 20),
+                                str(messages)], capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                raise RuntimeError(f"ferry_ucx_stream get: exit {r.returncode}: {r.stderr}")
+            return json.loads(r.stdout.splitlines()[-1])["mb_per_s"] * 1e6 / (1 << 20)
+
         for _, uri in servers.values():
             get(uri)  # warm-up: the file's pages, the kept copy, the client's first buffers
-        size = os.path.getsize(path)
+        stream()
         runs = []
         for _ in range(rounds):
             run = {name: get(uri) for name, (_, uri) in servers.items()}
-            run["tag_bw"] = tag_bw(hosts, 8 << 20, max(20, size // (8 << 20)), ("a",))["a"]
+            run["transport"] = stream()
+            run["tag_bw"] = tag_bw(hosts, 8 << 20, max(20, messages), ("a",))["a"]
             runs.append(run)
         return runs
     finally:
         for s, _ in servers.values():
             s.close()
+        if transport is not None:
+            transport.kill()
+            transport.wait()
 
 
 # Each reader runs in a process of its own on host c: one read to warm up (a fresh process's first
@@ -513,13 +546,20 @@ def main():
     one_bw = statistics.median(r["tag_bw"] for r in rounds)
     print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream (median of "
           f"{len(rounds)}) at {one_bw / tcp1:.2f}x |")
-    for key, what in (("file", "the file's bodies sent whole"), ("kept", "a kept copy")):
+    for key, what in (("file", "`ferry get` over UCX, type 0, the file's bodies sent whole"),
+                      ("kept", "`ferry get` over UCX, type 0, a kept copy"),
+                      ("transport", "ferry's UCX transport alone (ferry_ucx_stream), 8 MiB "
+                                    "messages")):
         ratios = sorted(r[key] / r["tag_bw"] for r in rounds)
         rate = statistics.median(r[key] for r in rounds)
-        print(f"| one stream a to c, `ferry get` over UCX, type 0, {what} | — | {rate:.0f} | "
+        print(f"| one stream a to c, {what} | — | {rate:.0f} | "
               f"{statistics.median(ratios):.2f}x one tag_bw stream, median of {len(rounds)} "
               f"alternating rounds ({ratios[0]:.2f}-{ratios[-1]:.2f}x; tag_bw {one_bw:.0f} "
               f"MiB/s) |")
+    protocol = sorted(r["kept"] / r["transport"] for r in rounds)
+    print(f"| `ferry get` of the kept copy against the transport alone | — | — | "
+          f"{statistics.median(protocol):.2f}x, median of {len(rounds)} rounds "
+          f"({protocol[0]:.2f}-{protocol[-1]:.2f}x): the Dissociated IPC protocol's part |")
     print(f"| pyarrow.flight, endpoints on two threads | {pa_run['s']:.3f} s "
           f"({pa_run['cpu_s']:.2f} s) | {mib / pa_run['s']:.0f} | "
           f"ferry {pa_run['s'] / par['s']:.2f}x faster |")
