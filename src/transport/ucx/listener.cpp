@@ -3,10 +3,13 @@
 
 #include "transport/ucx/listener.hpp"
 
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
 #include <vector>
 
 #include "ferry/core/host_address.hpp"
@@ -15,6 +18,32 @@
 #include "transport/ucx/server_connection.hpp"
 
 namespace ferry::transport::internal::ucx {
+
+namespace {
+
+// This process's network interfaces as a worker would find them: each one's name, address family
+// and whether it is up, sorted. A worker opens every device its context found; one made ahead
+// while an interface was there would take a client, then fail it with a reset, where a worker
+// made now fails at once and the client is refused with the cause. A spare is used only while
+// this is what it was when the spare was made.
+std::string DeviceSignature() {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return {};
+  std::vector<std::string> entries;
+  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_name == nullptr) continue;
+    entries.push_back(std::string(i->ifa_name) + "/" +
+                      std::to_string(i->ifa_addr != nullptr ? i->ifa_addr->sa_family : -1) + "/" +
+                      ((i->ifa_flags & IFF_UP) != 0 ? "up" : "down"));
+  }
+  freeifaddrs(all);
+  std::sort(entries.begin(), entries.end());
+  std::string out;
+  for (const std::string& e : entries) out.append(e).append(";");
+  return out;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, socklen_t addrlen,
                                                        const std::string& host,
@@ -68,6 +97,8 @@ Result<std::unique_ptr<UcxListener>> UcxListener::Make(const sockaddr* addr, soc
     std::lock_guard lock(listener->mutex_);
     listener->listening_ = true;
   }
+  // Its thread's first round may have come before it listened: one more makes the first spare.
+  listener->worker_->Wake();
   return listener;
 }
 
@@ -101,9 +132,18 @@ void UcxListener::AcceptPending() {
       auto replaying = ReplayGuard();
       (void)ucp_worker_progress(worker_->handle());
     }
+    std::unique_ptr<Worker> spare = std::move(spare_);
+    // Made before an interface came or went: dropped, so this client's worker is made now and
+    // fails (or not) as any would.
+    if (spare != nullptr && DeviceSignature() != spare_devices_) spare.reset();
+    {
+      std::lock_guard lock(mutex_);
+      spare_ready_ = false;
+    }
+    const bool on_spare = spare != nullptr;
     bool taken = false;
     Result<std::unique_ptr<ServerConnection>> conn =
-        ServerConnection::Accept(context_, request, limits_, &taken);
+        ServerConnection::Accept(context_, request, limits_, &taken, std::move(spare));
     if (!conn.ok()) {
       // Refused now, so that the client fails at once rather than waiting out its timeout (a
       // request UCX took is answered by UCX).
@@ -114,12 +154,42 @@ void UcxListener::AcceptPending() {
       }
       continue;
     }
+    if (on_spare) ++accepted_on_spare_;
+    spare_failed_ = false;
     {
       std::lock_guard lock(mutex_);
       accepted_.push_back(std::move(*conn));
     }
     changed_.notify_all();
   }
+  // Once the requests in hand are answered: the next client finds its worker made.
+  MakeSpare();
+}
+
+void UcxListener::MakeSpare() {
+  if (spare_ != nullptr || spare_failed_ || listener_ == nullptr) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (!listening_) return;
+  }
+  std::string devices = DeviceSignature();
+  Result<std::unique_ptr<Worker>> made = Worker::Make(context_);
+  if (!made.ok()) {
+    spare_failed_ = true;  // not again before the next accept: the listener's wake-ups are its own
+    return;
+  }
+  spare_ = std::move(*made);
+  spare_devices_ = std::move(devices);
+  {
+    std::lock_guard lock(mutex_);
+    spare_ready_ = true;
+  }
+  changed_.notify_all();
+}
+
+bool UcxListener::AwaitSpare(std::chrono::milliseconds limit) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, limit, [&] { return spare_ready_ || closed_; }) && spare_ready_;
 }
 
 Result<std::unique_ptr<Connection>> UcxListener::Accept(std::chrono::milliseconds timeout) {
@@ -158,17 +228,23 @@ void UcxListener::Close() {
     if (closed_) return;
     closed_ = true;
     listening_ = false;
+    spare_ready_ = false;
     unclaimed.swap(accepted_);
   }
   changed_.notify_all();
-  worker_->Run([this] {
+  std::unique_ptr<Worker> spare;
+  worker_->Run([this, &spare] {
     if (listener_ != nullptr) {
       for (ucp_conn_request_h r : requests_) ucp_listener_reject(listener_, r);
       requests_.clear();
       ucp_listener_destroy(listener_);
       listener_ = nullptr;
     }
+    spare = std::move(spare_);
   });
+  // Destroyed here, not in the task: a round's tasks run under ReplayGuard, which a worker's
+  // destruction takes again.
+  spare.reset();
   unclaimed.clear();  // connections nobody accepted close here
 }
 

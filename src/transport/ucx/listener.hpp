@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <ucp/api/ucp.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -20,10 +22,13 @@ namespace ferry::transport::internal::ucx {
 
 class ServerConnection;
 
-/// A UCP listener on its own worker. Each connection request is accepted on a fresh worker of
-/// the listener's context (ServerConnection), so that a connection's messages identify their
-/// client. Regions are registered with the same context, so any connection's endpoint serves
-/// gets from them. Thread-safe; owned by the server.
+/// A UCP listener on its own worker. Each connection request is accepted on a worker of its own
+/// (ServerConnection), so that a connection's messages identify their client. That worker is made
+/// ahead, on the listener's thread once it is idle: making one (with shared-memory transports, the
+/// mapping of their segments) is 4-5 ms of the server's accept otherwise. The one waiting costs
+/// its descriptors and segments, no thread, and is used only while the host's network interfaces
+/// are what they were when it was made. Regions are registered with the same context, so any
+/// connection's endpoint serves gets from them. Thread-safe; owned by the server.
 class UcxListener final : public Listener {
  public:
   /// Listen on `addr`; `host` names it in address().
@@ -38,11 +43,21 @@ class UcxListener final : public Listener {
   Result<std::shared_ptr<Region>> RegisterRegion(LendableBytes memory) override;
   void Close() override;
 
+  /// For tests: wait, at most `limit`, until a worker for the next connection is ready. True if
+  /// it is.
+  bool AwaitSpare(std::chrono::milliseconds limit);
+  /// For tests: how many connections were accepted on a worker made before their request came.
+  int64_t accepted_on_spare() const { return accepted_on_spare_.load(); }
+
  private:
   UcxListener(std::shared_ptr<Context> context, TransportLimits limits)
       : context_(std::move(context)), limits_(WithClock(std::move(limits))) {}
   static void OnConnectionRequest(ucp_conn_request_h request, void* arg);
   void AcceptPending();
+  /// Make the next connection's worker, unless one waits already or the listener is closed
+  /// (progress thread). A failure leaves none: the next connection makes its own (and reports
+  /// why), and the listener tries again once it has accepted one.
+  void MakeSpare();
 
   std::shared_ptr<Context> context_;
   const TransportLimits limits_;  // its clock set: Accept waits on it, and so do connections
@@ -52,12 +67,17 @@ class UcxListener final : public Listener {
   // Progress thread only.
   ucp_listener_h listener_ = nullptr;
   std::vector<ucp_conn_request_h> requests_;
+  std::unique_ptr<Worker> spare_;  // the next connection's worker, never started
+  bool spare_failed_ = false;      // the last try to make it failed
+  std::string spare_devices_;      // the network interfaces when it was made (DeviceSignature)
+  std::atomic<int64_t> accepted_on_spare_{0};
 
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::unique_ptr<Connection>> accepted_;
   bool listening_ = false;
   bool closed_ = false;
+  bool spare_ready_ = false;  // spare_ is set (for AwaitSpare)
 };
 
 }  // namespace ferry::transport::internal::ucx

@@ -10,9 +10,12 @@ namespace ferry::transport::internal::ucx {
 Result<std::unique_ptr<ServerConnection>> ServerConnection::Accept(std::shared_ptr<Context> context,
                                                                    ucp_conn_request_h request,
                                                                    TransportLimits limits,
-                                                                   bool* taken) {
+                                                                   bool* taken,
+                                                                   std::unique_ptr<Worker> worker) {
   *taken = false;
-  FERRY_ASSIGN_OR_RAISE(std::unique_ptr<Worker> worker, Worker::Make(std::move(context)));
+  if (worker == nullptr) {
+    FERRY_ASSIGN_OR_RAISE(worker, Worker::Make(std::move(context)));
+  }
   std::unique_ptr<ServerConnection> conn(
       new ServerConnection(std::move(worker), std::move(limits)));
   {

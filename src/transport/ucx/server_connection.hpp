@@ -16,11 +16,13 @@ namespace ferry::transport::internal::ucx {
 /// refuses metadata from the client. Owned by whoever accepted it.
 class ServerConnection final : public UcxConnection {
  public:
-  /// Accept `request` on a fresh worker of `context`. `*taken` says whether UCX took the request
-  /// (its endpoint was attempted); when it did not, the caller still owns it and must reject it.
+  /// Accept `request` on `worker`, a worker of `context` made for it ahead and never started, or
+  /// on a fresh one when it is NULL. `*taken` says whether UCX took the request (its endpoint was
+  /// attempted); when it did not, the caller still owns it and must reject it.
   static Result<std::unique_ptr<ServerConnection>> Accept(std::shared_ptr<Context> context,
                                                           ucp_conn_request_h request,
-                                                          TransportLimits limits, bool* taken);
+                                                          TransportLimits limits, bool* taken,
+                                                          std::unique_ptr<Worker> worker = nullptr);
   ~ServerConnection() override;
   /// True for a ferry client whose gets UCX would emulate (on this host before UCX 1.16, over
   /// TCP lanes in any UCX), unless it said it reads only some buffers of each body.
