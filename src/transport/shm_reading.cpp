@@ -235,7 +235,15 @@ void ShmConnection::ReadLoop() {
     while (Park()) {
       // Once the ring is in use, the server wakes this thread only if it says it sleeps.
       const bool ring = ring_active_.load();
-      if (!ring || in_ring_->ArmSleep(1)) {
+      // Before the ring, frames this thread read into the stage and left there (its read stopped
+      // at the read-ahead limit) are on the socket no more: sleeping on it would leave them
+      // unread, the ring's start among them, while the server waits for room in the ring.
+      bool staged = false;
+      if (!ring) {
+        std::unique_lock token(read_mutex_, std::try_to_lock);
+        staged = token && stage_begin_ < stage_end_;
+      }
+      if (!staged && (!ring || in_ring_->ArmSleep(1))) {
         pollfd p[2] = {{fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
         const int n = poll(p, kick_fd_ >= 0 ? 2 : 1, -1);
         if (ring) in_ring_->Disarm(1);
