@@ -159,9 +159,10 @@ class ShmConnection final : public Connection {
   // With the read token: whether a frame's bytes are there to read now (a broken ring says
   // yes, so that the read reports it).
   bool HasBytes();
-  // With the read token: whether the next frame is a message (untagged or tagged) whose header
-  // and payload are all in the ring, or in the stage, already: reading it cannot wait.
-  bool WholeMessageReady();
+  // With the read token: the kind of the next frame if it is a message (untagged or tagged)
+  // whose header and payload are all in the ring, or in the stage, already (reading it cannot
+  // wait); nothing otherwise.
+  std::optional<FrameKind> WholeMessageReady();
   // With the read token, the ring in use: whether the next frame is a message whose header and
   // payload are all in the ring; its header is then copied into `h`, and left there.
   bool PeekWholeMessage(FrameHeader* h);

@@ -241,15 +241,19 @@ bool ShmConnection::HasBytes() {
   return stage_begin_ < stage_end_ || Readable();
 }
 
-bool ShmConnection::WholeMessageReady() {
+std::optional<FrameKind> ShmConnection::WholeMessageReady() {
   FrameHeader h;
-  if (ring_active_.load(std::memory_order_relaxed)) return PeekWholeMessage(&h);
+  if (ring_active_.load(std::memory_order_relaxed)) {
+    if (!PeekWholeMessage(&h)) return std::nullopt;
+    return static_cast<FrameKind>(h.kind);
+  }
   const uint64_t have = stage_end_ - stage_begin_;
-  if (stage_begin_ >= stage_end_ || have < sizeof(h)) return false;
+  if (stage_begin_ >= stage_end_ || have < sizeof(h)) return std::nullopt;
   std::memcpy(&h, stage_.data() + stage_begin_, sizeof(h));
   const auto kind = static_cast<FrameKind>(h.kind);
-  if (kind != FrameKind::kUntagged && kind != FrameKind::kTagged) return false;
-  return h.length <= have - sizeof(h);
+  if (kind != FrameKind::kUntagged && kind != FrameKind::kTagged) return std::nullopt;
+  if (h.length > have - sizeof(h)) return std::nullopt;
+  return kind;
 }
 
 bool ShmConnection::PeekWholeMessage(FrameHeader* h) {

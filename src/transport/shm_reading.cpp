@@ -109,11 +109,23 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Cl
       }
       r = pop(milliseconds(0));
     }
-    // The frame behind the one waited for is taken too when it is whole already, as a batch's
-    // buffer list comes with its metadata: the receive that asks for it next finds it in the
-    // inbox instead of leading a read of its own. A frame still on its way is left: this
-    // caller must not wait for what it did not ask for.
-    if (!waiting() && WholeMessageReady() && !ReadFrame(&why)) End(why);
+    // The frames behind the one waited for are taken too while they are whole already, up to
+    // the first tagged one (two at most): a batch's buffer list comes with its metadata, and a
+    // metadata message taken behind a buffer list brings its own list along, so that the
+    // receives that ask for them next find them in the inbox instead of leading reads of their
+    // own. (Taken alone, that metadata left its list to a read of its own, which took the next
+    // metadata behind it: a stream ahead of its caller stayed one frame behind, a read each
+    // batch.) A frame still on its way is left: this caller must not wait for what it did not
+    // ask for.
+    for (int behind = 0; behind < 2 && !waiting(); ++behind) {
+      const std::optional<FrameKind> next = WholeMessageReady();
+      if (!next) break;
+      if (!ReadFrame(&why)) {
+        End(why);
+        break;
+      }
+      if (*next == FrameKind::kTagged) break;
+    }
     // A read that filled the stage left more in the socket, or the ring holds more than a
     // stage: the stream is ahead of us.
     const bool ring = ring_active_.load(std::memory_order_relaxed);
