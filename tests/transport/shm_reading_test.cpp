@@ -1,9 +1,11 @@
 // shm_reading.cpp's waiting caller, on a spinning shared-memory end: it reads the frame it
 // waited for, and the frame behind it too only when that frame is whole already. A frame still
 // on its way (a header cut short, or a payload) never keeps the caller waiting for what it did
-// not ask for. The peer here is a bare socket written by hand, frame by frame, sharing no code
-// with the transport's sends.
+// not ask for. Its reader thread reads on by itself past the ring's start left in its stage. The
+// peer here is a bare socket written by hand, frame by frame, sharing no code with the
+// transport's sends.
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "support/clock_util.hpp"
 #include "support/test_util.hpp"
 #include "transport/shm_common.hpp"
+#include "transport/shm_ring.hpp"
 
 namespace ferry::transport {
 namespace {
@@ -199,6 +202,95 @@ TEST(ShmReading, AWaitingCallerTakesTheFirstFrameItMatchesAndLeavesTheRest) {
     EXPECT_EQ(m->data[0], want);
   }
   ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded, "timed out", p.end->Receive(0ms));
+}
+
+// The ring's start among frames the reader thread read into its stage and left there, its read
+// stopped at the read-ahead limit, with no caller reading: the reader thread reads them on by
+// itself once its patience is spent, the ring's start among them, and then the ring, so that a
+// server writing more than the ring holds is not left waiting for room. It slept on its socket
+// instead, which the server no longer writes, and the server's write timed out.
+// The peer here writes its socket by hand and its frames into the client's ring with FrameRing.
+TEST(ShmReading, AClientReadsOnPastTheRingsStartLeftInItsStageAtTheReadAheadLimit) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  const int raw = fds[0];
+  // 280 untagged frames of 1,000 bytes (1,024 with the header: 64 to each 64 KiB read), past
+  // the reader thread's read-ahead of 256 KiB, then the ring's start: all on the socket before
+  // the client's reader thread starts, so that its reads and the frames left in its stage are
+  // the same in every run (the last read holds frames 256-279 and the ring's start).
+  constexpr uint32_t kSocketFrames = 280;
+  std::vector<uint8_t> socket_bytes;
+  for (uint32_t i = 0; i < kSocketFrames; ++i) {
+    std::vector<uint8_t> payload(1000, static_cast<uint8_t>(i));
+    std::memcpy(payload.data(), &i, sizeof(i));
+    const std::vector<uint8_t> f = Frame(1, 0, payload);
+    socket_bytes.insert(socket_bytes.end(), f.begin(), f.end());
+  }
+  const std::vector<uint8_t> start = Frame(7, 0, {});
+  socket_bytes.insert(socket_bytes.end(), start.begin(), start.end());
+  const int buffer = 1 << 20;  // the kernel holds it to twice net.core.wmem_max: 416 KiB here
+  ASSERT_EQ(setsockopt(raw, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer)), 0);
+  ASSERT_EQ(::send(raw, socket_bytes.data(), socket_bytes.size(), MSG_DONTWAIT),
+            static_cast<ssize_t>(socket_bytes.size()))
+      << "the socket's buffer did not take " << socket_bytes.size() << " bytes at once";
+
+  TransportLimits limits;
+  limits.timeout = 30s;
+  Result<std::unique_ptr<Connection>> client =
+      internal::shm::MakeClientConnection(fds[1], limits, "");
+  ASSERT_OK(client.status());
+  // The client's offer: a ring frame, its length the ring's size, and the ring's descriptor.
+  uint8_t header[24];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{header, sizeof(header)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ASSERT_EQ(recvmsg(raw, &msg, MSG_CMSG_CLOEXEC), 24);
+  ASSERT_EQ(header[0], 6);
+  const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  ASSERT_TRUE(c != nullptr && c->cmsg_type == SCM_RIGHTS);
+  int ring_fd = -1;
+  std::memcpy(&ring_fd, CMSG_DATA(c), sizeof(int));
+  uint64_t ring_length = 0;
+  std::memcpy(&ring_length, header + 16, 8);
+  Result<internal::shm::FrameRing> ring = internal::shm::FrameRing::Map(ring_fd, ring_length);
+  ::close(ring_fd);
+  ASSERT_OK(ring.status());
+
+  // 40 tagged frames of 10,000 bytes into the ring: 1.5 times what it holds, and nobody calls a
+  // receive meanwhile.
+  constexpr uint32_t kRingFrames = 40;
+  const std::shared_ptr<Clock> real = Clock::Real();
+  const auto doorbell = [&] {
+    const uint8_t wake = 0;
+    (void)::send(raw, &wake, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return Status::OK();
+  };
+  for (uint32_t i = 0; i < kRingFrames; ++i) {
+    std::vector<uint8_t> f = Frame(2, i, std::vector<uint8_t>(10'000, static_cast<uint8_t>(i)));
+    const iovec piece{f.data(), f.size()};
+    const Status st = ring->Write({&piece, 1}, *real, 10s, doorbell, [] { return false; });
+    ASSERT_TRUE(st.ok()) << "frame " << i << " of the ring's (the client's reader thread left the "
+                         << "ring unread): " << st.message();
+  }
+
+  for (uint32_t i = 0; i < kSocketFrames; ++i) {
+    ASSERT_OK_AND_ASSIGN(SharedBytes m, (*client)->Receive(10s));
+    ASSERT_EQ(m.size, 1000);
+    uint32_t n = 0;
+    std::memcpy(&n, m.data, sizeof(n));
+    ASSERT_EQ(n, i);
+  }
+  for (uint32_t i = 0; i < kRingFrames; ++i) {
+    ASSERT_OK_AND_ASSIGN(TaggedMessage t, (*client)->ReceiveTagged(i, ~uint64_t{0}, 10s));
+    ASSERT_EQ(t.payload.size, 10'000);
+    EXPECT_EQ(t.payload.data[9'999], static_cast<uint8_t>(i));
+  }
+  client->reset();
+  ::close(raw);
 }
 
 // A peer that stops in the middle of a frame (here: 100 of a payload's 1,000 bytes) fails the
