@@ -211,8 +211,13 @@ class LiveProducer final : public DeviceArrayProducer {
 // handed over is taken again only once the server has released it (its client freed it).
 struct LoanPool {
   // Enough that a client reading as fast as it can has freed one before the server runs out:
-  // 1,024 1,000-row batches take 24 MB of the region.
+  // 1,024 1,000-row batches take 24 MB of the region. Larger batches are built fewer, to the
+  // same bytes (at least 16): 1,024 of 10,000 rows would fill the region's 256 MB before the
+  // server started.
   static constexpr int64_t kBatches = 1024;
+  static int64_t Prebuilt(int64_t rows) {
+    return std::clamp<int64_t>(kBatches * 1000 / std::max<int64_t>(rows, 1), 16, kBatches);
+  }
 
   std::shared_ptr<Template> t;
   std::shared_ptr<Allocator> region;
@@ -333,7 +338,8 @@ int Serve(char** argv) {
     pool->t = t;
     pool->region = server->region_allocator();
     if (pool->region == nullptr) Die("serve: MODE loaned needs BODY 1 (a shared region)");
-    for (int64_t i = 0; i < std::min(LoanPool::kBatches, batches); ++i) pool->Grow();
+    const int64_t prebuilt = LoanPool::Prebuilt(t->batch->array.length);
+    for (int64_t i = 0; i < std::min(prebuilt, batches); ++i) pool->Grow();
     server->Add("t", dipc::Dataset::FromStreamFactory([pool, batches, rate]() {
                   return Result<UniqueDeviceArrayStream>(ExportDeviceArrayStream(
                       std::make_unique<LoaningProducer>(pool, batches, rate), ARROW_DEVICE_CPU));
