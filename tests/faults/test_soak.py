@@ -138,7 +138,13 @@ def test_soak(tmp_path, data, transport, body):
                 g.log.file.close()
                 killed += 1
             else:
-                got = pa.RecordBatchReader.from_stream(dipc.connect(srv.uri, "t")).read_all()
+                try:
+                    got = pa.RecordBatchReader.from_stream(dipc.connect(srv.uri, "t")).read_all()
+                except ferry.Error as e:
+                    # What the server said of it, if anything: a refusal, a failed accept.
+                    log = srv.log.text().splitlines()
+                    raise AssertionError(f"cycle {cycle} of {cycles}: {e}\nthe server's log, "
+                                         "last 20 lines:\n" + "\n".join(log[-20:])) from e
                 if cycle % 100 == 0:
                     assert got.equals(table)
                 # The table holds the lent bodies, and with them its session: let both go.
