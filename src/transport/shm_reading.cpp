@@ -113,10 +113,10 @@ auto ShmConnection::Lead(std::chrono::milliseconds timeout, const char* what, Cl
     // the first tagged one (two at most): a batch's buffer list comes with its metadata, and a
     // metadata message taken behind a buffer list brings its own list along, so that the
     // receives that ask for them next find them in the inbox instead of leading reads of their
-    // own. (Taken alone, that metadata left its list to a read of its own, which took the next
-    // metadata behind it: a stream ahead of its caller stayed one frame behind, a read each
-    // batch.) A frame still on its way is left: this caller must not wait for what it did not
-    // ask for.
+    // own. (Taken alone, a metadata message would leave its list to a read of its own, which
+    // would take the next metadata alone: a stream ahead of its caller would stay a frame off,
+    // a read each batch.) A frame still on its way is left: this caller must not wait for what
+    // it did not ask for.
     for (int behind = 0; behind < 2 && !waiting(); ++behind) {
       const std::optional<FrameKind> next = WholeMessageReady();
       if (!next) break;
@@ -254,6 +254,12 @@ void ShmConnection::ReadLoop() {
       if (!ring) {
         std::unique_lock token(read_mutex_, std::try_to_lock);
         staged = token && stage_begin_ < stage_end_;
+        if (token) {
+          token.unlock();
+          // A caller that found the token taken meanwhile waits on the inbox until it is
+          // handed back: told, as after a read (by the clock alone it would wait its slice).
+          PokeLeaders();
+        }
       }
       if (!staged && (!ring || in_ring_->ArmSleep(1))) {
         pollfd p[2] = {{fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
