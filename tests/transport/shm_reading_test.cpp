@@ -166,6 +166,44 @@ TEST(ShmReading, AMessageComesWithTheWholeBodyBehindItAndWithoutOneOnItsWay) {
   EXPECT_EQ(t->payload.data[0], 9);
 }
 
+// A buffer list read by a caller that asked for it, with the next batch's metadata and list
+// whole behind it: the metadata is taken with its own list, and the next receive of a message
+// and its body gets both without a read. Taken alone, the metadata came without its list, whose
+// receive then took the next metadata alone: a stream ahead of its caller stayed a frame off.
+TEST(ShmReading, AMetadataMessageTakenBehindABufferListBringsItsOwnList) {
+  RawPeer p;
+  std::vector<uint8_t> all;
+  for (const std::vector<uint8_t>& f : {Frame(2, 5, {50}), Frame(1, 0, {10}), Frame(2, 6, {60}),
+                                        Frame(1, 0, {20}), Frame(2, 7, {70})}) {
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  // The caller leads before the frames come (it waits in the clock's poll), so that it reads
+  // them, not the reader thread, which parks while a caller leads.
+  auto receiving =
+      std::async(std::launch::async, [&] { return p.end->ReceiveTagged(5, ~uint64_t{0}, 10s); });
+  ASSERT_TRUE(p.clock->AwaitWaiters(1, 10s)) << "the receive never waited";
+  Write(p.raw, all, 0, all.size());
+  ASSERT_EQ(receiving.wait_for(10s), std::future_status::ready);
+  Result<TaggedMessage> first = receiving.get();
+  ASSERT_OK(first.status());
+  EXPECT_EQ(first->payload.data[0], 50);
+  // The metadata is in the inbox: this receive takes it, and its list only if it is there too.
+  Result<MessageAndBody> got =
+      Bounded(p, [&] { return p.end->ReceiveMessageAndBody(6, ~uint64_t{0}, 0ms); });
+  ASSERT_OK(got.status());
+  ASSERT_EQ(got->message.size, 1);
+  EXPECT_EQ(got->message.data[0], 10);
+  ASSERT_TRUE(got->body.has_value()) << "the metadata came without the list behind it";
+  EXPECT_EQ(got->body->tag, 6u);
+  EXPECT_EQ(got->body->payload.data[0], 60);
+  // At most two frames behind the one waited for: the third pair is read by its own receive.
+  got = Bounded(p, [&] { return p.end->ReceiveMessageAndBody(7, ~uint64_t{0}, 10s); });
+  ASSERT_OK(got.status());
+  EXPECT_EQ(got->message.data[0], 20);
+  ASSERT_TRUE(got->body.has_value());
+  EXPECT_EQ(got->body->payload.data[0], 70);
+}
+
 // The frame a leading caller waits for is handed to it as it is read (not through the inbox):
 // only the first frame that matches its wait, and never one that does not. Frames that come
 // before it, or match another wait, are there for their own receives, in their order.
