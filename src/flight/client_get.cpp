@@ -112,20 +112,23 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   const int64_t window = options.window;
   // Read at once and paced, the endpoints share the window: each reads only what it was given.
   if (at_once && window >= 0) options.window = 0;
-  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
-                        reader_->Read(sized(info.endpoints[0]), options, location));
-  std::vector<EndpointOpener> rest;
   if (at_once) {
-    rest.emplace_back();  // endpoint 0 is `first`
+    std::vector<EndpointOpener> all;
+    // The reader, not the client: the stream may outlive the client. Endpoint 0 is opened before
+    // ReadParallel returns, so `location` is still the caller's.
+    all.emplace_back([reader = reader_, endpoint = sized(info.endpoints[0]), options, location] {
+      return reader->Read(endpoint, options, location);
+    });
     for (size_t i = 1; i < n; ++i) {
-      // The reader, not the client: the stream may outlive the client.
-      rest.emplace_back([reader = reader_, endpoint = sized(info.endpoints[i]), options] {
+      all.emplace_back([reader = reader_, endpoint = sized(info.endpoints[i]), options] {
         return reader->Read(endpoint, options, nullptr);
       });
     }
-    return ReadParallel(std::move(first), std::move(rest), parallel, info.ordered, window,
-                        target->device_type());
+    return ReadParallel(std::move(all), parallel, info.ordered, window, target->device_type());
   }
+  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
+                        reader_->Read(sized(info.endpoints[0]), options, location));
+  std::vector<EndpointOpener> rest;
   for (size_t i = 1; i < n; ++i) {
     rest.emplace_back([reader = reader_, endpoint = sized(info.endpoints[i]), options] {
       return reader->Read(endpoint, options, nullptr);

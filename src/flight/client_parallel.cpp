@@ -1,5 +1,6 @@
-// Reading a flight's endpoints at once: a few reader threads, each opening one endpoint and
-// reading its batches into a short queue of its own; the caller's stream takes them in the
+// Reading a flight's endpoints at once: a few reader threads, each opening one endpoint (the
+// first is opened by the caller's thread meanwhile, for the schema) and reading its batches into
+// a short queue of its own; the caller's stream takes them in the
 // flight's order (ordered flights) or as they come.
 #include <pthread.h>
 
@@ -43,15 +44,22 @@ class ParallelProducer final : public DeviceArrayProducer {
     for (std::thread& t : readers_) t.join();
   }
 
-  // Opens the first endpoint here, for the schema, then starts the readers.
-  Status Init(UniqueDeviceArrayStream first) {
-    FERRY_RETURN_NOT_OK(StreamGetSchema(first.get(), schema_.get()));
-    first_ = std::move(first);
+  // Starts the readers, then opens the first endpoint on this thread for the stream's schema:
+  // meanwhile the readers open the endpoints after it, so that their connections are set up
+  // while the first one's is, not after it. A failure to open the first is the read's.
+  Status Init() {
     for (size_t i = 0; i < parallel_; ++i) {
       readers_.emplace_back([this] { ReaderLoop(); });
       pthread_setname_np(readers_.back().native_handle(), "ferry-flight-rd");
     }
-    return Status::OK();
+    Status st = OpenFirst();
+    {
+      std::lock_guard lock(mutex_);
+      first_opened_ = true;
+      if (!st.ok() && error_.ok()) error_ = st;  // the readers stop, reporting nothing
+    }
+    changed_.notify_all();
+    return st;
   }
 
   Status GetSchema(ArrowSchema* out) override {
@@ -96,6 +104,16 @@ class ParallelProducer final : public DeviceArrayProducer {
     bool retired = false;
   };
 
+  Status OpenFirst() {
+    FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first, endpoints_[0]());
+    UniqueSchema schema;
+    FERRY_RETURN_NOT_OK(StreamGetSchema(first.get(), schema.get()));
+    std::lock_guard lock(mutex_);
+    schema_ = std::move(schema);
+    first_ = std::move(first);
+    return Status::OK();
+  }
+
   Status Take(size_t index, ArrowDeviceArray* out) {
     Slot& s = slots_[index];
     DeviceArrayMove(s.batches.front().get(), out);
@@ -121,7 +139,12 @@ class ParallelProducer final : public DeviceArrayProducer {
         if (stopping_ || !error_.ok() || next_ == slots_.size()) return;
         index = next_++;
         ++open_;
-        if (index == 0) stream = std::move(first_);
+        if (index == 0) {
+          // Opened by Init's thread (which sets error_ if it cannot be).
+          changed_.wait(lock, [&] { return stopping_ || first_opened_; });
+          if (stopping_ || !error_.ok()) return;
+          stream = std::move(first_);
+        }
       }
       Status st = ReadEndpoint(index, std::move(stream));
       std::lock_guard lock(mutex_);
@@ -150,6 +173,12 @@ class ParallelProducer final : public DeviceArrayProducer {
       FERRY_ASSIGN_OR_RAISE(stream, endpoints_[index]());
       UniqueSchema s;
       FERRY_RETURN_NOT_OK(StreamGetSchema(stream.get(), s.get()));
+      {
+        // The first endpoint's schema, which this one's must equal, may still be on its way.
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || first_opened_; });
+        if (stopping_ || !error_.ok()) return Status::OK();
+      }
       // The batches are read as the first endpoint's: metadata may differ, the data may not.
       FERRY_ASSIGN_OR_RAISE(bool same, SchemaEquals(s.get(), schema_.get()));
       if (!same) {
@@ -206,11 +235,12 @@ class ParallelProducer final : public DeviceArrayProducer {
   std::vector<Slot> slots_;
   const size_t parallel_;
   const bool ordered_;
-  const int64_t window_;  // -1: unpaced
-  int64_t asked_ = 0;     // paced: get_next calls so far
-  int64_t pulled_ = 0;    // paced: batch reads started, less those that found the end
-  UniqueSchema schema_;
-  UniqueDeviceArrayStream first_;
+  const int64_t window_;           // -1: unpaced
+  int64_t asked_ = 0;              // paced: get_next calls so far
+  int64_t pulled_ = 0;             // paced: batch reads started, less those that found the end
+  UniqueSchema schema_;            // the first endpoint's, set once (first_opened_)
+  UniqueDeviceArrayStream first_;  // endpoint 0, opened by Init, until a reader takes it
+  bool first_opened_ = false;      // Init is done opening endpoint 0 (error_ says if it failed)
   std::vector<std::thread> readers_;
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -223,13 +253,13 @@ class ParallelProducer final : public DeviceArrayProducer {
 
 }  // namespace
 
-Result<UniqueDeviceArrayStream> ReadParallel(UniqueDeviceArrayStream first,
-                                             std::vector<EndpointOpener> endpoints, size_t parallel,
+Result<UniqueDeviceArrayStream> ReadParallel(std::vector<EndpointOpener> endpoints, size_t parallel,
                                              bool ordered, int64_t window,
                                              ArrowDeviceType device_type) {
+  if (endpoints.empty()) return Status::Invalid("a parallel read of no endpoint");
   auto producer =
       std::make_unique<ParallelProducer>(std::move(endpoints), parallel, ordered, window);
-  FERRY_RETURN_NOT_OK(producer->Init(std::move(first)));
+  FERRY_RETURN_NOT_OK(producer->Init());
   return ExportDeviceArrayStream(std::move(producer), device_type);
 }
 

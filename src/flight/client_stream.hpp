@@ -28,15 +28,15 @@ Result<UniqueDeviceArrayStream> OpenDoGet(
 using EndpointOpener = std::function<Result<UniqueDeviceArrayStream>()>;
 
 /// One stream of a flight's endpoints read `parallel` at a time by reader threads, each endpoint
-/// buffering at most two batches: `first` is endpoint 0, already open (its schema is the
-/// stream's); `endpoints[i]` opens endpoint i > 0. With `ordered`, batches come out in the
-/// endpoints' order and only endpoints within `parallel` of the one being taken from are read;
-/// else as they arrive. With `window` >= 0 the readers share it: all together, they read at most
-/// `window` batches past those the caller asked for. The first failure fails the stream, naming
-/// the endpoint. Releasing the stream waits for reads in progress, each bounded by its stream's
-/// timeout.
-Result<UniqueDeviceArrayStream> ReadParallel(UniqueDeviceArrayStream first,
-                                             std::vector<EndpointOpener> endpoints, size_t parallel,
+/// buffering at most two batches: `endpoints[i]` opens endpoint i. This thread opens endpoint 0,
+/// whose schema is the stream's, while the readers open the next ones (their connections are
+/// set up at once); a failure to open endpoint 0 is returned as it is. With `ordered`, batches come
+/// out in the endpoints' order and only endpoints within `parallel` of the one being taken from are
+/// read; else as they arrive. With `window` >= 0 the readers share it: all together, they read at
+/// most `window` batches past those the caller asked for. The first failure fails the stream,
+/// naming the endpoint. Releasing the stream waits for reads in progress, each bounded by its
+/// stream's timeout.
+Result<UniqueDeviceArrayStream> ReadParallel(std::vector<EndpointOpener> endpoints, size_t parallel,
                                              bool ordered, int64_t window,
                                              ArrowDeviceType device_type);
 

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 #include "ferry/core/stream_adapter.hpp"
@@ -82,13 +84,13 @@ Read ReadAll(int n, int per, size_t parallel, bool ordered, Counters* counters, 
     return ExportDeviceArrayStream(
         std::make_unique<FakeEndpoint>(i, per, i == failing ? 1 : -1, counters), ARROW_DEVICE_CPU);
   };
-  std::vector<EndpointOpener> endpoints(1);
-  for (int i = 1; i < n; ++i) {
+  std::vector<EndpointOpener> endpoints;
+  for (int i = 0; i < n; ++i) {
     endpoints.emplace_back([open, i]() -> Result<UniqueDeviceArrayStream> { return open(i); });
   }
   Read r;
   Result<UniqueDeviceArrayStream> s =
-      ReadParallel(open(0), std::move(endpoints), parallel, ordered, window, ARROW_DEVICE_CPU);
+      ReadParallel(std::move(endpoints), parallel, ordered, window, ARROW_DEVICE_CPU);
   if (!s.ok()) {
     r.status = s.status();
     return r;
@@ -176,6 +178,71 @@ TEST(FlightReadParallel, AFailingEndpointFailsTheReadNamingIt) {
   EXPECT_NE(r.status.message().find("endpoint 5 of 8"), std::string::npos) << r.status.message();
   EXPECT_NE(r.status.message().find("went away at batch 1"), std::string::npos);
   EXPECT_EQ(counters.open.load(), 0) << "the other endpoints' readers were closed";
+}
+
+// The endpoints after the first are opened while the first is (their connections are set up at
+// once): endpoint 0's opener returns only once endpoint 1's has been called. Opened one after
+// the other, endpoint 0 would wait out its 10 s bound and fail the read.
+TEST(FlightReadParallel, TheNextEndpointsOpenWhileTheFirstDoes) {
+  for (bool ordered : {true, false}) {
+    Counters counters;
+    std::mutex mutex;
+    std::condition_variable called;
+    bool second_opening = false;
+    std::vector<EndpointOpener> endpoints;
+    endpoints.emplace_back([&]() -> Result<UniqueDeviceArrayStream> {
+      std::unique_lock lock(mutex);
+      if (!called.wait_for(lock, std::chrono::seconds(10), [&] { return second_opening; })) {
+        return Status::DeadlineExceeded("endpoint 1 was not opened while endpoint 0 was");
+      }
+      return ExportDeviceArrayStream(std::make_unique<FakeEndpoint>(0, 3, -1, &counters),
+                                     ARROW_DEVICE_CPU);
+    });
+    endpoints.emplace_back([&]() -> Result<UniqueDeviceArrayStream> {
+      {
+        std::lock_guard lock(mutex);
+        second_opening = true;
+      }
+      called.notify_all();
+      return ExportDeviceArrayStream(std::make_unique<FakeEndpoint>(1, 3, -1, &counters),
+                                     ARROW_DEVICE_CPU);
+    });
+    Result<UniqueDeviceArrayStream> s =
+        ReadParallel(std::move(endpoints), 2, ordered, -1, ARROW_DEVICE_CPU);
+    ASSERT_OK(s.status());
+    std::vector<int64_t> values;
+    while (true) {
+      UniqueDeviceArray a;
+      ASSERT_OK(StreamGetNext(s->get(), a.get()));
+      if (!a.valid()) break;
+      const auto* child = a->array.children[0];
+      values.push_back(static_cast<const int64_t*>(child->buffers[1])[child->offset]);
+    }
+    if (!ordered) std::sort(values.begin(), values.end());
+    EXPECT_EQ(values, Expected(2, 3));
+  }
+}
+
+// Endpoint 0 failing to open fails the read with its own error, and the endpoints the readers
+// opened meanwhile are closed, none of them read.
+TEST(FlightReadParallel, TheFirstEndpointFailingToOpenFailsTheReadAsItIs) {
+  Counters counters;
+  std::vector<EndpointOpener> endpoints;
+  endpoints.emplace_back([]() -> Result<UniqueDeviceArrayStream> {
+    return Status::Unavailable("could not connect to endpoint 0's server");
+  });
+  for (int i = 1; i < 4; ++i) {
+    endpoints.emplace_back([&counters, i]() -> Result<UniqueDeviceArrayStream> {
+      return ExportDeviceArrayStream(std::make_unique<FakeEndpoint>(i, 3, -1, &counters),
+                                     ARROW_DEVICE_CPU);
+    });
+  }
+  Result<UniqueDeviceArrayStream> s =
+      ReadParallel(std::move(endpoints), 4, true, -1, ARROW_DEVICE_CPU);
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.status().message(), "could not connect to endpoint 0's server");
+  EXPECT_EQ(counters.reads.load(), 0);
+  EXPECT_EQ(counters.open.load(), 0) << "every endpoint opened meanwhile was closed";
 }
 
 }  // namespace

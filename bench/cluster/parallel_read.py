@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""bench/cluster/parallel_read.py: a flight spread over two servers, read from a third host by
+`ferry get --parallel 2` of two builds side by side. Hosts are network namespaces joined by a
+bridge (tests/support/netns.py), so the endpoints go over UCX on TCP; the servers (this tree's
+`ferry serve --flight --keep`, the second listing the first with `--peer`) stay up across the
+runs. Each run is one `ferry get` process, timed by its own summary line (from its call to the
+last batch; GetFlightInfo included) with `--validation none`; the builds alternate run by run,
+so that both see the same minutes of a noisy machine.
+
+    FERRY_CLI=build/bench/tools/ferry/ferry .venv/bin/python bench/cluster/parallel_read.py \\
+        --clis OLD/tools/ferry/ferry,NEW/tools/ferry/ferry --mib 16 --runs 30
+
+Without --clis it times $FERRY_CLI alone.
+`--grpc-below 0` is passed, so that endpoints this small still go over UCX, as larger ones do.
+A CLI's own directory comes first in its library path, so a copied CLI can bring its libraries.
+"""
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cluster_bench import TOKEN, make_half  # noqa: E402
+from ferry_process import ServeProcess, ferry_cli  # noqa: E402 (cluster_bench put tests/support on the path)
+from netns import Hosts  # noqa: E402
+
+
+def read_s(host, cli, uri):
+    """One `ferry get` of flight t from `uri` on `host` with `cli`: its seconds."""
+    env = dict(os.environ, FERRY_TOKEN=TOKEN, LD_LIBRARY_PATH=os.path.dirname(os.path.abspath(cli)))
+    r = host.run([cli, "get", uri, "--path", "t", "--parallel", "2", "--validation", "none",
+                  "--grpc-below", "0", "--no-progress"], capture_output=True, text=True, env=env,
+                 timeout=300)
+    found = re.search(r" in ([0-9.]+) s \(", r.stdout + r.stderr)
+    if r.returncode != 0 or found is None:
+        raise RuntimeError(f"{cli} get: exit {r.returncode}: {(r.stdout + r.stderr)[-2000:]}")
+    return float(found.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clis", default=None,
+                    help="ferry executables, comma-separated (default: $FERRY_CLI alone)")
+    ap.add_argument("--mib", type=int, default=16, help="MiB on each server (default 16)")
+    ap.add_argument("--runs", type=int, default=20, help="runs of each CLI (default 20)")
+    args = ap.parse_args()
+    clis = args.clis.split(",") if args.clis else [ferry_cli()]
+    with tempfile.TemporaryDirectory(prefix="ferry-parallel-read-") as d:
+        tmp = Path(d)
+        make_half(tmp / "a.arrows", args.mib, 0)
+        make_half(tmp / "b.arrows", args.mib, 1 << 40)
+        env = dict(os.environ, FERRY_TOKEN=TOKEN)
+        with Hosts(["a", "b", "c"]) as hosts:
+            a = ServeProcess(["--flight", f"{hosts['a'].ip}:0", "--keep", f"t={tmp / 'a.arrows'}"],
+                             env=env, tmp=str(tmp), wrap=hosts["a"].wrap)
+            b = ServeProcess(["--flight", f"{hosts['b'].ip}:0", "--keep", "--peer",
+                              a.first_line(), f"t={tmp / 'b.arrows'}"], env=env, tmp=str(tmp),
+                             wrap=hosts["b"].wrap)
+            try:
+                uri = b.first_line()
+                for cli in clis:
+                    read_s(hosts["c"], cli, uri)  # warm-up: the servers' first clients
+                times = {cli: [] for cli in clis}
+                for i in range(args.runs):
+                    for cli in clis if i % 2 == 0 else clis[::-1]:
+                        times[cli].append(read_s(hosts["c"], cli, uri))
+            finally:
+                a.close()
+                b.close()
+    print(f"| build | read of {2 * args.mib} MiB, median ms (range) | against the first build "
+          "(median of the runs' ratios) |")
+    print("| --- | --- | --- |")
+    first = times[clis[0]]
+    for cli, v in times.items():
+        ratio = statistics.median(y / x for x, y in zip(first, v))
+        print(f"| {cli} | {1e3 * statistics.median(v):.1f} ({1e3 * min(v):.1f}-"
+              f"{1e3 * max(v):.1f}) | {ratio:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
