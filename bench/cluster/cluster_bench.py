@@ -4,7 +4,8 @@ in the same run. Hosts are network namespaces joined by a bridge (tests/support/
 everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates server a (`--peer`).
 
   parallel read   ferry's client on host c reads flight t from b: both endpoints at once
-                  (parallel=2) and one after the other (parallel=1), with the client's CPU time
+                  (parallel=2) and one after the other (parallel=1), with the client's CPU time,
+                  with the Python client's full validation; and at once with default validation
   ceiling         two concurrent `ucx_perftest -t tag_bw` streams over TCP, c to a and c to b
   one stream      `ferry get` on host c of host a's half over UCX, type 0, the file's bodies
                   sent whole from its pages and from a kept copy; ferry's UCX transport alone
@@ -53,6 +54,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 from ferry_process import ServeProcess, ferry_cli  # noqa: E402
 from netns import Hosts  # noqa: E402
+from tcp_peer import tcp_streams  # noqa: E402
 
 TOKEN = "bench"
 AUTH = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {TOKEN}".encode())])
@@ -111,95 +113,6 @@ def tag_bw(hosts, size, iters, names=("a", "b")):
             s.wait()
     return results
 
-
-# The plain TCP peer: no UCX, no Arrow, no ferry. A server on a host sends argv[2] bytes from one
-# buffer to each client that connects; the reader on host c connects to every server at once, a
-# thread each, receives into one reused buffer per stream, and prints the best run's seconds (of
-# argv[3] after a warm-up). It bounds every reader here: none moves the bytes with less work.
-# With argv[4] "keep" it receives each stream into memory of the stream's whole size instead, as a
-# reader that keeps what it reads (a table) must: allocated and written once before the runs and
-# reused by each, as ferry's client reuses its receive buffers, so no run maps fresh pages, but
-# each writes every byte to its own place rather than over one buffer that stays in cache.
-TCP_SERVER = """
-import socket, sys
-total, chunk = int(sys.argv[2]), 8 << 20
-data = memoryview(bytearray(chunk))
-s = socket.create_server((sys.argv[1], 13338))
-while True:
-    c, _ = s.accept()
-    left = total
-    while left:
-        left -= c.send(data[:min(chunk, left)])
-    c.close()
-"""
-
-# The same server sending from memory of the stream's whole size, written once before it
-# listens, so that each byte sent is read from its own place (as a server of a kept dataset
-# reads it), not from one buffer that stays in cache.
-TCP_COLD_SERVER = """
-import socket, sys
-total, chunk = int(sys.argv[2]), 8 << 20
-data = memoryview(bytearray(total))
-for i in range(0, total, 4096):
-    data[i] = 1
-s = socket.create_server((sys.argv[1], 13338))
-while True:
-    c, _ = s.accept()
-    at = 0
-    while at < total:
-        at += c.send(data[at:min(at + chunk, total)])
-    c.close()
-"""
-
-TCP_READER = """
-import socket, sys, threading, time
-total, chunk = int(sys.argv[2]), 8 << 20
-keep = len(sys.argv) > 4 and sys.argv[4] == "keep"
-kept = {ip: memoryview(bytearray(total if keep else chunk)) for ip in sys.argv[1].split(",")}
-def read(ip):
-    buf = kept[ip]
-    with socket.create_connection((ip, 13338)) as c:
-        left = total
-        while left:
-            at = total - left if keep else 0
-            n = c.recv_into(buf[at:], min(chunk, left))
-            if n == 0:
-                raise SystemExit("the server closed early")
-            left -= n
-best = None
-for i in range(int(sys.argv[3]) + 1):
-    start = time.monotonic()
-    threads = [threading.Thread(target=read, args=(ip,)) for ip in sys.argv[1].split(",")]
-    for t in threads: t.start()
-    for t in threads: t.join()
-    took = time.monotonic() - start
-    if i and (best is None or took < best):
-        best = took
-print(best)
-"""
-
-
-def tcp_streams(hosts, per_server, repeat, names=("a", "b"), keep=False, cold=False):
-    """Plain TCP streams, `per_server` bytes from each of `names` at once into one process on
-    host c (into memory it keeps, with `keep`; sent from memory of the stream's size, with
-    `cold`): the aggregate MiB/s of the best run."""
-    server = TCP_COLD_SERVER if cold else TCP_SERVER
-    servers = [hosts[n].popen([sys.executable, "-c", server, hosts[n].ip, str(per_server)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-               for n in names]
-    try:
-        time.sleep(1)
-        r = hosts["c"].run([sys.executable, "-c", TCP_READER,
-                            ",".join(hosts[n].ip for n in names), str(per_server), str(repeat),
-                            "keep" if keep else "reuse"],
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            raise RuntimeError(f"tcp reader: exit {r.returncode}: {r.stderr}")
-        return per_server * len(names) / float(r.stdout) / (1 << 20)
-    finally:
-        for s in servers:
-            s.kill()
-            s.wait()
 
 
 def ucx_stream_binary():
@@ -271,17 +184,19 @@ def one_stream(hosts, path, rounds, tmp):
 # Each reader runs in a process of its own on host c: one read to warm up (a fresh process's first
 # read pays the page faults of memory it never touched, on this VM about 0.3 s for 56 MiB), then
 # argv[3] reads, each timed from GetFlightInfo to the whole table with the CPU time it used; it
-# prints the fastest as "SECONDS CPU_SECONDS".
+# prints the fastest as "SECONDS CPU_SECONDS". argv[4], if given, is the validation level
+# (ferry.ValidationLevel's name; FULL, the Python client's default, otherwise).
 FERRY_READER = """
 import resource, sys, time, pyarrow as pa, ferry.flight
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 client = ferry.flight.connect(sys.argv[1], token="bench")
+level = getattr(ferry.ValidationLevel, sys.argv[4] if len(sys.argv) > 4 else "FULL")
 best = None
 for i in range(int(sys.argv[3]) + 1):
     start, used = time.monotonic(), cpu()
-    table = pa.table(client.do_get("t", parallel=int(sys.argv[2])))
+    table = pa.table(client.do_get("t", parallel=int(sys.argv[2]), validation=level))
     run = (time.monotonic() - start, cpu() - used)
     del table
     if i and (best is None or run < best):
@@ -498,6 +413,9 @@ def main():
                     figures[f"ferry, parallel {parallel}"] = reader(
                         hosts["c"], [sys.executable, "-c", FERRY_READER, b.uri, str(parallel),
                                      str(args.repeat)])
+                figures["ferry, parallel 2, default validation"] = reader(
+                    hosts["c"], [sys.executable, "-c", FERRY_READER, b.uri, "2", str(args.repeat),
+                                 "DEFAULT"])
                 bw = tag_bw(hosts, 8 << 20, max(20, args.mib // 8))
                 figures["tag_bw MiB/s"] = bw
                 figures["one stream, rounds"] = one_stream(hosts, tmp / "a.arrows",
@@ -529,6 +447,10 @@ def main():
           f"{mib / par['s']:.0f} | {mib / par['s'] / ceiling:.2f}x of two tag_bw streams |")
     print(f"| ferry's client, one after the other | {seq['s']:.3f} s ({seq['cpu_s']:.2f} s) | "
           f"{mib / seq['s']:.0f} | {seq['s'] / par['s']:.2f}x the parallel read's time |")
+    dv = figures["ferry, parallel 2, default validation"]
+    print(f"| ferry's client, endpoints at once, default validation (not full) | {dv['s']:.3f} s "
+          f"({dv['cpu_s']:.2f} s) | {mib / dv['s']:.0f} | {par['s'] / dv['s']:.2f}x as fast as "
+          f"full validation |")
     print(f"| two ucx_perftest tag_bw streams over TCP | — | {ceiling:.0f} | the ceiling |")
     tcp2, tcp1 = figures["two TCP streams MiB/s"], figures["one TCP stream MiB/s"]
     print(f"| two plain TCP streams into one process (no UCX, no Arrow) | {mib / tcp2:.3f} s | "
@@ -541,7 +463,8 @@ def main():
     cold = figures["two TCP streams kept, cold MiB/s"]
     print(f"| the same, each byte also sent from its own place (as a kept dataset's server sends) | "
           f"{mib / cold:.3f} s | {cold:.0f} | {cold / tcp2:.2f}x the reused buffer's rate; ferry's "
-          f"parallel read at {mib / par['s'] / cold:.2f}x it |")
+          f"parallel read at {mib / par['s'] / cold:.2f}x it ({mib / dv['s'] / cold:.2f}x with "
+          f"default validation) |")
     rounds = figures["one stream, rounds"]
     one_bw = statistics.median(r["tag_bw"] for r in rounds)
     print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream (median of "
