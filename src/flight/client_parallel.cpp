@@ -1,7 +1,7 @@
 // Reading a flight's endpoints at once: a few reader threads, each opening one endpoint (the
 // first is opened by the caller's thread meanwhile, for the schema) and reading its batches into
-// a short queue of its own; the caller's stream takes them in the
-// flight's order (ordered flights) or as they come.
+// a short queue of its own; the caller's stream takes them in the flight's order (ordered
+// flights) or as they come.
 #include <pthread.h>
 
 #include <algorithm>
