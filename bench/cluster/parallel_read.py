@@ -24,8 +24,9 @@ from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+# cluster_bench puts tests/support on the path, for the two imports after it.
 from cluster_bench import TOKEN, make_half  # noqa: E402
-from ferry_process import ServeProcess, ferry_cli  # noqa: E402 (cluster_bench put tests/support on the path)
+from ferry_process import ServeProcess, ferry_cli  # noqa: E402
 from netns import Hosts  # noqa: E402
 
 

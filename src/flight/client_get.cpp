@@ -112,28 +112,21 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   const int64_t window = options.window;
   // Read at once and paced, the endpoints share the window: each reads only what it was given.
   if (at_once && window >= 0) options.window = 0;
-  if (at_once) {
-    std::vector<EndpointOpener> all;
-    // The reader, not the client: the stream may outlive the client. Endpoint 0 is opened before
-    // ReadParallel returns, so `location` is still the caller's.
-    all.emplace_back([reader = reader_, endpoint = sized(info.endpoints[0]), options, location] {
-      return reader->Read(endpoint, options, location);
-    });
-    for (size_t i = 1; i < n; ++i) {
-      all.emplace_back([reader = reader_, endpoint = sized(info.endpoints[i]), options] {
-        return reader->Read(endpoint, options, nullptr);
-      });
-    }
-    return ReadParallel(std::move(all), parallel, info.ordered, window, target->device_type());
-  }
-  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first,
-                        reader_->Read(sized(info.endpoints[0]), options, location));
+  // Endpoint i's opener; the reader, not the client, goes in it: the stream may outlive the
+  // client. `at` is where the location read from goes (endpoint 0's only).
+  const auto opener = [&](size_t i, std::string* at) -> EndpointOpener {
+    return [reader = reader_, endpoint = sized(info.endpoints[i]), options, at] {
+      return reader->Read(endpoint, options, at);
+    };
+  };
   std::vector<EndpointOpener> rest;
-  for (size_t i = 1; i < n; ++i) {
-    rest.emplace_back([reader = reader_, endpoint = sized(info.endpoints[i]), options] {
-      return reader->Read(endpoint, options, nullptr);
-    });
+  for (size_t i = 1; i < n; ++i) rest.push_back(opener(i, nullptr));
+  if (at_once) {
+    // Endpoint 0 is opened before ReadParallel returns, so `location` is still the caller's.
+    rest.insert(rest.begin(), opener(0, location));
+    return ReadParallel(std::move(rest), parallel, info.ordered, window, target->device_type());
   }
+  FERRY_ASSIGN_OR_RAISE(UniqueDeviceArrayStream first, opener(0, location)());
   return Concatenate(std::move(first), std::move(rest), target->device_type());
 }
 

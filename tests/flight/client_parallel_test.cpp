@@ -75,22 +75,11 @@ struct Read {
   Status status;
 };
 
-// `n` endpoints of `per` batches each, read `parallel` at once; endpoint `failing` fails at its
-// second batch.
-// With `window` >= 0, `before_each(taken)` runs before each get_next, `taken` batches in.
-Read ReadAll(int n, int per, size_t parallel, bool ordered, Counters* counters, int failing = -1,
-             int64_t window = -1, const std::function<void(int64_t)>& before_each = {}) {
-  auto open = [=](int i) {
-    return ExportDeviceArrayStream(
-        std::make_unique<FakeEndpoint>(i, per, i == failing ? 1 : -1, counters), ARROW_DEVICE_CPU);
-  };
-  std::vector<EndpointOpener> endpoints;
-  for (int i = 0; i < n; ++i) {
-    endpoints.emplace_back([open, i]() -> Result<UniqueDeviceArrayStream> { return open(i); });
-  }
+// Every batch of `s` (its single value each) until its end or an error; `before_each(taken)` runs
+// before each get_next, `taken` batches in.
+Read Collect(Result<UniqueDeviceArrayStream> s,
+             const std::function<void(int64_t)>& before_each = {}) {
   Read r;
-  Result<UniqueDeviceArrayStream> s =
-      ReadParallel(std::move(endpoints), parallel, ordered, window, ARROW_DEVICE_CPU);
   if (!s.ok()) {
     r.status = s.status();
     return r;
@@ -104,6 +93,23 @@ Read ReadAll(int n, int per, size_t parallel, bool ordered, Counters* counters, 
     r.values.push_back(static_cast<const int64_t*>(child->buffers[1])[child->offset]);
   }
   return r;
+}
+
+// `n` endpoints of `per` batches each, read `parallel` at once; endpoint `failing` fails at its
+// second batch.
+// With `window` >= 0, `before_each(taken)` runs before each get_next, `taken` batches in.
+Read ReadAll(int n, int per, size_t parallel, bool ordered, Counters* counters, int failing = -1,
+             int64_t window = -1, const std::function<void(int64_t)>& before_each = {}) {
+  auto open = [=](int i) {
+    return ExportDeviceArrayStream(
+        std::make_unique<FakeEndpoint>(i, per, i == failing ? 1 : -1, counters), ARROW_DEVICE_CPU);
+  };
+  std::vector<EndpointOpener> endpoints;
+  for (int i = 0; i < n; ++i) {
+    endpoints.emplace_back([open, i]() -> Result<UniqueDeviceArrayStream> { return open(i); });
+  }
+  return Collect(ReadParallel(std::move(endpoints), parallel, ordered, window, ARROW_DEVICE_CPU),
+                 before_each);
 }
 
 std::vector<int64_t> Expected(int n, int per) {
@@ -207,19 +213,10 @@ TEST(FlightReadParallel, TheNextEndpointsOpenWhileTheFirstDoes) {
       return ExportDeviceArrayStream(std::make_unique<FakeEndpoint>(1, 3, -1, &counters),
                                      ARROW_DEVICE_CPU);
     });
-    Result<UniqueDeviceArrayStream> s =
-        ReadParallel(std::move(endpoints), 2, ordered, -1, ARROW_DEVICE_CPU);
-    ASSERT_OK(s.status());
-    std::vector<int64_t> values;
-    while (true) {
-      UniqueDeviceArray a;
-      ASSERT_OK(StreamGetNext(s->get(), a.get()));
-      if (!a.valid()) break;
-      const auto* child = a->array.children[0];
-      values.push_back(static_cast<const int64_t*>(child->buffers[1])[child->offset]);
-    }
-    if (!ordered) std::sort(values.begin(), values.end());
-    EXPECT_EQ(values, Expected(2, 3));
+    Read r = Collect(ReadParallel(std::move(endpoints), 2, ordered, -1, ARROW_DEVICE_CPU));
+    ASSERT_OK(r.status);
+    if (!ordered) std::sort(r.values.begin(), r.values.end());
+    EXPECT_EQ(r.values, Expected(2, 3));
   }
 }
 
