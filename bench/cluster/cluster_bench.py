@@ -10,12 +10,15 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
   one stream      `ferry get` on host c of host a's half over UCX, type 0, the file's bodies
                   sent whole from its pages and from a kept copy; ferry's UCX transport alone
                   moving the same bytes in the same 8 MiB messages (ferry_ucx_stream: no Arrow,
-                  no Dissociated IPC); and one tag_bw stream, in alternating rounds: the median
-                  ratio and its range
+                  no Dissociated IPC), each from its own place and all from one place, as
+                  tag_bw sends; and one tag_bw stream, in alternating rounds: the median ratio
+                  and its range
   plain TCP       the same bytes over plain sockets (no UCX, no Arrow), two streams into one
                   process and one stream: what any reader could reach between these hosts; and
                   two streams into memory the reader keeps, sent from a buffer that stays in
-                  cache and from memory of the stream's size (each byte from its own place)
+                  cache and from memory of the stream's size (each byte from its own place);
+                  that last ceiling and the parallel read (full and default validation) again
+                  in alternating rounds (--rounds), each round's ratio seconds apart
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
   small reads     a flight of 1,000 rows on each server (40 KB), read again and again on host c:
                   ferry's client as it chooses (DoGet, below GetOptions::grpc_below), ferry's
@@ -115,6 +118,25 @@ def tag_bw(hosts, size, iters, names=("a", "b")):
 
 
 
+def against_ceiling(hosts, uri, per_server, rounds):
+    """The parallel read with full and default validation and the plain TCP ceiling sent and
+    received each byte at its own place, one after the other in each of `rounds` rounds (each a
+    process of its own: a warm-up read, then one timed), so that each round's ratios compare
+    reads seconds apart on this noisy VM: [{"full", "default", "ceiling"} MiB/s]."""
+    mib = None
+    runs = []
+    for _ in range(rounds):
+        run = {}
+        for key, level in (("full", "FULL"), ("default", "DEFAULT")):
+            r = reader(hosts["c"], [sys.executable, "-c", FERRY_READER, uri, "2", "1", level])
+            run[key] = r["s"]
+        run["ceiling"] = tcp_streams(hosts, per_server, 1, keep=True, cold=True)
+        mib = mib or 2 * per_server / (1 << 20)
+        runs.append({"full": mib / run["full"], "default": mib / run["default"],
+                     "ceiling": run["ceiling"]})
+    return runs
+
+
 def ucx_stream_binary():
     """ferry_ucx_stream, beside the ferry executable's build (FERRY_UCX_STREAM overrides)."""
     if os.environ.get("FERRY_UCX_STREAM"):
@@ -127,13 +149,13 @@ def one_stream(hosts, path, rounds, tmp):
     """One stream from host a to host c, in `rounds` rounds after a warm-up: `ferry get` over
     UCX with packed bodies sent whole from the file's pages and from a kept copy (the rate after
     connecting, from its summary line, in MiB/s); ferry's UCX transport alone moving as many
-    bytes in 8 MiB messages (ferry_ucx_stream, its rate after connecting), then one `tag_bw`
-    stream. They alternate, so a ratio compares runs minutes apart at most; returns each round's
+    bytes in 8 MiB messages (ferry_ucx_stream, its rate after connecting), each from its own
+    place and all from one, then one `tag_bw` stream. They alternate, so a ratio compares runs minutes apart at most; returns each round's
     rates."""
     servers = {}
     size = os.path.getsize(path)
     messages = max(1, size // (8 << 20))
-    transport = None
+    transports = []
     try:
         for keep in (False, True):
             s = ServeProcess(["--transport", "ucx", "--listen", f"{hosts['a'].ip}:0", "--insecure",
@@ -149,15 +171,18 @@ def one_stream(hosts, path, rounds, tmp):
                 raise RuntimeError(f"ferry get: exit {r.returncode}: {r.stderr}")
             return float(re.search(r"then ([0-9.]+) MB/s", r.stdout).group(1)) * 1e6 / (1 << 20)
 
-        transport = hosts["a"].popen([ucx_stream_binary(), "serve", f"{hosts['a'].ip}:0",
-                                      str(8 << 20), str(messages)], stdout=subprocess.PIPE,
-                                     text=True)
-        transport_address = transport.stdout.readline().strip()
-        if not transport_address:
-            raise RuntimeError("ferry_ucx_stream serve did not start")
+        # Each message from its own place (as a kept dataset's server sends), and every message
+        # from one place (as tag_bw sends, from a buffer that stays in cache).
+        for places in (messages, 1):
+            t = hosts["a"].popen([ucx_stream_binary(), "serve", f"{hosts['a'].ip}:0",
+                                  str(8 << 20), str(messages), str(places)],
+                                 stdout=subprocess.PIPE, text=True)
+            transports.append((t, t.stdout.readline().strip()))
+            if not transports[-1][1]:
+                raise RuntimeError("ferry_ucx_stream serve did not start")
 
-        def stream():
-            r = hosts["c"].run([ucx_stream_binary(), "get", transport_address, str(8 << 20),
+        def stream(address):
+            r = hosts["c"].run([ucx_stream_binary(), "get", address, str(8 << 20),
                                 str(messages)], capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
                 raise RuntimeError(f"ferry_ucx_stream get: exit {r.returncode}: {r.stderr}")
@@ -165,20 +190,22 @@ def one_stream(hosts, path, rounds, tmp):
 
         for _, uri in servers.values():
             get(uri)  # warm-up: the file's pages, the kept copy, the client's first buffers
-        stream()
+        for _, address in transports:
+            stream(address)
         runs = []
         for _ in range(rounds):
             run = {name: get(uri) for name, (_, uri) in servers.items()}
-            run["transport"] = stream()
+            run["transport"] = stream(transports[0][1])
+            run["transport, one place"] = stream(transports[1][1])
             run["tag_bw"] = tag_bw(hosts, 8 << 20, max(20, messages), ("a",))["a"]
             runs.append(run)
         return runs
     finally:
         for s, _ in servers.values():
             s.close()
-        if transport is not None:
-            transport.kill()
-            transport.wait()
+        for t, _ in transports:
+            t.kill()
+            t.wait()
 
 
 # Each reader runs in a process of its own on host c: one read to warm up (a fresh process's first
@@ -374,6 +401,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mib", type=int, default=512, help="MiB per server (default 512)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each case; the best is kept")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="alternating rounds of the parallel read and the plain TCP ceiling "
+                         "(default 5)")
     ap.add_argument("--small-reads", type=int, default=20,
                     help="reads of the small flight by each reader in each round (default 20)")
     ap.add_argument("--only", choices=["small"],
@@ -427,6 +457,8 @@ def main():
                                                                     keep=True)
                 figures["two TCP streams kept, cold MiB/s"] = tcp_streams(
                     hosts, half, args.repeat, keep=True, cold=True)
+                figures["against the cold ceiling, rounds"] = against_ceiling(
+                    hosts, b.uri, half, args.rounds)
                 figures["pyarrow.flight, two threads"] = reader(
                     hosts["c"], [sys.executable, "-c", PYARROW_READER, b.uri, str(args.repeat)])
                 figures["dask"] = dask_runs(hosts, a, b, tmp, args.repeat)
@@ -465,6 +497,14 @@ def main():
           f"{mib / cold:.3f} s | {cold:.0f} | {cold / tcp2:.2f}x the reused buffer's rate; ferry's "
           f"parallel read at {mib / par['s'] / cold:.2f}x it ({mib / dv['s'] / cold:.2f}x with "
           f"default validation) |")
+    against = figures["against the cold ceiling, rounds"]
+    for key, what in (("full", "full validation"), ("default", "default validation")):
+        ratios = sorted(r[key] / r["ceiling"] for r in against)
+        print(f"| the parallel read, {what}, against that ceiling in alternating rounds | — | "
+              f"{statistics.median(r[key] for r in against):.0f} | "
+              f"{statistics.median(ratios):.2f}x, median of {len(against)} rounds "
+              f"({ratios[0]:.2f}-{ratios[-1]:.2f}x; the ceiling "
+              f"{statistics.median(r['ceiling'] for r in against):.0f} MiB/s) |")
     rounds = figures["one stream, rounds"]
     one_bw = statistics.median(r["tag_bw"] for r in rounds)
     print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream (median of "
@@ -472,7 +512,9 @@ def main():
     for key, what in (("file", "`ferry get` over UCX, type 0, the file's bodies sent whole"),
                       ("kept", "`ferry get` over UCX, type 0, a kept copy"),
                       ("transport", "ferry's UCX transport alone (ferry_ucx_stream), 8 MiB "
-                                    "messages")):
+                                    "messages"),
+                      ("transport, one place", "the same, every message sent from one place "
+                                               "(as tag_bw sends)")):
         ratios = sorted(r[key] / r["tag_bw"] for r in rounds)
         rate = statistics.median(r[key] for r in rounds)
         print(f"| one stream a to c, {what} | — | {rate:.0f} | "

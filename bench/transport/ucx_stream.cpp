@@ -3,11 +3,12 @@
 // between `ferry get` and `ucx_perftest -t tag_bw` splits into the transport's part and the
 // protocol's. bench/cluster/cluster_bench.py runs it between two network namespaces.
 //
-//   ferry_ucx_stream serve HOST:PORT SIZE COUNT
+//   ferry_ucx_stream serve HOST:PORT SIZE COUNT [PLACES]
 //       Prints its listener's address, then serves each client that connects, one at a time,
-//       until killed: COUNT messages of SIZE bytes, message i tagged i + 1 and sent from its own
-//       place in memory of COUNT x SIZE bytes written once (as a kept dataset's server sends:
-//       each byte from its own place, none from a buffer that stays in cache).
+//       until killed: COUNT messages of SIZE bytes, message i tagged i + 1 and sent from place
+//       i mod PLACES in memory of PLACES x SIZE bytes written once. PLACES defaults to COUNT:
+//       each byte from its own place, as a kept dataset's server sends, none from a buffer that
+//       stays in cache. PLACES 1 sends every message from one buffer, as `ucx_perftest` does.
 //   ferry_ucx_stream get ADDRESS SIZE COUNT
 //       Connects, receives the COUNT messages (each checked for its tag and size) and prints one
 //       JSON line: the bytes and the seconds from the connection to the last byte, as `ferry get`
@@ -30,7 +31,7 @@ constexpr auto kTimeout = 30s;
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: ferry_ucx_stream serve HOST:PORT SIZE COUNT\n"
+               "usage: ferry_ucx_stream serve HOST:PORT SIZE COUNT [PLACES]\n"
                "       ferry_ucx_stream get ADDRESS SIZE COUNT\n");
   return 2;
 }
@@ -40,11 +41,11 @@ int Failed(const std::string& doing, const Status& st) {
   return 1;
 }
 
-int Serve(const std::string& address, int64_t size, int64_t count) {
+int Serve(const std::string& address, int64_t size, int64_t count, int64_t places) {
   Result<std::unique_ptr<transport::Listener>> listener = transport::ListenUcx(address);
   if (!listener.ok()) return Failed("listening on " + address, listener.status());
   // Written once before the first client, so no send maps fresh pages.
-  std::vector<uint8_t> data(static_cast<size_t>(size * count));
+  std::vector<uint8_t> data(static_cast<size_t>(size * places));
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 131);
   std::printf("%s\n", (*listener)->address().c_str());
   std::fflush(stdout);
@@ -53,7 +54,7 @@ int Serve(const std::string& address, int64_t size, int64_t count) {
     if (!conn.ok()) return Failed("accepting", conn.status());
     Status st;
     for (int64_t i = 0; i < count && st.ok(); ++i) {
-      const ByteSpan piece{data.data() + i * size, size};
+      const ByteSpan piece{data.data() + (i % places) * size, size};
       st = (*conn)->SendTagged(static_cast<uint64_t>(i + 1), {&piece, 1});
     }
     if (st.ok()) st = (*conn)->Flush();
@@ -103,16 +104,19 @@ int Get(const std::string& address, int64_t size, int64_t count) {
 }  // namespace ferry::bench
 
 int main(int argc, char** argv) {
-  if (argc != 5) return ferry::bench::Usage();
+  if (argc != 5 && !(argc == 6 && std::string(argv[1]) == "serve")) {
+    return ferry::bench::Usage();
+  }
   const std::string mode = argv[1];
   const int64_t size = std::atoll(argv[3]);
   const int64_t count = std::atoll(argv[4]);
-  if (size <= 0 || count <= 0) return ferry::bench::Usage();
+  const int64_t places = argc == 6 ? std::atoll(argv[5]) : count;
+  if (size <= 0 || count <= 0 || places <= 0 || places > count) return ferry::bench::Usage();
   if (!ferry::transport::UcxAvailable()) {
     std::fprintf(stderr, "ferry_ucx_stream: this build of ferry has no UCX transport\n");
     return 1;
   }
-  if (mode == "serve") return ferry::bench::Serve(argv[2], size, count);
+  if (mode == "serve") return ferry::bench::Serve(argv[2], size, count, places);
   if (mode == "get") return ferry::bench::Get(argv[2], size, count);
   return ferry::bench::Usage();
 }

@@ -308,7 +308,7 @@ SMOKE_SCRIPT = {
                         "--latency-calls", "20", "--pairs", "1"],
     "cli_bench.py": ["--mib", "16", "--batches", "4", "--repeat", "1"],
     "crossing_bench.py": ["--number", "200", "--repeat", "1"],
-    "cluster_bench.py": ["--mib", "4", "--repeat", "1", "--small-reads", "2"],
+    "cluster_bench.py": ["--mib", "4", "--repeat", "1", "--rounds", "1", "--small-reads", "2"],
     "parallel_read.py": ["--mib", "1", "--runs", "1"],
     "polars_bench.py": ["--mib", "4", "--repeat", "1"],
     "compression_bench.py": ["--mib", "8", "--repeat", "1"],
