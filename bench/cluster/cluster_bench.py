@@ -123,17 +123,15 @@ def against_ceiling(hosts, uri, per_server, rounds):
     received each byte at its own place, one after the other in each of `rounds` rounds (each a
     process of its own: a warm-up read, then one timed), so that each round's ratios compare
     reads seconds apart on this noisy VM: [{"full", "default", "ceiling"} MiB/s]."""
-    mib = None
+    mib = 2 * per_server / (1 << 20)
     runs = []
     for _ in range(rounds):
         run = {}
         for key, level in (("full", "FULL"), ("default", "DEFAULT")):
             r = reader(hosts["c"], [sys.executable, "-c", FERRY_READER, uri, "2", "1", level])
-            run[key] = r["s"]
+            run[key] = mib / r["s"]
         run["ceiling"] = tcp_streams(hosts, per_server, 1, keep=True, cold=True)
-        mib = mib or 2 * per_server / (1 << 20)
-        runs.append({"full": mib / run["full"], "default": mib / run["default"],
-                     "ceiling": run["ceiling"]})
+        runs.append(run)
     return runs
 
 
@@ -150,8 +148,8 @@ def one_stream(hosts, path, rounds, tmp):
     UCX with packed bodies sent whole from the file's pages and from a kept copy (the rate after
     connecting, from its summary line, in MiB/s); ferry's UCX transport alone moving as many
     bytes in 8 MiB messages (ferry_ucx_stream, its rate after connecting), each from its own
-    place and all from one, then one `tag_bw` stream. They alternate, so a ratio compares runs minutes apart at most; returns each round's
-    rates."""
+    place and all from one, then one `tag_bw` stream. They alternate, so a ratio compares runs
+    minutes apart at most; returns each round's rates."""
     servers = {}
     size = os.path.getsize(path)
     messages = max(1, size // (8 << 20))
