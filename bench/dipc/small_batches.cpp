@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -210,11 +211,14 @@ class LiveProducer final : public DeviceArrayProducer {
 // with the handed-over ones' holds: a batch may come back after its producer is gone. A batch
 // handed over is taken again only once the server has released it (its client freed it).
 struct LoanPool {
-  // Enough that a client reading as fast as it can has freed one before the server runs out:
-  // 1,024 1,000-row batches take 24 MB of the region. Larger batches are built fewer, to the
-  // same bytes (at least 16): 1,024 of 10,000 rows would fill the region's 256 MB before the
-  // server started.
+  // Built before the server starts: 1,024 1,000-row batches take 24 MB of the region. Larger
+  // batches are built fewer, to the same bytes (at least 16): 1,024 of 10,000 rows would fill
+  // the region's 256 MB before the server started.
   static constexpr int64_t kBatches = 1024;
+  // How long Take waits for a lent batch to come back before it builds one more: long enough
+  // that a client reading as fast as it can frees one first, so that no batch is built while
+  // the clock runs (the server lends ahead as far as its producer gives).
+  static constexpr std::chrono::milliseconds kGrowAfter{100};
   static int64_t Prebuilt(int64_t rows) {
     return std::clamp<int64_t>(kBatches * 1000 / std::max<int64_t>(rows, 1), 16, kBatches);
   }
@@ -222,6 +226,7 @@ struct LoanPool {
   std::shared_ptr<Template> t;
   std::shared_ptr<Allocator> region;
   std::mutex mutex;
+  std::condition_variable freed;     // a lent batch came back
   std::vector<UniqueArray> batches;  // grown under mutex
   std::vector<size_t> free;
 
@@ -232,19 +237,18 @@ struct LoanPool {
     batches.push_back(std::move(a));
     free.push_back(batches.size() - 1);
   }
-  // A free batch's slot, built afresh while none is free.
+  // A free batch's slot: while every batch is lent, the first to come back, as a producer with
+  // a fixed set of buffers waits for one; one built afresh if none comes back within kGrowAfter.
   size_t Take() {
-    while (true) {
-      {
-        std::lock_guard lock(mutex);
-        if (!free.empty()) {
-          const size_t slot = free.back();
-          free.pop_back();
-          return slot;
-        }
-      }
+    std::unique_lock lock(mutex);
+    while (!freed.wait_for(lock, kGrowAfter, [this] { return !free.empty(); })) {
+      lock.unlock();
       Grow();
+      lock.lock();
     }
+    const size_t slot = free.back();
+    free.pop_back();
+    return slot;
   }
 };
 
@@ -284,6 +288,7 @@ class LoaningProducer final : public DeviceArrayProducer {
         std::lock_guard lock(hold->pool->mutex);
         hold->pool->free.push_back(hold->slot);
       }
+      hold->pool->freed.notify_one();
       delete hold;
       a->release = nullptr;
     };

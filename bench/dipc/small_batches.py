@@ -428,20 +428,25 @@ def plot(path, every):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10, 5))
     names = sorted({n for res in every.values() for n, r in res.items()
                     if r["latency_ns"] and r["latency_ns"].get("p50") is not None})
     sizes = sorted(every)
-    for name in names:
+    # A colour of its own for each case (tab20 has 20); ferry's cases solid, the limits (the C
+    # ring) dotted, the other peers dashed, so that a case is told by its line as well.
+    colours = plt.get_cmap("tab20").colors
+    for i, name in enumerate(names):
         xs = [s for s in sizes if every[s].get(name, {}).get("latency_ns")]
-        ax.plot(xs, [every[s][name]["latency_ns"]["p50"] / 1e3 for s in xs], marker="o",
-                label=name)
+        style = (("-", "o") if name.startswith("ferry") else
+                 (":", "^") if name.startswith("C ring") else ("--", "s"))
+        ax.plot(xs, [every[s][name]["latency_ns"]["p50"] / 1e3 for s in xs], linestyle=style[0],
+                marker=style[1], color=colours[i % len(colours)], label=name)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("rows a batch")
     ax.set_ylabel("one-way latency, p50 (µs)")
     ax.set_title("Small batches between two processes (paced; lower is better)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
