@@ -159,14 +159,23 @@ void ClientConnection::Poll() {
     TakeFor(m, info, w.id);
   }
   // Read ahead while little is held: a rendezvous body stays with its sender until taken, so a
-  // client that stops reading makes the server wait instead of filling this process.
-  while (true) {
+  // client that stops reading makes the server wait instead of filling this process. A few MiB
+  // a round, and none while another thread waits for the worker's lock: taking a body can cost
+  // a fresh buffer and a copy, and a reader fallen behind by a few hundred large bodies would
+  // otherwise wait tens of ms for this loop before it could post or take the one it wants.
+  for (int64_t taken = 0;;) {
+    if (taken >= kReadAheadPerPoll) {
+      poll_again_ = true;  // the rest in the next round, after the lock is let go
+      break;
+    }
+    if (worker_->LockWanted()) break;  // its holder polls next, and so on round by round
     {
       std::lock_guard lock(mutex_);
       if (held_bytes_ >= kReadAheadBytes) break;
     }
     ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), 0, 0, 1, &info);
     if (m == nullptr) break;
+    taken += static_cast<int64_t>(info.length);
     TakeFor(m, info, -1);
   }
 }
@@ -305,29 +314,43 @@ void ClientConnection::Expect(uint64_t tag, int64_t size) {
   // Posted from this thread under the worker's lock: no trip through the progress thread. The
   // receive settles there, or here at once if the body is in already.
   std::unique_lock ucx = worker_->Lock();
-  void* request =
-      PostReceive(tag, static_cast<size_t>(size),
-                  [this, tag, size, entry](ucs_status_t status, SharedBytes bytes) {
-                    {
-                      std::lock_guard lock(posted_mutex_);
-                      entry->settled = true;
-                      if (auto it = posted_.find(tag); it != posted_.end() && it->second == entry) {
-                        posted_.erase(it);
-                      }
-                    }
-                    {
-                      std::lock_guard lock(mutex_);
-                      held_bytes_ -= size - (status == UCS_OK ? bytes.size : 0);
-                    }
-                    if (status == UCS_OK) {
-                      (void)inbox_.PushTagged(TaggedMessage{tag, std::move(bytes)});
-                    } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
-                      // UCX consumed the message: this stream cannot go on.
-                      Fail("the body message tagged " + Hex(tag) + " is larger than the " +
-                               std::to_string(size) + " bytes its metadata announces",
-                           true);
-                    }
-                  });
+  UcxConnection::Landed landed = [this, tag, size, entry](ucs_status_t status, SharedBytes bytes) {
+    {
+      std::lock_guard lock(posted_mutex_);
+      entry->settled = true;
+      if (auto it = posted_.find(tag); it != posted_.end() && it->second == entry) {
+        posted_.erase(it);
+      }
+    }
+    {
+      std::lock_guard lock(mutex_);
+      held_bytes_ -= size - (status == UCS_OK ? bytes.size : 0);
+    }
+    if (status == UCS_OK) {
+      (void)inbox_.PushTagged(TaggedMessage{tag, std::move(bytes)});
+    } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+      // UCX consumed the message: this stream cannot go on.
+      Fail("the body message tagged " + Hex(tag) + " is larger than the " + std::to_string(size) +
+               " bytes its metadata announces",
+           true);
+    }
+  };
+  // A body in UCX's queue already (the read-ahead stopped short of it) is taken as the read-ahead
+  // takes one, its length from the probe. A receive posted for it would complete at once, and
+  // UCX 1.13 then leaves the receive's info unset: the body would read as 0 bytes.
+  ucp_tag_recv_info_t info{};
+  if (ucp_tag_message_h m = ucp_tag_probe_nb(worker_->handle(), tag, ~uint64_t{0}, 1, &info)) {
+    if (info.length > static_cast<uint64_t>(size)) {
+      // Taken off the wire all the same, and failed as a receive of `size` bytes would be.
+      Take(m, info, [landed](ucs_status_t status, const SharedBytes&) {
+        landed(status == UCS_OK ? UCS_ERR_MESSAGE_TRUNCATED : status, SharedBytes{});
+      });
+    } else {
+      Take(m, info, std::move(landed));
+    }
+    return;
+  }
+  void* request = PostReceive(tag, static_cast<size_t>(size), std::move(landed));
   std::lock_guard lock(posted_mutex_);
   if (!entry->settled) entry->request = request;
 }

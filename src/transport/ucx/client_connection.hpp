@@ -17,6 +17,8 @@ namespace ferry::transport::internal::ucx {
 /// A client holds at most this many bytes of bodies it has not asked for (read-ahead); a body
 /// beyond it stays with the sender, so a client that stops reading makes the server wait.
 constexpr int64_t kReadAheadBytes = int64_t{64} << 20;
+/// About the most bytes of bodies a poll reads ahead in one round under the worker's lock.
+constexpr int64_t kReadAheadPerPoll = int64_t{2} << 20;
 
 /// A client's end: its own context and worker, an endpoint to the listener's socket address
 /// and, with ferry's extensions on one host, a fast endpoint from worker addresses. Bodies come

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "transport/ucx/buffer_pool.hpp"
 #include "transport/ucx/tsan_order.hpp"
@@ -130,7 +131,9 @@ Status UcxConnection::StartWorker() {
     return UcxError(StatusCode::kIOError, "cannot register the metadata handler", st);
   worker_->Start([this] {
     Poll();
-    return SettleFailure();
+    const std::chrono::milliseconds again = SettleFailure();
+    if (!std::exchange(poll_again_, false)) return again;
+    return std::chrono::milliseconds(0);
   });
   return Status::OK();
 }

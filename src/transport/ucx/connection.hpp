@@ -107,7 +107,10 @@ class UcxConnection : public Connection {
   /// The endpoint traffic goes on: the fast one once it exists. Call it with the worker's lock
   /// held (on the progress thread, or under Worker::Lock).
   ucp_ep_h traffic_ep() const { return fast_ep_ != nullptr ? fast_ep_ : ep_; }
-  /// Tagged intake, on the progress thread after each round of progress.
+  /// Tagged intake, on the progress thread after each round of progress (and on a caller's
+  /// thread in Pump), with the worker's lock held. An intake that left work it could do now
+  /// (a read-ahead cut short) sets poll_again_, so that the progress thread comes back at once
+  /// instead of sleeping until the next event.
   virtual void Poll() = 0;
   /// Receive the probed `message` of `info.length` bytes; `on_done` gets the bytes or the
   /// failure (progress thread; `on_done` runs there too). A message over the tagged limit is
@@ -214,6 +217,7 @@ class UcxConnection : public Connection {
   /// up does.
   void CloseTracked(ucp_ep_h ep);
   std::vector<std::shared_ptr<Completion>> closing_;  // under the worker's lock
+  bool poll_again_ = false;                           // under the worker's lock (Poll)
 
  private:
   static ucs_status_t OnActiveMessage(void* arg, const void* header, size_t header_length,

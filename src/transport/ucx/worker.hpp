@@ -90,7 +90,15 @@ class Worker {
   void Stop();
   /// The worker's lock, for a thread other than the progress thread that calls into UCX. Tasks
   /// and polls run with it held already; they must not take it again.
-  std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(ucx_mutex_); }
+  std::unique_lock<std::mutex> Lock() {
+    lock_waiters_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(ucx_mutex_);
+    lock_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    return lock;
+  }
+  /// Whether a thread waits in Lock() now: work under the lock that can wait (a poll's
+  /// read-ahead) stops early for it. A relaxed load.
+  bool LockWanted() const { return lock_waiters_.load(std::memory_order_relaxed) > 0; }
   /// Run `task` on the progress thread soon, in posting order. Once the thread is stopped (or
   /// if Stop drops it before it ran), `dropped` runs instead, on the stopping thread.
   void Post(std::function<void()> task, std::function<void()> dropped = {});
@@ -140,6 +148,7 @@ class Worker {
   // Until when (steady clock, ns) the progress thread stands back; 0: it does not.
   std::atomic<int64_t> standby_until_{0};
   std::mutex ucx_mutex_;
+  std::atomic<int> lock_waiters_{0};                          // threads inside Lock()
   std::unordered_map<void*, std::function<void()>> tracked_;  // under ucx_mutex_
   std::unordered_set<void*> released_;                        // by Destroy, under ucx_mutex_
   std::mutex tasks_mutex_;
