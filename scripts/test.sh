@@ -114,7 +114,7 @@ stage "Python, command-line and docs suites (pytest; a skip that names no missin
 FERRY_CUDA_DRIVER="$standin" FERRY_CUDA_STANDIN_DELAY_US=200 \
 FERRY_LIBRARY="$PWD/build/test/libferry.so" FERRY_CLI="$PWD/build/test/tools/ferry/ferry" \
 FERRY_BENCH_TREE="$PWD/build/test" \
-  PYTHONPATH="$PWD/scripts" pytest_suite .venv/bin/python -m pytest -q --capture=sys --timeout=300 -p pytest_strict_skips -n 4 python/tests tests/cli
+  PYTHONPATH="$PWD/scripts" pytest_suite .venv/bin/python -m pytest -q --capture=sys --timeout=300 -p pytest_strict_skips -n 4 python/tests tests/cli tests/support
 # The docs' blocks two at a time, the benchmarks at their smallest (which load both cores
 # themselves) one after another on one worker (tests/docs/test_docs.py groups them), every other
 # block on whichever worker is free: 227 s one at a time, 104-123 s so.

@@ -17,15 +17,15 @@ A CLI's own directory comes first in its library path, so a copied CLI can bring
 import argparse
 import os
 import re
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-# cluster_bench puts tests/support on the path, for the two imports after it.
+# cluster_bench puts tests/support on the path, for the imports after it.
 from cluster_bench import TOKEN, make_half  # noqa: E402
+from ab_table import ab_cells  # noqa: E402
 from ferry_process import ServeProcess, ferry_cli  # noqa: E402
 from netns import Hosts  # noqa: E402
 
@@ -75,11 +75,8 @@ def main():
     print(f"| build | read of {2 * args.mib} MiB, median ms (range) | against the first build "
           "(median of the runs' ratios) |")
     print("| --- | --- | --- |")
-    first = times[clis[0]]
-    for cli, v in times.items():
-        ratio = statistics.median(y / x for x, y in zip(first, v))
-        print(f"| {cli} | {1e3 * statistics.median(v):.1f} ({1e3 * min(v):.1f}-"
-              f"{1e3 * max(v):.1f}) | {ratio:.2f}x |")
+    for cells in ab_cells(times, scale=1e3):
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

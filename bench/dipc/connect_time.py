@@ -18,12 +18,12 @@ it up).
 import argparse
 import os
 import re
-import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "support"))
+from ab_table import ab_cells  # noqa: E402
 
 
 def serve(tree, serve_host, ip):
@@ -115,11 +115,8 @@ def main():
           "runs' ratios) |")
     print("| --- | --- | --- | --- |")
     for case, times in cases.items():
-        first = times[trees[0]]
-        for t, v in times.items():
-            ratio = statistics.median(b / a for a, b in zip(first, v))
-            print(f"| {case} | {t} | {statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f}) | "
-                  f"{ratio:.2f}x |")
+        for cells in ab_cells(times):
+            print(f"| {case} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
