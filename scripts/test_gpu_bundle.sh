@@ -11,7 +11,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/test}
 dir=$(mktemp -d /tmp/ferry-gpu-bundle.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+# show_failures: the end of each step's log that run.sh's summary marks failed, before the
+# directory goes (CI keeps only this script's output).
+show_failures() {
+  local f
+  for f in "$dir"/out/*.log; do
+    [ -f "$f" ] || continue
+    if grep -qF "(see $(basename "$f"))" "$dir/out/summary.txt" 2>/dev/null; then
+      echo "== the end of $(basename "$f")"
+      tail -n 60 "$f"
+    fi
+  done
+}
+trap 'rc=$?; ((rc == 0)) || show_failures; rm -rf "$dir"' EXIT
 bash scripts/gpu-bundle.sh "$dir/bundle" "$build"
 
 # Every library each file needs resolves inside the bundle, with the system's library path empty.

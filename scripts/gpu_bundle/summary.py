@@ -1,7 +1,8 @@
 """The GPU bundle's helper (run.sh calls it; python3 and pyarrow, nothing of ferry's):
 
-    summary.py gtest RESULT.xml       one line "P passed, F failed, S skipped"; exit 1 on a failure
-                                      or a skip (a GPU run must run every CUDA case)
+    summary.py gtest RESULT.xml       one line "P passed, F failed, S skipped", and the failed cases
+                                      with the first line of each one's message; exit 1 on a
+                                      failure or a skip (a GPU run must run every CUDA case)
     summary.py junit RESULT.xml       the same for pytest's JUnit XML
     summary.py ipc FERRY OUT_DIR      `ferry serve --device cuda:0` and `ferry get --device cuda:0`
                                       across two processes: a mixed table, equal to pyarrow's read,
@@ -17,36 +18,55 @@ import time
 import xml.etree.ElementTree as ET
 
 
+def _why(element):
+    """The first line of a failure's message (or of its text), at most 160 characters."""
+    text = (element.get("message") or element.text or "").strip()
+    first = text.splitlines()[0] if text else "no message"
+    return first if len(first) <= 160 else first[:157] + "..."
+
+
 def gtest(path):
-    run = failed = skipped = 0
+    run = skipped = 0
+    failures = []
     for case in ET.parse(path).getroot().iter("testcase"):
         if case.get("status") == "notrun":
             continue
-        if case.find("failure") is not None:
-            failed += 1
+        failure = case.find("failure")
+        if failure is not None:
+            failures.append(f"{case.get('classname')}.{case.get('name')}: {_why(failure)}")
         elif case.find("skipped") is not None or case.get("result") == "skipped":
             skipped += 1
         else:
             run += 1
-    return run, failed, skipped
+    return run, failures, skipped
 
 
 def junit(path):
-    run = failed = skipped = 0
+    run = skipped = 0
+    failures = []
     for case in ET.parse(path).getroot().iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
-            failed += 1
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        if failure is not None:
+            failures.append(f"{case.get('classname')}::{case.get('name')}: {_why(failure)}")
         elif case.find("skipped") is not None:
             skipped += 1
         else:
             run += 1
-    return run, failed, skipped
+    return run, failures, skipped
 
 
 def verdict(counts):
-    run, failed, skipped = counts
-    print(f"{run} passed, {failed} failed, {skipped} skipped")
-    return 0 if failed == 0 and skipped == 0 and run > 0 else 1
+    """Prints "P passed, F failed, S skipped", then which failed and why (the first three), so a
+    run's summary names the case to look at; 0 only when something ran and nothing failed or
+    was skipped."""
+    run, failures, skipped = counts
+    line = f"{run} passed, {len(failures)} failed, {skipped} skipped"
+    if failures:
+        line += ": " + "; ".join(failures[:3]) + ("; ..." if len(failures) > 3 else "")
+    print(line)
+    return 0 if not failures and skipped == 0 and run > 0 else 1
 
 
 def _serve(ferry, path):
