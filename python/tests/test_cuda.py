@@ -58,7 +58,10 @@ def gives_everything_back(cu, gpu):
     yield
     gc.collect()
     cu.free_since(mark)
-    deadline = time.monotonic() + 2  # stream-ordered frees run after the test returns
+    # Stream-ordered frees run after the test returns. The loop ends as soon as all is back, so
+    # the bound only decides how long a leak takes to report: generous, since CI runs the GPU
+    # bundle's dry run at the lowest priority beside suites that take both cores.
+    deadline = time.monotonic() + 20
     while True:
         for device in cuda:
             device.release_cached()
