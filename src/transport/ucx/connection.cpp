@@ -132,8 +132,7 @@ Status UcxConnection::StartWorker() {
   worker_->Start([this] {
     Poll();
     const std::chrono::milliseconds again = SettleFailure();
-    if (!std::exchange(poll_again_, false)) return again;
-    return std::chrono::milliseconds(0);
+    return std::exchange(poll_again_, false) ? std::chrono::milliseconds(0) : again;
   });
   return Status::OK();
 }
