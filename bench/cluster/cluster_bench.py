@@ -18,11 +18,14 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
                   two streams into memory the reader keeps, sent from a buffer that stays in
                   cache and from memory of the stream's size (each byte from its own place);
                   that last ceiling and the parallel read (full and default validation) again
-                  in alternating rounds (--rounds), each round's ratio seconds apart
+                  in alternating rounds (--rounds), each round's ratio seconds apart, the
+                  parallel read once more connecting anew (the others read over the UCX
+                  connections their warm-up read kept); --only ceiling runs these rounds alone
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
   small reads     a flight of 1,000 rows on each server (40 KB), read again and again on host c:
                   ferry's client as it chooses (DoGet, below GetOptions::grpc_below), ferry's
-                  client over UCX (a connection to each server each read), each endpoint read
+                  client over UCX (on the connections it kept, and connecting anew each
+                  read), each endpoint read
                   alone as an engine's task reads it (pickled, knowing its size; and made from
                   its ticket and locations alone, which knows none) and pyarrow.flight (a
                   client for each endpoint's server each read); the median read. --only small
@@ -122,13 +125,17 @@ def against_ceiling(hosts, uri, per_server, rounds):
     """The parallel read with full and default validation and the plain TCP ceiling sent and
     received each byte at its own place, one after the other in each of `rounds` rounds (each a
     process of its own: a warm-up read, then one timed), so that each round's ratios compare
-    reads seconds apart on this noisy VM: [{"full", "default", "ceiling"} MiB/s]."""
+    reads seconds apart on this noisy VM: [{"full", "default", "default, fresh", "ceiling"}
+    MiB/s]. "default, fresh" connects anew for its timed read, as a process's first read does;
+    the others read over the connections their warm-up read kept."""
     mib = 2 * per_server / (1 << 20)
     runs = []
     for _ in range(rounds):
         run = {}
-        for key, level in (("full", "FULL"), ("default", "DEFAULT")):
-            r = reader(hosts["c"], [sys.executable, "-c", FERRY_READER, uri, "2", "1", level])
+        for key, level, keep in (("full", "FULL", "keep"), ("default", "DEFAULT", "keep"),
+                                 ("default, fresh", "DEFAULT", "fresh")):
+            r = reader(hosts["c"], [sys.executable, "-c", FERRY_READER, uri, "2", "1", level,
+                                    keep])
             run[key] = mib / r["s"]
         run["ceiling"] = tcp_streams(hosts, per_server, 1, keep=True, cold=True)
         runs.append(run)
@@ -210,13 +217,16 @@ def one_stream(hosts, path, rounds, tmp):
 # read pays the page faults of memory it never touched, on this VM about 0.3 s for 56 MiB), then
 # argv[3] reads, each timed from GetFlightInfo to the whole table with the CPU time it used; it
 # prints the fastest as "SECONDS CPU_SECONDS". argv[4], if given, is the validation level
-# (ferry.ValidationLevel's name; FULL, the Python client's default, otherwise).
+# (ferry.ValidationLevel's name; FULL, the Python client's default, otherwise); argv[5] "fresh"
+# connects anew for every read (keep_connections=False) where the client otherwise reads over the
+# UCX connections its warm-up read kept.
 FERRY_READER = """
 import resource, sys, time, pyarrow as pa, ferry.flight
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
-client = ferry.flight.connect(sys.argv[1], token="bench")
+client = ferry.flight.connect(sys.argv[1], token="bench",
+                              keep_connections=sys.argv[5:6] != ["fresh"])
 level = getattr(ferry.ValidationLevel, sys.argv[4] if len(sys.argv) > 4 else "FULL")
 best = None
 for i in range(int(sys.argv[3]) + 1):
@@ -256,13 +266,15 @@ print(*best)
 
 # A reader of the small flight "s" on host c: argv[2] reads after a warm-up, each timed from
 # GetFlightInfo to the whole table; prints the median seconds. argv[3] is how: ferry's client
-# choosing its plane ("auto"), ferry's client over UCX ("ucx"), each endpoint read on its own after
-# a pickle, as an engine's task gets it ("alone"), the same made from its ticket and locations
-# only ("alone, unsized"), or pyarrow.flight ("pyarrow").
+# choosing its plane ("auto"), ferry's client over UCX on the connections it kept ("ucx") or
+# connecting anew each read ("ucx, fresh"), each endpoint read on its own after a pickle, as an
+# engine's task gets it ("alone"), the same made from its ticket and locations only ("alone,
+# unsized"), or pyarrow.flight ("pyarrow").
 SMALL_READER = """
 import pickle, statistics, sys, time, pyarrow as pa, pyarrow.flight as fl, ferry.flight
 auth = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer bench")])
-client = ferry.flight.connect(sys.argv[1], token="bench")
+client = ferry.flight.connect(sys.argv[1], token="bench",
+                              keep_connections=sys.argv[3] != "ucx, fresh")
 def pyarrow_read():
     info = fl.connect(sys.argv[1]).get_flight_info(fl.FlightDescriptor.for_path("s"), options=auth)
     parts = []
@@ -278,6 +290,7 @@ def alone(sized):
     return pa.concat_tables(parts)
 read = {"auto": lambda: pa.table(client.do_get("s", parallel=2)),
         "ucx": lambda: pa.table(client.do_get("s", parallel=2, via="ucx")),
+        "ucx, fresh": lambda: pa.table(client.do_get("s", parallel=2, via="ucx")),
         "alone": lambda: alone(True), "alone, unsized": lambda: alone(False),
         "pyarrow": pyarrow_read}[sys.argv[3]]
 times = []
@@ -293,7 +306,8 @@ print(statistics.median(times))
 
 SMALL_READERS = {
     "auto": "ferry's client, choosing (DoGet below grpc_below)",
-    "ucx": "ferry's client over UCX (a connection to each server each read)",
+    "ucx": "ferry's client over UCX (each server's connection kept from the read before)",
+    "ucx, fresh": "ferry's client over UCX, connecting to each server each read",
     "alone": "ferry's client, each endpoint alone as an engine's task gets it (pickled, sized)",
     "alone, unsized": "the same, each endpoint made from its ticket and locations (no size)",
     "pyarrow": "pyarrow.flight (a client for each endpoint's server each read)",
@@ -404,8 +418,9 @@ def main():
                          "(default 5)")
     ap.add_argument("--small-reads", type=int, default=20,
                     help="reads of the small flight by each reader in each round (default 20)")
-    ap.add_argument("--only", choices=["small"],
-                    help="run only this case (small: the small reads)")
+    ap.add_argument("--only", choices=["small", "ceiling"],
+                    help="run only this case (small: the small reads; ceiling: the alternating "
+                         "rounds of the parallel read and the plain TCP ceiling)")
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
     import tempfile
@@ -436,6 +451,12 @@ def main():
                 if args.only == "small":
                     figures["small reads"] = small_reads(hosts, b, args.small_reads)
                     print_small(figures)
+                    return write_out(args.out, figures)
+                if args.only == "ceiling":
+                    against = against_ceiling(hosts, b.uri, total_bytes // 2, args.rounds)
+                    figures["against the cold ceiling, rounds"] = against
+                    print("| case | — | MiB/s | against the ceiling |\n| --- | --- | --- | --- |")
+                    print_against(against)
                     return write_out(args.out, figures)
                 for parallel in (2, 1):
                     figures[f"ferry, parallel {parallel}"] = reader(
@@ -496,13 +517,7 @@ def main():
           f"parallel read at {mib / par['s'] / cold:.2f}x it ({mib / dv['s'] / cold:.2f}x with "
           f"default validation) |")
     against = figures["against the cold ceiling, rounds"]
-    for key, what in (("full", "full validation"), ("default", "default validation")):
-        ratios = sorted(r[key] / r["ceiling"] for r in against)
-        print(f"| the parallel read, {what}, against that ceiling in alternating rounds | — | "
-              f"{statistics.median(r[key] for r in against):.0f} | "
-              f"{statistics.median(ratios):.2f}x, median of {len(against)} rounds "
-              f"({ratios[0]:.2f}-{ratios[-1]:.2f}x; the ceiling "
-              f"{statistics.median(r['ceiling'] for r in against):.0f} MiB/s) |")
+    print_against(against)
     rounds = figures["one stream, rounds"]
     one_bw = statistics.median(r["tag_bw"] for r in rounds)
     print(f"| one plain TCP stream, a to c | — | {tcp1:.0f} | one tag_bw stream (median of "
@@ -535,6 +550,22 @@ def main():
     print(f"\nDask's reads by plane (servers' counters): {d['ferry planes']}")
     print_small(figures)
     write_out(args.out, figures)
+
+
+def print_against(against):
+    """The rows of the alternating rounds against the plain TCP ceiling."""
+    for key, what in (("full", "full validation"), ("default", "default validation"),
+                      ("default, fresh", "default validation, connecting anew")):
+        ratios = sorted(r[key] / r["ceiling"] for r in against)
+        print(f"| the parallel read, {what}, against that ceiling in alternating rounds | — | "
+              f"{statistics.median(r[key] for r in against):.0f} | "
+              f"{statistics.median(ratios):.2f}x, median of {len(against)} rounds "
+              f"({ratios[0]:.2f}-{ratios[-1]:.2f}x; the ceiling "
+              f"{statistics.median(r['ceiling'] for r in against):.0f} MiB/s) |")
+    kept = sorted(r["default"] / r["default, fresh"] for r in against)
+    print(f"| kept connections against connecting anew, default validation | — | — | "
+          f"{statistics.median(kept):.2f}x, median of {len(against)} rounds "
+          f"({kept[0]:.2f}-{kept[-1]:.2f}x) |")
 
 
 def print_small(figures):

@@ -134,6 +134,12 @@ class ServerStats:
         Type-1 bodies a producer wrote in the shared region itself (Server.region_allocator()), lent to their client as they are: no copy.
         """
 
+    @property
+    def requests_reused(self) -> int:
+        """
+        Requests served on a connection that had served a stream before: a ferry client keeps a connection whose stream lent it nothing for its next stream.
+        """
+
     def __repr__(self) -> str: ...
 
 class RegionBuffer:

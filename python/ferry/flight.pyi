@@ -132,9 +132,9 @@ class Client:
 
     def __repr__(self) -> str: ...
 
-def connect(uri: str, *, token: str | None = None, tls_roots: str | None = None, tls_cert: str | None = None, tls_key: str | None = None, tls_server_name: str | None = None, timeout: float = 30.0, traceparent: str | None = None, tracestate: str | None = None) -> Client:
+def connect(uri: str, *, token: str | None = None, tls_roots: str | None = None, tls_cert: str | None = None, tls_key: str | None = None, tls_server_name: str | None = None, timeout: float = 30.0, traceparent: str | None = None, tracestate: str | None = None, keep_connections: bool = True) -> Client:
     """
-    Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH. `token` is sent as 'authorization: Bearer <token>' on every call; the TLS arguments are PEM text. The channel connects lazily: an absent server fails the first call. `traceparent` (and `tracestate`): a W3C Trace Context sent with every call and in the hello of every shm:// and ucx:// location a read follows, so that the servers' logs carry its trace id (ValueError if it is not valid).
+    Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH. `token` is sent as 'authorization: Bearer <token>' on every call; the TLS arguments are PEM text. The channel connects lazily: an absent server fails the first call. `traceparent` (and `tracestate`): a W3C Trace Context sent with every call and in the hello of every shm:// and ucx:// location a read follows, so that the servers' logs carry its trace id (ValueError if it is not valid). `keep_connections`: a UCX connection whose read ended having been lent nothing is kept (up to 10 s idle) for the next read from its server.
     """
 
 class Server:

@@ -46,6 +46,9 @@ void InitDipcStats(nb::module_& m) {
       .def_ro("bodies_lent_in_place", &dipc::ServerStats::bodies_lent_in_place,
               "Type-1 bodies a producer wrote in the shared region itself "
               "(Server.region_allocator()), lent to their client as they are: no copy.")
+      .def_ro("requests_reused", &dipc::ServerStats::requests_reused,
+              "Requests served on a connection that had served a stream before: a ferry client "
+              "keeps a connection whose stream lent it nothing for its next stream.")
       .def("__repr__", &StatsRepr);
 }
 

@@ -52,9 +52,11 @@ PyFlightClient ConnectFlightClient(const std::string& uri, const std::optional<s
                                    const std::optional<std::string>& tls_key,
                                    const std::optional<std::string>& tls_server_name,
                                    double timeout, const std::optional<std::string>& traceparent,
-                                   const std::optional<std::string>& tracestate) {
+                                   const std::optional<std::string>& tracestate,
+                                   bool keep_connections) {
   flight::ClientOptions options = FlightClientOptions(
       token, tls_roots, tls_cert, tls_key, tls_server_name, timeout, traceparent, tracestate);
+  options.keep_connections = keep_connections;
   PyFlightClient out;
   out.client = Unwrap(flight::Client::Connect(uri, std::move(options)));
   return out;
@@ -378,12 +380,14 @@ void InitFlight(nb::module_& parent) {
         nb::arg("tls_cert").none() = nb::none(), nb::arg("tls_key").none() = nb::none(),
         nb::arg("tls_server_name").none() = nb::none(), nb::arg("timeout") = 30.0,
         nb::arg("traceparent").none() = nb::none(), nb::arg("tracestate").none() = nb::none(),
+        nb::arg("keep_connections") = true,
         "Connect to grpc://HOST:PORT, grpc+tls://HOST:PORT or grpc+unix:///PATH. `token` is sent "
         "as 'authorization: Bearer <token>' on every call; the TLS arguments are PEM text. The "
         "channel connects lazily: an absent server fails the first call. `traceparent` (and "
         "`tracestate`): a W3C Trace Context sent with every call and in the hello of every shm:// "
         "and ucx:// location a read follows, so that the servers' logs carry its trace id "
-        "(ValueError if it is not valid).");
+        "(ValueError if it is not valid). `keep_connections`: a UCX connection whose read ended "
+        "having been lent nothing is kept (up to 10 s idle) for the next read from its server.");
   InitFlightServer(m);
 }
 

@@ -4,6 +4,7 @@
 
 #include "dipc/client_session.hpp"
 #include "dipc/cuda_bodies.hpp"
+#include "ferry/core/status_code.hpp"
 #include "ferry/core/stream_adapter.hpp"
 #include "ferry/core/trace.hpp"
 #include "ferry/format/schema.hpp"
@@ -65,10 +66,13 @@ Result<std::shared_ptr<Connection>> Open(const Uri& uri, const ClientOptions& op
   return std::shared_ptr<Connection>(std::move(*conn));
 }
 
+// `pool_key` (not empty): the stream's connection may go back to options.pool under it;
+// `reused`: the connection served a stream before.
 Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
                                       std::shared_ptr<Connection> data, const Uri& uri,
                                       const Uri& data_uri, const std::string& ticket,
-                                      const ClientOptions& options) {
+                                      const ClientOptions& options,
+                                      const std::string& pool_key = {}, bool reused = false) {
   Device* target = options.device != nullptr ? options.device : CpuDevice();
   const ArrowDeviceType device_type = target->device_type();
   std::shared_ptr<internal::CudaBodies> cuda;
@@ -90,17 +94,52 @@ Result<UniqueDeviceArrayStream> Start(std::shared_ptr<Connection> conn,
   }
   auto session = std::make_unique<internal::ClientSession>(
       std::move(conn), std::move(data), data_uri, std::move(session_options), std::move(cuda));
+  if (!pool_key.empty()) session->KeepFor(options.pool, pool_key, reused);
   FERRY_RETURN_NOT_OK(session->Handshake(ticket, uri.want_data, data_uri.want_data));
   return ExportDeviceArrayStream(std::make_unique<SessionProducer>(std::move(session)),
                                  device_type);
 }
 
+// What a kept connection is filed under: the server's address and everything the connect
+// options fix for the connection's life (its hello, limits, clock and pacing); empty where the
+// stream's connection cannot be kept.
+std::string PoolKey(const Uri& uri, const ClientOptions& options) {
+  if (!options.pool || uri.scheme != "ucx" || !uri.ferry) return {};
+  if (internal::CudaBodies::Carries(uri)) return {};
+  const transport::ConnectOptions c = ConnectOptionsFor(uri, options);
+  std::string key = uri.scheme + "://" + (uri.authority.empty() ? uri.path : uri.authority);
+  key += '\n' + c.remote_handle + '\n' + c.trace + '\n';
+  for (const int64_t v :
+       {int64_t{c.buffer_lists}, static_cast<int64_t>(c.limits.timeout.count()),
+        static_cast<int64_t>(c.limits.spin.count()), c.limits.max_message_bytes,
+        c.limits.max_tagged_bytes, options.window,
+        static_cast<int64_t>(reinterpret_cast<uintptr_t>(c.limits.clock.get()))}) {
+    key += std::to_string(v) + ',';
+  }
+  return key;
+}
+
 }  // namespace
+
+bool HasKeptConnection(const Uri& uri, const ClientOptions& options) {
+  const std::string key = PoolKey(uri, options);
+  return !key.empty() && options.pool->Holds(key);
+}
 
 Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string& ticket,
                                               const ClientOptions& options) {
+  const std::string key = PoolKey(uri, options);
+  if (!key.empty()) {
+    while (std::shared_ptr<Connection> kept = options.pool->Take(key)) {
+      Result<UniqueDeviceArrayStream> stream =
+          Start(kept, kept, uri, uri, ticket, options, key, /*reused=*/true);
+      // UNAVAILABLE before the schema: the server closed the kept connection (its timeout, a
+      // restart, a drain). A fresh connection asks again, and is told anew if it is refused.
+      if (stream.ok() || stream.status().code() != StatusCode::kUnavailable) return stream;
+    }
+  }
   FERRY_ASSIGN_OR_RAISE(std::shared_ptr<Connection> conn, Open(uri, options));
-  return Start(conn, conn, uri, uri, ticket, options);
+  return Start(conn, conn, uri, uri, ticket, options, key);
 }
 
 Result<UniqueDeviceArrayStream> ConnectStream(std::unique_ptr<transport::Connection> connection,

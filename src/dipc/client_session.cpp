@@ -74,8 +74,12 @@ Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
           "ClientOptions::window paces a ferry server with its credit extension, which this "
           "connection lacks (a ucx:// URI needs ferry=1)");
     }
-    // Before want_data: the server learns that it is paced before it sends anything.
-    FERRY_RETURN_NOT_OK(Grant(static_cast<uint64_t>(options_.window), "connecting (window)"));
+    // Before want_data: the server learns that it is paced before it sends anything. On a kept
+    // connection it knows already, and takes the credits before want_data as the last
+    // stream's: the window goes after it.
+    if (!reused_) {
+      FERRY_RETURN_NOT_OK(Grant(static_cast<uint64_t>(options_.window), "connecting (window)"));
+    }
     paced_ = true;
     // A credit message per batch costs the server a receive per batch. What is owed stays
     // under the step, and the step is at most the window (or 1 with a window of 0, paid at
@@ -87,6 +91,9 @@ Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
                               "connecting (want_data to the data server)"));
   }
   FERRY_RETURN_NOT_OK(Check(conn_->SendTagged(want_data, {&piece, 1}), "connecting (want_data)"));
+  if (reused_ && paced_) {
+    FERRY_RETURN_NOT_OK(Grant(static_cast<uint64_t>(options_.window), "connecting (window)"));
+  }
   FaultPoint("client", "want_data");
   FERRY_ASSIGN_OR_RAISE(const Arrived arrived, NextMetadata());
   const MetadataMessage& m = arrived.message;
@@ -139,8 +146,15 @@ Status ClientSession::Next(ArrowDeviceArray* out) {
                                " metadata message(s) arrived after the end of stream (" +
                                std::to_string(m.sequence) + ")");
       }
-      // Nothing more to wait for: free what is pending and close when nothing is borrowed.
+      // Nothing more to wait for: free what is pending and close when nothing is borrowed,
+      // or keep a connection that lent nothing for the next stream.
       FaultPoint("client", "free");
+      if (pool_ && !lent_ && data_ == conn_ && conn_->reusable() && !ahead_ && !lookahead_ &&
+          conn_->SendTagged(kStreamDoneTag, {}).ok()) {
+        freer_->Keep();
+        pool_->Give(pool_key_, conn_);
+        break;
+      }
       freer_->Finish();
       if (data_ != conn_) conn_->Close();
       break;
@@ -330,6 +344,7 @@ Status ClientSession::ReadBody(const MetadataMessage& m) {
     Count(r->payload.size);
     return decoder_.ConsumeMessage(flatbuffer, r->payload);
   }
+  lent_ = true;
 
   FERRY_RETURN_NOT_OK(ParseBufferList(r->payload, &list_));
   const BufferList& list = list_;

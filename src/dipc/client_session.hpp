@@ -42,6 +42,15 @@ class ClientSession {
 
   ~ClientSession();
 
+  // Once the stream has ended having lent this client nothing, hand the connection to `pool`
+  // under `key` (before Handshake; the one-connection shape). `reused`: the connection served a
+  // stream before, so the window goes after want_data (the server learnt the pacing then).
+  void KeepFor(std::shared_ptr<ConnectionPool> pool, std::string key, bool reused) {
+    pool_ = std::move(pool);
+    pool_key_ = std::move(key);
+    reused_ = reused;
+  }
+
   // Send the ticket (on both connections in the split shape) and read the schema.
   Status Handshake(const std::string& ticket, uint64_t want_data, uint64_t data_want_data);
 
@@ -131,7 +140,12 @@ class ClientSession {
   uint64_t owed_ = 0;         // batches asked for whose credit is not sent yet
   uint64_t credit_step_ = 1;  // credits go in this many at once (window / 4, at least 1)
   bool broken_ = false;       // the connection failed: close by aborting
-  int64_t held_bytes_ = 0;    // metadata bytes in the reorder window
+  bool lent_ = false;         // a buffer list arrived: the server lent this client memory
+  // Where the connection goes once the stream ends having lent nothing (KeepFor).
+  std::shared_ptr<ConnectionPool> pool_;
+  std::string pool_key_;
+  bool reused_ = false;
+  int64_t held_bytes_ = 0;  // metadata bytes in the reorder window
 
   // What ReadBody reuses batch after batch rather than allocating: the parsed buffer list, the
   // fetched body's buffer places (its bytes move on to the batch), and where each buffer landed.

@@ -80,6 +80,14 @@ class Freer {
   // owner and serves the next body, so a body costs no allocation of its own.
   const std::shared_ptr<BlockPool>& body_blocks() const noexcept { return body_blocks_; }
 
+  // The stream is over, nothing was lent and the connection carries on (a kept connection):
+  // nothing is ever sent or closed from here on.
+  void Keep() {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+    closed_ = true;
+  }
+
   // The stream is over (or abandoned): send what is pending, and close once nothing is
   // borrowed.
   void Finish() {

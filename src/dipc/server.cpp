@@ -168,6 +168,7 @@ class ServerImpl final : public Server {
     s.files_copied = state_->files_copied.load();
     s.bodies_from_file = state_->bodies_from_file.load();
     s.bodies_lent_in_place = state_->bodies_lent_in_place.load();
+    s.requests_reused = state_->requests_reused.load();
     s.packed_batches_sent = state_->packed_batches.load(std::memory_order_relaxed);
     s.packed_body_bytes_sent = state_->packed_body_bytes.load(std::memory_order_relaxed);
     for (size_t code = 0; code < state_->errors.size(); ++code) {

@@ -83,6 +83,7 @@ LogRecord Session::Record(LogLevel level, const char* event, std::string message
   r.message = std::move(message);
   r.session = id_;
   if (conn_) r.peer = conn_->peer();
+  std::lock_guard lock(ticket_mutex_);  // a kept connection's next request sets trace_ anew
   r.trace_id = trace_.trace_id;
   r.span_id = trace_.span_id;
   return r;
@@ -104,6 +105,7 @@ void Session::FindTrace(const std::string& ticket) {
     }
   }
   if (!parent.valid()) parent = state_->options.tickets->Trace(ticket);
+  std::lock_guard lock(ticket_mutex_);
   trace_ = parent.Child();
 }
 
@@ -129,13 +131,24 @@ void Session::Kill(bool abort) {
 }
 
 void Session::Serve() {
-  ++state_->clients_active;
+  SetActive(true);
   Status st = ServeRequest();
-  if (st.ok()) {
-    // The last body may still be on the wire (a gathered one over TCP lanes): a client that
-    // never gets it was not served.
-    phase_ = "body";
-    st = conn_->Flush();
+  After after = After::kNotReusable;
+  for (;;) {
+    if (st.ok()) {
+      // The last body may still be on the wire (a gathered one over TCP lanes): a client that
+      // never gets it was not served.
+      phase_ = "body";
+      st = conn_->Flush();
+    }
+    if (!st.ok() || end_ != End::kServed) break;
+    transport::TaggedMessage next;
+    after = AwaitNextRequest(&next);
+    if (after != After::kNext) break;
+    ++state_->requests_reused;
+    next_seq_ = 0;
+    entry_ = Catalogue::Entry{};
+    st = ServeWant(next);
   }
   if (end_ == End::kRefused || end_ == End::kGoneBeforeRequest) {
     // Refused (counted as such), or a client gone before it asked: not a failure.
@@ -146,22 +159,19 @@ void Session::Serve() {
     // A client that is gone cannot read why.
     if (st.code() != StatusCode::kUnavailable) SendError(st);
     if (!state_->stopping.load()) Failed(st.message(), st.code());
-  } else if (const Status end = AwaitEnd(); !end.ok()) {
-    Failed(end.message(), end.code());
+  } else if (after == After::kIdle) {
+    state_->Log(Record(LogLevel::kInfo, "session_idle",
+                       "the client kept its connection " +
+                           std::to_string(state_->options.timeout.count()) +
+                           " ms without a request: closed"));
+  } else if (after == After::kNotReusable) {
+    if (const Status end = AwaitEnd(); !end.ok()) Failed(end.message(), end.code());
   }
   // A failed or unresponsive client gets no graceful close: nothing more reaches it.
   Kill(unresponsive_ || (!st.ok() && end_ != End::kRefused));
-  if (!failed_.load() && st.ok()) {
-    const std::string who = conn_ && !conn_->peer().empty() ? conn_->peer() : "a client";
-    state_->Log(Record(LogLevel::kInfo, "session_end",
-                       "client " + who + ": served " + std::to_string(next_seq_) + " messages"));
-  }
+  if (!failed_.load() && st.ok() && !end_logged_) LogEnd();
   entry_ = Catalogue::Entry{};  // the client is done: the dataset may be removed now
-  {
-    std::lock_guard lock(state_->idle_mutex);
-    --state_->clients_active;
-  }
-  state_->idle_changed.notify_all();
+  SetActive(false);
   done_.store(true);
 }
 
@@ -187,14 +197,22 @@ Status Session::ServeRequest() {
   }
   const std::string ticket(reinterpret_cast<const char*>(want->payload.data),
                            static_cast<size_t>(want->payload.size));
+  FindTrace(ticket);  // before the free_data thread, whose records carry it
+  frees_ = std::thread([this] { TakeFrees(); });
+  pthread_setname_np(frees_.native_handle(), "ferry-frees");
+  return ServeWant(*want);
+}
+
+Status Session::ServeWant(const TaggedMessage& want) {
+  ++requests_;
+  const std::string ticket(reinterpret_cast<const char*>(want.payload.data),
+                           static_cast<size_t>(want.payload.size));
   {
     std::lock_guard lock(ticket_mutex_);
     ticket_ = ticket;
   }
-  FindTrace(ticket);  // before the free_data thread, whose records carry it
-  frees_ = std::thread([this] { TakeFrees(); });
-  pthread_setname_np(frees_.native_handle(), "ferry-frees");
-  Result<WantTag> tag = ParseWantTag(state_->options.want_data_tag, want->tag);
+  if (requests_ > 1) FindTrace(ticket);
+  Result<WantTag> tag = ParseWantTag(state_->options.want_data_tag, want.tag);
   if (!tag.ok()) return Refuse(tag.status());
   if (state_->draining.load()) {
     // Refused before its ticket is looked at: a draining server takes no new session, and the

@@ -49,7 +49,7 @@ struct ServerState {
   std::atomic<int64_t> clients_accepted{0}, clients_active{0}, batches_sent{0}, body_bytes{0},
       sessions_failed{0}, tickets_refused{0}, addresses_lent{0}, addresses_freed{0},
       addresses_reclaimed{0}, unknown_frees{0}, files_lent{0}, files_copied{0}, bodies_from_file{0},
-      bodies_lent_in_place{0};
+      bodies_lent_in_place{0}, requests_reused{0};
   // The share of batches_sent and body_bytes that went as packed (type-0) bodies.
   std::atomic<int64_t> packed_batches{0}, packed_body_bytes{0};
   // Failed sessions by their error's code (StatusCode's value).
@@ -72,8 +72,9 @@ struct ServerState {
 /// One client's connection: it reads the want_data request, then serves the ticket's metadata,
 /// bodies or both (as the request's tag says), and accounts for every address it lent until
 /// the client frees it or goes. The server never closes first on a good stream: it waits (up to
-/// the timeout) for the client's close. Owned by the server's session list. The stream writer
-/// it opens sends it messages through a private sink, so nothing else can.
+/// the timeout) for the client's close, or, on a reusable connection whose stream lent nothing,
+/// for the client's next request, served as the first was. Owned by the server's session list. The
+/// stream writer it opens sends it messages through a private sink, so nothing else can.
 class Session final {
  public:
   Session(ServerState* state, std::unique_ptr<transport::Connection> conn)
@@ -115,7 +116,19 @@ class Session final {
   Result<bool> LendInPlace(uint32_t seq, const ipc::EncodedMessage& m);
   Status WriteEndOfStream();
   void Serve();
+  // Receive the connection's first request (after a paced client's window) and serve it.
   Status ServeRequest();
+  // Serve one want_data request: look its ticket up and send the stream (or refuse it).
+  Status ServeWant(const transport::TaggedMessage& want);
+  // How the wait after a served stream ended (AwaitNextRequest).
+  enum class After { kNotReusable, kNext, kClosed, kIdle };
+  // After a stream that lent nothing, on a connection whose client may send another request
+  // (Connection::reusable): wait up to the timeout for the client's kStreamDoneTag (or close),
+  // then, no longer counted among the active clients, up to the timeout again for its next
+  // request (into `*next`), its close, or the end of the server.
+  After AwaitNextRequest(transport::TaggedMessage* next);
+  // Count this session among the server's active clients, or not (Server::AwaitIdle).
+  void SetActive(bool active);
   Status Replay(const Kept& kept);
   Status SendMetadata(ByteSpan flatbuffer, uint32_t seq);
   Status SendBody(uint32_t seq, BodyType type, std::span<const ByteSpan> body, ByteSpan flatbuffer);
@@ -130,6 +143,8 @@ class Session final {
   Status AwaitEnd();
   void FreeAll();
   void Failed(const std::string& why, StatusCode code);
+  // Log session_end for the request just served.
+  void LogEnd();
   // This session's trace: the client's hello's, else the ticket's (Trace).
   void FindTrace(const std::string& ticket);
   // A record of `event` with this session's id, peer, plane and trace.
@@ -139,8 +154,8 @@ class Session final {
   ServerState* state_;
   std::unique_ptr<transport::Connection> conn_;
   const std::string id_;  // for logs
-  // The session's own span of the trace it serves (set on the serve thread before any record
-  // that carries it; read by the free_data thread only after).
+  // The session's own span of the trace it serves, set anew for each request (under
+  // ticket_mutex_: the free_data thread's records read it).
   TraceContext trace_;
   MessageForwarder sink_{this};  // what the stream writer writes to
   // What the client reads, held until it is done with it (its lent memory included): while
@@ -167,6 +182,13 @@ class Session final {
   std::mutex mutex_;
   std::condition_variable changed_;
   bool client_closed_ = false;  // the client closed (or went): nothing more comes from it
+  // A request that came on a reusable connection, taken by the free_data thread, waiting for
+  // the serve thread once its stream has ended (under mutex_).
+  std::optional<transport::TaggedMessage> next_want_;
+  bool stream_done_ = false;  // the client said it read the stream and keeps the connection
+  bool end_logged_ = false;   // session_end is logged for the last request (serve thread)
+  bool active_ = false;       // counted in clients_active (serve thread)
+  int64_t requests_ = 0;      // requests served on this connection (serve thread)
   // A paced client (one that sent credit before its request) gets a record batch only against a
   // credit; `credits_` (under mutex_) is what it has asked for and not yet been sent.
   bool paced_ = false;

@@ -17,8 +17,10 @@ using transport::TaggedMessage;
 
 void Session::TakeFrees() {
   const uint64_t tag = state_->options.free_data_tag;
-  // A paced client's credits come on their own tag: take every tag, and tell them apart.
-  const uint64_t mask = paced_ ? 0 : ~uint64_t{0};
+  // A paced client's credits come on their own tag, and a kept connection's next request on
+  // its want_data tag: take every tag, and tell them apart.
+  const bool reusable = conn_->reusable();
+  const uint64_t mask = paced_ || reusable ? 0 : ~uint64_t{0};
   std::vector<uint64_t> addresses;  // every free_data's, its room reused
   while (!dead_.load()) {
     Result<TaggedMessage> m = conn_->ReceiveTagged(tag, mask, state_->options.timeout);
@@ -28,6 +30,30 @@ void Session::TakeFrees() {
     }
     if (m->tag == kCreditTag) {
       if (!AddCredit(*m)) break;
+      continue;
+    }
+    if (m->tag == kStreamDoneTag && reusable) {
+      {
+        std::lock_guard lock(mutex_);
+        stream_done_ = true;
+      }
+      changed_.notify_all();
+      continue;
+    }
+    if (m->tag != tag && reusable && ParseWantTag(state_->options.want_data_tag, m->tag).ok()) {
+      std::unique_lock lock(mutex_);
+      if (next_want_) {
+        lock.unlock();
+        Failed("the client sent a request (tag " + Hex(m->tag) +
+                   ") while another of its requests waited to be served",
+               StatusCode::kInvalidArgument);
+        break;
+      }
+      // The credits before it were the last stream's: the window for the next comes after it.
+      credits_ = 0;
+      next_want_ = std::move(*m);
+      lock.unlock();
+      changed_.notify_all();
       continue;
     }
     if (m->tag != tag) {

@@ -103,8 +103,9 @@ ClientImpl::ClientImpl(std::string uri, std::string host, std::shared_ptr<grpc::
       channel_(std::move(channel)),
       stub_(pb::FlightService::NewStub(channel_)),
       options_(std::move(options)),
-      reader_(std::make_shared<const EndpointReader>(uri_, host_, channel_, options_, counters_,
-                                                     session_)) {}
+      reader_(std::make_shared<const EndpointReader>(
+          uri_, host_, channel_, options_, counters_, session_,
+          options_.keep_connections ? std::make_shared<dipc::ConnectionPool>() : nullptr)) {}
 
 ClientImpl::~ClientImpl() = default;
 

@@ -130,6 +130,20 @@ Result<UniqueDeviceArrayStream> ClientImpl::GetInfo(const FlightInfo& info, GetO
   return Concatenate(std::move(first), std::move(rest), target->device_type());
 }
 
+dipc::ClientOptions EndpointReader::DipcOptions(const GetOptions& options) const {
+  dipc::ClientOptions d;
+  d.device = options.device;
+  d.read = options.read;
+  d.buffer_lists = options.buffer_lists;
+  d.window = options.window;
+  d.spin = options.spin;
+  d.timeout = options_.timeout;
+  d.traceparent = options_.traceparent;
+  d.tracestate = options_.tracestate;
+  d.pool = pool_;
+  return d;
+}
+
 Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
                                                      const GetOptions& options,
                                                      std::string* location) const {
@@ -142,13 +156,25 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
   const bool local = IsLocalHost(server);
   // A small endpoint on another host is read sooner over DoGet than a UCX connection is set up.
   const int64_t expected = endpoint.expected_bytes;
-  const bool small =
-      options.via == Via::kAuto && !local && expected >= 0 && expected < options.grpc_below &&
-      (options.device == nullptr || options.device->device_type() == ARROW_DEVICE_CPU);
+  bool small = options.via == Via::kAuto && !local && expected >= 0 &&
+               expected < options.grpc_below &&
+               (options.device == nullptr || options.device->device_type() == ARROW_DEVICE_CPU);
   if (small) {
     Log("flight: trying grpc before ucx: the endpoint's expected size (" +
         std::to_string(expected) + " bytes) is below grpc_below (" +
         std::to_string(options.grpc_below) + ")");
+  }
+  // Unless this client kept a UCX connection to that server: then UCX costs no set-up either.
+  if (small) {
+    for (const std::string& l : offered) {
+      if (KindOf(l) != Via::kUcx) continue;
+      Result<dipc::Uri> uri = dipc::Uri::Parse(l);
+      if (uri.ok() && dipc::HasKeptConnection(*uri, DipcOptions(options))) {
+        Log("flight: trying ucx first after all: a connection to " + l + " is kept");
+        small = false;
+        break;
+      }
+    }
   }
   // The locations to try, fastest plane first.
   std::vector<std::pair<Via, std::string>> candidates;
@@ -187,15 +213,7 @@ Result<UniqueDeviceArrayStream> EndpointReader::Read(const Endpoint& endpoint,
     } else {
       Result<dipc::Uri> uri = dipc::Uri::Parse(l);
       if (uri.ok()) {
-        dipc::ClientOptions dipc_options;
-        dipc_options.device = options.device;
-        dipc_options.read = options.read;
-        dipc_options.buffer_lists = options.buffer_lists;
-        dipc_options.window = options.window;
-        dipc_options.spin = options.spin;
-        dipc_options.timeout = options_.timeout;
-        dipc_options.traceparent = options_.traceparent;
-        dipc_options.tracestate = options_.tracestate;
+        dipc::ClientOptions dipc_options = DipcOptions(options);
         // The server is up (it just answered): an address that does not answer at once is
         // unreachable from here (another host, another namespace), so fall back soon. The
         // last candidate has nothing to fall back to, and a loaded host can take seconds to

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "Flight.grpc.pb.h"
+#include "ferry/dipc/connection_pool.hpp"
 #include "ferry/flight/client.hpp"
 #include "flight/client_session.hpp"
 #include "flight/client_stream.hpp"
@@ -23,13 +24,15 @@ class EndpointReader {
  public:
   EndpointReader(std::string uri, std::string host, std::shared_ptr<grpc::Channel> channel,
                  ClientOptions options, std::shared_ptr<PlaneCounters> counters,
-                 std::shared_ptr<const ClientSession> session)
+                 std::shared_ptr<const ClientSession> session,
+                 std::shared_ptr<dipc::ConnectionPool> pool)
       : uri_(std::move(uri)),
         host_(std::move(host)),
         channel_(std::move(channel)),
         options_(std::move(options)),
         counters_(std::move(counters)),
-        session_(std::move(session)) {}
+        session_(std::move(session)),
+        pool_(std::move(pool)) {}
 
   /// One endpoint through its locations, fastest first (client_get.cpp); its `expected_bytes`
   /// choose DoGet before UCX when small (GetOptions::grpc_below).
@@ -40,6 +43,8 @@ class EndpointReader {
   void Log(const std::string& line) const {
     if (options_.log) options_.log(line);
   }
+  // A read's options for a shm:// or ucx:// location (connect_timeout left to the caller).
+  dipc::ClientOptions DipcOptions(const GetOptions& options) const;
 
   std::string uri_;
   std::string host_;
@@ -47,6 +52,9 @@ class EndpointReader {
   ClientOptions options_;
   std::shared_ptr<PlaneCounters> counters_;
   std::shared_ptr<const ClientSession> session_;  // its cookie goes on DoGet to this server
+  // UCX connections whose stream ended, kept for the next read from the same server (a new one
+  // costs 10-80 ms of set-up); shared by every stream of the client.
+  std::shared_ptr<dipc::ConnectionPool> pool_;
 };
 
 class ClientImpl final : public Client {

@@ -208,6 +208,7 @@ std::string ServerState::StatsJson() const {
   for (const auto& [transport, plane] : planes) {
     const dipc::ServerStats st = plane->stats();
     doc[transport] = {{"clients", st.clients_accepted},
+                      {"requests_reused", st.requests_reused},
                       {"batches_sent", st.batches_sent},
                       {"body_bytes_sent", st.body_bytes_sent},
                       {"addresses_lent", st.addresses_lent}};

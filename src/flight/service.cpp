@@ -433,8 +433,9 @@ grpc::ServerWriteReactor<pb::ActionType>* FlightService::ListActions(
   types[3].set_type("stats");
   types[3].set_description(
       "The server's running totals per plane, as JSON: \"grpc\" (do_gets, bytes_sent, do_puts, "
-      "bytes_received) and each dipc plane, \"shm\" and \"ucx\" (clients, batches_sent, "
-      "body_bytes_sent: type-0 bodies, addresses_lent: type-1 buffers). Body: empty.");
+      "bytes_received) and each dipc plane, \"shm\" and \"ucx\" (clients: connections, "
+      "requests_reused: requests on a kept connection, batches_sent, body_bytes_sent: type-0 "
+      "bodies, addresses_lent: type-1 buffers). Body: empty.");
   types[4].set_type("drain");
   types[4].set_description(
       "Start a drain: health turns NOT_SERVING, new GetFlightInfo, DoGet, DoPut and plane "

@@ -160,21 +160,31 @@ small = pa.table(client.do_get("t", parallel=2))
 print(client.last_location, client.plane_bytes, small.num_rows)
 large = pa.table(client.do_get("t", parallel=2, grpc_below=0))
 print(client.last_location, client.plane_bytes, large.num_rows)
+again = pa.table(client.do_get("t", parallel=2))
+print(client.last_location, client.plane_bytes, again.num_rows)
 """
 
 
 def test_python_do_get_takes_grpc_below(cluster):
     """Python's do_get: the default reads the small halves over DoGet; grpc_below=0 over UCX
-    (the client's location and its per-plane byte counts)."""
+    (the client's location and its per-plane byte counts); and the default again over UCX, on the
+    connections that read kept (the servers' UCX planes accepted one connection each and served
+    the second read on it)."""
     hosts, a, b, halves, tmp = cluster
+    before = {s.uri: _stats(s.uri)["ucx"] for s in (a, b)}
     r = hosts["c"].run([sys.executable, "-c", GRPC_BELOW_READER, b.uri], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    first, second = r.stdout.splitlines()
+    first, second, third = r.stdout.splitlines()
     assert first.startswith("grpc://") and first.endswith(" 100000"), first
     assert "'ucx': 0" in first, first
     assert second.startswith("ucx://") and second.endswith(" 100000"), second
     assert "'ucx': 0" not in second, second
+    assert third.startswith("ucx://") and third.endswith(" 100000"), third
+    for s in (a, b):
+        after = _stats(s.uri)["ucx"]
+        assert after["clients"] == before[s.uri]["clients"] + 1, after
+        assert after["requests_reused"] == before[s.uri]["requests_reused"] + 1, after
 
 
 LONE_ENDPOINT_READER = """

@@ -272,6 +272,39 @@ def test_buffer_lists_asks_the_ucx_location_to_lend(tmp_path):
         assert lent() > before
 
 
+def test_reads_over_ucx_share_one_kept_connection(tmp_path):
+    """Three reads over UCX by one ferry.flight client of a server of packed bodies: one
+    connection (the UCX plane's "clients"), the reads after the first on it ("requests_reused");
+    each table is pyarrow's. Another client connects anew, one read it leaves before the end is
+    not kept, and a client with keep_connections=False connects for every read."""
+    table = mixed_table(3000)
+    path = tmp_path / "t.arrows"
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=1000)
+    with Serve(f"t={path}", "--body-type", "packed", tmp=str(tmp_path)) as s:
+        client = ferry.flight.connect(s.uri)
+
+        def ucx():
+            [body] = client.do_action("stats")
+            plane = json.loads(body)["ucx"]
+            return plane["clients"], plane["requests_reused"]
+
+        for _ in range(3):
+            assert pa.table(client.do_get("t", via="ucx")).equals(table)
+        assert ucx() == (1, 2)
+        other = ferry.flight.connect(s.uri)
+        assert pa.table(other.do_get("t", via="ucx")).equals(table)
+        assert ucx() == (2, 2)
+        reader = other.do_get("t", via="ucx")  # on the kept connection
+        del reader  # left before its end: closed, not kept
+        assert pa.table(other.do_get("t", via="ucx")).equals(table)
+        assert ucx() == (3, 3)
+        fresh = ferry.flight.connect(s.uri, keep_connections=False)
+        for _ in range(2):
+            assert pa.table(fresh.do_get("t", via="ucx")).equals(table)
+        assert ucx() == (5, 3)
+
+
 def test_binding_against_ferry_server_follows_locations(tmp_path):
     table = mixed_table(4000)
     path = tmp_path / "t.arrows"

@@ -13,6 +13,7 @@
 #include "ferry/core/clock.hpp"
 #include "ferry/core/result.hpp"
 #include "ferry/device/device.hpp"
+#include "ferry/dipc/connection_pool.hpp"
 #include "ferry/dipc/uri.hpp"
 #include "ferry/ipc/decoder.hpp"
 #include "ferry/transport/transport.hpp"
@@ -85,16 +86,28 @@ struct FERRY_EXPORT ClientOptions {
   /// traceparent that is not valid fails the connect with kInvalid.
   std::string traceparent;
   std::string tracestate;
+  /// Where a connection whose stream ended goes for the next stream to the same server with the
+  /// same options, and where a stream looks for one first: only ucx:// with ferry=1 to a ferry
+  /// server that grants it, in the one-connection shape, and only after a stream read to its end
+  /// that lent this client nothing (packed bodies: what a ferry server sends a client across
+  /// hosts, or on one host before UCX 1.16). A kept connection the server has closed meanwhile
+  /// (its timeout, a restart) is found at the request and replaced by a new one. NULL: each
+  /// stream connects, and closes when done.
+  std::shared_ptr<ConnectionPool> pool;
 };
 
 /// Connect to `uri`, send `ticket` as the want_data request and return the stream. The schema
 /// arrives before this returns, so a refused ticket or a dead server fails here (with the
 /// server's words when the URI says ferry=1). Batches borrowed from shared memory keep their
 /// segment until released; the client frees every address it was lent (free_data, batched) and
-/// closes once the stream is over and nothing is borrowed.
+/// closes once the stream is over and nothing is borrowed, or hands the connection to
+/// options.pool.
 FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri,
                                                            const std::string& ticket,
                                                            const ClientOptions& options = {});
+/// Whether options.pool holds an idle connection that ConnectStream(uri, ..., options) would
+/// take (so the stream would cost no connection set-up). False without a pool.
+FERRY_EXPORT bool HasKeptConnection(const Uri& uri, const ClientOptions& options);
 /// Read over a connection the caller made (a custom transport, a test's in-process pair): as
 /// ConnectStream, with `uri` giving only the want_data and free_data tags.
 FERRY_EXPORT Result<UniqueDeviceArrayStream> ConnectStream(

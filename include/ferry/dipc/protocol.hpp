@@ -109,6 +109,12 @@ FERRY_EXPORT void EncodeFreeData(std::span<const uint64_t> addresses, std::vecto
 /// reserved bits are set, so the tag is never a protocol tag.
 constexpr uint64_t kCreditTag = 0x00FE000000000002ULL;
 
+/// ferry's stream-done message (an extension; only on a connection both ends agreed to reuse,
+/// transport::Connection::reusable): an empty tagged message by which a client that read its
+/// stream to the end, having been lent nothing, says it keeps the connection for another
+/// want_data. Until then the server counts it as a client being served; after it, as idle.
+constexpr uint64_t kStreamDoneTag = 0x00FE000000000003ULL;
+
 /// Decode a credit body; errors name its size.
 FERRY_EXPORT Result<uint64_t> ParseCredit(ByteSpan bytes);
 /// Encode a credit body of `count` batches.

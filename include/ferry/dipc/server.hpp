@@ -110,6 +110,9 @@ struct FERRY_EXPORT ServerStats {
   /// Type-1 bodies a producer wrote in the shared region itself (region_allocator()), lent to
   /// their client as they are: no copy per client.
   int64_t bodies_lent_in_place = 0;
+  /// Requests served on a connection that had served a stream before: a ferry client keeps a
+  /// connection whose stream lent it nothing for its next stream (ClientOptions::pool).
+  int64_t requests_reused = 0;
   /// Of batches_sent and body_bytes_sent, those sent as packed (type-0) bodies; the rest went as
   /// buffer lists (type 1).
   int64_t packed_batches_sent = 0;

@@ -164,6 +164,10 @@ class FERRY_EXPORT Connection {
   /// bytes copied into messages). A packed body moves the same bytes by rendezvous there, which
   /// the peer reads with CMA or receives in place. False by default.
   virtual bool prefers_packed_bodies() const { return false; }
+  /// Whether both ends agreed (ferry's hello) that the client may send another request once a
+  /// stream has ended on this connection, so that a client keeps it for its next stream to the
+  /// same server rather than connecting again (UCX: 10-80 ms a connection). False by default.
+  virtual bool reusable() const { return false; }
 
   /// Server side: make `region` readable by the peer (shared memory passes its descriptor; UCX
   /// sends the packed rkey), before the first pair that points into it. ENOTSUP by default.

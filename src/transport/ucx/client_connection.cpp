@@ -78,7 +78,8 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::Connect(const sockad
 ClientConnection::~ClientConnection() { Close(); }
 
 Status ClientConnection::Hello(bool same_host) {
-  const uint8_t flags = kHelloErrors | kHelloPairs | (same_host ? kHelloFastPath : 0) |
+  const uint8_t flags = kHelloErrors | kHelloPairs | kHelloReuse |
+                        (same_host ? kHelloFastPath : 0) |
                         (options_.buffer_lists ? kHelloBufferLists : 0);
   const std::string hello =
       EncodeHello(flags, same_host ? worker_->address() : std::string(), options_.trace);
@@ -219,6 +220,7 @@ void ClientConnection::Landed(uint64_t tag, int64_t held, int64_t want, ucs_stat
       std::lock_guard lock(mutex_);
       answered_ = DecodeHello(bytes, &granted_, &server_address_);
       takes_pairs_.store(answered_ && (granted_ & kHelloPairs) != 0, std::memory_order_release);
+      reusable_.store(answered_ && (granted_ & kHelloReuse) != 0, std::memory_order_release);
     }
     answer_changed_.notify_all();
     return;

@@ -47,6 +47,7 @@ class ClientConnection final : public UcxConnection {
   Result<std::unique_ptr<FetchInFlight>> StartFetch(std::span<const BufferRef> refs,
                                                     std::chrono::milliseconds timeout) override;
   bool fetches_in_background() const override { return true; }
+  bool reusable() const override { return reusable_.load(std::memory_order_acquire); }
 
  private:
   ClientConnection(std::unique_ptr<Worker> worker, ConnectOptions options)
@@ -81,6 +82,7 @@ class ClientConnection final : public UcxConnection {
   bool answered_ = false;   // the server answered our hello
   uint8_t granted_ = 0;
   std::atomic<bool> takes_pairs_{false};  // the server granted kHelloPairs
+  std::atomic<bool> reusable_{false};     // the server granted kHelloReuse
   std::string server_address_;
   std::condition_variable answer_changed_;
 

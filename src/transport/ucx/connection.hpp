@@ -57,6 +57,10 @@ constexpr uint8_t kHelloTrace = 8;
 /// metadata message tagged kLoneMetadataTag. One message a batch instead of two: half the
 /// sends, receives and wake-ups.
 constexpr uint8_t kHelloPairs = 16;
+/// Hello flag: the client may send another request once a stream has ended on this connection
+/// (Connection::reusable); the server grants it when it serves more than one request a
+/// connection. A client then keeps the connection for its next stream to the same server.
+constexpr uint8_t kHelloReuse = 32;
 /// Hello bytes: version (1), flags, the trace's length (uint16, little-endian; 0 without
 /// kHelloTrace), four zero bytes, then the trace's bytes, then a worker address (possibly
 /// empty).

@@ -66,8 +66,9 @@ void ServerConnection::Answer(const SharedBytes& hello) {
     std::lock_guard lock(trace_mutex_);
     trace_ = std::move(trace);
   }
-  uint8_t granted = flags & (kHelloErrors | kHelloPairs);
+  uint8_t granted = flags & (kHelloErrors | kHelloPairs | kHelloReuse);
   sends_pairs_.store((granted & kHelloPairs) != 0, std::memory_order_release);
+  reusable_.store((granted & kHelloReuse) != 0);
   auto wired = std::make_shared<Completion>();
   if ((flags & kHelloFastPath) != 0 && !address.empty() && fast_ep_ == nullptr) {
     Result<ucp_ep_h> fast = ConnectToWorker(worker_->handle(), address);

@@ -27,6 +27,8 @@ class ServerConnection final : public UcxConnection {
   /// True for a ferry client whose gets UCX would emulate (on this host before UCX 1.16, over
   /// TCP lanes in any UCX), unless it said it reads only some buffers of each body.
   bool prefers_packed_bodies() const override { return packed_preferred_.load(); }
+  /// True for a ferry client that said it may send another request after a stream ends.
+  bool reusable() const override { return reusable_.load(); }
   std::string trace() const override {
     std::lock_guard lock(trace_mutex_);
     return trace_;
@@ -41,6 +43,7 @@ class ServerConnection final : public UcxConnection {
   void SendAnswer();
 
   std::atomic<bool> packed_preferred_{false};  // set before the hello's answer goes
+  std::atomic<bool> reusable_{false};          // set before the hello's answer goes
   mutable std::mutex trace_mutex_;
   std::string trace_;  // the hello's trace, set before the hello's answer goes
   // Progress thread only.
