@@ -83,6 +83,13 @@ class Serve(ServeProcess):
         return int(self.uri.rsplit(":", 1)[1])
 
 
+def stream_file(path, table, chunk=1000):
+    """Write `table` to `path` as an IPC stream of `chunk`-row batches; the path."""
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=chunk)
+    return path
+
+
 def mixed_table(rows=1000, seed=0):
     """A table of mixed columns (ints, floats, strings, lists, structs, dictionary, nulls)."""
     import random

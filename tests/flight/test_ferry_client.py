@@ -16,7 +16,7 @@ pytest.importorskip("ferry._ferry", reason="the ferry binding is not installed (
 import ferry  # noqa: E402
 import ferry.flight  # noqa: E402
 
-from flight_support import Serve, ferry_cli, mixed_table, self_signed  # noqa: E402
+from flight_support import Serve, ferry_cli, mixed_table, self_signed, stream_file  # noqa: E402
 from ferry_process import on_terminal  # noqa: E402
 from pyarrow_flight_server import TableServer as PyarrowServer  # noqa: E402
 
@@ -221,9 +221,7 @@ def test_columns_are_read_alone_on_every_plane(tmp_path):
     """do_get(columns=...) gives only those columns, in the schema's order, equal to pyarrow's
     selection, on every plane and for type-1 and packed bodies; names need a path."""
     table = mixed_table(3000)
-    path = tmp_path / "t.arrows"
-    with pa.ipc.new_stream(str(path), table.schema) as w:
-        w.write_table(table, max_chunksize=1000)
+    path = stream_file(tmp_path / "t.arrows", table)
     for body in ("list", "packed"):
         with Serve(f"t={path}", "--body-type", body, tmp=str(tmp_path)) as s:
             client = ferry.flight.connect(s.uri)
@@ -253,23 +251,23 @@ def test_columns_are_read_alone_on_every_plane(tmp_path):
             assert r.returncode == 2 and 'no column named "zz"' in r.stderr, r.stderr
 
 
+def stats_of(client, plane):
+    """The server's `stats` action's figures for `plane`."""
+    [body] = client.do_action("stats")
+    return json.loads(body)[plane]
+
+
 def test_buffer_lists_asks_the_ucx_location_to_lend(tmp_path):
     """do_get(via="ucx", buffer_lists=True) against a type-1 server: the server's UCX plane lends
     (addresses_lent grows), whichever UCX is loaded; the table is pyarrow's."""
     table = mixed_table(3000)
-    path = tmp_path / "t.arrows"
-    with pa.ipc.new_stream(str(path), table.schema) as w:
-        w.write_table(table, max_chunksize=1000)
+    path = stream_file(tmp_path / "t.arrows", table)
     with Serve(f"t={path}", "--body-type", "list", tmp=str(tmp_path)) as s:
         client = ferry.flight.connect(s.uri)
 
-        def lent():
-            [body] = client.do_action("stats")
-            return json.loads(body)["ucx"]["addresses_lent"]
-
-        before = lent()
+        before = stats_of(client, "ucx")["addresses_lent"]
         assert pa.table(client.do_get("t", via="ucx", buffer_lists=True)).equals(table)
-        assert lent() > before
+        assert stats_of(client, "ucx")["addresses_lent"] > before
 
 
 def test_reads_over_ucx_share_one_kept_connection(tmp_path):
@@ -278,15 +276,12 @@ def test_reads_over_ucx_share_one_kept_connection(tmp_path):
     each table is pyarrow's. Another client connects anew, one read it leaves before the end is
     not kept, and a client with keep_connections=False connects for every read."""
     table = mixed_table(3000)
-    path = tmp_path / "t.arrows"
-    with pa.ipc.new_stream(str(path), table.schema) as w:
-        w.write_table(table, max_chunksize=1000)
+    path = stream_file(tmp_path / "t.arrows", table)
     with Serve(f"t={path}", "--body-type", "packed", tmp=str(tmp_path)) as s:
         client = ferry.flight.connect(s.uri)
 
         def ucx():
-            [body] = client.do_action("stats")
-            plane = json.loads(body)["ucx"]
+            plane = stats_of(client, "ucx")
             return plane["clients"], plane["requests_reused"]
 
         for _ in range(3):
@@ -307,9 +302,7 @@ def test_reads_over_ucx_share_one_kept_connection(tmp_path):
 
 def test_binding_against_ferry_server_follows_locations(tmp_path):
     table = mixed_table(4000)
-    path = tmp_path / "t.arrows"
-    with pa.ipc.new_stream(str(path), table.schema) as w:
-        w.write_table(table, max_chunksize=1000)
+    path = stream_file(tmp_path / "t.arrows", table)
     with Serve(f"t={path}", env={"FERRY_TOKEN": "s3cret"}, tmp=str(tmp_path)) as s:
         client = ferry.flight.connect(s.uri, token="s3cret")
         info = client.get_flight_info("t")
