@@ -146,8 +146,7 @@ void Session::Serve() {
     after = AwaitNextRequest(&next);
     if (after != After::kNext) break;
     ++state_->requests_reused;
-    next_seq_ = 0;
-    entry_ = Catalogue::Entry{};
+    next_seq_ = 0;  // AwaitNextRequest let the last stream's dataset go
     st = ServeWant(next);
   }
   if (end_ == End::kRefused || end_ == End::kGoneBeforeRequest) {
