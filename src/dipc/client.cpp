@@ -135,6 +135,8 @@ Result<UniqueDeviceArrayStream> ConnectStream(const Uri& uri, const std::string&
           Start(kept, kept, uri, uri, ticket, options, key, /*reused=*/true);
       // UNAVAILABLE before the schema: the server closed the kept connection (its timeout, a
       // restart, a drain). A fresh connection asks again, and is told anew if it is refused.
+      // A server silent for the connect timeout is not asked again: it would keep a fresh
+      // connection from wiring up as long, and the caller has its next location to try.
       if (stream.ok() || stream.status().code() != StatusCode::kUnavailable) return stream;
     }
   }

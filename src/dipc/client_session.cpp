@@ -110,6 +110,12 @@ Status ClientSession::Handshake(const std::string& ticket, uint64_t want_data,
   return Status::OK();
 }
 
+std::chrono::milliseconds ClientSession::SilenceAllowed() const {
+  const std::chrono::milliseconds connect = options_.connect_timeout;
+  if (reused_ && !started_ && connect.count() > 0 && connect < options_.timeout) return connect;
+  return options_.timeout;
+}
+
 Status ClientSession::Grant(uint64_t count, const char* doing) {
   const std::array<uint8_t, 8> body = EncodeCredit(count);
   const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
@@ -192,6 +198,11 @@ Status ClientSession::Check(Status st, const std::string& doing) {
       gap = " (metadata message " + std::to_string(metadata_.next()) + " never came; " +
             std::to_string(metadata_.held()) + " later one(s) did)";
     }
+    if (reused_ && !started_) {
+      return Status::DeadlineExceeded(
+          doing + ": the server sent nothing for " + std::to_string(SilenceAllowed().count()) +
+          " ms (the connect timeout) on the connection kept from its last stream");
+    }
     return Status::DeadlineExceeded(doing + ": the server sent nothing for " +
                                     std::to_string(options_.timeout.count()) + " ms" + gap);
   }
@@ -257,7 +268,7 @@ Result<ClientSession::Arrived> ClientSession::NextMetadata() {
       // under the window, so the server holds a credit for the batch we wait for. Sending them
       // anyway woke its worker at every wait: two thirds of a live UCX server's context switches.
       const Freer::Wait wait(*freer_);
-      r = ReceiveMetadata(options_.timeout);
+      r = ReceiveMetadata(SilenceAllowed());
     }
     if (!r.ok()) {
       return Check(r.status(), "metadata (message " + std::to_string(metadata_.next()) + ")");

@@ -126,6 +126,11 @@ class ClientSession {
   // Hand `batch` out on the target device (a copy unless that is the CPU or CUDA bodies).
   Status Deliver(UniqueArray batch, ArrowDeviceArray* out);
 
+  // How long a wait for the server's next metadata message may be silent: the timeout, but on a
+  // kept connection, until its schema, the connect timeout, where one shorter than the timeout
+  // is given: its first answer stands in for the connection a fresh read would make.
+  std::chrono::milliseconds SilenceAllowed() const;
+
   std::shared_ptr<Connection> conn_;
   std::shared_ptr<Connection> data_;
   ClientOptions options_;

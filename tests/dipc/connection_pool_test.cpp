@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@
 #include "ferry/dipc/client.hpp"
 #include "ferry/dipc/server.hpp"
 #include "ferry/transport/ucx.hpp"
+#include "support/clock_util.hpp"
 #include "support/device_util.hpp"
 #include "support/dipc_data.hpp"
 #include "support/test_util.hpp"
@@ -100,6 +102,34 @@ TEST(ConnectionPool, ThePoolClosesWhatItHoldsWhenItGoes) {
   EXPECT_EQ(c->closes, 1);
 }
 
+// A dataset whose readers open once Let() was called (or after 20 s): a server that says nothing
+// after a request, as a stopped one does, while its process runs on.
+class Gated final : public Dataset {
+ public:
+  explicit Gated(std::shared_ptr<Dataset> inner) : inner_(std::move(inner)) {}
+  Result<std::unique_ptr<DatasetReader>> Open() override {
+    {
+      std::unique_lock lock(mutex_);
+      let_through_.wait_for(lock, 20s, [this] { return open_; });
+    }
+    return inner_->Open();
+  }
+  bool repeatable() const noexcept override { return inner_->repeatable(); }
+  void Let() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    let_through_.notify_all();
+  }
+
+ private:
+  std::shared_ptr<Dataset> inner_;
+  std::mutex mutex_;
+  std::condition_variable let_through_;
+  bool open_ = false;
+};
+
 // A ferry server over UCX whose clients keep their connections: packed bodies unless
 // `body_type` says otherwise, its log lines kept.
 class KeptConnections : public ::testing::Test {
@@ -142,10 +172,11 @@ class KeptConnections : public ::testing::Test {
     return false;
   }
 
-  std::unique_ptr<Server> server_;
-  testing::IntData big_, small_;
+  // The log's lines outlive the server, whose sessions may log until it has gone.
   std::mutex mutex_;
   std::vector<std::string> lines_;
+  std::unique_ptr<Server> server_;
+  testing::IntData big_, small_;
 };
 
 TEST_F(KeptConnections, AStreamReadToItsEndLeavesItsConnectionForTheNext) {
@@ -232,6 +263,31 @@ TEST_F(KeptConnections, ADrainingServerRefusesAKeptConnectionsRequestByName) {
   EXPECT_TRUE(server_->AwaitIdle(5s));  // the kept connection holds no drain up
   Result<UniqueDeviceArrayStream> s = ConnectStream(server_->uri("read"), "read", options);
   ASSERT_RAISES_WITH(StatusCode::kUnavailable, "draining", s.status());
+}
+
+// On a kept connection the server's schema stands in for connecting: a server silent after the
+// request fails the stream at the connect timeout, not the read's timeout, and the connection is
+// not kept; a new one reads the dataset once the server answers again.
+TEST_F(KeptConnections, AKeptConnectionsSilentServerFailsAtTheConnectTimeout) {
+  Start();
+  auto gated = std::make_shared<Gated>(small_.dataset);
+  server_->Add("gated", gated);
+  auto clock = std::make_shared<ManualClock>(std::chrono::steady_clock::now(), 20s);
+  ClientOptions options;
+  options.pool = std::make_shared<ConnectionPool>();
+  options.clock = clock;
+  options.connect_timeout = 2s;
+  ReadAll("read", options);
+  ASSERT_EQ(options.pool->idle(), 1u);
+  Result<UniqueDeviceArrayStream> s = testing::AtTheDeadline(
+      *clock, 2s, [&] { return ConnectStream(server_->uri("gated"), "gated", options); });
+  ASSERT_RAISES_WITH(StatusCode::kDeadlineExceeded,
+                     "sent nothing for 2000 ms (the connect timeout) on the connection kept",
+                     s.status());
+  EXPECT_EQ(options.pool->idle(), 0u);
+  gated->Let();
+  ReadAll("gated", options);
+  EXPECT_EQ(server_->stats().clients_accepted, 2);
 }
 
 TEST_F(KeptConnections, AStoppedServerFailsTheNextStreamAtOnce) {

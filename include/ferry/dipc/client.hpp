@@ -54,7 +54,8 @@ struct FERRY_EXPORT ClientOptions {
   std::chrono::milliseconds timeout{30000};
   /// How long connecting may take; 0: timeout. Over shm:// the client keeps trying while nothing
   /// listens at the socket; over ucx:// it is the wait for the endpoint to wire up, and a refusal
-  /// (nothing listens at the port) fails at once.
+  /// (nothing listens at the port) fails at once. On a connection kept from an earlier stream
+  /// (`pool`) it bounds the wait for the schema.
   std::chrono::milliseconds connect_timeout{0};
   /// How long the client watches for the server's next message on the CPU before it sleeps
   /// (TransportLimits::spin; shm:// and ucx://), once per wait, so an idle client stays idle;
@@ -91,8 +92,10 @@ struct FERRY_EXPORT ClientOptions {
   /// server that grants it, in the one-connection shape, and only after a stream read to its end
   /// that lent this client nothing (packed bodies: what a ferry server sends a client across
   /// hosts, or on one host before UCX 1.16). A kept connection the server has closed meanwhile
-  /// (its timeout, a restart) is found at the request and replaced by a new one. NULL: each
-  /// stream connects, and closes when done.
+  /// (its timeout, a restart) is found at the request and replaced by a new one. A kept
+  /// connection whose server sends no schema within connect_timeout (a stopped server) fails the
+  /// stream then, as connecting would, and is closed. NULL: each stream connects, and closes
+  /// when done.
   std::shared_ptr<ConnectionPool> pool;
 };
 
