@@ -20,7 +20,9 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
                   that last ceiling and the parallel read (full and default validation) again
                   in alternating rounds (--rounds), each round's ratio seconds apart, the
                   parallel read once more connecting anew (the others read over the UCX
-                  connections their warm-up read kept); --only ceiling runs these rounds alone
+                  connections their warm-up read kept), and UCX alone, two tag_bw streams into
+                  host c whose ends sleep on their workers' events (ucx_peer.py); --only
+                  ceiling runs these rounds alone
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
   small reads     a flight of 1,000 rows on each server (40 KB), read again and again on host c:
                   ferry's client as it chooses (DoGet, below GetOptions::grpc_below), ferry's
@@ -61,6 +63,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 from ferry_process import ServeProcess, ferry_cli  # noqa: E402
 from netns import Hosts  # noqa: E402
 from tcp_peer import tcp_streams  # noqa: E402
+from ucx_peer import tag_bw, tag_bw_sleeping  # noqa: E402
 
 TOKEN = "bench"
 AUTH = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {TOKEN}".encode())])
@@ -93,41 +96,14 @@ def reader(host, args):
     return {"s": float(took), "cpu_s": float(cpu)}
 
 
-def tag_bw(hosts, size, iters, names=("a", "b")):
-    """Concurrent ucx_perftest tag_bw streams over TCP, from c to each of `names`: MiB/s each."""
-    env = dict(os.environ, UCX_TLS="tcp,self")
-    servers = [hosts[n].popen(["ucx_perftest", "-p", "13337"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) for n in names]
-    time.sleep(1)
-    results = {}
-
-    def client(name):
-        r = hosts["c"].run(["ucx_perftest", hosts[name].ip, "-p", "13337", "-t", "tag_bw", "-s",
-                            str(size), "-n", str(iters)], env=env, capture_output=True, text=True,
-                           timeout=600)
-        final = [line for line in r.stdout.splitlines() if line.startswith("Final:")]
-        results[name] = float(final[0].split()[6]) if final else 0.0
-    try:
-        threads = [threading.Thread(target=client, args=(n,)) for n in names]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        for s in servers:
-            s.kill()
-            s.wait()
-    return results
-
-
-
 def against_ceiling(hosts, uri, per_server, rounds):
     """The parallel read with full and default validation and the plain TCP ceiling sent and
     received each byte at its own place, one after the other in each of `rounds` rounds (each a
     process of its own: a warm-up read, then one timed), so that each round's ratios compare
     reads seconds apart on this noisy VM: [{"full", "default", "default, fresh", "ceiling"}
-    MiB/s]. "default, fresh" connects anew for its timed read, as a process's first read does;
-    the others read over the connections their warm-up read kept."""
+    MiB/s, "ucx": UCX's own two streams, ucx_peer.tag_bw_sleeping]. "default, fresh" connects
+    anew for its timed read, as a process's first read does; the others read over the
+    connections their warm-up read kept."""
     mib = 2 * per_server / (1 << 20)
     runs = []
     for _ in range(rounds):
@@ -138,6 +114,7 @@ def against_ceiling(hosts, uri, per_server, rounds):
                                     keep])
             run[key] = mib / r["s"]
         run["ceiling"] = tcp_streams(hosts, per_server, 1, keep=True, cold=True)
+        run["ucx"] = tag_bw_sleeping(hosts, per_server)
         runs.append(run)
     return runs
 
@@ -562,6 +539,13 @@ def print_against(against):
               f"{statistics.median(ratios):.2f}x, median of {len(against)} rounds "
               f"({ratios[0]:.2f}-{ratios[-1]:.2f}x; the ceiling "
               f"{statistics.median(r['ceiling'] for r in against):.0f} MiB/s) |")
+    ucx = sorted(r["ucx"] / r["ceiling"] for r in against)
+    print(f"| UCX alone: two `ucx_perftest -t tag_bw -E sleep` streams into host c, against "
+          f"that ceiling | — | {statistics.median(r['ucx'] for r in against):.0f} | "
+          f"{statistics.median(ucx):.2f}x ({ucx[0]:.2f}-{ucx[-1]:.2f}x) |")
+    own = sorted(r["default"] / r["ucx"] for r in against)
+    print(f"| the parallel read, default validation, against UCX alone | — | — | "
+          f"{statistics.median(own):.2f}x ({own[0]:.2f}-{own[-1]:.2f}x) |")
     kept = sorted(r["default"] / r["default, fresh"] for r in against)
     print(f"| kept connections against connecting anew, default validation | — | — | "
           f"{statistics.median(kept):.2f}x, median of {len(against)} rounds "
