@@ -14,31 +14,36 @@ def _final_mib_per_s(stdout):
     return float(final[0].split()[6]) if final else 0.0
 
 
+def _streams(listeners, names, run):
+    """Once `listeners` (ucx_perftest processes waiting for their peers) are up, `run(name)` for
+    each of `names` at once, a thread each; then the listeners are killed. Each run's rate."""
+    time.sleep(1)
+    rates = {}
+
+    def one(name):
+        rates[name] = _final_mib_per_s(run(name).stdout)
+    try:
+        threads = [threading.Thread(target=one, args=(n,)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for p in listeners:
+            p.kill()
+            p.wait()
+    return rates
+
+
 def tag_bw(hosts, size, iters, names=("a", "b")):
     """Concurrent ucx_perftest tag_bw streams over TCP, from c to each of `names`, each end
     polling its worker without a pause: MiB/s each."""
     env = dict(os.environ, UCX_TLS="tcp,self")
     servers = [hosts[n].popen(["ucx_perftest", "-p", str(PORT)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for n in names]
-    time.sleep(1)
-    results = {}
-
-    def client(name):
-        r = hosts["c"].run(["ucx_perftest", hosts[name].ip, "-p", str(PORT), "-t", "tag_bw",
-                            "-s", str(size), "-n", str(iters)], env=env, capture_output=True,
-                           text=True, timeout=600)
-        results[name] = _final_mib_per_s(r.stdout)
-    try:
-        threads = [threading.Thread(target=client, args=(n,)) for n in names]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        for s in servers:
-            s.kill()
-            s.wait()
-    return results
+    return _streams(servers, names, lambda name: hosts["c"].run(
+        ["ucx_perftest", hosts[name].ip, "-p", str(PORT), "-t", "tag_bw", "-s", str(size), "-n",
+         str(iters)], env=env, capture_output=True, text=True, timeout=600))
 
 
 def tag_bw_sleeping(hosts, per_server, size=8 << 20, senders=("a", "b")):
@@ -54,24 +59,9 @@ def tag_bw_sleeping(hosts, per_server, size=8 << 20, senders=("a", "b")):
     receivers = [hosts["c"].popen(["ucx_perftest", "-p", str(ports[n]), "-E", "sleep"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for n in senders]
-    time.sleep(1)
-    rates = {}
-
-    def sender(name):
-        r = hosts[name].run(["ucx_perftest", hosts["c"].ip, "-p", str(ports[name]), "-t",
-                             "tag_bw", "-s", str(size), "-n", str(iters), "-E", "sleep"],
-                            env=env, capture_output=True, text=True, timeout=600)
-        rates[name] = _final_mib_per_s(r.stdout)
-    try:
-        threads = [threading.Thread(target=sender, args=(n,)) for n in senders]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        for s in receivers:
-            s.kill()
-            s.wait()
+    rates = _streams(receivers, senders, lambda name: hosts[name].run(
+        ["ucx_perftest", hosts["c"].ip, "-p", str(ports[name]), "-t", "tag_bw", "-s", str(size),
+         "-n", str(iters), "-E", "sleep"], env=env, capture_output=True, text=True, timeout=600))
     if not all(rates.get(n) for n in senders):
         raise RuntimeError(f"ucx_perftest -E sleep printed no rate: {rates}")
     return len(senders) * min(rates.values())
