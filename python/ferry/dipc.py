@@ -1,6 +1,7 @@
 """Dissociated IPC: a server of named datasets over shared memory or UCX, and its clients, which
 read a dataset as a stream of record batches (in place over shared memory)."""
 from ferry._ferry.dipc import (  # noqa: F401
+    ConnectionPool,
     RegionAllocator,
     RegionBuffer,
     Server,
@@ -11,5 +12,5 @@ from ferry._ferry.dipc import (  # noqa: F401
     ucx_available,
 )
 
-__all__ = ["RegionAllocator", "RegionBuffer", "Server", "ServerStats", "Uri", "connect", "loaded_ucx",
-           "ucx_available"]
+__all__ = ["ConnectionPool", "RegionAllocator", "RegionBuffer", "Server", "ServerStats", "Uri",
+           "connect", "loaded_ucx", "ucx_available"]

@@ -142,6 +142,22 @@ class ServerStats:
 
     def __repr__(self) -> str: ...
 
+class ConnectionPool:
+    """
+    UCX connections kept between streams: connect(..., pool=pool) looks here first for a connection to the same server with the same options, and a stream read to its end that was lent nothing (a ucx:// URI with ferry=1, packed bodies) gives its connection back for the next. Each idle connection holds a UCX worker and a sleeping thread until it is taken, is idle for longer than `max_idle` seconds, or the pool and every stream given it are gone; at most `per_server` are kept for each server and options.
+    """
+
+    def __init__(self, max_idle: float = 10.0, per_server: int = 4) -> None: ...
+
+    @property
+    def idle(self) -> int:
+        """Idle connections held now (those idle past max_idle are closed first)."""
+
+    def clear(self) -> None:
+        """Close every idle connection."""
+
+    def __repr__(self) -> str: ...
+
 class RegionBuffer:
     """
     A writable block of a server's shared region (RegionAllocator.allocate), exported through the buffer protocol: numpy.frombuffer and pyarrow.py_buffer wrap it without a copy. The block goes back to the region once this object and every export of it are gone.
@@ -251,7 +267,7 @@ class Server:
 
     def __repr__(self) -> str: ...
 
-def connect(uri: Uri | str, ticket: str, device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, timeout: float = 30.0, reorder_window: int = 64, data_uri: Uri | str | None = None, max_metadata_bytes: int = 67108864, max_body_bytes: int = 4294967296, columns: Sequence[int] | None = None, buffer_lists: bool = False, traceparent: str | None = None, tracestate: str | None = None, window: int | None = None, spin: int = 50) -> ferry._ferry.ArrayStream:
+def connect(uri: Uri | str, ticket: str, device: ferry._ferry.Device | None = None, validation: ferry._ferry.ValidationLevel = ferry._ferry.ValidationLevel.FULL, timeout: float = 30.0, reorder_window: int = 64, data_uri: Uri | str | None = None, max_metadata_bytes: int = 67108864, max_body_bytes: int = 4294967296, columns: Sequence[int] | None = None, buffer_lists: bool = False, traceparent: str | None = None, tracestate: str | None = None, window: int | None = None, spin: int = 50, connect_timeout: float | None = None, pool: ConnectionPool | None = None) -> ferry._ferry.ArrayStream:
     """
-    Connect to a server and read the dataset named `ticket` as an ArrayStream of record batches. The schema arrives before this returns, so a refused ticket or a dead server raises here with the server's message. device: where batches land (None: the CPU, read in place over shared memory; another device gets one copy of each batch); validation: checks on what arrives; timeout: seconds the server may stay silent; data_uri: the server's data_uri(name), with `uri` its metadata_uri(name), to take metadata and bodies from separate servers; max_metadata_bytes, max_body_bytes: the largest message of each kind taken from the server; columns: the field indices to read (None: all), whose buffers alone are fetched from a type-1 body; buffer_lists: ask a ferry server to lend buffer lists where it would send packed bodies because UCX would emulate this client's reads (over TCP, or on one host before UCX 1.16; columns implies it); traceparent, tracestate: a W3C Trace Context sent to a ferry server in its hello, so that the session's log records carry its trace id (None: the server uses the trace its ticket was issued with); window: pace a ferry server (shm://, or ucx:// with ferry=1), which then sends at most this many batches beyond those read (None: over shm:// it sends ahead as far as its shared region allows, over ucx:// with ferry=1 up to 256 batches); spin: microseconds a read watches for the next message on the CPU before it sleeps (0: it sleeps at once).
+    Connect to a server and read the dataset named `ticket` as an ArrayStream of record batches. The schema arrives before this returns, so a refused ticket or a dead server raises here with the server's message. device: where batches land (None: the CPU, read in place over shared memory; another device gets one copy of each batch); validation: checks on what arrives; timeout: seconds the server may stay silent; data_uri: the server's data_uri(name), with `uri` its metadata_uri(name), to take metadata and bodies from separate servers; max_metadata_bytes, max_body_bytes: the largest message of each kind taken from the server; columns: the field indices to read (None: all), whose buffers alone are fetched from a type-1 body; buffer_lists: ask a ferry server to lend buffer lists where it would send packed bodies because UCX would emulate this client's reads (over TCP, or on one host before UCX 1.16; columns implies it); traceparent, tracestate: a W3C Trace Context sent to a ferry server in its hello, so that the session's log records carry its trace id (None: the server uses the trace its ticket was issued with); window: pace a ferry server (shm://, or ucx:// with ferry=1), which then sends at most this many batches beyond those read (None: over shm:// it sends ahead as far as its shared region allows, over ucx:// with ferry=1 up to 256 batches); spin: microseconds a read watches for the next message on the CPU before it sleeps (0: it sleeps at once); connect_timeout: seconds connecting may take (None: timeout), and on a connection from `pool` the wait for the schema; pool: a ConnectionPool to take a kept connection from and give this one back to at the stream's end.
     """

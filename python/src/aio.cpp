@@ -173,13 +173,14 @@ void DipcConnect(uint64_t id, const PyCompletions& q,
                  const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
                  const std::optional<std::string>& traceparent,
                  const std::optional<std::string>& tracestate, const std::optional<int64_t>& window,
-                 int64_t spin) {
+                 int64_t spin, const std::optional<double>& connect_timeout,
+                 const PyConnectionPool* pool) {
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
   dipc::ClientOptions options = DipcClientOptions(
       device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
-      buffer_lists, traceparent, tracestate, window, spin);
+      buffer_lists, traceparent, tracestate, window, spin, connect_timeout, pool);
   StartWork(
       q, id,
       [parsed, data, ticket, options]() -> Result<std::shared_ptr<Opened>> {
@@ -351,7 +352,8 @@ void InitAio(nb::module_& parent) {
         nb::arg("reorder_window"), nb::arg("data_uri").none(), nb::arg("max_metadata_bytes"),
         nb::arg("max_body_bytes"), nb::arg("columns").none(), nb::arg("buffer_lists"),
         nb::arg("traceparent").none(), nb::arg("tracestate").none(), nb::arg("window").none(),
-        nb::arg("spin"), "Connect on the pool; posts a Stream.");
+        nb::arg("spin"), nb::arg("connect_timeout").none(), nb::arg("pool").none(),
+        "Connect on the pool; posts a Stream.");
   m.def(
       "set_workers", [](int n) { Check(aio::SetWorkers(n)); }, nb::arg("workers"),
       "Size the worker pool (1-64) before its first job.");

@@ -209,21 +209,20 @@ PyServer StartServer(const std::string& transport, const std::string& listen,
   return out;
 }
 
-PyArrayStream ConnectDipcStream(const std::variant<dipc::Uri, std::string>& uri,
-                                const std::string& ticket, Device* device,
-                                ValidationLevel validation, double timeout, uint32_t reorder_window,
-                                const std::optional<std::variant<dipc::Uri, std::string>>& data_uri,
-                                int64_t max_metadata_bytes, int64_t max_body_bytes,
-                                const std::optional<std::vector<int32_t>>& columns,
-                                bool buffer_lists, const std::optional<std::string>& traceparent,
-                                const std::optional<std::string>& tracestate,
-                                const std::optional<int64_t>& window, int64_t spin) {
+PyArrayStream ConnectDipcStream(
+    const std::variant<dipc::Uri, std::string>& uri, const std::string& ticket, Device* device,
+    ValidationLevel validation, double timeout, uint32_t reorder_window,
+    const std::optional<std::variant<dipc::Uri, std::string>>& data_uri, int64_t max_metadata_bytes,
+    int64_t max_body_bytes, const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
+    const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate,
+    const std::optional<int64_t>& window, int64_t spin,
+    const std::optional<double>& connect_timeout, const PyConnectionPool* pool) {
   dipc::Uri parsed = UriOf(uri);
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
   dipc::ClientOptions options = DipcClientOptions(
       device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
-      buffer_lists, traceparent, tracestate, window, spin);
+      buffer_lists, traceparent, tracestate, window, spin, connect_timeout, pool);
   Result<UniqueDeviceArrayStream> stream = [&] {
     nb::gil_scoped_release release;  // connects, sends the ticket, waits for the schema
     if (data) return dipc::ConnectStream(parsed, *data, ticket, options);
@@ -310,6 +309,7 @@ void InitDipc(nb::module_& parent) {
       });
 
   InitDipcStats(m);
+  InitDipcPool(m);
 
   InitDipcRegion(m);
 
@@ -452,6 +452,7 @@ void InitDipc(nb::module_& parent) {
         nb::arg("buffer_lists") = false, nb::arg("traceparent").none() = nb::none(),
         nb::arg("tracestate").none() = nb::none(), nb::arg("window").none() = nb::none(),
         nb::arg("spin") = dipc::ClientOptions{}.spin.count(),
+        nb::arg("connect_timeout").none() = nb::none(), nb::arg("pool").none() = nb::none(),
         "Connect to a server and read the dataset named `ticket` as an ArrayStream of record "
         "batches. "
         "The schema arrives before this returns, so a refused ticket or a dead server raises here "
@@ -470,7 +471,9 @@ void InitDipc(nb::module_& parent) {
         "sends at most this many batches beyond those read (None: over shm:// it sends ahead as "
         "far as its shared region allows, over ucx:// with ferry=1 up to 256 batches); spin: "
         "microseconds a read watches for the next message on the CPU before it sleeps (0: it "
-        "sleeps at once).");
+        "sleeps at once); connect_timeout: seconds connecting may take (None: timeout), and on a "
+        "connection from `pool` the wait for the schema; pool: a ConnectionPool to take a kept "
+        "connection from and give this one back to at the stream's end.");
 }
 
 }  // namespace ferry::python

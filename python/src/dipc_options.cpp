@@ -102,14 +102,13 @@ flight::GetOptions FlightGetOptions(const std::string& via, Device* device,
   return options;
 }
 
-dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
-                                      uint32_t reorder_window, int64_t max_metadata_bytes,
-                                      int64_t max_body_bytes,
-                                      const std::optional<std::vector<int32_t>>& columns,
-                                      bool buffer_lists,
-                                      const std::optional<std::string>& traceparent,
-                                      const std::optional<std::string>& tracestate,
-                                      const std::optional<int64_t>& window, int64_t spin) {
+dipc::ClientOptions DipcClientOptions(
+    Device* device, ValidationLevel validation, double timeout, uint32_t reorder_window,
+    int64_t max_metadata_bytes, int64_t max_body_bytes,
+    const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
+    const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate,
+    const std::optional<int64_t>& window, int64_t spin,
+    const std::optional<double>& connect_timeout, const PyConnectionPool* pool) {
   if (!std::isfinite(timeout) || timeout < 0) {
     Raise(PyExc_ValueError, "timeout must be a finite number of seconds >= 0");
   }
@@ -139,6 +138,14 @@ dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation
   options.tracestate = tracestate.value_or("");
   options.window = WindowOf(window);
   options.spin = SpinOf(spin);
+  if (connect_timeout) {
+    if (!std::isfinite(*connect_timeout) || *connect_timeout < 0) {
+      Raise(PyExc_ValueError, "connect_timeout must be a finite number of seconds >= 0");
+    }
+    options.connect_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(std::llround(*connect_timeout * 1000.0)));
+  }
+  if (pool != nullptr) options.pool = pool->pool;
   return options;
 }
 

@@ -5,12 +5,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "ferry/dipc/client.hpp"
+#include "ferry/dipc/connection_pool.hpp"
 #include "ferry/dipc/uri.hpp"
 #include "ferry/flight/client.hpp"
 #include "objects.hpp"
@@ -56,16 +58,25 @@ flight::ClientOptions FlightClientOptions(
     const std::optional<std::string>& tls_server_name, double timeout,
     const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate);
 
+/// ferry.dipc.ConnectionPool: the UCX connections a client keeps between its streams. The
+/// dipc::ConnectionPool is shared with each stream given it, which hands its connection back at
+/// its end, also after the Python object has gone.
+struct PyConnectionPool {
+  std::shared_ptr<dipc::ConnectionPool> pool;
+};
+
+/// Register ferry.dipc.ConnectionPool in `m` (python/src/dipc_pool.cpp).
+void InitDipcPool(nb::module_& m);
+
 /// The client options that connect's keyword arguments ask for; raises ValueError for a bad one
-/// (a negative or non-finite timeout, a non-positive size limit, no or negative columns, a
-/// negative window or spin).
-dipc::ClientOptions DipcClientOptions(Device* device, ValidationLevel validation, double timeout,
-                                      uint32_t reorder_window, int64_t max_metadata_bytes,
-                                      int64_t max_body_bytes,
-                                      const std::optional<std::vector<int32_t>>& columns,
-                                      bool buffer_lists,
-                                      const std::optional<std::string>& traceparent,
-                                      const std::optional<std::string>& tracestate,
-                                      const std::optional<int64_t>& window, int64_t spin);
+/// (a negative or non-finite timeout or connect timeout, a non-positive size limit, no or
+/// negative columns, a negative window or spin).
+dipc::ClientOptions DipcClientOptions(
+    Device* device, ValidationLevel validation, double timeout, uint32_t reorder_window,
+    int64_t max_metadata_bytes, int64_t max_body_bytes,
+    const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
+    const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate,
+    const std::optional<int64_t>& window, int64_t spin,
+    const std::optional<double>& connect_timeout, const PyConnectionPool* pool);
 
 }  // namespace ferry::python

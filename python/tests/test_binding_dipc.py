@@ -485,3 +485,46 @@ def test_spin_changes_how_a_read_waits_not_what_it_reads(transport):
                 assert got.equals(table), (spin, window)
     with pytest.raises(ValueError, match="spin must be a number of microseconds >= 0"):
         dipc.connect("shm:///nowhere?want_data=1", "t", spin=-1)
+
+
+def test_a_pool_keeps_a_ucx_connection_between_streams():
+    """connect(..., pool=pool): three reads of a UCX server's packed bodies take one connection,
+    the second and third on the one the read before gave back (the server's clients_accepted and
+    requests_reused), and so does a read by ferry.aio; each table is pyarrow's. A read without
+    the pool connects anew; clear() closes what the pool holds."""
+    needs("ucx")
+    import asyncio
+
+    import ferry.aio
+
+    table = mixed_table(10_000)
+    pool = dipc.ConnectionPool()
+    assert pool.idle == 0
+    with dipc.Server.start("ucx", body_type="packed") as server:
+        server.keep("k", table.to_batches(max_chunksize=3_000))
+        uri = server.uri_of("k")
+        for _ in range(3):
+            assert read_back(uri, "k", pool=pool, connect_timeout=5).equals(table)
+            assert pool.idle == 1
+        assert (server.stats.clients_accepted, server.stats.requests_reused) == (1, 2)
+
+        async def read_async():
+            return [b async for b in ferry.aio.dipc.connect(uri, "k", pool=pool)]
+
+        got = asyncio.run(read_async())
+        assert pa.Table.from_batches([pa.record_batch(b) for b in got]).equals(table)
+        assert (server.stats.clients_accepted, server.stats.requests_reused) == (1, 3)
+        assert read_back(uri, "k").equals(table)
+        assert server.stats.clients_accepted == 2
+        assert server.stats.sessions_failed == 0, server.last_error
+        pool.clear()
+        assert pool.idle == 0
+
+
+def test_bad_pool_and_connect_timeout_arguments_raise():
+    with pytest.raises(ValueError, match="max_idle must be"):
+        dipc.ConnectionPool(max_idle=-1)
+    with pytest.raises(ValueError, match="per_server must be 1 or more"):
+        dipc.ConnectionPool(per_server=0)
+    with pytest.raises(ValueError, match="connect_timeout must be"):
+        dipc.connect("shm://@ferry-nobody?want_data=1", "t", connect_timeout=float("nan"))

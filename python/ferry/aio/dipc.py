@@ -11,7 +11,7 @@ from ferry.aio._dispatch import AsyncStream, Dispatcher
 def connect(uri, ticket, *, device=None, validation=ValidationLevel.FULL, timeout=30.0,
             reorder_window=64, data_uri=None, max_metadata_bytes=64 << 20,
             max_body_bytes=4 << 30, columns=None, buffer_lists=False, traceparent=None,
-            tracestate=None, window=None, spin=50):
+            tracestate=None, window=None, spin=50, connect_timeout=None, pool=None):
     """Connect to a server and read dataset `ticket` as an AsyncStream of record batches; the
     arguments are ferry.dipc.connect's. Called on a running event loop: the connect starts now,
     on the pool, and a refused ticket or a dead server raises from the first `async for` step
@@ -21,7 +21,7 @@ def connect(uri, ticket, *, device=None, validation=ValidationLevel.FULL, timeou
         opening = dispatcher.submit(
             _aio.dipc_connect, dispatcher.queue, uri, ticket, device, validation, timeout,
             reorder_window, data_uri, max_metadata_bytes, max_body_bytes, columns, buffer_lists,
-            traceparent, tracestate, window, spin)
+            traceparent, tracestate, window, spin, connect_timeout, pool)
     except BaseException:
         dispatcher.close()
         raise

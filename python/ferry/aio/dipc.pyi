@@ -1,7 +1,7 @@
 from collections.abc import Sequence
 
 from ferry import Device, ValidationLevel
-from ferry.dipc import Uri
+from ferry.dipc import ConnectionPool, Uri
 from ferry.aio._dispatch import AsyncStream
 
 def connect(uri: Uri | str, ticket: str, *, device: Device | None = None,
@@ -10,6 +10,7 @@ def connect(uri: Uri | str, ticket: str, *, device: Device | None = None,
             max_body_bytes: int = ..., columns: Sequence[int] | None = None,
             buffer_lists: bool = False, traceparent: str | None = None,
             tracestate: str | None = None, window: int | None = None,
-            spin: int = 50) -> AsyncStream: ...
+            spin: int = 50, connect_timeout: float | None = None,
+            pool: ConnectionPool | None = None) -> AsyncStream: ...
 
 __all__ = ["connect"]
