@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -29,13 +28,6 @@
 
 namespace ferry::python {
 namespace {
-
-std::chrono::milliseconds Millis(double seconds, const char* what) {
-  if (!std::isfinite(seconds) || seconds < 0) {
-    Raise(PyExc_ValueError, std::string(what) + " must be a finite number of seconds >= 0");
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
-}
 
 dipc::BodyType BodyTypeOf(const std::string& name) { return Unwrap(dipc::ParseBodyType(name)); }
 

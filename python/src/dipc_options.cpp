@@ -102,6 +102,13 @@ flight::GetOptions FlightGetOptions(const std::string& via, Device* device,
   return options;
 }
 
+std::chrono::milliseconds Millis(double seconds, const char* what) {
+  if (!std::isfinite(seconds) || seconds < 0) {
+    Raise(PyExc_ValueError, std::string(what) + " must be a finite number of seconds >= 0");
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+}
+
 dipc::ClientOptions DipcClientOptions(
     Device* device, ValidationLevel validation, double timeout, uint32_t reorder_window,
     int64_t max_metadata_bytes, int64_t max_body_bytes,
@@ -109,13 +116,10 @@ dipc::ClientOptions DipcClientOptions(
     const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate,
     const std::optional<int64_t>& window, int64_t spin,
     const std::optional<double>& connect_timeout, const PyConnectionPool* pool) {
-  if (!std::isfinite(timeout) || timeout < 0) {
-    Raise(PyExc_ValueError, "timeout must be a finite number of seconds >= 0");
-  }
   dipc::ClientOptions options;
+  options.timeout = Millis(timeout, "timeout");
   options.device = device;
   options.read.validation = validation;
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(timeout * 1000.0)));
   options.reorder_window = reorder_window;
   if (max_metadata_bytes <= 0 || max_body_bytes <= 0) {
     Raise(PyExc_ValueError, "max_metadata_bytes and max_body_bytes must be positive");
@@ -138,13 +142,7 @@ dipc::ClientOptions DipcClientOptions(
   options.tracestate = tracestate.value_or("");
   options.window = WindowOf(window);
   options.spin = SpinOf(spin);
-  if (connect_timeout) {
-    if (!std::isfinite(*connect_timeout) || *connect_timeout < 0) {
-      Raise(PyExc_ValueError, "connect_timeout must be a finite number of seconds >= 0");
-    }
-    options.connect_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(std::llround(*connect_timeout * 1000.0)));
-  }
+  if (connect_timeout) options.connect_timeout = Millis(*connect_timeout, "connect_timeout");
   if (pool != nullptr) options.pool = pool->pool;
   return options;
 }

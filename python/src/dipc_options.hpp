@@ -58,6 +58,10 @@ flight::ClientOptions FlightClientOptions(
     const std::optional<std::string>& tls_server_name, double timeout,
     const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate);
 
+/// `seconds` (a keyword argument named `what`) as milliseconds; raises ValueError naming it
+/// where it is negative or not finite.
+std::chrono::milliseconds Millis(double seconds, const char* what);
+
 /// ferry.dipc.ConnectionPool: the UCX connections a client keeps between its streams. The
 /// dipc::ConnectionPool is shared with each stream given it, which hands its connection back at
 /// its end, also after the Python object has gone.

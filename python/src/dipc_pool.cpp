@@ -1,6 +1,6 @@
 // ferry.dipc.ConnectionPool: the UCX connections a Python client keeps between its streams
 // (dipc::ConnectionPool), passed to ferry.dipc.connect and ferry.aio.dipc.connect as `pool`.
-#include <cmath>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -21,13 +21,10 @@ void InitDipcPool(nb::module_& m) {
       .def(
           "__init__",
           [](PyConnectionPool* self, double max_idle, int64_t per_server) {
-            if (!std::isfinite(max_idle) || max_idle < 0) {
-              Raise(PyExc_ValueError, "max_idle must be a finite number of seconds >= 0");
-            }
+            const std::chrono::milliseconds idle = Millis(max_idle, "max_idle");
             if (per_server < 1) Raise(PyExc_ValueError, "per_server must be 1 or more");
-            new (self) PyConnectionPool{std::make_shared<dipc::ConnectionPool>(
-                std::chrono::milliseconds(static_cast<int64_t>(std::llround(max_idle * 1000.0))),
-                static_cast<size_t>(per_server))};
+            new (self) PyConnectionPool{
+                std::make_shared<dipc::ConnectionPool>(idle, static_cast<size_t>(per_server))};
           },
           nb::arg("max_idle") = 10.0, nb::arg("per_server") = 4)
       .def_prop_ro(
