@@ -42,13 +42,12 @@ Status ClientSession::Check(Status st, const std::string& doing) {
       gap = " (metadata message " + std::to_string(metadata_.next()) + " never came; " +
             std::to_string(metadata_.held()) + " later one(s) did)";
     }
-    if (reused_ && !started_) {
-      return Status::DeadlineExceeded(
-          doing + ": the server sent nothing for " + std::to_string(SilenceAllowed().count()) +
-          " ms (the connect timeout) on the connection kept from its last stream");
+    const std::chrono::milliseconds waited = SilenceAllowed();
+    if (waited != options_.timeout) {
+      gap += " (the connect timeout) on the connection kept from its last stream";
     }
     return Status::DeadlineExceeded(doing + ": the server sent nothing for " +
-                                    std::to_string(options_.timeout.count()) + " ms" + gap);
+                                    std::to_string(waited.count()) + " ms" + gap);
   }
   if (closed && !started_) {
     return Status::Unavailable(doing +
