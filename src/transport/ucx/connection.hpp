@@ -33,9 +33,10 @@ constexpr size_t kGatherMinBytes = size_t{256} << 10;
 /// Messages up to this size are sent from a copy the send owns (a copy costs less than tracking
 /// the caller's bytes through an endpoint's wire-up).
 constexpr size_t kCopyMaxBytes = size_t{16} << 10;
-/// How long a sender whose send did not complete at once progresses the worker itself before
-/// it leaves the send to the progress thread (Await). An eager message of a few fragments (a
-/// small batch's body) completes well within it; a rendezvous does not, and pays this once.
+/// How long a sender whose send did not complete at once keeps it before it leaves the send to
+/// the progress thread (Await). Each look at its completion naps for the timer slack
+/// (Completion::Wait), so the sender looks, progresses the worker once, and looks again, while
+/// its peer has the core to answer; a rendezvous pays this once.
 constexpr std::chrono::microseconds kSendSpin{50};
 
 /// ferry's extension, only between ferry peers and only when the client asks: the client's

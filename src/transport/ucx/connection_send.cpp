@@ -146,6 +146,10 @@ Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
   if (!done->Wait(SteadyClock::now())) {
     // The rest of an eager send (its later fragments) goes out as this thread progresses the
     // worker: handing it to the progress thread would cost a wake-up there and one back here.
+    // Each Wait here naps (Completion::Wait) rather than spins: where both ends share two
+    // cores, a sender that spins keeps the core its peer needs to answer. Over UCX's shared
+    // memory, 1,000-row batches read at 0.46-0.59x this rate with a true 50 us spin, and at
+    // 0.57-0.59x with one round of progress and then the hand-off (bench/dipc/small_batches).
     const auto until = SteadyClock::now() + kSendSpin;
     do {
       Pump();
