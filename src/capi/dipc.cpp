@@ -18,6 +18,12 @@ struct FerryDipcRegion {
   std::shared_ptr<ferry::Allocator> allocator;
 };
 
+// Shared with every stream connected with it: one that outlives the handle still gives its
+// connection back.
+struct FerryDipcConnectionPool {
+  std::shared_ptr<ferry::dipc::ConnectionPool> pool;
+};
+
 namespace {
 
 Status CopyUri(const ferry::dipc::Uri& uri, char* out, size_t out_size) {
@@ -43,9 +49,11 @@ Status Connect(const char* uri, const char* data_uri, const char* ticket,
       if (options.device == nullptr) return Status::Invalid("the device is not one of ferry's");
     }
     if (client->timeout_ms < 0 || client->max_metadata_bytes < 0 || client->max_body_bytes < 0 ||
-        client->window < 0) {
+        client->window < 0 || client->connect_timeout_ms < 0) {
       return Status::Invalid("a client option is negative");
     }
+    if (client->pool != nullptr) options.pool = client->pool->pool;
+    options.connect_timeout = std::chrono::milliseconds(client->connect_timeout_ms);
     if (client->timeout_ms > 0) options.timeout = std::chrono::milliseconds(client->timeout_ms);
     if (client->max_metadata_bytes > 0) options.max_metadata_bytes = client->max_metadata_bytes;
     if (client->max_body_bytes > 0) options.max_body_bytes = client->max_body_bytes;
@@ -164,7 +172,8 @@ void FerryDipcServerRelease(struct FerryDipcServer* server) { delete server; }
 FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
                                 const struct FerryDevice* device,
                                 struct ArrowDeviceArrayStream* out, struct FerryError* error) {
-  const FerryDipcClientOptions options{device, 0, 0, 0, 0, 0};
+  FerryDipcClientOptions options{};
+  options.device = device;
   return ferry::capi::internal::Guard(error,
                                       [&] { return Connect(uri, nullptr, ticket, &options, out); });
 }
@@ -172,7 +181,8 @@ FerryErrorCode FerryDipcConnect(const char* uri, const char* ticket,
 FerryErrorCode FerryDipcConnectTwo(const char* uri, const char* data_uri, const char* ticket,
                                    const struct FerryDevice* device,
                                    struct ArrowDeviceArrayStream* out, struct FerryError* error) {
-  const FerryDipcClientOptions options{device, 0, 0, 0, 0, 0};
+  FerryDipcClientOptions options{};
+  options.device = device;
   return ferry::capi::internal::Guard(error, [&]() -> Status {
     if (data_uri == nullptr) return Status::Invalid("data_uri is NULL");
     return Connect(uri, data_uri, ticket, &options, out);
@@ -217,5 +227,31 @@ void FerryDipcRegionFree(struct FerryDipcRegion* region, void* data, int64_t siz
 }
 
 void FerryDipcRegionRelease(struct FerryDipcRegion* region) { delete region; }
+
+FerryErrorCode FerryDipcConnectionPoolCreate(int64_t max_idle_ms, int32_t per_server,
+                                             struct FerryDipcConnectionPool** out,
+                                             struct FerryError* error) {
+  return ferry::capi::internal::Guard(error, [&]() -> Status {
+    if (out == nullptr) return Status::Invalid("out is NULL");
+    *out = nullptr;
+    if (max_idle_ms < 0) return Status::Invalid("max_idle_ms is negative");
+    if (per_server < 0) return Status::Invalid("per_server is negative");
+    const std::chrono::milliseconds idle =
+        max_idle_ms == 0 ? std::chrono::seconds(10) : std::chrono::milliseconds(max_idle_ms);
+    *out = new FerryDipcConnectionPool{std::make_shared<ferry::dipc::ConnectionPool>(
+        idle, per_server == 0 ? size_t{4} : static_cast<size_t>(per_server))};
+    return Status::OK();
+  });
+}
+
+int64_t FerryDipcConnectionPoolIdle(struct FerryDipcConnectionPool* pool) {
+  return pool == nullptr ? 0 : static_cast<int64_t>(pool->pool->idle());
+}
+
+void FerryDipcConnectionPoolClear(struct FerryDipcConnectionPool* pool) {
+  if (pool != nullptr) pool->pool->Clear();
+}
+
+void FerryDipcConnectionPoolRelease(struct FerryDipcConnectionPool* pool) { delete pool; }
 
 }  // extern "C"

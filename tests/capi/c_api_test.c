@@ -433,7 +433,7 @@ static void TestDipc(void) {
       FERRY_IPC_FORMAT_STREAM, FERRY_IPC_COMPRESSION_NONE, 0, 8, 0, 0};
   struct FerryDipcServerOptions server_options = {"shm",   NULL, FERRY_DIPC_BODY_BUFFER_LIST,
                                                   1 << 20, 5000, 0};
-  struct FerryDipcClientOptions client_options = {NULL, 5000, 0, 0, 0, 0};
+  struct FerryDipcClientOptions client_options = {NULL, 5000, 0, 0, 0, 0, NULL, 0};
   struct FerryDipcServer* server = NULL;
   struct FerryError error;
   char uri[512];

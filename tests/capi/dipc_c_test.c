@@ -30,20 +30,32 @@ static void ReleaseChild(struct ArrowArray* array) { array->release = NULL; }
 
 static void ReleaseBatch(struct ArrowArray* array) {
   struct RegionBatch* b = (struct RegionBatch*)array->private_data;
-  FerryDipcRegionFree(g_region, b->values, kRows * (int64_t)sizeof(int64_t));
+  if (g_region != NULL) {
+    FerryDipcRegionFree(g_region, b->values, kRows * (int64_t)sizeof(int64_t));
+  } else {
+    free(b->values);
+  }
   g_released[b->index] = 1;
   free(b);
   array->release = NULL;
 }
 
-/* Batch `index`: x = 1000 * index + row, in a block of the region. */
+/* Batch `index`: x = 1000 * index + row, in a block of the region (of the C heap while there is
+ * no region). */
 static int MakeBatch(int index, struct ArrowArray* out) {
   struct FerryError error;
   struct RegionBatch* b = (struct RegionBatch*)calloc(1, sizeof(struct RegionBatch));
   void* block = NULL;
   int64_t row;
   if (b == NULL) return ENOMEM;
-  if (FerryDipcRegionAllocate(g_region, kRows * (int64_t)sizeof(int64_t), &block, &error) != 0) {
+  if (g_region == NULL) {
+    block = malloc(kRows * sizeof(int64_t));
+    if (block == NULL) {
+      free(b);
+      return ENOMEM;
+    }
+  } else if (FerryDipcRegionAllocate(g_region, kRows * (int64_t)sizeof(int64_t), &block, &error) !=
+             0) {
     fprintf(stderr, "FerryDipcRegionAllocate: %s\n", error.message);
     free(b);
     return EIO;
@@ -146,9 +158,82 @@ static void TestAPackedServerHasNoRegion(void) {
   FerryDipcRegionRelease(NULL);
 }
 
+/* Reads every batch of `got` and checks its values by hand; releases it. */
+static void ReadAll(struct ArrowDeviceArrayStream* got) {
+  struct ArrowSchema schema;
+  int i;
+  CHECK(got->get_schema(got, &schema) == 0);
+  if (schema.release != NULL) schema.release(&schema);
+  for (i = 0; i <= kBatches; ++i) {
+    struct ArrowDeviceArray batch;
+    int64_t row;
+    int wrong = 0;
+    CHECK(got->get_next(got, &batch) == 0);
+    if (i == kBatches || batch.array.release == NULL) {
+      CHECK(i == kBatches && batch.array.release == NULL); /* the end, after every batch */
+      if (batch.array.release != NULL) batch.array.release(&batch.array);
+      break;
+    }
+    CHECK(batch.array.length == kRows);
+    for (row = 0; row < kRows; ++row) {
+      wrong += ((const int64_t*)batch.array.children[0]->buffers[1])[row] != 1000 * i + row;
+    }
+    CHECK(wrong == 0);
+    batch.array.release(&batch.array);
+  }
+  got->release(got);
+}
+
+/* A UCX server of packed bodies lends nothing, so a stream read to its end gives its connection
+ * back to the pool, and the next stream to that server takes it: the pool still holds one idle
+ * connection after the second stream, where a stream that connected anew would leave two. */
+static void TestAPoolKeepsAUcxConnection(void) {
+  struct FerryDipcServerOptions options = {"ucx", "127.0.0.1:0", FERRY_DIPC_BODY_PACKED,
+                                           0,     5000,          0};
+  struct FerryDipcClientOptions client;
+  struct FerryDipcConnectionPool* pool = NULL;
+  struct FerryDipcServer* server = NULL;
+  struct ArrowDeviceArrayStream produced;
+  struct ArrowDeviceArrayStream got;
+  struct FerryError error;
+  char uri[1024];
+  const char* names[2] = {"a", "b"};
+  int n;
+  if (FerryDipcServerStart(&options, &server, &error) != 0) {
+    CHECK(strstr(error.message, "UCX") != NULL); /* a build without UCX says so */
+    printf("skipped: %s\n", error.message);
+    return;
+  }
+  CHECK(FerryDipcConnectionPoolCreate(-1, 0, &pool, &error) == EINVAL);
+  CHECK(pool == NULL && strstr(error.message, "max_idle_ms") != NULL);
+  CHECK(FerryDipcConnectionPoolCreate(0, 0, &pool, &error) == 0);
+  CHECK(FerryDipcConnectionPoolIdle(pool) == 0);
+  memset(&client, 0, sizeof(client));
+  client.pool = pool;
+  client.connect_timeout_ms = 2000;
+  for (n = 0; n < 2; ++n) {
+    MakeStream(&produced);
+    CHECK(FerryDipcServerAddStream(server, names[n], &produced, &error) == 0);
+    CHECK(FerryDipcServerUri(server, names[n], uri, sizeof(uri), &error) == 0);
+    CHECK(strstr(uri, "ucx://") == uri && strstr(uri, "ferry=1") != NULL);
+    CHECK(FerryDipcConnectWith(uri, NULL, names[n], &client, &got, &error) == 0);
+    ReadAll(&got);
+    CHECK(FerryDipcConnectionPoolIdle(pool) == 1);
+  }
+  client.connect_timeout_ms = -1;
+  CHECK(FerryDipcConnectWith(uri, NULL, "b", &client, &got, &error) == EINVAL);
+  FerryDipcConnectionPoolClear(pool);
+  CHECK(FerryDipcConnectionPoolIdle(pool) == 0);
+  FerryDipcConnectionPoolRelease(pool);
+  FerryDipcConnectionPoolRelease(NULL);
+  CHECK(FerryDipcConnectionPoolIdle(NULL) == 0);
+  FerryDipcServerRelease(server);
+}
+
 int main(void) {
   TestLentFromTheRegion();
   TestAPackedServerHasNoRegion();
+  TestAPoolKeepsAUcxConnection();
   printf("%d checks passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -93,11 +93,34 @@ FERRY_EXPORT void FerryDipcRegionFree(struct FerryDipcRegion* region, void* data
 /** Drop the handle (after every block taken from it is freed). NULL is ignored. */
 FERRY_EXPORT void FerryDipcRegionRelease(struct FerryDipcRegion* region);
 
+/** UCX connections a client keeps between its streams (dipc::ConnectionPool); opaque. A stream
+ * connected with it (FerryDipcClientOptions::pool) takes an idle connection to the same server
+ * with the same options, and gives its connection back once read to its end when it was lent
+ * nothing (a ucx:// URI with ferry=1, packed bodies). Each idle connection holds a UCX worker and
+ * a sleeping thread. Thread-safe. */
+struct FerryDipcConnectionPool;
+
+/** A pool that keeps a connection idle for at most `max_idle_ms` (0: 10 s) and at most
+ * `per_server` for each server and options (0: 4). EINVAL for a negative argument. */
+FERRY_EXPORT FerryErrorCode FerryDipcConnectionPoolCreate(int64_t max_idle_ms, int32_t per_server,
+                                                          struct FerryDipcConnectionPool** out,
+                                                          struct FerryError* error);
+/** Idle connections held now (those idle past max_idle are closed first); 0 for NULL. */
+FERRY_EXPORT int64_t FerryDipcConnectionPoolIdle(struct FerryDipcConnectionPool* pool);
+/** Close every idle connection now. NULL is ignored. */
+FERRY_EXPORT void FerryDipcConnectionPoolClear(struct FerryDipcConnectionPool* pool);
+/** Drop the handle: its idle connections close once no stream given the pool is left (a stream
+ * that outlives the handle still gives its connection back safely). NULL is ignored. */
+FERRY_EXPORT void FerryDipcConnectionPoolRelease(struct FerryDipcConnectionPool* pool);
+
 /** How a client reads: where batches land (NULL: the CPU), how long the server may stay silent
  * (0: 30 s), the largest metadata message and body taken from it (0: 64 MiB and 4 GiB), and
  * whether it paces a ferry server: with `paced` set, the server sends at most `window` batches
  * beyond those read (ClientOptions::window; 0 and 0: ClientOptions' default, unpaced but over
- * ucx:// with ferry=1, where it is 256). */
+ * ucx:// with ferry=1, where it is 256). `pool` (NULL: none) keeps UCX connections between
+ * streams; `connect_timeout_ms` (0: the timeout) bounds setting up a connection, and on a kept
+ * connection the wait for the schema (ClientOptions::connect_timeout). Zero-initialise it, so
+ * that fields added later keep their defaults. */
 struct FerryDipcClientOptions {
   const struct FerryDevice* device;
   int64_t timeout_ms;
@@ -105,6 +128,8 @@ struct FerryDipcClientOptions {
   int64_t max_body_bytes;
   int paced;
   int64_t window;
+  struct FerryDipcConnectionPool* pool;
+  int64_t connect_timeout_ms;
 };
 
 /** Connect to `uri`, ask for `ticket` and fill `out` with the stream of its batches, which land on
