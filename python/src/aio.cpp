@@ -179,8 +179,8 @@ void DipcConnect(uint64_t id, const PyCompletions& q,
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
   dipc::ClientOptions options = DipcClientOptions(
-      device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
-      buffer_lists, traceparent, tracestate, window, spin, connect_timeout, pool);
+      {device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
+       buffer_lists, traceparent, tracestate, window, spin, connect_timeout, pool});
   StartWork(
       q, id,
       [parsed, data, ticket, options]() -> Result<std::shared_ptr<Opened>> {

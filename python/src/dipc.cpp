@@ -213,8 +213,8 @@ PyArrayStream ConnectDipcStream(
   std::optional<dipc::Uri> data;
   if (data_uri) data = UriOf(*data_uri);
   dipc::ClientOptions options = DipcClientOptions(
-      device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
-      buffer_lists, traceparent, tracestate, window, spin, connect_timeout, pool);
+      {device, validation, timeout, reorder_window, max_metadata_bytes, max_body_bytes, columns,
+       buffer_lists, traceparent, tracestate, window, spin, connect_timeout, pool});
   Result<UniqueDeviceArrayStream> stream = [&] {
     nb::gil_scoped_release release;  // connects, sends the ticket, waits for the schema
     if (data) return dipc::ConnectStream(parsed, *data, ticket, options);

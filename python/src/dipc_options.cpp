@@ -109,27 +109,21 @@ std::chrono::milliseconds Millis(double seconds, const char* what) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
 }
 
-dipc::ClientOptions DipcClientOptions(
-    Device* device, ValidationLevel validation, double timeout, uint32_t reorder_window,
-    int64_t max_metadata_bytes, int64_t max_body_bytes,
-    const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
-    const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate,
-    const std::optional<int64_t>& window, int64_t spin,
-    const std::optional<double>& connect_timeout, const PyConnectionPool* pool) {
+dipc::ClientOptions DipcClientOptions(const DipcConnectArgs& args) {
   dipc::ClientOptions options;
-  options.timeout = Millis(timeout, "timeout");
-  options.device = device;
-  options.read.validation = validation;
-  options.reorder_window = reorder_window;
-  if (max_metadata_bytes <= 0 || max_body_bytes <= 0) {
+  options.timeout = Millis(args.timeout, "timeout");
+  options.device = args.device;
+  options.read.validation = args.validation;
+  options.reorder_window = args.reorder_window;
+  if (args.max_metadata_bytes <= 0 || args.max_body_bytes <= 0) {
     Raise(PyExc_ValueError, "max_metadata_bytes and max_body_bytes must be positive");
   }
-  options.max_metadata_bytes = max_metadata_bytes;
-  options.max_body_bytes = max_body_bytes;
-  if (columns) {
+  options.max_metadata_bytes = args.max_metadata_bytes;
+  options.max_body_bytes = args.max_body_bytes;
+  if (args.columns) {
     // The decoder takes them in increasing order, each once; the schema names them when it
     // arrives (an index past its fields fails the connect).
-    std::vector<int32_t> picked = *columns;
+    std::vector<int32_t> picked = *args.columns;
     std::sort(picked.begin(), picked.end());
     picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
     if (picked.empty() || picked.front() < 0) {
@@ -137,13 +131,15 @@ dipc::ClientOptions DipcClientOptions(
     }
     options.read.columns = std::move(picked);
   }
-  options.buffer_lists = buffer_lists;
-  options.traceparent = traceparent.value_or("");
-  options.tracestate = tracestate.value_or("");
-  options.window = WindowOf(window);
-  options.spin = SpinOf(spin);
-  if (connect_timeout) options.connect_timeout = Millis(*connect_timeout, "connect_timeout");
-  if (pool != nullptr) options.pool = pool->pool;
+  options.buffer_lists = args.buffer_lists;
+  options.traceparent = args.traceparent.value_or("");
+  options.tracestate = args.tracestate.value_or("");
+  options.window = WindowOf(args.window);
+  options.spin = SpinOf(args.spin);
+  if (args.connect_timeout) {
+    options.connect_timeout = Millis(*args.connect_timeout, "connect_timeout");
+  }
+  if (args.pool != nullptr) options.pool = args.pool->pool;
   return options;
 }
 

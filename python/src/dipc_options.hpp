@@ -72,15 +72,27 @@ struct PyConnectionPool {
 /// Register ferry.dipc.ConnectionPool in `m` (python/src/dipc_pool.cpp).
 void InitDipcPool(nb::module_& m);
 
+/// connect's keyword arguments, as ferry.dipc.connect and ferry.aio.dipc.connect take them.
+struct DipcConnectArgs {
+  Device* device;
+  ValidationLevel validation;
+  double timeout;
+  uint32_t reorder_window;
+  int64_t max_metadata_bytes;
+  int64_t max_body_bytes;
+  std::optional<std::vector<int32_t>> columns;
+  bool buffer_lists;
+  std::optional<std::string> traceparent;
+  std::optional<std::string> tracestate;
+  std::optional<int64_t> window;
+  int64_t spin;
+  std::optional<double> connect_timeout;
+  const PyConnectionPool* pool;
+};
+
 /// The client options that connect's keyword arguments ask for; raises ValueError for a bad one
 /// (a negative or non-finite timeout or connect timeout, a non-positive size limit, no or
 /// negative columns, a negative window or spin).
-dipc::ClientOptions DipcClientOptions(
-    Device* device, ValidationLevel validation, double timeout, uint32_t reorder_window,
-    int64_t max_metadata_bytes, int64_t max_body_bytes,
-    const std::optional<std::vector<int32_t>>& columns, bool buffer_lists,
-    const std::optional<std::string>& traceparent, const std::optional<std::string>& tracestate,
-    const std::optional<int64_t>& window, int64_t spin,
-    const std::optional<double>& connect_timeout, const PyConnectionPool* pool);
+dipc::ClientOptions DipcClientOptions(const DipcConnectArgs& args);
 
 }  // namespace ferry::python
