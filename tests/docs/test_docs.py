@@ -319,6 +319,7 @@ SMOKE_SCRIPT = {
     "many_clients.py": ["--mib", "16", "--clients", "1,2"],
     "metrics_bench.py": ["--gib", "0.02", "--small-batches", "50", "--repeat", "2"],
     "shared_dictionary.py": ["--batches", "5", "--values", "1000", "--repeat", "1"],
+    "reread.py": ["--mib", "16", "--rounds", "1", "--pause", "1.1"],
 }
 
 

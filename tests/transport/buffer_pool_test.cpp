@@ -1,8 +1,9 @@
 // The UCX transport's receive buffers (transport/ucx/buffer_pool.hpp): a large buffer that comes
 // back is reused for the next message of a similar size, and goes back to the system a second
-// after its return when nothing reuses it. At exit the pool's reaper is joined and its cache
-// emptied, so no thread of ferry's outlives main. The second is timed by a ManualClock, which
-// the tests move instead of waiting it out.
+// after its return when nothing reuses it; one of 4 MiB or more goes back lazily, its pages the
+// kernel's to take for 30 s while it can still be reused. At exit the pool's reaper is joined and
+// its cache emptied, so no thread of ferry's outlives main. The waits are timed by a ManualClock,
+// which the tests move instead of waiting them out.
 #if FERRY_WITH_UCX
 
 #include "transport/ucx/buffer_pool.hpp"
@@ -31,8 +32,9 @@ using namespace std::chrono_literals;
 using ferry::testing::kTick;
 
 constexpr size_t kMiB = size_t{1} << 20;
-// How long a returned buffer waits for reuse.
+// How long a returned buffer waits for reuse, and then, when mapped, lazily.
 constexpr auto kDecay = 1s;
+constexpr auto kLazyDecay = 30s;
 
 // The pool's decay runs on clock_ while a test runs; what earlier suites left cached is let go
 // first.
@@ -44,10 +46,11 @@ class BufferPool : public ::testing::Test {
   }
   void TearDown() override { SetBufferPoolClock(nullptr); }
 
-  // Move the clock past the decay of everything cached, and wait (bounded) for its release.
+  // Move the clock past both decays of everything cached, and wait (bounded) for its release.
   void ReleaseDue() {
-    clock_->Advance(kDecay);
-    ASSERT_TRUE(AwaitCachedBufferBytes(0, 10s)) << CachedBufferBytes() << " bytes still cached";
+    clock_->Advance(kDecay + kLazyDecay);
+    ASSERT_TRUE(AwaitBufferBytes(0, 0, 10s))
+        << CachedBufferBytes() << " bytes still cached, " << LazyBufferBytes() << " lazily";
   }
 
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
@@ -122,10 +125,43 @@ TEST_F(BufferPool, AnUnusedBufferGoesBackAfterTheDecay) {
   clock_->Advance(kDecay - kTick);
   EXPECT_EQ(CachedBufferBytes(), 10 * kMiB);
   clock_->Advance(kTick);
-  EXPECT_TRUE(AwaitCachedBufferBytes(0, 10s)) << CachedBufferBytes() << " bytes still cached";
+  // The 2 MiB buffer (from the C heap) is gone; the mapped 8 MiB one waits lazily.
+  EXPECT_TRUE(AwaitBufferBytes(0, 8 * kMiB, 10s))
+      << CachedBufferBytes() << " bytes still cached, " << LazyBufferBytes() << " lazily";
+  ReleaseDue();
   // The pool works again after its reaper has exited.
   TakeBuffer(8 * kMiB).reset();
   EXPECT_EQ(CachedBufferBytes(), 8 * kMiB);
+}
+
+// Past its second a mapped buffer is not unmapped: its pages are the kernel's to take
+// (MADV_FREE), and the next message of its size still gets it. Unused for 30 s more, it goes.
+TEST_F(BufferPool, AMappedBufferWaitsLazilyAfterTheDecay) {
+  std::shared_ptr<uint8_t> first = TakeBuffer(8 * kMiB);
+  ASSERT_NE(first, nullptr);
+  std::memset(first.get(), 0x5a, 8 * kMiB);
+  uint8_t* const address = first.get();
+  first.reset();
+  ASSERT_TRUE(clock_->AwaitWaiters(1, 10s));
+  clock_->Advance(kDecay);
+  ASSERT_TRUE(AwaitBufferBytes(0, 8 * kMiB, 10s))
+      << CachedBufferBytes() << " bytes still cached, " << LazyBufferBytes() << " lazily";
+  // Reused, and writable again (writing cancels the kernel's claim on its pages).
+  std::shared_ptr<uint8_t> again = TakeBuffer(6 * kMiB);
+  ASSERT_EQ(again.get(), address);
+  EXPECT_EQ(LazyBufferBytes(), 0u);
+  std::memset(again.get(), 0x3c, 8 * kMiB);
+  EXPECT_EQ(again.get()[8 * kMiB - 1], 0x3c);
+  again.reset();
+  EXPECT_EQ(CachedBufferBytes(), 8 * kMiB);
+  // Its second and its 30 s start at this return, and not a tick less is waited.
+  ASSERT_TRUE(clock_->AwaitWaiters(1, 10s));
+  clock_->Advance(kDecay);
+  ASSERT_TRUE(AwaitBufferBytes(0, 8 * kMiB, 10s));
+  clock_->Advance(kLazyDecay - kTick);
+  EXPECT_EQ(LazyBufferBytes(), 8 * kMiB);
+  clock_->Advance(kTick);
+  EXPECT_TRUE(AwaitBufferBytes(0, 0, 10s)) << LazyBufferBytes() << " bytes still lazily";
 }
 
 // A forked child has no reaper thread (fork copies only the forking thread): it starts with
@@ -139,12 +175,12 @@ TEST_F(BufferPool, AForkedChildStartsEmptyAndDecaysItsOwn) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    if (CachedBufferBytes() != 0) _exit(1);
+    if (CachedBufferBytes() != 0 || LazyBufferBytes() != 0) _exit(1);
     TakeBuffer(4 * kMiB).reset();
     if (CachedBufferBytes() != 4 * kMiB) _exit(2);
     // The child's reaper sees the advance whether or not it waits yet.
-    clock_->Advance(kDecay);
-    if (!AwaitCachedBufferBytes(0, 10s)) _exit(3);
+    clock_->Advance(kDecay + kLazyDecay);
+    if (!AwaitBufferBytes(0, 0, 10s)) _exit(3);
     _exit(0);
   }
   EXPECT_EQ(CachedBufferBytes(), 8 * kMiB);
@@ -177,7 +213,7 @@ int ThreadCount() {
 const bool kAtExitChild = [] {
   if (std::getenv("FERRY_BUFFER_POOL_AT_EXIT") == nullptr) return false;
   std::atexit([] {
-    if (CachedBufferBytes() != 0) _exit(3);
+    if (CachedBufferBytes() != 0 || LazyBufferBytes() != 0) _exit(3);
     // A joined thread's entry can stay in /proc/self/task for a moment after the join returns
     // (the kernel wakes the joiner before it removes the task), longest on a loaded machine:
     // look again for up to a second.

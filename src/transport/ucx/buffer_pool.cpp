@@ -4,6 +4,7 @@
 #include "transport/ucx/buffer_pool.hpp"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,7 +36,12 @@ namespace {
 // classes, at most kMaxSmallCached of them: taken on the progress thread and freed on the
 // reader's, they made glibc trim and regrow that thread's heap, zeroing fresh pages for every
 // batch (a third of a UCX client's time on 1,000-row batches). Fresh buffers of 4 MiB and more are
-// mapped with transparent huge pages (a few dozen faults for 64 MiB, not 16,384). A forked child
+// mapped with transparent huge pages (a few dozen faults for 64 MiB, not 16,384). Such a buffer
+// is not unmapped at its decay but handed to the kernel with MADV_FREE, and waits kLazyDecay more:
+// the kernel takes its pages when it needs them, and a client that reads again within half a
+// minute finds the pages it did not take still mapped, where fresh ones cost a fault and zeroing
+// each (on this VM a fresh 1 GiB took 350-500 ms to write, a lazily freed one 50-115 ms, the
+// same as writing it again). A forked child
 // starts with nothing cached: its parent's buffers go back to the system in the child, which has no
 // reaper thread (fork copies only the forking thread), and the child's own returns start a reaper
 // of its own.
@@ -48,6 +54,7 @@ class BufferPool {
   static constexpr int kSmallClasses = std::countr_zero(kMinLarge) - std::countr_zero(kMinPooled);
   static constexpr size_t kHuge = size_t{4} << 20;
   static constexpr std::chrono::milliseconds kDecay{1000};
+  static constexpr std::chrono::seconds kLazyDecay{30};
 
   // Leaked on purpose: buffers may come back during static destruction.
   static BufferPool& Get() {
@@ -88,18 +95,20 @@ class BufferPool {
           changed_.notify_all();
         }
       } else {
-        auto best = free_.end();
-        for (auto it = free_.begin(); it != free_.end(); ++it) {
-          if (it->capacity >= size && it->capacity / 2 <= size &&
-              (best == free_.end() || it->capacity < best->capacity)) {
-            best = it;
-          }
-        }
+        Cached* fit = BestFit(free_, size);
+        auto best = fit == nullptr ? free_.end() : free_.begin() + (fit - free_.data());
         if (best != free_.end()) {
           capacity = best->capacity;
           data = best->data;
           cached_ -= capacity;
           free_.erase(best);
+          changed_.notify_all();
+        } else if (Cached* lazy = BestFit(lazy_, size)) {
+          // Writing its pages cancels the kernel's claim on those it has not taken yet.
+          capacity = lazy->capacity;
+          data = lazy->data;
+          lazy_bytes_ -= capacity;
+          lazy_.erase(lazy_.begin() + (lazy - lazy_.data()));
           changed_.notify_all();
         }
       }
@@ -117,9 +126,14 @@ class BufferPool {
     return cached_;
   }
 
-  bool AwaitCached(size_t bytes, std::chrono::milliseconds limit) {
+  size_t lazy() {
+    std::lock_guard lock(mutex_);
+    return lazy_bytes_;
+  }
+
+  bool Await(size_t cached, size_t lazy, std::chrono::milliseconds limit) {
     std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, limit, [&] { return cached_ == bytes; });
+    return changed_.wait_for(lock, limit, [&] { return cached_ == cached && lazy_bytes_ == lazy; });
   }
 
   // Entries waiting now start their wait anew by `clock`; the reaper waits on it from now on.
@@ -130,6 +144,7 @@ class BufferPool {
       ForEachList([&](std::vector<Cached>& list) {
         for (Cached& c : list) c.since = clock_->Now();
       });
+      for (Cached& c : lazy_) c.since = clock_->Now();
       ++clock_changes_;
     }
     wake_.notify_all();
@@ -141,6 +156,18 @@ class BufferPool {
     uint8_t* data;
     Clock::time_point since;  // by clock_
   };
+
+  // The smallest buffer of `list` that serves `size` (at most twice its size), or NULL.
+  static Cached* BestFit(std::vector<Cached>& list, size_t size) {
+    Cached* best = nullptr;
+    for (Cached& c : list) {
+      if (c.capacity >= size && c.capacity / 2 <= size &&
+          (best == nullptr || c.capacity < best->capacity)) {
+        best = &c;
+      }
+    }
+    return best;
+  }
 
   static int SmallClass(size_t capacity) {
     return std::countr_zero(capacity) - std::countr_zero(kMinPooled);
@@ -186,10 +213,16 @@ class BufferPool {
       const bool small = capacity < kMinLarge;
       if (!closed_ && cached_ + capacity <= max_cached_ &&
           (!small || small_cached_ + capacity <= kMaxSmallCached) && StartReaper()) {
-        (small ? small_[SmallClass(capacity)] : free_).push_back({capacity, data, clock_->Now()});
+        const Clock::time_point now = clock_->Now();
+        (small ? small_[SmallClass(capacity)] : free_).push_back({capacity, data, now});
         cached_ += capacity;
         if (small) small_cached_ += capacity;
         changed_.notify_all();
+        // A reaper waiting out a lazy buffer's 30 s must come back for this one's second.
+        if (now + kDecay < reaper_until_) {
+          ++earlier_;
+          wake_.notify_all();
+        }
         return;
       }
     }
@@ -224,8 +257,11 @@ class BufferPool {
         cached.insert(cached.end(), list.begin(), list.end());
         list.clear();
       });
+      cached.insert(cached.end(), lazy_.begin(), lazy_.end());
+      lazy_.clear();
       cached_ = 0;
       small_cached_ = 0;
+      lazy_bytes_ = 0;
       reaper = std::move(reaper_);
     }
     wake_.notify_all();
@@ -243,20 +279,25 @@ class BufferPool {
       for (const Cached& c : list) Release(c.data, c.capacity);
       list.clear();
     });
+    for (const Cached& c : lazy_) Release(c.data, c.capacity);
+    lazy_.clear();
     cached_ = 0;
     small_cached_ = 0;
+    lazy_bytes_ = 0;
     reaper_running_ = false;
+    reaper_until_ = Clock::time_point::max();
     new (&reaper_) std::thread();
     new (&wake_) std::condition_variable();
     new (&changed_) std::condition_variable();
     mutex_.unlock();
   }
 
-  // Releases each cached buffer once it has waited kDecay by the clock, and exits when none is
-  // left or the pool closes.
+  // Once a cached buffer has waited kDecay by the clock, hands a mapped one to the kernel
+  // (MADV_FREE) to wait kLazyDecay more, and releases the others; releases a lazy one at the end
+  // of its wait. Exits when nothing is left or the pool closes.
   void Reap() {
     std::unique_lock lock(mutex_);
-    while (!closed_ && cached_ > 0) {
+    while (!closed_ && (cached_ > 0 || lazy_bytes_ > 0)) {
       const std::shared_ptr<Clock> clock = clock_;  // SetClock may replace it while we wait
       const Clock::time_point now = clock->Now();
       std::vector<Cached> due;
@@ -270,21 +311,50 @@ class BufferPool {
         cached_ -= c.capacity;
         if (c.capacity < kMinLarge) small_cached_ -= c.capacity;
       }
-      if (!due.empty()) {
+      auto stale = std::partition(lazy_.begin(), lazy_.end(),
+                                  [&](const Cached& c) { return now - c.since < kLazyDecay; });
+      std::vector<Cached> gone(stale, lazy_.end());
+      lazy_.erase(stale, lazy_.end());
+      for (const Cached& c : gone) lazy_bytes_ -= c.capacity;
+      if (!due.empty() || !gone.empty()) {
         changed_.notify_all();
         lock.unlock();
-        for (const Cached& c : due) Release(c.data, c.capacity);
+        std::vector<Cached> lazy;
+        for (const Cached& c : due) {
+          // Past the bound, or where the kernel has no MADV_FREE, it goes back at once.
+          if (c.capacity >= kHuge && madvise(c.data, c.capacity, MADV_FREE) == 0) {
+            lazy.push_back({c.capacity, c.data, c.since + kDecay});  // its lazy wait starts then
+          } else {
+            Release(c.data, c.capacity);
+          }
+        }
+        for (const Cached& c : gone) Release(c.data, c.capacity);
         lock.lock();
+        for (const Cached& c : lazy) {
+          if (closed_ || lazy_bytes_ + c.capacity > max_cached_) {
+            lock.unlock();
+            Release(c.data, c.capacity);
+            lock.lock();
+            continue;
+          }
+          lazy_.push_back(c);
+          lazy_bytes_ += c.capacity;
+        }
+        changed_.notify_all();
         continue;
       }
-      auto oldest = now;
+      auto next = Clock::time_point::max();
       ForEachList([&](std::vector<Cached>& list) {
-        for (const Cached& c : list) oldest = std::min(oldest, c.since);
+        for (const Cached& c : list) next = std::min(next, c.since + kDecay);
       });
-      // Only Close and SetClock wake it early; a new entry is due later than the oldest.
+      for (const Cached& c : lazy_) next = std::min(next, c.since + kLazyDecay);
+      // Close, SetClock and a return due before `next` (Give) wake it early.
       const uint64_t changes = clock_changes_;
-      clock->WaitUntil(wake_, lock, oldest + kDecay,
-                       [&] { return closed_ || clock_changes_ != changes; });
+      const uint64_t earlier = earlier_;
+      reaper_until_ = next;
+      clock->WaitUntil(wake_, lock, next,
+                       [&] { return closed_ || clock_changes_ != changes || earlier_ != earlier; });
+      reaper_until_ = Clock::time_point::max();
     }
     reaper_running_ = false;
   }
@@ -294,10 +364,14 @@ class BufferPool {
   std::condition_variable changed_;  // cached_ changed (AwaitCached)
   std::shared_ptr<Clock> clock_ = Clock::Real();
   uint64_t clock_changes_ = 0;
-  std::vector<Cached> free_;                              // 1 MiB and more
-  std::array<std::vector<Cached>, kSmallClasses> small_;  // by power-of-two class
-  size_t cached_ = 0;                                     // bytes in all of them
-  size_t small_cached_ = 0;                               // of which in small_
+  uint64_t earlier_ = 0;  // returns due before the reaper's wait ends (Give)
+  Clock::time_point reaper_until_ = Clock::time_point::max();  // the end of the reaper's wait
+  std::vector<Cached> free_;                                   // 1 MiB and more
+  std::array<std::vector<Cached>, kSmallClasses> small_;       // by power-of-two class
+  size_t cached_ = 0;                                          // bytes in all of them
+  size_t small_cached_ = 0;                                    // of which in small_
+  std::vector<Cached> lazy_;  // mapped buffers past kDecay, their pages the kernel's to take
+  size_t lazy_bytes_ = 0;     // bytes in lazy_ (not in cached_)
   const size_t max_cached_ = MaxCached();
   std::thread reaper_;
   bool reaper_running_ = false;
@@ -310,12 +384,14 @@ std::shared_ptr<uint8_t> TakeBuffer(size_t size) { return BufferPool::Get().Take
 
 size_t CachedBufferBytes() { return BufferPool::Get().cached(); }
 
+size_t LazyBufferBytes() { return BufferPool::Get().lazy(); }
+
 void SetBufferPoolClock(std::shared_ptr<Clock> clock) {
   BufferPool::Get().SetClock(std::move(clock));
 }
 
-bool AwaitCachedBufferBytes(size_t bytes, std::chrono::milliseconds limit) {
-  return BufferPool::Get().AwaitCached(bytes, limit);
+bool AwaitBufferBytes(size_t cached, size_t lazy, std::chrono::milliseconds limit) {
+  return BufferPool::Get().Await(cached, lazy, limit);
 }
 
 }  // namespace ferry::transport::internal::ucx
