@@ -321,7 +321,7 @@ class BufferPool {
         lock.unlock();
         std::vector<Cached> lazy;
         for (const Cached& c : due) {
-          // Past the bound, or where the kernel has no MADV_FREE, it goes back at once.
+          // One from the C heap, or where the kernel has no MADV_FREE, goes back at once.
           if (c.capacity >= kHuge && madvise(c.data, c.capacity, MADV_FREE) == 0) {
             lazy.push_back({c.capacity, c.data, c.since + kDecay});  // its lazy wait starts then
           } else {
@@ -361,7 +361,7 @@ class BufferPool {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::condition_variable changed_;  // cached_ changed (AwaitCached)
+  std::condition_variable changed_;  // cached_ or lazy_bytes_ changed (Await)
   std::shared_ptr<Clock> clock_ = Clock::Real();
   uint64_t clock_changes_ = 0;
   uint64_t earlier_ = 0;  // returns due before the reaper's wait ends (Give)
