@@ -95,20 +95,21 @@ class BufferPool {
           changed_.notify_all();
         }
       } else {
+        // A waiting buffer first; then a lazy one, whose pages the kernel did not take yet are
+        // its again once written.
+        std::vector<Cached>* list = &free_;
+        size_t* bytes = &cached_;
         Cached* fit = BestFit(free_, size);
-        auto best = fit == nullptr ? free_.end() : free_.begin() + (fit - free_.data());
-        if (best != free_.end()) {
-          capacity = best->capacity;
-          data = best->data;
-          cached_ -= capacity;
-          free_.erase(best);
-          changed_.notify_all();
-        } else if (Cached* lazy = BestFit(lazy_, size)) {
-          // Writing its pages cancels the kernel's claim on those it has not taken yet.
-          capacity = lazy->capacity;
-          data = lazy->data;
-          lazy_bytes_ -= capacity;
-          lazy_.erase(lazy_.begin() + (lazy - lazy_.data()));
+        if (fit == nullptr) {
+          list = &lazy_;
+          bytes = &lazy_bytes_;
+          fit = BestFit(lazy_, size);
+        }
+        if (fit != nullptr) {
+          capacity = fit->capacity;
+          data = fit->data;
+          *bytes -= capacity;
+          list->erase(list->begin() + (fit - list->data()));
           changed_.notify_all();
         }
       }
