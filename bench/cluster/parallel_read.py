@@ -10,7 +10,9 @@ so that both see the same minutes of a noisy machine.
     FERRY_CLI=build/bench/tools/ferry/ferry .venv/bin/python bench/cluster/parallel_read.py \\
         --clis OLD/tools/ferry/ferry,NEW/tools/ferry/ferry --mib 16 --runs 30
 
-Without --clis it times $FERRY_CLI alone.
+Without --clis it times $FERRY_CLI alone. With --own-servers each CLI reads from a pair of
+servers of its own build (both pairs up at once, on the same hosts), so that a change on the
+server's side is compared too.
 `--grpc-below 0` is passed, so that endpoints this small still go over UCX, as larger ones do.
 A CLI's own directory comes first in its library path, so a copied CLI can bring its libraries.
 """
@@ -42,36 +44,56 @@ def read_s(host, cli, uri):
     return float(found.group(1))
 
 
+def serve_pair(hosts, tmp, cli):
+    """`ferry serve --flight --keep` on hosts a and b, b listing a as its peer, run by `cli`
+    (None: this tree's): the two servers, b's URI still to be read from its first line."""
+    env = dict(os.environ, FERRY_TOKEN=TOKEN)
+    if cli is not None:
+        env["LD_LIBRARY_PATH"] = os.path.dirname(os.path.abspath(cli))
+    a = ServeProcess(["--flight", f"{hosts['a'].ip}:0", "--keep", f"t={tmp / 'a.arrows'}"],
+                     env=env, tmp=str(tmp), wrap=hosts["a"].wrap, cli=cli)
+    try:
+        b = ServeProcess(["--flight", f"{hosts['b'].ip}:0", "--keep", "--peer", a.first_line(),
+                          f"t={tmp / 'b.arrows'}"], env=env, tmp=str(tmp), wrap=hosts["b"].wrap,
+                         cli=cli)
+    except BaseException:
+        a.close()
+        raise
+    return [a, b]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clis", default=None,
                     help="ferry executables, comma-separated (default: $FERRY_CLI alone)")
     ap.add_argument("--mib", type=int, default=16, help="MiB on each server (default 16)")
     ap.add_argument("--runs", type=int, default=20, help="runs of each CLI (default 20)")
+    ap.add_argument("--own-servers", action="store_true",
+                    help="each CLI reads from servers it runs itself (default: this tree's)")
     args = ap.parse_args()
     clis = args.clis.split(",") if args.clis else [ferry_cli()]
     with tempfile.TemporaryDirectory(prefix="ferry-parallel-read-") as d:
         tmp = Path(d)
         make_half(tmp / "a.arrows", args.mib, 0)
         make_half(tmp / "b.arrows", args.mib, 1 << 40)
-        env = dict(os.environ, FERRY_TOKEN=TOKEN)
         with Hosts(["a", "b", "c"]) as hosts:
-            a = ServeProcess(["--flight", f"{hosts['a'].ip}:0", "--keep", f"t={tmp / 'a.arrows'}"],
-                             env=env, tmp=str(tmp), wrap=hosts["a"].wrap)
-            b = ServeProcess(["--flight", f"{hosts['b'].ip}:0", "--keep", "--peer",
-                              a.first_line(), f"t={tmp / 'b.arrows'}"], env=env, tmp=str(tmp),
-                             wrap=hosts["b"].wrap)
+            servers, uris = [], {}
             try:
-                uri = b.first_line()
+                for cli in clis if args.own_servers else [None]:
+                    pair = serve_pair(hosts, tmp, cli)
+                    servers += pair
+                    uri = pair[1].first_line()
+                    for c in clis if cli is None else [cli]:
+                        uris[c] = uri
                 for cli in clis:
-                    read_s(hosts["c"], cli, uri)  # warm-up: the servers' first clients
+                    read_s(hosts["c"], cli, uris[cli])  # warm-up: the servers' first clients
                 times = {cli: [] for cli in clis}
                 for i in range(args.runs):
                     for cli in clis if i % 2 == 0 else clis[::-1]:
-                        times[cli].append(read_s(hosts["c"], cli, uri))
+                        times[cli].append(read_s(hosts["c"], cli, uris[cli]))
             finally:
-                a.close()
-                b.close()
+                for s in servers:
+                    s.close()
     print(f"| build | read of {2 * args.mib} MiB, median ms (range) | against the first build "
           "(median of the runs' ratios) |")
     print("| --- | --- | --- |")

@@ -309,7 +309,7 @@ SMOKE_SCRIPT = {
     "cli_bench.py": ["--mib", "16", "--batches", "4", "--repeat", "1"],
     "crossing_bench.py": ["--number", "200", "--repeat", "1"],
     "cluster_bench.py": ["--mib", "4", "--repeat", "1", "--rounds", "1", "--small-reads", "2"],
-    "parallel_read.py": ["--mib", "1", "--runs", "1"],
+    "parallel_read.py": ["--mib", "1", "--runs", "1", "--own-servers"],
     "polars_bench.py": ["--mib", "4", "--repeat", "1"],
     "compression_bench.py": ["--mib", "8", "--repeat", "1"],
     "ray_bench.py": ["--mib", "1", "--repeat", "0", "--no-parquet"],

@@ -117,7 +117,7 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag, std::span<cons
     worker_->Wake();
     return Status::OK();
   }
-  Status st = Await(done);
+  Status st = Await(done, total < kSendSpinMaxBytes);
   if (!st.ok() && !owns_bytes && !released->Wait(SteadyClock::now())) {
     // The wait was abandoned (the connection failed) while UCX still holds a send that reads the
     // caller's bytes; the failure force-closes its endpoint, which ends the sends queued on it:
@@ -142,8 +142,8 @@ Status UcxConnection::AwaitStaged() {
   return Await(staged);
 }
 
-Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
-  if (!done->Wait(SteadyClock::now())) {
+Status UcxConnection::Await(const std::shared_ptr<Completion>& done, bool spin) {
+  if (spin && !done->Wait(SteadyClock::now())) {
     // The rest of an eager send (its later fragments) goes out as this thread progresses the
     // worker: handing it to the progress thread would cost a wake-up there and one back here.
     // Each Wait here naps (Completion::Wait) rather than spins: where both ends share two
@@ -155,7 +155,7 @@ Status UcxConnection::Await(const std::shared_ptr<Completion>& done) {
       Pump();
     } while (!done->Wait(SteadyClock::now()) && SteadyClock::now() < until);
   }
-  if (!done->Wait(SteadyClock::now())) {
+  if (!spin || !done->Wait(SteadyClock::now())) {
     Waiting(done);
     worker_->Wake();  // what is left (a rendezvous, a full queue) progresses there
     if (!done->Wait(*limits_.clock, limits_.clock->After(limits_.timeout))) {
