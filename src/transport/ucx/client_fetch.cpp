@@ -106,7 +106,7 @@ Result<std::unique_ptr<FetchInFlight>> ClientConnection::StartFetch(
     }
   }
   // CMA and shared-memory gets often finish inside the call; others progress on the progress
-  // thread, which a connection failure tells to give up on them. The look naps the timer slack
+  // thread, which a connection failure tells to give up on them. The look naps (kLookNap)
   // when they did not (Completion::Wait): the server gets the core meanwhile. Handing them over
   // at once read 1,000-row type-1 batches over UCX's shared memory at 0.84x (20 pairs).
   if (!done->Wait(SteadyClock::now())) {

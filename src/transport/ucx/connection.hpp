@@ -34,7 +34,7 @@ constexpr size_t kGatherMinBytes = size_t{256} << 10;
 /// the caller's bytes through an endpoint's wire-up).
 constexpr size_t kCopyMaxBytes = size_t{16} << 10;
 /// How long a sender whose send did not complete at once keeps it before it leaves the send to
-/// the progress thread (Await). Each look at its completion naps for the timer slack
+/// the progress thread (Await). Each look at its completion naps for kLookNap
 /// (Completion::Wait), so the sender looks, progresses the worker once, and looks again, while
 /// its peer has the core to answer; a rendezvous pays this once.
 constexpr std::chrono::microseconds kSendSpin{50};

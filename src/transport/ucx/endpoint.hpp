@@ -20,6 +20,12 @@
 
 namespace ferry::transport::internal::ucx {
 
+/// How long a look at an unfinished completion naps (Completion::Wait with a deadline already
+/// past): Linux's default timer slack, all that such a futex wait slept before the nap was
+/// asked for (about 56 us with the wake-up), and what UcxConnection::Await and the type-1
+/// fetch were measured with. Spinning there instead read small batches at about half the rate.
+constexpr std::chrono::microseconds kLookNap{50};
+
 /// Waits for one or more UCX operations. The first failure is kept.
 class Completion {
  public:
@@ -30,9 +36,9 @@ class Completion {
   /// later are ignored.
   void Abandon(ucs_status_t status);
   /// Wait until every operation finished or `deadline` passed; false on timeout. A deadline
-  /// already past still naps while an operation is unfinished: the futex wait sleeps out the
-  /// thread's timer slack (about 56 us on Linux's default 50 us), and UcxConnection::Await
-  /// relies on that nap.
+  /// already past still naps while an operation is unfinished, for kLookNap whatever the
+  /// thread's timer slack (a real-time thread has none), unless the operation finishes first;
+  /// UcxConnection::Await relies on that nap. A finished completion returns at once.
   bool Wait(std::chrono::steady_clock::time_point deadline);
   /// The same, with `deadline` by `clock`: how a timeout of the connection's is waited out.
   bool Wait(const Clock& clock, Clock::time_point deadline);
