@@ -21,8 +21,9 @@ everything between hosts goes over TCP (UCX on TCP, gRPC); server b federates se
                   in alternating rounds (--rounds), each round's ratio seconds apart, the
                   parallel read once more connecting anew (the others read over the UCX
                   connections their warm-up read kept), and UCX alone, two tag_bw streams into
-                  host c whose ends sleep on their workers' events (ucx_peer.py); --only
-                  ceiling runs these rounds alone
+                  host c whose ends sleep on their workers' events (ucx_peer.py), and the
+                  limit over UCX: libucp alone sending each byte from and receiving it into
+                  its own place (ucx_limit.c); --only ceiling runs these rounds alone
   pyarrow.flight  the same flight read on host c by pyarrow.flight, its endpoints on two threads
   small reads     a flight of 1,000 rows on each server (40 KB), read again and again on host c:
                   ferry's client as it chooses (DoGet, below GetOptions::grpc_below), ferry's
@@ -62,7 +63,7 @@ from ferry_process import ServeProcess  # noqa: E402
 from netns import Hosts  # noqa: E402
 from tcp_peer import tcp_streams  # noqa: E402
 from one_stream import one_stream  # noqa: E402
-from ucx_peer import tag_bw, tag_bw_sleeping  # noqa: E402
+from ucx_peer import tag_bw, tag_bw_sleeping, ucx_limit  # noqa: E402
 
 TOKEN = "bench"
 AUTH = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {TOKEN}".encode())])
@@ -100,8 +101,9 @@ def against_ceiling(hosts, uri, per_server, rounds):
     received each byte at its own place, one after the other in each of `rounds` rounds (each a
     process of its own: a warm-up read, then one timed), so that each round's ratios compare
     reads seconds apart on this noisy VM: [{"full", "default", "default, fresh", "ceiling"}
-    MiB/s, "ucx": UCX's own two streams, ucx_peer.tag_bw_sleeping]. "default, fresh" connects
-    anew for its timed read, as a process's first read does; the others read over the
+    MiB/s, "ucx": UCX's own two streams, ucx_peer.tag_bw_sleeping, "ucx limit": the same bytes
+    moved by libucp from and into each byte's own place, ucx_peer.ucx_limit]. "default, fresh"
+    connects anew for its timed read, as a process's first read does; the others read over the
     connections their warm-up read kept."""
     mib = 2 * per_server / (1 << 20)
     runs = []
@@ -114,6 +116,7 @@ def against_ceiling(hosts, uri, per_server, rounds):
             run[key] = mib / r["s"]
         run["ceiling"] = tcp_streams(hosts, per_server, 1, keep=True, cold=True)
         run["ucx"] = tag_bw_sleeping(hosts, per_server)
+        run["ucx limit"] = ucx_limit(hosts, per_server)
         runs.append(run)
     return runs
 
@@ -474,6 +477,15 @@ def print_against(against):
     own = sorted(r["default"] / r["ucx"] for r in against)
     print(f"| the parallel read, default validation, against UCX alone | — | — | "
           f"{statistics.median(own):.2f}x ({own[0]:.2f}-{own[-1]:.2f}x) |")
+    limit = sorted(r["ucx limit"] / r["ceiling"] for r in against)
+    print(f"| the limit over UCX: libucp alone, each byte sent from and kept at its own place "
+          f"(ferry_ucx_limit), against that ceiling | — | "
+          f"{statistics.median(r['ucx limit'] for r in against):.0f} | "
+          f"{statistics.median(limit):.2f}x ({limit[0]:.2f}-{limit[-1]:.2f}x) |")
+    for key, what in (("default", "default validation"), ("full", "full validation")):
+        at = sorted(r[key] / r["ucx limit"] for r in against)
+        print(f"| the parallel read, {what}, against the limit over UCX | — | — | "
+              f"{statistics.median(at):.2f}x ({at[0]:.2f}-{at[-1]:.2f}x) |")
     kept = sorted(r["default"] / r["default, fresh"] for r in against)
     print(f"| kept connections against connecting anew, default validation | — | — | "
           f"{statistics.median(kept):.2f}x, median of {len(against)} rounds "

@@ -1,9 +1,16 @@
 """bench/cluster/ucx_peer.py: UCX's own peer for bench/cluster/cluster_bench.py, what UCX moves
-between its hosts with no Arrow and no ferry: `ucx_perftest -t tag_bw` streams over TCP."""
+between its hosts with no Arrow and no ferry: `ucx_perftest -t tag_bw` streams over TCP, and
+ferry_ucx_limit (bench/cluster/ucx_limit.c), libucp moving the bytes as a reader that keeps them
+must."""
 import os
 import subprocess
+import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "tests", "support"))
+from ferry_process import ferry_cli  # noqa: E402
 
 PORT = 13337
 
@@ -65,3 +72,50 @@ def tag_bw_sleeping(hosts, per_server, size=8 << 20, senders=("a", "b")):
     if not all(rates.get(n) for n in senders):
         raise RuntimeError(f"ucx_perftest -E sleep printed no rate: {rates}")
     return len(senders) * min(rates.values())
+
+
+_limit_calls = []
+
+
+def ucx_limit_binary():
+    """ferry_ucx_limit, beside the ferry executable's build (FERRY_UCX_LIMIT overrides)."""
+    if os.environ.get("FERRY_UCX_LIMIT"):
+        return os.environ["FERRY_UCX_LIMIT"]
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(ferry_cli()))))
+    return os.path.join(build, "bench", "ferry_ucx_limit")
+
+
+def ucx_limit(hosts, per_server, senders=("a", "b"), send_one=False, recv_one=False, window=None):
+    """The limit of ferry's parallel read over UCX: `per_server` bytes in 8 MiB tagged messages
+    from each of `senders` to one process on host c at once, each sent from and received into its
+    own place (ferry_ucx_limit: libucp alone, both ends sleeping on their workers' events). The
+    aggregate MiB/s of one run after a warm-up run on the same connections. `send_one` sends every
+    message from one 8 MiB place, `recv_one` receives every one into one place, as tag_bw does;
+    `window` puts that many messages in flight each way (ucx_limit.c's own choice otherwise)."""
+    more = [f"window={window}"] if window else []
+    env = dict(os.environ, UCX_TLS="tcp,self")
+    # A port of its own each call: a listener killed a moment ago may still hold the last one.
+    _limit_calls.append(None)
+    ports = {name: PORT + 10 + 2 * (len(_limit_calls) % 40) + i for i, name in enumerate(senders)}
+    limit = ucx_limit_binary()
+    sending = [hosts[n].popen([limit, "send", hosts[n].ip, str(ports[n]), str(per_server)] +
+                              (["one"] if send_one else []) + more,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+               for n in senders]
+    try:
+        time.sleep(1)
+        peers = ",".join(f"{hosts[n].ip}:{ports[n]}" for n in senders)
+        r = hosts["c"].run([limit, "recv", peers, str(per_server), "1"] +
+                           (["one"] if recv_one else []) + more,
+                           env=env, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            for p in sending:
+                p.kill()
+            said = " ".join(p.communicate()[1].strip() for p in sending)
+            raise RuntimeError(f"ferry_ucx_limit recv: exit {r.returncode}: {r.stderr.strip()}"
+                               f" (the senders: {said or 'nothing'})")
+        return float(r.stdout.split()[-1])
+    finally:
+        for p in sending:
+            p.kill()
+            p.communicate()
