@@ -12,9 +12,11 @@
  *       them in flight
  *   ferry_ucx_limit recv IP:PORT[,IP:PORT...] BYTES RUNS [OPTION...]
  *       connects to every sender, a thread and a worker each; each run asks every sender at once
- *       and receives its BYTES, WINDOW receives posted ahead. After one run to warm up, prints
- *       each of RUNS runs' rate as every stream's bytes over the run's time, in MiB/s, a line
- *       each. Connecting is not timed, as the parallel read's kept connections are not.
+ *       and receives its BYTES, WINDOW receives posted ahead. After one run to warm up, prints a
+ *       line for each of RUNS runs: its rate as every stream's bytes over the run's time, in
+ *       MiB/s, then the whole machine's CPU seconds and context switches a GiB over the run
+ *       (/proc/stat: every end shares this machine's cores here). Connecting is not timed, as
+ *       the parallel read's kept connections are not.
  *
  * Options: `window=N` puts N messages in flight each way (WINDOW, 16 by default); `one` sends
  * every message from (or receives every message into) one 8 MiB place, as tag_bw does. On the
@@ -35,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 #include <ucp/api/ucp.h>
+#include <unistd.h>
 
 enum { kChunk = 8 << 20, kGoTag = 1, kDataTag = 2, kStallSeconds = 30 };
 
@@ -240,6 +243,26 @@ static void* receive_run(void* arg) {
   return NULL;
 }
 
+/* The whole machine's busy CPU seconds and context switches so far (/proc/stat). */
+static void machine(double* cpu_s, double* switches) {
+  FILE* f = fopen("/proc/stat", "r");
+  if (f == NULL) die("/proc/stat", UCS_ERR_IO_ERROR);
+  char line[512];
+  unsigned long long t[8] = {0};
+  *switches = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "cpu ", 4) == 0) {
+      /* user nice system idle iowait irq softirq steal: all but idle and iowait are busy */
+      (void)sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &t[0], &t[1], &t[2], &t[3],
+                   &t[4], &t[5], &t[6], &t[7]);
+    } else if (strncmp(line, "ctxt ", 5) == 0) {
+      *switches = strtod(line + 5, NULL);
+    }
+  }
+  fclose(f);
+  *cpu_s = (double)(t[0] + t[1] + t[2] + t[5] + t[6] + t[7]) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static int recv_main(char* peers, size_t bytes, int runs, int one) {
   struct stream streams[8];
   int n = 0;
@@ -267,11 +290,17 @@ static int recv_main(char* peers, size_t bytes, int runs, int one) {
   }
   for (int run = 0; run <= runs; run++) {
     pthread_t threads[8];
+    double cpu0, switches0, cpu1, switches1;
+    machine(&cpu0, &switches0);
     double start = now();
     for (int i = 0; i < n; i++) pthread_create(&threads[i], NULL, receive_run, &streams[i]);
     for (int i = 0; i < n; i++) pthread_join(threads[i], NULL);
     double took = now() - start;
-    if (run > 0) printf("%.1f\n", (double)bytes * n / took / (1 << 20));
+    machine(&cpu1, &switches1);
+    const double gib = (double)bytes * n / (1 << 30);
+    if (run > 0)
+      printf("%.1f %.3f %.0f\n", gib * 1024 / took, (cpu1 - cpu0) / gib,
+             (switches1 - switches0) / gib);
     fflush(stdout);
   }
   return 0;

@@ -92,21 +92,27 @@ def ucx_limit(hosts, per_server, senders=("a", "b"), send_one=False, recv_one=Fa
     aggregate MiB/s of one run after a warm-up run on the same connections. `send_one` sends every
     message from one 8 MiB place, `recv_one` receives every one into one place, as tag_bw does;
     `window` puts that many messages in flight each way (ucx_limit.c's own choice otherwise)."""
-    more = [f"window={window}"] if window else []
+    return ucx_limit_runs(hosts, per_server, 1, senders, send_one, recv_one, window)[-1][0]
+
+
+def ucx_limit_runs(hosts, per_server, runs, senders=("a", "b"), send_one=False, recv_one=False,
+                   window=None):
+    """ucx_limit's `runs` runs after its warm-up, on the same connections: for each, [MiB/s, the
+    whole machine's CPU seconds a GiB, its context switches a GiB]."""
+    more = ([f"window={window}"] if window else []) + (["one"] if send_one else [])
     env = dict(os.environ, UCX_TLS="tcp,self")
     # A port of its own each call: a listener killed a moment ago may still hold the last one.
     _limit_calls.append(None)
     ports = {name: PORT + 10 + 2 * (len(_limit_calls) % 40) + i for i, name in enumerate(senders)}
     limit = ucx_limit_binary()
-    sending = [hosts[n].popen([limit, "send", hosts[n].ip, str(ports[n]), str(per_server)] +
-                              (["one"] if send_one else []) + more,
+    sending = [hosts[n].popen([limit, "send", hosts[n].ip, str(ports[n]), str(per_server)] + more,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                for n in senders]
     try:
         time.sleep(1)
         peers = ",".join(f"{hosts[n].ip}:{ports[n]}" for n in senders)
-        r = hosts["c"].run([limit, "recv", peers, str(per_server), "1"] +
-                           (["one"] if recv_one else []) + more,
+        more = ([f"window={window}"] if window else []) + (["one"] if recv_one else [])
+        r = hosts["c"].run([limit, "recv", peers, str(per_server), str(runs)] + more,
                            env=env, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             for p in sending:
@@ -114,7 +120,7 @@ def ucx_limit(hosts, per_server, senders=("a", "b"), send_one=False, recv_one=Fa
             said = " ".join(p.communicate()[1].strip() for p in sending)
             raise RuntimeError(f"ferry_ucx_limit recv: exit {r.returncode}: {r.stderr.strip()}"
                                f" (the senders: {said or 'nothing'})")
-        return float(r.stdout.split()[-1])
+        return [[float(x) for x in line.split()] for line in r.stdout.splitlines() if line]
     finally:
         for p in sending:
             p.kill()
