@@ -97,10 +97,15 @@ def main():
           "(rate; CPU; switches) |")
     print("| --- | --- | --- | --- | --- |")
     for case, what in CASES.items():
+        ratios = "; ".join(ratio(mine, its) for mine, its in zip(med[case], med["limit"]))
         rate, cpu, switches = med[case]
-        base = med["limit"]
-        print(f"| {what} | {rate:.0f} | {cpu:.3f} | {switches:.0f} | {rate / base[0]:.2f}x; "
-              f"{cpu / base[1]:.2f}x; {switches / base[2]:.2f}x |")
+        print(f"| {what} | {rate:.0f} | {cpu:.3f} | {switches:.0f} | {ratios} |")
+
+
+def ratio(mine, its):
+    """`mine` against `its`, or a dash where `its` is 0 (a read too short for /proc/stat's
+    clock ticks to count its CPU)."""
+    return f"{mine / its:.2f}x" if its else "—"
 
 
 if __name__ == "__main__":
