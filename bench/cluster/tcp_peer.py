@@ -8,7 +8,9 @@ import time
 # The plain TCP peer: no UCX, no Arrow, no ferry. A server on a host sends argv[2] bytes from one
 # buffer to each client that connects; the reader on host c connects to every server at once, a
 # thread each, receives into one reused buffer per stream, and prints the best run's seconds (of
-# argv[3] after a warm-up). It bounds every reader here: none moves the bytes with less work.
+# argv[3] after a warm-up; with argv[3] "paced", "ready" after the warm-up and then one run's
+# seconds for each line on its standard input). It bounds every reader here: none moves the
+# bytes with less work.
 # With argv[4] "keep" it receives each stream into memory of the stream's whole size instead, as a
 # reader that keeps what it reads (a table) must: allocated and written once before the runs and
 # reused by each, as ferry's client reuses its receive buffers, so no run maps fresh pages, but
@@ -59,16 +61,20 @@ def read(ip):
             if n == 0:
                 raise SystemExit("the server closed early")
             left -= n
-best = None
-for i in range(int(sys.argv[3]) + 1):
+def run():
     start = time.monotonic()
     threads = [threading.Thread(target=read, args=(ip,)) for ip in sys.argv[1].split(",")]
     for t in threads: t.start()
     for t in threads: t.join()
-    took = time.monotonic() - start
-    if i and (best is None or took < best):
-        best = took
-print(best)
+    return time.monotonic() - start
+if sys.argv[3] == "paced":
+    run()
+    print("ready", flush=True)
+    for _ in sys.stdin:
+        print(run(), flush=True)
+else:
+    runs = [run() for _ in range(int(sys.argv[3]) + 1)]
+    print(min(runs[1:]))
 """
 
 

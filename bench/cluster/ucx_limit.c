@@ -19,7 +19,10 @@
  *       the parallel read's kept connections are not.
  *
  * Options: `window=N` puts N messages in flight each way (WINDOW, 16 by default); `one` sends
- * every message from (or receives every message into) one 8 MiB place, as tag_bw does. On the
+ * every message from (or receives every message into) one 8 MiB place, as tag_bw does; `paced`
+ * (recv) prints "ready" after the warm-up run and starts each timed run only when a line comes on
+ * its standard input, so that a driver can put other readers' runs between its own (it stops at
+ * the end of its input, or after RUNS runs). On the
  * 2-core VM, two streams into host c (medians of 6 alternating rounds against the plain TCP
  * ceiling): one in flight 0.74x, four 0.88-0.95x, sixteen 0.94-0.96x; four on one side and one
  * on the other 0.77-0.78x, so both ends need them.
@@ -263,7 +266,7 @@ static void machine(double* cpu_s, double* switches) {
   *cpu_s = (double)(t[0] + t[1] + t[2] + t[5] + t[6] + t[7]) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static int recv_main(char* peers, size_t bytes, int runs, int one) {
+static int recv_main(char* peers, size_t bytes, int runs, int one, int paced) {
   struct stream streams[8];
   int n = 0;
   ucp_context_h context = make_context();
@@ -289,6 +292,10 @@ static int recv_main(char* peers, size_t bytes, int runs, int one) {
     if (s != UCS_OK) die("ucp_ep_create (connecting)", s);
   }
   for (int run = 0; run <= runs; run++) {
+    if (paced && run == 1) printf("ready\n");
+    fflush(stdout);
+    char line[64];
+    if (paced && run > 0 && fgets(line, sizeof(line), stdin) == NULL) break;
     pthread_t threads[8];
     double cpu0, switches0, cpu1, switches1;
     machine(&cpu0, &switches0);
@@ -310,20 +317,23 @@ int main(int argc, char** argv) {
   const int sending = argc >= 5 && strcmp(argv[1], "send") == 0;
   const int receiving = argc >= 5 && strcmp(argv[1], "recv") == 0;
   int one = 0;
+  int paced = 0;
   for (int i = 5; (sending || receiving) && i < argc; i++) {
     if (strcmp(argv[i], "one") == 0) {
       one = 1;
+    } else if (receiving && strcmp(argv[i], "paced") == 0) {
+      paced = 1;
     } else if (strncmp(argv[i], "window=", 7) == 0 && atoi(argv[i] + 7) > 0) {
       window = (size_t)atoi(argv[i] + 7);
     } else {
-      fprintf(stderr, "ferry_ucx_limit: unknown option %s (one, window=N)\n", argv[i]);
+      fprintf(stderr, "ferry_ucx_limit: unknown option %s (one, window=N, paced)\n", argv[i]);
       return 2;
     }
   }
   if (sending) return send_main(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10), one);
-  if (receiving) return recv_main(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), one);
+  if (receiving) return recv_main(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), one, paced);
   fprintf(stderr,
           "usage: ferry_ucx_limit send IP PORT BYTES [one] [window=N]\n"
-          "       ferry_ucx_limit recv IP:PORT[,IP:PORT...] BYTES RUNS [one] [window=N]\n");
+          "       ferry_ucx_limit recv IP:PORT[,IP:PORT...] BYTES RUNS [one] [window=N] [paced]\n");
   return 2;
 }

@@ -311,6 +311,7 @@ SMOKE_SCRIPT = {
     "cluster_bench.py": ["--mib", "4", "--repeat", "1", "--rounds", "1", "--small-reads", "2"],
     "parallel_read.py": ["--mib", "1", "--runs", "1", "--own-servers"],
     "cpu_per_byte.py": ["--mib", "4", "--rounds", "1", "--reads", "1"],
+    "paired_reads.py": ["--mib", "4", "--rounds", "2"],
     "polars_bench.py": ["--mib", "4", "--repeat", "1"],
     "compression_bench.py": ["--mib", "8", "--repeat", "1"],
     "ray_bench.py": ["--mib", "1", "--repeat", "0", "--no-parquet"],

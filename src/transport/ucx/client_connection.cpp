@@ -169,7 +169,13 @@ void ClientConnection::Poll() {
       poll_again_ = true;  // the rest in the next round, after the lock is let go
       break;
     }
-    if (worker_->LockWanted()) break;  // its holder polls next, and so on round by round
+    if (worker_->LockWanted()) {
+      // Its holder polls next if it pumps, and not if it sends; nothing else wakes this thread
+      // for what already waits in UCX's queue, so it comes back soon (not at once: it would
+      // take the lock back from its waiter, round after round).
+      poll_soon_ = true;
+      break;
+    }
     {
       std::lock_guard lock(mutex_);
       if (held_bytes_ >= kReadAheadBytes) break;

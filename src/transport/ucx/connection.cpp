@@ -132,7 +132,10 @@ Status UcxConnection::StartWorker() {
   worker_->Start([this] {
     Poll();
     const std::chrono::milliseconds again = SettleFailure();
-    return std::exchange(poll_again_, false) ? std::chrono::milliseconds(0) : again;
+    if (std::exchange(poll_again_, false)) return std::chrono::milliseconds(0);
+    if (std::exchange(poll_soon_, false))
+      return again.count() >= 0 ? std::min(again, kPollSoon) : kPollSoon;
+    return again;
   });
   return Status::OK();
 }
