@@ -106,7 +106,7 @@ static struct {
 
   unsigned long clients, meta_streams, data_streams, refused, addresses_sent, addresses_freed,
       duplicate_frees, unknown_frees, malformed_frees, free_messages, addresses_unfreed,
-      send_errors, bodies_sent, metadata_sent, sessions_done[3];
+      send_errors, bodies_sent, metadata_sent, sessions_done[3], sessions_roleless;
 } S;
 
 static volatile sig_atomic_t g_stop;
@@ -544,7 +544,10 @@ static void reap(void) {
       continue;
     }
     *pc = c->next;
-    if (c->role_known) S.sessions_done[c->role]++;
+    if (c->role_known)
+      S.sessions_done[c->role]++;
+    else
+      S.sessions_roleless++;
     ucp_worker_destroy(c->w);
     free(c->freed);
     free(c);
@@ -553,7 +556,12 @@ static void reap(void) {
 
 static int once_done(void) {
   if (!S.once) return 0;
-  if (S.split) return S.sessions_done[ROLE_META] >= 1 && S.sessions_done[ROLE_DATA] >= 1;
+  if (S.split) {
+    /* A client refused on one stream may close its other before that one's want_data: a
+     * connection that ended without saying its role is then that client's other stream. */
+    unsigned long meta = S.sessions_done[ROLE_META], data = S.sessions_done[ROLE_DATA];
+    return (meta >= 1 && data >= 1) || (meta + data >= 1 && meta + data + S.sessions_roleless >= 2);
+  }
   return S.sessions_done[ROLE_BOTH] >= 1;
 }
 
