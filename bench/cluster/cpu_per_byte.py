@@ -21,17 +21,12 @@ it, per GiB read. Prints the medians, and ferry's against the limit's.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-# cluster_bench puts tests/support on the path, for the imports after it.
-from cluster_bench import make_half  # noqa: E402
-from netns import Hosts  # noqa: E402
-from parallel_read import serve_pair  # noqa: E402
+# parallel_read (through cluster_bench) puts tests/support on the path, for ucx_peer's imports.
+from parallel_read import served_halves  # noqa: E402
 from ucx_peer import ucx_limit_runs  # noqa: E402
 
 # On host c: argv[2] reads of flight t after a warm-up read, each bracketed by the machine's
@@ -68,27 +63,16 @@ def main():
     ap.add_argument("--reads", type=int, default=3, help="reads of each case a round (default 3)")
     args = ap.parse_args()
     runs = {case: [] for case in CASES}
-    with tempfile.TemporaryDirectory(prefix="ferry-cpu-per-byte-") as d:
-        tmp = Path(d)
-        make_half(tmp / "a.arrows", args.mib, 0)
-        make_half(tmp / "b.arrows", args.mib, 1 << 40)
-        per_server = os.path.getsize(tmp / "a.arrows")
-        with Hosts(["a", "b", "c"]) as hosts:
-            servers = serve_pair(hosts, tmp, None)
-            try:
-                uri = servers[1].first_line()
-                for _ in range(args.rounds):
-                    r = hosts["c"].run([sys.executable, "-c", READER, uri, str(args.reads)],
-                                       capture_output=True, text=True, timeout=600)
-                    if r.returncode != 0:
-                        raise RuntimeError(f"reader: exit {r.returncode}: {r.stderr}")
-                    runs["ferry"] += [[float(x) for x in line.split()]
-                                      for line in r.stdout.splitlines() if line]
-                    runs["limit"] += ucx_limit_runs(hosts, per_server, args.reads, window=16)
-                    runs["limit, one"] += ucx_limit_runs(hosts, per_server, args.reads, window=1)
-            finally:
-                for s in servers:
-                    s.close()
+    with served_halves(args.mib, "ferry-cpu-per-byte-") as (hosts, uri, per_server):
+        for _ in range(args.rounds):
+            r = hosts["c"].run([sys.executable, "-c", READER, uri, str(args.reads)],
+                               capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                raise RuntimeError(f"reader: exit {r.returncode}: {r.stderr}")
+            runs["ferry"] += [[float(x) for x in line.split()]
+                              for line in r.stdout.splitlines() if line]
+            runs["limit"] += ucx_limit_runs(hosts, per_server, args.reads, window=16)
+            runs["limit, one"] += ucx_limit_runs(hosts, per_server, args.reads, window=1)
     med = {case: [statistics.median(run[i] for run in runs[case]) for i in range(3)]
            for case in CASES}
     print(f"\n{args.rounds} alternating rounds, {2 * args.mib} MiB a read; the whole machine's "

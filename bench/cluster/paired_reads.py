@@ -25,15 +25,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # cluster_bench puts tests/support on the path, for the imports after it.
-from cluster_bench import TOKEN, make_half  # noqa: E402
-from netns import Hosts  # noqa: E402
-from parallel_read import serve_pair  # noqa: E402
+from cluster_bench import TOKEN  # noqa: E402
+from parallel_read import served_halves  # noqa: E402
 from tcp_peer import TCP_COLD_SERVER, TCP_READER  # noqa: E402
 from ucx_peer import PORT, ucx_limit_binary  # noqa: E402
 
@@ -140,18 +137,8 @@ def main():
     ap.add_argument("--mib", type=int, default=512, help="MiB on each server (default 512)")
     ap.add_argument("--rounds", type=int, default=30, help="rounds (default 30)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ferry-paired-reads-") as d:
-        tmp = Path(d)
-        make_half(tmp / "a.arrows", args.mib, 0)
-        make_half(tmp / "b.arrows", args.mib, 1 << 40)
-        per_server = os.path.getsize(tmp / "a.arrows")
-        with Hosts(["a", "b", "c"]) as hosts:
-            servers = serve_pair(hosts, tmp, None)
-            try:
-                runs = paired_rounds(hosts, servers[1].first_line(), per_server, args.rounds)
-            finally:
-                for s in servers:
-                    s.close()
+    with served_halves(args.mib, "ferry-paired-reads-") as (hosts, uri, per_server):
+        runs = paired_rounds(hosts, uri, per_server, args.rounds)
     print(f"\n{args.rounds} rounds, {2 * per_server / (1 << 20):.0f} MiB a read; each ratio "
           "within a round, the median of the rounds' ratios\n")
     print("| reader | MiB/s, median | against the ceiling | against the limit |")

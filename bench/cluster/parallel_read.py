@@ -17,6 +17,7 @@ server's side is compared too.
 A CLI's own directory comes first in its library path, so a copied CLI can bring its libraries.
 """
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -60,6 +61,24 @@ def serve_pair(hosts, tmp, cli):
         a.close()
         raise
     return [a, b]
+
+
+@contextlib.contextmanager
+def served_halves(mib, prefix):
+    """Flight t, `mib` MiB on each of hosts a and b (make_half), served by this tree's
+    serve_pair on fresh hosts a, b and c: yields (hosts, the second server's URI, the bytes of
+    one server's file)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as d:
+        tmp = Path(d)
+        make_half(tmp / "a.arrows", mib, 0)
+        make_half(tmp / "b.arrows", mib, 1 << 40)
+        with Hosts(["a", "b", "c"]) as hosts:
+            servers = serve_pair(hosts, tmp, None)
+            try:
+                yield hosts, servers[1].first_line(), os.path.getsize(tmp / "a.arrows")
+            finally:
+                for s in servers:
+                    s.close()
 
 
 def main():
