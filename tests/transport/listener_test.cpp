@@ -64,7 +64,8 @@ TEST_F(UcxListenerTest, EachConnectionIsAcceptedOnAWorkerMadeBeforeItsRequest) {
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> client,
                          ConnectUcx(listener_->address(), options));
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<Connection> server, listener_->Accept(10s));
-    EXPECT_EQ(ucx_->accepted_on_spare(), i);
+    // A spare made before the host's interfaces changed (another process's veths) is dropped.
+    EXPECT_EQ(ucx_->accepted_on_spare() + ucx_->spares_dropped(), i);
     ExpectRoundTrip(*client, *server, static_cast<uint8_t>(10 * i));
     // The next client's worker is made again once this one is accepted.
     EXPECT_TRUE(ucx_->AwaitSpare(10s));

@@ -135,7 +135,10 @@ void UcxListener::AcceptPending() {
     std::unique_ptr<Worker> spare = std::move(spare_);
     // Made before an interface came or went: dropped, so this client's worker is made now and
     // fails (or not) as any would.
-    if (spare != nullptr && DeviceSignature() != spare_devices_) spare.reset();
+    if (spare != nullptr && DeviceSignature() != spare_devices_) {
+      spare.reset();
+      ++spares_dropped_;
+    }
     {
       std::lock_guard lock(mutex_);
       spare_ready_ = false;

@@ -48,6 +48,9 @@ class UcxListener final : public Listener {
   bool AwaitSpare(std::chrono::milliseconds limit);
   /// For tests: how many connections were accepted on a worker made before their request came.
   int64_t accepted_on_spare() const { return accepted_on_spare_.load(); }
+  /// For tests: how many workers made ahead were dropped because the host's network interfaces
+  /// changed after they were made (another process's veths, say); their clients got fresh ones.
+  int64_t spares_dropped() const { return spares_dropped_.load(); }
 
  private:
   UcxListener(std::shared_ptr<Context> context, TransportLimits limits)
@@ -71,6 +74,7 @@ class UcxListener final : public Listener {
   bool spare_failed_ = false;      // the last try to make it failed
   std::string spare_devices_;      // the network interfaces when it was made (DeviceSignature)
   std::atomic<int64_t> accepted_on_spare_{0};
+  std::atomic<int64_t> spares_dropped_{0};
 
   std::mutex mutex_;
   std::condition_variable changed_;
