@@ -28,7 +28,7 @@ import pytest
 from fault_harness import (PAUSED, Get, Serve, fault_batch, fd_count, idle_cpu, loaded_ucx,
                            pypi_ucx, segment_maps)
 
-TIMEOUT = 2  # --timeout of both ends, seconds
+TIMEOUT = 2  # --timeout of both ends, seconds (of a client only where it sees a stopped server)
 # --timeout of the ordinary reads around a cell (the warm-up client and the next client): they
 # check that a server serves, not how fast a fault is seen, and on eight cells at once on two
 # cores a read of 12 LZ4-decompressed batches gathered over TCP has gone 2 s without a message.
@@ -203,10 +203,16 @@ def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, ph
     if side == "server":
         srv = Serve(tmp_path, scheme, BODIES[body], path, env, TIMEOUT, pause=pause)
         before = {p.name for p in tmp_path.iterdir()}
-        cli = Get(tmp_path, srv.uri, out, env, TIMEOUT, args=client_args(transport, body))
+        # A stopped server is seen through the client's --timeout; a killed or closed one through
+        # the connection, which the longer timeout proves (and a loaded machine's starved server,
+        # 2 s between two bodies before the pause, cannot end the client early).
+        client_timeout = TIMEOUT if kind == "stop" else READ_TIMEOUT
+        cli = Get(tmp_path, srv.uri, out, env, client_timeout,
+                  args=client_args(transport, body))
         try:
             paused, _ = srv.log.wait_for(PAUSED, 30)
-            assert paused, f"the server never reached {phase}: {srv.log.text()}"
+            assert paused, (f"the server never reached {phase}: {srv.log.text()}"
+                            f"(the client: {cli.log.text()!r})")
             t0 = time.monotonic()
             srv.signal(SIGNALS[kind])
             rc, took = cli.wait(bound + 10)
@@ -246,7 +252,8 @@ def test_fault_cell(request, tmp_path, data, servers, transport, body, fault, ph
               args=client_args(transport, body))
     try:
         paused, _ = cli.log.wait_for(PAUSED, 30)
-        assert paused, f"the client never reached {phase}: {cli.log.text()}"
+        assert paused, (f"the client never reached {phase}: {cli.log.text()}"
+                        f"(the server: {srv.log.text()!r})")
         offset = len(srv.log.text())
         t0 = time.monotonic()
         cli.proc.send_signal(SIGNALS[kind])
