@@ -3,13 +3,15 @@
 # sequence of stages stopping at the first that fails. Fails when either lane fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/cpu_use.sh
 # step CMD...: runs one stage and says how long it took, so a slow stage shows in the log; its
 # status is the stage's. (Called on the left of ||, where errexit does not apply: the status is
 # returned, not left to set -e.)
 step() {
   local start=$SECONDS rc=0
   "$@" || rc=$?
-  echo "== ci: '$*' took $((SECONDS - start)) s (lanes so far: ${SECONDS} s)"
+  cpu_use
+  echo "== ci: '$*' took $((SECONDS - start)) s (lanes so far: ${SECONDS} s; $cpu_use_line)"
   return "$rc"
 }
 # lane NAME STAGE...: each STAGE (a command line) as a step, in order, stopping at the first that

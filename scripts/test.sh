@@ -19,9 +19,16 @@ for arg in "$@"; do
   esac
 done
 
-# Each section's header says when it starts, in seconds since this script began; where
+# Each section's header says when it starts, in seconds since this script began, after a line
+# with the CPU seconds the section before used (scripts/cpu_use.sh); where
 # FERRY_STAGE_LOG names a file, the header is appended to it too (CI starts its later stages on one).
+source scripts/cpu_use.sh
 stage() {
+  # What the stage before used: its own processes (the sanitizer builds count where they are
+  # waited for) and the machine (the CI lanes too, once they run).
+  cpu_use
+  if [[ ${stage_started:-0} == 1 ]]; then echo "   the stage before: $cpu_use_line"; fi
+  stage_started=1
   echo "== [+${SECONDS}s] $*"
   if [[ -n ${FERRY_STAGE_LOG:-} ]]; then echo "$*" >>"$FERRY_STAGE_LOG"; fi
 }
