@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_scale.hpp"
 #include "ferry/format/array_bytes.hpp"
 #include "ferry/format/array_view.hpp"
 #include "ferry/format/builder.hpp"
@@ -77,18 +78,19 @@ std::string ShortString(std::mt19937_64& rng, bool ascii = false) {
 const Dataset& Int64s() {
   static Dataset d = Finish(Field::Make("l", "x"), [](ArrayBuilder* b) {
     std::mt19937_64 rng(1);
-    for (int64_t i = 0; i < 10'000'000; ++i) {
+    for (int64_t i = 0, n = testing::ScaledCount(10'000'000); i < n; ++i) {
       Check(rng() % 10 == 0 ? b->AppendNull() : b->AppendInt(static_cast<int64_t>(rng())));
     }
   });
   return d;
 }
 
-// 10 M strings of 0-16 letters (`format` "u" or "vu"), 10% nulls; all ASCII when `ascii`.
+// 10 M strings of 0-16 letters (`format` "u" or "vu"; 100,000 in a smoke run), 10% nulls; all
+// ASCII when `ascii`.
 Dataset ShortStrings(const char* format, bool ascii) {
   return Finish(Field::Make(format, "x"), [ascii](ArrayBuilder* b) {
     std::mt19937_64 rng(2);
-    for (int64_t i = 0; i < 10'000'000; ++i) {
+    for (int64_t i = 0, n = testing::ScaledCount(10'000'000); i < n; ++i) {
       Check(rng() % 10 == 0 ? b->AppendNull() : b->AppendBytes(ShortString(rng, ascii)));
     }
   });
@@ -122,7 +124,7 @@ const Dataset& ListsOfStructs() {
   static Dataset d = Finish(Field::Make("+l", "x", {item}), [](ArrayBuilder* b) {
     std::mt19937_64 rng(3);
     ArrayBuilder* s = b->child(0);
-    for (int64_t i = 0; i < 1'000'000; ++i) {
+    for (int64_t i = 0, lists = testing::ScaledCount(1'000'000); i < lists; ++i) {
       if (rng() % 10 == 0) {
         Check(b->AppendNull());
         continue;

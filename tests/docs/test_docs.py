@@ -365,17 +365,25 @@ def smoke_command(words, tree, workdir):
 
 def run_bench(block, workdir):
     """A benchmark block runs at its smallest (SMOKE_*), proving its commands still work; the
-    figures of such a run mean nothing and are not kept. Without FERRY_BENCH_TREE the block is
-    only checked."""
+    figures of such a run mean nothing and are not kept. A `--only` line whose script ran whole
+    earlier in the block is checked only. Without FERRY_BENCH_TREE the block is only checked."""
     check_bench(block)
     tree = bench_tree()
     if tree is None:
         return
     env = dict(environment(), FERRY_BENCH_SMOKE="1")
+    ran_whole = set()  # scripts this block ran without --only
     for command, _ in doc_blocks.commands(block.code, "sh"):
         words = shlex.split(command)
         if is_setup(words):
             continue
+        script = next((os.path.basename(w) for w in words if w.endswith(".py")), None)
+        # --only runs a part of what the script's whole run does: after a whole smoke run in the
+        # same block it is checked (check_bench), not run again.
+        if "--only" in words and script in ran_whole:
+            continue
+        if "--only" not in words:
+            ran_whole.add(script)
         words = smoke_command(words, tree, workdir)
         # shlex.join leaves VAR=value unquoted, so bash still reads it as an assignment.
         r = subprocess.run(["bash", "-c", shlex.join(words)], cwd=workdir, env=env, text=True,

@@ -24,4 +24,9 @@ inline int64_t ScaledBytes(int64_t full) {
   return SmokeRun() ? std::min<int64_t>(full, int64_t{16} << 20) : full;
 }
 
+/// `full` items (rows, values), or at most 100,000 in a smoke run.
+inline int64_t ScaledCount(int64_t full) {
+  return SmokeRun() ? std::min<int64_t>(full, 100'000) : full;
+}
+
 }  // namespace ferry::testing
