@@ -4,13 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ferry/transport/ucx.hpp"
 #include "support/test_util.hpp"
 #include "support/transport_util.hpp"
+#include "transport/ucx/client_connection.hpp"
 
 namespace ferry::transport {
 namespace {
@@ -90,10 +94,13 @@ class UcxPairs : public ::testing::Test {
     if (!UcxAvailable()) GTEST_SKIP() << "this build of ferry has no UCX transport";
     ASSERT_OK_AND_ASSIGN(listener_, ListenUcx("127.0.0.1:0", {}));
   }
-  // A client (with ferry's extensions or without) and the server's end of it.
-  void Connect(bool extensions, int64_t max_message_bytes = 1 << 20) {
+  // A client (with ferry's extensions or without) and the server's end of it; the client's
+  // waits on `clock` where one is given.
+  void Connect(bool extensions, int64_t max_message_bytes = 1 << 20,
+               std::shared_ptr<Clock> clock = nullptr) {
     ConnectOptions options;
     options.limits.timeout = 5s;
+    if (clock != nullptr) options.limits.clock = std::move(clock);
     options.connect_timeout = ferry::testing::kUcxWireUp;
     options.limits.max_message_bytes = max_message_bytes;
     options.extensions = extensions;
@@ -123,6 +130,50 @@ TEST_F(UcxPairs, AGrantedClientSplitsPairsIntoMetadataAndBody) {
     // A pair landed as one buffer: the two are views of it.
     EXPECT_EQ(b.payload.owner == m.owner, size <= int64_t{256} * 1024) << size;
   }
+}
+
+// The read-ahead stops for a thread that waits for the worker's lock (one sending a credit or a
+// free, which does not poll), and what it leaves in UCX's queue no event announces again. That
+// thread's release of the lock wakes the progress thread for it, so a reader already asleep for
+// the metadata of a pair left there gets it.
+TEST_F(UcxPairs, APairLeftByAReadAheadStoppedForALockWaiterReachesTheSleepingReader) {
+  auto clock = std::make_shared<ManualClock>();
+  Connect(true, 1 << 20, clock);
+  auto* client = dynamic_cast<internal::ucx::ClientConnection*>(client_.get());
+  ASSERT_NE(client, nullptr);
+  std::thread waiter;
+  std::atomic<bool> stopped{false};
+  // On the progress thread, once the pair lies in UCX's queue: a thread that takes the lock and
+  // lets it go at once, waiting in Lock() before the read-ahead looks.
+  client->SetReadAheadHookForTest([&](internal::ucx::Worker& worker) {
+    ucp_tag_recv_info_t info{};
+    if (stopped || ucp_tag_probe_nb(worker.handle(), 0, 0, 0, &info) == nullptr) return;
+    waiter = std::thread([&worker] { internal::ucx::WorkerLock lock = worker.Lock(); });
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!worker.LockWanted() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
+    stopped = true;
+  });
+  auto reader = std::async(std::launch::async, [&] { return client_->Receive(10s); });
+  ASSERT_TRUE(clock->AwaitWaiters(1, 10s));  // the reader sleeps in its receive
+  const std::string meta = "the pair's metadata";
+  std::vector<uint8_t> body(1000, 7);
+  const ByteSpan head{meta.data(), static_cast<int64_t>(meta.size())};
+  const ByteSpan piece{body.data(), static_cast<int64_t>(body.size())};
+  ASSERT_OK(server_->SendMessageAndBody({&head, 1}, Tag(0, 1), {&piece, 1}));
+  // A bound in real time: the receive's own timeout runs on the test's clock, which only this
+  // test moves, so a reader never woken would sleep on.
+  const bool arrived = reader.wait_for(10s) == std::future_status::ready;
+  if (!arrived) clock->Advance(11s);
+  Result<SharedBytes> m = reader.get();
+  client->SetReadAheadHookForTest({});  // under the worker's lock: after the hook's last run
+  if (waiter.joinable()) waiter.join();
+  EXPECT_TRUE(stopped) << "the read-ahead never found the pair in UCX's queue";
+  ASSERT_TRUE(arrived) << "the reader was not woken for the pair the read-ahead left behind";
+  ASSERT_OK(m.status());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(m->data), static_cast<size_t>(m->size)),
+            meta);
 }
 
 // Without ferry's extensions there was no hello, so no pairs: bit 40 is one of the protocol's

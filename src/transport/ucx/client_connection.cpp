@@ -159,6 +159,7 @@ void ClientConnection::Poll() {
     }
     TakeFor(m, info, w.id);
   }
+  if (read_ahead_hook_) read_ahead_hook_(*worker_);
   // Read ahead while little is held: a rendezvous body stays with its sender until taken, so a
   // client that stops reading makes the server wait instead of filling this process. A few MiB
   // a round, and none while another thread waits for the worker's lock: taking a body can cost
@@ -170,10 +171,10 @@ void ClientConnection::Poll() {
       break;
     }
     if (worker_->LockWanted()) {
-      // Its holder polls next if it pumps, and not if it sends; nothing else wakes this thread
-      // for what already waits in UCX's queue, so it comes back soon (not at once: it would
-      // take the lock back from its waiter, round after round).
-      poll_soon_ = true;
+      // Its holder polls next if it pumps, and not if it sends, and no event announces what
+      // already waits in UCX's queue: the holder's release wakes the progress thread for it
+      // (not a poll at once here, which would take the lock back from its waiter).
+      worker_->WakeOnRelease();
       break;
     }
     {
@@ -185,6 +186,11 @@ void ClientConnection::Poll() {
     taken += static_cast<int64_t>(info.length);
     TakeFor(m, info, -1);
   }
+}
+
+void ClientConnection::SetReadAheadHookForTest(std::function<void(Worker&)> hook) {
+  WorkerLock ucx = worker_->Lock();
+  read_ahead_hook_ = std::move(hook);
 }
 
 void ClientConnection::TakeFor(ucp_tag_message_h message, const ucp_tag_recv_info_t& info,
@@ -321,7 +327,7 @@ void ClientConnection::Expect(uint64_t tag, int64_t size) {
   }
   // Posted from this thread under the worker's lock: no trip through the progress thread. The
   // receive settles there, or here at once if the body is in already.
-  std::unique_lock ucx = worker_->Lock();
+  WorkerLock ucx = worker_->Lock();
   UcxConnection::Landed landed = [this, tag, size, entry](ucs_status_t status, SharedBytes bytes) {
     {
       std::lock_guard lock(posted_mutex_);
@@ -391,7 +397,7 @@ void ClientConnection::DropPosted(uint64_t want, uint64_t mask) {
 
 void ClientConnection::TearDown() {
   worker_->Stop();
-  std::unique_lock ucx = worker_->Lock();
+  WorkerLock ucx = worker_->Lock();
   std::vector<void*> posted;
   {
     std::lock_guard lock(posted_mutex_);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -48,6 +49,10 @@ class ClientConnection final : public UcxConnection {
                                                     std::chrono::milliseconds timeout) override;
   bool fetches_in_background() const override { return true; }
   bool reusable() const override { return reusable_.load(std::memory_order_acquire); }
+
+  /// For tests: `hook` runs just before each read-ahead, on the thread that polls, with the
+  /// worker's lock held (an empty one: none). Set it while the connection is quiet.
+  void SetReadAheadHookForTest(std::function<void(Worker&)> hook);
 
  private:
   ClientConnection(std::unique_ptr<Worker> worker, ConnectOptions options)
@@ -94,6 +99,7 @@ class ClientConnection final : public UcxConnection {
   std::mutex posted_mutex_;
   std::unordered_map<uint64_t, std::shared_ptr<Posted>> posted_;  // by tag
   // Under the worker's lock.
+  std::function<void(Worker&)> read_ahead_hook_;
   ucp_rkey_h rkey_ = nullptr;
   ucp_ep_h rkey_ep_ = nullptr;  // the endpoint rkey_ was unpacked for
 };

@@ -85,7 +85,7 @@ Result<std::unique_ptr<FetchInFlight>> ClientConnection::StartFetch(
   {
     // Gets go from this thread under the worker's lock; the key is unpacked once per endpoint,
     // the first time it is needed.
-    std::unique_lock ucx = worker_->Lock();
+    WorkerLock ucx = worker_->Lock();
     ucp_ep_h ep = traffic_ep();
     if (ep != nullptr && rkey_ep_ != ep) {
       ReleaseRemote();

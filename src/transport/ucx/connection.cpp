@@ -133,8 +133,6 @@ Status UcxConnection::StartWorker() {
     Poll();
     const std::chrono::milliseconds again = SettleFailure();
     if (std::exchange(poll_again_, false)) return std::chrono::milliseconds(0);
-    if (std::exchange(poll_soon_, false))
-      return again.count() >= 0 ? std::min(again, kPollSoon) : kPollSoon;
     return again;
   });
   return Status::OK();
@@ -260,7 +258,7 @@ void* UcxConnection::PostReceive(uint64_t tag, size_t size, Landed on_done) {
 void UcxConnection::Pump() {
   std::shared_lock lock(pump_mutex_);
   if (!pumpable_) return;
-  std::unique_lock ucx = worker_->Lock();
+  WorkerLock ucx = worker_->Lock();
   auto replaying = ReplayGuard();
   for (int round = 0; round < 16 && ucp_worker_progress(worker_->handle()) != 0; ++round) {
   }

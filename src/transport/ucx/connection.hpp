@@ -120,8 +120,8 @@ class UcxConnection : public Connection {
   /// Tagged intake, on the progress thread after each round of progress (and on a caller's
   /// thread in Pump), with the worker's lock held. An intake that left work it could do now
   /// (a read-ahead cut short) sets poll_again_, so that the progress thread comes back at once
-  /// instead of sleeping until the next event, or poll_soon_ (cut short for a thread waiting
-  /// for the lock), so that it comes back within kPollSoon.
+  /// instead of sleeping until the next event, or, cut short for a thread waiting for the lock,
+  /// calls Worker::WakeOnRelease, so that it comes back once that thread lets the lock go.
   virtual void Poll() = 0;
   /// Receive the probed `message` of `info.length` bytes; `on_done` gets the bytes or the
   /// failure (progress thread; `on_done` runs there too). A message over the tagged limit is
@@ -230,10 +230,6 @@ class UcxConnection : public Connection {
   void CloseTracked(ucp_ep_h ep);
   std::vector<std::shared_ptr<Completion>> closing_;  // under the worker's lock
   bool poll_again_ = false;                           // under the worker's lock (Poll)
-  // An intake that stopped for another thread's wait for the worker's lock: the progress
-  // thread polls again within kPollSoon (under the worker's lock).
-  bool poll_soon_ = false;
-  static constexpr std::chrono::milliseconds kPollSoon{1};
 
  private:
   static ucs_status_t OnActiveMessage(void* arg, const void* header, size_t header_length,

@@ -199,7 +199,7 @@ void UcxConnection::TearDown() {
   worker_->Stop();
   // The thread is gone: this one owns the worker. Anything still open closes by force.
   {
-    std::unique_lock ucx = worker_->Lock();
+    WorkerLock ucx = worker_->Lock();
     auto replaying = ReplayGuard();
     ReleaseRemote();
     if (fast_ep_ != nullptr) CloseTracked(fast_ep_);

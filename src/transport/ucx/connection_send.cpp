@@ -47,7 +47,7 @@ Status UcxConnection::SendStatus(const char* doing) {
 }
 
 bool UcxConnection::OnFastLanes() {
-  std::unique_lock ucx = worker_->Lock();
+  WorkerLock ucx = worker_->Lock();
   return fast_ep_ != nullptr;
 }
 
@@ -95,7 +95,7 @@ Status UcxConnection::Transmit(bool active_message, uint64_t tag, std::span<cons
   {
     // From this thread: an eager send usually completes at once, with no trip through the
     // progress thread.
-    std::unique_lock ucx = worker_->Lock();
+    WorkerLock ucx = worker_->Lock();
     ucp_ep_h ep = traffic_ep();
     if (ep == nullptr) {
       done->Done(UCS_ERR_NOT_CONNECTED);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <utility>
 
 namespace ferry::transport::internal::ucx {
 
@@ -235,6 +236,22 @@ int64_t SteadyNanos() {
 }
 
 }  // namespace
+
+WorkerLock& WorkerLock::operator=(WorkerLock&& other) noexcept {
+  if (this != &other) {
+    unlock();
+    worker_ = std::exchange(other.worker_, nullptr);
+    lock_ = std::move(other.lock_);
+  }
+  return *this;
+}
+
+void WorkerLock::unlock() {
+  if (!lock_.owns_lock()) return;
+  const bool wake = std::exchange(worker_->wake_on_release_, false);
+  lock_.unlock();
+  if (wake) worker_->Wake();
+}
 
 void Worker::CallerProgressed() {
   standby_until_.store(

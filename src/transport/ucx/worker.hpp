@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "ferry/core/result.hpp"
@@ -53,6 +54,31 @@ class DescriptorLock {
   pthread_rwlock_t lock_;
 };
 
+class Worker;
+
+/// The worker's lock as held by a thread other than the progress thread (Worker::Lock): a
+/// move-only owner. Letting it go wakes the progress thread when work under the lock stopped
+/// short for a thread that waited for it (Worker::WakeOnRelease); otherwise it costs what a
+/// mutex's unlock costs.
+class WorkerLock {
+ public:
+  WorkerLock(WorkerLock&& other) noexcept = default;
+  WorkerLock& operator=(WorkerLock&& other) noexcept;
+  WorkerLock(const WorkerLock&) = delete;
+  WorkerLock& operator=(const WorkerLock&) = delete;
+  ~WorkerLock() { unlock(); }
+  /// Let the lock go early (idempotent), waking the progress thread if it is owed a wake-up.
+  void unlock();
+
+ private:
+  friend class Worker;
+  WorkerLock(Worker* worker, std::unique_lock<std::mutex> lock)
+      : worker_(worker), lock_(std::move(lock)) {}
+
+  Worker* worker_ = nullptr;
+  std::unique_lock<std::mutex> lock_;
+};
+
 /// A UCP worker and its progress thread. The thread sleeps in epoll on the worker's event
 /// descriptor and on an eventfd that Post and Wake write, so an idle worker costs no CPU. UCX is
 /// entered by one thread at a time (thread mode SERIALIZED): the progress thread holds the
@@ -90,15 +116,20 @@ class Worker {
   void Stop();
   /// The worker's lock, for a thread other than the progress thread that calls into UCX. Tasks
   /// and polls run with it held already; they must not take it again.
-  std::unique_lock<std::mutex> Lock() {
+  WorkerLock Lock() {
     lock_waiters_.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(ucx_mutex_);
     lock_waiters_.fetch_sub(1, std::memory_order_relaxed);
-    return lock;
+    return WorkerLock(this, std::move(lock));
   }
   /// Whether a thread waits in Lock() now: work under the lock that can wait (a poll's
   /// read-ahead) stops early for it. A relaxed load.
   bool LockWanted() const { return lock_waiters_.load(std::memory_order_relaxed) > 0; }
+  /// With the lock held, from work that stopped short for a thread waiting in Lock() and left
+  /// work behind that no event will announce (messages already in UCX's queue): the next
+  /// WorkerLock to let the lock go wakes the progress thread, which then does that work. The
+  /// waiter's own release comes after this (it gets the lock only once it is let go).
+  void WakeOnRelease() { wake_on_release_ = true; }
   /// Run `task` on the progress thread soon, in posting order. Once the thread is stopped (or
   /// if Stop drops it before it ran), `dropped` runs instead, on the stopping thread.
   void Post(std::function<void()> task, std::function<void()> dropped = {});
@@ -147,8 +178,10 @@ class Worker {
   std::atomic<bool> stop_{false};
   // Until when (steady clock, ns) the progress thread stands back; 0: it does not.
   std::atomic<int64_t> standby_until_{0};
+  friend class WorkerLock;
   std::mutex ucx_mutex_;
   std::atomic<int> lock_waiters_{0};                          // threads inside Lock()
+  bool wake_on_release_ = false;                              // under ucx_mutex_ (WakeOnRelease)
   std::unordered_map<void*, std::function<void()>> tracked_;  // under ucx_mutex_
   std::unordered_set<void*> released_;                        // by Destroy, under ucx_mutex_
   std::mutex tasks_mutex_;
