@@ -2,6 +2,7 @@
 between its hosts with no Arrow and no ferry: `ucx_perftest -t tag_bw` streams over TCP, and
 ferry_ucx_limit (bench/cluster/ucx_limit.c), libucp moving the bytes as a reader that keeps them
 must."""
+import itertools
 import os
 import subprocess
 import sys
@@ -74,7 +75,7 @@ def tag_bw_sleeping(hosts, per_server, size=8 << 20, senders=("a", "b")):
     return len(senders) * min(rates.values())
 
 
-_limit_calls = []
+_limit_calls = itertools.count(1)  # ucx_limit's calls: each takes ports of its own
 
 
 def ucx_limit_binary():
@@ -102,8 +103,8 @@ def ucx_limit_runs(hosts, per_server, runs, senders=("a", "b"), send_one=False, 
     more = ([f"window={window}"] if window else []) + (["one"] if send_one else [])
     env = dict(os.environ, UCX_TLS="tcp,self")
     # A port of its own each call: a listener killed a moment ago may still hold the last one.
-    _limit_calls.append(None)
-    ports = {name: PORT + 10 + 2 * (len(_limit_calls) % 40) + i for i, name in enumerate(senders)}
+    call = next(_limit_calls)
+    ports = {name: PORT + 10 + 2 * (call % 40) + i for i, name in enumerate(senders)}
     limit = ucx_limit_binary()
     sending = [hosts[n].popen([limit, "send", hosts[n].ip, str(ports[n]), str(per_server)] + more,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
