@@ -339,6 +339,11 @@ def is_setup(words):
             or words[1:4] == ["-m", "pip", "install"])
 
 
+def script_of(words):
+    """The file name of the Python script a command runs, or None."""
+    return next((os.path.basename(w) for w in words if w.endswith(".py")), None)
+
+
 def smoke_command(words, tree, workdir):
     """`words` with the pages' paths mapped to this run (build/bench to `tree`, repository files
     to the checkout, docs/img outputs to `workdir`) and the benchmark's shortest-run flags."""
@@ -355,7 +360,7 @@ def smoke_command(words, tree, workdir):
         name, eq, value = w.partition("=")
         out.append(f"{name}={place(value)}" if eq and re.fullmatch(r"[A-Z_]+", name) else place(w))
     program = next((os.path.basename(w) for w in words if "=" not in w or w.startswith("-")), "")
-    script = next((os.path.basename(w) for w in words if w.endswith(".py")), None)
+    script = script_of(words)
     if re.fullmatch(r"ferry_\w+_bench", program):
         out += SMOKE_GBENCH
     elif script in SMOKE_SCRIPT:
@@ -377,7 +382,7 @@ def run_bench(block, workdir):
         words = shlex.split(command)
         if is_setup(words):
             continue
-        script = next((os.path.basename(w) for w in words if w.endswith(".py")), None)
+        script = script_of(words)
         # --only runs a part of what the script's whole run does: after a whole smoke run in the
         # same block it is checked (check_bench), not run again.
         if "--only" in words and script in ran_whole:

@@ -237,15 +237,6 @@ int64_t SteadyNanos() {
 
 }  // namespace
 
-WorkerLock& WorkerLock::operator=(WorkerLock&& other) noexcept {
-  if (this != &other) {
-    unlock();
-    worker_ = std::exchange(other.worker_, nullptr);
-    lock_ = std::move(other.lock_);
-  }
-  return *this;
-}
-
 void WorkerLock::unlock() {
   if (!lock_.owns_lock()) return;
   const bool wake = std::exchange(worker_->wake_on_release_, false);

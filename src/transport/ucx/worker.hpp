@@ -63,7 +63,7 @@ class Worker;
 class WorkerLock {
  public:
   WorkerLock(WorkerLock&& other) noexcept = default;
-  WorkerLock& operator=(WorkerLock&& other) noexcept;
+  WorkerLock& operator=(WorkerLock&& other) = delete;
   WorkerLock(const WorkerLock&) = delete;
   WorkerLock& operator=(const WorkerLock&) = delete;
   ~WorkerLock() { unlock(); }
